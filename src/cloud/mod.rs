@@ -1,0 +1,163 @@
+//! The cloud side: node groups and their instances, behind one trait.
+//!
+//! A backend keeps the cloud's view in memory so that the hot RPCs (target size, node group for node,
+//! instances) never wait on the cloud, and carries out size changes the provider has already validated.
+//! The rules of the protocol (bounds, membership, all-or-nothing deletes) live once, in `provider`.
+
+pub mod instance_types;
+pub mod scenario;
+pub mod sim;
+pub mod template;
+
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a backend knows about one node group that does not change between refreshes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeGroupSpec {
+    /// The node group id: the EKS node group name.
+    pub id: String,
+    pub min_size: i32,
+    pub max_size: i32,
+    /// Informational text for NodeGroup.debug; cluster-autoscaler never parses it.
+    pub debug: String,
+    /// The template node for scale-from-zero, built and checked when the group was loaded.
+    pub template: Arc<k8s_pb::api::core::v1::Node>,
+    /// On-demand (or spot) price of one instance, when known.
+    pub price_per_hour: Option<f64>,
+    /// Per-group autoscaling options; `None` means "use the caller's defaults".
+    pub options: Option<OptionOverrides>,
+}
+
+/// Per-group overrides of cluster-autoscaler's options; unset fields keep the caller's defaults.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OptionOverrides {
+    pub scale_down_utilization_threshold: Option<f64>,
+    pub scale_down_gpu_utilization_threshold: Option<f64>,
+    pub scale_down_unneeded_time: Option<Duration>,
+    pub scale_down_unready_time: Option<Duration>,
+    pub max_node_provision_time: Option<Duration>,
+    pub zero_or_max_node_scaling: Option<bool>,
+    pub ignore_daemon_sets_utilization: Option<bool>,
+    pub max_node_startup_time: Option<Duration>,
+    pub allow_non_atomic_scale_up_to_max: Option<bool>,
+}
+
+/// An instance of a node group, as cluster-autoscaler sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instance {
+    /// `aws:///<az>/<instance-id>`, byte for byte the node's `spec.providerID`.
+    pub id: String,
+    pub state: InstanceState,
+    /// Set on capacity the cloud could not provide.
+    pub error: Option<InstanceError>,
+}
+
+impl Instance {
+    /// A placeholder stands for requested capacity that the cloud could not create: it has no machine
+    /// behind it, so cancelling it never removes a node.
+    pub fn is_placeholder(&self) -> bool {
+        self.error.is_some()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum InstanceState {
+    Creating,
+    Running,
+    Deleting,
+}
+
+impl InstanceState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InstanceState::Creating => "creating",
+            InstanceState::Running => "running",
+            InstanceState::Deleting => "deleting",
+        }
+    }
+}
+
+/// Why an instance could not be created, in cluster-autoscaler's terms.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstanceError {
+    pub class: InstanceErrorClass,
+    pub code: String,
+    pub message: String,
+}
+
+/// cluster-autoscaler's error classes (unchanged since 1.25).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstanceErrorClass {
+    /// Stockout or quota.
+    OutOfResources = 1,
+    Other = 99,
+}
+
+/// Errors a backend reports; the provider maps each to a gRPC status.
+#[derive(Debug, thiserror::Error)]
+pub enum CloudError {
+    #[error("node group {0:?} not found")]
+    NodeGroupNotFound(String),
+    #[error("{0}")]
+    FailedPrecondition(String),
+    #[error("cloud unavailable: {0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// A source of node groups: the embedded simulated EKS, or EKS managed node groups on AWS.
+///
+/// Reads answer from memory. Mutations are called one at a time per node group (the provider serializes
+/// them) with requests it has already checked against the protocol's rules, and must be visible to the
+/// reads by the time they return.
+#[async_trait]
+pub trait NodeGroupBackend: Send + Sync + 'static {
+    /// "sim" or "aws", for logs and metrics.
+    fn name(&self) -> &'static str;
+
+    /// Brings the in-memory view up to date with the cloud. Called at the start of every autoscaler loop.
+    async fn refresh(&self) -> Result<(), CloudError>;
+
+    /// Every node group, in a stable order.
+    fn node_groups(&self) -> Vec<Arc<NodeGroupSpec>>;
+
+    /// One node group by id.
+    fn node_group(&self, id: &str) -> Option<Arc<NodeGroupSpec>>;
+
+    /// The id of the node group an instance belongs to.
+    fn node_group_of(&self, instance_id: &str) -> Option<String>;
+
+    /// The node group's target size.
+    fn target_size(&self, id: &str) -> Result<i32, CloudError>;
+
+    /// The node group's instances, placeholders included.
+    fn instances(&self, id: &str) -> Result<Vec<Instance>, CloudError>;
+
+    /// Sets a new target size. Above the current one, capacity is requested; below it, only capacity that
+    /// was requested but never created is cancelled (the provider never asks for less than what exists).
+    async fn set_target_size(&self, id: &str, target: i32) -> Result<(), CloudError>;
+
+    /// Deletes these instances of the group (all known to be in it, none already deleting) and lowers
+    /// the target size by one for each.
+    async fn delete_instances(&self, id: &str, instance_ids: &[String]) -> Result<(), CloudError>;
+
+    /// Hourly price of a node by its instance type label, for nodes not (or no longer) in a group.
+    fn price_of_instance_type(&self, instance_type: &str) -> Option<f64>;
+}
+
+/// Instance counts by state over all groups, for metrics.
+pub fn count_instances(backend: &dyn NodeGroupBackend) -> BTreeMap<(String, InstanceState), usize> {
+    let mut counts = BTreeMap::new();
+    for group in backend.node_groups() {
+        for instance in backend.instances(&group.id).unwrap_or_default() {
+            *counts
+                .entry((group.id.clone(), instance.state))
+                .or_default() += 1;
+        }
+    }
+    counts
+}

@@ -1,0 +1,583 @@
+//! The simulated EKS's scenario file: node groups (and Fargate profiles) as YAML.
+//!
+//! Parsing is strict (unknown keys are errors) and validation is whole: a scenario that loads is one the
+//! simulator can serve, with every template already built and checked.
+
+use super::instance_types::{self, Arch};
+use super::template::{self, NodeResources, Taint, TaintEffect, TemplateSpec};
+use super::{NodeGroupSpec, OptionOverrides};
+use crate::k8s::quantity::Quantity;
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The scenario the simulator serves when no file is given.
+pub const BUILT_IN: &str = include_str!("scenario.yaml");
+
+/// Spot capacity costs this fraction of the on-demand price unless `pricePerHour` says otherwise.
+pub const DEFAULT_SPOT_PRICE_RATIO: f64 = 0.35;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct File {
+    cluster: String,
+    region: String,
+    /// Seeds instance ids, so a scenario always produces the same ones.
+    #[serde(default)]
+    seed: u64,
+    #[serde(default = "default_spot_price_ratio")]
+    spot_price_ratio: f64,
+    node_groups: Vec<NodeGroupFile>,
+    #[serde(default)]
+    fargate_profiles: Vec<FargateProfile>,
+}
+
+fn default_spot_price_ratio() -> f64 {
+    DEFAULT_SPOT_PRICE_RATIO
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct NodeGroupFile {
+    name: String,
+    #[serde(default)]
+    instance_type: Option<String>,
+    #[serde(default)]
+    allocatable: BTreeMap<String, serde_norway::Value>,
+    zones: Vec<String>,
+    min_size: i32,
+    max_size: i32,
+    desired_size: i32,
+    #[serde(default = "on_demand")]
+    capacity_type: String,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    taints: Vec<TaintFile>,
+    #[serde(default, with = "humantime_serde")]
+    provisioning_delay: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    deletion_delay: Option<Duration>,
+    /// Instances the cloud can provide at most; requests beyond it become placeholders.
+    #[serde(default)]
+    available_capacity: Option<u32>,
+    /// Root volume size in GiB (EKS's default is 20).
+    #[serde(default = "default_disk_size")]
+    disk_size: u64,
+    #[serde(default)]
+    price_per_hour: Option<f64>,
+    #[serde(default)]
+    options: Option<OptionsFile>,
+}
+
+fn on_demand() -> String {
+    "ON_DEMAND".into()
+}
+
+fn default_disk_size() -> u64 {
+    20
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaintFile {
+    key: String,
+    #[serde(default)]
+    value: String,
+    effect: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct OptionsFile {
+    scale_down_utilization_threshold: Option<f64>,
+    scale_down_gpu_utilization_threshold: Option<f64>,
+    #[serde(default, with = "humantime_serde")]
+    scale_down_unneeded_time: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    scale_down_unready_time: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    max_node_provision_time: Option<Duration>,
+    zero_or_max_node_scaling: Option<bool>,
+    ignore_daemon_sets_utilization: Option<bool>,
+    #[serde(default, with = "humantime_serde")]
+    max_node_startup_time: Option<Duration>,
+    allow_non_atomic_scale_up_to_max: Option<bool>,
+}
+
+/// A Fargate profile of the scenario.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FargateProfile {
+    pub name: String,
+    #[serde(default = "active")]
+    pub status: String,
+    pub selectors: Vec<FargateSelector>,
+    #[serde(default)]
+    pub subnets: Vec<String>,
+}
+
+fn active() -> String {
+    "ACTIVE".into()
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FargateSelector {
+    pub namespace: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A loaded, validated scenario.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub cluster: String,
+    pub region: String,
+    pub seed: u64,
+    pub node_groups: Vec<SimNodeGroup>,
+    pub fargate_profiles: Vec<FargateProfile>,
+}
+
+/// One node group of the simulator: what the provider serves, plus how the simulated cloud behaves.
+#[derive(Clone, Debug)]
+pub struct SimNodeGroup {
+    pub spec: Arc<NodeGroupSpec>,
+    pub zones: Vec<String>,
+    pub desired_size: i32,
+    pub provisioning_delay: Duration,
+    pub deletion_delay: Duration,
+    pub available_capacity: Option<u32>,
+}
+
+/// A scenario that cannot be served, with the reason.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("scenario: {0}")]
+    Yaml(#[from] serde_norway::Error),
+    #[error("scenario: node group {group:?}: {reason}")]
+    NodeGroup { group: String, reason: String },
+    #[error("scenario: {0}")]
+    Invalid(String),
+}
+
+impl Scenario {
+    /// The built-in scenario.
+    pub fn built_in() -> Scenario {
+        Scenario::parse(BUILT_IN).expect("the built-in scenario is valid")
+    }
+
+    /// Parses and validates a scenario file's text.
+    pub fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+        let file: File = serde_norway::from_str(text)?;
+        if file.cluster.is_empty() {
+            return Err(ScenarioError::Invalid("cluster must not be empty".into()));
+        }
+        if file.region.is_empty() {
+            return Err(ScenarioError::Invalid("region must not be empty".into()));
+        }
+        if !(0.0..=1.0).contains(&file.spot_price_ratio) {
+            return Err(ScenarioError::Invalid(
+                "spotPriceRatio must be between 0 and 1".into(),
+            ));
+        }
+        let mut names = HashSet::new();
+        let mut node_groups = Vec::with_capacity(file.node_groups.len());
+        for group in &file.node_groups {
+            let invalid = |reason: String| ScenarioError::NodeGroup {
+                group: group.name.clone(),
+                reason,
+            };
+            if !names.insert(group.name.as_str()) {
+                return Err(invalid("defined twice".into()));
+            }
+            node_groups.push(load_group(&file, group).map_err(invalid)?);
+        }
+        let mut profiles = HashSet::new();
+        for profile in &file.fargate_profiles {
+            if !profiles.insert(profile.name.as_str()) {
+                return Err(ScenarioError::Invalid(format!(
+                    "Fargate profile {:?} defined twice",
+                    profile.name
+                )));
+            }
+            if profile.selectors.is_empty() || profile.selectors.len() > 5 {
+                return Err(ScenarioError::Invalid(format!(
+                    "Fargate profile {:?} needs 1 to 5 selectors",
+                    profile.name
+                )));
+            }
+            if profile.selectors.iter().any(|s| s.namespace.is_empty()) {
+                return Err(ScenarioError::Invalid(format!(
+                    "Fargate profile {:?}: every selector needs a namespace",
+                    profile.name
+                )));
+            }
+        }
+        Ok(Scenario {
+            cluster: file.cluster,
+            region: file.region,
+            seed: file.seed,
+            node_groups,
+            fargate_profiles: file.fargate_profiles,
+        })
+    }
+}
+
+fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String> {
+    if !is_label_value(&group.name) || group.name.is_empty() {
+        return Err(
+            "name must be 1-63 characters of [A-Za-z0-9._-], starting and ending alphanumeric"
+                .into(),
+        );
+    }
+    if !(0 <= group.min_size
+        && group.min_size <= group.desired_size
+        && group.desired_size <= group.max_size)
+    {
+        return Err(format!(
+            "sizes must satisfy 0 <= minSize ({}) <= desiredSize ({}) <= maxSize ({})",
+            group.min_size, group.desired_size, group.max_size
+        ));
+    }
+    if group.zones.is_empty() {
+        return Err("zones must list at least one availability zone".into());
+    }
+    if let Some(zone) = group
+        .zones
+        .iter()
+        .find(|z| !z.starts_with(&file.region) || z.len() == file.region.len())
+    {
+        return Err(format!("zone {zone:?} is not in region {:?}", file.region));
+    }
+    if group.capacity_type != "ON_DEMAND" && group.capacity_type != "SPOT" {
+        return Err(format!(
+            "capacityType {:?} must be ON_DEMAND or SPOT",
+            group.capacity_type
+        ));
+    }
+    if group.disk_size == 0 {
+        return Err("diskSize must be at least 1 (GiB)".into());
+    }
+    for (key, value) in &group.labels {
+        if key.is_empty() || !is_label_value(value) {
+            return Err(format!(
+                "label {key:?}={value:?} is not a valid Kubernetes label"
+            ));
+        }
+    }
+    let taints = group
+        .taints
+        .iter()
+        .map(|t| {
+            let effect = TaintEffect::parse(&t.effect).ok_or_else(|| {
+                format!(
+                    "taint {:?}: effect {:?} must be NoSchedule, PreferNoSchedule or NoExecute",
+                    t.key, t.effect
+                )
+            })?;
+            if t.key.is_empty() {
+                return Err("a taint needs a key".to_string());
+            }
+            Ok(Taint {
+                key: t.key.clone(),
+                value: t.value.clone(),
+                effect,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let info = group
+        .instance_type
+        .as_deref()
+        .and_then(instance_types::lookup);
+    let disk = group.disk_size << 30;
+    let (capacity, allocatable) = match info {
+        Some(info) => {
+            let capacity = NodeResources {
+                cpu_millis: u64::from(info.vcpus) * 1000,
+                memory_bytes: info.memory_mib << 20,
+                pods: u64::from(info.max_pods()),
+                ephemeral_storage_bytes: disk,
+                gpus: u64::from(info.gpus),
+            };
+            apply_explicit((capacity, capacity.eks_allocatable()), &group.allocatable)?
+        }
+        None => {
+            if let Some(missing) = ["cpu", "memory", "pods"]
+                .into_iter()
+                .find(|r| !group.allocatable.contains_key(*r))
+            {
+                return Err(match &group.instance_type {
+                    Some(name) => format!(
+                        "instanceType {name:?} is not one the simulator knows: give `allocatable` (cpu, memory, pods)"
+                    ),
+                    None => format!("without an instanceType, allocatable must give {missing}"),
+                });
+            }
+            let base = NodeResources {
+                ephemeral_storage_bytes: disk,
+                ..Default::default()
+            };
+            apply_explicit((base, base.eks_allocatable()), &group.allocatable)?
+        }
+    };
+    if allocatable.cpu_millis == 0 || allocatable.memory_bytes == 0 || allocatable.pods == 0 {
+        return Err("allocatable cpu, memory and pods must be positive".into());
+    }
+
+    let instance_type = group
+        .instance_type
+        .clone()
+        .unwrap_or_else(|| "custom".into());
+    let on_demand = info.map(|i| i.price_per_hour);
+    let price_per_hour = match (group.price_per_hour, group.capacity_type.as_str()) {
+        (Some(price), _) if price >= 0.0 && price.is_finite() => Some(price),
+        (Some(price), _) => {
+            return Err(format!(
+                "pricePerHour {price} must be a non-negative number"
+            ));
+        }
+        (None, "SPOT") => on_demand.map(|p| p * file.spot_price_ratio),
+        (None, _) => on_demand,
+    };
+    let template = template::build(&TemplateSpec {
+        node_group: &group.name,
+        instance_type: &instance_type,
+        arch: info.map_or(Arch::Amd64, |i| i.arch).label(),
+        zone: &group.zones[0],
+        region: &file.region,
+        capacity_type: &group.capacity_type,
+        gpu_type: info.and_then(|i| i.gpu_type),
+        labels: &group.labels,
+        taints: &taints,
+        capacity,
+        allocatable,
+    });
+    let options = group.options.as_ref().map(load_options).transpose()?;
+    let debug = format!(
+        "sim node group {}: {} {} in {}",
+        group.name,
+        instance_type,
+        group.capacity_type,
+        group.zones.join(",")
+    );
+    Ok(SimNodeGroup {
+        spec: Arc::new(NodeGroupSpec {
+            id: group.name.clone(),
+            min_size: group.min_size,
+            max_size: group.max_size,
+            debug,
+            template: Arc::new(template),
+            price_per_hour,
+            options,
+        }),
+        zones: group.zones.clone(),
+        desired_size: group.desired_size,
+        provisioning_delay: group.provisioning_delay.unwrap_or(Duration::from_secs(30)),
+        deletion_delay: group.deletion_delay.unwrap_or(Duration::from_secs(10)),
+        available_capacity: group.available_capacity,
+    })
+}
+
+/// Explicit `allocatable` entries are the node's capacity and allocatable both (the sim's shapes are exact).
+fn apply_explicit(
+    (mut capacity, mut allocatable): (NodeResources, NodeResources),
+    explicit: &BTreeMap<String, serde_norway::Value>,
+) -> Result<(NodeResources, NodeResources), String> {
+    for (name, value) in explicit {
+        let text = match value {
+            serde_norway::Value::String(s) => s.clone(),
+            serde_norway::Value::Number(n) => n.to_string(),
+            other => return Err(format!("allocatable {name}: {other:?} is not a quantity")),
+        };
+        let quantity: Quantity = text
+            .parse()
+            .map_err(|e| format!("allocatable {name}: {e}"))?;
+        if quantity.millis() < 0 {
+            return Err(format!("allocatable {name}: {text:?} is negative"));
+        }
+        let whole = u64::try_from(quantity.value())
+            .map_err(|_| format!("allocatable {name}: {text:?} is too large"))?;
+        let field = match name.as_str() {
+            "cpu" => {
+                let millis = u64::try_from(quantity.millis())
+                    .map_err(|_| format!("allocatable cpu {text:?} is too large"))?;
+                capacity.cpu_millis = millis;
+                allocatable.cpu_millis = millis;
+                continue;
+            }
+            "memory" => (&mut capacity.memory_bytes, &mut allocatable.memory_bytes),
+            "pods" => (&mut capacity.pods, &mut allocatable.pods),
+            "ephemeral-storage" => (
+                &mut capacity.ephemeral_storage_bytes,
+                &mut allocatable.ephemeral_storage_bytes,
+            ),
+            template::GPU_RESOURCE => (&mut capacity.gpus, &mut allocatable.gpus),
+            other => {
+                return Err(format!(
+                    "allocatable {other:?}: the simulator knows cpu, memory, pods, ephemeral-storage and {}",
+                    template::GPU_RESOURCE
+                ));
+            }
+        };
+        *field.0 = whole;
+        *field.1 = whole;
+    }
+    Ok((capacity, allocatable))
+}
+
+fn load_options(file: &OptionsFile) -> Result<OptionOverrides, String> {
+    for (name, value) in [
+        (
+            "scaleDownUtilizationThreshold",
+            file.scale_down_utilization_threshold,
+        ),
+        (
+            "scaleDownGpuUtilizationThreshold",
+            file.scale_down_gpu_utilization_threshold,
+        ),
+    ] {
+        if value.is_some_and(|v| !(0.0..=1.0).contains(&v)) {
+            return Err(format!("options.{name} must be between 0 and 1"));
+        }
+    }
+    Ok(OptionOverrides {
+        scale_down_utilization_threshold: file.scale_down_utilization_threshold,
+        scale_down_gpu_utilization_threshold: file.scale_down_gpu_utilization_threshold,
+        scale_down_unneeded_time: file.scale_down_unneeded_time,
+        scale_down_unready_time: file.scale_down_unready_time,
+        max_node_provision_time: file.max_node_provision_time,
+        zero_or_max_node_scaling: file.zero_or_max_node_scaling,
+        ignore_daemon_sets_utilization: file.ignore_daemon_sets_utilization,
+        max_node_startup_time: file.max_node_startup_time,
+        allow_non_atomic_scale_up_to_max: file.allow_non_atomic_scale_up_to_max,
+    })
+}
+
+/// A Kubernetes label value: at most 63 characters of `[A-Za-z0-9._-]`, alphanumeric at both ends.
+fn is_label_value(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    value.is_empty()
+        || (bytes.len() <= 63
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            && bytes[0].is_ascii_alphanumeric()
+            && bytes[bytes.len() - 1].is_ascii_alphanumeric())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_scenario_loads() {
+        let scenario = Scenario::built_in();
+        let ids: Vec<_> = scenario
+            .node_groups
+            .iter()
+            .map(|g| g.spec.id.as_str())
+            .collect();
+        assert_eq!(ids, ["general", "batch", "spot", "gpu"]);
+        assert_eq!(scenario.fargate_profiles[0].name, "serverless");
+        let spot = &scenario.node_groups[2].spec;
+        assert!((spot.price_per_hour.unwrap() - 0.192 * DEFAULT_SPOT_PRICE_RATIO).abs() < 1e-9);
+    }
+
+    #[test]
+    fn design_example_loads_with_explicit_allocatable() {
+        let scenario = Scenario::parse(
+            r#"
+cluster: demo
+region: us-east-1
+nodeGroups:
+  - name: general
+    instanceType: m5.large
+    allocatable: {cpu: "16", memory: 64Gi, pods: 110}
+    zones: [us-east-1a, us-east-1b]
+    minSize: 0
+    maxSize: 10
+    desiredSize: 2
+    capacityType: ON_DEMAND
+    labels: {team: web}
+    taints: [{key: dedicated, value: batch, effect: NoSchedule}]
+    provisioningDelay: 30s
+fargateProfiles:
+  - name: serverless
+    selectors: [{namespace: serverless, labels: {compute: fargate}}]
+"#,
+        )
+        .unwrap();
+        let group = &scenario.node_groups[0];
+        assert_eq!(group.provisioning_delay, Duration::from_secs(30));
+        let status = group.spec.template.status.as_ref().unwrap();
+        for map in [&status.capacity, &status.allocatable] {
+            assert_eq!(map["cpu"].string.as_deref(), Some("16"));
+            assert_eq!(map["memory"].string.as_deref(), Some("64Gi"));
+            assert_eq!(map["pods"].string.as_deref(), Some("110"));
+        }
+    }
+
+    fn error_of(yaml: &str) -> String {
+        Scenario::parse(yaml).unwrap_err().to_string()
+    }
+
+    const GROUP: &str = "cluster: c\nregion: us-east-1\nnodeGroups:\n  - name: g\n    instanceType: m5.large\n    zones: [us-east-1a]\n";
+
+    #[test]
+    fn bad_scenarios_name_the_problem() {
+        let sizes = format!("{GROUP}    minSize: 3\n    maxSize: 2\n    desiredSize: 2\n");
+        assert!(
+            error_of(&sizes).contains("minSize (3)"),
+            "{}",
+            error_of(&sizes)
+        );
+        let unknown =
+            format!("{GROUP}    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n    colour: red\n");
+        assert!(
+            error_of(&unknown).contains("unknown field `colour`"),
+            "{}",
+            error_of(&unknown)
+        );
+        let effect = format!(
+            "{GROUP}    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n    taints: [{{key: a, effect: Sometimes}}]\n"
+        );
+        assert!(
+            error_of(&effect).contains("effect \"Sometimes\""),
+            "{}",
+            error_of(&effect)
+        );
+        let zone = GROUP.replace("us-east-1a", "eu-west-1a")
+            + "    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n";
+        assert!(
+            error_of(&zone).contains("not in region"),
+            "{}",
+            error_of(&zone)
+        );
+        let typ = GROUP.replace("m5.large", "x9.huge")
+            + "    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n";
+        assert!(
+            error_of(&typ).contains("give `allocatable`"),
+            "{}",
+            error_of(&typ)
+        );
+        let qty = format!(
+            "{GROUP}    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n    allocatable: {{memory: 1GB}}\n"
+        );
+        assert!(
+            error_of(&qty).contains("invalid quantity \"1GB\""),
+            "{}",
+            error_of(&qty)
+        );
+        let twice = format!(
+            "{GROUP}    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n  - name: g\n    instanceType: m5.large\n    zones: [us-east-1a]\n    minSize: 0\n    maxSize: 1\n    desiredSize: 0\n"
+        );
+        assert!(
+            error_of(&twice).contains("defined twice"),
+            "{}",
+            error_of(&twice)
+        );
+    }
+}

@@ -1,0 +1,300 @@
+//! Instance facts -> the template Node cluster-autoscaler simulates when it scales a group from zero.
+//!
+//! The node must look like the one EKS would register: the same capacity, the allocatable the EKS AMI
+//! leaves after its reservations, the same well-known labels, the group's taints, and Ready.
+
+use crate::k8s::quantity;
+use k8s_pb::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Taint as PbTaint};
+use k8s_pb::apimachinery::pkg::api::resource::Quantity;
+use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use std::collections::BTreeMap;
+
+/// The resource name of NVIDIA GPUs.
+pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
+/// The label EKS puts on GPU nodes, naming the accelerator; also the answer to GPULabel.
+pub const GPU_LABEL: &str = "k8s.amazonaws.com/accelerator";
+
+/// Resources of a node, in integer units.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeResources {
+    pub cpu_millis: u64,
+    pub memory_bytes: u64,
+    pub pods: u64,
+    pub ephemeral_storage_bytes: u64,
+    pub gpus: u64,
+}
+
+const MI: u64 = 1 << 20;
+const GI: u64 = 1 << 30;
+
+impl NodeResources {
+    /// What the EKS AMI leaves allocatable on a node of this capacity.
+    ///
+    /// Memory: 255Mi + 11Mi per max pod kube-reserved, plus the 100Mi eviction threshold. CPU: 6% of the
+    /// first core, 1% of the second, 0.5% of the third and fourth, 0.25% of each further core (rounded
+    /// up to a whole millicore, so a template is never bigger than the real node). Ephemeral storage:
+    /// 1Gi kube-reserved and the 10% `nodefs.available` eviction threshold.
+    pub fn eks_allocatable(&self) -> NodeResources {
+        let cores = self.cpu_millis.div_ceil(1000);
+        let quarter_millis_reserved: u64 = (1..=cores)
+            .map(|core| match core {
+                1 => 240, // 60m, in quarter millicores
+                2 => 40,
+                3 | 4 => 20,
+                _ => 10,
+            })
+            .sum();
+        let cpu_reserved = quarter_millis_reserved.div_ceil(4);
+        let memory_reserved = 255 * MI + 11 * MI * self.pods + 100 * MI;
+        let storage_reserved = GI + self.ephemeral_storage_bytes.div_ceil(10);
+        NodeResources {
+            cpu_millis: self.cpu_millis.saturating_sub(cpu_reserved),
+            memory_bytes: self.memory_bytes.saturating_sub(memory_reserved),
+            pods: self.pods,
+            ephemeral_storage_bytes: self
+                .ephemeral_storage_bytes
+                .saturating_sub(storage_reserved),
+            gpus: self.gpus,
+        }
+    }
+
+    fn to_quantities(self) -> BTreeMap<String, Quantity> {
+        let q = |s: String| Quantity { string: Some(s) };
+        let mut map = BTreeMap::from([
+            ("cpu".to_string(), q(quantity::cpu(self.cpu_millis))),
+            ("memory".to_string(), q(quantity::bytes(self.memory_bytes))),
+            ("pods".to_string(), q(quantity::count(self.pods))),
+        ]);
+        if self.ephemeral_storage_bytes > 0 {
+            map.insert(
+                "ephemeral-storage".into(),
+                q(quantity::bytes(self.ephemeral_storage_bytes)),
+            );
+        }
+        if self.gpus > 0 {
+            map.insert(GPU_RESOURCE.into(), q(quantity::count(self.gpus)));
+        }
+        map
+    }
+}
+
+/// A taint as EKS and Kubernetes both know it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Taint {
+    pub key: String,
+    pub value: String,
+    pub effect: TaintEffect,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TaintEffect {
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
+}
+
+impl TaintEffect {
+    /// Parses Kubernetes' spelling (`NoSchedule`) and EKS's (`NO_SCHEDULE`).
+    pub fn parse(text: &str) -> Option<TaintEffect> {
+        match text {
+            "NoSchedule" | "NO_SCHEDULE" => Some(TaintEffect::NoSchedule),
+            "PreferNoSchedule" | "PREFER_NO_SCHEDULE" => Some(TaintEffect::PreferNoSchedule),
+            "NoExecute" | "NO_EXECUTE" => Some(TaintEffect::NoExecute),
+            _ => None,
+        }
+    }
+
+    /// Kubernetes' spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
+}
+
+/// Everything a template is made of.
+#[derive(Clone, Debug)]
+pub struct TemplateSpec<'a> {
+    pub node_group: &'a str,
+    pub instance_type: &'a str,
+    pub arch: &'a str,
+    pub zone: &'a str,
+    pub region: &'a str,
+    /// `ON_DEMAND` or `SPOT`, as EKS labels it.
+    pub capacity_type: &'a str,
+    pub gpu_type: Option<&'a str>,
+    pub labels: &'a BTreeMap<String, String>,
+    pub taints: &'a [Taint],
+    pub capacity: NodeResources,
+    pub allocatable: NodeResources,
+}
+
+/// Builds the template Node of a node group.
+pub fn build(spec: &TemplateSpec) -> Node {
+    let name = format!("template-node-for-{}", spec.node_group);
+    let mut labels: BTreeMap<String, String> = [
+        ("kubernetes.io/os", "linux"),
+        ("kubernetes.io/arch", spec.arch),
+        ("kubernetes.io/hostname", &name),
+        ("node.kubernetes.io/instance-type", spec.instance_type),
+        ("topology.kubernetes.io/zone", spec.zone),
+        ("topology.kubernetes.io/region", spec.region),
+        ("eks.amazonaws.com/nodegroup", spec.node_group),
+        ("eks.amazonaws.com/capacityType", spec.capacity_type),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    if let Some(gpu_type) = spec.gpu_type {
+        labels.insert(GPU_LABEL.into(), gpu_type.into());
+    }
+    labels.extend(spec.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+
+    let taints = spec
+        .taints
+        .iter()
+        .map(|t| PbTaint {
+            key: Some(t.key.clone()),
+            value: Some(t.value.clone()),
+            effect: Some(t.effect.as_str().into()),
+            time_added: None,
+        })
+        .collect();
+    let condition = |kind: &str, status: &str, reason: &str| NodeCondition {
+        r#type: Some(kind.into()),
+        status: Some(status.into()),
+        reason: Some(reason.into()),
+        ..Default::default()
+    };
+    Node {
+        metadata: Some(ObjectMeta {
+            name: Some(name),
+            labels,
+            ..Default::default()
+        }),
+        spec: Some(NodeSpec {
+            taints,
+            ..Default::default()
+        }),
+        status: Some(NodeStatus {
+            capacity: spec.capacity.to_quantities(),
+            allocatable: spec.allocatable.to_quantities(),
+            phase: Some("Running".into()),
+            conditions: vec![
+                condition("Ready", "True", "KubeletReady"),
+                condition("MemoryPressure", "False", "KubeletHasSufficientMemory"),
+                condition("DiskPressure", "False", "KubeletHasNoDiskPressure"),
+                condition("PIDPressure", "False", "KubeletHasSufficientPID"),
+                condition("NetworkUnavailable", "False", "RouteCreated"),
+            ],
+            ..Default::default()
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m5_large() -> NodeResources {
+        NodeResources {
+            cpu_millis: 2000,
+            memory_bytes: 8 * GI,
+            pods: 29,
+            ephemeral_storage_bytes: 20 * GI,
+            gpus: 0,
+        }
+    }
+
+    #[test]
+    fn eks_allocatable_of_m5_large() {
+        let a = m5_large().eks_allocatable();
+        assert_eq!(a.cpu_millis, 1930);
+        assert_eq!(a.memory_bytes, 7518 * MI);
+        assert_eq!(a.pods, 29);
+        assert_eq!(quantity::bytes(a.ephemeral_storage_bytes), "17Gi");
+    }
+
+    #[test]
+    fn cpu_reservation_by_core_count() {
+        let reserved = |cores: u64| {
+            let capacity = NodeResources {
+                cpu_millis: cores * 1000,
+                ..m5_large()
+            };
+            capacity.cpu_millis - capacity.eks_allocatable().cpu_millis
+        };
+        assert_eq!(reserved(1), 60);
+        assert_eq!(reserved(2), 70);
+        assert_eq!(reserved(4), 80);
+        assert_eq!(reserved(5), 83, "82.5m rounds up");
+        assert_eq!(reserved(8), 90);
+        assert_eq!(reserved(96), 310);
+    }
+
+    #[test]
+    fn template_carries_labels_taints_and_ready() {
+        let labels = BTreeMap::from([("team".to_string(), "web".to_string())]);
+        let taints = [Taint {
+            key: "dedicated".into(),
+            value: "batch".into(),
+            effect: TaintEffect::NoSchedule,
+        }];
+        let node = build(&TemplateSpec {
+            node_group: "general",
+            instance_type: "g4dn.xlarge",
+            arch: "amd64",
+            zone: "us-east-1a",
+            region: "us-east-1",
+            capacity_type: "SPOT",
+            gpu_type: Some("nvidia-tesla-t4"),
+            labels: &labels,
+            taints: &taints,
+            capacity: NodeResources {
+                gpus: 1,
+                ..m5_large()
+            },
+            allocatable: NodeResources {
+                gpus: 1,
+                ..m5_large()
+            }
+            .eks_allocatable(),
+        });
+        let meta = node.metadata.unwrap();
+        assert_eq!(meta.labels["team"], "web");
+        assert_eq!(meta.labels["eks.amazonaws.com/capacityType"], "SPOT");
+        assert_eq!(meta.labels[GPU_LABEL], "nvidia-tesla-t4");
+        let spec = node.spec.unwrap();
+        assert_eq!(spec.taints[0].effect.as_deref(), Some("NoSchedule"));
+        let status = node.status.unwrap();
+        assert_eq!(
+            status.allocatable["memory"].string.as_deref(),
+            Some("7518Mi")
+        );
+        assert_eq!(
+            status.allocatable[GPU_RESOURCE].string.as_deref(),
+            Some("1")
+        );
+        let ready = status
+            .conditions
+            .iter()
+            .find(|c| c.r#type.as_deref() == Some("Ready"))
+            .unwrap();
+        assert_eq!(ready.status.as_deref(), Some("True"));
+    }
+
+    #[test]
+    fn taint_effects_in_both_spellings() {
+        assert_eq!(
+            TaintEffect::parse("NO_EXECUTE"),
+            Some(TaintEffect::NoExecute)
+        );
+        assert_eq!(
+            TaintEffect::parse("PreferNoSchedule"),
+            Some(TaintEffect::PreferNoSchedule)
+        );
+        assert_eq!(TaintEffect::parse("noschedule"), None);
+    }
+}

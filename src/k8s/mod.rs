@@ -1,0 +1,3 @@
+//! Conversions at the edge between Kubernetes' wire formats and our own types.
+
+pub mod quantity;

@@ -1,0 +1,10 @@
+//! ekscale: node autoscaling for Amazon EKS.
+//!
+//! Two programs share this crate: `ekscale-provider`, a cluster-autoscaler `externalgrpc` cloud provider for
+//! EKS managed node groups, and `ekscale-autoscaler`, a companion autoscaler that talks to it over gRPC.
+//! Data flows one way: `bin -> provider | autoscaler -> cloud | model | k8s`.
+
+pub mod clock; // time source of the simulators: real, scaled or manual
+pub mod cloud; // node groups behind the NodeGroupBackend trait: the simulated EKS (and AWS)
+pub mod k8s; // Kubernetes wire formats at the edge: quantities, k8s-pb objects
+pub mod proto; // code generated from proto/
