@@ -6,5 +6,11 @@
 
 pub mod clock; // time source of the simulators: real, scaled or manual
 pub mod cloud; // node groups behind the NodeGroupBackend trait: the simulated EKS (and AWS)
-pub mod k8s; // Kubernetes wire formats at the edge: quantities, k8s-pb objects
+pub mod http; // /metrics and /healthz
+pub mod k8s; // Kubernetes wire formats at the edge: quantities, k8s-pb pods
+pub mod metrics; // Prometheus metrics, ekscale_provider_*
+pub mod model; // the internal model: integer resources, pod demand
 pub mod proto; // code generated from proto/
+pub mod provider; // the gRPC server: CloudProvider, Fargate, health, reflection, TLS
+pub mod telemetry; // tracing setup
+pub mod tls; // process-wide rustls setup

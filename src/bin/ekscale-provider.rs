@@ -1,1 +1,142 @@
-fn main() {}
+//! ekscale-provider: cluster-autoscaler's externalgrpc cloud provider for Amazon EKS.
+
+use anyhow::{Context, bail};
+use clap::{Parser, ValueEnum};
+use ekscale::clock::Clock;
+use ekscale::cloud::NodeGroupBackend;
+use ekscale::cloud::scenario::Scenario;
+use ekscale::cloud::sim::SimBackend;
+use ekscale::metrics::ProviderMetrics;
+use ekscale::provider::{self, TlsFiles};
+use ekscale::telemetry::{self, LogFormat};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+#[derive(Parser, Debug)]
+#[command(
+    version,
+    about = "cluster-autoscaler externalgrpc cloud provider for Amazon EKS"
+)]
+struct Args {
+    /// gRPC address (host:port).
+    #[arg(long, default_value = "0.0.0.0:8086")]
+    listen: String,
+    /// Address of /metrics and /healthz (host:port).
+    #[arg(long, default_value = "0.0.0.0:8087")]
+    metrics_listen: String,
+    /// Where node groups come from: the embedded simulated EKS, or EKS managed node groups on AWS.
+    #[arg(long, value_enum, default_value_t = Backend::Sim)]
+    backend: Backend,
+    /// Scenario YAML for the simulated EKS (default: the built-in scenario).
+    #[arg(long, value_name = "FILE")]
+    sim_file: Option<PathBuf>,
+    /// Server certificate (PEM); enables TLS.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// Server private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// CA (PEM) that must have signed client certificates: enables mutual TLS.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_client_ca: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Backend {
+    Sim,
+    Aws,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    telemetry::init(args.log_format);
+    ekscale::tls::install_crypto_provider();
+
+    let backend: Arc<dyn NodeGroupBackend> = match args.backend {
+        Backend::Sim => {
+            let (scenario, source) = match &args.sim_file {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    let scenario = Scenario::parse(&text)
+                        .with_context(|| format!("loading {}", path.display()))?;
+                    (scenario, path.display().to_string())
+                }
+                None => (Scenario::built_in(), "built-in".to_string()),
+            };
+            tracing::info!(
+                backend = "sim",
+                scenario = source,
+                cluster = scenario.cluster,
+                node_groups = scenario.node_groups.len(),
+                "serving the embedded simulated EKS: no AWS account is used"
+            );
+            Arc::new(SimBackend::new(scenario, Clock::real()))
+        }
+        Backend::Aws => bail!(
+            "--backend aws: EKS managed node groups on AWS are not built yet; use --backend sim"
+        ),
+    };
+    let tls = args
+        .tls_cert
+        .clone()
+        .zip(args.tls_key.clone())
+        .map(|(cert, key)| TlsFiles {
+            cert,
+            key,
+            client_ca: args.tls_client_ca.clone(),
+        });
+
+    let grpc = TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("--listen {}", args.listen))?;
+    let http = TcpListener::bind(&args.metrics_listen)
+        .await
+        .with_context(|| format!("--metrics-listen {}", args.metrics_listen))?;
+    let grpc_addr = grpc.local_addr()?;
+    tracing::info!(
+        grpc = %grpc_addr,
+        metrics = %http.local_addr()?,
+        tls = tls.is_some(),
+        mtls = args.tls_client_ca.is_some(),
+        "listening; try: grpcurl {}{grpc_addr} list",
+        if tls.is_some() { "" } else { "-plaintext " },
+    );
+
+    let (stop, stopped) = watch::channel(false);
+    let until_stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        let _ = stop.send(true);
+    });
+
+    let metrics = Arc::new(ProviderMetrics::default());
+    let router = ekscale::http::provider_router(metrics.clone(), backend.clone());
+    let http_server = tokio::spawn(ekscale::http::serve(
+        http,
+        router,
+        until_stopped(stopped.clone()),
+    ));
+    provider::serve(grpc, backend, metrics, tls.as_ref(), until_stopped(stopped)).await?;
+    http_server.await??;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("installing a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -5,6 +5,7 @@
 //! The rules of the protocol (bounds, membership, all-or-nothing deletes) live once, in `provider`.
 
 pub mod instance_types;
+pub mod pricing;
 pub mod scenario;
 pub mod sim;
 pub mod template;
@@ -25,6 +26,8 @@ pub struct NodeGroupSpec {
     pub debug: String,
     /// The template node for scale-from-zero, built and checked when the group was loaded.
     pub template: Arc<k8s_pb::api::core::v1::Node>,
+    /// What a new node of the group offers to pods (the template's allocatable).
+    pub allocatable: crate::model::Resources,
     /// On-demand (or spot) price of one instance, when known.
     pub price_per_hour: Option<f64>,
     /// Per-group autoscaling options; `None` means "use the caller's defaults".
@@ -43,6 +46,30 @@ pub struct OptionOverrides {
     pub ignore_daemon_sets_utilization: Option<bool>,
     pub max_node_startup_time: Option<Duration>,
     pub allow_non_atomic_scale_up_to_max: Option<bool>,
+}
+
+/// A Fargate profile: which pods EKS runs on Fargate instead of a node group.
+#[derive(Clone, Debug, serde::Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FargateProfile {
+    pub name: String,
+    #[serde(default = "active")]
+    pub status: String,
+    pub selectors: Vec<FargateSelector>,
+    #[serde(default)]
+    pub subnets: Vec<String>,
+}
+
+fn active() -> String {
+    "ACTIVE".into()
+}
+
+#[derive(Clone, Debug, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FargateSelector {
+    pub namespace: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
 }
 
 /// An instance of a node group, as cluster-autoscaler sees it.
@@ -145,19 +172,9 @@ pub trait NodeGroupBackend: Send + Sync + 'static {
     /// the target size by one for each.
     async fn delete_instances(&self, id: &str, instance_ids: &[String]) -> Result<(), CloudError>;
 
+    /// The cluster's Fargate profiles, as of the last refresh.
+    fn fargate_profiles(&self) -> Vec<FargateProfile>;
+
     /// Hourly price of a node by its instance type label, for nodes not (or no longer) in a group.
     fn price_of_instance_type(&self, instance_type: &str) -> Option<f64>;
-}
-
-/// Instance counts by state over all groups, for metrics.
-pub fn count_instances(backend: &dyn NodeGroupBackend) -> BTreeMap<(String, InstanceState), usize> {
-    let mut counts = BTreeMap::new();
-    for group in backend.node_groups() {
-        for instance in backend.instances(&group.id).unwrap_or_default() {
-            *counts
-                .entry((group.id.clone(), instance.state))
-                .or_default() += 1;
-        }
-    }
-    counts
 }

@@ -4,9 +4,10 @@
 //! simulator can serve, with every template already built and checked.
 
 use super::instance_types::{self, Arch};
-use super::template::{self, NodeResources, Taint, TaintEffect, TemplateSpec};
-use super::{NodeGroupSpec, OptionOverrides};
+use super::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
+use super::{FargateProfile, NodeGroupSpec, OptionOverrides};
 use crate::k8s::quantity::Quantity;
+use crate::model::Resources;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -104,30 +105,6 @@ struct OptionsFile {
     #[serde(default, with = "humantime_serde")]
     max_node_startup_time: Option<Duration>,
     allow_non_atomic_scale_up_to_max: Option<bool>,
-}
-
-/// A Fargate profile of the scenario.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct FargateProfile {
-    pub name: String,
-    #[serde(default = "active")]
-    pub status: String,
-    pub selectors: Vec<FargateSelector>,
-    #[serde(default)]
-    pub subnets: Vec<String>,
-}
-
-fn active() -> String {
-    "ACTIVE".into()
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct FargateSelector {
-    pub namespace: String,
-    #[serde(default)]
-    pub labels: BTreeMap<String, String>,
 }
 
 /// A loaded, validated scenario.
@@ -295,14 +272,14 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
     let disk = group.disk_size << 30;
     let (capacity, allocatable) = match info {
         Some(info) => {
-            let capacity = NodeResources {
+            let capacity = Resources {
                 cpu_millis: u64::from(info.vcpus) * 1000,
                 memory_bytes: info.memory_mib << 20,
                 pods: u64::from(info.max_pods()),
                 ephemeral_storage_bytes: disk,
                 gpus: u64::from(info.gpus),
             };
-            apply_explicit((capacity, capacity.eks_allocatable()), &group.allocatable)?
+            apply_explicit((capacity, eks_allocatable(&capacity)), &group.allocatable)?
         }
         None => {
             if let Some(missing) = ["cpu", "memory", "pods"]
@@ -316,11 +293,11 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
                     None => format!("without an instanceType, allocatable must give {missing}"),
                 });
             }
-            let base = NodeResources {
+            let base = Resources {
                 ephemeral_storage_bytes: disk,
                 ..Default::default()
             };
-            apply_explicit((base, base.eks_allocatable()), &group.allocatable)?
+            apply_explicit((base, eks_allocatable(&base)), &group.allocatable)?
         }
     };
     if allocatable.cpu_millis == 0 || allocatable.memory_bytes == 0 || allocatable.pods == 0 {
@@ -370,6 +347,7 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
             max_size: group.max_size,
             debug,
             template: Arc::new(template),
+            allocatable,
             price_per_hour,
             options,
         }),
@@ -383,9 +361,9 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
 
 /// Explicit `allocatable` entries are the node's capacity and allocatable both (the sim's shapes are exact).
 fn apply_explicit(
-    (mut capacity, mut allocatable): (NodeResources, NodeResources),
+    (mut capacity, mut allocatable): (Resources, Resources),
     explicit: &BTreeMap<String, serde_norway::Value>,
-) -> Result<(NodeResources, NodeResources), String> {
+) -> Result<(Resources, Resources), String> {
     for (name, value) in explicit {
         let text = match value {
             serde_norway::Value::String(s) => s.clone(),

@@ -6,10 +6,10 @@
 //! it cannot launch is listed as placeholder instances with an out-of-resources error, exactly as the AWS
 //! backend reports unfulfillable desired capacity, and is launched as soon as capacity frees up.
 
-use super::scenario::{FargateProfile, Scenario, SimNodeGroup};
+use super::scenario::{Scenario, SimNodeGroup};
 use super::{
-    CloudError, Instance, InstanceError, InstanceErrorClass, InstanceState, NodeGroupBackend,
-    NodeGroupSpec, instance_types,
+    CloudError, FargateProfile, Instance, InstanceError, InstanceErrorClass, InstanceState,
+    NodeGroupBackend, NodeGroupSpec, instance_types,
 };
 use crate::clock::Clock;
 use async_trait::async_trait;
@@ -113,11 +113,6 @@ impl SimBackend {
 
     pub fn clock(&self) -> &Clock {
         &self.clock
-    }
-
-    /// The scenario's Fargate profiles.
-    pub fn fargate_profiles(&self) -> &[FargateProfile] {
-        &self.fargate_profiles
     }
 
     fn group_index(&self, id: &str) -> Result<usize, CloudError> {
@@ -359,6 +354,10 @@ impl NodeGroupBackend for SimBackend {
         group.target -= (real.len() + placeholders) as i32;
         state.settle(idx, now);
         Ok(())
+    }
+
+    fn fargate_profiles(&self) -> Vec<FargateProfile> {
+        self.fargate_profiles.clone()
     }
 
     fn price_of_instance_type(&self, instance_type: &str) -> Option<f64> {

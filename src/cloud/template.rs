@@ -4,6 +4,7 @@
 //! leaves after its reservations, the same well-known labels, the group's taints, and Ready.
 
 use crate::k8s::quantity;
+use crate::model::Resources;
 use k8s_pb::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Taint as PbTaint};
 use k8s_pb::apimachinery::pkg::api::resource::Quantity;
 use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -14,68 +15,58 @@ pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 /// The label EKS puts on GPU nodes, naming the accelerator; also the answer to GPULabel.
 pub const GPU_LABEL: &str = "k8s.amazonaws.com/accelerator";
 
-/// Resources of a node, in integer units.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NodeResources {
-    pub cpu_millis: u64,
-    pub memory_bytes: u64,
-    pub pods: u64,
-    pub ephemeral_storage_bytes: u64,
-    pub gpus: u64,
-}
-
 const MI: u64 = 1 << 20;
 const GI: u64 = 1 << 30;
 
-impl NodeResources {
-    /// What the EKS AMI leaves allocatable on a node of this capacity.
-    ///
-    /// Memory: 255Mi + 11Mi per max pod kube-reserved, plus the 100Mi eviction threshold. CPU: 6% of the
-    /// first core, 1% of the second, 0.5% of the third and fourth, 0.25% of each further core (rounded
-    /// up to a whole millicore, so a template is never bigger than the real node). Ephemeral storage:
-    /// 1Gi kube-reserved and the 10% `nodefs.available` eviction threshold.
-    pub fn eks_allocatable(&self) -> NodeResources {
-        let cores = self.cpu_millis.div_ceil(1000);
-        let quarter_millis_reserved: u64 = (1..=cores)
-            .map(|core| match core {
-                1 => 240, // 60m, in quarter millicores
-                2 => 40,
-                3 | 4 => 20,
-                _ => 10,
-            })
-            .sum();
-        let cpu_reserved = quarter_millis_reserved.div_ceil(4);
-        let memory_reserved = 255 * MI + 11 * MI * self.pods + 100 * MI;
-        let storage_reserved = GI + self.ephemeral_storage_bytes.div_ceil(10);
-        NodeResources {
-            cpu_millis: self.cpu_millis.saturating_sub(cpu_reserved),
-            memory_bytes: self.memory_bytes.saturating_sub(memory_reserved),
-            pods: self.pods,
-            ephemeral_storage_bytes: self
-                .ephemeral_storage_bytes
-                .saturating_sub(storage_reserved),
-            gpus: self.gpus,
-        }
+/// What the EKS AMI leaves allocatable on a node of this capacity.
+///
+/// Memory: 255Mi + 11Mi per max pod kube-reserved, plus the 100Mi eviction threshold. CPU: 6% of the
+/// first core, 1% of the second, 0.5% of the third and fourth, 0.25% of each further core (rounded
+/// up to a whole millicore, so a template is never bigger than the real node). Ephemeral storage:
+/// 1Gi kube-reserved and the 10% `nodefs.available` eviction threshold.
+pub fn eks_allocatable(capacity: &Resources) -> Resources {
+    let cores = capacity.cpu_millis.div_ceil(1000);
+    let quarter_millis_reserved: u64 = (1..=cores)
+        .map(|core| match core {
+            1 => 240, // 60m, in quarter millicores
+            2 => 40,
+            3 | 4 => 20,
+            _ => 10,
+        })
+        .sum();
+    let cpu_reserved = quarter_millis_reserved.div_ceil(4);
+    let memory_reserved = 255 * MI + 11 * MI * capacity.pods + 100 * MI;
+    let storage_reserved = GI + capacity.ephemeral_storage_bytes.div_ceil(10);
+    Resources {
+        cpu_millis: capacity.cpu_millis.saturating_sub(cpu_reserved),
+        memory_bytes: capacity.memory_bytes.saturating_sub(memory_reserved),
+        pods: capacity.pods,
+        ephemeral_storage_bytes: capacity
+            .ephemeral_storage_bytes
+            .saturating_sub(storage_reserved),
+        gpus: capacity.gpus,
     }
+}
 
-    fn to_quantities(self) -> BTreeMap<String, Quantity> {
-        let q = |s: String| Quantity { string: Some(s) };
-        let mut map = BTreeMap::from([
-            ("cpu".to_string(), q(quantity::cpu(self.cpu_millis))),
-            ("memory".to_string(), q(quantity::bytes(self.memory_bytes))),
-            ("pods".to_string(), q(quantity::count(self.pods))),
-        ]);
-        if self.ephemeral_storage_bytes > 0 {
-            map.insert(
-                "ephemeral-storage".into(),
-                q(quantity::bytes(self.ephemeral_storage_bytes)),
-            );
-        }
-        if self.gpus > 0 {
-            map.insert(GPU_RESOURCE.into(), q(quantity::count(self.gpus)));
-        }
-        map
+/// Canonical quantity strings of each resource a node has.
+fn to_quantities(resources: Resources) -> BTreeMap<String, Quantity> {
+    let q = |s: String| Quantity { string: Some(s) };
+    let mut map = BTreeMap::from([
+        ("cpu".to_string(), q(quantity::cpu(resources.cpu_millis))),
+        (
+            "memory".to_string(),
+            q(quantity::bytes(resources.memory_bytes)),
+        ),
+        ("pods".to_string(), q(quantity::count(resources.pods))),
+    ]);
+    if resources.ephemeral_storage_bytes > 0 {
+        let storage = quantity::bytes(resources.ephemeral_storage_bytes);
+        map.insert("ephemeral-storage".into(), q(storage));
     }
+    if resources.gpus > 0 {
+        map.insert(GPU_RESOURCE.into(), q(quantity::count(resources.gpus)));
+    }
+    map
 }
 
 /// A taint as EKS and Kubernetes both know it.
@@ -127,8 +118,8 @@ pub struct TemplateSpec<'a> {
     pub gpu_type: Option<&'a str>,
     pub labels: &'a BTreeMap<String, String>,
     pub taints: &'a [Taint],
-    pub capacity: NodeResources,
-    pub allocatable: NodeResources,
+    pub capacity: Resources,
+    pub allocatable: Resources,
 }
 
 /// Builds the template Node of a node group.
@@ -179,8 +170,8 @@ pub fn build(spec: &TemplateSpec) -> Node {
             ..Default::default()
         }),
         status: Some(NodeStatus {
-            capacity: spec.capacity.to_quantities(),
-            allocatable: spec.allocatable.to_quantities(),
+            capacity: to_quantities(spec.capacity),
+            allocatable: to_quantities(spec.allocatable),
             phase: Some("Running".into()),
             conditions: vec![
                 condition("Ready", "True", "KubeletReady"),
@@ -198,8 +189,8 @@ pub fn build(spec: &TemplateSpec) -> Node {
 mod tests {
     use super::*;
 
-    fn m5_large() -> NodeResources {
-        NodeResources {
+    fn m5_large() -> Resources {
+        Resources {
             cpu_millis: 2000,
             memory_bytes: 8 * GI,
             pods: 29,
@@ -210,7 +201,7 @@ mod tests {
 
     #[test]
     fn eks_allocatable_of_m5_large() {
-        let a = m5_large().eks_allocatable();
+        let a = eks_allocatable(&m5_large());
         assert_eq!(a.cpu_millis, 1930);
         assert_eq!(a.memory_bytes, 7518 * MI);
         assert_eq!(a.pods, 29);
@@ -220,11 +211,11 @@ mod tests {
     #[test]
     fn cpu_reservation_by_core_count() {
         let reserved = |cores: u64| {
-            let capacity = NodeResources {
+            let capacity = Resources {
                 cpu_millis: cores * 1000,
                 ..m5_large()
             };
-            capacity.cpu_millis - capacity.eks_allocatable().cpu_millis
+            capacity.cpu_millis - eks_allocatable(&capacity).cpu_millis
         };
         assert_eq!(reserved(1), 60);
         assert_eq!(reserved(2), 70);
@@ -252,15 +243,14 @@ mod tests {
             gpu_type: Some("nvidia-tesla-t4"),
             labels: &labels,
             taints: &taints,
-            capacity: NodeResources {
+            capacity: Resources {
                 gpus: 1,
                 ..m5_large()
             },
-            allocatable: NodeResources {
+            allocatable: eks_allocatable(&Resources {
                 gpus: 1,
                 ..m5_large()
-            }
-            .eks_allocatable(),
+            }),
         });
         let meta = node.metadata.unwrap();
         assert_eq!(meta.labels["team"], "web");

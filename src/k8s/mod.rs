@@ -1,3 +1,4 @@
 //! Conversions at the edge between Kubernetes' wire formats and our own types.
 
+pub mod pod;
 pub mod quantity;

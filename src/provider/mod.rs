@@ -1,0 +1,110 @@
+//! The provider's gRPC server: CloudProvider and Fargate over a backend, with health and reflection, on
+//! one port, in plaintext h2c or TLS (optionally mutual).
+
+mod cloud_provider;
+mod fargate;
+mod options;
+
+pub use cloud_provider::CloudProviderService;
+pub use fargate::FargateService;
+
+use crate::cloud::NodeGroupBackend;
+use crate::metrics::ProviderMetrics;
+use crate::proto::ekscale::fargate_server::FargateServer;
+use crate::proto::externalgrpc::cloud_provider_server::CloudProviderServer;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+use tonic_health::ServingStatus;
+
+/// cluster-autoscaler may send large DeleteNodes and pod requests: accept up to 32 MiB (tonic's default is 4).
+pub const MAX_DECODING_MESSAGE_SIZE: usize = 32 << 20;
+
+/// Service names as clients and grpcurl see them.
+pub const CLOUD_PROVIDER_SERVICE: &str =
+    "clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider";
+pub const FARGATE_SERVICE: &str = "ekscale.v1.Fargate";
+
+/// Where the server's TLS material is.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// With a client CA, clients must present a certificate it signed.
+    pub client_ca: Option<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("gRPC server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    #[error("reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+}
+
+impl TlsFiles {
+    fn load(&self) -> Result<ServerTlsConfig, ServeError> {
+        let read = |path: &PathBuf| {
+            std::fs::read(path).map_err(|source| ServeError::Read {
+                path: path.clone(),
+                source,
+            })
+        };
+        let mut config = ServerTlsConfig::new()
+            .identity(Identity::from_pem(read(&self.cert)?, read(&self.key)?));
+        if let Some(ca) = &self.client_ca {
+            // client_auth_optional stays false: a client without a certificate from this CA is refused.
+            config = config.client_ca_root(Certificate::from_pem(read(ca)?));
+        }
+        Ok(config)
+    }
+}
+
+/// Serves every service on `listener` until `shutdown` completes, then drains in-flight requests.
+pub async fn serve(
+    listener: TcpListener,
+    backend: Arc<dyn NodeGroupBackend>,
+    metrics: Arc<ProviderMetrics>,
+    tls: Option<&TlsFiles>,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
+    let (health, health_service) = tonic_health::server::health_reporter();
+    for service in ["", CLOUD_PROVIDER_SERVICE, FARGATE_SERVICE] {
+        health
+            .set_service_status(service, ServingStatus::Serving)
+            .await;
+    }
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+
+    let mut server = Server::builder();
+    if let Some(tls) = tls {
+        server = server.tls_config(tls.load()?)?;
+    }
+    let cloud_provider =
+        CloudProviderServer::new(CloudProviderService::new(backend.clone(), metrics))
+            .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
+    let fargate = FargateServer::new(FargateService::new(backend))
+        .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
+    server
+        .add_service(cloud_provider)
+        .add_service(fargate)
+        .add_service(health_service)
+        .add_service(reflection().build_v1()?)
+        // grpcurl 1.8 speaks only v1alpha.
+        .add_service(reflection().build_v1alpha()?)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .await?;
+    Ok(())
+}
