@@ -1,1 +1,292 @@
-fn main() {}
+//! Hot RPCs of the provider over loopback against a 5,000-instance simulated EKS (10 groups x 500).
+//!
+//! `cargo bench --bench provider_rpcs` runs criterion for each RPC, then a percentile pass (criterion
+//! reports means; cluster-autoscaler cares about tails), then the real binary's resident memory idle and
+//! after load. Results go to BENCHMARKS.md by hand, with the command.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use ekscale::clock::Clock;
+use ekscale::cloud::NodeGroupBackend;
+use ekscale::cloud::scenario::Scenario;
+use ekscale::cloud::sim::SimBackend;
+use ekscale::metrics::ProviderMetrics;
+use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
+use ekscale::proto::externalgrpc::*;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tonic::transport::{Channel, Endpoint};
+
+const GROUPS: usize = 10;
+const PER_GROUP: usize = 500;
+
+fn scenario() -> String {
+    let mut yaml = String::from("cluster: bench\nregion: us-east-1\nnodeGroups:\n");
+    for g in 0..GROUPS {
+        yaml.push_str(&format!(
+            "  - name: group-{g}\n    instanceType: m5.xlarge\n    zones: [us-east-1a, us-east-1b, us-east-1c]\n    \
+             minSize: 0\n    maxSize: 1000\n    desiredSize: {PER_GROUP}\n    options: {{scaleDownUnneededTime: 5m}}\n"
+        ));
+    }
+    yaml
+}
+
+struct Fixture {
+    client: CloudProviderClient<Channel>,
+    instances: Vec<String>,
+}
+
+fn start(rt: &tokio::runtime::Runtime) -> Fixture {
+    rt.block_on(async {
+        ekscale::tls::install_crypto_provider();
+        let sim = Arc::new(SimBackend::new(
+            Scenario::parse(&scenario()).unwrap(),
+            Clock::real(),
+        ));
+        let instances: Vec<String> = (0..GROUPS)
+            .flat_map(|g| sim.instances(&format!("group-{g}")).unwrap())
+            .map(|i| i.id)
+            .collect();
+        assert_eq!(instances.len(), GROUPS * PER_GROUP);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let backend: Arc<dyn NodeGroupBackend> = sim;
+        tokio::spawn(ekscale::provider::serve(
+            listener,
+            backend,
+            Arc::new(ProviderMetrics::default()),
+            None,
+            std::future::pending(),
+        ));
+        let channel = Endpoint::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        Fixture {
+            client: CloudProviderClient::new(channel),
+            instances,
+        }
+    })
+}
+
+/// One call of each hot RPC, the i-th of its kind.
+async fn call(
+    client: &mut CloudProviderClient<Channel>,
+    instances: &[String],
+    rpc: &str,
+    i: usize,
+) {
+    let group = format!("group-{}", i % GROUPS);
+    match rpc {
+        "NodeGroupForNode" => {
+            let node = ExternalGrpcNode {
+                provider_id: instances[i % instances.len()].clone(),
+                ..Default::default()
+            };
+            client
+                .node_group_for_node(NodeGroupForNodeRequest { node: Some(node) })
+                .await
+                .unwrap();
+        }
+        "NodeGroupTargetSize" => {
+            client
+                .node_group_target_size(NodeGroupTargetSizeRequest { id: group })
+                .await
+                .unwrap();
+        }
+        "NodeGroupGetOptions" => {
+            let request = NodeGroupAutoscalingOptionsRequest {
+                id: group,
+                defaults: None,
+            };
+            client.node_group_get_options(request).await.unwrap();
+        }
+        "NodeGroupNodes" => {
+            client
+                .node_group_nodes(NodeGroupNodesRequest { id: group })
+                .await
+                .unwrap();
+        }
+        other => unreachable!("{other}"),
+    }
+}
+
+const HOT: [&str; 4] = [
+    "NodeGroupForNode",
+    "NodeGroupTargetSize",
+    "NodeGroupGetOptions",
+    "NodeGroupNodes",
+];
+
+fn hot_rpcs(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let fixture = start(&rt);
+    let mut group = c.benchmark_group("hot_rpcs_5000_instances");
+    for rpc in HOT {
+        let mut i = 0;
+        group.bench_function(rpc, |b| {
+            b.to_async(&rt).iter(|| {
+                i += 1;
+                let mut client = fixture.client.clone();
+                let instances = &fixture.instances;
+                async move { call(&mut client, instances, rpc, i).await }
+            })
+        });
+    }
+    group.finish();
+    percentiles(&rt, &fixture);
+    resident_memory();
+}
+
+/// p50 / p99 / max of each hot RPC, one call at a time, after a warm-up.
+fn percentiles(rt: &tokio::runtime::Runtime, fixture: &Fixture) {
+    const CALLS: usize = 20_000;
+    println!("\npercentiles over {CALLS} sequential calls each (loopback, 5,000 instances):");
+    for rpc in HOT {
+        let mut client = fixture.client.clone();
+        let latencies = rt.block_on(async {
+            for i in 0..1_000 {
+                call(&mut client, &fixture.instances, rpc, i).await;
+            }
+            let mut latencies = Vec::with_capacity(CALLS);
+            for i in 0..CALLS {
+                let start = Instant::now();
+                call(&mut client, &fixture.instances, rpc, i).await;
+                latencies.push(start.elapsed());
+            }
+            latencies.sort_unstable();
+            latencies
+        });
+        let at =
+            |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+        println!(
+            "  {rpc:<22} p50 {:>8.1} µs   p99 {:>8.1} µs   max {:>8.1} µs",
+            micros(at(0.50)),
+            micros(at(0.99)),
+            micros(*latencies.last().unwrap())
+        );
+    }
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// The real binary's resident memory: idle on the built-in scenario, idle on 5,000 instances, and after
+/// 40,000 hot calls.
+fn resident_memory() {
+    let dir = std::env::temp_dir().join(format!("ekscale-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("scenario.yaml");
+    std::fs::write(&file, scenario()).unwrap();
+    println!(
+        "\nresident memory of ekscale-provider ({}):",
+        env!("CARGO_BIN_EXE_ekscale-provider")
+    );
+    let (mut builtin, _) = spawn(&[]);
+    std::thread::sleep(Duration::from_secs(1));
+    println!(
+        "  built-in scenario, idle:          {:>6.1} MiB",
+        rss_mib(builtin.id())
+    );
+    let _ = builtin.kill();
+    let _ = builtin.wait();
+
+    let (mut large, addr) = spawn(&["--sim-file", file.to_str().unwrap()]);
+    std::thread::sleep(Duration::from_secs(1));
+    println!(
+        "  5,000 instances, idle:            {:>6.1} MiB",
+        rss_mib(large.id())
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let channel = Endpoint::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut client = CloudProviderClient::new(channel);
+        let instances: Vec<String> = {
+            let mut all = Vec::new();
+            for g in 0..GROUPS {
+                let request = NodeGroupNodesRequest {
+                    id: format!("group-{g}"),
+                };
+                all.extend(
+                    client
+                        .node_group_nodes(request)
+                        .await
+                        .unwrap()
+                        .into_inner()
+                        .instances
+                        .into_iter()
+                        .map(|i| i.id),
+                );
+            }
+            all
+        };
+        for i in 0..10_000 {
+            for rpc in HOT {
+                call(&mut client, &instances, rpc, i).await;
+            }
+        }
+    });
+    println!(
+        "  5,000 instances, after 40k calls: {:>6.1} MiB",
+        rss_mib(large.id())
+    );
+    let _ = large.kill();
+    let _ = large.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn spawn(args: &[&str]) -> (std::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ekscale-provider"))
+        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+        .args(args)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.contains("listening"))
+        .expect("provider started");
+    std::thread::spawn(move || lines.for_each(drop));
+    let addr = line
+        .split("grpc=")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    (child, addr)
+}
+
+fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib / 1024.0
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(50).measurement_time(Duration::from_secs(5));
+    targets = hot_rpcs
+}
+criterion_main!(benches);

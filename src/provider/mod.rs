@@ -16,7 +16,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 use tonic_health::ServingStatus;
 
@@ -104,7 +104,11 @@ pub async fn serve(
         .add_service(reflection().build_v1()?)
         // grpcurl 1.8 speaks only v1alpha.
         .add_service(reflection().build_v1alpha()?)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        // Without TCP_NODELAY, a response larger than one segment waits out the peer's delayed ACK (~40 ms).
+        .serve_with_incoming_shutdown(
+            TcpIncoming::from(listener).with_nodelay(Some(true)),
+            shutdown,
+        )
         .await?;
     Ok(())
 }
