@@ -185,6 +185,21 @@ impl Scenario {
                     profile.name
                 )));
             }
+            const STATUSES: [&str; 5] = [
+                "CREATING",
+                "ACTIVE",
+                "DELETING",
+                "CREATE_FAILED",
+                "DELETE_FAILED",
+            ];
+            if !STATUSES.contains(&profile.status.as_str()) {
+                return Err(ScenarioError::Invalid(format!(
+                    "Fargate profile {:?}: status {:?} must be one of {}",
+                    profile.name,
+                    profile.status,
+                    STATUSES.join(", ")
+                )));
+            }
             if profile.selectors.iter().any(|s| s.namespace.is_empty()) {
                 return Err(ScenarioError::Invalid(format!(
                     "Fargate profile {:?}: every selector needs a namespace",
@@ -238,7 +253,7 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
         return Err("diskSize must be at least 1 (GiB)".into());
     }
     for (key, value) in &group.labels {
-        if key.is_empty() || !is_label_value(value) {
+        if !is_label_key(key) || !is_label_value(value) {
             return Err(format!(
                 "label {key:?}={value:?} is not a valid Kubernetes label"
             ));
@@ -434,6 +449,26 @@ fn load_options(file: &OptionsFile) -> Result<OptionOverrides, String> {
     })
 }
 
+/// A Kubernetes label key: an optional DNS-subdomain prefix and `/`, then a name that is a non-empty label value.
+fn is_label_key(key: &str) -> bool {
+    let (prefix, name) = key
+        .rsplit_once('/')
+        .map_or((None, key), |(p, n)| (Some(p), n));
+    let prefix_ok = prefix.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 253
+            && p.split('.').all(|part| {
+                !part.is_empty()
+                    && part
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !part.starts_with('-')
+                    && !part.ends_with('-')
+            })
+    });
+    prefix_ok && !name.is_empty() && is_label_value(name)
+}
+
 /// A Kubernetes label value: at most 63 characters of `[A-Za-z0-9._-]`, alphanumeric at both ends.
 fn is_label_value(value: &str) -> bool {
     let bytes = value.as_bytes();
@@ -449,6 +484,21 @@ fn is_label_value(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn label_keys() {
+        for good in [
+            "team",
+            "eks.amazonaws.com/nodegroup",
+            "nvidia.com/gpu",
+            "a-b.c/D_e.f",
+        ] {
+            assert!(is_label_key(good), "{good}");
+        }
+        for bad in ["", "/x", "Example.com/x", "a/", "a b", "-a.com/x", "a/b/c"] {
+            assert!(!is_label_key(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn built_in_scenario_loads() {

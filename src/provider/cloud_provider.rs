@@ -230,10 +230,13 @@ impl CloudProviderService {
             request.start_timestamp.or(request.start_time),
             request.end_timestamp.or(request.end_time),
         )?;
-        let labels = node.labels.clone();
-        let per_hour =
-            pricing::node_price_per_hour(&*self.backend, &node.name, &node.provider_id, &labels)
-                .map_err(price_status)?;
+        let per_hour = pricing::node_price_per_hour(
+            &*self.backend,
+            &node.name,
+            &node.provider_id,
+            &node.labels,
+        )
+        .map_err(price_status)?;
         Ok(PricingNodePriceResponse {
             price: per_hour * hours,
         })
