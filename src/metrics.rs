@@ -7,6 +7,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -26,6 +27,18 @@ struct InstanceLabels {
     state: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AwsCallLabels {
+    service: &'static str,
+    operation: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SkipLabels {
+    reason: String,
+}
+
 /// Every metric the provider exports, registered once.
 pub struct ProviderMetrics {
     registry: Registry,
@@ -33,6 +46,10 @@ pub struct ProviderMetrics {
     latency: Family<MethodLabels, Histogram>,
     node_groups: Gauge,
     instances: Family<InstanceLabels, Gauge>,
+    cache_age: Gauge<f64, AtomicU64>,
+    aws_requests: Family<AwsCallLabels, Counter>,
+    refresh_duration: Histogram,
+    skipped: Family<SkipLabels, Gauge>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -64,12 +81,40 @@ impl Default for ProviderMetrics {
             "Instances by node group and state",
             instances.clone(),
         );
+        let cache_age = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "cache_age_seconds",
+            "Age of the backend's view of the cloud",
+            cache_age.clone(),
+        );
+        let aws_requests = Family::<AwsCallLabels, Counter>::default();
+        registry.register(
+            "aws_requests",
+            "AWS API calls by service, operation and outcome",
+            aws_requests.clone(),
+        );
+        let refresh_duration = Histogram::new(exponential_buckets(0.005, 2.0, 14));
+        registry.register(
+            "refresh_duration_seconds",
+            "Time to re-read the cloud",
+            refresh_duration.clone(),
+        );
+        let skipped = Family::<SkipLabels, Gauge>::default();
+        registry.register(
+            "node_groups_skipped",
+            "Node groups left out of NodeGroups, by reason",
+            skipped.clone(),
+        );
         ProviderMetrics {
             registry,
             requests,
             latency,
             node_groups,
             instances,
+            cache_age,
+            aws_requests,
+            refresh_duration,
+            skipped,
         }
     }
 }
@@ -88,8 +133,44 @@ impl ProviderMetrics {
             .observe(elapsed.as_secs_f64());
     }
 
+    /// Counts one AWS API call; `outcome` is "ok", "throttled", "error" or "unavailable".
+    pub fn observe_aws_call(
+        &self,
+        service: &'static str,
+        operation: &'static str,
+        outcome: &'static str,
+    ) {
+        self.aws_requests
+            .get_or_create(&AwsCallLabels {
+                service,
+                operation,
+                outcome,
+            })
+            .inc();
+    }
+
+    /// Records how long a refresh of the cloud's view took.
+    pub fn observe_refresh(&self, elapsed: Duration) {
+        self.refresh_duration.observe(elapsed.as_secs_f64());
+    }
+
+    /// Replaces the counts of node groups left out, by reason.
+    pub fn set_skipped(&self, reasons: &[(String, i64)]) {
+        self.skipped.clear();
+        for (reason, count) in reasons {
+            self.skipped
+                .get_or_create(&SkipLabels {
+                    reason: reason.clone(),
+                })
+                .set(*count);
+        }
+    }
+
     /// The exposition text, with the node group gauges read from the backend now.
     pub fn encode(&self, backend: &dyn NodeGroupBackend) -> String {
+        if let Some(age) = backend.cache_age() {
+            self.cache_age.set(age.as_secs_f64());
+        }
         let groups = backend.node_groups();
         self.node_groups.set(groups.len() as i64);
         self.instances.clear();

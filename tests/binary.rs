@@ -265,6 +265,8 @@ fn bad_input_is_refused_with_a_message_that_names_it() {
     assert!(message.contains("/nonexistent/scenario.yaml"), "{message}");
 
     let message = provider_fails(&["--backend", "aws"]);
+    assert!(message.contains("--cluster"), "{message}");
+    let message = provider_fails(&["--cluster", "prod"]);
     assert!(message.contains("--backend aws"), "{message}");
 
     let message = provider_fails(&["--tls-cert", "/tmp/cert.pem"]);

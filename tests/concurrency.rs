@@ -90,6 +90,6 @@ async fn parallel_increases_and_deletes_keep_target_equal_to_instances() {
         assert_eq!(live as i32, target, "round {round}: {refused} refused");
         let unique: HashSet<_> = instances.iter().map(|i| &i.id).collect();
         assert_eq!(unique.len(), instances.len(), "instance ids are unique");
-        server.sim.clock().advance(Duration::from_secs(60));
+        server.sim().clock().advance(Duration::from_secs(60));
     }
 }

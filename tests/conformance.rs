@@ -227,7 +227,7 @@ async fn case_05_06_increase_to_exactly_max_is_visible_at_once() {
             .count(),
         3
     );
-    server.sim.clock().advance(Duration::from_secs(30));
+    server.sim().clock().advance(Duration::from_secs(30));
     assert!(
         instances(&channel, "web")
             .await
@@ -459,7 +459,7 @@ async fn case_17_delete_lowers_target_at_once_and_the_instance_goes() {
         state(list.iter().find(|i| i.id == victim).unwrap()),
         InstanceState::InstanceDeleting
     );
-    server.sim.clock().advance(Duration::from_secs(10));
+    server.sim().clock().advance(Duration::from_secs(10));
     assert!(
         instances(&channel, "web")
             .await

@@ -87,7 +87,7 @@ async fn case_33_34_hot_rpcs_answer_while_a_size_change_is_in_flight() {
         entered: Notify::new(),
         in_flight: 0.into(),
     });
-    let server = Server::serve(gated.clone(), sim, None).await;
+    let server = Server::serve(gated.clone(), Some(sim), None).await;
 
     let mut first = server.client().await;
     let stuck = tokio::spawn(async move {

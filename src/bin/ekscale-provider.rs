@@ -4,6 +4,8 @@ use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
 use ekscale::clock::Clock;
 use ekscale::cloud::NodeGroupBackend;
+use ekscale::cloud::aws::AwsBackend;
+use ekscale::cloud::aws::config::AwsConfig;
 use ekscale::cloud::scenario::Scenario;
 use ekscale::cloud::sim::SimBackend;
 use ekscale::metrics::ProviderMetrics;
@@ -32,6 +34,15 @@ struct Args {
     /// Scenario YAML for the simulated EKS (default: the built-in scenario).
     #[arg(long, value_name = "FILE")]
     sim_file: Option<PathBuf>,
+    /// aws: configuration YAML (cluster, region, node group globs, prices, refresh interval, options).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// aws: the EKS cluster's name (overrides the config file).
+    #[arg(long)]
+    cluster: Option<String>,
+    /// aws: the region (overrides the config file and the SDK's own resolution).
+    #[arg(long)]
+    region: Option<String>,
     /// Server certificate (PEM); enables TLS.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -57,8 +68,14 @@ async fn main() -> anyhow::Result<()> {
     telemetry::init(args.log_format);
     ekscale::tls::install_crypto_provider();
 
+    let metrics = Arc::new(ProviderMetrics::default());
     let backend: Arc<dyn NodeGroupBackend> = match args.backend {
         Backend::Sim => {
+            if args.config.is_some() || args.cluster.is_some() || args.region.is_some() {
+                bail!(
+                    "--config, --cluster and --region are for --backend aws; the sim reads --sim-file"
+                );
+            }
             let (scenario, source) = match &args.sim_file {
                 Some(path) => {
                     let text = std::fs::read_to_string(path)
@@ -78,9 +95,44 @@ async fn main() -> anyhow::Result<()> {
             );
             Arc::new(SimBackend::new(scenario, Clock::real()))
         }
-        Backend::Aws => bail!(
-            "--backend aws: EKS managed node groups on AWS are not built yet; use --backend sim"
-        ),
+        Backend::Aws => {
+            if args.sim_file.is_some() {
+                bail!("--sim-file is for --backend sim");
+            }
+            let text = match &args.config {
+                Some(path) => std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?,
+                None => String::new(),
+            };
+            let config = AwsConfig::load(&text, args.cluster.clone(), args.region.clone())
+                .map_err(|e| {
+                    let source = args
+                        .config
+                        .as_ref()
+                        .map_or("config".into(), |p| p.display().to_string());
+                    anyhow::anyhow!("{source}: {e}")
+                })?;
+            let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+            if let Some(region) = &config.region {
+                loader = loader.region(aws_config::Region::new(region.clone()));
+            }
+            let sdk = loader.load().await;
+            let backend = AwsBackend::new(config, &sdk, metrics.clone());
+            backend.refresh().await.with_context(|| {
+                format!(
+                    "reading the node groups of EKS cluster {}",
+                    backend.cluster()
+                )
+            })?;
+            tracing::info!(
+                backend = "aws",
+                cluster = backend.cluster(),
+                region = sdk.region().map(|r| r.to_string()),
+                node_groups = backend.node_groups().len(),
+                "serving EKS managed node groups"
+            );
+            Arc::new(backend)
+        }
     };
     let tls = args
         .tls_cert
@@ -118,7 +170,6 @@ async fn main() -> anyhow::Result<()> {
         let _ = stop.send(true);
     });
 
-    let metrics = Arc::new(ProviderMetrics::default());
     let router = ekscale::http::provider_router(metrics.clone(), backend.clone());
     let http_server = tokio::spawn(ekscale::http::serve(
         http,

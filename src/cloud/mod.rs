@@ -4,7 +4,9 @@
 //! instances) never wait on the cloud, and carries out size changes the provider has already validated.
 //! The rules of the protocol (bounds, membership, all-or-nothing deletes) live once, in `provider`.
 
+pub mod aws;
 pub mod instance_types;
+pub mod options;
 pub mod pricing;
 pub mod scenario;
 pub mod sim;
@@ -78,16 +80,11 @@ pub struct Instance {
     /// `aws:///<az>/<instance-id>`, byte for byte the node's `spec.providerID`.
     pub id: String,
     pub state: InstanceState,
-    /// Set on capacity the cloud could not provide.
+    /// A placeholder stands for requested capacity that has no machine yet (still launching, or that the
+    /// cloud cannot provide): cancelling it never removes a node.
+    pub placeholder: bool,
+    /// Why the cloud could not provide this capacity, when it said so.
     pub error: Option<InstanceError>,
-}
-
-impl Instance {
-    /// A placeholder stands for requested capacity that the cloud could not create: it has no machine
-    /// behind it, so cancelling it never removes a node.
-    pub fn is_placeholder(&self) -> bool {
-        self.error.is_some()
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -130,6 +127,10 @@ pub enum CloudError {
     NodeGroupNotFound(String),
     #[error("{0}")]
     FailedPrecondition(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
     #[error("cloud unavailable: {0}")]
     Unavailable(String),
     #[error("{0}")]
@@ -174,6 +175,11 @@ pub trait NodeGroupBackend: Send + Sync + 'static {
 
     /// The cluster's Fargate profiles, as of the last refresh.
     fn fargate_profiles(&self) -> Vec<FargateProfile>;
+
+    /// How old the in-memory view of the cloud is, for backends that cache one.
+    fn cache_age(&self) -> Option<Duration> {
+        None
+    }
 
     /// Hourly price of a node by its instance type label, for nodes not (or no longer) in a group.
     fn price_of_instance_type(&self, instance_type: &str) -> Option<f64>;

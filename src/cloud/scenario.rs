@@ -4,8 +4,9 @@
 //! simulator can serve, with every template already built and checked.
 
 use super::instance_types::{self, Arch};
+use super::options::OptionsFile;
 use super::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
-use super::{FargateProfile, NodeGroupSpec, OptionOverrides};
+use super::{FargateProfile, NodeGroupSpec};
 use crate::k8s::quantity::Quantity;
 use crate::model::Resources;
 use serde::Deserialize;
@@ -87,24 +88,6 @@ struct TaintFile {
     #[serde(default)]
     value: String,
     effect: String,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct OptionsFile {
-    scale_down_utilization_threshold: Option<f64>,
-    scale_down_gpu_utilization_threshold: Option<f64>,
-    #[serde(default, with = "humantime_serde")]
-    scale_down_unneeded_time: Option<Duration>,
-    #[serde(default, with = "humantime_serde")]
-    scale_down_unready_time: Option<Duration>,
-    #[serde(default, with = "humantime_serde")]
-    max_node_provision_time: Option<Duration>,
-    zero_or_max_node_scaling: Option<bool>,
-    ignore_daemon_sets_utilization: Option<bool>,
-    #[serde(default, with = "humantime_serde")]
-    max_node_startup_time: Option<Duration>,
-    allow_non_atomic_scale_up_to_max: Option<bool>,
 }
 
 /// A loaded, validated scenario.
@@ -287,13 +270,13 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
     let disk = group.disk_size << 30;
     let (capacity, allocatable) = match info {
         Some(info) => {
-            let capacity = Resources {
-                cpu_millis: u64::from(info.vcpus) * 1000,
-                memory_bytes: info.memory_mib << 20,
-                pods: u64::from(info.max_pods()),
-                ephemeral_storage_bytes: disk,
-                gpus: u64::from(info.gpus),
-            };
+            let capacity = template::node_capacity(
+                info.vcpus,
+                info.memory_mib,
+                info.max_pods(),
+                group.disk_size,
+                info.gpus,
+            );
             apply_explicit((capacity, eks_allocatable(&capacity)), &group.allocatable)?
         }
         None => {
@@ -347,7 +330,11 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
         capacity,
         allocatable,
     });
-    let options = group.options.as_ref().map(load_options).transpose()?;
+    let options = group
+        .options
+        .as_ref()
+        .map(OptionsFile::overrides)
+        .transpose()?;
     let debug = format!(
         "sim node group {}: {} {} in {}",
         group.name,
@@ -419,34 +406,6 @@ fn apply_explicit(
         *field.1 = whole;
     }
     Ok((capacity, allocatable))
-}
-
-fn load_options(file: &OptionsFile) -> Result<OptionOverrides, String> {
-    for (name, value) in [
-        (
-            "scaleDownUtilizationThreshold",
-            file.scale_down_utilization_threshold,
-        ),
-        (
-            "scaleDownGpuUtilizationThreshold",
-            file.scale_down_gpu_utilization_threshold,
-        ),
-    ] {
-        if value.is_some_and(|v| !(0.0..=1.0).contains(&v)) {
-            return Err(format!("options.{name} must be between 0 and 1"));
-        }
-    }
-    Ok(OptionOverrides {
-        scale_down_utilization_threshold: file.scale_down_utilization_threshold,
-        scale_down_gpu_utilization_threshold: file.scale_down_gpu_utilization_threshold,
-        scale_down_unneeded_time: file.scale_down_unneeded_time,
-        scale_down_unready_time: file.scale_down_unready_time,
-        max_node_provision_time: file.max_node_provision_time,
-        zero_or_max_node_scaling: file.zero_or_max_node_scaling,
-        ignore_daemon_sets_utilization: file.ignore_daemon_sets_utilization,
-        max_node_startup_time: file.max_node_startup_time,
-        allow_non_atomic_scale_up_to_max: file.allow_non_atomic_scale_up_to_max,
-    })
 }
 
 /// A Kubernetes label key: an optional DNS-subdomain prefix and `/`, then a name that is a non-empty label value.

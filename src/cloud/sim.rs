@@ -290,6 +290,7 @@ impl NodeGroupBackend for SimBackend {
             .map(|i| Instance {
                 id: i.id.clone(),
                 state: i.state(now),
+                placeholder: false,
                 error: None,
             })
             .collect();
@@ -297,6 +298,7 @@ impl NodeGroupBackend for SimBackend {
         instances.extend((0..placeholders).map(|n| Instance {
             id: group.placeholder_id(n),
             state: InstanceState::Creating,
+            placeholder: true,
             error: Some(InstanceError {
                 class: InstanceErrorClass::OutOfResources,
                 code: PLACEHOLDER_ERROR_CODE.into(),
@@ -456,7 +458,7 @@ nodeGroups:
         sim.set_target_size("tight", 4).await.unwrap();
         let instances = sim.instances("tight").unwrap();
         assert_eq!(instances.len(), 4);
-        let placeholders: Vec<_> = instances.iter().filter(|i| i.is_placeholder()).collect();
+        let placeholders: Vec<_> = instances.iter().filter(|i| i.placeholder).collect();
         assert_eq!(placeholders.len(), 2);
         assert_eq!(placeholders[0].state, InstanceState::Creating);
         assert_eq!(
@@ -478,7 +480,7 @@ nodeGroups:
             sim.instances("tight")
                 .unwrap()
                 .iter()
-                .filter(|i| i.is_placeholder())
+                .filter(|i| i.placeholder)
                 .count(),
             1
         );
@@ -494,7 +496,7 @@ nodeGroups:
         let instances = sim.instances("tight").unwrap();
         assert_eq!(sim.target_size("tight").unwrap(), 2);
         assert_eq!(instances.len(), 2);
-        assert!(instances.iter().all(|i| !i.is_placeholder()));
+        assert!(instances.iter().all(|i| !i.placeholder));
     }
 
     #[tokio::test]

@@ -18,6 +18,24 @@ pub const GPU_LABEL: &str = "k8s.amazonaws.com/accelerator";
 const MI: u64 = 1 << 20;
 const GI: u64 = 1 << 30;
 
+/// The capacity of an EKS node: its instance type's CPUs, memory and GPUs, max pods by the ENI formula,
+/// and its root volume as ephemeral storage.
+pub fn node_capacity(
+    vcpus: u32,
+    memory_mib: u64,
+    max_pods: u32,
+    disk_gib: u64,
+    gpus: u32,
+) -> Resources {
+    Resources {
+        cpu_millis: u64::from(vcpus) * 1000,
+        memory_bytes: memory_mib * MI,
+        pods: u64::from(max_pods),
+        ephemeral_storage_bytes: disk_gib * GI,
+        gpus: u64::from(gpus),
+    }
+}
+
 /// What the EKS AMI leaves allocatable on a node of this capacity.
 ///
 /// Memory: 255Mi + 11Mi per max pod kube-reserved, plus the 100Mi eviction threshold. CPU: 6% of the

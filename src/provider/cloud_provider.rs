@@ -109,7 +109,7 @@ impl CloudProviderService {
             .instances(id)
             .map_err(status)?
             .iter()
-            .filter(|i| !i.is_placeholder() && i.state != InstanceState::Deleting)
+            .filter(|i| !i.placeholder && i.state != InstanceState::Deleting)
             .count() as i64;
         let desired = i64::from(target) + i64::from(delta);
         if desired < existing {
@@ -178,10 +178,7 @@ impl CloudProviderService {
                 .get(w)
                 .is_some_and(|i| i.state != InstanceState::Deleting)
         });
-        let real = wanted
-            .iter()
-            .filter(|w| !instances[*w].is_placeholder())
-            .count() as i64;
+        let real = wanted.iter().filter(|w| !instances[*w].placeholder).count() as i64;
         let target = self.backend.target_size(id).map_err(status)?;
         // Placeholders are capacity that never existed: cancelling them is always allowed.
         if real > 0 && i64::from(target) - real < i64::from(group.min_size) {
@@ -361,6 +358,8 @@ fn status(error: CloudError) -> Status {
     match error {
         CloudError::NodeGroupNotFound(_) => Status::not_found(error.to_string()),
         CloudError::FailedPrecondition(_) => Status::failed_precondition(error.to_string()),
+        CloudError::NotFound(_) => Status::not_found(error.to_string()),
+        CloudError::PermissionDenied(_) => Status::permission_denied(error.to_string()),
         CloudError::Unavailable(_) => Status::unavailable(error.to_string()),
         CloudError::Internal(_) => Status::internal(error.to_string()),
     }

@@ -1,6 +1,7 @@
 //! Shared test harness: in-process providers on loopback, the real binary, and wire-generation clients.
 #![allow(dead_code)] // each test binary uses part of the harness
 
+pub mod moto;
 pub mod wire;
 
 use ekscale::clock::Clock;
@@ -77,7 +78,7 @@ fargateProfiles:
 /// A provider served in-process on a loopback port, on a simulated EKS with a manual clock.
 pub struct Server {
     pub addr: SocketAddr,
-    pub sim: Arc<SimBackend>,
+    sim: Option<Arc<SimBackend>>,
     stop: Option<oneshot::Sender<()>>,
 }
 
@@ -97,13 +98,20 @@ impl Server {
     pub async fn start_with(scenario: &str, tls: Option<TlsFiles>) -> Server {
         let scenario = Scenario::parse(scenario).unwrap();
         let sim = Arc::new(SimBackend::new(scenario, Clock::manual()));
-        Server::serve(sim.clone(), sim, tls).await
+        Server::serve(sim.clone(), Some(sim), tls).await
+    }
+
+    /// The simulated EKS behind this server (for its clock).
+    pub fn sim(&self) -> &SimBackend {
+        self.sim
+            .as_deref()
+            .expect("this server is not on the simulated EKS")
     }
 
     /// Serves `backend`, which may wrap `sim`.
     pub async fn serve(
         backend: Arc<dyn NodeGroupBackend>,
-        sim: Arc<SimBackend>,
+        sim: Option<Arc<SimBackend>>,
         tls: Option<TlsFiles>,
     ) -> Server {
         ekscale::tls::install_crypto_provider();

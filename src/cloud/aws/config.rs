@@ -1,0 +1,214 @@
+//! The provider's configuration for the AWS backend (`--config FILE`, with `--cluster`/`--region` on top).
+
+use crate::cloud::OptionOverrides;
+use crate::cloud::options::OptionsFile;
+use crate::cloud::scenario::DEFAULT_SPOT_PRICE_RATIO;
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct File {
+    cluster: Option<String>,
+    region: Option<String>,
+    #[serde(default, with = "humantime_serde")]
+    refresh_interval: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    describe_interval: Option<Duration>,
+    #[serde(default)]
+    node_groups: Selection,
+    /// On-demand prices per hour by instance type, over the built-in list.
+    #[serde(default)]
+    prices: BTreeMap<String, f64>,
+    spot_price_ratio: Option<f64>,
+    /// Option overrides by node group name (globs allowed); later entries win.
+    #[serde(default)]
+    options: Vec<GroupOptions>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Selection {
+    #[serde(default)]
+    include: Vec<String>,
+    #[serde(default)]
+    exclude: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupOptions {
+    #[serde(rename = "nodeGroup")]
+    node_group: String,
+    options: OptionsFile,
+}
+
+/// The AWS backend's settings, validated.
+#[derive(Clone, Debug)]
+pub struct AwsConfig {
+    pub cluster: String,
+    /// `None`: the SDK's own region resolution (AWS_REGION, profile, instance metadata).
+    pub region: Option<String>,
+    /// Refresh re-reads node groups and Auto Scaling groups at most this often (default 60 s).
+    pub refresh_interval: Duration,
+    /// A node group's EKS description (labels, taints, types) is re-read at most this often (default 5 min).
+    pub describe_interval: Duration,
+    include: GlobSet,
+    exclude: GlobSet,
+    prices: HashMap<String, f64>,
+    pub spot_price_ratio: f64,
+    options: Vec<(GlobSet, OptionOverrides)>,
+}
+
+impl AwsConfig {
+    /// Reads the config file's text (empty for none), with flags on top.
+    pub fn load(
+        text: &str,
+        cluster: Option<String>,
+        region: Option<String>,
+    ) -> Result<AwsConfig, String> {
+        let file: File = if text.trim().is_empty() {
+            File::default()
+        } else {
+            serde_norway::from_str(text).map_err(|e| e.to_string())?
+        };
+        let cluster = cluster.or(file.cluster).filter(|c| !c.is_empty()).ok_or(
+            "the EKS cluster name is required: --cluster NAME or `cluster:` in the config",
+        )?;
+        let refresh_interval = file.refresh_interval.unwrap_or(Duration::from_secs(60));
+        let describe_interval = file.describe_interval.unwrap_or(Duration::from_secs(300));
+        let spot_price_ratio = file.spot_price_ratio.unwrap_or(DEFAULT_SPOT_PRICE_RATIO);
+        if !(0.0..=1.0).contains(&spot_price_ratio) {
+            return Err("spotPriceRatio must be between 0 and 1".into());
+        }
+        if let Some((name, price)) = file
+            .prices
+            .iter()
+            .find(|(_, p)| !(p.is_finite() && **p >= 0.0))
+        {
+            return Err(format!("prices.{name}: {price} is not a price"));
+        }
+        let include = if file.node_groups.include.is_empty() {
+            vec!["*".to_string()]
+        } else {
+            file.node_groups.include
+        };
+        let options = file
+            .options
+            .iter()
+            .map(|entry| {
+                let overrides = entry
+                    .options
+                    .overrides()
+                    .map_err(|e| format!("options for {}: {e}", entry.node_group))?;
+                Ok((globs(std::slice::from_ref(&entry.node_group))?, overrides))
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(AwsConfig {
+            cluster,
+            region: region.or(file.region),
+            refresh_interval,
+            describe_interval,
+            include: globs(&include)?,
+            exclude: globs(&file.node_groups.exclude)?,
+            prices: file.prices.into_iter().collect(),
+            spot_price_ratio,
+            options,
+        })
+    }
+
+    /// Whether the node group is one to serve.
+    pub fn selects(&self, node_group: &str) -> bool {
+        self.include.is_match(node_group) && !self.exclude.is_match(node_group)
+    }
+
+    /// The configured on-demand price of an instance type, if any.
+    pub fn price(&self, instance_type: &str) -> Option<f64> {
+        self.prices.get(instance_type).copied()
+    }
+
+    /// The config file's option overrides for a node group, merged in file order.
+    pub fn options(&self, node_group: &str) -> Option<OptionOverrides> {
+        self.options
+            .iter()
+            .filter(|(globs, _)| globs.is_match(node_group))
+            .map(|(_, o)| o.clone())
+            .reduce(|earlier, later| earlier.overridden_by(&later))
+    }
+}
+
+fn globs(patterns: &[String]) -> Result<GlobSet, String> {
+    let mut set = GlobSetBuilder::new();
+    for pattern in patterns {
+        set.add(Glob::new(pattern).map_err(|e| format!("node group pattern {pattern:?}: {e}"))?);
+    }
+    set.build().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_flags() {
+        let config = AwsConfig::load("", Some("prod".into()), None).unwrap();
+        assert_eq!(config.cluster, "prod");
+        assert_eq!(config.refresh_interval, Duration::from_secs(60));
+        assert!(config.selects("anything"));
+        assert!(
+            AwsConfig::load("", None, None)
+                .unwrap_err()
+                .contains("--cluster")
+        );
+    }
+
+    #[test]
+    fn selection_prices_and_options() {
+        let config = AwsConfig::load(
+            r#"
+cluster: from-file
+region: eu-west-1
+refreshInterval: 30s
+nodeGroups: {include: ["web-*", "batch"], exclude: ["web-canary*"]}
+prices: {m7a.large: 0.11}
+options:
+  - {nodeGroup: "web-*", options: {scaleDownUtilizationThreshold: 0.4, scaleDownUnneededTime: 5m}}
+  - {nodeGroup: web-eu, options: {scaleDownUtilizationThreshold: 0.2}}
+"#,
+            Some("from-flag".into()),
+            None,
+        )
+        .unwrap();
+        assert_eq!(config.cluster, "from-flag");
+        assert_eq!(config.region.as_deref(), Some("eu-west-1"));
+        assert!(config.selects("web-eu") && config.selects("batch"));
+        assert!(!config.selects("web-canary-1") && !config.selects("gpu"));
+        assert_eq!(config.price("m7a.large"), Some(0.11));
+        let options = config.options("web-eu").unwrap();
+        assert_eq!(options.scale_down_utilization_threshold, Some(0.2));
+        assert_eq!(
+            options.scale_down_unneeded_time,
+            Some(Duration::from_secs(300))
+        );
+        assert!(config.options("batch").is_none());
+    }
+
+    #[test]
+    fn bad_config_names_the_problem() {
+        assert!(AwsConfig::load("cluster: c\nrefreshInterval: often\n", None, None).is_err());
+        assert!(
+            AwsConfig::load("cluster: c\nnodeGroups: {include: ['[']}\n", None, None)
+                .unwrap_err()
+                .contains("pattern")
+        );
+        assert!(
+            AwsConfig::load("cluster: c\nspotPriceRatio: 3\n", None, None)
+                .unwrap_err()
+                .contains("spotPriceRatio")
+        );
+        let unknown = AwsConfig::load("cluster: c\nclsuter: d\n", None, None).unwrap_err();
+        assert!(unknown.contains("clsuter"), "{unknown}");
+    }
+}

@@ -1,0 +1,468 @@
+//! Refresh: EKS node groups and their Auto Scaling groups -> the node groups we serve.
+//!
+//! A node group is served whole or not at all: one that is not ACTIVE/UPDATING, whose ASG cannot be
+//! found, or whose instance type EC2 does not know is left out, with a log line and a metric.
+
+use super::calls::sdk_error;
+use super::instance_types::InstanceFacts;
+use super::{AsgInstance, AwsBackend, Group};
+use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
+use crate::cloud::{CloudError, InstanceError, InstanceErrorClass, NodeGroupSpec, options};
+use aws_sdk_autoscaling::types::{AutoScalingGroup, Filter, ScalingActivityStatusCode};
+use aws_sdk_eks::error::ProvideErrorMetadata;
+use aws_sdk_eks::types::{Nodegroup, NodegroupStatus};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// What refreshes remember between runs.
+#[derive(Default)]
+pub(super) struct Memory {
+    pub last: Option<Instant>,
+    /// EKS descriptions by node group name, with when they were read.
+    described: HashMap<String, (Instant, Nodegroup)>,
+}
+
+/// Failed scaling activities older than this are not news, if we never scaled the group ourselves.
+const FAILURE_HORIZON: Duration = Duration::from_secs(15 * 60);
+
+/// The error code of placeholders for capacity the ASG could not launch, as upstream's AWS provider uses.
+pub const PLACEHOLDER_ERROR_CODE: &str = "placeholder-cannot-be-fulfilled";
+
+impl AwsBackend {
+    /// Reads the cloud: the groups to serve, and how many were left out for which reason.
+    pub(super) async fn discover(
+        &self,
+        memory: &mut Memory,
+    ) -> Result<(Vec<Group>, Vec<(String, i64)>), CloudError> {
+        let names = self.list_node_groups().await?;
+        let selected: Vec<String> = names
+            .into_iter()
+            .filter(|n| self.config.selects(n))
+            .collect();
+        memory.described.retain(|name, _| selected.contains(name));
+        self.describe_stale(memory, &selected).await?;
+
+        let mut skipped: BTreeMap<String, i64> = BTreeMap::new();
+        let mut skip = |name: &str, reason: String, detail: String| {
+            tracing::warn!(node_group = name, reason, detail, "node group left out");
+            *skipped.entry(reason).or_default() += 1;
+        };
+        let mut usable = Vec::new();
+        for name in &selected {
+            let Some((_, ng)) = memory.described.get(name) else {
+                continue;
+            };
+            match ng.status() {
+                Some(NodegroupStatus::Active | NodegroupStatus::Updating) => usable.push(ng),
+                other => {
+                    let status = other.map_or("unknown", |s| s.as_str()).to_string();
+                    let issues: Vec<String> = ng
+                        .health()
+                        .map(|h| {
+                            h.issues()
+                                .iter()
+                                .filter_map(|i| i.code().map(|c| c.as_str().to_string()))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    skip(name, format!("status {status}"), issues.join(","));
+                }
+            }
+        }
+
+        let asgs = self.auto_scaling_groups(&usable).await?;
+        let types: Vec<&str> = usable
+            .iter()
+            .flat_map(|ng| ng.instance_types().iter().map(String::as_str))
+            .collect();
+        let facts = self.instance_types.lookup(&self.calls, types).await?;
+
+        let mut groups = Vec::new();
+        for ng in usable {
+            let name = ng.nodegroup_name().unwrap_or_default();
+            let Some(asg) = asgs.get(name) else {
+                skip(name, "auto scaling group not found".into(), String::new());
+                continue;
+            };
+            match self.group(ng, asg, &facts) {
+                Ok(group) => groups.push(group),
+                Err(reason) => skip(name, reason, String::new()),
+            }
+        }
+        self.find_failures(&mut groups).await;
+        groups.sort_by(|a, b| a.spec.id.cmp(&b.spec.id));
+        Ok((groups, skipped.into_iter().collect()))
+    }
+
+    async fn list_node_groups(&self) -> Result<Vec<String>, CloudError> {
+        let mut names = Vec::new();
+        let mut token = None;
+        loop {
+            let request = self
+                .calls
+                .eks
+                .list_nodegroups()
+                .cluster_name(&self.config.cluster)
+                .set_next_token(token);
+            let output = self
+                .calls
+                .eks("ListNodegroups", request.send())
+                .await
+                .map_err(|e| {
+                    sdk_error(
+                        &format!("eks:ListNodegroups for cluster {}", self.config.cluster),
+                        e,
+                    )
+                })?;
+            names.extend(output.nodegroups().iter().cloned());
+            token = output.next_token().map(str::to_string);
+            if token.is_none() {
+                return Ok(names);
+            }
+        }
+    }
+
+    /// Describes, concurrently, the node groups never described or described longer ago than `describeInterval`.
+    async fn describe_stale(
+        &self,
+        memory: &mut Memory,
+        names: &[String],
+    ) -> Result<(), CloudError> {
+        let now = Instant::now();
+        let mut tasks = tokio::task::JoinSet::new();
+        for name in names {
+            if memory
+                .described
+                .get(name)
+                .is_some_and(|(at, _)| now.duration_since(*at) < self.config.describe_interval)
+            {
+                continue;
+            }
+            let calls = self.calls.clone();
+            let request = calls
+                .eks
+                .describe_nodegroup()
+                .cluster_name(&self.config.cluster)
+                .nodegroup_name(name);
+            let name = name.clone();
+            tasks
+                .spawn(async move { (name, calls.eks("DescribeNodegroup", request.send()).await) });
+        }
+        while let Some(joined) = tasks.join_next().await {
+            let (name, result) = joined.map_err(|e| CloudError::Internal(e.to_string()))?;
+            match result {
+                Ok(output) => {
+                    if let Some(ng) = output.nodegroup() {
+                        memory.described.insert(name, (now, ng.clone()));
+                    }
+                }
+                // Deleted between the list and the describe: gone, not an error.
+                Err(e) if e.code() == Some("ResourceNotFoundException") => {
+                    memory.described.remove(&name);
+                }
+                Err(e) => return Err(sdk_error(&format!("eks:DescribeNodegroup {name}"), e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Each node group's ASG: by the name EKS reports (100 names a call), else by the tags EKS puts on it.
+    async fn auto_scaling_groups(
+        &self,
+        node_groups: &[&Nodegroup],
+    ) -> Result<HashMap<String, AutoScalingGroup>, CloudError> {
+        let reported: HashMap<&str, &str> = node_groups
+            .iter()
+            .filter_map(|ng| {
+                let asg = ng.resources()?.auto_scaling_groups().first()?.name()?;
+                Some((asg, ng.nodegroup_name()?))
+            })
+            .collect();
+        let mut names: Vec<&str> = reported.keys().copied().collect();
+        names.sort_unstable();
+        let mut found: HashMap<String, AutoScalingGroup> = HashMap::new();
+        for chunk in names.chunks(100) {
+            let mut token = None;
+            loop {
+                let request = self
+                    .calls
+                    .autoscaling
+                    .describe_auto_scaling_groups()
+                    .set_auto_scaling_group_names(Some(
+                        chunk.iter().map(|s| s.to_string()).collect(),
+                    ))
+                    .max_records(100)
+                    .set_next_token(token);
+                let output = self
+                    .calls
+                    .autoscaling("DescribeAutoScalingGroups", request.send())
+                    .await
+                    .map_err(|e| sdk_error("autoscaling:DescribeAutoScalingGroups", e))?;
+                for asg in output.auto_scaling_groups() {
+                    if let Some(ng) = asg.auto_scaling_group_name().and_then(|n| reported.get(n)) {
+                        found.insert(ng.to_string(), asg.clone());
+                    }
+                }
+                token = output.next_token().map(str::to_string);
+                if token.is_none() {
+                    break;
+                }
+            }
+        }
+        let missing = node_groups
+            .iter()
+            .filter_map(|ng| ng.nodegroup_name())
+            .any(|n| !found.contains_key(n));
+        if missing {
+            let mut token = None;
+            loop {
+                let filter = Filter::builder()
+                    .name("tag:eks:cluster-name")
+                    .values(&self.config.cluster)
+                    .build();
+                let request = self
+                    .calls
+                    .autoscaling
+                    .describe_auto_scaling_groups()
+                    .filters(filter)
+                    .max_records(100)
+                    .set_next_token(token);
+                let output = self
+                    .calls
+                    .autoscaling("DescribeAutoScalingGroups", request.send())
+                    .await
+                    .map_err(|e| sdk_error("autoscaling:DescribeAutoScalingGroups", e))?;
+                for asg in output.auto_scaling_groups() {
+                    let tag = |key: &str| {
+                        asg.tags()
+                            .iter()
+                            .find(|t| t.key() == Some(key))
+                            .and_then(|t| t.value())
+                    };
+                    if tag("eks:cluster-name") != Some(self.config.cluster.as_str()) {
+                        continue;
+                    }
+                    if let Some(ng) = tag("eks:nodegroup-name") {
+                        found.entry(ng.to_string()).or_insert_with(|| asg.clone());
+                    }
+                }
+                token = output.next_token().map(str::to_string);
+                if token.is_none() {
+                    break;
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// One served group, or why it cannot be served.
+    fn group(
+        &self,
+        ng: &Nodegroup,
+        asg: &AutoScalingGroup,
+        facts: &HashMap<String, Option<InstanceFacts>>,
+    ) -> Result<Group, String> {
+        let name = ng.nodegroup_name().unwrap_or_default();
+        let scaling = ng.scaling_config().ok_or("no scaling config")?;
+        let (min_size, max_size) = (
+            scaling.min_size().unwrap_or(0),
+            scaling.max_size().unwrap_or(0),
+        );
+        // Mixed types: the smallest, so that a simulated node is never bigger than a real one.
+        let mut types = Vec::new();
+        for t in ng.instance_types() {
+            types.push(
+                facts
+                    .get(t)
+                    .cloned()
+                    .flatten()
+                    .ok_or_else(|| format!("unknown instance type {t}"))?,
+            );
+        }
+        let smallest = types
+            .iter()
+            .min_by_key(|f| (f.vcpus, f.memory_mib, f.max_pods()))
+            .ok_or("no instance types")?;
+        let mut zones: Vec<String> = asg.availability_zones().to_vec();
+        zones.sort();
+        let zone = zones.first().cloned().unwrap_or_default();
+        let region = if self.region.is_empty() {
+            zone.trim_end_matches(char::is_alphabetic).to_string()
+        } else {
+            self.region.clone()
+        };
+        let capacity_type = ng
+            .capacity_type()
+            .map_or("ON_DEMAND", |c| c.as_str())
+            .to_string();
+        let labels: BTreeMap<String, String> = ng
+            .labels()
+            .map(|l| l.clone().into_iter().collect())
+            .unwrap_or_default();
+        let taints = ng
+            .taints()
+            .iter()
+            .map(|t| {
+                let effect = t.effect().map(|e| e.as_str()).unwrap_or_default();
+                Ok(Taint {
+                    key: t.key().unwrap_or_default().to_string(),
+                    value: t.value().unwrap_or_default().to_string(),
+                    effect: TaintEffect::parse(effect)
+                        .ok_or_else(|| format!("taint effect {effect:?}"))?,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let disk_gib = u64::try_from(ng.disk_size().unwrap_or(20)).unwrap_or(20);
+        let capacity = template::node_capacity(
+            smallest.vcpus,
+            smallest.memory_mib,
+            smallest.max_pods(),
+            disk_gib,
+            smallest.gpus,
+        );
+        let allocatable = eks_allocatable(&capacity);
+        let template = template::build(&TemplateSpec {
+            node_group: name,
+            instance_type: &smallest.name,
+            arch: smallest.arch.label(),
+            zone: &zone,
+            region: &region,
+            capacity_type: &capacity_type,
+            gpu_type: smallest.gpu_type.as_deref(),
+            labels: &labels,
+            taints: &taints,
+            capacity,
+            allocatable,
+        });
+        let on_demand = self.price_of_type(&smallest.name);
+        let price_per_hour = if capacity_type == "SPOT" {
+            on_demand.map(|p| p * self.config.spot_price_ratio)
+        } else {
+            on_demand
+        };
+        let tags = ng.tags().cloned().unwrap_or_default();
+        let tag_options = options::from_tags(&tags).unwrap_or_else(|error| {
+            tracing::warn!(
+                node_group = name,
+                error,
+                "ignoring the node group's autoscaling-options tags"
+            );
+            None
+        });
+        let options = match (tag_options, self.config.options(name)) {
+            (Some(tags), Some(config)) => Some(tags.overridden_by(&config)),
+            (tags, config) => tags.or(config),
+        };
+        let type_names: Vec<&str> = types.iter().map(|f| f.name.as_str()).collect();
+        let asg_name = asg
+            .auto_scaling_group_name()
+            .unwrap_or_default()
+            .to_string();
+        let mut group = Group {
+            spec: Arc::new(NodeGroupSpec {
+                id: name.to_string(),
+                min_size,
+                max_size,
+                debug: format!(
+                    "eks node group {name}: {} {capacity_type}, asg {asg_name} in {}",
+                    type_names.join(","),
+                    zones.join(",")
+                ),
+                template: Arc::new(template),
+                allocatable,
+                price_per_hour,
+                options,
+            }),
+            asg: asg_name,
+            zones,
+            desired: 0,
+            instances: Vec::<AsgInstance>::new(),
+            failure: None,
+        };
+        group.apply(asg);
+        Ok(group)
+    }
+
+    fn price_of_type(&self, instance_type: &str) -> Option<f64> {
+        use crate::cloud::NodeGroupBackend;
+        self.price_of_instance_type(instance_type)
+    }
+
+    /// For groups short of their desired capacity, the ASG's last scaling activity says whether AWS failed to
+    /// launch it (stockout, quota) since we last asked: then the placeholders carry that error, so that
+    /// cluster-autoscaler backs the group off and tries another.
+    async fn find_failures(&self, groups: &mut [Group]) {
+        let last_scaled = self
+            .last_scaled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for group in groups.iter_mut().filter(|g| g.placeholders() > 0) {
+            let request = self
+                .calls
+                .autoscaling
+                .describe_scaling_activities()
+                .auto_scaling_group_name(&group.asg)
+                .max_records(5);
+            let output = match self
+                .calls
+                .autoscaling("DescribeScalingActivities", request.send())
+                .await
+            {
+                Ok(output) => output,
+                Err(error) => {
+                    tracing::warn!(node_group = group.spec.id, error = %sdk_error("DescribeScalingActivities", error), "cannot read scaling activities");
+                    continue;
+                }
+            };
+            let since = last_scaled
+                .get(&group.asg)
+                .copied()
+                .unwrap_or_else(|| SystemTime::now() - FAILURE_HORIZON);
+            let Some(latest) = output.activities().first() else {
+                continue;
+            };
+            let failed = matches!(
+                latest.status_code(),
+                Some(ScalingActivityStatusCode::Failed | ScalingActivityStatusCode::Cancelled)
+            );
+            let recent = latest
+                .start_time()
+                .and_then(|t| SystemTime::try_from(*t).ok())
+                .is_some_and(|t| t >= since);
+            if failed && recent {
+                let message = latest
+                    .status_message()
+                    .unwrap_or("the Auto Scaling group could not launch instances")
+                    .to_string();
+                group.failure = Some(failure(&message));
+            }
+        }
+    }
+}
+
+/// A failed launch in cluster-autoscaler's terms: out of resources (stockout, quota) or something else.
+pub fn failure(message: &str) -> InstanceError {
+    const OUT_OF_RESOURCES: [&str; 6] = [
+        "InsufficientInstanceCapacity",
+        "InsufficientCapacity",
+        "MaxSpotInstanceCountExceeded",
+        "SpotMaxPriceTooLow",
+        "VcpuLimitExceeded",
+        "InstanceLimitExceeded",
+    ];
+    if OUT_OF_RESOURCES.iter().any(|code| message.contains(code)) {
+        InstanceError {
+            class: InstanceErrorClass::OutOfResources,
+            code: PLACEHOLDER_ERROR_CODE.into(),
+            message: message.into(),
+        }
+    } else {
+        InstanceError {
+            class: InstanceErrorClass::Other,
+            code: "scaling-activity-failed".into(),
+            message: message.into(),
+        }
+    }
+}

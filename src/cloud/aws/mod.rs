@@ -1,0 +1,410 @@
+//! EKS managed node groups on AWS: read through EKS, acted on through their Auto Scaling groups.
+//!
+//! Refresh (at most every `refreshInterval`) lists the cluster's node groups, re-describes those whose EKS
+//! description is older than `describeInterval`, reads their Auto Scaling groups in batches of 100 names
+//! and asks EC2 about instance types it has not seen. Everything else answers from that view. Sizes change
+//! only through the ASG (SetDesiredCapacity, TerminateInstanceInAutoScalingGroup), never through
+//! UpdateNodegroupConfig; the view is updated when AWS accepts a change, and re-read when it refuses one.
+
+pub mod calls;
+pub mod config;
+mod discovery;
+pub mod instance_types;
+
+use self::calls::{Calls, sdk_error};
+use self::config::AwsConfig;
+use self::instance_types::InstanceTypes;
+use super::{
+    CloudError, FargateProfile, Instance, InstanceError, InstanceState, NodeGroupBackend,
+    NodeGroupSpec,
+};
+use crate::metrics::ProviderMetrics;
+use async_trait::async_trait;
+use aws_sdk_autoscaling::types::{AutoScalingGroup, LifecycleState};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime};
+
+pub struct AwsBackend {
+    calls: Calls,
+    config: AwsConfig,
+    region: String,
+    metrics: Arc<ProviderMetrics>,
+    view: RwLock<View>,
+    refresh: tokio::sync::Mutex<discovery::Memory>,
+    instance_types: InstanceTypes,
+    /// When we last changed each ASG's desired capacity: scaling failures older than that are history.
+    last_scaled: Mutex<HashMap<String, SystemTime>>,
+}
+
+/// The cloud as of the last refresh, kept current by our own changes.
+#[derive(Default)]
+struct View {
+    groups: Vec<Group>,
+    by_id: HashMap<String, usize>,
+    /// providerID of every instance -> index of its group.
+    index: HashMap<String, usize>,
+    refreshed_at: Option<Instant>,
+}
+
+struct Group {
+    spec: Arc<NodeGroupSpec>,
+    asg: String,
+    zones: Vec<String>,
+    desired: i32,
+    instances: Vec<AsgInstance>,
+    /// Why the ASG could not launch what it was asked for, from its last scaling activity.
+    failure: Option<InstanceError>,
+}
+
+struct AsgInstance {
+    provider_id: String,
+    instance_id: String,
+    state: InstanceState,
+}
+
+impl Group {
+    fn live(&self) -> usize {
+        self.instances
+            .iter()
+            .filter(|i| i.state != InstanceState::Deleting)
+            .count()
+    }
+
+    fn placeholders(&self) -> usize {
+        usize::try_from(self.desired)
+            .unwrap_or(0)
+            .saturating_sub(self.live())
+    }
+
+    /// Placeholder ids as upstream's AWS provider writes them: `i-placeholder-<asg>-<n>`, first zone.
+    fn placeholder_id(&self, n: usize) -> String {
+        let zone = self.zones.first().map_or("unknown", String::as_str);
+        format!("aws:///{zone}/i-placeholder-{}-{n}", self.asg)
+    }
+
+    /// Takes the ASG's current desired capacity and instances.
+    fn apply(&mut self, asg: &AutoScalingGroup) {
+        self.desired = asg.desired_capacity().unwrap_or(self.desired);
+        self.instances = asg
+            .instances()
+            .iter()
+            .filter_map(|i| {
+                let instance_id = i.instance_id()?;
+                let zone = i.availability_zone()?;
+                let state = instance_state(i.lifecycle_state()?)?;
+                Some(AsgInstance {
+                    provider_id: format!("aws:///{zone}/{instance_id}"),
+                    instance_id: instance_id.into(),
+                    state,
+                })
+            })
+            .collect();
+        if self.placeholders() == 0 {
+            self.failure = None;
+        }
+    }
+}
+
+/// ASG lifecycle states as cluster-autoscaler's instance states; warm-pool instances are not capacity.
+fn instance_state(state: &LifecycleState) -> Option<InstanceState> {
+    let name = state.as_str();
+    if name.starts_with("Warmed") {
+        None
+    } else if name.starts_with("Pending") {
+        Some(InstanceState::Creating)
+    } else if name.starts_with("Terminat") || name.starts_with("Detach") {
+        Some(InstanceState::Deleting)
+    } else {
+        // InService, Standby and the transitions into it: a node that exists.
+        Some(InstanceState::Running)
+    }
+}
+
+impl View {
+    fn reindex(&mut self) {
+        self.by_id = self
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.spec.id.clone(), i))
+            .collect();
+        self.index = self
+            .groups
+            .iter()
+            .enumerate()
+            .flat_map(|(i, g)| {
+                g.instances
+                    .iter()
+                    .map(move |inst| (inst.provider_id.clone(), i))
+            })
+            .collect();
+    }
+
+    fn group(&self, id: &str) -> Result<&Group, CloudError> {
+        self.by_id
+            .get(id)
+            .map(|&i| &self.groups[i])
+            .ok_or_else(|| CloudError::NodeGroupNotFound(id.into()))
+    }
+
+    fn group_mut(&mut self, id: &str) -> Result<&mut Group, CloudError> {
+        let i = *self
+            .by_id
+            .get(id)
+            .ok_or_else(|| CloudError::NodeGroupNotFound(id.into()))?;
+        Ok(&mut self.groups[i])
+    }
+}
+
+impl AwsBackend {
+    /// A backend for `config.cluster`, with clients from `sdk` (the SDK's own credential chain, region and
+    /// `AWS_ENDPOINT_URL`). Call [`NodeGroupBackend::refresh`] before serving.
+    pub fn new(
+        config: AwsConfig,
+        sdk: &aws_config::SdkConfig,
+        metrics: Arc<ProviderMetrics>,
+    ) -> AwsBackend {
+        let region = sdk.region().map(|r| r.to_string());
+        AwsBackend::with_calls(config, Calls::new(sdk, metrics.clone()), region, metrics)
+    }
+
+    /// A backend over clients built elsewhere; `region` is the SDK's when the config names none.
+    pub fn with_calls(
+        config: AwsConfig,
+        calls: Calls,
+        region: Option<String>,
+        metrics: Arc<ProviderMetrics>,
+    ) -> AwsBackend {
+        let region = config.region.clone().or(region).unwrap_or_default();
+        AwsBackend {
+            calls,
+            config,
+            region,
+            metrics,
+            view: RwLock::new(View::default()),
+            refresh: tokio::sync::Mutex::new(discovery::Memory::default()),
+            instance_types: InstanceTypes::default(),
+            last_scaled: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn cluster(&self) -> &str {
+        &self.config.cluster
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, View> {
+        self.view
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, View> {
+        self.view
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Re-reads one group's ASG after AWS refused a change, so the view shows what AWS has, not a guess.
+    async fn reload(&self, id: &str) {
+        let Ok(asg) = self.read().group(id).map(|g| g.asg.clone()) else {
+            return;
+        };
+        let request = self
+            .calls
+            .autoscaling
+            .describe_auto_scaling_groups()
+            .auto_scaling_group_names(&asg);
+        match self
+            .calls
+            .autoscaling("DescribeAutoScalingGroups", request.send())
+            .await
+        {
+            Ok(output) => {
+                if let Some(found) = output.auto_scaling_groups().first() {
+                    let mut view = self.write();
+                    if let Ok(group) = view.group_mut(id) {
+                        group.apply(found);
+                    }
+                    view.reindex();
+                }
+            }
+            Err(error) => {
+                tracing::warn!(node_group = id, error = %sdk_error("DescribeAutoScalingGroups", error), "re-reading the ASG failed")
+            }
+        }
+    }
+
+    async fn set_desired(&self, id: &str, asg: &str, desired: i32) -> Result<(), CloudError> {
+        let request = self
+            .calls
+            .autoscaling
+            .set_desired_capacity()
+            .auto_scaling_group_name(asg)
+            .desired_capacity(desired)
+            .honor_cooldown(false);
+        if let Err(error) = self
+            .calls
+            .autoscaling("SetDesiredCapacity", request.send())
+            .await
+        {
+            let error = sdk_error("autoscaling:SetDesiredCapacity", error);
+            self.reload(id).await;
+            return Err(error);
+        }
+        self.last_scaled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(asg.to_string(), SystemTime::now());
+        let mut view = self.write();
+        let group = view.group_mut(id)?;
+        group.desired = desired;
+        if group.placeholders() == 0 {
+            group.failure = None;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl NodeGroupBackend for AwsBackend {
+    fn name(&self) -> &'static str {
+        "aws"
+    }
+
+    async fn refresh(&self) -> Result<(), CloudError> {
+        let mut memory = self.refresh.lock().await;
+        if memory
+            .last
+            .is_some_and(|at| at.elapsed() < self.config.refresh_interval)
+        {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let result = self.discover(&mut memory).await;
+        self.metrics.observe_refresh(started.elapsed());
+        let (groups, skipped) = result?;
+        memory.last = Some(started);
+        self.metrics.set_skipped(&skipped);
+        let mut view = self.write();
+        *view = View {
+            groups,
+            refreshed_at: Some(started),
+            ..View::default()
+        };
+        view.reindex();
+        Ok(())
+    }
+
+    fn node_groups(&self) -> Vec<Arc<NodeGroupSpec>> {
+        self.read().groups.iter().map(|g| g.spec.clone()).collect()
+    }
+
+    fn node_group(&self, id: &str) -> Option<Arc<NodeGroupSpec>> {
+        self.read().group(id).ok().map(|g| g.spec.clone())
+    }
+
+    fn node_group_of(&self, instance_id: &str) -> Option<String> {
+        let view = self.read();
+        if let Some(&i) = view.index.get(instance_id) {
+            return Some(view.groups[i].spec.id.clone());
+        }
+        view.groups
+            .iter()
+            .find(|g| (0..g.placeholders()).any(|n| g.placeholder_id(n) == instance_id))
+            .map(|g| g.spec.id.clone())
+    }
+
+    fn target_size(&self, id: &str) -> Result<i32, CloudError> {
+        Ok(self.read().group(id)?.desired)
+    }
+
+    fn instances(&self, id: &str) -> Result<Vec<Instance>, CloudError> {
+        let view = self.read();
+        let group = view.group(id)?;
+        let real = group.instances.iter().map(|i| Instance {
+            id: i.provider_id.clone(),
+            state: i.state,
+            placeholder: false,
+            error: None,
+        });
+        let placeholders = (0..group.placeholders()).map(|n| Instance {
+            id: group.placeholder_id(n),
+            state: InstanceState::Creating,
+            placeholder: true,
+            error: group.failure.clone(),
+        });
+        Ok(real.chain(placeholders).collect())
+    }
+
+    async fn set_target_size(&self, id: &str, target: i32) -> Result<(), CloudError> {
+        let asg = self.read().group(id)?.asg.clone();
+        self.set_desired(id, &asg, target).await
+    }
+
+    async fn delete_instances(&self, id: &str, instance_ids: &[String]) -> Result<(), CloudError> {
+        let (asg, real, placeholders) = {
+            let view = self.read();
+            let group = view.group(id)?;
+            let mut real = Vec::new();
+            let mut placeholders = 0;
+            for wanted in instance_ids {
+                match group.instances.iter().find(|i| &i.provider_id == wanted) {
+                    Some(i) => real.push(i.instance_id.clone()),
+                    None => placeholders += 1,
+                }
+            }
+            (group.asg.clone(), real, placeholders)
+        };
+        for (done, instance_id) in real.iter().enumerate() {
+            let request = self
+                .calls
+                .autoscaling
+                .terminate_instance_in_auto_scaling_group()
+                .instance_id(instance_id)
+                .should_decrement_desired_capacity(true);
+            if let Err(error) = self
+                .calls
+                .autoscaling("TerminateInstanceInAutoScalingGroup", request.send())
+                .await
+            {
+                let error = sdk_error("autoscaling:TerminateInstanceInAutoScalingGroup", error);
+                self.reload(id).await;
+                return Err(CloudError::Unavailable(format!(
+                    "terminated {done} of {} instance(s) of node group {id}, then: {error}",
+                    real.len()
+                )));
+            }
+            let mut view = self.write();
+            let group = view.group_mut(id)?;
+            if let Some(instance) = group
+                .instances
+                .iter_mut()
+                .find(|i| &i.instance_id == instance_id)
+            {
+                instance.state = InstanceState::Deleting;
+            }
+            group.desired -= 1;
+        }
+        if placeholders > 0 {
+            // Cancelling placeholders = asking for no more than the instances that exist.
+            let desired = self.read().group(id)?.desired - placeholders;
+            self.set_desired(id, &asg, desired).await?;
+        }
+        Ok(())
+    }
+
+    fn fargate_profiles(&self) -> Vec<FargateProfile> {
+        Vec::new()
+    }
+
+    fn cache_age(&self) -> Option<Duration> {
+        self.read().refreshed_at.map(|at| at.elapsed())
+    }
+
+    fn price_of_instance_type(&self, instance_type: &str) -> Option<f64> {
+        self.config
+            .price(instance_type)
+            .or_else(|| super::instance_types::lookup(instance_type).map(|i| i.price_per_hour))
+    }
+}

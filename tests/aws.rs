@@ -1,0 +1,524 @@
+//! The AWS backend against moto's server: discovery, every RPC, size changes reflected in the ASG and its
+//! instances, templates of real instance types, options from tags and config, prices, and AWS call counts.
+
+mod common;
+
+use aws_sdk_eks::types::TaintEffect as EksTaint;
+use common::Server;
+use common::moto::{self, Moto, NodeGroup};
+use ekscale::cloud::NodeGroupBackend;
+use ekscale::cloud::aws::AwsBackend;
+use ekscale::cloud::aws::config::AwsConfig;
+use ekscale::metrics::ProviderMetrics;
+use ekscale::proto::externalgrpc::*;
+use k8s_pb::api::core::v1::Node;
+use prost::Message;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+const OPTIONS_TAG: &str =
+    "k8s.io/cluster-autoscaler/node-template/autoscaling-options/scaledownutilizationthreshold";
+
+struct Cluster {
+    moto: Moto,
+    sdk: aws_config::SdkConfig,
+    asgs: HashMap<String, String>,
+    backend: Arc<AwsBackend>,
+    metrics: Arc<ProviderMetrics>,
+    server: Server,
+}
+
+/// A cluster `prod` with web (m5.large), batch (arm64 spot, tainted, options by tag), gpu (at zero), a node
+/// group whose ASG does not exist, and one the config excludes.
+async fn cluster(config: &str) -> Cluster {
+    let moto = Moto::start();
+    let sdk = moto.sdk().await;
+    let asgs = moto::create_cluster(
+        &sdk,
+        "prod",
+        &[
+            NodeGroup {
+                name: "web",
+                min: 1,
+                max: 6,
+                desired: 2,
+                labels: &[("team", "web")],
+                ..Default::default()
+            },
+            NodeGroup {
+                name: "batch",
+                instance_types: &["c6g.xlarge"],
+                capacity_type: "SPOT",
+                taints: &[("dedicated", "batch", EksTaint::NoSchedule)],
+                tags: &[(OPTIONS_TAG, "0.3")],
+                ..Default::default()
+            },
+            NodeGroup {
+                name: "gpu",
+                instance_types: &["g4dn.xlarge"],
+                max: 2,
+                desired: 0,
+                ..Default::default()
+            },
+            NodeGroup {
+                name: "orphan",
+                with_asg: false,
+                ..Default::default()
+            },
+            NodeGroup {
+                name: "canary-web",
+                ..Default::default()
+            },
+        ],
+    )
+    .await;
+    let config = AwsConfig::load(config, None, None).unwrap();
+    let metrics = Arc::new(ProviderMetrics::default());
+    let backend = Arc::new(AwsBackend::new(config, &sdk, metrics.clone()));
+    backend.refresh().await.unwrap();
+    let server = Server::serve(backend.clone(), None, None).await;
+    Cluster {
+        moto,
+        sdk,
+        asgs,
+        backend,
+        metrics,
+        server,
+    }
+}
+
+const CONFIG: &str = r#"
+cluster: prod
+refreshInterval: 0s
+nodeGroups: {exclude: ["canary-*"]}
+options:
+  - {nodeGroup: web, options: {scaleDownUnneededTime: 5m}}
+"#;
+
+async fn nodes(
+    client: &mut cloud_provider_client::CloudProviderClient<tonic::transport::Channel>,
+    id: &str,
+) -> Vec<Instance> {
+    client
+        .node_group_nodes(NodeGroupNodesRequest { id: id.into() })
+        .await
+        .unwrap()
+        .into_inner()
+        .instances
+}
+
+fn real_ids(instances: &[Instance]) -> Vec<String> {
+    let mut ids: Vec<String> = instances
+        .iter()
+        .filter(|i| !i.id.contains("i-placeholder-"))
+        .map(|i| i.id.clone())
+        .collect();
+    ids.sort();
+    ids
+}
+
+fn metric(text: &str, service: &str, operation: &str) -> u64 {
+    let prefix = format!(
+        "ekscale_provider_aws_requests_total{{service=\"{service}\",operation=\"{operation}\",outcome=\"ok\"}} "
+    );
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map_or(0, |v| v.trim().parse().unwrap())
+}
+
+#[tokio::test]
+async fn discovery_serves_active_groups_with_their_asgs() {
+    let c = cluster(CONFIG).await;
+    let mut client = c.server.client().await;
+    let groups = client
+        .node_groups(NodeGroupsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .node_groups;
+    let ids: Vec<_> = groups.iter().map(|g| g.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["batch", "gpu", "web"],
+        "orphan has no ASG, canary-web is excluded"
+    );
+    let web = groups.iter().find(|g| g.id == "web").unwrap();
+    assert_eq!((web.min_size, web.max_size), (1, 6));
+    assert!(web.debug.contains(&c.asgs["web"]), "{}", web.debug);
+
+    let text = c.metrics.encode(&*c.backend);
+    assert!(
+        text.contains(
+            r#"ekscale_provider_node_groups_skipped{reason="auto scaling group not found"} 1"#
+        ),
+        "{text}"
+    );
+
+    // Sizes and instances are the ASG's.
+    let (desired, moto_ids) = moto::asg_state(&c.sdk, &c.asgs["web"]).await;
+    let size = client
+        .node_group_target_size(NodeGroupTargetSizeRequest { id: "web".into() })
+        .await
+        .unwrap();
+    assert_eq!(size.into_inner().target_size, desired);
+    let instances = nodes(&mut client, "web").await;
+    assert_eq!(real_ids(&instances), moto_ids);
+    assert!(
+        moto_ids
+            .iter()
+            .all(|id| id.starts_with("aws:///us-east-1") && id.contains("/i-")),
+        "{moto_ids:?}"
+    );
+    assert!(
+        instances
+            .iter()
+            .all(|i| i.status.as_ref().unwrap().instance_state()
+                == instance_status::InstanceState::InstanceRunning)
+    );
+
+    // NodeGroupForNode: managed, unmanaged, Fargate.
+    let managed = ExternalGrpcNode {
+        provider_id: moto_ids[0].clone(),
+        ..Default::default()
+    };
+    let group = client
+        .node_group_for_node(NodeGroupForNodeRequest {
+            node: Some(managed),
+        })
+        .await
+        .unwrap();
+    assert_eq!(group.into_inner().node_group.unwrap(), *web);
+    for unmanaged in [
+        "aws:///us-east-1a/i-0123456789abcdef0",
+        "",
+        "aws:///us-east-1a/0a1b2c3d-e4f5/fargate-ip-10-0-1-2.ec2.internal",
+    ] {
+        let node = ExternalGrpcNode {
+            provider_id: unmanaged.into(),
+            ..Default::default()
+        };
+        let group = client
+            .node_group_for_node(NodeGroupForNodeRequest { node: Some(node) })
+            .await
+            .unwrap();
+        assert_eq!(
+            group.into_inner().node_group.unwrap_or_default().id,
+            "",
+            "{unmanaged}"
+        );
+    }
+    drop(c.moto);
+}
+
+async fn template(
+    client: &mut cloud_provider_client::CloudProviderClient<tonic::transport::Channel>,
+    id: &str,
+) -> Node {
+    let response = client
+        .node_group_template_node_info(NodeGroupTemplateNodeInfoRequest { id: id.into() })
+        .await
+        .unwrap();
+    let response = response.into_inner();
+    assert_eq!(response.node_info, response.node_bytes);
+    Node::decode(response.node_bytes.as_slice()).unwrap()
+}
+
+#[tokio::test]
+async fn templates_come_from_describe_instance_types() {
+    let c = cluster(CONFIG).await;
+    let mut client = c.server.client().await;
+
+    let web = template(&mut client, "web").await;
+    let status = web.status.as_ref().unwrap();
+    assert_eq!(status.capacity["cpu"].string.as_deref(), Some("2"));
+    assert_eq!(status.capacity["memory"].string.as_deref(), Some("8Gi"));
+    assert_eq!(status.capacity["pods"].string.as_deref(), Some("29"));
+    assert_eq!(
+        status.allocatable["memory"].string.as_deref(),
+        Some("7518Mi")
+    );
+    assert_eq!(status.allocatable["cpu"].string.as_deref(), Some("1930m"));
+    let labels = &web.metadata.as_ref().unwrap().labels;
+    assert_eq!(labels["team"], "web");
+    assert_eq!(labels["kubernetes.io/arch"], "amd64");
+    assert_eq!(labels["topology.kubernetes.io/zone"], "us-east-1a");
+    assert_eq!(labels["topology.kubernetes.io/region"], "us-east-1");
+    assert_eq!(labels["eks.amazonaws.com/nodegroup"], "web");
+
+    let batch = template(&mut client, "batch").await;
+    let labels = &batch.metadata.as_ref().unwrap().labels;
+    assert_eq!(labels["kubernetes.io/arch"], "arm64");
+    assert_eq!(labels["eks.amazonaws.com/capacityType"], "SPOT");
+    assert_eq!(labels["node.kubernetes.io/instance-type"], "c6g.xlarge");
+    let taint = &batch.spec.as_ref().unwrap().taints[0];
+    assert_eq!(
+        (taint.key.as_deref(), taint.effect.as_deref()),
+        (Some("dedicated"), Some("NoSchedule"))
+    );
+
+    let gpu = template(&mut client, "gpu").await;
+    assert_eq!(
+        gpu.status.as_ref().unwrap().allocatable["nvidia.com/gpu"]
+            .string
+            .as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        gpu.metadata.as_ref().unwrap().labels["k8s.amazonaws.com/accelerator"],
+        "nvidia-tesla-t4"
+    );
+}
+
+#[tokio::test]
+async fn size_changes_reach_the_auto_scaling_group() {
+    let c = cluster(CONFIG).await;
+    let mut client = c.server.client().await;
+    let asg = c.asgs["web"].clone();
+
+    client
+        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
+            id: "web".into(),
+            delta: 2,
+        })
+        .await
+        .unwrap();
+    let size = client
+        .node_group_target_size(NodeGroupTargetSizeRequest { id: "web".into() })
+        .await
+        .unwrap();
+    assert_eq!(size.into_inner().target_size, 4, "visible at once");
+    let (desired, moto_ids) = moto::asg_state(&c.sdk, &asg).await;
+    assert_eq!((desired, moto_ids.len()), (4, 4));
+    // Until the next refresh, what AWS has not reported yet shows as placeholders.
+    assert_eq!(nodes(&mut client, "web").await.len(), 4);
+    client.refresh(RefreshRequest {}).await.unwrap();
+    assert_eq!(real_ids(&nodes(&mut client, "web").await), moto_ids);
+
+    // Over max: refused, nothing changes in AWS.
+    let status = client
+        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
+            id: "web".into(),
+            delta: 3,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::FailedPrecondition);
+    assert_eq!(moto::asg_state(&c.sdk, &asg).await.0, 4);
+
+    // Delete one: terminated in AWS with the desired capacity decremented.
+    let victim = moto_ids[0].clone();
+    let request = NodeGroupDeleteNodesRequest {
+        id: "web".into(),
+        nodes: vec![ExternalGrpcNode {
+            provider_id: victim.clone(),
+            ..Default::default()
+        }],
+    };
+    client.node_group_delete_nodes(request).await.unwrap();
+    let size = client
+        .node_group_target_size(NodeGroupTargetSizeRequest { id: "web".into() })
+        .await
+        .unwrap();
+    assert_eq!(size.into_inner().target_size, 3);
+    let (desired, after) = moto::asg_state(&c.sdk, &asg).await;
+    assert_eq!(desired, 3);
+    assert!(!after.contains(&victim), "{victim} still in {after:?}");
+
+    // Decrease below the instances that exist: refused, nothing changes.
+    client.refresh(RefreshRequest {}).await.unwrap();
+    let decrease = NodeGroupDecreaseTargetSizeRequest {
+        id: "web".into(),
+        delta: -1,
+    };
+    let status = client
+        .node_group_decrease_target_size(decrease)
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::FailedPrecondition);
+    assert_eq!(moto::asg_state(&c.sdk, &asg).await.0, 3);
+
+    // A node of another group, or unknown: nothing is terminated.
+    let batch = real_ids(&nodes(&mut client, "batch").await)[0].clone();
+    let request = NodeGroupDeleteNodesRequest {
+        id: "web".into(),
+        nodes: vec![
+            ExternalGrpcNode {
+                provider_id: after[1].clone(),
+                ..Default::default()
+            },
+            ExternalGrpcNode {
+                provider_id: batch,
+                ..Default::default()
+            },
+        ],
+    };
+    let status = client.node_group_delete_nodes(request).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::FailedPrecondition);
+    assert_eq!(moto::asg_state(&c.sdk, &asg).await, (3, after));
+}
+
+#[tokio::test]
+async fn options_from_tags_and_config_and_prices() {
+    let c = cluster(CONFIG).await;
+    let mut client = c.server.client().await;
+    let options = |id: &str| NodeGroupAutoscalingOptionsRequest {
+        id: id.into(),
+        defaults: None,
+    };
+    let batch = client
+        .node_group_get_options(options("batch"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        batch
+            .node_group_autoscaling_options
+            .unwrap()
+            .scale_down_utilization_threshold,
+        0.3,
+        "from the tag"
+    );
+    let web = client
+        .node_group_get_options(options("web"))
+        .await
+        .unwrap()
+        .into_inner();
+    let web = web.node_group_autoscaling_options.unwrap();
+    assert_eq!(
+        web.scale_down_unneeded_duration.unwrap().seconds,
+        300,
+        "from the config"
+    );
+    assert_eq!(
+        web.scale_down_unneeded_time.unwrap().duration,
+        300_000_000_000
+    );
+    let gpu = client
+        .node_group_get_options(options("gpu"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(gpu.node_group_autoscaling_options, None);
+
+    let hour = |seconds| Some(prost_types::Timestamp { seconds, nanos: 0 });
+    let price = |node: ExternalGrpcNode| PricingNodePriceRequest {
+        node: Some(node),
+        start_timestamp: hour(0),
+        end_timestamp: hour(3600),
+        ..Default::default()
+    };
+    let web_node = real_ids(&nodes(&mut client, "web").await)[0].clone();
+    let web_price = client
+        .pricing_node_price(price(ExternalGrpcNode {
+            provider_id: web_node,
+            ..Default::default()
+        }))
+        .await;
+    assert!((web_price.unwrap().into_inner().price - 0.096).abs() < 1e-9);
+    let batch_node = real_ids(&nodes(&mut client, "batch").await)[0].clone();
+    let batch_price = client
+        .pricing_node_price(price(ExternalGrpcNode {
+            provider_id: batch_node,
+            ..Default::default()
+        }))
+        .await;
+    assert!(
+        (batch_price.unwrap().into_inner().price - 0.136 * 0.35).abs() < 1e-9,
+        "spot at the default ratio"
+    );
+}
+
+#[tokio::test]
+async fn refresh_makes_a_constant_handful_of_calls() {
+    let c = cluster(CONFIG).await;
+    let before = c.metrics.encode(&*c.backend);
+    c.backend.refresh().await.unwrap();
+    let after = c.metrics.encode(&*c.backend);
+    let delta = |service, operation| {
+        metric(&after, service, operation) - metric(&before, service, operation)
+    };
+    assert_eq!(delta("eks", "ListNodegroups"), 1);
+    assert_eq!(
+        delta("eks", "DescribeNodegroup"),
+        0,
+        "descriptions are re-read every describeInterval only"
+    );
+    // One batch by name, one by tag for the orphan whose ASG does not exist.
+    assert_eq!(delta("autoscaling", "DescribeAutoScalingGroups"), 2);
+    assert_eq!(
+        delta("ec2", "DescribeInstanceTypes"),
+        0,
+        "instance types are cached for the process"
+    );
+
+    // With the default interval, a Refresh right after another makes no call at all.
+    let config = AwsConfig::load("cluster: prod\n", None, None).unwrap();
+    let metrics = Arc::new(ProviderMetrics::default());
+    let backend = AwsBackend::new(config, &c.sdk, metrics.clone());
+    backend.refresh().await.unwrap();
+    let first = metrics.encode(&backend);
+    backend.refresh().await.unwrap();
+    assert_eq!(
+        metrics
+            .encode(&backend)
+            .lines()
+            .filter(|l| l.contains("aws_requests_total"))
+            .collect::<Vec<_>>(),
+        first
+            .lines()
+            .filter(|l| l.contains("aws_requests_total"))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_changes_against_moto_end_consistent() {
+    let c = cluster(CONFIG).await;
+    let client = c.server.client().await;
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let mut client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            client
+                .node_group_increase_size(NodeGroupIncreaseSizeRequest {
+                    id: "web".into(),
+                    delta: 1,
+                })
+                .await
+                .map(drop)
+        }));
+    }
+    let first = real_ids(&nodes(&mut client.clone(), "web").await);
+    for id in first {
+        let mut client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            let nodes = vec![ExternalGrpcNode {
+                provider_id: id,
+                ..Default::default()
+            }];
+            client
+                .node_group_delete_nodes(NodeGroupDeleteNodesRequest {
+                    id: "web".into(),
+                    nodes,
+                })
+                .await
+                .map(drop)
+        }));
+    }
+    for task in tasks {
+        if let Err(status) = task.await.unwrap() {
+            assert_eq!(status.code(), tonic::Code::FailedPrecondition, "{status:?}");
+        }
+    }
+    let mut client = client.clone();
+    client.refresh(RefreshRequest {}).await.unwrap();
+    let (desired, ids) = moto::asg_state(&c.sdk, &c.asgs["web"]).await;
+    let target = client
+        .node_group_target_size(NodeGroupTargetSizeRequest { id: "web".into() })
+        .await
+        .unwrap();
+    assert_eq!(target.into_inner().target_size, desired);
+    assert_eq!(ids.len() as i32, desired);
+    assert!(desired <= 6);
+    assert_eq!(real_ids(&nodes(&mut client, "web").await), ids);
+}

@@ -1,0 +1,400 @@
+//! AWS answers moto cannot give (throttling, ValidationError, AccessDenied, stockouts, degraded groups),
+//! from aws-smithy-mocks behind the real SDK clients.
+
+mod common;
+
+use aws_config::BehaviorVersion;
+use aws_config::retry::RetryConfig;
+use aws_sdk_eks::config::{Credentials, Region};
+use aws_smithy_mocks::{MockResponseInterceptor, Rule, RuleMode, create_mock_http_client, mock};
+use common::Server;
+use ekscale::cloud::NodeGroupBackend;
+use ekscale::cloud::aws::AwsBackend;
+use ekscale::cloud::aws::calls::Calls;
+use ekscale::cloud::aws::config::AwsConfig;
+use ekscale::metrics::ProviderMetrics;
+use ekscale::proto::externalgrpc::instance_status::InstanceState;
+use ekscale::proto::externalgrpc::*;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A client of `$sdk` answering from `$rules`, with fast SDK retries (3 attempts).
+macro_rules! client {
+    ($sdk:ident, $rules:expr) => {{
+        let mut interceptor = MockResponseInterceptor::new().rule_mode(RuleMode::MatchAny);
+        for rule in $rules {
+            interceptor = interceptor.with_rule(rule);
+        }
+        let config = $sdk::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("test", "test", None, None, "mock"))
+            .retry_config(
+                RetryConfig::standard()
+                    .with_max_attempts(3)
+                    .with_initial_backoff(Duration::from_millis(5)),
+            )
+            .http_client(create_mock_http_client())
+            .interceptor(interceptor)
+            .build();
+        $sdk::Client::from_conf(config)
+    }};
+}
+
+fn list_web() -> Rule {
+    use aws_sdk_eks::operation::list_nodegroups::ListNodegroupsOutput;
+    mock!(aws_sdk_eks::Client::list_nodegroups)
+        .then_output(|| ListNodegroupsOutput::builder().nodegroups("web").build())
+}
+
+fn describe_web(status: aws_sdk_eks::types::NodegroupStatus) -> Rule {
+    use aws_sdk_eks::operation::describe_nodegroup::DescribeNodegroupOutput;
+    use aws_sdk_eks::types::{
+        AutoScalingGroup, Nodegroup, NodegroupResources, NodegroupScalingConfig,
+    };
+    mock!(aws_sdk_eks::Client::describe_nodegroup).then_output(move || {
+        let ng = Nodegroup::builder()
+            .nodegroup_name("web")
+            .status(status.clone())
+            .instance_types("m5.large")
+            .scaling_config(
+                NodegroupScalingConfig::builder()
+                    .min_size(0)
+                    .max_size(5)
+                    .desired_size(3)
+                    .build(),
+            )
+            .resources(
+                NodegroupResources::builder()
+                    .auto_scaling_groups(AutoScalingGroup::builder().name("eks-web").build())
+                    .build(),
+            )
+            .build();
+        DescribeNodegroupOutput::builder().nodegroup(ng).build()
+    })
+}
+
+/// The ASG wants 3 but has 2: one placeholder.
+fn describe_asg() -> Rule {
+    use aws_sdk_autoscaling::operation::describe_auto_scaling_groups::DescribeAutoScalingGroupsOutput;
+    use aws_sdk_autoscaling::types::{AutoScalingGroup, Instance, LifecycleState};
+    mock!(aws_sdk_autoscaling::Client::describe_auto_scaling_groups).then_output(|| {
+        let instance = |id: &str| {
+            Instance::builder()
+                .instance_id(id)
+                .availability_zone("us-east-1a")
+                .lifecycle_state(LifecycleState::InService)
+                .health_status("Healthy")
+                .protected_from_scale_in(false)
+                .build()
+        };
+        let asg = AutoScalingGroup::builder()
+            .auto_scaling_group_name("eks-web")
+            .min_size(0)
+            .max_size(5)
+            .desired_capacity(3)
+            .default_cooldown(300)
+            .availability_zones("us-east-1a")
+            .health_check_type("EC2")
+            .created_time(aws_sdk_autoscaling::primitives::DateTime::from_secs(0))
+            .instances(instance("i-0000000000000001a"))
+            .instances(instance("i-0000000000000002b"))
+            .build();
+        DescribeAutoScalingGroupsOutput::builder()
+            .auto_scaling_groups(asg)
+            .build()
+    })
+}
+
+fn stockout() -> Rule {
+    use aws_sdk_autoscaling::operation::describe_scaling_activities::DescribeScalingActivitiesOutput;
+    use aws_sdk_autoscaling::types::{Activity, ScalingActivityStatusCode};
+    mock!(aws_sdk_autoscaling::Client::describe_scaling_activities).then_output(|| {
+        let activity = Activity::builder()
+            .activity_id("a-1")
+            .auto_scaling_group_name("eks-web")
+            .cause("desired capacity changed from 2 to 3")
+            .start_time(aws_sdk_autoscaling::primitives::DateTime::from(std::time::SystemTime::now()))
+            .status_code(ScalingActivityStatusCode::Failed)
+            .status_message("Could not launch On-Demand Instances. InsufficientInstanceCapacity - We currently do not have sufficient m5.large capacity.")
+            .build();
+        DescribeScalingActivitiesOutput::builder().activities(activity).build()
+    })
+}
+
+fn m5_large() -> Rule {
+    use aws_sdk_ec2::operation::describe_instance_types::DescribeInstanceTypesOutput;
+    use aws_sdk_ec2::types::*;
+    mock!(aws_sdk_ec2::Client::describe_instance_types).then_output(|| {
+        let info = InstanceTypeInfo::builder()
+            .instance_type(InstanceType::M5Large)
+            .v_cpu_info(VCpuInfo::builder().default_v_cpus(2).build())
+            .memory_info(MemoryInfo::builder().size_in_mib(8192).build())
+            .processor_info(
+                ProcessorInfo::builder()
+                    .supported_architectures(ArchitectureType::X8664)
+                    .build(),
+            )
+            .network_info(
+                NetworkInfo::builder()
+                    .maximum_network_interfaces(3)
+                    .ipv4_addresses_per_interface(10)
+                    .build(),
+            )
+            .build();
+        DescribeInstanceTypesOutput::builder()
+            .instance_types(info)
+            .build()
+    })
+}
+
+fn aws_error(code: &str, message: &str) -> aws_sdk_autoscaling::error::ErrorMetadata {
+    aws_sdk_autoscaling::error::ErrorMetadata::builder()
+        .code(code)
+        .message(message)
+        .build()
+}
+
+struct Mocked {
+    backend: Arc<AwsBackend>,
+    metrics: Arc<ProviderMetrics>,
+    server: Server,
+}
+
+async fn mocked(eks: &[&Rule], autoscaling: &[&Rule], refresh: bool) -> Mocked {
+    let metrics = Arc::new(ProviderMetrics::default());
+    let calls = Calls::from_clients(
+        client!(aws_sdk_eks, eks),
+        client!(aws_sdk_autoscaling, autoscaling),
+        client!(aws_sdk_ec2, [&m5_large()]),
+        metrics.clone(),
+    );
+    let config = AwsConfig::load(
+        "cluster: prod\nregion: us-east-1\nrefreshInterval: 0s\n",
+        None,
+        None,
+    )
+    .unwrap();
+    let backend = Arc::new(AwsBackend::with_calls(config, calls, None, metrics.clone()));
+    if refresh {
+        backend.refresh().await.unwrap();
+    }
+    let server = Server::serve(backend.clone(), None, None).await;
+    Mocked {
+        backend,
+        metrics,
+        server,
+    }
+}
+
+#[tokio::test]
+async fn unfulfilled_capacity_after_a_failed_launch_is_an_out_of_resources_placeholder() {
+    let (list, describe, asg, activities) = (
+        list_web(),
+        describe_web(aws_sdk_eks::types::NodegroupStatus::Active),
+        describe_asg(),
+        stockout(),
+    );
+    let m = mocked(&[&list, &describe], &[&asg, &activities], true).await;
+    let mut client = m.server.client().await;
+    let instances = client
+        .node_group_nodes(NodeGroupNodesRequest { id: "web".into() })
+        .await
+        .unwrap()
+        .into_inner()
+        .instances;
+    assert_eq!(instances.len(), 3);
+    let placeholder = &instances[2];
+    assert_eq!(placeholder.id, "aws:///us-east-1a/i-placeholder-eks-web-0");
+    let status = placeholder.status.as_ref().unwrap();
+    assert_eq!(status.instance_state(), InstanceState::InstanceCreating);
+    let error = status.error_info.as_ref().unwrap();
+    assert_eq!(
+        (error.instance_error_class, error.error_code.as_str()),
+        (1, "placeholder-cannot-be-fulfilled")
+    );
+    assert!(error.error_message.contains("InsufficientInstanceCapacity"));
+
+    // Cancelling the placeholder lowers the desired capacity to the instances that exist.
+    let set = mock!(aws_sdk_autoscaling::Client::set_desired_capacity)
+        .match_requests(|r| r.desired_capacity() == Some(2))
+        .then_output(|| {
+            aws_sdk_autoscaling::operation::set_desired_capacity::SetDesiredCapacityOutput::builder(
+            )
+            .build()
+        });
+    let (list, describe, asg, activities) = (
+        list_web(),
+        describe_web(aws_sdk_eks::types::NodegroupStatus::Active),
+        describe_asg(),
+        stockout(),
+    );
+    let m = mocked(&[&list, &describe], &[&asg, &activities, &set], true).await;
+    let mut client = m.server.client().await;
+    let nodes = vec![ExternalGrpcNode {
+        provider_id: placeholder.id.clone(),
+        ..Default::default()
+    }];
+    client
+        .node_group_delete_nodes(NodeGroupDeleteNodesRequest {
+            id: "web".into(),
+            nodes,
+        })
+        .await
+        .unwrap();
+    assert_eq!(set.num_calls(), 1);
+    assert_eq!(m.backend.target_size("web").unwrap(), 2);
+}
+
+#[tokio::test]
+async fn a_validation_error_is_failed_precondition_and_the_asg_is_read_again() {
+    let refuse = mock!(aws_sdk_autoscaling::Client::set_desired_capacity).then_error(|| {
+        aws_sdk_autoscaling::operation::set_desired_capacity::SetDesiredCapacityError::generic(
+            aws_error(
+                "ValidationError",
+                "New SetDesiredCapacity value 4 is above max value 3 for the AutoScalingGroup.",
+            ),
+        )
+    });
+    let (list, describe, asg, activities) = (
+        list_web(),
+        describe_web(aws_sdk_eks::types::NodegroupStatus::Active),
+        describe_asg(),
+        stockout(),
+    );
+    let m = mocked(&[&list, &describe], &[&refuse, &asg, &activities], true).await;
+    let reads = asg.num_calls();
+    let mut client = m.server.client().await;
+    let status = client
+        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
+            id: "web".into(),
+            delta: 1,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::FailedPrecondition);
+    assert!(
+        status.message().contains("ValidationError") && status.message().contains("above max"),
+        "{}",
+        status.message()
+    );
+    assert_eq!(
+        asg.num_calls(),
+        reads + 1,
+        "the view is re-read, not guessed"
+    );
+    assert_eq!(m.backend.target_size("web").unwrap(), 3);
+}
+
+#[tokio::test]
+async fn throttling_is_retried_by_the_sdk_then_reported_unavailable() {
+    use aws_sdk_autoscaling::operation::terminate_instance_in_auto_scaling_group::*;
+    let throttled = || {
+        TerminateInstanceInAutoScalingGroupError::generic(aws_error("Throttling", "Rate exceeded"))
+    };
+    // Twice throttled, then accepted: one DeleteNodes succeeds after the SDK's retries.
+    let flaky = mock!(aws_sdk_autoscaling::Client::terminate_instance_in_auto_scaling_group)
+        .sequence()
+        .error(throttled)
+        .times(2)
+        .output(|| TerminateInstanceInAutoScalingGroupOutput::builder().build())
+        .build();
+    let (list, describe, asg, activities) = (
+        list_web(),
+        describe_web(aws_sdk_eks::types::NodegroupStatus::Active),
+        describe_asg(),
+        stockout(),
+    );
+    let m = mocked(&[&list, &describe], &[&flaky, &asg, &activities], true).await;
+    let mut client = m.server.client().await;
+    let node = |id: &str| {
+        vec![ExternalGrpcNode {
+            provider_id: format!("aws:///us-east-1a/{id}"),
+            ..Default::default()
+        }]
+    };
+    client
+        .node_group_delete_nodes(NodeGroupDeleteNodesRequest {
+            id: "web".into(),
+            nodes: node("i-0000000000000001a"),
+        })
+        .await
+        .unwrap();
+    assert_eq!(flaky.num_calls(), 3);
+    assert_eq!(m.backend.target_size("web").unwrap(), 2);
+
+    // Always throttled: UNAVAILABLE, with AWS's words and what was done.
+    let stuck = mock!(aws_sdk_autoscaling::Client::terminate_instance_in_auto_scaling_group)
+        .then_error(throttled);
+    let (list, describe, asg, activities) = (
+        list_web(),
+        describe_web(aws_sdk_eks::types::NodegroupStatus::Active),
+        describe_asg(),
+        stockout(),
+    );
+    let m = mocked(&[&list, &describe], &[&stuck, &asg, &activities], true).await;
+    let mut client = m.server.client().await;
+    let status = client
+        .node_group_delete_nodes(NodeGroupDeleteNodesRequest {
+            id: "web".into(),
+            nodes: node("i-0000000000000002b"),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unavailable);
+    assert!(
+        status.message().contains("terminated 0 of 1")
+            && status.message().contains("Rate exceeded"),
+        "{}",
+        status.message()
+    );
+    assert_eq!(m.backend.target_size("web").unwrap(), 3, "unchanged");
+    let text = m.metrics.encode(&*m.backend);
+    assert!(text.contains(r#"ekscale_provider_aws_requests_total{service="autoscaling",operation="TerminateInstanceInAutoScalingGroup",outcome="throttled"} 1"#), "{text}");
+}
+
+#[tokio::test]
+async fn access_denied_fails_refresh_with_permission_denied() {
+    let denied = mock!(aws_sdk_eks::Client::list_nodegroups).then_error(|| {
+        aws_sdk_eks::operation::list_nodegroups::ListNodegroupsError::generic(
+            aws_sdk_eks::error::ErrorMetadata::builder()
+                .code("AccessDeniedException")
+                .message("User is not authorized to perform: eks:ListNodegroups")
+                .build(),
+        )
+    });
+    let m = mocked(&[&denied], &[], false).await;
+    let mut client = m.server.client().await;
+    let status = client.refresh(RefreshRequest {}).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::PermissionDenied);
+    assert!(
+        status.message().contains("eks:ListNodegroups"),
+        "{}",
+        status.message()
+    );
+}
+
+#[tokio::test]
+async fn a_degraded_node_group_is_left_out_whole() {
+    let (list, describe, asg) = (
+        list_web(),
+        describe_web(aws_sdk_eks::types::NodegroupStatus::Degraded),
+        describe_asg(),
+    );
+    let m = mocked(&[&list, &describe], &[&asg], true).await;
+    let mut client = m.server.client().await;
+    assert!(
+        client
+            .node_groups(NodeGroupsRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .node_groups
+            .is_empty()
+    );
+    let text = m.metrics.encode(&*m.backend);
+    assert!(
+        text.contains(r#"ekscale_provider_node_groups_skipped{reason="status DEGRADED"} 1"#),
+        "{text}"
+    );
+}
