@@ -52,33 +52,40 @@ fn describe_web(status: aws_sdk_eks::types::NodegroupStatus) -> Rule {
     use aws_sdk_eks::types::{
         AutoScalingGroup, Nodegroup, NodegroupResources, NodegroupScalingConfig,
     };
-    mock!(aws_sdk_eks::Client::describe_nodegroup).then_output(move || {
-        let ng = Nodegroup::builder()
-            .nodegroup_name("web")
-            .status(status.clone())
-            .instance_types("m5.large")
-            .scaling_config(
-                NodegroupScalingConfig::builder()
-                    .min_size(0)
-                    .max_size(5)
-                    .desired_size(3)
-                    .build(),
-            )
-            .resources(
-                NodegroupResources::builder()
-                    .auto_scaling_groups(AutoScalingGroup::builder().name("eks-web").build())
-                    .build(),
-            )
-            .build();
-        DescribeNodegroupOutput::builder().nodegroup(ng).build()
-    })
+    mock!(aws_sdk_eks::Client::describe_nodegroup)
+        .match_requests(|r| r.nodegroup_name() == Some("web"))
+        .then_output(move || {
+            let ng = Nodegroup::builder()
+                .nodegroup_name("web")
+                .status(status.clone())
+                .instance_types("m5.large")
+                .scaling_config(
+                    NodegroupScalingConfig::builder()
+                        .min_size(0)
+                        .max_size(5)
+                        .desired_size(3)
+                        .build(),
+                )
+                .resources(
+                    NodegroupResources::builder()
+                        .auto_scaling_groups(AutoScalingGroup::builder().name("eks-web").build())
+                        .build(),
+                )
+                .build();
+            DescribeNodegroupOutput::builder().nodegroup(ng).build()
+        })
 }
 
 /// The ASG wants 3 but has 2: one placeholder.
 fn describe_asg() -> Rule {
+    mock!(aws_sdk_autoscaling::Client::describe_auto_scaling_groups).then_output(asg_output)
+}
+
+fn asg_output()
+-> aws_sdk_autoscaling::operation::describe_auto_scaling_groups::DescribeAutoScalingGroupsOutput {
     use aws_sdk_autoscaling::operation::describe_auto_scaling_groups::DescribeAutoScalingGroupsOutput;
     use aws_sdk_autoscaling::types::{AutoScalingGroup, Instance, LifecycleState};
-    mock!(aws_sdk_autoscaling::Client::describe_auto_scaling_groups).then_output(|| {
+    {
         let instance = |id: &str| {
             Instance::builder()
                 .instance_id(id)
@@ -103,7 +110,7 @@ fn describe_asg() -> Rule {
         DescribeAutoScalingGroupsOutput::builder()
             .auto_scaling_groups(asg)
             .build()
-    })
+    }
 }
 
 fn stockout() -> Rule {
@@ -123,9 +130,14 @@ fn stockout() -> Rule {
 }
 
 fn m5_large() -> Rule {
+    mock!(aws_sdk_ec2::Client::describe_instance_types).then_output(m5_large_output)
+}
+
+fn m5_large_output() -> aws_sdk_ec2::operation::describe_instance_types::DescribeInstanceTypesOutput
+{
     use aws_sdk_ec2::operation::describe_instance_types::DescribeInstanceTypesOutput;
     use aws_sdk_ec2::types::*;
-    mock!(aws_sdk_ec2::Client::describe_instance_types).then_output(|| {
+    {
         let info = InstanceTypeInfo::builder()
             .instance_type(InstanceType::M5Large)
             .v_cpu_info(VCpuInfo::builder().default_v_cpus(2).build())
@@ -145,7 +157,7 @@ fn m5_large() -> Rule {
         DescribeInstanceTypesOutput::builder()
             .instance_types(info)
             .build()
-    })
+    }
 }
 
 fn aws_error(code: &str, message: &str) -> aws_sdk_autoscaling::error::ErrorMetadata {
@@ -162,11 +174,20 @@ struct Mocked {
 }
 
 async fn mocked(eks: &[&Rule], autoscaling: &[&Rule], refresh: bool) -> Mocked {
+    mocked_with_ec2(eks, autoscaling, &[&m5_large()], refresh).await
+}
+
+async fn mocked_with_ec2(
+    eks: &[&Rule],
+    autoscaling: &[&Rule],
+    ec2: &[&Rule],
+    refresh: bool,
+) -> Mocked {
     let metrics = Arc::new(ProviderMetrics::default());
     let calls = Calls::from_clients(
         client!(aws_sdk_eks, eks),
         client!(aws_sdk_autoscaling, autoscaling),
-        client!(aws_sdk_ec2, [&m5_large()]),
+        client!(aws_sdk_ec2, ec2),
         metrics.clone(),
     );
     let config = AwsConfig::load(
@@ -396,5 +417,109 @@ async fn a_degraded_node_group_is_left_out_whole() {
     assert!(
         text.contains(r#"ekscale_provider_node_groups_skipped{reason="status DEGRADED"} 1"#),
         "{text}"
+    );
+}
+
+/// A refresh that read the ASG before an IncreaseSize and finishes after it must not undo it in the view:
+/// cluster-autoscaler would see the old target and increase again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refresh_racing_a_size_change_does_not_undo_it() {
+    use aws_sdk_eks::operation::describe_nodegroup::DescribeNodegroupOutput;
+    use aws_sdk_eks::operation::list_nodegroups::ListNodegroupsOutput;
+    use aws_sdk_eks::types::{Nodegroup, NodegroupScalingConfig, NodegroupStatus};
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc;
+
+    // The second refresh finds a new group, web2, whose instance type is not cached yet: it asks EC2
+    // after reading the ASGs, and the EC2 mock holds it there until the size change is done.
+    let lists = AtomicUsize::new(0);
+    let list = mock!(aws_sdk_eks::Client::list_nodegroups).then_compute_output(move |_| {
+        let names: &[&str] = if lists.fetch_add(1, Ordering::SeqCst) == 0 {
+            &["web"]
+        } else {
+            &["web", "web2"]
+        };
+        ListNodegroupsOutput::builder()
+            .set_nodegroups(Some(names.iter().map(|n| n.to_string()).collect()))
+            .build()
+    });
+    let web2 = mock!(aws_sdk_eks::Client::describe_nodegroup)
+        .match_requests(|r| r.nodegroup_name() == Some("web2"))
+        .then_output(|| {
+            let ng = Nodegroup::builder()
+                .nodegroup_name("web2")
+                .status(NodegroupStatus::Active)
+                .instance_types("m5.xlarge")
+                .scaling_config(
+                    NodegroupScalingConfig::builder()
+                        .min_size(0)
+                        .max_size(5)
+                        .desired_size(0)
+                        .build(),
+                )
+                .build();
+            DescribeNodegroupOutput::builder().nodegroup(ng).build()
+        });
+    let (read_tx, read_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (read_tx, go_rx) = (Mutex::new(read_tx), Mutex::new(go_rx));
+    let types = AtomicUsize::new(0);
+    let slow_types =
+        mock!(aws_sdk_ec2::Client::describe_instance_types).then_compute_output(move |_| {
+            if types.fetch_add(1, Ordering::SeqCst) == 1 {
+                read_tx.lock().unwrap().send(()).unwrap();
+                go_rx
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_secs(10))
+                    .unwrap();
+            }
+            m5_large_output()
+        });
+    let set = mock!(aws_sdk_autoscaling::Client::set_desired_capacity).then_output(|| {
+        aws_sdk_autoscaling::operation::set_desired_capacity::SetDesiredCapacityOutput::builder()
+            .build()
+    });
+    let (describe, asg, activities) = (
+        describe_web(aws_sdk_eks::types::NodegroupStatus::Active),
+        describe_asg(),
+        stockout(),
+    );
+    let m = mocked_with_ec2(
+        &[&list, &describe, &web2],
+        &[&asg, &set, &activities],
+        &[&slow_types],
+        false,
+    )
+    .await;
+    // The first refresh learns m5.large; it is cached from then on.
+    m.backend.refresh().await.unwrap();
+    assert_eq!(
+        m.backend.target_size("web").ok(),
+        Some(3),
+        "{}",
+        m.metrics.encode(&*m.backend)
+    );
+
+    let backend = m.backend.clone();
+    let refresh = tokio::spawn(async move { backend.refresh().await });
+    tokio::task::spawn_blocking(move || read_rx.recv_timeout(Duration::from_secs(10)).unwrap())
+        .await
+        .unwrap();
+    let mut client = m.server.client().await;
+    client
+        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
+            id: "web".into(),
+            delta: 1,
+        })
+        .await
+        .unwrap();
+    go_tx.send(()).unwrap();
+    refresh.await.unwrap().unwrap();
+    assert_eq!(
+        m.backend.target_size("web").unwrap(),
+        4,
+        "the refresh read 3 before the change to 4"
     );
 }

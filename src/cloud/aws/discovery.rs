@@ -379,6 +379,7 @@ impl AwsBackend {
             desired: 0,
             instances: Vec::<AsgInstance>::new(),
             failure: None,
+            changed: 0,
         };
         group.apply(asg);
         Ok(group)

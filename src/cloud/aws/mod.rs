@@ -22,6 +22,7 @@ use crate::metrics::ProviderMetrics;
 use async_trait::async_trait;
 use aws_sdk_autoscaling::types::{AutoScalingGroup, LifecycleState};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -35,6 +36,8 @@ pub struct AwsBackend {
     instance_types: InstanceTypes,
     /// When we last changed each ASG's desired capacity: scaling failures older than that are history.
     last_scaled: Mutex<HashMap<String, SystemTime>>,
+    /// Counts our changes, so that a refresh that read AWS before a change does not undo it in the view.
+    changes: AtomicU64,
 }
 
 /// The cloud as of the last refresh, kept current by our own changes.
@@ -55,8 +58,11 @@ struct Group {
     instances: Vec<AsgInstance>,
     /// Why the ASG could not launch what it was asked for, from its last scaling activity.
     failure: Option<InstanceError>,
+    /// The backend's change counter when we last changed or re-read this group (0: never).
+    changed: u64,
 }
 
+#[derive(Clone)]
 struct AsgInstance {
     provider_id: String,
     instance_id: String,
@@ -186,7 +192,13 @@ impl AwsBackend {
             refresh: tokio::sync::Mutex::new(discovery::Memory::default()),
             instance_types: InstanceTypes::default(),
             last_scaled: Mutex::new(HashMap::new()),
+            changes: AtomicU64::new(0),
         }
+    }
+
+    /// Marks a group as changed now: a refresh already under way keeps this state instead of its own.
+    fn touch(&self, group: &mut Group) {
+        group.changed = self.changes.fetch_add(1, Ordering::SeqCst) + 1;
     }
 
     pub fn cluster(&self) -> &str {
@@ -225,6 +237,7 @@ impl AwsBackend {
                     let mut view = self.write();
                     if let Ok(group) = view.group_mut(id) {
                         group.apply(found);
+                        self.touch(group);
                     }
                     view.reindex();
                 }
@@ -258,6 +271,7 @@ impl AwsBackend {
             .insert(asg.to_string(), SystemTime::now());
         let mut view = self.write();
         let group = view.group_mut(id)?;
+        self.touch(group);
         group.desired = desired;
         if group.placeholders() == 0 {
             group.failure = None;
@@ -281,12 +295,24 @@ impl NodeGroupBackend for AwsBackend {
             return Ok(());
         }
         let started = Instant::now();
+        let since = self.changes.load(Ordering::SeqCst);
         let result = self.discover(&mut memory).await;
         self.metrics.observe_refresh(started.elapsed());
-        let (groups, skipped) = result?;
+        let (mut groups, skipped) = result?;
         memory.last = Some(started);
         self.metrics.set_skipped(&skipped);
         let mut view = self.write();
+        // A group we changed while AWS was being read: what we did is newer than what was read.
+        for group in &mut groups {
+            if let Ok(live) = view.group(&group.spec.id)
+                && live.changed > since
+            {
+                group.desired = live.desired;
+                group.instances = live.instances.clone();
+                group.failure = live.failure.clone();
+                group.changed = live.changed;
+            }
+        }
         *view = View {
             groups,
             refreshed_at: Some(started),
@@ -377,6 +403,7 @@ impl NodeGroupBackend for AwsBackend {
             }
             let mut view = self.write();
             let group = view.group_mut(id)?;
+            self.touch(group);
             if let Some(instance) = group
                 .instances
                 .iter_mut()
