@@ -4,6 +4,9 @@
 //! reports means; cluster-autoscaler cares about tails), then the real binary's resident memory idle and
 //! after load. Results go to BENCHMARKS.md by hand, with the command.
 
+mod common;
+
+use common::{HOT, call, percentiles};
 use criterion::{Criterion, criterion_group, criterion_main};
 use ekscale::clock::Clock;
 use ekscale::cloud::NodeGroupBackend;
@@ -15,7 +18,7 @@ use ekscale::proto::externalgrpc::*;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
 
 const GROUPS: usize = 10;
@@ -34,6 +37,7 @@ fn scenario() -> String {
 
 struct Fixture {
     client: CloudProviderClient<Channel>,
+    groups: Vec<String>,
     instances: Vec<String>,
 }
 
@@ -66,59 +70,11 @@ fn start(rt: &tokio::runtime::Runtime) -> Fixture {
             .unwrap();
         Fixture {
             client: CloudProviderClient::new(channel),
+            groups: (0..GROUPS).map(|g| format!("group-{g}")).collect(),
             instances,
         }
     })
 }
-
-/// One call of each hot RPC, the i-th of its kind.
-async fn call(
-    client: &mut CloudProviderClient<Channel>,
-    instances: &[String],
-    rpc: &str,
-    i: usize,
-) {
-    let group = format!("group-{}", i % GROUPS);
-    match rpc {
-        "NodeGroupForNode" => {
-            let node = ExternalGrpcNode {
-                provider_id: instances[i % instances.len()].clone(),
-                ..Default::default()
-            };
-            client
-                .node_group_for_node(NodeGroupForNodeRequest { node: Some(node) })
-                .await
-                .unwrap();
-        }
-        "NodeGroupTargetSize" => {
-            client
-                .node_group_target_size(NodeGroupTargetSizeRequest { id: group })
-                .await
-                .unwrap();
-        }
-        "NodeGroupGetOptions" => {
-            let request = NodeGroupAutoscalingOptionsRequest {
-                id: group,
-                defaults: None,
-            };
-            client.node_group_get_options(request).await.unwrap();
-        }
-        "NodeGroupNodes" => {
-            client
-                .node_group_nodes(NodeGroupNodesRequest { id: group })
-                .await
-                .unwrap();
-        }
-        other => unreachable!("{other}"),
-    }
-}
-
-const HOT: [&str; 4] = [
-    "NodeGroupForNode",
-    "NodeGroupTargetSize",
-    "NodeGroupGetOptions",
-    "NodeGroupNodes",
-];
 
 fn hot_rpcs(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -134,48 +90,14 @@ fn hot_rpcs(c: &mut Criterion) {
             b.to_async(&rt).iter(|| {
                 i += 1;
                 let mut client = fixture.client.clone();
-                let instances = &fixture.instances;
-                async move { call(&mut client, instances, rpc, i).await }
+                let (groups, instances) = (&fixture.groups, &fixture.instances);
+                async move { call(&mut client, groups, instances, rpc, i).await }
             })
         });
     }
     group.finish();
-    percentiles(&rt, &fixture);
+    percentiles(&rt, &fixture.client, &fixture.groups, &fixture.instances);
     resident_memory();
-}
-
-/// p50 / p99 / max of each hot RPC, one call at a time, after a warm-up.
-fn percentiles(rt: &tokio::runtime::Runtime, fixture: &Fixture) {
-    const CALLS: usize = 20_000;
-    println!("\npercentiles over {CALLS} sequential calls each (loopback, 5,000 instances):");
-    for rpc in HOT {
-        let mut client = fixture.client.clone();
-        let latencies = rt.block_on(async {
-            for i in 0..1_000 {
-                call(&mut client, &fixture.instances, rpc, i).await;
-            }
-            let mut latencies = Vec::with_capacity(CALLS);
-            for i in 0..CALLS {
-                let start = Instant::now();
-                call(&mut client, &fixture.instances, rpc, i).await;
-                latencies.push(start.elapsed());
-            }
-            latencies.sort_unstable();
-            latencies
-        });
-        let at =
-            |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
-        println!(
-            "  {rpc:<22} p50 {:>8.1} µs   p99 {:>8.1} µs   max {:>8.1} µs",
-            micros(at(0.50)),
-            micros(at(0.99)),
-            micros(*latencies.last().unwrap())
-        );
-    }
-}
-
-fn micros(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
 }
 
 /// The real binary's resident memory: idle on the built-in scenario, idle on 5,000 instances, and after
@@ -215,6 +137,7 @@ fn resident_memory() {
             .await
             .unwrap();
         let mut client = CloudProviderClient::new(channel);
+        let groups: Vec<String> = (0..GROUPS).map(|g| format!("group-{g}")).collect();
         let instances: Vec<String> = {
             let mut all = Vec::new();
             for g in 0..GROUPS {
@@ -236,7 +159,7 @@ fn resident_memory() {
         };
         for i in 0..10_000 {
             for rpc in HOT {
-                call(&mut client, &instances, rpc, i).await;
+                call(&mut client, &groups, &instances, rpc, i).await;
             }
         }
     });

@@ -4,8 +4,8 @@
 mod common;
 
 use aws_sdk_eks::types::TaintEffect as EksTaint;
-use common::Server;
 use common::moto::{self, Moto, NodeGroup};
+use common::{Binary, Server, grpcurl};
 use ekscale::cloud::NodeGroupBackend;
 use ekscale::cloud::aws::AwsBackend;
 use ekscale::cloud::aws::config::AwsConfig;
@@ -521,4 +521,139 @@ async fn parallel_changes_against_moto_end_consistent() {
     assert_eq!(ids.len() as i32, desired);
     assert!(desired <= 6);
     assert_eq!(real_ids(&nodes(&mut client, "web").await), ids);
+}
+
+/// The real binary finds AWS the way the SDK does: here `AWS_ENDPOINT_URL` and static credentials.
+#[test]
+fn the_binary_serves_a_cluster_found_through_the_sdk_environment() {
+    let moto = Moto::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let sdk = moto.sdk().await;
+        moto::create_cluster(
+            &sdk,
+            "prod",
+            &[NodeGroup {
+                name: "web",
+                ..Default::default()
+            }],
+        )
+        .await;
+    });
+    let env = [
+        ("AWS_ENDPOINT_URL", moto.endpoint.as_str()),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_CONFIG_FILE", "/dev/null"),
+        ("AWS_SHARED_CREDENTIALS_FILE", "/dev/null"),
+    ];
+    let provider = Binary::start_with_env(&["--backend", "aws", "--cluster", "prod"], &env);
+    assert!(
+        provider
+            .log
+            .iter()
+            .any(|l| l.contains("serving EKS managed node groups") && l.contains("node_groups=1")),
+        "{:?}",
+        provider.log
+    );
+    let output = std::process::Command::new(grpcurl())
+        .args([
+            "-plaintext",
+            &provider.grpc.to_string(),
+            "clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider/NodeGroups",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && text.contains("\"web\""),
+        "{text}"
+    );
+
+    // A cluster that does not exist: the provider refuses to start and says which.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ekscale-provider"))
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--backend",
+            "aws",
+            "--cluster",
+            "nope",
+        ])
+        .envs(env)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let message = String::from_utf8_lossy(&output.stderr);
+    assert!(message.contains("EKS cluster nope"), "{message}");
+}
+
+/// deploy/iam-policy.json allows every AWS operation the backend was seen calling, and nothing more.
+#[tokio::test]
+async fn the_iam_policy_allows_exactly_what_the_backend_calls() {
+    let c = cluster(CONFIG).await;
+    let mut client = c.server.client().await;
+    // Exercise every path: refresh, scale up, delete a node, a placeholder's scaling activities.
+    client
+        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
+            id: "web".into(),
+            delta: 1,
+        })
+        .await
+        .unwrap();
+    let victim = real_ids(&nodes(&mut client, "web").await)[0].clone();
+    let request = NodeGroupDeleteNodesRequest {
+        id: "web".into(),
+        nodes: vec![ExternalGrpcNode {
+            provider_id: victim,
+            ..Default::default()
+        }],
+    };
+    client.node_group_delete_nodes(request).await.unwrap();
+    c.backend.refresh().await.unwrap();
+    let text = c.metrics.encode(&*c.backend);
+    let mut called: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("ekscale_provider_aws_requests_total{service=\""))
+        .map(|l| {
+            let (service, rest) = l.split_once('"').unwrap();
+            let operation = rest
+                .split("operation=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            format!("{service}:{operation}")
+        })
+        .collect();
+    called.sort();
+    called.dedup();
+
+    let policy_path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/iam-policy.json");
+    let policy: serde_norway::Value =
+        serde_norway::from_str(&std::fs::read_to_string(policy_path).unwrap()).unwrap();
+    let mut allowed: Vec<String> = policy["Statement"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .flat_map(|statement| {
+            statement["Action"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_string())
+        })
+        .collect();
+    allowed.sort();
+    // DescribeScalingActivities runs only for groups short of capacity, which moto never leaves a group.
+    let mut expected = called.clone();
+    expected.push("autoscaling:DescribeScalingActivities".into());
+    expected.sort();
+    expected.dedup();
+    assert_eq!(allowed, expected, "called: {called:?}");
 }

@@ -159,9 +159,15 @@ pub struct Binary {
 
 impl Binary {
     pub fn start(args: &[&str]) -> Binary {
+        Binary::start_with_env(args, &[])
+    }
+
+    /// Starts the binary with extra environment variables (the AWS SDK reads its own).
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Binary {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ekscale-provider"))
             .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
             .args(args)
+            .envs(env.iter().copied())
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()

@@ -1,0 +1,99 @@
+//! What both benchmarks measure the same way: the hot RPCs, one call at a time, as percentiles.
+#![allow(dead_code)]
+
+use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
+use ekscale::proto::externalgrpc::*;
+use std::time::{Duration, Instant};
+use tonic::transport::Channel;
+
+pub const HOT: [&str; 4] = [
+    "NodeGroupForNode",
+    "NodeGroupTargetSize",
+    "NodeGroupGetOptions",
+    "NodeGroupNodes",
+];
+
+/// One call of each hot RPC, the i-th of its kind.
+pub async fn call(
+    client: &mut CloudProviderClient<Channel>,
+    groups: &[String],
+    instances: &[String],
+    rpc: &str,
+    i: usize,
+) {
+    let group = groups[i % groups.len()].clone();
+    match rpc {
+        "NodeGroupForNode" => {
+            let node = ExternalGrpcNode {
+                provider_id: instances[i % instances.len()].clone(),
+                ..Default::default()
+            };
+            client
+                .node_group_for_node(NodeGroupForNodeRequest { node: Some(node) })
+                .await
+                .unwrap();
+        }
+        "NodeGroupTargetSize" => {
+            client
+                .node_group_target_size(NodeGroupTargetSizeRequest { id: group })
+                .await
+                .unwrap();
+        }
+        "NodeGroupGetOptions" => {
+            let request = NodeGroupAutoscalingOptionsRequest {
+                id: group,
+                defaults: None,
+            };
+            client.node_group_get_options(request).await.unwrap();
+        }
+        "NodeGroupNodes" => {
+            client
+                .node_group_nodes(NodeGroupNodesRequest { id: group })
+                .await
+                .unwrap();
+        }
+        other => unreachable!("{other}"),
+    }
+}
+
+/// p50 / p99 / max of each hot RPC, one call at a time, after a warm-up.
+pub fn percentiles(
+    rt: &tokio::runtime::Runtime,
+    client: &CloudProviderClient<Channel>,
+    groups: &[String],
+    instances: &[String],
+) {
+    const CALLS: usize = 20_000;
+    println!(
+        "percentiles over {CALLS} sequential calls each (loopback, {} instances):",
+        instances.len()
+    );
+    for rpc in HOT {
+        let mut client = client.clone();
+        let latencies = rt.block_on(async {
+            for i in 0..1_000 {
+                call(&mut client, groups, instances, rpc, i).await;
+            }
+            let mut latencies = Vec::with_capacity(CALLS);
+            for i in 0..CALLS {
+                let start = Instant::now();
+                call(&mut client, groups, instances, rpc, i).await;
+                latencies.push(start.elapsed());
+            }
+            latencies.sort_unstable();
+            latencies
+        });
+        let at =
+            |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+        println!(
+            "  {rpc:<22} p50 {:>8.1} µs   p99 {:>8.1} µs   max {:>8.1} µs",
+            micros(at(0.50)),
+            micros(at(0.99)),
+            micros(*latencies.last().unwrap())
+        );
+    }
+}
+
+pub fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
