@@ -523,3 +523,41 @@ async fn a_refresh_racing_a_size_change_does_not_undo_it() {
         "the refresh read 3 before the change to 4"
     );
 }
+
+#[tokio::test]
+async fn a_denied_termination_is_permission_denied_and_changes_nothing() {
+    use aws_sdk_autoscaling::operation::terminate_instance_in_auto_scaling_group::TerminateInstanceInAutoScalingGroupError;
+    let denied = mock!(aws_sdk_autoscaling::Client::terminate_instance_in_auto_scaling_group)
+        .then_error(|| {
+            TerminateInstanceInAutoScalingGroupError::generic(aws_error(
+                "AccessDenied",
+                "not authorized to perform: autoscaling:TerminateInstanceInAutoScalingGroup",
+            ))
+        });
+    let (list, describe, asg, activities) = (
+        list_web(),
+        describe_web(aws_sdk_eks::types::NodegroupStatus::Active),
+        describe_asg(),
+        stockout(),
+    );
+    let m = mocked(&[&list, &describe], &[&denied, &asg, &activities], true).await;
+    let mut client = m.server.client().await;
+    let nodes = vec![ExternalGrpcNode {
+        provider_id: "aws:///us-east-1a/i-0000000000000001a".into(),
+        ..Default::default()
+    }];
+    let status = client
+        .node_group_delete_nodes(NodeGroupDeleteNodesRequest {
+            id: "web".into(),
+            nodes,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::PermissionDenied);
+    assert!(
+        status.message().contains("terminated 0 of 1"),
+        "{}",
+        status.message()
+    );
+    assert_eq!(m.backend.target_size("web").unwrap(), 3);
+}

@@ -137,6 +137,24 @@ pub enum CloudError {
     Internal(String),
 }
 
+impl CloudError {
+    /// The same error, its message prefixed with what had happened by then.
+    pub fn context(self, prefix: &str) -> CloudError {
+        match self {
+            CloudError::NodeGroupNotFound(id) => CloudError::NodeGroupNotFound(id),
+            CloudError::FailedPrecondition(m) => {
+                CloudError::FailedPrecondition(format!("{prefix}: {m}"))
+            }
+            CloudError::NotFound(m) => CloudError::NotFound(format!("{prefix}: {m}")),
+            CloudError::PermissionDenied(m) => {
+                CloudError::PermissionDenied(format!("{prefix}: {m}"))
+            }
+            CloudError::Unavailable(m) => CloudError::Unavailable(format!("{prefix}: {m}")),
+            CloudError::Internal(m) => CloudError::Internal(format!("{prefix}: {m}")),
+        }
+    }
+}
+
 /// A source of node groups: the embedded simulated EKS, or EKS managed node groups on AWS.
 ///
 /// Reads answer from memory. Mutations are called one at a time per node group (the provider serializes

@@ -335,10 +335,16 @@ impl NodeGroupBackend for AwsBackend {
         if let Some(&i) = view.index.get(instance_id) {
             return Some(view.groups[i].spec.id.clone());
         }
-        view.groups
-            .iter()
-            .find(|g| (0..g.placeholders()).any(|n| g.placeholder_id(n) == instance_id))
-            .map(|g| g.spec.id.clone())
+        // `aws:///<zone>/i-placeholder-<asg>-<n>`, for as long as the ASG is that short.
+        let (asg, n) = instance_id
+            .rsplit_once('/')?
+            .1
+            .strip_prefix("i-placeholder-")?
+            .rsplit_once('-')?;
+        let n: usize = n.parse().ok()?;
+        let group = view.groups.iter().find(|g| g.asg == asg)?;
+        (group.placeholder_id(n) == instance_id && n < group.placeholders())
+            .then(|| group.spec.id.clone())
     }
 
     fn target_size(&self, id: &str) -> Result<i32, CloudError> {
@@ -396,10 +402,11 @@ impl NodeGroupBackend for AwsBackend {
             {
                 let error = sdk_error("autoscaling:TerminateInstanceInAutoScalingGroup", error);
                 self.reload(id).await;
-                return Err(CloudError::Unavailable(format!(
-                    "terminated {done} of {} instance(s) of node group {id}, then: {error}",
+                let context = format!(
+                    "terminated {done} of {} instance(s) of node group {id}, then",
                     real.len()
-                )));
+                );
+                return Err(error.context(&context));
             }
             let mut view = self.write();
             let group = view.group_mut(id)?;
