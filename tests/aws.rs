@@ -72,6 +72,14 @@ async fn cluster(config: &str) -> Cluster {
         ],
     )
     .await;
+    moto::create_fargate_profile(
+        &sdk,
+        "prod",
+        "serverless",
+        "serverless",
+        &[("compute", "fargate")],
+    )
+    .await;
     let config = AwsConfig::load(config, None, None).unwrap();
     let metrics = Arc::new(ProviderMetrics::default());
     let backend = Arc::new(AwsBackend::new(config, &sdk, metrics.clone()));
@@ -656,4 +664,82 @@ async fn the_iam_policy_allows_exactly_what_the_backend_calls() {
     expected.sort();
     expected.dedup();
     assert_eq!(allowed, expected, "called: {called:?}");
+}
+
+/// Fargate on AWS: profiles read from EKS, pods matched, sized and priced as on the sim.
+#[tokio::test]
+async fn fargate_profiles_come_from_eks() {
+    use ekscale::proto::ekscale::fargate_client::FargateClient;
+    use ekscale::proto::ekscale::{ListProfilesRequest, MatchPodRequest};
+    let c = cluster(CONFIG).await;
+    let mut fargate = FargateClient::new(c.server.channel().await);
+    let profiles = fargate
+        .list_profiles(ListProfilesRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .profiles;
+    assert_eq!(profiles.len(), 1);
+    assert_eq!(
+        (profiles[0].name.as_str(), profiles[0].status.as_str()),
+        ("serverless", "ACTIVE")
+    );
+    assert_eq!(profiles[0].selectors[0].labels["compute"], "fargate");
+    assert_eq!(profiles[0].subnets, ["subnet-12345678"]);
+
+    let json = r#"{"metadata":{"name":"api","namespace":"serverless","labels":{"compute":"fargate"}},
+                   "spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"1","memory":"8Gi"}}}]}}"#;
+    let answer = fargate
+        .match_pod(MatchPodRequest {
+            pod_bytes: vec![],
+            pod_json: json.into(),
+        })
+        .await
+        .unwrap();
+    let answer = answer.into_inner();
+    assert_eq!(
+        (
+            answer.profile.as_str(),
+            answer.capacity_provisioned.as_str()
+        ),
+        ("serverless", "2vCPU 9GB")
+    );
+
+    // PricingPodPrice, old and new generations, for a pod the profile takes.
+    let pod = k8s_pb::api::core::v1::Pod {
+        metadata: Some(k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some("api".into()),
+            namespace: Some("serverless".into()),
+            labels: [("compute".to_string(), "fargate".to_string())].into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let channel = c.server.channel().await;
+    let ts = |seconds| Some(prost_types::Timestamp { seconds, nanos: 0 });
+    let time = |seconds| {
+        Some(k8s_pb::apimachinery::pkg::apis::meta::v1::Time {
+            seconds: Some(seconds),
+            nanos: None,
+        })
+    };
+    let smallest = 0.25 * 0.04048 + 0.5 * 0.004445;
+    let request = common::wire::new::PricingPodPriceRequest {
+        pod_bytes: pod.encode_to_vec(),
+        start_timestamp: ts(0),
+        end_timestamp: ts(3600),
+    };
+    let price: PricingPodPriceResponse = common::wire::call(&channel, "PricingPodPrice", request)
+        .await
+        .unwrap();
+    assert!((price.price - smallest).abs() < 1e-12, "{}", price.price);
+    let request = common::wire::old::PricingPodPriceRequest {
+        pod: Some(pod),
+        start_time: time(0),
+        end_time: time(3600),
+    };
+    let price: PricingPodPriceResponse = common::wire::call(&channel, "PricingPodPrice", request)
+        .await
+        .unwrap();
+    assert!((price.price - smallest).abs() < 1e-12, "{}", price.price);
 }

@@ -5,6 +5,7 @@
 //! The rules of the protocol (bounds, membership, all-or-nothing deletes) live once, in `provider`.
 
 pub mod aws;
+pub mod fargate;
 pub mod instance_types;
 pub mod options;
 pub mod pricing;
@@ -193,6 +194,11 @@ pub trait NodeGroupBackend: Send + Sync + 'static {
 
     /// The cluster's Fargate profiles, as of the last refresh.
     fn fargate_profiles(&self) -> Vec<FargateProfile>;
+
+    /// Fargate's prices in this backend's region.
+    fn fargate_rates(&self) -> fargate::FargateRates {
+        fargate::FargateRates::default()
+    }
 
     /// How old the in-memory view of the cloud is, for backends that cache one.
     fn cache_age(&self) -> Option<Duration> {

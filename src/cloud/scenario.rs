@@ -3,6 +3,7 @@
 //! Parsing is strict (unknown keys are errors) and validation is whole: a scenario that loads is one the
 //! simulator can serve, with every template already built and checked.
 
+use super::fargate::FargateRates;
 use super::instance_types::{self, Arch};
 use super::options::OptionsFile;
 use super::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
@@ -33,6 +34,9 @@ struct File {
     node_groups: Vec<NodeGroupFile>,
     #[serde(default)]
     fargate_profiles: Vec<FargateProfile>,
+    /// Fargate's prices in this scenario's region (default: us-east-1's).
+    #[serde(default)]
+    fargate_pricing: Option<FargateRates>,
 }
 
 fn default_spot_price_ratio() -> f64 {
@@ -98,6 +102,7 @@ pub struct Scenario {
     pub seed: u64,
     pub node_groups: Vec<SimNodeGroup>,
     pub fargate_profiles: Vec<FargateProfile>,
+    pub fargate_rates: FargateRates,
 }
 
 /// One node group of the simulator: what the provider serves, plus how the simulated cloud behaves.
@@ -190,7 +195,10 @@ impl Scenario {
                 )));
             }
         }
+        let fargate_rates = file.fargate_pricing.unwrap_or_default();
+        fargate_rates.check().map_err(ScenarioError::Invalid)?;
         Ok(Scenario {
+            fargate_rates,
             cluster: file.cluster,
             region: file.region,
             seed: file.seed,

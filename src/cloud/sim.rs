@@ -6,6 +6,7 @@
 //! it cannot launch is listed as placeholder instances with an out-of-resources error, exactly as the AWS
 //! backend reports unfulfillable desired capacity, and is launched as soon as capacity frees up.
 
+use super::fargate::FargateRates;
 use super::scenario::{Scenario, SimNodeGroup};
 use super::{
     CloudError, FargateProfile, Instance, InstanceError, InstanceErrorClass, InstanceState,
@@ -29,6 +30,7 @@ pub struct SimBackend {
     specs: Vec<Arc<NodeGroupSpec>>,
     by_id: HashMap<String, usize>,
     fargate_profiles: Vec<FargateProfile>,
+    fargate_rates: FargateRates,
     state: Mutex<State>,
 }
 
@@ -99,6 +101,7 @@ impl SimBackend {
             specs,
             by_id,
             fargate_profiles: scenario.fargate_profiles,
+            fargate_rates: scenario.fargate_rates,
             state: Mutex::new(state),
         }
     }
@@ -360,6 +363,10 @@ impl NodeGroupBackend for SimBackend {
 
     fn fargate_profiles(&self) -> Vec<FargateProfile> {
         self.fargate_profiles.clone()
+    }
+
+    fn fargate_rates(&self) -> FargateRates {
+        self.fargate_rates
     }
 
     fn price_of_instance_type(&self, instance_type: &str) -> Option<f64> {

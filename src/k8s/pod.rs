@@ -1,18 +1,45 @@
-//! Pods as cluster-autoscaler sends them: `v1.Pod` protobuf bytes (k8s-pb).
+//! Pods read once at the edge, from cluster-autoscaler's `v1.Pod` protobuf bytes (k8s-pb) or from the
+//! JSON/YAML kubectl prints (k8s-openapi), into the facts decisions need.
 
-use crate::k8s::quantity::Quantity;
+use crate::k8s::quantity::{Quantity, QuantityError};
 use crate::model::Resources;
 use crate::model::resources::{ContainerDemand, pod_demand};
-use k8s_pb::api::core::v1::{Container, Pod};
-use k8s_pb::apimachinery::pkg::api::resource::Quantity as PbQuantity;
 use prost::Message;
 use std::collections::BTreeMap;
+
+/// What decisions need to know of a pod.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodFacts {
+    pub namespace: String,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub scheduler_name: String,
+    /// What it needs from a node: see [`pod_demand`].
+    pub demand: Resources,
+    /// Requested resources beyond cpu, memory, ephemeral-storage and hugepages (GPUs among them).
+    pub extended_resources: Vec<String>,
+    pub owner_kinds: Vec<String>,
+    pub host_network: bool,
+    pub host_ports: bool,
+    pub privileged: bool,
+    /// Volumes backed by EBS, by name.
+    pub ebs_volumes: Vec<String>,
+}
+
+impl PodFacts {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
 
 /// Why a pod could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum PodError {
     #[error("pod bytes are not a v1.Pod: {0}")]
     Decode(#[from] prost::DecodeError),
+    #[error("pod text is not a v1.Pod in JSON or YAML: {0}")]
+    Text(#[from] serde_norway::Error),
     #[error("pod {pod}: {resource}: {reason}")]
     Resource {
         pod: String,
@@ -21,87 +48,255 @@ pub enum PodError {
     },
 }
 
-/// Decodes `Pod.Marshal()` bytes.
-pub fn decode(bytes: &[u8]) -> Result<Pod, PodError> {
-    Ok(Pod::decode(bytes)?)
+/// One container, reduced to what matters, whichever encoding it came from.
+struct Container {
+    requests: BTreeMap<String, String>,
+    limits: BTreeMap<String, String>,
+    sidecar: bool,
+    host_port: bool,
+    privileged: bool,
 }
 
-/// `namespace/name` of a pod, for messages.
-pub fn key(pod: &Pod) -> String {
-    let meta = pod.metadata.as_ref();
-    let namespace = meta
-        .and_then(|m| m.namespace.as_deref())
-        .unwrap_or("default");
-    let name = meta.and_then(|m| m.name.as_deref()).unwrap_or("");
-    format!("{namespace}/{name}")
+/// The encoding-neutral pod the two readers below produce.
+#[derive(Default)]
+struct Parts {
+    namespace: String,
+    name: String,
+    labels: BTreeMap<String, String>,
+    scheduler_name: String,
+    owner_kinds: Vec<String>,
+    host_network: bool,
+    init: Vec<Container>,
+    containers: Vec<Container>,
+    overhead: BTreeMap<String, String>,
+    ebs_volumes: Vec<String>,
 }
 
-/// The pod's demand on a node (see [`pod_demand`]), from its requests. Kubernetes has already defaulted a
-/// missing request to its limit by the time a pod is stored, so requests are all we read.
-pub fn demand(pod: &Pod) -> Result<Resources, PodError> {
-    let Some(spec) = pod.spec.as_ref() else {
-        return Ok(pod_demand(&[], &[], Resources::default()));
+/// Reads `Pod.Marshal()` bytes.
+pub fn from_bytes(bytes: &[u8]) -> Result<PodFacts, PodError> {
+    use k8s_pb::api::core::v1 as pb;
+    let pod = pb::Pod::decode(bytes)?;
+    let quantities =
+        |map: &BTreeMap<String, k8s_pb::apimachinery::pkg::api::resource::Quantity>| {
+            map.iter()
+                .map(|(k, v)| (k.clone(), v.string.clone().unwrap_or_default()))
+                .collect()
+        };
+    let container = |c: &pb::Container| Container {
+        requests: c
+            .resources
+            .as_ref()
+            .map(|r| quantities(&r.requests))
+            .unwrap_or_default(),
+        limits: c
+            .resources
+            .as_ref()
+            .map(|r| quantities(&r.limits))
+            .unwrap_or_default(),
+        sidecar: c.restart_policy.as_deref() == Some("Always"),
+        host_port: c.ports.iter().any(|p| p.host_port.unwrap_or(0) > 0),
+        privileged: c
+            .security_context
+            .as_ref()
+            .and_then(|s| s.privileged)
+            .unwrap_or(false),
     };
-    let requests = |c: &Container| {
-        let empty = BTreeMap::new();
-        let requests = c.resources.as_ref().map_or(&empty, |r| &r.requests);
-        resources(pod, requests)
+    let meta = pod.metadata.unwrap_or_default();
+    let spec = pod.spec.unwrap_or_default();
+    let ebs_volumes = spec
+        .volumes
+        .iter()
+        .filter(|v| {
+            let source = v.volume_source.as_ref();
+            source.is_some_and(|s| {
+                s.aws_elastic_block_store.is_some()
+                    || s.csi
+                        .as_ref()
+                        .is_some_and(|c| c.driver.as_deref() == Some(EBS_CSI_DRIVER))
+            })
+        })
+        .map(|v| v.name.clone().unwrap_or_default())
+        .collect();
+    assemble(Parts {
+        namespace: meta.namespace.unwrap_or_default(),
+        name: meta.name.unwrap_or_default(),
+        labels: meta.labels,
+        scheduler_name: spec.scheduler_name.clone().unwrap_or_default(),
+        owner_kinds: meta
+            .owner_references
+            .into_iter()
+            .filter_map(|o| o.kind)
+            .collect(),
+        host_network: spec.host_network.unwrap_or(false),
+        init: spec.init_containers.iter().map(container).collect(),
+        containers: spec.containers.iter().map(container).collect(),
+        overhead: quantities(&spec.overhead),
+        ebs_volumes,
+    })
+}
+
+/// Reads a pod as kubectl prints it, in JSON or YAML.
+pub fn from_text(text: &str) -> Result<PodFacts, PodError> {
+    use k8s_openapi::api::core::v1 as api;
+    let pod: api::Pod = serde_norway::from_str(text)?;
+    let quantities = |map: &Option<
+        BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    >| {
+        map.iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.0.clone()))
+            .collect()
     };
-    let init = spec
-        .init_containers
+    let container = |c: &api::Container| Container {
+        requests: c
+            .resources
+            .as_ref()
+            .map(|r| quantities(&r.requests))
+            .unwrap_or_default(),
+        limits: c
+            .resources
+            .as_ref()
+            .map(|r| quantities(&r.limits))
+            .unwrap_or_default(),
+        sidecar: c.restart_policy.as_deref() == Some("Always"),
+        host_port: c
+            .ports
+            .iter()
+            .flatten()
+            .any(|p| p.host_port.unwrap_or(0) > 0),
+        privileged: c
+            .security_context
+            .as_ref()
+            .and_then(|s| s.privileged)
+            .unwrap_or(false),
+    };
+    let meta = pod.metadata;
+    let spec = pod.spec.unwrap_or_default();
+    let ebs_volumes = spec
+        .volumes
+        .iter()
+        .flatten()
+        .filter(|v| {
+            v.aws_elastic_block_store.is_some()
+                || v.csi.as_ref().is_some_and(|c| c.driver == EBS_CSI_DRIVER)
+        })
+        .map(|v| v.name.clone())
+        .collect();
+    assemble(Parts {
+        namespace: meta.namespace.unwrap_or_default(),
+        name: meta.name.unwrap_or_default(),
+        labels: meta.labels.unwrap_or_default(),
+        scheduler_name: spec.scheduler_name.clone().unwrap_or_default(),
+        owner_kinds: meta
+            .owner_references
+            .into_iter()
+            .flatten()
+            .map(|o| o.kind)
+            .collect(),
+        host_network: spec.host_network.unwrap_or(false),
+        init: spec
+            .init_containers
+            .iter()
+            .flatten()
+            .map(container)
+            .collect(),
+        containers: spec.containers.iter().map(container).collect(),
+        overhead: quantities(&spec.overhead),
+        ebs_volumes,
+    })
+}
+
+const EBS_CSI_DRIVER: &str = "ebs.csi.aws.com";
+
+fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
+    let namespace = if parts.namespace.is_empty() {
+        "default".to_string()
+    } else {
+        parts.namespace
+    };
+    let key = format!("{namespace}/{}", parts.name);
+    let mut extended = Vec::new();
+    let mut read = |list: &BTreeMap<String, String>| -> Result<Resources, PodError> {
+        let mut out = Resources::default();
+        for (name, text) in list {
+            let fail = |reason: String| PodError::Resource {
+                pod: key.clone(),
+                resource: name.clone(),
+                reason,
+            };
+            let quantity: Quantity = text
+                .parse()
+                .map_err(|e: QuantityError| fail(e.to_string()))?;
+            let amount = |v: i128| {
+                u64::try_from(v).map_err(|_| fail(format!("{text:?} is negative or too large")))
+            };
+            match name.as_str() {
+                "cpu" => out.cpu_millis = amount(quantity.millis())?,
+                "memory" => out.memory_bytes = amount(quantity.value())?,
+                "ephemeral-storage" => out.ephemeral_storage_bytes = amount(quantity.value())?,
+                "pods" => {}
+                other if other.starts_with("hugepages-") => {}
+                other => {
+                    if other == crate::cloud::template::GPU_RESOURCE {
+                        out.gpus = amount(quantity.value())?;
+                    }
+                    if quantity.millis() > 0 && !extended.iter().any(|e| e == other) {
+                        extended.push(other.to_string());
+                    }
+                }
+            }
+        }
+        Ok(out)
+    };
+    // A request left out defaults to its limit, as the API server does when it stores a pod.
+    let mut container = |c: &Container| -> Result<Resources, PodError> {
+        let mut requests = c.limits.clone();
+        requests.extend(c.requests.iter().map(|(k, v)| (k.clone(), v.clone())));
+        read(&requests)
+    };
+    let init = parts
+        .init
         .iter()
         .map(|c| {
             Ok(ContainerDemand {
-                requests: requests(c)?,
-                sidecar: c.restart_policy.as_deref() == Some("Always"),
+                requests: container(c)?,
+                sidecar: c.sidecar,
             })
         })
         .collect::<Result<Vec<_>, PodError>>()?;
-    let containers = spec
+    let containers = parts
         .containers
         .iter()
-        .map(requests)
+        .map(&mut container)
         .collect::<Result<Vec<_>, _>>()?;
-    let overhead = resources(pod, &spec.overhead)?;
-    Ok(pod_demand(&init, &containers, overhead))
-}
-
-fn resources(pod: &Pod, list: &BTreeMap<String, PbQuantity>) -> Result<Resources, PodError> {
-    let mut out = Resources::default();
-    for (name, value) in list {
-        let text = value.string.as_deref().unwrap_or("");
-        let fail = |reason: String| PodError::Resource {
-            pod: key(pod),
-            resource: name.clone(),
-            reason,
-        };
-        let quantity: Quantity = text
-            .parse()
-            .map_err(|e: crate::k8s::quantity::QuantityError| fail(e.to_string()))?;
-        let non_negative = |v: i128| {
-            u64::try_from(v).map_err(|_| fail(format!("{text:?} is negative or too large")))
-        };
-        match name.as_str() {
-            "cpu" => out.cpu_millis = non_negative(quantity.millis())?,
-            "memory" => out.memory_bytes = non_negative(quantity.value())?,
-            "ephemeral-storage" => out.ephemeral_storage_bytes = non_negative(quantity.value())?,
-            "nvidia.com/gpu" => out.gpus = non_negative(quantity.value())?,
-            _ => {} // other extended resources: the model grows them with the estimator
-        }
-    }
-    Ok(out)
+    let overhead = read(&parts.overhead)?;
+    let all = || parts.init.iter().chain(&parts.containers);
+    Ok(PodFacts {
+        demand: pod_demand(&init, &containers, overhead),
+        host_ports: all().any(|c| c.host_port),
+        privileged: all().any(|c| c.privileged),
+        extended_resources: extended,
+        namespace,
+        name: parts.name,
+        labels: parts.labels,
+        scheduler_name: parts.scheduler_name,
+        owner_kinds: parts.owner_kinds,
+        host_network: parts.host_network,
+        ebs_volumes: parts.ebs_volumes,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_pb::api::core::v1::{PodSpec, ResourceRequirements};
+    use k8s_pb::api::core::v1::{Container as PbContainer, Pod, PodSpec, ResourceRequirements};
+    use k8s_pb::apimachinery::pkg::api::resource::Quantity as PbQuantity;
 
-    fn container(cpu: &str, memory: &str) -> Container {
+    fn container(cpu: &str, memory: &str) -> PbContainer {
         let q = |s: &str| PbQuantity {
             string: Some(s.into()),
         };
-        Container {
+        PbContainer {
             resources: Some(ResourceRequirements {
                 requests: BTreeMap::from([("cpu".into(), q(cpu)), ("memory".into(), q(memory))]),
                 ..Default::default()
@@ -111,7 +306,7 @@ mod tests {
     }
 
     #[test]
-    fn demand_round_trips_through_bytes() {
+    fn demand_from_bytes() {
         let pod = Pod {
             spec: Some(PodSpec {
                 containers: vec![container("250m", "512Mi"), container("250m", "512Mi")],
@@ -120,16 +315,50 @@ mod tests {
             }),
             ..Default::default()
         };
-        let decoded = decode(&pod.encode_to_vec()).unwrap();
-        let demand = demand(&decoded).unwrap();
+        let facts = from_bytes(&pod.encode_to_vec()).unwrap();
         assert_eq!(
-            (demand.cpu_millis, demand.memory_bytes, demand.pods),
+            (
+                facts.demand.cpu_millis,
+                facts.demand.memory_bytes,
+                facts.demand.pods
+            ),
             (1000, 1 << 30, 1)
         );
+        assert_eq!(facts.key(), "default/");
     }
 
     #[test]
-    fn bad_quantities_and_bytes_are_errors() {
+    fn the_same_pod_reads_the_same_from_json_yaml_and_bytes() {
+        let json = r#"{"apiVersion":"v1","kind":"Pod",
+            "metadata":{"name":"api","namespace":"serverless","labels":{"app":"api"},
+                        "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"api-1","uid":"u","controller":true}]},
+            "spec":{"hostNetwork":true,
+                    "containers":[{"name":"app","ports":[{"containerPort":80,"hostPort":8080}],
+                                   "securityContext":{"privileged":true},
+                                   "resources":{"limits":{"cpu":"2","memory":"4Gi","nvidia.com/gpu":"1"}}}],
+                    "volumes":[{"name":"data","awsElasticBlockStore":{"volumeID":"vol-1"}},
+                               {"name":"csi","csi":{"driver":"ebs.csi.aws.com"}},
+                               {"name":"tmp","emptyDir":{}}]}}"#;
+        let facts = from_text(json).unwrap();
+        assert_eq!(facts.key(), "serverless/api");
+        assert_eq!(facts.labels["app"], "api");
+        assert_eq!(facts.owner_kinds, ["ReplicaSet"]);
+        assert!(facts.host_network && facts.host_ports && facts.privileged);
+        assert_eq!(
+            facts.demand.cpu_millis, 2000,
+            "limits stand in for missing requests"
+        );
+        assert_eq!(facts.demand.memory_bytes, 4 << 30);
+        assert_eq!(facts.demand.gpus, 1);
+        assert_eq!(facts.extended_resources, ["nvidia.com/gpu"]);
+        assert_eq!(facts.ebs_volumes, ["data", "csi"]);
+
+        let yaml = "metadata: {name: api, namespace: serverless}\nspec:\n  containers:\n  - name: app\n    resources: {requests: {cpu: 500m}}\n";
+        assert_eq!(from_text(yaml).unwrap().demand.cpu_millis, 500);
+    }
+
+    #[test]
+    fn bad_pods_are_errors_that_say_why() {
         let pod = Pod {
             spec: Some(PodSpec {
                 containers: vec![container("lots", "1Gi")],
@@ -137,12 +366,15 @@ mod tests {
             }),
             ..Default::default()
         };
+        let error = from_bytes(&pod.encode_to_vec()).unwrap_err().to_string();
+        assert!(error.contains("cpu: invalid quantity \"lots\""), "{error}");
+        assert!(from_bytes(&[0xff, 0xff, 0xff]).is_err());
         assert!(
-            demand(&pod)
+            from_text("{not json")
                 .unwrap_err()
                 .to_string()
-                .contains("cpu: invalid quantity \"lots\"")
+                .contains("JSON or YAML")
         );
-        assert!(decode(&[0xff, 0xff, 0xff]).is_err());
+        assert!(from_text("spec: {containers: 3}").is_err());
     }
 }

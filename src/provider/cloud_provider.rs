@@ -4,6 +4,7 @@
 //! of spec/externalgrpc.md §5. Size changes of one node group are serialized; reads answer from memory.
 
 use super::options;
+use crate::cloud::fargate;
 use crate::cloud::pricing::{self, PriceError};
 use crate::cloud::{
     CloudError, InstanceState, NodeGroupBackend, NodeGroupSpec, instance_types, template,
@@ -17,7 +18,6 @@ use prost::Message;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 use tonic::{Request, Response, Status};
 
 pub struct CloudProviderService {
@@ -35,22 +35,12 @@ impl CloudProviderService {
         }
     }
 
-    /// Runs one RPC, counting it and its outcome.
     async fn observe<T>(
         &self,
         method: &'static str,
         rpc: impl Future<Output = Result<T, Status>>,
     ) -> Result<Response<T>, Status> {
-        let start = Instant::now();
-        let result = rpc.await;
-        let code = result
-            .as_ref()
-            .map_or_else(Status::code, |_| tonic::Code::Ok);
-        self.metrics.observe_request(method, code, start.elapsed());
-        if let Err(status) = &result {
-            tracing::debug!(method, code = ?status.code(), message = status.message(), "request refused");
-        }
-        result.map(Response::new)
+        super::observe(&self.metrics, method, rpc).await
     }
 
     fn group(&self, id: &str) -> Result<Arc<NodeGroupSpec>, Status> {
@@ -223,7 +213,7 @@ impl CloudProviderService {
         let node = request
             .node
             .ok_or_else(|| Status::invalid_argument("node is required"))?;
-        let hours = period_hours(
+        let seconds = period_seconds(
             request.start_timestamp.or(request.start_time),
             request.end_timestamp.or(request.end_time),
         )?;
@@ -235,7 +225,7 @@ impl CloudProviderService {
         )
         .map_err(price_status)?;
         Ok(PricingNodePriceResponse {
-            price: per_hour * hours,
+            price: per_hour * seconds / 3600.0,
         })
     }
 
@@ -253,16 +243,28 @@ impl CloudProviderService {
                 "pod is required (pod_bytes, or pod for older clients)",
             ));
         }
-        let hours = period_hours(
+        let seconds = period_seconds(
             request.start_timestamp.or(request.start_time),
             request.end_timestamp.or(request.end_time),
         )?;
-        let pod = k8s::pod::decode(bytes).map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let demand = k8s::pod::demand(&pod).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let pod =
+            k8s::pod::from_bytes(bytes).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        // A pod Fargate would run costs what Fargate bills for its rounded size.
+        let rates = self.backend.fargate_rates();
+        let assessment = fargate::assess(&self.backend.fargate_profiles(), &pod, &rates);
+        let fargate_bound = assessment.taken() || pod.scheduler_name == fargate::SCHEDULER_NAME;
+        if fargate_bound
+            && assessment.incompatibilities.is_empty()
+            && let Some(size) = assessment.size
+        {
+            return Ok(PricingPodPriceResponse {
+                price: size.price_for(&rates, seconds),
+            });
+        }
         let per_hour =
-            pricing::pod_price_per_hour(&*self.backend, &demand).map_err(price_status)?;
+            pricing::pod_price_per_hour(&*self.backend, &pod.demand).map_err(price_status)?;
         Ok(PricingPodPriceResponse {
-            price: per_hour * hours,
+            price: per_hour * seconds / 3600.0,
         })
     }
 
@@ -338,8 +340,8 @@ fn is_fargate(node: &ExternalGrpcNode) -> bool {
             .is_some_and(|last| last.starts_with("fargate-"))
 }
 
-/// The length of a pricing period in hours; both ends are required and must be in order.
-fn period_hours(
+/// The length of a pricing period in seconds; both ends are required and must be in order.
+fn period_seconds(
     start: Option<prost_types::Timestamp>,
     end: Option<prost_types::Timestamp>,
 ) -> Result<f64, Status> {
@@ -351,7 +353,7 @@ fn period_hours(
     if span < 0.0 {
         return Err(Status::invalid_argument("end time is before start time"));
     }
-    Ok(span / 3600.0)
+    Ok(span)
 }
 
 fn status(error: CloudError) -> Status {

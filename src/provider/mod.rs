@@ -68,6 +68,24 @@ impl TlsFiles {
     }
 }
 
+/// Runs one RPC, counting it and its outcome.
+async fn observe<T>(
+    metrics: &ProviderMetrics,
+    method: &'static str,
+    rpc: impl Future<Output = Result<T, tonic::Status>>,
+) -> Result<tonic::Response<T>, tonic::Status> {
+    let start = std::time::Instant::now();
+    let result = rpc.await;
+    let code = result
+        .as_ref()
+        .map_or_else(tonic::Status::code, |_| tonic::Code::Ok);
+    metrics.observe_request(method, code, start.elapsed());
+    if let Err(status) = &result {
+        tracing::debug!(method, code = ?status.code(), message = status.message(), "request refused");
+    }
+    result.map(tonic::Response::new)
+}
+
 /// Serves every service on `listener` until `shutdown` completes, then drains in-flight requests.
 pub async fn serve(
     listener: TcpListener,
@@ -93,9 +111,9 @@ pub async fn serve(
         server = server.tls_config(tls.load()?)?;
     }
     let cloud_provider =
-        CloudProviderServer::new(CloudProviderService::new(backend.clone(), metrics))
+        CloudProviderServer::new(CloudProviderService::new(backend.clone(), metrics.clone()))
             .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
-    let fargate = FargateServer::new(FargateService::new(backend))
+    let fargate = FargateServer::new(FargateService::new(backend, metrics.clone()))
         .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
     server
         .add_service(cloud_provider)

@@ -250,3 +250,27 @@ pub async fn asg_state(sdk: &SdkConfig, asg: &str) -> (i32, Vec<String>) {
     ids.sort();
     (group.desired_capacity().unwrap(), ids)
 }
+
+/// Creates a Fargate profile with one selector.
+pub async fn create_fargate_profile(
+    sdk: &SdkConfig,
+    cluster: &str,
+    name: &str,
+    namespace: &str,
+    labels: &[(&str, &str)],
+) {
+    let mut selector = aws_sdk_eks::types::FargateProfileSelector::builder().namespace(namespace);
+    for (key, value) in labels {
+        selector = selector.labels(*key, *value);
+    }
+    aws_sdk_eks::Client::new(sdk)
+        .create_fargate_profile()
+        .cluster_name(cluster)
+        .fargate_profile_name(name)
+        .pod_execution_role_arn("arn:aws:iam::123456789012:role/eks-fargate")
+        .subnets("subnet-12345678")
+        .selectors(selector.build())
+        .send()
+        .await
+        .expect("create_fargate_profile");
+}

@@ -1,6 +1,7 @@
 //! The provider's configuration for the AWS backend (`--config FILE`, with `--cluster`/`--region` on top).
 
 use crate::cloud::OptionOverrides;
+use crate::cloud::fargate::FargateRates;
 use crate::cloud::options::OptionsFile;
 use crate::cloud::scenario::DEFAULT_SPOT_PRICE_RATIO;
 use globset::{Glob, GlobSet, GlobSetBuilder};
@@ -26,6 +27,9 @@ struct File {
     /// Option overrides by node group name (globs allowed); later entries win.
     #[serde(default)]
     options: Vec<GroupOptions>,
+    /// Fargate's prices by region (default: us-east-1's everywhere).
+    #[serde(default)]
+    fargate_pricing: BTreeMap<String, FargateRates>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -60,6 +64,7 @@ pub struct AwsConfig {
     prices: HashMap<String, f64>,
     pub spot_price_ratio: f64,
     options: Vec<(GlobSet, OptionOverrides)>,
+    fargate_pricing: BTreeMap<String, FargateRates>,
 }
 
 impl AwsConfig {
@@ -106,7 +111,13 @@ impl AwsConfig {
                 Ok((globs(std::slice::from_ref(&entry.node_group))?, overrides))
             })
             .collect::<Result<_, String>>()?;
+        for (region, rates) in &file.fargate_pricing {
+            rates
+                .check()
+                .map_err(|e| format!("fargatePricing.{region}: {e}"))?;
+        }
         Ok(AwsConfig {
+            fargate_pricing: file.fargate_pricing,
             cluster,
             region: region.or(file.region),
             refresh_interval,
@@ -127,6 +138,14 @@ impl AwsConfig {
     /// The configured on-demand price of an instance type, if any.
     pub fn price(&self, instance_type: &str) -> Option<f64> {
         self.prices.get(instance_type).copied()
+    }
+
+    /// Fargate's prices in `region`.
+    pub fn fargate_rates(&self, region: &str) -> FargateRates {
+        self.fargate_pricing
+            .get(region)
+            .copied()
+            .unwrap_or_default()
     }
 
     /// The config file's option overrides for a node group, merged in file order.
@@ -173,6 +192,7 @@ region: eu-west-1
 refreshInterval: 30s
 nodeGroups: {include: ["web-*", "batch"], exclude: ["web-canary*"]}
 prices: {m7a.large: 0.11}
+fargatePricing: {eu-west-1: {vcpuPerHour: 0.04456, gbPerHour: 0.004865}}
 options:
   - {nodeGroup: "web-*", options: {scaleDownUtilizationThreshold: 0.4, scaleDownUnneededTime: 5m}}
   - {nodeGroup: web-eu, options: {scaleDownUtilizationThreshold: 0.2}}
@@ -193,6 +213,8 @@ options:
             Some(Duration::from_secs(300))
         );
         assert!(config.options("batch").is_none());
+        assert_eq!(config.fargate_rates("eu-west-1").vcpu_per_hour, 0.04456);
+        assert_eq!(config.fargate_rates("us-east-1"), FargateRates::default());
     }
 
     #[test]

@@ -7,7 +7,10 @@ use super::calls::sdk_error;
 use super::instance_types::InstanceFacts;
 use super::{AsgInstance, AwsBackend, Group};
 use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
-use crate::cloud::{CloudError, InstanceError, InstanceErrorClass, NodeGroupSpec, options};
+use crate::cloud::{
+    CloudError, FargateProfile, FargateSelector, InstanceError, InstanceErrorClass, NodeGroupSpec,
+    options,
+};
 use aws_sdk_autoscaling::types::{AutoScalingGroup, Filter, ScalingActivityStatusCode};
 use aws_sdk_eks::error::ProvideErrorMetadata;
 use aws_sdk_eks::types::{Nodegroup, NodegroupStatus};
@@ -21,6 +24,15 @@ pub(super) struct Memory {
     pub last: Option<Instant>,
     /// EKS descriptions by node group name, with when they were read.
     described: HashMap<String, (Instant, Nodegroup)>,
+    /// Fargate profiles by name, with when they were read.
+    profiles: HashMap<String, (Instant, FargateProfile)>,
+}
+
+/// What one refresh found.
+pub(super) struct Discovery {
+    pub groups: Vec<Group>,
+    pub skipped: Vec<(String, i64)>,
+    pub fargate: Vec<FargateProfile>,
 }
 
 /// Failed scaling activities older than this are not news, if we never scaled the group ourselves.
@@ -31,10 +43,7 @@ pub const PLACEHOLDER_ERROR_CODE: &str = "placeholder-cannot-be-fulfilled";
 
 impl AwsBackend {
     /// Reads the cloud: the groups to serve, and how many were left out for which reason.
-    pub(super) async fn discover(
-        &self,
-        memory: &mut Memory,
-    ) -> Result<(Vec<Group>, Vec<(String, i64)>), CloudError> {
+    pub(super) async fn discover(&self, memory: &mut Memory) -> Result<Discovery, CloudError> {
         let names = self.list_node_groups().await?;
         let selected: Vec<String> = names
             .into_iter()
@@ -92,7 +101,90 @@ impl AwsBackend {
         }
         self.find_failures(&mut groups).await;
         groups.sort_by(|a, b| a.spec.id.cmp(&b.spec.id));
-        Ok((groups, skipped.into_iter().collect()))
+        let fargate = self.fargate(memory).await?;
+        Ok(Discovery {
+            groups,
+            skipped: skipped.into_iter().collect(),
+            fargate,
+        })
+    }
+
+    /// The cluster's Fargate profiles: listed every refresh, described when new or older than
+    /// `describeInterval` (profiles are immutable, but their status changes).
+    async fn fargate(&self, memory: &mut Memory) -> Result<Vec<FargateProfile>, CloudError> {
+        let cluster = &self.config.cluster;
+        let mut names = Vec::new();
+        let mut token = None;
+        loop {
+            let request = self
+                .calls
+                .eks
+                .list_fargate_profiles()
+                .cluster_name(cluster)
+                .set_next_token(token);
+            let output = self
+                .calls
+                .eks("ListFargateProfiles", request.send())
+                .await
+                .map_err(|e| sdk_error("eks:ListFargateProfiles", e))?;
+            names.extend(output.fargate_profile_names().iter().cloned());
+            token = output.next_token().map(str::to_string);
+            if token.is_none() {
+                break;
+            }
+        }
+        memory.profiles.retain(|name, _| names.contains(name));
+        let now = Instant::now();
+        for name in &names {
+            if memory
+                .profiles
+                .get(name)
+                .is_some_and(|(at, _)| now.duration_since(*at) < self.config.describe_interval)
+            {
+                continue;
+            }
+            let request = self
+                .calls
+                .eks
+                .describe_fargate_profile()
+                .cluster_name(cluster)
+                .fargate_profile_name(name);
+            match self
+                .calls
+                .eks("DescribeFargateProfile", request.send())
+                .await
+            {
+                Ok(output) => {
+                    if let Some(p) = output.fargate_profile() {
+                        let profile = FargateProfile {
+                            name: name.clone(),
+                            status: p.status().map_or("UNKNOWN", |s| s.as_str()).to_string(),
+                            selectors: p
+                                .selectors()
+                                .iter()
+                                .map(|s| FargateSelector {
+                                    namespace: s.namespace().unwrap_or_default().to_string(),
+                                    labels: s
+                                        .labels()
+                                        .map(|l| l.clone().into_iter().collect())
+                                        .unwrap_or_default(),
+                                })
+                                .collect(),
+                            subnets: p.subnets().to_vec(),
+                        };
+                        memory.profiles.insert(name.clone(), (now, profile));
+                    }
+                }
+                Err(e) if e.code() == Some("ResourceNotFoundException") => {
+                    memory.profiles.remove(name);
+                }
+                Err(e) => return Err(sdk_error(&format!("eks:DescribeFargateProfile {name}"), e)),
+            }
+        }
+        let mut profiles: Vec<FargateProfile> =
+            memory.profiles.values().map(|(_, p)| p.clone()).collect();
+        profiles.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(profiles)
     }
 
     async fn list_node_groups(&self) -> Result<Vec<String>, CloudError> {

@@ -14,6 +14,7 @@ pub mod instance_types;
 use self::calls::{Calls, sdk_error};
 use self::config::AwsConfig;
 use self::instance_types::InstanceTypes;
+use super::fargate::FargateRates;
 use super::{
     CloudError, FargateProfile, Instance, InstanceError, InstanceState, NodeGroupBackend,
     NodeGroupSpec,
@@ -47,6 +48,7 @@ struct View {
     by_id: HashMap<String, usize>,
     /// providerID of every instance -> index of its group.
     index: HashMap<String, usize>,
+    fargate: Vec<FargateProfile>,
     refreshed_at: Option<Instant>,
 }
 
@@ -298,7 +300,11 @@ impl NodeGroupBackend for AwsBackend {
         let since = self.changes.load(Ordering::SeqCst);
         let result = self.discover(&mut memory).await;
         self.metrics.observe_refresh(started.elapsed());
-        let (mut groups, skipped) = result?;
+        let discovery::Discovery {
+            mut groups,
+            skipped,
+            fargate,
+        } = result?;
         memory.last = Some(started);
         self.metrics.set_skipped(&skipped);
         let mut view = self.write();
@@ -315,6 +321,7 @@ impl NodeGroupBackend for AwsBackend {
         }
         *view = View {
             groups,
+            fargate,
             refreshed_at: Some(started),
             ..View::default()
         };
@@ -429,7 +436,11 @@ impl NodeGroupBackend for AwsBackend {
     }
 
     fn fargate_profiles(&self) -> Vec<FargateProfile> {
-        Vec::new()
+        self.read().fargate.clone()
+    }
+
+    fn fargate_rates(&self) -> FargateRates {
+        self.config.fargate_rates(&self.region)
     }
 
     fn cache_age(&self) -> Option<Duration> {

@@ -1,0 +1,416 @@
+//! Fargate as EKS runs it: which profile takes a pod, the size it is billed for, what it costs, and why it
+//! could not run there. Profiles are not node groups (spec/eks.md §1): nothing here resizes anything.
+
+use super::FargateProfile;
+use crate::k8s::pod::PodFacts;
+use globset::{Glob, GlobMatcher};
+use serde::Deserialize;
+
+/// The label that names the profile when several match.
+pub const PROFILE_LABEL: &str = "eks.amazonaws.com/fargate-profile";
+/// The scheduler EKS's webhook gives pods a profile takes.
+pub const SCHEDULER_NAME: &str = "fargate-scheduler";
+/// Memory Fargate adds for the node's own components (kubelet, kube-proxy, containerd).
+const COMPONENTS_MIB: u64 = 256;
+
+/// Fargate's prices per hour; built in: us-east-1 Linux/x86.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FargateRates {
+    pub vcpu_per_hour: f64,
+    pub gb_per_hour: f64,
+}
+
+impl Default for FargateRates {
+    fn default() -> Self {
+        FargateRates {
+            vcpu_per_hour: 0.04048,
+            gb_per_hour: 0.004445,
+        }
+    }
+}
+
+impl FargateRates {
+    pub fn check(&self) -> Result<(), String> {
+        if [self.vcpu_per_hour, self.gb_per_hour]
+            .iter()
+            .all(|r| r.is_finite() && *r >= 0.0)
+        {
+            Ok(())
+        } else {
+            Err("Fargate rates must be non-negative numbers".into())
+        }
+    }
+}
+
+/// A size Fargate bills: one of its valid vCPU / memory combinations.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FargateSize {
+    pub vcpu: f64,
+    pub memory_gb: f64,
+}
+
+impl FargateSize {
+    /// Fargate's own spelling, as in the pod's `CapacityProvisioned` annotation: "0.25vCPU 0.5GB".
+    pub fn capacity_provisioned(&self) -> String {
+        format!("{}vCPU {}GB", self.vcpu, self.memory_gb)
+    }
+
+    pub fn hourly_price(&self, rates: &FargateRates) -> f64 {
+        self.vcpu * rates.vcpu_per_hour + self.memory_gb * rates.gb_per_hour
+    }
+
+    /// The price of running for `seconds`: per-second billing with a one-minute minimum.
+    pub fn price_for(&self, rates: &FargateRates, seconds: f64) -> f64 {
+        self.hourly_price(rates) * seconds.max(60.0) / 3600.0
+    }
+}
+
+/// The valid combinations (spec/eks.md §1): each vCPU size with the memory sizes, in GB, it allows.
+fn combinations() -> [(f64, Vec<f64>); 7] {
+    let range =
+        |from: u32, to: u32, step: usize| (from..=to).step_by(step).map(f64::from).collect();
+    [
+        (0.25, vec![0.5, 1.0, 2.0]),
+        (0.5, range(1, 4, 1)),
+        (1.0, range(2, 8, 1)),
+        (2.0, range(4, 16, 1)),
+        (4.0, range(8, 30, 1)),
+        (8.0, range(16, 60, 4)),
+        (16.0, range(32, 120, 8)),
+    ]
+}
+
+/// The smallest valid size that holds `cpu_millis` and `memory_bytes` plus Fargate's 256 MiB, or `None`
+/// past 16 vCPU / 120 GB.
+pub fn size(cpu_millis: u64, memory_bytes: u64) -> Option<FargateSize> {
+    let vcpu_needed = cpu_millis as f64 / 1000.0;
+    let gb_needed = (memory_bytes + (COMPONENTS_MIB << 20)) as f64 / (1u64 << 30) as f64;
+    combinations()
+        .into_iter()
+        .filter(|(vcpu, _)| *vcpu >= vcpu_needed)
+        .find_map(|(vcpu, memory)| {
+            let memory_gb = memory.into_iter().find(|gb| *gb >= gb_needed)?;
+            Some(FargateSize { vcpu, memory_gb })
+        })
+}
+
+/// Which profiles would take a pod.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Selection {
+    /// One profile takes it (the only match, or the one its label names).
+    Profile(String),
+    /// Several match and no label decides: EKS picks one of them at random.
+    Candidates(Vec<String>),
+    /// None matches, with why.
+    NoMatch(String),
+}
+
+/// Matching as EKS does: namespace and every selector label, `*` and `?` allowed; ACTIVE profiles only.
+pub fn select(profiles: &[FargateProfile], pod: &PodFacts) -> Selection {
+    let mut matching: Vec<&str> = profiles
+        .iter()
+        .filter(|p| {
+            p.status == "ACTIVE"
+                && p.selectors
+                    .iter()
+                    .any(|s| selector_matches(&s.namespace, &s.labels, pod))
+        })
+        .map(|p| p.name.as_str())
+        .collect();
+    matching.sort_unstable();
+    match matching.as_slice() {
+        [] => {
+            let inactive = profiles.iter().filter(|p| p.status != "ACTIVE").count();
+            let mut reason = format!(
+                "no ACTIVE Fargate profile selects namespace {:?} with the pod's labels",
+                pod.namespace
+            );
+            if inactive > 0 {
+                reason.push_str(&format!(
+                    " ({inactive} profile(s) not ACTIVE were not considered)"
+                ));
+            }
+            Selection::NoMatch(reason)
+        }
+        [one] => Selection::Profile(one.to_string()),
+        many => match pod
+            .labels
+            .get(PROFILE_LABEL)
+            .filter(|named| many.contains(&named.as_str()))
+        {
+            Some(named) => Selection::Profile(named.clone()),
+            None => Selection::Candidates(many.iter().map(|s| s.to_string()).collect()),
+        },
+    }
+}
+
+fn selector_matches(
+    namespace: &str,
+    labels: &std::collections::BTreeMap<String, String>,
+    pod: &PodFacts,
+) -> bool {
+    wildcard(namespace).is_some_and(|m| m.is_match(&pod.namespace))
+        && labels.iter().all(|(key, value)| {
+            pod.labels
+                .get(key)
+                .is_some_and(|v| wildcard(value).is_some_and(|m| m.is_match(v)))
+        })
+}
+
+/// `*` and `?` as Fargate selectors use them; nothing else is special.
+fn wildcard(pattern: &str) -> Option<GlobMatcher> {
+    let escaped: String = pattern
+        .chars()
+        .map(|c| match c {
+            '[' | ']' | '{' | '}' | '\\' | '!' => format!("\\{c}"),
+            c => c.to_string(),
+        })
+        .collect();
+    Glob::new(&escaped).ok().map(|g| g.compile_matcher())
+}
+
+/// Why a pod could not run on Fargate, each as a short reason; empty when it can. `size` is its rounded size.
+pub fn incompatibilities(pod: &PodFacts, size: Option<FargateSize>) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if pod.owner_kinds.iter().any(|k| k == "DaemonSet") {
+        reasons.push("DaemonSet pods do not run on Fargate".to_string());
+    }
+    if pod.host_network {
+        reasons.push("hostNetwork is not supported on Fargate".to_string());
+    }
+    if pod.host_ports {
+        reasons.push("hostPort is not supported on Fargate".to_string());
+    }
+    if pod.privileged {
+        reasons.push("privileged containers are not supported on Fargate".to_string());
+    }
+    for resource in &pod.extended_resources {
+        if resource == crate::cloud::template::GPU_RESOURCE {
+            reasons.push(format!("GPUs ({resource}) are not available on Fargate"));
+        } else {
+            reasons.push(format!(
+                "extended resource {resource} is not available on Fargate"
+            ));
+        }
+    }
+    if size.is_none() {
+        reasons.push(format!(
+            "needs {}m CPU and {} MiB with Fargate's 256 MiB: over the largest size, 16 vCPU / 120 GB",
+            pod.demand.cpu_millis,
+            (pod.demand.memory_bytes >> 20) + COMPONENTS_MIB
+        ));
+    }
+    for volume in &pod.ebs_volumes {
+        reasons.push(format!(
+            "volume {volume} is EBS-backed; Fargate mounts EFS only"
+        ));
+    }
+    reasons
+}
+
+/// Everything MatchPod answers about one pod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assessment {
+    pub selection: Selection,
+    pub size: Option<FargateSize>,
+    pub hourly_price: Option<f64>,
+    pub incompatibilities: Vec<String>,
+}
+
+impl Assessment {
+    /// Whether a profile would take the pod (one or several candidates).
+    pub fn taken(&self) -> bool {
+        !matches!(self.selection, Selection::NoMatch(_))
+    }
+}
+
+pub fn assess(profiles: &[FargateProfile], pod: &PodFacts, rates: &FargateRates) -> Assessment {
+    let size = size(pod.demand.cpu_millis, pod.demand.memory_bytes);
+    Assessment {
+        selection: select(profiles, pod),
+        hourly_price: size.map(|s| s.hourly_price(rates)),
+        incompatibilities: incompatibilities(pod, size),
+        size,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cloud::FargateSelector;
+    use std::collections::BTreeMap;
+
+    const GIB: u64 = 1 << 30;
+    const MIB: u64 = 1 << 20;
+
+    fn provisioned(cpu_millis: u64, memory_bytes: u64) -> String {
+        size(cpu_millis, memory_bytes).map_or("none".into(), |s| s.capacity_provisioned())
+    }
+
+    #[test]
+    fn rounding_at_every_boundary() {
+        assert_eq!(provisioned(0, 0), "0.25vCPU 0.5GB", "no requests");
+        assert_eq!(provisioned(250, GIB / 4), "0.25vCPU 0.5GB");
+        assert_eq!(provisioned(250, GIB / 4 + 1), "0.25vCPU 1GB");
+        assert_eq!(provisioned(250, 2 * GIB - 256 * MIB), "0.25vCPU 2GB");
+        assert_eq!(
+            provisioned(250, 2 * GIB),
+            "0.5vCPU 3GB",
+            "2.25 GB is past 0.25 vCPU's largest"
+        );
+        assert_eq!(provisioned(251, 0), "0.5vCPU 1GB");
+        assert_eq!(
+            provisioned(1000, 8 * GIB),
+            "2vCPU 9GB",
+            "the documented example"
+        );
+        assert_eq!(provisioned(1000, 8 * GIB - 256 * MIB), "1vCPU 8GB");
+        assert_eq!(provisioned(2000, 16 * GIB - 256 * MIB), "2vCPU 16GB");
+        assert_eq!(provisioned(4000, 30 * GIB), "8vCPU 32GB");
+        assert_eq!(provisioned(8000, 57 * GIB), "8vCPU 60GB");
+        assert_eq!(provisioned(8000, 60 * GIB), "16vCPU 64GB");
+        assert_eq!(provisioned(16000, 120 * GIB - 256 * MIB), "16vCPU 120GB");
+        assert_eq!(provisioned(16000, 121 * GIB), "none");
+        assert_eq!(provisioned(16001, 0), "none");
+    }
+
+    #[test]
+    fn prices_bill_per_second_with_a_minute_minimum() {
+        let rates = FargateRates::default();
+        let small = size(0, 0).unwrap();
+        assert!((small.hourly_price(&rates) - (0.25 * 0.04048 + 0.5 * 0.004445)).abs() < 1e-12);
+        assert!((small.price_for(&rates, 1.0) - small.price_for(&rates, 60.0)).abs() < 1e-15);
+        assert!((small.price_for(&rates, 3600.0) - small.hourly_price(&rates)).abs() < 1e-12);
+        let big = size(1000, 8 * GIB).unwrap();
+        assert!(
+            (big.hourly_price(&rates) - 0.120_965).abs() < 1e-9,
+            "2 vCPU / 9 GB ~ $0.121/h"
+        );
+    }
+
+    fn profile(name: &str, status: &str, selectors: &[(&str, &[(&str, &str)])]) -> FargateProfile {
+        FargateProfile {
+            name: name.into(),
+            status: status.into(),
+            selectors: selectors
+                .iter()
+                .map(|(ns, labels)| FargateSelector {
+                    namespace: ns.to_string(),
+                    labels: labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                })
+                .collect(),
+            subnets: vec![],
+        }
+    }
+
+    fn pod(namespace: &str, labels: &[(&str, &str)]) -> PodFacts {
+        PodFacts {
+            namespace: namespace.into(),
+            name: "p".into(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn selectors_match_namespace_and_every_label() {
+        let profiles = [profile(
+            "serverless",
+            "ACTIVE",
+            &[("serverless", &[("compute", "fargate")])],
+        )];
+        assert_eq!(
+            select(
+                &profiles,
+                &pod("serverless", &[("compute", "fargate"), ("app", "x")])
+            ),
+            Selection::Profile("serverless".into())
+        );
+        assert!(matches!(
+            select(&profiles, &pod("serverless", &[])),
+            Selection::NoMatch(_)
+        ));
+        assert!(matches!(
+            select(&profiles, &pod("other", &[("compute", "fargate")])),
+            Selection::NoMatch(_)
+        ));
+    }
+
+    #[test]
+    fn wildcards_in_namespaces_and_label_values() {
+        let profiles = [profile(
+            "teams",
+            "ACTIVE",
+            &[("team-*", &[("tier", "web-?")])],
+        )];
+        assert_eq!(
+            select(&profiles, &pod("team-a", &[("tier", "web-1")])),
+            Selection::Profile("teams".into())
+        );
+        assert!(matches!(
+            select(&profiles, &pod("team-a", &[("tier", "web-10")])),
+            Selection::NoMatch(_)
+        ));
+        assert!(matches!(
+            select(&profiles, &pod("teams", &[("tier", "web-1")])),
+            Selection::NoMatch(_)
+        ));
+        let literal = [profile("odd", "ACTIVE", &[("a[b]", &[])])];
+        assert_eq!(
+            select(&literal, &pod("a[b]", &[])),
+            Selection::Profile("odd".into()),
+            "[ is not special"
+        );
+    }
+
+    #[test]
+    fn several_profiles_the_label_decides_or_all_are_candidates() {
+        let profiles = [
+            profile("b", "ACTIVE", &[("apps", &[])]),
+            profile("a", "ACTIVE", &[("apps", &[])]),
+            profile("c", "CREATING", &[("apps", &[])]),
+        ];
+        assert_eq!(
+            select(&profiles, &pod("apps", &[])),
+            Selection::Candidates(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(
+            select(&profiles, &pod("apps", &[(PROFILE_LABEL, "b")])),
+            Selection::Profile("b".into())
+        );
+        // A label naming a profile that does not match changes nothing.
+        assert_eq!(
+            select(&profiles, &pod("apps", &[(PROFILE_LABEL, "c")])),
+            Selection::Candidates(vec!["a".into(), "b".into()])
+        );
+        let Selection::NoMatch(why) = select(&profiles[2..], &pod("apps", &[])) else {
+            panic!()
+        };
+        assert!(why.contains("not ACTIVE"), "{why}");
+    }
+
+    #[test]
+    fn each_incompatibility_is_a_short_reason() {
+        let mut facts = pod("serverless", &[]);
+        assert!(incompatibilities(&facts, size(0, 0)).is_empty());
+        facts.owner_kinds = vec!["DaemonSet".into()];
+        facts.host_network = true;
+        facts.host_ports = true;
+        facts.privileged = true;
+        facts.extended_resources = vec!["nvidia.com/gpu".into(), "example.com/dongle".into()];
+        facts.ebs_volumes = vec!["data".into()];
+        let reasons = incompatibilities(&facts, None);
+        assert_eq!(reasons.len(), 8, "{reasons:?}");
+        assert!(reasons.iter().any(|r| r.contains("hostNetwork")));
+        assert!(reasons.iter().any(|r| r.contains("GPUs")));
+        assert!(reasons.iter().any(|r| r.contains("16 vCPU / 120 GB")));
+        assert!(reasons.iter().any(|r| r.contains("EBS")));
+    }
+}
