@@ -458,6 +458,12 @@ async fn refresh_makes_a_constant_handful_of_calls() {
         0,
         "instance types are cached for the process"
     );
+    assert_eq!(delta("eks", "ListFargateProfiles"), 1);
+    assert_eq!(
+        delta("eks", "DescribeFargateProfile"),
+        0,
+        "profiles are re-read every describeInterval only"
+    );
 
     // With the default interval, a Refresh right after another makes no call at all.
     let config = AwsConfig::load("cluster: prod\n", None, None).unwrap();

@@ -184,6 +184,11 @@ async fn mocked_with_ec2(
     refresh: bool,
 ) -> Mocked {
     let metrics = Arc::new(ProviderMetrics::default());
+    // A cluster without Fargate profiles, unless a test says otherwise.
+    let no_profiles = mock!(aws_sdk_eks::Client::list_fargate_profiles).then_output(|| {
+        aws_sdk_eks::operation::list_fargate_profiles::ListFargateProfilesOutput::builder().build()
+    });
+    let eks: Vec<&Rule> = eks.iter().copied().chain([&no_profiles]).collect();
     let calls = Calls::from_clients(
         client!(aws_sdk_eks, eks),
         client!(aws_sdk_autoscaling, autoscaling),

@@ -313,3 +313,35 @@ fn the_autoscaler_parses_its_flags_and_says_what_is_missing() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--scan-interval"));
 }
+
+/// The README's MatchPod example, taken from the README itself, works against the real binary.
+#[test]
+fn the_readmes_fargate_example_works() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.contains("ekscale.v1.Fargate/MatchPod") && l.contains("-d '"))
+        .unwrap();
+    let data = line
+        .split("-d '")
+        .nth(1)
+        .unwrap()
+        .split("' ")
+        .next()
+        .unwrap();
+    let provider = Binary::start(&[]);
+    let answer = stdout(&run_grpcurl(&[
+        "-plaintext",
+        "-d",
+        data,
+        &provider.grpc.to_string(),
+        "ekscale.v1.Fargate/MatchPod",
+    ]));
+    assert!(answer.contains(r#""profile": "serverless""#), "{answer}");
+    assert!(
+        answer.contains(r#""capacityProvisioned": "2vCPU 9GB""#),
+        "{answer}"
+    );
+    assert!(answer.contains(r#""hourlyPrice": 0.120965"#), "{answer}");
+}
