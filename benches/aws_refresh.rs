@@ -16,37 +16,16 @@ use ekscale::cloud::NodeGroupBackend;
 use ekscale::cloud::aws::AwsBackend;
 use ekscale::cloud::aws::config::AwsConfig;
 use ekscale::metrics::ProviderMetrics;
-use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tonic::transport::Endpoint;
 
 const GROUPS: usize = 50;
 const PER_GROUP: i32 = 20;
 
 /// AWS calls so far, by service:operation.
 fn calls(metrics: &ProviderMetrics, backend: &dyn NodeGroupBackend) -> BTreeMap<String, u64> {
-    metrics
-        .encode(backend)
-        .lines()
-        .filter_map(|l| l.strip_prefix("ekscale_provider_aws_requests_total{service=\""))
-        .map(|l| {
-            let (service, rest) = l.split_once('"').unwrap();
-            let operation = rest
-                .split("operation=\"")
-                .nth(1)
-                .unwrap()
-                .split('"')
-                .next()
-                .unwrap();
-            let count: u64 = rest.rsplit(' ').next().unwrap().parse().unwrap();
-            (format!("{service}:{operation}"), count)
-        })
-        .fold(BTreeMap::new(), |mut sum, (key, count)| {
-            *sum.entry(key).or_default() += count;
-            sum
-        })
+    moto::aws_calls(&metrics.encode(backend))
 }
 
 fn delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> String {
@@ -142,27 +121,13 @@ fn aws_refresh(c: &mut Criterion) {
 
     // The hot RPCs answer from the view: the same path as the simulated EKS.
     let (client, instances) = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let served: Arc<dyn NodeGroupBackend> = steady.clone();
-        tokio::spawn(ekscale::provider::serve(
-            listener,
-            served,
-            metrics.clone(),
-            None,
-            std::future::pending(),
-        ));
-        let channel = Endpoint::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
+        let client = common::serve(steady.clone(), metrics.clone()).await;
         let instances: Vec<String> = names
             .iter()
             .flat_map(|n| steady.instances(n).unwrap())
             .map(|i| i.id)
             .collect();
-        (CloudProviderClient::new(channel), instances)
+        (client, instances)
     });
     println!(
         "hot RPCs over the AWS backend's view ({} instances):",

@@ -53,23 +53,10 @@ fn start(rt: &tokio::runtime::Runtime) -> Fixture {
             .map(|i| i.id)
             .collect();
         assert_eq!(instances.len(), GROUPS * PER_GROUP);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let backend: Arc<dyn NodeGroupBackend> = sim;
-        tokio::spawn(ekscale::provider::serve(
-            listener,
-            backend,
-            Arc::new(ProviderMetrics::default()),
-            None,
-            std::future::pending(),
-        ));
-        let channel = Endpoint::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
+        let client = common::serve(backend, Arc::new(ProviderMetrics::default())).await;
         Fixture {
-            client: CloudProviderClient::new(channel),
+            client,
             groups: (0..GROUPS).map(|g| format!("group-{g}")).collect(),
             instances,
         }

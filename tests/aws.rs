@@ -126,12 +126,10 @@ fn real_ids(instances: &[Instance]) -> Vec<String> {
 }
 
 fn metric(text: &str, service: &str, operation: &str) -> u64 {
-    let prefix = format!(
-        "ekscale_provider_aws_requests_total{{service=\"{service}\",operation=\"{operation}\",outcome=\"ok\"}} "
-    );
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .map_or(0, |v| v.trim().parse().unwrap())
+    moto::aws_calls(text)
+        .get(&format!("{service}:{operation}"))
+        .copied()
+        .unwrap_or(0)
 }
 
 #[tokio::test]
@@ -629,23 +627,7 @@ async fn the_iam_policy_allows_exactly_what_the_backend_calls() {
     client.node_group_delete_nodes(request).await.unwrap();
     c.backend.refresh().await.unwrap();
     let text = c.metrics.encode(&*c.backend);
-    let mut called: Vec<String> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("ekscale_provider_aws_requests_total{service=\""))
-        .map(|l| {
-            let (service, rest) = l.split_once('"').unwrap();
-            let operation = rest
-                .split("operation=\"")
-                .nth(1)
-                .unwrap()
-                .split('"')
-                .next()
-                .unwrap();
-            format!("{service}:{operation}")
-        })
-        .collect();
-    called.sort();
-    called.dedup();
+    let called: Vec<String> = moto::aws_calls(&text).into_keys().collect();
 
     let policy_path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/iam-policy.json");

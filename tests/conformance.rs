@@ -5,7 +5,7 @@
 mod common;
 
 use common::wire::{self, call, new, old};
-use common::{SCENARIO, Server};
+use common::{SCENARIO, Server, pod};
 use ekscale::proto::externalgrpc::instance_status::InstanceState;
 use ekscale::proto::externalgrpc::*;
 use prost::Message;
@@ -760,38 +760,6 @@ fn web_node_labels() -> HashMap<String, String> {
     HashMap::from([("node.kubernetes.io/instance-type".into(), "m5.large".into())])
 }
 
-fn pod(cpu: &str, memory: &str) -> k8s_pb::api::core::v1::Pod {
-    use k8s_pb::api::core::v1::{Container, Pod, PodSpec, ResourceRequirements};
-    use k8s_pb::apimachinery::pkg::api::resource::Quantity;
-    use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    let q = |s: &str| Quantity {
-        string: Some(s.into()),
-    };
-    Pod {
-        metadata: Some(ObjectMeta {
-            name: Some("p".into()),
-            namespace: Some("default".into()),
-            ..Default::default()
-        }),
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: Some("app".into()),
-                resources: Some(ResourceRequirements {
-                    requests: [
-                        ("cpu".to_string(), q(cpu)),
-                        ("memory".to_string(), q(memory)),
-                    ]
-                    .into(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
 #[tokio::test]
 async fn case_30_35_pricing_in_every_generation() {
     let server = Server::start().await;
@@ -840,7 +808,7 @@ async fn case_30_35_pricing_in_every_generation() {
     assert!((price.price - 0.096).abs() < 1e-9, "{}", price.price);
 
     // Pods: old embeds the Pod at 1, new sends its bytes at 4, transitional sends both.
-    let small = pod("965m", "1Gi");
+    let small = pod("default", &[], "965m", "1Gi");
     let request = old::PricingPodPriceRequest {
         pod: Some(small.clone()),
         start_time: time(0),
@@ -925,7 +893,7 @@ async fn case_30_35_pricing_in_every_generation() {
         Code::InvalidArgument
     );
     let bad_quantity = new::PricingPodPriceRequest {
-        pod_bytes: pod("lots", "1Gi").encode_to_vec(),
+        pod_bytes: pod("default", &[], "lots", "1Gi").encode_to_vec(),
         start_timestamp: ts(0),
         end_timestamp: ts(1),
     };
@@ -963,7 +931,7 @@ async fn case_30_35_pricing_in_every_generation() {
         Code::Unimplemented
     );
     let huge = new::PricingPodPriceRequest {
-        pod_bytes: pod("200", "1Gi").encode_to_vec(),
+        pod_bytes: pod("default", &[], "200", "1Gi").encode_to_vec(),
         start_timestamp: ts(0),
         end_timestamp: ts(1),
     };

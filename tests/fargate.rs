@@ -4,50 +4,15 @@
 mod common;
 
 use common::wire::{call, new, old};
-use common::{SCENARIO, Server};
+use common::{SCENARIO, Server, pod};
 use ekscale::proto::ekscale::fargate_client::FargateClient;
 use ekscale::proto::ekscale::*;
 use ekscale::proto::externalgrpc::PricingPodPriceResponse;
-use k8s_pb::api::core::v1::{Container, ContainerPort, Pod, PodSpec, ResourceRequirements};
-use k8s_pb::apimachinery::pkg::api::resource::Quantity;
-use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_pb::api::core::v1::{ContainerPort, Pod};
 use prost::Message;
 
 /// 2 vCPU / 9 GB at us-east-1's rates.
 const TWO_BY_NINE: f64 = 2.0 * 0.04048 + 9.0 * 0.004445;
-
-fn pod(namespace: &str, labels: &[(&str, &str)], cpu: &str, memory: &str) -> Pod {
-    let q = |s: &str| Quantity {
-        string: Some(s.into()),
-    };
-    Pod {
-        metadata: Some(ObjectMeta {
-            name: Some("api".into()),
-            namespace: Some(namespace.into()),
-            labels: labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            ..Default::default()
-        }),
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: Some("app".into()),
-                resources: Some(ResourceRequirements {
-                    requests: [
-                        ("cpu".to_string(), q(cpu)),
-                        ("memory".to_string(), q(memory)),
-                    ]
-                    .into(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
 
 fn fargate_pod() -> Pod {
     pod("serverless", &[("compute", "fargate")], "1", "8Gi")

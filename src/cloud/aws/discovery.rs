@@ -275,30 +275,10 @@ impl AwsBackend {
         names.sort_unstable();
         let mut found: HashMap<String, AutoScalingGroup> = HashMap::new();
         for chunk in names.chunks(100) {
-            let mut token = None;
-            loop {
-                let request = self
-                    .calls
-                    .autoscaling
-                    .describe_auto_scaling_groups()
-                    .set_auto_scaling_group_names(Some(
-                        chunk.iter().map(|s| s.to_string()).collect(),
-                    ))
-                    .max_records(100)
-                    .set_next_token(token);
-                let output = self
-                    .calls
-                    .autoscaling("DescribeAutoScalingGroups", request.send())
-                    .await
-                    .map_err(|e| sdk_error("autoscaling:DescribeAutoScalingGroups", e))?;
-                for asg in output.auto_scaling_groups() {
-                    if let Some(ng) = asg.auto_scaling_group_name().and_then(|n| reported.get(n)) {
-                        found.insert(ng.to_string(), asg.clone());
-                    }
-                }
-                token = output.next_token().map(str::to_string);
-                if token.is_none() {
-                    break;
+            let names = chunk.iter().map(|s| s.to_string()).collect();
+            for asg in self.describe_asgs(Some(names), None).await? {
+                if let Some(ng) = asg.auto_scaling_group_name().and_then(|n| reported.get(n)) {
+                    found.insert(ng.to_string(), asg.clone());
                 }
             }
         }
@@ -307,45 +287,56 @@ impl AwsBackend {
             .filter_map(|ng| ng.nodegroup_name())
             .any(|n| !found.contains_key(n));
         if missing {
-            let mut token = None;
-            loop {
-                let filter = Filter::builder()
-                    .name("tag:eks:cluster-name")
-                    .values(&self.config.cluster)
-                    .build();
-                let request = self
-                    .calls
-                    .autoscaling
-                    .describe_auto_scaling_groups()
-                    .filters(filter)
-                    .max_records(100)
-                    .set_next_token(token);
-                let output = self
-                    .calls
-                    .autoscaling("DescribeAutoScalingGroups", request.send())
-                    .await
-                    .map_err(|e| sdk_error("autoscaling:DescribeAutoScalingGroups", e))?;
-                for asg in output.auto_scaling_groups() {
-                    let tag = |key: &str| {
-                        asg.tags()
-                            .iter()
-                            .find(|t| t.key() == Some(key))
-                            .and_then(|t| t.value())
-                    };
-                    if tag("eks:cluster-name") != Some(self.config.cluster.as_str()) {
-                        continue;
-                    }
-                    if let Some(ng) = tag("eks:nodegroup-name") {
-                        found.entry(ng.to_string()).or_insert_with(|| asg.clone());
-                    }
+            let cluster = Filter::builder()
+                .name("tag:eks:cluster-name")
+                .values(&self.config.cluster)
+                .build();
+            for asg in self.describe_asgs(None, Some(cluster)).await? {
+                let tag = |key: &str| {
+                    asg.tags()
+                        .iter()
+                        .find(|t| t.key() == Some(key))
+                        .and_then(|t| t.value())
+                };
+                if tag("eks:cluster-name") != Some(self.config.cluster.as_str()) {
+                    continue;
                 }
-                token = output.next_token().map(str::to_string);
-                if token.is_none() {
-                    break;
+                if let Some(ng) = tag("eks:nodegroup-name") {
+                    found.entry(ng.to_string()).or_insert_with(|| asg.clone());
                 }
             }
         }
         Ok(found)
+    }
+
+    /// Every page of DescribeAutoScalingGroups for these names or this filter, 100 groups a page.
+    async fn describe_asgs(
+        &self,
+        names: Option<Vec<String>>,
+        filter: Option<Filter>,
+    ) -> Result<Vec<AutoScalingGroup>, CloudError> {
+        let mut groups = Vec::new();
+        let mut token = None;
+        loop {
+            let request = self
+                .calls
+                .autoscaling
+                .describe_auto_scaling_groups()
+                .set_auto_scaling_group_names(names.clone())
+                .set_filters(filter.clone().map(|f| vec![f]))
+                .max_records(100)
+                .set_next_token(token);
+            let output = self
+                .calls
+                .autoscaling("DescribeAutoScalingGroups", request.send())
+                .await
+                .map_err(|e| sdk_error("autoscaling:DescribeAutoScalingGroups", e))?;
+            groups.extend(output.auto_scaling_groups().iter().cloned());
+            token = output.next_token().map(str::to_string);
+            if token.is_none() {
+                return Ok(groups);
+            }
+        }
     }
 
     /// One served group, or why it cannot be served.
