@@ -4,6 +4,7 @@
 //! EKS managed node groups, and `ekscale-autoscaler`, a companion autoscaler that talks to it over gRPC.
 //! Data flows one way: `bin -> provider | autoscaler -> cloud | model | k8s`.
 
+pub mod autoscaler; // the companion: provider client (the RunOnce loop is being built)
 pub mod clock; // time source of the simulators: real, scaled or manual
 pub mod cloud; // node groups behind the NodeGroupBackend trait: the simulated EKS (and AWS)
 pub mod http; // /metrics and /healthz

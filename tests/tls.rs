@@ -212,3 +212,39 @@ async fn the_server_negotiates_alpn_h2() {
     .unwrap();
     assert_eq!(alpn.as_deref(), Some(&b"h2"[..]));
 }
+
+/// The companion's client, with `--provider-tls-cert/-key/-ca`, against the same mTLS provider.
+#[tokio::test]
+async fn the_companions_client_speaks_mtls() {
+    use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new("ekscale test CA");
+    let server = mtls_server(dir.path(), &pki).await;
+    let client_cert = pki.leaf(&["ekscale-autoscaler"], ExtendedKeyUsagePurpose::ClientAuth);
+    let identity = (
+        write(dir.path(), "client.crt", &client_cert.cert),
+        write(dir.path(), "client.key", &client_cert.key),
+    );
+    let ca = write(dir.path(), "client-ca.crt", &pki.ca_pem());
+    // The address's host is the name checked against the provider's certificate, as grpc-go does.
+    let address = format!("localhost:{}", server.addr.port());
+    let config = ProviderConfig {
+        identity: Some(identity),
+        ca: Some(ca.clone()),
+        ..ProviderConfig::plaintext(address.clone())
+    };
+    let client = ProviderClient::new(&config).unwrap();
+    assert_eq!(client.node_groups().await.unwrap().len(), 5);
+
+    let without_identity = ProviderConfig {
+        ca: Some(ca),
+        ..ProviderConfig::plaintext(address)
+    };
+    assert!(
+        ProviderClient::new(&without_identity)
+            .unwrap()
+            .node_groups()
+            .await
+            .is_err()
+    );
+}

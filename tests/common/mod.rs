@@ -79,6 +79,8 @@ fargateProfiles:
 pub struct Server {
     pub addr: SocketAddr,
     sim: Option<Arc<SimBackend>>,
+    /// What the provider counted, e.g. requests by method.
+    pub metrics: Arc<ProviderMetrics>,
     stop: Option<oneshot::Sender<()>>,
 }
 
@@ -101,6 +103,17 @@ impl Server {
         Server::serve(sim.clone(), Some(sim), tls).await
     }
 
+    /// How many `method` requests the provider has answered, whatever their outcome.
+    pub fn requests(&self, method: &str) -> u64 {
+        let prefix = format!("ekscale_provider_requests_total{{method=\"{method}\",");
+        self.metrics
+            .encode(self.sim())
+            .lines()
+            .filter(|l| l.starts_with(&prefix))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+            .sum()
+    }
+
     /// The simulated EKS behind this server (for its clock).
     pub fn sim(&self) -> &SimBackend {
         self.sim
@@ -118,18 +131,20 @@ impl Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
+        let metrics = Arc::new(ProviderMetrics::default());
+        let served = metrics.clone();
         tokio::spawn(async move {
             let shutdown = async {
                 let _ = stopped.await;
             };
-            let metrics = Arc::new(ProviderMetrics::default());
-            ekscale::provider::serve(listener, backend, metrics, tls.as_ref(), shutdown)
+            ekscale::provider::serve(listener, backend, served, tls.as_ref(), shutdown)
                 .await
                 .unwrap();
         });
         Server {
             addr,
             sim,
+            metrics,
             stop: Some(stop),
         }
     }

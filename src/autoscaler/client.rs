@@ -1,0 +1,460 @@
+//! The provider client: any externalgrpc provider, with cluster-autoscaler's caching rules
+//! (spec/externalgrpc.md §3.4) so that the companion puts the same load on a provider as upstream does.
+//!
+//! Refresh drops every cache and comes first in each loop. Until the next Refresh, NodeGroups is asked
+//! once, NodeGroupForNode once per node (answers for unmanaged nodes are not cached: a node can become
+//! managed), and each group's template once. Sizes and instances are never cached. Every call carries a
+//! deadline, sent to the provider as `grpc-timeout` like cluster-autoscaler's.
+
+use crate::proto::ekscale::fargate_client::FargateClient;
+use crate::proto::ekscale::{MatchPodRequest, MatchPodResponse};
+use crate::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
+use crate::proto::externalgrpc::*;
+use k8s_pb::api::core::v1::Node;
+use prost::Message;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+use tonic::{Code, Request, Status};
+
+/// How to reach the provider: cluster-autoscaler's cloud-config, as flags.
+#[derive(Clone, Debug)]
+pub struct ProviderConfig {
+    /// `host:port`, never a URL.
+    pub address: String,
+    /// Client certificate and key, offered to a provider that asks (mutual TLS).
+    pub identity: Option<(PathBuf, PathBuf)>,
+    /// CA that signed the provider's certificate; TLS is on when this or an identity is given.
+    pub ca: Option<PathBuf>,
+    /// Deadline of every call (cluster-autoscaler's `grpc_timeout`, 5 s by default).
+    pub timeout: Duration,
+}
+
+impl ProviderConfig {
+    pub fn plaintext(address: impl Into<String>) -> ProviderConfig {
+        ProviderConfig {
+            address: address.into(),
+            identity: None,
+            ca: None,
+            timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("provider address {0:?}: expected host:port")]
+    Address(String),
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("provider TLS: {0}")]
+    Tls(tonic::transport::Error),
+    #[error("{method}: {code:?}: {message}")]
+    Rpc {
+        method: &'static str,
+        code: Code,
+        message: String,
+    },
+    #[error("{method}: the provider sent a template that is not a v1.Node: {source}")]
+    Template {
+        method: &'static str,
+        source: prost::DecodeError,
+    },
+}
+
+impl ClientError {
+    fn rpc(method: &'static str, status: Status) -> ClientError {
+        ClientError::Rpc {
+            method,
+            code: status.code(),
+            message: status.message().to_string(),
+        }
+    }
+
+    /// The gRPC code, for errors that came from the provider.
+    pub fn code(&self) -> Option<Code> {
+        match self {
+            ClientError::Rpc { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Caches {
+    node_groups: Option<Arc<Vec<NodeGroup>>>,
+    /// By node name + providerID, as cluster-autoscaler keys it.
+    node_group_for_node: HashMap<String, NodeGroup>,
+    templates: HashMap<String, Option<Arc<Node>>>,
+}
+
+/// A connection to one provider. Cheap to clone; clones share the caches.
+#[derive(Clone)]
+pub struct ProviderClient {
+    cloud: CloudProviderClient<Channel>,
+    fargate: FargateClient<Channel>,
+    timeout: Duration,
+    caches: Arc<Mutex<Caches>>,
+    /// Whether the provider serves `ekscale.v1.Fargate`; unknown until asked.
+    fargate_served: Arc<Mutex<Option<bool>>>,
+}
+
+impl ProviderClient {
+    /// A client that connects on first use, as grpc-go's non-blocking Dial does: the companion starts even
+    /// when the provider is down, and calls fail fast until it is up. Call it inside a Tokio runtime.
+    pub fn new(config: &ProviderConfig) -> Result<ProviderClient, ClientError> {
+        let (host, port) = config
+            .address
+            .rsplit_once(':')
+            .filter(|(host, port)| {
+                !host.is_empty() && port.parse::<u16>().is_ok() && !host.contains("://")
+            })
+            .ok_or_else(|| ClientError::Address(config.address.clone()))?;
+        let tls = config.ca.is_some() || config.identity.is_some();
+        let uri = format!("{}://{}:{port}", if tls { "https" } else { "http" }, host);
+        let mut endpoint =
+            Endpoint::from_shared(uri).map_err(|_| ClientError::Address(config.address.clone()))?;
+        if tls {
+            let read = |path: &PathBuf| {
+                std::fs::read(path).map_err(|source| ClientError::Read {
+                    path: path.clone(),
+                    source,
+                })
+            };
+            // The provider's certificate must carry the address's host, as grpc-go checks it.
+            let mut tls_config = ClientTlsConfig::new()
+                .domain_name(host.trim_start_matches('[').trim_end_matches(']'));
+            if let Some(ca) = &config.ca {
+                tls_config = tls_config.ca_certificate(Certificate::from_pem(read(ca)?));
+            }
+            if let Some((cert, key)) = &config.identity {
+                tls_config = tls_config.identity(Identity::from_pem(read(cert)?, read(key)?));
+            }
+            endpoint = endpoint.tls_config(tls_config).map_err(ClientError::Tls)?;
+        }
+        let channel = endpoint.connect_timeout(config.timeout).connect_lazy();
+        Ok(ProviderClient {
+            cloud: CloudProviderClient::new(channel.clone()),
+            fargate: FargateClient::new(channel),
+            timeout: config.timeout,
+            caches: Arc::default(),
+            fargate_served: Arc::default(),
+        })
+    }
+
+    fn request<T>(&self, message: T) -> Request<T> {
+        let mut request = Request::new(message);
+        request.set_timeout(self.timeout);
+        request
+    }
+
+    fn caches(&self) -> std::sync::MutexGuard<'_, Caches> {
+        self.caches
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Drops every cache, then asks the provider to refresh. The first call of each loop.
+    pub async fn refresh(&self) -> Result<(), ClientError> {
+        *self.caches() = Caches::default();
+        self.cloud
+            .clone()
+            .refresh(self.request(RefreshRequest {}))
+            .await
+            .map_err(|s| ClientError::rpc("Refresh", s))?;
+        Ok(())
+    }
+
+    /// Every node group, asked once per loop.
+    pub async fn node_groups(&self) -> Result<Arc<Vec<NodeGroup>>, ClientError> {
+        if let Some(groups) = self.caches().node_groups.clone() {
+            return Ok(groups);
+        }
+        let response = self
+            .cloud
+            .clone()
+            .node_groups(self.request(NodeGroupsRequest {}))
+            .await;
+        let groups = Arc::new(
+            response
+                .map_err(|s| ClientError::rpc("NodeGroups", s))?
+                .into_inner()
+                .node_groups,
+        );
+        self.caches().node_groups = Some(groups.clone());
+        Ok(groups)
+    }
+
+    /// The node group of a node, or `None` when the provider does not manage it.
+    pub async fn node_group_for_node(
+        &self,
+        name: &str,
+        provider_id: &str,
+    ) -> Result<Option<NodeGroup>, ClientError> {
+        let key = format!("{name}{provider_id}");
+        if let Some(group) = self.caches().node_group_for_node.get(&key) {
+            return Ok(Some(group.clone()));
+        }
+        let node = ExternalGrpcNode {
+            name: name.into(),
+            provider_id: provider_id.into(),
+            ..Default::default()
+        };
+        let response = self
+            .cloud
+            .clone()
+            .node_group_for_node(self.request(NodeGroupForNodeRequest { node: Some(node) }))
+            .await;
+        let group = response
+            .map_err(|s| ClientError::rpc("NodeGroupForNode", s))?
+            .into_inner()
+            .node_group;
+        match group.filter(|g| !g.id.is_empty()) {
+            Some(group) => {
+                self.caches().node_group_for_node.insert(key, group.clone());
+                Ok(Some(group))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The group's target size, asked every time.
+    pub async fn target_size(&self, id: &str) -> Result<i32, ClientError> {
+        let response = self
+            .cloud
+            .clone()
+            .node_group_target_size(self.request(NodeGroupTargetSizeRequest { id: id.into() }))
+            .await;
+        Ok(response
+            .map_err(|s| ClientError::rpc("NodeGroupTargetSize", s))?
+            .into_inner()
+            .target_size)
+    }
+
+    /// The group's instances, asked every time.
+    pub async fn nodes(&self, id: &str) -> Result<Vec<Instance>, ClientError> {
+        let response = self
+            .cloud
+            .clone()
+            .node_group_nodes(self.request(NodeGroupNodesRequest { id: id.into() }))
+            .await;
+        Ok(response
+            .map_err(|s| ClientError::rpc("NodeGroupNodes", s))?
+            .into_inner()
+            .instances)
+    }
+
+    /// The group's template node, once per loop; `None` when the provider does not offer templates.
+    pub async fn template(&self, id: &str) -> Result<Option<Arc<Node>>, ClientError> {
+        if let Some(template) = self.caches().templates.get(id) {
+            return Ok(template.clone());
+        }
+        let request = self.request(NodeGroupTemplateNodeInfoRequest { id: id.into() });
+        let template = match self
+            .cloud
+            .clone()
+            .node_group_template_node_info(request)
+            .await
+        {
+            Ok(response) => decode_template(response.into_inner())?.map(Arc::new),
+            Err(status) if status.code() == Code::Unimplemented => None,
+            Err(status) => return Err(ClientError::rpc("NodeGroupTemplateNodeInfo", status)),
+        };
+        self.caches()
+            .templates
+            .insert(id.to_string(), template.clone());
+        Ok(template)
+    }
+
+    /// The group's options given `defaults`; `None` means "use the defaults".
+    pub async fn options(
+        &self,
+        id: &str,
+        defaults: NodeGroupAutoscalingOptions,
+    ) -> Result<Option<NodeGroupAutoscalingOptions>, ClientError> {
+        let request = self.request(NodeGroupAutoscalingOptionsRequest {
+            id: id.into(),
+            defaults: Some(defaults),
+        });
+        match self.cloud.clone().node_group_get_options(request).await {
+            Ok(response) => Ok(response.into_inner().node_group_autoscaling_options),
+            Err(status) if status.code() == Code::Unimplemented => Ok(None),
+            Err(status) => Err(ClientError::rpc("NodeGroupGetOptions", status)),
+        }
+    }
+
+    pub async fn increase_size(&self, id: &str, delta: i32) -> Result<(), ClientError> {
+        let request = self.request(NodeGroupIncreaseSizeRequest {
+            id: id.into(),
+            delta,
+        });
+        self.cloud
+            .clone()
+            .node_group_increase_size(request)
+            .await
+            .map_err(|s| ClientError::rpc("NodeGroupIncreaseSize", s))?;
+        Ok(())
+    }
+
+    /// Deletes nodes (by name and providerID) of one group.
+    pub async fn delete_nodes(
+        &self,
+        id: &str,
+        nodes: &[(String, String)],
+    ) -> Result<(), ClientError> {
+        let nodes = nodes
+            .iter()
+            .map(|(name, provider_id)| ExternalGrpcNode {
+                name: name.clone(),
+                provider_id: provider_id.clone(),
+                ..Default::default()
+            })
+            .collect();
+        let request = self.request(NodeGroupDeleteNodesRequest {
+            id: id.into(),
+            nodes,
+        });
+        self.cloud
+            .clone()
+            .node_group_delete_nodes(request)
+            .await
+            .map_err(|s| ClientError::rpc("NodeGroupDeleteNodes", s))?;
+        Ok(())
+    }
+
+    pub async fn decrease_target_size(&self, id: &str, delta: i32) -> Result<(), ClientError> {
+        let request = self.request(NodeGroupDecreaseTargetSizeRequest {
+            id: id.into(),
+            delta,
+        });
+        self.cloud
+            .clone()
+            .node_group_decrease_target_size(request)
+            .await
+            .map_err(|s| ClientError::rpc("NodeGroupDecreaseTargetSize", s))?;
+        Ok(())
+    }
+
+    /// What `ekscale.v1.Fargate` says of a pod (as `Pod.Marshal()` bytes); `None` when the provider does not
+    /// serve that extension, which is asked once.
+    pub async fn match_pod(
+        &self,
+        pod_bytes: Vec<u8>,
+    ) -> Result<Option<MatchPodResponse>, ClientError> {
+        if *self
+            .fargate_served
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            == Some(false)
+        {
+            return Ok(None);
+        }
+        let request = self.request(MatchPodRequest {
+            pod_bytes,
+            pod_json: String::new(),
+        });
+        let answer = match self.fargate.clone().match_pod(request).await {
+            Ok(response) => Some(response.into_inner()),
+            Err(status) if status.code() == Code::Unimplemented => None,
+            Err(status) => return Err(ClientError::rpc("MatchPod", status)),
+        };
+        *self
+            .fargate_served
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(answer.is_some());
+        Ok(answer)
+    }
+}
+
+/// The template from whichever field the provider filled: `nodeBytes` (1.34.2+) or `nodeInfo` (before).
+/// An OK without either is a provider bug that upstream would crash on; we read it as "no template".
+fn decode_template(
+    response: NodeGroupTemplateNodeInfoResponse,
+) -> Result<Option<Node>, ClientError> {
+    let bytes = if response.node_bytes.is_empty() {
+        response.node_info
+    } else {
+        response.node_bytes
+    };
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    Node::decode(bytes.as_slice())
+        .map(Some)
+        .map_err(|source| ClientError::Template {
+            method: "NodeGroupTemplateNodeInfo",
+            source,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn node() -> Node {
+        Node {
+            metadata: Some(ObjectMeta {
+                name: Some("template".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn templates_are_read_from_either_generations_field() {
+        let bytes = node().encode_to_vec();
+        let old = NodeGroupTemplateNodeInfoResponse {
+            node_info: bytes.clone(),
+            node_bytes: vec![],
+        };
+        let new = NodeGroupTemplateNodeInfoResponse {
+            node_info: vec![],
+            node_bytes: bytes,
+        };
+        assert_eq!(decode_template(old).unwrap(), Some(node()));
+        assert_eq!(decode_template(new).unwrap(), Some(node()));
+        assert_eq!(
+            decode_template(NodeGroupTemplateNodeInfoResponse::default()).unwrap(),
+            None
+        );
+        let garbage = NodeGroupTemplateNodeInfoResponse {
+            node_info: vec![],
+            node_bytes: vec![0xff; 3],
+        };
+        assert!(decode_template(garbage).is_err());
+    }
+
+    #[tokio::test]
+    async fn addresses_are_host_port_never_urls() {
+        for good in [
+            "127.0.0.1:8086",
+            "ekscale-provider.kube-system.svc:8086",
+            "[::1]:8086",
+        ] {
+            assert!(
+                ProviderClient::new(&ProviderConfig::plaintext(good)).is_ok(),
+                "{good}"
+            );
+        }
+        for bad in [
+            "http://127.0.0.1:8086",
+            "127.0.0.1",
+            ":8086",
+            "host:port",
+            "",
+        ] {
+            let error = ProviderClient::new(&ProviderConfig::plaintext(bad))
+                .err()
+                .expect(bad)
+                .to_string();
+            assert!(error.contains("expected host:port"), "{bad}: {error}");
+        }
+    }
+}

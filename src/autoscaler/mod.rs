@@ -1,0 +1,3 @@
+//! The companion autoscaler. It reaches the cloud only through an externalgrpc provider, over gRPC.
+
+pub mod client;

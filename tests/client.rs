@@ -1,0 +1,174 @@
+//! The companion's provider client against a served provider: cluster-autoscaler's caching rules, counted
+//! on the provider's side, the Fargate extension when it is there and when it is not, and deadlines.
+
+mod common;
+
+use common::{Server, pod};
+use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
+use ekscale::proto::externalgrpc::NodeGroupAutoscalingOptions;
+use prost::Message;
+use std::time::Duration;
+
+fn client(server: &Server) -> ProviderClient {
+    ProviderClient::new(&ProviderConfig::plaintext(server.addr.to_string())).unwrap()
+}
+
+#[tokio::test]
+async fn node_groups_node_group_for_node_and_templates_are_asked_once_per_loop() {
+    let server = Server::start().await;
+    let client = client(&server);
+    for _ in 0..2 {
+        client.refresh().await.unwrap();
+        let web = client.nodes("web").await.unwrap()[0].id.clone();
+        for _ in 0..3 {
+            assert_eq!(client.node_groups().await.unwrap().len(), 5);
+            let group = client
+                .node_group_for_node("node-1", &web)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(group.id, "web");
+            assert!(
+                client
+                    .node_group_for_node("fargate-ip-1", "")
+                    .await
+                    .unwrap()
+                    .is_none()
+            );
+            let template = client.template("gpu").await.unwrap().unwrap();
+            assert_eq!(
+                template.metadata.as_ref().unwrap().labels["eks.amazonaws.com/nodegroup"],
+                "gpu"
+            );
+        }
+    }
+    assert_eq!(server.requests("Refresh"), 2);
+    assert_eq!(server.requests("NodeGroups"), 2, "once per loop");
+    assert_eq!(
+        server.requests("NodeGroupTemplateNodeInfo"),
+        2,
+        "once per group per loop"
+    );
+    // The managed node once per loop; the unmanaged one every time (it may become managed).
+    assert_eq!(server.requests("NodeGroupForNode"), 2 + 6);
+}
+
+#[tokio::test]
+async fn sizes_and_instances_are_never_cached() {
+    let server = Server::start().await;
+    let client = client(&server);
+    client.refresh().await.unwrap();
+    assert_eq!(client.target_size("web").await.unwrap(), 2);
+    client.increase_size("web", 1).await.unwrap();
+    assert_eq!(client.target_size("web").await.unwrap(), 3);
+    assert_eq!(client.nodes("web").await.unwrap().len(), 3);
+    let victim = client.nodes("web").await.unwrap()[0].id.clone();
+    client
+        .delete_nodes("web", &[(victim.clone(), victim)])
+        .await
+        .unwrap();
+    assert_eq!(client.target_size("web").await.unwrap(), 2);
+    assert_eq!(server.requests("NodeGroupTargetSize"), 3);
+
+    let refused = client.decrease_target_size("web", -1).await.unwrap_err();
+    assert_eq!(refused.code(), Some(tonic::Code::FailedPrecondition));
+    assert!(
+        refused.to_string().contains("NodeGroupDecreaseTargetSize"),
+        "{refused}"
+    );
+
+    let options = client
+        .options("batch", NodeGroupAutoscalingOptions::default())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(options.scale_down_utilization_threshold, 0.3);
+    assert!(
+        client
+            .options("web", NodeGroupAutoscalingOptions::default())
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn fargate_is_asked_when_the_provider_serves_it() {
+    let server = Server::start().await;
+    let client = client(&server);
+    let fargate_pod = pod("serverless", &[("compute", "fargate")], "1", "8Gi").encode_to_vec();
+    let answer = client.match_pod(fargate_pod).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            answer.profile.as_str(),
+            answer.capacity_provisioned.as_str()
+        ),
+        ("serverless", "2vCPU 9GB")
+    );
+}
+
+/// Any externalgrpc provider: one without the Fargate extension is asked once, then not again.
+#[tokio::test]
+async fn a_provider_without_the_fargate_extension_is_asked_once() {
+    use ekscale::cloud::NodeGroupBackend;
+    use ekscale::proto::externalgrpc::cloud_provider_server::CloudProviderServer;
+    use ekscale::provider::CloudProviderService;
+    use std::sync::Arc;
+
+    let sim = Server::start().await;
+    let backend: Arc<dyn NodeGroupBackend> = Arc::new(ekscale::cloud::sim::SimBackend::new(
+        ekscale::cloud::scenario::Scenario::built_in(),
+        ekscale::clock::Clock::manual(),
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = CloudProviderService::new(backend, sim.metrics.clone());
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(CloudProviderServer::new(service))
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+    );
+    let client = ProviderClient::new(&ProviderConfig::plaintext(addr.to_string())).unwrap();
+    let bytes = pod("serverless", &[], "1", "1Gi").encode_to_vec();
+    assert!(client.match_pod(bytes.clone()).await.unwrap().is_none());
+    assert!(client.match_pod(bytes).await.unwrap().is_none());
+    assert_eq!(
+        client.node_groups().await.unwrap().len(),
+        4,
+        "CloudProvider itself works"
+    );
+}
+
+#[tokio::test]
+async fn a_provider_that_is_down_fails_fast_and_the_client_recovers() {
+    // Reserve a port, then free it: nothing listens there yet.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let config = ProviderConfig {
+        timeout: Duration::from_secs(2),
+        ..ProviderConfig::plaintext(addr.to_string())
+    };
+    let client = ProviderClient::new(&config).unwrap();
+    let error = client.refresh().await.unwrap_err();
+    assert_eq!(error.code(), Some(tonic::Code::Unavailable), "{error}");
+
+    // The provider comes up on that address: the same client works, without reconnecting by hand.
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    let backend: std::sync::Arc<dyn ekscale::cloud::NodeGroupBackend> =
+        std::sync::Arc::new(ekscale::cloud::sim::SimBackend::new(
+            ekscale::cloud::scenario::Scenario::built_in(),
+            ekscale::clock::Clock::manual(),
+        ));
+    let metrics = std::sync::Arc::new(ekscale::metrics::ProviderMetrics::default());
+    tokio::spawn(ekscale::provider::serve(
+        listener,
+        backend,
+        metrics,
+        None,
+        std::future::pending(),
+    ));
+    client.refresh().await.unwrap();
+    assert_eq!(client.node_groups().await.unwrap().len(), 4);
+}
