@@ -6,9 +6,9 @@
 
 pub mod autoscaler; // the companion: provider client (the RunOnce loop is being built)
 pub mod clock; // time source of the simulators: real, scaled or manual
-pub mod cloud; // node groups behind the NodeGroupBackend trait: the simulated EKS (and AWS)
+pub mod cloud; // node groups behind the NodeGroupBackend trait: the simulated EKS and AWS; Fargate
 pub mod http; // /metrics and /healthz
-pub mod k8s; // Kubernetes wire formats at the edge: quantities, k8s-pb pods
+pub mod k8s; // Kubernetes formats at the edge: quantities, pods from protobuf bytes or kubectl JSON
 pub mod metrics; // Prometheus metrics, ekscale_provider_*
 pub mod model; // the internal model: integer resources, pod demand
 pub mod proto; // code generated from proto/
