@@ -694,15 +694,8 @@ async fn fargate_profiles_come_from_eks() {
     );
 
     // PricingPodPrice, old and new generations, for a pod the profile takes.
-    let pod = k8s_pb::api::core::v1::Pod {
-        metadata: Some(k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            name: Some("api".into()),
-            namespace: Some("serverless".into()),
-            labels: [("compute".to_string(), "fargate".to_string())].into(),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
+    // No requests: the smallest Fargate size.
+    let pod = common::pod("serverless", &[("compute", "fargate")], "0", "0");
     let channel = c.server.channel().await;
     let ts = |seconds| Some(prost_types::Timestamp { seconds, nanos: 0 });
     let time = |seconds| {

@@ -25,8 +25,6 @@ pub const PLACEHOLDER_ERROR_CODE: &str = "placeholder-cannot-be-fulfilled";
 
 pub struct SimBackend {
     clock: Clock,
-    cluster: String,
-    region: String,
     specs: Vec<Arc<NodeGroupSpec>>,
     by_id: HashMap<String, usize>,
     fargate_profiles: Vec<FargateProfile>,
@@ -96,22 +94,12 @@ impl SimBackend {
         }
         SimBackend {
             clock,
-            cluster: scenario.cluster,
-            region: scenario.region,
             specs,
             by_id,
             fargate_profiles: scenario.fargate_profiles,
             fargate_rates: scenario.fargate_rates,
             state: Mutex::new(state),
         }
-    }
-
-    pub fn cluster(&self) -> &str {
-        &self.cluster
-    }
-
-    pub fn region(&self) -> &str {
-        &self.region
     }
 
     pub fn clock(&self) -> &Clock {

@@ -8,8 +8,8 @@ use super::instance_types::InstanceFacts;
 use super::{AsgInstance, AwsBackend, Group};
 use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
 use crate::cloud::{
-    CloudError, FargateProfile, FargateSelector, InstanceError, InstanceErrorClass, NodeGroupSpec,
-    options,
+    CloudError, FargateProfile, FargateSelector, InstanceError, InstanceErrorClass,
+    NodeGroupBackend, NodeGroupSpec, options,
 };
 use aws_sdk_autoscaling::types::{AutoScalingGroup, Filter, ScalingActivityStatusCode};
 use aws_sdk_eks::error::ProvideErrorMetadata;
@@ -418,7 +418,7 @@ impl AwsBackend {
             capacity,
             allocatable,
         });
-        let on_demand = self.price_of_type(&smallest.name);
+        let on_demand = self.price_of_instance_type(&smallest.name);
         let price_per_hour = if capacity_type == "SPOT" {
             on_demand.map(|p| p * self.config.spot_price_ratio)
         } else {
@@ -466,11 +466,6 @@ impl AwsBackend {
         };
         group.apply(asg);
         Ok(group)
-    }
-
-    fn price_of_type(&self, instance_type: &str) -> Option<f64> {
-        use crate::cloud::NodeGroupBackend;
-        self.price_of_instance_type(instance_type)
     }
 
     /// For groups short of their desired capacity, the ASG's last scaling activity says whether AWS failed to

@@ -21,6 +21,7 @@ use super::{
 };
 use crate::metrics::ProviderMetrics;
 use async_trait::async_trait;
+use aws_sdk_autoscaling::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_autoscaling::types::{AutoScalingGroup, LifecycleState};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -250,6 +251,28 @@ impl AwsBackend {
         }
     }
 
+    /// Runs one size change against the group's ASG. When AWS refuses it, the group is re-read, so the
+    /// view shows what AWS has rather than a guess.
+    async fn change_asg<T, E, R>(
+        &self,
+        id: &str,
+        operation: &'static str,
+        call: impl std::future::Future<Output = Result<T, SdkError<E, R>>>,
+    ) -> Result<T, CloudError>
+    where
+        E: ProvideErrorMetadata + std::error::Error + 'static,
+        R: std::fmt::Debug,
+    {
+        match self.calls.autoscaling(operation, call).await {
+            Ok(output) => Ok(output),
+            Err(error) => {
+                let error = sdk_error(&format!("autoscaling:{operation}"), error);
+                self.reload(id).await;
+                Err(error)
+            }
+        }
+    }
+
     async fn set_desired(&self, id: &str, asg: &str, desired: i32) -> Result<(), CloudError> {
         let request = self
             .calls
@@ -258,15 +281,8 @@ impl AwsBackend {
             .auto_scaling_group_name(asg)
             .desired_capacity(desired)
             .honor_cooldown(false);
-        if let Err(error) = self
-            .calls
-            .autoscaling("SetDesiredCapacity", request.send())
-            .await
-        {
-            let error = sdk_error("autoscaling:SetDesiredCapacity", error);
-            self.reload(id).await;
-            return Err(error);
-        }
+        self.change_asg(id, "SetDesiredCapacity", request.send())
+            .await?;
         self.last_scaled
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -403,12 +419,9 @@ impl NodeGroupBackend for AwsBackend {
                 .instance_id(instance_id)
                 .should_decrement_desired_capacity(true);
             if let Err(error) = self
-                .calls
-                .autoscaling("TerminateInstanceInAutoScalingGroup", request.send())
+                .change_asg(id, "TerminateInstanceInAutoScalingGroup", request.send())
                 .await
             {
-                let error = sdk_error("autoscaling:TerminateInstanceInAutoScalingGroup", error);
-                self.reload(id).await;
                 let context = format!(
                     "terminated {done} of {} instance(s) of node group {id}, then",
                     real.len()
