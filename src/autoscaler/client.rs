@@ -288,6 +288,51 @@ impl ProviderClient {
         }
     }
 
+    /// What a node like `node` (name, providerID, labels) costs over `hours` from now; `None` when the
+    /// provider does not price nodes.
+    pub async fn node_price(
+        &self,
+        node: ExternalGrpcNode,
+        hours: f64,
+    ) -> Result<Option<f64>, ClientError> {
+        let (start, end) = period(hours);
+        let request = self.request(PricingNodePriceRequest {
+            node: Some(node),
+            start_time: Some(start),
+            end_time: Some(end),
+            start_timestamp: Some(start),
+            end_timestamp: Some(end),
+        });
+        match self.cloud.clone().pricing_node_price(request).await {
+            Ok(response) => Ok(Some(response.into_inner().price)),
+            Err(status) if status.code() == Code::Unimplemented => Ok(None),
+            Err(status) => Err(ClientError::rpc("PricingNodePrice", status)),
+        }
+    }
+
+    /// What a pod (`Pod.Marshal()` bytes) costs over `hours` from now; `None` when the provider does not
+    /// price pods.
+    pub async fn pod_price(
+        &self,
+        pod_bytes: Vec<u8>,
+        hours: f64,
+    ) -> Result<Option<f64>, ClientError> {
+        let (start, end) = period(hours);
+        let request = self.request(PricingPodPriceRequest {
+            pod: pod_bytes.clone(),
+            pod_bytes,
+            start_time: Some(start),
+            end_time: Some(end),
+            start_timestamp: Some(start),
+            end_timestamp: Some(end),
+        });
+        match self.cloud.clone().pricing_pod_price(request).await {
+            Ok(response) => Ok(Some(response.into_inner().price)),
+            Err(status) if status.code() == Code::Unimplemented => Ok(None),
+            Err(status) => Err(ClientError::rpc("PricingPodPrice", status)),
+        }
+    }
+
     pub async fn increase_size(&self, id: &str, delta: i32) -> Result<(), ClientError> {
         let request = self.request(NodeGroupIncreaseSizeRequest {
             id: id.into(),
@@ -346,6 +391,29 @@ impl ProviderClient {
         &self,
         pod_bytes: Vec<u8>,
     ) -> Result<Option<MatchPodResponse>, ClientError> {
+        self.ask_fargate(MatchPodRequest {
+            pod_bytes,
+            pod_json: String::new(),
+        })
+        .await
+    }
+
+    /// The same for a pod as kubectl prints it (JSON), which keeps every field the pod has.
+    pub async fn match_pod_json(
+        &self,
+        pod_json: String,
+    ) -> Result<Option<MatchPodResponse>, ClientError> {
+        self.ask_fargate(MatchPodRequest {
+            pod_bytes: Vec::new(),
+            pod_json,
+        })
+        .await
+    }
+
+    async fn ask_fargate(
+        &self,
+        request: MatchPodRequest,
+    ) -> Result<Option<MatchPodResponse>, ClientError> {
         if *self
             .fargate_served
             .lock()
@@ -354,10 +422,7 @@ impl ProviderClient {
         {
             return Ok(None);
         }
-        let request = self.request(MatchPodRequest {
-            pod_bytes,
-            pod_json: String::new(),
-        });
+        let request = self.request(request);
         let answer = match self.fargate.clone().match_pod(request).await {
             Ok(response) => Some(response.into_inner()),
             Err(status) if status.code() == Code::Unimplemented => None,
@@ -369,6 +434,19 @@ impl ProviderClient {
             .unwrap_or_else(|p| p.into_inner()) = Some(answer.is_some());
         Ok(answer)
     }
+}
+
+/// Now and `hours` later, in seconds as both generations of the pricing calls expect.
+fn period(hours: f64) -> (prost_types::Timestamp, prost_types::Timestamp) {
+    let now = std::time::SystemTime::now();
+    let later = now + Duration::from_secs_f64(hours.max(0.0) * 3600.0);
+    let seconds = |t: std::time::SystemTime| prost_types::Timestamp {
+        seconds: t
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64),
+        nanos: 0,
+    };
+    (seconds(now), seconds(later))
 }
 
 /// The template from whichever field the provider filled: `nodeBytes` (1.34.2+) or `nodeInfo` (before).

@@ -1,11 +1,18 @@
-//! ekscale-autoscaler: the companion autoscaler. Its flags are settled here, with cluster-autoscaler's names
-//! and defaults where the meaning is the same; the loop behind them is still being built.
+//! ekscale-autoscaler: the companion autoscaler. Flags with cluster-autoscaler's names and defaults where the
+//! meaning is the same; the loop lives in the library (`ekscale::autoscaler`).
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use ekscale::autoscaler::backoff::BackoffSettings;
+use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
+use ekscale::autoscaler::cluster::{ClusterSource, Snapshot};
+use ekscale::autoscaler::expander::{self, Expander, Strategy};
+use ekscale::autoscaler::runonce::{RunOnce, Settings};
+use ekscale::autoscaler::scaleup::Limits;
 use ekscale::telemetry::{self, LogFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -46,15 +53,28 @@ struct ProviderArgs {
 
 #[derive(Args, Debug)]
 struct DecisionArgs {
-    #[arg(long, value_enum, default_value_t = Expander::LeastWaste)]
-    expander: Expander,
+    /// A strategy or a comma-separated chain: least-waste, most-pods, least-nodes, price, priority, random.
+    #[arg(long, default_value = "least-waste", value_delimiter = ',', value_parser = Strategy::from_str)]
+    expander: Vec<Strategy>,
+    /// The priority expander's `{priority: [regex, ...]}` YAML (cluster-autoscaler's ConfigMap value).
+    #[arg(long, value_name = "FILE")]
+    expander_priority_config: Option<PathBuf>,
     /// Most nodes in all node groups together; 0 means no limit.
     #[arg(long, default_value_t = 0)]
-    max_nodes_total: u32,
+    max_nodes_total: u64,
+    /// MIN:MAX cores in the cluster.
+    #[arg(long, default_value = "0:320000", value_parser = min_max)]
+    cores_total: (u64, u64),
+    /// MIN:MAX GiB of memory in the cluster.
+    #[arg(long, default_value = "0:6400000", value_parser = min_max)]
+    memory_total: (u64, u64),
     #[arg(long, default_value_t = 1000)]
-    max_nodes_per_scaleup: u32,
+    max_nodes_per_scaleup: u64,
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     max_nodegroup_binpacking_duration: Duration,
+    /// Split scale-ups across node groups that look alike (zones of one shape, say).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    balance_similar_node_groups: bool,
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     scale_down_enabled: bool,
     #[arg(long, default_value_t = 0.5)]
@@ -65,18 +85,70 @@ struct DecisionArgs {
     scale_down_delay_after_add: Duration,
     #[arg(long, value_parser = humantime::parse_duration, default_value = "15m")]
     max_node_provision_time: Duration,
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "15m")]
+    max_node_startup_time: Duration,
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
+    initial_node_group_backoff_duration: Duration,
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "30m")]
+    max_node_group_backoff_duration: Duration,
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "3h")]
+    node_group_backoff_reset_timeout: Duration,
     /// Pods with a priority below this are expendable: never a reason to scale up.
     #[arg(long, default_value_t = -10, allow_negative_numbers = true)]
     expendable_pods_priority_cutoff: i32,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum Expander {
-    LeastWaste,
-    MostPods,
-    Price,
-    Priority,
-    Random,
+fn min_max(text: &str) -> Result<(u64, u64), String> {
+    let (min, max) = text
+        .split_once(':')
+        .ok_or_else(|| format!("{text:?}: expected MIN:MAX"))?;
+    let number = |s: &str| {
+        s.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("{text:?}: {s:?} is not a whole number"))
+    };
+    let (min, max) = (number(min)?, number(max)?);
+    if min > max {
+        return Err(format!("{text:?}: MIN is above MAX"));
+    }
+    Ok((min, max))
+}
+
+impl DecisionArgs {
+    fn settings(&self, act: bool) -> Result<Settings, String> {
+        let names: Vec<String> = self.expander.iter().map(|s| s.to_string()).collect();
+        let expander = Expander {
+            chain: expander::parse_chain(&names.join(","))?,
+            priorities: self.expander_priority_config.clone(),
+        };
+        if expander.chain.contains(&Strategy::Priority) {
+            let path = expander
+                .priorities
+                .as_ref()
+                .ok_or("--expander priority needs --expander-priority-config FILE")?;
+            expander::read_priorities(path).map_err(|e| e.to_string())?;
+        }
+        Ok(Settings {
+            expander,
+            limits: Limits {
+                max_nodes_total: self.max_nodes_total,
+                max_cores: self.cores_total.1,
+                max_memory_gib: self.memory_total.1,
+                max_nodes_per_scaleup: self.max_nodes_per_scaleup,
+                max_binpacking_duration: self.max_nodegroup_binpacking_duration,
+                balance_similar_node_groups: self.balance_similar_node_groups,
+            },
+            expendable_pods_priority_cutoff: self.expendable_pods_priority_cutoff,
+            max_node_provision_time: self.max_node_provision_time,
+            max_node_startup_time: self.max_node_startup_time,
+            backoff: BackoffSettings {
+                initial: self.initial_node_group_backoff_duration,
+                max: self.max_node_group_backoff_duration,
+                reset: self.node_group_backoff_reset_timeout,
+            },
+            act,
+        })
+    }
 }
 
 #[derive(Args, Debug)]
@@ -133,17 +205,117 @@ struct DemoArgs {
     scenario: Option<PathBuf>,
 }
 
+impl ProviderArgs {
+    fn client(&self) -> Result<ProviderClient, String> {
+        let config = ProviderConfig {
+            identity: self
+                .provider_tls_cert
+                .clone()
+                .zip(self.provider_tls_key.clone()),
+            ca: self.provider_tls_ca.clone(),
+            ..ProviderConfig::plaintext(&self.provider)
+        };
+        ProviderClient::new(&config).map_err(|e| e.to_string())
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     telemetry::init(cli.log_format);
-    let name = match cli.command {
-        Command::Run(_) => "run",
-        Command::Simulate(_) => "simulate",
-        Command::Demo(_) => "demo",
+    ekscale::tls::install_crypto_provider();
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let result = match cli.command {
+        Command::Simulate(args) => runtime.block_on(simulate(args)),
+        Command::Run(args) => runtime.block_on(run(args)),
+        Command::Demo(_) => Err(Failure::Usage(
+            "demo is not built yet; meanwhile run `ekscale-provider` and try              `ekscale-autoscaler simulate --provider 127.0.0.1:8086 --snapshot FILE`"
+                .into(),
+        )),
     };
-    eprintln!(
-        "ekscale-autoscaler {name}: the companion's RunOnce loop is not built yet; \
-         meanwhile run `ekscale-provider` and point cluster-autoscaler (--cloud-provider=externalgrpc) at it"
-    );
-    ExitCode::from(2)
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(message)) => {
+            eprintln!("ekscale-autoscaler: {message}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Loop(message)) => {
+            eprintln!("ekscale-autoscaler: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Bad input (exit 2) or a loop that could not decide (exit 1).
+enum Failure {
+    Usage(String),
+    Loop(String),
+}
+
+async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
+    let settings = args.decisions.settings(false).map_err(Failure::Usage)?;
+    let client = args.provider.client().map_err(Failure::Usage)?;
+    let snapshot = Snapshot::read(&args.snapshot).map_err(|e| Failure::Usage(e.to_string()))?;
+    let view = snapshot
+        .view()
+        .await
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    let mut once = RunOnce::new(client, settings);
+    let now = view.now.unwrap_or_else(SystemTime::now);
+    let status = once
+        .run(&view, now)
+        .await
+        .map_err(|e| Failure::Loop(e.to_string()))?;
+    match args.format {
+        Format::Json => println!("{}", status.to_json()),
+        Format::Table => print!("{}", status.to_table()),
+    }
+    Ok(())
+}
+
+/// The loop over a snapshot (the live cluster source is not built yet): one RunOnce every scan interval.
+async fn run(args: RunArgs) -> Result<(), Failure> {
+    let Some(path) = &args.snapshot else {
+        return Err(Failure::Usage(
+            "run needs --snapshot FILE for now: watching a live cluster is not built yet".into(),
+        ));
+    };
+    if args.leader_elect == Some(true) {
+        return Err(Failure::Usage(
+            "--leader-elect needs a live cluster; a snapshot has no Lease to hold".into(),
+        ));
+    }
+    let settings = args
+        .decisions
+        .settings(!args.dry_run)
+        .map_err(Failure::Usage)?;
+    let client = args.provider.client().map_err(Failure::Usage)?;
+    let source = Snapshot::read(path).map_err(|e| Failure::Usage(e.to_string()))?;
+    let mut once = RunOnce::new(client, settings);
+    let mut ticks = tokio::time::interval(args.scan_interval);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        }
+        let view = source
+            .view()
+            .await
+            .map_err(|e| Failure::Loop(e.to_string()))?;
+        match once.run(&view, SystemTime::now()).await {
+            Ok(status) => {
+                for s in &status.scale_up {
+                    tracing::info!(node_group = %s.node_group, delta = s.delta, pods = s.pods.len(), reason = %s.reason, error = ?s.error, "scale-up");
+                }
+                tracing::info!(
+                    pending_helped = status.scale_up.iter().map(|s| s.pods.len()).sum::<usize>(),
+                    no_scale_up = status.no_scale_up.len(),
+                    fargate = status.fargate.len(),
+                    elapsed_ms = status.elapsed_ms,
+                    dry_run = args.dry_run,
+                    "loop done"
+                );
+            }
+            Err(e) => tracing::warn!(error = %e, "loop failed; nothing was done"),
+        }
+    }
 }

@@ -186,7 +186,7 @@ pub fn incompatibilities(pod: &PodFacts, size: Option<FargateSize>) -> Vec<Strin
         reasons.push("privileged containers are not supported on Fargate".to_string());
     }
     for resource in &pod.extended_resources {
-        if resource == crate::cloud::template::GPU_RESOURCE {
+        if resource == crate::model::GPU_RESOURCE {
             reasons.push(format!("GPUs ({resource}) are not available on Fargate"));
         } else {
             reasons.push(format!(

@@ -5,13 +5,12 @@
 
 use crate::k8s::quantity;
 use crate::model::Resources;
+pub use crate::model::{GPU_RESOURCE, Taint, TaintEffect};
 use k8s_pb::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Taint as PbTaint};
 use k8s_pb::apimachinery::pkg::api::resource::Quantity;
 use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::BTreeMap;
 
-/// The resource name of NVIDIA GPUs.
-pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 /// The label EKS puts on GPU nodes, naming the accelerator; also the answer to GPULabel.
 pub const GPU_LABEL: &str = "k8s.amazonaws.com/accelerator";
 
@@ -85,42 +84,6 @@ fn to_quantities(resources: Resources) -> BTreeMap<String, Quantity> {
         map.insert(GPU_RESOURCE.into(), q(quantity::count(resources.gpus)));
     }
     map
-}
-
-/// A taint as EKS and Kubernetes both know it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Taint {
-    pub key: String,
-    pub value: String,
-    pub effect: TaintEffect,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum TaintEffect {
-    NoSchedule,
-    PreferNoSchedule,
-    NoExecute,
-}
-
-impl TaintEffect {
-    /// Parses Kubernetes' spelling (`NoSchedule`) and EKS's (`NO_SCHEDULE`).
-    pub fn parse(text: &str) -> Option<TaintEffect> {
-        match text {
-            "NoSchedule" | "NO_SCHEDULE" => Some(TaintEffect::NoSchedule),
-            "PreferNoSchedule" | "PREFER_NO_SCHEDULE" => Some(TaintEffect::PreferNoSchedule),
-            "NoExecute" | "NO_EXECUTE" => Some(TaintEffect::NoExecute),
-            _ => None,
-        }
-    }
-
-    /// Kubernetes' spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaintEffect::NoSchedule => "NoSchedule",
-            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
-            TaintEffect::NoExecute => "NoExecute",
-        }
-    }
 }
 
 /// Everything a template is made of.

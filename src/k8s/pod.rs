@@ -18,6 +18,9 @@ pub struct PodFacts {
     pub demand: Resources,
     /// Requested resources beyond cpu, memory, ephemeral-storage and hugepages (GPUs among them).
     pub extended_resources: Vec<String>,
+    /// How much of each extended resource other than GPUs it needs (the larger of the containers' sum
+    /// and the largest init container, as for cpu).
+    pub extended: BTreeMap<String, u64>,
     pub owner_kinds: Vec<String>,
     pub host_network: bool,
     pub host_ports: bool,
@@ -137,8 +140,13 @@ pub fn from_bytes(bytes: &[u8]) -> Result<PodFacts, PodError> {
 
 /// Reads a pod as kubectl prints it, in JSON or YAML.
 pub fn from_text(text: &str) -> Result<PodFacts, PodError> {
+    let pod: k8s_openapi::api::core::v1::Pod = serde_norway::from_str(text)?;
+    from_api(&pod)
+}
+
+/// Reads a pod the kube API or a snapshot gave.
+pub fn from_api(pod: &k8s_openapi::api::core::v1::Pod) -> Result<PodFacts, PodError> {
     use k8s_openapi::api::core::v1 as api;
-    let pod: api::Pod = serde_norway::from_str(text)?;
     let quantities = |map: &Option<
         BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
     >| {
@@ -170,8 +178,9 @@ pub fn from_text(text: &str) -> Result<PodFacts, PodError> {
             .and_then(|s| s.privileged)
             .unwrap_or(false),
     };
-    let meta = pod.metadata;
-    let spec = pod.spec.unwrap_or_default();
+    let meta = &pod.metadata;
+    let default_spec = api::PodSpec::default();
+    let spec = pod.spec.as_ref().unwrap_or(&default_spec);
     let ebs_volumes = spec
         .volumes
         .iter()
@@ -183,15 +192,15 @@ pub fn from_text(text: &str) -> Result<PodFacts, PodError> {
         .map(|v| v.name.clone())
         .collect();
     assemble(Parts {
-        namespace: meta.namespace.unwrap_or_default(),
-        name: meta.name.unwrap_or_default(),
-        labels: meta.labels.unwrap_or_default(),
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        name: meta.name.clone().unwrap_or_default(),
+        labels: meta.labels.clone().unwrap_or_default(),
         scheduler_name: spec.scheduler_name.clone().unwrap_or_default(),
         owner_kinds: meta
             .owner_references
-            .into_iter()
+            .iter()
             .flatten()
-            .map(|o| o.kind)
+            .map(|o| o.kind.clone())
             .collect(),
         host_network: spec.host_network.unwrap_or(false),
         init: spec
@@ -216,8 +225,10 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
     };
     let key = format!("{namespace}/{}", parts.name);
     let mut extended = Vec::new();
-    let mut read = |list: &BTreeMap<String, String>| -> Result<Resources, PodError> {
+    type Extended = BTreeMap<String, u64>;
+    let mut read = |list: &BTreeMap<String, String>| -> Result<(Resources, Extended), PodError> {
         let mut out = Resources::default();
+        let mut amounts = Extended::new();
         for (name, text) in list {
             let fail = |reason: String| PodError::Resource {
                 pod: key.clone(),
@@ -237,8 +248,10 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
                 "pods" => {}
                 other if other.starts_with("hugepages-") => {}
                 other => {
-                    if other == crate::cloud::template::GPU_RESOURCE {
+                    if other == crate::model::GPU_RESOURCE {
                         out.gpus = amount(quantity.value())?;
+                    } else {
+                        amounts.insert(other.to_string(), amount(quantity.value())?);
                     }
                     if quantity.millis() > 0 && !extended.iter().any(|e| e == other) {
                         extended.push(other.to_string());
@@ -246,36 +259,51 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
                 }
             }
         }
-        Ok(out)
+        Ok((out, amounts))
     };
     // A request left out defaults to its limit, as the API server does when it stores a pod.
-    let mut container = |c: &Container| -> Result<Resources, PodError> {
+    let mut container = |c: &Container| -> Result<(Resources, Extended), PodError> {
         let mut requests = c.limits.clone();
         requests.extend(c.requests.iter().map(|(k, v)| (k.clone(), v.clone())));
         read(&requests)
     };
-    let init = parts
-        .init
-        .iter()
-        .map(|c| {
-            Ok(ContainerDemand {
-                requests: container(c)?,
-                sidecar: c.sidecar,
-            })
-        })
-        .collect::<Result<Vec<_>, PodError>>()?;
-    let containers = parts
-        .containers
-        .iter()
-        .map(&mut container)
-        .collect::<Result<Vec<_>, _>>()?;
-    let overhead = read(&parts.overhead)?;
+    let mut extended_demand = Extended::new();
+    let mut init = Vec::new();
+    for c in &parts.init {
+        let (requests, amounts) = container(c)?;
+        for (name, amount) in amounts {
+            let peak = extended_demand.entry(name).or_default();
+            *peak = (*peak).max(amount);
+        }
+        init.push(ContainerDemand {
+            requests,
+            sidecar: c.sidecar,
+        });
+    }
+    let mut running = Extended::new();
+    let mut containers = Vec::new();
+    for c in &parts.containers {
+        let (requests, amounts) = container(c)?;
+        for (name, amount) in amounts {
+            *running.entry(name).or_default() += amount;
+        }
+        containers.push(requests);
+    }
+    for (name, amount) in running {
+        let peak = extended_demand.entry(name).or_default();
+        *peak = (*peak).max(amount);
+    }
+    let (overhead, overhead_extended) = read(&parts.overhead)?;
+    for (name, amount) in overhead_extended {
+        *extended_demand.entry(name).or_default() += amount;
+    }
     let all = || parts.init.iter().chain(&parts.containers);
     Ok(PodFacts {
         demand: pod_demand(&init, &containers, overhead),
         host_ports: all().any(|c| c.host_port),
         privileged: all().any(|c| c.privileged),
         extended_resources: extended,
+        extended: extended_demand,
         namespace,
         name: parts.name,
         labels: parts.labels,

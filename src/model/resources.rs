@@ -37,6 +37,17 @@ impl Resources {
         }
     }
 
+    /// `n` times these resources, saturating.
+    pub fn times(self, n: u64) -> Resources {
+        Resources {
+            cpu_millis: self.cpu_millis.saturating_mul(n),
+            memory_bytes: self.memory_bytes.saturating_mul(n),
+            ephemeral_storage_bytes: self.ephemeral_storage_bytes.saturating_mul(n),
+            pods: self.pods.saturating_mul(n),
+            gpus: self.gpus.saturating_mul(n),
+        }
+    }
+
     /// Whether `demand` fits in these resources.
     pub fn fits(&self, demand: &Resources) -> bool {
         demand.cpu_millis <= self.cpu_millis

@@ -1,0 +1,124 @@
+//! Node group backoff after a failed scale-up, as cluster-autoscaler's (utils/backoff): 5 minutes at first,
+//! doubled by each failure after the previous backoff ran out (up to 30 minutes), kept as it is by a
+//! failure during a backoff, forgotten 3 hours after the last failure.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+#[derive(Clone, Copy, Debug)]
+pub struct BackoffSettings {
+    pub initial: Duration,
+    pub max: Duration,
+    pub reset: Duration,
+}
+
+impl Default for BackoffSettings {
+    fn default() -> Self {
+        BackoffSettings {
+            initial: Duration::from_secs(5 * 60),
+            max: Duration::from_secs(30 * 60),
+            reset: Duration::from_secs(3 * 3600),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    duration: Duration,
+    until: SystemTime,
+    last_failure: SystemTime,
+    why: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Backoff {
+    settings: BackoffSettings,
+    groups: HashMap<String, Entry>,
+}
+
+impl Backoff {
+    pub fn new(settings: BackoffSettings) -> Backoff {
+        Backoff {
+            settings,
+            groups: HashMap::new(),
+        }
+    }
+
+    /// Records a failed scale-up of `group`; returns until when it is backed off.
+    pub fn fail(&mut self, group: &str, why: String, now: SystemTime) -> SystemTime {
+        let settings = self.settings;
+        let duration = match self.groups.get(group) {
+            Some(e) if now < e.until => e.duration,
+            Some(e) if now.duration_since(e.last_failure).unwrap_or_default() < settings.reset => {
+                (e.duration * 2).min(settings.max)
+            }
+            _ => settings.initial,
+        };
+        let until = now + duration;
+        self.groups.insert(
+            group.to_string(),
+            Entry {
+                duration,
+                until,
+                last_failure: now,
+                why,
+            },
+        );
+        until
+    }
+
+    /// Why `group` may not scale up now, if it is backed off.
+    pub fn backed_off(&self, group: &str, now: SystemTime) -> Option<String> {
+        let entry = self.groups.get(group).filter(|e| now < e.until)?;
+        let left = entry.until.duration_since(now).unwrap_or_default();
+        Some(format!(
+            "in backoff after failed scale-up ({}; {}s left)",
+            entry.why,
+            left.as_secs()
+        ))
+    }
+
+    /// Drops what is older than the reset timeout.
+    pub fn forget_old(&mut self, now: SystemTime) {
+        let reset = self.settings.reset;
+        self.groups
+            .retain(|_, e| now.duration_since(e.last_failure).unwrap_or_default() < reset);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn doubles_after_expiry_keeps_during_and_resets_after_three_hours() {
+        let mut backoff = Backoff::new(BackoffSettings::default());
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        assert_eq!(backoff.fail("web", "stockout".into(), t0), t0 + 5 * MIN);
+        assert!(
+            backoff
+                .backed_off("web", t0 + 4 * MIN)
+                .unwrap()
+                .contains("stockout")
+        );
+        assert!(backoff.backed_off("web", t0 + 5 * MIN).is_none());
+        assert!(backoff.backed_off("batch", t0).is_none());
+        // During a backoff: same duration from now.
+        assert_eq!(backoff.fail("web", "again".into(), t0 + MIN), t0 + 6 * MIN);
+        // After it ran out: doubled, then capped at 30 minutes.
+        let t1 = t0 + 7 * MIN;
+        assert_eq!(backoff.fail("web", "x".into(), t1), t1 + 10 * MIN);
+        let t2 = t1 + 11 * MIN;
+        assert_eq!(backoff.fail("web", "x".into(), t2), t2 + 20 * MIN);
+        let t3 = t2 + 21 * MIN;
+        assert_eq!(backoff.fail("web", "x".into(), t3), t3 + 30 * MIN);
+        let t4 = t3 + 31 * MIN;
+        assert_eq!(backoff.fail("web", "x".into(), t4), t4 + 30 * MIN);
+        // Three hours after the last failure it starts over.
+        let t5 = t4 + Duration::from_secs(3 * 3600);
+        backoff.forget_old(t5);
+        assert_eq!(backoff.fail("web", "x".into(), t5), t5 + 5 * MIN);
+    }
+}

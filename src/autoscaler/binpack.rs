@@ -1,0 +1,571 @@
+//! The estimator: how many nodes of one node group the pending equivalence groups need.
+//!
+//! cluster-autoscaler's binpacking estimator is first-fit decreasing: groups ordered by
+//! `cpu/allocatable + memory/allocatable`, each pod first-fit over the nodes added so far, then onto a new
+//! node. We run the same algorithm, and a second ordering by the dominant share (the largest of the two),
+//! and keep whichever places more pods on fewer nodes, so we never need more nodes than upstream.
+//! Both are fast because pods of an equivalence group are identical: for pods whose constraints do not
+//! depend on other pods, how many fit on a node is computed in closed form instead of pod by pod.
+
+use super::predicates::{self, Unfit};
+use super::world::{Place, PlaceKind, PodTerms, Topology, fits};
+use crate::model::Pod;
+use std::time::Instant;
+
+/// One equivalence group to pack: its exemplar, its terms, how many pods.
+#[derive(Clone, Copy)]
+pub struct Demand<'a> {
+    pub pod: &'a Pod,
+    pub terms: &'a PodTerms,
+    pub count: u64,
+}
+
+/// Why the estimator stopped adding nodes before every pod had one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    NodeLimit,
+    TimeLimit,
+}
+
+#[derive(Clone, Debug)]
+pub struct Estimate {
+    /// New nodes, each with at least one pod.
+    pub nodes: Vec<Place>,
+    /// Pods placed, per demand (in the order given).
+    pub placed: Vec<u64>,
+    /// Why a demand's pods do not go on an empty new node, when they do not.
+    pub unfit: Vec<Option<Unfit>>,
+    pub stopped: Option<Stop>,
+    /// The counts after placement, to commit if this estimate is chosen.
+    pub topology: Topology,
+    /// Which ordering won.
+    pub ordering: Ordering,
+}
+
+impl Estimate {
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn pods_placed(&self) -> u64 {
+        self.placed.iter().sum()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ordering {
+    /// cluster-autoscaler's: cpu share + memory share of the template's allocatable.
+    SumOfShares,
+    /// The larger of the two shares.
+    DominantShare,
+}
+
+/// Limits of one estimation.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Most new nodes (per-scale-up limit, group max, cluster limits: the caller takes the smallest).
+    pub max_nodes: u64,
+    /// `--max-nodegroup-binpacking-duration` from the start of this estimation.
+    pub deadline: Option<Instant>,
+}
+
+/// Estimates the nodes of the group whose template place (allocatable less its DaemonSet pods) is
+/// `template`. `existing` are the cluster's places, read for topology spread minimums.
+pub fn estimate(
+    topology: &Topology,
+    existing: &[Place],
+    template: &Place,
+    demands: &[Demand],
+    limits: Limits,
+) -> Estimate {
+    let first = pack(
+        topology,
+        existing,
+        template,
+        demands,
+        limits,
+        Ordering::SumOfShares,
+    );
+    if first.stopped == Some(Stop::TimeLimit) {
+        return first;
+    }
+    let second = pack(
+        topology,
+        existing,
+        template,
+        demands,
+        limits,
+        Ordering::DominantShare,
+    );
+    let better = (second.pods_placed(), std::cmp::Reverse(second.node_count()))
+        > (first.pods_placed(), std::cmp::Reverse(first.node_count()));
+    if better { second } else { first }
+}
+
+fn score(pod: &Pod, template: &Place, ordering: Ordering) -> f64 {
+    let share = |want: u64, have: u64| {
+        if have == 0 {
+            0.0
+        } else {
+            want as f64 / have as f64
+        }
+    };
+    let alloc = template.node.allocatable;
+    let cpu = share(pod.demand.cpu_millis, alloc.cpu_millis);
+    let memory = share(pod.demand.memory_bytes, alloc.memory_bytes);
+    match ordering {
+        Ordering::SumOfShares => cpu + memory,
+        Ordering::DominantShare => cpu.max(memory),
+    }
+}
+
+fn pack(
+    topology: &Topology,
+    existing: &[Place],
+    template: &Place,
+    demands: &[Demand],
+    limits: Limits,
+    ordering: Ordering,
+) -> Estimate {
+    let mut topology = topology.clone();
+    let mut order: Vec<usize> = (0..demands.len()).collect();
+    let scores: Vec<f64> = demands
+        .iter()
+        .map(|d| score(d.pod, template, ordering))
+        .collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+
+    let mut nodes: Vec<Place> = Vec::new();
+    let mut placed = vec![0u64; demands.len()];
+    let mut unfit = vec![None; demands.len()];
+    let mut stopped = None;
+    for i in order {
+        let demand = demands[i];
+        let pod = demand.pod;
+        let mut remaining = demand.count;
+        let mut spread_min = vec![0u32; demand.terms.spread_count()];
+
+        // How many more of this pod go on node `n`: closed form when nothing but resources matter.
+        let mut fill =
+            |topology: &mut Topology, nodes: &mut Vec<Place>, n: usize, remaining: u64| {
+                if demand.terms.simple {
+                    let node = &nodes[n];
+                    if predicates::node_fit(&pod.scheduling, &node.node).is_err() {
+                        return (0, None);
+                    }
+                    let k = predicates::how_many(
+                        &pod.demand,
+                        &pod.extended,
+                        &node.free,
+                        &node.free_extended,
+                    )
+                    .min(remaining);
+                    let why = if k == 0 {
+                        predicates::resources_fit(
+                            &pod.demand,
+                            &pod.extended,
+                            &node.free,
+                            &node.free_extended,
+                        )
+                        .err()
+                    } else {
+                        None
+                    };
+                    topology.put(pod, demand.terms, &mut nodes[n], k);
+                    return (k, why);
+                }
+                let mut k = 0;
+                while k < remaining {
+                    let verdict = {
+                        let view = &*nodes;
+                        let mut eligible = |visit: &mut dyn FnMut(&Place)| {
+                            existing
+                                .iter()
+                                .chain(view.iter())
+                                .filter(|p| pod.scheduling.node_matches(&p.node.labels))
+                                .for_each(&mut *visit);
+                        };
+                        fits(
+                            topology,
+                            pod,
+                            demand.terms,
+                            &view[n],
+                            &mut spread_min,
+                            &mut eligible,
+                        )
+                    };
+                    if let Err(why) = verdict {
+                        return (k, Some(why));
+                    }
+                    topology.put(pod, demand.terms, &mut nodes[n], 1);
+                    k += 1;
+                }
+                (k, None)
+            };
+
+        // First fit over the nodes this estimation added.
+        for n in 0..nodes.len() {
+            if remaining == 0 {
+                break;
+            }
+            let (k, _) = fill(&mut topology, &mut nodes, n, remaining);
+            if k > 0 {
+                nodes[n].contents.push((i, k));
+            }
+            remaining -= k;
+        }
+        // Then new nodes, as long as the limits allow.
+        while remaining > 0 {
+            if stopped.is_some() || nodes.len() as u64 >= limits.max_nodes {
+                stopped.get_or_insert(Stop::NodeLimit);
+                break;
+            }
+            if limits.deadline.is_some_and(|d| Instant::now() >= d) {
+                stopped = Some(Stop::TimeLimit);
+                break;
+            }
+            let fresh = topology.copy(template, PlaceKind::Planned);
+            nodes.push(fresh);
+            let n = nodes.len() - 1;
+            let (k, why) = fill(&mut topology, &mut nodes, n, remaining);
+            if k == 0 {
+                // Not even an empty node takes it: no more nodes help this group.
+                nodes.pop();
+                unfit[i] = why;
+                break;
+            }
+            nodes[n].contents.push((i, k));
+            remaining -= k;
+        }
+        placed[i] = demand.count - remaining;
+    }
+    Estimate {
+        nodes,
+        placed,
+        unfit,
+        stopped,
+        topology,
+        ordering,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
+    use crate::model::pod::{HostPort, PodAffinityTerm, Scheduling, SpreadConstraint};
+    use crate::model::selector::LabelSelector;
+    use crate::model::{Node, Resources};
+    use std::sync::Arc;
+
+    const GI: u64 = 1 << 30;
+
+    fn node(cpu: u64, mem_gi: u64, pods: u64) -> Arc<Node> {
+        Arc::new(Node {
+            name: "template".into(),
+            labels: [
+                (HOSTNAME_LABEL.to_string(), "template".to_string()),
+                (ZONE_LABEL.to_string(), "us-east-1a".to_string()),
+            ]
+            .into(),
+            allocatable: Resources {
+                cpu_millis: cpu,
+                memory_bytes: mem_gi * GI,
+                pods,
+                ..Default::default()
+            },
+            ready: true,
+            ..Default::default()
+        })
+    }
+
+    fn pod(app: &str, cpu: u64, mem_mi: u64, scheduling: Scheduling) -> Pod {
+        Pod {
+            demand: Resources {
+                cpu_millis: cpu,
+                memory_bytes: mem_mi << 20,
+                pods: 1,
+                ..Default::default()
+            },
+            scheduling: Arc::new(scheduling),
+            ..crate::autoscaler::equivalence::tests::pod(app, app, 0)
+        }
+    }
+
+    /// Packs `groups` (pod, count) onto copies of `template` with no other nodes around.
+    fn run(template: Arc<Node>, groups: &[(Pod, u64)], max_nodes: u64) -> Estimate {
+        run_beside(template, groups, max_nodes, 0)
+    }
+
+    /// The same beside `full` existing nodes like the template but with no room left.
+    fn run_beside(
+        template: Arc<Node>,
+        groups: &[(Pod, u64)],
+        max_nodes: u64,
+        full: usize,
+    ) -> Estimate {
+        let mut topology = Topology::default();
+        for (p, _) in groups {
+            topology.register(p);
+        }
+        let terms: Vec<PodTerms> = groups.iter().map(|(p, _)| topology.resolve(p)).collect();
+        let existing: Vec<Place> = (0..full)
+            .map(|_| {
+                let mut place = topology.place(template.clone(), None, PlaceKind::Existing);
+                place.free = Resources::default();
+                place
+            })
+            .collect();
+        let template = topology.place(template, Some(0), PlaceKind::Planned);
+        let demands: Vec<Demand> = groups
+            .iter()
+            .zip(&terms)
+            .map(|((pod, count), terms)| Demand {
+                pod,
+                terms,
+                count: *count,
+            })
+            .collect();
+        estimate(
+            &topology,
+            &existing,
+            &template,
+            &demands,
+            Limits {
+                max_nodes,
+                deadline: None,
+            },
+        )
+    }
+
+    fn lower_bound(template: &Node, groups: &[(Pod, u64)]) -> u64 {
+        let sum =
+            |f: fn(&Resources) -> u64| groups.iter().map(|(p, n)| f(&p.demand) * n).sum::<u64>();
+        let a = template.allocatable;
+        [
+            sum(|r| r.cpu_millis).div_ceil(a.cpu_millis),
+            sum(|r| r.memory_bytes).div_ceil(a.memory_bytes),
+            sum(|r| r.pods).div_ceil(a.pods),
+        ]
+        .into_iter()
+        .max()
+        .unwrap()
+    }
+
+    #[test]
+    fn identical_pods_pack_to_the_lower_bound_in_closed_form() {
+        let template = node(4000, 16, 110);
+        let groups = [(pod("web", 500, 1024, Scheduling::default()), 10_000)];
+        let estimate = run(template.clone(), &groups, 100_000);
+        assert_eq!(estimate.pods_placed(), 10_000);
+        assert_eq!(
+            estimate.node_count() as u64,
+            lower_bound(&template, &groups)
+        );
+        assert_eq!(estimate.node_count(), 1250, "8 per node by cpu");
+    }
+
+    #[test]
+    fn mixed_sizes_pack_as_hand_computed() {
+        // 4 CPU nodes. 3 x 2500m and 3 x 1500m pair up perfectly: 3 nodes, the lower bound.
+        let template = node(4000, 64, 110);
+        let groups = [
+            (pod("small", 1500, 100, Scheduling::default()), 3),
+            (pod("big", 2500, 100, Scheduling::default()), 3),
+        ];
+        let estimate = run(template.clone(), &groups, 100);
+        assert_eq!(estimate.node_count(), 3);
+        assert_eq!(lower_bound(&template, &groups), 3);
+        // Memory-bound and cpu-bound pods share nodes: 2 nodes by either resource's sum.
+        let template = node(4000, 8, 110);
+        let groups = [
+            (pod("cpu", 1800, 512, Scheduling::default()), 4),
+            (pod("mem", 100, 3584, Scheduling::default()), 4),
+        ];
+        let estimate = run(template.clone(), &groups, 100);
+        assert_eq!(estimate.pods_placed(), 8);
+        assert_eq!(
+            estimate.node_count() as u64,
+            lower_bound(&template, &groups)
+        );
+    }
+
+    #[test]
+    fn pods_per_node_bind_too() {
+        let template = node(64_000, 256, 29);
+        let groups = [(pod("tiny", 10, 10, Scheduling::default()), 100)];
+        assert_eq!(
+            run(template, &groups, 100).node_count(),
+            4,
+            "29 pods a node"
+        );
+    }
+
+    #[test]
+    fn limits_stop_adding_nodes_and_say_so() {
+        let template = node(4000, 16, 110);
+        let groups = [(pod("web", 1000, 100, Scheduling::default()), 100)];
+        let estimate = run(template, &groups, 5);
+        assert_eq!(estimate.node_count(), 5);
+        assert_eq!(estimate.pods_placed(), 20);
+        assert_eq!(estimate.stopped, Some(Stop::NodeLimit));
+    }
+
+    #[test]
+    fn pods_too_big_for_an_empty_node_are_unfit_with_the_reason() {
+        let template = node(2000, 8, 110);
+        let groups = [(pod("huge", 3000, 100, Scheduling::default()), 2)];
+        let estimate = run(template, &groups, 100);
+        assert_eq!(estimate.node_count(), 0);
+        assert_eq!(estimate.unfit[0], Some(Unfit::Insufficient("cpu".into())));
+    }
+
+    fn app_selector(app: &str) -> LabelSelector {
+        LabelSelector {
+            match_labels: [("app".to_string(), app.to_string())].into(),
+            expressions: vec![],
+        }
+    }
+
+    #[test]
+    fn hostname_anti_affinity_puts_one_pod_per_node() {
+        let anti = Scheduling {
+            anti_affinity: vec![PodAffinityTerm {
+                selector: app_selector("db"),
+                namespaces: Some(vec!["default".into()]),
+                topology_key: HOSTNAME_LABEL.into(),
+            }],
+            ..Default::default()
+        };
+        let groups = [
+            (pod("db", 100, 100, anti), 5),
+            (pod("web", 100, 100, Scheduling::default()), 10),
+        ];
+        let estimate = run(node(4000, 16, 110), &groups, 100);
+        assert_eq!(estimate.node_count(), 5);
+        assert_eq!(estimate.pods_placed(), 15, "web pods fill the db nodes");
+    }
+
+    #[test]
+    fn zone_anti_affinity_allows_one_pod_in_the_templates_zone() {
+        let anti = Scheduling {
+            anti_affinity: vec![PodAffinityTerm {
+                selector: app_selector("zk"),
+                namespaces: Some(vec!["default".into()]),
+                topology_key: ZONE_LABEL.into(),
+            }],
+            ..Default::default()
+        };
+        let estimate = run(node(4000, 16, 110), &[(pod("zk", 100, 100, anti), 3)], 100);
+        assert_eq!((estimate.node_count(), estimate.pods_placed()), (1, 1));
+        assert_eq!(estimate.unfit[0], Some(Unfit::AntiAffinity));
+    }
+
+    #[test]
+    fn hostname_spread_caps_pods_per_node_at_max_skew() {
+        let spread = Scheduling {
+            spread: vec![SpreadConstraint {
+                max_skew: 2,
+                topology_key: HOSTNAME_LABEL.into(),
+                selector: app_selector("api"),
+            }],
+            ..Default::default()
+        };
+        // A full node that matches counts as a domain with none of the pods: the minimum stays 0.
+        let groups = [(pod("api", 100, 100, spread), 10)];
+        let estimate = run_beside(node(8000, 32, 110), &groups, 100, 1);
+        assert_eq!((estimate.pods_placed(), estimate.node_count()), (10, 5));
+    }
+
+    #[test]
+    fn host_ports_keep_pods_apart_and_affinity_keeps_them_together() {
+        let port = Scheduling {
+            host_ports: vec![HostPort {
+                protocol: "TCP".into(),
+                port: 9100,
+                ip: String::new(),
+            }],
+            ..Default::default()
+        };
+        let estimate = run(
+            node(4000, 16, 110),
+            &[(pod("exporter", 100, 100, port), 3)],
+            100,
+        );
+        assert_eq!(estimate.node_count(), 3);
+
+        let with_cache = Scheduling {
+            affinity: vec![PodAffinityTerm {
+                selector: app_selector("cache"),
+                namespaces: Some(vec!["default".into()]),
+                topology_key: HOSTNAME_LABEL.into(),
+            }],
+            ..Default::default()
+        };
+        let groups = [
+            (pod("cache", 1000, 100, Scheduling::default()), 1),
+            (pod("app", 1000, 100, with_cache), 5),
+        ];
+        let estimate = run(node(4000, 16, 110), &groups, 100);
+        // Only the cache's node satisfies the affinity: 3 apps join it, 2 cannot go anywhere new.
+        assert_eq!(estimate.node_count(), 1);
+        assert_eq!(estimate.placed, [1, 3]);
+        assert_eq!(estimate.unfit[1], Some(Unfit::Affinity));
+    }
+
+    #[test]
+    fn self_affinity_lets_the_first_pod_start_a_node() {
+        let together = Scheduling {
+            affinity: vec![PodAffinityTerm {
+                selector: app_selector("gang"),
+                namespaces: Some(vec!["default".into()]),
+                topology_key: HOSTNAME_LABEL.into(),
+            }],
+            ..Default::default()
+        };
+        let estimate = run(
+            node(4000, 16, 110),
+            &[(pod("gang", 1000, 100, together), 4)],
+            100,
+        );
+        assert_eq!((estimate.node_count(), estimate.pods_placed()), (1, 4));
+    }
+
+    #[test]
+    fn never_more_nodes_than_first_fit_decreasing_by_upstreams_score() {
+        // A mix where the dominant-share order packs tighter than the sum-of-shares order or ties.
+        let template = node(4000, 16, 110);
+        let groups = [
+            (pod("a", 2000, 1024, Scheduling::default()), 7),
+            (pod("b", 500, 6144, Scheduling::default()), 7),
+            (pod("c", 1500, 2048, Scheduling::default()), 7),
+        ];
+        let chosen = run(template.clone(), &groups, 100);
+        let mut topology = Topology::default();
+        let terms: Vec<PodTerms> = groups.iter().map(|(p, _)| topology.resolve(p)).collect();
+        let place = topology.place(template.clone(), Some(0), PlaceKind::Planned);
+        let demands: Vec<Demand> = groups
+            .iter()
+            .zip(&terms)
+            .map(|((pod, count), terms)| Demand {
+                pod,
+                terms,
+                count: *count,
+            })
+            .collect();
+        let limits = Limits {
+            max_nodes: 100,
+            deadline: None,
+        };
+        let upstream = pack(
+            &topology,
+            &[],
+            &place,
+            &demands,
+            limits,
+            Ordering::SumOfShares,
+        );
+        assert!(chosen.node_count() <= upstream.node_count());
+        assert!(chosen.node_count() as u64 >= lower_bound(&template, &groups));
+    }
+}

@@ -1,0 +1,74 @@
+//! Where the companion reads the cluster from. Every source hands out the same converted view; the live
+//! one (kube) keeps it current from watches, so asking is cheap and a loop never waits on the API server.
+
+use crate::k8s::snapshot::{self, SnapshotError};
+use crate::model::pdb::Pdb;
+use crate::model::{Node, Pod};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// The cluster at one moment, in the internal model.
+#[derive(Debug, Default)]
+pub struct ClusterView {
+    pub nodes: Vec<Node>,
+    pub pods: Vec<Pod>,
+    pub pdbs: Vec<Pdb>,
+    /// When this view was true: the clock ages are measured against.
+    pub now: Option<SystemTime>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("reading snapshot {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("snapshot {path}: {source}")]
+    Snapshot {
+        path: PathBuf,
+        source: SnapshotError,
+    },
+}
+
+#[async_trait::async_trait]
+pub trait ClusterSource: Send + Sync {
+    /// The cluster as it is now.
+    async fn view(&self) -> Result<Arc<ClusterView>, ClusterError>;
+}
+
+/// A `kubectl get nodes,pods,pdb -A -o json` file, read once: the cluster never changes.
+pub struct Snapshot {
+    view: Arc<ClusterView>,
+}
+
+impl Snapshot {
+    pub fn read(path: &Path) -> Result<Snapshot, ClusterError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ClusterError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let parsed = snapshot::parse(&text).map_err(|source| ClusterError::Snapshot {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        // A snapshot is as old as its newest node: ages are measured from then, not from today.
+        let now = parsed.nodes.iter().filter_map(|n| n.created).max();
+        Ok(Snapshot {
+            view: Arc::new(ClusterView {
+                nodes: parsed.nodes,
+                pods: parsed.pods,
+                pdbs: parsed.pdbs,
+                now,
+            }),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl ClusterSource for Snapshot {
+    async fn view(&self) -> Result<Arc<ClusterView>, ClusterError> {
+        Ok(self.view.clone())
+    }
+}

@@ -1,0 +1,110 @@
+//! Equivalence groups: pending pods the estimator cannot tell apart, so that predicates run once per group
+//! and packing moves whole groups at a time.
+//!
+//! cluster-autoscaler groups by controller and a deep comparison of the spec (at most 10 groups per
+//! controller, pods without a controller alone). We group by exactly what the predicates and the packing
+//! read (namespace, labels, demand, priority and the scheduling constraints), so identical pods from
+//! different controllers, or with no controller, share a group too.
+
+use crate::model::Pod;
+use std::collections::HashMap;
+
+/// Pods that schedule identically. `pods` index the pod list they were grouped from; the first is the
+/// exemplar that the predicates are run on.
+#[derive(Clone, Debug)]
+pub struct EquivalenceGroup {
+    pub pods: Vec<usize>,
+}
+
+impl EquivalenceGroup {
+    pub fn exemplar<'a>(&self, pods: &'a [Pod]) -> &'a Pod {
+        &pods[self.pods[0]]
+    }
+}
+
+/// Groups `members` (indices into `pods`), keeping the order in which each group first appears, then
+/// ordering groups by priority, highest first, as cluster-autoscaler tries pods.
+pub fn group(pods: &[Pod], members: impl IntoIterator<Item = usize>) -> Vec<EquivalenceGroup> {
+    let mut index = HashMap::new();
+    let mut groups: Vec<EquivalenceGroup> = Vec::new();
+    for i in members {
+        let slot = *index.entry(pods[i].equivalence_key()).or_insert_with(|| {
+            groups.push(EquivalenceGroup { pods: Vec::new() });
+            groups.len() - 1
+        });
+        groups[slot].pods.push(i);
+    }
+    groups.sort_by_key(|g| std::cmp::Reverse(g.exemplar(pods).priority.unwrap_or(0)));
+    groups
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::model::Resources;
+    use crate::model::pod::{Phase, Scheduling};
+    use std::sync::Arc;
+
+    pub(crate) fn pod(name: &str, app: &str, cpu: u64) -> Pod {
+        Pod {
+            namespace: "default".into(),
+            name: name.into(),
+            labels: [("app".to_string(), app.to_string())].into(),
+            demand: Resources {
+                cpu_millis: cpu,
+                pods: 1,
+                ..Default::default()
+            },
+            extended: Default::default(),
+            priority: None,
+            controller: None,
+            scheduler_name: "default-scheduler".into(),
+            node_name: None,
+            nominated_node: None,
+            phase: Phase::Pending,
+            unschedulable: true,
+            deleting: false,
+            scheduling: Arc::new(Scheduling::default()),
+            json: None,
+        }
+    }
+
+    #[test]
+    fn identical_pods_share_a_group_whatever_their_names() {
+        let mut pods = vec![
+            pod("a-1", "a", 100),
+            pod("b-1", "b", 100),
+            pod("a-2", "a", 100),
+            pod("a-big", "a", 200),
+        ];
+        pods.push(Pod {
+            priority: Some(100),
+            ..pod("urgent", "a", 100)
+        });
+        let groups = group(&pods, 0..pods.len());
+        let names: Vec<Vec<&str>> = groups
+            .iter()
+            .map(|g| g.pods.iter().map(|&i| pods[i].name.as_str()).collect())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                vec!["urgent"],
+                vec!["a-1", "a-2"],
+                vec!["b-1"],
+                vec!["a-big"]
+            ]
+        );
+    }
+
+    #[test]
+    fn constraints_split_groups() {
+        let mut tolerant = pod("t", "a", 100);
+        tolerant.scheduling = Arc::new(Scheduling {
+            node_selector: [("team".to_string(), "web".to_string())].into(),
+            ..Default::default()
+        });
+        let pods = vec![pod("p", "a", 100), tolerant];
+        assert_eq!(group(&pods, 0..2).len(), 2);
+    }
+}

@@ -1,0 +1,227 @@
+//! The scheduler's filters that depend on the pod and one node only: node selector and affinity, taints,
+//! resources. The ones that depend on where other pods sit (ports, pod affinity, topology spread) live with
+//! the placement state in `world.rs`. Reasons read like the scheduler's own messages.
+
+use crate::model::pod::Scheduling;
+use crate::model::{Node, Resources, Taint};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Why a pod cannot go on a node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unfit {
+    NotReady,
+    Unschedulable,
+    NodeAffinity,
+    Taint(Taint),
+    Insufficient(String),
+    HostPorts,
+    Affinity,
+    AntiAffinity,
+    Spread,
+    MissingTopology(String),
+}
+
+impl fmt::Display for Unfit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unfit::NotReady => write!(f, "node(s) were not ready"),
+            Unfit::Unschedulable => write!(f, "node(s) were unschedulable"),
+            Unfit::NodeAffinity => write!(f, "node(s) didn't match Pod's node affinity/selector"),
+            Unfit::Taint(t) => write!(
+                f,
+                "node(s) had untolerated taint {{{}: {}}} ({})",
+                t.key,
+                t.value,
+                t.effect.as_str()
+            ),
+            Unfit::Insufficient(resource) => write!(f, "Insufficient {resource}"),
+            Unfit::HostPorts => {
+                write!(
+                    f,
+                    "node(s) didn't have free ports for the requested pod ports"
+                )
+            }
+            Unfit::Affinity => write!(f, "node(s) didn't match pod affinity rules"),
+            Unfit::AntiAffinity => write!(f, "node(s) didn't match pod anti-affinity rules"),
+            Unfit::Spread => write!(f, "node(s) didn't match pod topology spread constraints"),
+            Unfit::MissingTopology(key) => write!(
+                f,
+                "node(s) didn't match pod topology spread constraints (missing required label {key})"
+            ),
+        }
+    }
+}
+
+/// Node selector, required node affinity and taints (NoSchedule, NoExecute).
+pub fn node_fit(scheduling: &Scheduling, node: &Node) -> Result<(), Unfit> {
+    if !scheduling.node_matches(&node.labels) {
+        return Err(Unfit::NodeAffinity);
+    }
+    if let Some(taint) = crate::model::taint::untolerated(&node.taints, &scheduling.tolerations) {
+        return Err(Unfit::Taint(taint.clone()));
+    }
+    Ok(())
+}
+
+/// Whether `demand` (and its extended resources) fits in what is free, naming the first resource short.
+pub fn resources_fit(
+    demand: &Resources,
+    extended: &BTreeMap<String, u64>,
+    free: &Resources,
+    free_extended: &BTreeMap<String, u64>,
+) -> Result<(), Unfit> {
+    let short = |name: &str| Err(Unfit::Insufficient(name.to_string()));
+    if demand.pods > free.pods {
+        return short("pods");
+    }
+    if demand.cpu_millis > free.cpu_millis {
+        return short("cpu");
+    }
+    if demand.memory_bytes > free.memory_bytes {
+        return short("memory");
+    }
+    if demand.ephemeral_storage_bytes > free.ephemeral_storage_bytes {
+        return short("ephemeral-storage");
+    }
+    if demand.gpus > free.gpus {
+        return short(crate::model::GPU_RESOURCE);
+    }
+    for (name, amount) in extended {
+        if *amount > free_extended.get(name).copied().unwrap_or(0) {
+            return short(name);
+        }
+    }
+    Ok(())
+}
+
+/// How many pods of `demand` fit in `free` (resources only), in closed form: the estimator's fast path.
+pub fn how_many(
+    demand: &Resources,
+    extended: &BTreeMap<String, u64>,
+    free: &Resources,
+    free_extended: &BTreeMap<String, u64>,
+) -> u64 {
+    let each = |want: u64, have: u64| have.checked_div(want).unwrap_or(u64::MAX);
+    let mut n = each(demand.pods, free.pods)
+        .min(each(demand.cpu_millis, free.cpu_millis))
+        .min(each(demand.memory_bytes, free.memory_bytes))
+        .min(each(
+            demand.ephemeral_storage_bytes,
+            free.ephemeral_storage_bytes,
+        ))
+        .min(each(demand.gpus, free.gpus));
+    for (name, amount) in extended {
+        n = n.min(each(*amount, free_extended.get(name).copied().unwrap_or(0)));
+    }
+    n
+}
+
+/// `free - used`, never below zero (a node can be overcommitted by pods bound before a resize).
+pub fn minus(free: Resources, used: &Resources) -> Resources {
+    Resources {
+        cpu_millis: free.cpu_millis.saturating_sub(used.cpu_millis),
+        memory_bytes: free.memory_bytes.saturating_sub(used.memory_bytes),
+        ephemeral_storage_bytes: free
+            .ephemeral_storage_bytes
+            .saturating_sub(used.ephemeral_storage_bytes),
+        pods: free.pods.saturating_sub(used.pods),
+        gpus: free.gpus.saturating_sub(used.gpus),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::selector::{NodeSelector, Operator, Requirement};
+    use crate::model::{TaintEffect, Toleration};
+
+    fn node() -> Node {
+        Node {
+            name: "n".into(),
+            labels: [("zone".to_string(), "a".to_string())].into(),
+            taints: vec![Taint {
+                key: "dedicated".into(),
+                value: "batch".into(),
+                effect: TaintEffect::NoSchedule,
+            }],
+            ready: true,
+            ..Default::default()
+        }
+    }
+
+    fn tolerating() -> Scheduling {
+        Scheduling {
+            tolerations: vec![Toleration {
+                key: Some("dedicated".into()),
+                exists: true,
+                value: String::new(),
+                effect: None,
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn selector_affinity_and_taints() {
+        let unfit = node_fit(&Scheduling::default(), &node()).unwrap_err();
+        assert_eq!(
+            unfit.to_string(),
+            "node(s) had untolerated taint {dedicated: batch} (NoSchedule)"
+        );
+        assert_eq!(node_fit(&tolerating(), &node()), Ok(()));
+        let elsewhere = Scheduling {
+            node_selector: [("zone".to_string(), "b".to_string())].into(),
+            ..tolerating()
+        };
+        assert_eq!(node_fit(&elsewhere, &node()), Err(Unfit::NodeAffinity));
+        let affinity = Scheduling {
+            node_affinity: Some(NodeSelector {
+                terms: vec![vec![Requirement {
+                    key: "zone".into(),
+                    operator: Operator::NotIn,
+                    values: vec!["a".into()],
+                }]],
+            }),
+            ..tolerating()
+        };
+        assert_eq!(node_fit(&affinity, &node()), Err(Unfit::NodeAffinity));
+    }
+
+    #[test]
+    fn resources_name_what_is_short_and_count_in_closed_form() {
+        let free = Resources {
+            cpu_millis: 2000,
+            memory_bytes: 4 << 30,
+            pods: 3,
+            ..Default::default()
+        };
+        let pod = Resources {
+            cpu_millis: 500,
+            memory_bytes: 1 << 30,
+            pods: 1,
+            ..Default::default()
+        };
+        let none = BTreeMap::new();
+        assert_eq!(resources_fit(&pod, &none, &free, &none), Ok(()));
+        assert_eq!(how_many(&pod, &none, &free, &none), 3, "pods bind first");
+        let big = Resources {
+            memory_bytes: 5 << 30,
+            ..pod
+        };
+        assert_eq!(
+            resources_fit(&big, &none, &free, &none),
+            Err(Unfit::Insufficient("memory".into()))
+        );
+        let fpga = BTreeMap::from([("aws.amazon.com/fpga".to_string(), 1)]);
+        assert_eq!(
+            resources_fit(&pod, &fpga, &free, &none),
+            Err(Unfit::Insufficient("aws.amazon.com/fpga".into()))
+        );
+        assert_eq!(how_many(&pod, &fpga, &free, &fpga), 1);
+        assert_eq!(
+            how_many(&Resources::default(), &none, &free, &none),
+            u64::MAX
+        );
+    }
+}

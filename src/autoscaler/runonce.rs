@@ -1,0 +1,669 @@
+//! One iteration of the loop (cluster-autoscaler's RunOnce): Refresh, read the node groups, count what is
+//! coming, find the pods that need help, set Fargate pods aside, place what fits where it already is or will
+//! be, plan scale-ups for the rest, act (unless dry), and record why for every pod.
+
+use super::backoff::{Backoff, BackoffSettings};
+use super::client::{ClientError, ProviderClient};
+use super::cluster::ClusterView;
+use super::equivalence::{self, EquivalenceGroup};
+use super::expander::Expander;
+use super::scaleup::{self, Group, Limits, Pending, Totals};
+use super::status::{FargatePod, GroupStatus, NoScaleUp, Placed, Status};
+use super::world::{Place, PlaceKind, PodTerms, Topology, fits};
+use crate::k8s::objects;
+use crate::model::pod::{FARGATE_SCHEDULER, Phase};
+use crate::model::{Node, Pod, Resources};
+use crate::proto::externalgrpc::{
+    ExternalGrpcNode, Instance, NodeGroup, instance_status::InstanceState,
+};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// The decision flags of `run` and `simulate`.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub expander: Expander,
+    pub limits: Limits,
+    pub expendable_pods_priority_cutoff: i32,
+    pub max_node_provision_time: Duration,
+    pub max_node_startup_time: Duration,
+    pub backoff: BackoffSettings,
+    /// Call IncreaseSize (and delete instances that never registered); false for `simulate` and `--dry-run`.
+    pub act: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    #[error("the provider failed, nothing was done this loop: {0}")]
+    Provider(#[from] ClientError),
+    #[error(transparent)]
+    Expander(#[from] super::expander::ExpanderError),
+}
+
+/// The loop's state between iterations.
+pub struct RunOnce {
+    client: ProviderClient,
+    settings: Settings,
+    backoff: Backoff,
+    /// Instance ids whose creation error was already counted against their group.
+    failed_instances: HashSet<String>,
+    /// When each instance without a node was first seen.
+    unregistered_since: HashMap<String, SystemTime>,
+}
+
+/// A node group with what the provider said of it this loop.
+struct GroupFacts {
+    group: NodeGroup,
+    target: i32,
+    instances: Vec<Instance>,
+    template: Option<Arc<Node>>,
+    problem: Option<String>,
+}
+
+impl RunOnce {
+    pub fn new(client: ProviderClient, settings: Settings) -> RunOnce {
+        RunOnce {
+            client,
+            backoff: Backoff::new(settings.backoff),
+            settings,
+            failed_instances: HashSet::new(),
+            unregistered_since: HashMap::new(),
+        }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// One iteration over `view`, at `now` (the view's own time for a snapshot).
+    pub async fn run(&mut self, view: &ClusterView, now: SystemTime) -> Result<Status, LoopError> {
+        let started = Instant::now();
+        let mut status = Status::default();
+        self.client.refresh().await?;
+        self.backoff.forget_old(now);
+        let facts = self.read_groups().await?;
+
+        // Which group each node belongs to: by providerID from the groups' instances, then by asking.
+        let mut group_of_instance: HashMap<&str, usize> = HashMap::new();
+        for (gi, f) in facts.iter().enumerate() {
+            for instance in &f.instances {
+                group_of_instance.insert(instance.id.as_str(), gi);
+            }
+        }
+        let index_of: HashMap<&str, usize> = facts
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.group.id.as_str(), i))
+            .collect();
+        let mut node_group: Vec<Option<usize>> = Vec::with_capacity(view.nodes.len());
+        for node in &view.nodes {
+            let found = match group_of_instance.get(node.provider_id.as_str()) {
+                Some(&gi) => Some(gi),
+                None if node.provider_id.is_empty() => None,
+                None => self
+                    .client
+                    .node_group_for_node(&node.name, &node.provider_id)
+                    .await?
+                    .and_then(|g| index_of.get(g.id.as_str()).copied()),
+            };
+            node_group.push(found);
+        }
+
+        // Per group: registered nodes, what is still coming, instances that failed or never registered.
+        let registered_ids: HashSet<&str> =
+            view.nodes.iter().map(|n| n.provider_id.as_str()).collect();
+        let mut groups: Vec<Group> = Vec::with_capacity(facts.len());
+        let mut upcoming = vec![0usize; facts.len()];
+        let mut registered = vec![0usize; facts.len()];
+        for (gi, f) in facts.iter().enumerate() {
+            for (node, g) in view.nodes.iter().zip(&node_group) {
+                if *g == Some(gi) {
+                    let young = node
+                        .created
+                        .and_then(|c| now.duration_since(c).ok())
+                        .is_some_and(|age| age < self.settings.max_node_startup_time);
+                    // A node still starting is represented by an upcoming node, as upstream does.
+                    if node.ready || !young {
+                        registered[gi] += 1;
+                    }
+                }
+            }
+            let mut failed = 0;
+            for instance in &f.instances {
+                let status = instance.status.as_ref();
+                let error = status.and_then(|s| s.error_info.as_ref());
+                let creating = status
+                    .is_some_and(|s| s.instance_state == InstanceState::InstanceCreating as i32);
+                if let (true, Some(error)) = (creating, error) {
+                    failed += 1;
+                    if self.failed_instances.insert(instance.id.clone()) {
+                        let why = format!(
+                            "instance creation failed: {}: {}",
+                            error.error_code, error.error_message
+                        );
+                        self.backoff.fail(&f.group.id, why, now);
+                    }
+                    continue;
+                }
+                if registered_ids.contains(instance.id.as_str()) {
+                    self.unregistered_since.remove(&instance.id);
+                } else {
+                    self.unregistered_since
+                        .entry(instance.id.clone())
+                        .or_insert(now);
+                }
+            }
+            let counted = registered[gi] + failed;
+            upcoming[gi] = usize::try_from(f.target)
+                .unwrap_or(0)
+                .saturating_sub(counted);
+            let mut skip = f
+                .problem
+                .clone()
+                .or_else(|| self.backoff.backed_off(&f.group.id, now));
+            if skip.is_none() && f.target >= f.group.max_size {
+                skip = Some("max node group size reached".into());
+            }
+            if skip.is_some() {
+                // A backed-off group's requested nodes may never come: do not count on them.
+                upcoming[gi] = 0;
+            }
+            groups.push(Group {
+                id: f.group.id.clone(),
+                min_size: f.group.min_size,
+                max_size: f.group.max_size,
+                target_size: f.target,
+                template: None,
+                skip,
+                node_price: None,
+            });
+        }
+        self.remove_long_unregistered(&facts, now, &mut status)
+            .await;
+
+        // Sort the pods.
+        let cutoff = self.settings.expendable_pods_priority_cutoff;
+        let pods = &view.pods;
+        let mut to_help = Vec::new();
+        let mut fargate_bound = Vec::new();
+        let mut bound = Vec::new();
+        for (i, pod) in pods.iter().enumerate() {
+            if pod.phase == Phase::Terminal {
+                continue;
+            }
+            if pod.node_name.is_some() {
+                if !pod.expendable(cutoff) {
+                    bound.push(i);
+                }
+                continue;
+            }
+            if pod.deleting {
+                continue;
+            }
+            if pod.scheduler_name == FARGATE_SCHEDULER {
+                fargate_bound.push(i);
+            } else if pod.nominated_node.is_some() && !pod.expendable(cutoff) {
+                bound.push(i);
+            } else if !pod.unschedulable || pod.expendable(cutoff) {
+                // Not refused by the scheduler yet, or expendable: no reason to add a node.
+            } else if pod.daemonset() {
+                status.no_scale_up.push(NoScaleUp {
+                    pod: pod.key(),
+                    reasons: BTreeMap::from([(
+                        String::new(),
+                        "DaemonSet pod: a new node would run its own copy, not this one"
+                            .to_string(),
+                    )]),
+                });
+            } else {
+                to_help.push(i);
+            }
+        }
+        let help_groups = equivalence::group(pods, to_help);
+        self.fargate(pods, &fargate_bound, &help_groups, &mut status)
+            .await?;
+
+        // The world: terms first, then places, then the pods already there.
+        let mut topology = Topology::default();
+        for eg in &help_groups {
+            topology.register(eg.exemplar(pods));
+        }
+        for &i in &bound {
+            if !pods[i].scheduling.anti_affinity.is_empty() {
+                topology.register(&pods[i]);
+            }
+        }
+        let mut places: Vec<Place> = view
+            .nodes
+            .iter()
+            .zip(&node_group)
+            .map(|(node, g)| topology.place(Arc::new(node.clone()), *g, PlaceKind::Existing))
+            .collect();
+        let place_of: HashMap<&str, usize> = view
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let mut resolved: HashMap<crate::model::pod::EquivalenceKey, PodTerms> = HashMap::new();
+        for &i in &bound {
+            let pod = &pods[i];
+            let node = pod.node_name.as_deref().or(pod.nominated_node.as_deref());
+            if let Some(&p) = node.and_then(|n| place_of.get(n)) {
+                let terms = resolved
+                    .entry(pod.equivalence_key())
+                    .or_insert_with(|| topology.resolve(pod));
+                topology.put(pod, terms, &mut places[p], 1);
+            }
+        }
+        drop(resolved);
+        let daemonsets = daemonset_exemplars(pods);
+        for (gi, f) in facts.iter().enumerate() {
+            let Some(node) = &f.template else { continue };
+            let mut template = topology.place(node.clone(), Some(gi), PlaceKind::Planned);
+            for ds in &daemonsets {
+                if super::predicates::node_fit(&ds.scheduling, node).is_ok() {
+                    template.free = super::predicates::minus(template.free, &ds.demand);
+                    template
+                        .ports
+                        .extend(ds.scheduling.host_ports.iter().cloned());
+                }
+            }
+            for _ in 0..upcoming[gi] {
+                places.push(topology.copy(&template, PlaceKind::Upcoming));
+            }
+            groups[gi].template = Some(template);
+        }
+
+        // Pods that fit where they are or where nodes are coming need nothing new.
+        let terms: Vec<PodTerms> = help_groups
+            .iter()
+            .map(|eg| topology.resolve(eg.exemplar(pods)))
+            .collect();
+        let mut done = vec![0usize; help_groups.len()];
+        for (e, eg) in help_groups.iter().enumerate() {
+            let placed = fit_existing(&mut topology, &mut places, pods, eg, &terms[e]);
+            for (k, p) in placed.into_iter().enumerate() {
+                let place = &places[p];
+                status.placed.push(Placed {
+                    pod: pods[eg.pods[k]].key(),
+                    node: match place.kind {
+                        PlaceKind::Existing => place.node.name.clone(),
+                        _ => "upcoming".into(),
+                    },
+                    node_group: place.group.map(|g| groups[g].id.clone()),
+                });
+                done[e] += 1;
+            }
+        }
+
+        // Plan the rest.
+        let totals = places.iter().fold(Totals::default(), |t, p| Totals {
+            nodes: t.nodes + 1,
+            cpu_millis: t.cpu_millis + p.node.capacity.cpu_millis,
+            memory_bytes: t.memory_bytes + p.node.capacity.memory_bytes,
+        });
+        let mut pending = Pending {
+            pods,
+            prices: vec![None; help_groups.len()],
+            groups: help_groups,
+            terms,
+            done,
+            stabilizer: 0.0,
+        };
+        if self.settings.expander.needs_prices() {
+            self.prices(&mut groups, &mut pending).await?;
+        }
+        let plan = scaleup::plan(
+            &mut topology,
+            &mut places,
+            &groups,
+            &mut pending,
+            &self.settings.limits,
+            &self.settings.expander,
+            totals,
+        )?;
+        status.estimate_ms = plan.estimate_time.as_secs_f64() * 1000.0;
+        status.scale_up = plan.scale_ups;
+        for (e, eg) in pending.groups.iter().enumerate() {
+            for &p in &eg.pods[pending.done[e]..] {
+                status.no_scale_up.push(NoScaleUp {
+                    pod: pods[p].key(),
+                    reasons: plan.reasons[e].clone(),
+                });
+            }
+        }
+
+        // Act.
+        if self.settings.act {
+            for scale_up in &mut status.scale_up {
+                let delta = i32::try_from(scale_up.delta).unwrap_or(i32::MAX);
+                if let Err(error) = self.client.increase_size(&scale_up.node_group, delta).await {
+                    let why = error.to_string();
+                    self.backoff.fail(&scale_up.node_group, why.clone(), now);
+                    status
+                        .errors
+                        .push(format!("scale-up of {}: {why}", scale_up.node_group));
+                    scale_up.error = Some(why);
+                }
+            }
+        }
+        status.node_groups = facts
+            .iter()
+            .enumerate()
+            .map(|(gi, f)| GroupStatus {
+                id: f.group.id.clone(),
+                min_size: f.group.min_size,
+                max_size: f.group.max_size,
+                target_size: f.target,
+                registered: registered[gi],
+                upcoming: upcoming[gi],
+                skipped: groups[gi].skip.clone(),
+            })
+            .collect();
+        status.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        Ok(status)
+    }
+
+    /// Every group's size, instances and template, asked concurrently. A group the provider cannot describe
+    /// is kept with the problem, so that it is reported and skipped rather than failing the loop.
+    async fn read_groups(&self) -> Result<Vec<GroupFacts>, ClientError> {
+        let groups = self.client.node_groups().await?;
+        let mut tasks = tokio::task::JoinSet::new();
+        for (i, group) in groups.iter().enumerate() {
+            let client = self.client.clone();
+            let group = group.clone();
+            tasks.spawn(async move {
+                let read = async {
+                    let target = client.target_size(&group.id).await?;
+                    let instances = client.nodes(&group.id).await?;
+                    let template = client.template(&group.id).await?;
+                    Ok::<_, ClientError>((target, instances, template))
+                };
+                let facts = match read.await {
+                    Ok((target, instances, template)) => {
+                        let (template, problem) =
+                            match template.as_deref().map(objects::node_from_pb) {
+                                None => (None, None),
+                                Some(Ok(node)) => (Some(Arc::new(node)), None),
+                                Some(Err(e)) => (None, Some(format!("template: {e}"))),
+                            };
+                        GroupFacts {
+                            group,
+                            target,
+                            instances,
+                            template,
+                            problem,
+                        }
+                    }
+                    Err(e) => GroupFacts {
+                        problem: Some(e.to_string()),
+                        group,
+                        target: 0,
+                        instances: Vec::new(),
+                        template: None,
+                    },
+                };
+                (i, facts)
+            });
+        }
+        let mut facts: Vec<Option<GroupFacts>> = (0..groups.len()).map(|_| None).collect();
+        while let Some(joined) = tasks.join_next().await {
+            let (i, f) = joined.expect("group reader does not panic");
+            facts[i] = Some(f);
+        }
+        Ok(facts.into_iter().flatten().collect())
+    }
+
+    /// Fargate-bound pods get the provider's profile, size and price; pods a profile would take but that kept
+    /// the default scheduler are noted (EKS assigns fargate-scheduler only when a pod is created).
+    async fn fargate(
+        &self,
+        pods: &[Pod],
+        bound: &[usize],
+        help: &[EquivalenceGroup],
+        status: &mut Status,
+    ) -> Result<(), ClientError> {
+        for eg in equivalence::group(pods, bound.iter().copied()) {
+            let exemplar = eg.exemplar(pods);
+            let answer = match &exemplar.json {
+                Some(json) => self.client.match_pod_json(json.clone()).await?,
+                None => None,
+            };
+            for &p in &eg.pods {
+                status.fargate.push(match &answer {
+                    Some(a) => FargatePod {
+                        pod: pods[p].key(),
+                        profile: a.profile.clone(),
+                        capacity_provisioned: a.capacity_provisioned.clone(),
+                        hourly_price: a.hourly_price,
+                        scheduler: FARGATE_SCHEDULER.into(),
+                        incompatibilities: a.incompatibilities.clone(),
+                        note: (!a.reason.is_empty()).then(|| a.reason.clone()),
+                    },
+                    None => FargatePod {
+                        pod: pods[p].key(),
+                        profile: String::new(),
+                        capacity_provisioned: String::new(),
+                        hourly_price: 0.0,
+                        scheduler: FARGATE_SCHEDULER.into(),
+                        incompatibilities: Vec::new(),
+                        note: Some("the provider does not serve ekscale.v1.Fargate".into()),
+                    },
+                });
+            }
+        }
+        for eg in help {
+            let exemplar = eg.exemplar(pods);
+            let Some(json) = &exemplar.json else { continue };
+            let Some(answer) = self.client.match_pod_json(json.clone()).await? else {
+                return Ok(());
+            };
+            if answer.profile.is_empty() {
+                continue;
+            }
+            for &p in &eg.pods {
+                status.fargate.push(FargatePod {
+                    pod: pods[p].key(),
+                    profile: answer.profile.clone(),
+                    capacity_provisioned: answer.capacity_provisioned.clone(),
+                    hourly_price: answer.hourly_price,
+                    scheduler: exemplar.scheduler_name.clone(),
+                    incompatibilities: answer.incompatibilities.clone(),
+                    note: Some(format!(
+                        "profile {} matches but the pod kept scheduler {:?}: EKS picks Fargate only when a pod is \
+                         created, so EC2 capacity is planned for it; recreate it to run it on Fargate",
+                        answer.profile,
+                        if exemplar.scheduler_name.is_empty() { "default-scheduler" } else { &exemplar.scheduler_name }
+                    )),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Node prices per group and pod prices per equivalence group, for the price expander.
+    async fn prices(
+        &self,
+        groups: &mut [Group],
+        pending: &mut Pending<'_>,
+    ) -> Result<(), ClientError> {
+        for group in groups.iter_mut() {
+            let Some(template) = &group.template else {
+                continue;
+            };
+            let node = ExternalGrpcNode {
+                name: template.node.name.clone(),
+                labels: template.node.labels.clone().into_iter().collect(),
+                ..Default::default()
+            };
+            group.node_price = self.client.node_price(node, 1.0).await?;
+        }
+        for (e, eg) in pending.groups.iter().enumerate() {
+            let bytes = objects::pod_to_pb_bytes(eg.exemplar(pending.pods));
+            pending.prices[e] = self.client.pod_price(bytes, 1.0).await?;
+        }
+        let stabilizer = stabilizer_pod();
+        pending.stabilizer = self
+            .client
+            .pod_price(objects::pod_to_pb_bytes(&stabilizer), 1.0)
+            .await?
+            .unwrap_or(0.0);
+        Ok(())
+    }
+
+    /// Instances that have not become nodes within `--max-node-provision-time` are deleted (never below the
+    /// group's min size) and their group backed off, as cluster-autoscaler does.
+    async fn remove_long_unregistered(
+        &mut self,
+        facts: &[GroupFacts],
+        now: SystemTime,
+        status: &mut Status,
+    ) {
+        for f in facts {
+            let stale: Vec<String> = f
+                .instances
+                .iter()
+                .filter(|i| {
+                    self.unregistered_since
+                        .get(&i.id)
+                        .and_then(|since| now.duration_since(*since).ok())
+                        .is_some_and(|age| age > self.settings.max_node_provision_time)
+                })
+                .map(|i| i.id.clone())
+                .collect();
+            if stale.is_empty() {
+                continue;
+            }
+            let why = format!(
+                "{} instance(s) did not register within {:?}",
+                stale.len(),
+                self.settings.max_node_provision_time
+            );
+            self.backoff.fail(&f.group.id, why.clone(), now);
+            if !self.settings.act {
+                continue;
+            }
+            let removable = usize::try_from(f.target - f.group.min_size).unwrap_or(0);
+            let nodes: Vec<(String, String)> = stale
+                .into_iter()
+                .take(removable)
+                .map(|id| (String::new(), id))
+                .collect();
+            if nodes.is_empty() {
+                continue;
+            }
+            match self.client.delete_nodes(&f.group.id, &nodes).await {
+                Ok(()) => {
+                    for (_, id) in &nodes {
+                        self.unregistered_since.remove(id);
+                    }
+                }
+                Err(e) => status.errors.push(format!(
+                    "removing unregistered instances of {}: {e}",
+                    f.group.id
+                )),
+            }
+        }
+    }
+}
+
+/// One pod per DaemonSet: what each would add to a new node.
+fn daemonset_exemplars(pods: &[Pod]) -> Vec<&Pod> {
+    let mut seen = HashSet::new();
+    pods.iter()
+        .filter(|p| p.daemonset() && seen.insert(p.controller.as_ref().map(|c| c.uid.as_str())))
+        .collect()
+}
+
+/// cluster-autoscaler's price stabilizer: a 500m / 500MiB pod.
+fn stabilizer_pod() -> Pod {
+    Pod {
+        namespace: "default".into(),
+        name: "price-stabilizer".into(),
+        labels: Default::default(),
+        demand: Resources {
+            cpu_millis: 500,
+            memory_bytes: 500 << 20,
+            pods: 1,
+            ..Default::default()
+        },
+        extended: Default::default(),
+        priority: None,
+        controller: None,
+        scheduler_name: String::new(),
+        node_name: None,
+        nominated_node: None,
+        phase: Phase::Pending,
+        unschedulable: false,
+        deleting: false,
+        scheduling: Default::default(),
+        json: None,
+    }
+}
+
+/// Places the pods of `eg` on existing and upcoming places, first fit, resuming where the last pod went
+/// (pods of a group are identical). Returns the place of each pod placed, in order.
+fn fit_existing(
+    topology: &mut Topology,
+    places: &mut [Place],
+    pods: &[Pod],
+    eg: &EquivalenceGroup,
+    terms: &PodTerms,
+) -> Vec<usize> {
+    let pod = eg.exemplar(pods);
+    let mut spread_min = vec![0u32; terms.spread_count()];
+    let mut out = Vec::new();
+    let want = eg.pods.len();
+    for p in 0..places.len() {
+        if out.len() == want {
+            break;
+        }
+        if !places[p].accepts {
+            continue;
+        }
+        if terms.simple {
+            if super::predicates::node_fit(&pod.scheduling, &places[p].node).is_err() {
+                continue;
+            }
+            let place = &places[p];
+            let k = super::predicates::how_many(
+                &pod.demand,
+                &pod.extended,
+                &place.free,
+                &place.free_extended,
+            )
+            .min((want - out.len()) as u64);
+            if k > 0 {
+                topology.put(pod, terms, &mut places[p], k);
+                out.extend(std::iter::repeat_n(p, k as usize));
+            }
+            continue;
+        }
+        while out.len() < want {
+            let verdict = {
+                let view = &*places;
+                let mut eligible = |visit: &mut dyn FnMut(&Place)| {
+                    view.iter()
+                        .filter(|q| pod.scheduling.node_matches(&q.node.labels))
+                        .for_each(&mut *visit);
+                };
+                fits(
+                    topology,
+                    pod,
+                    terms,
+                    &view[p],
+                    &mut spread_min,
+                    &mut eligible,
+                )
+            };
+            if verdict.is_err() {
+                break;
+            }
+            topology.put(pod, terms, &mut places[p], 1);
+            out.push(p);
+        }
+    }
+    out
+}

@@ -1,0 +1,540 @@
+//! Scale-up planning: for the pods nothing can hold, estimate every node group, let the expander choose,
+//! balance across similar groups, and repeat on the pods left until no group helps any more. (Upstream
+//! makes one expansion per loop; planning them all at once answers a burst in one loop.)
+
+use super::binpack::{self, Demand, Estimate, Stop};
+use super::equivalence::EquivalenceGroup;
+use super::expander::{Expander, ExpanderError, ExpansionOption, PriceContext};
+use super::predicates::{self, Unfit};
+use super::status::ScaleUp;
+use super::world::{Place, PlaceKind, PodTerms, Topology};
+use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
+use crate::model::{Pod, Resources};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// A node group as the planner sees it.
+#[derive(Clone, Debug)]
+pub struct Group {
+    pub id: String,
+    pub min_size: i32,
+    pub max_size: i32,
+    pub target_size: i32,
+    /// The template node with its DaemonSet pods already on it; `None` when the provider has none.
+    pub template: Option<Place>,
+    /// Why it may not grow this loop (backoff, failed instances, ...).
+    pub skip: Option<String>,
+    /// Filled when the expander prices options.
+    pub node_price: Option<f64>,
+}
+
+/// The pending pods that need new nodes, as equivalence groups.
+pub struct Pending<'a> {
+    pub pods: &'a [Pod],
+    pub groups: Vec<EquivalenceGroup>,
+    pub terms: Vec<PodTerms>,
+    /// Per equivalence group: how many of its pods are already placed (they are taken from the front).
+    pub done: Vec<usize>,
+    /// Per equivalence group: the price of one pod, when the expander prices options.
+    pub prices: Vec<Option<f64>>,
+    /// The price of a 500m / 500MiB pod, the price expander's stabilizer.
+    pub stabilizer: f64,
+}
+
+impl Pending<'_> {
+    fn left(&self, g: usize) -> u64 {
+        (self.groups[g].pods.len() - self.done[g]) as u64
+    }
+}
+
+/// Cluster-wide and per-scale-up limits (cluster-autoscaler's flags).
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// `--max-nodes-total`; 0 means none.
+    pub max_nodes_total: u64,
+    /// `--cores-total` max, in cores; `--memory-total` max, in GiB.
+    pub max_cores: u64,
+    pub max_memory_gib: u64,
+    pub max_nodes_per_scaleup: u64,
+    pub max_binpacking_duration: Duration,
+    pub balance_similar_node_groups: bool,
+}
+
+/// Nodes, cores and memory the cluster has or has asked for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Totals {
+    pub nodes: u64,
+    pub cpu_millis: u64,
+    pub memory_bytes: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub scale_ups: Vec<ScaleUp>,
+    /// Per equivalence group: why each node group cannot take its remaining pods.
+    pub reasons: Vec<BTreeMap<String, String>>,
+    pub estimate_time: Duration,
+}
+
+/// Plans scale-ups for `pending`, committing each into `places`/`topology` so later rounds see it.
+pub fn plan(
+    topology: &mut Topology,
+    places: &mut Vec<Place>,
+    groups: &[Group],
+    pending: &mut Pending,
+    limits: &Limits,
+    expander: &Expander,
+    cluster: Totals,
+) -> Result<Plan, ExpanderError> {
+    let mut result = Plan {
+        reasons: vec![BTreeMap::new(); pending.groups.len()],
+        ..Default::default()
+    };
+    let mut planned = vec![0u64; groups.len()];
+    let mut totals = cluster;
+    // Static feasibility of each equivalence group on each node group's template, computed once.
+    let statics: Vec<Vec<Result<(), Unfit>>> = pending
+        .groups
+        .iter()
+        .map(|eg| {
+            let pod = eg.exemplar(pending.pods);
+            groups
+                .iter()
+                .map(|g| g.template.as_ref().map_or(Ok(()), |t| static_fit(pod, t)))
+                .collect()
+        })
+        .collect();
+    let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
+
+    loop {
+        let open: Vec<usize> = (0..pending.groups.len())
+            .filter(|&e| pending.left(e) > 0)
+            .collect();
+        if open.is_empty() {
+            break;
+        }
+        for &e in &open {
+            result.reasons[e].clear();
+        }
+        let mut options: Vec<(usize, Estimate, Vec<usize>)> = Vec::new();
+        for (gi, group) in groups.iter().enumerate() {
+            let say = |result: &mut Plan, e: usize, why: String| {
+                result.reasons[e].insert(group.id.clone(), why);
+            };
+            let Some(template) = &group.template else {
+                for &e in &open {
+                    say(
+                        &mut result,
+                        e,
+                        "the provider has no template node for this group".into(),
+                    );
+                }
+                continue;
+            };
+            if let Some(why) = &group.skip {
+                for &e in &open {
+                    say(&mut result, e, why.clone());
+                }
+                continue;
+            }
+            let members: Vec<usize> = open
+                .iter()
+                .copied()
+                .filter(|&e| match &statics[e][gi] {
+                    Ok(()) => true,
+                    Err(why) => {
+                        let pod = pending.groups[e].exemplar(pending.pods);
+                        say(&mut result, e, explain(why, pod, template));
+                        false
+                    }
+                })
+                .collect();
+            if members.is_empty() {
+                continue;
+            }
+            let (limit, limited_by) = node_limit(group, planned[gi], template, limits, totals);
+            if limit == 0 {
+                for &e in &members {
+                    say(&mut result, e, limited_by.to_string());
+                }
+                continue;
+            }
+            let demands: Vec<Demand> = members
+                .iter()
+                .map(|&e| Demand {
+                    pod: pending.groups[e].exemplar(pending.pods),
+                    terms: &pending.terms[e],
+                    count: pending.left(e),
+                })
+                .collect();
+            let started = Instant::now();
+            let estimate = binpack::estimate(
+                topology,
+                places,
+                template,
+                &demands,
+                binpack::Limits {
+                    max_nodes: limit,
+                    deadline: Some(started + limits.max_binpacking_duration),
+                },
+            );
+            result.estimate_time += started.elapsed();
+            for (k, &e) in members.iter().enumerate() {
+                if estimate.placed[k] < demands[k].count {
+                    let why = match (&estimate.unfit[k], estimate.stopped) {
+                        (Some(unfit), _) => format!("{unfit} (on a new node)"),
+                        (None, Some(Stop::TimeLimit)) => {
+                            "binpacking time limit reached (--max-nodegroup-binpacking-duration)"
+                                .into()
+                        }
+                        (None, _) => limited_by.to_string(),
+                    };
+                    say(&mut result, e, why);
+                }
+            }
+            if estimate.node_count() > 0 {
+                options.push((gi, estimate, members));
+            }
+        }
+        if options.is_empty() {
+            break;
+        }
+
+        let expansion: Vec<ExpansionOption> = options
+            .iter()
+            .map(|(gi, estimate, members)| option(&groups[*gi], estimate, members, pending))
+            .collect();
+        let context = PriceContext {
+            cluster_nodes: totals.nodes as usize,
+            stabilizer: pending.stabilizer,
+        };
+        let chosen = if expansion.len() == 1 {
+            0
+        } else {
+            expander.choose(&expansion, context)?
+        };
+        let (gi, estimate, members) = options.swap_remove(chosen);
+        let others: Vec<&str> = options
+            .iter()
+            .map(|(g, ..)| groups[*g].id.as_str())
+            .collect();
+        let reason = if others.is_empty() {
+            "the only node group that helps".to_string()
+        } else {
+            format!(
+                "{} chose it over {}",
+                expander_name(expander),
+                others.join(", ")
+            )
+        };
+
+        // Balance across similar groups, then hand out the estimated nodes in order.
+        let share = if limits.balance_similar_node_groups {
+            balance(gi, &estimate, &members, groups, &planned, &statics)
+        } else {
+            vec![(gi, estimate.node_count() as u64)]
+        };
+        let Estimate {
+            nodes,
+            topology: after,
+            ..
+        } = estimate;
+        *topology = after;
+        let mut nodes = nodes.into_iter();
+        for (target, count) in share {
+            let group = &groups[target];
+            let mut pods = Vec::new();
+            for mut node in nodes.by_ref().take(count as usize) {
+                for &(k, n) in &node.contents {
+                    let e = members[k];
+                    let start = pending.done[e];
+                    pods.extend(
+                        pending.groups[e].pods[start..start + n as usize]
+                            .iter()
+                            .map(|&p| pending.pods[p].key()),
+                    );
+                    pending.done[e] += n as usize;
+                }
+                node.group = Some(target);
+                node.kind = PlaceKind::Planned;
+                let capacity = node.node.capacity;
+                places.push(node);
+                totals.nodes += 1;
+                totals.cpu_millis += capacity.cpu_millis;
+                totals.memory_bytes += capacity.memory_bytes;
+            }
+            planned[target] += count;
+            let why = if target == gi {
+                reason.clone()
+            } else {
+                format!("balanced with {} (similar node groups)", groups[gi].id)
+            };
+            let slot = *by_id.entry(group.id.clone()).or_insert_with(|| {
+                result.scale_ups.push(ScaleUp {
+                    node_group: group.id.clone(),
+                    delta: 0,
+                    pods: Vec::new(),
+                    reason: why,
+                    error: None,
+                });
+                result.scale_ups.len() - 1
+            });
+            result.scale_ups[slot].delta += count;
+            result.scale_ups[slot].pods.extend(pods);
+        }
+    }
+    for (e, reasons) in result.reasons.iter_mut().enumerate() {
+        if pending.left(e) == 0 {
+            reasons.clear();
+        }
+    }
+    Ok(result)
+}
+
+fn expander_name(expander: &Expander) -> String {
+    let names: Vec<String> = expander.chain.iter().map(|s| s.to_string()).collect();
+    names.join(",")
+}
+
+/// Checks that hold for every node of a group: node selector and affinity, taints, room on an empty node
+/// (after its DaemonSet pods), host ports the DaemonSets take.
+pub fn static_fit(pod: &Pod, template: &Place) -> Result<(), Unfit> {
+    predicates::node_fit(&pod.scheduling, &template.node)?;
+    predicates::resources_fit(
+        &pod.demand,
+        &pod.extended,
+        &template.free,
+        &template.free_extended,
+    )?;
+    if pod
+        .scheduling
+        .host_ports
+        .iter()
+        .any(|p| template.ports.iter().any(|q| p.conflicts(q)))
+    {
+        return Err(Unfit::HostPorts);
+    }
+    Ok(())
+}
+
+/// A reason with the numbers behind it when it is about room.
+fn explain(why: &Unfit, pod: &Pod, template: &Place) -> String {
+    use crate::k8s::quantity;
+    let Unfit::Insufficient(resource) = why else {
+        return why.to_string();
+    };
+    let (asked, free) = match resource.as_str() {
+        "cpu" => (
+            quantity::cpu(pod.demand.cpu_millis),
+            quantity::cpu(template.free.cpu_millis),
+        ),
+        "memory" => (
+            quantity::bytes(pod.demand.memory_bytes),
+            quantity::bytes(template.free.memory_bytes),
+        ),
+        "ephemeral-storage" => (
+            quantity::bytes(pod.demand.ephemeral_storage_bytes),
+            quantity::bytes(template.free.ephemeral_storage_bytes),
+        ),
+        crate::model::GPU_RESOURCE => (pod.demand.gpus.to_string(), template.free.gpus.to_string()),
+        other => (
+            pod.extended.get(other).copied().unwrap_or(0).to_string(),
+            template
+                .free_extended
+                .get(other)
+                .copied()
+                .unwrap_or(0)
+                .to_string(),
+        ),
+    };
+    format!("{why}: the pod requests {asked}, an empty node has {free} free after its DaemonSets")
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Limited {
+    GroupMax,
+    PerScaleUp,
+    NodesTotal,
+    Cores,
+    Memory,
+}
+
+impl std::fmt::Display for Limited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Limited::GroupMax => "max node group size reached",
+            Limited::PerScaleUp => "max nodes per scale-up reached (--max-nodes-per-scaleup)",
+            Limited::NodesTotal => "max total nodes in cluster reached (--max-nodes-total)",
+            Limited::Cores => "max cluster cpu limit reached (--cores-total)",
+            Limited::Memory => "max cluster memory limit reached (--memory-total)",
+        })
+    }
+}
+
+/// The most nodes this group may add now, and which limit that is.
+fn node_limit(
+    group: &Group,
+    planned: u64,
+    template: &Place,
+    limits: &Limits,
+    totals: Totals,
+) -> (u64, Limited) {
+    let headroom =
+        (i64::from(group.max_size) - i64::from(group.target_size) - planned as i64).max(0) as u64;
+    let mut best = (headroom, Limited::GroupMax);
+    let mut consider = |n: u64, why: Limited| {
+        if n < best.0 {
+            best = (n, why);
+        }
+    };
+    consider(limits.max_nodes_per_scaleup, Limited::PerScaleUp);
+    if limits.max_nodes_total > 0 {
+        consider(
+            limits.max_nodes_total.saturating_sub(totals.nodes),
+            Limited::NodesTotal,
+        );
+    }
+    let capacity = template.node.capacity;
+    let cores_left = (limits.max_cores.saturating_mul(1000)).saturating_sub(totals.cpu_millis);
+    if let Some(n) = cores_left.checked_div(capacity.cpu_millis) {
+        consider(n, Limited::Cores);
+    }
+    let memory_left =
+        (limits.max_memory_gib.saturating_mul(1 << 30)).saturating_sub(totals.memory_bytes);
+    if let Some(n) = memory_left.checked_div(capacity.memory_bytes) {
+        consider(n, Limited::Memory);
+    }
+    best
+}
+
+fn option(
+    group: &Group,
+    estimate: &Estimate,
+    members: &[usize],
+    pending: &Pending,
+) -> ExpansionOption {
+    let mut requests = Resources::default();
+    let mut pods_price = Some(0.0);
+    for (k, &e) in members.iter().enumerate() {
+        let n = estimate.placed[k];
+        requests = requests.plus(pending.groups[e].exemplar(pending.pods).demand.times(n));
+        pods_price = pods_price
+            .zip(pending.prices[e])
+            .map(|(sum, each)| sum + each * n as f64);
+    }
+    ExpansionOption {
+        group_id: group.id.clone(),
+        node_count: estimate.node_count() as u64,
+        pods: estimate.pods_placed(),
+        requests,
+        capacity: group
+            .template
+            .as_ref()
+            .map(|t| t.node.capacity)
+            .unwrap_or_default(),
+        node_price: group.node_price,
+        pods_price,
+    }
+}
+
+/// Labels that differ between otherwise identical groups (cluster-autoscaler's ignore list for AWS).
+const BALANCE_IGNORED_LABELS: &[&str] = &[
+    HOSTNAME_LABEL,
+    ZONE_LABEL,
+    "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region",
+    "beta.kubernetes.io/fluentd-ds-ready",
+    "kops.k8s.io/instancegroup",
+    "alpha.eksctl.io/instance-id",
+    "alpha.eksctl.io/nodegroup-name",
+    "eks.amazonaws.com/nodegroup",
+    "k8s.amazonaws.com/eniConfig",
+    "lifecycle",
+    "topology.ebs.csi.aws.com/zone",
+    "topology.k8s.aws/zone-id",
+];
+
+/// cluster-autoscaler's similarity: same capacity (memory within 1.5%), allocatable and free within 5%, and
+/// the same labels apart from zone, hostname and node group names.
+pub fn similar(a: &Place, b: &Place) -> bool {
+    let within = |x: u64, y: u64, ratio: f64| {
+        let (lo, hi) = (x.min(y) as f64, x.max(y) as f64);
+        hi == 0.0 || (hi - lo) / hi <= ratio
+    };
+    let (ca, cb) = (a.node.capacity, b.node.capacity);
+    let same_capacity = ca.cpu_millis == cb.cpu_millis
+        && ca.gpus == cb.gpus
+        && ca.pods == cb.pods
+        && within(ca.memory_bytes, cb.memory_bytes, 0.015);
+    let close = |x: &Resources, y: &Resources| {
+        within(x.cpu_millis, y.cpu_millis, 0.05)
+            && within(x.memory_bytes, y.memory_bytes, 0.05)
+            && within(x.pods, y.pods, 0.05)
+    };
+    let labels = |p: &Place| {
+        p.node
+            .labels
+            .iter()
+            .filter(|(k, _)| !BALANCE_IGNORED_LABELS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<BTreeMap<_, _>>()
+    };
+    same_capacity
+        && close(&a.node.allocatable, &b.node.allocatable)
+        && close(&a.free, &b.free)
+        && a.node.extended == b.node.extended
+        && a.node.taints == b.node.taints
+        && labels(a) == labels(b)
+}
+
+/// Spreads the chosen estimate over the chosen group and its similar groups: one node at a time to the
+/// smallest, as cluster-autoscaler does, within each group's max size.
+fn balance(
+    chosen: usize,
+    estimate: &Estimate,
+    members: &[usize],
+    groups: &[Group],
+    planned: &[u64],
+    statics: &[Vec<Result<(), Unfit>>],
+) -> Vec<(usize, u64)> {
+    let Some(template) = &groups[chosen].template else {
+        return vec![(chosen, estimate.node_count() as u64)];
+    };
+    let placed: Vec<usize> = members
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| estimate.placed[*k] > 0)
+        .map(|(_, &e)| e)
+        .collect();
+    let mut set: Vec<usize> = vec![chosen];
+    for (gi, group) in groups.iter().enumerate() {
+        if gi == chosen || group.skip.is_some() {
+            continue;
+        }
+        let Some(other) = &group.template else {
+            continue;
+        };
+        if similar(template, other) && placed.iter().all(|&e| statics[e][gi].is_ok()) {
+            set.push(gi);
+        }
+    }
+    let size = |gi: usize| i64::from(groups[gi].target_size) + planned[gi] as i64;
+    let room = |gi: usize| (i64::from(groups[gi].max_size) - size(gi)).max(0) as u64;
+    let mut given: BTreeMap<usize, u64> = set.iter().map(|&g| (g, 0)).collect();
+    for _ in 0..estimate.node_count() {
+        let next = set
+            .iter()
+            .copied()
+            .filter(|&g| given[&g] < room(g))
+            .min_by_key(|&g| (size(g) + given[&g] as i64, g != chosen));
+        match next {
+            Some(g) => *given.get_mut(&g).unwrap() += 1,
+            None => break,
+        }
+    }
+    let mut share: Vec<(usize, u64)> = given.into_iter().filter(|(_, n)| *n > 0).collect();
+    // The chosen group first, so it is named as the expander's choice.
+    share.sort_by_key(|(g, _)| *g != chosen);
+    share
+}

@@ -1,0 +1,193 @@
+//! What one RunOnce decided and why: for every pending pod what happened to it, for every node group what
+//! it was asked to do. `simulate` prints it (JSON for scripts, a table for people); `/snapshotz` serves it.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub scale_up: Vec<ScaleUp>,
+    pub scale_down: Vec<ScaleDown>,
+    pub fargate: Vec<FargatePod>,
+    pub no_scale_up: Vec<NoScaleUp>,
+    /// Pending pods that fit on existing nodes or on nodes already requested: no new node for them.
+    pub placed: Vec<Placed>,
+    pub node_groups: Vec<GroupStatus>,
+    /// Problems that stopped part of the loop (a provider call that failed, a rejected scale-up).
+    pub errors: Vec<String>,
+    /// The whole RunOnce, from Refresh to the last decision.
+    pub elapsed_ms: f64,
+    /// The estimator alone.
+    pub estimate_ms: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleUp {
+    pub node_group: String,
+    pub delta: u64,
+    pub pods: Vec<String>,
+    /// Why this group: the expander's choice, or balancing with a similar group.
+    pub reason: String,
+    /// Set when the provider refused the increase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleDown {
+    pub node: String,
+    pub node_group: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FargatePod {
+    pub pod: String,
+    /// Empty when no profile takes it (see `note`).
+    pub profile: String,
+    pub capacity_provisioned: String,
+    pub hourly_price: f64,
+    pub scheduler: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub incompatibilities: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NoScaleUp {
+    pub pod: String,
+    /// Why each node group cannot help, by node group id ("" for reasons that hold for every group).
+    pub reasons: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Placed {
+    pub pod: String,
+    /// The node it fits on, or for a node not registered yet, `upcoming` in its group.
+    pub node: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_group: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupStatus {
+    pub id: String,
+    pub min_size: i32,
+    pub max_size: i32,
+    pub target_size: i32,
+    pub registered: usize,
+    pub upcoming: usize,
+    /// Why it is not considered for scale-up this loop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+impl Status {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("status serializes")
+    }
+
+    /// The same facts, for people: node groups first, then Fargate, then what cannot be helped and why.
+    pub fn to_table(&self) -> String {
+        let mut out = String::new();
+        let decisions: BTreeMap<&str, &ScaleUp> = self
+            .scale_up
+            .iter()
+            .map(|s| (s.node_group.as_str(), s))
+            .collect();
+        let width = self
+            .node_groups
+            .iter()
+            .map(|g| g.id.len())
+            .max()
+            .unwrap_or(0)
+            .max(10);
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>6}  {:>4}  {:>4}  {:>8}  DECISION",
+            "NODE GROUP", "TARGET", "MIN", "MAX", "UPCOMING"
+        );
+        for group in &self.node_groups {
+            let decision = match (decisions.get(group.id.as_str()), &group.skipped) {
+                (Some(s), _) => {
+                    let mut text = format!(
+                        "+{} node(s) for {} pod(s): {}",
+                        s.delta,
+                        s.pods.len(),
+                        s.reason
+                    );
+                    if let Some(error) = &s.error {
+                        let _ = write!(text, " (FAILED: {error})");
+                    }
+                    text
+                }
+                (None, Some(why)) => format!("skipped: {why}"),
+                (None, None) => "no change".into(),
+            };
+            let _ = writeln!(
+                out,
+                "{:<width$}  {:>6}  {:>4}  {:>4}  {:>8}  {decision}",
+                group.id, group.target_size, group.min_size, group.max_size, group.upcoming
+            );
+        }
+        if !self.placed.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n{} pending pod(s) fit on existing or upcoming nodes: no new node needed",
+                self.placed.len()
+            );
+        }
+        if !self.fargate.is_empty() {
+            let _ = writeln!(out, "\nFargate");
+            for pod in &self.fargate {
+                let mut line = if pod.profile.is_empty() {
+                    format!("  {}: no profile takes it", pod.pod)
+                } else {
+                    format!(
+                        "  {}: profile {}, {}, ${:.4}/h",
+                        pod.pod, pod.profile, pod.capacity_provisioned, pod.hourly_price
+                    )
+                };
+                if !pod.incompatibilities.is_empty() {
+                    let _ = write!(
+                        line,
+                        "; cannot run on Fargate: {}",
+                        pod.incompatibilities.join(", ")
+                    );
+                }
+                if let Some(note) = &pod.note {
+                    let _ = write!(line, "; {note}");
+                }
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        if !self.no_scale_up.is_empty() {
+            let _ = writeln!(out, "\nPods no node group can help");
+            for pod in &self.no_scale_up {
+                let _ = writeln!(out, "  {}", pod.pod);
+                for (group, why) in &pod.reasons {
+                    let group = if group.is_empty() { "all" } else { group };
+                    let _ = writeln!(out, "    {group}: {why}");
+                }
+            }
+        }
+        for error in &self.errors {
+            let _ = writeln!(out, "\nerror: {error}");
+        }
+        let _ = writeln!(
+            out,
+            "\ndecided in {:.1} ms (estimator {:.1} ms)",
+            self.elapsed_ms, self.estimate_ms
+        );
+        out
+    }
+}

@@ -1,0 +1,510 @@
+//! Nodes and pods read once into the model: from the kube API's types (k8s-openapi; snapshots and the live
+//! cluster) and, for template nodes, from cluster-autoscaler's protobuf (k8s-pb).
+
+use crate::k8s::pod::{self, PodError};
+use crate::k8s::quantity::Quantity;
+use crate::model::pdb::Pdb;
+use crate::model::pod::{
+    Controller, HostPort, Phase, PodAffinityTerm, Scheduling, SpreadConstraint,
+};
+use crate::model::selector::{LabelSelector, NodeSelector, Operator, Requirement};
+use crate::model::{GPU_RESOURCE, Node, Pod, Resources, Taint, TaintEffect, Toleration};
+use k8s_openapi::api::core::v1 as api;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Why an object could not be read; it names the object.
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectError {
+    #[error(transparent)]
+    Pod(#[from] PodError),
+    #[error("{object}: {reason}")]
+    Invalid { object: String, reason: String },
+}
+
+fn invalid(object: &str, reason: impl Into<String>) -> ObjectError {
+    ObjectError::Invalid {
+        object: object.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// A pod from the kube API. `keep_json` keeps its JSON when it is pending, for the provider's MatchPod.
+pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError> {
+    let facts = pod::from_api(pod)?;
+    let key = facts.key();
+    let default_spec = api::PodSpec::default();
+    let spec = pod.spec.as_ref().unwrap_or(&default_spec);
+    let status = pod.status.as_ref();
+    let node_name = spec.node_name.clone().filter(|n| !n.is_empty());
+    let phase = match status.and_then(|s| s.phase.as_deref()) {
+        Some("Succeeded" | "Failed") => Phase::Terminal,
+        Some("Running") => Phase::Running,
+        _ if node_name.is_some() => Phase::Running,
+        _ => Phase::Pending,
+    };
+    let unschedulable = status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            c.type_ == "PodScheduled"
+                && c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+        });
+    let controller = pod
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+        .map(|o| Controller {
+            kind: o.kind.clone(),
+            name: o.name.clone(),
+            uid: o.uid.clone(),
+        });
+    let json = if keep_json && node_name.is_none() {
+        Some(serde_json::to_string(pod).map_err(|e| invalid(&key, e.to_string()))?)
+    } else {
+        None
+    };
+    Ok(Pod {
+        scheduling: Arc::new(scheduling(&key, &facts.namespace, &facts.labels, spec)?),
+        namespace: facts.namespace,
+        name: facts.name,
+        labels: facts.labels,
+        demand: facts.demand,
+        extended: facts.extended,
+        priority: spec.priority,
+        controller,
+        scheduler_name: facts.scheduler_name,
+        node_name,
+        nominated_node: status
+            .and_then(|s| s.nominated_node_name.clone())
+            .filter(|n| !n.is_empty()),
+        phase,
+        unschedulable,
+        deleting: pod.metadata.deletion_timestamp.is_some(),
+        json,
+    })
+}
+
+fn scheduling(
+    key: &str,
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+    spec: &api::PodSpec,
+) -> Result<Scheduling, ObjectError> {
+    let affinity = spec.affinity.as_ref();
+    let node_affinity = affinity
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|selector| node_selector(key, selector))
+        .transpose()?;
+    let terms = |list: Option<&Vec<api::PodAffinityTerm>>| {
+        list.into_iter()
+            .flatten()
+            .map(|t| affinity_term(key, namespace, labels, t))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let mut host_ports = Vec::new();
+    for container in spec
+        .init_containers
+        .iter()
+        .flatten()
+        .chain(&spec.containers)
+    {
+        for port in container.ports.iter().flatten() {
+            if let Some(host_port) = port.host_port.filter(|p| *p > 0) {
+                host_ports.push(HostPort {
+                    protocol: port.protocol.clone().unwrap_or_else(|| "TCP".into()),
+                    port: host_port,
+                    ip: port.host_ip.clone().unwrap_or_default(),
+                });
+            }
+        }
+    }
+    let mut spread = Vec::new();
+    for constraint in spec.topology_spread_constraints.iter().flatten() {
+        if constraint.when_unsatisfiable != "DoNotSchedule" {
+            continue;
+        }
+        let Ok(max_skew @ 1..) = u32::try_from(constraint.max_skew) else {
+            return Err(invalid(
+                key,
+                "topologySpreadConstraints: maxSkew must be at least 1",
+            ));
+        };
+        let mut selector =
+            label_selector(key, constraint.label_selector.as_ref())?.unwrap_or(LabelSelector {
+                // No selector counts no pods: k8s reads it as matching nothing.
+                match_labels: BTreeMap::from([("\u{0}".into(), "\u{0}".into())]),
+                expressions: vec![],
+            });
+        // matchLabelKeys: the pod's own values of these keys join the selector.
+        for label in constraint.match_label_keys.iter().flatten() {
+            if let Some(value) = labels.get(label) {
+                selector.match_labels.insert(label.clone(), value.clone());
+            }
+        }
+        spread.push(SpreadConstraint {
+            max_skew,
+            topology_key: constraint.topology_key.clone(),
+            selector,
+        });
+    }
+    Ok(Scheduling {
+        node_selector: spec.node_selector.clone().unwrap_or_default(),
+        node_affinity,
+        tolerations: spec
+            .tolerations
+            .iter()
+            .flatten()
+            .map(|t| toleration(key, t))
+            .collect::<Result<_, _>>()?,
+        host_ports,
+        affinity: terms(
+            affinity
+                .and_then(|a| a.pod_affinity.as_ref())
+                .and_then(|a| {
+                    a.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
+        )?,
+        anti_affinity: terms(
+            affinity
+                .and_then(|a| a.pod_anti_affinity.as_ref())
+                .and_then(|a| {
+                    a.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
+        )?,
+        spread,
+    })
+}
+
+fn operator(key: &str, text: &str) -> Result<Operator, ObjectError> {
+    Operator::parse(text).ok_or_else(|| invalid(key, format!("unknown operator {text:?}")))
+}
+
+fn node_selector(key: &str, selector: &api::NodeSelector) -> Result<NodeSelector, ObjectError> {
+    let terms = selector
+        .node_selector_terms
+        .iter()
+        .map(|term| {
+            term.match_expressions
+                .iter()
+                .flatten()
+                .map(|r| {
+                    Ok(Requirement {
+                        key: r.key.clone(),
+                        operator: operator(key, &r.operator)?,
+                        values: r.values.clone().unwrap_or_default(),
+                    })
+                })
+                .collect::<Result<Vec<_>, ObjectError>>()
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(NodeSelector { terms })
+}
+
+fn label_selector(
+    key: &str,
+    selector: Option<&meta::LabelSelector>,
+) -> Result<Option<LabelSelector>, ObjectError> {
+    let Some(selector) = selector else {
+        return Ok(None);
+    };
+    let expressions = selector
+        .match_expressions
+        .iter()
+        .flatten()
+        .map(|r| {
+            let operator = operator(key, &r.operator)?;
+            if matches!(operator, Operator::Gt | Operator::Lt) {
+                return Err(invalid(key, "Gt and Lt are for node affinity only"));
+            }
+            Ok(Requirement {
+                key: r.key.clone(),
+                operator,
+                values: r.values.clone().unwrap_or_default(),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Some(LabelSelector {
+        match_labels: selector.match_labels.clone().unwrap_or_default(),
+        expressions,
+    }))
+}
+
+fn affinity_term(
+    key: &str,
+    namespace: &str,
+    labels: &BTreeMap<String, String>,
+    term: &api::PodAffinityTerm,
+) -> Result<PodAffinityTerm, ObjectError> {
+    if term.topology_key.is_empty() {
+        return Err(invalid(
+            key,
+            "pod (anti-)affinity term without a topologyKey",
+        ));
+    }
+    // An absent labelSelector matches no pod.
+    let mut selector =
+        label_selector(key, term.label_selector.as_ref())?.unwrap_or(LabelSelector {
+            match_labels: BTreeMap::from([("\u{0}".into(), "\u{0}".into())]),
+            expressions: vec![],
+        });
+    for label in term.match_label_keys.iter().flatten() {
+        if let Some(value) = labels.get(label) {
+            selector.match_labels.insert(label.clone(), value.clone());
+        }
+    }
+    for label in term.mismatch_label_keys.iter().flatten() {
+        if let Some(value) = labels.get(label) {
+            selector.expressions.push(Requirement {
+                key: label.clone(),
+                operator: Operator::NotIn,
+                values: vec![value.clone()],
+            });
+        }
+    }
+    let namespace_selector = label_selector(key, term.namespace_selector.as_ref())?;
+    // An empty namespaceSelector means every namespace. A non-empty one selects namespaces by their labels,
+    // which a snapshot does not carry: we keep to the listed namespaces (or the pod's own).
+    let all_namespaces = namespace_selector.is_some_and(|s| s == LabelSelector::default());
+    let namespaces = if all_namespaces {
+        None
+    } else {
+        let listed = term.namespaces.clone().unwrap_or_default();
+        Some(if listed.is_empty() {
+            vec![namespace.to_string()]
+        } else {
+            listed
+        })
+    };
+    Ok(PodAffinityTerm {
+        selector,
+        namespaces,
+        topology_key: term.topology_key.clone(),
+    })
+}
+
+fn toleration(key: &str, t: &api::Toleration) -> Result<Toleration, ObjectError> {
+    let effect = match t.effect.as_deref() {
+        None | Some("") => None,
+        Some(text) => Some(
+            TaintEffect::parse(text)
+                .ok_or_else(|| invalid(key, format!("toleration effect {text:?}")))?,
+        ),
+    };
+    let exists = match t.operator.as_deref() {
+        None | Some("") | Some("Equal") => false,
+        Some("Exists") => true,
+        Some(other) => return Err(invalid(key, format!("toleration operator {other:?}"))),
+    };
+    Ok(Toleration {
+        key: t.key.clone().filter(|k| !k.is_empty()),
+        exists,
+        value: t.value.clone().unwrap_or_default(),
+        effect,
+    })
+}
+
+/// Node resources from `status.allocatable` or `capacity`, by name.
+fn node_resources<'a>(
+    object: &str,
+    quantities: impl Iterator<Item = (&'a String, &'a str)>,
+) -> Result<(Resources, BTreeMap<String, u64>), ObjectError> {
+    let mut resources = Resources::default();
+    let mut extended = BTreeMap::new();
+    for (name, text) in quantities {
+        let quantity: Quantity = text
+            .parse()
+            .map_err(|e| invalid(object, format!("{name}: {e}")))?;
+        let value = u64::try_from(quantity.value()).unwrap_or(0);
+        match name.as_str() {
+            "cpu" => resources.cpu_millis = u64::try_from(quantity.millis()).unwrap_or(0),
+            "memory" => resources.memory_bytes = value,
+            "ephemeral-storage" => resources.ephemeral_storage_bytes = value,
+            "pods" => resources.pods = value,
+            GPU_RESOURCE => resources.gpus = value,
+            other if other.starts_with("hugepages-") => {}
+            other => {
+                extended.insert(other.to_string(), value);
+            }
+        }
+    }
+    Ok((resources, extended))
+}
+
+fn taint_effect(object: &str, text: &str) -> Result<TaintEffect, ObjectError> {
+    TaintEffect::parse(text).ok_or_else(|| invalid(object, format!("taint effect {text:?}")))
+}
+
+/// A node from the kube API.
+pub fn node_from_api(node: &api::Node) -> Result<Node, ObjectError> {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let object = format!("node {name}");
+    let spec = node.spec.clone().unwrap_or_default();
+    let status = node.status.clone().unwrap_or_default();
+    type Quantities =
+        Option<BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>;
+    fn strings(map: &Quantities) -> impl Iterator<Item = (&String, &str)> {
+        map.iter().flatten().map(|(k, v)| (k, v.0.as_str()))
+    }
+    let (allocatable, extended) = node_resources(&object, strings(&status.allocatable))?;
+    let (capacity, _) = node_resources(&object, strings(&status.capacity))?;
+    Ok(Node {
+        provider_id: spec.provider_id.clone().unwrap_or_default(),
+        labels: node.metadata.labels.clone().unwrap_or_default(),
+        taints: spec
+            .taints
+            .iter()
+            .flatten()
+            .map(|t| {
+                Ok(Taint {
+                    key: t.key.clone(),
+                    value: t.value.clone().unwrap_or_default(),
+                    effect: taint_effect(&object, &t.effect)?,
+                })
+            })
+            .collect::<Result<_, ObjectError>>()?,
+        // Without a capacity, allocatable is all we know.
+        capacity: if status.capacity.is_some() {
+            capacity
+        } else {
+            allocatable
+        },
+        allocatable,
+        extended,
+        ready: status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True"),
+        unschedulable: spec.unschedulable.unwrap_or(false),
+        created: node
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .and_then(|t| u64::try_from(t.0.as_second()).ok())
+            .map(|seconds| SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(seconds)),
+        name,
+    })
+}
+
+/// A PodDisruptionBudget from the kube API.
+pub fn pdb_from_api(
+    pdb: &k8s_openapi::api::policy::v1::PodDisruptionBudget,
+) -> Result<Pdb, ObjectError> {
+    let namespace = pdb
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    let name = pdb.metadata.name.clone().unwrap_or_default();
+    let key = format!("pdb {namespace}/{name}");
+    Ok(Pdb {
+        selector: label_selector(&key, pdb.spec.as_ref().and_then(|s| s.selector.as_ref()))?,
+        disruptions_allowed: pdb.status.as_ref().map_or(0, |s| s.disruptions_allowed),
+        namespace,
+        name,
+    })
+}
+
+/// A template node from a provider (`v1.Node` protobuf).
+pub fn node_from_pb(node: &k8s_pb::api::core::v1::Node) -> Result<Node, ObjectError> {
+    let meta = node.metadata.clone().unwrap_or_default();
+    let name = meta.name.clone().unwrap_or_default();
+    let object = format!("template node {name}");
+    let spec = node.spec.clone().unwrap_or_default();
+    let status = node.status.clone().unwrap_or_default();
+    fn strings(
+        map: &BTreeMap<String, k8s_pb::apimachinery::pkg::api::resource::Quantity>,
+    ) -> impl Iterator<Item = (&String, &str)> {
+        map.iter()
+            .map(|(k, v)| (k, v.string.as_deref().unwrap_or("0")))
+    }
+    let (allocatable, extended) = node_resources(&object, strings(&status.allocatable))?;
+    let (capacity, _) = node_resources(&object, strings(&status.capacity))?;
+    Ok(Node {
+        provider_id: spec.provider_id.clone().unwrap_or_default(),
+        labels: meta.labels,
+        taints: spec
+            .taints
+            .iter()
+            .map(|t| {
+                Ok(Taint {
+                    key: t.key.clone().unwrap_or_default(),
+                    value: t.value.clone().unwrap_or_default(),
+                    effect: taint_effect(&object, t.effect.as_deref().unwrap_or(""))?,
+                })
+            })
+            .collect::<Result<_, ObjectError>>()?,
+        capacity: if status.capacity.is_empty() {
+            allocatable
+        } else {
+            capacity
+        },
+        allocatable,
+        extended,
+        // A template stands for a node that will be Ready; providers that leave conditions out mean that too.
+        ready: true,
+        unschedulable: spec.unschedulable.unwrap_or(false),
+        created: None,
+        name,
+    })
+}
+
+/// A pod as `Pod.Marshal()` bytes for a provider's pricing: its name, labels, scheduler and one container
+/// asking for what the whole pod needs. (Pods read from the API keep the rest, which pricing never reads.)
+pub fn pod_to_pb_bytes(pod: &Pod) -> Vec<u8> {
+    use k8s_pb::api::core::v1 as pb;
+    use k8s_pb::apimachinery::pkg::api::resource::Quantity as PbQuantity;
+    use prost::Message;
+    let q = |s: String| PbQuantity { string: Some(s) };
+    let mut requests = BTreeMap::from([
+        (
+            "cpu".to_string(),
+            q(crate::k8s::quantity::cpu(pod.demand.cpu_millis)),
+        ),
+        (
+            "memory".to_string(),
+            q(crate::k8s::quantity::bytes(pod.demand.memory_bytes)),
+        ),
+    ]);
+    if pod.demand.gpus > 0 {
+        requests.insert(
+            GPU_RESOURCE.into(),
+            q(crate::k8s::quantity::count(pod.demand.gpus)),
+        );
+    }
+    pb::Pod {
+        metadata: Some(k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some(pod.name.clone()),
+            namespace: Some(pod.namespace.clone()),
+            labels: pod.labels.clone(),
+            ..Default::default()
+        }),
+        spec: Some(pb::PodSpec {
+            scheduler_name: Some(pod.scheduler_name.clone()),
+            containers: vec![pb::Container {
+                name: Some("main".into()),
+                resources: Some(pb::ResourceRequirements {
+                    requests,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}

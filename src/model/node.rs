@@ -1,0 +1,35 @@
+//! A node as decisions see it: what it offers and what it demands of pods.
+
+use super::Resources;
+use super::selector::Labels;
+use super::taint::Taint;
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Node {
+    pub name: String,
+    /// `aws:///<az>/<instance-id>` on EKS; empty until the cloud controller sets it.
+    pub provider_id: String,
+    pub labels: Labels,
+    pub taints: Vec<Taint>,
+    pub capacity: Resources,
+    pub allocatable: Resources,
+    /// Allocatable extended resources besides GPUs, by name.
+    pub extended: BTreeMap<String, u64>,
+    /// The Ready condition is True.
+    pub ready: bool,
+    /// `spec.unschedulable` (cordoned).
+    pub unschedulable: bool,
+    pub created: Option<SystemTime>,
+}
+
+impl Node {
+    /// Whether the scheduler would place new pods here at all.
+    pub fn accepts_pods(&self) -> bool {
+        self.ready && !self.unschedulable
+    }
+}

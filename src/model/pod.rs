@@ -1,0 +1,193 @@
+//! A pod as decisions see it: what it needs and where it may run.
+
+use super::Resources;
+use super::selector::{LabelSelector, Labels, NodeSelector};
+use super::taint::Toleration;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The scheduler name of pods EKS runs on Fargate.
+pub const FARGATE_SCHEDULER: &str = "fargate-scheduler";
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pod {
+    pub namespace: String,
+    pub name: String,
+    pub labels: Labels,
+    /// See [`super::resources::pod_demand`].
+    pub demand: Resources,
+    /// Extended resources it requests besides GPUs (which are in `demand`), by name.
+    pub extended: BTreeMap<String, u64>,
+    pub priority: Option<i32>,
+    pub controller: Option<Controller>,
+    pub scheduler_name: String,
+    pub node_name: Option<String>,
+    pub nominated_node: Option<String>,
+    pub phase: Phase,
+    /// PodScheduled=False with reason Unschedulable: the scheduler found no node for it.
+    pub unschedulable: bool,
+    /// It has a deletionTimestamp.
+    pub deleting: bool,
+    /// Where it may run; equivalent pods share one.
+    pub scheduling: Arc<Scheduling>,
+    /// The pod as kubectl prints it, kept for pending pods only (to ask the provider about Fargate).
+    pub json: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Pending,
+    Running,
+    /// Succeeded or Failed: it holds nothing on its node.
+    Terminal,
+}
+
+/// The owner reference marked `controller: true`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Controller {
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+}
+
+/// A pod's scheduling constraints (the required ones: preferences never decide a node group).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Scheduling {
+    pub node_selector: Labels,
+    pub node_affinity: Option<NodeSelector>,
+    pub tolerations: Vec<Toleration>,
+    pub host_ports: Vec<HostPort>,
+    pub affinity: Vec<PodAffinityTerm>,
+    pub anti_affinity: Vec<PodAffinityTerm>,
+    /// `whenUnsatisfiable: DoNotSchedule` only; `ScheduleAnyway` is a preference.
+    pub spread: Vec<SpreadConstraint>,
+}
+
+impl Scheduling {
+    /// Whether where other pods sit matters to this pod (the expensive predicates).
+    pub fn has_pod_constraints(&self) -> bool {
+        !self.affinity.is_empty()
+            || !self.anti_affinity.is_empty()
+            || !self.spread.is_empty()
+            || !self.host_ports.is_empty()
+    }
+
+    /// nodeSelector and required node affinity, both of which must hold.
+    pub fn node_matches(&self, labels: &Labels) -> bool {
+        self.node_selector
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
+            && self
+                .node_affinity
+                .as_ref()
+                .is_none_or(|a| a.matches(labels))
+    }
+}
+
+/// A host port a container binds; two pods conflict on a node when protocol and port are equal and their IPs
+/// overlap (an empty or 0.0.0.0 IP overlaps every IP).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HostPort {
+    pub protocol: String,
+    pub port: i32,
+    pub ip: String,
+}
+
+impl HostPort {
+    pub fn conflicts(&self, other: &HostPort) -> bool {
+        let wildcard = |ip: &str| ip.is_empty() || ip == "0.0.0.0";
+        self.protocol == other.protocol
+            && self.port == other.port
+            && (wildcard(&self.ip) || wildcard(&other.ip) || self.ip == other.ip)
+    }
+}
+
+/// Required pod (anti-)affinity: pods matching `selector` in `namespaces` within the same `topology_key`
+/// domain (hostname, zone, ...).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PodAffinityTerm {
+    pub selector: LabelSelector,
+    /// `None`: every namespace (an empty namespaceSelector); otherwise these (the pod's own by default).
+    pub namespaces: Option<Vec<String>>,
+    pub topology_key: String,
+}
+
+impl PodAffinityTerm {
+    pub fn matches(&self, namespace: &str, labels: &Labels) -> bool {
+        self.namespaces
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|n| n == namespace))
+            && self.selector.matches(labels)
+    }
+}
+
+/// A `DoNotSchedule` topology spread constraint (matchLabelKeys already folded into the selector).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SpreadConstraint {
+    pub max_skew: u32,
+    pub topology_key: String,
+    pub selector: LabelSelector,
+}
+
+impl Pod {
+    /// `namespace/name`, how pods are written everywhere.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// A priority below the cutoff makes a pod expendable: never a reason to add a node, and its room free.
+    pub fn expendable(&self, cutoff: i32) -> bool {
+        self.priority.is_some_and(|p| p < cutoff)
+    }
+
+    pub fn daemonset(&self) -> bool {
+        self.controller
+            .as_ref()
+            .is_some_and(|c| c.kind == "DaemonSet")
+    }
+
+    /// Whether it occupies room on its node.
+    pub fn holds_room(&self) -> bool {
+        self.node_name.is_some() && self.phase != Phase::Terminal
+    }
+
+    /// What makes two pods interchangeable to the estimator: everything the predicates and the packing read.
+    pub fn equivalence_key(&self) -> EquivalenceKey<'_> {
+        EquivalenceKey {
+            namespace: &self.namespace,
+            labels: &self.labels,
+            demand: self.demand,
+            extended: &self.extended,
+            priority: self.priority,
+            scheduling: &self.scheduling,
+        }
+    }
+}
+
+#[derive(PartialEq, Eq, Hash)]
+pub struct EquivalenceKey<'a> {
+    namespace: &'a str,
+    labels: &'a Labels,
+    demand: Resources,
+    extended: &'a BTreeMap<String, u64>,
+    priority: Option<i32>,
+    scheduling: &'a Scheduling,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_ports_conflict_on_protocol_port_and_overlapping_ips() {
+        let port = |protocol: &str, port: i32, ip: &str| HostPort {
+            protocol: protocol.into(),
+            port,
+            ip: ip.into(),
+        };
+        assert!(port("TCP", 80, "").conflicts(&port("TCP", 80, "10.0.0.1")));
+        assert!(!port("TCP", 80, "10.0.0.2").conflicts(&port("TCP", 80, "10.0.0.1")));
+        assert!(!port("UDP", 80, "").conflicts(&port("TCP", 80, "")));
+        assert!(!port("TCP", 81, "").conflicts(&port("TCP", 80, "")));
+    }
+}

@@ -1,0 +1,164 @@
+//! Label selectors (pods) and node selector terms (node affinity), matched as the scheduler matches them.
+
+use std::collections::BTreeMap;
+
+pub type Labels = BTreeMap<String, String>;
+
+/// One requirement on one label key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Requirement {
+    pub key: String,
+    pub operator: Operator,
+    pub values: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Operator {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+    /// Node affinity only: the label's value as an integer is greater (or less) than the one value.
+    Gt,
+    Lt,
+}
+
+impl Operator {
+    pub fn parse(text: &str) -> Option<Operator> {
+        Some(match text {
+            "In" => Operator::In,
+            "NotIn" => Operator::NotIn,
+            "Exists" => Operator::Exists,
+            "DoesNotExist" => Operator::DoesNotExist,
+            "Gt" => Operator::Gt,
+            "Lt" => Operator::Lt,
+            _ => return None,
+        })
+    }
+}
+
+impl Requirement {
+    pub fn matches(&self, labels: &Labels) -> bool {
+        let value = labels.get(&self.key);
+        let number = |v: &str| v.parse::<i64>().ok();
+        match self.operator {
+            Operator::In => value.is_some_and(|v| self.values.contains(v)),
+            Operator::NotIn => value.is_none_or(|v| !self.values.contains(v)),
+            Operator::Exists => value.is_some(),
+            Operator::DoesNotExist => value.is_none(),
+            Operator::Gt | Operator::Lt => {
+                let (Some(have), Some(bound)) = (
+                    value.and_then(|v| number(v)),
+                    self.values.first().and_then(|v| number(v)),
+                ) else {
+                    return false;
+                };
+                if self.operator == Operator::Gt {
+                    have > bound
+                } else {
+                    have < bound
+                }
+            }
+        }
+    }
+}
+
+/// A pod label selector: `matchLabels` and `matchExpressions`, all of which must hold. The empty selector
+/// matches everything; a selector that was absent is `None` where it appears and matches nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LabelSelector {
+    pub match_labels: Labels,
+    pub expressions: Vec<Requirement>,
+}
+
+impl LabelSelector {
+    pub fn matches(&self, labels: &Labels) -> bool {
+        self.match_labels
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
+            && self.expressions.iter().all(|r| r.matches(labels))
+    }
+}
+
+/// Required node affinity: the node must satisfy any one term, and a term is all of its requirements.
+/// A term with no requirements matches no node, as in Kubernetes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct NodeSelector {
+    pub terms: Vec<Vec<Requirement>>,
+}
+
+impl NodeSelector {
+    pub fn matches(&self, labels: &Labels) -> bool {
+        self.terms
+            .iter()
+            .any(|term| !term.is_empty() && term.iter().all(|r| r.matches(labels)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> Labels {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn req(key: &str, operator: Operator, values: &[&str]) -> Requirement {
+        Requirement {
+            key: key.into(),
+            operator,
+            values: values.iter().map(|v| v.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn every_operator() {
+        let node = labels(&[("zone", "a"), ("cores", "8")]);
+        assert!(req("zone", Operator::In, &["a", "b"]).matches(&node));
+        assert!(!req("zone", Operator::In, &["c"]).matches(&node));
+        assert!(req("zone", Operator::NotIn, &["c"]).matches(&node));
+        assert!(
+            req("missing", Operator::NotIn, &["c"]).matches(&node),
+            "absent is not in"
+        );
+        assert!(req("zone", Operator::Exists, &[]).matches(&node));
+        assert!(req("missing", Operator::DoesNotExist, &[]).matches(&node));
+        assert!(req("cores", Operator::Gt, &["4"]).matches(&node));
+        assert!(!req("cores", Operator::Lt, &["4"]).matches(&node));
+        assert!(
+            !req("zone", Operator::Gt, &["4"]).matches(&node),
+            "not a number"
+        );
+        assert!(!req("missing", Operator::Gt, &["4"]).matches(&node));
+    }
+
+    #[test]
+    fn selectors_and_terms() {
+        let pod = labels(&[("app", "web"), ("tier", "front")]);
+        assert!(LabelSelector::default().matches(&pod), "empty selects all");
+        let selector = LabelSelector {
+            match_labels: labels(&[("app", "web")]),
+            expressions: vec![req("tier", Operator::In, &["front"])],
+        };
+        assert!(selector.matches(&pod));
+        assert!(!selector.matches(&labels(&[("app", "web")])));
+
+        let affinity = NodeSelector {
+            terms: vec![
+                vec![req("zone", Operator::In, &["b"])],
+                vec![req("zone", Operator::In, &["a"])],
+            ],
+        };
+        assert!(
+            affinity.matches(&labels(&[("zone", "a")])),
+            "terms are ORed"
+        );
+        let empty_term = NodeSelector {
+            terms: vec![vec![]],
+        };
+        assert!(!empty_term.matches(&labels(&[("zone", "a")])));
+    }
+}
