@@ -387,7 +387,11 @@ fn node_limit(
             best = (n, why);
         }
     };
-    consider(limits.max_nodes_per_scaleup, Limited::PerScaleUp);
+    // Per group and loop, however many rounds the plan takes.
+    consider(
+        limits.max_nodes_per_scaleup.saturating_sub(planned),
+        Limited::PerScaleUp,
+    );
     if limits.max_nodes_total > 0 {
         consider(
             limits.max_nodes_total.saturating_sub(totals.nodes),

@@ -1,6 +1,7 @@
 //! Shared test harness: in-process providers on loopback, the real binary, and wire-generation clients.
 #![allow(dead_code)] // each test binary uses part of the harness
 
+pub mod cluster;
 pub mod moto;
 pub mod wire;
 

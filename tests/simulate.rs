@@ -1,0 +1,597 @@
+//! `ekscale-autoscaler simulate` end to end: the real provider binary on a simulated EKS, snapshots made
+//! here, and the decisions checked against what was worked out by hand.
+
+mod common;
+
+use common::Binary;
+use common::cluster::*;
+use serde_json::{Value, json};
+
+const SCENARIO: &str = r#"
+cluster: simulate
+region: us-east-1
+nodeGroups:
+  - name: general
+    instanceType: m5.large
+    zones: [us-east-1a, us-east-1b]
+    minSize: 0
+    maxSize: 10
+    desiredSize: 2
+    labels: {workload: general}
+  - name: general-c
+    instanceType: m5.large
+    zones: [us-east-1c]
+    minSize: 0
+    maxSize: 10
+    desiredSize: 0
+    labels: {workload: general}
+  - name: large
+    instanceType: m5.2xlarge
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 5
+    desiredSize: 0
+    labels: {workload: general}
+  - name: zone-b
+    instanceType: r5.xlarge
+    zones: [us-east-1b]
+    minSize: 0
+    maxSize: 3
+    desiredSize: 0
+    labels: {workload: general}
+  - name: batch
+    instanceType: c5.2xlarge
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 4
+    desiredSize: 0
+    labels: {workload: batch}
+    taints: [{key: dedicated, value: batch, effect: NoSchedule}]
+  - name: gpu
+    instanceType: g4dn.xlarge
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 2
+    desiredSize: 0
+    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+  - name: stockout
+    instanceType: m5.large
+    zones: [us-east-1d]
+    minSize: 0
+    maxSize: 4
+    desiredSize: 1
+    availableCapacity: 0
+fargateProfiles:
+  - name: serverless
+    selectors: [{namespace: serverless}]
+"#;
+
+struct Cluster {
+    provider: Binary,
+    _dir: tempfile::TempDir,
+    /// The two general nodes: zone a, zone b.
+    node_a: String,
+    node_b: String,
+    /// Nodes and the pods running on them.
+    base: Vec<Value>,
+}
+
+/// The provider, and the cluster around its two general nodes: each runs a 1500m filler and a node-exporter
+/// DaemonSet pod (50m, hostPort 9100); node a also runs two small `app=spread` pods.
+async fn cluster() -> Cluster {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(&scenario, SCENARIO).unwrap();
+    let provider = Binary::start(&["--sim-file", scenario.to_str().unwrap()]);
+    let nodes = nodes_of(provider.grpc, &["general"]).await;
+    let in_zone = |zone: &str| {
+        nodes
+            .iter()
+            .find(|n| n["metadata"]["labels"]["topology.kubernetes.io/zone"] == zone)
+            .unwrap()["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (node_a, node_b) = (in_zone("us-east-1a"), in_zone("us-east-1b"));
+    let exporter = |node: &str| {
+        let mut pod = running(
+            node,
+            &format!("node-exporter-{node}"),
+            "node-exporter",
+            "50m",
+            "50Mi",
+        );
+        pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "name": "node-exporter", "uid": "uid-ds", "controller": true}]);
+        pod["spec"]["containers"][0]["ports"] = json!([{"containerPort": 9100, "hostPort": 9100}]);
+        pod
+    };
+    let mut base = nodes;
+    base.extend([
+        running(&node_a, "filler-a", "filler", "1500m", "1Gi"),
+        running(&node_b, "filler-b", "filler", "1500m", "1Gi"),
+        running(&node_a, "spread-old-0", "spread", "100m", "64Mi"),
+        running(&node_a, "spread-old-1", "spread", "100m", "64Mi"),
+        exporter(&node_a),
+        exporter(&node_b),
+    ]);
+    Cluster {
+        provider,
+        _dir: dir,
+        node_a,
+        node_b,
+        base,
+    }
+}
+
+impl Cluster {
+    fn snapshot(&self, pending: Vec<Value>) -> Value {
+        let mut items = self.base.clone();
+        items.extend(pending);
+        list(items)
+    }
+}
+
+fn keys(result: &Value, group: &str) -> Vec<String> {
+    let entry = result["scaleUp"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["nodeGroup"] == group)
+        .unwrap_or_else(|| panic!("no scale-up of {group}: {result:#}"));
+    let mut pods: Vec<String> = entry["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    pods.sort();
+    pods
+}
+
+fn sorted(mut v: Vec<(String, u64)>) -> Vec<(String, u64)> {
+    v.sort();
+    v
+}
+
+#[tokio::test]
+async fn every_pending_pod_gets_a_decision_and_a_reason() {
+    let cluster = cluster().await;
+    let mut pending = replicas(6, "web", "1", "1Gi");
+    // Required anti-affinity on hostname: one per node; two fit beside the fillers.
+    for i in 0..3 {
+        pending.push(with_spec(
+            self::pending("default", &format!("zk-{i}"), "zk", "100m", "128Mi"),
+            json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "zk"}}, "topologyKey": "kubernetes.io/hostname"}]}}}),
+        ));
+    }
+    // Zone spread with two `spread` pods in zone a already: the new one must go elsewhere.
+    pending.push(with_spec(
+        self::pending("default", "spread-new", "spread", "1", "1Gi"),
+        json!({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "spread"}}}]}),
+    ));
+    // Batch pods tolerate the batch taint and select batch nodes; one forgot the toleration.
+    let batch = |name: &str, tolerate: bool| {
+        let tolerations = if tolerate {
+            json!([{"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}])
+        } else {
+            json!([])
+        };
+        with_spec(
+            self::pending("default", name, name, "2", "4Gi"),
+            json!({"nodeSelector": {"workload": "batch"}, "tolerations": tolerations}),
+        )
+    };
+    pending.extend([
+        batch("etl-1", true),
+        batch("etl-2", true),
+        batch("untolerated", false),
+    ]);
+    let mut gpu = with_spec(
+        self::pending("default", "trainer", "trainer", "1", "2Gi"),
+        json!({"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}),
+    );
+    gpu["spec"]["containers"][0]["resources"]["limits"] = json!({"nvidia.com/gpu": "1"});
+    pending.push(gpu);
+    pending.push(self::pending("default", "huge", "huge", "64", "1Gi"));
+    // Fargate: one bound to the fargate-scheduler, one a profile matches that kept the default scheduler.
+    pending.push(with_spec(
+        self::pending("serverless", "fn-1", "fn", "1", "2Gi"),
+        json!({"schedulerName": "fargate-scheduler"}),
+    ));
+    pending.push(self::pending(
+        "serverless",
+        "legacy",
+        "legacy",
+        "500m",
+        "512Mi",
+    ));
+    // Expendable: never a reason to scale up.
+    pending.push(with_spec(
+        self::pending("default", "filler-balloon", "balloon", "100", "1Gi"),
+        json!({"priority": -20}),
+    ));
+
+    let result = simulate_json(cluster.provider.grpc, &cluster.snapshot(pending), &[]);
+
+    assert_eq!(
+        sorted(scale_ups(&result)),
+        sorted(vec![
+            ("batch".into(), 1),
+            ("general-c".into(), 1),
+            ("gpu".into(), 1),
+            ("large".into(), 1),
+        ]),
+        "{result:#}"
+    );
+    let mut large = keys(&result, "large");
+    large.retain(|p| !p.starts_with("default/web-"));
+    assert_eq!(large, ["default/zk-2", "serverless/legacy"]);
+    assert_eq!(
+        keys(&result, "large").len(),
+        8,
+        "6 web pods on the same node"
+    );
+    assert_eq!(keys(&result, "general-c"), ["default/spread-new"]);
+    assert_eq!(keys(&result, "batch"), ["default/etl-1", "default/etl-2"]);
+    assert_eq!(keys(&result, "gpu"), ["default/trainer"]);
+
+    // Two zk pods fit beside the fillers, one on each node.
+    let placed: Vec<(String, String)> = result["placed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["pod"].as_str().unwrap().into(),
+                p["node"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            ("default/zk-0".to_string(), cluster.node_a.clone()),
+            ("default/zk-1".to_string(), cluster.node_b.clone())
+        ]
+    );
+
+    let untolerated = reasons(&result, "default/untolerated");
+    assert_eq!(
+        untolerated["batch"],
+        "node(s) had untolerated taint {dedicated: batch} (NoSchedule)"
+    );
+    assert_eq!(
+        untolerated["general"],
+        "node(s) didn't match Pod's node affinity/selector"
+    );
+    let huge = reasons(&result, "default/huge");
+    assert_eq!(
+        huge["large"],
+        "Insufficient cpu: the pod requests 64, an empty node has 7860m free after its DaemonSets"
+    );
+    assert!(
+        huge["stockout"]
+            .as_str()
+            .unwrap()
+            .starts_with("in backoff after failed scale-up (instance creation failed")
+    );
+    assert_eq!(
+        result["noScaleUp"].as_array().unwrap().len(),
+        2,
+        "{result:#}"
+    );
+
+    let fargate = result["fargate"].as_array().unwrap();
+    assert_eq!(fargate[0]["pod"], "serverless/fn-1");
+    assert_eq!(fargate[0]["profile"], "serverless");
+    assert_eq!(fargate[0]["capacityProvisioned"], "1vCPU 3GB");
+    assert!(fargate[0]["hourlyPrice"].as_f64().unwrap() > 0.0);
+    assert_eq!(fargate[1]["pod"], "serverless/legacy");
+    assert!(
+        fargate[1]["note"]
+            .as_str()
+            .unwrap()
+            .contains("kept scheduler")
+    );
+
+    assert!(
+        !result.to_string().contains("balloon"),
+        "expendable pods are left alone"
+    );
+    let stockout = result["nodeGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["id"] == "stockout")
+        .unwrap();
+    assert_eq!(stockout["upcoming"], 0, "a failed instance is not coming");
+    assert!(result["elapsedMs"].as_f64().unwrap() > 0.0);
+    assert!(result["estimateMs"].as_f64().is_some());
+}
+
+#[tokio::test]
+async fn expanders_choose_differently_and_say_so() {
+    let cluster = cluster().await;
+    let snapshot = cluster.snapshot(replicas(6, "web", "1", "1Gi"));
+
+    // least-waste: one m5.2xlarge holds all six (25% cpu waste) where m5.large nodes would waste half.
+    let result = simulate_json(cluster.provider.grpc, &snapshot, &[]);
+    assert_eq!(scale_ups(&result), [("large".to_string(), 1)]);
+    assert!(
+        result["scaleUp"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("least-waste chose it over")
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let priorities = dir.path().join("priorities.yaml");
+    std::fs::write(&priorities, "10: ['.*']\n50: ['^general$']\n").unwrap();
+    let result = simulate_json(
+        cluster.provider.grpc,
+        &snapshot,
+        &[
+            "--expander",
+            "priority,least-waste",
+            "--expander-priority-config",
+            priorities.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(scale_ups(&result), [("general".to_string(), 6)]);
+
+    let result = simulate_json(
+        cluster.provider.grpc,
+        &snapshot,
+        &["--expander", "most-pods,least-nodes"],
+    );
+    assert_eq!(scale_ups(&result), [("large".to_string(), 1)]);
+
+    // price: in a 2-node cluster the preferred node has 1 CPU, so six m5.large ($0.576/h) beat one
+    // m5.2xlarge ($0.384/h, 8 times too big) and two r5.xlarge; general and general-c tie (random pick).
+    let result = simulate_json(cluster.provider.grpc, &snapshot, &["--expander", "price"]);
+    let chosen = scale_ups(&result);
+    assert_eq!(chosen.len(), 1, "{result:#}");
+    assert!(
+        ["general", "general-c"].contains(&chosen[0].0.as_str()),
+        "{result:#}"
+    );
+    assert_eq!(chosen[0].1, 6);
+}
+
+#[tokio::test]
+async fn limits_cap_the_plan_and_name_the_limit() {
+    let cluster = cluster().await;
+    let snapshot = cluster.snapshot(replicas(12, "web", "1", "1Gi"));
+
+    let result = simulate_json(cluster.provider.grpc, &snapshot, &[]);
+    assert_eq!(scale_ups(&result), [("large".to_string(), 2)]);
+
+    // Two nodes exist: one more is allowed, for seven pods; the other five are told why.
+    let result = simulate_json(
+        cluster.provider.grpc,
+        &snapshot,
+        &["--max-nodes-total", "3"],
+    );
+    assert_eq!(scale_ups(&result), [("large".to_string(), 1)]);
+    assert_eq!(result["noScaleUp"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        reasons(&result, "default/web-11")["large"],
+        "max total nodes in cluster reached (--max-nodes-total)"
+    );
+
+    // 12 cores in the cluster at most: 4 are there, one 8-core node fits.
+    let result = simulate_json(cluster.provider.grpc, &snapshot, &["--cores-total", "0:12"]);
+    assert_eq!(scale_ups(&result), [("large".to_string(), 1)]);
+    assert!(
+        result["noScaleUp"][0]["reasons"]["general"]
+            .as_str()
+            .unwrap()
+            .contains("--cores-total")
+    );
+
+    // One node per group and loop: the pods spread over the groups that can take them.
+    let result = simulate_json(
+        cluster.provider.grpc,
+        &snapshot,
+        &["--max-nodes-per-scaleup", "1"],
+    );
+    let total: u64 = scale_ups(&result).iter().map(|(_, n)| n).sum();
+    assert!(
+        scale_ups(&result).iter().all(|(_, n)| *n == 1),
+        "{result:#}"
+    );
+    assert_eq!(total as usize, scale_ups(&result).len());
+}
+
+#[tokio::test]
+async fn similar_node_groups_share_a_scale_up() {
+    let cluster = cluster().await;
+    let dir = tempfile::tempdir().unwrap();
+    let priorities = dir.path().join("priorities.yaml");
+    std::fs::write(&priorities, "50: ['^general$']\n").unwrap();
+    let result = simulate_json(
+        cluster.provider.grpc,
+        &cluster.snapshot(replicas(4, "web", "1", "1Gi")),
+        &[
+            "--expander",
+            "priority",
+            "--expander-priority-config",
+            priorities.to_str().unwrap(),
+            "--balance-similar-node-groups",
+        ],
+    );
+    // general has 2 nodes, general-c none: water-filling gives general-c three and general one.
+    assert_eq!(
+        sorted(scale_ups(&result)),
+        [("general".to_string(), 1), ("general-c".to_string(), 3)]
+    );
+    let balanced = result["scaleUp"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["nodeGroup"] == "general-c")
+        .unwrap();
+    assert_eq!(
+        balanced["reason"],
+        "balanced with general (similar node groups)"
+    );
+}
+
+#[tokio::test]
+async fn simulate_changes_nothing_and_prints_a_table_for_people() {
+    let cluster = cluster().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snapshot.yaml");
+    let mut pending = replicas(6, "web", "1", "1Gi");
+    pending.push(self::pending("default", "huge", "huge", "64", "1Gi"));
+    // YAML is read as well as JSON.
+    std::fs::write(
+        &path,
+        serde_norway::to_string(&cluster.snapshot(pending)).unwrap(),
+    )
+    .unwrap();
+    let output = simulate(cluster.provider.grpc, &path, &[]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let table = String::from_utf8(output.stdout).unwrap();
+    assert!(table.contains("NODE GROUP"), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("large") && l.contains("+1 node(s) for 6 pod(s)")),
+        "{table}"
+    );
+    assert!(
+        table.contains("Pods no node group can help\n  default/huge\n"),
+        "{table}"
+    );
+    assert!(table.contains("    large: Insufficient cpu"), "{table}");
+
+    // The provider's sizes are untouched.
+    let client = ekscale::autoscaler::client::ProviderClient::new(
+        &ekscale::autoscaler::client::ProviderConfig::plaintext(cluster.provider.grpc.to_string()),
+    )
+    .unwrap();
+    assert_eq!(client.target_size("large").await.unwrap(), 0);
+    assert_eq!(client.target_size("general").await.unwrap(), 2);
+}
+
+#[tokio::test]
+async fn bad_input_is_named_and_changes_nothing() {
+    let cluster = cluster().await;
+    let dir = tempfile::tempdir().unwrap();
+    let run = |path: &std::path::Path, args: &[&str]| {
+        let output = simulate(cluster.provider.grpc, path, args);
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).to_string(),
+        )
+    };
+    let missing = dir.path().join("missing.json");
+    let (code, stderr) = run(&missing, &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("missing.json") && stderr.contains("No such file"),
+        "{stderr}"
+    );
+
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"kind":"List","items":[{"kind":"Pod","metadata":{"name":"x"},"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"lots"}}}]}}]}"#).unwrap();
+    let (code, stderr) = run(&bad, &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("default/x") && stderr.contains("\"lots\""),
+        "{stderr}"
+    );
+
+    std::fs::write(&bad, r#"{"kind":"List","items":[{"kind":"Deployment"}]}"#).unwrap();
+    let (code, stderr) = run(&bad, &[]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("item 0 (Deployment)"), "{stderr}");
+
+    let good = dir.path().join("good.json");
+    std::fs::write(&good, list(vec![]).to_string()).unwrap();
+    let (code, stderr) = run(&good, &["--expander", "cheapest"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("unknown expander \"cheapest\""), "{stderr}");
+    let (code, stderr) = run(&good, &["--expander", "priority"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--expander-priority-config"), "{stderr}");
+    let (code, stderr) = run(&good, &["--cores-total", "10:2"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("MIN is above MAX"), "{stderr}");
+
+    // A provider that is not there: the loop fails and says so.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
+        .args(["simulate", "--provider", "127.0.0.1:1", "--snapshot"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("the provider failed"));
+}
+
+#[tokio::test]
+async fn run_acts_through_the_provider_and_dry_run_does_not() {
+    let cluster = cluster().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snapshot.json");
+    std::fs::write(
+        &path,
+        cluster.snapshot(replicas(6, "web", "1", "1Gi")).to_string(),
+    )
+    .unwrap();
+    let client = ekscale::autoscaler::client::ProviderClient::new(
+        &ekscale::autoscaler::client::ProviderConfig::plaintext(cluster.provider.grpc.to_string()),
+    )
+    .unwrap();
+    let start = |dry: bool| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"));
+        command
+            .args([
+                "run",
+                "--provider",
+                &cluster.provider.grpc.to_string(),
+                "--scan-interval",
+                "1h",
+            ])
+            .arg("--snapshot")
+            .arg(&path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        if dry {
+            command.arg("--dry-run");
+        }
+        command.spawn().unwrap()
+    };
+    let wait_for = |want: i32| {
+        let client = client.clone();
+        async move {
+            for _ in 0..100 {
+                if client.target_size("large").await.unwrap() == want {
+                    return true;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            false
+        }
+    };
+    let mut dry = start(true);
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert!(wait_for(0).await);
+    dry.kill().unwrap();
+    dry.wait().unwrap();
+
+    let mut acting = start(false);
+    let grew = wait_for(1).await;
+    acting.kill().unwrap();
+    acting.wait().unwrap();
+    assert!(grew, "run did not grow the large group");
+}
