@@ -7,6 +7,7 @@
 //! Both are fast because pods of an equivalence group are identical: for pods whose constraints do not
 //! depend on other pods, how many fit on a node is computed in closed form instead of pod by pod.
 
+use super::free_tree::FreeTree;
 use super::predicates::{self, Unfit};
 use super::world::{Place, PlaceKind, PodTerms, Topology, fits};
 use crate::model::Pod;
@@ -58,6 +59,9 @@ pub enum Ordering {
     SumOfShares,
     /// The larger of the two shares.
     DominantShare,
+    /// By one resource (the other breaks ties): packs best when that resource is the scarce one.
+    Cpu,
+    Memory,
 }
 
 /// Limits of one estimation.
@@ -78,7 +82,7 @@ pub fn estimate(
     demands: &[Demand],
     limits: Limits,
 ) -> Estimate {
-    let first = pack(
+    let mut best = pack(
         topology,
         existing,
         template,
@@ -86,20 +90,18 @@ pub fn estimate(
         limits,
         Ordering::SumOfShares,
     );
-    if first.stopped == Some(Stop::TimeLimit) {
-        return first;
+    for ordering in [Ordering::DominantShare, Ordering::Cpu, Ordering::Memory] {
+        if best.stopped == Some(Stop::TimeLimit) {
+            break;
+        }
+        let other = pack(topology, existing, template, demands, limits, ordering);
+        let better = (other.pods_placed(), std::cmp::Reverse(other.node_count()))
+            > (best.pods_placed(), std::cmp::Reverse(best.node_count()));
+        if better {
+            best = other;
+        }
     }
-    let second = pack(
-        topology,
-        existing,
-        template,
-        demands,
-        limits,
-        Ordering::DominantShare,
-    );
-    let better = (second.pods_placed(), std::cmp::Reverse(second.node_count()))
-        > (first.pods_placed(), std::cmp::Reverse(first.node_count()));
-    if better { second } else { first }
+    best
 }
 
 fn score(pod: &Pod, template: &Place, ordering: Ordering) -> f64 {
@@ -116,10 +118,13 @@ fn score(pod: &Pod, template: &Place, ordering: Ordering) -> f64 {
     match ordering {
         Ordering::SumOfShares => cpu + memory,
         Ordering::DominantShare => cpu.max(memory),
+        Ordering::Cpu => cpu + memory / 1000.0,
+        Ordering::Memory => memory + cpu / 1000.0,
     }
 }
 
-fn pack(
+/// First-fit decreasing in one `ordering` (cluster-autoscaler's algorithm with [`Ordering::SumOfShares`]).
+pub fn pack(
     topology: &Topology,
     existing: &[Place],
     template: &Place,
@@ -136,6 +141,7 @@ fn pack(
     order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
 
     let mut nodes: Vec<Place> = Vec::new();
+    let mut tree = FreeTree::default();
     let mut placed = vec![0u64; demands.len()];
     let mut unfit = vec![None; demands.len()];
     let mut stopped = None;
@@ -145,14 +151,16 @@ fn pack(
         let mut remaining = demand.count;
         let mut spread_min = vec![0u32; demand.terms.spread_count()];
 
+        // Every node added here is a copy of the template: what the template refuses, they all refuse.
+        if let Err(why) = predicates::node_fit(&pod.scheduling, &template.node) {
+            unfit[i] = Some(why);
+            continue;
+        }
         // How many more of this pod go on node `n`: closed form when nothing but resources matter.
         let mut fill =
             |topology: &mut Topology, nodes: &mut Vec<Place>, n: usize, remaining: u64| {
                 if demand.terms.simple {
                     let node = &nodes[n];
-                    if predicates::node_fit(&pod.scheduling, &node.node).is_err() {
-                        return (0, None);
-                    }
                     let k = predicates::how_many(
                         &pod.demand,
                         &pod.extended,
@@ -203,16 +211,33 @@ fn pack(
                 (k, None)
             };
 
-        // First fit over the nodes this estimation added.
-        for n in 0..nodes.len() {
-            if remaining == 0 {
-                break;
-            }
-            let (k, _) = fill(&mut topology, &mut nodes, n, remaining);
-            if k > 0 {
+        // First fit over the nodes this estimation added: through the tree when only resources matter
+        // (extended resources are not in the tree), node by node otherwise.
+        if demand.terms.simple && pod.extended.is_empty() {
+            while remaining > 0 {
+                let Some(n) = tree.first(&pod.demand) else {
+                    break;
+                };
+                let (k, _) = fill(&mut topology, &mut nodes, n, remaining);
+                tree.set(n, &nodes[n].free);
+                if k == 0 {
+                    break;
+                }
                 nodes[n].contents.push((i, k));
+                remaining -= k;
             }
-            remaining -= k;
+        } else {
+            for n in 0..nodes.len() {
+                if remaining == 0 {
+                    break;
+                }
+                let (k, _) = fill(&mut topology, &mut nodes, n, remaining);
+                if k > 0 {
+                    nodes[n].contents.push((i, k));
+                    tree.set(n, &nodes[n].free);
+                }
+                remaining -= k;
+            }
         }
         // Then new nodes, as long as the limits allow.
         while remaining > 0 {
@@ -235,6 +260,7 @@ fn pack(
                 break;
             }
             nodes[n].contents.push((i, k));
+            tree.push(&nodes[n].free);
             remaining -= k;
         }
         placed[i] = demand.count - remaining;

@@ -42,30 +42,18 @@ pub fn group(pods: &[Pod], members: impl IntoIterator<Item = usize>) -> Vec<Equi
 pub(crate) mod tests {
     use super::*;
     use crate::model::Resources;
-    use crate::model::pod::{Phase, Scheduling};
+    use crate::model::pod::Scheduling;
     use std::sync::Arc;
 
     pub(crate) fn pod(name: &str, app: &str, cpu: u64) -> Pod {
+        let demand = Resources {
+            cpu_millis: cpu,
+            pods: 1,
+            ..Default::default()
+        };
         Pod {
-            namespace: "default".into(),
-            name: name.into(),
             labels: [("app".to_string(), app.to_string())].into(),
-            demand: Resources {
-                cpu_millis: cpu,
-                pods: 1,
-                ..Default::default()
-            },
-            extended: Default::default(),
-            priority: None,
-            controller: None,
-            scheduler_name: "default-scheduler".into(),
-            node_name: None,
-            nominated_node: None,
-            phase: Phase::Pending,
-            unschedulable: true,
-            deleting: false,
-            scheduling: Arc::new(Scheduling::default()),
-            json: None,
+            ..Pod::pending("default", name, demand)
         }
     }
 

@@ -6,6 +6,7 @@ pub mod client;
 pub mod cluster;
 pub mod equivalence;
 pub mod expander;
+pub mod free_tree;
 pub mod predicates;
 pub mod runonce;
 pub mod scaleup;

@@ -579,28 +579,13 @@ fn daemonset_exemplars(pods: &[Pod]) -> Vec<&Pod> {
 
 /// cluster-autoscaler's price stabilizer: a 500m / 500MiB pod.
 fn stabilizer_pod() -> Pod {
-    Pod {
-        namespace: "default".into(),
-        name: "price-stabilizer".into(),
-        labels: Default::default(),
-        demand: Resources {
-            cpu_millis: 500,
-            memory_bytes: 500 << 20,
-            pods: 1,
-            ..Default::default()
-        },
-        extended: Default::default(),
-        priority: None,
-        controller: None,
-        scheduler_name: String::new(),
-        node_name: None,
-        nominated_node: None,
-        phase: Phase::Pending,
-        unschedulable: false,
-        deleting: false,
-        scheduling: Default::default(),
-        json: None,
-    }
+    let demand = Resources {
+        cpu_millis: 500,
+        memory_bytes: 500 << 20,
+        pods: 1,
+        ..Default::default()
+    };
+    Pod::pending("default", "price-stabilizer", demand)
 }
 
 /// Places the pods of `eg` on existing and upcoming places, first fit, resuming where the last pod went

@@ -130,6 +130,27 @@ pub struct SpreadConstraint {
 }
 
 impl Pod {
+    /// A pending pod with this demand and nothing else: no labels, owner or constraints.
+    pub fn pending(namespace: &str, name: &str, demand: Resources) -> Pod {
+        Pod {
+            namespace: namespace.into(),
+            name: name.into(),
+            labels: Labels::new(),
+            demand,
+            extended: BTreeMap::new(),
+            priority: None,
+            controller: None,
+            scheduler_name: String::new(),
+            node_name: None,
+            nominated_node: None,
+            phase: Phase::Pending,
+            unschedulable: true,
+            deleting: false,
+            scheduling: Arc::default(),
+            json: None,
+        }
+    }
+
     /// `namespace/name`, how pods are written everywhere.
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)

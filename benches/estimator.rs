@@ -1,0 +1,241 @@
+//! The estimator (scale-up planning over every node group) at 100 / 1,000 / 10,000 pending pods x 1 / 10 /
+//! 50 node groups, on two pod mixes: "deployments" (20 shapes, as replicas of Deployments are) and
+//! "distinct" (every pod a shape of its own, the worst case for equivalence groups). Then the packing
+//! quality: nodes ours vs cluster-autoscaler's ordering vs the lower bound.
+
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
+use ekscale::autoscaler::binpack::{self, Demand, Ordering};
+use ekscale::autoscaler::equivalence::{self, EquivalenceGroup};
+use ekscale::autoscaler::expander::{Expander, Strategy};
+use ekscale::autoscaler::scaleup::{self, Group, Limits, Pending, Totals};
+use ekscale::autoscaler::world::{PlaceKind, PodTerms, Topology};
+use ekscale::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
+use ekscale::model::{Node, Pod, Resources};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::sync::Arc;
+use std::time::Duration;
+
+const MI: u64 = 1 << 20;
+
+/// Instance shapes as EKS allocates them (cpu millis, memory MiB, pods).
+const SHAPES: [(u64, u64, u64); 6] = [
+    (1930, 7_220, 29),     // m5.large
+    (3920, 14_600, 58),    // m5.xlarge
+    (7910, 29_700, 58),    // m5.2xlarge
+    (7910, 13_100, 58),    // c5.2xlarge
+    (3920, 29_300, 58),    // r5.xlarge
+    (15_890, 59_300, 234), // m5.4xlarge
+];
+
+fn template(i: usize) -> Arc<Node> {
+    let (cpu, mem, pods) = SHAPES[i % SHAPES.len()];
+    let allocatable = Resources {
+        cpu_millis: cpu,
+        memory_bytes: mem * MI,
+        pods,
+        ..Default::default()
+    };
+    Arc::new(Node {
+        name: format!("template-{i}"),
+        labels: [
+            (HOSTNAME_LABEL.to_string(), format!("template-{i}")),
+            (ZONE_LABEL.to_string(), "us-east-1a".to_string()),
+        ]
+        .into(),
+        capacity: Resources {
+            cpu_millis: cpu.div_ceil(1000) * 1000,
+            ..allocatable
+        },
+        allocatable,
+        ready: true,
+        ..Default::default()
+    })
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Mix {
+    Deployments,
+    Distinct,
+}
+
+fn pods(count: usize, mix: Mix) -> Vec<Pod> {
+    let mut rng = StdRng::seed_from_u64(7);
+    let shapes: Vec<(u64, u64)> = (0..20)
+        .map(|_| {
+            (
+                rng.random_range(1..=16) * 125,
+                rng.random_range(1..=32) * 128,
+            )
+        })
+        .collect();
+    (0..count)
+        .map(|i| {
+            let (cpu, mem) = match mix {
+                Mix::Deployments => shapes[i % shapes.len()],
+                Mix::Distinct => (rng.random_range(100..=2000), rng.random_range(128..=4096)),
+            };
+            let demand = Resources {
+                cpu_millis: cpu,
+                memory_bytes: mem * MI,
+                pods: 1,
+                ..Default::default()
+            };
+            Pod::pending("default", &format!("p-{i}"), demand)
+        })
+        .collect()
+}
+
+struct Input {
+    pods: Vec<Pod>,
+    groups: Vec<EquivalenceGroup>,
+    terms: Vec<PodTerms>,
+    topology: Topology,
+    node_groups: Vec<Group>,
+}
+
+fn input(count: usize, node_groups: usize, mix: Mix) -> Input {
+    let pods = pods(count, mix);
+    let groups = equivalence::group(&pods, 0..pods.len());
+    let mut topology = Topology::default();
+    let terms = groups
+        .iter()
+        .map(|g| topology.resolve(g.exemplar(&pods)))
+        .collect();
+    let node_groups = (0..node_groups)
+        .map(|i| Group {
+            id: format!("group-{i}"),
+            min_size: 0,
+            max_size: 10_000,
+            target_size: 0,
+            template: Some(topology.place(template(i), Some(i), PlaceKind::Planned)),
+            skip: None,
+            node_price: None,
+        })
+        .collect();
+    Input {
+        pods,
+        groups,
+        terms,
+        topology,
+        node_groups,
+    }
+}
+
+fn limits() -> Limits {
+    Limits {
+        max_nodes_total: 0,
+        max_cores: 320_000,
+        max_memory_gib: 6_400_000,
+        max_nodes_per_scaleup: 10_000,
+        max_binpacking_duration: Duration::from_secs(10),
+        balance_similar_node_groups: false,
+    }
+}
+
+/// One planning pass, as RunOnce runs it.
+fn plan(input: &Input) -> u64 {
+    let expander = Expander {
+        chain: vec![Strategy::LeastWaste],
+        priorities: None,
+    };
+    let mut topology = input.topology.clone();
+    let mut places = Vec::new();
+    let mut pending = Pending {
+        pods: &input.pods,
+        groups: input.groups.clone(),
+        terms: input.terms.clone(),
+        done: vec![0; input.groups.len()],
+        prices: vec![None; input.groups.len()],
+        stabilizer: 0.0,
+    };
+    let plan = scaleup::plan(
+        &mut topology,
+        &mut places,
+        &input.node_groups,
+        &mut pending,
+        &limits(),
+        &expander,
+        Totals::default(),
+    )
+    .unwrap();
+    plan.scale_ups.iter().map(|s| s.delta).sum()
+}
+
+fn estimator(c: &mut Criterion) {
+    for mix in [Mix::Deployments, Mix::Distinct] {
+        let mut group = c.benchmark_group(format!("estimator/{mix:?}"));
+        group
+            .sample_size(10)
+            .measurement_time(Duration::from_secs(5));
+        for count in [100, 1_000, 10_000] {
+            for node_groups in [1, 10, 50] {
+                let input = input(count, node_groups, mix);
+                group.bench_with_input(
+                    BenchmarkId::new(format!("{count} pods"), format!("{node_groups} groups")),
+                    &input,
+                    |b, input| b.iter_batched(|| (), |_| plan(input), BatchSize::SmallInput),
+                );
+            }
+        }
+        group.finish();
+    }
+    quality();
+}
+
+/// Nodes for each mix on one group of each shape: ours, cluster-autoscaler's ordering alone, and the lower
+/// bound max_r ceil(sum demand_r / allocatable_r).
+fn quality() {
+    println!("\npacking quality (10,000 pods, one node group):");
+    println!(
+        "mix | shape (cpu m / mem MiB / pods) | pods placed | ours | upstream FFD | lower bound | ours over bound"
+    );
+    for mix in [Mix::Deployments, Mix::Distinct] {
+        for shape in 0..SHAPES.len() {
+            let input = input(10_000, shape + 1, mix);
+            let template = input.node_groups[shape].template.as_ref().unwrap();
+            let demands: Vec<Demand> = input
+                .groups
+                .iter()
+                .zip(&input.terms)
+                .map(|(g, terms)| Demand {
+                    pod: g.exemplar(&input.pods),
+                    terms,
+                    count: g.pods.len() as u64,
+                })
+                .collect();
+            let limits = binpack::Limits {
+                max_nodes: u64::MAX,
+                deadline: None,
+            };
+            let ours = binpack::estimate(&input.topology, &[], template, &demands, limits);
+            let upstream = binpack::pack(
+                &input.topology,
+                &[],
+                template,
+                &demands,
+                limits,
+                Ordering::SumOfShares,
+            );
+            // The bound counts the pods an empty node can hold at all (bigger ones need another group).
+            let a = template.node.allocatable;
+            let fitting: Vec<&Pod> = input.pods.iter().filter(|p| a.fits(&p.demand)).collect();
+            let sum = |f: fn(&Resources) -> u64| fitting.iter().map(|p| f(&p.demand)).sum::<u64>();
+            let bound = sum(|r| r.cpu_millis)
+                .div_ceil(a.cpu_millis)
+                .max(sum(|r| r.memory_bytes).div_ceil(a.memory_bytes))
+                .max(sum(|r| r.pods).div_ceil(a.pods));
+            let (cpu, mem, pods) = SHAPES[shape];
+            println!(
+                "{mix:?} | {cpu} / {mem} / {pods} | {} | {} | {} | {bound} | {:.2}%",
+                ours.pods_placed(),
+                ours.node_count(),
+                upstream.node_count(),
+                (ours.node_count() as f64 / bound as f64 - 1.0) * 100.0
+            );
+        }
+    }
+}
+
+criterion_group!(benches, estimator);
+criterion_main!(benches);

@@ -1,0 +1,219 @@
+//! One RunOnce over a 1,000-node, 30,000-pod cluster with 2,000 pending pods: the in-process loop against an
+//! in-process provider on the simulated EKS (criterion), then the real `ekscale-autoscaler simulate` binary
+//! over the same snapshot, for its peak memory.
+
+#[path = "../tests/common/cluster.rs"]
+#[allow(dead_code)]
+mod cluster;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use ekscale::autoscaler::backoff::BackoffSettings;
+use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
+use ekscale::autoscaler::cluster::{ClusterSource, Snapshot};
+use ekscale::autoscaler::expander::{Expander, Strategy};
+use ekscale::autoscaler::runonce::{RunOnce, Settings};
+use ekscale::autoscaler::scaleup::Limits;
+use ekscale::clock::Clock;
+use ekscale::cloud::scenario::Scenario;
+use ekscale::cloud::sim::SimBackend;
+use ekscale::metrics::ProviderMetrics;
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+const SCENARIO: &str = "
+cluster: bench
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.4xlarge, zones: [us-east-1a, us-east-1b, us-east-1c], minSize: 0, maxSize: 1500, desiredSize: 1000, labels: {workload: general}}
+  - {name: compute, instanceType: c5.2xlarge, zones: [us-east-1a, us-east-1b], minSize: 0, maxSize: 500, desiredSize: 0, labels: {workload: general}}
+  - {name: memory, instanceType: r5.2xlarge, zones: [us-east-1a], minSize: 0, maxSize: 200, desiredSize: 0, labels: {workload: general}}
+  - {name: batch, instanceType: c5.2xlarge, zones: [us-east-1a], minSize: 0, maxSize: 100, desiredSize: 0, labels: {workload: batch}, taints: [{key: dedicated, value: batch, effect: NoSchedule}]}
+fargateProfiles:
+  - {name: serverless, selectors: [{namespace: serverless}]}
+";
+
+async fn provider() -> SocketAddr {
+    ekscale::tls::install_crypto_provider();
+    let sim = Arc::new(SimBackend::new(
+        Scenario::parse(SCENARIO).unwrap(),
+        Clock::manual(),
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(ekscale::provider::serve(
+        listener,
+        sim,
+        Arc::new(ProviderMetrics::default()),
+        None,
+        std::future::pending(),
+    ));
+    addr
+}
+
+/// 1,000 nodes each running 28 pods (500m / 1Gi) and a DaemonSet pod; 2,000 pending pods of six kinds.
+async fn snapshot(addr: SocketAddr) -> Value {
+    let mut items = cluster::nodes_of(addr, &["general"]).await;
+    let names: Vec<String> = items
+        .iter()
+        .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    for (n, node) in names.iter().enumerate() {
+        for p in 0..28 {
+            let app = format!("app-{}", (n * 28 + p) % 50);
+            items.push(cluster::running(
+                node,
+                &format!("{app}-{n}-{p}"),
+                &app,
+                "500m",
+                "1Gi",
+            ));
+        }
+        let mut ds = cluster::running(
+            node,
+            &format!("node-exporter-{n}"),
+            "node-exporter",
+            "100m",
+            "128Mi",
+        );
+        ds["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "name": "node-exporter", "uid": "ds", "controller": true}]);
+        items.push(ds);
+    }
+    items.extend(cluster::replicas(600, "api", "1500m", "2Gi"));
+    items.extend(cluster::replicas(800, "worker", "2", "4Gi"));
+    for i in 0..200 {
+        items.push(cluster::with_spec(
+            cluster::pending("default", &format!("cache-{i}"), "cache", "250m", "8Gi"),
+            json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "kubernetes.io/hostname"}]}}}),
+        ));
+    }
+    for i in 0..200 {
+        items.push(cluster::with_spec(
+            cluster::pending("default", &format!("spread-{i}"), "spread", "1", "1Gi"),
+            json!({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "spread"}}}]}),
+        ));
+    }
+    for i in 0..100 {
+        items.push(cluster::with_spec(
+            cluster::pending("default", &format!("etl-{i}"), "etl", "2", "4Gi"),
+            json!({"nodeSelector": {"workload": "batch"},
+                   "tolerations": [{"key": "dedicated", "operator": "Exists"}]}),
+        ));
+    }
+    items.extend(cluster::replicas(100, "huge", "64", "1Gi"));
+    cluster::list(items)
+}
+
+fn settings() -> Settings {
+    Settings {
+        expander: Expander {
+            chain: vec![Strategy::LeastWaste],
+            priorities: None,
+        },
+        limits: Limits {
+            max_nodes_total: 0,
+            max_cores: 320_000,
+            max_memory_gib: 6_400_000,
+            max_nodes_per_scaleup: 1000,
+            max_binpacking_duration: Duration::from_secs(10),
+            balance_similar_node_groups: false,
+        },
+        expendable_pods_priority_cutoff: -10,
+        max_node_provision_time: Duration::from_secs(900),
+        max_node_startup_time: Duration::from_secs(900),
+        backoff: BackoffSettings::default(),
+        act: false,
+    }
+}
+
+/// Peak resident memory of a process, polled from /proc until it exits (VmHWM only grows).
+fn peak_mib(child: &mut std::process::Child) -> f64 {
+    let mut peak = 0.0;
+    loop {
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", child.id())) {
+            let kib: Option<f64> = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok());
+            if let Some(kib) = kib {
+                peak = f64::max(peak, kib / 1024.0);
+            }
+        }
+        if child.try_wait().unwrap().is_some() {
+            return peak;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn runonce(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let addr = rt.block_on(provider());
+    let snapshot = rt.block_on(snapshot(addr));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snapshot.json");
+    std::fs::write(&path, snapshot.to_string()).unwrap();
+    let view = rt.block_on(Snapshot::read(&path).unwrap().view()).unwrap();
+    println!(
+        "cluster: {} nodes, {} pods ({} bytes of JSON)",
+        view.nodes.len(),
+        view.pods.len(),
+        std::fs::metadata(&path).unwrap().len()
+    );
+    let client = rt.block_on(async {
+        ProviderClient::new(&ProviderConfig::plaintext(addr.to_string())).unwrap()
+    });
+    let mut once = RunOnce::new(client.clone(), settings());
+    let now = SystemTime::now();
+    let status = rt.block_on(once.run(&view, now)).unwrap();
+    println!(
+        "one RunOnce: {:.1} ms (estimator {:.1} ms); {} placed on existing nodes, scale-ups {:?}, {} cannot be helped",
+        status.elapsed_ms,
+        status.estimate_ms,
+        status.placed.len(),
+        status
+            .scale_up
+            .iter()
+            .map(|s| (s.node_group.as_str(), s.delta, s.pods.len()))
+            .collect::<Vec<_>>(),
+        status.no_scale_up.len()
+    );
+    c.bench_function("runonce/1000 nodes, 30000 pods, 2000 pending", |b| {
+        b.to_async(&rt).iter(|| {
+            let view = view.clone();
+            let mut once = RunOnce::new(client.clone(), settings());
+            async move { once.run(&view, now).await.unwrap() }
+        })
+    });
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
+        .args([
+            "simulate",
+            "--provider",
+            &addr.to_string(),
+            "--format",
+            "json",
+            "--snapshot",
+        ])
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let peak = peak_mib(&mut child);
+    println!(
+        "ekscale-autoscaler simulate over this snapshot: peak RSS {peak:.1} MiB (parsing included)"
+    );
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(20));
+    targets = runonce
+}
+criterion_main!(benches);

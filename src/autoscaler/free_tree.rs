@@ -1,0 +1,133 @@
+//! First fit in logarithmic time. The estimator asks, for each equivalence group, "the first node added so
+//! far with room for this pod". Scanning every node makes that O(groups x nodes), which is what makes
+//! upstream's estimator slow on many distinct pods. This tree keeps, over the nodes in the order they were
+//! added, the per-resource maximum of what is free in each subtree, so a search skips whole runs of nodes
+//! that cannot hold the pod and still returns the same node a scan would.
+
+use crate::model::Resources;
+
+type Key = [u64; 5];
+
+fn key(free: &Resources) -> Key {
+    [
+        free.cpu_millis,
+        free.memory_bytes,
+        free.pods,
+        free.ephemeral_storage_bytes,
+        free.gpus,
+    ]
+}
+
+fn holds(have: &Key, want: &Key) -> bool {
+    have.iter().zip(want).all(|(h, w)| h >= w)
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct FreeTree {
+    /// Leaves: a power of two at least `len`.
+    width: usize,
+    len: usize,
+    /// Heap layout: node 1 is the root, leaves start at `width`.
+    max: Vec<Key>,
+}
+
+impl FreeTree {
+    /// Adds a node at the end.
+    pub fn push(&mut self, free: &Resources) {
+        if self.len == self.width {
+            let width = (self.width * 2).max(1);
+            let mut max = vec![[0; 5]; 2 * width];
+            max[width..width + self.len]
+                .copy_from_slice(&self.max[self.width..self.width + self.len]);
+            for n in (1..width).rev() {
+                max[n] = merge(&max[2 * n], &max[2 * n + 1]);
+            }
+            self.width = width;
+            self.max = max;
+        }
+        self.len += 1;
+        self.set(self.len - 1, free);
+    }
+
+    /// Node `i` now has `free` left.
+    pub fn set(&mut self, i: usize, free: &Resources) {
+        let mut n = self.width + i;
+        self.max[n] = key(free);
+        while n > 1 {
+            n /= 2;
+            self.max[n] = merge(&self.max[2 * n], &self.max[2 * n + 1]);
+        }
+    }
+
+    /// The first node whose free resources hold `demand`.
+    pub fn first(&self, demand: &Resources) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
+        self.find(1, &key(demand))
+    }
+
+    fn find(&self, n: usize, want: &Key) -> Option<usize> {
+        if !holds(&self.max[n], want) {
+            return None;
+        }
+        if n >= self.width {
+            return Some(n - self.width);
+        }
+        self.find(2 * n, want)
+            .or_else(|| self.find(2 * n + 1, want))
+    }
+}
+
+fn merge(a: &Key, b: &Key) -> Key {
+    std::array::from_fn(|i| a[i].max(b[i]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn free(cpu: u64, mem: u64) -> Resources {
+        Resources {
+            cpu_millis: cpu,
+            memory_bytes: mem,
+            pods: 10,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn finds_what_a_scan_finds() {
+        let mut tree = FreeTree::default();
+        let nodes = [
+            free(100, 900),
+            free(900, 100),
+            free(500, 500),
+            free(1000, 1000),
+        ];
+        for n in &nodes {
+            tree.push(n);
+        }
+        // Each resource's maximum is in a different node: the search must not stop at the subtree max.
+        assert_eq!(tree.first(&free(600, 600)), Some(3));
+        assert_eq!(tree.first(&free(400, 400)), Some(2));
+        assert_eq!(tree.first(&free(50, 50)), Some(0));
+        assert_eq!(tree.first(&free(2000, 1)), None);
+        tree.set(3, &free(0, 0));
+        assert_eq!(tree.first(&free(600, 600)), None);
+        assert_eq!(FreeTree::default().first(&free(1, 1)), None);
+        // Against a scan, over a few hundred nodes and demands.
+        let mut tree = FreeTree::default();
+        let nodes: Vec<Resources> = (0..300u64)
+            .map(|i| free(i * 37 % 1000, i * 91 % 1000))
+            .collect();
+        for n in &nodes {
+            tree.push(n);
+        }
+        for d in 0..100u64 {
+            let want = free(d * 13 % 1000, d * 29 % 1000);
+            let scan = nodes.iter().position(|n| n.fits(&want));
+            assert_eq!(tree.first(&want), scan, "{want:?}");
+        }
+    }
+}
