@@ -191,7 +191,7 @@ fn quality() {
         "mix | shape (cpu m / mem MiB / pods) | pods placed | ours | upstream FFD | lower bound | ours over bound"
     );
     for mix in [Mix::Deployments, Mix::Distinct] {
-        for shape in 0..SHAPES.len() {
+        for (shape, &(cpu, mem, pods)) in SHAPES.iter().enumerate() {
             let input = input(10_000, shape + 1, mix);
             let template = input.node_groups[shape].template.as_ref().unwrap();
             let demands: Vec<Demand> = input
@@ -225,7 +225,6 @@ fn quality() {
                 .div_ceil(a.cpu_millis)
                 .max(sum(|r| r.memory_bytes).div_ceil(a.memory_bytes))
                 .max(sum(|r| r.pods).div_ceil(a.pods));
-            let (cpu, mem, pods) = SHAPES[shape];
             println!(
                 "{mix:?} | {cpu} / {mem} / {pods} | {} | {} | {} | {bound} | {:.2}%",
                 ours.pods_placed(),
