@@ -542,3 +542,257 @@ fn balance(
     share.sort_by_key(|(g, _)| *g != chosen);
     share
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::autoscaler::equivalence;
+    use crate::autoscaler::expander::Strategy;
+    use crate::model::node::ZONE_LABEL;
+    use crate::model::{Node, Pod};
+    use std::sync::Arc;
+
+    const GI: u64 = 1 << 30;
+
+    fn template(name: &str, cpu: u64, mem_gi: u64, zone: &str) -> Arc<Node> {
+        let allocatable = Resources {
+            cpu_millis: cpu,
+            memory_bytes: mem_gi * GI,
+            pods: 58,
+            ..Default::default()
+        };
+        Arc::new(Node {
+            name: name.into(),
+            labels: [
+                (ZONE_LABEL.to_string(), zone.to_string()),
+                ("eks.amazonaws.com/nodegroup".to_string(), name.to_string()),
+                ("workload".to_string(), "general".to_string()),
+            ]
+            .into(),
+            capacity: allocatable,
+            allocatable,
+            ready: true,
+            ..Default::default()
+        })
+    }
+
+    fn pods(n: usize, cpu: u64) -> Vec<Pod> {
+        let demand = Resources {
+            cpu_millis: cpu,
+            memory_bytes: GI,
+            pods: 1,
+            ..Default::default()
+        };
+        (0..n)
+            .map(|i| Pod::pending("default", &format!("p-{i}"), demand))
+            .collect()
+    }
+
+    struct Setup {
+        topology: Topology,
+        groups: Vec<Group>,
+        pods: Vec<Pod>,
+    }
+
+    fn setup(templates: &[(Arc<Node>, i32, i32)], pods: Vec<Pod>) -> Setup {
+        let mut topology = Topology::default();
+        let groups = templates
+            .iter()
+            .enumerate()
+            .map(|(i, (node, target, max))| Group {
+                id: node.name.clone(),
+                min_size: 0,
+                max_size: *max,
+                target_size: *target,
+                template: Some(topology.place(node.clone(), Some(i), PlaceKind::Planned)),
+                skip: None,
+                node_price: None,
+            })
+            .collect();
+        Setup {
+            topology,
+            groups,
+            pods,
+        }
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            max_nodes_total: 0,
+            max_cores: 320_000,
+            max_memory_gib: 6_400_000,
+            max_nodes_per_scaleup: 1000,
+            max_binpacking_duration: Duration::from_secs(10),
+            balance_similar_node_groups: false,
+        }
+    }
+
+    fn run(setup: &mut Setup, limits: &Limits, totals: Totals) -> (Plan, Vec<Place>) {
+        let groups = equivalence::group(&setup.pods, 0..setup.pods.len());
+        let terms = groups
+            .iter()
+            .map(|g| setup.topology.resolve(g.exemplar(&setup.pods)))
+            .collect();
+        let mut pending = Pending {
+            pods: &setup.pods,
+            done: vec![0; groups.len()],
+            prices: vec![None; groups.len()],
+            groups,
+            terms,
+            stabilizer: 0.0,
+        };
+        let expander = Expander {
+            chain: vec![Strategy::LeastWaste],
+            priorities: None,
+        };
+        let mut places = Vec::new();
+        let plan = plan(
+            &mut setup.topology,
+            &mut places,
+            &setup.groups,
+            &mut pending,
+            limits,
+            &expander,
+            totals,
+        )
+        .unwrap();
+        (plan, places)
+    }
+
+    fn deltas(plan: &Plan) -> Vec<(String, u64, usize)> {
+        plan.scale_ups
+            .iter()
+            .map(|s| (s.node_group.clone(), s.delta, s.pods.len()))
+            .collect()
+    }
+
+    #[test]
+    fn the_plan_continues_where_the_chosen_group_runs_out() {
+        // 10 pods of 1 CPU; "small" (2 CPUs, max 2) wastes least but holds only 2 pods per node ... 4 pods.
+        let mut s = setup(
+            &[
+                (template("small", 2000, 8, "a"), 0, 2),
+                (template("big", 8000, 64, "a"), 0, 10),
+            ],
+            pods(10, 1000),
+        );
+        let (plan, places) = run(&mut s, &limits(), Totals::default());
+        assert_eq!(
+            deltas(&plan),
+            [("small".into(), 2, 4), ("big".into(), 1, 6)]
+        );
+        assert_eq!(places.len(), 3, "planned nodes join the world");
+        assert!(
+            plan.reasons.iter().all(|r| r.is_empty()),
+            "every pod helped"
+        );
+    }
+
+    #[test]
+    fn cluster_limits_cap_nodes_and_say_which() {
+        let mut s = setup(&[(template("small", 2000, 8, "a"), 0, 100)], pods(10, 1000));
+        let limits = Limits {
+            max_nodes_total: 5,
+            ..limits()
+        };
+        let existing = Totals {
+            nodes: 2,
+            cpu_millis: 4000,
+            memory_bytes: 16 * GI,
+        };
+        let (plan, _) = run(&mut s, &limits, existing);
+        assert_eq!(deltas(&plan), [("small".into(), 3, 6)]);
+        assert_eq!(
+            plan.reasons[0]["small"],
+            "max total nodes in cluster reached (--max-nodes-total)"
+        );
+        let limits = Limits {
+            max_cores: 9,
+            ..super::tests::limits()
+        };
+        let mut s = setup(&[(template("small", 2000, 8, "a"), 0, 100)], pods(10, 1000));
+        let (plan, _) = run(&mut s, &limits, existing);
+        assert_eq!(
+            deltas(&plan),
+            [("small".into(), 2, 4)],
+            "9 cores: 4 used, 2 more nodes"
+        );
+        assert!(plan.reasons[0]["small"].contains("--cores-total"));
+        let limits = Limits {
+            max_memory_gib: 30,
+            ..super::tests::limits()
+        };
+        let mut s = setup(&[(template("small", 2000, 8, "a"), 0, 100)], pods(10, 1000));
+        let (plan, _) = run(&mut s, &limits, existing);
+        assert_eq!(
+            deltas(&plan),
+            [("small".into(), 1, 2)],
+            "30 GiB: 16 used, one 8 GiB node"
+        );
+        assert!(plan.reasons[0]["small"].contains("--memory-total"));
+    }
+
+    #[test]
+    fn group_max_and_skips_are_reasons() {
+        let mut s = setup(
+            &[
+                (template("full", 2000, 8, "a"), 3, 3),
+                (template("backed-off", 2000, 8, "a"), 0, 3),
+            ],
+            pods(1, 1000),
+        );
+        s.groups[1].skip = Some("in backoff after failed scale-up (x)".into());
+        let (plan, _) = run(&mut s, &limits(), Totals::default());
+        assert!(plan.scale_ups.is_empty());
+        assert_eq!(plan.reasons[0]["full"], "max node group size reached");
+        assert_eq!(
+            plan.reasons[0]["backed-off"],
+            "in backoff after failed scale-up (x)"
+        );
+    }
+
+    #[test]
+    fn similar_groups_are_alike_but_for_zone_and_name() {
+        let mut topology = Topology::default();
+        let place = |t: &mut Topology, node| t.place(node, None, PlaceKind::Planned);
+        let a = place(&mut topology, template("a", 2000, 8, "us-east-1a"));
+        let b = place(&mut topology, template("b", 2000, 8, "us-east-1b"));
+        let bigger = place(&mut topology, template("c", 4000, 16, "us-east-1b"));
+        assert!(similar(&a, &b));
+        assert!(!similar(&a, &bigger));
+        let mut other_labels = (*template("d", 2000, 8, "us-east-1a")).clone();
+        other_labels
+            .labels
+            .insert("workload".into(), "batch".into());
+        let d = place(&mut topology, Arc::new(other_labels));
+        assert!(!similar(&a, &d));
+    }
+
+    #[test]
+    fn balancing_water_fills_the_smallest_group_first() {
+        let mut s = setup(
+            &[
+                (template("a", 2000, 8, "us-east-1a"), 2, 10),
+                (template("b", 2000, 8, "us-east-1b"), 0, 10),
+                (template("c", 2000, 8, "us-east-1c"), 1, 2),
+            ],
+            pods(10, 1000),
+        );
+        let limits = Limits {
+            balance_similar_node_groups: true,
+            ..limits()
+        };
+        let (plan, _) = run(&mut s, &limits, Totals::default());
+        // 5 nodes (the three groups tie under least-waste; whichever is chosen, the split is the same):
+        // b to 1, b and c to 2 (c is then at its max), then a and b to 3.
+        let mut got: Vec<(String, u64)> = plan
+            .scale_ups
+            .iter()
+            .map(|s| (s.node_group.clone(), s.delta))
+            .collect();
+        got.sort();
+        assert_eq!(got, [("a".into(), 1), ("b".into(), 3), ("c".into(), 1)]);
+        let total: usize = plan.scale_ups.iter().map(|s| s.pods.len()).sum();
+        assert_eq!(total, 10);
+    }
+}

@@ -409,3 +409,143 @@ pub fn fits(
     }
     topology.allows(terms, &pod.scheduling, place, spread_min, eligible)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::node::ZONE_LABEL;
+    use crate::model::pod::SpreadConstraint;
+
+    fn node(name: &str, zone: &str) -> Arc<Node> {
+        Arc::new(Node {
+            name: name.into(),
+            labels: [
+                (HOSTNAME_LABEL.to_string(), name.to_string()),
+                (ZONE_LABEL.to_string(), zone.to_string()),
+            ]
+            .into(),
+            allocatable: Resources {
+                cpu_millis: 4000,
+                memory_bytes: 8 << 30,
+                pods: 10,
+                ..Default::default()
+            },
+            ready: true,
+            ..Default::default()
+        })
+    }
+
+    fn pod(app: &str, scheduling: Scheduling) -> Pod {
+        let demand = Resources {
+            cpu_millis: 100,
+            pods: 1,
+            ..Default::default()
+        };
+        Pod {
+            labels: [("app".to_string(), app.to_string())].into(),
+            scheduling: Arc::new(scheduling),
+            ..Pod::pending("default", app, demand)
+        }
+    }
+
+    fn selector(app: &str) -> LabelSelector {
+        LabelSelector {
+            match_labels: [("app".to_string(), app.to_string())].into(),
+            expressions: vec![],
+        }
+    }
+
+    fn check(
+        topology: &Topology,
+        pod: &Pod,
+        terms: &PodTerms,
+        place: &Place,
+        all: &[Place],
+    ) -> Result<(), Unfit> {
+        let mut min = vec![0; terms.spread_count()];
+        let mut eligible = |visit: &mut dyn FnMut(&Place)| all.iter().for_each(&mut *visit);
+        fits(topology, pod, terms, place, &mut min, &mut eligible)
+    }
+
+    #[test]
+    fn anti_affinity_of_a_running_pod_keeps_matching_pods_away() {
+        // A running pod that refuses `web` neighbours in its zone; the pending web pod has no rule itself.
+        let guard = pod(
+            "guard",
+            Scheduling {
+                anti_affinity: vec![PodAffinityTerm {
+                    selector: selector("web"),
+                    namespaces: Some(vec!["default".into()]),
+                    topology_key: ZONE_LABEL.into(),
+                }],
+                ..Default::default()
+            },
+        );
+        let web = pod("web", Scheduling::default());
+        let mut topology = Topology::default();
+        topology.register(&guard);
+        topology.register(&web);
+        let mut places = vec![
+            topology.place(node("a1", "a"), None, PlaceKind::Existing),
+            topology.place(node("a2", "a"), None, PlaceKind::Existing),
+            topology.place(node("b1", "b"), None, PlaceKind::Existing),
+        ];
+        let guard_terms = topology.resolve(&guard);
+        topology.put(&guard, &guard_terms, &mut places[0], 1);
+        let web_terms = topology.resolve(&web);
+        assert!(!web_terms.simple, "someone's anti-affinity matches it");
+        assert_eq!(
+            check(&topology, &web, &web_terms, &places[1], &places),
+            Err(Unfit::AntiAffinity)
+        );
+        assert_eq!(
+            check(&topology, &web, &web_terms, &places[2], &places),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn zone_spread_counts_only_nodes_the_pod_may_use() {
+        let spread = pod(
+            "api",
+            Scheduling {
+                spread: vec![SpreadConstraint {
+                    max_skew: 1,
+                    topology_key: ZONE_LABEL.into(),
+                    selector: selector("api"),
+                }],
+                ..Default::default()
+            },
+        );
+        let mut topology = Topology::default();
+        topology.register(&spread);
+        let mut places = vec![
+            topology.place(node("a1", "a"), None, PlaceKind::Existing),
+            topology.place(node("b1", "b"), None, PlaceKind::Existing),
+        ];
+        let terms = topology.resolve(&spread);
+        topology.put(&spread, &terms, &mut places[0], 1);
+        // Zone a has one, zone b none: the next goes to b, not a.
+        assert_eq!(
+            check(&topology, &spread, &terms, &places[0], &places),
+            Err(Unfit::Spread)
+        );
+        assert_eq!(
+            check(&topology, &spread, &terms, &places[1], &places),
+            Ok(())
+        );
+        // Counting only zone a (as if zone b's nodes did not match the pod's affinity), a is fine.
+        assert_eq!(
+            check(&topology, &spread, &terms, &places[0], &places[..1]),
+            Ok(())
+        );
+        // A node without the zone label cannot take it.
+        let mut bare = (*node("x", "a")).clone();
+        bare.labels.remove(ZONE_LABEL);
+        let bare = topology.place(Arc::new(bare), None, PlaceKind::Existing);
+        assert_eq!(
+            check(&topology, &spread, &terms, &bare, &places),
+            Err(Unfit::MissingTopology(ZONE_LABEL.into()))
+        );
+    }
+}

@@ -155,3 +155,123 @@ impl<'de> serde::de::Visitor<'de> for ItemsSeed<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIST: &str = r#"{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":[
+      {"apiVersion":"v1","kind":"Node","metadata":{"name":"n1","labels":{"topology.kubernetes.io/zone":"us-east-1a"},
+        "creationTimestamp":"2026-11-30T00:00:00Z"},
+       "spec":{"providerID":"aws:///us-east-1a/i-1","taints":[{"key":"dedicated","value":"batch","effect":"NoSchedule"}]},
+       "status":{"capacity":{"cpu":"2","memory":"8Gi","pods":"29"},
+                 "allocatable":{"cpu":"1930m","memory":"7518Mi","pods":"29","vpc.amazonaws.com/pod-eni":"9"},
+                 "conditions":[{"type":"Ready","status":"True"}]}},
+      {"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"web","labels":{"app":"web"},
+        "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-1","uid":"u1","controller":true}]},
+       "spec":{"priority":5,"nodeSelector":{"team":"web"},
+         "tolerations":[{"key":"dedicated","operator":"Equal","value":"batch","effect":"NoSchedule"},{"operator":"Exists"}],
+         "affinity":{
+           "nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+             {"matchExpressions":[{"key":"cores","operator":"Gt","values":["4"]}]}]}},
+           "podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[
+             {"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"kubernetes.io/hostname"}]},
+           "podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[
+             {"labelSelector":{"matchExpressions":[{"key":"app","operator":"In","values":["cache"]}]},
+              "namespaceSelector":{},"topologyKey":"topology.kubernetes.io/zone"}]}},
+         "topologySpreadConstraints":[
+           {"maxSkew":2,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule",
+            "labelSelector":{"matchLabels":{"app":"web"}},"matchLabelKeys":["pod-template-hash"]},
+           {"maxSkew":1,"topologyKey":"kubernetes.io/hostname","whenUnsatisfiable":"ScheduleAnyway",
+            "labelSelector":{"matchLabels":{"app":"web"}}}],
+         "containers":[{"name":"a","ports":[{"containerPort":80,"hostPort":8080}],
+           "resources":{"requests":{"cpu":"250m","memory":"64Mi","vpc.amazonaws.com/pod-eni":"1"}}}]},
+       "status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]}},
+      {"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"web","namespace":"web"},
+       "spec":{"selector":{"matchLabels":{"app":"web"}}},"status":{"disruptionsAllowed":1,"currentHealthy":3,
+       "desiredHealthy":2,"expectedPods":3}}]}"#;
+
+    #[test]
+    fn reads_what_kubectl_prints() {
+        let snapshot = parse(LIST).unwrap();
+        let node = &snapshot.nodes[0];
+        assert_eq!(node.provider_id, "aws:///us-east-1a/i-1");
+        assert_eq!(
+            (node.allocatable.cpu_millis, node.allocatable.pods),
+            (1930, 29)
+        );
+        assert_eq!(node.capacity.memory_bytes, 8 << 30);
+        assert_eq!(node.extended["vpc.amazonaws.com/pod-eni"], 9);
+        assert!(node.ready && node.created.is_some());
+        assert_eq!(node.taints[0].key, "dedicated");
+
+        let pod = &snapshot.pods[0];
+        assert_eq!(pod.key(), "web/p");
+        assert!(pod.unschedulable && pod.json.is_some());
+        assert_eq!(pod.priority, Some(5));
+        assert_eq!(pod.controller.as_ref().unwrap().uid, "u1");
+        assert_eq!(pod.extended["vpc.amazonaws.com/pod-eni"], 1);
+        let s = &pod.scheduling;
+        assert_eq!(s.node_selector["team"], "web");
+        assert_eq!(s.tolerations.len(), 2);
+        assert!(s.tolerations[1].exists && s.tolerations[1].key.is_none());
+        assert_eq!(s.node_affinity.as_ref().unwrap().terms[0][0].values, ["4"]);
+        assert_eq!(
+            s.anti_affinity[0].namespaces.as_deref(),
+            Some(&["web".to_string()][..])
+        );
+        assert_eq!(
+            s.affinity[0].namespaces, None,
+            "an empty namespaceSelector is every namespace"
+        );
+        assert_eq!(s.spread.len(), 1, "ScheduleAnyway is a preference");
+        assert_eq!(s.spread[0].max_skew, 2);
+        assert_eq!(s.host_ports[0].port, 8080);
+        assert_eq!(s.host_ports[0].protocol, "TCP");
+
+        assert_eq!(snapshot.pdbs[0].disruptions_allowed, 1);
+        assert!(snapshot.pdbs[0].covers("web", &pod.labels));
+    }
+
+    #[test]
+    fn yaml_reads_the_same() {
+        let value: serde_json::Value = serde_json::from_str(LIST).unwrap();
+        let yaml = serde_norway::to_string(&value).unwrap();
+        let snapshot = parse(&yaml).unwrap();
+        assert_eq!(snapshot.pods, parse(LIST).unwrap().pods);
+    }
+
+    #[test]
+    fn errors_name_the_item_and_the_problem() {
+        let error = |text: &str| parse(text).unwrap_err().to_string();
+        assert!(error("[1, 2]").contains("not a kubectl List"));
+        assert!(error(r#"{"kind":"List"}"#).contains("no `items`"));
+        let bad_operator = LIST.replace(r#""operator":"Gt""#, r#""operator":"Within""#);
+        assert!(
+            error(&bad_operator).contains("unknown operator \"Within\""),
+            "{}",
+            error(&bad_operator)
+        );
+        let label_gt = LIST.replace(
+            r#""operator":"In","values":["cache"]"#,
+            r#""operator":"Gt","values":["1"]"#,
+        );
+        assert!(error(&label_gt).contains("node affinity only"));
+        let skew = LIST.replace(r#""maxSkew":2"#, r#""maxSkew":0"#);
+        assert!(error(&skew).contains("maxSkew must be at least 1"));
+        let effect = LIST.replace(r#""effect":"NoSchedule"}]}"#, r#""effect":"Sometimes"}]}"#);
+        assert!(
+            error(&effect).contains("node n1: taint effect \"Sometimes\""),
+            "{}",
+            error(&effect)
+        );
+        let node = LIST.replace(r#""cpu":"1930m""#, r#""cpu":"lots""#);
+        assert!(error(&node).contains("node n1: cpu"), "{}", error(&node));
+        let kind = LIST.replace(r#""kind":"PodDisruptionBudget""#, r#""kind":"Deployment""#);
+        assert!(
+            error(&kind).starts_with("item 2 (Deployment)"),
+            "{}",
+            error(&kind)
+        );
+    }
+}
