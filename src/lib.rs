@@ -13,5 +13,6 @@ pub mod metrics; // Prometheus metrics, ekscale_provider_*
 pub mod model; // the internal model: integer resources, pod demand
 pub mod proto; // code generated from proto/
 pub mod provider; // the gRPC server: CloudProvider, Fargate, health, reflection, TLS
+pub mod sim; // the cluster simulator: nodes from the provider's instances, a scheduler, for demo and tests
 pub mod telemetry; // tracing setup
 pub mod tls; // process-wide rustls setup

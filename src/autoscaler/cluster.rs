@@ -30,6 +30,8 @@ pub enum ClusterError {
         path: PathBuf,
         source: SnapshotError,
     },
+    #[error("simulated cluster: {0}")]
+    Sim(String),
 }
 
 #[async_trait::async_trait]

@@ -9,7 +9,7 @@ use super::equivalence::{self, EquivalenceGroup};
 use super::expander::Expander;
 use super::scaleup::{self, Group, Limits, Pending, Totals};
 use super::status::{FargatePod, GroupStatus, NoScaleUp, Placed, Status};
-use super::world::{Place, PlaceKind, PodTerms, Topology, fits};
+use super::world::{self, PlaceKind, PodTerms};
 use crate::k8s::objects;
 use crate::model::pod::{FARGATE_SCHEDULER, Phase};
 use crate::model::{Node, Pod, Resources};
@@ -224,40 +224,10 @@ impl RunOnce {
         self.fargate(pods, &fargate_bound, &help_groups, &mut status)
             .await?;
 
-        // The world: terms first, then places, then the pods already there.
-        let mut topology = Topology::default();
-        for eg in &help_groups {
-            topology.register(eg.exemplar(pods));
-        }
-        for &i in &bound {
-            if !pods[i].scheduling.anti_affinity.is_empty() {
-                topology.register(&pods[i]);
-            }
-        }
-        let mut places: Vec<Place> = view
-            .nodes
-            .iter()
-            .zip(&node_group)
-            .map(|(node, g)| topology.place(Arc::new(node.clone()), *g, PlaceKind::Existing))
-            .collect();
-        let place_of: HashMap<&str, usize> = view
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.as_str(), i))
-            .collect();
-        let mut resolved: HashMap<crate::model::pod::EquivalenceKey, PodTerms> = HashMap::new();
-        for &i in &bound {
-            let pod = &pods[i];
-            let node = pod.node_name.as_deref().or(pod.nominated_node.as_deref());
-            if let Some(&p) = node.and_then(|n| place_of.get(n)) {
-                let terms = resolved
-                    .entry(pod.equivalence_key())
-                    .or_insert_with(|| topology.resolve(pod));
-                topology.put(pod, terms, &mut places[p], 1);
-            }
-        }
-        drop(resolved);
+        // The world: the nodes with the pods already on them (or nominated to them).
+        let exemplars: Vec<&Pod> = help_groups.iter().map(|eg| eg.exemplar(pods)).collect();
+        let (mut topology, mut places) =
+            world::build(&view.nodes, &node_group, pods, &bound, &exemplars);
         let daemonsets = daemonset_exemplars(pods);
         for (gi, f) in facts.iter().enumerate() {
             let Some(node) = &f.template else { continue };
@@ -283,7 +253,7 @@ impl RunOnce {
             .collect();
         let mut done = vec![0usize; help_groups.len()];
         for (e, eg) in help_groups.iter().enumerate() {
-            let placed = fit_existing(&mut topology, &mut places, pods, eg, &terms[e]);
+            let placed = world::place_all(&mut topology, &mut places, pods, &eg.pods, &terms[e]);
             for (k, p) in placed.into_iter().enumerate() {
                 let place = &places[p];
                 status.placed.push(Placed {
@@ -586,69 +556,4 @@ fn stabilizer_pod() -> Pod {
         ..Default::default()
     };
     Pod::pending("default", "price-stabilizer", demand)
-}
-
-/// Places the pods of `eg` on existing and upcoming places, first fit, resuming where the last pod went
-/// (pods of a group are identical). Returns the place of each pod placed, in order.
-fn fit_existing(
-    topology: &mut Topology,
-    places: &mut [Place],
-    pods: &[Pod],
-    eg: &EquivalenceGroup,
-    terms: &PodTerms,
-) -> Vec<usize> {
-    let pod = eg.exemplar(pods);
-    let mut spread_min = vec![0u32; terms.spread_count()];
-    let mut out = Vec::new();
-    let want = eg.pods.len();
-    for p in 0..places.len() {
-        if out.len() == want {
-            break;
-        }
-        if !places[p].accepts {
-            continue;
-        }
-        if terms.simple {
-            if super::predicates::node_fit(&pod.scheduling, &places[p].node).is_err() {
-                continue;
-            }
-            let place = &places[p];
-            let k = super::predicates::how_many(
-                &pod.demand,
-                &pod.extended,
-                &place.free,
-                &place.free_extended,
-            )
-            .min((want - out.len()) as u64);
-            if k > 0 {
-                topology.put(pod, terms, &mut places[p], k);
-                out.extend(std::iter::repeat_n(p, k as usize));
-            }
-            continue;
-        }
-        while out.len() < want {
-            let verdict = {
-                let view = &*places;
-                let mut eligible = |visit: &mut dyn FnMut(&Place)| {
-                    view.iter()
-                        .filter(|q| pod.scheduling.node_matches(&q.node.labels))
-                        .for_each(&mut *visit);
-                };
-                fits(
-                    topology,
-                    pod,
-                    terms,
-                    &view[p],
-                    &mut spread_min,
-                    &mut eligible,
-                )
-            };
-            if verdict.is_err() {
-                break;
-            }
-            topology.put(pod, terms, &mut places[p], 1);
-            out.push(p);
-        }
-    }
-    out
 }

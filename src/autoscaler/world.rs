@@ -410,6 +410,117 @@ pub fn fits(
     topology.allows(terms, &pod.scheduling, place, spread_min, eligible)
 }
 
+/// The cluster's nodes as places (`group_of` each node's group index), with the pods in `on_nodes` put on
+/// theirs (bound, or nominated). Terms are registered first: those of `pending` pods and the anti-affinity
+/// of pods already placed, which keeps matching pods away from them.
+pub fn build(
+    nodes: &[Node],
+    group_of: &[Option<usize>],
+    pods: &[Pod],
+    on_nodes: &[usize],
+    pending: &[&Pod],
+) -> (Topology, Vec<Place>) {
+    let mut topology = Topology::default();
+    for pod in pending {
+        topology.register(pod);
+    }
+    for &i in on_nodes {
+        if !pods[i].scheduling.anti_affinity.is_empty() {
+            topology.register(&pods[i]);
+        }
+    }
+    let mut places: Vec<Place> = nodes
+        .iter()
+        .zip(group_of)
+        .map(|(node, g)| topology.place(Arc::new(node.clone()), *g, PlaceKind::Existing))
+        .collect();
+    let place_of: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    let mut resolved: HashMap<crate::model::pod::EquivalenceKey, PodTerms> = HashMap::new();
+    for &i in on_nodes {
+        let pod = &pods[i];
+        let node = pod.node_name.as_deref().or(pod.nominated_node.as_deref());
+        if let Some(&p) = node.and_then(|n| place_of.get(n)) {
+            let terms = resolved
+                .entry(pod.equivalence_key())
+                .or_insert_with(|| topology.resolve(pod));
+            topology.put(pod, terms, &mut places[p], 1);
+        }
+    }
+    (topology, places)
+}
+
+/// Places identical pods (`members` of `pods`, with `terms`) on the places that accept them, first fit,
+/// as the scheduler would; returns the place of each pod placed, in order.
+pub fn place_all(
+    topology: &mut Topology,
+    places: &mut [Place],
+    pods: &[Pod],
+    members: &[usize],
+    terms: &PodTerms,
+) -> Vec<usize> {
+    let Some(&first) = members.first() else {
+        return Vec::new();
+    };
+    let pod = &pods[first];
+    let mut spread_min = vec![0u32; terms.spread_count()];
+    let mut out = Vec::new();
+    let want = members.len();
+    for p in 0..places.len() {
+        if out.len() == want {
+            break;
+        }
+        if !places[p].accepts {
+            continue;
+        }
+        if terms.simple {
+            if predicates::node_fit(&pod.scheduling, &places[p].node).is_err() {
+                continue;
+            }
+            let place = &places[p];
+            let k = predicates::how_many(
+                &pod.demand,
+                &pod.extended,
+                &place.free,
+                &place.free_extended,
+            )
+            .min((want - out.len()) as u64);
+            if k > 0 {
+                topology.put(pod, terms, &mut places[p], k);
+                out.extend(std::iter::repeat_n(p, k as usize));
+            }
+            continue;
+        }
+        while out.len() < want {
+            let verdict = {
+                let view = &*places;
+                let mut eligible = |visit: &mut dyn FnMut(&Place)| {
+                    view.iter()
+                        .filter(|q| pod.scheduling.node_matches(&q.node.labels))
+                        .for_each(&mut *visit);
+                };
+                fits(
+                    topology,
+                    pod,
+                    terms,
+                    &view[p],
+                    &mut spread_min,
+                    &mut eligible,
+                )
+            };
+            if verdict.is_err() {
+                break;
+            }
+            topology.put(pod, terms, &mut places[p], 1);
+            out.push(p);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

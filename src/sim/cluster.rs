@@ -1,0 +1,203 @@
+//! A simulated cluster over any externalgrpc provider, read through its own provider client (the way
+//! kubelets and the cloud controller learn about instances: from the cloud, not from the autoscaler).
+
+use crate::autoscaler::client::{ClientError, ProviderClient, ProviderConfig};
+use crate::autoscaler::cluster::{ClusterError, ClusterSource, ClusterView};
+use crate::autoscaler::{equivalence, world};
+use crate::clock::Clock;
+use crate::k8s::objects;
+use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
+use crate::model::pod::{FARGATE_SCHEDULER, Phase};
+use crate::model::{Node, Pod};
+use crate::proto::externalgrpc::instance_status::InstanceState;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+pub struct SimCluster {
+    client: ProviderClient,
+    clock: Clock,
+    /// The wall-clock time the simulated clock's zero stands for.
+    epoch: SystemTime,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    nodes: Vec<Node>,
+    pods: Vec<Pod>,
+}
+
+impl SimCluster {
+    /// A cluster with no nodes and no pods yet, on `clock` (the provider's, so both agree on time).
+    pub fn new(provider: &ProviderConfig, clock: Clock) -> Result<SimCluster, ClientError> {
+        Ok(SimCluster {
+            client: ProviderClient::new(provider)?,
+            clock,
+            epoch: SystemTime::now(),
+            state: Mutex::default(),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Simulated wall-clock time.
+    pub fn now(&self) -> SystemTime {
+        self.epoch + self.clock.now()
+    }
+
+    /// Creates pods, pending until the next [`SimCluster::step`] schedules them.
+    pub fn create_pods(&self, pods: impl IntoIterator<Item = Pod>) {
+        self.state().pods.extend(pods.into_iter().map(|mut pod| {
+            pod.node_name = None;
+            pod.phase = Phase::Pending;
+            pod.unschedulable = false;
+            pod
+        }));
+    }
+
+    /// Deletes the pods `matching` says so of, wherever they are.
+    pub fn delete_pods(&self, matching: impl Fn(&Pod) -> bool) {
+        self.state().pods.retain(|p| !matching(p));
+    }
+
+    pub fn pods(&self) -> Vec<Pod> {
+        self.state().pods.clone()
+    }
+
+    pub fn nodes(&self) -> Vec<Node> {
+        self.state().nodes.clone()
+    }
+
+    /// Registers nodes for instances that now run, removes nodes whose instances are gone (their pods go
+    /// back to pending if a controller owns them, and are lost otherwise), then schedules pending pods.
+    pub async fn step(&self) -> Result<(), ClientError> {
+        self.client.refresh().await?;
+        let mut running: Vec<(String, Arc<Node>)> = Vec::new();
+        let mut known: HashSet<String> = HashSet::new();
+        for group in self.client.node_groups().await?.iter() {
+            let instances = self.client.nodes(&group.id).await?;
+            let Some(template) = self.client.template(&group.id).await? else {
+                continue;
+            };
+            let template = match objects::node_from_pb(&template) {
+                Ok(node) => Arc::new(node),
+                Err(e) => {
+                    tracing::warn!(group = %group.id, error = %e, "simulated cluster: unreadable template");
+                    continue;
+                }
+            };
+            for instance in instances {
+                known.insert(instance.id.clone());
+                let state = instance.status.as_ref().map(|s| s.instance_state);
+                if state == Some(InstanceState::InstanceRunning as i32) {
+                    running.push((instance.id, template.clone()));
+                }
+            }
+        }
+        let now = self.now();
+        let mut state = self.state();
+        let State { nodes, pods } = &mut *state;
+        // Nodes whose instance is gone leave; so do their pods, which controllers recreate.
+        let gone: HashSet<String> = nodes
+            .iter()
+            .filter(|n| !known.contains(&n.provider_id))
+            .map(|n| n.name.clone())
+            .collect();
+        nodes.retain(|n| !gone.contains(&n.name));
+        pods.retain_mut(|pod| {
+            if !pod.node_name.as_ref().is_some_and(|n| gone.contains(n)) {
+                return true;
+            }
+            pod.node_name = None;
+            pod.phase = Phase::Pending;
+            pod.unschedulable = false;
+            pod.controller.is_some() && !pod.daemonset()
+        });
+        let registered: HashSet<String> = nodes.iter().map(|n| n.provider_id.clone()).collect();
+        for (id, template) in running {
+            if !registered.contains(&id) {
+                nodes.push(node_for(&id, &template, now));
+            }
+        }
+        schedule(nodes, pods);
+        Ok(())
+    }
+}
+
+/// The node kubelet would register for instance `id` of a group with `template`.
+fn node_for(id: &str, template: &Node, now: SystemTime) -> Node {
+    let name = format!("ip-{}", id.rsplit('/').next().unwrap_or(id));
+    let mut node = template.clone();
+    node.labels.insert(HOSTNAME_LABEL.into(), name.clone());
+    if let Some(zone) = id
+        .strip_prefix("aws:///")
+        .and_then(|rest| rest.split('/').next())
+    {
+        node.labels.insert(ZONE_LABEL.into(), zone.to_string());
+    }
+    node.name = name;
+    node.provider_id = id.to_string();
+    node.created = Some(now);
+    node.ready = true;
+    node
+}
+
+/// Binds every pending pod that fits somewhere (highest priority first); the rest are marked
+/// Unschedulable, as kube-scheduler marks them.
+fn schedule(nodes: &[Node], pods: &mut [Pod]) {
+    let waiting = |p: &Pod| {
+        p.node_name.is_none()
+            && p.phase != Phase::Terminal
+            && !p.deleting
+            && p.scheduler_name != FARGATE_SCHEDULER
+    };
+    let pending: Vec<usize> = (0..pods.len()).filter(|&i| waiting(&pods[i])).collect();
+    if pending.is_empty() {
+        return;
+    }
+    let bound: Vec<usize> = (0..pods.len()).filter(|&i| pods[i].holds_room()).collect();
+    let groups = equivalence::group(pods, pending);
+    let exemplars: Vec<&Pod> = groups.iter().map(|g| g.exemplar(pods)).collect();
+    let (mut topology, mut places) =
+        world::build(nodes, &vec![None; nodes.len()], pods, &bound, &exemplars);
+    let mut binding: HashMap<usize, String> = HashMap::new();
+    for group in &groups {
+        let terms = topology.resolve(group.exemplar(pods));
+        let placed = world::place_all(&mut topology, &mut places, pods, &group.pods, &terms);
+        for (k, p) in placed.into_iter().enumerate() {
+            binding.insert(group.pods[k], places[p].node.name.clone());
+        }
+    }
+    for group in &groups {
+        for &i in &group.pods {
+            let pod = &mut pods[i];
+            match binding.remove(&i) {
+                Some(node) => {
+                    pod.node_name = Some(node);
+                    pod.phase = Phase::Running;
+                    pod.unschedulable = false;
+                }
+                None => pod.unschedulable = true,
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ClusterSource for SimCluster {
+    async fn view(&self) -> Result<Arc<ClusterView>, ClusterError> {
+        self.step()
+            .await
+            .map_err(|e| ClusterError::Sim(e.to_string()))?;
+        let state = self.state();
+        Ok(Arc::new(ClusterView {
+            nodes: state.nodes.clone(),
+            pods: state.pods.clone(),
+            pdbs: Vec::new(),
+            now: Some(self.now()),
+        }))
+    }
+}

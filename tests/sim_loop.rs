@@ -1,0 +1,161 @@
+//! The loop over the cluster simulator: RunOnce acts through the in-process provider, instances start on the
+//! simulated EKS's clock, nodes register, the simulator's scheduler binds the pods, and the next loops see
+//! upcoming nodes instead of scaling again.
+
+mod common;
+
+use common::Server;
+use ekscale::autoscaler::backoff::BackoffSettings;
+use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
+use ekscale::autoscaler::cluster::ClusterSource;
+use ekscale::autoscaler::expander::{Expander, Strategy};
+use ekscale::autoscaler::runonce::{RunOnce, Settings};
+use ekscale::autoscaler::scaleup::Limits;
+use ekscale::model::{Pod, Resources};
+use ekscale::sim::SimCluster;
+use std::time::Duration;
+
+const SCENARIO: &str = "
+cluster: loop
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a, us-east-1b], minSize: 0, maxSize: 10, desiredSize: 1, provisioningDelay: 30s}
+  - {name: tight, instanceType: m5.xlarge, zones: [us-east-1c], minSize: 0, maxSize: 10, desiredSize: 0, availableCapacity: 1}
+";
+
+fn settings() -> Settings {
+    Settings {
+        expander: Expander {
+            chain: vec![Strategy::LeastWaste],
+            priorities: None,
+        },
+        limits: Limits {
+            max_nodes_total: 0,
+            max_cores: 320_000,
+            max_memory_gib: 6_400_000,
+            max_nodes_per_scaleup: 1000,
+            max_binpacking_duration: Duration::from_secs(10),
+            balance_similar_node_groups: false,
+        },
+        expendable_pods_priority_cutoff: -10,
+        max_node_provision_time: Duration::from_secs(900),
+        max_node_startup_time: Duration::from_secs(900),
+        backoff: BackoffSettings::default(),
+        act: true,
+    }
+}
+
+fn web(n: usize, cpu: u64) -> Vec<Pod> {
+    (0..n)
+        .map(|i| {
+            let demand = Resources {
+                cpu_millis: cpu,
+                memory_bytes: 1 << 30,
+                pods: 1,
+                ..Default::default()
+            };
+            Pod::pending("default", &format!("web-{i}"), demand)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn scale_up_then_nodes_register_and_pods_bind() {
+    let server = Server::start_with(SCENARIO, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let cluster = SimCluster::new(&config, server.sim().clock().clone()).unwrap();
+    let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
+
+    // One m5.large runs (1930m): one 1-CPU pod binds, five wait.
+    cluster.create_pods(web(6, 1000));
+    let view = cluster.view().await.unwrap();
+    assert_eq!(view.nodes.len(), 1);
+    assert_eq!(view.pods.iter().filter(|p| p.unschedulable).count(), 5);
+
+    // least-waste: two m5.xlarge (3 pods each: 37.5% cpu waste) beat five m5.large (50%). The estimator
+    // does not know that `tight` can start only one more instance.
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    let asked: Vec<(&str, u64)> = status
+        .scale_up
+        .iter()
+        .map(|s| (s.node_group.as_str(), s.delta))
+        .collect();
+    assert_eq!(asked, [("tight", 2)], "{status:#?}");
+    assert!(status.scale_up[0].error.is_none());
+
+    // Next loop: the second instance failed (a stockout), so tight is backed off and, as upstream does, not
+    // counted on; general takes the five pods. Nothing is asked of tight again.
+    let view = cluster.view().await.unwrap();
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    let tight = status.node_groups.iter().find(|g| g.id == "tight").unwrap();
+    assert!(
+        tight
+            .skipped
+            .as_deref()
+            .unwrap()
+            .starts_with("in backoff after failed scale-up (instance creation failed"),
+        "{status:#?}"
+    );
+    let asked: Vec<(&str, u64)> = status
+        .scale_up
+        .iter()
+        .map(|s| (s.node_group.as_str(), s.delta))
+        .collect();
+    assert_eq!(asked, [("general", 5)], "{status:#?}");
+
+    // Next loop, before anything started: the pods wait for upcoming nodes; nothing is asked twice.
+    let view = cluster.view().await.unwrap();
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    assert!(status.scale_up.is_empty(), "{status:#?}");
+    assert_eq!(status.placed.len(), 5);
+    assert!(status.placed.iter().all(|p| p.node == "upcoming"));
+
+    // Time passes: instances run, nodes register, every pod binds, and the loop has nothing to do.
+    server.sim().clock().advance(Duration::from_secs(31));
+    let view = cluster.view().await.unwrap();
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    server.sim().clock().advance(Duration::from_secs(31));
+    let view = cluster.view().await.unwrap();
+    assert!(
+        view.pods.iter().all(|p| p.node_name.is_some()),
+        "pods still pending: {status:#?}"
+    );
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    assert!(
+        status.scale_up.is_empty() && status.no_scale_up.is_empty(),
+        "{status:#?}"
+    );
+}
+
+#[tokio::test]
+async fn removed_instances_take_their_nodes_and_controllers_recreate_pods() {
+    let server = Server::start_with(SCENARIO, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let cluster = SimCluster::new(&config, server.sim().clock().clone()).unwrap();
+    let mut owned = web(1, 500);
+    owned[0].controller = Some(ekscale::model::pod::Controller {
+        kind: "ReplicaSet".into(),
+        name: "web".into(),
+        uid: "u".into(),
+    });
+    let mut bare = web(1, 500);
+    bare[0].name = "bare".into();
+    cluster.create_pods(owned.into_iter().chain(bare));
+    let view = cluster.view().await.unwrap();
+    assert!(view.pods.iter().all(|p| p.node_name.is_some()));
+
+    // The provider deletes the only instance.
+    let client = ProviderClient::new(&config).unwrap();
+    let node = &view.nodes[0];
+    client.refresh().await.unwrap();
+    client
+        .delete_nodes("general", &[(node.name.clone(), node.provider_id.clone())])
+        .await
+        .unwrap();
+    server.sim().clock().advance(Duration::from_secs(120));
+    let view = cluster.view().await.unwrap();
+    assert!(view.nodes.is_empty());
+    let names: Vec<&str> = view.pods.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["web-0"], "the pod without a controller is gone");
+    assert!(view.pods[0].unschedulable && view.pods[0].node_name.is_none());
+}
