@@ -4,13 +4,13 @@
 //! EKS managed node groups, and `ekscale-autoscaler`, a companion autoscaler that talks to it over gRPC.
 //! Data flows one way: `bin -> provider | autoscaler -> cloud | model | k8s`.
 
-pub mod autoscaler; // the companion: provider client (the RunOnce loop is being built)
+pub mod autoscaler; // the companion: provider client, cluster sources, estimator, expanders, RunOnce
 pub mod clock; // time source of the simulators: real, scaled or manual
 pub mod cloud; // node groups behind the NodeGroupBackend trait: the simulated EKS and AWS; Fargate
 pub mod http; // /metrics and /healthz
 pub mod k8s; // Kubernetes formats at the edge: quantities, pods from protobuf bytes or kubectl JSON
 pub mod metrics; // Prometheus metrics, ekscale_provider_*
-pub mod model; // the internal model: integer resources, pod demand
+pub mod model; // the internal model: integer resources, nodes, pods, selectors, taints
 pub mod proto; // code generated from proto/
 pub mod provider; // the gRPC server: CloudProvider, Fargate, health, reflection, TLS
 pub mod sim; // the cluster simulator: nodes from the provider's instances, a scheduler, for demo and tests

@@ -595,3 +595,40 @@ async fn run_acts_through_the_provider_and_dry_run_does_not() {
     acting.wait().unwrap();
     assert!(grew, "run did not grow the large group");
 }
+
+/// The README's example: the built-in scenario and tests/data/snapshot.yaml.
+#[test]
+fn the_readmes_example_decides_as_the_readme_says() {
+    let provider = Binary::start(&[]);
+    let snapshot = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/snapshot.yaml");
+    let output = simulate(
+        provider.grpc,
+        std::path::Path::new(snapshot),
+        &["--format", "json"],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        scale_ups(&result),
+        [
+            ("batch".to_string(), 1),
+            ("general".to_string(), 1),
+            ("gpu".to_string(), 1)
+        ]
+    );
+    assert_eq!(result["placed"].as_array().unwrap().len(), 6);
+    assert_eq!(result["fargate"][0]["capacityProvisioned"], "1vCPU 3GB");
+    assert_eq!(result["noScaleUp"][0]["pod"], "default/huge");
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for line in [
+        "general          2     1    20         2  +1 node(s) for 2 pod(s): least-waste chose it over gpu, spot",
+        "batch            0     0    10         0  +1 node(s) for 3 pod(s): least-waste chose it over general, gpu, spot",
+    ] {
+        assert!(readme.contains(line), "README lacks: {line}");
+    }
+}

@@ -1,14 +1,14 @@
 //! The companion autoscaler. It reaches the cloud only through an externalgrpc provider, over gRPC.
 
-pub mod backoff;
-pub mod binpack;
-pub mod client;
-pub mod cluster;
-pub mod equivalence;
-pub mod expander;
-pub mod free_tree;
-pub mod predicates;
-pub mod runonce;
-pub mod scaleup;
-pub mod status;
-pub mod world;
+pub mod backoff; // node group backoff after failed scale-ups
+pub mod binpack; // the estimator: first-fit decreasing, several orderings, the tightest kept
+pub mod client; // the provider client, with cluster-autoscaler's caching rules
+pub mod cluster; // where the cluster is read from: the ClusterSource trait, snapshots
+pub mod equivalence; // pending pods grouped by what scheduling reads
+pub mod expander; // least-waste, most-pods, least-nodes, price, priority, random
+pub mod free_tree; // first fit in log time over the nodes an estimation adds
+pub mod predicates; // filters on one pod and one node, with the scheduler's reasons
+pub mod runonce; // one loop: read, count what is coming, place, plan, act, record
+pub mod scaleup; // plans expansions for all pending pods, limits, balancing
+pub mod status; // what a loop decided and why: JSON and a table
+pub mod world; // the in-memory cluster: places, topology counts, placement

@@ -91,6 +91,20 @@ pub struct GroupStatus {
     pub skipped: Option<String>,
 }
 
+/// `a, b, c and 7 more`.
+fn abbreviate(pods: &[String], show: usize) -> String {
+    let mut text = pods
+        .iter()
+        .take(show)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if pods.len() > show {
+        let _ = write!(text, " and {} more", pods.len() - show);
+    }
+    text
+}
+
 impl Status {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("status serializes")
@@ -138,6 +152,9 @@ impl Status {
                 "{:<width$}  {:>6}  {:>4}  {:>4}  {:>8}  {decision}",
                 group.id, group.target_size, group.min_size, group.max_size, group.upcoming
             );
+            if let Some(s) = decisions.get(group.id.as_str()) {
+                let _ = writeln!(out, "{:<width$}  pods: {}", "", abbreviate(&s.pods, 4));
+            }
         }
         if !self.placed.is_empty() {
             let _ = writeln!(

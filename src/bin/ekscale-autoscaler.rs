@@ -228,7 +228,8 @@ fn main() -> ExitCode {
         Command::Simulate(args) => runtime.block_on(simulate(args)),
         Command::Run(args) => runtime.block_on(run(args)),
         Command::Demo(_) => Err(Failure::Usage(
-            "demo is not built yet; meanwhile run `ekscale-provider` and try              `ekscale-autoscaler simulate --provider 127.0.0.1:8086 --snapshot FILE`"
+            "demo is not built yet; meanwhile run `ekscale-provider` and try \
+             `ekscale-autoscaler simulate --provider 127.0.0.1:8086 --snapshot FILE`"
                 .into(),
         )),
     };

@@ -151,6 +151,8 @@ async fn main() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("--metrics-listen {}", args.metrics_listen))?;
     let grpc_addr = grpc.local_addr()?;
+    // Handlers go in before "listening" is said: a SIGTERM right after must drain, not kill.
+    let shutdown = shutdown_signal()?;
     tracing::info!(
         grpc = %grpc_addr,
         metrics = %http.local_addr()?,
@@ -165,7 +167,7 @@ async fn main() -> anyhow::Result<()> {
         let _ = rx.wait_for(|stop| *stop).await;
     };
     tokio::spawn(async move {
-        shutdown_signal().await;
+        shutdown.await;
         tracing::info!("shutting down");
         let _ = stop.send(true);
     });
@@ -182,12 +184,15 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("installing a SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
+/// A future that resolves on SIGINT or SIGTERM; both handlers are installed when this returns.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = term.recv() => {}
+        }
+    })
 }
