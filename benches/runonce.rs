@@ -128,6 +128,7 @@ fn settings() -> Settings {
         max_node_startup_time: Duration::from_secs(900),
         backoff: BackoffSettings::default(),
         act: false,
+        remove_unregistered: false,
     }
 }
 

@@ -42,6 +42,7 @@ fn settings() -> Settings {
         max_node_startup_time: Duration::from_secs(900),
         backoff: BackoffSettings::default(),
         act: true,
+        remove_unregistered: true,
     }
 }
 
@@ -158,4 +159,61 @@ async fn removed_instances_take_their_nodes_and_controllers_recreate_pods() {
     let names: Vec<&str> = view.pods.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["web-0"], "the pod without a controller is gone");
     assert!(view.pods[0].unschedulable && view.pods[0].node_name.is_none());
+}
+
+#[tokio::test]
+async fn a_group_at_max_size_still_counts_its_upcoming_nodes() {
+    let scenario = "
+cluster: full
+region: us-east-1
+nodeGroups:
+  - {name: full, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 1, desiredSize: 1}
+";
+    let server = Server::start_with(scenario, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
+    // The instance runs but its node has not registered: it is upcoming, and the pod waits for it.
+    let view = ekscale::autoscaler::cluster::ClusterView {
+        pods: web(1, 500),
+        ..Default::default()
+    };
+    let status = once.run(&view, std::time::SystemTime::now()).await.unwrap();
+    assert_eq!(status.placed.len(), 1, "{status:#?}");
+    assert_eq!(status.placed[0].node_group.as_deref(), Some("full"));
+    assert!(status.no_scale_up.is_empty());
+}
+
+#[tokio::test]
+async fn instances_that_never_register_are_removed_and_their_group_backed_off() {
+    let server = Server::start_with(SCENARIO, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let client = ProviderClient::new(&config).unwrap();
+    let mut once = RunOnce::new(client.clone(), settings());
+    let view = ekscale::autoscaler::cluster::ClusterView::default();
+    let start = std::time::SystemTime::now();
+    once.run(&view, start).await.unwrap();
+    client.refresh().await.unwrap();
+    assert_eq!(client.target_size("general").await.unwrap(), 1);
+
+    // Past --max-node-provision-time (15 minutes) with no node: deleted, down to min size 0.
+    let later = start + Duration::from_secs(901);
+    let status = once.run(&view, later).await.unwrap();
+    assert!(status.errors.is_empty(), "{status:#?}");
+    client.refresh().await.unwrap();
+    assert_eq!(client.target_size("general").await.unwrap(), 0);
+    let later = later + Duration::from_secs(1);
+    let status = once.run(&view, later).await.unwrap();
+    let general = status
+        .node_groups
+        .iter()
+        .find(|g| g.id == "general")
+        .unwrap();
+    assert!(
+        general
+            .skipped
+            .as_deref()
+            .unwrap()
+            .contains("did not register within"),
+        "{status:#?}"
+    );
 }

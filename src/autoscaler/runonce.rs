@@ -31,6 +31,9 @@ pub struct Settings {
     pub backoff: BackoffSettings,
     /// Call IncreaseSize (and delete instances that never registered); false for `simulate` and `--dry-run`.
     pub act: bool,
+    /// Delete instances that do not register within `max_node_provision_time`. Off over a static snapshot,
+    /// where no instance ever registers.
+    pub remove_unregistered: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -158,17 +161,17 @@ impl RunOnce {
             upcoming[gi] = usize::try_from(f.target)
                 .unwrap_or(0)
                 .saturating_sub(counted);
-            let mut skip = f
+            let failing = f
                 .problem
                 .clone()
                 .or_else(|| self.backoff.backed_off(&f.group.id, now));
-            if skip.is_none() && f.target >= f.group.max_size {
-                skip = Some("max node group size reached".into());
-            }
-            if skip.is_some() {
+            if failing.is_some() {
                 // A backed-off group's requested nodes may never come: do not count on them.
                 upcoming[gi] = 0;
             }
+            let skip = failing.or_else(|| {
+                (f.target >= f.group.max_size).then(|| "max node group size reached".to_string())
+            });
             groups.push(Group {
                 id: f.group.id.clone(),
                 min_size: f.group.min_size,
@@ -179,8 +182,10 @@ impl RunOnce {
                 node_price: None,
             });
         }
-        self.remove_long_unregistered(&facts, now, &mut status)
-            .await;
+        if self.settings.remove_unregistered {
+            self.remove_long_unregistered(&facts, now, &mut status)
+                .await;
+        }
 
         // Sort the pods.
         let cutoff = self.settings.expendable_pods_priority_cutoff;

@@ -117,6 +117,7 @@ pub fn plan(
             result.reasons[e].clear();
         }
         let mut options: Vec<(usize, Estimate, Vec<usize>)> = Vec::new();
+        let mut jobs: Vec<Job> = Vec::new();
         for (gi, group) in groups.iter().enumerate() {
             let say = |result: &mut Plan, e: usize, why: String| {
                 result.reasons[e].insert(group.id.clone(), why);
@@ -159,41 +160,34 @@ pub fn plan(
                 }
                 continue;
             }
-            let demands: Vec<Demand> = members
-                .iter()
-                .map(|&e| Demand {
-                    pod: pending.groups[e].exemplar(pending.pods),
-                    terms: &pending.terms[e],
-                    count: pending.left(e),
-                })
-                .collect();
-            let started = Instant::now();
-            let estimate = binpack::estimate(
-                topology,
-                places,
-                template,
-                &demands,
-                binpack::Limits {
-                    max_nodes: limit,
-                    deadline: Some(started + limits.max_binpacking_duration),
-                },
-            );
-            result.estimate_time += started.elapsed();
-            for (k, &e) in members.iter().enumerate() {
-                if estimate.placed[k] < demands[k].count {
+            jobs.push(Job {
+                group: gi,
+                members,
+                limit,
+                limited_by,
+            });
+        }
+
+        // Estimate every group that can help, in parallel: they only read the world.
+        let started = Instant::now();
+        let estimates = estimate_all(&jobs, groups, topology, places, pending, limits);
+        result.estimate_time += started.elapsed();
+        for (job, estimate) in jobs.into_iter().zip(estimates) {
+            for (k, &e) in job.members.iter().enumerate() {
+                if estimate.placed[k] < pending.left(e) {
                     let why = match (&estimate.unfit[k], estimate.stopped) {
                         (Some(unfit), _) => format!("{unfit} (on a new node)"),
                         (None, Some(Stop::TimeLimit)) => {
                             "binpacking time limit reached (--max-nodegroup-binpacking-duration)"
                                 .into()
                         }
-                        (None, _) => limited_by.to_string(),
+                        (None, _) => job.limited_by.to_string(),
                     };
-                    say(&mut result, e, why);
+                    result.reasons[e].insert(groups[job.group].id.clone(), why);
                 }
             }
             if estimate.node_count() > 0 {
-                options.push((gi, estimate, members));
+                options.push((job.group, estimate, job.members));
             }
         }
         if options.is_empty() {
@@ -289,6 +283,78 @@ pub fn plan(
         }
     }
     Ok(result)
+}
+
+/// One node group to estimate for some equivalence groups.
+struct Job {
+    group: usize,
+    members: Vec<usize>,
+    limit: u64,
+    limited_by: Limited,
+}
+
+/// Runs the jobs' estimates on every core, in order of the jobs.
+fn estimate_all(
+    jobs: &[Job],
+    groups: &[Group],
+    topology: &Topology,
+    places: &[Place],
+    pending: &Pending,
+    limits: &Limits,
+) -> Vec<Estimate> {
+    let run = |job: &Job| {
+        let demands: Vec<Demand> = job
+            .members
+            .iter()
+            .map(|&e| Demand {
+                pod: pending.groups[e].exemplar(pending.pods),
+                terms: &pending.terms[e],
+                count: pending.left(e),
+            })
+            .collect();
+        let template = groups[job.group]
+            .template
+            .as_ref()
+            .expect("jobs have templates");
+        binpack::estimate(
+            topology,
+            places,
+            template,
+            &demands,
+            binpack::Limits {
+                max_nodes: job.limit,
+                deadline: Some(Instant::now() + limits.max_binpacking_duration),
+            },
+        )
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(jobs.len());
+    if threads <= 1 {
+        return jobs.iter().map(run).collect();
+    }
+    // Each thread takes the next job until none is left: groups differ a lot in cost.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, Estimate)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(job) = jobs.get(i) else { break mine };
+                        mine.push((i, run(job)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("an estimate does not panic"))
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, estimate)| estimate).collect()
 }
 
 fn expander_name(expander: &Expander) -> String {

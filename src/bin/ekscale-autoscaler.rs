@@ -147,6 +147,8 @@ impl DecisionArgs {
                 reset: self.node_group_backoff_reset_timeout,
             },
             act,
+            // Both commands read a snapshot, where requested nodes never register.
+            remove_unregistered: false,
         })
     }
 }
