@@ -9,7 +9,7 @@ use super::equivalence::{self, EquivalenceGroup};
 use super::expander::Expander;
 use super::scaleup::{self, Group, Limits, Pending, Totals};
 use super::status::{FargatePod, GroupStatus, NoScaleUp, Placed, Status};
-use super::world::{self, PlaceKind, PodTerms};
+use super::world::{self, Place, PlaceKind, PodTerms, Topology};
 use crate::k8s::objects;
 use crate::model::pod::{FARGATE_SCHEDULER, Phase};
 use crate::model::{Node, Pod, Resources};
@@ -75,10 +75,6 @@ impl RunOnce {
         }
     }
 
-    pub fn settings(&self) -> &Settings {
-        &self.settings
-    }
-
     /// One iteration over `view`, at `now` (the view's own time for a snapshot).
     pub async fn run(&mut self, view: &ClusterView, now: SystemTime) -> Result<Status, LoopError> {
         let started = Instant::now();
@@ -86,166 +82,33 @@ impl RunOnce {
         self.client.refresh().await?;
         self.backoff.forget_old(now);
         let facts = self.read_groups().await?;
-
-        // Which group each node belongs to: by providerID from the groups' instances, then by asking.
-        let mut group_of_instance: HashMap<&str, usize> = HashMap::new();
-        for (gi, f) in facts.iter().enumerate() {
-            for instance in &f.instances {
-                group_of_instance.insert(instance.id.as_str(), gi);
-            }
-        }
-        let index_of: HashMap<&str, usize> = facts
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.group.id.as_str(), i))
-            .collect();
-        let mut node_group: Vec<Option<usize>> = Vec::with_capacity(view.nodes.len());
-        for node in &view.nodes {
-            let found = match group_of_instance.get(node.provider_id.as_str()) {
-                Some(&gi) => Some(gi),
-                None if node.provider_id.is_empty() => None,
-                None => self
-                    .client
-                    .node_group_for_node(&node.name, &node.provider_id)
-                    .await?
-                    .and_then(|g| index_of.get(g.id.as_str()).copied()),
-            };
-            node_group.push(found);
-        }
-
-        // Per group: registered nodes, what is still coming, instances that failed or never registered.
-        let registered_ids: HashSet<&str> =
-            view.nodes.iter().map(|n| n.provider_id.as_str()).collect();
-        let mut groups: Vec<Group> = Vec::with_capacity(facts.len());
-        let mut upcoming = vec![0usize; facts.len()];
-        let mut registered = vec![0usize; facts.len()];
-        for (gi, f) in facts.iter().enumerate() {
-            for (node, g) in view.nodes.iter().zip(&node_group) {
-                if *g == Some(gi) {
-                    let young = node
-                        .created
-                        .and_then(|c| now.duration_since(c).ok())
-                        .is_some_and(|age| age < self.settings.max_node_startup_time);
-                    // A node still starting is represented by an upcoming node, as upstream does.
-                    if node.ready || !young {
-                        registered[gi] += 1;
-                    }
-                }
-            }
-            let mut failed = 0;
-            for instance in &f.instances {
-                let status = instance.status.as_ref();
-                let error = status.and_then(|s| s.error_info.as_ref());
-                let creating = status
-                    .is_some_and(|s| s.instance_state == InstanceState::InstanceCreating as i32);
-                if let (true, Some(error)) = (creating, error) {
-                    failed += 1;
-                    if self.failed_instances.insert(instance.id.clone()) {
-                        let why = format!(
-                            "instance creation failed: {}: {}",
-                            error.error_code, error.error_message
-                        );
-                        self.backoff.fail(&f.group.id, why, now);
-                    }
-                    continue;
-                }
-                if registered_ids.contains(instance.id.as_str()) {
-                    self.unregistered_since.remove(&instance.id);
-                } else {
-                    self.unregistered_since
-                        .entry(instance.id.clone())
-                        .or_insert(now);
-                }
-            }
-            let counted = registered[gi] + failed;
-            upcoming[gi] = usize::try_from(f.target)
-                .unwrap_or(0)
-                .saturating_sub(counted);
-            let failing = f
-                .problem
-                .clone()
-                .or_else(|| self.backoff.backed_off(&f.group.id, now));
-            if failing.is_some() {
-                // A backed-off group's requested nodes may never come: do not count on them.
-                upcoming[gi] = 0;
-            }
-            let skip = failing.or_else(|| {
-                (f.target >= f.group.max_size).then(|| "max node group size reached".to_string())
-            });
-            groups.push(Group {
-                id: f.group.id.clone(),
-                min_size: f.group.min_size,
-                max_size: f.group.max_size,
-                target_size: f.target,
-                template: None,
-                skip,
-                node_price: None,
-            });
-        }
+        let node_group = self.groups_of_nodes(view, &facts).await?;
+        let (mut groups, counts) = self.count(view, &facts, &node_group, now);
         if self.settings.remove_unregistered {
             self.remove_long_unregistered(&facts, now, &mut status)
                 .await;
         }
 
-        // Sort the pods.
-        let cutoff = self.settings.expendable_pods_priority_cutoff;
         let pods = &view.pods;
-        let mut to_help = Vec::new();
-        let mut fargate_bound = Vec::new();
-        let mut bound = Vec::new();
-        for (i, pod) in pods.iter().enumerate() {
-            if pod.phase == Phase::Terminal {
-                continue;
-            }
-            if pod.node_name.is_some() {
-                if !pod.expendable(cutoff) {
-                    bound.push(i);
-                }
-                continue;
-            }
-            if pod.deleting {
-                continue;
-            }
-            if pod.scheduler_name == FARGATE_SCHEDULER {
-                fargate_bound.push(i);
-            } else if pod.nominated_node.is_some() && !pod.expendable(cutoff) {
-                bound.push(i);
-            } else if !pod.unschedulable || pod.expendable(cutoff) {
-                // Not refused by the scheduler yet, or expendable: no reason to add a node.
-            } else if pod.daemonset() {
-                status.no_scale_up.push(NoScaleUp {
-                    pod: pod.key(),
-                    reasons: BTreeMap::from([(
-                        String::new(),
-                        "DaemonSet pod: a new node would run its own copy, not this one"
-                            .to_string(),
-                    )]),
-                });
-            } else {
-                to_help.push(i);
-            }
-        }
-        let help_groups = equivalence::group(pods, to_help);
-        self.fargate(pods, &fargate_bound, &help_groups, &mut status)
+        let sorted = sort_pods(
+            pods,
+            self.settings.expendable_pods_priority_cutoff,
+            &mut status,
+        );
+        let help_groups = equivalence::group(pods, sorted.to_help);
+        self.fargate(pods, &sorted.fargate, &help_groups, &mut status)
             .await?;
 
-        // The world: the nodes with the pods already on them (or nominated to them).
+        // The world: the nodes with their pods, each group's template with its DaemonSet pods, and the
+        // nodes already requested.
         let exemplars: Vec<&Pod> = help_groups.iter().map(|eg| eg.exemplar(pods)).collect();
         let (mut topology, mut places) =
-            world::build(&view.nodes, &node_group, pods, &bound, &exemplars);
+            world::build(&view.nodes, &node_group, pods, &sorted.bound, &exemplars);
         let daemonsets = daemonset_exemplars(pods);
         for (gi, f) in facts.iter().enumerate() {
             let Some(node) = &f.template else { continue };
-            let mut template = topology.place(node.clone(), Some(gi), PlaceKind::Planned);
-            for ds in &daemonsets {
-                if super::predicates::node_fit(&ds.scheduling, node).is_ok() {
-                    template.free = super::predicates::minus(template.free, &ds.demand);
-                    template
-                        .ports
-                        .extend(ds.scheduling.host_ports.iter().cloned());
-                }
-            }
-            for _ in 0..upcoming[gi] {
+            let template = template_place(&mut topology, node, gi, &daemonsets);
+            for _ in 0..counts[gi].upcoming {
                 places.push(topology.copy(&template, PlaceKind::Upcoming));
             }
             groups[gi].template = Some(template);
@@ -273,7 +136,7 @@ impl RunOnce {
             }
         }
 
-        // Plan the rest.
+        // Plan for the rest.
         let totals = places.iter().fold(Totals::default(), |t, p| Totals {
             nodes: t.nodes + 1,
             cpu_millis: t.cpu_millis + p.node.capacity.cpu_millis,
@@ -310,35 +173,151 @@ impl RunOnce {
             }
         }
 
-        // Act.
         if self.settings.act {
-            for scale_up in &mut status.scale_up {
-                let delta = i32::try_from(scale_up.delta).unwrap_or(i32::MAX);
-                if let Err(error) = self.client.increase_size(&scale_up.node_group, delta).await {
-                    let why = error.to_string();
-                    self.backoff.fail(&scale_up.node_group, why.clone(), now);
-                    status
-                        .errors
-                        .push(format!("scale-up of {}: {why}", scale_up.node_group));
-                    scale_up.error = Some(why);
-                }
-            }
+            self.act(&mut status, now).await;
         }
         status.node_groups = facts
             .iter()
-            .enumerate()
-            .map(|(gi, f)| GroupStatus {
+            .zip(&counts)
+            .zip(&groups)
+            .map(|((f, c), g)| GroupStatus {
                 id: f.group.id.clone(),
                 min_size: f.group.min_size,
                 max_size: f.group.max_size,
                 target_size: f.target,
-                registered: registered[gi],
-                upcoming: upcoming[gi],
-                skipped: groups[gi].skip.clone(),
+                registered: c.registered,
+                upcoming: c.upcoming,
+                skipped: g.skip.clone(),
             })
             .collect();
         status.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(status)
+    }
+
+    /// Which group each node belongs to: by providerID from the groups' instances, then by asking.
+    async fn groups_of_nodes(
+        &self,
+        view: &ClusterView,
+        facts: &[GroupFacts],
+    ) -> Result<Vec<Option<usize>>, ClientError> {
+        let mut group_of_instance: HashMap<&str, usize> = HashMap::new();
+        for (gi, f) in facts.iter().enumerate() {
+            for instance in &f.instances {
+                group_of_instance.insert(instance.id.as_str(), gi);
+            }
+        }
+        let index_of: HashMap<&str, usize> = facts
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.group.id.as_str(), i))
+            .collect();
+        let mut node_group = Vec::with_capacity(view.nodes.len());
+        for node in &view.nodes {
+            let found = match group_of_instance.get(node.provider_id.as_str()) {
+                Some(&gi) => Some(gi),
+                None if node.provider_id.is_empty() => None,
+                None => self
+                    .client
+                    .node_group_for_node(&node.name, &node.provider_id)
+                    .await?
+                    .and_then(|g| index_of.get(g.id.as_str()).copied()),
+            };
+            node_group.push(found);
+        }
+        Ok(node_group)
+    }
+
+    /// Per group: registered nodes and what is still coming; instances that failed to start back the group
+    /// off, instances without a node start their provision timer. Returns the groups as the planner sees them.
+    fn count(
+        &mut self,
+        view: &ClusterView,
+        facts: &[GroupFacts],
+        node_group: &[Option<usize>],
+        now: SystemTime,
+    ) -> (Vec<Group>, Vec<Counts>) {
+        let mut counts = vec![Counts::default(); facts.len()];
+        for (node, g) in view.nodes.iter().zip(node_group) {
+            let Some(gi) = *g else { continue };
+            let young = node
+                .created
+                .and_then(|c| now.duration_since(c).ok())
+                .is_some_and(|age| age < self.settings.max_node_startup_time);
+            // A node still starting is represented by an upcoming node, as upstream does.
+            if node.ready || !young {
+                counts[gi].registered += 1;
+            }
+        }
+        let registered_ids: HashSet<&str> =
+            view.nodes.iter().map(|n| n.provider_id.as_str()).collect();
+        let mut groups = Vec::with_capacity(facts.len());
+        for (f, c) in facts.iter().zip(&mut counts) {
+            let mut failed = 0;
+            for instance in &f.instances {
+                let status = instance.status.as_ref();
+                let creating = status
+                    .is_some_and(|s| s.instance_state == InstanceState::InstanceCreating as i32);
+                if let Some(error) = status
+                    .and_then(|s| s.error_info.as_ref())
+                    .filter(|_| creating)
+                {
+                    failed += 1;
+                    if self.failed_instances.insert(instance.id.clone()) {
+                        let why = format!(
+                            "instance creation failed: {}: {}",
+                            error.error_code, error.error_message
+                        );
+                        self.backoff.fail(&f.group.id, why, now);
+                    }
+                } else if registered_ids.contains(instance.id.as_str()) {
+                    self.unregistered_since.remove(&instance.id);
+                } else {
+                    self.unregistered_since
+                        .entry(instance.id.clone())
+                        .or_insert(now);
+                }
+            }
+            let failing = f
+                .problem
+                .clone()
+                .or_else(|| self.backoff.backed_off(&f.group.id, now));
+            // A backed-off group's requested nodes may never come: do not count on them.
+            c.upcoming = if failing.is_some() {
+                0
+            } else {
+                usize::try_from(f.target)
+                    .unwrap_or(0)
+                    .saturating_sub(c.registered + failed)
+            };
+            let skip = failing.or_else(|| {
+                (f.target >= f.group.max_size).then(|| "max node group size reached".to_string())
+            });
+            groups.push(Group {
+                id: f.group.id.clone(),
+                min_size: f.group.min_size,
+                max_size: f.group.max_size,
+                target_size: f.target,
+                template: None,
+                skip,
+                node_price: None,
+            });
+        }
+        (groups, counts)
+    }
+
+    /// Asks for each planned scale-up; a refusal backs the group off and is recorded.
+    async fn act(&mut self, status: &mut Status, now: SystemTime) {
+        for scale_up in &mut status.scale_up {
+            let delta = i32::try_from(scale_up.delta).unwrap_or(i32::MAX);
+            if let Err(error) = self.client.increase_size(&scale_up.node_group, delta).await {
+                let why = error.to_string();
+                self.backoff.fail(&scale_up.node_group, why.clone(), now);
+                status
+                    .errors
+                    .push(format!("scale-up of {}: {why}", scale_up.node_group));
+                scale_up.error = Some(why);
+            }
+        }
     }
 
     /// Every group's size, instances and template, asked concurrently. A group the provider cannot describe
@@ -542,6 +521,81 @@ impl RunOnce {
             }
         }
     }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    registered: usize,
+    upcoming: usize,
+}
+
+/// The pods of a view, by what the loop does with them.
+struct Sorted {
+    /// Unschedulable, not expendable, not DaemonSet: what scale-up is for.
+    to_help: Vec<usize>,
+    /// Pending with the fargate-scheduler.
+    fargate: Vec<usize>,
+    /// On a node (or nominated to one) and not expendable: they hold room.
+    bound: Vec<usize>,
+}
+
+fn sort_pods(pods: &[Pod], cutoff: i32, status: &mut Status) -> Sorted {
+    let mut sorted = Sorted {
+        to_help: Vec::new(),
+        fargate: Vec::new(),
+        bound: Vec::new(),
+    };
+    for (i, pod) in pods.iter().enumerate() {
+        if pod.phase == Phase::Terminal {
+            continue;
+        }
+        if pod.node_name.is_some() {
+            if !pod.expendable(cutoff) {
+                sorted.bound.push(i);
+            }
+            continue;
+        }
+        if pod.deleting {
+            continue;
+        }
+        if pod.scheduler_name == FARGATE_SCHEDULER {
+            sorted.fargate.push(i);
+        } else if pod.nominated_node.is_some() && !pod.expendable(cutoff) {
+            sorted.bound.push(i);
+        } else if !pod.unschedulable || pod.expendable(cutoff) {
+            // Not refused by the scheduler yet, or expendable: no reason to add a node.
+        } else if pod.daemonset() {
+            status.no_scale_up.push(NoScaleUp {
+                pod: pod.key(),
+                reasons: BTreeMap::from([(
+                    String::new(),
+                    "DaemonSet pod: a new node would run its own copy, not this one".to_string(),
+                )]),
+            });
+        } else {
+            sorted.to_help.push(i);
+        }
+    }
+    sorted
+}
+
+/// A group's template as a place, with the DaemonSet pods that would run on such a node already on it.
+fn template_place(
+    topology: &mut Topology,
+    node: &Arc<Node>,
+    group: usize,
+    daemonsets: &[&Pod],
+) -> Place {
+    let mut template = topology.place(node.clone(), Some(group), PlaceKind::Planned);
+    for ds in daemonsets {
+        if super::predicates::node_fit(&ds.scheduling, node).is_ok() {
+            template.free = super::predicates::minus(template.free, &ds.demand);
+            template
+                .ports
+                .extend(ds.scheduling.host_ports.iter().cloned());
+        }
+    }
+    template
 }
 
 /// One pod per DaemonSet: what each would add to a new node.

@@ -327,9 +327,23 @@ fn estimate_all(
             },
         )
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(jobs.len());
+    // Threads cost tens of microseconds to start: not worth it for a few hundred pods.
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let work: usize = jobs
+        .iter()
+        .map(|j| {
+            j.members
+                .iter()
+                .map(|&e| pending.left(e) as usize)
+                .sum::<usize>()
+        })
+        .sum();
+    let threads = if work < 2000 {
+        1
+    } else {
+        cores.min(jobs.len())
+    };
     if threads <= 1 {
         return jobs.iter().map(run).collect();
     }
