@@ -124,12 +124,8 @@ fn input(count: usize, node_groups: usize, mix: Mix) -> Input {
 
 fn limits() -> Limits {
     Limits {
-        max_nodes_total: 0,
-        max_cores: 320_000,
-        max_memory_gib: 6_400_000,
         max_nodes_per_scaleup: 10_000,
-        max_binpacking_duration: Duration::from_secs(10),
-        balance_similar_node_groups: false,
+        ..Limits::default()
     }
 }
 

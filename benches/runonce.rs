@@ -7,12 +7,9 @@
 mod cluster;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ekscale::autoscaler::backoff::BackoffSettings;
 use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
 use ekscale::autoscaler::cluster::{ClusterSource, Snapshot};
-use ekscale::autoscaler::expander::{Expander, Strategy};
 use ekscale::autoscaler::runonce::{RunOnce, Settings};
-use ekscale::autoscaler::scaleup::Limits;
 use ekscale::clock::Clock;
 use ekscale::cloud::scenario::Scenario;
 use ekscale::cloud::sim::SimBackend;
@@ -109,29 +106,6 @@ async fn snapshot(addr: SocketAddr) -> Value {
     cluster::list(items)
 }
 
-fn settings() -> Settings {
-    Settings {
-        expander: Expander {
-            chain: vec![Strategy::LeastWaste],
-            priorities: None,
-        },
-        limits: Limits {
-            max_nodes_total: 0,
-            max_cores: 320_000,
-            max_memory_gib: 6_400_000,
-            max_nodes_per_scaleup: 1000,
-            max_binpacking_duration: Duration::from_secs(10),
-            balance_similar_node_groups: false,
-        },
-        expendable_pods_priority_cutoff: -10,
-        max_node_provision_time: Duration::from_secs(900),
-        max_node_startup_time: Duration::from_secs(900),
-        backoff: BackoffSettings::default(),
-        act: false,
-        remove_unregistered: false,
-    }
-}
-
 /// Peak resident memory of a process, polled from /proc until it exits (VmHWM only grows).
 fn peak_mib(child: &mut std::process::Child) -> f64 {
     let mut peak = 0.0;
@@ -169,7 +143,7 @@ fn runonce(c: &mut Criterion) {
     let client = rt.block_on(async {
         ProviderClient::new(&ProviderConfig::plaintext(addr.to_string())).unwrap()
     });
-    let mut once = RunOnce::new(client.clone(), settings());
+    let mut once = RunOnce::new(client.clone(), Settings::default());
     let now = SystemTime::now();
     let status = rt.block_on(once.run(&view, now)).unwrap();
     println!(
@@ -187,7 +161,7 @@ fn runonce(c: &mut Criterion) {
     c.bench_function("runonce/1000 nodes, 30000 pods, 2000 pending", |b| {
         b.to_async(&rt).iter(|| {
             let view = view.clone();
-            let mut once = RunOnce::new(client.clone(), settings());
+            let mut once = RunOnce::new(client.clone(), Settings::default());
             async move { once.run(&view, now).await.unwrap() }
         })
     });

@@ -5,12 +5,9 @@
 mod common;
 
 use common::Server;
-use ekscale::autoscaler::backoff::BackoffSettings;
 use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
 use ekscale::autoscaler::cluster::ClusterSource;
-use ekscale::autoscaler::expander::{Expander, Strategy};
 use ekscale::autoscaler::runonce::{RunOnce, Settings};
-use ekscale::autoscaler::scaleup::Limits;
 use ekscale::model::{Pod, Resources};
 use ekscale::sim::SimCluster;
 use std::time::Duration;
@@ -25,24 +22,9 @@ nodeGroups:
 
 fn settings() -> Settings {
     Settings {
-        expander: Expander {
-            chain: vec![Strategy::LeastWaste],
-            priorities: None,
-        },
-        limits: Limits {
-            max_nodes_total: 0,
-            max_cores: 320_000,
-            max_memory_gib: 6_400_000,
-            max_nodes_per_scaleup: 1000,
-            max_binpacking_duration: Duration::from_secs(10),
-            balance_similar_node_groups: false,
-        },
-        expendable_pods_priority_cutoff: -10,
-        max_node_provision_time: Duration::from_secs(900),
-        max_node_startup_time: Duration::from_secs(900),
-        backoff: BackoffSettings::default(),
         act: true,
         remove_unregistered: true,
+        ..Settings::default()
     }
 }
 

@@ -330,6 +330,17 @@ mod tests {
         max_nodes: u64,
         full: usize,
     ) -> Estimate {
+        run_with(template, groups, max_nodes, full, None)
+    }
+
+    /// The same in one `ordering` only, or in the estimator's choice of them.
+    fn run_with(
+        template: Arc<Node>,
+        groups: &[(Pod, u64)],
+        max_nodes: u64,
+        full: usize,
+        ordering: Option<Ordering>,
+    ) -> Estimate {
         let mut topology = Topology::default();
         for (p, _) in groups {
             topology.register(p);
@@ -352,16 +363,14 @@ mod tests {
                 count: *count,
             })
             .collect();
-        estimate(
-            &topology,
-            &existing,
-            &template,
-            &demands,
-            Limits {
-                max_nodes,
-                deadline: None,
-            },
-        )
+        let limits = Limits {
+            max_nodes,
+            deadline: None,
+        };
+        match ordering {
+            None => estimate(&topology, &existing, &template, &demands, limits),
+            Some(o) => pack(&topology, &existing, &template, &demands, limits, o),
+        }
     }
 
     fn lower_bound(template: &Node, groups: &[(Pod, u64)]) -> u64 {
@@ -567,29 +576,12 @@ mod tests {
             (pod("c", 1500, 2048, Scheduling::default()), 7),
         ];
         let chosen = run(template.clone(), &groups, 100);
-        let mut topology = Topology::default();
-        let terms: Vec<PodTerms> = groups.iter().map(|(p, _)| topology.resolve(p)).collect();
-        let place = topology.place(template.clone(), Some(0), PlaceKind::Planned);
-        let demands: Vec<Demand> = groups
-            .iter()
-            .zip(&terms)
-            .map(|((pod, count), terms)| Demand {
-                pod,
-                terms,
-                count: *count,
-            })
-            .collect();
-        let limits = Limits {
-            max_nodes: 100,
-            deadline: None,
-        };
-        let upstream = pack(
-            &topology,
-            &[],
-            &place,
-            &demands,
-            limits,
-            Ordering::SumOfShares,
+        let upstream = run_with(
+            template.clone(),
+            &groups,
+            100,
+            0,
+            Some(Ordering::SumOfShares),
         );
         assert!(chosen.node_count() <= upstream.node_count());
         assert!(chosen.node_count() as u64 >= lower_bound(&template, &groups));

@@ -36,6 +36,25 @@ pub struct Settings {
     pub remove_unregistered: bool,
 }
 
+impl Default for Settings {
+    /// cluster-autoscaler's defaults; planning only (`act` off).
+    fn default() -> Settings {
+        Settings {
+            expander: Expander {
+                chain: vec![super::expander::Strategy::LeastWaste],
+                priorities: None,
+            },
+            limits: Limits::default(),
+            expendable_pods_priority_cutoff: -10,
+            max_node_provision_time: Duration::from_secs(15 * 60),
+            max_node_startup_time: Duration::from_secs(15 * 60),
+            backoff: BackoffSettings::default(),
+            act: false,
+            remove_unregistered: false,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LoopError {
     #[error("the provider failed, nothing was done this loop: {0}")]

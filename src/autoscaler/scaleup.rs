@@ -60,6 +60,20 @@ pub struct Limits {
     pub balance_similar_node_groups: bool,
 }
 
+impl Default for Limits {
+    /// cluster-autoscaler's defaults.
+    fn default() -> Limits {
+        Limits {
+            max_nodes_total: 0,
+            max_cores: 320_000,
+            max_memory_gib: 6_400_000,
+            max_nodes_per_scaleup: 1000,
+            max_binpacking_duration: Duration::from_secs(10),
+            balance_similar_node_groups: false,
+        }
+    }
+}
+
 /// Nodes, cores and memory the cluster has or has asked for.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Totals {
@@ -696,17 +710,6 @@ mod tests {
         }
     }
 
-    fn limits() -> Limits {
-        Limits {
-            max_nodes_total: 0,
-            max_cores: 320_000,
-            max_memory_gib: 6_400_000,
-            max_nodes_per_scaleup: 1000,
-            max_binpacking_duration: Duration::from_secs(10),
-            balance_similar_node_groups: false,
-        }
-    }
-
     fn run(setup: &mut Setup, limits: &Limits, totals: Totals) -> (Plan, Vec<Place>) {
         let groups = equivalence::group(&setup.pods, 0..setup.pods.len());
         let terms = groups
@@ -756,7 +759,7 @@ mod tests {
             ],
             pods(10, 1000),
         );
-        let (plan, places) = run(&mut s, &limits(), Totals::default());
+        let (plan, places) = run(&mut s, &Limits::default(), Totals::default());
         assert_eq!(
             deltas(&plan),
             [("small".into(), 2, 4), ("big".into(), 1, 6)]
@@ -773,7 +776,7 @@ mod tests {
         let mut s = setup(&[(template("small", 2000, 8, "a"), 0, 100)], pods(10, 1000));
         let limits = Limits {
             max_nodes_total: 5,
-            ..limits()
+            ..Limits::default()
         };
         let existing = Totals {
             nodes: 2,
@@ -788,7 +791,7 @@ mod tests {
         );
         let limits = Limits {
             max_cores: 9,
-            ..super::tests::limits()
+            ..Limits::default()
         };
         let mut s = setup(&[(template("small", 2000, 8, "a"), 0, 100)], pods(10, 1000));
         let (plan, _) = run(&mut s, &limits, existing);
@@ -800,7 +803,7 @@ mod tests {
         assert!(plan.reasons[0]["small"].contains("--cores-total"));
         let limits = Limits {
             max_memory_gib: 30,
-            ..super::tests::limits()
+            ..Limits::default()
         };
         let mut s = setup(&[(template("small", 2000, 8, "a"), 0, 100)], pods(10, 1000));
         let (plan, _) = run(&mut s, &limits, existing);
@@ -822,7 +825,7 @@ mod tests {
             pods(1, 1000),
         );
         s.groups[1].skip = Some("in backoff after failed scale-up (x)".into());
-        let (plan, _) = run(&mut s, &limits(), Totals::default());
+        let (plan, _) = run(&mut s, &Limits::default(), Totals::default());
         assert!(plan.scale_ups.is_empty());
         assert_eq!(plan.reasons[0]["full"], "max node group size reached");
         assert_eq!(
@@ -860,7 +863,7 @@ mod tests {
         );
         let limits = Limits {
             balance_similar_node_groups: true,
-            ..limits()
+            ..Limits::default()
         };
         let (plan, _) = run(&mut s, &limits, Totals::default());
         // 5 nodes (the three groups tie under least-waste; whichever is chosen, the split is the same):
