@@ -111,6 +111,7 @@ fn input(count: usize, node_groups: usize, mix: Mix) -> Input {
             template: Some(topology.place(template(i), Some(i), PlaceKind::Planned)),
             skip: None,
             node_price: None,
+            zero_or_max: false,
         })
         .collect();
     Input {

@@ -47,6 +47,7 @@ nodeGroups:
     desiredSize: 0
     labels: {workload: batch}
     taints: [{key: dedicated, value: batch, effect: NoSchedule}]
+    options: {zeroOrMaxNodeScaling: true}
   - name: gpu
     instanceType: g4dn.xlarge
     zones: [us-east-1a]
@@ -220,7 +221,7 @@ async fn every_pending_pod_gets_a_decision_and_a_reason() {
     assert_eq!(
         sorted(scale_ups(&result)),
         sorted(vec![
-            ("batch".into(), 1),
+            ("batch".into(), 4),
             ("general-c".into(), 1),
             ("gpu".into(), 1),
             ("large".into(), 1),
@@ -237,6 +238,19 @@ async fn every_pending_pod_gets_a_decision_and_a_reason() {
     );
     assert_eq!(keys(&result, "general-c"), ["default/spread-new"]);
     assert_eq!(keys(&result, "batch"), ["default/etl-1", "default/etl-2"]);
+    let batch = result["scaleUp"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["nodeGroup"] == "batch")
+        .unwrap();
+    assert!(
+        batch["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with("(zeroOrMaxNodeScaling: to its max size)"),
+        "one node holds both, but the group is all or nothing: {batch}"
+    );
     assert_eq!(keys(&result, "gpu"), ["default/trainer"]);
 
     // Two zk pods fit beside the fillers, one on each node.

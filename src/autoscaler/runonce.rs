@@ -14,7 +14,8 @@ use crate::k8s::objects;
 use crate::model::pod::{FARGATE_SCHEDULER, Phase};
 use crate::model::{Node, Pod, Resources};
 use crate::proto::externalgrpc::{
-    ExternalGrpcNode, Instance, NodeGroup, instance_status::InstanceState,
+    ExternalGrpcNode, Instance, K8sDuration, NodeGroup, NodeGroupAutoscalingOptions,
+    instance_status::InstanceState,
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -80,7 +81,16 @@ struct GroupFacts {
     target: i32,
     instances: Vec<Instance>,
     template: Option<Arc<Node>>,
+    /// What GetOptions says, over the companion's defaults.
+    options: GroupOptions,
     problem: Option<String>,
+}
+
+/// The per-group options the loop uses (the rest are scale-down's).
+#[derive(Clone, Copy, Debug)]
+struct GroupOptions {
+    max_node_provision_time: Duration,
+    zero_or_max: bool,
 }
 
 impl RunOnce {
@@ -319,6 +329,7 @@ impl RunOnce {
                 template: None,
                 skip,
                 node_price: None,
+                zero_or_max: f.options.zero_or_max,
             });
         }
         (groups, counts)
@@ -344,6 +355,11 @@ impl RunOnce {
     async fn read_groups(&self) -> Result<Vec<GroupFacts>, ClientError> {
         let groups = self.client.node_groups().await?;
         let mut tasks = tokio::task::JoinSet::new();
+        let defaults = GroupOptions {
+            max_node_provision_time: self.settings.max_node_provision_time,
+            zero_or_max: false,
+        };
+        let asked = option_defaults(&self.settings);
         for (i, group) in groups.iter().enumerate() {
             let client = self.client.clone();
             let group = group.clone();
@@ -352,10 +368,11 @@ impl RunOnce {
                     let target = client.target_size(&group.id).await?;
                     let instances = client.nodes(&group.id).await?;
                     let template = client.template(&group.id).await?;
-                    Ok::<_, ClientError>((target, instances, template))
+                    let options = client.options(&group.id, asked).await?;
+                    Ok::<_, ClientError>((target, instances, template, options))
                 };
                 let facts = match read.await {
-                    Ok((target, instances, template)) => {
+                    Ok((target, instances, template, options)) => {
                         let (template, problem) =
                             match template.as_deref().map(objects::node_from_pb) {
                                 None => (None, None),
@@ -367,6 +384,7 @@ impl RunOnce {
                             target,
                             instances,
                             template,
+                            options: options.map_or(defaults, |o| read_options(&o, defaults)),
                             problem,
                         }
                     }
@@ -376,6 +394,7 @@ impl RunOnce {
                         target: 0,
                         instances: Vec::new(),
                         template: None,
+                        options: defaults,
                     },
                 };
                 (i, facts)
@@ -502,7 +521,7 @@ impl RunOnce {
                     self.unregistered_since
                         .get(&i.id)
                         .and_then(|since| now.duration_since(*since).ok())
-                        .is_some_and(|age| age > self.settings.max_node_provision_time)
+                        .is_some_and(|age| age > f.options.max_node_provision_time)
                 })
                 .map(|i| i.id.clone())
                 .collect();
@@ -512,7 +531,7 @@ impl RunOnce {
             let why = format!(
                 "{} instance(s) did not register within {:?}",
                 stale.len(),
-                self.settings.max_node_provision_time
+                f.options.max_node_provision_time
             );
             self.backoff.fail(&f.group.id, why.clone(), now);
             if !self.settings.act {
@@ -615,6 +634,48 @@ fn template_place(
         }
     }
     template
+}
+
+/// The defaults sent with GetOptions: the companion's flags, in both generations' fields.
+fn option_defaults(settings: &Settings) -> NodeGroupAutoscalingOptions {
+    let k8s = |d: Duration| K8sDuration {
+        duration: i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+    };
+    let proto = |d: Duration| prost_types::Duration::try_from(d).unwrap_or_default();
+    // Scale-down's defaults are cluster-autoscaler's until scale-down has flags of its own here.
+    let (unneeded, unready) = (Duration::from_secs(600), Duration::from_secs(1200));
+    NodeGroupAutoscalingOptions {
+        scale_down_utilization_threshold: 0.5,
+        scale_down_gpu_utilization_threshold: 0.5,
+        scale_down_unneeded_time: Some(k8s(unneeded)),
+        scale_down_unready_time: Some(k8s(unready)),
+        max_node_provision_time: Some(k8s(settings.max_node_provision_time)),
+        zero_or_max_node_scaling: false,
+        ignore_daemon_sets_utilization: false,
+        scale_down_unneeded_duration: Some(proto(unneeded)),
+        scale_down_unready_duration: Some(proto(unready)),
+        max_node_provision_duration: Some(proto(settings.max_node_provision_time)),
+        max_node_startup_duration: Some(proto(settings.max_node_startup_time)),
+        allow_non_atomic_scale_up_to_max: false,
+    }
+}
+
+/// The options the loop uses from a provider's answer (the newer field first).
+fn read_options(options: &NodeGroupAutoscalingOptions, defaults: GroupOptions) -> GroupOptions {
+    let provision = options
+        .max_node_provision_duration
+        .and_then(|d| Duration::try_from(d).ok())
+        .or_else(|| {
+            options
+                .max_node_provision_time
+                .and_then(|d| u64::try_from(d.duration).ok())
+                .map(Duration::from_nanos)
+        })
+        .unwrap_or(defaults.max_node_provision_time);
+    GroupOptions {
+        max_node_provision_time: provision,
+        zero_or_max: options.zero_or_max_node_scaling,
+    }
 }
 
 /// One pod per DaemonSet: what each would add to a new node.

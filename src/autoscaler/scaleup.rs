@@ -26,6 +26,9 @@ pub struct Group {
     pub skip: Option<String>,
     /// Filled when the expander prices options.
     pub node_price: Option<f64>,
+    /// The provider's `zeroOrMaxNodeScaling`: the group is either empty or at its max size, so any
+    /// scale-up takes it to max, or does not happen.
+    pub zero_or_max: bool,
 }
 
 /// The pending pods that need new nodes, as equivalence groups.
@@ -167,7 +170,11 @@ pub fn plan(
             if members.is_empty() {
                 continue;
             }
-            let (limit, limited_by) = node_limit(group, planned[gi], template, limits, totals);
+            let (mut limit, limited_by) = node_limit(group, planned[gi], template, limits, totals);
+            if group.zero_or_max && limit < headroom(group, planned[gi]) {
+                // All or nothing: a limit that stops short of max stops it altogether.
+                limit = 0;
+            }
             if limit == 0 {
                 for &e in &members {
                     say(&mut result, e, limited_by.to_string());
@@ -237,7 +244,9 @@ pub fn plan(
         };
 
         // Balance across similar groups, then hand out the estimated nodes in order.
-        let share = if limits.balance_similar_node_groups {
+        let share = if groups[gi].zero_or_max {
+            vec![(gi, headroom(&groups[gi], planned[gi]))]
+        } else if limits.balance_similar_node_groups {
             balance(gi, &estimate, &members, groups, &planned, &statics)
         } else {
             vec![(gi, estimate.node_count() as u64)]
@@ -252,7 +261,13 @@ pub fn plan(
         for (target, count) in share {
             let group = &groups[target];
             let mut pods = Vec::new();
-            for mut node in nodes.by_ref().take(count as usize) {
+            // A zero-or-max group gets empty nodes beyond the estimate, up to its max.
+            let empty = group
+                .template
+                .iter()
+                .cycle()
+                .map(|t| topology.copy(t, PlaceKind::Planned));
+            for mut node in nodes.by_ref().chain(empty).take(count as usize) {
                 for &(k, n) in &node.contents {
                     let e = members[k];
                     let start = pending.done[e];
@@ -272,7 +287,9 @@ pub fn plan(
                 totals.memory_bytes += capacity.memory_bytes;
             }
             planned[target] += count;
-            let why = if target == gi {
+            let why = if target == gi && group.zero_or_max {
+                format!("{reason} (zeroOrMaxNodeScaling: to its max size)")
+            } else if target == gi {
                 reason.clone()
             } else {
                 format!("balanced with {} (similar node groups)", groups[gi].id)
@@ -465,6 +482,11 @@ impl std::fmt::Display for Limited {
     }
 }
 
+/// How many nodes the group may still add before its max size.
+fn headroom(group: &Group, planned: u64) -> u64 {
+    (i64::from(group.max_size) - i64::from(group.target_size) - planned as i64).max(0) as u64
+}
+
 /// The most nodes this group may add now, and which limit that is.
 fn node_limit(
     group: &Group,
@@ -473,9 +495,7 @@ fn node_limit(
     limits: &Limits,
     totals: Totals,
 ) -> (u64, Limited) {
-    let headroom =
-        (i64::from(group.max_size) - i64::from(group.target_size) - planned as i64).max(0) as u64;
-    let mut best = (headroom, Limited::GroupMax);
+    let mut best = (headroom(group, planned), Limited::GroupMax);
     let mut consider = |n: u64, why: Limited| {
         if n < best.0 {
             best = (n, why);
@@ -607,7 +627,7 @@ fn balance(
         .collect();
     let mut set: Vec<usize> = vec![chosen];
     for (gi, group) in groups.iter().enumerate() {
-        if gi == chosen || group.skip.is_some() {
+        if gi == chosen || group.skip.is_some() || group.zero_or_max {
             continue;
         }
         let Some(other) = &group.template else {
@@ -701,6 +721,7 @@ mod tests {
                 template: Some(topology.place(node.clone(), Some(i), PlaceKind::Planned)),
                 skip: None,
                 node_price: None,
+                zero_or_max: false,
             })
             .collect();
         Setup {
@@ -877,5 +898,28 @@ mod tests {
         assert_eq!(got, [("a".into(), 1), ("b".into(), 3), ("c".into(), 1)]);
         let total: usize = plan.scale_ups.iter().map(|s| s.pods.len()).sum();
         assert_eq!(total, 10);
+    }
+
+    #[test]
+    fn zero_or_max_groups_go_to_max_or_not_at_all() {
+        let mut s = setup(&[(template("gang", 2000, 8, "a"), 0, 4)], pods(2, 1000));
+        s.groups[0].zero_or_max = true;
+        let (plan, places) = run(&mut s, &Limits::default(), Totals::default());
+        assert_eq!(deltas(&plan), [("gang".into(), 4, 2)]);
+        assert_eq!(places.len(), 4, "the empty nodes are planned too");
+        assert!(plan.scale_ups[0].reason.contains("zeroOrMaxNodeScaling"));
+
+        let mut s = setup(&[(template("gang", 2000, 8, "a"), 0, 4)], pods(2, 1000));
+        s.groups[0].zero_or_max = true;
+        let limits = Limits {
+            max_nodes_total: 3,
+            ..Limits::default()
+        };
+        let (plan, _) = run(&mut s, &limits, Totals::default());
+        assert!(plan.scale_ups.is_empty(), "3 nodes allowed, 4 needed");
+        assert_eq!(
+            plan.reasons[0]["gang"],
+            "max total nodes in cluster reached (--max-nodes-total)"
+        );
     }
 }
