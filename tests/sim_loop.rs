@@ -199,3 +199,55 @@ async fn instances_that_never_register_are_removed_and_their_group_backed_off() 
         "{status:#?}"
     );
 }
+
+#[tokio::test]
+async fn new_pods_are_batched_and_their_delays_honoured() {
+    let server = Server::start_with(SCENARIO, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let settings = Settings {
+        wait_for_new_pods: true,
+        ..Settings::default()
+    };
+    let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings);
+    let now = std::time::SystemTime::now();
+    let created = |ago: u64| Some(now - Duration::from_secs(ago));
+    let mut pods = web(4, 1000);
+    for pod in &mut pods {
+        pod.created = created(1);
+    }
+    let view = |pods: Vec<Pod>| ekscale::autoscaler::cluster::ClusterView {
+        pods,
+        ..Default::default()
+    };
+    // All under 2 s old: wait one loop for more.
+    let status = once.run(&view(pods.clone()), now).await.unwrap();
+    assert!(status.scale_up.is_empty(), "{status:#?}");
+    assert!(status.no_scale_up[0].reasons[""].contains("under 2s old"));
+    // Three seconds later: go.
+    let later = now + Duration::from_secs(3);
+    let status = once.run(&view(pods.clone()), later).await.unwrap();
+    assert_eq!(
+        status.scale_up.iter().map(|s| s.pods.len()).sum::<usize>(),
+        3,
+        "{status:#?}"
+    );
+
+    // A pod's own delay annotation holds it back; GPU pods wait 30 s.
+    pods[0].scale_up_delay = Some(Duration::from_secs(60));
+    pods[1].demand.gpus = 1;
+    pods[1].created = created(10);
+    let status = once.run(&view(pods), later).await.unwrap();
+    let reasons: Vec<&str> = status
+        .no_scale_up
+        .iter()
+        .map(|p| p.reasons[""].as_str())
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("younger than its scale-up delay (1m")),
+        "{reasons:?}"
+    );
+    assert!(reasons.iter().any(|r| r.contains("GPU pod")), "{reasons:?}");
+    assert!(status.scale_up.is_empty());
+}

@@ -600,8 +600,13 @@ async fn run_acts_through_the_provider_and_dry_run_does_not() {
     let mut dry = start(true);
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     assert!(wait_for(0).await);
-    dry.kill().unwrap();
-    dry.wait().unwrap();
+    // SIGTERM stops it cleanly between loops.
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &dry.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    assert!(dry.wait().unwrap().success(), "run exits 0 on SIGTERM");
 
     let mut acting = start(false);
     let grew = wait_for(1).await;

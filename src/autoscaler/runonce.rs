@@ -35,6 +35,11 @@ pub struct Settings {
     /// Delete instances that do not register within `max_node_provision_time`. Off over a static snapshot,
     /// where no instance ever registers.
     pub remove_unregistered: bool,
+    /// Wait for pods to age before adding nodes for them: `new_pod_scale_up_delay` (or a pod's own
+    /// `pod-scale-up-delay` annotation), and upstream's batching (no scale-up while the oldest pending pod is
+    /// under 2 s old, or the oldest GPU pod under 30 s). Off for `simulate`, which plans as if time had passed.
+    pub wait_for_new_pods: bool,
+    pub new_pod_scale_up_delay: Duration,
 }
 
 impl Default for Settings {
@@ -52,6 +57,8 @@ impl Default for Settings {
             backoff: BackoffSettings::default(),
             act: false,
             remove_unregistered: false,
+            wait_for_new_pods: false,
+            new_pod_scale_up_delay: Duration::ZERO,
         }
     }
 }
@@ -119,11 +126,14 @@ impl RunOnce {
         }
 
         let pods = &view.pods;
-        let sorted = sort_pods(
+        let mut sorted = sort_pods(
             pods,
             self.settings.expendable_pods_priority_cutoff,
             &mut status,
         );
+        if self.settings.wait_for_new_pods {
+            sorted.to_help = self.old_enough(pods, sorted.to_help, now, &mut status);
+        }
         let help_groups = equivalence::group(pods, sorted.to_help);
         self.fargate(pods, &sorted.fargate, &help_groups, &mut status)
             .await?;
@@ -179,6 +189,20 @@ impl RunOnce {
             done,
             stabilizer: 0.0,
         };
+        if self.settings.wait_for_new_pods
+            && let Some(why) = batching(&pending, now)
+        {
+            // Wait one loop for more pods, as upstream does; nothing is planned.
+            for (e, eg) in pending.groups.iter().enumerate() {
+                for &p in &eg.pods[pending.done[e]..] {
+                    status.no_scale_up.push(NoScaleUp {
+                        pod: pods[p].key(),
+                        reasons: BTreeMap::from([(String::new(), why.clone())]),
+                    });
+                }
+            }
+            pending.done = pending.groups.iter().map(|g| g.pods.len()).collect();
+        }
         if self.settings.expander.needs_prices() {
             self.prices(&mut groups, &mut pending).await?;
         }
@@ -333,6 +357,41 @@ impl RunOnce {
             });
         }
         (groups, counts)
+    }
+
+    /// The pods old enough to scale up for; the others are reported with their delay.
+    fn old_enough(
+        &self,
+        pods: &[Pod],
+        candidates: Vec<usize>,
+        now: SystemTime,
+        status: &mut Status,
+    ) -> Vec<usize> {
+        let mut kept = Vec::with_capacity(candidates.len());
+        for i in candidates {
+            let pod = &pods[i];
+            let delay = pod
+                .scale_up_delay
+                .map_or(self.settings.new_pod_scale_up_delay, |d| {
+                    d.max(self.settings.new_pod_scale_up_delay)
+                });
+            if age(pod, now) >= delay {
+                kept.push(i);
+            } else {
+                status.no_scale_up.push(NoScaleUp {
+                    pod: pod.key(),
+                    reasons: BTreeMap::from([(
+                        String::new(),
+                        format!(
+                            "younger than its scale-up delay ({}; --new-pod-scale-up-delay or the \
+                             cluster-autoscaler.kubernetes.io/pod-scale-up-delay annotation)",
+                            humantime::format_duration(delay)
+                        ),
+                    )]),
+                });
+            }
+        }
+        kept
     }
 
     /// Asks for each planned scale-up; a refusal backs the group off and is recorded.
@@ -634,6 +693,39 @@ fn template_place(
         }
     }
     template
+}
+
+/// How long ago the pod was created (forever if unknown).
+fn age(pod: &Pod, now: SystemTime) -> Duration {
+    pod.created.map_or(Duration::MAX, |c| {
+        now.duration_since(c).unwrap_or(Duration::ZERO)
+    })
+}
+
+/// Upstream's batching of new pods: why to wait this loop, if the oldest pod that needs a new node is
+/// under 2 s old, or the oldest such GPU pod under 30 s (device plugins make GPU nodes slow to be useful).
+fn batching(pending: &Pending, now: SystemTime) -> Option<String> {
+    let waiting = || {
+        pending
+            .groups
+            .iter()
+            .enumerate()
+            .flat_map(|(e, eg)| eg.pods[pending.done[e]..].iter().map(|&p| &pending.pods[p]))
+    };
+    let oldest = waiting().map(|p| age(p, now)).max()?;
+    if oldest < Duration::from_secs(2) {
+        return Some("waiting for more pods: every pod that needs a node is under 2s old".into());
+    }
+    let oldest_gpu = waiting()
+        .filter(|p| p.wants_gpu())
+        .map(|p| age(p, now))
+        .max();
+    if oldest_gpu.is_some_and(|a| a < Duration::from_secs(30)) {
+        return Some(
+            "waiting for more pods: every GPU pod that needs a node is under 30s old".into(),
+        );
+    }
+    None
 }
 
 /// The defaults sent with GetOptions: the companion's flags, in both generations' fields.

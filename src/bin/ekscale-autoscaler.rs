@@ -93,6 +93,9 @@ struct DecisionArgs {
     max_node_group_backoff_duration: Duration,
     #[arg(long, value_parser = humantime::parse_duration, default_value = "3h")]
     node_group_backoff_reset_timeout: Duration,
+    /// Wait this long after a pod is created before adding a node for it (`run` only).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
+    new_pod_scale_up_delay: Duration,
     /// Pods with a priority below this are expendable: never a reason to scale up.
     #[arg(long, default_value_t = -10, allow_negative_numbers = true)]
     expendable_pods_priority_cutoff: i32,
@@ -115,7 +118,8 @@ fn min_max(text: &str) -> Result<(u64, u64), String> {
 }
 
 impl DecisionArgs {
-    fn settings(&self, act: bool) -> Result<Settings, String> {
+    /// The loop's settings; `live` for `run` (acting unless dry, waiting for new pods), not for `simulate`.
+    fn settings(&self, live: bool, act: bool) -> Result<Settings, String> {
         let names: Vec<String> = self.expander.iter().map(|s| s.to_string()).collect();
         let expander = Expander {
             chain: expander::parse_chain(&names.join(","))?,
@@ -149,6 +153,8 @@ impl DecisionArgs {
             act,
             // Both commands read a snapshot, where requested nodes never register.
             remove_unregistered: false,
+            wait_for_new_pods: live,
+            new_pod_scale_up_delay: self.new_pod_scale_up_delay,
         })
     }
 }
@@ -255,7 +261,10 @@ enum Failure {
 }
 
 async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
-    let settings = args.decisions.settings(false).map_err(Failure::Usage)?;
+    let settings = args
+        .decisions
+        .settings(false, false)
+        .map_err(Failure::Usage)?;
     let client = args.provider.client().map_err(Failure::Usage)?;
     let snapshot = Snapshot::read(&args.snapshot).map_err(|e| Failure::Usage(e.to_string()))?;
     let view = snapshot
@@ -289,16 +298,21 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
     }
     let settings = args
         .decisions
-        .settings(!args.dry_run)
+        .settings(true, !args.dry_run)
         .map_err(Failure::Usage)?;
     let client = args.provider.client().map_err(Failure::Usage)?;
     let source = Snapshot::read(path).map_err(|e| Failure::Usage(e.to_string()))?;
     let mut once = RunOnce::new(client, settings);
     let mut ticks = tokio::time::interval(args.scan_interval);
+    let signal = |kind| tokio::signal::unix::signal(kind).map_err(|e| Failure::Loop(e.to_string()));
+    let mut term = signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut interrupt = signal(tokio::signal::unix::SignalKind::interrupt())?;
     loop {
+        // A signal is taken between loops, never in the middle of one.
         tokio::select! {
             _ = ticks.tick() => {}
-            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = term.recv() => return Ok(()),
+            _ = interrupt.recv() => return Ok(()),
         }
         let view = source
             .view()

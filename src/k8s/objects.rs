@@ -87,8 +87,27 @@ pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError>
         phase,
         unschedulable,
         deleting: pod.metadata.deletion_timestamp.is_some(),
+        created: pod.metadata.creation_timestamp.as_ref().map(time),
+        scale_up_delay: pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SCALE_UP_DELAY_ANNOTATION))
+            .map(|text| {
+                humantime::parse_duration(text).map_err(|e| {
+                    invalid(&key, format!("{SCALE_UP_DELAY_ANNOTATION}: {text:?}: {e}"))
+                })
+            })
+            .transpose()?,
         json,
     })
+}
+
+const SCALE_UP_DELAY_ANNOTATION: &str = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay";
+
+fn time(t: &meta::Time) -> SystemTime {
+    let seconds = u64::try_from(t.0.as_second()).unwrap_or(0);
+    SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(seconds)
 }
 
 fn scheduling(
@@ -389,12 +408,7 @@ pub fn node_from_api(node: &api::Node) -> Result<Node, ObjectError> {
             .flatten()
             .any(|c| c.type_ == "Ready" && c.status == "True"),
         unschedulable: spec.unschedulable.unwrap_or(false),
-        created: node
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .and_then(|t| u64::try_from(t.0.as_second()).ok())
-            .map(|seconds| SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(seconds)),
+        created: node.metadata.creation_timestamp.as_ref().map(time),
         name,
     })
 }

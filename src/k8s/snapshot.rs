@@ -168,6 +168,8 @@ mod tests {
                  "allocatable":{"cpu":"1930m","memory":"7518Mi","pods":"29","vpc.amazonaws.com/pod-eni":"9"},
                  "conditions":[{"type":"Ready","status":"True"}]}},
       {"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"web","labels":{"app":"web"},
+        "creationTimestamp":"2026-11-30T00:00:10Z",
+        "annotations":{"cluster-autoscaler.kubernetes.io/pod-scale-up-delay":"10m"},
         "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-1","uid":"u1","controller":true}]},
        "spec":{"priority":5,"nodeSelector":{"team":"web"},
          "tolerations":[{"key":"dedicated","operator":"Equal","value":"batch","effect":"NoSchedule"},{"operator":"Exists"}],
@@ -209,6 +211,17 @@ mod tests {
         assert_eq!(pod.key(), "web/p");
         assert!(pod.unschedulable && pod.json.is_some());
         assert_eq!(pod.priority, Some(5));
+        assert_eq!(
+            pod.scale_up_delay,
+            Some(std::time::Duration::from_secs(600))
+        );
+        assert_eq!(
+            pod.created
+                .unwrap()
+                .duration_since(node.created.unwrap())
+                .unwrap(),
+            std::time::Duration::from_secs(10)
+        );
         assert_eq!(pod.controller.as_ref().unwrap().uid, "u1");
         assert_eq!(pod.extended["vpc.amazonaws.com/pod-eni"], 1);
         let s = &pod.scheduling;
@@ -267,6 +280,16 @@ mod tests {
         );
         let node = LIST.replace(r#""cpu":"1930m""#, r#""cpu":"lots""#);
         assert!(error(&node).contains("node n1: cpu"), "{}", error(&node));
+        let delay = LIST.replace(
+            r#"pod-scale-up-delay":"10m""#,
+            r#"pod-scale-up-delay":"soon""#,
+        );
+        assert!(
+            error(&delay)
+                .contains("web/p: cluster-autoscaler.kubernetes.io/pod-scale-up-delay: \"soon\""),
+            "{}",
+            error(&delay)
+        );
         let kind = LIST.replace(r#""kind":"PodDisruptionBudget""#, r#""kind":"Deployment""#);
         assert!(
             error(&kind).starts_with("item 2 (Deployment)"),

@@ -28,6 +28,11 @@ pub struct Pod {
     pub unschedulable: bool,
     /// It has a deletionTimestamp.
     pub deleting: bool,
+    /// Its creationTimestamp.
+    pub created: Option<std::time::SystemTime>,
+    /// `cluster-autoscaler.kubernetes.io/pod-scale-up-delay`: wait at least this long before adding a node
+    /// for it.
+    pub scale_up_delay: Option<std::time::Duration>,
     /// Where it may run; equivalent pods share one.
     pub scheduling: Arc<Scheduling>,
     /// The pod as kubectl prints it, kept for pending pods only (to ask the provider about Fargate).
@@ -146,6 +151,8 @@ impl Pod {
             phase: Phase::Pending,
             unschedulable: true,
             deleting: false,
+            created: None,
+            scale_up_delay: None,
             scheduling: Arc::default(),
             json: None,
         }
@@ -159,6 +166,11 @@ impl Pod {
     /// A priority below the cutoff makes a pod expendable: never a reason to add a node, and its room free.
     pub fn expendable(&self, cutoff: i32) -> bool {
         self.priority.is_some_and(|p| p < cutoff)
+    }
+
+    /// Whether it asks for GPUs (upstream waits longer to batch those: device plugins are slow).
+    pub fn wants_gpu(&self) -> bool {
+        self.demand.gpus > 0
     }
 
     pub fn daemonset(&self) -> bool {
