@@ -159,18 +159,12 @@ fn scheduling(
                 "topologySpreadConstraints: maxSkew must be at least 1",
             ));
         };
-        let mut selector =
-            label_selector(key, constraint.label_selector.as_ref())?.unwrap_or(LabelSelector {
-                // No selector counts no pods: k8s reads it as matching nothing.
-                match_labels: BTreeMap::from([("\u{0}".into(), "\u{0}".into())]),
-                expressions: vec![],
-            });
-        // matchLabelKeys: the pod's own values of these keys join the selector.
-        for label in constraint.match_label_keys.iter().flatten() {
-            if let Some(value) = labels.get(label) {
-                selector.match_labels.insert(label.clone(), value.clone());
-            }
-        }
+        let selector = term_selector(
+            key,
+            constraint.label_selector.as_ref(),
+            constraint.match_label_keys.as_ref(),
+            labels,
+        )?;
         spread.push(SpreadConstraint {
             max_skew,
             topology_key: constraint.topology_key.clone(),
@@ -261,6 +255,23 @@ fn label_selector(
     }))
 }
 
+/// The selector of a spread constraint or affinity term: an absent one matches no pod; `matchLabelKeys`
+/// add the pod's own values of those labels.
+fn term_selector(
+    key: &str,
+    selector: Option<&meta::LabelSelector>,
+    match_label_keys: Option<&Vec<String>>,
+    labels: &BTreeMap<String, String>,
+) -> Result<LabelSelector, ObjectError> {
+    let mut selector = label_selector(key, selector)?.unwrap_or_else(LabelSelector::nothing);
+    for label in match_label_keys.into_iter().flatten() {
+        if let Some(value) = labels.get(label) {
+            selector.match_labels.insert(label.clone(), value.clone());
+        }
+    }
+    Ok(selector)
+}
+
 fn affinity_term(
     key: &str,
     namespace: &str,
@@ -273,17 +284,12 @@ fn affinity_term(
             "pod (anti-)affinity term without a topologyKey",
         ));
     }
-    // An absent labelSelector matches no pod.
-    let mut selector =
-        label_selector(key, term.label_selector.as_ref())?.unwrap_or(LabelSelector {
-            match_labels: BTreeMap::from([("\u{0}".into(), "\u{0}".into())]),
-            expressions: vec![],
-        });
-    for label in term.match_label_keys.iter().flatten() {
-        if let Some(value) = labels.get(label) {
-            selector.match_labels.insert(label.clone(), value.clone());
-        }
-    }
+    let mut selector = term_selector(
+        key,
+        term.label_selector.as_ref(),
+        term.match_label_keys.as_ref(),
+        labels,
+    )?;
     for label in term.mismatch_label_keys.iter().flatten() {
         if let Some(value) = labels.get(label) {
             selector.expressions.push(Requirement {

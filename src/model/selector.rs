@@ -72,6 +72,18 @@ pub struct LabelSelector {
 }
 
 impl LabelSelector {
+    /// A selector no labels satisfy: what Kubernetes makes of a term whose selector is absent.
+    pub fn nothing() -> LabelSelector {
+        LabelSelector {
+            match_labels: Labels::new(),
+            expressions: vec![Requirement {
+                key: String::new(),
+                operator: Operator::In,
+                values: Vec::new(),
+            }],
+        }
+    }
+
     pub fn matches(&self, labels: &Labels) -> bool {
         self.match_labels
             .iter()
@@ -139,6 +151,8 @@ mod tests {
     fn selectors_and_terms() {
         let pod = labels(&[("app", "web"), ("tier", "front")]);
         assert!(LabelSelector::default().matches(&pod), "empty selects all");
+        assert!(!LabelSelector::nothing().matches(&pod));
+        assert!(!LabelSelector::nothing().matches(&Labels::new()));
         let selector = LabelSelector {
             match_labels: labels(&[("app", "web")]),
             expressions: vec![req("tier", Operator::In, &["front"])],
