@@ -501,6 +501,7 @@ mod tests {
         let spread = Scheduling {
             spread: vec![SpreadConstraint {
                 max_skew: 2,
+                min_domains: 1,
                 topology_key: HOSTNAME_LABEL.into(),
                 selector: app_selector("api"),
             }],

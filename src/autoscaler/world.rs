@@ -12,7 +12,7 @@ use crate::model::node::HOSTNAME_LABEL;
 use crate::model::pod::{HostPort, PodAffinityTerm, Scheduling};
 use crate::model::selector::{LabelSelector, Labels};
 use crate::model::{Node, Pod, Resources};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 pub type TermId = usize;
@@ -88,14 +88,24 @@ pub struct PodTerms {
     /// anywhere, as the scheduler allows).
     affinity: Vec<(TermId, bool)>,
     anti: Vec<TermId>,
-    /// Spread terms: the term, maxSkew, whether the pod counts itself.
-    spread: Vec<(TermId, u32, bool)>,
+    /// Spread constraints as terms.
+    spread: Vec<Spread>,
     /// Terms that match this pod: placing it raises their counts.
     matched_by: Vec<TermId>,
     /// Anti-affinity terms of other pods that match this pod.
     blocked_by: Vec<TermId>,
     /// No constraint depends on other pods: packing may fill nodes in closed form.
     pub simple: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Spread {
+    term: TermId,
+    max_skew: u32,
+    /// The pod matches its own selector, so it counts itself.
+    own: bool,
+    /// Fewer eligible domains than this make the global minimum 0.
+    min_domains: u32,
 }
 
 impl PodTerms {
@@ -208,16 +218,15 @@ impl Topology {
         let spread = s
             .spread
             .iter()
-            .map(|c| {
-                (
-                    id(
-                        &c.topology_key,
-                        &c.selector,
-                        Some(vec![pod.namespace.clone()]),
-                    ),
-                    c.max_skew,
-                    c.selector.matches(&pod.labels),
-                )
+            .map(|c| Spread {
+                term: id(
+                    &c.topology_key,
+                    &c.selector,
+                    Some(vec![pod.namespace.clone()]),
+                ),
+                max_skew: c.max_skew,
+                own: c.selector.matches(&pod.labels),
+                min_domains: c.min_domains,
             })
             .collect();
         let mut matched_by = Vec::new();
@@ -328,23 +337,29 @@ impl Topology {
                 return Err(Unfit::AntiAffinity);
             }
         }
-        for (i, &(t, skew, own)) in pod.spread.iter().enumerate() {
+        for (i, spread) in pod.spread.iter().enumerate() {
+            let t = spread.term;
             let d = self.domain(place, t);
             if d == NO_DOMAIN {
                 return Err(Unfit::MissingTopology(self.keys[self.terms[t].key].clone()));
             }
-            let after = read(&self.counts[t], d) + u32::from(own);
+            let after = read(&self.counts[t], d) + u32::from(spread.own);
             // Counts only grow, so a cached minimum is a lower bound: recount only when it says no.
-            if after > spread_min[i] + skew {
+            if after > spread_min[i] + spread.max_skew {
                 let mut min = read(&self.counts[t], d);
+                let mut domains = HashSet::from([d]);
                 eligible(&mut |other: &Place| {
                     let od = self.domain(other, t);
                     if od != NO_DOMAIN {
                         min = min.min(read(&self.counts[t], od));
+                        domains.insert(od);
                     }
                 });
+                if (domains.len() as u64) < u64::from(spread.min_domains) {
+                    min = 0;
+                }
                 spread_min[i] = min;
-                if after > min + skew {
+                if after > min + spread.max_skew {
                     return Err(Unfit::Spread);
                 }
             }
@@ -622,6 +637,7 @@ mod tests {
             Scheduling {
                 spread: vec![SpreadConstraint {
                     max_skew: 1,
+                    min_domains: 1,
                     topology_key: ZONE_LABEL.into(),
                     selector: selector("api"),
                 }],
@@ -658,5 +674,42 @@ mod tests {
             check(&topology, &spread, &terms, &bare, &places),
             Err(Unfit::MissingTopology(ZONE_LABEL.into()))
         );
+    }
+
+    #[test]
+    fn min_domains_takes_the_minimum_as_zero_when_domains_are_few() {
+        let spread = |min_domains| {
+            pod(
+                "api",
+                Scheduling {
+                    spread: vec![SpreadConstraint {
+                        max_skew: 1,
+                        min_domains,
+                        topology_key: ZONE_LABEL.into(),
+                        selector: selector("api"),
+                    }],
+                    ..Default::default()
+                },
+            )
+        };
+        for (min_domains, third_in_b) in [(1, Ok(())), (3, Err(Unfit::Spread))] {
+            let api = spread(min_domains);
+            let mut topology = Topology::default();
+            topology.register(&api);
+            let mut places = vec![
+                topology.place(node("a1", "a"), None, PlaceKind::Existing),
+                topology.place(node("b1", "b"), None, PlaceKind::Existing),
+            ];
+            let terms = topology.resolve(&api);
+            topology.put(&api, &terms, &mut places[0], 1);
+            topology.put(&api, &terms, &mut places[1], 1);
+            // One in each zone: a second in b is a skew of 1 over a minimum of 1, or of 2 over 0 when
+            // two zones are fewer than minDomains.
+            assert_eq!(
+                check(&topology, &api, &terms, &places[1], &places),
+                third_in_b,
+                "minDomains {min_domains}"
+            );
+        }
     }
 }

@@ -165,10 +165,17 @@ fn scheduling(
             constraint.match_label_keys.as_ref(),
             labels,
         )?;
+        let Ok(min_domains @ 1..) = u32::try_from(constraint.min_domains.unwrap_or(1)) else {
+            return Err(invalid(
+                key,
+                "topologySpreadConstraints: minDomains must be at least 1",
+            ));
+        };
         spread.push(SpreadConstraint {
             max_skew,
             topology_key: constraint.topology_key.clone(),
             selector,
+            min_domains,
         });
     }
     Ok(Scheduling {

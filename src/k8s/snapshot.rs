@@ -183,7 +183,7 @@ mod tests {
               "namespaceSelector":{},"topologyKey":"topology.kubernetes.io/zone"}]}},
          "topologySpreadConstraints":[
            {"maxSkew":2,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule",
-            "labelSelector":{"matchLabels":{"app":"web"}},"matchLabelKeys":["pod-template-hash"]},
+            "labelSelector":{"matchLabels":{"app":"web"}},"matchLabelKeys":["pod-template-hash"],"minDomains":3},
            {"maxSkew":1,"topologyKey":"kubernetes.io/hostname","whenUnsatisfiable":"ScheduleAnyway",
             "labelSelector":{"matchLabels":{"app":"web"}}}],
          "containers":[{"name":"a","ports":[{"containerPort":80,"hostPort":8080}],
@@ -238,7 +238,7 @@ mod tests {
             "an empty namespaceSelector is every namespace"
         );
         assert_eq!(s.spread.len(), 1, "ScheduleAnyway is a preference");
-        assert_eq!(s.spread[0].max_skew, 2);
+        assert_eq!((s.spread[0].max_skew, s.spread[0].min_domains), (2, 3));
         assert_eq!(s.host_ports[0].port, 8080);
         assert_eq!(s.host_ports[0].protocol, "TCP");
 

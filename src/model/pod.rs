@@ -132,6 +132,8 @@ pub struct SpreadConstraint {
     pub max_skew: u32,
     pub topology_key: String,
     pub selector: LabelSelector,
+    /// With fewer eligible domains than this, the global minimum is taken as 0 (1 when unset).
+    pub min_domains: u32,
 }
 
 impl Pod {
