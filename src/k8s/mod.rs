@@ -1,6 +1,6 @@
 //! Conversions at the edge between Kubernetes' wire formats and our own types.
 
-pub mod objects;
-pub mod pod;
-pub mod quantity;
-pub mod snapshot;
+pub mod objects; // k8s-openapi nodes, pods, PDBs and k8s-pb template nodes -> the model
+pub mod pod; // the facts of one pod (demand, Fargate traits) from protobuf bytes or kubectl JSON/YAML
+pub mod quantity; // Kubernetes quantities: parse and print canonically
+pub mod snapshot; // `kubectl get nodes,pods,pdb -A -o json` files, read item by item

@@ -1,11 +1,11 @@
 //! The internal model: compact integer types the decisions are made on, converted once at the edge.
 
-pub mod node;
-pub mod pdb;
-pub mod pod;
-pub mod resources;
-pub mod selector;
-pub mod taint;
+pub mod node; // what a node offers and demands of pods
+pub mod pdb; // disruption budgets
+pub mod pod; // what a pod needs and where it may run
+pub mod resources; // integer resources and a pod's demand
+pub mod selector; // label selectors and node selector terms
+pub mod taint; // taints and tolerations
 
 pub use node::Node;
 pub use pod::Pod;
