@@ -210,6 +210,10 @@ async fn every_pending_pod_gets_a_decision_and_a_reason() {
         "500m",
         "512Mi",
     ));
+    // Not tried by the scheduler yet: said so, nothing planned.
+    let mut fresh = self::pending("default", "fresh", "fresh", "100m", "64Mi");
+    fresh["status"] = json!({"phase": "Pending"});
+    pending.push(fresh);
     // Expendable: never a reason to scale up.
     pending.push(with_spec(
         self::pending("default", "filler-balloon", "balloon", "100", "1Gi"),
@@ -293,9 +297,15 @@ async fn every_pending_pod_gets_a_decision_and_a_reason() {
             .unwrap()
             .starts_with("in backoff after failed scale-up (instance creation failed")
     );
+    assert!(
+        reasons(&result, "default/fresh")[""]
+            .as_str()
+            .unwrap()
+            .starts_with("the scheduler has not marked it Unschedulable")
+    );
     assert_eq!(
         result["noScaleUp"].as_array().unwrap().len(),
-        2,
+        3,
         "{result:#}"
     );
 

@@ -659,8 +659,19 @@ fn sort_pods(pods: &[Pod], cutoff: i32, status: &mut Status) -> Sorted {
             sorted.fargate.push(i);
         } else if pod.nominated_node.is_some() && !pod.expendable(cutoff) {
             sorted.bound.push(i);
-        } else if !pod.unschedulable || pod.expendable(cutoff) {
-            // Not refused by the scheduler yet, or expendable: no reason to add a node.
+        } else if pod.expendable(cutoff) {
+            // Expendable: its room is free and it never asks for a node.
+        } else if !pod.unschedulable {
+            // Said, because a hand-written snapshot often lacks the condition and silence would puzzle.
+            status.no_scale_up.push(NoScaleUp {
+                pod: pod.key(),
+                reasons: BTreeMap::from([(
+                    String::new(),
+                    "the scheduler has not marked it Unschedulable (PodScheduled=False, reason \
+                     Unschedulable): nothing to do until it has tried"
+                        .to_string(),
+                )]),
+            });
         } else if pod.daemonset() {
             status.no_scale_up.push(NoScaleUp {
                 pod: pod.key(),
