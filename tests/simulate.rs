@@ -108,12 +108,22 @@ async fn cluster() -> Cluster {
         pod["spec"]["containers"][0]["ports"] = json!([{"containerPort": 9100, "hostPort": 9100}]);
         pod
     };
+    // Running pods carry constraints of their own (placed before; only counted now).
+    let spread_old = |node: &str, name: &str| {
+        with_spec(
+            running(node, name, "spread", "100m", "64Mi"),
+            json!({"topologySpreadConstraints": [{"maxSkew": 5, "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "spread"}}}],
+                "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "filler"}}, "topologyKey": "kubernetes.io/hostname"}]}}}),
+        )
+    };
     let mut base = nodes;
     base.extend([
         running(&node_a, "filler-a", "filler", "1500m", "1Gi"),
         running(&node_b, "filler-b", "filler", "1500m", "1Gi"),
-        running(&node_a, "spread-old-0", "spread", "100m", "64Mi"),
-        running(&node_a, "spread-old-1", "spread", "100m", "64Mi"),
+        spread_old(&node_a, "spread-old-0"),
+        spread_old(&node_a, "spread-old-1"),
         exporter(&node_a),
         exporter(&node_b),
     ]);

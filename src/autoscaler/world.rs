@@ -184,8 +184,18 @@ impl Topology {
         }
     }
 
-    /// A pod's constraints as registered term ids.
+    /// A pending pod's constraints as term ids; its terms must have been registered.
     pub fn resolve(&self, pod: &Pod) -> PodTerms {
+        self.terms_of(pod, true)
+    }
+
+    /// What counting needs of a pod already on a node: the terms that match it and its anti-affinity
+    /// (registered by [`build`]). Its own affinity and spread only mattered when it was placed.
+    pub fn resolve_placed(&self, pod: &Pod) -> PodTerms {
+        self.terms_of(pod, false)
+    }
+
+    fn terms_of(&self, pod: &Pod, pending: bool) -> PodTerms {
         let s = &pod.scheduling;
         let id = |key: &str, selector: &LabelSelector, namespaces: Option<Vec<String>>| {
             let key = self
@@ -203,6 +213,7 @@ impl Topology {
         let affinity = s
             .affinity
             .iter()
+            .filter(|_| pending)
             .map(|t| {
                 (
                     id(&t.topology_key, &t.selector, t.namespaces.clone()),
@@ -218,6 +229,7 @@ impl Topology {
         let spread = s
             .spread
             .iter()
+            .filter(|_| pending)
             .map(|c| Spread {
                 term: id(
                     &c.topology_key,
@@ -461,7 +473,7 @@ pub fn build(
         if let Some(&p) = node.and_then(|n| place_of.get(n)) {
             let terms = resolved
                 .entry(pod.equivalence_key())
-                .or_insert_with(|| topology.resolve(pod));
+                .or_insert_with(|| topology.resolve_placed(pod));
             topology.put(pod, terms, &mut places[p], 1);
         }
     }
@@ -711,5 +723,36 @@ mod tests {
                 "minDomains {min_domains}"
             );
         }
+    }
+
+    #[test]
+    fn pods_on_nodes_may_carry_constraints_nobody_pending_uses() {
+        // Deployments with spread constraints and affinity run everywhere; only pending pods' terms and
+        // running pods' anti-affinity are registered, and building must not trip on the rest.
+        let running = Pod {
+            node_name: Some("a1".into()),
+            ..pod(
+                "old",
+                Scheduling {
+                    affinity: vec![PodAffinityTerm {
+                        selector: selector("db"),
+                        namespaces: None,
+                        topology_key: ZONE_LABEL.into(),
+                    }],
+                    spread: vec![SpreadConstraint {
+                        max_skew: 1,
+                        min_domains: 1,
+                        topology_key: HOSTNAME_LABEL.into(),
+                        selector: selector("old"),
+                    }],
+                    ..Default::default()
+                },
+            )
+        };
+        let pending = pod("web", Scheduling::default());
+        let nodes = [(*node("a1", "a")).clone()];
+        let (topology, places) = build(&nodes, &[None], &[running], &[0], &[&pending]);
+        assert_eq!(places[0].free.cpu_millis, 3900);
+        assert!(topology.resolve(&pending).simple);
     }
 }
