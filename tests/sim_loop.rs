@@ -251,3 +251,40 @@ async fn new_pods_are_batched_and_their_delays_honoured() {
     assert!(reasons.iter().any(|r| r.contains("GPU pod")), "{reasons:?}");
     assert!(status.scale_up.is_empty());
 }
+
+#[tokio::test]
+async fn pods_built_in_memory_are_matched_to_fargate_profiles_too() {
+    let scenario = "
+cluster: fargate
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 3, desiredSize: 0}
+fargateProfiles:
+  - {name: serverless, selectors: [{namespace: serverless}]}
+";
+    let server = Server::start_with(scenario, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let cluster = SimCluster::new(&config, server.sim().clock().clone()).unwrap();
+    let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
+    let mut pods = web(2, 1000);
+    pods[0].namespace = "serverless".into();
+    pods[0].scheduler_name = "fargate-scheduler".into();
+    pods[1].namespace = "serverless".into();
+    cluster.create_pods(pods);
+    let view = cluster.view().await.unwrap();
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    let fargate: Vec<(&str, &str, bool)> = status
+        .fargate
+        .iter()
+        .map(|f| (f.pod.as_str(), f.profile.as_str(), f.note.is_some()))
+        .collect();
+    assert_eq!(
+        fargate,
+        [
+            ("serverless/web-0", "serverless", false),
+            ("serverless/web-1", "serverless", true)
+        ],
+        "{status:#?}"
+    );
+    assert_eq!(status.fargate[0].capacity_provisioned, "1vCPU 2GB");
+}

@@ -13,6 +13,7 @@ use super::world::{self, Place, PlaceKind, PodTerms, Topology};
 use crate::k8s::objects;
 use crate::model::pod::{FARGATE_SCHEDULER, Phase};
 use crate::model::{Node, Pod, Resources};
+use crate::proto::ekscale::MatchPodResponse;
 use crate::proto::externalgrpc::{
     ExternalGrpcNode, Instance, K8sDuration, NodeGroup, NodeGroupAutoscalingOptions,
     instance_status::InstanceState,
@@ -478,10 +479,7 @@ impl RunOnce {
     ) -> Result<(), ClientError> {
         for eg in equivalence::group(pods, bound.iter().copied()) {
             let exemplar = eg.exemplar(pods);
-            let answer = match &exemplar.json {
-                Some(json) => self.client.match_pod_json(json.clone()).await?,
-                None => None,
-            };
+            let answer = self.match_pod(exemplar).await?;
             for &p in &eg.pods {
                 status.fargate.push(match &answer {
                     Some(a) => FargatePod {
@@ -507,8 +505,7 @@ impl RunOnce {
         }
         for eg in help {
             let exemplar = eg.exemplar(pods);
-            let Some(json) = &exemplar.json else { continue };
-            let Some(answer) = self.client.match_pod_json(json.clone()).await? else {
+            let Some(answer) = self.match_pod(exemplar).await? else {
                 return Ok(());
             };
             if answer.profile.is_empty() {
@@ -532,6 +529,15 @@ impl RunOnce {
             }
         }
         Ok(())
+    }
+
+    /// MatchPod with the pod as read (JSON keeps every field), or as bytes built from the model when it
+    /// was not read from JSON (the simulator's pods).
+    async fn match_pod(&self, pod: &Pod) -> Result<Option<MatchPodResponse>, ClientError> {
+        match &pod.json {
+            Some(json) => self.client.match_pod_json(json.clone()).await,
+            None => self.client.match_pod(objects::pod_to_pb_bytes(pod)).await,
+        }
     }
 
     /// Node prices per group and pod prices per equivalence group, for the price expander.

@@ -489,8 +489,9 @@ pub fn node_from_pb(node: &k8s_pb::api::core::v1::Node) -> Result<Node, ObjectEr
     })
 }
 
-/// A pod as `Pod.Marshal()` bytes for a provider's pricing: its name, labels, scheduler and one container
-/// asking for what the whole pod needs. (Pods read from the API keep the rest, which pricing never reads.)
+/// A pod as `Pod.Marshal()` bytes for a provider's pricing and Fargate matching: its name, labels,
+/// scheduler and one container asking for what the whole pod needs. Pods read from the API are sent as they
+/// were read where the rest matters (Fargate's incompatibilities).
 pub fn pod_to_pb_bytes(pod: &Pod) -> Vec<u8> {
     use k8s_pb::api::core::v1 as pb;
     use k8s_pb::apimachinery::pkg::api::resource::Quantity as PbQuantity;
