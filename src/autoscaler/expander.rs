@@ -143,9 +143,12 @@ impl Expander {
     }
 }
 
+/// The options with the lowest score; all of them when no score is a number (a provider pricing everything
+/// at zero makes upstream's price ratio 0/0).
 fn keep_min(left: &[usize], score: impl Fn(usize) -> f64) -> Vec<usize> {
     let best = left.iter().map(|&i| score(i)).fold(f64::INFINITY, f64::min);
-    left.iter().copied().filter(|&i| score(i) == best).collect()
+    let kept: Vec<usize> = left.iter().copied().filter(|&i| score(i) == best).collect();
+    if kept.is_empty() { left.to_vec() } else { kept }
 }
 
 /// cluster-autoscaler's least-waste: the unused share of cpu plus that of memory, over node capacity.
@@ -366,5 +369,20 @@ mod tests {
         );
         dear.node_price = None;
         assert!(expander("price").choose(&[dear, cheap], context).is_err());
+    }
+
+    #[test]
+    fn free_prices_do_not_break_the_choice() {
+        let mut a = option("a", 1, 4, 1000, 1, 4000);
+        a.node_price = Some(0.0);
+        a.pods_price = Some(0.0);
+        let b = ExpansionOption {
+            group_id: "b".into(),
+            ..a.clone()
+        };
+        let chosen = expander("price")
+            .choose(&[a, b], PriceContext::default())
+            .unwrap();
+        assert!(chosen < 2);
     }
 }
