@@ -15,9 +15,9 @@ use crate::model::pod::{FARGATE_SCHEDULER, Phase};
 use crate::model::{Node, Pod, Resources};
 use crate::proto::ekscale::MatchPodResponse;
 use crate::proto::externalgrpc::{
-    ExternalGrpcNode, Instance, K8sDuration, NodeGroup, NodeGroupAutoscalingOptions,
-    instance_status::InstanceState,
+    ExternalGrpcNode, Instance, NodeGroup, instance_status::InstanceState,
 };
+use crate::proto::options::GroupOptions;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -92,13 +92,6 @@ struct GroupFacts {
     /// What GetOptions says, over the companion's defaults.
     options: GroupOptions,
     problem: Option<String>,
-}
-
-/// The per-group options the loop uses (the rest are scale-down's).
-#[derive(Clone, Copy, Debug)]
-struct GroupOptions {
-    max_node_provision_time: Duration,
-    zero_or_max: bool,
 }
 
 impl RunOnce {
@@ -415,11 +408,13 @@ impl RunOnce {
     async fn read_groups(&self) -> Result<Vec<GroupFacts>, ClientError> {
         let groups = self.client.node_groups().await?;
         let mut tasks = tokio::task::JoinSet::new();
+        // Our defaults: upstream's, with the companion's own provision and startup times.
         let defaults = GroupOptions {
-            max_node_provision_time: self.settings.max_node_provision_time,
-            zero_or_max: false,
+            provision: self.settings.max_node_provision_time,
+            startup: self.settings.max_node_startup_time,
+            ..GroupOptions::default()
         };
-        let asked = option_defaults(&self.settings);
+        let asked = defaults.to_wire();
         for (i, group) in groups.iter().enumerate() {
             let client = self.client.clone();
             let group = group.clone();
@@ -444,7 +439,7 @@ impl RunOnce {
                             target,
                             instances,
                             template,
-                            options: options.map_or(defaults, |o| read_options(&o, defaults)),
+                            options: options.map_or(defaults, |o| GroupOptions::read(&o, defaults)),
                             problem,
                         }
                     }
@@ -586,7 +581,7 @@ impl RunOnce {
                     self.unregistered_since
                         .get(&i.id)
                         .and_then(|since| now.duration_since(*since).ok())
-                        .is_some_and(|age| age > f.options.max_node_provision_time)
+                        .is_some_and(|age| age > f.options.provision)
                 })
                 .map(|i| i.id.clone())
                 .collect();
@@ -596,7 +591,7 @@ impl RunOnce {
             let why = format!(
                 "{} instance(s) did not register within {:?}",
                 stale.len(),
-                f.options.max_node_provision_time
+                f.options.provision
             );
             self.backoff.fail(&f.group.id, why.clone(), now);
             if !self.settings.act {
@@ -743,48 +738,6 @@ fn batching(pending: &Pending, now: SystemTime) -> Option<String> {
         );
     }
     None
-}
-
-/// The defaults sent with GetOptions: the companion's flags, in both generations' fields.
-fn option_defaults(settings: &Settings) -> NodeGroupAutoscalingOptions {
-    let k8s = |d: Duration| K8sDuration {
-        duration: i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
-    };
-    let proto = |d: Duration| prost_types::Duration::try_from(d).unwrap_or_default();
-    // Scale-down's defaults are cluster-autoscaler's until scale-down has flags of its own here.
-    let (unneeded, unready) = (Duration::from_secs(600), Duration::from_secs(1200));
-    NodeGroupAutoscalingOptions {
-        scale_down_utilization_threshold: 0.5,
-        scale_down_gpu_utilization_threshold: 0.5,
-        scale_down_unneeded_time: Some(k8s(unneeded)),
-        scale_down_unready_time: Some(k8s(unready)),
-        max_node_provision_time: Some(k8s(settings.max_node_provision_time)),
-        zero_or_max_node_scaling: false,
-        ignore_daemon_sets_utilization: false,
-        scale_down_unneeded_duration: Some(proto(unneeded)),
-        scale_down_unready_duration: Some(proto(unready)),
-        max_node_provision_duration: Some(proto(settings.max_node_provision_time)),
-        max_node_startup_duration: Some(proto(settings.max_node_startup_time)),
-        allow_non_atomic_scale_up_to_max: false,
-    }
-}
-
-/// The options the loop uses from a provider's answer (the newer field first).
-fn read_options(options: &NodeGroupAutoscalingOptions, defaults: GroupOptions) -> GroupOptions {
-    let provision = options
-        .max_node_provision_duration
-        .and_then(|d| Duration::try_from(d).ok())
-        .or_else(|| {
-            options
-                .max_node_provision_time
-                .and_then(|d| u64::try_from(d.duration).ok())
-                .map(Duration::from_nanos)
-        })
-        .unwrap_or(defaults.max_node_provision_time);
-    GroupOptions {
-        max_node_provision_time: provision,
-        zero_or_max: options.zero_or_max_node_scaling,
-    }
 }
 
 /// One pod per DaemonSet: what each would add to a new node.

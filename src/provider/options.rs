@@ -1,132 +1,51 @@
-//! NodeGroupGetOptions answers that every cluster-autoscaler generation reads correctly.
+//! NodeGroupGetOptions answers: a group's overrides over the caller's defaults, or nothing.
 //!
-//! Options are either left unset ("use your defaults"), or set with EVERY field 1..12: releases 1.25 to
-//! 1.34.x read the old nanosecond durations 3/4/5 without a nil check and crash when they are missing,
-//! 1.34.2 falls back to them, and 1.35+ read only 8/9/10 (spec/externalgrpc.md §2.4).
+//! Options are either left unset ("use your defaults"), or set with every field of every generation
+//! (`GroupOptions::to_wire`).
 
 use crate::cloud::OptionOverrides;
-use crate::proto::externalgrpc::{K8sDuration, NodeGroupAutoscalingOptions};
-use std::time::Duration;
+use crate::proto::externalgrpc::NodeGroupAutoscalingOptions;
+use crate::proto::options::GroupOptions;
 
-/// cluster-autoscaler's own defaults, for a request that carries none.
-const DEFAULT_UTILIZATION_THRESHOLD: f64 = 0.5;
-const DEFAULT_UNNEEDED: Duration = Duration::from_secs(10 * 60);
-const DEFAULT_UNREADY: Duration = Duration::from_secs(20 * 60);
-const DEFAULT_PROVISION: Duration = Duration::from_secs(15 * 60);
-
-/// The caller's defaults as plain values, read from whichever generation's fields it sent.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Defaults {
-    utilization: f64,
-    gpu_utilization: f64,
-    unneeded: Duration,
-    unready: Duration,
-    provision: Duration,
-    zero_or_max: bool,
-    ignore_daemon_sets: bool,
-    startup: Duration,
-    non_atomic_to_max: bool,
-}
-
-impl Defaults {
-    fn read(sent: Option<&NodeGroupAutoscalingOptions>) -> Defaults {
-        let Some(sent) = sent else {
-            return Defaults {
-                utilization: DEFAULT_UTILIZATION_THRESHOLD,
-                gpu_utilization: DEFAULT_UTILIZATION_THRESHOLD,
-                unneeded: DEFAULT_UNNEEDED,
-                unready: DEFAULT_UNREADY,
-                provision: DEFAULT_PROVISION,
-                zero_or_max: false,
-                ignore_daemon_sets: false,
-                startup: DEFAULT_PROVISION,
-                non_atomic_to_max: false,
-            };
-        };
-        // New (google.protobuf.Duration) first, then the old nanosecond fields.
-        let pick = |new: Option<prost_types::Duration>, old: Option<K8sDuration>, fallback| {
-            new.and_then(|d| Duration::try_from(d).ok())
-                .or_else(|| old.map(|d| Duration::from_nanos(d.duration.max(0) as u64)))
-                .unwrap_or(fallback)
-        };
-        let provision = pick(
-            sent.max_node_provision_duration,
-            sent.max_node_provision_time,
-            DEFAULT_PROVISION,
-        );
-        Defaults {
-            utilization: sent.scale_down_utilization_threshold,
-            gpu_utilization: sent.scale_down_gpu_utilization_threshold,
-            unneeded: pick(
-                sent.scale_down_unneeded_duration,
-                sent.scale_down_unneeded_time,
-                DEFAULT_UNNEEDED,
-            ),
-            unready: pick(
-                sent.scale_down_unready_duration,
-                sent.scale_down_unready_time,
-                DEFAULT_UNREADY,
-            ),
-            provision,
-            zero_or_max: sent.zero_or_max_node_scaling,
-            ignore_daemon_sets: sent.ignore_daemon_sets_utilization,
-            startup: pick(sent.max_node_startup_duration, None, provision),
-            non_atomic_to_max: sent.allow_non_atomic_scale_up_to_max,
-        }
-    }
-}
-
-/// The options to answer for a group: `None` without overrides, otherwise every field set.
+/// The options to answer for a group: `None` without overrides, otherwise every field set. Defaults the
+/// caller did not send are cluster-autoscaler's.
 pub fn answer(
     overrides: Option<&OptionOverrides>,
     sent: Option<&NodeGroupAutoscalingOptions>,
 ) -> Option<NodeGroupAutoscalingOptions> {
     let o = overrides?;
-    let d = Defaults::read(sent);
-    let unneeded = o.scale_down_unneeded_time.unwrap_or(d.unneeded);
-    let unready = o.scale_down_unready_time.unwrap_or(d.unready);
+    let d = sent.map_or_else(GroupOptions::default, |s| {
+        GroupOptions::read(s, GroupOptions::default())
+    });
     let provision = o.max_node_provision_time.unwrap_or(d.provision);
-    let startup = o.max_node_startup_time.unwrap_or(d.startup);
-    Some(NodeGroupAutoscalingOptions {
-        scale_down_utilization_threshold: o
-            .scale_down_utilization_threshold
-            .unwrap_or(d.utilization),
-        scale_down_gpu_utilization_threshold: o
-            .scale_down_gpu_utilization_threshold
-            .unwrap_or(d.gpu_utilization),
-        scale_down_unneeded_time: Some(k8s_duration(unneeded)),
-        scale_down_unready_time: Some(k8s_duration(unready)),
-        max_node_provision_time: Some(k8s_duration(provision)),
-        zero_or_max_node_scaling: o.zero_or_max_node_scaling.unwrap_or(d.zero_or_max),
-        ignore_daemon_sets_utilization: o
-            .ignore_daemon_sets_utilization
-            .unwrap_or(d.ignore_daemon_sets),
-        scale_down_unneeded_duration: Some(proto_duration(unneeded)),
-        scale_down_unready_duration: Some(proto_duration(unready)),
-        max_node_provision_duration: Some(proto_duration(provision)),
-        max_node_startup_duration: Some(proto_duration(startup)),
-        allow_non_atomic_scale_up_to_max: o
-            .allow_non_atomic_scale_up_to_max
-            .unwrap_or(d.non_atomic_to_max),
-    })
-}
-
-fn k8s_duration(d: Duration) -> K8sDuration {
-    K8sDuration {
-        duration: i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
-    }
-}
-
-fn proto_duration(d: Duration) -> prost_types::Duration {
-    prost_types::Duration::try_from(d).unwrap_or(prost_types::Duration {
-        seconds: i64::MAX,
-        nanos: 0,
-    })
+    Some(
+        GroupOptions {
+            utilization: o.scale_down_utilization_threshold.unwrap_or(d.utilization),
+            gpu_utilization: o
+                .scale_down_gpu_utilization_threshold
+                .unwrap_or(d.gpu_utilization),
+            unneeded: o.scale_down_unneeded_time.unwrap_or(d.unneeded),
+            unready: o.scale_down_unready_time.unwrap_or(d.unready),
+            provision,
+            zero_or_max: o.zero_or_max_node_scaling.unwrap_or(d.zero_or_max),
+            ignore_daemon_sets: o
+                .ignore_daemon_sets_utilization
+                .unwrap_or(d.ignore_daemon_sets),
+            startup: o.max_node_startup_time.unwrap_or(d.startup),
+            non_atomic_to_max: o
+                .allow_non_atomic_scale_up_to_max
+                .unwrap_or(d.non_atomic_to_max),
+        }
+        .to_wire(),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::externalgrpc::K8sDuration;
+    use crate::proto::options::k8s_duration;
+    use std::time::Duration;
 
     fn old_defaults() -> NodeGroupAutoscalingOptions {
         NodeGroupAutoscalingOptions {
