@@ -262,8 +262,7 @@ impl ProviderClient {
             .await
         {
             Ok(response) => decode_template(response.into_inner())?.map(Arc::new),
-            Err(status) if status.code() == Code::Unimplemented => None,
-            Err(status) => return Err(ClientError::rpc("NodeGroupTemplateNodeInfo", status)),
+            Err(status) => optional("NodeGroupTemplateNodeInfo", status)?,
         };
         self.caches()
             .templates
@@ -283,8 +282,7 @@ impl ProviderClient {
         });
         match self.cloud.clone().node_group_get_options(request).await {
             Ok(response) => Ok(response.into_inner().node_group_autoscaling_options),
-            Err(status) if status.code() == Code::Unimplemented => Ok(None),
-            Err(status) => Err(ClientError::rpc("NodeGroupGetOptions", status)),
+            Err(status) => optional("NodeGroupGetOptions", status),
         }
     }
 
@@ -305,8 +303,7 @@ impl ProviderClient {
         });
         match self.cloud.clone().pricing_node_price(request).await {
             Ok(response) => Ok(Some(response.into_inner().price)),
-            Err(status) if status.code() == Code::Unimplemented => Ok(None),
-            Err(status) => Err(ClientError::rpc("PricingNodePrice", status)),
+            Err(status) => optional("PricingNodePrice", status),
         }
     }
 
@@ -328,8 +325,7 @@ impl ProviderClient {
         });
         match self.cloud.clone().pricing_pod_price(request).await {
             Ok(response) => Ok(Some(response.into_inner().price)),
-            Err(status) if status.code() == Code::Unimplemented => Ok(None),
-            Err(status) => Err(ClientError::rpc("PricingPodPrice", status)),
+            Err(status) => optional("PricingPodPrice", status),
         }
     }
 
@@ -425,14 +421,22 @@ impl ProviderClient {
         let request = self.request(request);
         let answer = match self.fargate.clone().match_pod(request).await {
             Ok(response) => Some(response.into_inner()),
-            Err(status) if status.code() == Code::Unimplemented => None,
-            Err(status) => return Err(ClientError::rpc("MatchPod", status)),
+            Err(status) => optional("MatchPod", status)?,
         };
         *self
             .fargate_served
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = Some(answer.is_some());
         Ok(answer)
+    }
+}
+
+/// A failed call of an optional RPC: Unimplemented means "not offered" (`None`), anything else an error.
+fn optional<T>(method: &'static str, status: Status) -> Result<Option<T>, ClientError> {
+    if status.code() == Code::Unimplemented {
+        Ok(None)
+    } else {
+        Err(ClientError::rpc(method, status))
     }
 }
 
