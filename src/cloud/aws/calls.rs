@@ -57,7 +57,16 @@ impl Calls {
         operation: &'static str,
         call: impl Future<Output = Result<T, SdkError<E, R>>>,
     ) -> Result<T, SdkError<E, R>> {
-        let result = call.await;
+        self.record(service, operation, call.await)
+    }
+
+    /// Counts one call's outcome (a page of a paginator is one call) and hands the result back.
+    pub fn record<T, E: ProvideErrorMetadata, R>(
+        &self,
+        service: &'static str,
+        operation: &'static str,
+        result: Result<T, SdkError<E, R>>,
+    ) -> Result<T, SdkError<E, R>> {
         let outcome = match &result {
             Ok(_) => "ok",
             Err(error) if error.code().is_some_and(|c| THROTTLING.contains(&c)) => "throttled",

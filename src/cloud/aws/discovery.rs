@@ -114,24 +114,19 @@ impl AwsBackend {
     async fn fargate(&self, memory: &mut Memory) -> Result<Vec<FargateProfile>, CloudError> {
         let cluster = &self.config.cluster;
         let mut names = Vec::new();
-        let mut token = None;
-        loop {
-            let request = self
+        let mut pages = self
+            .calls
+            .eks
+            .list_fargate_profiles()
+            .cluster_name(cluster)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = self
                 .calls
-                .eks
-                .list_fargate_profiles()
-                .cluster_name(cluster)
-                .set_next_token(token);
-            let output = self
-                .calls
-                .eks("ListFargateProfiles", request.send())
-                .await
+                .record("eks", "ListFargateProfiles", page)
                 .map_err(|e| sdk_error("eks:ListFargateProfiles", e))?;
-            names.extend(output.fargate_profile_names().iter().cloned());
-            token = output.next_token().map(str::to_string);
-            if token.is_none() {
-                break;
-            }
+            names.extend(page.fargate_profile_names().iter().cloned());
         }
         memory.profiles.retain(|name, _| names.contains(name));
         let now = Instant::now();
@@ -189,30 +184,26 @@ impl AwsBackend {
 
     async fn list_node_groups(&self) -> Result<Vec<String>, CloudError> {
         let mut names = Vec::new();
-        let mut token = None;
-        loop {
-            let request = self
+        let mut pages = self
+            .calls
+            .eks
+            .list_nodegroups()
+            .cluster_name(&self.config.cluster)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = self
                 .calls
-                .eks
-                .list_nodegroups()
-                .cluster_name(&self.config.cluster)
-                .set_next_token(token);
-            let output = self
-                .calls
-                .eks("ListNodegroups", request.send())
-                .await
+                .record("eks", "ListNodegroups", page)
                 .map_err(|e| {
                     sdk_error(
                         &format!("eks:ListNodegroups for cluster {}", self.config.cluster),
                         e,
                     )
                 })?;
-            names.extend(output.nodegroups().iter().cloned());
-            token = output.next_token().map(str::to_string);
-            if token.is_none() {
-                return Ok(names);
-            }
+            names.extend(page.nodegroups().iter().cloned());
         }
+        Ok(names)
     }
 
     /// Describes, concurrently, the node groups never described or described longer ago than `describeInterval`.
@@ -316,27 +307,23 @@ impl AwsBackend {
         filter: Option<Filter>,
     ) -> Result<Vec<AutoScalingGroup>, CloudError> {
         let mut groups = Vec::new();
-        let mut token = None;
-        loop {
-            let request = self
+        let mut pages = self
+            .calls
+            .autoscaling
+            .describe_auto_scaling_groups()
+            .set_auto_scaling_group_names(names)
+            .set_filters(filter.map(|f| vec![f]))
+            .max_records(100)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = self
                 .calls
-                .autoscaling
-                .describe_auto_scaling_groups()
-                .set_auto_scaling_group_names(names.clone())
-                .set_filters(filter.clone().map(|f| vec![f]))
-                .max_records(100)
-                .set_next_token(token);
-            let output = self
-                .calls
-                .autoscaling("DescribeAutoScalingGroups", request.send())
-                .await
+                .record("autoscaling", "DescribeAutoScalingGroups", page)
                 .map_err(|e| sdk_error("autoscaling:DescribeAutoScalingGroups", e))?;
-            groups.extend(output.auto_scaling_groups().iter().cloned());
-            token = output.next_token().map(str::to_string);
-            if token.is_none() {
-                return Ok(groups);
-            }
+            groups.extend(page.auto_scaling_groups().iter().cloned());
         }
+        Ok(groups)
     }
 
     /// One served group, or why it cannot be served.
