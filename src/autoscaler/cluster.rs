@@ -11,7 +11,8 @@ use std::time::SystemTime;
 /// The cluster at one moment, in the internal model.
 #[derive(Debug, Default)]
 pub struct ClusterView {
-    pub nodes: Vec<Node>,
+    /// Shared, not copied, into each loop's world.
+    pub nodes: Vec<Arc<Node>>,
     pub pods: Vec<Pod>,
     pub pdbs: Vec<Pdb>,
     /// When this view was true: the clock ages are measured against.
@@ -59,7 +60,7 @@ impl Snapshot {
         let now = parsed.nodes.iter().filter_map(|n| n.created).max();
         Ok(Snapshot {
             view: Arc::new(ClusterView {
-                nodes: parsed.nodes,
+                nodes: parsed.nodes.into_iter().map(Arc::new).collect(),
                 pods: parsed.pods,
                 pdbs: parsed.pdbs,
                 now,

@@ -441,7 +441,7 @@ pub fn fits(
 /// theirs (bound, or nominated). Terms are registered first: those of `pending` pods and the anti-affinity
 /// of pods already placed, which keeps matching pods away from them.
 pub fn build(
-    nodes: &[Node],
+    nodes: &[Arc<Node>],
     group_of: &[Option<usize>],
     pods: &[Pod],
     on_nodes: &[usize],
@@ -459,7 +459,7 @@ pub fn build(
     let mut places: Vec<Place> = nodes
         .iter()
         .zip(group_of)
-        .map(|(node, g)| topology.place(Arc::new(node.clone()), *g, PlaceKind::Existing))
+        .map(|(node, g)| topology.place(node.clone(), *g, PlaceKind::Existing))
         .collect();
     let place_of: HashMap<&str, usize> = nodes
         .iter()
@@ -750,7 +750,7 @@ mod tests {
             )
         };
         let pending = pod("web", Scheduling::default());
-        let nodes = [(*node("a1", "a")).clone()];
+        let nodes = [node("a1", "a")];
         let (topology, places) = build(&nodes, &[None], &[running], &[0], &[&pending]);
         assert_eq!(places[0].free.cpu_millis, 3900);
         assert!(topology.resolve(&pending).simple);

@@ -24,7 +24,7 @@ pub struct SimCluster {
 
 #[derive(Default)]
 struct State {
-    nodes: Vec<Node>,
+    nodes: Vec<Arc<Node>>,
     pods: Vec<Pod>,
 }
 
@@ -67,7 +67,7 @@ impl SimCluster {
         self.state().pods.clone()
     }
 
-    pub fn nodes(&self) -> Vec<Node> {
+    pub fn nodes(&self) -> Vec<Arc<Node>> {
         self.state().nodes.clone()
     }
 
@@ -119,7 +119,7 @@ impl SimCluster {
         let registered: HashSet<String> = nodes.iter().map(|n| n.provider_id.clone()).collect();
         for (id, template) in running {
             if !registered.contains(&id) {
-                nodes.push(node_for(&id, &template, now));
+                nodes.push(Arc::new(node_for(&id, &template, now)));
             }
         }
         schedule(nodes, pods);
@@ -147,7 +147,7 @@ fn node_for(id: &str, template: &Node, now: SystemTime) -> Node {
 
 /// Binds every pending pod that fits somewhere (highest priority first); the rest are marked
 /// Unschedulable, as kube-scheduler marks them.
-fn schedule(nodes: &[Node], pods: &mut [Pod]) {
+fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod]) {
     let waiting = |p: &Pod| {
         p.node_name.is_none()
             && p.phase != Phase::Terminal
