@@ -68,16 +68,7 @@ async fn snapshot(addr: SocketAddr) -> Value {
                 "1Gi",
             ));
         }
-        let mut ds = cluster::running(
-            node,
-            &format!("node-exporter-{n}"),
-            "node-exporter",
-            "100m",
-            "128Mi",
-        );
-        ds["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "DaemonSet",
-            "name": "node-exporter", "uid": "ds", "controller": true}]);
-        items.push(ds);
+        items.push(cluster::exporter(node, "100m", "128Mi"));
     }
     items.extend(cluster::replicas(600, "api", "1500m", "2Gi"));
     items.extend(cluster::replicas(800, "worker", "2", "4Gi"));

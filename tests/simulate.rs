@@ -96,15 +96,7 @@ async fn cluster() -> Cluster {
     };
     let (node_a, node_b) = (in_zone("us-east-1a"), in_zone("us-east-1b"));
     let exporter = |node: &str| {
-        let mut pod = running(
-            node,
-            &format!("node-exporter-{node}"),
-            "node-exporter",
-            "50m",
-            "50Mi",
-        );
-        pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "DaemonSet",
-            "name": "node-exporter", "uid": "uid-ds", "controller": true}]);
+        let mut pod = common::cluster::exporter(node, "50m", "50Mi");
         pod["spec"]["containers"][0]["ports"] = json!([{"containerPort": 9100, "hostPort": 9100}]);
         pod
     };

@@ -79,6 +79,20 @@ pub fn running(node: &str, name: &str, app: &str, cpu: &str, memory: &str) -> Va
     pod
 }
 
+/// A node-exporter DaemonSet pod running on `node`.
+pub fn exporter(node: &str, cpu: &str, memory: &str) -> Value {
+    let mut pod = running(
+        node,
+        &format!("node-exporter-{node}"),
+        "node-exporter",
+        cpu,
+        memory,
+    );
+    pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "DaemonSet",
+        "name": "node-exporter", "uid": "uid-ds", "controller": true}]);
+    pod
+}
+
 /// `pod` with `spec` merged into its spec.
 pub fn with_spec(mut pod: Value, spec: Value) -> Value {
     for (k, v) in spec.as_object().unwrap() {
