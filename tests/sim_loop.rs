@@ -28,6 +28,15 @@ fn settings() -> Settings {
     }
 }
 
+/// The scale-ups of a loop as (group, delta).
+fn scale_ups(status: &ekscale::autoscaler::status::Status) -> Vec<(&str, u64)> {
+    status
+        .scale_up
+        .iter()
+        .map(|s| (s.node_group.as_str(), s.delta))
+        .collect()
+}
+
 fn web(n: usize, cpu: u64) -> Vec<Pod> {
     (0..n)
         .map(|i| {
@@ -58,12 +67,7 @@ async fn scale_up_then_nodes_register_and_pods_bind() {
     // least-waste: two m5.xlarge (3 pods each: 37.5% cpu waste) beat five m5.large (50%). The estimator
     // does not know that `tight` can start only one more instance.
     let status = once.run(&view, cluster.now()).await.unwrap();
-    let asked: Vec<(&str, u64)> = status
-        .scale_up
-        .iter()
-        .map(|s| (s.node_group.as_str(), s.delta))
-        .collect();
-    assert_eq!(asked, [("tight", 2)], "{status:#?}");
+    assert_eq!(scale_ups(&status), [("tight", 2)], "{status:#?}");
     assert!(status.scale_up[0].error.is_none());
 
     // Next loop: the second instance failed (a stockout), so tight is backed off and, as upstream does, not
@@ -79,12 +83,7 @@ async fn scale_up_then_nodes_register_and_pods_bind() {
             .starts_with("in backoff after failed scale-up (instance creation failed"),
         "{status:#?}"
     );
-    let asked: Vec<(&str, u64)> = status
-        .scale_up
-        .iter()
-        .map(|s| (s.node_group.as_str(), s.delta))
-        .collect();
-    assert_eq!(asked, [("general", 5)], "{status:#?}");
+    assert_eq!(scale_ups(&status), [("general", 5)], "{status:#?}");
 
     // Next loop, before anything started: the pods wait for upcoming nodes; nothing is asked twice.
     let view = cluster.view().await.unwrap();
