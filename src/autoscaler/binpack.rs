@@ -9,7 +9,7 @@
 
 use super::free_tree::FreeTree;
 use super::predicates::{self, Unfit};
-use super::world::{Place, PlaceKind, PodTerms, Topology, fits};
+use super::world::{Filling, Place, PlaceKind, PodTerms, Topology};
 use crate::model::Pod;
 use std::time::Instant;
 
@@ -149,66 +149,16 @@ pub fn pack(
         let demand = demands[i];
         let pod = demand.pod;
         let mut remaining = demand.count;
-        let mut spread_min = vec![0u32; demand.terms.spread_count()];
 
         // Every node added here is a copy of the template: what the template refuses, they all refuse.
         if let Err(why) = predicates::node_fit(&pod.scheduling, &template.node) {
             unfit[i] = Some(why);
             continue;
         }
-        // How many more of this pod go on node `n`: closed form when nothing but resources matter.
+        let mut filling = Filling::new(pod, demand.terms);
         let mut fill =
             |topology: &mut Topology, nodes: &mut Vec<Place>, n: usize, remaining: u64| {
-                if demand.terms.simple {
-                    let node = &nodes[n];
-                    let k = predicates::how_many(
-                        &pod.demand,
-                        &pod.extended,
-                        &node.free,
-                        &node.free_extended,
-                    )
-                    .min(remaining);
-                    let why = if k == 0 {
-                        predicates::resources_fit(
-                            &pod.demand,
-                            &pod.extended,
-                            &node.free,
-                            &node.free_extended,
-                        )
-                        .err()
-                    } else {
-                        None
-                    };
-                    topology.put(pod, demand.terms, &mut nodes[n], k);
-                    return (k, why);
-                }
-                let mut k = 0;
-                while k < remaining {
-                    let verdict = {
-                        let view = &*nodes;
-                        let mut eligible = |visit: &mut dyn FnMut(&Place)| {
-                            existing
-                                .iter()
-                                .chain(view.iter())
-                                .filter(|p| pod.scheduling.node_matches(&p.node.labels))
-                                .for_each(&mut *visit);
-                        };
-                        fits(
-                            topology,
-                            pod,
-                            demand.terms,
-                            &view[n],
-                            &mut spread_min,
-                            &mut eligible,
-                        )
-                    };
-                    if let Err(why) = verdict {
-                        return (k, Some(why));
-                    }
-                    topology.put(pod, demand.terms, &mut nodes[n], 1);
-                    k += 1;
-                }
-                (k, None)
+                filling.fill(topology, existing, nodes, n, remaining)
             };
 
         // First fit over the nodes this estimation added: through the tree when only resources matter

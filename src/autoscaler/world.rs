@@ -109,7 +109,7 @@ struct Spread {
 }
 
 impl PodTerms {
-    pub fn spread_count(&self) -> usize {
+    fn spread_count(&self) -> usize {
         self.spread.len()
     }
 }
@@ -410,7 +410,7 @@ impl Topology {
 }
 
 /// Whether one more pod fits on `place`: readiness, node fit, resources, then the topology checks.
-pub fn fits(
+fn fits(
     topology: &Topology,
     pod: &Pod,
     terms: &PodTerms,
@@ -492,21 +492,56 @@ pub fn place_all(
     let Some(&first) = members.first() else {
         return Vec::new();
     };
-    let pod = &pods[first];
-    let mut spread_min = vec![0u32; terms.spread_count()];
+    let mut filling = Filling::new(&pods[first], terms);
     let mut out = Vec::new();
-    let want = members.len();
     for p in 0..places.len() {
-        if out.len() == want {
+        if out.len() == members.len() {
             break;
         }
-        if !places[p].accepts {
-            continue;
+        if places[p].accepts
+            && predicates::node_fit(&pods[first].scheduling, &places[p].node).is_ok()
+        {
+            let want = (members.len() - out.len()) as u64;
+            let (k, _) = filling.fill(topology, &[], places, p, want);
+            out.extend(std::iter::repeat_n(p, k as usize));
         }
+    }
+    out
+}
+
+/// Pods like one exemplar going onto places, one place at a time: the scheduler's placement and the
+/// estimator's packing share it.
+pub struct Filling<'a> {
+    pod: &'a Pod,
+    terms: &'a PodTerms,
+    /// Cached minimums of its spread constraints (see [`Topology::allows`]).
+    spread_min: Vec<u32>,
+}
+
+impl<'a> Filling<'a> {
+    pub fn new(pod: &'a Pod, terms: &'a PodTerms) -> Filling<'a> {
+        Filling {
+            pod,
+            terms,
+            spread_min: vec![0; terms.spread_count()],
+        }
+    }
+
+    /// Puts up to `want` more pods on `places[p]`, a place whose node selector, affinity and taints the pod
+    /// passes (the caller checks once per node, or once per template), as many as the other predicates allow:
+    /// in closed form when only resources matter, one by one otherwise. `others` are places outside `places`
+    /// that spread constraints count as domains. Returns how many went there and, when fewer than wanted, why
+    /// no more.
+    pub fn fill(
+        &mut self,
+        topology: &mut Topology,
+        others: &[Place],
+        places: &mut [Place],
+        p: usize,
+        want: u64,
+    ) -> (u64, Option<Unfit>) {
+        let (pod, terms) = (self.pod, self.terms);
         if terms.simple {
-            if predicates::node_fit(&pod.scheduling, &places[p].node).is_err() {
-                continue;
-            }
             let place = &places[p];
             let k = predicates::how_many(
                 &pod.demand,
@@ -514,18 +549,29 @@ pub fn place_all(
                 &place.free,
                 &place.free_extended,
             )
-            .min((want - out.len()) as u64);
-            if k > 0 {
-                topology.put(pod, terms, &mut places[p], k);
-                out.extend(std::iter::repeat_n(p, k as usize));
-            }
-            continue;
+            .min(want);
+            let why = if k < want {
+                predicates::resources_fit(
+                    &pod.demand,
+                    &pod.extended,
+                    &place.free,
+                    &place.free_extended,
+                )
+                .err()
+            } else {
+                None
+            };
+            topology.put(pod, terms, &mut places[p], k);
+            return (k, why);
         }
-        while out.len() < want {
+        let mut k = 0;
+        while k < want {
             let verdict = {
                 let view = &*places;
                 let mut eligible = |visit: &mut dyn FnMut(&Place)| {
-                    view.iter()
+                    others
+                        .iter()
+                        .chain(view.iter())
                         .filter(|q| pod.scheduling.node_matches(&q.node.labels))
                         .for_each(&mut *visit);
                 };
@@ -534,18 +580,18 @@ pub fn place_all(
                     pod,
                     terms,
                     &view[p],
-                    &mut spread_min,
+                    &mut self.spread_min,
                     &mut eligible,
                 )
             };
-            if verdict.is_err() {
-                break;
+            if let Err(why) = verdict {
+                return (k, Some(why));
             }
             topology.put(pod, terms, &mut places[p], 1);
-            out.push(p);
+            k += 1;
         }
+        (k, None)
     }
-    out
 }
 
 #[cfg(test)]
