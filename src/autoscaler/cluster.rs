@@ -3,10 +3,10 @@
 
 use crate::k8s::snapshot::{self, SnapshotError};
 use crate::model::pdb::Pdb;
-use crate::model::{Node, Pod};
+use crate::model::{Node, Pod, Taint};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// The cluster at one moment, in the internal model.
 #[derive(Debug, Default)]
@@ -33,12 +33,52 @@ pub enum ClusterError {
     },
     #[error("simulated cluster: {0}")]
     Sim(String),
+    #[error("{0} cannot be changed: it is a snapshot")]
+    ReadOnly(String),
+    #[error("node {0} is not in the cluster")]
+    NoNode(String),
+    #[error("pod {0} is not in the cluster")]
+    NoPod(String),
+    /// The Eviction API's 429: a PodDisruptionBudget does not allow it now. Worth retrying.
+    #[error("eviction of {pod} refused: {why}")]
+    EvictionRefused { pod: String, why: String },
 }
 
+/// A cluster the companion reads, and changes when it removes nodes. Sources that cannot change the
+/// cluster (a snapshot) keep the defaults, which refuse.
 #[async_trait::async_trait]
 pub trait ClusterSource: Send + Sync {
     /// The cluster as it is now.
     async fn view(&self) -> Result<Arc<ClusterView>, ClusterError>;
+
+    /// Whether [`ClusterSource::taint`] and [`ClusterSource::evict`] can succeed at all.
+    fn can_act(&self) -> bool {
+        false
+    }
+
+    /// Puts `taint` on node `node`, replacing a taint with the same key.
+    async fn taint(&self, node: &str, taint: &Taint) -> Result<(), ClusterError> {
+        let _ = taint;
+        Err(ClusterError::ReadOnly(format!("node {node}")))
+    }
+
+    /// Removes the taints with `key` from node `node` (nothing to do if it has none).
+    async fn untaint(&self, node: &str, key: &str) -> Result<(), ClusterError> {
+        let _ = key;
+        Err(ClusterError::ReadOnly(format!("node {node}")))
+    }
+
+    /// Evicts pod `namespace/name` through the Eviction API (which enforces PodDisruptionBudgets), giving
+    /// it `grace` to stop.
+    async fn evict(
+        &self,
+        namespace: &str,
+        name: &str,
+        grace: Duration,
+    ) -> Result<(), ClusterError> {
+        let _ = grace;
+        Err(ClusterError::ReadOnly(format!("pod {namespace}/{name}")))
+    }
 }
 
 /// A `kubectl get nodes,pods,pdb -A -o json` file, read once: the cluster never changes.

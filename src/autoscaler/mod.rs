@@ -1,14 +1,17 @@
 //! The companion autoscaler. It reaches the cloud only through an externalgrpc provider, over gRPC.
 
+pub mod actuation; // carries out a scale-down: taint, evict, delete, one step per loop
 pub mod backoff; // node group backoff after failed scale-ups
 pub mod binpack; // the estimator: first-fit decreasing, several orderings, the tightest kept
 pub mod client; // the provider client, with cluster-autoscaler's caching rules
 pub mod cluster; // where the cluster is read from: the ClusterSource trait, snapshots
+pub mod drain; // what each pod on a node means for removing it (upstream's drainability rules)
 pub mod equivalence; // pending pods grouped by what scheduling reads
 pub mod expander; // least-waste, most-pods, least-nodes, price, priority, random
 pub mod free_tree; // first fit in log time over the nodes an estimation adds
 pub mod predicates; // filters on one pod and one node, with the scheduler's reasons
 pub mod runonce; // one loop: read, count what is coming, place, plan, act, record
+pub mod scaledown; // finds unneeded nodes: utilization, drainability, removal simulation
 pub mod scaleup; // plans expansions for all pending pods, limits, balancing
 pub mod status; // what a loop decided and why: JSON and a table
 pub mod world; // the in-memory cluster: places, topology counts, placement

@@ -2,17 +2,22 @@
 //! coming, find the pods that need help, set Fargate pods aside, place what fits where it already is or will
 //! be, plan scale-ups for the rest, act (unless dry), and record why for every pod.
 
+use super::actuation::{Actuator, Outcome};
 use super::backoff::{Backoff, BackoffSettings};
 use super::client::{ClientError, ProviderClient};
-use super::cluster::ClusterView;
+use super::cluster::{ClusterSource, ClusterView};
 use super::equivalence::{self, EquivalenceGroup};
 use super::expander::Expander;
+use super::scaledown::{self, GroupInfo, Unremovable};
 use super::scaleup::{self, Group, Limits, Pending, Totals};
-use super::status::{FargatePod, GroupStatus, NoScaleUp, Placed, Status};
+use super::status::{
+    DeletionStatus, FargatePod, GroupStatus, KeptNode, NoScaleUp, Placed, ScaleDown, Status,
+};
 use super::world::{self, Place, PlaceKind, PodTerms, Topology};
 use crate::k8s::objects;
 use crate::model::pod::{FARGATE_SCHEDULER, Phase};
-use crate::model::{Node, Pod, Resources};
+use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
+use crate::model::{Node, Pod, Resources, Taint, TaintEffect};
 use crate::proto::ekscale::MatchPodResponse;
 use crate::proto::externalgrpc::{
     ExternalGrpcNode, Instance, NodeGroup, instance_status::InstanceState,
@@ -41,6 +46,7 @@ pub struct Settings {
     /// under 2 s old, or the oldest GPU pod under 30 s). Off for `simulate`, which plans as if time had passed.
     pub wait_for_new_pods: bool,
     pub new_pod_scale_up_delay: Duration,
+    pub scale_down: scaledown::Settings,
 }
 
 impl Default for Settings {
@@ -60,6 +66,7 @@ impl Default for Settings {
             remove_unregistered: false,
             wait_for_new_pods: false,
             new_pod_scale_up_delay: Duration::ZERO,
+            scale_down: scaledown::Settings::default(),
         }
     }
 }
@@ -81,6 +88,16 @@ pub struct RunOnce {
     failed_instances: HashSet<String>,
     /// When each instance without a node was first seen.
     unregistered_since: HashMap<String, SystemTime>,
+    /// Where scale-down acts (taints, evictions); without it scale-down is planned, never carried out.
+    cluster: Option<Arc<dyn ClusterSource>>,
+    actuator: Actuator,
+    /// When each unneeded node was first found unneeded (by name).
+    unneeded_since: HashMap<String, SystemTime>,
+    last_scale_up: Option<SystemTime>,
+    last_delete: Option<SystemTime>,
+    last_failure: Option<SystemTime>,
+    /// Our ToBeDeleted taints left by an earlier run are removed in the first loop that acts.
+    stale_taints_checked: bool,
 }
 
 /// A node group with what the provider said of it this loop.
@@ -95,14 +112,35 @@ struct GroupFacts {
 }
 
 impl RunOnce {
-    pub fn new(client: ProviderClient, settings: Settings) -> RunOnce {
+    pub fn new(client: ProviderClient, mut settings: Settings) -> RunOnce {
+        settings.scale_down.rules.expendable_cutoff = settings.expendable_pods_priority_cutoff;
         RunOnce {
             client,
             backoff: Backoff::new(settings.backoff),
             settings,
             failed_instances: HashSet::new(),
             unregistered_since: HashMap::new(),
+            cluster: None,
+            actuator: Actuator::default(),
+            unneeded_since: HashMap::new(),
+            last_scale_up: None,
+            last_delete: None,
+            last_failure: None,
+            stale_taints_checked: false,
         }
+    }
+
+    /// Carries scale-down out on `cluster` (when `act` is set): taints, evictions.
+    pub fn acting_on(mut self, cluster: Arc<dyn ClusterSource>) -> RunOnce {
+        self.cluster = Some(cluster);
+        self
+    }
+
+    /// The cluster scale-down acts on, when it may act.
+    fn actor(&self) -> Option<Arc<dyn ClusterSource>> {
+        self.cluster
+            .clone()
+            .filter(|c| self.settings.act && c.can_act())
     }
 
     /// One iteration over `view`, at `now` (the view's own time for a snapshot).
@@ -113,6 +151,12 @@ impl RunOnce {
         self.backoff.forget_old(now);
         let facts = self.read_groups().await?;
         let node_group = self.groups_of_nodes(view, &facts).await?;
+        if let Some(cluster) = self.actor() {
+            self.remove_stale_taints(&*cluster, view, &facts, &mut status)
+                .await;
+            self.advance_deletions(&*cluster, view, now, &mut status)
+                .await;
+        }
         let (mut groups, counts) = self.count(view, &facts, &node_group, now);
         if self.settings.remove_unregistered {
             self.remove_long_unregistered(&facts, now, &mut status)
@@ -137,6 +181,12 @@ impl RunOnce {
         let exemplars: Vec<&Pod> = help_groups.iter().map(|eg| eg.exemplar(pods)).collect();
         let (mut topology, mut places) =
             world::build(&view.nodes, &node_group, pods, &sorted.bound, &exemplars);
+        for (place, node) in places.iter_mut().zip(view.nodes.iter()) {
+            if self.actuator.contains(&node.name) || node.tainted(TO_BE_DELETED_TAINT) {
+                place.accepts = false;
+            }
+        }
+        let mut on_node = pods_on_nodes(view, &sorted.bound);
         let daemonsets = daemonset_exemplars(pods);
         for (gi, f) in facts.iter().enumerate() {
             let Some(node) = &f.template else { continue };
@@ -157,6 +207,10 @@ impl RunOnce {
             let placed = world::place_all(&mut topology, &mut places, pods, &eg.pods, &terms[e]);
             for (k, p) in placed.into_iter().enumerate() {
                 let place = &places[p];
+                if place.kind == PlaceKind::Existing {
+                    // Scale-down must find these a place too, as upstream's snapshot holds them there.
+                    on_node[p].push(eg.pods[k]);
+                }
                 status.placed.push(Placed {
                     pod: pods[eg.pods[k]].key(),
                     node: match place.kind {
@@ -183,9 +237,11 @@ impl RunOnce {
             done,
             stabilizer: 0.0,
         };
+        let mut paused = None;
         if self.settings.wait_for_new_pods
             && let Some(why) = batching(&pending, now)
         {
+            paused = Some(format!("scale-up is {why}"));
             // Wait one loop for more pods, as upstream does; nothing is planned.
             for (e, eg) in pending.groups.iter().enumerate() {
                 for &p in &eg.pods[pending.done[e]..] {
@@ -222,6 +278,21 @@ impl RunOnce {
 
         if self.settings.act {
             self.act(&mut status, now).await;
+        }
+        if self.settings.scale_down.enabled {
+            let existing = &mut places[..view.nodes.len()];
+            let world = (&mut topology, existing);
+            self.scale_down(
+                view,
+                &facts,
+                &node_group,
+                &on_node,
+                world,
+                paused,
+                now,
+                &mut status,
+            )
+            .await;
         }
         status.node_groups = facts
             .iter()
@@ -392,7 +463,11 @@ impl RunOnce {
     async fn act(&mut self, status: &mut Status, now: SystemTime) {
         for scale_up in &mut status.scale_up {
             let delta = i32::try_from(scale_up.delta).unwrap_or(i32::MAX);
-            if let Err(error) = self.client.increase_size(&scale_up.node_group, delta).await {
+            let result = self.client.increase_size(&scale_up.node_group, delta).await;
+            if result.is_ok() {
+                self.last_scale_up = Some(now);
+            }
+            if let Err(error) = result {
                 let why = error.to_string();
                 self.backoff.fail(&scale_up.node_group, why.clone(), now);
                 status
@@ -403,15 +478,425 @@ impl RunOnce {
         }
     }
 
+    /// Scale-down: plan the unneeded nodes over the world scale-up left (pods it found room for on existing
+    /// nodes stay counted there), run their timers, and start the deletions the pacing allows.
+    #[allow(clippy::too_many_arguments)]
+    async fn scale_down(
+        &mut self,
+        view: &ClusterView,
+        facts: &[GroupFacts],
+        node_group: &[Option<usize>],
+        on_node: &[Vec<usize>],
+        (topology, places): (&mut Topology, &mut [Place]),
+        paused: Option<String>,
+        now: SystemTime,
+        status: &mut Status,
+    ) {
+        let sd = self.settings.scale_down.clone();
+        let groups: Vec<GroupInfo> = facts
+            .iter()
+            .map(|f| GroupInfo {
+                id: f.group.id.clone(),
+                min_size: f.group.min_size,
+                target: f.target,
+                options: f.options,
+                deleting: self
+                    .actuator
+                    .in_flight()
+                    .filter(|d| d.group == f.group.id)
+                    .count(),
+            })
+            .collect();
+        let deleting: HashSet<String> = self.actuator.in_flight().map(|d| d.node.clone()).collect();
+        let previously: HashSet<String> = self.unneeded_since.keys().cloned().collect();
+        let input = scaledown::Input {
+            nodes: &view.nodes,
+            pods: &view.pods,
+            pdbs: &view.pdbs,
+            node_group,
+            groups: &groups,
+            on_node,
+            deleting: &deleting,
+            previously_unneeded: &previously,
+            min_cores: self.settings.limits.min_cores,
+            min_memory_gib: self.settings.limits.min_memory_gib,
+            max_node_startup_time: self.settings.max_node_startup_time,
+            unready_enabled: sd.unready_enabled,
+            now,
+        };
+        let plan = scaledown::plan(&input, &sd.rules, topology, places);
+        let node_name = |n: usize| view.nodes[n].name.clone();
+        let group_id = |g: usize| groups[g].id.clone();
+        let mut kept: Vec<KeptNode> = plan
+            .kept
+            .iter()
+            .filter(|k| !deleting.contains(&view.nodes[k.node].name))
+            .map(|k| KeptNode {
+                node: node_name(k.node),
+                node_group: k.group.map(group_id),
+                reason: k.reason.to_string(),
+                detail: k.detail.clone(),
+            })
+            .collect();
+        let keep = |r: &scaledown::Removable, reason: Unremovable, detail: String| KeptNode {
+            node: node_name(r.node),
+            node_group: Some(group_id(r.group)),
+            reason: reason.to_string(),
+            detail,
+        };
+
+        // Unneeded timers: kept while a node stays unneeded, dropped as soon as it is not.
+        let mut since = HashMap::new();
+        let mut waiting: HashSet<usize> = HashSet::new();
+        for r in &plan.removable {
+            let node = &view.nodes[r.node];
+            let first = *self.unneeded_since.get(&node.name).unwrap_or(&now);
+            since.insert(node.name.clone(), first);
+            let options = &groups[r.group].options;
+            let (needed, reason) = if node.ready {
+                (options.unneeded, Unremovable::NotUnneededLongEnough)
+            } else {
+                (options.unready, Unremovable::NotUnreadyLongEnough)
+            };
+            let waited = now.duration_since(first).unwrap_or_default();
+            if !sd.timers_elapsed && waited < needed {
+                waiting.insert(r.node);
+                kept.push(keep(
+                    r,
+                    reason,
+                    format!(
+                        "{} for {} of {}",
+                        if node.ready {
+                            "unneeded"
+                        } else {
+                            "unready and unneeded"
+                        },
+                        humantime::format_duration(Duration::from_secs(waited.as_secs())),
+                        humantime::format_duration(needed)
+                    ),
+                ));
+            }
+        }
+        self.unneeded_since = since;
+        // A zeroOrMaxNodeScaling group goes whole: it waits until all of its nodes may go.
+        let atomic_waiting: HashSet<usize> = plan
+            .removable
+            .iter()
+            .filter(|r| waiting.contains(&r.node) && groups[r.group].options.zero_or_max)
+            .map(|r| r.group)
+            .collect();
+        let mut ready: Vec<&scaledown::Removable> = Vec::new();
+        for r in &plan.removable {
+            if waiting.contains(&r.node) {
+                continue;
+            }
+            if atomic_waiting.contains(&r.group) {
+                let why = format!(
+                    "{} scales to zero or max: its other nodes are not unneeded long enough",
+                    groups[r.group].id
+                );
+                kept.push(keep(r, Unremovable::NotUnneededLongEnough, why));
+            } else {
+                ready.push(r);
+            }
+        }
+        // Empty nodes first, then those whose drain no PDB slows.
+        ready.sort_by_key(|r| (!r.empty, r.risky));
+        let describe = |r: &scaledown::Removable| {
+            let options = &groups[r.group].options;
+            let threshold = if r.utilization.gpu.is_some() {
+                options.gpu_utilization
+            } else {
+                options.utilization
+            };
+            ScaleDown {
+                node: node_name(r.node),
+                node_group: group_id(r.group),
+                reason: if r.empty { "empty" } else { "underutilized" }.into(),
+                detail: format!(
+                    "utilization {} (threshold {:.0}%); {}",
+                    r.utilization.describe(),
+                    threshold * 100.0,
+                    if r.empty {
+                        "no pod needs a new place".to_string()
+                    } else {
+                        format!("its {} pod(s) fit on other nodes", r.evicted.len())
+                    }
+                ),
+                pods: r.evicted.iter().map(|&p| view.pods[p].key()).collect(),
+                risky: r.risky,
+            }
+        };
+
+        let Some(cluster) = self.actor() else {
+            if self.settings.act && !ready.is_empty() {
+                status.errors.push(
+                    "scale-down planned but not carried out: this cluster source cannot evict pods or \
+                     taint nodes"
+                        .into(),
+                );
+            }
+            status.scale_down = ready.iter().map(|r| describe(r)).collect();
+            kept.sort_by(|a, b| a.node.cmp(&b.node));
+            status.unremovable = kept;
+            return;
+        };
+        if let Some(why) = paused.or_else(|| self.cooldown(now)) {
+            for r in ready.drain(..) {
+                kept.push(keep(r, Unremovable::ScaleDownInCooldown, why.clone()));
+            }
+        }
+        let mut slots = sd
+            .max_parallelism
+            .saturating_sub(self.actuator.in_flight().count());
+        let mut drains = sd
+            .max_drain_parallelism
+            .saturating_sub(self.actuator.drains());
+        // A zeroOrMaxNodeScaling group needs room for all its nodes at once (within the parallelism; the
+        // drain budget would never let a group of several occupied nodes go whole).
+        let mut whole: HashMap<usize, usize> = HashMap::new();
+        for r in &ready {
+            if groups[r.group].options.zero_or_max {
+                *whole.entry(r.group).or_default() += 1;
+            }
+        }
+        let mut admitted: HashMap<usize, bool> = HashMap::new();
+        for r in ready {
+            let fits = match whole.get(&r.group) {
+                Some(&all) => *admitted.entry(r.group).or_insert_with(|| {
+                    // Reserved whole, so that nodes after it cannot take its room.
+                    let room = all <= slots;
+                    if room {
+                        slots -= all;
+                    }
+                    room
+                }),
+                None => slots > 0 && (r.empty || drains > 0),
+            };
+            if !fits {
+                let why = format!(
+                    "{} deletion(s) in progress (--max-scale-down-parallelism {}), {} draining \
+                     (--max-drain-parallelism {})",
+                    self.actuator.in_flight().count(),
+                    sd.max_parallelism,
+                    self.actuator.drains(),
+                    sd.max_drain_parallelism
+                );
+                kept.push(keep(r, Unremovable::DeletionBudgetReached, why));
+                continue;
+            }
+            let node = &view.nodes[r.node];
+            let group = group_id(r.group);
+            match self
+                .actuator
+                .start(&*cluster, node, &group, r.empty, now)
+                .await
+            {
+                Ok(()) => {
+                    if !whole.contains_key(&r.group) {
+                        slots -= 1;
+                        if !r.empty {
+                            drains -= 1;
+                        }
+                    }
+                    self.unneeded_since.remove(&node.name);
+                    status.deletions.push(DeletionStatus {
+                        node: node.name.clone(),
+                        node_group: group,
+                        state: "started".into(),
+                        detail: String::new(),
+                    });
+                    status.scale_down.push(describe(r));
+                }
+                Err(e) => {
+                    self.last_failure = Some(now);
+                    status
+                        .errors
+                        .push(format!("scale-down of {}: tainting failed: {e}", node.name));
+                }
+            }
+        }
+        self.soft_taints(&*cluster, view, &plan, &sd, status).await;
+        kept.sort_by(|a, b| a.node.cmp(&b.node));
+        status.unremovable = kept;
+    }
+
+    /// Why deletions wait this loop, if they do: a scale-up, deletion or failure too recent.
+    fn cooldown(&self, now: SystemTime) -> Option<String> {
+        let sd = &self.settings.scale_down;
+        let recent = |at: Option<SystemTime>, delay: Duration| {
+            at.is_some_and(|t| now.duration_since(t).unwrap_or_default() < delay)
+        };
+        let text = |what: &str, flag: &str, delay: Duration| {
+            format!(
+                "{what} less than {} ago ({flag})",
+                humantime::format_duration(delay)
+            )
+        };
+        if recent(self.last_scale_up, sd.delay_after_add) {
+            return Some(text(
+                "a scale-up",
+                "--scale-down-delay-after-add",
+                sd.delay_after_add,
+            ));
+        }
+        if recent(self.last_delete, sd.delay_after_delete) {
+            return Some(text(
+                "a deletion",
+                "--scale-down-delay-after-delete",
+                sd.delay_after_delete,
+            ));
+        }
+        if recent(self.last_failure, sd.delay_after_failure) {
+            return Some(text(
+                "a failed scale-down",
+                "--scale-down-delay-after-failure",
+                sd.delay_after_failure,
+            ));
+        }
+        None
+    }
+
+    /// Soft taints (PreferNoSchedule) on unneeded nodes, off nodes needed again; a few per loop.
+    async fn soft_taints(
+        &self,
+        cluster: &dyn ClusterSource,
+        view: &ClusterView,
+        plan: &scaledown::Plan,
+        sd: &scaledown::Settings,
+        status: &mut Status,
+    ) {
+        let unneeded: HashSet<usize> = plan.removable.iter().map(|r| r.node).collect();
+        let mut budget = sd.max_soft_taints;
+        for (n, node) in view.nodes.iter().enumerate() {
+            if budget == 0 {
+                break;
+            }
+            if self.actuator.contains(&node.name) || node.tainted(TO_BE_DELETED_TAINT) {
+                continue;
+            }
+            let has = node.tainted(DELETION_CANDIDATE_TAINT);
+            let should = unneeded.contains(&n);
+            let result = if should && !has {
+                let taint = Taint {
+                    effect: TaintEffect::PreferNoSchedule,
+                    key: DELETION_CANDIDATE_TAINT.into(),
+                    ..super::actuation::to_be_deleted(view.now.unwrap_or_else(SystemTime::now))
+                };
+                cluster.taint(&node.name, &taint).await
+            } else if has && !should {
+                cluster.untaint(&node.name, DELETION_CANDIDATE_TAINT).await
+            } else {
+                continue;
+            };
+            budget -= 1;
+            if let Err(e) = result {
+                status
+                    .errors
+                    .push(format!("soft taint on {}: {e}", node.name));
+            }
+        }
+    }
+
+    /// One step of every deletion in progress.
+    async fn advance_deletions(
+        &mut self,
+        cluster: &dyn ClusterSource,
+        view: &ClusterView,
+        now: SystemTime,
+        status: &mut Status,
+    ) {
+        let sd = &self.settings.scale_down;
+        let outcomes = self
+            .actuator
+            .advance(cluster, &self.client, view, &sd.rules, &sd.pacing, now)
+            .await;
+        for outcome in outcomes {
+            let (node, node_group, state, detail) = match outcome {
+                Outcome::Deleted { node, group } => {
+                    self.last_delete = Some(now);
+                    (node, group, "deleted", String::new())
+                }
+                Outcome::Failed { node, group, why } => {
+                    self.last_failure = Some(now);
+                    status.errors.push(format!(
+                        "scale-down of {node} failed, it stays in service: {why}"
+                    ));
+                    (node, group, "failed", why)
+                }
+                Outcome::Draining {
+                    node,
+                    group,
+                    waiting,
+                } => (node, group, "draining", format!("waiting for {waiting}")),
+            };
+            status.deletions.push(DeletionStatus {
+                node,
+                node_group,
+                state: state.into(),
+                detail,
+            });
+        }
+    }
+
+    /// Our ToBeDeleted taints that an earlier run left (it stopped mid-deletion) come off in the first loop,
+    /// except on nodes whose instance the provider is already deleting.
+    async fn remove_stale_taints(
+        &mut self,
+        cluster: &dyn ClusterSource,
+        view: &ClusterView,
+        facts: &[GroupFacts],
+        status: &mut Status,
+    ) {
+        if std::mem::replace(&mut self.stale_taints_checked, true) {
+            return;
+        }
+        let going: HashSet<&str> = facts
+            .iter()
+            .flat_map(|f| &f.instances)
+            .filter(|i| {
+                i.status
+                    .as_ref()
+                    .is_some_and(|s| s.instance_state == InstanceState::InstanceDeleting as i32)
+            })
+            .map(|i| i.id.as_str())
+            .collect();
+        for node in view.nodes.iter() {
+            if !node.tainted(TO_BE_DELETED_TAINT)
+                || self.actuator.contains(&node.name)
+                || going.contains(node.provider_id.as_str())
+            {
+                continue;
+            }
+            match cluster.untaint(&node.name, TO_BE_DELETED_TAINT).await {
+                Ok(()) => status.deletions.push(DeletionStatus {
+                    node: node.name.clone(),
+                    node_group: String::new(),
+                    state: "restored".into(),
+                    detail: "a ToBeDeleted taint left by an earlier run was removed".into(),
+                }),
+                Err(e) => status
+                    .errors
+                    .push(format!("removing a stale taint from {}: {e}", node.name)),
+            }
+        }
+    }
+
     /// Every group's size, instances and template, asked concurrently. A group the provider cannot describe
     /// is kept with the problem, so that it is reported and skipped rather than failing the loop.
     async fn read_groups(&self) -> Result<Vec<GroupFacts>, ClientError> {
         let groups = self.client.node_groups().await?;
         let mut tasks = tokio::task::JoinSet::new();
         // Our defaults: upstream's, with the companion's own provision and startup times.
+        let down = &self.settings.scale_down;
         let defaults = GroupOptions {
             provision: self.settings.max_node_provision_time,
             startup: self.settings.max_node_startup_time,
+            utilization: down.utilization_threshold,
+            gpu_utilization: down.gpu_utilization_threshold,
+            unneeded: down.unneeded_time,
+            unready: down.unready_time,
+            ignore_daemon_sets: down.ignore_daemonsets_utilization,
             ..GroupOptions::default()
         };
         let asked = defaults.to_wire();
@@ -653,7 +1138,7 @@ fn sort_pods(pods: &[Pod], cutoff: i32, status: &mut Status) -> Sorted {
             }
             continue;
         }
-        if pod.deleting {
+        if pod.deleted.is_some() {
             continue;
         }
         if pod.scheduler_name == FARGATE_SCHEDULER {
@@ -738,6 +1223,25 @@ fn batching(pending: &Pending, now: SystemTime) -> Option<String> {
         );
     }
     None
+}
+
+/// The pods on each node of the view (bound, or nominated to it), by node index.
+fn pods_on_nodes(view: &ClusterView, bound: &[usize]) -> Vec<Vec<usize>> {
+    let index: HashMap<&str, usize> = view
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    let mut on_node = vec![Vec::new(); view.nodes.len()];
+    for &p in bound {
+        let pod = &view.pods[p];
+        let name = pod.node_name.as_deref().or(pod.nominated_node.as_deref());
+        if let Some(&n) = name.and_then(|n| index.get(n)) {
+            on_node[n].push(p);
+        }
+    }
+    on_node
 }
 
 /// One pod per DaemonSet: what each would add to a new node.

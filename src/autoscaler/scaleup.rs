@@ -58,6 +58,9 @@ pub struct Limits {
     /// `--cores-total` max, in cores; `--memory-total` max, in GiB.
     pub max_cores: u64,
     pub max_memory_gib: u64,
+    /// `--cores-total` and `--memory-total` min: scale-down stops there.
+    pub min_cores: u64,
+    pub min_memory_gib: u64,
     pub max_nodes_per_scaleup: u64,
     pub max_binpacking_duration: Duration,
     pub balance_similar_node_groups: bool,
@@ -70,6 +73,8 @@ impl Default for Limits {
             max_nodes_total: 0,
             max_cores: 320_000,
             max_memory_gib: 6_400_000,
+            min_cores: 0,
+            min_memory_gib: 0,
             max_nodes_per_scaleup: 1000,
             max_binpacking_duration: Duration::from_secs(10),
             balance_similar_node_groups: false,

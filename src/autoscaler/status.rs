@@ -10,6 +10,10 @@ use std::fmt::Write;
 pub struct Status {
     pub scale_up: Vec<ScaleUp>,
     pub scale_down: Vec<ScaleDown>,
+    /// Nodes of the cluster that stay, with why (every node not in `scale_down` and not being deleted).
+    pub unremovable: Vec<KeptNode>,
+    /// Deletions in progress or finished this loop.
+    pub deletions: Vec<DeletionStatus>,
     pub fargate: Vec<FargatePod>,
     pub no_scale_up: Vec<NoScaleUp>,
     /// Pending pods that fit on existing nodes or on nodes already requested: no new node for them.
@@ -41,7 +45,37 @@ pub struct ScaleUp {
 pub struct ScaleDown {
     pub node: String,
     pub node_group: String,
+    /// `empty` (no pod needs a new place) or `underutilized`.
     pub reason: String,
+    /// Utilization against the threshold, and where its pods go.
+    pub detail: String,
+    /// The pods its removal evicts.
+    pub pods: Vec<String>,
+    /// Evicting them all at once exceeds a PodDisruptionBudget: the drain waits for replacements.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub risky: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeptNode {
+    pub node: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_group: Option<String>,
+    /// cluster-autoscaler's name for the reason (`NotUnderutilized`, `BlockedByPod`, `NoPlaceToMovePods`, ...).
+    pub reason: String,
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletionStatus {
+    pub node: String,
+    pub node_group: String,
+    /// `started`, `draining`, `deleted` or `failed`.
+    pub state: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -154,6 +188,44 @@ impl Status {
             );
             if let Some(s) = decisions.get(group.id.as_str()) {
                 let _ = writeln!(out, "{:<width$}  pods: {}", "", abbreviate(&s.pods, 4));
+            }
+        }
+        if !self.scale_down.is_empty() {
+            let _ = writeln!(out, "\nScale-down");
+            for node in &self.scale_down {
+                let _ = writeln!(
+                    out,
+                    "  {} ({}): {}{}; {}",
+                    node.node,
+                    node.node_group,
+                    node.reason,
+                    if node.risky { ", risky (PDB)" } else { "" },
+                    node.detail
+                );
+                if !node.pods.is_empty() {
+                    let _ = writeln!(out, "    evicts: {}", abbreviate(&node.pods, 4));
+                }
+            }
+        }
+        if !self.deletions.is_empty() {
+            let _ = writeln!(out, "\nDeletions");
+            for d in &self.deletions {
+                let _ = writeln!(
+                    out,
+                    "  {} ({}): {} {}",
+                    d.node, d.node_group, d.state, d.detail
+                );
+            }
+        }
+        if !self.unremovable.is_empty() {
+            let _ = writeln!(out, "\nNodes kept");
+            for node in &self.unremovable {
+                let group = node.node_group.as_deref().unwrap_or("-");
+                let _ = writeln!(
+                    out,
+                    "  {} ({group}): {}: {}",
+                    node.node, node.reason, node.detail
+                );
             }
         }
         if !self.placed.is_empty() {

@@ -122,6 +122,12 @@ fn bump(list: &mut Vec<u32>, domain: u32, by: u32) {
     list[i] += by;
 }
 
+fn drop_by(list: &mut [u32], domain: u32, by: u32) {
+    if let Some(count) = list.get_mut(domain as usize) {
+        *count = count.saturating_sub(by);
+    }
+}
+
 fn read(list: &[u32], domain: u32) -> u32 {
     list.get(domain as usize).copied().unwrap_or(0)
 }
@@ -392,6 +398,11 @@ impl Topology {
                 .ports
                 .extend(pod.scheduling.host_ports.iter().cloned());
         }
+        self.count(terms, place, n);
+    }
+
+    /// Counts `n` pods with these terms in `place`'s domains (the counting half of [`Topology::put`]).
+    pub fn count(&mut self, terms: &PodTerms, place: &Place, n: u64) {
         let by = u32::try_from(n).unwrap_or(u32::MAX);
         for &t in &terms.matched_by {
             let d = self.domain(place, t);
@@ -407,6 +418,79 @@ impl Topology {
             }
         }
     }
+
+    /// Takes `n` pods put with [`Topology::put`] off `place` again: their room is free and they no longer
+    /// count in its domains. Scale-down undoes a removal simulation that failed with it.
+    pub fn take(&mut self, pod: &Pod, terms: &PodTerms, place: &mut Place, n: u64) {
+        place.free = place.free.plus(pod.demand.times(n));
+        for (name, amount) in &pod.extended {
+            if let Some(free) = place.free_extended.get_mut(name) {
+                *free = free.saturating_add(amount.saturating_mul(n));
+            }
+        }
+        if n > 0 {
+            for port in &pod.scheduling.host_ports {
+                if let Some(i) = place.ports.iter().position(|p| p == port) {
+                    place.ports.swap_remove(i);
+                }
+            }
+        }
+        self.uncount(terms, place, n);
+    }
+
+    /// Takes `n` pods out of the counts of `place`'s domains, leaving its room as it is: the pods of a node
+    /// being removed stop counting where they were. Undone by [`Topology::count`].
+    pub fn uncount(&mut self, terms: &PodTerms, place: &Place, n: u64) {
+        let by = u32::try_from(n).unwrap_or(u32::MAX);
+        for &t in &terms.matched_by {
+            let d = self.domain(place, t);
+            if d != NO_DOMAIN {
+                drop_by(&mut self.counts[t], d, by);
+                self.totals[t] = self.totals[t].saturating_sub(n);
+            }
+        }
+        for &t in &terms.anti {
+            let d = self.domain(place, t);
+            if d != NO_DOMAIN {
+                drop_by(&mut self.holders[t], d, by);
+            }
+        }
+    }
+}
+
+/// Why `pod` fits on none of `places` (those `skip` says nothing of), as the scheduler words it:
+/// `0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint ...`.
+pub fn explain(
+    topology: &Topology,
+    places: &[Place],
+    pod: &Pod,
+    terms: &PodTerms,
+    skip: impl Fn(usize) -> bool,
+) -> String {
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let mut considered = 0;
+    for (p, place) in places.iter().enumerate() {
+        if skip(p) {
+            continue;
+        }
+        considered += 1;
+        let mut min = vec![0; terms.spread_count()];
+        let mut eligible = |visit: &mut dyn FnMut(&Place)| {
+            places
+                .iter()
+                .filter(|q| pod.scheduling.node_matches(&q.node.labels))
+                .for_each(&mut *visit);
+        };
+        if let Err(why) = fits(topology, pod, terms, place, &mut min, &mut eligible) {
+            *reasons.entry(why.to_string()).or_default() += 1;
+        }
+    }
+    let mut text = format!("0/{considered} nodes are available");
+    for (i, (why, n)) in reasons.iter().enumerate() {
+        text.push_str(if i == 0 { ": " } else { ", " });
+        text.push_str(&format!("{n} {why}"));
+    }
+    text
 }
 
 /// Whether one more pod fits on `place`: readiness, node fit, resources, then the topology checks.
@@ -438,8 +522,9 @@ fn fits(
 }
 
 /// The cluster's nodes as places (`group_of` each node's group index), with the pods in `on_nodes` put on
-/// theirs (bound, or nominated). Terms are registered first: those of `pending` pods and the anti-affinity
-/// of pods already placed, which keeps matching pods away from them.
+/// theirs (bound, or nominated). Terms are registered first: those of `pending` pods and those of pods
+/// already placed (their anti-affinity keeps matching pods away; all of them matter when scale-down moves
+/// those pods), once per distinct set of constraints.
 pub fn build(
     nodes: &[Arc<Node>],
     group_of: &[Option<usize>],
@@ -451,9 +536,11 @@ pub fn build(
     for pod in pending {
         topology.register(pod);
     }
+    let mut seen: HashSet<(&str, &Scheduling)> = HashSet::new();
     for &i in on_nodes {
-        if !pods[i].scheduling.anti_affinity.is_empty() {
-            topology.register(&pods[i]);
+        let pod = &pods[i];
+        if pod.scheduling.has_pod_constraints() && seen.insert((&pod.namespace, &pod.scheduling)) {
+            topology.register(pod);
         }
     }
     let mut places: Vec<Place> = nodes

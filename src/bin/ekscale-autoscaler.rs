@@ -2,11 +2,14 @@
 //! meaning is the same; the loop lives in the library (`ekscale::autoscaler`).
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use ekscale::autoscaler::actuation::Pacing;
 use ekscale::autoscaler::backoff::BackoffSettings;
 use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
 use ekscale::autoscaler::cluster::{ClusterSource, Snapshot};
+use ekscale::autoscaler::drain::Rules;
 use ekscale::autoscaler::expander::{self, Expander, Strategy};
 use ekscale::autoscaler::runonce::{RunOnce, Settings};
+use ekscale::autoscaler::scaledown;
 use ekscale::autoscaler::scaleup::Limits;
 use ekscale::telemetry::{self, LogFormat};
 use std::path::PathBuf;
@@ -77,12 +80,55 @@ struct DecisionArgs {
     balance_similar_node_groups: bool,
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     scale_down_enabled: bool,
-    #[arg(long, default_value_t = 0.5)]
+    /// Nodes whose requests are at most this share of allocatable (cpu and memory) are candidates.
+    #[arg(long, default_value_t = 0.5, value_parser = fraction)]
     scale_down_utilization_threshold: f64,
+    /// The same for GPU nodes, over GPUs alone.
+    #[arg(long, default_value_t = 0.5, value_parser = fraction)]
+    scale_down_gpu_utilization_threshold: f64,
+    /// How long a node must be unneeded before it is removed.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10m")]
     scale_down_unneeded_time: Duration,
+    /// How long an unready node must be unneeded before it is removed.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "20m")]
+    scale_down_unready_time: Duration,
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    scale_down_unready_enabled: bool,
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10m")]
     scale_down_delay_after_add: Duration,
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "0s")]
+    scale_down_delay_after_delete: Duration,
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "3m")]
+    scale_down_delay_after_failure: Duration,
+    /// Most node deletions in progress at once.
+    #[arg(long, default_value_t = 10)]
+    max_scale_down_parallelism: usize,
+    /// Most deletions of nodes with pods to evict in progress at once.
+    #[arg(long, default_value_t = 1)]
+    max_drain_parallelism: usize,
+    /// The most grace an evicted pod gets, in seconds.
+    #[arg(long, default_value_t = 600)]
+    max_graceful_termination_sec: u64,
+    /// How long refused evictions are retried before the node is given back.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "2m")]
+    max_pod_eviction_time: Duration,
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "5s")]
+    node_delete_delay_after_taint: Duration,
+    /// Leave DaemonSet (and mirror) pods out of utilization.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    ignore_daemonsets_utilization: bool,
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    skip_nodes_with_system_pods: bool,
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    skip_nodes_with_local_storage: bool,
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    skip_nodes_with_custom_controller_pods: bool,
+    /// kube-system pods without a PDB older than this no longer keep their node (upstream's spelling).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "1h")]
+    blocking_system_pod_distruption_timeout: Duration,
+    /// Soft taints (DeletionCandidateOfClusterAutoscaler) added or removed per loop; 0 turns them off.
+    #[arg(long, default_value_t = 10)]
+    max_bulk_soft_taint_count: usize,
     #[arg(long, value_parser = humantime::parse_duration, default_value = "15m")]
     max_node_provision_time: Duration,
     #[arg(long, value_parser = humantime::parse_duration, default_value = "15m")]
@@ -99,6 +145,17 @@ struct DecisionArgs {
     /// Pods with a priority below this are expendable: never a reason to scale up.
     #[arg(long, default_value_t = -10, allow_negative_numbers = true)]
     expendable_pods_priority_cutoff: i32,
+}
+
+/// A threshold between 0 and 1.
+fn fraction(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    if !(0.0..=1.0).contains(&value) {
+        return Err(format!("{text} is not between 0 and 1"));
+    }
+    Ok(value)
 }
 
 fn min_max(text: &str) -> Result<(u64, u64), String> {
@@ -138,6 +195,8 @@ impl DecisionArgs {
                 max_nodes_total: self.max_nodes_total,
                 max_cores: self.cores_total.1,
                 max_memory_gib: self.memory_total.1,
+                min_cores: self.cores_total.0,
+                min_memory_gib: self.memory_total.0,
                 max_nodes_per_scaleup: self.max_nodes_per_scaleup,
                 max_binpacking_duration: self.max_nodegroup_binpacking_duration,
                 balance_similar_node_groups: self.balance_similar_node_groups,
@@ -155,6 +214,37 @@ impl DecisionArgs {
             remove_unregistered: false,
             wait_for_new_pods: live,
             new_pod_scale_up_delay: self.new_pod_scale_up_delay,
+            scale_down: scaledown::Settings {
+                enabled: self.scale_down_enabled,
+                rules: Rules {
+                    skip_system_pods: self.skip_nodes_with_system_pods,
+                    skip_local_storage: self.skip_nodes_with_local_storage,
+                    skip_custom_controllers: self.skip_nodes_with_custom_controller_pods,
+                    system_pod_timeout: self.blocking_system_pod_distruption_timeout,
+                    expendable_cutoff: self.expendable_pods_priority_cutoff,
+                },
+                utilization_threshold: self.scale_down_utilization_threshold,
+                gpu_utilization_threshold: self.scale_down_gpu_utilization_threshold,
+                unneeded_time: self.scale_down_unneeded_time,
+                unready_time: self.scale_down_unready_time,
+                ignore_daemonsets_utilization: self.ignore_daemonsets_utilization,
+                unready_enabled: self.scale_down_unready_enabled,
+                delay_after_add: self.scale_down_delay_after_add,
+                delay_after_delete: self.scale_down_delay_after_delete,
+                delay_after_failure: self.scale_down_delay_after_failure,
+                max_parallelism: self.max_scale_down_parallelism,
+                max_drain_parallelism: self.max_drain_parallelism,
+                pacing: Pacing {
+                    delay_after_taint: self.node_delete_delay_after_taint,
+                    max_pod_eviction_time: self.max_pod_eviction_time,
+                    max_graceful_termination: Duration::from_secs(
+                        self.max_graceful_termination_sec,
+                    ),
+                },
+                max_soft_taints: self.max_bulk_soft_taint_count,
+                // `simulate` lists every node that would go; `run` paces itself.
+                timers_elapsed: !live,
+            },
         })
     }
 }

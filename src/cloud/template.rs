@@ -11,8 +11,7 @@ use k8s_pb::apimachinery::pkg::api::resource::Quantity;
 use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::BTreeMap;
 
-/// The label EKS puts on GPU nodes, naming the accelerator; also the answer to GPULabel.
-pub const GPU_LABEL: &str = "k8s.amazonaws.com/accelerator";
+pub use crate::model::GPU_LABEL;
 
 const MI: u64 = 1 << 20;
 const GI: u64 = 1 << 30;

@@ -5,7 +5,8 @@ use crate::k8s::pod::{self, PodError};
 use crate::k8s::quantity::Quantity;
 use crate::model::pdb::Pdb;
 use crate::model::pod::{
-    Controller, HostPort, Phase, PodAffinityTerm, Scheduling, SpreadConstraint,
+    Controller, Disruption, HostPort, Phase, PodAffinityTerm, SafeToEvict, Scheduling,
+    SpreadConstraint,
 };
 use crate::model::selector::{LabelSelector, NodeSelector, Operator, Requirement};
 use crate::model::{GPU_RESOURCE, Node, Pod, Resources, Taint, TaintEffect, Toleration};
@@ -86,7 +87,7 @@ pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError>
             .filter(|n| !n.is_empty()),
         phase,
         unschedulable,
-        deleting: pod.metadata.deletion_timestamp.is_some(),
+        deleted: pod.metadata.deletion_timestamp.as_ref().map(time),
         created: pod.metadata.creation_timestamp.as_ref().map(time),
         scale_up_delay: pod
             .metadata
@@ -100,7 +101,49 @@ pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError>
             })
             .transpose()?,
         json,
+        disruption: disruption(pod.metadata.annotations.as_ref(), spec),
     })
+}
+
+const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+const SAFE_TO_EVICT_ANNOTATION: &str = "cluster-autoscaler.kubernetes.io/safe-to-evict";
+const SAFE_TO_EVICT_VOLUMES_ANNOTATION: &str =
+    "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes";
+const SCALE_DOWN_DISABLED_ANNOTATION: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
+
+/// What the drainability rules read: annotations, volumes on the node's disk, the grace period.
+fn disruption(annotations: Option<&BTreeMap<String, String>>, spec: &api::PodSpec) -> Disruption {
+    let annotation = |name: &str| annotations.and_then(|a| a.get(name)).map(String::as_str);
+    let safe_volumes: Vec<&str> = annotation(SAFE_TO_EVICT_VOLUMES_ANNOTATION)
+        .map(|list| list.split(',').map(str::trim).collect())
+        .unwrap_or_default();
+    let local_volumes = spec
+        .volumes
+        .iter()
+        .flatten()
+        .filter(|v| {
+            v.host_path.is_some()
+                || v.empty_dir
+                    .as_ref()
+                    .is_some_and(|e| e.medium.as_deref() != Some("Memory"))
+        })
+        .map(|v| v.name.clone())
+        .filter(|name| !safe_volumes.contains(&name.as_str()))
+        .collect();
+    Disruption {
+        mirror: annotation(MIRROR_ANNOTATION).is_some(),
+        safe_to_evict: match annotation(SAFE_TO_EVICT_ANNOTATION) {
+            Some("true") => SafeToEvict::Yes,
+            Some("false") => SafeToEvict::No,
+            Some("on-completion") => SafeToEvict::OnCompletion,
+            _ => SafeToEvict::Unset,
+        },
+        local_volumes,
+        grace_period_seconds: spec
+            .termination_grace_period_seconds
+            .and_then(|s| u64::try_from(s).ok())
+            .unwrap_or(30),
+    }
 }
 
 const SCALE_UP_DELAY_ANNOTATION: &str = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay";
@@ -422,6 +465,12 @@ pub fn node_from_api(node: &api::Node) -> Result<Node, ObjectError> {
             .any(|c| c.type_ == "Ready" && c.status == "True"),
         unschedulable: spec.unschedulable.unwrap_or(false),
         created: node.metadata.creation_timestamp.as_ref().map(time),
+        scale_down_disabled: node
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SCALE_DOWN_DISABLED_ANNOTATION))
+            .is_some_and(|v| v == "true"),
         name,
     })
 }
@@ -485,6 +534,7 @@ pub fn node_from_pb(node: &k8s_pb::api::core::v1::Node) -> Result<Node, ObjectEr
         ready: true,
         unschedulable: spec.unschedulable.unwrap_or(false),
         created: None,
+        scale_down_disabled: false,
         name,
     })
 }

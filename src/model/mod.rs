@@ -13,5 +13,8 @@ pub use resources::Resources;
 pub use selector::Labels;
 pub use taint::{Taint, TaintEffect, Toleration};
 
+/// The label EKS puts on GPU nodes, naming the accelerator; also the answer to GPULabel.
+pub const GPU_LABEL: &str = "k8s.amazonaws.com/accelerator";
+
 /// The resource name of NVIDIA GPUs.
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";

@@ -25,9 +25,16 @@ pub struct Node {
     /// `spec.unschedulable` (cordoned).
     pub unschedulable: bool,
     pub created: Option<SystemTime>,
+    /// `cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"`: never removed by scale-down.
+    pub scale_down_disabled: bool,
 }
 
 impl Node {
+    /// Whether it carries a taint with this key.
+    pub fn tainted(&self, key: &str) -> bool {
+        self.taints.iter().any(|t| t.key == key)
+    }
+
     /// Whether the scheduler would place new pods here at all.
     pub fn accepts_pods(&self) -> bool {
         self.ready && !self.unschedulable

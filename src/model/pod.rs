@@ -26,8 +26,8 @@ pub struct Pod {
     pub phase: Phase,
     /// PodScheduled=False with reason Unschedulable: the scheduler found no node for it.
     pub unschedulable: bool,
-    /// It has a deletionTimestamp.
-    pub deleting: bool,
+    /// Its deletionTimestamp: it is terminating.
+    pub deleted: Option<std::time::SystemTime>,
     /// Its creationTimestamp.
     pub created: Option<std::time::SystemTime>,
     /// `cluster-autoscaler.kubernetes.io/pod-scale-up-delay`: wait at least this long before adding a node
@@ -37,7 +37,39 @@ pub struct Pod {
     pub scheduling: Arc<Scheduling>,
     /// The pod as kubectl prints it, kept for pending pods only (to ask the provider about Fargate).
     pub json: Option<String>,
+    /// What removing its node must respect.
+    pub disruption: Disruption,
 }
+
+/// What cluster-autoscaler's drainability rules read of a pod besides its owner and namespace.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Disruption {
+    /// A static pod's mirror (`kubernetes.io/config.mirror`): the kubelet runs it, nobody moves it.
+    pub mirror: bool,
+    /// `cluster-autoscaler.kubernetes.io/safe-to-evict`.
+    pub safe_to_evict: SafeToEvict,
+    /// Volumes that live on the node's disk (hostPath, emptyDir not in memory) and are not listed in
+    /// `cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes`.
+    pub local_volumes: Vec<String>,
+    /// `terminationGracePeriodSeconds` (30 when unset).
+    pub grace_period_seconds: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SafeToEvict {
+    #[default]
+    Unset,
+    /// `"true"`: evict it whatever the other rules say.
+    Yes,
+    /// `"false"`: never evict it; its node stays.
+    No,
+    /// `"on-completion"`: keep its node until it finishes.
+    OnCompletion,
+}
+
+/// Controllers that recreate an evicted pod (the kinds upstream trusts when it skips custom controllers).
+pub const REPLICATING_KINDS: [&str; 4] =
+    ["ReplicationController", "ReplicaSet", "Job", "StatefulSet"];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -152,11 +184,15 @@ impl Pod {
             nominated_node: None,
             phase: Phase::Pending,
             unschedulable: true,
-            deleting: false,
+            deleted: None,
             created: None,
             scale_up_delay: None,
             scheduling: Arc::default(),
             json: None,
+            disruption: Disruption {
+                grace_period_seconds: 30,
+                ..Disruption::default()
+            },
         }
     }
 
@@ -179,6 +215,13 @@ impl Pod {
         self.controller
             .as_ref()
             .is_some_and(|c| c.kind == "DaemonSet")
+    }
+
+    /// Whether its controller is one that recreates it elsewhere when it is evicted.
+    pub fn replicated(&self) -> bool {
+        self.controller
+            .as_ref()
+            .is_some_and(|c| REPLICATING_KINDS.contains(&c.kind.as_str()))
     }
 
     /// Whether it occupies room on its node.

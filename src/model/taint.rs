@@ -1,5 +1,11 @@
 //! Taints and tolerations, as Kubernetes matches them.
 
+/// Put on a node being removed (NoSchedule; value: unix seconds), as cluster-autoscaler does, so that
+/// upstream and the companion both recognise it.
+pub const TO_BE_DELETED_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
+/// Put on unneeded nodes (PreferNoSchedule) to steer new pods elsewhere while their timer runs.
+pub const DELETION_CANDIDATE_TAINT: &str = "DeletionCandidateOfClusterAutoscaler";
+
 /// A taint as EKS and Kubernetes both know it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Taint {

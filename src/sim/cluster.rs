@@ -7,12 +7,14 @@ use crate::autoscaler::{equivalence, world};
 use crate::clock::Clock;
 use crate::k8s::objects;
 use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
+use crate::model::pdb::Pdb;
 use crate::model::pod::{FARGATE_SCHEDULER, Phase};
-use crate::model::{Node, Pod};
+use crate::model::selector::LabelSelector;
+use crate::model::{Node, Pod, Taint};
 use crate::proto::externalgrpc::instance_status::InstanceState;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 pub struct SimCluster {
     client: ProviderClient,
@@ -26,6 +28,42 @@ pub struct SimCluster {
 struct State {
     nodes: Vec<Arc<Node>>,
     pods: Vec<Pod>,
+    budgets: Vec<Budget>,
+}
+
+/// A PodDisruptionBudget with `maxUnavailable`: the API server allows that many of its pods not running.
+#[derive(Clone, Debug)]
+pub struct Budget {
+    pub namespace: String,
+    pub name: String,
+    pub selector: LabelSelector,
+    pub max_unavailable: i32,
+}
+
+impl State {
+    /// The budgets with `disruptionsAllowed` as the disruption controller computes it now.
+    fn pdbs(&self) -> Vec<Pdb> {
+        self.budgets
+            .iter()
+            .map(|b| {
+                let pdb = Pdb {
+                    namespace: b.namespace.clone(),
+                    name: b.name.clone(),
+                    selector: Some(b.selector.clone()),
+                    disruptions_allowed: 0,
+                };
+                let unavailable = self
+                    .pods
+                    .iter()
+                    .filter(|p| pdb.covers(&p.namespace, &p.labels) && p.node_name.is_none())
+                    .count() as i32;
+                Pdb {
+                    disruptions_allowed: (b.max_unavailable - unavailable).max(0),
+                    ..pdb
+                }
+            })
+            .collect()
+    }
 }
 
 impl SimCluster {
@@ -61,6 +99,11 @@ impl SimCluster {
     /// Deletes the pods `matching` says so of, wherever they are.
     pub fn delete_pods(&self, matching: impl Fn(&Pod) -> bool) {
         self.state().pods.retain(|p| !matching(p));
+    }
+
+    /// Adds a PodDisruptionBudget, enforced on evictions.
+    pub fn create_pdb(&self, budget: Budget) {
+        self.state().budgets.push(budget);
     }
 
     pub fn pods(&self) -> Vec<Pod> {
@@ -99,7 +142,7 @@ impl SimCluster {
         }
         let now = self.now();
         let mut state = self.state();
-        let State { nodes, pods } = &mut *state;
+        let State { nodes, pods, .. } = &mut *state;
         // Nodes whose instance is gone leave; so do their pods, which controllers recreate.
         let gone: HashSet<String> = nodes
             .iter()
@@ -151,7 +194,7 @@ fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod]) {
     let waiting = |p: &Pod| {
         p.node_name.is_none()
             && p.phase != Phase::Terminal
-            && !p.deleting
+            && p.deleted.is_none()
             && p.scheduler_name != FARGATE_SCHEDULER
     };
     let pending: Vec<usize> = (0..pods.len()).filter(|&i| waiting(&pods[i])).collect();
@@ -196,8 +239,78 @@ impl ClusterSource for SimCluster {
         Ok(Arc::new(ClusterView {
             nodes: state.nodes.clone(),
             pods: state.pods.clone(),
-            pdbs: Vec::new(),
+            pdbs: state.pdbs(),
             now: Some(self.now()),
         }))
+    }
+
+    fn can_act(&self) -> bool {
+        true
+    }
+
+    async fn taint(&self, node: &str, taint: &Taint) -> Result<(), ClusterError> {
+        self.change_node(node, |n| {
+            n.taints.retain(|t| t.key != taint.key);
+            n.taints.push(taint.clone());
+        })
+    }
+
+    async fn untaint(&self, node: &str, key: &str) -> Result<(), ClusterError> {
+        self.change_node(node, |n| n.taints.retain(|t| t.key != key))
+    }
+
+    /// Evicts at once (the simulated kubelet stops pods without delay): the controller's replacement is
+    /// pending until the next step schedules it; a pod without a controller is gone.
+    async fn evict(
+        &self,
+        namespace: &str,
+        name: &str,
+        _grace: Duration,
+    ) -> Result<(), ClusterError> {
+        let mut state = self.state();
+        let key = format!("{namespace}/{name}");
+        let Some(i) = state
+            .pods
+            .iter()
+            .position(|p| p.namespace == namespace && p.name == name)
+        else {
+            return Err(ClusterError::NoPod(key));
+        };
+        let pod = &state.pods[i];
+        if let Some(pdb) = state
+            .pdbs()
+            .into_iter()
+            .find(|b| b.covers(&pod.namespace, &pod.labels) && b.disruptions_allowed < 1)
+        {
+            return Err(ClusterError::EvictionRefused {
+                pod: key,
+                why: format!(
+                    "Cannot evict pod as it would violate the pod's disruption budget {}",
+                    pdb.name
+                ),
+            });
+        }
+        if pod.controller.is_some() {
+            let pod = &mut state.pods[i];
+            pod.node_name = None;
+            pod.phase = Phase::Pending;
+            pod.unschedulable = false;
+        } else {
+            state.pods.remove(i);
+        }
+        Ok(())
+    }
+}
+
+impl SimCluster {
+    fn change_node(&self, name: &str, change: impl FnOnce(&mut Node)) -> Result<(), ClusterError> {
+        let mut state = self.state();
+        let node = state
+            .nodes
+            .iter_mut()
+            .find(|n| n.name == name)
+            .ok_or_else(|| ClusterError::NoNode(name.into()))?;
+        change(Arc::make_mut(node));
+        Ok(())
     }
 }

@@ -1,0 +1,381 @@
+//! cluster-autoscaler's drainability rules: what each pod on a node means for removing that node. The first
+//! rule with an answer wins, in upstream's order, so a node is kept for the same reason upstream would give.
+
+use crate::model::Pod;
+use crate::model::pdb::Pdb;
+use crate::model::pod::{Phase, SafeToEvict};
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+/// The `--skip-nodes-with-*` flags and the limits they read.
+#[derive(Clone, Copy, Debug)]
+pub struct Rules {
+    /// `--skip-nodes-with-system-pods`: kube-system pods without a PDB keep their node.
+    pub skip_system_pods: bool,
+    /// `--skip-nodes-with-local-storage`: pods with data on the node's disk keep their node.
+    pub skip_local_storage: bool,
+    /// `--skip-nodes-with-custom-controller-pods`: only controllers upstream knows count as replicating.
+    pub skip_custom_controllers: bool,
+    /// `--blocking-system-pod-distruption-timeout` (sic): kube-system pods older than this stop blocking.
+    pub system_pod_timeout: Duration,
+    /// `--expendable-pods-priority-cutoff`: pods below it are evicted but need no new place.
+    pub expendable_cutoff: i32,
+}
+
+impl Default for Rules {
+    fn default() -> Rules {
+        Rules {
+            skip_system_pods: true,
+            skip_local_storage: true,
+            skip_custom_controllers: true,
+            system_pod_timeout: Duration::from_secs(3600),
+            expendable_cutoff: -10,
+        }
+    }
+}
+
+/// Why a pod keeps its node. The names are upstream's (`drain.BlockingPodReason`), stable for scripts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blocking {
+    NotReplicated,
+    LocalStorageRequested,
+    NotSafeToEvictAnnotation,
+    UnmovableKubeSystemPod,
+    NotEnoughPdb,
+    BlockedByOnCompletionPod,
+}
+
+impl fmt::Display for Blocking {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// What removing its node does with a pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Left alone: mirror and DaemonSet pods, finished pods, pods long past their grace period.
+    Stays,
+    /// Evicted; `needs_place` unless it is expendable.
+    Evicted { needs_place: bool },
+    /// The node cannot be removed; the text says what about the pod.
+    Blocks(Blocking, String),
+}
+
+/// How many more evictions each PDB allows in this pass, as removals are committed.
+#[derive(Clone, Debug)]
+pub struct PdbBudget<'a> {
+    pdbs: &'a [Pdb],
+    remaining: Vec<i32>,
+}
+
+impl<'a> PdbBudget<'a> {
+    pub fn new(pdbs: &'a [Pdb]) -> PdbBudget<'a> {
+        PdbBudget {
+            pdbs,
+            remaining: pdbs.iter().map(|p| p.disruptions_allowed).collect(),
+        }
+    }
+
+    /// Indices of the budgets that cover `pod`.
+    fn covering<'p>(&'p self, pod: &'p Pod) -> impl Iterator<Item = usize> + 'p {
+        (0..self.pdbs.len()).filter(move |&i| self.pdbs[i].covers(&pod.namespace, &pod.labels))
+    }
+
+    /// Whether every budget covering these pods allows evicting all of them at once; when not, the node is
+    /// "risky": its drain will wait on evictions the API server refuses until replacements are ready.
+    pub fn allows_all(&self, pods: &[&Pod]) -> bool {
+        let mut wanted = vec![0i32; self.pdbs.len()];
+        for pod in pods {
+            for i in self.covering(pod) {
+                wanted[i] += 1;
+            }
+        }
+        wanted
+            .iter()
+            .zip(&self.remaining)
+            .all(|(w, r)| *w == 0 || w <= r)
+    }
+
+    /// Counts the evictions of a removal that was committed.
+    pub fn spend(&mut self, pods: &[&Pod]) {
+        for pod in pods {
+            let covering: Vec<usize> = self.covering(pod).collect();
+            for i in covering {
+                self.remaining[i] -= 1;
+            }
+        }
+    }
+}
+
+/// Terminating for longer than its grace period plus upstream's 30 s: the kubelet is gone or stuck, and the
+/// pod neither counts nor moves.
+pub fn long_terminating(pod: &Pod, now: SystemTime) -> bool {
+    let grace = Duration::from_secs(pod.disruption.grace_period_seconds + 30);
+    pod.deleted
+        .and_then(|t| now.duration_since(t).ok())
+        .is_some_and(|late| late > grace)
+}
+
+/// Classifies one pod on a node being considered for removal, at `now`.
+pub fn classify(pod: &Pod, rules: &Rules, pdbs: &PdbBudget, now: SystemTime) -> Verdict {
+    let d = &pod.disruption;
+    if d.mirror {
+        return Verdict::Stays;
+    }
+    if long_terminating(pod, now) {
+        return Verdict::Stays;
+    }
+    if pod.daemonset() {
+        return Verdict::Stays;
+    }
+    let evicted = Verdict::Evicted {
+        needs_place: !pod.expendable(rules.expendable_cutoff),
+    };
+    if d.safe_to_evict == SafeToEvict::Yes {
+        return evicted;
+    }
+    if pod.phase == Phase::Terminal {
+        return Verdict::Stays;
+    }
+    let blocks = |reason, why: String| Verdict::Blocks(reason, format!("{}: {why}", pod.key()));
+    if d.safe_to_evict == SafeToEvict::OnCompletion {
+        return blocks(
+            Blocking::BlockedByOnCompletionPod,
+            "safe-to-evict: on-completion, it runs until it finishes".into(),
+        );
+    }
+    let replicated = match &pod.controller {
+        None => false,
+        Some(_) if rules.skip_custom_controllers => pod.replicated(),
+        Some(_) => true,
+    };
+    if !replicated {
+        let why = match &pod.controller {
+            None => "no controller would recreate it".to_string(),
+            Some(c) => format!(
+                "its controller is a {} ({}), not a kind known to recreate evicted pods",
+                c.kind, c.name
+            ),
+        };
+        return blocks(Blocking::NotReplicated, why);
+    }
+    let covered = pdbs.covering(pod).next().is_some();
+    if rules.skip_system_pods && pod.namespace == "kube-system" && !covered {
+        let old = pod
+            .created
+            .and_then(|c| now.duration_since(c).ok())
+            .is_some_and(|age| age > rules.system_pod_timeout);
+        if !old {
+            return blocks(
+                Blocking::UnmovableKubeSystemPod,
+                "kube-system pod without a PodDisruptionBudget".into(),
+            );
+        }
+    }
+    if d.safe_to_evict == SafeToEvict::No {
+        return blocks(
+            Blocking::NotSafeToEvictAnnotation,
+            "annotated cluster-autoscaler.kubernetes.io/safe-to-evict: \"false\"".into(),
+        );
+    }
+    if rules.skip_local_storage && !d.local_volumes.is_empty() {
+        return blocks(
+            Blocking::LocalStorageRequested,
+            format!(
+                "local storage in volume(s) {} (list them in cluster-autoscaler.kubernetes.io/\
+                 safe-to-evict-local-volumes if losing them is fine)",
+                d.local_volumes.join(", ")
+            ),
+        );
+    }
+    if let Some(i) = pdbs.covering(pod).find(|&i| pdbs.remaining[i] < 1) {
+        let pdb = &pdbs.pdbs[i];
+        return blocks(
+            Blocking::NotEnoughPdb,
+            format!(
+                "PodDisruptionBudget {}/{} allows no more disruptions",
+                pdb.namespace, pdb.name
+            ),
+        );
+    }
+    evicted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::pod::Controller;
+    use crate::model::selector::LabelSelector;
+    use crate::model::{Labels, Resources};
+
+    fn pod(namespace: &str, kind: Option<&str>) -> Pod {
+        let demand = Resources {
+            cpu_millis: 100,
+            pods: 1,
+            ..Default::default()
+        };
+        Pod {
+            labels: Labels::from([("app".to_string(), "web".to_string())]),
+            controller: kind.map(|kind| Controller {
+                kind: kind.into(),
+                name: "owner".into(),
+                uid: "u".into(),
+            }),
+            node_name: Some("n1".into()),
+            phase: Phase::Running,
+            ..Pod::pending(namespace, "p", demand)
+        }
+    }
+
+    fn pdb(allowed: i32) -> Pdb {
+        Pdb {
+            namespace: "default".into(),
+            name: "web".into(),
+            selector: Some(LabelSelector {
+                match_labels: Labels::from([("app".to_string(), "web".to_string())]),
+                expressions: vec![],
+            }),
+            disruptions_allowed: allowed,
+        }
+    }
+
+    fn reason(verdict: Verdict) -> Option<Blocking> {
+        match verdict {
+            Verdict::Blocks(b, _) => Some(b),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn each_rule_in_upstream_order() {
+        let rules = Rules::default();
+        let none = PdbBudget::new(&[]);
+        let now = SystemTime::now();
+        let movable = Verdict::Evicted { needs_place: true };
+        assert_eq!(
+            classify(&pod("default", Some("ReplicaSet")), &rules, &none, now),
+            movable
+        );
+        assert_eq!(
+            reason(classify(&pod("default", None), &rules, &none, now)),
+            Some(Blocking::NotReplicated)
+        );
+        assert_eq!(
+            reason(classify(
+                &pod("default", Some("Rollout")),
+                &rules,
+                &none,
+                now
+            )),
+            Some(Blocking::NotReplicated)
+        );
+        let custom_ok = Rules {
+            skip_custom_controllers: false,
+            ..rules
+        };
+        assert_eq!(
+            classify(&pod("default", Some("Rollout")), &custom_ok, &none, now),
+            movable
+        );
+        assert_eq!(
+            classify(&pod("default", Some("DaemonSet")), &rules, &none, now),
+            Verdict::Stays
+        );
+        let mut mirror = pod("kube-system", None);
+        mirror.disruption.mirror = true;
+        assert_eq!(classify(&mirror, &rules, &none, now), Verdict::Stays);
+
+        // kube-system: blocked without a PDB, unless old; fine with one.
+        let mut system = pod("kube-system", Some("ReplicaSet"));
+        system.created = Some(now - Duration::from_secs(60));
+        assert_eq!(
+            reason(classify(&system, &rules, &none, now)),
+            Some(Blocking::UnmovableKubeSystemPod)
+        );
+        system.created = Some(now - Duration::from_secs(7200));
+        assert_eq!(classify(&system, &rules, &none, now), movable);
+        let mut system_pdb = pdb(1);
+        system_pdb.namespace = "kube-system".into();
+        system.created = Some(now);
+        let budgets = [system_pdb];
+        assert_eq!(
+            classify(&system, &rules, &PdbBudget::new(&budgets), now),
+            movable
+        );
+
+        let mut annotated = pod("default", Some("ReplicaSet"));
+        annotated.disruption.safe_to_evict = SafeToEvict::No;
+        assert_eq!(
+            reason(classify(&annotated, &rules, &none, now)),
+            Some(Blocking::NotSafeToEvictAnnotation)
+        );
+        annotated.disruption.safe_to_evict = SafeToEvict::OnCompletion;
+        assert_eq!(
+            reason(classify(&annotated, &rules, &none, now)),
+            Some(Blocking::BlockedByOnCompletionPod)
+        );
+
+        let mut local = pod("default", Some("StatefulSet"));
+        local.disruption.local_volumes = vec!["scratch".into()];
+        assert_eq!(
+            reason(classify(&local, &rules, &none, now)),
+            Some(Blocking::LocalStorageRequested)
+        );
+        let no_local_rule = Rules {
+            skip_local_storage: false,
+            ..rules
+        };
+        assert_eq!(classify(&local, &no_local_rule, &none, now), movable);
+        // safe-to-evict "true" short-circuits everything after it, even an unowned pod with local data.
+        let mut forced = pod("default", None);
+        forced.disruption.local_volumes = vec!["scratch".into()];
+        forced.disruption.safe_to_evict = SafeToEvict::Yes;
+        assert_eq!(classify(&forced, &rules, &none, now), movable);
+
+        let mut expendable = pod("default", Some("ReplicaSet"));
+        expendable.priority = Some(-100);
+        assert_eq!(
+            classify(&expendable, &rules, &none, now),
+            Verdict::Evicted { needs_place: false }
+        );
+        let mut done = pod("default", None);
+        done.phase = Phase::Terminal;
+        assert_eq!(classify(&done, &rules, &none, now), Verdict::Stays);
+        let mut stuck = pod("default", None);
+        stuck.deleted = Some(now - Duration::from_secs(120));
+        assert_eq!(classify(&stuck, &rules, &none, now), Verdict::Stays);
+    }
+
+    #[test]
+    fn pdbs_block_at_zero_and_are_spent_by_committed_removals() {
+        let rules = Rules::default();
+        let now = SystemTime::now();
+        let web = pod("default", Some("ReplicaSet"));
+        let blocked = [pdb(0)];
+        assert_eq!(
+            reason(classify(&web, &rules, &PdbBudget::new(&blocked), now)),
+            Some(Blocking::NotEnoughPdb)
+        );
+        let one = [pdb(1)];
+        let mut budget = PdbBudget::new(&one);
+        assert!(matches!(
+            classify(&web, &rules, &budget, now),
+            Verdict::Evicted { .. }
+        ));
+        assert!(budget.allows_all(&[&web]));
+        assert!(!budget.allows_all(&[&web, &web]), "two at once is risky");
+        budget.spend(&[&web]);
+        assert_eq!(
+            reason(classify(&web, &rules, &budget, now)),
+            Some(Blocking::NotEnoughPdb),
+            "the budget is spent by an earlier node of this pass"
+        );
+        // Another namespace's pods are not covered.
+        let other = pod("other", Some("ReplicaSet"));
+        assert!(matches!(
+            classify(&other, &rules, &budget, now),
+            Verdict::Evicted { .. }
+        ));
+    }
+}
