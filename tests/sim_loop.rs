@@ -10,6 +10,7 @@ use ekscale::autoscaler::cluster::ClusterSource;
 use ekscale::autoscaler::runonce::{RunOnce, Settings};
 use ekscale::model::{Pod, Resources};
 use ekscale::sim::SimCluster;
+use std::sync::Arc;
 use std::time::Duration;
 
 const SCENARIO: &str = "
@@ -286,4 +287,210 @@ fargateProfiles:
         "{status:#?}"
     );
     assert_eq!(status.fargate[0].capacity_provisioned, "1vCPU 2GB");
+}
+
+/// `n` pods of `app` asking `cpu` millicores, owned by a ReplicaSet (evicted ones come back).
+fn owned(app: &str, n: usize, cpu: u64) -> Vec<Pod> {
+    web(n, cpu)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut pod)| {
+            pod.name = format!("{app}-{i}");
+            pod.labels.insert("app".into(), app.into());
+            pod.controller = Some(ekscale::model::pod::Controller {
+                kind: "ReplicaSet".into(),
+                name: app.into(),
+                uid: format!("uid-{app}"),
+            });
+            pod
+        })
+        .collect()
+}
+
+fn names(pods: &[Pod]) -> std::collections::BTreeSet<String> {
+    pods.iter().map(|p| p.key()).collect()
+}
+
+#[tokio::test]
+async fn a_burst_scales_up_then_back_down_and_no_pod_is_ever_lost() {
+    let scenario = "
+cluster: burst
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a, us-east-1b], minSize: 1, maxSize: 10, desiredSize: 1, provisioningDelay: 30s}
+";
+    let server = Server::start_with(scenario, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let cluster = Arc::new(SimCluster::new(&config, server.sim().clock().clone()).unwrap());
+    let client = ProviderClient::new(&config).unwrap();
+    let mut once = RunOnce::new(client.clone(), settings()).acting_on(cluster.clone());
+    let clock = server.sim().clock().clone();
+    let budget = ekscale::sim::cluster::Budget {
+        namespace: "default".into(),
+        name: "api".into(),
+        selector: ekscale::model::selector::LabelSelector {
+            match_labels: [("app".to_string(), "api".to_string())].into(),
+            expressions: vec![],
+        },
+        max_unavailable: 1,
+    };
+    cluster.create_pdb(budget);
+
+    // A steady service, then a burst of six 1-CPU pods: one m5.large (1930m) holds one of them. Once the
+    // burst runs, a cache of four 500m pods lands one per burst node (first fit); when the burst ends, those
+    // nodes are underutilized and must be drained, not just deleted.
+    cluster.create_pods(owned("api", 2, 300));
+    cluster.view().await.unwrap();
+    cluster.create_pods(owned("web", 6, 1000));
+    let mut expected = names(&cluster.pods());
+    let mut most_nodes = 0;
+    let mut states: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut drained = 0;
+    let mut phase = 0;
+    for loop_number in 0..400 {
+        let view = cluster.view().await.unwrap();
+        assert_eq!(names(&view.pods), expected, "a pod was lost (loop {loop_number})");
+        let status = once.run(&view, cluster.now()).await.unwrap();
+        assert!(status.errors.is_empty(), "loop {loop_number}: {status:#?}");
+        most_nodes = most_nodes.max(view.nodes.len());
+        for d in &status.deletions {
+            *states.entry(d.state.clone()).or_default() += 1;
+        }
+        drained += status
+            .scale_down
+            .iter()
+            .filter(|s| s.reason == "underutilized")
+            .count();
+        let all_running = view.pods.iter().all(|p| p.node_name.is_some());
+        if phase == 0 && all_running && view.pods.len() == 8 {
+            cluster.create_pods(owned("cache", 4, 500));
+            phase = 1;
+        } else if phase == 1 && all_running {
+            // The burst ends: its pods go, as an HPA scaling in would delete them.
+            cluster.delete_pods(|p| p.name.starts_with("web-"));
+            phase = 2;
+        }
+        expected = names(&cluster.pods());
+        clock.advance(Duration::from_secs(10));
+    }
+    assert_eq!(phase, 2, "the burst never got nodes");
+    assert!(most_nodes >= 6, "the burst needed 6 nodes, got {most_nodes}");
+    assert!(drained >= 2, "nodes with cache pods were drained: {states:?}");
+    assert!(states.get("draining").is_some_and(|n| *n > 0), "{states:?}");
+    let view = cluster.view().await.unwrap();
+    // 600m of api and 2000m of cache need two m5.large, and two is what is left.
+    assert_eq!(view.nodes.len(), 2, "{:#?}", view.nodes);
+    assert_eq!(states.get("deleted"), Some(&(most_nodes - 2)), "{states:?}");
+    assert!(view.pods.iter().all(|p| p.node_name.is_some()));
+    assert_eq!(names(&view.pods), expected);
+    client.refresh().await.unwrap();
+    assert_eq!(client.target_size("general").await.unwrap(), 2);
+    // No taint of ours is left behind on the nodes that stay.
+    for node in &view.nodes {
+        assert!(
+            !node.tainted(ekscale::model::taint::TO_BE_DELETED_TAINT),
+            "{:?}",
+            node.taints
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_simulator_refuses_evictions_a_budget_forbids() {
+    let server = Server::start_with(SCENARIO, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let cluster = SimCluster::new(&config, server.sim().clock().clone()).unwrap();
+    cluster.create_pods(owned("api", 2, 300));
+    cluster.create_pdb(ekscale::sim::cluster::Budget {
+        namespace: "default".into(),
+        name: "api".into(),
+        selector: ekscale::model::selector::LabelSelector {
+            match_labels: [("app".to_string(), "api".to_string())].into(),
+            expressions: vec![],
+        },
+        max_unavailable: 1,
+    });
+    let view = cluster.view().await.unwrap();
+    assert_eq!(view.pdbs[0].disruptions_allowed, 1);
+    cluster
+        .evict("default", "api-0", Duration::from_secs(30))
+        .await
+        .unwrap();
+    // api-0 is pending again (its ReplicaSet recreated it): no disruption left until it runs.
+    let refused = cluster.evict("default", "api-1", Duration::from_secs(30)).await;
+    assert!(
+        matches!(
+            refused,
+            Err(ekscale::autoscaler::cluster::ClusterError::EvictionRefused { .. })
+        ),
+        "{refused:?}"
+    );
+    let view = cluster.view().await.unwrap();
+    assert!(view.pods.iter().all(|p| p.node_name.is_some()));
+    assert_eq!(view.pdbs[0].disruptions_allowed, 1);
+}
+
+#[tokio::test]
+async fn a_failed_delete_puts_the_node_back_in_service() {
+    let scenario = "
+cluster: race
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 1, maxSize: 5, desiredSize: 2, deletionDelay: 30s}
+";
+    let server = Server::start_with(scenario, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let cluster = Arc::new(SimCluster::new(&config, server.sim().clock().clone()).unwrap());
+    let client = ProviderClient::new(&config).unwrap();
+    let mut fast = settings();
+    fast.scale_down.unneeded_time = Duration::from_secs(60);
+    let mut once = RunOnce::new(client.clone(), fast).acting_on(cluster.clone());
+    let clock = server.sim().clock().clone();
+    cluster.create_pods(owned("api", 1, 300));
+
+    // The pod's node stays (the group may lose one node only); the empty one is unneeded, then tainted.
+    let view = cluster.view().await.unwrap();
+    let busy = view.pods[0].node_name.clone().unwrap();
+    let empty = view.nodes.iter().find(|n| n.name != busy).unwrap().clone();
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    assert!(status.deletions.is_empty(), "{status:#?}");
+    clock.advance(Duration::from_secs(61));
+    let view = cluster.view().await.unwrap();
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    assert_eq!(status.scale_down.len(), 1, "{status:#?}");
+    assert_eq!(status.scale_down[0].node, empty.name);
+    assert_eq!(status.scale_down[0].reason, "empty");
+    let tainted = cluster.nodes();
+    let tainted = tainted.iter().find(|n| n.name == empty.name).unwrap();
+    assert!(tainted.tainted(ekscale::model::taint::TO_BE_DELETED_TAINT));
+
+    // Meanwhile someone else removes the busy node: the group is at its min, so our delete must fail.
+    let busy_node = view.nodes.iter().find(|n| n.name == busy).unwrap();
+    client.refresh().await.unwrap();
+    client
+        .delete_nodes("general", &[(busy.clone(), busy_node.provider_id.clone())])
+        .await
+        .unwrap();
+    clock.advance(Duration::from_secs(10));
+    let view = cluster.view().await.unwrap();
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    let failed: Vec<_> = status
+        .deletions
+        .iter()
+        .filter(|d| d.state == "failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{status:#?}");
+    assert!(failed[0].detail.contains("min size reached"), "{failed:?}");
+    assert!(status.errors[0].contains("stays in service"), "{status:#?}");
+
+    // The taint is off: when the busy node's instance is gone, its pod lands on the node we kept.
+    clock.advance(Duration::from_secs(31));
+    let view = cluster.view().await.unwrap();
+    assert_eq!(view.nodes.len(), 1);
+    assert_eq!(view.nodes[0].name, empty.name);
+    assert!(!view.nodes[0].tainted(ekscale::model::taint::TO_BE_DELETED_TAINT));
+    assert_eq!(view.pods[0].node_name.as_deref(), Some(empty.name.as_str()));
+    // And the loop does not try again during the failure cooldown, nor below min size afterwards.
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    assert!(status.scale_down.is_empty(), "{status:#?}");
 }
