@@ -663,3 +663,131 @@ fn the_readmes_example_decides_as_the_readme_says() {
         assert!(readme.contains(line), "README lacks: {line}");
     }
 }
+
+const SCALE_DOWN_SCENARIO: &str = r#"
+cluster: quiet
+region: us-east-1
+nodeGroups:
+  - {name: web, instanceType: m5.large, zones: [us-east-1a, us-east-1b], minSize: 1, maxSize: 10, desiredSize: 5}
+  - {name: keep, instanceType: m5.large, zones: [us-east-1a], minSize: 1, maxSize: 3, desiredSize: 1}
+"#;
+
+/// Every node of a snapshot is either in `scaleDown` or in `unremovable` with a reason, and what goes is
+/// what the rules, PDBs and min sizes allow.
+#[tokio::test]
+async fn simulate_removes_or_explains_every_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(&scenario, SCALE_DOWN_SCENARIO).unwrap();
+    let provider = Binary::start(&["--sim-file", scenario.to_str().unwrap()]);
+    let mut items = nodes_of(provider.grpc, &["web", "keep"]).await;
+    let name = |i: usize| items[i]["metadata"]["name"].as_str().unwrap().to_string();
+    let web: Vec<String> = (0..5).map(name).collect();
+    let keep = name(5);
+    // web[0]: busy. web[1]: empty. web[2]: a light pod that fits on web[0]. web[3]: a pod nobody owns.
+    // web[4]: a pod annotated not to be evicted. keep: alone at its group's min size.
+    let mut unowned = running(&web[3], "scratchpad", "scratchpad", "100m", "64Mi");
+    unowned["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("ownerReferences");
+    let mut pinned = running(&web[4], "pinned", "pinned", "100m", "64Mi");
+    pinned["metadata"]["annotations"] =
+        json!({"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"});
+    let mut disabled = items[5].clone();
+    disabled["metadata"]["annotations"] =
+        json!({"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"});
+    items[5] = disabled;
+    items.extend([
+        running(&web[0], "busy", "busy", "1200m", "1Gi"),
+        running(&web[2], "light", "light", "300m", "256Mi"),
+        unowned,
+        pinned,
+        common::cluster::exporter(&web[1], "50m", "50Mi"),
+    ]);
+    let snapshot = list(items);
+    let result = simulate_json(provider.grpc, &snapshot, &[]);
+    let removed: Vec<(&str, &str, &str)> = result["scaleDown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["node"].as_str().unwrap(),
+                s["nodeGroup"].as_str().unwrap(),
+                s["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        removed,
+        [
+            (web[1].as_str(), "web", "empty"),
+            (web[2].as_str(), "web", "underutilized")
+        ],
+        "{result:#}"
+    );
+    assert_eq!(result["scaleDown"][1]["pods"], json!(["default/light"]));
+    let kept: std::collections::BTreeMap<&str, (&str, &str)> = result["unremovable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["node"].as_str().unwrap(),
+                (k["reason"].as_str().unwrap(), k["detail"].as_str().unwrap()),
+            )
+        })
+        .collect();
+    assert_eq!(kept.len() + removed.len(), 6, "every node accounted for");
+    assert_eq!(kept[web[0].as_str()].0, "NotUnderutilized");
+    assert_eq!(kept[web[3].as_str()].0, "BlockedByPod");
+    assert!(kept[web[3].as_str()].1.starts_with("NotReplicated: default/scratchpad"));
+    assert!(kept[web[4].as_str()].1.starts_with("NotSafeToEvictAnnotation: default/pinned"));
+    assert_eq!(kept[keep.as_str()].0, "ScaleDownDisabledAnnotation");
+
+    // A lower threshold keeps the light node (300m of 1930m is 16%); scale-down off keeps them all.
+    let result = simulate_json(
+        provider.grpc,
+        &snapshot,
+        &["--scale-down-utilization-threshold", "0.1"],
+    );
+    assert_eq!(result["scaleDown"].as_array().unwrap().len(), 1);
+    assert_eq!(result["scaleDown"][0]["node"], web[1].as_str());
+    let result = simulate_json(provider.grpc, &snapshot, &["--scale-down-enabled", "false"]);
+    assert!(result["scaleDown"].as_array().unwrap().is_empty());
+    // Bad thresholds are refused, naming the flag.
+    let output = simulate(
+        provider.grpc,
+        &dir.path().join("scenario.yaml"),
+        &["--scale-down-utilization-threshold", "1.5"],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--scale-down-utilization-threshold") && stderr.contains("not between 0 and 1"),
+        "{stderr}"
+    );
+}
+
+/// The README's scale-down example: the built-in scenario and tests/data/scaledown.yaml, printed as the
+/// README shows it.
+#[test]
+fn the_readmes_scale_down_example_prints_what_the_readme_shows() {
+    let provider = Binary::start(&[]);
+    let snapshot = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/scaledown.yaml");
+    let output = simulate(provider.grpc, std::path::Path::new(snapshot), &[]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let table = String::from_utf8(output.stdout).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = table.find("Scale-down").expect("a scale-down section");
+    let end = table.find("decided in").unwrap();
+    for line in table[start..end].lines().filter(|l| !l.is_empty()) {
+        assert!(readme.contains(line), "README lacks: {line}");
+    }
+}

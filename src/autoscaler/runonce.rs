@@ -617,11 +617,7 @@ impl RunOnce {
                     "utilization {} (threshold {:.0}%); {}",
                     r.utilization.describe(),
                     threshold * 100.0,
-                    if r.empty {
-                        "no pod needs a new place".to_string()
-                    } else {
-                        format!("its {} pod(s) fit on other nodes", r.evicted.len())
-                    }
+                    destinations(view, r)
                 ),
                 pods: r.evicted.iter().map(|&p| view.pods[p].key()).collect(),
                 risky: r.risky,
@@ -1223,6 +1219,29 @@ fn batching(pending: &Pending, now: SystemTime) -> Option<String> {
         );
     }
     None
+}
+
+/// Where a removable node's pods go, for people: `default/api-0 -> ip-a` or `12 pods -> ip-a (5), ip-b (7)`.
+fn destinations(view: &ClusterView, r: &scaledown::Removable) -> String {
+    match r.destinations.as_slice() {
+        [] => "no pod needs a new place".into(),
+        [(pod, node)] => format!(
+            "{} -> {}",
+            view.pods[*pod].key(),
+            view.nodes[*node].name
+        ),
+        many => {
+            let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
+            for (_, node) in many {
+                *per_node.entry(view.nodes[*node].name.as_str()).or_default() += 1;
+            }
+            let spread: Vec<String> = per_node
+                .iter()
+                .map(|(node, n)| format!("{node} ({n})"))
+                .collect();
+            format!("{} pods -> {}", many.len(), spread.join(", "))
+        }
+    }
 }
 
 /// The pods on each node of the view (bound, or nominated to it), by node index.

@@ -178,6 +178,8 @@ pub struct Removable {
     pub evicted: Vec<usize>,
     /// Evicting them all at once exceeds a PDB: the drain will wait on refused evictions.
     pub risky: bool,
+    /// Where the simulation put each pod that needed a place: (pod, node).
+    pub destinations: Vec<(usize, usize)>,
 }
 
 #[derive(Clone, Debug)]
@@ -319,12 +321,12 @@ pub fn plan<'a>(
         }
         let mut undo = Undo::default();
         match mover.move_pods(input, topology, places, c.node, &c.moving, &mut undo) {
-            Ok(()) => {
+            Ok(destinations) => {
                 room[c.group] -= 1;
                 cores -= node.capacity.cpu_millis;
                 memory -= node.capacity.memory_bytes;
                 places[c.node].accepts = false;
-                plan.removable.push(commit(input, &mut pdbs, c));
+                plan.removable.push(commit(input, &mut pdbs, c, destinations));
             }
             Err(why) => {
                 undo.apply(input.pods, topology, places);
@@ -473,7 +475,12 @@ fn under_minimum(input: &Input, cores: u64, memory: u64, node: &Node) -> Option<
     None
 }
 
-fn commit(input: &Input, pdbs: &mut PdbBudget, c: Candidate) -> Removable {
+fn commit(
+    input: &Input,
+    pdbs: &mut PdbBudget,
+    c: Candidate,
+    destinations: Vec<(usize, usize)>,
+) -> Removable {
     let evicted: Vec<&Pod> = c.evicted.iter().map(|&p| &input.pods[p]).collect();
     let risky = !pdbs.allows_all(&evicted);
     pdbs.spend(&evicted);
@@ -484,6 +491,7 @@ fn commit(input: &Input, pdbs: &mut PdbBudget, c: Candidate) -> Removable {
         utilization: c.utilization,
         evicted: c.evicted,
         risky,
+        destinations,
     }
 }
 
@@ -539,6 +547,7 @@ fn atomic_groups<'a>(
         }
         let mut undo = Undo::default();
         let mut failed = None;
+        let mut moved = Vec::new();
         for c in &members {
             places[c.node].accepts = false;
         }
@@ -547,16 +556,18 @@ fn atomic_groups<'a>(
                 failed = Some((Unremovable::BlockedByPod, why));
                 break;
             }
-            if let Err(why) = mover.move_pods(input, topology, places, c.node, &c.moving, &mut undo)
-            {
-                failed = Some((Unremovable::NoPlaceToMovePods, why));
-                break;
+            match mover.move_pods(input, topology, places, c.node, &c.moving, &mut undo) {
+                Ok(destinations) => moved.push(destinations),
+                Err(why) => {
+                    failed = Some((Unremovable::NoPlaceToMovePods, why));
+                    break;
+                }
             }
         }
         match failed {
             None => {
-                for c in members {
-                    plan.removable.push(commit(input, pdbs, c));
+                for (c, destinations) in members.into_iter().zip(moved) {
+                    plan.removable.push(commit(input, pdbs, c, destinations));
                 }
             }
             Some((reason, why)) => {
@@ -611,7 +622,8 @@ impl<'a> Mover<'a> {
     }
 
     /// Places every pod of `moving` (on place `from`) on another place that accepts pods, first fit, as
-    /// the scheduler would. On failure, says which pod fits nowhere and why; `undo` has what was changed.
+    /// the scheduler would, and says where each went. On failure, says which pod fits nowhere and why;
+    /// `undo` has what was changed.
     fn move_pods(
         &mut self,
         input: &Input<'a>,
@@ -620,8 +632,9 @@ impl<'a> Mover<'a> {
         from: usize,
         moving: &[usize],
         undo: &mut Undo,
-    ) -> Result<(), String> {
+    ) -> Result<Vec<(usize, usize)>, String> {
         let pods = input.pods;
+        let mut destinations = Vec::with_capacity(moving.len());
         // They stop counting where they are: their spread and anti-affinity no longer hold there.
         for &p in moving {
             let terms = self.entry(topology, &pods[p]).0.clone();
@@ -649,6 +662,10 @@ impl<'a> Mover<'a> {
                     let (k, _) = filling.fill(topology, &[], places, p, want);
                     if k > 0 {
                         undo.puts.push((eg.pods[0], p, k, terms.clone()));
+                        let first = eg.pods.len() - want as usize;
+                        for &pod in &eg.pods[first..first + k as usize] {
+                            destinations.push((pod, p));
+                        }
                         want -= k;
                     }
                 }
@@ -672,6 +689,6 @@ impl<'a> Mover<'a> {
                 ));
             }
         }
-        Ok(())
+        Ok(destinations)
     }
 }

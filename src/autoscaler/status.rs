@@ -219,13 +219,26 @@ impl Status {
         }
         if !self.unremovable.is_empty() {
             let _ = writeln!(out, "\nNodes kept");
+            // Busy nodes and nodes of no group are many and unsurprising: counted, not listed.
+            let mut counted: BTreeMap<&str, usize> = BTreeMap::new();
             for node in &self.unremovable {
+                if matches!(node.reason.as_str(), "NotUnderutilized" | "NotAutoscaled") {
+                    *counted.entry(node.reason.as_str()).or_default() += 1;
+                    continue;
+                }
                 let group = node.node_group.as_deref().unwrap_or("-");
                 let _ = writeln!(
                     out,
                     "  {} ({group}): {}: {}",
                     node.node, node.reason, node.detail
                 );
+            }
+            for (reason, n) in counted {
+                let what = match reason {
+                    "NotUnderutilized" => "above the utilization threshold",
+                    _ => "in no node group",
+                };
+                let _ = writeln!(out, "  {n} node(s) {what} ({reason})");
             }
         }
         if !self.placed.is_empty() {
