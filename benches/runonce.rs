@@ -117,6 +117,101 @@ fn peak_mib(child: &mut std::process::Child) -> f64 {
     }
 }
 
+/// A quiet afternoon on the same 1,000 nodes: 400 busy (30 pods of 500m), 600 light (30 pods of 100m, 19%
+/// used) that scale-down must drain into each other; 50 apps, 20 of them under a PDB; a DaemonSet pod each.
+async fn quiet_snapshot(addr: SocketAddr) -> Value {
+    let mut items = cluster::nodes_of(addr, &["general"]).await;
+    let names: Vec<String> = items
+        .iter()
+        .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    for (n, node) in names.iter().enumerate() {
+        let cpu = if n < 400 { "500m" } else { "100m" };
+        for p in 0..30 {
+            let app = format!("app-{}", (n * 30 + p) % 50);
+            items.push(cluster::running(
+                node,
+                &format!("{app}-{n}-{p}"),
+                &app,
+                cpu,
+                "512Mi",
+            ));
+        }
+        items.push(cluster::exporter(node, "100m", "128Mi"));
+    }
+    for a in 0..20 {
+        items.push(json!({
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": format!("app-{a}"), "namespace": "default"},
+            "spec": {"maxUnavailable": "50%", "selector": {"matchLabels": {"app": format!("app-{a}")}}},
+            "status": {"disruptionsAllowed": 300}
+        }));
+    }
+    cluster::list(items)
+}
+
+fn scale_down(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let addr = rt.block_on(provider());
+    let snapshot = rt.block_on(quiet_snapshot(addr));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("quiet.json");
+    std::fs::write(&path, snapshot.to_string()).unwrap();
+    let view = rt.block_on(Snapshot::read(&path).unwrap().view()).unwrap();
+    let client = rt.block_on(async {
+        ProviderClient::new(&ProviderConfig::plaintext(addr.to_string())).unwrap()
+    });
+    // As `simulate` plans: every unneeded node listed, timers taken as elapsed.
+    let settings = Settings {
+        scale_down: ekscale::autoscaler::scaledown::Settings {
+            timers_elapsed: true,
+            ..Default::default()
+        },
+        ..Settings::default()
+    };
+    let now = SystemTime::now();
+    let mut once = RunOnce::new(client.clone(), settings.clone());
+    let status = rt.block_on(once.run(&view, now)).unwrap();
+    let moved: usize = status.scale_down.iter().map(|s| s.pods.len()).sum();
+    println!(
+        "quiet cluster: {} nodes, {} pods; one RunOnce {:.1} ms, scale-down planning {:.1} ms: {} nodes \
+         removable ({} empty), {} pods moved, {} kept",
+        view.nodes.len(),
+        view.pods.len(),
+        status.elapsed_ms,
+        status.scale_down_ms,
+        status.scale_down.len(),
+        status
+            .scale_down
+            .iter()
+            .filter(|s| s.reason == "empty")
+            .count(),
+        moved,
+        status.unremovable.len()
+    );
+    c.bench_function("scaledown/1000 nodes, 31000 pods, 600 light nodes", |b| {
+        b.to_async(&rt).iter(|| {
+            let view = view.clone();
+            let mut once = RunOnce::new(client.clone(), settings.clone());
+            async move { once.run(&view, now).await.unwrap() }
+        })
+    });
+    let off = Settings {
+        scale_down: ekscale::autoscaler::scaledown::Settings {
+            enabled: false,
+            ..Default::default()
+        },
+        ..Settings::default()
+    };
+    c.bench_function("scaledown/the same RunOnce with scale-down off", |b| {
+        b.to_async(&rt).iter(|| {
+            let view = view.clone();
+            let mut once = RunOnce::new(client.clone(), off.clone());
+            async move { once.run(&view, now).await.unwrap() }
+        })
+    });
+}
+
 fn runonce(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let addr = rt.block_on(provider());
@@ -180,6 +275,6 @@ fn runonce(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(20));
-    targets = runonce
+    targets = runonce, scale_down
 }
 criterion_main!(benches);

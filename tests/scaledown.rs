@@ -542,3 +542,68 @@ fn expendable_pods_need_no_place_and_pods_with_anti_affinity_respect_it_when_mov
     assert!(plan.removable[0].empty);
     assert_eq!(plan.removable[0].evicted.len(), 1);
 }
+
+#[test]
+fn removals_together_never_overcommit_the_nodes_that_stay_nor_lose_a_pod() {
+    // 10 busy nodes (3 CPU used) and 30 light ones (5 x 300m) of shapes that chain: pods moved off one
+    // light node may land on another that goes later, and must then move again.
+    let mut c = Cluster::new(&[("general", 0, 40)]);
+    for n in 0..40 {
+        let name = format!("n{n:02}");
+        c.node(&name, Some(0));
+        let (count, cpu) = if n < 10 { (6, 500) } else { (5, 300) };
+        for p in 0..count {
+            c.pod(
+                &name,
+                &format!("{name}-{p}"),
+                &format!("app-{}", p % 3),
+                cpu,
+            );
+        }
+    }
+    let plan = c.plan();
+    assert!(
+        plan.removable.len() >= 20,
+        "{} removable",
+        plan.removable.len()
+    );
+    let removed: HashSet<usize> = plan.removable.iter().map(|r| r.node).collect();
+    // Where each pod ends: its node, or where the last removal that moved it put it.
+    let index: BTreeMap<&str, usize> = c
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    let mut at: Vec<usize> = c
+        .pods
+        .iter()
+        .map(|p| index[p.node_name.as_deref().unwrap()])
+        .collect();
+    for r in &plan.removable {
+        for &(pod, to) in &r.destinations {
+            assert_eq!(
+                at[pod], r.node,
+                "{} moved from where it is not",
+                c.pods[pod].name
+            );
+            at[pod] = to;
+        }
+    }
+    let mut used = vec![Resources::default(); c.nodes.len()];
+    for (p, &n) in at.iter().enumerate() {
+        assert!(
+            !removed.contains(&n),
+            "{} left on a removed node",
+            c.pods[p].name
+        );
+        used[n] = used[n].plus(c.pods[p].demand);
+    }
+    for (n, u) in used.iter().enumerate() {
+        assert!(
+            c.nodes[n].allocatable.fits(u),
+            "{} overcommitted: {u:?}",
+            c.name(n)
+        );
+    }
+}

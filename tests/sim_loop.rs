@@ -349,7 +349,11 @@ nodeGroups:
     let mut phase = 0;
     for loop_number in 0..400 {
         let view = cluster.view().await.unwrap();
-        assert_eq!(names(&view.pods), expected, "a pod was lost (loop {loop_number})");
+        assert_eq!(
+            names(&view.pods),
+            expected,
+            "a pod was lost (loop {loop_number})"
+        );
         let status = once.run(&view, cluster.now()).await.unwrap();
         assert!(status.errors.is_empty(), "loop {loop_number}: {status:#?}");
         most_nodes = most_nodes.max(view.nodes.len());
@@ -374,8 +378,14 @@ nodeGroups:
         clock.advance(Duration::from_secs(10));
     }
     assert_eq!(phase, 2, "the burst never got nodes");
-    assert!(most_nodes >= 6, "the burst needed 6 nodes, got {most_nodes}");
-    assert!(drained >= 2, "nodes with cache pods were drained: {states:?}");
+    assert!(
+        most_nodes >= 6,
+        "the burst needed 6 nodes, got {most_nodes}"
+    );
+    assert!(
+        drained >= 2,
+        "nodes with cache pods were drained: {states:?}"
+    );
     assert!(states.get("draining").is_some_and(|n| *n > 0), "{states:?}");
     let view = cluster.view().await.unwrap();
     // 600m of api and 2000m of cache need two m5.large, and two is what is left.
@@ -417,7 +427,9 @@ async fn the_simulator_refuses_evictions_a_budget_forbids() {
         .await
         .unwrap();
     // api-0 is pending again (its ReplicaSet recreated it): no disruption left until it runs.
-    let refused = cluster.evict("default", "api-1", Duration::from_secs(30)).await;
+    let refused = cluster
+        .evict("default", "api-1", Duration::from_secs(30))
+        .await;
     assert!(
         matches!(
             refused,

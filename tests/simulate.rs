@@ -742,8 +742,16 @@ async fn simulate_removes_or_explains_every_node() {
     assert_eq!(kept.len() + removed.len(), 6, "every node accounted for");
     assert_eq!(kept[web[0].as_str()].0, "NotUnderutilized");
     assert_eq!(kept[web[3].as_str()].0, "BlockedByPod");
-    assert!(kept[web[3].as_str()].1.starts_with("NotReplicated: default/scratchpad"));
-    assert!(kept[web[4].as_str()].1.starts_with("NotSafeToEvictAnnotation: default/pinned"));
+    assert!(
+        kept[web[3].as_str()]
+            .1
+            .starts_with("NotReplicated: default/scratchpad")
+    );
+    assert!(
+        kept[web[4].as_str()]
+            .1
+            .starts_with("NotSafeToEvictAnnotation: default/pinned")
+    );
     assert_eq!(kept[keep.as_str()].0, "ScaleDownDisabledAnnotation");
 
     // A lower threshold keeps the light node (300m of 1930m is 16%); scale-down off keeps them all.
@@ -765,7 +773,8 @@ async fn simulate_removes_or_explains_every_node() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("--scale-down-utilization-threshold") && stderr.contains("not between 0 and 1"),
+        stderr.contains("--scale-down-utilization-threshold")
+            && stderr.contains("not between 0 and 1"),
         "{stderr}"
     );
 }

@@ -524,7 +524,9 @@ impl RunOnce {
             unready_enabled: sd.unready_enabled,
             now,
         };
+        let planning = Instant::now();
         let plan = scaledown::plan(&input, &sd.rules, topology, places);
+        status.scale_down_ms = planning.elapsed().as_secs_f64() * 1000.0;
         let node_name = |n: usize| view.nodes[n].name.clone();
         let group_id = |g: usize| groups[g].id.clone();
         let mut kept: Vec<KeptNode> = plan
@@ -1225,11 +1227,7 @@ fn batching(pending: &Pending, now: SystemTime) -> Option<String> {
 fn destinations(view: &ClusterView, r: &scaledown::Removable) -> String {
     match r.destinations.as_slice() {
         [] => "no pod needs a new place".into(),
-        [(pod, node)] => format!(
-            "{} -> {}",
-            view.pods[*pod].key(),
-            view.nodes[*node].name
-        ),
+        [(pod, node)] => format!("{} -> {}", view.pods[*pod].key(), view.nodes[*node].name),
         many => {
             let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
             for (_, node) in many {

@@ -285,7 +285,18 @@ pub fn plan<'a>(
     let (mut cores, mut memory) = input.nodes.iter().fold((0u64, 0u64), |(c, m), n| {
         (c + n.capacity.cpu_millis, m + n.capacity.memory_bytes)
     });
-    let mut mover = Mover::default();
+    // Pods moving off a candidate go first to nodes that are no candidate, then to the candidates tried
+    // last: filling a node that is about to be removed would only move the same pods again.
+    let rank: HashMap<usize, usize> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.node, i))
+        .collect();
+    let mut order: Vec<usize> = (0..places.len())
+        .filter(|p| !rank.contains_key(p))
+        .collect();
+    order.extend(candidates.iter().rev().map(|c| c.node));
+    let mut mover = Mover::new(order, places.len());
     // zeroOrMaxNodeScaling groups go whole: their candidates are simulated together, after the rest.
     let (atomic, single): (Vec<Candidate>, Vec<Candidate>) = candidates
         .into_iter()
@@ -326,7 +337,9 @@ pub fn plan<'a>(
                 cores -= node.capacity.cpu_millis;
                 memory -= node.capacity.memory_bytes;
                 places[c.node].accepts = false;
-                plan.removable.push(commit(input, &mut pdbs, c, destinations));
+                mover.commit(c.node, &destinations);
+                plan.removable
+                    .push(commit(input, &mut pdbs, c, destinations));
             }
             Err(why) => {
                 undo.apply(input.pods, topology, places);
@@ -567,6 +580,7 @@ fn atomic_groups<'a>(
         match failed {
             None => {
                 for (c, destinations) in members.into_iter().zip(moved) {
+                    mover.commit(c.node, &destinations);
                     plan.removable.push(commit(input, pdbs, c, destinations));
                 }
             }
@@ -606,19 +620,38 @@ impl Undo {
     }
 }
 
-/// Moves pods off nodes being removed, remembering per equivalence group where to start looking: the
-/// first place not yet known to be full for it. Places only fill up during a pass, so for pods that only
-/// resources and node constraints limit, a place that was full stays full (upstream keeps a similar hint).
-#[derive(Default)]
+/// Moves pods off nodes being removed, trying places in a fixed order and remembering per equivalence
+/// group where in it to start: the first place not yet known to be full for it. Places only fill up during
+/// a pass, so for pods that only resources and node constraints limit, a place that was full stays full
+/// (upstream keeps a similar hint).
 struct Mover<'a> {
+    order: Vec<usize>,
     known: HashMap<EquivalenceKey<'a>, (Arc<PodTerms>, usize)>,
+    /// Pods that committed removals moved onto each place: they move again if it goes too.
+    moved_onto: Vec<Vec<usize>>,
 }
 
 impl<'a> Mover<'a> {
+    fn new(order: Vec<usize>, places: usize) -> Mover<'a> {
+        Mover {
+            order,
+            known: HashMap::new(),
+            moved_onto: vec![Vec::new(); places],
+        }
+    }
+
     fn entry(&mut self, topology: &Topology, pod: &'a Pod) -> &mut (Arc<PodTerms>, usize) {
         self.known
             .entry(pod.equivalence_key())
             .or_insert_with(|| (Arc::new(topology.resolve(pod)), 0))
+    }
+
+    /// Records a committed removal of `from`: its pods now live where `destinations` says.
+    fn commit(&mut self, from: usize, destinations: &[(usize, usize)]) {
+        self.moved_onto[from].clear();
+        for &(pod, to) in destinations {
+            self.moved_onto[to].push(pod);
+        }
     }
 
     /// Places every pod of `moving` (on place `from`) on another place that accepts pods, first fit, as
@@ -634,9 +667,14 @@ impl<'a> Mover<'a> {
         undo: &mut Undo,
     ) -> Result<Vec<(usize, usize)>, String> {
         let pods = input.pods;
+        let moving: Vec<usize> = moving
+            .iter()
+            .chain(&self.moved_onto[from])
+            .copied()
+            .collect();
         let mut destinations = Vec::with_capacity(moving.len());
         // They stop counting where they are: their spread and anti-affinity no longer hold there.
-        for &p in moving {
+        for &p in &moving {
             let terms = self.entry(topology, &pods[p]).0.clone();
             topology.uncount(&terms, &places[from], 1);
             undo.uncounted.push((from, terms));
@@ -647,13 +685,14 @@ impl<'a> Mover<'a> {
             let (terms, hint) = self.entry(topology, pod).clone();
             let mut want = eg.pods.len() as u64;
             let mut filling = Filling::new(pod, &terms);
-            let mut p = if terms.simple { hint } else { 0 };
+            let mut i = if terms.simple { hint } else { 0 };
             let mut advance = terms.simple;
-            while want > 0 && p < places.len() {
+            while want > 0 && i < self.order.len() {
+                let p = self.order[i];
                 if p == from {
                     // The node being removed may stay after all: the hint must not pass it.
                     advance = false;
-                    p += 1;
+                    i += 1;
                     continue;
                 }
                 let usable = places[p].accepts
@@ -670,9 +709,9 @@ impl<'a> Mover<'a> {
                     }
                 }
                 if want > 0 {
-                    p += 1;
+                    i += 1;
                     if advance {
-                        self.entry(topology, pod).1 = p;
+                        self.entry(topology, pod).1 = i;
                     }
                 }
             }

@@ -25,6 +25,8 @@ pub struct Status {
     pub elapsed_ms: f64,
     /// The estimator alone.
     pub estimate_ms: f64,
+    /// Scale-down planning alone (candidates, rules, removal simulation).
+    pub scale_down_ms: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -287,8 +289,8 @@ impl Status {
         }
         let _ = writeln!(
             out,
-            "\ndecided in {:.1} ms (estimator {:.1} ms)",
-            self.elapsed_ms, self.estimate_ms
+            "\ndecided in {:.1} ms (estimator {:.1} ms, scale-down {:.1} ms)",
+            self.elapsed_ms, self.estimate_ms, self.scale_down_ms
         );
         out
     }
