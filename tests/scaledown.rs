@@ -607,3 +607,19 @@ fn removals_together_never_overcommit_the_nodes_that_stay_nor_lose_a_pod() {
         );
     }
 }
+
+#[test]
+fn unready_nodes_are_candidates_once_they_are_past_starting() {
+    let mut c = Cluster::new(&[("general", 0, 2)]);
+    let unready = |age: u64| {
+        move |n: &mut Node| {
+            n.ready = false;
+            n.created = Some(SystemTime::now() - Duration::from_secs(age));
+        }
+    };
+    c.node_with("starting", Some(0), unready(60))
+        .node_with("broken", Some(0), unready(3600));
+    let plan = c.plan();
+    assert_eq!(kept(&c, &plan, "starting").0, "NotStarted");
+    assert_eq!(removable(&c, &plan), ["broken"]);
+}

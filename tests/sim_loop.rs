@@ -506,3 +506,141 @@ nodeGroups:
     let status = once.run(&view, cluster.now()).await.unwrap();
     assert!(status.scale_down.is_empty(), "{status:#?}");
 }
+
+#[tokio::test]
+async fn soft_taints_follow_unneeded_nodes_and_stale_taints_are_removed_at_start() {
+    let scenario = "
+cluster: soft
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 2}
+";
+    let server = Server::start_with(scenario, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let cluster = Arc::new(SimCluster::new(&config, server.sim().clock().clone()).unwrap());
+    let view = cluster.view().await.unwrap();
+    let (a, b) = (view.nodes[0].name.clone(), view.nodes[1].name.clone());
+    // An earlier run died while removing `a`: its taint is still there.
+    cluster
+        .taint(
+            &a,
+            &ekscale::autoscaler::actuation::to_be_deleted(cluster.now()),
+        )
+        .await
+        .unwrap();
+    // `b` is busy (a 1500m pod), `a` is empty.
+    let mut busy = owned("busy", 1, 1500);
+    busy[0].scheduling = Arc::new(ekscale::model::pod::Scheduling {
+        node_selector: [("kubernetes.io/hostname".to_string(), b.clone())].into(),
+        ..Default::default()
+    });
+    cluster.create_pods(busy);
+
+    let mut once =
+        RunOnce::new(ProviderClient::new(&config).unwrap(), settings()).acting_on(cluster.clone());
+    let view = cluster.view().await.unwrap();
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    assert!(
+        status
+            .deletions
+            .iter()
+            .any(|d| d.node == a && d.state == "restored"),
+        "{status:#?}"
+    );
+    let taints = |name: &str| {
+        cluster
+            .nodes()
+            .iter()
+            .find(|n| n.name == name)
+            .unwrap()
+            .taints
+            .iter()
+            .map(|t| (t.key.clone(), t.effect.as_str()))
+            .collect::<Vec<_>>()
+    };
+    // `a` is unneeded (its timer runs): soft-tainted, not removed yet.
+    assert_eq!(
+        taints(&a),
+        [(DELETION_CANDIDATE.to_string(), "PreferNoSchedule")],
+        "{status:#?}"
+    );
+    assert!(taints(&b).is_empty());
+    let kept = status.unremovable.iter().find(|k| k.node == a).unwrap();
+    assert_eq!(kept.reason, "NotUnneededLongEnough");
+    assert!(
+        kept.detail.starts_with("unneeded for 0s of 10m"),
+        "{kept:?}"
+    );
+
+    // Pods arrive that need `a`: the soft taint comes off.
+    cluster.create_pods(owned("more", 1, 1500));
+    let view = cluster.view().await.unwrap();
+    assert!(view.pods.iter().all(|p| p.node_name.is_some()));
+    once.run(&view, cluster.now()).await.unwrap();
+    assert!(taints(&a).is_empty(), "{:?}", taints(&a));
+}
+
+const DELETION_CANDIDATE: &str = ekscale::model::taint::DELETION_CANDIDATE_TAINT;
+
+#[tokio::test]
+async fn refused_evictions_are_retried_then_the_node_is_given_back() {
+    use ekscale::autoscaler::actuation::{Actuator, Outcome, Pacing};
+    let scenario = "
+cluster: pdb
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 1}
+";
+    let server = Server::start_with(scenario, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let cluster = SimCluster::new(&config, server.sim().clock().clone()).unwrap();
+    let client = ProviderClient::new(&config).unwrap();
+    cluster.create_pods(owned("api", 1, 300));
+    cluster.create_pdb(ekscale::sim::cluster::Budget {
+        namespace: "default".into(),
+        name: "api".into(),
+        selector: ekscale::model::selector::LabelSelector {
+            match_labels: [("app".to_string(), "api".to_string())].into(),
+            expressions: vec![],
+        },
+        max_unavailable: 0,
+    });
+    let view = cluster.view().await.unwrap();
+    let node = view.nodes[0].clone();
+    let mut actuator = Actuator::default();
+    let pacing = Pacing::default();
+    let rules = ekscale::autoscaler::drain::Rules::default();
+    actuator
+        .start(&cluster, &node, "general", false, cluster.now())
+        .await
+        .unwrap();
+    let clock = server.sim().clock().clone();
+    let mut last = Vec::new();
+    // Every 10 s for 2 minutes the eviction is refused and retried; then the node is given back.
+    for _ in 0..14 {
+        clock.advance(Duration::from_secs(10));
+        let view = cluster.view().await.unwrap();
+        last = actuator
+            .advance(&cluster, &client, &view, &rules, &pacing, cluster.now())
+            .await;
+        if matches!(last[..], [Outcome::Failed { .. }]) {
+            break;
+        }
+        assert!(
+            matches!(&last[..], [Outcome::Draining { waiting, .. }] if waiting.starts_with("the scheduler") || waiting.starts_with("refused evictions: default/api-0")),
+            "{last:?}"
+        );
+    }
+    let [Outcome::Failed { why, .. }] = &last[..] else {
+        panic!("{last:?}");
+    };
+    assert!(why.contains("--max-pod-eviction-time 2m"), "{why}");
+    let view = cluster.view().await.unwrap();
+    assert!(
+        view.nodes[0].taints.is_empty(),
+        "the node is back in service"
+    );
+    assert_eq!(view.pods[0].node_name.as_deref(), Some(node.name.as_str()));
+    client.refresh().await.unwrap();
+    assert_eq!(client.target_size("general").await.unwrap(), 1);
+}

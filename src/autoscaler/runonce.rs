@@ -151,12 +151,25 @@ impl RunOnce {
         self.backoff.forget_old(now);
         let facts = self.read_groups().await?;
         let node_group = self.groups_of_nodes(view, &facts).await?;
+        let mut restored = HashSet::new();
         if let Some(cluster) = self.actor() {
-            self.remove_stale_taints(&*cluster, view, &facts, &mut status)
+            restored = self
+                .remove_stale_taints(&*cluster, view, &facts, &mut status)
                 .await;
             self.advance_deletions(&*cluster, view, now, &mut status)
                 .await;
         }
+        // Nodes on their way out: ours, and any carrying the ToBeDeleted taint (ours from an earlier run
+        // that was not just removed, or another autoscaler's).
+        let deleting: HashSet<String> = view
+            .nodes
+            .iter()
+            .filter(|n| {
+                self.actuator.contains(&n.name)
+                    || n.tainted(TO_BE_DELETED_TAINT) && !restored.contains(&n.name)
+            })
+            .map(|n| n.name.clone())
+            .collect();
         let (mut groups, counts) = self.count(view, &facts, &node_group, now);
         if self.settings.remove_unregistered {
             self.remove_long_unregistered(&facts, now, &mut status)
@@ -182,7 +195,7 @@ impl RunOnce {
         let (mut topology, mut places) =
             world::build(&view.nodes, &node_group, pods, &sorted.bound, &exemplars);
         for (place, node) in places.iter_mut().zip(view.nodes.iter()) {
-            if self.actuator.contains(&node.name) || node.tainted(TO_BE_DELETED_TAINT) {
+            if deleting.contains(&node.name) {
                 place.accepts = false;
             }
         }
@@ -282,17 +295,9 @@ impl RunOnce {
         if self.settings.scale_down.enabled {
             let existing = &mut places[..view.nodes.len()];
             let world = (&mut topology, existing);
-            self.scale_down(
-                view,
-                &facts,
-                &node_group,
-                &on_node,
-                world,
-                paused,
-                now,
-                &mut status,
-            )
-            .await;
+            let nodes = (node_group.as_slice(), on_node.as_slice(), &deleting);
+            self.scale_down(view, &facts, nodes, world, paused, now, &mut status)
+                .await;
         }
         status.node_groups = facts
             .iter()
@@ -485,8 +490,7 @@ impl RunOnce {
         &mut self,
         view: &ClusterView,
         facts: &[GroupFacts],
-        node_group: &[Option<usize>],
-        on_node: &[Vec<usize>],
+        (node_group, on_node, deleting): (&[Option<usize>], &[Vec<usize>], &HashSet<String>),
         (topology, places): (&mut Topology, &mut [Place]),
         paused: Option<String>,
         now: SystemTime,
@@ -507,7 +511,6 @@ impl RunOnce {
                     .count(),
             })
             .collect();
-        let deleting: HashSet<String> = self.actuator.in_flight().map(|d| d.node.clone()).collect();
         let previously: HashSet<String> = self.unneeded_since.keys().cloned().collect();
         let input = scaledown::Input {
             nodes: &view.nodes,
@@ -516,7 +519,7 @@ impl RunOnce {
             node_group,
             groups: &groups,
             on_node,
-            deleting: &deleting,
+            deleting,
             previously_unneeded: &previously,
             min_cores: self.settings.limits.min_cores,
             min_memory_gib: self.settings.limits.min_memory_gib,
@@ -714,7 +717,8 @@ impl RunOnce {
                 }
             }
         }
-        self.soft_taints(&*cluster, view, &plan, &sd, status).await;
+        self.soft_taints(&*cluster, view, &plan, &sd, deleting, status)
+            .await;
         kept.sort_by(|a, b| a.node.cmp(&b.node));
         status.unremovable = kept;
     }
@@ -762,6 +766,7 @@ impl RunOnce {
         view: &ClusterView,
         plan: &scaledown::Plan,
         sd: &scaledown::Settings,
+        deleting: &HashSet<String>,
         status: &mut Status,
     ) {
         let unneeded: HashSet<usize> = plan.removable.iter().map(|r| r.node).collect();
@@ -770,7 +775,7 @@ impl RunOnce {
             if budget == 0 {
                 break;
             }
-            if self.actuator.contains(&node.name) || node.tainted(TO_BE_DELETED_TAINT) {
+            if self.actuator.contains(&node.name) || deleting.contains(&node.name) {
                 continue;
             }
             let has = node.tainted(DELETION_CANDIDATE_TAINT);
@@ -838,16 +843,17 @@ impl RunOnce {
     }
 
     /// Our ToBeDeleted taints that an earlier run left (it stopped mid-deletion) come off in the first loop,
-    /// except on nodes whose instance the provider is already deleting.
+    /// except on nodes whose instance the provider is already deleting. Returns the nodes put back.
     async fn remove_stale_taints(
         &mut self,
         cluster: &dyn ClusterSource,
         view: &ClusterView,
         facts: &[GroupFacts],
         status: &mut Status,
-    ) {
+    ) -> HashSet<String> {
+        let mut restored = HashSet::new();
         if std::mem::replace(&mut self.stale_taints_checked, true) {
-            return;
+            return restored;
         }
         let going: HashSet<&str> = facts
             .iter()
@@ -867,17 +873,21 @@ impl RunOnce {
                 continue;
             }
             match cluster.untaint(&node.name, TO_BE_DELETED_TAINT).await {
-                Ok(()) => status.deletions.push(DeletionStatus {
-                    node: node.name.clone(),
-                    node_group: String::new(),
-                    state: "restored".into(),
-                    detail: "a ToBeDeleted taint left by an earlier run was removed".into(),
-                }),
+                Ok(()) => {
+                    restored.insert(node.name.clone());
+                    status.deletions.push(DeletionStatus {
+                        node: node.name.clone(),
+                        node_group: String::new(),
+                        state: "restored".into(),
+                        detail: "a ToBeDeleted taint left by an earlier run was removed".into(),
+                    });
+                }
                 Err(e) => status
                     .errors
                     .push(format!("removing a stale taint from {}: {e}", node.name)),
             }
         }
+        restored
     }
 
     /// Every group's size, instances and template, asked concurrently. A group the provider cannot describe

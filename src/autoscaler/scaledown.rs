@@ -154,7 +154,8 @@ pub struct Input<'a> {
     pub groups: &'a [GroupInfo],
     /// Pods on each node: bound (or nominated) and pending pods this loop found room for there.
     pub on_node: &'a [Vec<usize>],
-    /// Nodes being removed (by name): never candidates, never destinations.
+    /// Nodes being removed (by name; ours, or carrying a ToBeDeleted taint): never candidates, never
+    /// destinations.
     pub deleting: &'a HashSet<String>,
     /// Nodes unneeded in the previous loop: tried first, so their timers keep running.
     pub previously_unneeded: &'a HashSet<String>,
@@ -376,8 +377,7 @@ fn candidate(
             "annotated cluster-autoscaler.kubernetes.io/scale-down-disabled: \"true\"".into(),
         ));
     }
-    if input.deleting.contains(&node.name) || node.tainted(crate::model::taint::TO_BE_DELETED_TAINT)
-    {
+    if input.deleting.contains(&node.name) {
         return Err((
             Unremovable::CurrentlyBeingDeleted,
             "its removal is in progress".into(),
