@@ -233,9 +233,10 @@ fn runonce(c: &mut Criterion) {
     let now = SystemTime::now();
     let status = rt.block_on(once.run(&view, now)).unwrap();
     println!(
-        "one RunOnce: {:.1} ms (estimator {:.1} ms); {} placed on existing nodes, scale-ups {:?}, {} cannot be helped",
+        "one RunOnce: {:.1} ms (estimator {:.1} ms, scale-down {:.1} ms); {} placed on existing nodes, scale-ups {:?}, {} cannot be helped",
         status.elapsed_ms,
         status.estimate_ms,
+        status.scale_down_ms,
         status.placed.len(),
         status
             .scale_up

@@ -375,6 +375,7 @@ async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
 }
 
 /// The loop over a snapshot (the live cluster source is not built yet): one RunOnce every scan interval.
+/// A snapshot cannot be changed, so scale-down is reported, never carried out.
 async fn run(args: RunArgs) -> Result<(), Failure> {
     let Some(path) = &args.snapshot else {
         return Err(Failure::Usage(
@@ -413,9 +414,19 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
                 for s in &status.scale_up {
                     tracing::info!(node_group = %s.node_group, delta = s.delta, pods = s.pods.len(), reason = %s.reason, error = ?s.error, "scale-up");
                 }
+                for s in &status.scale_down {
+                    tracing::info!(node = %s.node, node_group = %s.node_group, reason = %s.reason, detail = %s.detail, "scale-down");
+                }
+                for d in &status.deletions {
+                    tracing::info!(node = %d.node, node_group = %d.node_group, state = %d.state, detail = %d.detail, "deletion");
+                }
+                for e in &status.errors {
+                    tracing::warn!(error = %e, "loop problem");
+                }
                 tracing::info!(
                     pending_helped = status.scale_up.iter().map(|s| s.pods.len()).sum::<usize>(),
                     no_scale_up = status.no_scale_up.len(),
+                    unneeded = status.scale_down.len(),
                     fargate = status.fargate.len(),
                     elapsed_ms = status.elapsed_ms,
                     dry_run = args.dry_run,
