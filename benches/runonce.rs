@@ -150,17 +150,34 @@ async fn quiet_snapshot(addr: SocketAddr) -> Value {
     cluster::list(items)
 }
 
-fn scale_down(c: &mut Criterion) {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let addr = rt.block_on(provider());
-    let snapshot = rt.block_on(quiet_snapshot(addr));
+/// `snapshot` written to a file and read back as `simulate` reads it, with a client of the provider.
+struct Prepared {
+    view: Arc<ekscale::autoscaler::cluster::ClusterView>,
+    path: std::path::PathBuf,
+    client: ProviderClient,
+    _dir: tempfile::TempDir,
+}
+
+fn prepare(rt: &tokio::runtime::Runtime, addr: SocketAddr, snapshot: Value) -> Prepared {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("quiet.json");
+    let path = dir.path().join("snapshot.json");
     std::fs::write(&path, snapshot.to_string()).unwrap();
     let view = rt.block_on(Snapshot::read(&path).unwrap().view()).unwrap();
     let client = rt.block_on(async {
         ProviderClient::new(&ProviderConfig::plaintext(addr.to_string())).unwrap()
     });
+    Prepared {
+        view,
+        path,
+        client,
+        _dir: dir,
+    }
+}
+
+fn scale_down(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let addr = rt.block_on(provider());
+    let Prepared { view, client, .. } = prepare(&rt, addr, rt.block_on(quiet_snapshot(addr)));
     // As `simulate` plans: every unneeded node listed, timers taken as elapsed.
     let settings = Settings {
         scale_down: ekscale::autoscaler::scaledown::Settings {
@@ -215,20 +232,18 @@ fn scale_down(c: &mut Criterion) {
 fn runonce(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let addr = rt.block_on(provider());
-    let snapshot = rt.block_on(snapshot(addr));
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("snapshot.json");
-    std::fs::write(&path, snapshot.to_string()).unwrap();
-    let view = rt.block_on(Snapshot::read(&path).unwrap().view()).unwrap();
+    let prepared = prepare(&rt, addr, rt.block_on(snapshot(addr)));
+    let (view, path, client) = (
+        prepared.view.clone(),
+        &prepared.path,
+        prepared.client.clone(),
+    );
     println!(
         "cluster: {} nodes, {} pods ({} bytes of JSON)",
         view.nodes.len(),
         view.pods.len(),
-        std::fs::metadata(&path).unwrap().len()
+        std::fs::metadata(path).unwrap().len()
     );
-    let client = rt.block_on(async {
-        ProviderClient::new(&ProviderConfig::plaintext(addr.to_string())).unwrap()
-    });
     let mut once = RunOnce::new(client.clone(), Settings::default());
     let now = SystemTime::now();
     let status = rt.block_on(once.run(&view, now)).unwrap();
@@ -262,7 +277,7 @@ fn runonce(c: &mut Criterion) {
             "json",
             "--snapshot",
         ])
-        .arg(&path)
+        .arg(path)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -21,6 +21,14 @@ nodeGroups:
   - {name: tight, instanceType: m5.xlarge, zones: [us-east-1c], minSize: 0, maxSize: 10, desiredSize: 0, availableCapacity: 1}
 ";
 
+/// An in-process provider on `scenario` and a simulated cluster over it, on the provider's clock.
+async fn simulated(scenario: &str) -> (Server, ProviderConfig, Arc<SimCluster>) {
+    let server = Server::start_with(scenario, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let cluster = SimCluster::new(&config, server.sim().clock().clone()).unwrap();
+    (server, config, Arc::new(cluster))
+}
+
 fn settings() -> Settings {
     Settings {
         act: true,
@@ -54,9 +62,7 @@ fn web(n: usize, cpu: u64) -> Vec<Pod> {
 
 #[tokio::test]
 async fn scale_up_then_nodes_register_and_pods_bind() {
-    let server = Server::start_with(SCENARIO, None).await;
-    let config = ProviderConfig::plaintext(server.addr.to_string());
-    let cluster = SimCluster::new(&config, server.sim().clock().clone()).unwrap();
+    let (server, config, cluster) = simulated(SCENARIO).await;
     let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
 
     // One m5.large runs (1930m): one 1-CPU pod binds, five wait.
@@ -112,9 +118,7 @@ async fn scale_up_then_nodes_register_and_pods_bind() {
 
 #[tokio::test]
 async fn removed_instances_take_their_nodes_and_controllers_recreate_pods() {
-    let server = Server::start_with(SCENARIO, None).await;
-    let config = ProviderConfig::plaintext(server.addr.to_string());
-    let cluster = SimCluster::new(&config, server.sim().clock().clone()).unwrap();
+    let (server, config, cluster) = simulated(SCENARIO).await;
     let mut owned = web(1, 500);
     owned[0].controller = Some(ekscale::model::pod::Controller {
         kind: "ReplicaSet".into(),
@@ -262,9 +266,7 @@ nodeGroups:
 fargateProfiles:
   - {name: serverless, selectors: [{namespace: serverless}]}
 ";
-    let server = Server::start_with(scenario, None).await;
-    let config = ProviderConfig::plaintext(server.addr.to_string());
-    let cluster = SimCluster::new(&config, server.sim().clock().clone()).unwrap();
+    let (_server, config, cluster) = simulated(scenario).await;
     let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
     let mut pods = web(2, 1000);
     pods[0].namespace = "serverless".into();
@@ -307,6 +309,19 @@ fn owned(app: &str, n: usize, cpu: u64) -> Vec<Pod> {
         .collect()
 }
 
+/// A PodDisruptionBudget over the pods of `app` allowing `max_unavailable` of them not running.
+fn budget(app: &str, max_unavailable: i32) -> ekscale::sim::cluster::Budget {
+    ekscale::sim::cluster::Budget {
+        namespace: "default".into(),
+        name: app.into(),
+        selector: ekscale::model::selector::LabelSelector {
+            match_labels: [("app".to_string(), app.to_string())].into(),
+            expressions: vec![],
+        },
+        max_unavailable,
+    }
+}
+
 fn names(pods: &[Pod]) -> std::collections::BTreeSet<String> {
     pods.iter().map(|p| p.key()).collect()
 }
@@ -319,22 +334,11 @@ region: us-east-1
 nodeGroups:
   - {name: general, instanceType: m5.large, zones: [us-east-1a, us-east-1b], minSize: 1, maxSize: 10, desiredSize: 1, provisioningDelay: 30s}
 ";
-    let server = Server::start_with(scenario, None).await;
-    let config = ProviderConfig::plaintext(server.addr.to_string());
-    let cluster = Arc::new(SimCluster::new(&config, server.sim().clock().clone()).unwrap());
+    let (server, config, cluster) = simulated(scenario).await;
     let client = ProviderClient::new(&config).unwrap();
     let mut once = RunOnce::new(client.clone(), settings()).acting_on(cluster.clone());
     let clock = server.sim().clock().clone();
-    let budget = ekscale::sim::cluster::Budget {
-        namespace: "default".into(),
-        name: "api".into(),
-        selector: ekscale::model::selector::LabelSelector {
-            match_labels: [("app".to_string(), "api".to_string())].into(),
-            expressions: vec![],
-        },
-        max_unavailable: 1,
-    };
-    cluster.create_pdb(budget);
+    cluster.create_pdb(budget("api", 1));
 
     // A steady service, then a burst of six 1-CPU pods: one m5.large (1930m) holds one of them. Once the
     // burst runs, a cache of four 500m pods lands one per burst node (first fit); when the burst ends, those
@@ -407,19 +411,9 @@ nodeGroups:
 
 #[tokio::test]
 async fn the_simulator_refuses_evictions_a_budget_forbids() {
-    let server = Server::start_with(SCENARIO, None).await;
-    let config = ProviderConfig::plaintext(server.addr.to_string());
-    let cluster = SimCluster::new(&config, server.sim().clock().clone()).unwrap();
+    let (_server, _config, cluster) = simulated(SCENARIO).await;
     cluster.create_pods(owned("api", 2, 300));
-    cluster.create_pdb(ekscale::sim::cluster::Budget {
-        namespace: "default".into(),
-        name: "api".into(),
-        selector: ekscale::model::selector::LabelSelector {
-            match_labels: [("app".to_string(), "api".to_string())].into(),
-            expressions: vec![],
-        },
-        max_unavailable: 1,
-    });
+    cluster.create_pdb(budget("api", 1));
     let view = cluster.view().await.unwrap();
     assert_eq!(view.pdbs[0].disruptions_allowed, 1);
     cluster
@@ -450,9 +444,7 @@ region: us-east-1
 nodeGroups:
   - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 1, maxSize: 5, desiredSize: 2, deletionDelay: 30s}
 ";
-    let server = Server::start_with(scenario, None).await;
-    let config = ProviderConfig::plaintext(server.addr.to_string());
-    let cluster = Arc::new(SimCluster::new(&config, server.sim().clock().clone()).unwrap());
+    let (server, config, cluster) = simulated(scenario).await;
     let client = ProviderClient::new(&config).unwrap();
     let mut fast = settings();
     fast.scale_down.unneeded_time = Duration::from_secs(60);
@@ -515,9 +507,7 @@ region: us-east-1
 nodeGroups:
   - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 2}
 ";
-    let server = Server::start_with(scenario, None).await;
-    let config = ProviderConfig::plaintext(server.addr.to_string());
-    let cluster = Arc::new(SimCluster::new(&config, server.sim().clock().clone()).unwrap());
+    let (_server, config, cluster) = simulated(scenario).await;
     let view = cluster.view().await.unwrap();
     let (a, b) = (view.nodes[0].name.clone(), view.nodes[1].name.clone());
     // An earlier run died while removing `a`: its taint is still there.
@@ -591,27 +581,17 @@ region: us-east-1
 nodeGroups:
   - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 1}
 ";
-    let server = Server::start_with(scenario, None).await;
-    let config = ProviderConfig::plaintext(server.addr.to_string());
-    let cluster = SimCluster::new(&config, server.sim().clock().clone()).unwrap();
+    let (server, config, cluster) = simulated(scenario).await;
     let client = ProviderClient::new(&config).unwrap();
     cluster.create_pods(owned("api", 1, 300));
-    cluster.create_pdb(ekscale::sim::cluster::Budget {
-        namespace: "default".into(),
-        name: "api".into(),
-        selector: ekscale::model::selector::LabelSelector {
-            match_labels: [("app".to_string(), "api".to_string())].into(),
-            expressions: vec![],
-        },
-        max_unavailable: 0,
-    });
+    cluster.create_pdb(budget("api", 0));
     let view = cluster.view().await.unwrap();
     let node = view.nodes[0].clone();
     let mut actuator = Actuator::default();
     let pacing = Pacing::default();
     let rules = ekscale::autoscaler::drain::Rules::default();
     actuator
-        .start(&cluster, &node, "general", false, cluster.now())
+        .start(&*cluster, &node, "general", false, cluster.now())
         .await
         .unwrap();
     let clock = server.sim().clock().clone();
@@ -621,7 +601,7 @@ nodeGroups:
         clock.advance(Duration::from_secs(10));
         let view = cluster.view().await.unwrap();
         last = actuator
-            .advance(&cluster, &client, &view, &rules, &pacing, cluster.now())
+            .advance(&*cluster, &client, &view, &rules, &pacing, cluster.now())
             .await;
         if matches!(last[..], [Outcome::Failed { .. }]) {
             break;

@@ -403,18 +403,33 @@ impl Topology {
 
     /// Counts `n` pods with these terms in `place`'s domains (the counting half of [`Topology::put`]).
     pub fn count(&mut self, terms: &PodTerms, place: &Place, n: u64) {
+        self.shift(terms, place, n, true);
+    }
+
+    /// Adds (`up`) or takes `n` pods to or from the counts of the terms that match them and the anti-affinity
+    /// they hold, in `place`'s domains.
+    fn shift(&mut self, terms: &PodTerms, place: &Place, n: u64, up: bool) {
         let by = u32::try_from(n).unwrap_or(u32::MAX);
         for &t in &terms.matched_by {
             let d = self.domain(place, t);
             if d != NO_DOMAIN {
-                bump(&mut self.counts[t], d, by);
-                self.totals[t] += n;
+                if up {
+                    bump(&mut self.counts[t], d, by);
+                    self.totals[t] += n;
+                } else {
+                    drop_by(&mut self.counts[t], d, by);
+                    self.totals[t] = self.totals[t].saturating_sub(n);
+                }
             }
         }
         for &t in &terms.anti {
             let d = self.domain(place, t);
             if d != NO_DOMAIN {
-                bump(&mut self.holders[t], d, by);
+                if up {
+                    bump(&mut self.holders[t], d, by);
+                } else {
+                    drop_by(&mut self.holders[t], d, by);
+                }
             }
         }
     }
@@ -441,20 +456,7 @@ impl Topology {
     /// Takes `n` pods out of the counts of `place`'s domains, leaving its room as it is: the pods of a node
     /// being removed stop counting where they were. Undone by [`Topology::count`].
     pub fn uncount(&mut self, terms: &PodTerms, place: &Place, n: u64) {
-        let by = u32::try_from(n).unwrap_or(u32::MAX);
-        for &t in &terms.matched_by {
-            let d = self.domain(place, t);
-            if d != NO_DOMAIN {
-                drop_by(&mut self.counts[t], d, by);
-                self.totals[t] = self.totals[t].saturating_sub(n);
-            }
-        }
-        for &t in &terms.anti {
-            let d = self.domain(place, t);
-            if d != NO_DOMAIN {
-                drop_by(&mut self.holders[t], d, by);
-            }
-        }
+        self.shift(terms, place, n, false);
     }
 }
 
