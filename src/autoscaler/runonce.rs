@@ -535,7 +535,8 @@ impl RunOnce {
         let mut kept: Vec<KeptNode> = plan
             .kept
             .iter()
-            .filter(|k| !deleting.contains(&view.nodes[k.node].name))
+            // Our own deletions are reported in `deletions`.
+            .filter(|k| !self.actuator.contains(&view.nodes[k.node].name))
             .map(|k| KeptNode {
                 node: node_name(k.node),
                 node_group: k.group.map(group_id),
