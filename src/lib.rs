@@ -7,6 +7,7 @@
 pub mod autoscaler; // the companion: provider client, cluster sources, estimator, expanders, RunOnce
 pub mod clock; // time source of the simulators: real, scaled or manual
 pub mod cloud; // node groups behind the NodeGroupBackend trait: the simulated EKS and AWS; Fargate
+pub mod demo; // `demo`: the provider, the simulated cluster and the loop playing a scripted day
 pub mod http; // /metrics and /healthz
 pub mod k8s; // Kubernetes formats at the edge: quantities, pods from protobuf bytes or kubectl JSON
 pub mod metrics; // Prometheus metrics, ekscale_provider_*

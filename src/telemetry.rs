@@ -12,7 +12,13 @@ pub enum LogFormat {
 
 /// Installs the global subscriber; `RUST_LOG` overrides the default level (info).
 pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    init_at(format, "info");
+}
+
+/// Logging at `default` level unless RUST_LOG says otherwise (the demo keeps the terminal for its own
+/// story and logs warnings only).
+pub fn init_at(format: LogFormat, default: &str) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

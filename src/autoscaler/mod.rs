@@ -9,6 +9,7 @@ pub mod drain; // what each pod on a node means for removing it (upstream's drai
 pub mod equivalence; // pending pods grouped by what scheduling reads
 pub mod expander; // least-waste, most-pods, least-nodes, price, priority, random
 pub mod free_tree; // first fit in log time over the nodes an estimation adds
+pub mod headroom; // capacity kept free ahead of demand, as virtual pending pods
 pub mod predicates; // filters on one pod and one node, with the scheduler's reasons
 pub mod runonce; // one loop: read, count what is coming, place, plan, act, record
 pub mod scaledown; // finds unneeded nodes: utilization, drainability, removal simulation

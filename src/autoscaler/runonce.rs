@@ -8,10 +8,12 @@ use super::client::{ClientError, ProviderClient};
 use super::cluster::{ClusterSource, ClusterView};
 use super::equivalence::{self, EquivalenceGroup};
 use super::expander::Expander;
+use super::headroom::{self, Capacity, Policy};
 use super::scaledown::{self, GroupInfo, Unremovable};
 use super::scaleup::{self, Group, Limits, Pending, Totals};
 use super::status::{
-    DeletionStatus, FargatePod, GroupStatus, KeptNode, NoScaleUp, Placed, ScaleDown, Status,
+    DeletionStatus, FargatePod, GroupStatus, HeadroomStatus, KeptNode, NoScaleUp, Placed,
+    ScaleDown, Status,
 };
 use super::world::{self, Place, PlaceKind, PodTerms, Topology};
 use crate::k8s::objects;
@@ -47,6 +49,8 @@ pub struct Settings {
     pub wait_for_new_pods: bool,
     pub new_pod_scale_up_delay: Duration,
     pub scale_down: scaledown::Settings,
+    /// Capacity kept free ahead of demand, as virtual pending pods.
+    pub headroom: Vec<Policy>,
 }
 
 impl Default for Settings {
@@ -67,6 +71,7 @@ impl Default for Settings {
             wait_for_new_pods: false,
             new_pod_scale_up_delay: Duration::ZERO,
             scale_down: scaledown::Settings::default(),
+            headroom: Vec::new(),
         }
     }
 }
@@ -176,7 +181,15 @@ impl RunOnce {
                 .await;
         }
 
-        let pods = &view.pods;
+        // Headroom's virtual pods go after the real ones, so real pods keep their indices.
+        let reserved = self.headroom(view, &mut status);
+        let combined: Vec<Pod>;
+        let pods: &[Pod] = if reserved.is_empty() {
+            &view.pods
+        } else {
+            combined = view.pods.iter().cloned().chain(reserved).collect();
+            &combined
+        };
         let mut sorted = sort_pods(
             pods,
             self.settings.expendable_pods_priority_cutoff,
@@ -199,7 +212,7 @@ impl RunOnce {
                 place.accepts = false;
             }
         }
-        let mut on_node = pods_on_nodes(view, &sorted.bound);
+        let mut on_node = pods_on_nodes(view, pods, &sorted.bound);
         let daemonsets = daemonset_exemplars(pods);
         for (gi, f) in facts.iter().enumerate() {
             let Some(node) = &f.template else { continue };
@@ -296,7 +309,7 @@ impl RunOnce {
             let existing = &mut places[..view.nodes.len()];
             let world = (&mut topology, existing);
             let nodes = (node_group.as_slice(), on_node.as_slice(), &deleting);
-            self.scale_down(view, &facts, nodes, world, paused, now, &mut status)
+            self.scale_down(view, pods, &facts, nodes, world, paused, now, &mut status)
                 .await;
         }
         status.node_groups = facts
@@ -313,6 +326,7 @@ impl RunOnce {
                 skipped: g.skip.clone(),
             })
             .collect();
+        headroom_outcome(&mut status);
         status.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(status)
     }
@@ -483,12 +497,33 @@ impl RunOnce {
         }
     }
 
+    /// Headroom's virtual pods for this loop, each policy sized on the cluster as it is now.
+    fn headroom(&self, view: &ClusterView, status: &mut Status) -> Vec<Pod> {
+        let mut pods = Vec::new();
+        for policy in &self.settings.headroom {
+            let capacity = Capacity::of(&view.nodes, policy.node_group.as_deref());
+            let reserved = policy.reserved(&capacity);
+            pods.extend(policy.pods(reserved));
+            status.headroom.push(HeadroomStatus {
+                policy: policy.name.clone(),
+                node_group: policy.node_group.clone(),
+                shape: policy.describe_shape(),
+                reserved,
+                placed: 0,
+                scale_up: 0,
+                unmet: 0,
+            });
+        }
+        pods
+    }
+
     /// Scale-down: plan the unneeded nodes over the world scale-up left (pods it found room for on existing
     /// nodes stay counted there), run their timers, and start the deletions the pacing allows.
     #[allow(clippy::too_many_arguments)]
     async fn scale_down(
         &mut self,
         view: &ClusterView,
+        pods: &[Pod],
         facts: &[GroupFacts],
         (node_group, on_node, deleting): (&[Option<usize>], &[Vec<usize>], &HashSet<String>),
         (topology, places): (&mut Topology, &mut [Place]),
@@ -514,7 +549,7 @@ impl RunOnce {
         let previously: HashSet<String> = self.unneeded_since.keys().cloned().collect();
         let input = scaledown::Input {
             nodes: &view.nodes,
-            pods: &view.pods,
+            pods,
             pdbs: &view.pdbs,
             node_group,
             groups: &groups,
@@ -623,9 +658,15 @@ impl RunOnce {
                     "utilization {} (threshold {:.0}%); {}",
                     r.utilization.describe(),
                     threshold * 100.0,
-                    destinations(view, r)
+                    destinations(view, pods, r)
                 ),
-                pods: r.evicted.iter().map(|&p| view.pods[p].key()).collect(),
+                // Pending pods found room here this loop are not on the node: nothing to evict.
+                pods: r
+                    .evicted
+                    .iter()
+                    .filter(|&&p| pods[p].node_name.is_some())
+                    .map(|&p| pods[p].key())
+                    .collect(),
                 risky: r.risky,
             }
         };
@@ -1234,11 +1275,31 @@ fn batching(pending: &Pending, now: SystemTime) -> Option<String> {
     None
 }
 
+/// Where each headroom policy's virtual pods ended up this loop.
+fn headroom_outcome(status: &mut Status) {
+    for h in &mut status.headroom {
+        let mine = |pod: &str| {
+            pod.strip_prefix(headroom::NAMESPACE)
+                .and_then(|rest| rest.strip_prefix('/'))
+                .and_then(|name| name.rsplit_once('-'))
+                .is_some_and(|(policy, _)| policy == h.policy)
+        };
+        h.placed = status.placed.iter().filter(|p| mine(&p.pod)).count();
+        h.scale_up = status
+            .scale_up
+            .iter()
+            .flat_map(|s| &s.pods)
+            .filter(|p| mine(p))
+            .count();
+        h.unmet = status.no_scale_up.iter().filter(|p| mine(&p.pod)).count();
+    }
+}
+
 /// Where a removable node's pods go, for people: `default/api-0 -> ip-a` or `12 pods -> ip-a (5), ip-b (7)`.
-fn destinations(view: &ClusterView, r: &scaledown::Removable) -> String {
+fn destinations(view: &ClusterView, pods: &[Pod], r: &scaledown::Removable) -> String {
     match r.destinations.as_slice() {
         [] => "no pod needs a new place".into(),
-        [(pod, node)] => format!("{} -> {}", view.pods[*pod].key(), view.nodes[*node].name),
+        [(pod, node)] => format!("{} -> {}", pods[*pod].key(), view.nodes[*node].name),
         many => {
             let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
             for (_, node) in many {
@@ -1254,7 +1315,7 @@ fn destinations(view: &ClusterView, r: &scaledown::Removable) -> String {
 }
 
 /// The pods on each node of the view (bound, or nominated to it), by node index.
-fn pods_on_nodes(view: &ClusterView, bound: &[usize]) -> Vec<Vec<usize>> {
+fn pods_on_nodes(view: &ClusterView, pods: &[Pod], bound: &[usize]) -> Vec<Vec<usize>> {
     let index: HashMap<&str, usize> = view
         .nodes
         .iter()
@@ -1263,7 +1324,7 @@ fn pods_on_nodes(view: &ClusterView, bound: &[usize]) -> Vec<Vec<usize>> {
         .collect();
     let mut on_node = vec![Vec::new(); view.nodes.len()];
     for &p in bound {
-        let pod = &view.pods[p];
+        let pod = &pods[p];
         let name = pod.node_name.as_deref().or(pod.nominated_node.as_deref());
         if let Some(&n) = name.and_then(|n| index.get(n)) {
             on_node[n].push(p);

@@ -15,6 +15,8 @@ pub struct Status {
     /// Deletions in progress or finished this loop.
     pub deletions: Vec<DeletionStatus>,
     pub fargate: Vec<FargatePod>,
+    /// Headroom policies: what each reserves and where that room is.
+    pub headroom: Vec<HeadroomStatus>,
     pub no_scale_up: Vec<NoScaleUp>,
     /// Pending pods that fit on existing nodes or on nodes already requested: no new node for them.
     pub placed: Vec<Placed>,
@@ -56,6 +58,24 @@ pub struct ScaleDown {
     /// Evicting them all at once exceeds a PodDisruptionBudget: the drain waits for replacements.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub risky: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeadroomStatus {
+    pub policy: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_group: Option<String>,
+    /// One reserved pod's requests, `cpu/memory`.
+    pub shape: String,
+    /// Pods of that shape the policy reserves now.
+    pub reserved: u32,
+    /// Of those, how many fit in free room on registered or upcoming nodes.
+    pub placed: usize,
+    /// How many the loop's scale-ups add room for.
+    pub scale_up: usize,
+    /// How many no node group can hold (see `noScaleUp` for `headroom/...` pods).
+    pub unmet: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -241,6 +261,22 @@ impl Status {
                     _ => "in no node group",
                 };
                 let _ = writeln!(out, "  {n} node(s) {what} ({reason})");
+            }
+        }
+        if !self.headroom.is_empty() {
+            let _ = writeln!(out, "\nHeadroom");
+            for h in &self.headroom {
+                let _ = writeln!(
+                    out,
+                    "  {} ({}): {} pod(s) of {}: {} fit in free room, {} in this loop's scale-ups, {} unmet",
+                    h.policy,
+                    h.node_group.as_deref().unwrap_or("cluster-wide"),
+                    h.reserved,
+                    h.shape,
+                    h.placed,
+                    h.scale_up,
+                    h.unmet
+                );
             }
         }
         if !self.placed.is_empty() {

@@ -8,9 +8,11 @@ use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
 use ekscale::autoscaler::cluster::{ClusterSource, Snapshot};
 use ekscale::autoscaler::drain::Rules;
 use ekscale::autoscaler::expander::{self, Expander, Strategy};
+use ekscale::autoscaler::headroom;
 use ekscale::autoscaler::runonce::{RunOnce, Settings};
 use ekscale::autoscaler::scaledown;
 use ekscale::autoscaler::scaleup::Limits;
+use ekscale::demo::{self, script::Script};
 use ekscale::telemetry::{self, LogFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -62,6 +64,10 @@ struct DecisionArgs {
     /// The priority expander's `{priority: [regex, ...]}` YAML (cluster-autoscaler's ConfigMap value).
     #[arg(long, value_name = "FILE")]
     expander_priority_config: Option<PathBuf>,
+    /// Headroom to keep free ahead of demand: a YAML file with a `headroom:` list of policies (as in the
+    /// demo script; see README).
+    #[arg(long, value_name = "FILE")]
+    headroom_config: Option<PathBuf>,
     /// Most nodes in all node groups together; 0 means no limit.
     #[arg(long, default_value_t = 0)]
     max_nodes_total: u64,
@@ -214,6 +220,10 @@ impl DecisionArgs {
             remove_unregistered: false,
             wait_for_new_pods: live,
             new_pod_scale_up_delay: self.new_pod_scale_up_delay,
+            headroom: match &self.headroom_config {
+                Some(path) => headroom::read(path).map_err(|e| e.to_string())?,
+                None => Vec::new(),
+            },
             scale_down: scaledown::Settings {
                 enabled: self.scale_down_enabled,
                 rules: Rules {
@@ -292,15 +302,19 @@ enum Format {
 
 #[derive(Args, Debug)]
 struct DemoArgs {
-    /// How many simulated seconds pass per real second.
-    #[arg(long, default_value_t = 600.0)]
+    /// How many simulated seconds pass per real second; 0 plays as fast as the machine goes.
+    #[arg(long, default_value_t = 300.0)]
     speed: f64,
     /// Write a self-contained HTML report here.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
-    /// Your own scenario instead of the built-in one.
+    /// Your own demo script (node groups and a timeline of workloads) instead of the built-in one;
+    /// src/demo/demo.yaml is an example.
     #[arg(long, value_name = "FILE")]
     scenario: Option<PathBuf>,
+    /// Seeds the simulated EKS's instance ids.
+    #[arg(long)]
+    seed: Option<u64>,
 }
 
 impl ProviderArgs {
@@ -319,17 +333,17 @@ impl ProviderArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    telemetry::init(cli.log_format);
+    let level = match cli.command {
+        Command::Demo(_) => "warn",
+        _ => "info",
+    };
+    telemetry::init_at(cli.log_format, level);
     ekscale::tls::install_crypto_provider();
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     let result = match cli.command {
         Command::Simulate(args) => runtime.block_on(simulate(args)),
         Command::Run(args) => runtime.block_on(run(args)),
-        Command::Demo(_) => Err(Failure::Usage(
-            "demo is not built yet; meanwhile run `ekscale-provider` and try \
-             `ekscale-autoscaler simulate --provider 127.0.0.1:8086 --snapshot FILE`"
-                .into(),
-        )),
+        Command::Demo(args) => runtime.block_on(demo(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -342,6 +356,35 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+async fn demo(args: DemoArgs) -> Result<(), Failure> {
+    if !args.speed.is_finite() || args.speed < 0.0 {
+        return Err(Failure::Usage(format!(
+            "--speed {}: give simulated seconds per real second, 0 or more",
+            args.speed
+        )));
+    }
+    let script = match &args.scenario {
+        Some(path) => {
+            Script::read(path).map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?
+        }
+        None => Script::built_in(),
+    };
+    let options = demo::Options {
+        script,
+        speed: args.speed,
+        report: args.report.clone(),
+        seed: args.seed,
+    };
+    let (_, summary) = demo::run(options)
+        .await
+        .map_err(|e| Failure::Loop(e.to_string()))?;
+    print!("\n{summary}");
+    if let Some(path) = &args.report {
+        println!("  report: {}", path.display());
+    }
+    Ok(())
 }
 
 /// Bad input (exit 2) or a loop that could not decide (exit 1).

@@ -88,7 +88,9 @@ impl SimCluster {
 
     /// Creates pods, pending until the next [`SimCluster::step`] schedules them.
     pub fn create_pods(&self, pods: impl IntoIterator<Item = Pod>) {
+        let now = self.now();
         self.state().pods.extend(pods.into_iter().map(|mut pod| {
+            pod.created = Some(now);
             pod.node_name = None;
             pod.phase = Phase::Pending;
             pod.unschedulable = false;
@@ -118,6 +120,7 @@ impl SimCluster {
     /// back to pending if a controller owns them, and are lost otherwise), then schedules pending pods.
     pub async fn step(&self) -> Result<(), ClientError> {
         self.client.refresh().await?;
+        let fargate = self.fargate_profiles().await?;
         let mut running: Vec<(String, Arc<Node>)> = Vec::new();
         let mut known: HashSet<String> = HashSet::new();
         for group in self.client.node_groups().await?.iter() {
@@ -146,7 +149,7 @@ impl SimCluster {
         // Nodes whose instance is gone leave; so do their pods, which controllers recreate.
         let gone: HashSet<String> = nodes
             .iter()
-            .filter(|n| !known.contains(&n.provider_id))
+            .filter(|n| !n.provider_id.is_empty() && !known.contains(&n.provider_id))
             .map(|n| n.name.clone())
             .collect();
         nodes.retain(|n| !gone.contains(&n.name));
@@ -165,9 +168,92 @@ impl SimCluster {
                 nodes.push(Arc::new(node_for(&id, &template, now)));
             }
         }
+        run_on_fargate(nodes, pods, &fargate, now);
         schedule(nodes, pods);
         Ok(())
     }
+}
+
+impl SimCluster {
+    /// For each Fargate-bound pod still waiting, whether a profile takes it (asked of the provider, as EKS
+    /// decides): pod key -> profile.
+    async fn fargate_profiles(&self) -> Result<HashMap<String, String>, ClientError> {
+        let waiting: Vec<Pod> = self
+            .state()
+            .pods
+            .iter()
+            .filter(|p| p.node_name.is_none() && p.scheduler_name == FARGATE_SCHEDULER)
+            .cloned()
+            .collect();
+        let mut profiles = HashMap::new();
+        for pod in waiting {
+            let answer = match &pod.json {
+                Some(json) => self.client.match_pod_json(json.clone()).await?,
+                None => {
+                    self.client
+                        .match_pod(objects::pod_to_pb_bytes(&pod))
+                        .await?
+                }
+            };
+            if let Some(answer) = answer.filter(|a| !a.profile.is_empty()) {
+                profiles.insert(pod.key(), answer.profile);
+            }
+        }
+        Ok(profiles)
+    }
+}
+
+/// How long Fargate takes to start a pod (about a minute on EKS; the simulator keeps it short).
+pub const FARGATE_STARTUP: Duration = Duration::from_secs(30);
+
+/// The label and taint EKS puts on the node of each Fargate pod.
+pub const FARGATE_COMPUTE_LABEL: &str = "eks.amazonaws.com/compute-type";
+
+/// Fargate runs each pod a profile takes on a node of its own; nodes whose pod is gone leave.
+fn run_on_fargate(
+    nodes: &mut Vec<Arc<Node>>,
+    pods: &mut [Pod],
+    profiles: &HashMap<String, String>,
+    now: SystemTime,
+) {
+    for pod in pods.iter_mut() {
+        if pod.node_name.is_some() || pod.deleted.is_some() || !profiles.contains_key(&pod.key()) {
+            continue;
+        }
+        let waited = pod
+            .created
+            .and_then(|c| now.duration_since(c).ok())
+            .unwrap_or(Duration::MAX);
+        if waited < FARGATE_STARTUP {
+            continue;
+        }
+        let name = format!("fargate-ip-{}-{}", pod.namespace, pod.name);
+        nodes.push(Arc::new(Node {
+            name: name.clone(),
+            labels: [
+                (FARGATE_COMPUTE_LABEL.to_string(), "fargate".to_string()),
+                (HOSTNAME_LABEL.to_string(), name.clone()),
+            ]
+            .into(),
+            taints: vec![crate::model::Taint {
+                key: FARGATE_COMPUTE_LABEL.into(),
+                value: "fargate".into(),
+                effect: crate::model::TaintEffect::NoSchedule,
+            }],
+            capacity: pod.demand,
+            allocatable: pod.demand,
+            ready: true,
+            created: Some(now),
+            ..Node::default()
+        }));
+        pod.node_name = Some(name);
+        pod.phase = Phase::Running;
+        pod.unschedulable = false;
+    }
+    let used: HashSet<&str> = pods.iter().filter_map(|p| p.node_name.as_deref()).collect();
+    nodes.retain(|n| {
+        !n.labels.contains_key(FARGATE_COMPUTE_LABEL) || used.contains(n.name.as_str())
+    });
 }
 
 /// The node kubelet would register for instance `id` of a group with `template`.

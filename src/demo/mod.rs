@@ -1,0 +1,309 @@
+//! `ekscale-autoscaler demo`: the provider in-process on a simulated EKS, the simulated cluster around it,
+//! and the companion's loop acting on both, while a script plays a day of workloads in accelerated time.
+//! Everything runs over loopback gRPC as in production; only the clock is the simulator's.
+
+pub mod record; // what the demo saw: samples, the decision log, summary facts
+pub mod report; // the HTML page with SVG charts
+pub mod script; // the demo file: scenario, timeline, headroom
+
+use crate::autoscaler::client::{ClientError, ProviderClient, ProviderConfig};
+use crate::autoscaler::cluster::ClusterSource;
+use crate::autoscaler::runonce::{RunOnce, Settings};
+use crate::clock::Clock;
+use crate::cloud::sim::SimBackend;
+use crate::k8s::objects;
+use crate::metrics::ProviderMetrics;
+use crate::proto::externalgrpc::ExternalGrpcNode;
+use crate::sim::SimCluster;
+use indicatif::{ProgressBar, ProgressStyle};
+use record::{Arrival, Entry, Record};
+use script::{Action, Script};
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub struct Options {
+    pub script: Script,
+    /// Simulated seconds per real second; 0 plays as fast as the machine goes.
+    pub speed: f64,
+    pub report: Option<PathBuf>,
+    /// Overrides the scenario's seed (instance ids).
+    pub seed: Option<u64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    #[error("starting the provider: {0}")]
+    Provider(String),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("the loop failed: {0}")]
+    Loop(String),
+    #[error("writing the report {path}: {source}")]
+    Report {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// `hh:mm:ss` of simulated time.
+pub fn clock(at: Duration) -> String {
+    let s = at.as_secs();
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// Plays the script; prints progress and decisions as they happen, and returns the record and summary.
+pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
+    let started = Instant::now();
+    let Options {
+        mut script,
+        speed,
+        report,
+        seed,
+    } = options;
+    if let Some(seed) = seed {
+        script.scenario.seed = seed;
+    }
+    let clock_ = Clock::manual();
+    let backend = Arc::new(SimBackend::new(script.scenario.clone(), clock_.clone()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| DemoError::Provider(e.to_string()))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| DemoError::Provider(e.to_string()))?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(crate::provider::serve(
+        listener,
+        backend,
+        Arc::new(ProviderMetrics::default()),
+        None,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let config = ProviderConfig::plaintext(addr.to_string());
+    let client = ProviderClient::new(&config)?;
+    let cluster = Arc::new(SimCluster::new(&config, clock_.clone())?);
+    let settings = Settings {
+        act: true,
+        remove_unregistered: true,
+        wait_for_new_pods: true,
+        headroom: script.headroom.clone(),
+        ..Settings::default()
+    };
+    let mut once = RunOnce::new(client.clone(), settings).acting_on(cluster.clone());
+    let mut record = prices(&client).await?;
+
+    let bar = ProgressBar::new(script.duration.as_secs());
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    let show = |entry: &Entry| {
+        let line = format!("[{}] {:<17} {}", clock(entry.at), entry.kind, entry.text);
+        if bar.is_hidden() {
+            println!("{line}");
+        } else {
+            bar.println(line);
+        }
+    };
+    let mut next = 0;
+    let mut at = Duration::ZERO;
+    while at <= script.duration {
+        let tick = Instant::now();
+        while let Some(event) = script.timeline.get(next).filter(|e| e.at <= at) {
+            next += 1;
+            match &event.action {
+                Action::Create(workload, pods) => {
+                    cluster.create_pods(pods.clone());
+                    record.arrivals.push(Arrival {
+                        name: workload.name.clone(),
+                        namespace: workload.namespace.clone(),
+                        pods: pods.len(),
+                        created: at,
+                        all_running: None,
+                    });
+                }
+                Action::Delete(name) => {
+                    let prefix = format!("{name}-");
+                    cluster.delete_pods(|p| p.name.starts_with(&prefix));
+                }
+            }
+            let what = match &event.action {
+                Action::Create(w, _) => format!("+{} {} pod(s)", w.count, w.name),
+                Action::Delete(name) => format!("{name} pods deleted"),
+            };
+            let text = match &event.say {
+                Some(say) => format!("{say} ({what})"),
+                None => what,
+            };
+            show(record.say(at, "timeline", text));
+        }
+        let view = cluster
+            .view()
+            .await
+            .map_err(|e| DemoError::Loop(e.to_string()))?;
+        let status = once
+            .run(&view, cluster.now())
+            .await
+            .map_err(|e| DemoError::Loop(e.to_string()))?;
+        for entry in record.observe(at, &view, &status) {
+            show(&entry);
+        }
+        let last = record.samples.last().expect("observed");
+        let nodes: Vec<String> = record
+            .groups
+            .iter()
+            .zip(&last.nodes)
+            .map(|(g, n)| format!("{g} {n}"))
+            .collect();
+        bar.set_position(at.as_secs());
+        bar.set_message(format!(
+            "{} | pending {} | {} | ${:.2}/h",
+            clock(at),
+            last.pending,
+            nodes.join(", "),
+            last.ec2_cost + last.fargate_cost
+        ));
+        clock_.advance(script.scan_interval);
+        at += script.scan_interval;
+        if speed > 0.0 {
+            let budget = script.scan_interval.as_secs_f64() / speed;
+            let spent = tick.elapsed().as_secs_f64();
+            if budget > spent {
+                tokio::time::sleep(Duration::from_secs_f64(budget - spent)).await;
+            }
+        }
+    }
+    bar.finish_and_clear();
+    let _ = stop.send(());
+    let _ = server.await;
+    let text = summary(&record, script.duration, started.elapsed());
+    if let Some(path) = report {
+        std::fs::write(&path, report::html(&record, &text))
+            .map_err(|source| DemoError::Report { path, source })?;
+    }
+    Ok((record, text))
+}
+
+/// The node groups, and what a node of each costs per hour (the provider's pricing RPC).
+async fn prices(client: &ProviderClient) -> Result<Record, ClientError> {
+    client.refresh().await?;
+    let mut groups = Vec::new();
+    let mut prices = Vec::new();
+    for group in client.node_groups().await?.iter() {
+        let template = client.template(&group.id).await?;
+        let price = match template.as_deref().map(objects::node_from_pb) {
+            Some(Ok(template)) => {
+                let node = ExternalGrpcNode {
+                    name: template.name,
+                    labels: template.labels.into_iter().collect(),
+                    ..Default::default()
+                };
+                client.node_price(node, 1.0).await?.unwrap_or(0.0)
+            }
+            _ => 0.0,
+        };
+        groups.push(group.id.clone());
+        prices.push(price);
+    }
+    Ok(Record::new(groups, prices))
+}
+
+/// What the day came to, for people.
+pub fn summary(record: &Record, day: Duration, took: Duration) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Summary: {} of simulated time in {:.1} s",
+        humantime::format_duration(day),
+        took.as_secs_f64()
+    );
+    let _ = writeln!(out, "  nodes added and removed per node group:");
+    for (g, name) in record.groups.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "    {name:<10} +{} -{} (${:.4}/h a node)",
+            record.added[g], record.removed[g], record.prices[g]
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  pods placed on EC2 nodes: {}; on Fargate: {}",
+        record.ran_on_ec2.len(),
+        record.fargate.len()
+    );
+    for run in record.fargate.values() {
+        let _ = writeln!(
+            out,
+            "    {} on Fargate (profile {}): {}, ${:.4}/h",
+            run.pod, run.profile, run.capacity, run.hourly_price
+        );
+    }
+    let unplaced: Vec<_> = record
+        .not_helped
+        .iter()
+        .filter(|(pod, _)| {
+            !pod.starts_with(&format!("{}/", crate::autoscaler::headroom::NAMESPACE))
+        })
+        .collect();
+    if unplaced.is_empty() {
+        let _ = writeln!(out, "  every pod found a place");
+    }
+    for (pod, reasons) in unplaced {
+        let _ = writeln!(out, "  never placed: {pod}");
+        for (group, why) in reasons {
+            let group = if group.is_empty() { "all" } else { group };
+            let _ = writeln!(out, "    {group}: {why}");
+        }
+    }
+    let _ = writeln!(out, "  time from creation to all pods running:");
+    for a in &record.arrivals {
+        let when = match a.all_running {
+            Some(t) => humantime::format_duration(t - a.created).to_string(),
+            None => "never, see above".into(),
+        };
+        let _ = writeln!(
+            out,
+            "    {}/{} ({} pods): {when}",
+            a.namespace, a.name, a.pods
+        );
+    }
+    for h in &record.headroom {
+        let _ = writeln!(
+            out,
+            "  headroom {}: {} pod(s) of {} kept free{} ({} on nodes that exist, {} on nodes being added)",
+            h.policy,
+            h.reserved,
+            h.shape,
+            h.node_group
+                .as_deref()
+                .map(|g| format!(" in {g}"))
+                .unwrap_or_default(),
+            h.placed,
+            h.scale_up
+        );
+    }
+    let loops = record.loop_ms.len().max(1) as f64;
+    let mean = record.loop_ms.iter().sum::<f64>() / loops;
+    let max = record.loop_ms.iter().copied().fold(0.0, f64::max);
+    let _ = writeln!(
+        out,
+        "  decision time per loop (RunOnce, gRPC included): mean {mean:.1} ms, max {max:.1} ms over {} loops",
+        record.loop_ms.len()
+    );
+    let last = record.samples.last();
+    if let Some(last) = last {
+        let _ = writeln!(
+            out,
+            "  at the end: {} node(s), {} pending, ${:.2}/h",
+            last.nodes.iter().sum::<usize>(),
+            last.pending,
+            last.ec2_cost + last.fargate_cost
+        );
+    }
+    out
+}

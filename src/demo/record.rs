@@ -1,0 +1,284 @@
+//! What the demo saw, loop by loop: samples for the charts, the decision log, and what the summary needs.
+
+use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::headroom;
+use crate::autoscaler::status::Status;
+use crate::model::pod::FARGATE_SCHEDULER;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// The label that says which node group a node belongs to.
+const NODE_GROUP_LABEL: &str = headroom::NODE_GROUP_LABEL;
+
+/// One moment of the day.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub at: Duration,
+    /// Registered nodes per node group, in the groups' order.
+    pub nodes: Vec<usize>,
+    /// Pods waiting for a node (Fargate pods excluded).
+    pub pending: usize,
+    /// Requested over allocatable cpu on the EC2 nodes.
+    pub utilization: f64,
+    /// Dollars per hour.
+    pub ec2_cost: f64,
+    pub fargate_cost: f64,
+}
+
+/// A line of the decision log.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub at: Duration,
+    pub kind: &'static str,
+    pub text: String,
+}
+
+/// A workload the timeline created, and when all of its pods were running.
+#[derive(Clone, Debug)]
+pub struct Arrival {
+    pub name: String,
+    pub namespace: String,
+    pub pods: usize,
+    pub created: Duration,
+    pub all_running: Option<Duration>,
+}
+
+#[derive(Clone, Debug)]
+pub struct FargateRun {
+    pub pod: String,
+    pub profile: String,
+    pub capacity: String,
+    pub hourly_price: f64,
+}
+
+#[derive(Debug, Default)]
+pub struct Record {
+    pub groups: Vec<String>,
+    /// Price per hour of a node of each group.
+    pub prices: Vec<f64>,
+    pub samples: Vec<Sample>,
+    pub log: Vec<Entry>,
+    pub added: Vec<u64>,
+    pub removed: Vec<u64>,
+    pub arrivals: Vec<Arrival>,
+    /// Pods ever seen running on an EC2 node.
+    pub ran_on_ec2: BTreeSet<String>,
+    pub fargate: BTreeMap<String, FargateRun>,
+    /// Why each pod still pending was not helped, as of the last loop that said so.
+    pub not_helped: BTreeMap<String, BTreeMap<String, String>>,
+    /// Each loop's decision time (ms).
+    pub loop_ms: Vec<f64>,
+    /// Headroom reserved and where it stands, from the last loop.
+    pub headroom: Vec<crate::autoscaler::status::HeadroomStatus>,
+}
+
+impl Record {
+    pub fn new(groups: Vec<String>, prices: Vec<f64>) -> Record {
+        Record {
+            added: vec![0; groups.len()],
+            removed: vec![0; groups.len()],
+            groups,
+            prices,
+            ..Record::default()
+        }
+    }
+
+    pub fn say(&mut self, at: Duration, kind: &'static str, text: String) -> &Entry {
+        self.log.push(Entry { at, kind, text });
+        self.log.last().expect("just pushed")
+    }
+
+    /// Takes in one loop: the cluster it saw and what it decided. Returns the log lines it added.
+    pub fn observe(&mut self, at: Duration, view: &ClusterView, status: &Status) -> Vec<Entry> {
+        let first = self.log.len();
+        let group_index = |id: &str| self.groups.iter().position(|g| g == id);
+        for s in &status.scale_up {
+            let Some(g) = group_index(&s.node_group) else {
+                continue;
+            };
+            match &s.error {
+                None => {
+                    self.added[g] += s.delta;
+                    let text = format!(
+                        "{} +{} node(s) for {} pod(s): {}",
+                        s.node_group,
+                        s.delta,
+                        s.pods.len(),
+                        s.reason
+                    );
+                    self.log.push(Entry {
+                        at,
+                        kind: "scale-up",
+                        text,
+                    });
+                }
+                Some(error) => self.log.push(Entry {
+                    at,
+                    kind: "scale-up failed",
+                    text: format!("{} +{}: {error}", s.node_group, s.delta),
+                }),
+            }
+        }
+        for s in &status.scale_down {
+            let text = format!("{} ({}): {}; {}", s.node, s.node_group, s.reason, s.detail);
+            self.log.push(Entry {
+                at,
+                kind: "scale-down",
+                text,
+            });
+        }
+        for d in &status.deletions {
+            match d.state.as_str() {
+                "deleted" => {
+                    if let Some(g) = group_index(&d.node_group) {
+                        self.removed[g] += 1;
+                    }
+                    let text = format!("{} ({}) deleted", d.node, d.node_group);
+                    self.log.push(Entry {
+                        at,
+                        kind: "node removed",
+                        text,
+                    });
+                }
+                "failed" => self.log.push(Entry {
+                    at,
+                    kind: "scale-down failed",
+                    text: format!("{} ({}): {}", d.node, d.node_group, d.detail),
+                }),
+                _ => {}
+            }
+        }
+        for f in &status.fargate {
+            if f.profile.is_empty() || self.fargate.contains_key(&f.pod) {
+                continue;
+            }
+            let run = FargateRun {
+                pod: f.pod.clone(),
+                profile: f.profile.clone(),
+                capacity: f.capacity_provisioned.clone(),
+                hourly_price: f.hourly_price,
+            };
+            let text = format!(
+                "{} -> profile {}, {}, ${:.4}/h",
+                run.pod, run.profile, run.capacity, run.hourly_price
+            );
+            self.fargate.insert(f.pod.clone(), run);
+            self.log.push(Entry {
+                at,
+                kind: "fargate",
+                text,
+            });
+        }
+        // Said when a pod's reasons change, not every loop; pods with the same reasons in one line.
+        let mut changed: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+        for n in &status.no_scale_up {
+            let fresh = self.not_helped.get(&n.pod) != Some(&n.reasons);
+            self.not_helped.insert(n.pod.clone(), n.reasons.clone());
+            if fresh && !n.pod.starts_with(&format!("{}/", headroom::NAMESPACE)) {
+                let reasons: Vec<String> = n
+                    .reasons
+                    .iter()
+                    .map(|(g, why)| {
+                        if g.is_empty() {
+                            why.clone()
+                        } else {
+                            format!("{g}: {why}")
+                        }
+                    })
+                    .collect();
+                changed.entry(reasons.join("; ")).or_default().push(&n.pod);
+            }
+        }
+        for (why, pods) in changed {
+            let who = match pods.as_slice() {
+                [one] => one.to_string(),
+                [first, rest @ ..] => format!("{first} and {} more", rest.len()),
+                [] => continue,
+            };
+            self.log.push(Entry {
+                at,
+                kind: "no scale-up",
+                text: format!("{who}: {why}"),
+            });
+        }
+        for e in &status.errors {
+            self.log.push(Entry {
+                at,
+                kind: "error",
+                text: e.clone(),
+            });
+        }
+        self.headroom = status.headroom.clone();
+        self.loop_ms.push(status.elapsed_ms);
+        self.sample(at, view);
+        self.log[first..].to_vec()
+    }
+
+    fn sample(&mut self, at: Duration, view: &ClusterView) {
+        let mut nodes = vec![0; self.groups.len()];
+        let mut allocatable = 0u64;
+        let mut ec2_cost = 0.0;
+        let mut ec2_nodes = BTreeSet::new();
+        for node in view.nodes.iter() {
+            let Some(g) = node
+                .labels
+                .get(NODE_GROUP_LABEL)
+                .and_then(|id| self.groups.iter().position(|g| g == id))
+            else {
+                continue;
+            };
+            nodes[g] += 1;
+            allocatable += node.allocatable.cpu_millis;
+            ec2_cost += self.prices[g];
+            ec2_nodes.insert(node.name.as_str());
+        }
+        let mut requested = 0u64;
+        let mut pending = 0;
+        let mut fargate_cost = 0.0;
+        for pod in &view.pods {
+            let key = pod.key();
+            match pod.node_name.as_deref() {
+                Some(node) if ec2_nodes.contains(node) => {
+                    requested += pod.demand.cpu_millis;
+                    self.ran_on_ec2.insert(key);
+                }
+                Some(_) => {
+                    if let Some(run) = self.fargate.get(&key) {
+                        fargate_cost += run.hourly_price;
+                    }
+                }
+                None if pod.scheduler_name != FARGATE_SCHEDULER => pending += 1,
+                None => {}
+            }
+            if pod.node_name.is_some() {
+                self.not_helped.remove(&pod.key());
+            }
+        }
+        for arrival in &mut self.arrivals {
+            if arrival.all_running.is_some() || at < arrival.created {
+                continue;
+            }
+            let prefix = format!("{}-", arrival.name);
+            let mine: Vec<_> = view
+                .pods
+                .iter()
+                .filter(|p| p.namespace == arrival.namespace && p.name.starts_with(&prefix))
+                .collect();
+            if !mine.is_empty() && mine.iter().all(|p| p.node_name.is_some()) {
+                arrival.all_running = Some(at);
+            }
+        }
+        self.samples.push(Sample {
+            at,
+            nodes,
+            pending,
+            utilization: if allocatable == 0 {
+                0.0
+            } else {
+                requested as f64 / allocatable as f64
+            },
+            ec2_cost,
+            fargate_cost,
+        });
+    }
+}

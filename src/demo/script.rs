@@ -1,0 +1,297 @@
+//! The demo's script: which simulated EKS to play on, the workloads that come and go over simulated time,
+//! and the headroom to keep. The built-in one is `demo.yaml` beside this file; `--scenario FILE` reads the
+//! same format.
+
+use crate::autoscaler::headroom::{self, Policy};
+use crate::cloud::scenario::{self, Scenario};
+use crate::k8s::objects;
+use crate::model::Pod;
+use serde::Deserialize;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// The script the demo plays without `--scenario`.
+pub const BUILT_IN: &str = include_str!("demo.yaml");
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    #[error("{0}")]
+    Yaml(#[from] serde_norway::Error),
+    #[error("scenario: {0}")]
+    Scenario(#[from] scenario::ScenarioError),
+    #[error("reading {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("timeline entry {index} (at {at}): {reason}")]
+    Timeline {
+        index: usize,
+        at: String,
+        reason: String,
+    },
+    #[error("headroom: {0}")]
+    Headroom(#[from] headroom::PolicyError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct File {
+    /// `builtin`, a scenario file's path (relative to the script), or the scenario itself inline.
+    scenario: serde_norway::Value,
+    /// How long the day lasts in simulated time.
+    #[serde(with = "humantime_serde")]
+    duration: Duration,
+    /// How often the loop runs (simulated).
+    #[serde(default = "ten_seconds", with = "humantime_serde")]
+    scan_interval: Duration,
+    timeline: Vec<EventFile>,
+    #[serde(default)]
+    headroom: Vec<headroom::PolicyFile>,
+}
+
+fn ten_seconds() -> Duration {
+    Duration::from_secs(10)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EventFile {
+    #[serde(with = "humantime_serde")]
+    at: Duration,
+    /// What a person would read in the log.
+    #[serde(default)]
+    say: Option<String>,
+    #[serde(default)]
+    create: Option<Workload>,
+    /// Deletes the pods of the workload with this name (as an HPA scaling in, or a job finishing).
+    #[serde(default)]
+    delete: Option<String>,
+}
+
+/// Pods alike, as a Deployment (or Job) would create them.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Workload {
+    pub name: String,
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    pub count: usize,
+    pub cpu: String,
+    pub memory: String,
+    #[serde(default)]
+    pub gpu: u32,
+    #[serde(default)]
+    pub priority: Option<i32>,
+    #[serde(default)]
+    pub node_selector: BTreeMap<String, String>,
+    #[serde(default)]
+    pub tolerations: Vec<serde_json::Value>,
+    /// `fargate-scheduler` for pods EKS's admission put on Fargate.
+    #[serde(default)]
+    pub scheduler_name: Option<String>,
+    /// The owner's kind: `ReplicaSet` (default), `Job`, `StatefulSet`, or `none` for bare pods.
+    #[serde(default = "replica_set")]
+    pub owner: String,
+}
+
+fn default_namespace() -> String {
+    "default".into()
+}
+
+fn replica_set() -> String {
+    "ReplicaSet".into()
+}
+
+/// What happens at one moment of the day.
+#[derive(Clone, Debug)]
+pub enum Action {
+    Create(Box<Workload>, Vec<Pod>),
+    Delete(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct Event {
+    pub at: Duration,
+    pub say: Option<String>,
+    pub action: Action,
+}
+
+/// A loaded, checked script.
+#[derive(Clone, Debug)]
+pub struct Script {
+    pub scenario: Scenario,
+    pub duration: Duration,
+    pub scan_interval: Duration,
+    /// In time order.
+    pub timeline: Vec<Event>,
+    pub headroom: Vec<Policy>,
+}
+
+impl Script {
+    pub fn built_in() -> Script {
+        Script::parse(BUILT_IN, Path::new(".")).expect("the built-in demo script is valid")
+    }
+
+    /// Reads a script file; a scenario path in it is taken relative to the file.
+    pub fn read(path: &Path) -> Result<Script, ScriptError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Script::parse(&text, path.parent().unwrap_or(Path::new(".")))
+    }
+
+    /// Parses a script's text; `dir` is where relative scenario paths start.
+    pub fn parse(text: &str, dir: &Path) -> Result<Script, ScriptError> {
+        let file: File = serde_norway::from_str(text)?;
+        let scenario = match &file.scenario {
+            serde_norway::Value::String(s) if s == "builtin" => Scenario::built_in(),
+            serde_norway::Value::String(path) => {
+                let path = dir.join(path);
+                let text = std::fs::read_to_string(&path).map_err(|source| ScriptError::Read {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+                Scenario::parse(&text)?
+            }
+            inline @ serde_norway::Value::Mapping(_) => {
+                Scenario::parse(&serde_norway::to_string(inline)?)?
+            }
+            _ => {
+                return Err(ScriptError::Invalid(
+                    "scenario: `builtin`, a file name, or the scenario itself".into(),
+                ));
+            }
+        };
+        if file.scan_interval.is_zero() {
+            return Err(ScriptError::Invalid("scanInterval must be above 0".into()));
+        }
+        let mut timeline = Vec::with_capacity(file.timeline.len());
+        for (index, event) in file.timeline.into_iter().enumerate() {
+            let fail = |reason: String| ScriptError::Timeline {
+                index,
+                at: humantime::format_duration(event.at).to_string(),
+                reason,
+            };
+            let action = match (event.create, event.delete) {
+                (Some(workload), None) => {
+                    let pods = pods_of(&workload).map_err(fail)?;
+                    Action::Create(Box::new(workload), pods)
+                }
+                (None, Some(name)) => Action::Delete(name),
+                _ => return Err(fail("give exactly one of `create` and `delete`".into())),
+            };
+            if event.at > file.duration {
+                return Err(fail("after the end of the day (`duration`)".into()));
+            }
+            timeline.push(Event {
+                at: event.at,
+                say: event.say,
+                action,
+            });
+        }
+        timeline.sort_by_key(|e| e.at);
+        let headroom = file
+            .headroom
+            .into_iter()
+            .map(Policy::from_file)
+            .collect::<Result<_, _>>()?;
+        Ok(Script {
+            scenario,
+            duration: file.duration,
+            scan_interval: file.scan_interval,
+            timeline,
+            headroom,
+        })
+    }
+}
+
+/// The workload's pods, built as the API server would hold them and read through the same conversion
+/// as a cluster's, so every field is checked the same way.
+fn pods_of(w: &Workload) -> Result<Vec<Pod>, String> {
+    if w.count == 0 {
+        return Err(format!("{}: count must be at least 1", w.name));
+    }
+    let mut requests = json!({"cpu": w.cpu, "memory": w.memory});
+    if w.gpu > 0 {
+        requests[crate::model::GPU_RESOURCE] = json!(w.gpu.to_string());
+    }
+    let owner = match w.owner.as_str() {
+        "none" => json!([]),
+        kind => json!([{"apiVersion": "apps/v1", "kind": kind, "name": w.name,
+                        "uid": format!("uid-{}", w.name), "controller": true}]),
+    };
+    (0..w.count)
+        .map(|i| {
+            let pod = json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("{}-{i}", w.name), "namespace": w.namespace,
+                             "labels": {"app": w.name}, "ownerReferences": owner},
+                "spec": {
+                    "containers": [{"name": "main", "image": w.name, "resources": {"requests": requests}}],
+                    "nodeSelector": w.node_selector,
+                    "tolerations": w.tolerations,
+                    "priority": w.priority,
+                    "schedulerName": w.scheduler_name,
+                },
+            });
+            let pod: k8s_openapi::api::core::v1::Pod =
+                serde_json::from_value(pod).map_err(|e| format!("{}: {e}", w.name))?;
+            objects::pod_from_api(&pod, true).map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_script_loads_with_its_scenario() {
+        let script = Script::built_in();
+        assert_eq!(script.scenario.cluster, "demo");
+        assert!(script.timeline.len() >= 5);
+        assert!(script.timeline.windows(2).all(|w| w[0].at <= w[1].at));
+    }
+
+    #[test]
+    fn bad_scripts_say_what_is_wrong() {
+        let base = "scenario: builtin\nduration: 1h\n";
+        let cases = [
+            (
+                "timeline: [{at: 2h, delete: web}]",
+                "timeline entry 0 (at 2h): after the end of the day",
+            ),
+            (
+                "timeline: [{at: 1m}]",
+                "give exactly one of `create` and `delete`",
+            ),
+            (
+                "timeline: [{at: 1m, create: {name: w, count: 1, cpu: lots, memory: 1Gi}}]",
+                "timeline entry 0 (at 1m): pod default/w-0: cpu: invalid quantity \"lots\"",
+            ),
+            ("timeline: []\nextra: 1", "unknown field `extra`"),
+        ];
+        for (rest, expected) in cases {
+            let error = Script::parse(&format!("{base}{rest}"), Path::new("."))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(expected), "{error}");
+        }
+        let error = Script::parse(
+            "scenario: nowhere.yaml\nduration: 1h\ntimeline: []",
+            Path::new("/nonexistent"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.starts_with("reading /nonexistent/nowhere.yaml"),
+            "{error}"
+        );
+    }
+}
