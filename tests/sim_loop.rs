@@ -624,3 +624,140 @@ nodeGroups:
     client.refresh().await.unwrap();
     assert_eq!(client.target_size("general").await.unwrap(), 1);
 }
+
+/// How many pods of `cpu` millicores and `memory` bytes fit in the free room of the view's nodes.
+fn room_for(view: &ekscale::autoscaler::cluster::ClusterView, cpu: u64, memory: u64) -> u64 {
+    view.nodes
+        .iter()
+        .map(|node| {
+            let used = view
+                .pods
+                .iter()
+                .filter(|p| p.node_name.as_deref() == Some(node.name.as_str()))
+                .fold(Resources::default(), |r, p| r.plus(p.demand));
+            let free_cpu = node.allocatable.cpu_millis.saturating_sub(used.cpu_millis);
+            let free_memory = node
+                .allocatable
+                .memory_bytes
+                .saturating_sub(used.memory_bytes);
+            (free_cpu / cpu).min(free_memory / memory)
+        })
+        .sum()
+}
+
+#[tokio::test]
+async fn headroom_keeps_room_free_and_a_burst_lands_in_it_without_a_new_node() {
+    let scenario = "
+cluster: headroom
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.2xlarge, zones: [us-east-1a], minSize: 1, maxSize: 5, desiredSize: 1, provisioningDelay: 30s}
+";
+    let (server, config, cluster) = simulated(scenario).await;
+    let policy: ekscale::autoscaler::headroom::PolicyFile = serde_norway::from_str(
+        "{name: buffer, nodeGroup: general, pods: 5, shape: {cpu: '1', memory: 2Gi}}",
+    )
+    .unwrap();
+    let settings = Settings {
+        headroom: vec![ekscale::autoscaler::headroom::Policy::from_file(policy).unwrap()],
+        ..settings()
+    };
+    let mut once =
+        RunOnce::new(ProviderClient::new(&config).unwrap(), settings).acting_on(cluster.clone());
+    let clock = server.sim().clock().clone();
+    let (cpu, memory) = (1000, 2 << 30);
+
+    // Four steady 1-CPU pods on the one m5.2xlarge leave room for three more: the policy wants five, so
+    // one node is added for the other two.
+    cluster.create_pods(owned("steady", 4, 1000).into_iter().map(|mut p| {
+        p.demand.memory_bytes = 2 << 30;
+        p
+    }));
+    let view = cluster.view().await.unwrap();
+    assert_eq!(room_for(&view, cpu, memory), 3);
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    assert_eq!(scale_ups(&status), [("general", 1)], "{status:#?}");
+    let h = &status.headroom[0];
+    assert_eq!(
+        (h.reserved, h.placed, h.scale_up, h.unmet),
+        (5, 3, 2, 0),
+        "{h:?}"
+    );
+
+    // Steady for half an hour: the room stays, nothing is added or removed (the room the headroom holds
+    // keeps the second node from looking unneeded).
+    let mut nodes = 0;
+    for _ in 0..180 {
+        clock.advance(Duration::from_secs(10));
+        let view = cluster.view().await.unwrap();
+        let status = once.run(&view, cluster.now()).await.unwrap();
+        assert!(status.scale_down.is_empty(), "{status:#?}");
+        assert!(status.scale_up.is_empty(), "{status:#?}");
+        nodes = view.nodes.len();
+    }
+    assert_eq!(nodes, 2);
+    let view = cluster.view().await.unwrap();
+    assert!(room_for(&view, cpu, memory) >= 5);
+
+    // Bursts of five such pods land at once in that room: no pod waits, no node is added for them. The
+    // second node had room for seven, so after the first burst there is still room for five; after the
+    // second there is not, and the room is made again, ahead of the next burst.
+    for (burst, made_again) in [("burst-a", false), ("burst-b", true)] {
+        cluster.create_pods(owned(burst, 5, 1000).into_iter().map(|mut p| {
+            p.demand.memory_bytes = 2 << 30;
+            p
+        }));
+        let view = cluster.view().await.unwrap();
+        assert!(
+            view.pods.iter().all(|p| p.node_name.is_some()),
+            "{burst}: pods wait"
+        );
+        assert_eq!(view.nodes.len(), 2);
+        let status = once.run(&view, cluster.now()).await.unwrap();
+        let h = &status.headroom[0];
+        if made_again {
+            assert_eq!((h.placed, h.scale_up), (0, 5), "{status:#?}");
+            assert_eq!(scale_ups(&status), [("general", 1)]);
+        } else {
+            assert_eq!((h.placed, h.scale_up), (5, 0), "{status:#?}");
+            assert!(status.scale_up.is_empty());
+        }
+    }
+}
+
+#[tokio::test]
+async fn placeholder_pods_of_negative_priority_are_preempted_and_scaled_up_for_as_upstream_documents()
+ {
+    let scenario = "
+cluster: overprovisioning
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 1, maxSize: 5, desiredSize: 1}
+";
+    let (_server, config, cluster) = simulated(scenario).await;
+    let mut once =
+        RunOnce::new(ProviderClient::new(&config).unwrap(), settings()).acting_on(cluster.clone());
+    // The overprovisioning Deployment: one 1500m pod at priority -1 holds most of the node.
+    cluster.create_pods(owned("placeholder", 1, 1500).into_iter().map(|mut p| {
+        p.priority = Some(-1);
+        p
+    }));
+    let view = cluster.view().await.unwrap();
+    assert!(view.pods[0].node_name.is_some());
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    assert!(status.scale_up.is_empty());
+
+    // A real pod comes: it takes the placeholder's room at once, and the placeholder, pending now, gets a
+    // node of its own (priority -1 is above the expendable cutoff of -10).
+    cluster.create_pods(owned("real", 1, 1000));
+    let view = cluster.view().await.unwrap();
+    let by_name = |name: &str| view.pods.iter().find(|p| p.name == name).unwrap();
+    assert!(
+        by_name("real-0").node_name.is_some(),
+        "the real pod runs at once"
+    );
+    assert!(by_name("placeholder-0").node_name.is_none() && by_name("placeholder-0").unschedulable);
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    assert_eq!(scale_ups(&status), [("general", 1)], "{status:#?}");
+    assert_eq!(status.scale_up[0].pods, ["default/placeholder-0"]);
+}

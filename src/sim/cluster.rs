@@ -170,6 +170,7 @@ impl SimCluster {
         }
         run_on_fargate(nodes, pods, &fargate, now);
         schedule(nodes, pods);
+        preempt(nodes, pods);
         Ok(())
     }
 }
@@ -311,6 +312,63 @@ fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod]) {
                 }
                 None => pod.unschedulable = true,
             }
+        }
+    }
+}
+
+/// kube-scheduler's preemption, as far as resources go: a pod left unschedulable takes the place of pods of
+/// lower priority on the first node where evicting the lowest of them makes room (cluster-autoscaler's
+/// overprovisioning pattern relies on it). The evicted go back to pending.
+fn preempt(nodes: &[Arc<Node>], pods: &mut [Pod]) {
+    let mut waiting: Vec<usize> = (0..pods.len())
+        .filter(|&i| {
+            let p = &pods[i];
+            p.node_name.is_none() && p.unschedulable && p.scheduler_name != FARGATE_SCHEDULER
+        })
+        .collect();
+    waiting.sort_by_key(|&i| std::cmp::Reverse(pods[i].priority.unwrap_or(0)));
+    for i in waiting {
+        let priority = pods[i].priority.unwrap_or(0);
+        for node in nodes.iter().filter(|n| n.accepts_pods()) {
+            if crate::autoscaler::predicates::node_fit(&pods[i].scheduling, node).is_err() {
+                continue;
+            }
+            let on: Vec<usize> = (0..pods.len())
+                .filter(|&j| {
+                    pods[j].holds_room() && pods[j].node_name.as_deref() == Some(&node.name)
+                })
+                .collect();
+            let used = on.iter().fold(crate::model::Resources::default(), |r, &j| {
+                r.plus(pods[j].demand)
+            });
+            let mut free = crate::autoscaler::predicates::minus(node.allocatable, &used);
+            let mut lower: Vec<usize> = on
+                .into_iter()
+                .filter(|&j| pods[j].priority.unwrap_or(0) < priority)
+                .collect();
+            lower.sort_by_key(|&j| pods[j].priority.unwrap_or(0));
+            let mut victims = Vec::new();
+            for j in lower {
+                if free.fits(&pods[i].demand) {
+                    break;
+                }
+                free = free.plus(pods[j].demand);
+                victims.push(j);
+            }
+            if victims.is_empty() || !free.fits(&pods[i].demand) {
+                continue;
+            }
+            for j in victims {
+                let victim = &mut pods[j];
+                victim.node_name = None;
+                victim.phase = Phase::Pending;
+                victim.unschedulable = true;
+            }
+            let pod = &mut pods[i];
+            pod.node_name = Some(node.name.clone());
+            pod.phase = Phase::Running;
+            pod.unschedulable = false;
+            break;
         }
     }
 }

@@ -1,0 +1,170 @@
+//! `ekscale-autoscaler demo` as a process: the built-in day on a fixed seed, its summary and HTML report, a
+//! user's own script, and bad scripts refused.
+
+use std::process::{Command, Output};
+
+fn demo(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
+        .arg("demo")
+        .args(args)
+        .output()
+        .expect("running ekscale-autoscaler demo")
+}
+
+/// The `+added -removed` of a group in the summary.
+fn added_removed(summary: &str, group: &str) -> (u64, u64) {
+    let line = summary
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{group} ")))
+        .unwrap_or_else(|| panic!("no line for {group}:\n{summary}"));
+    let mut numbers = line
+        .split_whitespace()
+        .skip(1)
+        .take(2)
+        .map(|n| n[1..].parse::<u64>().unwrap());
+    (numbers.next().unwrap(), numbers.next().unwrap())
+}
+
+#[test]
+fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.html");
+    let output = demo(&[
+        "--speed",
+        "0",
+        "--seed",
+        "7",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary = &stdout[stdout.find("Summary:").expect("a summary")..];
+
+    // Every placeable workload ran; the 64-CPU pod is reported with every group's reason.
+    for workload in ["default/api", "default/web", "default/etl", "serverless/fn"] {
+        let line = summary
+            .lines()
+            .find(|l| l.trim_start().starts_with(workload))
+            .unwrap();
+        assert!(!line.contains("never"), "{line}");
+    }
+    assert!(
+        summary.contains("pods placed on EC2 nodes: 23; on Fargate: 3"),
+        "{summary}"
+    );
+    assert!(summary.contains("serverless/fn-0 on Fargate (profile serverless): 0.5vCPU 2GB"));
+    assert!(summary.contains("never placed: default/huge-0"));
+    assert!(summary.contains("general: Insufficient cpu: the pod requests 64"));
+    assert!(summary.contains("default/huge (1 pods): never"));
+
+    // The burst and the batch job came and went: nodes were added, then removed after they ended.
+    let (general_added, general_removed) = added_removed(summary, "general");
+    let (batch_added, batch_removed) = added_removed(summary, "batch");
+    assert!(
+        general_added >= 3 && general_removed >= general_added,
+        "{summary}"
+    );
+    assert!(
+        batch_added >= 1 && batch_removed == batch_added,
+        "{summary}"
+    );
+    assert!(summary.contains("headroom web-buffer: 2 pod(s) of 500m/1Gi kept free in general"));
+    // Decisions were printed as they happened, with their reasons.
+    assert!(stdout.contains("scale-up          general +"), "{stdout}");
+    assert!(stdout.contains("scale-down        ip-"), "{stdout}");
+    assert!(stdout.contains("fargate           serverless/fn-0 -> profile serverless"));
+
+    // The report: one self-contained page, four charts of well-formed SVG with a point per loop.
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(
+        !html.contains("<script") && !html.contains("src=\"http"),
+        "no network"
+    );
+    let loops = summary
+        .lines()
+        .find_map(|l| l.split(" over ").nth(1)?.strip_suffix(" loops"))
+        .unwrap()
+        .parse::<usize>()
+        .unwrap();
+    let mut charts = 0;
+    let mut rest = html.as_str();
+    while let Some(start) = rest.find("<svg") {
+        let end = rest[start..].find("</svg>").unwrap() + start + "</svg>".len();
+        let svg = &rest[start..end];
+        let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("{e}: {svg}"));
+        let lines: Vec<_> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("polyline"))
+            .collect();
+        assert!(!lines.is_empty());
+        for line in lines {
+            let points = line.attribute("points").unwrap().split_whitespace().count();
+            assert_eq!(points, loops, "a point per loop");
+        }
+        charts += 1;
+        rest = &rest[end..];
+    }
+    assert_eq!(charts, 4, "nodes, pending, utilization, cost");
+    for title in [
+        "Nodes per node group",
+        "Pending pods",
+        "CPU utilization",
+        "Cost",
+    ] {
+        assert!(html.contains(title), "{title}");
+    }
+    assert!(html.contains("<td>scale-down</td>"));
+    assert!(html.contains("never placed: default/huge-0"));
+}
+
+#[test]
+fn a_users_own_script_plays_and_bad_ones_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("mine.yaml");
+    std::fs::write(
+        &script,
+        r#"
+scenario:
+  cluster: mine
+  region: us-east-1
+  nodeGroups:
+    - {name: small, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 0, labels: {workload: general}}
+duration: 20m
+timeline:
+  - {at: 0s, create: {name: app, count: 4, cpu: "1", memory: 1Gi}}
+  - {at: 5m, delete: app}
+"#,
+    )
+    .unwrap();
+    let output = demo(&["--speed", "0", "--scenario", script.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("small      +4 -4"), "{stdout}");
+    assert!(stdout.contains("every pod found a place"), "{stdout}");
+    assert!(
+        stdout.contains("at the end: 0 node(s), 0 pending"),
+        "{stdout}"
+    );
+
+    std::fs::write(
+        &script,
+        "scenario: builtin\nduration: 10m\ntimeline: [{at: 1m, create: {name: x, count: 0, cpu: '1', memory: 1Gi}}]\n",
+    )
+    .unwrap();
+    let output = demo(&["--scenario", script.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("mine.yaml: timeline entry 0 (at 1m): x: count must be at least 1"),
+        "{stderr}"
+    );
+    let output = demo(&["--speed=-1"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--speed -1"));
+}
