@@ -800,3 +800,58 @@ fn the_readmes_scale_down_example_prints_what_the_readme_shows() {
         assert!(readme.contains(line), "README lacks: {line}");
     }
 }
+
+/// Headroom through `--headroom-config`: room found on the nodes there is, the rest scaled up for, and the
+/// room it holds keeps a node from being removed.
+#[test]
+fn simulate_keeps_headroom_and_reports_it() {
+    let provider = Binary::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("headroom.yaml");
+    std::fs::write(
+        &config,
+        "headroom:\n  - {name: buffer, nodeGroup: general, pods: 5, shape: {cpu: '1', memory: 2Gi}}\n",
+    )
+    .unwrap();
+    let snapshot: Value = serde_norway::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/scaledown.yaml"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let result = simulate_json(
+        provider.grpc,
+        &snapshot,
+        &["--headroom-config", config.to_str().unwrap()],
+    );
+    // One 1-CPU pod fits beside the pods of each m5.large (1930m); three more need three more nodes.
+    assert_eq!(
+        result["headroom"],
+        json!([{"policy": "buffer", "nodeGroup": "general", "shape": "1/2Gi", "reserved": 5,
+                "placed": 2, "scaleUp": 3, "unmet": 0}]),
+        "{result:#}"
+    );
+    assert_eq!(scale_ups(&result), [("general".to_string(), 3)]);
+    // Without headroom the second node was removable; the room it holds now keeps it.
+    assert!(
+        result["scaleDown"].as_array().unwrap().is_empty(),
+        "{result:#}"
+    );
+
+    std::fs::write(&config, "headroom:\n  - {name: bad, percent: 300}\n").unwrap();
+    let path = dir.path().join("snapshot.json");
+    std::fs::write(&path, snapshot.to_string()).unwrap();
+    let output = simulate(
+        provider.grpc,
+        &path,
+        &["--headroom-config", config.to_str().unwrap()],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("headroom.yaml: policy bad: percent must be between 0 and 100"),
+        "{stderr}"
+    );
+}

@@ -98,7 +98,7 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
 
     let bar = ProgressBar::new(script.duration.as_secs());
     bar.set_style(
-        ProgressStyle::with_template("{bar:30} {msg}")
+        ProgressStyle::with_template("{bar:20} {msg}")
             .expect("a valid template")
             .progress_chars("=> "),
     );
