@@ -73,7 +73,10 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
         batch_added >= 1 && batch_removed == batch_added,
         "{summary}"
     );
-    assert!(summary.contains("headroom web-buffer: 2 pod(s) of 500m/1Gi kept free in general"));
+    assert!(
+        summary.contains("headroom web-buffer (general): 2 pod(s) of 500m/1Gi: 2 fit in free room"),
+        "{summary}"
+    );
     // Decisions were printed as they happened, with their reasons.
     assert!(stdout.contains("scale-up          general +"), "{stdout}");
     assert!(stdout.contains("scale-down        ip-"), "{stdout}");

@@ -147,6 +147,22 @@ pub struct GroupStatus {
     pub skipped: Option<String>,
 }
 
+impl HeadroomStatus {
+    /// `buffer (general): 5 pod(s) of 1/2Gi: 2 fit in free room, 3 in this loop's scale-ups, 0 unmet`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({}): {} pod(s) of {}: {} fit in free room, {} in this loop's scale-ups, {} unmet",
+            self.policy,
+            self.node_group.as_deref().unwrap_or("cluster-wide"),
+            self.reserved,
+            self.shape,
+            self.placed,
+            self.scale_up,
+            self.unmet
+        )
+    }
+}
+
 /// `a, b, c and 7 more`.
 fn abbreviate(pods: &[String], show: usize) -> String {
     let mut text = pods
@@ -266,17 +282,7 @@ impl Status {
         if !self.headroom.is_empty() {
             let _ = writeln!(out, "\nHeadroom");
             for h in &self.headroom {
-                let _ = writeln!(
-                    out,
-                    "  {} ({}): {} pod(s) of {}: {} fit in free room, {} in this loop's scale-ups, {} unmet",
-                    h.policy,
-                    h.node_group.as_deref().unwrap_or("cluster-wide"),
-                    h.reserved,
-                    h.shape,
-                    h.placed,
-                    h.scale_up,
-                    h.unmet
-                );
+                let _ = writeln!(out, "  {}", h.describe());
             }
         }
         if !self.placed.is_empty() {

@@ -273,19 +273,7 @@ pub fn summary(record: &Record, day: Duration, took: Duration) -> String {
         );
     }
     for h in &record.headroom {
-        let _ = writeln!(
-            out,
-            "  headroom {}: {} pod(s) of {} kept free{} ({} on nodes that exist, {} on nodes being added)",
-            h.policy,
-            h.reserved,
-            h.shape,
-            h.node_group
-                .as_deref()
-                .map(|g| format!(" in {g}"))
-                .unwrap_or_default(),
-            h.placed,
-            h.scale_up
-        );
+        let _ = writeln!(out, "  headroom {}", h.describe());
     }
     let loops = record.loop_ms.len().max(1) as f64;
     let mean = record.loop_ms.iter().sum::<f64>() / loops;
