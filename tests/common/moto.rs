@@ -26,19 +26,11 @@ impl Drop for Moto {
 
 /// moto_server from `$MOTO_SERVER`, the project's `.venv`, or PATH (`.ci/run` installs it from PyPI).
 fn moto_server() -> PathBuf {
-    if let Some(path) = std::env::var_os("MOTO_SERVER") {
-        return path.into();
-    }
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/moto_server");
-    if venv.exists() {
-        return venv;
-    }
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .map(|dir| dir.join("moto_server"))
-        .find(|candidate| candidate.exists())
-        .expect("moto_server not found: run .ci/run, or `pip install -r tests/requirements.txt` into .venv")
+    super::tool(
+        "MOTO_SERVER",
+        "moto_server",
+        "run .ci/run, or `pip install -r tests/requirements.txt` into .venv",
+    )
 }
 
 impl Moto {
