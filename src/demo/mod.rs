@@ -48,7 +48,7 @@ pub enum DemoError {
 }
 
 /// `hh:mm:ss` of simulated time.
-pub fn clock(at: Duration) -> String {
+pub fn hms(at: Duration) -> String {
     let s = at.as_secs();
     format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
@@ -65,8 +65,8 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
     if let Some(seed) = seed {
         script.scenario.seed = seed;
     }
-    let clock_ = Clock::manual();
-    let backend = Arc::new(SimBackend::new(script.scenario.clone(), clock_.clone()));
+    let clock = Clock::manual();
+    let backend = Arc::new(SimBackend::new(script.scenario.clone(), clock.clone()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| DemoError::Provider(e.to_string()))?;
@@ -85,7 +85,7 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
     ));
     let config = ProviderConfig::plaintext(addr.to_string());
     let client = ProviderClient::new(&config)?;
-    let cluster = Arc::new(SimCluster::new(&config, clock_.clone())?);
+    let cluster = Arc::new(SimCluster::new(&config, clock.clone())?);
     let settings = Settings {
         act: true,
         remove_unregistered: true,
@@ -103,7 +103,7 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
             .progress_chars("=> "),
     );
     let show = |entry: &Entry| {
-        let line = format!("[{}] {:<17} {}", clock(entry.at), entry.kind, entry.text);
+        let line = format!("[{}] {:<17} {}", hms(entry.at), entry.kind, entry.text);
         if bar.is_hidden() {
             println!("{line}");
         } else {
@@ -163,12 +163,12 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
         bar.set_position(at.as_secs());
         bar.set_message(format!(
             "{} | pending {} | {} | ${:.2}/h",
-            clock(at),
+            hms(at),
             last.pending,
             nodes.join(", "),
             last.ec2_cost + last.fargate_cost
         ));
-        clock_.advance(script.scan_interval);
+        clock.advance(script.scan_interval);
         at += script.scan_interval;
         if speed > 0.0 {
             let budget = script.scan_interval.as_secs_f64() / speed;

@@ -206,7 +206,7 @@ pub fn html(record: &Record, summary: &str) -> String {
         let _ = write!(
             page,
             "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-            super::clock(entry.at),
+            super::hms(entry.at),
             escape(entry.kind),
             escape(&entry.text)
         );
