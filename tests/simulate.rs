@@ -587,6 +587,8 @@ async fn run_acts_through_the_provider_and_dry_run_does_not() {
                 &cluster.provider.grpc.to_string(),
                 "--scan-interval",
                 "1h",
+                "--address",
+                "127.0.0.1:0",
             ])
             .arg("--snapshot")
             .arg(&path)

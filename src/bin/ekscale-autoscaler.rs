@@ -9,14 +9,17 @@ use ekscale::autoscaler::cluster::{ClusterSource, Snapshot};
 use ekscale::autoscaler::drain::Rules;
 use ekscale::autoscaler::expander::{self, Expander, Strategy};
 use ekscale::autoscaler::headroom;
+use ekscale::autoscaler::last_loop::{LastLoop, Liveness};
 use ekscale::autoscaler::runonce::{RunOnce, Settings};
 use ekscale::autoscaler::scaledown;
 use ekscale::autoscaler::scaleup::Limits;
 use ekscale::demo::{self, script::Script};
+use ekscale::metrics::AutoscalerMetrics;
 use ekscale::telemetry::{self, LogFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 #[derive(Parser, Debug)]
@@ -153,6 +156,16 @@ struct DecisionArgs {
     expendable_pods_priority_cutoff: i32,
 }
 
+/// cluster-autoscaler's `--address`: `host:port`, or `:port` for every interface.
+fn listen_address(text: &str) -> Result<std::net::SocketAddr, String> {
+    let full = match text.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => text.to_string(),
+    };
+    full.parse()
+        .map_err(|_| format!("{text:?}: expected host:port or :port"))
+}
+
 /// A threshold between 0 and 1.
 fn fraction(text: &str) -> Result<f64, String> {
     let value: f64 = text
@@ -269,9 +282,18 @@ struct RunArgs {
     kubeconfig: Option<PathBuf>,
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     scan_interval: Duration,
-    /// Address of /metrics, /health-check and /snapshotz.
-    #[arg(long, default_value = ":8085")]
-    address: String,
+    /// Address of /metrics, /health-check and /snapshotz (`:8085` is every interface).
+    #[arg(long, default_value = ":8085", value_parser = listen_address)]
+    address: std::net::SocketAddr,
+    /// /health-check fails when no loop ran for this long...
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "10m")]
+    max_inactivity: Duration,
+    /// ...or no loop succeeded for this long...
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "15m")]
+    max_failing_time: Duration,
+    /// ...or, before the first success, since the start.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "20m")]
+    max_startup_time: Duration,
     #[arg(long, action = clap::ArgAction::Set)]
     leader_elect: Option<bool>,
     /// Use a `kubectl get nodes,pods,pdb -A -o json` snapshot as the cluster.
@@ -437,6 +459,28 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
     let client = args.provider.client().map_err(Failure::Usage)?;
     let source = Snapshot::read(path).map_err(|e| Failure::Usage(e.to_string()))?;
     let mut once = RunOnce::new(client, settings);
+
+    // /metrics, /health-check and /snapshotz, until the loop stops.
+    let metrics = Arc::new(AutoscalerMetrics::default());
+    let liveness = Liveness {
+        max_inactivity: args.max_inactivity,
+        max_failing_time: args.max_failing_time,
+        max_startup_time: args.max_startup_time,
+    };
+    let last = Arc::new(LastLoop::new(liveness, SystemTime::now()));
+    let listener = tokio::net::TcpListener::bind(args.address)
+        .await
+        .map_err(|e| Failure::Usage(format!("--address {}: {e}", args.address)))?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| Failure::Loop(e.to_string()))?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let router = ekscale::http::autoscaler_router(metrics.clone(), last.clone());
+    let server = tokio::spawn(ekscale::http::serve(listener, router, async {
+        let _ = stopped.await;
+    }));
+    tracing::info!(%address, dry_run = args.dry_run, "listening");
+
     let mut ticks = tokio::time::interval(args.scan_interval);
     let signal = |kind| tokio::signal::unix::signal(kind).map_err(|e| Failure::Loop(e.to_string()));
     let mut term = signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -445,38 +489,53 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
         // A signal is taken between loops, never in the middle of one.
         tokio::select! {
             _ = ticks.tick() => {}
-            _ = term.recv() => return Ok(()),
-            _ = interrupt.recv() => return Ok(()),
+            _ = term.recv() => break,
+            _ = interrupt.recv() => break,
         }
         let view = source
             .view()
             .await
             .map_err(|e| Failure::Loop(e.to_string()))?;
-        match once.run(&view, SystemTime::now()).await {
+        let now = SystemTime::now();
+        match once.run(&view, now).await {
             Ok(status) => {
-                for s in &status.scale_up {
-                    tracing::info!(node_group = %s.node_group, delta = s.delta, pods = s.pods.len(), reason = %s.reason, error = ?s.error, "scale-up");
-                }
-                for s in &status.scale_down {
-                    tracing::info!(node = %s.node, node_group = %s.node_group, reason = %s.reason, detail = %s.detail, "scale-down");
-                }
-                for d in &status.deletions {
-                    tracing::info!(node = %d.node, node_group = %d.node_group, state = %d.state, detail = %d.detail, "deletion");
-                }
-                for e in &status.errors {
-                    tracing::warn!(error = %e, "loop problem");
-                }
-                tracing::info!(
-                    pending_helped = status.scale_up.iter().map(|s| s.pods.len()).sum::<usize>(),
-                    no_scale_up = status.no_scale_up.len(),
-                    unneeded = status.scale_down.len(),
-                    fargate = status.fargate.len(),
-                    elapsed_ms = status.elapsed_ms,
-                    dry_run = args.dry_run,
-                    "loop done"
-                );
+                metrics.observe_loop(&view, &status, !args.dry_run, now);
+                last.succeeded(&view, &status, now);
+                log(&status, args.dry_run);
             }
-            Err(e) => tracing::warn!(error = %e, "loop failed; nothing was done"),
+            Err(e) => {
+                metrics.observe_failure("cloudProviderError", now);
+                last.failed(&e.to_string(), now);
+                tracing::warn!(error = %e, "loop failed; nothing was done");
+            }
         }
     }
+    let _ = stop.send(());
+    let _ = server.await;
+    Ok(())
+}
+
+/// One loop's decisions in the log.
+fn log(status: &ekscale::autoscaler::status::Status, dry_run: bool) {
+    for s in &status.scale_up {
+        tracing::info!(node_group = %s.node_group, delta = s.delta, pods = s.pods.len(), reason = %s.reason, error = ?s.error, "scale-up");
+    }
+    for s in &status.scale_down {
+        tracing::info!(node = %s.node, node_group = %s.node_group, reason = %s.reason, detail = %s.detail, "scale-down");
+    }
+    for d in &status.deletions {
+        tracing::info!(node = %d.node, node_group = %d.node_group, state = %d.state, detail = %d.detail, "deletion");
+    }
+    for e in &status.errors {
+        tracing::warn!(error = %e, "loop problem");
+    }
+    tracing::info!(
+        pending_helped = status.scale_up.iter().map(|s| s.pods.len()).sum::<usize>(),
+        no_scale_up = status.no_scale_up.len(),
+        unneeded = status.scale_down.len(),
+        fargate = status.fargate.len(),
+        elapsed_ms = status.elapsed_ms,
+        dry_run,
+        "loop done"
+    );
 }

@@ -1,0 +1,318 @@
+//! The companion's metrics, `ekscale_*`, mirroring cluster-autoscaler's names and labels where the meaning is
+//! the same (`unschedulable_pods_count`, `scaled_up_nodes_total`, `function_duration_seconds`, ...).
+
+use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::status::Status;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TypeLabels {
+    r#type: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FunctionLabels {
+    function: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ActivityLabels {
+    activity: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GroupLabels {
+    node_group: String,
+}
+
+/// Every metric the companion exports, registered once.
+pub struct AutoscalerMetrics {
+    registry: Registry,
+    unschedulable: Family<TypeLabels, Gauge>,
+    nodes: Family<StateLabels, Gauge>,
+    node_groups: Gauge,
+    cpu_cores: Gauge<f64, AtomicU64>,
+    memory_bytes: Gauge,
+    scaled_up: Counter,
+    failed_scale_ups: Family<ReasonLabels, Counter>,
+    scaled_down: Family<ReasonLabels, Counter>,
+    unneeded: Gauge,
+    unremovable: Family<ReasonLabels, Gauge>,
+    pending_deletions: Gauge,
+    durations: Family<FunctionLabels, Histogram>,
+    last_activity: Family<ActivityLabels, Gauge<f64, AtomicU64>>,
+    errors: Family<TypeLabels, Counter>,
+    group_target: Family<GroupLabels, Gauge>,
+    group_min: Family<GroupLabels, Gauge>,
+    group_max: Family<GroupLabels, Gauge>,
+}
+
+fn duration_histogram() -> Histogram {
+    // 100 µs to ~6.5 s: a loop over a large cluster takes tens of milliseconds.
+    Histogram::new(exponential_buckets(0.000_1, 2.0, 17))
+}
+
+impl Default for AutoscalerMetrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("ekscale");
+        macro_rules! register {
+            ($name:literal, $help:literal, $metric:expr) => {{
+                let metric = $metric;
+                registry.register($name, $help, metric.clone());
+                metric
+            }};
+        }
+        AutoscalerMetrics {
+            unschedulable: register!(
+                "unschedulable_pods_count",
+                "Pending pods: unschedulable (the scheduler tried), scheduler_unprocessed (not yet)",
+                Family::default()
+            ),
+            nodes: register!("nodes_count", "Nodes by state", Family::default()),
+            node_groups: register!("node_groups_count", "Node groups", Gauge::default()),
+            cpu_cores: register!(
+                "cluster_cpu_current_cores",
+                "Cores of the cluster's nodes",
+                Gauge::default()
+            ),
+            memory_bytes: register!(
+                "cluster_memory_current_bytes",
+                "Memory of the cluster's nodes",
+                Gauge::default()
+            ),
+            scaled_up: register!("scaled_up_nodes", "Nodes asked for", Counter::default()),
+            failed_scale_ups: register!(
+                "failed_scale_ups",
+                "Scale-ups the provider refused, by reason",
+                Family::default()
+            ),
+            scaled_down: register!(
+                "scaled_down_nodes",
+                "Nodes removed, by reason (empty, underutilized)",
+                Family::default()
+            ),
+            unneeded: register!(
+                "unneeded_nodes_count",
+                "Nodes found unneeded",
+                Gauge::default()
+            ),
+            unremovable: register!(
+                "unremovable_nodes_count",
+                "Nodes kept, by reason",
+                Family::default()
+            ),
+            pending_deletions: register!(
+                "pending_node_deletions",
+                "Node deletions in progress",
+                Gauge::default()
+            ),
+            durations: register!(
+                "function_duration_seconds",
+                "Time spent in parts of the loop (main, estimate, scaleDown)",
+                Family::<FunctionLabels, Histogram>::new_with_constructor(
+                    duration_histogram as fn() -> _
+                )
+            ),
+            last_activity: register!(
+                "last_activity",
+                "When each activity last happened (unix seconds)",
+                Family::default()
+            ),
+            errors: register!("errors", "Problems by type", Family::default()),
+            group_target: register!(
+                "node_group_target_count",
+                "Target size per node group",
+                Family::default()
+            ),
+            group_min: register!(
+                "node_group_min_count",
+                "Min size per node group",
+                Family::default()
+            ),
+            group_max: register!(
+                "node_group_max_count",
+                "Max size per node group",
+                Family::default()
+            ),
+            registry,
+        }
+    }
+}
+
+fn unix(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
+
+impl AutoscalerMetrics {
+    /// Takes in one finished loop: the cluster it read and what it decided, at `now`; `acted` when the
+    /// decisions were carried out (not a dry run), so that planned scale-ups are not counted as made.
+    pub fn observe_loop(&self, view: &ClusterView, status: &Status, acted: bool, now: SystemTime) {
+        let unschedulable = view
+            .pods
+            .iter()
+            .filter(|p| p.unschedulable && p.node_name.is_none());
+        self.unschedulable
+            .get_or_create(&TypeLabels {
+                r#type: "unschedulable",
+            })
+            .set(unschedulable.count() as i64);
+        let unprocessed = view
+            .pods
+            .iter()
+            .filter(|p| p.node_name.is_none() && !p.unschedulable && p.deleted.is_none());
+        self.unschedulable
+            .get_or_create(&TypeLabels {
+                r#type: "scheduler_unprocessed",
+            })
+            .set(unprocessed.count() as i64);
+        let ready = view.nodes.iter().filter(|n| n.ready).count() as i64;
+        self.nodes
+            .get_or_create(&StateLabels { state: "ready" })
+            .set(ready);
+        self.nodes
+            .get_or_create(&StateLabels { state: "unready" })
+            .set(view.nodes.len() as i64 - ready);
+        let upcoming: usize = status.node_groups.iter().map(|g| g.upcoming).sum();
+        self.nodes
+            .get_or_create(&StateLabels {
+                state: "notStarted",
+            })
+            .set(upcoming as i64);
+        let (cpu, memory) = view.nodes.iter().fold((0u64, 0u64), |(c, m), n| {
+            (c + n.capacity.cpu_millis, m + n.capacity.memory_bytes)
+        });
+        self.cpu_cores.set(cpu as f64 / 1000.0);
+        self.memory_bytes.set(memory as i64);
+        self.node_groups.set(status.node_groups.len() as i64);
+        for g in &status.node_groups {
+            let labels = GroupLabels {
+                node_group: g.id.clone(),
+            };
+            self.group_target
+                .get_or_create(&labels)
+                .set(i64::from(g.target_size));
+            self.group_min
+                .get_or_create(&labels)
+                .set(i64::from(g.min_size));
+            self.group_max
+                .get_or_create(&labels)
+                .set(i64::from(g.max_size));
+        }
+        for s in status.scale_up.iter().filter(|_| acted) {
+            match &s.error {
+                None => {
+                    self.scaled_up.inc_by(s.delta);
+                }
+                Some(_) => {
+                    self.failed_scale_ups
+                        .get_or_create(&ReasonLabels {
+                            reason: "cloudProviderError".into(),
+                        })
+                        .inc();
+                }
+            }
+        }
+        for d in status.deletions.iter().filter(|d| d.state == "deleted") {
+            let reason = if status
+                .scale_down
+                .iter()
+                .any(|s| s.node == d.node && s.reason == "empty")
+            {
+                "empty"
+            } else {
+                "underutilized"
+            };
+            self.scaled_down
+                .get_or_create(&ReasonLabels {
+                    reason: reason.into(),
+                })
+                .inc();
+        }
+        self.unneeded.set(status.scale_down.len() as i64);
+        self.unremovable.clear();
+        for k in &status.unremovable {
+            self.unremovable
+                .get_or_create(&ReasonLabels {
+                    reason: k.reason.clone(),
+                })
+                .inc();
+        }
+        let pending = status
+            .deletions
+            .iter()
+            .filter(|d| matches!(d.state.as_str(), "started" | "draining"))
+            .count();
+        self.pending_deletions.set(pending as i64);
+        self.observe_duration("main", Duration::from_secs_f64(status.elapsed_ms / 1000.0));
+        self.observe_duration(
+            "estimate",
+            Duration::from_secs_f64(status.estimate_ms / 1000.0),
+        );
+        self.observe_duration(
+            "scaleDown",
+            Duration::from_secs_f64(status.scale_down_ms / 1000.0),
+        );
+        let mut activity = vec!["main", "mainSuccessful"];
+        if acted && status.scale_up.iter().any(|s| s.error.is_none()) {
+            activity.push("scaleUp");
+        }
+        if !status.deletions.is_empty() {
+            activity.push("scaleDown");
+        }
+        for a in activity {
+            self.last_activity
+                .get_or_create(&ActivityLabels { activity: a })
+                .set(unix(now));
+        }
+        for _ in &status.errors {
+            self.errors
+                .get_or_create(&TypeLabels {
+                    r#type: "loopError",
+                })
+                .inc();
+        }
+    }
+
+    /// A loop that could not decide (the provider or the cluster failed).
+    pub fn observe_failure(&self, kind: &'static str, now: SystemTime) {
+        self.errors
+            .get_or_create(&TypeLabels { r#type: kind })
+            .inc();
+        self.last_activity
+            .get_or_create(&ActivityLabels { activity: "main" })
+            .set(unix(now));
+    }
+
+    fn observe_duration(&self, function: &'static str, took: Duration) {
+        self.durations
+            .get_or_create(&FunctionLabels { function })
+            .observe(took.as_secs_f64());
+    }
+
+    /// The OpenMetrics text.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String cannot fail");
+        text
+    }
+}
