@@ -33,6 +33,8 @@ pub enum ClusterError {
     },
     #[error("simulated cluster: {0}")]
     Sim(String),
+    #[error("kube API: {0}")]
+    Kube(String),
     #[error("{0} cannot be changed: it is a snapshot")]
     ReadOnly(String),
     #[error("node {0} is not in the cluster")]

@@ -10,6 +10,7 @@ pub mod equivalence; // pending pods grouped by what scheduling reads
 pub mod expander; // least-waste, most-pods, least-nodes, price, priority, random
 pub mod free_tree; // first fit in log time over the nodes an estimation adds
 pub mod headroom; // capacity kept free ahead of demand, as virtual pending pods
+pub mod kube; // the live cluster: reflector caches, an unschedulable-pod trigger, taints and evictions
 pub mod last_loop; // what /health-check and /snapshotz serve: liveness and the last decisions
 pub mod predicates; // filters on one pod and one node, with the scheduler's reasons
 pub mod runonce; // one loop: read, count what is coming, place, plan, act, record
