@@ -149,3 +149,99 @@ fn health_check_fails_while_the_provider_is_unreachable() {
     let (_, snapshotz) = get(companion.http, "/snapshotz");
     assert!(snapshotz.contains("lastFailure"), "{snapshotz}");
 }
+
+/// The decisions /snapshotz shows, once a loop has run and `ready` says they are the ones awaited.
+fn decisions_when(companion: &Companion, ready: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, body) = get(companion.http, "/snapshotz");
+        let json: Value = serde_json::from_str(&body).unwrap();
+        if json.get("decisions").is_some_and(&ready) {
+            return json["decisions"].clone();
+        }
+        assert!(Instant::now() < deadline, "not seen: {body}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Pending pods the loop found a node for: on nodes already coming, or in its scale-ups.
+fn helped(decisions: &Value) -> Vec<String> {
+    let placed = decisions["placed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["pod"]);
+    let scaled = decisions["scaleUp"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["pods"].as_array().unwrap().iter());
+    let mut pods: Vec<String> = placed
+        .chain(scaled)
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    pods.sort();
+    pods
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_watches_a_live_cluster_and_a_new_unschedulable_pod_starts_a_loop_early() {
+    use common::kube_api::{self, Fake, Objects};
+    let provider = Binary::start(&[]);
+    let fake = Fake::new(Objects {
+        pods: vec![kube_api::unschedulable("web-0", "1")],
+        ..Objects::default()
+    });
+    let api = kube_api::serve(fake.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, kube_api::kubeconfig(api)).unwrap();
+    let companion = start(&[
+        "--provider",
+        &provider.grpc.to_string(),
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--leader-elect=false",
+        "--dry-run",
+        // Only the first loop comes from the clock; the second must come from the watch.
+        "--scan-interval",
+        "1h",
+    ]);
+    let first = decisions_when(&companion, |d| !helped(d).is_empty());
+    assert_eq!(helped(&first), ["default/web-0"]);
+
+    let event =
+        serde_json::json!({"type": "ADDED", "object": kube_api::unschedulable("web-1", "2")});
+    fake.send_when_watched(3, "pods", event).await;
+    let second = decisions_when(&companion, |d| helped(d).len() == 2);
+    assert_eq!(helped(&second), ["default/web-0", "default/web-1"]);
+    // A dry run changes nothing in the cluster.
+    assert!(fake.objects.lock().unwrap().patches.is_empty());
+}
+
+#[test]
+fn a_live_cluster_needs_leader_election_off_until_it_exists_and_a_readable_kubeconfig() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
+            .args([
+                "run",
+                "--provider",
+                "127.0.0.1:1",
+                "--address",
+                "127.0.0.1:0",
+            ])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let output = run(&["--kubeconfig", "/nonexistent"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--leader-elect=false"));
+    let output = run(&["--kubeconfig", "/nonexistent", "--leader-elect=false"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--kubeconfig /nonexistent"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -9,6 +9,7 @@ use ekscale::autoscaler::cluster::{ClusterSource, Snapshot};
 use ekscale::autoscaler::drain::Rules;
 use ekscale::autoscaler::expander::{self, Expander, Strategy};
 use ekscale::autoscaler::headroom;
+use ekscale::autoscaler::kube::Kube;
 use ekscale::autoscaler::last_loop::{LastLoop, Liveness};
 use ekscale::autoscaler::runonce::{RunOnce, Settings};
 use ekscale::autoscaler::scaledown;
@@ -195,7 +196,9 @@ fn min_max(text: &str) -> Result<(u64, u64), String> {
 
 impl DecisionArgs {
     /// The loop's settings; `live` for `run` (acting unless dry, waiting for new pods), not for `simulate`.
-    fn settings(&self, live: bool, act: bool) -> Result<Settings, String> {
+    /// The loop's settings; `live` for `run` (waiting for new pods), `act` unless dry, `cluster` when the
+    /// cluster is a live one (where requested nodes register, so those that never do are removed).
+    fn settings(&self, live: bool, act: bool, cluster: bool) -> Result<Settings, String> {
         let names: Vec<String> = self.expander.iter().map(|s| s.to_string()).collect();
         let expander = Expander {
             chain: expander::parse_chain(&names.join(","))?,
@@ -229,8 +232,8 @@ impl DecisionArgs {
                 reset: self.node_group_backoff_reset_timeout,
             },
             act,
-            // Both commands read a snapshot, where requested nodes never register.
-            remove_unregistered: false,
+            // Over a snapshot, requested nodes never register: nothing to remove.
+            remove_unregistered: cluster,
             wait_for_new_pods: live,
             new_pod_scale_up_delay: self.new_pod_scale_up_delay,
             headroom: match &self.headroom_config {
@@ -418,7 +421,7 @@ enum Failure {
 async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
     let settings = args
         .decisions
-        .settings(false, false)
+        .settings(false, false, false)
         .map_err(Failure::Usage)?;
     let client = args.provider.client().map_err(Failure::Usage)?;
     let snapshot = Snapshot::read(&args.snapshot).map_err(|e| Failure::Usage(e.to_string()))?;
@@ -439,26 +442,43 @@ async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The loop over a snapshot (the live cluster source is not built yet): one RunOnce every scan interval.
-/// A snapshot cannot be changed, so scale-down is reported, never carried out.
+/// The loop: over the live cluster (kube-rs watches; `--kubeconfig` or in-cluster) or a `--snapshot`, one
+/// RunOnce every scan interval, and early when a pod turns Unschedulable. A snapshot cannot be changed, so
+/// over one scale-down is reported, never carried out.
 async fn run(args: RunArgs) -> Result<(), Failure> {
-    let Some(path) = &args.snapshot else {
-        return Err(Failure::Usage(
-            "run needs --snapshot FILE for now: watching a live cluster is not built yet".into(),
-        ));
+    let client = args.provider.client().map_err(Failure::Usage)?;
+    let (source, kube): (Arc<dyn ClusterSource>, Option<Arc<Kube>>) = match &args.snapshot {
+        Some(path) => {
+            if args.leader_elect == Some(true) {
+                return Err(Failure::Usage(
+                    "--leader-elect needs a live cluster; a snapshot has no Lease to hold".into(),
+                ));
+            }
+            let snapshot = Snapshot::read(path).map_err(|e| Failure::Usage(e.to_string()))?;
+            (Arc::new(snapshot), None)
+        }
+        None => {
+            if args.leader_elect != Some(false) {
+                return Err(Failure::Usage(
+                    "leader election is not built yet: run a single replica with --leader-elect=false".into(),
+                ));
+            }
+            let config = kube_config(args.kubeconfig.as_deref()).await?;
+            let kube = Kube::connect(config)
+                .await
+                .map_err(|e| Failure::Loop(e.to_string()))?;
+            let kube = Arc::new(kube);
+            (kube.clone(), Some(kube))
+        }
     };
-    if args.leader_elect == Some(true) {
-        return Err(Failure::Usage(
-            "--leader-elect needs a live cluster; a snapshot has no Lease to hold".into(),
-        ));
-    }
     let settings = args
         .decisions
-        .settings(true, !args.dry_run)
+        .settings(true, !args.dry_run, kube.is_some())
         .map_err(Failure::Usage)?;
-    let client = args.provider.client().map_err(Failure::Usage)?;
-    let source = Snapshot::read(path).map_err(|e| Failure::Usage(e.to_string()))?;
     let mut once = RunOnce::new(client, settings);
+    if !args.dry_run {
+        once = once.acting_on(source.clone());
+    }
 
     // /metrics, /health-check and /snapshotz, until the loop stops.
     let metrics = Arc::new(AutoscalerMetrics::default());
@@ -487,8 +507,19 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
     let mut interrupt = signal(tokio::signal::unix::SignalKind::interrupt())?;
     loop {
         // A signal is taken between loops, never in the middle of one.
+        let unschedulable = async {
+            match &kube {
+                Some(kube) => kube.unschedulable_pod().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = ticks.tick() => {}
+            _ = unschedulable => {
+                // A moment for the rest of a burst to arrive, as cluster-autoscaler's frequent loops do.
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                ticks.reset();
+            }
             _ = term.recv() => break,
             _ = interrupt.recv() => break,
         }
@@ -513,6 +544,24 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
     let _ = stop.send(());
     let _ = server.await;
     Ok(())
+}
+
+/// The kube config: `--kubeconfig FILE`, or the environment's (KUBECONFIG, ~/.kube/config, in-cluster).
+async fn kube_config(path: Option<&std::path::Path>) -> Result<kube::Config, Failure> {
+    match path {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| Failure::Usage(format!("--kubeconfig {}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| Failure::Usage(format!("--kubeconfig {}: {e}", path.display())))
+        }
+        None => kube::Config::infer().await.map_err(|e| {
+            Failure::Usage(format!(
+                "no cluster to watch ({e}): give --kubeconfig FILE, run in a pod, or use --snapshot FILE"
+            ))
+        }),
+    }
 }
 
 /// One loop's decisions in the log.

@@ -1,0 +1,215 @@
+//! A fake Kubernetes API server on loopback, at the HTTP layer, for the kube-rs source: lists, watches that
+//! stream the events a test sends, node GETs and PATCHes, and evictions answered 201, 429 (a PDB) or 404.
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use tokio::sync::broadcast;
+
+#[derive(Default)]
+pub struct Objects {
+    pub nodes: Vec<Value>,
+    pub pods: Vec<Value>,
+    pub pdbs: Vec<Value>,
+    pub patches: Vec<(String, Value)>,
+    pub evictions: Vec<(String, Value)>,
+    /// Pods whose eviction a PDB refuses.
+    pub refused: Vec<String>,
+}
+
+#[derive(Clone)]
+pub struct Fake {
+    pub objects: Arc<Mutex<Objects>>,
+    /// Watch events: (resource, event).
+    pub events: broadcast::Sender<(&'static str, Value)>,
+}
+
+pub fn node(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node",
+           "metadata": {"name": name, "resourceVersion": "7", "labels": {"kubernetes.io/hostname": name}},
+           "spec": {"providerID": format!("aws:///us-east-1a/i-{name}"),
+                    "taints": [{"key": "team", "value": "web", "effect": "NoSchedule"}]},
+           "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "29"},
+                      "conditions": [{"type": "Ready", "status": "True"}]}})
+}
+
+pub fn pod(name: &str, node: Option<&str>) -> Value {
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": "default", "resourceVersion": "3", "labels": {"app": "web"},
+                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web",
+                                             "uid": "u", "controller": true}]},
+           "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]},
+           "status": {"phase": "Pending"}});
+    if let Some(node) = node {
+        pod["spec"]["nodeName"] = json!(node);
+        pod["status"]["phase"] = json!("Running");
+    }
+    pod
+}
+
+impl Fake {
+    /// A list, or a watch that streams this resource's events for as long as the client listens.
+    fn list_or_watch(&self, resource: &'static str, kind: &str, query: Option<String>) -> Response {
+        if query.unwrap_or_default().contains("watch=true") {
+            let receiver = self.events.subscribe();
+            let stream = futures::stream::unfold(receiver, move |mut receiver| async move {
+                loop {
+                    match receiver.recv().await {
+                        Ok((r, event)) if r == resource => {
+                            let line = format!("{event}\n");
+                            return Some((Ok::<_, std::io::Error>(line), receiver));
+                        }
+                        Ok(_) => continue,
+                        Err(_) => return None,
+                    }
+                }
+            });
+            return Body::from_stream(stream).into_response();
+        }
+        let objects = self.objects.lock().unwrap();
+        let items = match resource {
+            "nodes" => objects.nodes.clone(),
+            "pods" => objects.pods.clone(),
+            _ => objects.pdbs.clone(),
+        };
+        reply(
+            StatusCode::OK,
+            json!({"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": "10"}, "items": items}),
+        )
+    }
+}
+
+fn status(code: u16, reason: &str, message: &str) -> Response {
+    let body = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason,
+                      "message": message, "code": code});
+    reply(StatusCode::from_u16(code).unwrap(), body)
+}
+
+fn reply(code: StatusCode, body: Value) -> Response {
+    (
+        code,
+        [("content-type", "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// Serves `fake` on a loopback port.
+pub async fn serve(fake: Fake) -> std::net::SocketAddr {
+    let router = Router::new()
+        .route(
+            "/api/v1/nodes",
+            get(|State(f): State<Fake>, RawQuery(q): RawQuery| async move {
+                f.list_or_watch("nodes", "NodeList", q)
+            }),
+        )
+        .route(
+            "/api/v1/pods",
+            get(|State(f): State<Fake>, RawQuery(q): RawQuery| async move {
+                f.list_or_watch("pods", "PodList", q)
+            }),
+        )
+        .route(
+            "/apis/policy/v1/poddisruptionbudgets",
+            get(|State(f): State<Fake>, RawQuery(q): RawQuery| async move {
+                f.list_or_watch("pdbs", "PodDisruptionBudgetList", q)
+            }),
+        )
+        .route(
+            "/api/v1/nodes/{name}",
+            get(|State(f): State<Fake>, Path(name): Path<String>| async move {
+                let objects = f.objects.lock().unwrap();
+                match objects.nodes.iter().find(|n| n["metadata"]["name"] == name) {
+                    Some(node) => reply(StatusCode::OK, node.clone()),
+                    None => status(404, "NotFound", "nodes not found"),
+                }
+            })
+            .patch(
+                |State(f): State<Fake>, Path(name): Path<String>, body: String| async move {
+                    let patch: Value = serde_json::from_str(&body).unwrap();
+                    let mut objects = f.objects.lock().unwrap();
+                    objects.patches.push((name.clone(), patch.clone()));
+                    let node = objects
+                        .nodes
+                        .iter_mut()
+                        .find(|n| n["metadata"]["name"] == name)
+                        .unwrap();
+                    node["spec"]["taints"] = patch["spec"]["taints"].clone();
+                    reply(StatusCode::OK, node.clone())
+                },
+            ),
+        )
+        .route(
+            "/api/v1/namespaces/{namespace}/pods/{name}/eviction",
+            post(
+                |State(f): State<Fake>, Path((ns, name)): Path<(String, String)>, body: String| async move {
+                    let mut objects = f.objects.lock().unwrap();
+                    let key = format!("{ns}/{name}");
+                    if objects.refused.contains(&key) {
+                        return status(
+                            429,
+                            "TooManyRequests",
+                            "Cannot evict pod as it would violate the pod's disruption budget.",
+                        );
+                    }
+                    if !objects.pods.iter().any(|p| p["metadata"]["name"] == name) {
+                        return status(404, "NotFound", "pods not found");
+                    }
+                    objects.evictions.push((key, serde_json::from_str(&body).unwrap()));
+                    let ok = json!({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201});
+                    reply(StatusCode::CREATED, ok)
+                },
+            ),
+        )
+        .with_state(fake);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    addr
+}
+
+impl Fake {
+    pub fn new(objects: Objects) -> Fake {
+        let (events, _) = broadcast::channel(16);
+        Fake {
+            objects: Arc::new(Mutex::new(objects)),
+            events,
+        }
+    }
+
+    /// Sends a watch event once the client's watches are open (`watches` of them).
+    pub async fn send_when_watched(&self, watches: usize, resource: &'static str, event: Value) {
+        for _ in 0..250 {
+            if self.events.receiver_count() >= watches {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        self.events
+            .send((resource, event))
+            .expect("a watch is open");
+    }
+}
+
+/// A kubeconfig pointing at `addr`.
+pub fn kubeconfig(addr: std::net::SocketAddr) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters: [{{name: fake, cluster: {{server: 'http://{addr}'}}}}]\n\
+         users: [{{name: u, user: {{}}}}]\ncontexts: [{{name: c, context: {{cluster: fake, user: u}}}}]\n\
+         current-context: c\n"
+    )
+}
+
+/// A pod the scheduler marked Unschedulable.
+pub fn unschedulable(name: &str, version: &str) -> Value {
+    let mut pod = pod(name, None);
+    pod["metadata"]["resourceVersion"] = json!(version);
+    pod["status"]["conditions"] =
+        json!([{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]);
+    pod
+}
