@@ -122,3 +122,56 @@ async fn taints_are_patched_against_the_version_read_and_evictions_answer_as_the
         Err(ClusterError::NoPod(_))
     ));
 }
+
+#[tokio::test]
+async fn one_candidate_holds_the_lease_another_takes_it_once_it_expires_and_a_leader_that_cannot_renew_loses_it()
+ {
+    use ekscale::autoscaler::leader::{Election, Elector};
+    ekscale::tls::install_crypto_provider();
+    let fake = Fake::new(Objects::default());
+    let addr = kube_api::serve(fake.clone()).await;
+    let client = || {
+        let mut config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+        config.default_retry = false;
+        kube::Client::try_from(config).unwrap()
+    };
+    let election = |who: &str| Election {
+        renew_deadline: Duration::from_millis(300),
+        ..Election::new("kube-system", "ekscale-autoscaler", who)
+    };
+    let mut a = Elector::new(client(), election("a"));
+    let mut b = Elector::new(client(), election("b"));
+    let now = std::time::SystemTime::now();
+    let lease = |fake: &Fake| fake.objects.lock().unwrap().leases["ekscale-autoscaler"].clone();
+
+    // a creates the lease; b sees it held and fresh; a renews.
+    assert!(a.try_once(now).await);
+    assert!(!b.try_once(now).await);
+    assert!(a.try_once(now + Duration::from_secs(2)).await);
+    assert_eq!(lease(&fake)["spec"]["holderIdentity"], "a");
+    assert_eq!(lease(&fake)["spec"]["leaseTransitions"], 0);
+    assert_eq!(lease(&fake)["spec"]["leaseDurationSeconds"], 15);
+
+    // a stops renewing: 15 s after its last renewal b takes over, and a no longer leads.
+    assert!(
+        !b.try_once(now + Duration::from_secs(16)).await,
+        "not yet expired"
+    );
+    assert!(b.try_once(now + Duration::from_secs(18)).await);
+    assert_eq!(lease(&fake)["spec"]["holderIdentity"], "b");
+    assert_eq!(lease(&fake)["spec"]["leaseTransitions"], 1);
+    assert!(!a.try_once(now + Duration::from_secs(19)).await);
+    assert!(!a.leading());
+
+    // The API server fails: b still leads until its renew deadline, then has lost the lease.
+    fake.objects.lock().unwrap().lease_outage = true;
+    assert!(b.try_once(now + Duration::from_secs(20)).await);
+    assert!(b.check().is_ok());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(b.try_once(now + Duration::from_secs(21)).await || b.check().is_err());
+    let lost = b.check().unwrap_err().to_string();
+    assert!(
+        lost.starts_with("lost the lease ekscale-autoscaler: not renewed for 300ms"),
+        "{lost}"
+    );
+}

@@ -220,28 +220,97 @@ async fn run_watches_a_live_cluster_and_a_new_unschedulable_pod_starts_a_loop_ea
 }
 
 #[test]
-fn a_live_cluster_needs_leader_election_off_until_it_exists_and_a_readable_kubeconfig() {
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
-            .args([
-                "run",
-                "--provider",
-                "127.0.0.1:1",
-                "--address",
-                "127.0.0.1:0",
-            ])
-            .args(args)
-            .output()
-            .unwrap()
+fn a_live_cluster_needs_a_readable_kubeconfig() {
+    let output = Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
+        .args([
+            "run",
+            "--provider",
+            "127.0.0.1:1",
+            "--address",
+            "127.0.0.1:0",
+        ])
+        .args(["--kubeconfig", "/nonexistent"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--kubeconfig /nonexistent"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_replica_acts_and_a_standby_takes_over_when_it_goes() {
+    use common::kube_api::{self, Fake, Objects};
+    let provider = Binary::start(&[]);
+    let fake = Fake::new(Objects {
+        pods: vec![kube_api::unschedulable("web-0", "1")],
+        ..Objects::default()
+    });
+    let api = kube_api::serve(fake.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, kube_api::kubeconfig(api)).unwrap();
+    let replica = || {
+        start(&[
+            "--provider",
+            &provider.grpc.to_string(),
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--dry-run",
+            "--scan-interval",
+            "200ms",
+            "--leader-elect-lease-duration",
+            "2s",
+            "--leader-elect-renew-deadline",
+            "1s",
+            "--leader-elect-retry-period",
+            "200ms",
+        ])
     };
-    let output = run(&["--kubeconfig", "/nonexistent"]);
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("--leader-elect=false"));
-    let output = run(&["--kubeconfig", "/nonexistent", "--leader-elect=false"]);
-    assert_eq!(output.status.code(), Some(2));
+    let first = replica();
+    decisions_when(&first, |d| !helped(d).is_empty());
+    let holder = |fake: &Fake| {
+        fake.objects.lock().unwrap().leases["ekscale-autoscaler"]["spec"]["holderIdentity"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let first_holder = holder(&fake);
     assert!(
-        String::from_utf8_lossy(&output.stderr).contains("--kubeconfig /nonexistent"),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+        first_holder.ends_with(&format!("_{}", first.child.id())),
+        "{first_holder}"
     );
+
+    // A second replica waits: healthy, no loop.
+    let second = replica();
+    std::thread::sleep(Duration::from_millis(800));
+    let (_, snapshotz) = get(second.http, "/snapshotz");
+    assert!(snapshotz.contains("standby"), "{snapshotz}");
+    assert_eq!(get(second.http, "/health-check"), (200, "OK".into()));
+
+    // The leader goes: once its lease expires the standby takes it and acts.
+    drop(first);
+    let decisions = decisions_when(&second, |d| !helped(d).is_empty());
+    assert_eq!(helped(&decisions), ["default/web-0"]);
+    assert!(holder(&fake).ends_with(&format!("_{}", second.child.id())));
+    assert_eq!(
+        fake.objects.lock().unwrap().leases["ekscale-autoscaler"]["spec"]["leaseTransitions"],
+        1
+    );
+
+    // The API server fails: past its renew deadline the leader cannot know it still holds the lease, and
+    // stops at once.
+    fake.objects.lock().unwrap().lease_outage = true;
+    let mut second = second;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let code = loop {
+        if let Some(status) = second.child.try_wait().unwrap() {
+            break status.code();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the leader kept running without its lease"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(code, Some(1));
 }

@@ -27,6 +27,8 @@ impl Default for Liveness {
 
 #[derive(Debug)]
 struct State {
+    /// Waiting for the lease: alive, but not looping.
+    standby: bool,
     started: SystemTime,
     last_activity: Option<SystemTime>,
     last_success: Option<SystemTime>,
@@ -51,6 +53,7 @@ impl LastLoop {
         LastLoop {
             liveness,
             state: Mutex::new(State {
+                standby: false,
                 started,
                 last_activity: None,
                 last_success: None,
@@ -61,6 +64,19 @@ impl LastLoop {
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waiting for another replica's lease (healthy, no loop), or leading from `now` (the start-up time
+    /// counts from then).
+    pub fn standby(&self, waiting: bool, now: SystemTime) {
+        let mut state = self.state();
+        if state.standby && !waiting {
+            state.started = now;
+        }
+        state.standby = waiting;
+        if waiting {
+            state.snapshot = json!({"status": "standby: another replica holds the lease"});
+        }
     }
 
     /// A loop that decided: what it saw (summarised) and every decision and reason.
@@ -97,6 +113,9 @@ impl LastLoop {
     /// `Ok` while the loop is alive by cluster-autoscaler's rules, else why not.
     pub fn health(&self, now: SystemTime) -> Result<(), String> {
         let state = self.state();
+        if state.standby {
+            return Ok(());
+        }
         let since = |t: SystemTime| now.duration_since(t).unwrap_or_default();
         let late = |what: &str, age: Duration, limit: Duration| {
             Err(format!(

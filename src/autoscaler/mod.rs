@@ -12,6 +12,7 @@ pub mod free_tree; // first fit in log time over the nodes an estimation adds
 pub mod headroom; // capacity kept free ahead of demand, as virtual pending pods
 pub mod kube; // the live cluster: reflector caches, an unschedulable-pod trigger, taints and evictions
 pub mod last_loop; // what /health-check and /snapshotz serve: liveness and the last decisions
+pub mod leader; // leader election on a Lease: one replica acts, and stops at once when it loses
 pub mod predicates; // filters on one pod and one node, with the scheduler's reasons
 pub mod runonce; // one loop: read, count what is coming, place, plan, act, record
 pub mod scaledown; // finds unneeded nodes: utilization, drainability, removal simulation

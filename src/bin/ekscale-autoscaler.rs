@@ -11,6 +11,7 @@ use ekscale::autoscaler::expander::{self, Expander, Strategy};
 use ekscale::autoscaler::headroom;
 use ekscale::autoscaler::kube::Kube;
 use ekscale::autoscaler::last_loop::{LastLoop, Liveness};
+use ekscale::autoscaler::leader::{Election, Elector};
 use ekscale::autoscaler::runonce::{RunOnce, Settings};
 use ekscale::autoscaler::scaledown;
 use ekscale::autoscaler::scaleup::Limits;
@@ -38,9 +39,9 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Watch the cluster and scale it, through the provider.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// One RunOnce over a cluster snapshot; nothing is changed anywhere.
-    Simulate(SimulateArgs),
+    Simulate(Box<SimulateArgs>),
     /// Play a scripted day on the built-in simulated EKS.
     Demo(DemoArgs),
 }
@@ -297,8 +298,19 @@ struct RunArgs {
     /// ...or, before the first success, since the start.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "20m")]
     max_startup_time: Duration,
+    /// Hold a Lease so that one replica acts (default: on with a live cluster, off with --snapshot).
     #[arg(long, action = clap::ArgAction::Set)]
     leader_elect: Option<bool>,
+    #[arg(long, default_value = "ekscale-autoscaler")]
+    leader_elect_resource_name: String,
+    #[arg(long, default_value = "kube-system")]
+    leader_elect_resource_namespace: String,
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "15s")]
+    leader_elect_lease_duration: Duration,
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
+    leader_elect_renew_deadline: Duration,
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "2s")]
+    leader_elect_retry_period: Duration,
     /// Use a `kubectl get nodes,pods,pdb -A -o json` snapshot as the cluster.
     #[arg(long, value_name = "FILE")]
     snapshot: Option<PathBuf>,
@@ -366,8 +378,8 @@ fn main() -> ExitCode {
     ekscale::tls::install_crypto_provider();
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     let result = match cli.command {
-        Command::Simulate(args) => runtime.block_on(simulate(args)),
-        Command::Run(args) => runtime.block_on(run(args)),
+        Command::Simulate(args) => runtime.block_on(simulate(*args)),
+        Command::Run(args) => runtime.block_on(run(*args)),
         Command::Demo(args) => runtime.block_on(demo(args)),
     };
     match result {
@@ -447,6 +459,7 @@ async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
 /// over one scale-down is reported, never carried out.
 async fn run(args: RunArgs) -> Result<(), Failure> {
     let client = args.provider.client().map_err(Failure::Usage)?;
+    let mut election = None;
     let (source, kube): (Arc<dyn ClusterSource>, Option<Arc<Kube>>) = match &args.snapshot {
         Some(path) => {
             if args.leader_elect == Some(true) {
@@ -458,12 +471,10 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
             (Arc::new(snapshot), None)
         }
         None => {
-            if args.leader_elect != Some(false) {
-                return Err(Failure::Usage(
-                    "leader election is not built yet: run a single replica with --leader-elect=false".into(),
-                ));
-            }
             let config = kube_config(args.kubeconfig.as_deref()).await?;
+            if args.leader_elect != Some(false) {
+                election = Some(args.election(config.clone())?);
+            }
             let kube = Kube::connect(config)
                 .await
                 .map_err(|e| Failure::Loop(e.to_string()))?;
@@ -500,6 +511,10 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
         let _ = stopped.await;
     }));
     tracing::info!(%address, dry_run = args.dry_run, "listening");
+    let mut leading = match election {
+        Some(elector) => Some(lead(elector, &last).await?),
+        None => None,
+    };
 
     let mut ticks = tokio::time::interval(args.scan_interval);
     let signal = |kind| tokio::signal::unix::signal(kind).map_err(|e| Failure::Loop(e.to_string()));
@@ -513,8 +528,24 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
                 None => std::future::pending().await,
             }
         };
+        let lost = async {
+            match &mut leading {
+                Some(leading) => {
+                    let _ = leading.wait_for(|l| !l).await;
+                }
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = ticks.tick() => {}
+            _ = lost => {
+                // Another replica may act from now on: stop at once, as cluster-autoscaler does.
+                let _ = stop.send(());
+                return Err(Failure::Loop(format!(
+                    "lost the lease {}/{}; stopping",
+                    args.leader_elect_resource_namespace, args.leader_elect_resource_name
+                )));
+            }
             _ = unschedulable => {
                 // A moment for the rest of a burst to arrive, as cluster-autoscaler's frequent loops do.
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -544,6 +575,61 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
     let _ = stop.send(());
     let _ = server.await;
     Ok(())
+}
+
+impl RunArgs {
+    /// The Lease election for this replica; its identity is the pod's (or host's) name and the process id.
+    fn election(&self, config: kube::Config) -> Result<Elector, Failure> {
+        let host = std::env::var("POD_NAME")
+            .or_else(|_| std::env::var("HOSTNAME"))
+            .unwrap_or_else(|_| "ekscale-autoscaler".into());
+        let election = Election {
+            lease_duration: self.leader_elect_lease_duration,
+            renew_deadline: self.leader_elect_renew_deadline,
+            retry_period: self.leader_elect_retry_period,
+            ..Election::new(
+                &self.leader_elect_resource_namespace,
+                &self.leader_elect_resource_name,
+                &format!("{host}_{}", std::process::id()),
+            )
+        };
+        let client = kube::Client::try_from(config).map_err(|e| Failure::Usage(e.to_string()))?;
+        Ok(Elector::new(client, election))
+    }
+}
+
+/// Waits until this replica holds the lease (a standby meanwhile), then keeps renewing it in the
+/// background; the watch turns false the moment the lease is lost.
+async fn lead(
+    mut elector: Elector,
+    last: &LastLoop,
+) -> Result<tokio::sync::watch::Receiver<bool>, Failure> {
+    let retry = elector.retry_period();
+    last.standby(true, SystemTime::now());
+    tracing::info!("waiting for the lease");
+    while !elector.try_once(SystemTime::now()).await {
+        tokio::time::sleep(retry).await;
+    }
+    last.standby(false, SystemTime::now());
+    tracing::info!("holding the lease: this replica acts");
+    let (leading, watch) = tokio::sync::watch::channel(true);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(retry).await;
+            let held = elector.try_once(SystemTime::now()).await;
+            if let Err(e) = elector.check() {
+                tracing::error!(error = %e, "leader election");
+                let _ = leading.send(false);
+                return;
+            }
+            if !held {
+                tracing::error!("another replica holds the lease");
+                let _ = leading.send(false);
+                return;
+            }
+        }
+    });
+    Ok(watch)
 }
 
 /// The kube config: `--kubeconfig FILE`, or the environment's (KUBECONFIG, ~/.kube/config, in-cluster).

@@ -20,6 +20,10 @@ pub struct Objects {
     pub evictions: Vec<(String, Value)>,
     /// Pods whose eviction a PDB refuses.
     pub refused: Vec<String>,
+    /// The Lease, by name.
+    pub leases: std::collections::BTreeMap<String, Value>,
+    /// Every Lease call fails with 500 (an API server in trouble).
+    pub lease_outage: bool,
 }
 
 #[derive(Clone)]
@@ -163,6 +167,57 @@ pub async fn serve(fake: Fake) -> std::net::SocketAddr {
                     objects.evictions.push((key, serde_json::from_str(&body).unwrap()));
                     let ok = json!({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201});
                     reply(StatusCode::CREATED, ok)
+                },
+            ),
+        )
+        .route(
+            "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
+            post(|State(f): State<Fake>, body: String| async move {
+                let lease: Value = serde_json::from_str(&body).unwrap();
+                let mut objects = f.objects.lock().unwrap();
+                if objects.lease_outage {
+                    return status(500, "InternalError", "etcd is down");
+                }
+                let name = lease["metadata"]["name"].as_str().unwrap().to_string();
+                if objects.leases.contains_key(&name) {
+                    return status(409, "AlreadyExists", "leases already exists");
+                }
+                let mut lease = lease;
+                lease["metadata"]["resourceVersion"] = json!("1");
+                objects.leases.insert(name, lease.clone());
+                reply(StatusCode::CREATED, lease)
+            }),
+        )
+        .route(
+            "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}",
+            get(|State(f): State<Fake>, Path((_, name)): Path<(String, String)>| async move {
+                let objects = f.objects.lock().unwrap();
+                if objects.lease_outage {
+                    return status(500, "InternalError", "etcd is down");
+                }
+                match objects.leases.get(&name) {
+                    Some(lease) => reply(StatusCode::OK, lease.clone()),
+                    None => status(404, "NotFound", "leases not found"),
+                }
+            })
+            .put(
+                |State(f): State<Fake>, Path((_, name)): Path<(String, String)>, body: String| async move {
+                    let mut lease: Value = serde_json::from_str(&body).unwrap();
+                    let mut objects = f.objects.lock().unwrap();
+                    if objects.lease_outage {
+                        return status(500, "InternalError", "etcd is down");
+                    }
+                    let Some(stored) = objects.leases.get(&name) else {
+                        return status(404, "NotFound", "leases not found");
+                    };
+                    let version = stored["metadata"]["resourceVersion"].as_str().unwrap();
+                    if lease["metadata"]["resourceVersion"] != version {
+                        return status(409, "Conflict", "the object has been modified");
+                    }
+                    let next = version.parse::<u64>().unwrap() + 1;
+                    lease["metadata"]["resourceVersion"] = json!(next.to_string());
+                    objects.leases.insert(name, lease.clone());
+                    reply(StatusCode::OK, lease)
                 },
             ),
         )
