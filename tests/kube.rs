@@ -175,3 +175,117 @@ async fn one_candidate_holds_the_lease_another_takes_it_once_it_expires_and_a_le
         "{lost}"
     );
 }
+
+#[tokio::test]
+async fn a_loops_decisions_become_events_and_the_status_config_map() {
+    use ekscale::autoscaler::events::{Publisher, STATUS_CONFIG_MAP};
+    use ekscale::autoscaler::status::{DeletionStatus, GroupStatus, NoScaleUp, ScaleUp, Status};
+    ekscale::tls::install_crypto_provider();
+    let fake = Fake::new(Objects::default());
+    let addr = kube_api::serve(fake.clone()).await;
+    let mut config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+    config.default_retry = false;
+    let publisher = Publisher::new(
+        kube::Client::try_from(config).unwrap(),
+        "kube-system",
+        "pod-a",
+    );
+    let status = Status {
+        scale_up: vec![ScaleUp {
+            node_group: "general".into(),
+            delta: 2,
+            pods: vec![
+                "default/web-0".into(),
+                "default/web-1".into(),
+                "headroom/buffer-0".into(),
+            ],
+            reason: "least-waste chose it over spot".into(),
+            error: None,
+        }],
+        no_scale_up: vec![NoScaleUp {
+            pod: "default/huge".into(),
+            reasons: [("general".to_string(), "Insufficient cpu".to_string())].into(),
+        }],
+        deletions: vec![
+            DeletionStatus {
+                node: "ip-a".into(),
+                node_group: "general".into(),
+                state: "started".into(),
+                detail: String::new(),
+            },
+            DeletionStatus {
+                node: "ip-b".into(),
+                node_group: "general".into(),
+                state: "failed".into(),
+                detail: "NodeGroupDeleteNodes failed: min size reached".into(),
+            },
+        ],
+        node_groups: vec![GroupStatus {
+            id: "general".into(),
+            min_size: 1,
+            max_size: 10,
+            target_size: 3,
+            registered: 3,
+            upcoming: 0,
+            skipped: None,
+        }],
+        ..Status::default()
+    };
+    let now = std::time::SystemTime::now();
+    assert!(publisher.publish(&status, now).await.is_empty());
+    let events = fake.objects.lock().unwrap().events.clone();
+    let seen: Vec<(String, String, String)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["reason"].as_str().unwrap().to_string(),
+                e["regarding"]["kind"].as_str().unwrap().to_string(),
+                e["regarding"]["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expect = |reason: &str, kind: &str, name: &str| {
+        (reason.to_string(), kind.to_string(), name.to_string())
+    };
+    assert_eq!(
+        seen,
+        [
+            expect("ScaledUpGroup", "ConfigMap", STATUS_CONFIG_MAP),
+            expect("TriggeredScaleUp", "Pod", "web-0"),
+            expect("TriggeredScaleUp", "Pod", "web-1"),
+            expect("NotTriggerScaleUp", "Pod", "huge"),
+            expect("ScaleDown", "Node", "ip-a"),
+            expect("ScaleDownFailed", "Node", "ip-b"),
+        ],
+        "headroom's virtual pods get no events"
+    );
+    assert_eq!(
+        events[1]["note"],
+        "pod triggered scale-up: [{general 3->5 (max: 10)}]"
+    );
+    assert_eq!(events[5]["type"], "Warning");
+    assert_eq!(events[0]["reportingController"], "ekscale-autoscaler");
+
+    // The status ConfigMap is created, then replaced against the version read; repeated events become a
+    // series (a patch), not new objects.
+    let map = fake.objects.lock().unwrap().config_maps[STATUS_CONFIG_MAP].clone();
+    let document: serde_json::Value =
+        serde_norway::from_str(map["data"]["status"].as_str().unwrap()).unwrap();
+    assert_eq!(document["nodeGroups"][0]["name"], "general");
+    assert_eq!(document["nodeGroups"][0]["scaleUp"]["status"], "InProgress");
+    assert_eq!(
+        document["nodeGroups"][0]["health"]["cloudProviderTarget"],
+        3
+    );
+    assert!(
+        map["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/last-updated"].is_string()
+    );
+    assert!(publisher.publish(&status, now).await.is_empty());
+    let objects = fake.objects.lock().unwrap();
+    assert_eq!(
+        objects.config_maps[STATUS_CONFIG_MAP]["metadata"]["resourceVersion"],
+        "2"
+    );
+    assert_eq!(objects.events.len(), 6, "no new Event objects for repeats");
+    assert_eq!(objects.event_patches.len(), 6);
+}

@@ -314,3 +314,68 @@ async fn one_replica_acts_and_a_standby_takes_over_when_it_goes() {
     };
     assert_eq!(code, Some(1));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acting_on_a_live_cluster_writes_the_status_config_map_and_events() {
+    use common::kube_api::{self, Fake, Objects};
+    let provider = Binary::start(&[]);
+    // Three 1-CPU pods: the two general nodes coming hold two (1930m each), the third needs a scale-up.
+    let mut pods: Vec<Value> = (0..3)
+        .map(|i| kube_api::unschedulable(&format!("web-{i}"), "1"))
+        .collect();
+    for pod in &mut pods {
+        pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1".into();
+    }
+    let fake = Fake::new(Objects {
+        pods,
+        ..Objects::default()
+    });
+    let api = kube_api::serve(fake.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, kube_api::kubeconfig(api)).unwrap();
+    let companion = start(&[
+        "--provider",
+        &provider.grpc.to_string(),
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--leader-elect=false",
+        "--namespace",
+        "autoscaling",
+        "--scan-interval",
+        "1h",
+    ]);
+    decisions_when(&companion, |d| !d["scaleUp"].as_array().unwrap().is_empty());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let written = {
+            let objects = fake.objects.lock().unwrap();
+            objects
+                .config_maps
+                .contains_key("ekscale-autoscaler-status")
+                && objects
+                    .events
+                    .iter()
+                    .any(|e| e["reason"] == "TriggeredScaleUp")
+        };
+        if written {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no status ConfigMap or events");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let objects = fake.objects.lock().unwrap();
+    let status: Value = serde_norway::from_str(
+        objects.config_maps["ekscale-autoscaler-status"]["data"]["status"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(status["autoscalerStatus"], "Running");
+    let event = objects
+        .events
+        .iter()
+        .find(|e| e["reason"] == "ScaledUpGroup")
+        .unwrap();
+    assert_eq!(event["regarding"]["namespace"], "autoscaling");
+}

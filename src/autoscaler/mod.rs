@@ -7,6 +7,7 @@ pub mod client; // the provider client, with cluster-autoscaler's caching rules
 pub mod cluster; // where the cluster is read from: the ClusterSource trait, snapshots
 pub mod drain; // what each pod on a node means for removing it (upstream's drainability rules)
 pub mod equivalence; // pending pods grouped by what scheduling reads
+pub mod events; // Events and the status ConfigMap, as cluster-autoscaler writes them
 pub mod expander; // least-waste, most-pods, least-nodes, price, priority, random
 pub mod free_tree; // first fit in log time over the nodes an estimation adds
 pub mod headroom; // capacity kept free ahead of demand, as virtual pending pods

@@ -7,6 +7,7 @@ use ekscale::autoscaler::backoff::BackoffSettings;
 use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
 use ekscale::autoscaler::cluster::{ClusterSource, Snapshot};
 use ekscale::autoscaler::drain::Rules;
+use ekscale::autoscaler::events::Publisher;
 use ekscale::autoscaler::expander::{self, Expander, Strategy};
 use ekscale::autoscaler::headroom;
 use ekscale::autoscaler::kube::Kube;
@@ -301,6 +302,9 @@ struct RunArgs {
     /// Hold a Lease so that one replica acts (default: on with a live cluster, off with --snapshot).
     #[arg(long, action = clap::ArgAction::Set)]
     leader_elect: Option<bool>,
+    /// Where the status ConfigMap (`ekscale-autoscaler-status`) is written.
+    #[arg(long, default_value = "kube-system")]
+    namespace: String,
     #[arg(long, default_value = "ekscale-autoscaler")]
     leader_elect_resource_name: String,
     #[arg(long, default_value = "kube-system")]
@@ -460,6 +464,7 @@ async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
 async fn run(args: RunArgs) -> Result<(), Failure> {
     let client = args.provider.client().map_err(Failure::Usage)?;
     let mut election = None;
+    let mut publisher = None;
     let (source, kube): (Arc<dyn ClusterSource>, Option<Arc<Kube>>) = match &args.snapshot {
         Some(path) => {
             if args.leader_elect == Some(true) {
@@ -474,6 +479,11 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
             let config = kube_config(args.kubeconfig.as_deref()).await?;
             if args.leader_elect != Some(false) {
                 election = Some(args.election(config.clone())?);
+            }
+            if !args.dry_run {
+                let client = kube::Client::try_from(config.clone())
+                    .map_err(|e| Failure::Usage(e.to_string()))?;
+                publisher = Some(Publisher::new(client, &args.namespace, &identity()));
             }
             let kube = Kube::connect(config)
                 .await
@@ -564,6 +574,11 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
                 metrics.observe_loop(&view, &status, !args.dry_run, now);
                 last.succeeded(&view, &status, now);
                 log(&status, args.dry_run);
+                if let Some(publisher) = &publisher {
+                    for problem in publisher.publish(&status, now).await {
+                        tracing::warn!(%problem, "events and status");
+                    }
+                }
             }
             Err(e) => {
                 metrics.observe_failure("cloudProviderError", now);
@@ -580,9 +595,6 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
 impl RunArgs {
     /// The Lease election for this replica; its identity is the pod's (or host's) name and the process id.
     fn election(&self, config: kube::Config) -> Result<Elector, Failure> {
-        let host = std::env::var("POD_NAME")
-            .or_else(|_| std::env::var("HOSTNAME"))
-            .unwrap_or_else(|_| "ekscale-autoscaler".into());
         let election = Election {
             lease_duration: self.leader_elect_lease_duration,
             renew_deadline: self.leader_elect_renew_deadline,
@@ -590,12 +602,20 @@ impl RunArgs {
             ..Election::new(
                 &self.leader_elect_resource_namespace,
                 &self.leader_elect_resource_name,
-                &format!("{host}_{}", std::process::id()),
+                &identity(),
             )
         };
         let client = kube::Client::try_from(config).map_err(|e| Failure::Usage(e.to_string()))?;
         Ok(Elector::new(client, election))
     }
+}
+
+/// Who this replica is, in the Lease and in Events: the pod's (or host's) name and the process id.
+fn identity() -> String {
+    let host = std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "ekscale-autoscaler".into());
+    format!("{host}_{}", std::process::id())
 }
 
 /// Waits until this replica holds the lease (a standby meanwhile), then keeps renewing it in the

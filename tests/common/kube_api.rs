@@ -24,6 +24,11 @@ pub struct Objects {
     pub leases: std::collections::BTreeMap<String, Value>,
     /// Every Lease call fails with 500 (an API server in trouble).
     pub lease_outage: bool,
+    /// events.k8s.io/v1 Events created, and series patches (name, patch).
+    pub events: Vec<Value>,
+    pub event_patches: Vec<(String, Value)>,
+    /// ConfigMaps by name, and how many times each was written.
+    pub config_maps: std::collections::BTreeMap<String, Value>,
 }
 
 #[derive(Clone)]
@@ -218,6 +223,57 @@ pub async fn serve(fake: Fake) -> std::net::SocketAddr {
                     lease["metadata"]["resourceVersion"] = json!(next.to_string());
                     objects.leases.insert(name, lease.clone());
                     reply(StatusCode::OK, lease)
+                },
+            ),
+        )
+        .route(
+            "/apis/events.k8s.io/v1/namespaces/{namespace}/events",
+            post(|State(f): State<Fake>, body: String| async move {
+                let event: Value = serde_json::from_str(&body).unwrap();
+                f.objects.lock().unwrap().events.push(event.clone());
+                reply(StatusCode::CREATED, event)
+            }),
+        )
+        .route(
+            "/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}",
+            axum::routing::patch(
+                |State(f): State<Fake>, Path((_, name)): Path<(String, String)>, body: String| async move {
+                    let patch: Value = serde_json::from_str(&body).unwrap();
+                    f.objects.lock().unwrap().event_patches.push((name, patch.clone()));
+                    reply(StatusCode::OK, patch)
+                },
+            ),
+        )
+        .route(
+            "/api/v1/namespaces/{namespace}/configmaps",
+            post(|State(f): State<Fake>, body: String| async move {
+                let mut map: Value = serde_json::from_str(&body).unwrap();
+                map["metadata"]["resourceVersion"] = json!("1");
+                let name = map["metadata"]["name"].as_str().unwrap().to_string();
+                f.objects.lock().unwrap().config_maps.insert(name, map.clone());
+                reply(StatusCode::CREATED, map)
+            }),
+        )
+        .route(
+            "/api/v1/namespaces/{namespace}/configmaps/{name}",
+            get(|State(f): State<Fake>, Path((_, name)): Path<(String, String)>| async move {
+                match f.objects.lock().unwrap().config_maps.get(&name) {
+                    Some(map) => reply(StatusCode::OK, map.clone()),
+                    None => status(404, "NotFound", "configmaps not found"),
+                }
+            })
+            .put(
+                |State(f): State<Fake>, Path((_, name)): Path<(String, String)>, body: String| async move {
+                    let mut map: Value = serde_json::from_str(&body).unwrap();
+                    let mut objects = f.objects.lock().unwrap();
+                    let stored = objects.config_maps.get(&name).unwrap();
+                    let version = stored["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+                    if map["metadata"]["resourceVersion"] != version.as_str() {
+                        return status(409, "Conflict", "the object has been modified");
+                    }
+                    map["metadata"]["resourceVersion"] = json!((version.parse::<u64>().unwrap() + 1).to_string());
+                    objects.config_maps.insert(name, map.clone());
+                    reply(StatusCode::OK, map)
                 },
             ),
         )
