@@ -16,10 +16,13 @@ async fn source(objects: Objects) -> (Kube, Fake) {
     let fake = Fake::new(objects);
     let addr = kube_api::serve(fake.clone()).await;
     let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
-    let kube = tokio::time::timeout(Duration::from_secs(10), Kube::connect(config))
-        .await
-        .expect("the caches fill")
-        .unwrap();
+    let kube = tokio::time::timeout(
+        Duration::from_secs(10),
+        Kube::connect(config, Default::default()),
+    )
+    .await
+    .expect("the caches fill")
+    .unwrap();
     (kube, fake)
 }
 
@@ -35,6 +38,13 @@ async fn lists_fill_the_view_and_watches_keep_it_current() {
                           "status": {"disruptionsAllowed": 1, "currentHealthy": 1, "desiredHealthy": 1,
                                      "expectedPods": 2}}),
         ],
+        daemonsets: vec![json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "node-exporter", "namespace": "monitoring", "uid": "ds-1"},
+            "spec": {"selector": {"matchLabels": {"app": "node-exporter"}},
+                     "template": {"metadata": {"labels": {"app": "node-exporter"}},
+                                  "spec": {"containers": [{"name": "e",
+                                           "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}],
+                                           "tolerations": [{"operator": "Exists"}]}}}})],
         ..Objects::default()
     };
     let (kube, fake) = source(objects).await;
@@ -43,10 +53,15 @@ async fn lists_fill_the_view_and_watches_keep_it_current() {
     assert_eq!(view.nodes[0].allocatable.cpu_millis, 2000);
     assert_eq!(view.pods.len(), 2);
     assert_eq!(view.pdbs[0].disruptions_allowed, 1);
+    // A DaemonSet stands for the pod it would run on a new node.
+    let ds = &view.daemonsets[0];
+    assert!(ds.daemonset());
+    assert_eq!(ds.key(), "monitoring/node-exporter-template");
+    assert_eq!(ds.demand.cpu_millis, 100);
 
     // web-1 turns Unschedulable: the watch updates the cache and wakes the loop.
     let event = json!({"type": "MODIFIED", "object": kube_api::unschedulable("web-1", "11")});
-    fake.send_when_watched(3, "pods", event).await;
+    fake.send_when_watched(4, "pods", event).await;
     tokio::time::timeout(Duration::from_secs(5), kube.unschedulable_pod())
         .await
         .expect("an unschedulable pod wakes the loop");

@@ -212,7 +212,7 @@ async fn run_watches_a_live_cluster_and_a_new_unschedulable_pod_starts_a_loop_ea
 
     let event =
         serde_json::json!({"type": "ADDED", "object": kube_api::unschedulable("web-1", "2")});
-    fake.send_when_watched(3, "pods", event).await;
+    fake.send_when_watched(4, "pods", event).await;
     let second = decisions_when(&companion, |d| helped(d).len() == 2);
     assert_eq!(helped(&second), ["default/web-0", "default/web-1"]);
     // A dry run changes nothing in the cluster.

@@ -761,3 +761,44 @@ nodeGroups:
     assert_eq!(scale_ups(&status), [("general", 1)], "{status:#?}");
     assert_eq!(status.scale_up[0].pods, ["default/placeholder-0"]);
 }
+
+#[tokio::test]
+async fn a_daemonset_with_no_pod_running_yet_still_takes_its_room_on_new_nodes() {
+    let scenario = "
+cluster: ds
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 3, desiredSize: 0}
+";
+    let (_server, config, _) = simulated(scenario).await;
+    let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
+    let mut exporter = web(1, 500).remove(0);
+    exporter.name = "exporter-template".into();
+    exporter.controller = Some(ekscale::model::pod::Controller {
+        kind: "DaemonSet".into(),
+        name: "exporter".into(),
+        uid: "ds".into(),
+    });
+    // A 1600m pod fits an empty m5.large (1930m) but not beside the 500m DaemonSet pod every node runs.
+    let view = |daemonsets: Vec<Pod>| ekscale::autoscaler::cluster::ClusterView {
+        pods: web(1, 1600),
+        daemonsets,
+        ..Default::default()
+    };
+    let status = once
+        .run(&view(vec![]), std::time::SystemTime::now())
+        .await
+        .unwrap();
+    assert_eq!(scale_ups(&status), [("general", 1)]);
+    let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
+    let status = once
+        .run(&view(vec![exporter]), std::time::SystemTime::now())
+        .await
+        .unwrap();
+    assert!(status.scale_up.is_empty(), "{status:#?}");
+    assert!(
+        status.no_scale_up[0].reasons["general"]
+            .contains("an empty node has 1430m free after its DaemonSets"),
+        "{status:#?}"
+    );
+}

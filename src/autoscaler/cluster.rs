@@ -15,6 +15,9 @@ pub struct ClusterView {
     pub nodes: Vec<Arc<Node>>,
     pub pods: Vec<Pod>,
     pub pdbs: Vec<Pdb>,
+    /// One pod per DaemonSet, as its template would run on a new node (known from a live cluster; over a
+    /// snapshot the DaemonSet pods that run stand for them).
+    pub daemonsets: Vec<Pod>,
     /// When this view was true: the clock ages are measured against.
     pub now: Option<SystemTime>,
 }
@@ -105,6 +108,7 @@ impl Snapshot {
                 nodes: parsed.nodes.into_iter().map(Arc::new).collect(),
                 pods: parsed.pods,
                 pdbs: parsed.pdbs,
+                daemonsets: Vec::new(),
                 now,
             }),
         })

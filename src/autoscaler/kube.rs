@@ -1,5 +1,5 @@
-//! The live cluster, through kube-rs: reflector caches of nodes, pods (all namespaces) and
-//! PodDisruptionBudgets, kept current by watches, so that a loop reads memory and never waits on the API
+//! The live cluster, through kube-rs: reflector caches of nodes, pods (all namespaces),
+//! PodDisruptionBudgets and DaemonSets, kept current by watches, so that a loop reads memory and never waits on the API
 //! server; a trigger that fires when a pod turns Unschedulable (to start a loop early, as
 //! cluster-autoscaler's frequent loops do); and the actions scale-down needs: node taints (patched against the
 //! version read, so a concurrent change is not overwritten) and evictions through the Eviction API.
@@ -8,6 +8,7 @@ use super::cluster::{ClusterError, ClusterSource, ClusterView};
 use crate::k8s::objects;
 use crate::model::Taint;
 use futures::StreamExt;
+use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -25,6 +26,7 @@ pub struct Kube {
     nodes: Store<Node>,
     pods: Store<Pod>,
     pdbs: Store<PodDisruptionBudget>,
+    daemonsets: Store<DaemonSet>,
     unschedulable: Arc<Notify>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -35,6 +37,34 @@ impl Drop for Kube {
             task.abort();
         }
     }
+}
+
+/// `--kube-client-qps` and `--kube-client-burst` (client-go's defaults, 5 and 10): requests started, on
+/// average and at once. Watches are long requests, so only their (re)starts count.
+#[derive(Clone, Copy, Debug)]
+pub struct RateLimits {
+    pub qps: f64,
+    pub burst: u32,
+}
+
+impl Default for RateLimits {
+    fn default() -> RateLimits {
+        RateLimits {
+            qps: 5.0,
+            burst: 10,
+        }
+    }
+}
+
+/// A client whose requests are rate limited: up to `burst` in every `burst / qps` seconds.
+pub fn client(config: kube::Config, limits: RateLimits) -> Result<kube::Client, ClusterError> {
+    let burst = limits.burst.max(1);
+    let window = Duration::from_secs_f64(f64::from(burst) / limits.qps.max(0.001));
+    let builder = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| ClusterError::Kube(e.to_string()))?;
+    Ok(builder
+        .with_layer(&tower::limit::RateLimitLayer::new(u64::from(burst), window))
+        .build())
 }
 
 /// Whether the pod waits for a node because the scheduler found none.
@@ -62,11 +92,12 @@ impl Kube {
     /// Connects with `config` (a kubeconfig's or the in-cluster one) and starts the watches. The client's
     /// own retrying of 429s is turned off: an eviction a PDB refuses answers 429, and the actuator retries
     /// those itself, once a loop, up to `--max-pod-eviction-time`; watches back off on their own.
-    pub async fn connect(mut config: kube::Config) -> Result<Kube, ClusterError> {
+    pub async fn connect(
+        mut config: kube::Config,
+        limits: RateLimits,
+    ) -> Result<Kube, ClusterError> {
         config.default_retry = false;
-        let client =
-            kube::Client::try_from(config).map_err(|e| ClusterError::Kube(e.to_string()))?;
-        Kube::start(client).await
+        Kube::start(client(config, limits)?).await
     }
 
     /// Starts the watches and waits until every cache has its first full list.
@@ -102,18 +133,29 @@ impl Kube {
             ),
         );
         tasks.push(tokio::spawn(drive(stream.applied_objects(), |_| {})));
+        let (daemonsets, writer) = reflector::store();
+        let stream = reflector::reflector(
+            writer,
+            watcher(
+                Api::<DaemonSet>::all(client.clone()),
+                watcher::Config::default(),
+            ),
+        );
+        tasks.push(tokio::spawn(drive(stream.applied_objects(), |_| {})));
         let source = Kube {
             client,
             nodes,
             pods,
             pdbs,
+            daemonsets,
             unschedulable: unschedulable_pods,
             tasks,
         };
         let ready = async {
             source.nodes.wait_until_ready().await?;
             source.pods.wait_until_ready().await?;
-            source.pdbs.wait_until_ready().await
+            source.pdbs.wait_until_ready().await?;
+            source.daemonsets.wait_until_ready().await
         };
         ready.await.map_err(|e| {
             ClusterError::Kube(format!("the watches stopped before their first list: {e}"))
@@ -209,6 +251,12 @@ impl ClusterSource for Kube {
             match objects::pdb_from_api(&pdb) {
                 Ok(pdb) => view.pdbs.push(pdb),
                 Err(e) => tracing::warn!(error = %e, "PodDisruptionBudget left out of the loop"),
+            }
+        }
+        for ds in self.daemonsets.state() {
+            match objects::daemonset_pod(&ds) {
+                Ok(pod) => view.daemonsets.push(pod),
+                Err(e) => tracing::warn!(error = %e, "DaemonSet left out of the loop"),
             }
         }
         Ok(Arc::new(view))

@@ -213,7 +213,7 @@ impl RunOnce {
             }
         }
         let mut on_node = pods_on_nodes(view, pods, &sorted.bound);
-        let daemonsets = daemonset_exemplars(pods);
+        let daemonsets = daemonset_exemplars(pods, &view.daemonsets);
         for (gi, f) in facts.iter().enumerate() {
             let Some(node) = &f.template else { continue };
             let template = template_place(&mut topology, node, gi, &daemonsets);
@@ -1333,11 +1333,14 @@ fn pods_on_nodes(view: &ClusterView, pods: &[Pod], bound: &[usize]) -> Vec<Vec<u
     on_node
 }
 
-/// One pod per DaemonSet: what each would add to a new node.
-fn daemonset_exemplars(pods: &[Pod]) -> Vec<&Pod> {
+/// One pod per DaemonSet: what each would add to a new node. A running pod is preferred (admission may
+/// have changed its requests); DaemonSets with no pod running yet come from their template.
+fn daemonset_exemplars<'a>(pods: &'a [Pod], templates: &'a [Pod]) -> Vec<&'a Pod> {
     let mut seen = HashSet::new();
     pods.iter()
-        .filter(|p| p.daemonset() && seen.insert(p.controller.as_ref().map(|c| c.uid.as_str())))
+        .filter(|p| p.daemonset())
+        .chain(templates)
+        .filter(|p| seen.insert(p.controller.as_ref().map(|c| c.uid.as_str())))
         .collect()
 }
 

@@ -10,7 +10,7 @@ use ekscale::autoscaler::drain::Rules;
 use ekscale::autoscaler::events::Publisher;
 use ekscale::autoscaler::expander::{self, Expander, Strategy};
 use ekscale::autoscaler::headroom;
-use ekscale::autoscaler::kube::Kube;
+use ekscale::autoscaler::kube::{Kube, RateLimits};
 use ekscale::autoscaler::last_loop::{LastLoop, Liveness};
 use ekscale::autoscaler::leader::{Election, Elector};
 use ekscale::autoscaler::runonce::{RunOnce, Settings};
@@ -302,6 +302,12 @@ struct RunArgs {
     /// Hold a Lease so that one replica acts (default: on with a live cluster, off with --snapshot).
     #[arg(long, action = clap::ArgAction::Set)]
     leader_elect: Option<bool>,
+    /// Requests per second to the API server, on average...
+    #[arg(long, default_value_t = 5.0)]
+    kube_client_qps: f64,
+    /// ...and at once.
+    #[arg(long, default_value_t = 10)]
+    kube_client_burst: u32,
     /// Where the status ConfigMap (`ekscale-autoscaler-status`) is written.
     #[arg(long, default_value = "kube-system")]
     namespace: String,
@@ -480,12 +486,21 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
             if args.leader_elect != Some(false) {
                 election = Some(args.election(config.clone())?);
             }
+            let limits = RateLimits {
+                qps: args.kube_client_qps,
+                burst: args.kube_client_burst,
+            };
             if !args.dry_run {
-                let client = kube::Client::try_from(config.clone())
+                // Its own rate-limited client, so that events never hold up the loop's own requests.
+                let client = ekscale::autoscaler::kube::client(config.clone(), limits)
                     .map_err(|e| Failure::Usage(e.to_string()))?;
-                publisher = Some(Publisher::new(client, &args.namespace, &identity()));
+                publisher = Some(Arc::new(Publisher::new(
+                    client,
+                    &args.namespace,
+                    &identity(),
+                )));
             }
-            let kube = Kube::connect(config)
+            let kube = Kube::connect(config, limits)
                 .await
                 .map_err(|e| Failure::Loop(e.to_string()))?;
             let kube = Arc::new(kube);
@@ -526,6 +541,7 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
         None => None,
     };
 
+    let mut publishing = None;
     let mut ticks = tokio::time::interval(args.scan_interval);
     let signal = |kind| tokio::signal::unix::signal(kind).map_err(|e| Failure::Loop(e.to_string()));
     let mut term = signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -574,10 +590,19 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
                 metrics.observe_loop(&view, &status, !args.dry_run, now);
                 last.succeeded(&view, &status, now);
                 log(&status, args.dry_run);
-                if let Some(publisher) = &publisher {
-                    for problem in publisher.publish(&status, now).await {
-                        tracing::warn!(%problem, "events and status");
-                    }
+                // Events and the status ConfigMap are written beside the loop; while the last loop's are
+                // still being written (the client's rate limit), this loop's are skipped, not queued.
+                if let Some(publisher) = &publisher
+                    && publishing
+                        .as_ref()
+                        .is_none_or(|p: &tokio::task::JoinHandle<()>| p.is_finished())
+                {
+                    let (publisher, status) = (publisher.clone(), status.clone());
+                    publishing = Some(tokio::spawn(async move {
+                        for problem in publisher.publish(&status, now).await {
+                            tracing::warn!(%problem, "events and status");
+                        }
+                    }));
                 }
             }
             Err(e) => {

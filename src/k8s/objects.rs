@@ -475,6 +475,38 @@ pub fn node_from_api(node: &api::Node) -> Result<Node, ObjectError> {
     })
 }
 
+/// The pod a DaemonSet would run on a new node: its template, owned by it.
+pub fn daemonset_pod(ds: &k8s_openapi::api::apps::v1::DaemonSet) -> Result<Pod, ObjectError> {
+    let namespace = ds
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    let name = ds.metadata.name.clone().unwrap_or_default();
+    let template = ds
+        .spec
+        .as_ref()
+        .map(|s| s.template.clone())
+        .unwrap_or_default();
+    let mut metadata = template.metadata.unwrap_or_default();
+    metadata.namespace = Some(namespace);
+    metadata.name = Some(format!("{name}-template"));
+    metadata.owner_references = Some(vec![meta::OwnerReference {
+        api_version: "apps/v1".into(),
+        kind: "DaemonSet".into(),
+        name,
+        uid: ds.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        ..meta::OwnerReference::default()
+    }]);
+    let pod = api::Pod {
+        metadata,
+        spec: template.spec,
+        status: None,
+    };
+    pod_from_api(&pod, false)
+}
+
 /// A PodDisruptionBudget from the kube API.
 pub fn pdb_from_api(
     pdb: &k8s_openapi::api::policy::v1::PodDisruptionBudget,

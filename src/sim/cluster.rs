@@ -384,6 +384,7 @@ impl ClusterSource for SimCluster {
             nodes: state.nodes.clone(),
             pods: state.pods.clone(),
             pdbs: state.pdbs(),
+            daemonsets: Vec::new(),
             now: Some(self.now()),
         }))
     }

@@ -16,6 +16,7 @@ pub struct Objects {
     pub nodes: Vec<Value>,
     pub pods: Vec<Value>,
     pub pdbs: Vec<Value>,
+    pub daemonsets: Vec<Value>,
     pub patches: Vec<(String, Value)>,
     pub evictions: Vec<(String, Value)>,
     /// Pods whose eviction a PDB refuses.
@@ -84,6 +85,7 @@ impl Fake {
         let items = match resource {
             "nodes" => objects.nodes.clone(),
             "pods" => objects.pods.clone(),
+            "daemonsets" => objects.daemonsets.clone(),
             _ => objects.pdbs.clone(),
         };
         reply(
@@ -121,6 +123,12 @@ pub async fn serve(fake: Fake) -> std::net::SocketAddr {
             "/api/v1/pods",
             get(|State(f): State<Fake>, RawQuery(q): RawQuery| async move {
                 f.list_or_watch("pods", "PodList", q)
+            }),
+        )
+        .route(
+            "/apis/apps/v1/daemonsets",
+            get(|State(f): State<Fake>, RawQuery(q): RawQuery| async move {
+                f.list_or_watch("daemonsets", "DaemonSetList", q)
             }),
         )
         .route(
