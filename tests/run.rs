@@ -184,18 +184,33 @@ fn helped(decisions: &Value) -> Vec<String> {
     pods
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn run_watches_a_live_cluster_and_a_new_unschedulable_pod_starts_a_loop_early() {
+/// A provider, a fake API server with `pods`, and a kubeconfig for it (in the returned directory).
+async fn live_cluster(
+    pods: Vec<Value>,
+) -> (
+    Binary,
+    common::kube_api::Fake,
+    tempfile::TempDir,
+    std::path::PathBuf,
+) {
     use common::kube_api::{self, Fake, Objects};
     let provider = Binary::start(&[]);
     let fake = Fake::new(Objects {
-        pods: vec![kube_api::unschedulable("web-0", "1")],
+        pods,
         ..Objects::default()
     });
     let api = kube_api::serve(fake.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(&kubeconfig, kube_api::kubeconfig(api)).unwrap();
+    (provider, fake, dir, kubeconfig)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_watches_a_live_cluster_and_a_new_unschedulable_pod_starts_a_loop_early() {
+    use common::kube_api;
+    let (provider, fake, _dir, kubeconfig) =
+        live_cluster(vec![kube_api::unschedulable("web-0", "1")]).await;
     let companion = start(&[
         "--provider",
         &provider.grpc.to_string(),
@@ -239,16 +254,9 @@ fn a_live_cluster_needs_a_readable_kubeconfig() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn one_replica_acts_and_a_standby_takes_over_when_it_goes() {
-    use common::kube_api::{self, Fake, Objects};
-    let provider = Binary::start(&[]);
-    let fake = Fake::new(Objects {
-        pods: vec![kube_api::unschedulable("web-0", "1")],
-        ..Objects::default()
-    });
-    let api = kube_api::serve(fake.clone()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(&kubeconfig, kube_api::kubeconfig(api)).unwrap();
+    use common::kube_api::{self, Fake};
+    let (provider, fake, _dir, kubeconfig) =
+        live_cluster(vec![kube_api::unschedulable("web-0", "1")]).await;
     let replica = || {
         start(&[
             "--provider",
@@ -317,8 +325,7 @@ async fn one_replica_acts_and_a_standby_takes_over_when_it_goes() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn acting_on_a_live_cluster_writes_the_status_config_map_and_events() {
-    use common::kube_api::{self, Fake, Objects};
-    let provider = Binary::start(&[]);
+    use common::kube_api;
     // Three 1-CPU pods: the two general nodes coming hold two (1930m each), the third needs a scale-up.
     let mut pods: Vec<Value> = (0..3)
         .map(|i| kube_api::unschedulable(&format!("web-{i}"), "1"))
@@ -326,14 +333,7 @@ async fn acting_on_a_live_cluster_writes_the_status_config_map_and_events() {
     for pod in &mut pods {
         pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1".into();
     }
-    let fake = Fake::new(Objects {
-        pods,
-        ..Objects::default()
-    });
-    let api = kube_api::serve(fake.clone()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(&kubeconfig, kube_api::kubeconfig(api)).unwrap();
+    let (provider, fake, _dir, kubeconfig) = live_cluster(pods).await;
     let companion = start(&[
         "--provider",
         &provider.grpc.to_string(),

@@ -126,18 +126,7 @@ impl Publisher {
                 break;
             }
             pod_events += 1;
-            let reasons: Vec<String> = n
-                .reasons
-                .iter()
-                .map(|(g, why)| {
-                    if g.is_empty() {
-                        why.clone()
-                    } else {
-                        format!("{g}: {why}")
-                    }
-                })
-                .collect();
-            let note = format!("pod didn't trigger scale-up: {}", reasons.join("; "));
+            let note = format!("pod didn't trigger scale-up: {}", n.describe_reasons());
             publish(
                 event(EventType::Normal, "NotTriggerScaleUp", "ScaleUp", note),
                 reference("Pod", "v1", Some(&ns), &name),

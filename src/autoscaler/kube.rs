@@ -74,18 +74,7 @@ fn unschedulable(pod: &Pod) -> bool {
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
         .is_none_or(str::is_empty);
-    pending
-        && pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .into_iter()
-            .flatten()
-            .any(|c| {
-                c.type_ == "PodScheduled"
-                    && c.status == "False"
-                    && c.reason.as_deref() == Some("Unschedulable")
-            })
+    pending && objects::marked_unschedulable(pod.status.as_ref())
 }
 
 impl Kube {

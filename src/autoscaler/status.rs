@@ -147,6 +147,23 @@ pub struct GroupStatus {
     pub skipped: Option<String>,
 }
 
+impl NoScaleUp {
+    /// `group: why; other: why` (reasons for every group unprefixed).
+    pub fn describe_reasons(&self) -> String {
+        self.reasons
+            .iter()
+            .map(|(g, why)| {
+                if g.is_empty() {
+                    why.clone()
+                } else {
+                    format!("{g}: {why}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
 impl HeadroomStatus {
     /// `buffer (general): 5 pod(s) of 1/2Gi: 2 fit in free room, 3 in this loop's scale-ups, 0 unmet`.
     pub fn describe(&self) -> String {

@@ -175,18 +175,10 @@ impl Record {
             let fresh = self.not_helped.get(&n.pod) != Some(&n.reasons);
             self.not_helped.insert(n.pod.clone(), n.reasons.clone());
             if fresh && !n.pod.starts_with(&format!("{}/", headroom::NAMESPACE)) {
-                let reasons: Vec<String> = n
-                    .reasons
-                    .iter()
-                    .map(|(g, why)| {
-                        if g.is_empty() {
-                            why.clone()
-                        } else {
-                            format!("{g}: {why}")
-                        }
-                    })
-                    .collect();
-                changed.entry(reasons.join("; ")).or_default().push(&n.pod);
+                changed
+                    .entry(n.describe_reasons())
+                    .or_default()
+                    .push(&n.pod);
             }
         }
         for (why, pods) in changed {

@@ -46,15 +46,7 @@ pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError>
         _ if node_name.is_some() => Phase::Running,
         _ => Phase::Pending,
     };
-    let unschedulable = status
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| {
-            c.type_ == "PodScheduled"
-                && c.status == "False"
-                && c.reason.as_deref() == Some("Unschedulable")
-        });
+    let unschedulable = marked_unschedulable(status);
     let controller = pod
         .metadata
         .owner_references
@@ -144,6 +136,19 @@ fn disruption(annotations: Option<&BTreeMap<String, String>>, spec: &api::PodSpe
             .and_then(|s| u64::try_from(s).ok())
             .unwrap_or(30),
     }
+}
+
+/// PodScheduled=False with reason Unschedulable: the scheduler tried and found no node.
+pub fn marked_unschedulable(status: Option<&api::PodStatus>) -> bool {
+    status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            c.type_ == "PodScheduled"
+                && c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+        })
 }
 
 const SCALE_UP_DELAY_ANNOTATION: &str = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay";
