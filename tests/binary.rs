@@ -282,6 +282,14 @@ fn bad_input_is_refused_with_a_message_that_names_it() {
 
     let message = provider_fails(&["--listen", "not-an-address"]);
     assert!(message.contains("--listen not-an-address"), "{message}");
+
+    // Plaintext gRPC only on loopback: refused before anything is bound.
+    let message = provider_fails(&["--listen", "0.0.0.0:0"]);
+    assert!(
+        message.contains("refusing to serve gRPC without TLS on --listen 0.0.0.0:0")
+            && message.contains("--insecure"),
+        "{message}"
+    );
 }
 
 #[test]

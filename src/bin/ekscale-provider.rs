@@ -52,8 +52,20 @@ struct Args {
     /// CA (PEM) that must have signed client certificates: enables mutual TLS.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_client_ca: Option<PathBuf>,
+    /// Serve gRPC in plaintext on a non-loopback address (refused without it: anyone who can reach the port
+    /// could resize node groups).
+    #[arg(long)]
+    insecure: bool,
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+}
+
+/// Whether every address `listen` resolves to is a loopback one; `None` when it does not resolve (binding
+/// then says what is wrong with it).
+fn loopback(listen: &str) -> Option<bool> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<_> = listen.to_socket_addrs().ok()?.collect();
+    Some(!addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -67,6 +79,13 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     telemetry::init(args.log_format);
     ekscale::tls::install_crypto_provider();
+    if args.tls_cert.is_none() && !args.insecure && loopback(&args.listen) == Some(false) {
+        anyhow::bail!(
+            "refusing to serve gRPC without TLS on --listen {}: give --tls-cert and --tls-key, listen on a \
+             loopback address, or pass --insecure",
+            args.listen
+        );
+    }
 
     let metrics = Arc::new(ProviderMetrics::default());
     let backend: Arc<dyn NodeGroupBackend> = match args.backend {
