@@ -9,6 +9,7 @@
 //! overprovisioning Deployments.
 
 use crate::k8s::quantity::Quantity;
+use crate::model::node::NODE_GROUP_LABEL;
 use crate::model::pod::{Controller, SafeToEvict};
 use crate::model::{Labels, Node, Pod, Resources};
 use serde::Deserialize;
@@ -16,8 +17,6 @@ use std::sync::Arc;
 
 /// Virtual pods live in this namespace, so that they are told apart in every report.
 pub const NAMESPACE: &str = "headroom";
-/// The label that selects a node group's nodes (set by EKS on managed node groups' nodes and templates).
-pub const NODE_GROUP_LABEL: &str = "eks.amazonaws.com/nodegroup";
 
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {

@@ -5,6 +5,7 @@
 
 use crate::k8s::quantity;
 use crate::model::Resources;
+use crate::model::node::NODE_GROUP_LABEL;
 pub use crate::model::{GPU_RESOURCE, Taint, TaintEffect};
 use k8s_pb::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Taint as PbTaint};
 use k8s_pb::apimachinery::pkg::api::resource::Quantity;
@@ -112,7 +113,7 @@ pub fn build(spec: &TemplateSpec) -> Node {
         ("node.kubernetes.io/instance-type", spec.instance_type),
         ("topology.kubernetes.io/zone", spec.zone),
         ("topology.kubernetes.io/region", spec.region),
-        ("eks.amazonaws.com/nodegroup", spec.node_group),
+        (NODE_GROUP_LABEL, spec.node_group),
         ("eks.amazonaws.com/capacityType", spec.capacity_type),
     ]
     .into_iter()

@@ -3,12 +3,10 @@
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::headroom;
 use crate::autoscaler::status::Status;
+use crate::model::node::NODE_GROUP_LABEL;
 use crate::model::pod::FARGATE_SCHEDULER;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-
-/// The label that says which node group a node belongs to.
-const NODE_GROUP_LABEL: &str = headroom::NODE_GROUP_LABEL;
 
 /// One moment of the day.
 #[derive(Clone, Debug)]

@@ -8,6 +8,10 @@ use std::time::SystemTime;
 
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+/// The node group of a managed node group's nodes (and of our templates).
+pub const NODE_GROUP_LABEL: &str = "eks.amazonaws.com/nodegroup";
+/// `fargate` on the node EKS runs each Fargate pod on (also a NoSchedule taint's key there).
+pub const FARGATE_COMPUTE_LABEL: &str = "eks.amazonaws.com/compute-type";
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Node {

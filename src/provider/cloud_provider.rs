@@ -331,7 +331,7 @@ fn check_provider_id(node: &ExternalGrpcNode) -> Result<(), Status> {
 
 fn is_fargate(node: &ExternalGrpcNode) -> bool {
     node.labels
-        .get("eks.amazonaws.com/compute-type")
+        .get(crate::model::node::FARGATE_COMPUTE_LABEL)
         .is_some_and(|v| v == "fargate")
         || node
             .provider_id

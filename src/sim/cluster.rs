@@ -6,7 +6,7 @@ use crate::autoscaler::cluster::{ClusterError, ClusterSource, ClusterView};
 use crate::autoscaler::{equivalence, world};
 use crate::clock::Clock;
 use crate::k8s::objects;
-use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
+use crate::model::node::{FARGATE_COMPUTE_LABEL, HOSTNAME_LABEL, ZONE_LABEL};
 use crate::model::pdb::Pdb;
 use crate::model::pod::{FARGATE_SCHEDULER, Phase};
 use crate::model::selector::LabelSelector;
@@ -206,9 +206,6 @@ impl SimCluster {
 
 /// How long Fargate takes to start a pod (about a minute on EKS; the simulator keeps it short).
 pub const FARGATE_STARTUP: Duration = Duration::from_secs(30);
-
-/// The label and taint EKS puts on the node of each Fargate pod.
-pub const FARGATE_COMPUTE_LABEL: &str = "eks.amazonaws.com/compute-type";
 
 /// Fargate runs each pod a profile takes on a node of its own; nodes whose pod is gone leave.
 fn run_on_fargate(
