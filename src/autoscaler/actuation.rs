@@ -7,7 +7,7 @@
 use super::client::ProviderClient;
 use super::cluster::{ClusterError, ClusterSource, ClusterView};
 use super::drain::{self, Blocking, PdbBudget, Rules, Verdict};
-use crate::model::taint::TO_BE_DELETED_TAINT;
+use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
 use crate::model::{Node, Taint, TaintEffect};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -75,14 +75,23 @@ pub struct Actuator {
 
 /// The taint that marks a node being removed: NoSchedule, valued with the time (unix seconds) as upstream.
 pub fn to_be_deleted(now: SystemTime) -> Taint {
+    stamped(TO_BE_DELETED_TAINT, TaintEffect::NoSchedule, now)
+}
+
+/// The soft taint on unneeded nodes: PreferNoSchedule, valued with the time as upstream.
+pub fn deletion_candidate(now: SystemTime) -> Taint {
+    stamped(DELETION_CANDIDATE_TAINT, TaintEffect::PreferNoSchedule, now)
+}
+
+fn stamped(key: &str, effect: TaintEffect, now: SystemTime) -> Taint {
     Taint {
-        key: TO_BE_DELETED_TAINT.into(),
+        key: key.into(),
         value: now
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
             .as_secs()
             .to_string(),
-        effect: TaintEffect::NoSchedule,
+        effect,
     }
 }
 

@@ -19,7 +19,7 @@ use super::world::{self, Place, PlaceKind, PodTerms, Topology};
 use crate::k8s::objects;
 use crate::model::pod::{FARGATE_SCHEDULER, Phase};
 use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
-use crate::model::{Node, Pod, Resources, Taint, TaintEffect};
+use crate::model::{Node, Pod, Resources};
 use crate::proto::ekscale::MatchPodResponse;
 use crate::proto::externalgrpc::{
     ExternalGrpcNode, Instance, NodeGroup, instance_status::InstanceState,
@@ -759,7 +759,7 @@ impl RunOnce {
                 }
             }
         }
-        self.soft_taints(&*cluster, view, &plan, &sd, deleting, status)
+        self.soft_taints(&*cluster, view, &plan, deleting, now, status)
             .await;
         kept.sort_by(|a, b| a.node.cmp(&b.node));
         status.unremovable = kept;
@@ -807,12 +807,12 @@ impl RunOnce {
         cluster: &dyn ClusterSource,
         view: &ClusterView,
         plan: &scaledown::Plan,
-        sd: &scaledown::Settings,
         deleting: &HashSet<String>,
+        now: SystemTime,
         status: &mut Status,
     ) {
         let unneeded: HashSet<usize> = plan.removable.iter().map(|r| r.node).collect();
-        let mut budget = sd.max_soft_taints;
+        let mut budget = self.settings.scale_down.max_soft_taints;
         for (n, node) in view.nodes.iter().enumerate() {
             if budget == 0 {
                 break;
@@ -823,11 +823,7 @@ impl RunOnce {
             let has = node.tainted(DELETION_CANDIDATE_TAINT);
             let should = unneeded.contains(&n);
             let result = if should && !has {
-                let taint = Taint {
-                    effect: TaintEffect::PreferNoSchedule,
-                    key: DELETION_CANDIDATE_TAINT.into(),
-                    ..super::actuation::to_be_deleted(view.now.unwrap_or_else(SystemTime::now))
-                };
+                let taint = super::actuation::deletion_candidate(now);
                 cluster.taint(&node.name, &taint).await
             } else if has && !should {
                 cluster.untaint(&node.name, DELETION_CANDIDATE_TAINT).await
