@@ -50,13 +50,19 @@ async fn provider() -> SocketAddr {
     addr
 }
 
-/// 1,000 nodes each running 28 pods (500m / 1Gi) and a DaemonSet pod; 2,000 pending pods of six kinds.
-async fn snapshot(addr: SocketAddr) -> Value {
-    let mut items = cluster::nodes_of(addr, &["general"]).await;
-    let names: Vec<String> = items
+/// The provider's 1,000 general nodes as Node items, and their names.
+async fn general_nodes(addr: SocketAddr) -> (Vec<Value>, Vec<String>) {
+    let items = cluster::nodes_of(addr, &["general"]).await;
+    let names = items
         .iter()
         .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
         .collect();
+    (items, names)
+}
+
+/// 1,000 nodes each running 28 pods (500m / 1Gi) and a DaemonSet pod; 2,000 pending pods of six kinds.
+async fn snapshot(addr: SocketAddr) -> Value {
+    let (mut items, names) = general_nodes(addr).await;
     for (n, node) in names.iter().enumerate() {
         for p in 0..28 {
             let app = format!("app-{}", (n * 28 + p) % 50);
@@ -120,11 +126,7 @@ fn peak_mib(child: &mut std::process::Child) -> f64 {
 /// A quiet afternoon on the same 1,000 nodes: 400 busy (30 pods of 500m), 600 light (30 pods of 100m, 19%
 /// used) that scale-down must drain into each other; 50 apps, 20 of them under a PDB; a DaemonSet pod each.
 async fn quiet_snapshot(addr: SocketAddr) -> Value {
-    let mut items = cluster::nodes_of(addr, &["general"]).await;
-    let names: Vec<String> = items
-        .iter()
-        .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
-        .collect();
+    let (mut items, names) = general_nodes(addr).await;
     for (n, node) in names.iter().enumerate() {
         let cpu = if n < 400 { "500m" } else { "100m" };
         for p in 0..30 {

@@ -2,8 +2,8 @@
 
 mod common;
 
-use common::{Binary, grpcurl};
-use std::io::{Read, Write};
+use common::{Binary, grpcurl, http_get};
+
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 use tokio_stream::StreamExt;
@@ -24,21 +24,6 @@ fn stdout(output: &Output) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
 }
 
 #[test]

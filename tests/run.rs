@@ -5,7 +5,7 @@ mod common;
 
 use common::Binary;
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -48,17 +48,7 @@ fn start(args: &[&str]) -> Companion {
 
 /// (status code, body) of a GET.
 fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    let response = common::http_get(addr, path);
     let code = response[9..12].parse().unwrap();
     let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
     (code, body)
@@ -184,15 +174,15 @@ fn helped(decisions: &Value) -> Vec<String> {
     pods
 }
 
-/// A provider, a fake API server with `pods`, and a kubeconfig for it (in the returned directory).
-async fn live_cluster(
-    pods: Vec<Value>,
-) -> (
-    Binary,
-    common::kube_api::Fake,
-    tempfile::TempDir,
-    std::path::PathBuf,
-) {
+/// A provider and a fake API server with `pods`, with a kubeconfig for it.
+struct Live {
+    provider: Binary,
+    fake: common::kube_api::Fake,
+    kubeconfig: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+async fn live_cluster(pods: Vec<Value>) -> Live {
     use common::kube_api::{self, Fake, Objects};
     let provider = Binary::start(&[]);
     let fake = Fake::new(Objects {
@@ -203,19 +193,31 @@ async fn live_cluster(
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(&kubeconfig, kube_api::kubeconfig(api)).unwrap();
-    (provider, fake, dir, kubeconfig)
+    Live {
+        provider,
+        fake,
+        kubeconfig,
+        _dir: dir,
+    }
+}
+
+impl Live {
+    /// `run` against this provider and cluster, with `args` besides.
+    fn start(&self, args: &[&str]) -> Companion {
+        let provider = self.provider.grpc.to_string();
+        let kubeconfig = self.kubeconfig.to_str().unwrap();
+        let mut all = vec!["--provider", &provider, "--kubeconfig", kubeconfig];
+        all.extend_from_slice(args);
+        start(&all)
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn run_watches_a_live_cluster_and_a_new_unschedulable_pod_starts_a_loop_early() {
     use common::kube_api;
-    let (provider, fake, _dir, kubeconfig) =
-        live_cluster(vec![kube_api::unschedulable("web-0", "1")]).await;
-    let companion = start(&[
-        "--provider",
-        &provider.grpc.to_string(),
-        "--kubeconfig",
-        kubeconfig.to_str().unwrap(),
+    let live = live_cluster(vec![kube_api::unschedulable("web-0", "1")]).await;
+    let fake = &live.fake;
+    let companion = live.start(&[
         "--leader-elect=false",
         "--dry-run",
         // Only the first loop comes from the clock; the second must come from the watch.
@@ -255,14 +257,10 @@ fn a_live_cluster_needs_a_readable_kubeconfig() {
 #[tokio::test(flavor = "multi_thread")]
 async fn one_replica_acts_and_a_standby_takes_over_when_it_goes() {
     use common::kube_api::{self, Fake};
-    let (provider, fake, _dir, kubeconfig) =
-        live_cluster(vec![kube_api::unschedulable("web-0", "1")]).await;
+    let live = live_cluster(vec![kube_api::unschedulable("web-0", "1")]).await;
+    let fake = &live.fake;
     let replica = || {
-        start(&[
-            "--provider",
-            &provider.grpc.to_string(),
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
+        live.start(&[
             "--dry-run",
             "--scan-interval",
             "200ms",
@@ -282,7 +280,7 @@ async fn one_replica_acts_and_a_standby_takes_over_when_it_goes() {
             .unwrap()
             .to_string()
     };
-    let first_holder = holder(&fake);
+    let first_holder = holder(fake);
     assert!(
         first_holder.ends_with(&format!("_{}", first.child.id())),
         "{first_holder}"
@@ -299,7 +297,7 @@ async fn one_replica_acts_and_a_standby_takes_over_when_it_goes() {
     drop(first);
     let decisions = decisions_when(&second, |d| !helped(d).is_empty());
     assert_eq!(helped(&decisions), ["default/web-0"]);
-    assert!(holder(&fake).ends_with(&format!("_{}", second.child.id())));
+    assert!(holder(fake).ends_with(&format!("_{}", second.child.id())));
     assert_eq!(
         fake.objects.lock().unwrap().leases["ekscale-autoscaler"]["spec"]["leaseTransitions"],
         1
@@ -333,12 +331,9 @@ async fn acting_on_a_live_cluster_writes_the_status_config_map_and_events() {
     for pod in &mut pods {
         pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1".into();
     }
-    let (provider, fake, _dir, kubeconfig) = live_cluster(pods).await;
-    let companion = start(&[
-        "--provider",
-        &provider.grpc.to_string(),
-        "--kubeconfig",
-        kubeconfig.to_str().unwrap(),
+    let live = live_cluster(pods).await;
+    let fake = &live.fake;
+    let companion = live.start(&[
         "--leader-elect=false",
         "--namespace",
         "autoscaling",

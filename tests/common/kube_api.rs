@@ -112,31 +112,28 @@ fn reply(code: StatusCode, body: Value) -> Response {
 
 /// Serves `fake` on a loopback port.
 pub async fn serve(fake: Fake) -> std::net::SocketAddr {
-    let router = Router::new()
-        .route(
-            "/api/v1/nodes",
-            get(|State(f): State<Fake>, RawQuery(q): RawQuery| async move {
-                f.list_or_watch("nodes", "NodeList", q)
-            }),
-        )
-        .route(
-            "/api/v1/pods",
-            get(|State(f): State<Fake>, RawQuery(q): RawQuery| async move {
-                f.list_or_watch("pods", "PodList", q)
-            }),
-        )
-        .route(
-            "/apis/apps/v1/daemonsets",
-            get(|State(f): State<Fake>, RawQuery(q): RawQuery| async move {
-                f.list_or_watch("daemonsets", "DaemonSetList", q)
-            }),
-        )
-        .route(
+    // Lists and watches, one route per resource the source reflects.
+    let mut router = Router::new();
+    for (path, resource, kind) in [
+        ("/api/v1/nodes", "nodes", "NodeList"),
+        ("/api/v1/pods", "pods", "PodList"),
+        ("/apis/apps/v1/daemonsets", "daemonsets", "DaemonSetList"),
+        (
             "/apis/policy/v1/poddisruptionbudgets",
-            get(|State(f): State<Fake>, RawQuery(q): RawQuery| async move {
-                f.list_or_watch("pdbs", "PodDisruptionBudgetList", q)
-            }),
-        )
+            "pdbs",
+            "PodDisruptionBudgetList",
+        ),
+    ] {
+        router = router.route(
+            path,
+            get(
+                move |State(f): State<Fake>, RawQuery(q): RawQuery| async move {
+                    f.list_or_watch(resource, kind, q)
+                },
+            ),
+        );
+    }
+    let router = router
         .route(
             "/api/v1/nodes/{name}",
             get(|State(f): State<Fake>, Path(name): Path<String>| async move {

