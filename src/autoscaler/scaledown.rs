@@ -431,19 +431,22 @@ fn candidate(
             ),
         ));
     }
-    if let Some(why) = blocked(input, rules, pdbs, &input.on_node[n]) {
-        return Err((Unremovable::BlockedByPod, why));
-    }
+    // One classification per pod: the first that blocks keeps the node, the others sort into evicted and
+    // moving.
     let mut evicted = Vec::new();
     let mut moving = Vec::new();
     for &p in &input.on_node[n] {
-        if let Verdict::Evicted { needs_place } =
-            drain::classify(&input.pods[p], rules, pdbs, input.now)
-        {
-            evicted.push(p);
-            if needs_place {
-                moving.push(p);
+        match drain::classify(&input.pods[p], rules, pdbs, input.now) {
+            Verdict::Blocks(reason, why) => {
+                return Err((Unremovable::BlockedByPod, format!("{reason}: {why}")));
             }
+            Verdict::Evicted { needs_place } => {
+                evicted.push(p);
+                if needs_place {
+                    moving.push(p);
+                }
+            }
+            Verdict::Stays => {}
         }
     }
     Ok(Candidate {
