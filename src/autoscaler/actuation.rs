@@ -51,8 +51,12 @@ pub struct Deletion {
 /// How a deletion ended.
 #[derive(Clone, Debug)]
 pub enum Outcome {
-    /// NodeGroupDeleteNodes succeeded.
-    Deleted { node: String, group: String },
+    /// NodeGroupDeleteNodes succeeded; `empty` when the node was removed with no pod to move.
+    Deleted {
+        node: String,
+        group: String,
+        empty: bool,
+    },
     /// The node is back in service (taint removed); why it could not go.
     Failed {
         node: String,
@@ -149,7 +153,11 @@ impl Actuator {
         for name in names {
             let deletion = self.in_flight.get_mut(&name).expect("in flight");
             let step = step(cluster, client, view, rules, pacing, deletion, now).await;
-            let (node, group) = (deletion.node.clone(), deletion.group.clone());
+            let (node, group, empty) = (
+                deletion.node.clone(),
+                deletion.group.clone(),
+                deletion.empty,
+            );
             match step {
                 Step::Wait(waiting) => outcomes.push(Outcome::Draining {
                     node,
@@ -158,7 +166,7 @@ impl Actuator {
                 }),
                 Step::Deleted => {
                     self.in_flight.remove(&name);
-                    outcomes.push(Outcome::Deleted { node, group });
+                    outcomes.push(Outcome::Deleted { node, group, empty });
                 }
                 Step::Abort(why) => {
                     self.in_flight.remove(&name);

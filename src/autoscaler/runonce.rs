@@ -854,9 +854,11 @@ impl RunOnce {
             .await;
         for outcome in outcomes {
             let (node, node_group, state, detail) = match outcome {
-                Outcome::Deleted { node, group } => {
+                Outcome::Deleted { node, group, empty } => {
                     self.last_delete = Some(now);
-                    (node, group, "deleted", String::new())
+                    // Why it went, as scale-down said when it started.
+                    let reason = if empty { "empty" } else { "underutilized" };
+                    (node, group, "deleted", reason.to_string())
                 }
                 Outcome::Failed { node, group, why } => {
                     self.last_failure = Some(now);

@@ -96,6 +96,7 @@ pub struct DeletionStatus {
     pub node_group: String,
     /// `started`, `draining`, `deleted` or `failed`.
     pub state: String,
+    /// What it waits for, why it failed, or, once deleted, why it went (`empty` or `underutilized`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub detail: String,
 }

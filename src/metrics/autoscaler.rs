@@ -231,19 +231,11 @@ impl AutoscalerMetrics {
                 }
             }
         }
+        // A deletion finishes loops after it started; it carries its own reason.
         for d in status.deletions.iter().filter(|d| d.state == "deleted") {
-            let reason = if status
-                .scale_down
-                .iter()
-                .any(|s| s.node == d.node && s.reason == "empty")
-            {
-                "empty"
-            } else {
-                "underutilized"
-            };
             self.scaled_down
                 .get_or_create(&ReasonLabels {
-                    reason: reason.into(),
+                    reason: d.detail.clone(),
                 })
                 .inc();
         }
