@@ -101,11 +101,7 @@ impl Publisher {
                 config_map.clone(),
             )
             .await;
-            for pod in s
-                .pods
-                .iter()
-                .filter(|p| !p.starts_with(headroom::NAMESPACE))
-            {
+            for pod in s.pods.iter().filter(|p| !headroom::is_virtual(p)) {
                 let Some((ns, name)) = split(pod).filter(|_| pod_events < MAX_POD_EVENTS) else {
                     continue;
                 };
@@ -119,7 +115,7 @@ impl Publisher {
             }
         }
         for n in &status.no_scale_up {
-            let Some((ns, name)) = split(&n.pod).filter(|(ns, _)| ns != headroom::NAMESPACE) else {
+            let Some((ns, name)) = split(&n.pod).filter(|_| !headroom::is_virtual(&n.pod)) else {
                 continue;
             };
             if pod_events >= MAX_POD_EVENTS {

@@ -18,6 +18,19 @@ use std::sync::Arc;
 /// Virtual pods live in this namespace, so that they are told apart in every report.
 pub const NAMESPACE: &str = "headroom";
 
+/// Whether `pod` (`namespace/name`, as reports write pods) is one of headroom's virtual pods.
+pub fn is_virtual(pod: &str) -> bool {
+    policy_of(pod).is_some()
+}
+
+/// The policy a virtual pod (`headroom/<policy>-<i>`) reserves room for.
+pub fn policy_of(pod: &str) -> Option<&str> {
+    pod.strip_prefix(NAMESPACE)?
+        .strip_prefix('/')?
+        .rsplit_once('-')
+        .map(|(policy, _)| policy)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
     #[error("policy {policy}: {reason}")]

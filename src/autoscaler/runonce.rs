@@ -1276,12 +1276,7 @@ fn batching(pending: &Pending, now: SystemTime) -> Option<String> {
 /// Where each headroom policy's virtual pods ended up this loop.
 fn headroom_outcome(status: &mut Status) {
     for h in &mut status.headroom {
-        let mine = |pod: &str| {
-            pod.strip_prefix(headroom::NAMESPACE)
-                .and_then(|rest| rest.strip_prefix('/'))
-                .and_then(|name| name.rsplit_once('-'))
-                .is_some_and(|(policy, _)| policy == h.policy)
-        };
+        let mine = |pod: &str| headroom::policy_of(pod) == Some(h.policy.as_str());
         h.placed = status.placed.iter().filter(|p| mine(&p.pod)).count();
         h.scale_up = status
             .scale_up

@@ -246,9 +246,7 @@ pub fn summary(record: &Record, day: Duration, took: Duration) -> String {
     let unplaced: Vec<_> = record
         .not_helped
         .iter()
-        .filter(|(pod, _)| {
-            !pod.starts_with(&format!("{}/", crate::autoscaler::headroom::NAMESPACE))
-        })
+        .filter(|(pod, _)| !crate::autoscaler::headroom::is_virtual(pod))
         .collect();
     if unplaced.is_empty() {
         let _ = writeln!(out, "  every pod found a place");

@@ -172,7 +172,7 @@ impl Record {
         for n in &status.no_scale_up {
             let fresh = self.not_helped.get(&n.pod) != Some(&n.reasons);
             self.not_helped.insert(n.pod.clone(), n.reasons.clone());
-            if fresh && !n.pod.starts_with(&format!("{}/", headroom::NAMESPACE)) {
+            if fresh && !headroom::is_virtual(&n.pod) {
                 changed
                     .entry(n.describe_reasons())
                     .or_default()
