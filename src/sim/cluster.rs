@@ -29,6 +29,8 @@ struct State {
     nodes: Vec<Arc<Node>>,
     pods: Vec<Pod>,
     budgets: Vec<Budget>,
+    /// The provider's answer for each Fargate-bound pod (its profile, or none), asked once per pod.
+    fargate: HashMap<String, Option<String>>,
 }
 
 /// A PodDisruptionBudget with `maxUnavailable`: the API server allows that many of its pods not running.
@@ -179,15 +181,17 @@ impl SimCluster {
     /// For each Fargate-bound pod still waiting, whether a profile takes it (asked of the provider, as EKS
     /// decides): pod key -> profile.
     async fn fargate_profiles(&self) -> Result<HashMap<String, String>, ClientError> {
-        let waiting: Vec<Pod> = self
-            .state()
-            .pods
-            .iter()
-            .filter(|p| p.node_name.is_none() && p.scheduler_name == FARGATE_SCHEDULER)
-            .cloned()
-            .collect();
-        let mut profiles = HashMap::new();
-        for pod in waiting {
+        let unasked: Vec<Pod> = {
+            let state = self.state();
+            state
+                .pods
+                .iter()
+                .filter(|p| p.node_name.is_none() && p.scheduler_name == FARGATE_SCHEDULER)
+                .filter(|p| !state.fargate.contains_key(&p.key()))
+                .cloned()
+                .collect()
+        };
+        for pod in unasked {
             let answer = match &pod.json {
                 Some(json) => self.client.match_pod_json(json.clone()).await?,
                 None => {
@@ -196,11 +200,18 @@ impl SimCluster {
                         .await?
                 }
             };
-            if let Some(answer) = answer.filter(|a| !a.profile.is_empty()) {
-                profiles.insert(pod.key(), answer.profile);
-            }
+            let profile = answer.map(|a| a.profile).filter(|p| !p.is_empty());
+            self.state().fargate.insert(pod.key(), profile);
         }
-        Ok(profiles)
+        let mut state = self.state();
+        let State { pods, fargate, .. } = &mut *state;
+        // Pods that are gone need no answer any more.
+        let live: HashSet<String> = pods.iter().map(Pod::key).collect();
+        fargate.retain(|key, _| live.contains(key));
+        Ok(fargate
+            .iter()
+            .filter_map(|(key, profile)| Some((key.clone(), profile.clone()?)))
+            .collect())
     }
 }
 
