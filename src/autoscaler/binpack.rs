@@ -537,4 +537,158 @@ mod tests {
         assert!(chosen.node_count() <= upstream.node_count());
         assert!(chosen.node_count() as u64 >= lower_bound(&template, &groups));
     }
+
+    mod properties {
+        //! Whatever the pods and the template, the estimator never breaks a predicate and never adds a node
+        //! without a pod on it.
+        use super::*;
+        use crate::model::taint::{Taint, TaintEffect, Toleration};
+        use proptest::prelude::*;
+
+        /// One equivalence group: cpu, memory (MiB), count, and which constraints it carries.
+        #[derive(Clone, Debug)]
+        struct Group {
+            cpu: u64,
+            mem_mi: u64,
+            count: u64,
+            selector: Option<&'static str>,
+            tolerates: bool,
+            host_port: bool,
+            anti_affinity: bool,
+        }
+
+        fn group() -> impl Strategy<Value = Group> {
+            (
+                0u64..5000,
+                0u64..20_000,
+                1u64..40,
+                prop::option::of(prop::sample::select(vec!["a", "b"])),
+                any::<bool>(),
+                prop::bool::weighted(0.2),
+                prop::bool::weighted(0.2),
+            )
+                .prop_map(
+                    |(cpu, mem_mi, count, selector, tolerates, host_port, anti_affinity)| Group {
+                        cpu,
+                        mem_mi,
+                        count,
+                        selector,
+                        tolerates,
+                        host_port,
+                        anti_affinity,
+                    },
+                )
+        }
+
+        fn template(cpu: u64, mem_gi: u64, pods: u64, tier: &str, tainted: bool) -> Arc<Node> {
+            let mut n = (*node(cpu, mem_gi, pods)).clone();
+            n.labels.insert("tier".into(), tier.into());
+            if tainted {
+                n.taints.push(Taint {
+                    key: "dedicated".into(),
+                    value: "batch".into(),
+                    effect: TaintEffect::NoSchedule,
+                });
+            }
+            Arc::new(n)
+        }
+
+        fn to_pod(i: usize, g: &Group) -> Pod {
+            let app = format!("app-{i}");
+            let scheduling = Scheduling {
+                node_selector: g
+                    .selector
+                    .map(|t| [("tier".to_string(), t.to_string())].into())
+                    .unwrap_or_default(),
+                tolerations: if g.tolerates {
+                    vec![Toleration {
+                        key: Some("dedicated".into()),
+                        exists: true,
+                        value: String::new(),
+                        effect: None,
+                    }]
+                } else {
+                    vec![]
+                },
+                host_ports: if g.host_port {
+                    vec![HostPort {
+                        protocol: "TCP".into(),
+                        port: 9100,
+                        ip: String::new(),
+                    }]
+                } else {
+                    vec![]
+                },
+                anti_affinity: if g.anti_affinity {
+                    vec![PodAffinityTerm {
+                        selector: app_selector(&app),
+                        namespaces: Some(vec!["default".into()]),
+                        topology_key: HOSTNAME_LABEL.into(),
+                    }]
+                } else {
+                    vec![]
+                },
+                ..Default::default()
+            };
+            pod(&app, g.cpu, g.mem_mi, scheduling)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+            #[test]
+            fn no_predicate_broken_and_no_node_without_a_pod(
+                cpu in 500u64..16_000,
+                mem_gi in 1u64..64,
+                max_pods in 1u64..110,
+                tier in prop::sample::select(vec!["a", "b"]),
+                tainted in any::<bool>(),
+                groups in prop::collection::vec(group(), 1..5),
+                max_nodes in 0u64..50,
+            ) {
+                let node = template(cpu, mem_gi, max_pods, tier, tainted);
+                let pods: Vec<(Pod, u64)> =
+                    groups.iter().enumerate().map(|(i, g)| (to_pod(i, g), g.count)).collect();
+                let estimate = run(node.clone(), &pods, max_nodes);
+
+                prop_assert!(estimate.node_count() as u64 <= max_nodes);
+                prop_assert!(estimate.node_count() as u64 <= estimate.pods_placed());
+                for (placed, (_, count)) in estimate.placed.iter().zip(&pods) {
+                    prop_assert!(placed <= count);
+                }
+                let mut per_demand = vec![0u64; pods.len()];
+                for place in &estimate.nodes {
+                    prop_assert!(place.contents.iter().any(|(_, n)| *n > 0), "a node with no pod");
+                    let mut used = Resources::default();
+                    let mut port_users = 0;
+                    for &(d, n) in &place.contents {
+                        let (p, _) = &pods[d];
+                        per_demand[d] += n;
+                        prop_assert!(
+                            predicates::node_fit(&p.scheduling, &node).is_ok(),
+                            "{} placed on a node it does not fit: selector {:?}, taints {:?}",
+                            p.name, p.scheduling.node_selector, node.taints
+                        );
+                        if groups[d].anti_affinity {
+                            prop_assert!(n <= 1, "{n} pods of {} with hostname anti-affinity", p.name);
+                        }
+                        if groups[d].host_port {
+                            port_users += n;
+                        }
+                        used.cpu_millis += p.demand.cpu_millis * n;
+                        used.memory_bytes += p.demand.memory_bytes * n;
+                        used.pods += n;
+                    }
+                    prop_assert!(port_users <= 1, "{port_users} pods on one host port");
+                    let a = node.allocatable;
+                    prop_assert!(
+                        used.cpu_millis <= a.cpu_millis
+                            && used.memory_bytes <= a.memory_bytes
+                            && used.pods <= a.pods,
+                        "overcommitted: {used:?} on {a:?}"
+                    );
+                }
+                prop_assert_eq!(per_demand, estimate.placed.clone());
+            }
+        }
+    }
 }
