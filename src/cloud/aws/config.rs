@@ -18,6 +18,8 @@ struct File {
     refresh_interval: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
     describe_interval: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    aws_timeout: Option<Duration>,
     #[serde(default)]
     node_groups: Selection,
     /// On-demand prices per hour by instance type, over the built-in list.
@@ -59,6 +61,10 @@ pub struct AwsConfig {
     pub refresh_interval: Duration,
     /// A node group's EKS description (labels, taints, types) is re-read at most this often (default 5 min).
     pub describe_interval: Duration,
+    /// How long an RPC waits for AWS (default 4 s, inside cluster-autoscaler's 5 s deadline). A refresh
+    /// that takes longer goes on in the background while the cache is served; a size change that takes
+    /// longer is reported unavailable and its outcome read back from the ASG.
+    pub aws_timeout: Duration,
     include: GlobSet,
     exclude: GlobSet,
     prices: HashMap<String, f64>,
@@ -84,6 +90,10 @@ impl AwsConfig {
         )?;
         let refresh_interval = file.refresh_interval.unwrap_or(Duration::from_secs(60));
         let describe_interval = file.describe_interval.unwrap_or(Duration::from_secs(300));
+        let aws_timeout = file.aws_timeout.unwrap_or(Duration::from_secs(4));
+        if aws_timeout.is_zero() {
+            return Err("awsTimeout must be more than 0s".into());
+        }
         let spot_price_ratio = file.spot_price_ratio.unwrap_or(DEFAULT_SPOT_PRICE_RATIO);
         if !(0.0..=1.0).contains(&spot_price_ratio) {
             return Err("spotPriceRatio must be between 0 and 1".into());
@@ -122,6 +132,7 @@ impl AwsConfig {
             region: region.or(file.region),
             refresh_interval,
             describe_interval,
+            aws_timeout,
             include: globs(&include)?,
             exclude: globs(&file.node_groups.exclude)?,
             prices: file.prices.into_iter().collect(),

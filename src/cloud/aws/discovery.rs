@@ -450,6 +450,7 @@ impl AwsBackend {
             instances: Vec::<AsgInstance>::new(),
             failure: None,
             changed: 0,
+            uncertain: false,
         };
         group.apply(asg);
         Ok(group)

@@ -28,7 +28,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
-pub struct AwsBackend {
+/// EKS managed node groups on AWS. A cheap handle: clones share one view, so work that must outlive an
+/// RPC (a refresh or a read-back AWS is slow to answer) goes on in a task of its own.
+#[derive(Clone)]
+pub struct AwsBackend(Arc<State>);
+
+impl std::ops::Deref for AwsBackend {
+    type Target = State;
+
+    fn deref(&self) -> &State {
+        &self.0
+    }
+}
+
+pub struct State {
     calls: Calls,
     config: AwsConfig,
     region: String,
@@ -63,6 +76,9 @@ struct Group {
     failure: Option<InstanceError>,
     /// The backend's change counter when we last changed or re-read this group (0: never).
     changed: u64,
+    /// A change AWS did not answer in time may or may not have happened: until the ASG is read back, the
+    /// group takes no other change (a retried IncreaseSize must not become a double one).
+    uncertain: bool,
 }
 
 #[derive(Clone)]
@@ -186,7 +202,7 @@ impl AwsBackend {
         metrics: Arc<ProviderMetrics>,
     ) -> AwsBackend {
         let region = config.region.clone().or(region).unwrap_or_default();
-        AwsBackend {
+        AwsBackend(Arc::new(State {
             calls,
             config,
             region,
@@ -196,7 +212,12 @@ impl AwsBackend {
             instance_types: InstanceTypes::default(),
             last_scaled: Mutex::new(HashMap::new()),
             changes: AtomicU64::new(0),
-        }
+        }))
+    }
+
+    /// When an RPC that starts now must have its answer from AWS.
+    fn deadline(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now() + self.config.aws_timeout
     }
 
     /// Marks a group as changed now: a refresh already under way keeps this state instead of its own.
@@ -240,6 +261,7 @@ impl AwsBackend {
                     let mut view = self.write();
                     if let Ok(group) = view.group_mut(id) {
                         group.apply(found);
+                        group.uncertain = false;
                         self.touch(group);
                     }
                     view.reindex();
@@ -251,61 +273,58 @@ impl AwsBackend {
         }
     }
 
-    /// Runs one size change against the group's ASG. When AWS refuses it, the group is re-read, so the
-    /// view shows what AWS has rather than a guess.
+    /// Runs one size change against the group's ASG, answering by `deadline`. When AWS refuses it, the
+    /// group is re-read, so the view shows what AWS has rather than a guess. When AWS does not answer in
+    /// time, nobody knows whether it happened: the group is marked uncertain and read back in the
+    /// background, and refuses other changes until then.
     async fn change_asg<T, E, R>(
         &self,
         id: &str,
         operation: &'static str,
+        deadline: tokio::time::Instant,
         call: impl std::future::Future<Output = Result<T, SdkError<E, R>>>,
     ) -> Result<T, CloudError>
     where
         E: ProvideErrorMetadata + std::error::Error + 'static,
         R: std::fmt::Debug,
     {
-        match self.calls.autoscaling(operation, call).await {
-            Ok(output) => Ok(output),
-            Err(error) => {
+        let answered =
+            tokio::time::timeout_at(deadline, self.calls.autoscaling(operation, call)).await;
+        match answered {
+            Ok(Ok(output)) => Ok(output),
+            Ok(Err(error)) => {
                 let error = sdk_error(&format!("autoscaling:{operation}"), error);
                 self.reload(id).await;
                 Err(error)
             }
+            Err(_) => {
+                {
+                    let mut view = self.write();
+                    let group = view.group_mut(id)?;
+                    group.uncertain = true;
+                    self.touch(group);
+                }
+                let this = self.clone();
+                let group = id.to_string();
+                tokio::spawn(async move { this.reload(&group).await });
+                Err(CloudError::Unavailable(format!(
+                    "autoscaling:{operation} did not answer within {:?}; whether it took effect is being \
+                     read back from the Auto Scaling group, and node group {id} takes no other change until then",
+                    self.config.aws_timeout
+                )))
+            }
         }
     }
 
-    async fn set_desired(&self, id: &str, asg: &str, desired: i32) -> Result<(), CloudError> {
-        let request = self
-            .calls
-            .autoscaling
-            .set_desired_capacity()
-            .auto_scaling_group_name(asg)
-            .desired_capacity(desired)
-            .honor_cooldown(false);
-        self.change_asg(id, "SetDesiredCapacity", request.send())
-            .await?;
-        self.last_scaled
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(asg.to_string(), SystemTime::now());
-        let mut view = self.write();
-        let group = view.group_mut(id)?;
-        self.touch(group);
-        group.desired = desired;
-        if group.placeholders() == 0 {
-            group.failure = None;
-        }
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl NodeGroupBackend for AwsBackend {
-    fn name(&self) -> &'static str {
-        "aws"
-    }
-
-    async fn refresh(&self) -> Result<(), CloudError> {
-        let mut memory = self.refresh.lock().await;
+    /// One refresh, if it is due. When another is under way, waits for it instead of starting a second.
+    async fn refresh_now(&self) -> Result<(), CloudError> {
+        let mut memory = match self.refresh.try_lock() {
+            Ok(memory) => memory,
+            Err(_) => {
+                drop(self.refresh.lock().await);
+                return Ok(());
+            }
+        };
         if memory
             .last
             .is_some_and(|at| at.elapsed() < self.config.refresh_interval)
@@ -333,6 +352,7 @@ impl NodeGroupBackend for AwsBackend {
                 group.instances = live.instances.clone();
                 group.failure = live.failure.clone();
                 group.changed = live.changed;
+                group.uncertain = live.uncertain;
             }
         }
         *view = View {
@@ -343,6 +363,78 @@ impl NodeGroupBackend for AwsBackend {
         };
         view.reindex();
         Ok(())
+    }
+
+    /// Refuses a change to a group whose last change has an unknown outcome.
+    fn settled(&self, id: &str) -> Result<(), CloudError> {
+        if self.read().group(id)?.uncertain {
+            return Err(CloudError::Unavailable(format!(
+                "node group {id}: an earlier change went unanswered by AWS and its outcome is still being \
+                 read back; try again after the next refresh"
+            )));
+        }
+        Ok(())
+    }
+
+    async fn set_desired(
+        &self,
+        id: &str,
+        asg: &str,
+        desired: i32,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), CloudError> {
+        let request = self
+            .calls
+            .autoscaling
+            .set_desired_capacity()
+            .auto_scaling_group_name(asg)
+            .desired_capacity(desired)
+            .honor_cooldown(false);
+        self.change_asg(id, "SetDesiredCapacity", deadline, request.send())
+            .await?;
+        self.last_scaled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(asg.to_string(), SystemTime::now());
+        let mut view = self.write();
+        let group = view.group_mut(id)?;
+        self.touch(group);
+        group.desired = desired;
+        if group.placeholders() == 0 {
+            group.failure = None;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl NodeGroupBackend for AwsBackend {
+    fn name(&self) -> &'static str {
+        "aws"
+    }
+
+    /// Waits for AWS at most `awsTimeout`: a slower refresh goes on in its own task and updates the view
+    /// when it is done, while this one answers from the cache (cluster-autoscaler aborts its loop when
+    /// Refresh fails, and it would fail on its 5 s deadline).
+    async fn refresh(&self) -> Result<(), CloudError> {
+        let this = self.clone();
+        let mut task = tokio::spawn(async move { this.refresh_now().await });
+        match tokio::time::timeout(self.config.aws_timeout, &mut task).await {
+            Ok(done) => done.map_err(|e| CloudError::Internal(format!("refresh task: {e}")))?,
+            Err(_) => {
+                let age = self.cache_age();
+                tracing::warn!(
+                    cache_age = ?age,
+                    "AWS is slow: refresh goes on in the background; answering from the cache"
+                );
+                tokio::spawn(async move {
+                    if let Ok(Err(error)) = task.await {
+                        tracing::warn!(%error, "background refresh failed");
+                    }
+                });
+                Ok(())
+            }
+        }
     }
 
     fn node_groups(&self) -> Vec<Arc<NodeGroupSpec>> {
@@ -393,11 +485,14 @@ impl NodeGroupBackend for AwsBackend {
     }
 
     async fn set_target_size(&self, id: &str, target: i32) -> Result<(), CloudError> {
+        self.settled(id)?;
         let asg = self.read().group(id)?.asg.clone();
-        self.set_desired(id, &asg, target).await
+        self.set_desired(id, &asg, target, self.deadline()).await
     }
 
     async fn delete_instances(&self, id: &str, instance_ids: &[String]) -> Result<(), CloudError> {
+        self.settled(id)?;
+        let deadline = self.deadline();
         let (asg, real, placeholders) = {
             let view = self.read();
             let group = view.group(id)?;
@@ -419,7 +514,12 @@ impl NodeGroupBackend for AwsBackend {
                 .instance_id(instance_id)
                 .should_decrement_desired_capacity(true);
             if let Err(error) = self
-                .change_asg(id, "TerminateInstanceInAutoScalingGroup", request.send())
+                .change_asg(
+                    id,
+                    "TerminateInstanceInAutoScalingGroup",
+                    deadline,
+                    request.send(),
+                )
                 .await
             {
                 let context = format!(
@@ -443,7 +543,7 @@ impl NodeGroupBackend for AwsBackend {
         if placeholders > 0 {
             // Cancelling placeholders = asking for no more than the instances that exist.
             let desired = self.read().group(id)?.desired - placeholders;
-            self.set_desired(id, &asg, desired).await?;
+            self.set_desired(id, &asg, desired, deadline).await?;
         }
         Ok(())
     }

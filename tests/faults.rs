@@ -1,0 +1,328 @@
+//! AWS on a bad day, through a fault-injecting proxy in front of moto: throttling and 503 bursts during
+//! Refresh, IncreaseSize and DeleteNodes, answers lost after AWS carried a change out, and AWS slower than
+//! cluster-autoscaler's 5 s deadline. The SDK retries with backoff, no change is applied twice, every RPC
+//! answers inside the deadline, and the provider's view converges to what AWS has.
+
+mod common;
+
+use aws_config::retry::RetryConfig;
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_eks::config::Credentials;
+use common::Server;
+use common::faults::{AwsError, Fault, FaultProxy};
+use common::moto::{self, Moto, NodeGroup};
+use ekscale::cloud::aws::AwsBackend;
+use ekscale::cloud::aws::config::AwsConfig;
+use ekscale::metrics::ProviderMetrics;
+use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
+use ekscale::proto::externalgrpc::*;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tonic::transport::Channel;
+
+struct Rig {
+    _moto: Moto,
+    /// Straight to moto: what AWS really has.
+    aws: aws_config::SdkConfig,
+    asgs: HashMap<String, String>,
+    proxy: FaultProxy,
+    server: Server,
+}
+
+/// moto with `prod` (web: 1..6, 2 running; batch: 0..5, 1 running), the proxy in front of it, and the
+/// provider's AWS backend reading through the proxy with the SDK's standard retries (3 attempts).
+async fn rig(config: &str) -> Rig {
+    let moto = Moto::start();
+    let aws = moto.sdk().await;
+    let asgs = moto::create_cluster(
+        &aws,
+        "prod",
+        &[
+            NodeGroup {
+                name: "web",
+                min: 1,
+                max: 6,
+                desired: 2,
+                ..Default::default()
+            },
+            NodeGroup {
+                name: "batch",
+                ..Default::default()
+            },
+        ],
+    )
+    .await;
+    let proxy = FaultProxy::start(&moto.endpoint).await;
+    let through_proxy = aws_config::defaults(BehaviorVersion::latest())
+        .endpoint_url(&proxy.endpoint)
+        .region(Region::new(moto::REGION))
+        .credentials_provider(Credentials::new("test", "test", None, None, "moto"))
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(3)
+                .with_initial_backoff(Duration::from_millis(20)),
+        )
+        .load()
+        .await;
+    let config = AwsConfig::load(config, None, None).unwrap();
+    let metrics = Arc::new(ProviderMetrics::default());
+    let backend = Arc::new(AwsBackend::new(config, &through_proxy, metrics));
+    let server = Server::serve(backend, None, None).await;
+    server
+        .client()
+        .await
+        .refresh(RefreshRequest {})
+        .await
+        .unwrap();
+    Rig {
+        _moto: moto,
+        aws,
+        asgs,
+        proxy,
+        server,
+    }
+}
+
+async fn target(client: &mut CloudProviderClient<Channel>, id: &str) -> i32 {
+    client
+        .node_group_target_size(NodeGroupTargetSizeRequest { id: id.into() })
+        .await
+        .unwrap()
+        .into_inner()
+        .target_size
+}
+
+async fn increase(
+    client: &mut CloudProviderClient<Channel>,
+    delta: i32,
+) -> Result<(), tonic::Status> {
+    client
+        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
+            id: "web".into(),
+            delta,
+        })
+        .await
+        .map(drop)
+}
+
+/// Every read cluster-autoscaler makes in a loop, each under its 5 s deadline (the channel's timeout).
+async fn hot_reads(client: &mut CloudProviderClient<Channel>) -> i32 {
+    let groups = client
+        .node_groups(NodeGroupsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .node_groups;
+    assert_eq!(groups.len(), 2);
+    for group in &groups {
+        let id = group.id.clone();
+        client
+            .node_group_nodes(NodeGroupNodesRequest { id: id.clone() })
+            .await
+            .unwrap();
+        client
+            .node_group_template_node_info(NodeGroupTemplateNodeInfoRequest { id: id.clone() })
+            .await
+            .unwrap();
+        client
+            .node_group_get_options(NodeGroupAutoscalingOptionsRequest {
+                id,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    target(client, "web").await
+}
+
+const CONFIG: &str = "cluster: prod\nrefreshInterval: 0s\n";
+
+#[tokio::test]
+async fn refresh_rides_out_bursts_serves_the_cache_through_an_outage_and_converges() {
+    let rig = rig(CONFIG).await;
+    let mut client = rig.server.client().await;
+
+    // A burst shorter than the SDK's retries: nobody upstream notices.
+    rig.proxy.inject(
+        "DescribeAutoScalingGroups",
+        Fault::Refuse(AwsError::Unavailable),
+        2,
+    );
+    rig.proxy.inject(
+        "GET /clusters/prod/node-groups",
+        Fault::Refuse(AwsError::Throttling),
+        1,
+    );
+    client.refresh(RefreshRequest {}).await.unwrap();
+    let (calls, faulted) = rig.proxy.calls("DescribeAutoScalingGroups");
+    assert_eq!(faulted, 2);
+    assert!(calls > faulted, "retried until it went through");
+    assert_eq!(rig.proxy.calls("GET /clusters/prod/node-groups").1, 1);
+
+    // An outage: Refresh says so, the reads answer from the cache, and AWS moves on meanwhile.
+    rig.proxy.inject(
+        "DescribeAutoScalingGroups",
+        Fault::Refuse(AwsError::Unavailable),
+        usize::MAX,
+    );
+    aws_sdk_autoscaling::Client::new(&rig.aws)
+        .set_desired_capacity()
+        .auto_scaling_group_name(&rig.asgs["web"])
+        .desired_capacity(4)
+        .send()
+        .await
+        .unwrap();
+    let status = client.refresh(RefreshRequest {}).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    assert!(
+        status.message().contains("DescribeAutoScalingGroups"),
+        "{status:?}"
+    );
+    assert_eq!(hot_reads(&mut client).await, 2, "the cache, not a guess");
+
+    // AWS is back: the next Refresh takes what AWS has.
+    rig.proxy.heal();
+    client.refresh(RefreshRequest {}).await.unwrap();
+    assert_eq!(target(&mut client, "web").await, 4);
+    let instances = client
+        .node_group_nodes(NodeGroupNodesRequest { id: "web".into() })
+        .await
+        .unwrap()
+        .into_inner()
+        .instances;
+    let mut ids: Vec<String> = instances.into_iter().map(|i| i.id).collect();
+    ids.sort();
+    assert_eq!(ids, moto::asg_state(&rig.aws, &rig.asgs["web"]).await.1);
+}
+
+#[tokio::test]
+async fn a_change_whose_answer_was_lost_is_never_applied_twice() {
+    let rig = rig(CONFIG).await;
+    let mut client = rig.server.client().await;
+    let asg = rig.asgs["web"].clone();
+
+    // AWS sets the capacity, the answer is lost, the SDK retries: the same absolute capacity again.
+    rig.proxy.inject(
+        "SetDesiredCapacity",
+        Fault::LoseAnswer(AwsError::Unavailable),
+        1,
+    );
+    increase(&mut client, 2).await.unwrap();
+    assert_eq!(rig.proxy.calls("SetDesiredCapacity"), (2, 1));
+    assert_eq!(moto::asg_state(&rig.aws, &asg).await.0, 4, "not 6");
+    assert_eq!(target(&mut client, "web").await, 4);
+
+    // Every answer lost: the caller hears UNAVAILABLE, yet the provider has read back what AWS did, so a
+    // caller retrying from the target it sees asks for no more than it meant to.
+    rig.proxy.inject(
+        "SetDesiredCapacity",
+        Fault::LoseAnswer(AwsError::Throttling),
+        3,
+    );
+    let status = increase(&mut client, 1).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    assert_eq!(moto::asg_state(&rig.aws, &asg).await.0, 5);
+    assert_eq!(
+        target(&mut client, "web").await,
+        5,
+        "read back from the ASG"
+    );
+
+    // A termination whose answer is lost: the instance goes once and the capacity drops by one.
+    client.refresh(RefreshRequest {}).await.unwrap();
+    let (_, before) = moto::asg_state(&rig.aws, &asg).await;
+    let victim = before[0].clone();
+    rig.proxy.inject(
+        "TerminateInstanceInAutoScalingGroup",
+        Fault::LoseAnswer(AwsError::Unavailable),
+        1,
+    );
+    let deleted = client
+        .node_group_delete_nodes(NodeGroupDeleteNodesRequest {
+            id: "web".into(),
+            nodes: vec![ExternalGrpcNode {
+                provider_id: victim.clone(),
+                ..Default::default()
+            }],
+        })
+        .await;
+    let (desired, after) = moto::asg_state(&rig.aws, &asg).await;
+    assert_eq!(desired, 4, "decremented once: {deleted:?}");
+    assert!(!after.contains(&victim));
+    client.refresh(RefreshRequest {}).await.unwrap();
+    assert_eq!(target(&mut client, "web").await, 4, "{deleted:?}");
+
+    // A burst of 503s longer than the retries on another group: refused whole, and that group unchanged.
+    rig.proxy.inject(
+        "SetDesiredCapacity",
+        Fault::Refuse(AwsError::Unavailable),
+        3,
+    );
+    let status = client
+        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
+            id: "batch".into(),
+            delta: 1,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unavailable);
+    assert_eq!(target(&mut client, "batch").await, 1);
+    assert_eq!(moto::asg_state(&rig.aws, &rig.asgs["batch"]).await.0, 1);
+    // And then it goes through.
+    client
+        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
+            id: "batch".into(),
+            delta: 1,
+        })
+        .await
+        .unwrap();
+    assert_eq!(moto::asg_state(&rig.aws, &rig.asgs["batch"]).await.0, 2);
+}
+
+#[tokio::test]
+async fn slower_aws_than_the_deadline_still_gets_an_answer_to_every_rpc() {
+    // awsTimeout 1s (4s by default) so that AWS taking 2 s per call is "too slow" without a slow test.
+    let rig = rig("cluster: prod\nrefreshInterval: 0s\nawsTimeout: 1s\n").await;
+    let mut client = rig.server.client().await;
+    let asg = rig.asgs["web"].clone();
+    rig.proxy
+        .inject("", Fault::Delay(Duration::from_secs(2)), usize::MAX);
+
+    // Refresh answers OK from the cache while the slow read goes on behind it; the reads never wait.
+    client.refresh(RefreshRequest {}).await.unwrap();
+    assert_eq!(hot_reads(&mut client).await, 2);
+
+    // A slow size change: a clear error in time, then no other change until its outcome is known.
+    let status = increase(&mut client, 1).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unavailable);
+    assert!(
+        status.message().contains("did not answer within 1s"),
+        "{status:?}"
+    );
+    let status = increase(&mut client, 1).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unavailable);
+    assert!(
+        status.message().contains("still being read back"),
+        "{status:?}"
+    );
+    assert!(hot_reads(&mut client).await >= 2);
+
+    // AWS recovers: the read-back settles the group on what AWS has, and changes are taken again.
+    rig.proxy.heal();
+    let mut settled = false;
+    for _ in 0..100 {
+        if increase(&mut client, 1).await.is_ok() {
+            settled = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(settled, "the group never took a change again");
+    let (desired, _) = moto::asg_state(&rig.aws, &asg).await;
+    assert_eq!(target(&mut client, "web").await, desired);
+    assert!(
+        desired == 3 || desired == 4,
+        "the slow change happened at most once: {desired}"
+    );
+}
