@@ -8,6 +8,7 @@ use common::Server;
 use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
 use ekscale::autoscaler::cluster::ClusterSource;
 use ekscale::autoscaler::runonce::{RunOnce, Settings};
+use ekscale::cloud::NodeGroupBackend;
 use ekscale::model::{Pod, Resources};
 use ekscale::sim::SimCluster;
 use std::sync::Arc;
@@ -801,4 +802,167 @@ nodeGroups:
             .contains("an empty node has 1430m free after its DaemonSets"),
         "{status:#?}"
     );
+}
+
+/// The provider the companion talks to, and a second one over the same simulated EKS for the cluster's
+/// own view of it (kubelets and EKS do not stop when the provider process does).
+async fn with_a_killable_provider(scenario: &str) -> (Server, Server, Arc<SimCluster>) {
+    let cloud = Server::start_with(scenario, None).await;
+    let sim = cloud.shared_sim();
+    let provider = Server::serve(sim.clone(), Some(sim), None).await;
+    let config = ProviderConfig::plaintext(cloud.addr.to_string());
+    let cluster = SimCluster::new(&config, cloud.sim().clock().clone()).unwrap();
+    (cloud, provider, Arc::new(cluster))
+}
+
+const RESTART: &str = "
+cluster: restart
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 1, maxSize: 10, desiredSize: 1, provisioningDelay: 60s}
+";
+
+#[tokio::test]
+async fn a_provider_killed_mid_scale_up_stops_the_companion_until_it_is_back_and_nothing_is_asked_twice()
+ {
+    let (cloud, mut provider, cluster) = with_a_killable_provider(RESTART).await;
+    let client =
+        ProviderClient::new(&ProviderConfig::plaintext(provider.addr.to_string())).unwrap();
+    let mut once = RunOnce::new(client, settings()).acting_on(cluster.clone());
+    let clock = cloud.sim().clock().clone();
+    // Six 1-CPU pods: an m5.large (1930m) holds one; the group's first instance is starting, so five new.
+    cluster.create_pods(owned("web", 6, 1000));
+    let view = cluster.view().await.unwrap();
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    assert_eq!(scale_ups(&status), [("general", 5)]);
+
+    // Killed while the instances start: every loop fails at Refresh and does nothing, while the cluster
+    // goes on (instances come up, nodes register, pods bind).
+    let sim = provider.kill();
+    for loop_number in 0..12 {
+        cluster.step().await.unwrap();
+        let view = cluster.view().await.unwrap();
+        let error = once.run(&view, cluster.now()).await.unwrap_err();
+        assert!(
+            error.to_string().to_lowercase().contains("refresh"),
+            "loop {loop_number}: {error}"
+        );
+        assert_eq!(sim.target_size("general").unwrap(), 6, "nothing acted");
+        clock.advance(Duration::from_secs(10));
+    }
+    let provider = Server::restart(provider.addr, sim.clone()).await;
+
+    // Back: the companion sees the nodes it asked for and asks for nothing more.
+    for loop_number in 0..30 {
+        cluster.step().await.unwrap();
+        let view = cluster.view().await.unwrap();
+        let status = once.run(&view, cluster.now()).await.unwrap();
+        assert!(status.errors.is_empty(), "loop {loop_number}: {status:#?}");
+        assert!(
+            status.scale_up.is_empty(),
+            "loop {loop_number}: {status:#?}"
+        );
+        clock.advance(Duration::from_secs(10));
+    }
+    let view = cluster.view().await.unwrap();
+    assert!(view.pods.iter().all(|p| p.node_name.is_some()));
+    assert_eq!(sim.target_size("general").unwrap(), 6);
+    assert!(
+        provider.requests("Refresh") > 0,
+        "the restarted provider served"
+    );
+}
+
+/// Runs the burst until its nodes drain, kills the provider while a drain is under way (and, with
+/// `restart_companion`, the companion too), and checks that after both are back every node went at most
+/// once, no pod was lost, and no taint of ours is left.
+async fn scale_down_across_a_provider_restart(restart_companion: bool) {
+    let (cloud, mut provider, cluster) = with_a_killable_provider(RESTART).await;
+    let config = ProviderConfig::plaintext(provider.addr.to_string());
+    let mut once =
+        RunOnce::new(ProviderClient::new(&config).unwrap(), settings()).acting_on(cluster.clone());
+    let clock = cloud.sim().clock().clone();
+    cluster.create_pods(owned("api", 2, 300));
+    cluster.create_pods(owned("web", 6, 1000));
+    let mut expected = names(&cluster.pods());
+    let mut deleted: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut phase = 0;
+    let mut killed_at = None;
+    let mut sim = None;
+    for loop_number in 0..300 {
+        cluster.step().await.unwrap();
+        let view = cluster.view().await.unwrap();
+        assert_eq!(
+            names(&view.pods),
+            expected,
+            "a pod was lost (loop {loop_number})"
+        );
+        let all_running = view.pods.iter().all(|p| p.node_name.is_some());
+        if phase == 0 && all_running && view.pods.len() == 8 {
+            cluster.create_pods(owned("cache", 4, 500));
+            phase = 1;
+        } else if phase == 1 && all_running {
+            cluster.delete_pods(|p| p.name.starts_with("web-"));
+            phase = 2;
+        }
+        match &sim {
+            Some(sim) if killed_at.is_some_and(|at| loop_number >= at + 12) => {
+                // Back after two minutes; the companion restarted with it, or the same one going on.
+                provider = Server::restart(provider.addr, Arc::clone(sim)).await;
+                if restart_companion {
+                    once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings())
+                        .acting_on(cluster.clone());
+                }
+                killed_at = None;
+            }
+            Some(_) if killed_at.is_some() => {
+                let result = once.run(&view, cluster.now()).await;
+                assert!(
+                    result.is_err(),
+                    "loop {loop_number}: acted without a provider"
+                );
+                expected = names(&cluster.pods());
+                clock.advance(Duration::from_secs(10));
+                continue;
+            }
+            _ => {}
+        }
+        let status = once.run(&view, cluster.now()).await.unwrap();
+        for d in &status.deletions {
+            if d.state == "deleted" {
+                *deleted.entry(d.node.clone()).or_default() += 1;
+            }
+        }
+        let draining = status.deletions.iter().any(|d| d.state == "draining");
+        if draining && sim.is_none() {
+            sim = Some(provider.kill());
+            killed_at = Some(loop_number);
+        }
+        expected = names(&cluster.pods());
+        clock.advance(Duration::from_secs(10));
+    }
+    assert!(sim.is_some(), "no drain happened to interrupt");
+    assert!(deleted.values().all(|n| *n == 1), "{deleted:?}");
+    let view = cluster.view().await.unwrap();
+    // 600m of api and 2000m of cache need two m5.large, and two is what is left.
+    assert_eq!(view.nodes.len(), 2, "{:#?}", view.nodes);
+    assert!(view.pods.iter().all(|p| p.node_name.is_some()));
+    for node in &view.nodes {
+        assert!(
+            !node.tainted(ekscale::model::taint::TO_BE_DELETED_TAINT),
+            "{}: {:?}",
+            node.name,
+            node.taints
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_provider_killed_mid_drain_is_waited_for_and_no_node_goes_twice() {
+    scale_down_across_a_provider_restart(false).await;
+}
+
+#[tokio::test]
+async fn a_companion_and_provider_killed_mid_drain_leave_no_taint_behind() {
+    scale_down_across_a_provider_restart(true).await;
 }

@@ -88,6 +88,7 @@ pub struct Server {
     /// What the provider counted, e.g. requests by method.
     pub metrics: Arc<ProviderMetrics>,
     stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
 }
 
 impl Drop for Server {
@@ -120,6 +121,13 @@ impl Server {
             .sum()
     }
 
+    /// The simulated EKS behind this server, to serve it again from another.
+    pub fn shared_sim(&self) -> Arc<SimBackend> {
+        self.sim
+            .clone()
+            .expect("this server is not on the simulated EKS")
+    }
+
     /// The simulated EKS behind this server (for its clock).
     pub fn sim(&self) -> &SimBackend {
         self.sim
@@ -133,13 +141,47 @@ impl Server {
         sim: Option<Arc<SimBackend>>,
         tls: Option<TlsFiles>,
     ) -> Server {
-        ekscale::tls::install_crypto_provider();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Server::serve_on(listener, backend, sim, tls)
+    }
+
+    /// Another provider process over the same simulated EKS, as if it were killed: no draining, every
+    /// connection dropped. Its state lives in the cloud (the `SimBackend`), so nothing else is lost.
+    pub fn kill(&mut self) -> Arc<SimBackend> {
+        self.task.abort();
+        self.stop.take();
+        self.shared_sim()
+    }
+
+    /// Starts a provider again on the address a killed one had.
+    pub async fn restart(addr: SocketAddr, sim: Arc<SimBackend>) -> Server {
+        let mut tries = 0;
+        let listener = loop {
+            match TcpListener::bind(addr).await {
+                Ok(listener) => break listener,
+                Err(e) if tries < 50 => {
+                    tries += 1;
+                    tracing::debug!(%e, "port not free yet");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("rebinding {addr}: {e}"),
+            }
+        };
+        Server::serve_on(listener, sim.clone(), Some(sim), None)
+    }
+
+    fn serve_on(
+        listener: TcpListener,
+        backend: Arc<dyn NodeGroupBackend>,
+        sim: Option<Arc<SimBackend>>,
+        tls: Option<TlsFiles>,
+    ) -> Server {
+        ekscale::tls::install_crypto_provider();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
         let metrics = Arc::new(ProviderMetrics::default());
         let served = metrics.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let shutdown = async {
                 let _ = stopped.await;
             };
@@ -152,6 +194,7 @@ impl Server {
             sim,
             metrics,
             stop: Some(stop),
+            task,
         }
     }
 
