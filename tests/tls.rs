@@ -72,6 +72,7 @@ async fn mtls_server(dir: &Path, pki: &Pki) -> Server {
         cert: write(dir, "server.crt", &server.cert),
         key: write(dir, "server.key", &server.key),
         client_ca: Some(write(dir, "ca.crt", &pki.ca_pem())),
+        reload_interval: Duration::from_millis(100),
     };
     Server::start_with(SCENARIO, Some(tls)).await
 }
@@ -161,6 +162,7 @@ async fn tls_without_client_ca_serves_any_client() {
         cert: write(dir.path(), "server.crt", &cert.cert),
         key: write(dir.path(), "server.key", &cert.key),
         client_ca: None,
+        reload_interval: Duration::from_secs(10),
     };
     let server = Server::start_with(SCENARIO, Some(tls)).await;
     assert_eq!(
@@ -247,4 +249,66 @@ async fn the_companions_client_speaks_mtls() {
             .await
             .is_err()
     );
+}
+
+/// Waits until `connects` says yes, for at most 5 s of reload intervals.
+async fn eventually(server: &Server, tls: impl Fn() -> ClientTlsConfig) -> bool {
+    for _ in 0..50 {
+        if node_groups(server, tls()).await.is_ok() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn renewed_certificates_and_a_new_ca_are_taken_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = Pki::new("ekscale old CA");
+    let server = mtls_server(dir.path(), &old).await;
+    let old_client = old.leaf(&["autoscaler"], ExtendedKeyUsagePurpose::ClientAuth);
+    let old_tls = || client_tls(&old.ca_pem(), Some(&old_client));
+    assert_eq!(node_groups(&server, old_tls()).await, Ok(5));
+
+    // cert-manager rotates everything: a new CA, a server certificate from it, clients from it.
+    let new = Pki::new("ekscale new CA");
+    let renewed = new.leaf(&["localhost"], ExtendedKeyUsagePurpose::ServerAuth);
+    write(dir.path(), "server.key", &renewed.key);
+    write(dir.path(), "server.crt", &renewed.cert);
+    write(dir.path(), "ca.crt", &new.ca_pem());
+    let new_client = new.leaf(&["autoscaler"], ExtendedKeyUsagePurpose::ClientAuth);
+    assert!(
+        eventually(&server, || client_tls(&new.ca_pem(), Some(&new_client))).await,
+        "the new certificates were never served"
+    );
+    // The old client certificate is no longer from the CA the server trusts.
+    let refused = node_groups(&server, client_tls(&new.ca_pem(), Some(&old_client))).await;
+    assert!(refused.is_err(), "{refused:?}");
+    // Nor does a client trusting only the old CA accept the new server certificate.
+    assert!(node_groups(&server, old_tls()).await.is_err());
+}
+
+#[tokio::test]
+async fn files_that_do_not_make_a_configuration_are_refused_and_the_old_ones_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new("ekscale test CA");
+    let server = mtls_server(dir.path(), &pki).await;
+    let client = pki.leaf(&["autoscaler"], ExtendedKeyUsagePurpose::ClientAuth);
+    let tls = || client_tls(&pki.ca_pem(), Some(&client));
+    assert_eq!(node_groups(&server, tls()).await, Ok(5));
+
+    // Half a rotation: a key that does not go with the certificate, then no key at all.
+    let other = pki.leaf(&["localhost"], ExtendedKeyUsagePurpose::ServerAuth);
+    write(dir.path(), "server.key", &other.key);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(node_groups(&server, tls()).await, Ok(5));
+    write(dir.path(), "server.key", "not a key");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(node_groups(&server, tls()).await, Ok(5));
+
+    // The rotation completes: served.
+    write(dir.path(), "server.crt", &other.cert);
+    write(dir.path(), "server.key", &other.key);
+    assert!(eventually(&server, tls).await);
 }

@@ -53,10 +53,15 @@ pub fn read(path: &std::path::Path) -> Result<Vec<Policy>, PolicyError> {
         reason,
     };
     let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-    let file: ConfigFile = serde_norway::from_str(&text).map_err(|e| fail(e.to_string()))?;
+    parse(&text).map_err(fail)
+}
+
+/// Parses the text of a `--headroom-config` file.
+pub fn parse(text: &str) -> Result<Vec<Policy>, String> {
+    let file: ConfigFile = serde_norway::from_str(text).map_err(|e| e.to_string())?;
     file.headroom
         .into_iter()
-        .map(|p| Policy::from_file(p).map_err(|e| fail(e.to_string())))
+        .map(|p| Policy::from_file(p).map_err(|e| e.to_string()))
         .collect()
 }
 

@@ -13,6 +13,7 @@ use ekscale::provider::{self, TlsFiles};
 use ekscale::telemetry::{self, LogFormat};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -52,6 +53,9 @@ struct Args {
     /// CA (PEM) that must have signed client certificates: enables mutual TLS.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_client_ca: Option<PathBuf>,
+    /// How often the TLS files are checked for changes (a renewed certificate is served without a restart).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    tls_reload_interval: Duration,
     /// Serve gRPC in plaintext on a non-loopback address (refused without it: anyone who can reach the port
     /// could resize node groups).
     #[arg(long)]
@@ -161,6 +165,7 @@ async fn main() -> anyhow::Result<()> {
             cert,
             key,
             client_ca: args.tls_client_ca.clone(),
+            reload_interval: args.tls_reload_interval,
         });
 
     let grpc = TcpListener::bind(&args.listen)

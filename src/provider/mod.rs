@@ -4,9 +4,11 @@
 mod cloud_provider;
 mod fargate;
 mod options;
+mod tls;
 
 pub use cloud_provider::CloudProviderService;
 pub use fargate::FargateService;
+pub use tls::{Reloading, TlsFiles};
 
 use crate::cloud::NodeGroupBackend;
 use crate::metrics::ProviderMetrics;
@@ -16,8 +18,8 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::net::TcpListener;
+use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 use tonic_health::ServingStatus;
 
 /// cluster-autoscaler may send large DeleteNodes and pod requests: accept up to 32 MiB (tonic's default is 4).
@@ -28,15 +30,6 @@ pub const CLOUD_PROVIDER_SERVICE: &str =
     "clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider";
 pub const FARGATE_SERVICE: &str = "ekscale.v1.Fargate";
 
-/// Where the server's TLS material is.
-#[derive(Clone, Debug)]
-pub struct TlsFiles {
-    pub cert: PathBuf,
-    pub key: PathBuf,
-    /// With a client CA, clients must present a certificate it signed.
-    pub client_ca: Option<PathBuf>,
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("reading {path}: {source}")]
@@ -44,28 +37,12 @@ pub enum ServeError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{path}: {reason}")]
+    Tls { path: PathBuf, reason: String },
     #[error("gRPC server: {0}")]
     Transport(#[from] tonic::transport::Error),
     #[error("reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
-}
-
-impl TlsFiles {
-    fn load(&self) -> Result<ServerTlsConfig, ServeError> {
-        let read = |path: &PathBuf| {
-            std::fs::read(path).map_err(|source| ServeError::Read {
-                path: path.clone(),
-                source,
-            })
-        };
-        let mut config = ServerTlsConfig::new()
-            .identity(Identity::from_pem(read(&self.cert)?, read(&self.key)?));
-        if let Some(ca) = &self.client_ca {
-            // client_auth_optional stays false: a client without a certificate from this CA is refused.
-            config = config.client_ca_root(Certificate::from_pem(read(ca)?));
-        }
-        Ok(config)
-    }
 }
 
 /// Runs one RPC, counting it and its outcome.
@@ -106,27 +83,35 @@ pub async fn serve(
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
     };
 
-    let mut server = Server::builder();
-    if let Some(tls) = tls {
-        server = server.tls_config(tls.load()?)?;
-    }
+    // Read before anything is served: bad TLS files stop the start with their name.
+    let tls = tls.cloned().map(Reloading::load).transpose()?;
     let cloud_provider =
         CloudProviderServer::new(CloudProviderService::new(backend.clone(), metrics.clone()))
             .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
     let fargate = FargateServer::new(FargateService::new(backend, metrics.clone()))
         .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
-    server
+    let router = Server::builder()
         .add_service(cloud_provider)
         .add_service(fargate)
         .add_service(health_service)
         .add_service(reflection().build_v1()?)
         // grpcurl 1.8 speaks only v1alpha.
-        .add_service(reflection().build_v1alpha()?)
+        .add_service(reflection().build_v1alpha()?);
+    match tls {
+        Some(tls) => {
+            router
+                .serve_with_incoming_shutdown(Arc::new(tls).incoming(listener), shutdown)
+                .await?
+        }
         // Without TCP_NODELAY, a response larger than one segment waits out the peer's delayed ACK (~40 ms).
-        .serve_with_incoming_shutdown(
-            TcpIncoming::from(listener).with_nodelay(Some(true)),
-            shutdown,
-        )
-        .await?;
+        None => {
+            router
+                .serve_with_incoming_shutdown(
+                    TcpIncoming::from(listener).with_nodelay(Some(true)),
+                    shutdown,
+                )
+                .await?
+        }
+    }
     Ok(())
 }
