@@ -121,7 +121,7 @@ async fn client(
             .node_group_nodes(NodeGroupNodesRequest { id: group.clone() })
             .await;
         tally.valid("NodeGroupNodes", t, r);
-        if i % 10 == 0 {
+        if i.is_multiple_of(10) {
             let t = Instant::now();
             let r = client.refresh(RefreshRequest {}).await;
             tally.valid("Refresh", t, r);
