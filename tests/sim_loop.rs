@@ -966,3 +966,156 @@ async fn a_provider_killed_mid_drain_is_waited_for_and_no_node_goes_twice() {
 async fn a_companion_and_provider_killed_mid_drain_leave_no_taint_behind() {
     scale_down_across_a_provider_restart(true).await;
 }
+
+/// A week of simulated time, one loop every two minutes, with random workloads from a seed: deployments come and
+/// go and change size, some pods cannot move (no controller, or `safe-to-evict: "false"`), some have
+/// budgets; one group often has no capacity. Checked at every loop: no pod is ever lost, no group is
+/// ever outside [min, max], no node goes while it holds a pod that cannot move.
+/// `EKSCALE_SOAK_SEED` picks another week; `EKSCALE_SOAK_DAYS` another length.
+#[tokio::test]
+async fn a_seeded_week_of_random_workloads_loses_nothing() {
+    use ekscale::model::pod::SafeToEvict;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    let seed: u64 = std::env::var("EKSCALE_SOAK_SEED").map_or(7, |s| s.parse().unwrap());
+    let days: u64 = std::env::var("EKSCALE_SOAK_DAYS").map_or(7, |s| s.parse().unwrap());
+    let scenario = "
+cluster: soak
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.xlarge, zones: [us-east-1a, us-east-1b], minSize: 1, maxSize: 12, desiredSize: 1, provisioningDelay: 90s}
+  - {name: large, instanceType: m5.2xlarge, zones: [us-east-1a], minSize: 0, maxSize: 4, desiredSize: 0, provisioningDelay: 2m}
+  - {name: scarce, instanceType: c5.xlarge, zones: [us-east-1c], minSize: 0, maxSize: 6, desiredSize: 0, availableCapacity: 1}
+";
+    let (server, config, cluster) = simulated(scenario).await;
+    let client = ProviderClient::new(&config).unwrap();
+    let mut once = RunOnce::new(client, settings()).acting_on(cluster.clone());
+    let sim = server.shared_sim();
+    let clock = sim.clock().clone();
+    let bounds: Vec<(String, i32, i32)> = sim
+        .node_groups()
+        .iter()
+        .map(|g| (g.id.clone(), g.min_size, g.max_size))
+        .collect();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut expected = names(&cluster.pods());
+    let mut apps: Vec<String> = Vec::new();
+    let (mut created, mut deleted_pods, mut pinned) = (0usize, 0usize, 0usize);
+    let (mut scale_ups, mut nodes_removed, mut most_nodes) = (0u64, 0usize, 0usize);
+    let mut pinned_on: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut pinned_checks = 0usize;
+    let loops = days * 24 * 30;
+    for minute in 0..loops {
+        // About every 20 minutes something changes; as much goes as comes.
+        if rng.random_bool(0.1) {
+            match rng.random_range(0..10) {
+                0..=3 => {
+                    let app = format!("app{minute}");
+                    let count = rng.random_range(1..8);
+                    let cpu = rng.random_range(1..16) * 100;
+                    let mut pods = owned(&app, count, cpu);
+                    for pod in &mut pods {
+                        pod.demand.memory_bytes = rng.random_range(1..24) << 28;
+                    }
+                    if rng.random_bool(0.3) {
+                        cluster.create_pdb(budget(&app, 1));
+                    }
+                    created += pods.len();
+                    cluster.create_pods(pods);
+                    apps.push(app);
+                }
+                4 => {
+                    // A pod nothing may move: bare, or annotated not safe to evict.
+                    let mut pod = owned(&format!("pinned{minute}"), 1, 200).remove(0);
+                    if rng.random_bool(0.5) {
+                        pod.controller = None;
+                    } else {
+                        pod.disruption.safe_to_evict = SafeToEvict::No;
+                    }
+                    pinned += 1;
+                    created += 1;
+                    cluster.create_pods([pod]);
+                }
+                5 => {
+                    let pinned_pods: Vec<String> = cluster
+                        .pods()
+                        .iter()
+                        .filter(|p| p.name.starts_with("pinned"))
+                        .map(|p| p.name.clone())
+                        .collect();
+                    if !pinned_pods.is_empty() {
+                        let name = pinned_pods[rng.random_range(0..pinned_pods.len())].clone();
+                        deleted_pods += 1;
+                        cluster.delete_pods(|p| p.name == name);
+                    }
+                }
+                _ => {
+                    if !apps.is_empty() {
+                        let app = apps.swap_remove(rng.random_range(0..apps.len()));
+                        let prefix = format!("{app}-");
+                        deleted_pods += cluster
+                            .pods()
+                            .iter()
+                            .filter(|p| p.name.starts_with(&prefix))
+                            .count();
+                        cluster.delete_pods(|p| p.name.starts_with(&prefix));
+                    }
+                }
+            }
+            expected = names(&cluster.pods());
+        }
+
+        cluster.step().await.unwrap();
+        let view = cluster.view().await.unwrap();
+        assert_eq!(
+            names(&view.pods),
+            expected,
+            "seed {seed}, minute {minute}: a pod was lost"
+        );
+        // A node that went since the last loop held no pod that cannot move (unless we deleted it).
+        for (node, pods) in &pinned_on {
+            if view.nodes.iter().any(|n| &n.name == node) {
+                continue;
+            }
+            pinned_checks += 1;
+            let still_there: Vec<&String> = pods.iter().filter(|p| expected.contains(*p)).collect();
+            assert!(
+                still_there.is_empty(),
+                "seed {seed}, minute {minute}: {node} removed under {still_there:?}"
+            );
+        }
+        let status = once.run(&view, cluster.now()).await.unwrap();
+        scale_ups += status.scale_up.iter().map(|s| s.delta).sum::<u64>();
+        nodes_removed += status
+            .deletions
+            .iter()
+            .filter(|d| d.state == "deleted")
+            .count();
+        for (id, min, max) in &bounds {
+            let target = sim.target_size(id).unwrap();
+            assert!(
+                (*min..=*max).contains(&target),
+                "seed {seed}, minute {minute}: {id} at {target}, outside [{min}, {max}]"
+            );
+        }
+        most_nodes = most_nodes.max(view.nodes.len());
+        // Where the pods that cannot move are now, for the next loop's check.
+        pinned_on.clear();
+        for pod in view.pods.iter().filter(|p| p.name.starts_with("pinned")) {
+            if let Some(node) = &pod.node_name {
+                pinned_on.entry(node.clone()).or_default().push(pod.key());
+            }
+        }
+        expected = names(&cluster.pods());
+        clock.advance(Duration::from_secs(120));
+    }
+    println!(
+        "soak (seed {seed}, {days} days, {loops} loops): {created} pods created ({pinned} unmovable), \
+         {deleted_pods} deleted, {scale_ups} nodes asked for, {nodes_removed} removed, {pinned_checks} nodes that had held an unmovable pod removed after it went, \
+         at most {most_nodes} nodes; no pod lost, no group out of bounds"
+    );
+    assert!(
+        scale_ups > 0 && nodes_removed > 0 && created > 100,
+        "the week was too quiet to prove anything"
+    );
+}
