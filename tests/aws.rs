@@ -724,3 +724,122 @@ async fn fargate_profiles_come_from_eks() {
         .unwrap();
     assert!((price.price - smallest).abs() < 1e-12, "{}", price.price);
 }
+
+/// At the default log level the provider's log carries no AWS credentials and nothing of the pods it is
+/// shown (images, environment, annotations), whatever the calls, valid or not.
+#[test]
+fn the_default_log_holds_no_credentials_and_no_pod_specs() {
+    use ekscale::proto::ekscale::MatchPodRequest;
+    use ekscale::proto::ekscale::fargate_client::FargateClient;
+    use k8s_pb::api::core::v1::EnvVar;
+    const KEY_ID: &str = "AKIAEKSCALELOGTEST01";
+    const SECRET: &str = "ekscale/Secret+Access+Key/NeverLogged";
+    const TOKEN: &str = "ekscaleSessionTokenNeverLogged";
+    const IMAGE: &str = "registry.example/private-image:v7";
+    const PASSWORD: &str = "hunter2-in-an-env-var";
+    const ANNOTATION: &str = "internal-only-annotation-value";
+
+    let moto = Moto::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let sdk = moto.sdk().await;
+        moto::create_cluster(
+            &sdk,
+            "prod",
+            &[NodeGroup {
+                name: "web",
+                ..Default::default()
+            }],
+        )
+        .await;
+    });
+    let env = [
+        ("AWS_ENDPOINT_URL", moto.endpoint.as_str()),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", KEY_ID),
+        ("AWS_SECRET_ACCESS_KEY", SECRET),
+        ("AWS_SESSION_TOKEN", TOKEN),
+        ("AWS_CONFIG_FILE", "/dev/null"),
+        ("AWS_SHARED_CREDENTIALS_FILE", "/dev/null"),
+    ];
+    let provider = Binary::start_with_env(&["--backend", "aws", "--cluster", "prod"], &env);
+    let addr = provider.grpc;
+    runtime.block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut client = cloud_provider_client::CloudProviderClient::new(channel.clone());
+        let mut pod = common::pod("default", &[("app", "web")], "500m", "1Gi");
+        let spec = pod.spec.as_mut().unwrap();
+        spec.containers[0].image = Some(IMAGE.into());
+        spec.containers[0].env = vec![EnvVar {
+            name: Some("PASSWORD".into()),
+            value: Some(PASSWORD.into()),
+            ..Default::default()
+        }];
+        let meta = pod.metadata.as_mut().unwrap();
+        meta.annotations = [("example.com/note".to_string(), ANNOTATION.to_string())].into();
+        let bytes = pod.encode_to_vec();
+        let now = prost_types::Timestamp {
+            seconds: 1_700_000_000,
+            nanos: 0,
+        };
+        // Valid and invalid pricing, a Fargate match, size changes that work and ones that are refused.
+        let _ = client
+            .pricing_pod_price(PricingPodPriceRequest {
+                pod_bytes: bytes.clone(),
+                start_timestamp: Some(now),
+                end_timestamp: Some(prost_types::Timestamp {
+                    seconds: now.seconds + 3600,
+                    nanos: 0,
+                }),
+                ..Default::default()
+            })
+            .await;
+        let mut broken = bytes.clone();
+        broken.truncate(bytes.len() / 2);
+        let refused = client
+            .pricing_pod_price(PricingPodPriceRequest {
+                pod_bytes: broken,
+                start_timestamp: Some(now),
+                end_timestamp: Some(now),
+                ..Default::default()
+            })
+            .await;
+        assert!(refused.is_err());
+        FargateClient::new(channel)
+            .match_pod(MatchPodRequest {
+                pod_bytes: bytes,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        client
+            .node_group_increase_size(NodeGroupIncreaseSizeRequest {
+                id: "web".into(),
+                delta: 1,
+            })
+            .await
+            .unwrap();
+        assert!(
+            client
+                .node_group_increase_size(NodeGroupIncreaseSizeRequest {
+                    id: "web".into(),
+                    delta: 100,
+                })
+                .await
+                .is_err()
+        );
+        client.refresh(RefreshRequest {}).await.unwrap();
+    });
+    let log = provider.stop().join("\n");
+    assert!(
+        log.contains("increased target size"),
+        "the log was read: {log}"
+    );
+    for secret in [KEY_ID, SECRET, TOKEN, IMAGE, PASSWORD, ANNOTATION] {
+        assert!(!log.contains(secret), "{secret} in the log:\n{log}");
+    }
+}

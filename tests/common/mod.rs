@@ -218,7 +218,11 @@ pub struct Binary {
     pub child: Child,
     pub grpc: SocketAddr,
     pub metrics: SocketAddr,
+    /// What it logged until it said it was listening.
     pub log: Vec<String>,
+    /// Everything it logged after, until it stops.
+    later: Arc<std::sync::Mutex<Vec<String>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Binary {
@@ -258,13 +262,21 @@ impl Binary {
                     line[start..end].parse().unwrap()
                 };
                 let (grpc, metrics) = (field("grpc"), field("metrics"));
-                // Keep draining stderr so the child never blocks on a full pipe.
-                std::thread::spawn(move || lines.for_each(drop));
+                // Keep reading stderr so the child never blocks on a full pipe.
+                let later = Arc::new(std::sync::Mutex::new(Vec::new()));
+                let kept = later.clone();
+                let reader = std::thread::spawn(move || {
+                    for line in lines.map_while(Result::ok) {
+                        kept.lock().unwrap().push(line);
+                    }
+                });
                 return Binary {
                     child,
                     grpc,
                     metrics,
                     log,
+                    later,
+                    reader: Some(reader),
                 };
             }
         }
@@ -274,6 +286,20 @@ impl Binary {
             "ekscale-provider did not start listening:\n{}",
             log.join("\n")
         );
+    }
+}
+
+impl Binary {
+    /// Stops it (SIGKILL) and returns all it logged.
+    pub fn stop(mut self) -> Vec<String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        let mut all = std::mem::take(&mut self.log);
+        all.append(&mut self.later.lock().unwrap());
+        all
     }
 }
 
