@@ -30,7 +30,7 @@ struct Rig {
     server: Server,
 }
 
-/// moto with `prod` (web: 1..6, 2 running; batch: 0..5, 1 running), the proxy in front of it, and the
+/// moto with `prod` (web: m5.large, 1..6, 2 running; batch: m5.xlarge, 0..5, 1 running), the proxy in front of it, and the
 /// provider's AWS backend reading through the proxy with the SDK's standard retries (3 attempts).
 async fn rig(config: &str) -> Rig {
     let moto = Moto::start();
@@ -48,6 +48,7 @@ async fn rig(config: &str) -> Rig {
             },
             NodeGroup {
                 name: "batch",
+                instance_types: &["m5.xlarge"],
                 ..Default::default()
             },
         ],
@@ -324,5 +325,83 @@ async fn slower_aws_than_the_deadline_still_gets_an_answer_to_every_rpc() {
     assert!(
         desired == 3 || desired == 4,
         "the slow change happened at most once: {desired}"
+    );
+}
+
+#[tokio::test]
+async fn a_group_aws_keeps_throttling_is_backed_off_and_the_companion_scales_another() {
+    use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
+    use ekscale::autoscaler::cluster::ClusterView;
+    use ekscale::autoscaler::runonce::{RunOnce, Settings};
+    use ekscale::model::{Pod, Resources};
+    let rig = rig(CONFIG).await;
+    // Eight pods of 1.5 CPU: the three instances running (not registered as nodes here) take three.
+    let pods: Vec<Pod> = (0..8)
+        .map(|i| {
+            let demand = Resources {
+                cpu_millis: 1500,
+                memory_bytes: 1 << 30,
+                pods: 1,
+                ..Default::default()
+            };
+            Pod::pending("default", &format!("api-{i}"), demand)
+        })
+        .collect();
+    let view = ClusterView {
+        pods,
+        ..Default::default()
+    };
+    let config = ProviderConfig::plaintext(rig.server.addr.to_string());
+    let client = ProviderClient::new(&config).unwrap();
+    let now = std::time::SystemTime::now();
+
+    // Which group the expander wants, from a loop that does not act.
+    let looking = Settings {
+        act: false,
+        ..Settings::default()
+    };
+    let plan = RunOnce::new(client.clone(), looking)
+        .run(&view, now)
+        .await
+        .unwrap();
+    let first = plan.scale_up[0].node_group.clone();
+    let other = if first == "web" { "batch" } else { "web" };
+
+    // AWS throttles every size change of that group's ASG, past the SDK's retries.
+    rig.proxy.inject_when(
+        "SetDesiredCapacity",
+        &format!("AutoScalingGroupName={}", rig.asgs[&first]),
+        Fault::Refuse(AwsError::Throttling),
+        usize::MAX,
+    );
+    let acting = Settings {
+        act: true,
+        ..Settings::default()
+    };
+    let mut once = RunOnce::new(client, acting);
+    let status = once.run(&view, now).await.unwrap();
+    assert_eq!(status.scale_up[0].node_group, first);
+    let error = status.scale_up[0].error.as_deref().unwrap_or_default();
+    assert!(error.contains("Rate exceeded"), "{status:#?}");
+    let (desired, _) = moto::asg_state(&rig.aws, &rig.asgs[&first]).await;
+
+    // Next loop: that group is in backoff, the other one is asked instead, and AWS takes it.
+    let later = now + Duration::from_secs(10);
+    let status = once.run(&view, later).await.unwrap();
+    assert_eq!(status.scale_up.len(), 1, "{status:#?}");
+    assert_eq!(status.scale_up[0].node_group, other, "{status:#?}");
+    assert!(status.scale_up[0].error.is_none(), "{status:#?}");
+    let skipped = status.node_groups.iter().find(|g| g.id == first).unwrap();
+    assert!(
+        skipped
+            .skipped
+            .as_deref()
+            .is_some_and(|why| why.contains("backoff") && why.contains("Rate exceeded")),
+        "{skipped:?}"
+    );
+    assert!(moto::asg_state(&rig.aws, &rig.asgs[other]).await.0 > 1);
+    assert_eq!(
+        moto::asg_state(&rig.aws, &rig.asgs[&first]).await.0,
+        desired
     );
 }

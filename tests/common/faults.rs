@@ -33,6 +33,8 @@ pub enum Fault {
 
 struct Rule {
     operation: String,
+    /// Only requests whose body contains this (e.g. one Auto Scaling group's name).
+    body: Option<String>,
     fault: Fault,
     left: usize,
 }
@@ -91,8 +93,18 @@ impl FaultProxy {
     /// Applies `fault` to the next `times` requests whose operation is `operation` (a query protocol's
     /// `Action`, or "METHOD /path" for EKS, matched as a prefix).
     pub fn inject(&self, operation: &str, fault: Fault, times: usize) {
+        self.add(operation, None, fault, times);
+    }
+
+    /// The same, for requests whose body also contains `body` (a form-encoded value for query protocols).
+    pub fn inject_when(&self, operation: &str, body: &str, fault: Fault, times: usize) {
+        self.add(operation, Some(body.to_string()), fault, times);
+    }
+
+    fn add(&self, operation: &str, body: Option<String>, fault: Fault, times: usize) {
         self.book.lock().unwrap().rules.push(Rule {
             operation: operation.to_string(),
+            body,
             fault,
             left: times,
         });
@@ -171,12 +183,17 @@ async fn handle(
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, 64 << 20).await.unwrap();
     let (op, query) = operation(parts.method.as_str(), parts.uri.path(), &body);
+    let text = String::from_utf8_lossy(&body);
     let fault = {
         let mut book = book.lock().unwrap();
         let fault = book
             .rules
             .iter_mut()
-            .find(|r| r.left > 0 && op.starts_with(&r.operation))
+            .find(|r| {
+                r.left > 0
+                    && op.starts_with(&r.operation)
+                    && r.body.as_ref().is_none_or(|b| text.contains(b.as_str()))
+            })
             .map(|r| {
                 r.left -= 1;
                 r.fault
