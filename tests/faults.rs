@@ -355,9 +355,15 @@ async fn a_group_aws_keeps_throttling_is_backed_off_and_the_companion_scales_ano
     let client = ProviderClient::new(&config).unwrap();
     let now = std::time::SystemTime::now();
 
-    // Which group the expander wants, from a loop that does not act.
+    // Which group the expander wants, from a loop that does not act. The price expander decides alone
+    // (least-waste may tie between the two, and ties are broken at random).
+    let expander = ekscale::autoscaler::expander::Expander {
+        chain: vec![ekscale::autoscaler::expander::Strategy::Price],
+        priorities: None,
+    };
     let looking = Settings {
         act: false,
+        expander: expander.clone(),
         ..Settings::default()
     };
     let plan = RunOnce::new(client.clone(), looking)
@@ -376,6 +382,7 @@ async fn a_group_aws_keeps_throttling_is_backed_off_and_the_companion_scales_ano
     );
     let acting = Settings {
         act: true,
+        expander,
         ..Settings::default()
     };
     let mut once = RunOnce::new(client, acting);
