@@ -1119,3 +1119,102 @@ nodeGroups:
         "the week was too quiet to prove anything"
     );
 }
+
+/// The node is drained (its pods evicted and running elsewhere), then DeleteNodes fails because someone
+/// else took the group to its min meanwhile: the node goes back into service, the pods of the node the
+/// other actor removed land on it, and no pod is lost on the way.
+#[tokio::test]
+async fn a_delete_that_fails_after_the_drain_puts_the_node_back_and_loses_nothing() {
+    let scenario = "
+cluster: drained
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 2, maxSize: 5, desiredSize: 2, provisioningDelay: 30s, deletionDelay: 30s}
+";
+    let (server, config, cluster) = simulated(scenario).await;
+    let client = ProviderClient::new(&config).unwrap();
+    let mut fast = settings();
+    fast.scale_down.unneeded_time = Duration::from_secs(60);
+    let mut once = RunOnce::new(client.clone(), fast).acting_on(cluster.clone());
+    let clock = server.sim().clock().clone();
+
+    // Two small pods on the first node, a big one on the second, another big one on a third (scaled up
+    // for): the first node is underutilized (600m of 1930m) and its pods fit beside the big ones.
+    cluster.create_pods(owned("small", 2, 300));
+    cluster.view().await.unwrap();
+    cluster.create_pods(owned("big", 2, 1500));
+    let mut expected = names(&cluster.pods());
+    let mut drained = None;
+    let mut failed = None;
+    for loop_number in 0..120 {
+        cluster.step().await.unwrap();
+        let view = cluster.view().await.unwrap();
+        assert_eq!(
+            names(&view.pods),
+            expected,
+            "loop {loop_number}: a pod was lost"
+        );
+        let status = once.run(&view, cluster.now()).await.unwrap();
+        if drained.is_none()
+            && let Some(d) = status.deletions.iter().find(|d| d.state == "draining")
+        {
+            // The drain is under way (its pods evicted: none is left bound to it), and another actor removes
+            // a node of the group, which is now at its min.
+            let node = d.node.clone();
+            assert!(
+                cluster
+                    .pods()
+                    .iter()
+                    .all(|p| p.node_name.as_deref() != Some(node.as_str())),
+                "{:#?}",
+                cluster.pods()
+            );
+            let other = view
+                .nodes
+                .iter()
+                .find(|n| n.name != node)
+                .expect("another node");
+            client.refresh().await.unwrap();
+            client
+                .delete_nodes(
+                    "general",
+                    &[(other.name.clone(), other.provider_id.clone())],
+                )
+                .await
+                .unwrap();
+            drained = Some(node);
+        }
+        if let Some(d) = status.deletions.iter().find(|d| d.state == "failed") {
+            assert_eq!(Some(&d.node), drained.as_ref(), "{status:#?}");
+            assert!(d.detail.contains("min size reached"), "{d:?}");
+            failed = Some(loop_number);
+        }
+        expected = names(&cluster.pods());
+        clock.advance(Duration::from_secs(10));
+        if failed.is_some_and(|at| loop_number > at + 12) {
+            break;
+        }
+    }
+    let drained = drained.expect("no drain started");
+    assert!(failed.is_some(), "the delete never failed");
+    let view = cluster.view().await.unwrap();
+    let node = view
+        .nodes
+        .iter()
+        .find(|n| n.name == drained)
+        .expect("the drained node is still in the cluster");
+    assert!(!node.tainted(ekscale::model::taint::TO_BE_DELETED_TAINT));
+    assert!(
+        view.pods.iter().all(|p| p.node_name.is_some()),
+        "{:#?}",
+        view.pods
+    );
+    assert!(
+        view.pods
+            .iter()
+            .any(|p| p.node_name.as_deref() == Some(drained.as_str())),
+        "the node took pods again: {:#?}",
+        view.pods
+    );
+    assert_eq!(names(&view.pods), expected);
+}
