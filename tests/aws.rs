@@ -535,9 +535,9 @@ async fn parallel_changes_against_moto_end_consistent() {
     assert_eq!(real_ids(&nodes(&mut client, "web").await), ids);
 }
 
-/// The real binary finds AWS the way the SDK does: here `AWS_ENDPOINT_URL` and static credentials.
-#[test]
-fn the_binary_serves_a_cluster_found_through_the_sdk_environment() {
+/// moto with cluster `prod` and one node group `web`, for the real binary to find through the SDK's
+/// environment; and a runtime for the test's own calls.
+fn moto_with_web() -> (Moto, tokio::runtime::Runtime) {
     let moto = Moto::start();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
@@ -552,14 +552,26 @@ fn the_binary_serves_a_cluster_found_through_the_sdk_environment() {
         )
         .await;
     });
-    let env = [
+    (moto, runtime)
+}
+
+/// The SDK's environment for a binary reaching `moto` with these credentials.
+fn sdk_env<'a>(moto: &'a Moto, key_id: &'a str, secret: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
         ("AWS_ENDPOINT_URL", moto.endpoint.as_str()),
         ("AWS_REGION", "us-east-1"),
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_ACCESS_KEY_ID", key_id),
+        ("AWS_SECRET_ACCESS_KEY", secret),
         ("AWS_CONFIG_FILE", "/dev/null"),
         ("AWS_SHARED_CREDENTIALS_FILE", "/dev/null"),
-    ];
+    ]
+}
+
+/// The real binary finds AWS the way the SDK does: here `AWS_ENDPOINT_URL` and static credentials.
+#[test]
+fn the_binary_serves_a_cluster_found_through_the_sdk_environment() {
+    let (moto, _runtime) = moto_with_web();
+    let env = sdk_env(&moto, "test", "test");
     let provider = Binary::start_with_env(&["--backend", "aws", "--cluster", "prod"], &env);
     assert!(
         provider
@@ -739,29 +751,9 @@ fn the_default_log_holds_no_credentials_and_no_pod_specs() {
     const PASSWORD: &str = "hunter2-in-an-env-var";
     const ANNOTATION: &str = "internal-only-annotation-value";
 
-    let moto = Moto::start();
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        let sdk = moto.sdk().await;
-        moto::create_cluster(
-            &sdk,
-            "prod",
-            &[NodeGroup {
-                name: "web",
-                ..Default::default()
-            }],
-        )
-        .await;
-    });
-    let env = [
-        ("AWS_ENDPOINT_URL", moto.endpoint.as_str()),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_ACCESS_KEY_ID", KEY_ID),
-        ("AWS_SECRET_ACCESS_KEY", SECRET),
-        ("AWS_SESSION_TOKEN", TOKEN),
-        ("AWS_CONFIG_FILE", "/dev/null"),
-        ("AWS_SHARED_CREDENTIALS_FILE", "/dev/null"),
-    ];
+    let (moto, runtime) = moto_with_web();
+    let mut env = sdk_env(&moto, KEY_ID, SECRET);
+    env.push(("AWS_SESSION_TOKEN", TOKEN));
     let provider = Binary::start_with_env(&["--backend", "aws", "--cluster", "prod"], &env);
     let addr = provider.grpc;
     runtime.block_on(async {
