@@ -412,3 +412,33 @@ async fn a_group_aws_keeps_throttling_is_backed_off_and_the_companion_scales_ano
         desired
     );
 }
+
+#[tokio::test]
+async fn a_cache_aws_has_not_confirmed_for_too_long_is_refused() {
+    let rig = rig("cluster: prod\nrefreshInterval: 0s\nawsTimeout: 1s\nmaxCacheAge: 2s\n").await;
+    let mut client = rig.server.client().await;
+    rig.proxy
+        .inject("", Fault::Delay(Duration::from_secs(3)), usize::MAX);
+
+    // Young enough: served.
+    client.refresh(RefreshRequest {}).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Older than maxCacheAge, AWS still not done: cluster-autoscaler is told to skip its loop.
+    let status = client.refresh(RefreshRequest {}).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unavailable);
+    assert!(status.message().contains("maxCacheAge"), "{status:?}");
+    // The reads still answer (cluster-autoscaler does not make them in a skipped loop, others may).
+    assert_eq!(hot_reads(&mut client).await, 2);
+
+    // AWS recovers: the background refresh completes and Refresh is OK again.
+    rig.proxy.heal();
+    let mut ok = false;
+    for _ in 0..40 {
+        if client.refresh(RefreshRequest {}).await.is_ok() {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(ok, "Refresh never recovered");
+}

@@ -20,6 +20,8 @@ struct File {
     describe_interval: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
     aws_timeout: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    max_cache_age: Option<Duration>,
     #[serde(default)]
     node_groups: Selection,
     /// On-demand prices per hour by instance type, over the built-in list.
@@ -65,6 +67,9 @@ pub struct AwsConfig {
     /// that takes longer goes on in the background while the cache is served; a size change that takes
     /// longer is reported unavailable and its outcome read back from the ASG.
     pub aws_timeout: Duration,
+    /// While AWS is too slow to refresh, Refresh answers from the cache until it is this old (default 5 min),
+    /// then fails, so that cluster-autoscaler skips its loops rather than decide on what may be gone.
+    pub max_cache_age: Duration,
     include: GlobSet,
     exclude: GlobSet,
     prices: HashMap<String, f64>,
@@ -94,6 +99,7 @@ impl AwsConfig {
         if aws_timeout.is_zero() {
             return Err("awsTimeout must be more than 0s".into());
         }
+        let max_cache_age = file.max_cache_age.unwrap_or(Duration::from_secs(300));
         let spot_price_ratio = file.spot_price_ratio.unwrap_or(DEFAULT_SPOT_PRICE_RATIO);
         if !(0.0..=1.0).contains(&spot_price_ratio) {
             return Err("spotPriceRatio must be between 0 and 1".into());
@@ -133,6 +139,7 @@ impl AwsConfig {
             refresh_interval,
             describe_interval,
             aws_timeout,
+            max_cache_age,
             include: globs(&include)?,
             exclude: globs(&file.node_groups.exclude)?,
             prices: file.prices.into_iter().collect(),

@@ -423,15 +423,26 @@ impl NodeGroupBackend for AwsBackend {
             Ok(done) => done.map_err(|e| CloudError::Internal(format!("refresh task: {e}")))?,
             Err(_) => {
                 let age = self.cache_age();
-                tracing::warn!(
-                    cache_age = ?age,
-                    "AWS is slow: refresh goes on in the background; answering from the cache"
-                );
                 tokio::spawn(async move {
                     if let Ok(Err(error)) = task.await {
                         tracing::warn!(%error, "background refresh failed");
                     }
                 });
+                // A cache AWS has not confirmed for too long is no ground for decisions: an error makes
+                // cluster-autoscaler skip its loop instead of acting on it.
+                if age.is_none_or(|age| age > self.config.max_cache_age) {
+                    return Err(CloudError::Unavailable(format!(
+                        "AWS has not answered a refresh within {:?}, and the last complete one is {} old \
+                         (maxCacheAge {:?}); a refresh goes on in the background",
+                        self.config.aws_timeout,
+                        age.map_or("never done".into(), |a| format!("{:.0?}", a)),
+                        self.config.max_cache_age
+                    )));
+                }
+                tracing::warn!(
+                    cache_age = ?age,
+                    "AWS is slow: refresh goes on in the background; answering from the cache"
+                );
                 Ok(())
             }
         }
