@@ -4,7 +4,7 @@
 use super::cluster::ClusterView;
 use super::status::Status;
 use serde_json::{Value, json};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// `--max-inactivity`, `--max-failing-time`, `--max-startup-time`.
@@ -32,7 +32,17 @@ struct State {
     started: SystemTime,
     last_activity: Option<SystemTime>,
     last_success: Option<SystemTime>,
-    snapshot: Value,
+    /// The last loop that decided; kept as it is and turned into JSON only when `/snapshotz` is asked.
+    decided: Option<Decided>,
+    /// A loop that failed since (time, why).
+    failure: Option<(SystemTime, String)>,
+}
+
+#[derive(Debug)]
+struct Decided {
+    at: SystemTime,
+    cluster: Value,
+    status: Arc<Status>,
 }
 
 /// Shared between the loop (which records) and the HTTP endpoints (which read).
@@ -57,7 +67,8 @@ impl LastLoop {
                 started,
                 last_activity: None,
                 last_success: None,
-                snapshot: json!({"status": "no loop has run yet"}),
+                decided: None,
+                failure: None,
             }),
         }
     }
@@ -75,39 +86,37 @@ impl LastLoop {
         }
         state.standby = waiting;
         if waiting {
-            state.snapshot = json!({"status": "standby: another replica holds the lease"});
+            state.decided = None;
+            state.failure = None;
         }
     }
 
     /// A loop that decided: what it saw (summarised) and every decision and reason.
-    pub fn succeeded(&self, view: &ClusterView, status: &Status, at: SystemTime) {
+    pub fn succeeded(&self, view: &ClusterView, status: Arc<Status>, at: SystemTime) {
         let pending = view.pods.iter().filter(|p| p.node_name.is_none()).count();
+        let cluster = json!({
+            "nodes": view.nodes.len(),
+            "readyNodes": view.nodes.iter().filter(|n| n.ready).count(),
+            "pods": view.pods.len(),
+            "pendingPods": pending,
+            "podDisruptionBudgets": view.pdbs.len(),
+        });
         let mut state = self.state();
         state.last_activity = Some(at);
         state.last_success = Some(at);
-        state.snapshot = json!({
-            "time": unix(at),
-            "cluster": {
-                "nodes": view.nodes.len(),
-                "readyNodes": view.nodes.iter().filter(|n| n.ready).count(),
-                "pods": view.pods.len(),
-                "pendingPods": pending,
-                "podDisruptionBudgets": view.pdbs.len(),
-            },
-            "decisions": status,
+        state.decided = Some(Decided {
+            at,
+            cluster,
+            status,
         });
+        state.failure = None;
     }
 
     /// A loop that could not decide.
     pub fn failed(&self, why: &str, at: SystemTime) {
         let mut state = self.state();
         state.last_activity = Some(at);
-        if let Some(object) = state.snapshot.as_object_mut() {
-            object.insert(
-                "lastFailure".into(),
-                json!({"time": unix(at), "error": why}),
-            );
-        }
+        state.failure = Some((at, why.to_string()));
     }
 
     /// `Ok` while the loop is alive by cluster-autoscaler's rules, else why not.
@@ -148,7 +157,16 @@ impl LastLoop {
 
     /// The JSON `/snapshotz` serves.
     pub fn snapshot(&self) -> Value {
-        self.state().snapshot.clone()
+        let state = self.state();
+        let mut snapshot = match &state.decided {
+            Some(d) => json!({"time": unix(d.at), "cluster": d.cluster, "decisions": *d.status}),
+            None if state.standby => json!({"status": "standby: another replica holds the lease"}),
+            None => json!({"status": "no loop has run yet"}),
+        };
+        if let Some((at, why)) = &state.failure {
+            snapshot["lastFailure"] = json!({"time": unix(*at), "error": why});
+        }
+        snapshot
     }
 }
 
@@ -167,7 +185,7 @@ mod tests {
                 .unwrap_err()
                 .starts_with("started 20m 1s ago")
         );
-        last.succeeded(&ClusterView::default(), &Status::default(), at(1300));
+        last.succeeded(&ClusterView::default(), Arc::default(), at(1300));
         assert!(last.health(at(1400)).is_ok());
         // Failing loops keep it active but not successful: unhealthy after 15 minutes.
         for s in (1400..2300).step_by(60) {
@@ -177,7 +195,7 @@ mod tests {
         assert!(why.starts_with("last successful loop 15m 1s ago"), "{why}");
         assert_eq!(last.snapshot()["lastFailure"]["error"], "provider down");
         // No loop at all for 10 minutes.
-        last.succeeded(&ClusterView::default(), &Status::default(), at(3000));
+        last.succeeded(&ClusterView::default(), Arc::default(), at(3000));
         assert!(
             last.health(at(3601))
                 .unwrap_err()

@@ -587,8 +587,10 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
         let now = SystemTime::now();
         match once.run(&view, now).await {
             Ok(status) => {
+                // Shared as it is with /snapshotz and the publisher: neither copies it.
+                let status = Arc::new(status);
                 metrics.observe_loop(&view, &status, !args.dry_run, now);
-                last.succeeded(&view, &status, now);
+                last.succeeded(&view, status.clone(), now);
                 log(&status, args.dry_run);
                 // Events and the status ConfigMap are written beside the loop; while the last loop's are
                 // still being written (the client's rate limit), this loop's are skipped, not queued.
