@@ -5,6 +5,8 @@
 //! after load. Results go to BENCHMARKS.md by hand, with the command.
 
 mod common;
+#[path = "../tests/common/rss.rs"]
+mod rss;
 
 use common::{HOT, call, percentiles};
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -15,6 +17,7 @@ use ekscale::cloud::sim::SimBackend;
 use ekscale::metrics::ProviderMetrics;
 use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use ekscale::proto::externalgrpc::*;
+use rss::rss_mib;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -182,16 +185,6 @@ fn spawn(args: &[&str]) -> (std::process::Child, String) {
         .unwrap()
         .to_string();
     (child, addr)
-}
-
-fn rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kib / 1024.0
 }
 
 criterion_group! {

@@ -755,13 +755,8 @@ fn the_default_log_holds_no_credentials_and_no_pod_specs() {
     let mut env = sdk_env(&moto, KEY_ID, SECRET);
     env.push(("AWS_SESSION_TOKEN", TOKEN));
     let provider = Binary::start_with_env(&["--backend", "aws", "--cluster", "prod"], &env);
-    let addr = provider.grpc;
     runtime.block_on(async {
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
+        let channel = provider.channel().await;
         let mut client = cloud_provider_client::CloudProviderClient::new(channel.clone());
         let mut pod = common::pod("default", &[("app", "web")], "500m", "1Gi");
         let spec = pod.spec.as_mut().unwrap();

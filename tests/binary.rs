@@ -129,13 +129,7 @@ async fn reflection_v1_lists_the_services() {
     use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
 
     let provider = Binary::start(&[]);
-    let mut client = ServerReflectionClient::new(
-        tonic::transport::Endpoint::from_shared(format!("http://{}", provider.grpc))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap(),
-    );
+    let mut client = ServerReflectionClient::new(provider.channel().await);
     let request = ServerReflectionRequest {
         host: String::new(),
         message_request: Some(MessageRequest::ListServices(String::new())),

@@ -8,12 +8,13 @@
 mod common;
 
 use common::Binary;
+use common::rss::rss_mib;
 use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use ekscale::proto::externalgrpc::*;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tonic::Code;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 const CLIENTS: usize = 50;
 const GROUPS: usize = 10;
@@ -28,16 +29,6 @@ fn scenario() -> String {
         ));
     }
     yaml
-}
-
-fn rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kib / 1024.0
 }
 
 /// What one client saw.
@@ -207,14 +198,7 @@ async fn fifty_clients_mixing_valid_and_invalid_calls_get_every_answer_right() {
     std::fs::write(&file, scenario()).unwrap();
     let provider = Binary::start(&["--sim-file", file.to_str().unwrap()]);
     let pid = provider.child.id();
-    let connect = || async {
-        Endpoint::from_shared(format!("http://{}", provider.grpc))
-            .unwrap()
-            .timeout(Duration::from_secs(5))
-            .connect()
-            .await
-            .unwrap()
-    };
+    let connect = || provider.channel();
 
     let mut first = CloudProviderClient::new(connect().await);
     let mut instances = Vec::new();

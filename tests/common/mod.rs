@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod faults;
 pub mod kube_api;
 pub mod moto;
+pub mod rss;
 pub mod tools;
 pub mod wire;
 
@@ -199,12 +200,7 @@ impl Server {
     }
 
     pub async fn channel(&self) -> Channel {
-        Endpoint::from_shared(format!("http://{}", self.addr))
-            .unwrap()
-            .timeout(Duration::from_secs(5))
-            .connect()
-            .await
-            .unwrap()
+        channel(self.addr).await
     }
 
     /// The generated (union-schema) client: what cluster-autoscaler 1.34.2-1.34.5 looks like on the wire.
@@ -289,7 +285,22 @@ impl Binary {
     }
 }
 
+/// A plaintext channel to a provider on `addr`, every call under cluster-autoscaler's 5 s deadline.
+pub async fn channel(addr: SocketAddr) -> Channel {
+    Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .timeout(Duration::from_secs(5))
+        .connect()
+        .await
+        .unwrap()
+}
+
 impl Binary {
+    /// A channel to its gRPC port.
+    pub async fn channel(&self) -> Channel {
+        channel(self.grpc).await
+    }
+
     /// Stops it (SIGKILL) and returns all it logged.
     pub fn stop(mut self) -> Vec<String> {
         let _ = self.child.kill();
