@@ -327,6 +327,28 @@ fn names(pods: &[Pod]) -> std::collections::BTreeSet<String> {
     pods.iter().map(|p| p.key()).collect()
 }
 
+/// The cluster after one more step (`view` steps the simulator), checked to hold exactly the pods
+/// `expected`: none lost.
+async fn view_losing_nothing(
+    cluster: &SimCluster,
+    expected: &std::collections::BTreeSet<String>,
+    when: String,
+) -> Arc<ekscale::autoscaler::cluster::ClusterView> {
+    let view = cluster.view().await.unwrap();
+    assert_eq!(&names(&view.pods), expected, "{when}: a pod was lost");
+    view
+}
+
+/// The companion acting on `cluster` through the provider at `config`, unneeded nodes going after a
+/// minute; and its provider client, to act beside it as another actor would.
+fn acting_quickly(config: &ProviderConfig, cluster: &Arc<SimCluster>) -> (ProviderClient, RunOnce) {
+    let client = ProviderClient::new(config).unwrap();
+    let mut fast = settings();
+    fast.scale_down.unneeded_time = Duration::from_secs(60);
+    let once = RunOnce::new(client.clone(), fast).acting_on(cluster.clone());
+    (client, once)
+}
+
 #[tokio::test]
 async fn a_burst_scales_up_then_back_down_and_no_pod_is_ever_lost() {
     let scenario = "
@@ -353,12 +375,7 @@ nodeGroups:
     let mut drained = 0;
     let mut phase = 0;
     for loop_number in 0..400 {
-        let view = cluster.view().await.unwrap();
-        assert_eq!(
-            names(&view.pods),
-            expected,
-            "a pod was lost (loop {loop_number})"
-        );
+        let view = view_losing_nothing(&cluster, &expected, format!("loop {loop_number}")).await;
         let status = once.run(&view, cluster.now()).await.unwrap();
         assert!(status.errors.is_empty(), "loop {loop_number}: {status:#?}");
         most_nodes = most_nodes.max(view.nodes.len());
@@ -446,10 +463,7 @@ nodeGroups:
   - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 1, maxSize: 5, desiredSize: 2, deletionDelay: 30s}
 ";
     let (server, config, cluster) = simulated(scenario).await;
-    let client = ProviderClient::new(&config).unwrap();
-    let mut fast = settings();
-    fast.scale_down.unneeded_time = Duration::from_secs(60);
-    let mut once = RunOnce::new(client.clone(), fast).acting_on(cluster.clone());
+    let (client, mut once) = acting_quickly(&config, &cluster);
     let clock = server.sim().clock().clone();
     cluster.create_pods(owned("api", 1, 300));
 
@@ -840,7 +854,6 @@ async fn a_provider_killed_mid_scale_up_stops_the_companion_until_it_is_back_and
     // goes on (instances come up, nodes register, pods bind).
     let sim = provider.kill();
     for loop_number in 0..12 {
-        cluster.step().await.unwrap();
         let view = cluster.view().await.unwrap();
         let error = once.run(&view, cluster.now()).await.unwrap_err();
         assert!(
@@ -854,7 +867,6 @@ async fn a_provider_killed_mid_scale_up_stops_the_companion_until_it_is_back_and
 
     // Back: the companion sees the nodes it asked for and asks for nothing more.
     for loop_number in 0..30 {
-        cluster.step().await.unwrap();
         let view = cluster.view().await.unwrap();
         let status = once.run(&view, cluster.now()).await.unwrap();
         assert!(status.errors.is_empty(), "loop {loop_number}: {status:#?}");
@@ -890,13 +902,7 @@ async fn scale_down_across_a_provider_restart(restart_companion: bool) {
     let mut killed_at = None;
     let mut sim = None;
     for loop_number in 0..300 {
-        cluster.step().await.unwrap();
-        let view = cluster.view().await.unwrap();
-        assert_eq!(
-            names(&view.pods),
-            expected,
-            "a pod was lost (loop {loop_number})"
-        );
+        let view = view_losing_nothing(&cluster, &expected, format!("loop {loop_number}")).await;
         let all_running = view.pods.iter().all(|p| p.node_name.is_some());
         if phase == 0 && all_running && view.pods.len() == 8 {
             cluster.create_pods(owned("cache", 4, 500));
@@ -1065,13 +1071,8 @@ nodeGroups:
             expected = names(&cluster.pods());
         }
 
-        cluster.step().await.unwrap();
-        let view = cluster.view().await.unwrap();
-        assert_eq!(
-            names(&view.pods),
-            expected,
-            "seed {seed}, minute {minute}: a pod was lost"
-        );
+        let when = format!("seed {seed}, minute {minute}");
+        let view = view_losing_nothing(&cluster, &expected, when).await;
         // A node that went since the last loop held no pod that cannot move (unless we deleted it).
         for (node, pods) in &pinned_on {
             if view.nodes.iter().any(|n| &n.name == node) {
@@ -1132,10 +1133,7 @@ nodeGroups:
   - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 2, maxSize: 5, desiredSize: 2, provisioningDelay: 30s, deletionDelay: 30s}
 ";
     let (server, config, cluster) = simulated(scenario).await;
-    let client = ProviderClient::new(&config).unwrap();
-    let mut fast = settings();
-    fast.scale_down.unneeded_time = Duration::from_secs(60);
-    let mut once = RunOnce::new(client.clone(), fast).acting_on(cluster.clone());
+    let (client, mut once) = acting_quickly(&config, &cluster);
     let clock = server.sim().clock().clone();
 
     // Two small pods on the first node, a big one on the second, another big one on a third (scaled up
@@ -1147,13 +1145,7 @@ nodeGroups:
     let mut drained = None;
     let mut failed = None;
     for loop_number in 0..120 {
-        cluster.step().await.unwrap();
-        let view = cluster.view().await.unwrap();
-        assert_eq!(
-            names(&view.pods),
-            expected,
-            "loop {loop_number}: a pod was lost"
-        );
+        let view = view_losing_nothing(&cluster, &expected, format!("loop {loop_number}")).await;
         let status = once.run(&view, cluster.now()).await.unwrap();
         if drained.is_none()
             && let Some(d) = status.deletions.iter().find(|d| d.state == "draining")
