@@ -30,8 +30,9 @@ struct Rig {
     server: Server,
 }
 
-/// moto with `prod` (web: m5.large, 1..6, 2 running; batch: m5.xlarge, 0..5, 1 running), the proxy in front of it, and the
-/// provider's AWS backend reading through the proxy with the SDK's standard retries (3 attempts).
+/// moto with `prod` (web: m5.large, 1..6, 2 running; batch: m5.xlarge, 0..5, 1 running), the proxy in
+/// front of it, and the provider's AWS backend reading through the proxy with the SDK's standard retries
+/// (3 attempts).
 async fn rig(config: &str) -> Rig {
     let moto = Moto::start();
     let aws = moto.sdk().await;
@@ -96,11 +97,12 @@ async fn target(client: &mut CloudProviderClient<Channel>, id: &str) -> i32 {
 
 async fn increase(
     client: &mut CloudProviderClient<Channel>,
+    id: &str,
     delta: i32,
 ) -> Result<(), tonic::Status> {
     client
         .node_group_increase_size(NodeGroupIncreaseSizeRequest {
-            id: "web".into(),
+            id: id.into(),
             delta,
         })
         .await
@@ -209,7 +211,7 @@ async fn a_change_whose_answer_was_lost_is_never_applied_twice() {
         Fault::LoseAnswer(AwsError::Unavailable),
         1,
     );
-    increase(&mut client, 2).await.unwrap();
+    increase(&mut client, "web", 2).await.unwrap();
     assert_eq!(rig.proxy.calls("SetDesiredCapacity"), (2, 1));
     assert_eq!(moto::asg_state(&rig.aws, &asg).await.0, 4, "not 6");
     assert_eq!(target(&mut client, "web").await, 4);
@@ -221,7 +223,7 @@ async fn a_change_whose_answer_was_lost_is_never_applied_twice() {
         Fault::LoseAnswer(AwsError::Throttling),
         3,
     );
-    let status = increase(&mut client, 1).await.unwrap_err();
+    let status = increase(&mut client, "web", 1).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
     assert_eq!(moto::asg_state(&rig.aws, &asg).await.0, 5);
     assert_eq!(
@@ -260,24 +262,12 @@ async fn a_change_whose_answer_was_lost_is_never_applied_twice() {
         Fault::Refuse(AwsError::Unavailable),
         3,
     );
-    let status = client
-        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
-            id: "batch".into(),
-            delta: 1,
-        })
-        .await
-        .unwrap_err();
+    let status = increase(&mut client, "batch", 1).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::Unavailable);
     assert_eq!(target(&mut client, "batch").await, 1);
     assert_eq!(moto::asg_state(&rig.aws, &rig.asgs["batch"]).await.0, 1);
     // And then it goes through.
-    client
-        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
-            id: "batch".into(),
-            delta: 1,
-        })
-        .await
-        .unwrap();
+    increase(&mut client, "batch", 1).await.unwrap();
     assert_eq!(moto::asg_state(&rig.aws, &rig.asgs["batch"]).await.0, 2);
 }
 
@@ -295,13 +285,13 @@ async fn slower_aws_than_the_deadline_still_gets_an_answer_to_every_rpc() {
     assert_eq!(hot_reads(&mut client).await, 2);
 
     // A slow size change: a clear error in time, then no other change until its outcome is known.
-    let status = increase(&mut client, 1).await.unwrap_err();
+    let status = increase(&mut client, "web", 1).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::Unavailable);
     assert!(
         status.message().contains("did not answer within 1s"),
         "{status:?}"
     );
-    let status = increase(&mut client, 1).await.unwrap_err();
+    let status = increase(&mut client, "web", 1).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::Unavailable);
     assert!(
         status.message().contains("still being read back"),
@@ -313,7 +303,7 @@ async fn slower_aws_than_the_deadline_still_gets_an_answer_to_every_rpc() {
     rig.proxy.heal();
     let mut settled = false;
     for _ in 0..100 {
-        if increase(&mut client, 1).await.is_ok() {
+        if increase(&mut client, "web", 1).await.is_ok() {
             settled = true;
             break;
         }
