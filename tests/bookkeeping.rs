@@ -70,6 +70,18 @@ fn node(id: &str) -> ExternalGrpcNode {
     }
 }
 
+/// DeleteNodes of `nodes` from group web.
+async fn delete(
+    client: &mut CloudProviderClient<Channel>,
+    nodes: Vec<ExternalGrpcNode>,
+) -> Result<(), tonic::Status> {
+    let request = NodeGroupDeleteNodesRequest {
+        id: "web".into(),
+        nodes,
+    };
+    client.node_group_delete_nodes(request).await.map(drop)
+}
+
 /// Runs `calls` on a fresh provider and checks the invariants after each.
 async fn check(calls: Vec<Call>) -> Result<(), TestCaseError> {
     let server = Server::start().await;
@@ -104,13 +116,7 @@ async fn check(calls: Vec<Call>) -> Result<(), TestCaseError> {
                     .iter()
                     .map(|&i| node(live.get(i).map_or("aws:///us-east-1a/i-0unknown", |id| id)))
                     .collect();
-                client
-                    .node_group_delete_nodes(NodeGroupDeleteNodesRequest {
-                        id: "web".into(),
-                        nodes,
-                    })
-                    .await
-                    .map(drop)
+                delete(&mut client, nodes).await
             }
             Call::DeleteForeign(i) => {
                 let mut nodes: Vec<ExternalGrpcNode> =
@@ -118,13 +124,7 @@ async fn check(calls: Vec<Call>) -> Result<(), TestCaseError> {
                 if let Some((id, _)) = other.instances.get(*i) {
                     nodes.push(node(id));
                 }
-                client
-                    .node_group_delete_nodes(NodeGroupDeleteNodesRequest {
-                        id: "web".into(),
-                        nodes,
-                    })
-                    .await
-                    .map(drop)
+                delete(&mut client, nodes).await
             }
             Call::Wait(seconds) => {
                 server.sim().clock().advance(Duration::from_secs(*seconds));
