@@ -417,6 +417,14 @@ impl NodeGroupBackend for AwsBackend {
     /// when it is done, while this one answers from the cache (cluster-autoscaler aborts its loop when
     /// Refresh fails, and it would fail on its 5 s deadline).
     async fn refresh(&self) -> Result<(), CloudError> {
+        // cluster-autoscaler calls Refresh every loop; most calls fall inside refreshInterval and need no task.
+        if self
+            .read()
+            .refreshed_at
+            .is_some_and(|at| at.elapsed() < self.config.refresh_interval)
+        {
+            return Ok(());
+        }
         let this = self.clone();
         let mut task = tokio::spawn(async move { this.refresh_now().await });
         match tokio::time::timeout(self.config.aws_timeout, &mut task).await {
