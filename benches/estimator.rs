@@ -109,6 +109,7 @@ fn input(count: usize, node_groups: usize, mix: Mix) -> Input {
             max_size: 10_000,
             target_size: 0,
             template: Some(topology.place(template(i), Some(i), PlaceKind::Planned)),
+            zones: Vec::new(),
             skip: None,
             node_price: None,
             zero_or_max: false,
@@ -180,16 +181,20 @@ fn estimator(c: &mut Criterion) {
     quality();
 }
 
-/// Nodes for each mix on one group of each shape: ours, cluster-autoscaler's ordering alone, and the lower
-/// bound max_r ceil(sum demand_r / allocatable_r).
+/// Nodes for each mix on one group of each shape: ours, cluster-autoscaler's own search alone, and the
+/// lower bound max_r ceil(sum demand_r / allocatable_r).
 fn quality() {
-    println!("\npacking quality (10,000 pods, one node group):");
+    println!("\npacking quality (one node group):");
     println!(
-        "mix | shape (cpu m / mem MiB / pods) | pods placed | ours | upstream FFD | lower bound | ours over bound"
+        "pods | mix | shape (cpu m / mem MiB / pods) | pods placed | ours | upstream | lower bound | ours over bound"
     );
-    for mix in [Mix::Deployments, Mix::Distinct] {
+    for (count, mix) in [
+        (2_000, Mix::Distinct),
+        (10_000, Mix::Deployments),
+        (10_000, Mix::Distinct),
+    ] {
         for (shape, &(cpu, mem, pods)) in SHAPES.iter().enumerate() {
-            let input = input(10_000, shape + 1, mix);
+            let input = input(count, shape + 1, mix);
             let template = input.node_groups[shape].template.as_ref().unwrap();
             let demands: Vec<Demand> = input
                 .groups
@@ -205,14 +210,15 @@ fn quality() {
                 max_nodes: u64::MAX,
                 deadline: None,
             };
-            let ours = binpack::estimate(&input.topology, &[], template, &demands, limits);
+            let templates = binpack::Templates::one(template);
+            let ours = binpack::estimate(&input.topology, &[], templates, &demands, limits);
             let upstream = binpack::pack(
                 &input.topology,
                 &[],
-                template,
+                templates,
                 &demands,
                 limits,
-                Ordering::SumOfShares,
+                Ordering::Upstream,
             );
             // The bound counts the pods an empty node can hold at all (bigger ones need another group).
             let a = template.node.allocatable;
@@ -223,7 +229,7 @@ fn quality() {
                 .max(sum(|r| r.memory_bytes).div_ceil(a.memory_bytes))
                 .max(sum(|r| r.pods).div_ceil(a.pods));
             println!(
-                "{mix:?} | {cpu} / {mem} / {pods} | {} | {} | {} | {bound} | {:.2}%",
+                "{count} | {mix:?} | {cpu} / {mem} / {pods} | {} | {} | {} | {bound} | {:.2}%",
                 ours.pods_placed(),
                 ours.node_count(),
                 upstream.node_count(),

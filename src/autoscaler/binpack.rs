@@ -1,11 +1,16 @@
 //! The estimator: how many nodes of one node group the pending equivalence groups need.
 //!
-//! cluster-autoscaler's binpacking estimator is first-fit decreasing: groups ordered by
-//! `cpu/allocatable + memory/allocatable`, each pod first-fit over the nodes added so far, then onto a new
-//! node. We run the same algorithm, and a second ordering by the dominant share (the largest of the two),
-//! and keep whichever places more pods on fewer nodes, so we never need more nodes than upstream.
-//! Both are fast because pods of an equivalence group are identical: for pods whose constraints do not
-//! depend on other pods, how many fit on a node is computed in closed form instead of pod by pod.
+//! cluster-autoscaler's binpacking estimator orders equivalence groups by `cpu/allocatable +
+//! memory/allocatable`, decreasing; each pod first tries the nodes this estimation added, in a rotating
+//! search that starts after the node the last pod went to, and then only the node added last before a new
+//! one is added. We run that search exactly ([`Ordering::Upstream`]), and first-fit decreasing in four
+//! orderings, and keep whichever places the most pods on the fewest nodes: we never need more nodes than
+//! upstream. All are fast because pods of an equivalence group are identical: for pods whose constraints
+//! do not depend on other pods, how many fit on a node is computed in closed form instead of pod by pod,
+//! and the first node with room is found in a tree ([`FreeTree`]), not by a scan.
+//!
+//! A group that spans several zones gets its new nodes where its Auto Scaling group would launch them:
+//! in the zone with the fewest of the group's nodes first ([`Templates`]).
 
 use super::free_tree::FreeTree;
 use super::predicates::{self, Unfit};
@@ -19,6 +24,39 @@ pub struct Demand<'a> {
     pub pod: &'a Pod,
     pub terms: &'a PodTerms,
     pub count: u64,
+}
+
+/// The nodes a group can add: its template in each zone it launches in (one for a single-zone group,
+/// each with its DaemonSet pods on it), and how many of the group's nodes each zone already has.
+#[derive(Clone, Copy)]
+pub struct Templates<'a> {
+    pub zones: &'a [Place],
+    pub nodes: &'a [u64],
+}
+
+impl<'a> Templates<'a> {
+    /// A group in one zone.
+    pub fn one(template: &'a Place) -> Templates<'a> {
+        Templates {
+            zones: std::slice::from_ref(template),
+            nodes: &[0],
+        }
+    }
+
+    /// The template the ordering scores against (every zone's is the same shape).
+    fn first(&self) -> &'a Place {
+        &self.zones[0]
+    }
+
+    /// The zones whose template the pod's node selector, affinity and taints pass, fewest nodes first (ties
+    /// in the group's order of zones): where the Auto Scaling group's zone balancing launches next.
+    fn launch_order(&self, pod: &Pod, added: &[u64]) -> Vec<usize> {
+        let mut zones: Vec<usize> = (0..self.zones.len())
+            .filter(|&z| predicates::node_fit(&pod.scheduling, &self.zones[z].node).is_ok())
+            .collect();
+        zones.sort_by_key(|&z| (self.nodes.get(z).copied().unwrap_or(0) + added[z], z));
+        zones
+    }
 }
 
 /// Why the estimator stopped adding nodes before every pod had one.
@@ -55,14 +93,26 @@ impl Estimate {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ordering {
-    /// cluster-autoscaler's: cpu share + memory share of the template's allocatable.
+    /// cluster-autoscaler's own: its score (cpu share + memory share of the template's allocatable) and
+    /// its search (rotating over the nodes added, then the last node added).
+    Upstream,
+    /// First-fit decreasing by cluster-autoscaler's score.
     SumOfShares,
-    /// The larger of the two shares.
+    /// First-fit decreasing by the larger of the two shares.
     DominantShare,
     /// By one resource (the other breaks ties): packs best when that resource is the scarce one.
     Cpu,
     Memory,
 }
+
+/// Every ordering the estimator tries, upstream's first.
+pub const ORDERINGS: [Ordering; 5] = [
+    Ordering::Upstream,
+    Ordering::SumOfShares,
+    Ordering::DominantShare,
+    Ordering::Cpu,
+    Ordering::Memory,
+];
 
 /// Limits of one estimation.
 #[derive(Clone, Copy, Debug)]
@@ -73,35 +123,34 @@ pub struct Limits {
     pub deadline: Option<Instant>,
 }
 
-/// Estimates the nodes of the group whose template place (allocatable less its DaemonSet pods) is
-/// `template`. `existing` are the cluster's places, read for topology spread minimums.
+/// Estimates the nodes of the group whose templates are `templates`. `existing` are the cluster's places,
+/// read for topology spread minimums. Upstream's estimate is the first taken: another ordering replaces it
+/// only by placing more pods, or as many on fewer nodes.
 pub fn estimate(
     topology: &Topology,
     existing: &[Place],
-    template: &Place,
+    templates: Templates,
     demands: &[Demand],
     limits: Limits,
 ) -> Estimate {
-    let mut best = pack(
-        topology,
-        existing,
-        template,
-        demands,
-        limits,
-        Ordering::SumOfShares,
-    );
-    for ordering in [Ordering::DominantShare, Ordering::Cpu, Ordering::Memory] {
-        if best.stopped == Some(Stop::TimeLimit) {
+    let mut best: Option<Estimate> = None;
+    for ordering in ORDERINGS {
+        if best
+            .as_ref()
+            .is_some_and(|b| b.stopped == Some(Stop::TimeLimit))
+        {
             break;
         }
-        let other = pack(topology, existing, template, demands, limits, ordering);
-        let better = (other.pods_placed(), std::cmp::Reverse(other.node_count()))
-            > (best.pods_placed(), std::cmp::Reverse(best.node_count()));
+        let other = pack(topology, existing, templates, demands, limits, ordering);
+        let better = best.as_ref().is_none_or(|best| {
+            (other.pods_placed(), std::cmp::Reverse(other.node_count()))
+                > (best.pods_placed(), std::cmp::Reverse(best.node_count()))
+        });
         if better {
-            best = other;
+            best = Some(other);
         }
     }
-    best
+    best.expect("at least one ordering")
 }
 
 fn score(pod: &Pod, template: &Place, ordering: Ordering) -> f64 {
@@ -116,113 +165,257 @@ fn score(pod: &Pod, template: &Place, ordering: Ordering) -> f64 {
     let cpu = share(pod.demand.cpu_millis, alloc.cpu_millis);
     let memory = share(pod.demand.memory_bytes, alloc.memory_bytes);
     match ordering {
-        Ordering::SumOfShares => cpu + memory,
+        Ordering::Upstream | Ordering::SumOfShares => cpu + memory,
         Ordering::DominantShare => cpu.max(memory),
         Ordering::Cpu => cpu + memory / 1000.0,
         Ordering::Memory => memory + cpu / 1000.0,
     }
 }
 
-/// First-fit decreasing in one `ordering` (cluster-autoscaler's algorithm with [`Ordering::SumOfShares`]).
+/// One estimation in progress: the nodes added so far and the counts with their pods.
+struct Packing<'a> {
+    topology: Topology,
+    existing: &'a [Place],
+    templates: Templates<'a>,
+    limits: Limits,
+    nodes: Vec<Place>,
+    /// Over `nodes`, for the resource-only first fit.
+    tree: FreeTree,
+    /// Nodes added per zone of `templates`.
+    added: Vec<u64>,
+    stopped: Option<Stop>,
+    /// Upstream's `lastIndex`: where its rotating search starts.
+    last_index: usize,
+}
+
+impl Packing<'_> {
+    /// Puts up to `want` pods on node `n`; keeps the tree and the node's contents current.
+    fn fill(
+        &mut self,
+        filling: &mut Filling,
+        d: usize,
+        n: usize,
+        want: u64,
+    ) -> (u64, Option<Unfit>) {
+        let (k, why) = filling.fill(&mut self.topology, self.existing, &mut self.nodes, n, want);
+        if k > 0 {
+            self.nodes[n].contents.push((d, k));
+            self.tree.set(n, &self.nodes[n].free);
+        }
+        (k, why)
+    }
+
+    /// Whether the limits allow one more node; says which stopped it when not.
+    fn may_add(&mut self) -> bool {
+        if self.stopped.is_some() || self.nodes.len() as u64 >= self.limits.max_nodes {
+            self.stopped.get_or_insert(Stop::NodeLimit);
+            return false;
+        }
+        if self.limits.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.stopped = Some(Stop::TimeLimit);
+            return false;
+        }
+        true
+    }
+
+    /// Adds a node where the group would launch it and puts as many pods on it as fit (up to `want`): in
+    /// the first zone, in launch order, that takes at least one. A zone whose empty node takes none is left
+    /// without a node. Returns the pods placed and, when none, why not.
+    fn add_node(&mut self, filling: &mut Filling, d: usize, want: u64) -> (u64, Option<Unfit>) {
+        let zones = self.templates.launch_order(filling.pod(), &self.added);
+        let mut why =
+            predicates::node_fit(&filling.pod().scheduling, &self.templates.first().node).err();
+        for z in zones {
+            let fresh = self
+                .topology
+                .copy(&self.templates.zones[z], PlaceKind::Planned);
+            self.nodes.push(fresh);
+            let n = self.nodes.len() - 1;
+            self.tree.push(&self.nodes[n].free);
+            let (k, unfit) = self.fill(filling, d, n, want);
+            if k > 0 {
+                self.added[z] += 1;
+                return (k, unfit);
+            }
+            self.nodes.pop();
+            self.tree.pop();
+            why = unfit;
+        }
+        (0, why)
+    }
+}
+
+/// One estimation in one `ordering`.
 pub fn pack(
     topology: &Topology,
     existing: &[Place],
-    template: &Place,
+    templates: Templates,
     demands: &[Demand],
     limits: Limits,
     ordering: Ordering,
 ) -> Estimate {
-    let mut topology = topology.clone();
     let mut order: Vec<usize> = (0..demands.len()).collect();
     let scores: Vec<f64> = demands
         .iter()
-        .map(|d| score(d.pod, template, ordering))
+        .map(|d| score(d.pod, templates.first(), ordering))
         .collect();
     order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
 
-    let mut nodes: Vec<Place> = Vec::new();
-    let mut tree = FreeTree::default();
+    let mut packing = Packing {
+        topology: topology.clone(),
+        existing,
+        templates,
+        limits,
+        nodes: Vec::new(),
+        tree: FreeTree::default(),
+        added: vec![0; templates.zones.len()],
+        stopped: None,
+        last_index: 0,
+    };
     let mut placed = vec![0u64; demands.len()];
     let mut unfit = vec![None; demands.len()];
-    let mut stopped = None;
-    for i in order {
-        let demand = demands[i];
-        let pod = demand.pod;
-        let mut remaining = demand.count;
-
-        // Every node added here is a copy of the template: what the template refuses, they all refuse.
-        if let Err(why) = predicates::node_fit(&pod.scheduling, &template.node) {
-            unfit[i] = Some(why);
+    for d in order {
+        let demand = demands[d];
+        // What no zone's template takes, no node added here takes.
+        if !templates
+            .zones
+            .iter()
+            .any(|t| predicates::node_fit(&demand.pod.scheduling, &t.node).is_ok())
+        {
+            unfit[d] = predicates::node_fit(&demand.pod.scheduling, &templates.first().node).err();
             continue;
         }
-        let mut filling = Filling::new(pod, demand.terms);
-        let mut fill =
-            |topology: &mut Topology, nodes: &mut Vec<Place>, n: usize, remaining: u64| {
-                filling.fill(topology, existing, nodes, n, remaining)
-            };
+        let mut filling = Filling::new(demand.pod, demand.terms);
+        let (done, why) = if ordering == Ordering::Upstream {
+            upstream(&mut packing, &mut filling, d, demand.count)
+        } else {
+            first_fit(&mut packing, &mut filling, d, demand.count)
+        };
+        placed[d] = done;
+        unfit[d] = why;
+    }
+    // A node that took no pod (upstream keeps one when a zonal constraint refuses it) is not needed.
+    packing.nodes.retain(|n| !n.contents.is_empty());
+    Estimate {
+        nodes: packing.nodes,
+        placed,
+        unfit,
+        stopped: packing.stopped,
+        topology: packing.topology,
+        ordering,
+    }
+}
 
-        // First fit over the nodes this estimation added: through the tree when only resources matter
-        // (extended resources are not in the tree), node by node otherwise.
-        if demand.terms.simple && pod.extended.is_empty() {
-            while remaining > 0 {
-                let Some(n) = tree.first(&pod.demand) else {
-                    break;
-                };
-                let (k, _) = fill(&mut topology, &mut nodes, n, remaining);
-                tree.set(n, &nodes[n].free);
+/// First fit over the nodes added so far, then new nodes: returns the pods placed and, when an empty node
+/// takes none, why. Pods whose spread constraints stop them on a node may fit on an older node once other
+/// domains have caught up, so after such a stop every node is offered again before a new one is added.
+fn first_fit(
+    packing: &mut Packing,
+    filling: &mut Filling,
+    d: usize,
+    count: u64,
+) -> (u64, Option<Unfit>) {
+    let pod = filling.pod();
+    let mut remaining = count;
+    // Through the tree when only resources matter (extended resources are not in the tree).
+    let resources_only = filling.simple() && pod.extended.is_empty();
+    let mut offer = true;
+    loop {
+        if offer && resources_only {
+            while let Some(n) = packing.tree.first(&pod.demand).filter(|_| remaining > 0) {
+                let (k, _) = packing.fill(filling, d, n, remaining);
                 if k == 0 {
                     break;
                 }
-                nodes[n].contents.push((i, k));
                 remaining -= k;
             }
-        } else {
-            for n in 0..nodes.len() {
-                if remaining == 0 {
+        } else if offer {
+            // Pass after pass while a pass places pods and some node stopped them for the spread.
+            loop {
+                let (mut progress, mut spread) = (false, false);
+                for n in 0..packing.nodes.len() {
+                    if remaining == 0 {
+                        break;
+                    }
+                    let (k, why) = packing.fill(filling, d, n, remaining);
+                    remaining -= k;
+                    progress |= k > 0;
+                    spread |= why == Some(Unfit::Spread);
+                }
+                if remaining == 0 || !(progress && spread) {
                     break;
                 }
-                let (k, _) = fill(&mut topology, &mut nodes, n, remaining);
-                if k > 0 {
-                    nodes[n].contents.push((i, k));
-                    tree.set(n, &nodes[n].free);
-                }
-                remaining -= k;
             }
         }
-        // Then new nodes, as long as the limits allow.
-        while remaining > 0 {
-            if stopped.is_some() || nodes.len() as u64 >= limits.max_nodes {
-                stopped.get_or_insert(Stop::NodeLimit);
-                break;
-            }
-            if limits.deadline.is_some_and(|d| Instant::now() >= d) {
-                stopped = Some(Stop::TimeLimit);
-                break;
-            }
-            let fresh = topology.copy(template, PlaceKind::Planned);
-            nodes.push(fresh);
-            let n = nodes.len() - 1;
-            let (k, why) = fill(&mut topology, &mut nodes, n, remaining);
-            if k == 0 {
-                // Not even an empty node takes it: no more nodes help this group.
-                nodes.pop();
-                unfit[i] = why;
-                break;
-            }
-            nodes[n].contents.push((i, k));
-            tree.push(&nodes[n].free);
-            remaining -= k;
+        if remaining == 0 || !packing.may_add() {
+            return (count - remaining, None);
         }
-        placed[i] = demand.count - remaining;
+        let (k, why) = packing.add_node(filling, d, remaining);
+        if k == 0 {
+            // Not even an empty node takes it: no more nodes help this group.
+            return (count - remaining, why);
+        }
+        remaining -= k;
+        // Resources or a per-node constraint filled the new node: the older ones are no better than before.
+        offer = why == Some(Unfit::Spread);
     }
-    Estimate {
-        nodes,
-        placed,
-        unfit,
-        stopped,
-        topology,
-        ordering,
+}
+
+/// cluster-autoscaler's search (estimator/binpacking_estimator.go): each pod tries the nodes added so
+/// far in a rotating search from the node after the last one that took a pod, until one pod fits none;
+/// the rest try only the node added last, and a new node when it refuses them. A pod an empty new node
+/// refuses ends the group.
+fn upstream(
+    packing: &mut Packing,
+    filling: &mut Filling,
+    d: usize,
+    count: u64,
+) -> (u64, Option<Unfit>) {
+    let pod = filling.pod();
+    let resources_only = filling.simple() && pod.extended.is_empty();
+    let mut done = 0;
+    // On the nodes added so far, one pod at a time.
+    while done < count {
+        let len = packing.nodes.len();
+        if len == 0 {
+            break;
+        }
+        let start = packing.last_index % len;
+        let found = if resources_only {
+            packing.tree.first_from(start, &pod.demand)
+        } else {
+            (start..len)
+                .chain(0..start)
+                .find(|&n| filling.fits(&packing.topology, packing.existing, &packing.nodes, n))
+        };
+        let Some(n) = found else { break };
+        let (k, _) = packing.fill(filling, d, n, 1);
+        if k == 0 {
+            break;
+        }
+        done += 1;
+        packing.last_index = (n + 1) % len;
     }
+    // The rest on the node added last, or on new ones.
+    while done < count {
+        if let Some(last) = packing.nodes.len().checked_sub(1) {
+            // Only what this group's pods can take: the node is theirs alone from here on.
+            let (k, _) = packing.fill(filling, d, last, count - done);
+            done += k;
+            if done == count {
+                break;
+            }
+        }
+        if !packing.may_add() {
+            break;
+        }
+        let (k, why) = packing.add_node(filling, d, count - done);
+        if k == 0 {
+            return (done, why);
+        }
+        done += k;
+    }
+    (done, None)
 }
 
 #[cfg(test)]
@@ -317,9 +510,10 @@ mod tests {
             max_nodes,
             deadline: None,
         };
+        let templates = Templates::one(&template);
         match ordering {
-            None => estimate(&topology, &existing, &template, &demands, limits),
-            Some(o) => pack(&topology, &existing, &template, &demands, limits, o),
+            None => estimate(&topology, &existing, templates, &demands, limits),
+            Some(o) => pack(&topology, &existing, templates, &demands, limits, o),
         }
     }
 
@@ -402,7 +596,10 @@ mod tests {
         let groups = [(pod("huge", 3000, 100, Scheduling::default()), 2)];
         let estimate = run(template, &groups, 100);
         assert_eq!(estimate.node_count(), 0);
-        assert_eq!(estimate.unfit[0], Some(Unfit::Insufficient("cpu".into())));
+        assert_eq!(
+            estimate.unfit[0],
+            Some(Unfit::Insufficient(vec!["cpu".into()]))
+        );
     }
 
     fn app_selector(app: &str) -> LabelSelector {
@@ -452,6 +649,8 @@ mod tests {
             spread: vec![SpreadConstraint {
                 max_skew: 2,
                 min_domains: 1,
+                honor_node_affinity: true,
+                honor_node_taints: false,
                 topology_key: HOSTNAME_LABEL.into(),
                 selector: app_selector("api"),
             }],
@@ -518,24 +717,154 @@ mod tests {
     }
 
     #[test]
-    fn never_more_nodes_than_first_fit_decreasing_by_upstreams_score() {
-        // A mix where the dominant-share order packs tighter than the sum-of-shares order or ties.
+    fn upstreams_search_rotates_and_first_fit_beats_it_on_this_mix() {
+        // Two big pods take a node each (1500m / 7Gi left on both). Upstream's rotating search then puts
+        // the two 500m pods one on each node; first fit puts both on the first, which leaves the second
+        // node room for the 1100m pod (whose lower score orders it last) where upstream needs a third.
         let template = node(4000, 16, 110);
         let groups = [
-            (pod("a", 2000, 1024, Scheduling::default()), 7),
-            (pod("b", 500, 6144, Scheduling::default()), 7),
-            (pod("c", 1500, 2048, Scheduling::default()), 7),
+            (pod("big", 2500, 9 * 1024, Scheduling::default()), 2),
+            (pod("mid", 500, 3 * 1024, Scheduling::default()), 2),
+            (pod("cpu", 1100, 0, Scheduling::default()), 1),
         ];
-        let chosen = run(template.clone(), &groups, 100);
-        let upstream = run_with(
+        let upstream = run_with(template.clone(), &groups, 100, 0, Some(Ordering::Upstream));
+        let first_fit = run_with(
             template.clone(),
             &groups,
             100,
             0,
             Some(Ordering::SumOfShares),
         );
-        assert!(chosen.node_count() <= upstream.node_count());
-        assert!(chosen.node_count() as u64 >= lower_bound(&template, &groups));
+        assert_eq!((upstream.pods_placed(), upstream.node_count()), (5, 3));
+        assert_eq!((first_fit.pods_placed(), first_fit.node_count()), (5, 2));
+        let mids: Vec<u64> = upstream
+            .nodes
+            .iter()
+            .map(|n| {
+                n.contents
+                    .iter()
+                    .filter(|(d, _)| *d == 1)
+                    .map(|(_, k)| k)
+                    .sum()
+            })
+            .collect();
+        assert_eq!(
+            mids,
+            [1, 1, 0],
+            "one mid pod on each of the first two nodes"
+        );
+        let chosen = run(template, &groups, 100);
+        assert_eq!(chosen.node_count(), 2);
+        assert_ne!(chosen.ordering, Ordering::Upstream);
+    }
+
+    #[test]
+    fn upstreams_search_fills_the_last_node_before_adding_one() {
+        // Within one group, once the older nodes are full, upstream tries only the node added last.
+        let template = node(4000, 16, 110);
+        let groups = [(pod("web", 1000, 1024, Scheduling::default()), 10)];
+        let upstream = run_with(template, &groups, 100, 0, Some(Ordering::Upstream));
+        let per_node: Vec<u64> = upstream.nodes.iter().map(|n| n.contents[0].1).collect();
+        assert_eq!(per_node, [4, 4, 2]);
+    }
+
+    /// A group in three zones, one node in the first already: new nodes go to the other two first.
+    fn zoned(groups: &[(Pod, u64)], nodes: [u64; 3]) -> Estimate {
+        let mut topology = Topology::default();
+        for (p, _) in groups {
+            topology.register(p);
+        }
+        let terms: Vec<PodTerms> = groups.iter().map(|(p, _)| topology.resolve(p)).collect();
+        let zones: Vec<Place> = ["us-east-1a", "us-east-1b", "us-east-1c"]
+            .iter()
+            .map(|zone| {
+                let mut n = (*node(4000, 16, 110)).clone();
+                n.labels.insert(ZONE_LABEL.into(), zone.to_string());
+                topology.place(Arc::new(n), Some(0), PlaceKind::Planned)
+            })
+            .collect();
+        let demands: Vec<Demand> = groups
+            .iter()
+            .zip(&terms)
+            .map(|((pod, count), terms)| Demand {
+                pod,
+                terms,
+                count: *count,
+            })
+            .collect();
+        let templates = Templates {
+            zones: &zones,
+            nodes: &nodes,
+        };
+        let limits = Limits {
+            max_nodes: 100,
+            deadline: None,
+        };
+        estimate(&topology, &[], templates, &demands, limits)
+    }
+
+    fn zones_of(estimate: &Estimate) -> Vec<&str> {
+        estimate
+            .nodes
+            .iter()
+            .map(|n| n.node.labels[ZONE_LABEL].as_str())
+            .collect()
+    }
+
+    #[test]
+    fn a_multi_zone_group_launches_in_the_zone_with_the_fewest_nodes() {
+        let groups = [(pod("web", 3000, 1024, Scheduling::default()), 4)];
+        let estimate = zoned(&groups, [1, 0, 0]);
+        assert_eq!(
+            zones_of(&estimate),
+            ["us-east-1b", "us-east-1c", "us-east-1a", "us-east-1b"]
+        );
+        // Zonal anti-affinity, which one zone can hold once, is planned across the three.
+        let anti = Scheduling {
+            anti_affinity: vec![PodAffinityTerm {
+                selector: app_selector("zk"),
+                namespaces: Some(vec!["default".into()]),
+                topology_key: ZONE_LABEL.into(),
+            }],
+            ..Default::default()
+        };
+        let estimate = zoned(&[(pod("zk", 100, 100, anti), 3)], [0, 0, 0]);
+        assert_eq!((estimate.pods_placed(), estimate.node_count()), (3, 3));
+        assert_eq!(
+            zones_of(&estimate),
+            ["us-east-1a", "us-east-1b", "us-east-1c"]
+        );
+        // A pod pinned to one zone gets its node there, whatever the balance.
+        let pinned = Scheduling {
+            node_selector: [(ZONE_LABEL.to_string(), "us-east-1a".to_string())].into(),
+            ..Default::default()
+        };
+        let estimate = zoned(&[(pod("a", 3000, 100, pinned), 2)], [5, 0, 0]);
+        assert_eq!(zones_of(&estimate), ["us-east-1a", "us-east-1a"]);
+    }
+
+    #[test]
+    fn a_zone_spread_packs_new_nodes_evenly_across_zones() {
+        let spread = Scheduling {
+            spread: vec![SpreadConstraint {
+                max_skew: 1,
+                min_domains: 1,
+                honor_node_affinity: true,
+                honor_node_taints: false,
+                topology_key: ZONE_LABEL.into(),
+                selector: app_selector("api"),
+            }],
+            ..Default::default()
+        };
+        // 12 pods, 4 a node by cpu: one node in each zone, 4 pods each.
+        let estimate = zoned(&[(pod("api", 1000, 100, spread), 12)], [0, 0, 0]);
+        assert_eq!((estimate.pods_placed(), estimate.node_count()), (12, 3));
+        let per_node: Vec<u64> = estimate
+            .nodes
+            .iter()
+            .map(|n| n.contents.iter().map(|c| c.1).sum())
+            .collect();
+        assert_eq!(per_node, [4, 4, 4]);
     }
 
     mod properties {
@@ -631,6 +960,42 @@ mod tests {
                 ..Default::default()
             };
             pod(&app, g.cpu, g.mem_mi, scheduling)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(128))]
+            /// Never more nodes than cluster-autoscaler's own search run alone, never fewer pods placed, and
+            /// never below the lower bound, on random resource-only mixes.
+            #[test]
+            fn never_more_nodes_than_upstreams_search(
+                cpu in 1000u64..16_000,
+                mem_gi in 2u64..64,
+                max_pods in 8u64..110,
+                shapes in prop::collection::vec((50u64..4000, 64u64..16_384, 1u64..60), 1..12),
+            ) {
+                let node = node(cpu, mem_gi, max_pods);
+                let pods: Vec<(Pod, u64)> = shapes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (c, m, n))| (pod(&format!("s{i}"), *c, *m, Scheduling::default()), *n))
+                    .collect();
+                let ours = run(node.clone(), &pods, 10_000);
+                let upstream = run_with(node.clone(), &pods, 10_000, 0, Some(Ordering::Upstream));
+                prop_assert!(ours.pods_placed() >= upstream.pods_placed());
+                if ours.pods_placed() == upstream.pods_placed() {
+                    prop_assert!(
+                        ours.node_count() <= upstream.node_count(),
+                        "ours {} nodes ({:?}), upstream {}", ours.node_count(), ours.ordering,
+                        upstream.node_count()
+                    );
+                }
+                let fitting: Vec<(Pod, u64)> = pods
+                    .iter()
+                    .filter(|(p, _)| node.allocatable.fits(&p.demand))
+                    .cloned()
+                    .collect();
+                prop_assert!(ours.node_count() as u64 >= lower_bound(&node, &fitting));
+            }
         }
 
         proptest! {

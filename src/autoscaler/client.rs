@@ -3,11 +3,13 @@
 //!
 //! Refresh drops every cache and comes first in each loop. Until the next Refresh, NodeGroups is asked
 //! once, NodeGroupForNode once per node (answers for unmanaged nodes are not cached: a node can become
-//! managed), and each group's template once. Sizes and instances are never cached. Every call carries a
+//! managed), each group's template once, and the groups' zones (`ekscale.v1.NodeGroups`, where the provider
+//! serves it) once. Sizes and instances are never cached. Every call carries a
 //! deadline, sent to the provider as `grpc-timeout` like cluster-autoscaler's.
 
 use crate::proto::ekscale::fargate_client::FargateClient;
-use crate::proto::ekscale::{MatchPodRequest, MatchPodResponse};
+use crate::proto::ekscale::node_groups_client::NodeGroupsClient;
+use crate::proto::ekscale::{ListZonesRequest, MatchPodRequest, MatchPodResponse};
 use crate::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use crate::proto::externalgrpc::*;
 use k8s_pb::api::core::v1::Node;
@@ -91,6 +93,8 @@ struct Caches {
     /// By node name + providerID, as cluster-autoscaler keys it.
     node_group_for_node: HashMap<String, NodeGroup>,
     templates: HashMap<String, Option<Arc<Node>>>,
+    /// Each group's zones; `Some(None)` when the provider does not serve them.
+    zones: Option<Option<Arc<HashMap<String, Vec<String>>>>>,
 }
 
 /// A connection to one provider. Cheap to clone; clones share the caches.
@@ -98,6 +102,7 @@ struct Caches {
 pub struct ProviderClient {
     cloud: CloudProviderClient<Channel>,
     fargate: FargateClient<Channel>,
+    node_groups: NodeGroupsClient<Channel>,
     timeout: Duration,
     caches: Arc<Mutex<Caches>>,
     /// Whether the provider serves `ekscale.v1.Fargate`; unknown until asked.
@@ -140,7 +145,8 @@ impl ProviderClient {
         let channel = endpoint.connect_timeout(config.timeout).connect_lazy();
         Ok(ProviderClient {
             cloud: CloudProviderClient::new(channel.clone()),
-            fargate: FargateClient::new(channel),
+            fargate: FargateClient::new(channel.clone()),
+            node_groups: NodeGroupsClient::new(channel),
             timeout: config.timeout,
             caches: Arc::default(),
             fargate_served: Arc::default(),
@@ -188,6 +194,33 @@ impl ProviderClient {
         );
         self.caches().node_groups = Some(groups.clone());
         Ok(groups)
+    }
+
+    /// Each node group's Availability Zones, asked once per loop; `None` when the provider does not serve
+    /// `ekscale.v1.NodeGroups` (any other externalgrpc provider): then every new node is planned in its
+    /// template's zone.
+    pub async fn zones(&self) -> Result<Option<Arc<HashMap<String, Vec<String>>>>, ClientError> {
+        if let Some(zones) = self.caches().zones.clone() {
+            return Ok(zones);
+        }
+        let zones = match self
+            .node_groups
+            .clone()
+            .list_zones(self.request(ListZonesRequest {}))
+            .await
+        {
+            Ok(response) => Some(Arc::new(
+                response
+                    .into_inner()
+                    .node_groups
+                    .into_iter()
+                    .map(|g| (g.id, g.zones))
+                    .collect(),
+            )),
+            Err(status) => optional("ListZones", status)?,
+        };
+        self.caches().zones = Some(zones.clone());
+        Ok(zones)
     }
 
     /// The node group of a node, or `None` when the provider does not manage it.

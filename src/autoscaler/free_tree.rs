@@ -49,6 +49,14 @@ impl FreeTree {
         self.set(self.len - 1, free);
     }
 
+    /// Removes the node added last.
+    pub fn pop(&mut self) {
+        if self.len > 0 {
+            self.set(self.len - 1, &Resources::default());
+            self.len -= 1;
+        }
+    }
+
     /// Node `i` now has `free` left.
     pub fn set(&mut self, i: usize, free: &Resources) {
         let mut n = self.width + i;
@@ -65,6 +73,31 @@ impl FreeTree {
             return None;
         }
         self.find(1, &key(demand))
+    }
+
+    /// The first node at or after `start` whose free resources hold `demand`, wrapping around to the front:
+    /// cluster-autoscaler's rotating search (`lastIndex`).
+    pub fn first_from(&self, start: usize, demand: &Resources) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
+        let want = key(demand);
+        self.find_at_or_after(1, self.width, start, &want)
+            .or_else(|| self.find(1, &want))
+    }
+
+    /// The first leaf at or after `start` under node `n`, which covers `width` leaves.
+    fn find_at_or_after(&self, n: usize, width: usize, start: usize, want: &Key) -> Option<usize> {
+        let first_leaf = n * width - self.width;
+        if first_leaf + width <= start || !holds(&self.max[n], want) {
+            return None;
+        }
+        if first_leaf >= start {
+            return self.find(n, want);
+        }
+        let half = width / 2;
+        self.find_at_or_after(2 * n, half, start, want)
+            .or_else(|| self.find_at_or_after(2 * n + 1, half, start, want))
     }
 
     fn find(&self, n: usize, want: &Key) -> Option<usize> {
@@ -128,6 +161,17 @@ mod tests {
             let want = free(d * 13 % 1000, d * 29 % 1000);
             let scan = nodes.iter().position(|n| n.fits(&want));
             assert_eq!(tree.first(&want), scan, "{want:?}");
+            // And the rotating search from every 7th node, against a scan that wraps.
+            for start in (0..nodes.len()).step_by(7) {
+                let wrapped = (start..nodes.len())
+                    .chain(0..start)
+                    .find(|&i| nodes[i].fits(&want));
+                assert_eq!(
+                    tree.first_from(start, &want),
+                    wrapped,
+                    "{want:?} from {start}"
+                );
+            }
         }
     }
 }

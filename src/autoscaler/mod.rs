@@ -20,3 +20,4 @@ pub mod scaledown; // finds unneeded nodes: utilization, drainability, removal s
 pub mod scaleup; // plans expansions for all pending pods, limits, balancing
 pub mod status; // what a loop decided and why: JSON and a table
 pub mod world; // the in-memory cluster: places, topology counts, placement
+pub mod zones; // multi-zone node groups: a template per zone, where the next node launches

@@ -14,7 +14,9 @@ pub enum Unfit {
     Unschedulable,
     NodeAffinity,
     Taint(Taint),
-    Insufficient(String),
+    /// Every resource short, in kube-scheduler's order (pods, cpu, memory, ephemeral-storage, then the
+    /// others).
+    Insufficient(Vec<String>),
     HostPorts,
     Affinity,
     AntiAffinity,
@@ -35,7 +37,19 @@ impl fmt::Display for Unfit {
                 t.value,
                 t.effect.as_str()
             ),
-            Unfit::Insufficient(resource) => write!(f, "Insufficient {resource}"),
+            Unfit::Insufficient(resources) => {
+                for (i, resource) in resources.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    if resource == "pods" {
+                        f.write_str("Too many pods")?;
+                    } else {
+                        write!(f, "Insufficient {resource}")?;
+                    }
+                }
+                Ok(())
+            }
             Unfit::HostPorts => {
                 write!(
                     f,
@@ -55,7 +69,7 @@ impl fmt::Display for Unfit {
 
 /// Node selector, required node affinity and taints (NoSchedule, NoExecute).
 pub fn node_fit(scheduling: &Scheduling, node: &Node) -> Result<(), Unfit> {
-    if !scheduling.node_matches(&node.labels) {
+    if !scheduling.node_matches(&node.name, &node.labels) {
         return Err(Unfit::NodeAffinity);
     }
     if let Some(taint) = crate::model::taint::untolerated(&node.taints, &scheduling.tolerations) {
@@ -64,35 +78,37 @@ pub fn node_fit(scheduling: &Scheduling, node: &Node) -> Result<(), Unfit> {
     Ok(())
 }
 
-/// Whether `demand` (and its extended resources) fits in what is free, naming the first resource short.
+/// Whether `demand` (and its extended resources) fits in what is free, naming every resource short as the
+/// scheduler does.
 pub fn resources_fit(
     demand: &Resources,
     extended: &BTreeMap<String, u64>,
     free: &Resources,
     free_extended: &BTreeMap<String, u64>,
 ) -> Result<(), Unfit> {
-    let short = |name: &str| Err(Unfit::Insufficient(name.to_string()));
-    if demand.pods > free.pods {
-        return short("pods");
-    }
-    if demand.cpu_millis > free.cpu_millis {
-        return short("cpu");
-    }
-    if demand.memory_bytes > free.memory_bytes {
-        return short("memory");
-    }
-    if demand.ephemeral_storage_bytes > free.ephemeral_storage_bytes {
-        return short("ephemeral-storage");
-    }
-    if demand.gpus > free.gpus {
-        return short(crate::model::GPU_RESOURCE);
-    }
-    for (name, amount) in extended {
-        if *amount > free_extended.get(name).copied().unwrap_or(0) {
-            return short(name);
+    let mut short = Vec::new();
+    let mut check = |name: &str, want: u64, have: u64| {
+        if want > have {
+            short.push(name.to_string());
         }
+    };
+    check("pods", demand.pods, free.pods);
+    check("cpu", demand.cpu_millis, free.cpu_millis);
+    check("memory", demand.memory_bytes, free.memory_bytes);
+    check(
+        "ephemeral-storage",
+        demand.ephemeral_storage_bytes,
+        free.ephemeral_storage_bytes,
+    );
+    check(crate::model::GPU_RESOURCE, demand.gpus, free.gpus);
+    for (name, amount) in extended {
+        check(name, *amount, free_extended.get(name).copied().unwrap_or(0));
     }
-    Ok(())
+    if short.is_empty() {
+        Ok(())
+    } else {
+        Err(Unfit::Insufficient(short))
+    }
 }
 
 /// How many pods of `demand` fit in `free` (resources only), in closed form: the estimator's fast path.
@@ -133,7 +149,7 @@ pub fn minus(free: Resources, used: &Resources) -> Resources {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::selector::{NodeSelector, Operator, Requirement};
+    use crate::model::selector::{NodeSelector, NodeSelectorTerm, Operator, Requirement};
     use crate::model::{TaintEffect, Toleration};
 
     fn node() -> Node {
@@ -177,11 +193,14 @@ mod tests {
         assert_eq!(node_fit(&elsewhere, &node()), Err(Unfit::NodeAffinity));
         let affinity = Scheduling {
             node_affinity: Some(NodeSelector {
-                terms: vec![vec![Requirement {
-                    key: "zone".into(),
-                    operator: Operator::NotIn,
-                    values: vec!["a".into()],
-                }]],
+                terms: vec![NodeSelectorTerm {
+                    expressions: vec![Requirement {
+                        key: "zone".into(),
+                        operator: Operator::NotIn,
+                        values: vec!["a".into()],
+                    }],
+                    fields: vec![],
+                }],
             }),
             ..tolerating()
         };
@@ -211,12 +230,23 @@ mod tests {
         };
         assert_eq!(
             resources_fit(&big, &none, &free, &none),
-            Err(Unfit::Insufficient("memory".into()))
+            Err(Unfit::Insufficient(vec!["memory".into()]))
+        );
+        let huge = Resources {
+            cpu_millis: 3000,
+            pods: 4,
+            ..big
+        };
+        let unfit = resources_fit(&huge, &none, &free, &none).unwrap_err();
+        assert_eq!(
+            unfit.to_string(),
+            "Too many pods, Insufficient cpu, Insufficient memory",
+            "every resource short, as the scheduler lists them"
         );
         let fpga = BTreeMap::from([("aws.amazon.com/fpga".to_string(), 1)]);
         assert_eq!(
             resources_fit(&pod, &fpga, &free, &none),
-            Err(Unfit::Insufficient("aws.amazon.com/fpga".into()))
+            Err(Unfit::Insufficient(vec!["aws.amazon.com/fpga".into()]))
         );
         assert_eq!(how_many(&pod, &fpga, &free, &fpga), 1);
         assert_eq!(

@@ -16,7 +16,9 @@ use super::status::{
     ScaleDown, Status,
 };
 use super::world::{self, Place, PlaceKind, PodTerms, Topology};
+use super::zones;
 use crate::k8s::objects;
+use crate::model::node::ZONE_LABEL;
 use crate::model::pod::{FARGATE_SCHEDULER, Phase};
 use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
 use crate::model::{Node, Pod, Resources};
@@ -111,6 +113,8 @@ struct GroupFacts {
     target: i32,
     instances: Vec<Instance>,
     template: Option<Arc<Node>>,
+    /// Its Availability Zones, when the provider says them.
+    zones: Vec<String>,
     /// What GetOptions says, over the companion's defaults.
     options: GroupOptions,
     problem: Option<String>,
@@ -214,13 +218,44 @@ impl RunOnce {
         }
         let mut on_node = pods_on_nodes(view, pods, &sorted.bound);
         let daemonsets = daemonset_exemplars(pods, &view.daemonsets);
+        let registered: HashSet<&str> = view.nodes.iter().map(|n| n.provider_id.as_str()).collect();
         for (gi, f) in facts.iter().enumerate() {
             let Some(node) = &f.template else { continue };
             let template = template_place(&mut topology, node, gi, &daemonsets);
-            for _ in 0..counts[gi].upcoming {
-                places.push(topology.copy(&template, PlaceKind::Upcoming));
+            let variants: Vec<Place> = zones::templates(node, &f.zones)
+                .iter()
+                .map(|n| template_place(&mut topology, n, gi, &daemonsets))
+                .collect();
+            if variants.is_empty() {
+                for _ in 0..counts[gi].upcoming {
+                    places.push(topology.copy(&template, PlaceKind::Upcoming));
+                }
+            } else {
+                // Upcoming nodes where their instances are, or where the group will launch them.
+                let names: Vec<&str> = variants
+                    .iter()
+                    .map(|v| v.node.labels[ZONE_LABEL].as_str())
+                    .collect();
+                let mut per_zone = vec![0u64; names.len()];
+                for (n, g) in view.nodes.iter().zip(&node_group) {
+                    let zone = n.labels.get(ZONE_LABEL).map(String::as_str);
+                    if *g == Some(gi)
+                        && let Some(z) = names.iter().position(|name| Some(*name) == zone)
+                    {
+                        per_zone[z] += 1;
+                    }
+                }
+                let coming = f
+                    .instances
+                    .iter()
+                    .filter(|i| !registered.contains(i.id.as_str()))
+                    .filter_map(|i| zones::of_instance(&i.id));
+                for z in zones::upcoming(&names, &mut per_zone, coming, counts[gi].upcoming) {
+                    places.push(topology.copy(&variants[z], PlaceKind::Upcoming));
+                }
             }
             groups[gi].template = Some(template);
+            groups[gi].zones = variants;
         }
 
         // Pods that fit where they are or where nodes are coming need nothing new.
@@ -435,6 +470,7 @@ impl RunOnce {
                 max_size: f.group.max_size,
                 target_size: f.target,
                 template: None,
+                zones: Vec::new(),
                 skip,
                 node_price: None,
                 zero_or_max: f.options.zero_or_max,
@@ -934,6 +970,11 @@ impl RunOnce {
     /// is kept with the problem, so that it is reported and skipped rather than failing the loop.
     async fn read_groups(&self) -> Result<Vec<GroupFacts>, ClientError> {
         let groups = self.client.node_groups().await?;
+        // Zones are an extension: without them every new node is planned in its template's zone.
+        let zones = self.client.zones().await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "node group zones unknown this loop");
+            None
+        });
         let mut tasks = tokio::task::JoinSet::new();
         // Our defaults: upstream's, with the companion's own provision and startup times.
         let down = &self.settings.scale_down;
@@ -951,6 +992,10 @@ impl RunOnce {
         for (i, group) in groups.iter().enumerate() {
             let client = self.client.clone();
             let group = group.clone();
+            let zones = zones
+                .as_ref()
+                .and_then(|z| z.get(&group.id).cloned())
+                .unwrap_or_default();
             tasks.spawn(async move {
                 let read = async {
                     let target = client.target_size(&group.id).await?;
@@ -972,6 +1017,7 @@ impl RunOnce {
                             target,
                             instances,
                             template,
+                            zones,
                             options: options.map_or(defaults, |o| GroupOptions::read(&o, defaults)),
                             problem,
                         }
@@ -982,6 +1028,7 @@ impl RunOnce {
                         target: 0,
                         instances: Vec::new(),
                         template: None,
+                        zones: Vec::new(),
                         options: defaults,
                     },
                 };
@@ -1226,7 +1273,7 @@ fn template_place(
     topology: &mut Topology,
     node: &Arc<Node>,
     group: usize,
-    daemonsets: &[&Pod],
+    daemonsets: &[Pod],
 ) -> Place {
     let mut template = topology.place(node.clone(), Some(group), PlaceKind::Planned);
     for ds in daemonsets {
@@ -1327,13 +1374,19 @@ fn pods_on_nodes(view: &ClusterView, pods: &[Pod], bound: &[usize]) -> Vec<Vec<u
 }
 
 /// One pod per DaemonSet: what each would add to a new node. A running pod is preferred (admission may
-/// have changed its requests); DaemonSets with no pod running yet come from their template.
-fn daemonset_exemplars<'a>(pods: &'a [Pod], templates: &'a [Pod]) -> Vec<&'a Pod> {
+/// have changed its requests); DaemonSets with no pod running yet come from their template. A running pod
+/// loses the node its controller pinned it to (`matchFields` on `metadata.name`), as upstream's template
+/// pods do, so that it asks of a new node only what its DaemonSet asks.
+fn daemonset_exemplars(pods: &[Pod], templates: &[Pod]) -> Vec<Pod> {
     let mut seen = HashSet::new();
     pods.iter()
         .filter(|p| p.daemonset())
         .chain(templates)
         .filter(|p| seen.insert(p.controller.as_ref().map(|c| c.uid.as_str())))
+        .map(|p| Pod {
+            scheduling: Arc::new(p.scheduling.for_any_node()),
+            ..p.clone()
+        })
         .collect()
 }
 

@@ -22,6 +22,9 @@ pub struct Group {
     pub target_size: i32,
     /// The template node with its DaemonSet pods already on it; `None` when the provider has none.
     pub template: Option<Place>,
+    /// For a group whose Auto Scaling group spans several zones: its template in each zone, with the
+    /// DaemonSet pods that would run there (`template` is the first); empty for a group in one zone.
+    pub zones: Vec<Place>,
     /// Why it may not grow this loop (backoff, failed instances, ...).
     pub skip: Option<String>,
     /// Filled when the expander prices options.
@@ -42,6 +45,34 @@ pub struct Pending<'a> {
     pub prices: Vec<Option<f64>>,
     /// The price of a 500m / 500MiB pod, the price expander's stabilizer.
     pub stabilizer: f64,
+}
+
+impl Group {
+    /// Its template in every zone it launches in: one, or one per zone.
+    pub fn templates(&self) -> &[Place] {
+        if self.zones.is_empty() {
+            self.template.as_slice()
+        } else {
+            &self.zones
+        }
+    }
+
+    /// How many of the group's places (nodes, upcoming, planned) each of its zones holds: where the
+    /// Auto Scaling group launches next is the zone with the fewest.
+    fn nodes_per_zone(&self, gi: usize, places: &[Place]) -> Vec<u64> {
+        let templates = self.templates();
+        let zone = |p: &Place| p.node.labels.get(ZONE_LABEL).cloned();
+        let zones: Vec<Option<String>> = templates.iter().map(zone).collect();
+        let mut counts = vec![0; templates.len()];
+        if templates.len() > 1 {
+            for place in places.iter().filter(|p| p.group == Some(gi)) {
+                if let Some(z) = zones.iter().position(|z| *z == zone(place)) {
+                    counts[z] += 1;
+                }
+            }
+        }
+        counts
+    }
 }
 
 impl Pending<'_> {
@@ -122,7 +153,13 @@ pub fn plan(
             let pod = eg.exemplar(pending.pods);
             groups
                 .iter()
-                .map(|g| g.template.as_ref().map_or(Ok(()), |t| static_fit(pod, t)))
+                .map(|g| {
+                    let mut fits = g.templates().iter().map(|t| static_fit(pod, t));
+                    match fits.clone().find(Result::is_ok) {
+                        Some(ok) => ok,
+                        None => fits.next().unwrap_or(Ok(())),
+                    }
+                })
                 .collect()
         })
         .collect();
@@ -348,14 +385,16 @@ fn estimate_all(
                 count: pending.left(e),
             })
             .collect();
-        let template = groups[job.group]
-            .template
-            .as_ref()
-            .expect("jobs have templates");
+        let group = &groups[job.group];
+        let nodes = group.nodes_per_zone(job.group, places);
+        let templates = binpack::Templates {
+            zones: group.templates(),
+            nodes: &nodes,
+        };
         binpack::estimate(
             topology,
             places,
-            template,
+            templates,
             &demands,
             binpack::Limits {
                 max_nodes: job.limit,
@@ -433,13 +472,15 @@ pub fn static_fit(pod: &Pod, template: &Place) -> Result<(), Unfit> {
     Ok(())
 }
 
-/// A reason with the numbers behind it when it is about room.
+/// A reason with the numbers behind it when it is about room: `Insufficient cpu: the pod requests 64, an
+/// empty node has 1780m free after its DaemonSets`, each resource named when several are short.
 fn explain(why: &Unfit, pod: &Pod, template: &Place) -> String {
     use crate::k8s::quantity;
-    let Unfit::Insufficient(resource) = why else {
+    let Unfit::Insufficient(resources) = why else {
         return why.to_string();
     };
-    let (asked, free) = match resource.as_str() {
+    let amounts = |resource: &str| match resource {
+        "pods" => (pod.demand.pods.to_string(), template.free.pods.to_string()),
         "cpu" => (
             quantity::cpu(pod.demand.cpu_millis),
             quantity::cpu(template.free.cpu_millis),
@@ -462,6 +503,22 @@ fn explain(why: &Unfit, pod: &Pod, template: &Place) -> String {
                 .unwrap_or(0)
                 .to_string(),
         ),
+    };
+    let (asked, free) = match resources.as_slice() {
+        [one] => amounts(one),
+        many => {
+            let pairs: Vec<(String, String)> = many
+                .iter()
+                .map(|r| {
+                    let (asked, free) = amounts(r);
+                    (format!("{asked} {r}"), format!("{free} {r}"))
+                })
+                .collect();
+            let join = |f: fn(&(String, String)) -> &String| {
+                pairs.iter().map(f).cloned().collect::<Vec<_>>().join(", ")
+            };
+            (join(|p| &p.0), join(|p| &p.1))
+        }
     };
     format!("{why}: the pod requests {asked}, an empty node has {free} free after its DaemonSets")
 }
@@ -724,6 +781,7 @@ mod tests {
                 max_size: *max,
                 target_size: *target,
                 template: Some(topology.place(node.clone(), Some(i), PlaceKind::Planned)),
+                zones: Vec::new(),
                 skip: None,
                 node_price: None,
                 zero_or_max: false,

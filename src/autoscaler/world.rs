@@ -106,6 +106,12 @@ struct Spread {
     own: bool,
     /// Fewer eligible domains than this make the global minimum 0.
     min_domains: u32,
+    /// `nodeAffinityPolicy: Honor` (the default): only nodes the pod's node selector and affinity pass
+    /// are domains.
+    honor_affinity: bool,
+    /// `nodeTaintsPolicy: Honor`: only nodes whose taints the pod tolerates are domains (by default taints
+    /// are ignored).
+    honor_taints: bool,
 }
 
 impl PodTerms {
@@ -245,6 +251,8 @@ impl Topology {
                 max_skew: c.max_skew,
                 own: c.selector.matches(&pod.labels),
                 min_domains: c.min_domains,
+                honor_affinity: c.honor_node_affinity,
+                honor_taints: c.honor_node_taints,
             })
             .collect();
         let mut matched_by = Vec::new();
@@ -355,23 +363,30 @@ impl Topology {
                 return Err(Unfit::AntiAffinity);
             }
         }
+        // kube-scheduler's PodTopologySpread: a node must carry every constraint's key; the skew is the
+        // count in its domain (with this pod) over the minimum across the eligible domains.
+        for spread in &pod.spread {
+            if self.domain(place, spread.term) == NO_DOMAIN {
+                let t = spread.term;
+                return Err(Unfit::MissingTopology(self.keys[self.terms[t].key].clone()));
+            }
+        }
         for (i, spread) in pod.spread.iter().enumerate() {
             let t = spread.term;
             let d = self.domain(place, t);
-            if d == NO_DOMAIN {
-                return Err(Unfit::MissingTopology(self.keys[self.terms[t].key].clone()));
-            }
             let after = read(&self.counts[t], d) + u32::from(spread.own);
-            // Counts only grow, so a cached minimum is a lower bound: recount only when it says no.
+            // Counts only grow while a pod is being placed, so a cached minimum is a lower bound: recount
+            // only when it says no.
             if after > spread_min[i] + spread.max_skew {
                 let mut min = read(&self.counts[t], d);
                 let mut domains = HashSet::from([d]);
                 eligible(&mut |other: &Place| {
-                    let od = self.domain(other, t);
-                    if od != NO_DOMAIN {
-                        min = min.min(read(&self.counts[t], od));
-                        domains.insert(od);
+                    if !self.spread_domain(pod, spread, scheduling, other) {
+                        return;
                     }
+                    let od = self.domain(other, t);
+                    min = min.min(read(&self.counts[t], od));
+                    domains.insert(od);
                 });
                 if (domains.len() as u64) < u64::from(spread.min_domains) {
                     min = 0;
@@ -383,6 +398,25 @@ impl Topology {
             }
         }
         Ok(())
+    }
+
+    /// Whether `place` is one of the domains `spread` counts, as kube-scheduler decides it: it has every
+    /// key the pod spreads over, and passes the pod's node affinity and taints as the policies say.
+    fn spread_domain(
+        &self,
+        pod: &PodTerms,
+        spread: &Spread,
+        scheduling: &Scheduling,
+        place: &Place,
+    ) -> bool {
+        pod.spread
+            .iter()
+            .all(|s| self.domain(place, s.term) != NO_DOMAIN)
+            && (!spread.honor_affinity
+                || scheduling.node_matches(&place.node.name, &place.node.labels))
+            && (!spread.honor_taints
+                || crate::model::taint::untolerated(&place.node.taints, &scheduling.tolerations)
+                    .is_none())
     }
 
     /// Puts `n` pods with these terms on `place`.
@@ -477,14 +511,18 @@ pub fn explain(
         }
         considered += 1;
         let mut min = vec![0; terms.spread_count()];
-        let mut eligible = |visit: &mut dyn FnMut(&Place)| {
-            places
-                .iter()
-                .filter(|q| pod.scheduling.node_matches(&q.node.labels))
-                .for_each(&mut *visit);
-        };
-        if let Err(why) = fits(topology, pod, terms, place, &mut min, &mut eligible) {
-            *reasons.entry(why.to_string()).or_default() += 1;
+        let mut eligible = |visit: &mut dyn FnMut(&Place)| places.iter().for_each(&mut *visit);
+        match fits(topology, pod, terms, place, &mut min, &mut eligible) {
+            Ok(()) => {}
+            // The scheduler counts each resource a node is short of on its own.
+            Err(Unfit::Insufficient(resources)) => {
+                for r in resources {
+                    *reasons
+                        .entry(Unfit::Insufficient(vec![r]).to_string())
+                        .or_default() += 1;
+                }
+            }
+            Err(why) => *reasons.entry(why.to_string()).or_default() += 1,
         }
     }
     let mut text = format!("0/{considered} nodes are available");
@@ -569,8 +607,11 @@ pub fn build(
     (topology, places)
 }
 
-/// Places identical pods (`members` of `pods`, with `terms`) on the places that accept them, first fit,
-/// as the scheduler would; returns the place of each pod placed, in order.
+/// Places identical pods (`members` of `pods`, with `terms`) on the places that accept them, as the
+/// scheduler would; returns the place of each pod placed, in order. Pods whose constraints depend only on
+/// the node fill places first fit; the others go one at a time, each to the next place that takes it after
+/// the one the previous pod went to (cluster-autoscaler's rotating search), so that a zone spread fills
+/// every zone's nodes instead of stopping at the first node the skew refuses.
 pub fn place_all(
     topology: &mut Topology,
     places: &mut [Place],
@@ -581,18 +622,58 @@ pub fn place_all(
     let Some(&first) = members.first() else {
         return Vec::new();
     };
-    let mut filling = Filling::new(&pods[first], terms);
+    let pod = &pods[first];
+    let usable: Vec<usize> = (0..places.len())
+        .filter(|&p| {
+            places[p].accepts && predicates::node_fit(&pod.scheduling, &places[p].node).is_ok()
+        })
+        .collect();
+    let mut filling = Filling::new(pod, terms);
     let mut out = Vec::new();
-    for p in 0..places.len() {
-        if out.len() == members.len() {
-            break;
-        }
-        if places[p].accepts
-            && predicates::node_fit(&pods[first].scheduling, &places[p].node).is_ok()
-        {
+    if terms.simple {
+        for &p in &usable {
+            if out.len() == members.len() {
+                break;
+            }
             let want = (members.len() - out.len()) as u64;
             let (k, _) = filling.fill(topology, &[], places, p, want);
             out.extend(std::iter::repeat_n(p, k as usize));
+        }
+        return out;
+    }
+    // Places that refused a pod for a reason placing more pods cannot undo are not offered again.
+    let mut open = usable;
+    let mut next = 0;
+    while out.len() < members.len() && !open.is_empty() {
+        let len = open.len();
+        let mut found = None;
+        let mut closed = Vec::new();
+        for step in 0..len {
+            let i = (next + step) % len;
+            match filling.check(topology, &[], places, open[i]) {
+                Ok(()) => {
+                    found = Some(i);
+                    break;
+                }
+                Err(Unfit::Spread) => {}
+                Err(_) => closed.push(i),
+            }
+        }
+        let Some(i) = found else { break };
+        let p = open[i];
+        topology.put(pod, terms, &mut places[p], 1);
+        out.push(p);
+        next = i + 1;
+        // Close the places found full on the way (their indices are all before or after `i`).
+        closed.sort_unstable();
+        for &c in closed.iter().rev() {
+            open.remove(c);
+            if c < next {
+                next -= 1;
+            }
+        }
+        if next >= open.len() {
+            next = 0;
         }
     }
     out
@@ -603,8 +684,10 @@ pub fn place_all(
 pub struct Filling<'a> {
     pod: &'a Pod,
     terms: &'a PodTerms,
-    /// Cached minimums of its spread constraints (see [`Topology::allows`]).
+    /// Cached minimums of its spread constraints (see [`Topology::allows`]), valid while the places
+    /// are the same: a new place is a new domain, and may lower a minimum.
     spread_min: Vec<u32>,
+    places_seen: usize,
 }
 
 impl<'a> Filling<'a> {
@@ -613,7 +696,54 @@ impl<'a> Filling<'a> {
             pod,
             terms,
             spread_min: vec![0; terms.spread_count()],
+            places_seen: 0,
         }
+    }
+
+    pub fn pod(&self) -> &'a Pod {
+        self.pod
+    }
+
+    /// No constraint of the pod depends on other pods.
+    pub fn simple(&self) -> bool {
+        self.terms.simple
+    }
+
+    /// Whether one more pod fits on `places[p]`; `others` as in [`Filling::fill`].
+    pub fn fits(
+        &mut self,
+        topology: &Topology,
+        others: &[Place],
+        places: &[Place],
+        p: usize,
+    ) -> bool {
+        self.check(topology, others, places, p).is_ok()
+    }
+
+    /// Whether one more pod fits on `places[p]`, and why not.
+    fn check(
+        &mut self,
+        topology: &Topology,
+        others: &[Place],
+        places: &[Place],
+        p: usize,
+    ) -> Result<(), Unfit> {
+        let (pod, terms) = (self.pod, self.terms);
+        if others.len() + places.len() != self.places_seen {
+            self.places_seen = others.len() + places.len();
+            self.spread_min.iter_mut().for_each(|m| *m = 0);
+        }
+        let mut eligible = |visit: &mut dyn FnMut(&Place)| {
+            others.iter().chain(places.iter()).for_each(&mut *visit);
+        };
+        fits(
+            topology,
+            pod,
+            terms,
+            &places[p],
+            &mut self.spread_min,
+            &mut eligible,
+        )
     }
 
     /// Puts up to `want` more pods on `places[p]`, a place whose node selector, affinity and taints the pod
@@ -655,25 +785,7 @@ impl<'a> Filling<'a> {
         }
         let mut k = 0;
         while k < want {
-            let verdict = {
-                let view = &*places;
-                let mut eligible = |visit: &mut dyn FnMut(&Place)| {
-                    others
-                        .iter()
-                        .chain(view.iter())
-                        .filter(|q| pod.scheduling.node_matches(&q.node.labels))
-                        .for_each(&mut *visit);
-                };
-                fits(
-                    topology,
-                    pod,
-                    terms,
-                    &view[p],
-                    &mut self.spread_min,
-                    &mut eligible,
-                )
-            };
-            if let Err(why) = verdict {
+            if let Err(why) = self.check(topology, others, places, p) {
                 return (k, Some(why));
             }
             topology.put(pod, terms, &mut places[p], 1);
@@ -785,6 +897,8 @@ mod tests {
                 spread: vec![SpreadConstraint {
                     max_skew: 1,
                     min_domains: 1,
+                    honor_node_affinity: true,
+                    honor_node_taints: false,
                     topology_key: ZONE_LABEL.into(),
                     selector: selector("api"),
                 }],
@@ -832,6 +946,8 @@ mod tests {
                     spread: vec![SpreadConstraint {
                         max_skew: 1,
                         min_domains,
+                        honor_node_affinity: true,
+                        honor_node_taints: false,
                         topology_key: ZONE_LABEL.into(),
                         selector: selector("api"),
                     }],
@@ -877,6 +993,8 @@ mod tests {
                     spread: vec![SpreadConstraint {
                         max_skew: 1,
                         min_domains: 1,
+                        honor_node_affinity: true,
+                        honor_node_taints: false,
                         topology_key: HOSTNAME_LABEL.into(),
                         selector: selector("old"),
                     }],

@@ -35,6 +35,9 @@ pub struct NodeGroupSpec {
     pub price_per_hour: Option<f64>,
     /// Per-group autoscaling options; `None` means "use the caller's defaults".
     pub options: Option<OptionOverrides>,
+    /// The Availability Zones its instances launch in (the Auto Scaling group's), sorted; the template's
+    /// zone is the first.
+    pub zones: Vec<String>,
 }
 
 /// Per-group overrides of cluster-autoscaler's options; unset fields keep the caller's defaults.

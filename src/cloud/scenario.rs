@@ -360,6 +360,7 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
             allocatable,
             price_per_hour,
             options,
+            zones: group.zones.clone(),
         }),
         zones: group.zones.clone(),
         desired_size: group.desired_size,

@@ -8,7 +8,9 @@ use crate::model::pod::{
     Controller, Disruption, HostPort, Phase, PodAffinityTerm, SafeToEvict, Scheduling,
     SpreadConstraint,
 };
-use crate::model::selector::{LabelSelector, NodeSelector, Operator, Requirement};
+use crate::model::selector::{
+    LabelSelector, NODE_NAME_FIELD, NodeSelector, NodeSelectorTerm, Operator, Requirement,
+};
 use crate::model::{GPU_RESOURCE, Node, Pod, Resources, Taint, TaintEffect, Toleration};
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
@@ -187,7 +189,13 @@ fn scheduling(
         .chain(&spec.containers)
     {
         for port in container.ports.iter().flatten() {
-            if let Some(host_port) = port.host_port.filter(|p| *p > 0) {
+            // On the host's network a container port is a host port (the API server defaults a pod's
+            // hostPort so; a DaemonSet's template is not defaulted).
+            let host_port = match port.host_port.filter(|p| *p > 0) {
+                None if spec.host_network == Some(true) => Some(port.container_port),
+                other => other,
+            };
+            if let Some(host_port) = host_port {
                 host_ports.push(HostPort {
                     protocol: port.protocol.clone().unwrap_or_else(|| "TCP".into()),
                     port: host_port,
@@ -219,11 +227,32 @@ fn scheduling(
                 "topologySpreadConstraints: minDomains must be at least 1",
             ));
         };
+        let policy = |name: &str, value: Option<&String>, default: bool| match value
+            .map(String::as_str)
+        {
+            None => Ok(default),
+            Some("Honor") => Ok(true),
+            Some("Ignore") => Ok(false),
+            Some(other) => Err(invalid(
+                key,
+                format!("topologySpreadConstraints: {name} must be Honor or Ignore, not {other:?}"),
+            )),
+        };
         spread.push(SpreadConstraint {
             max_skew,
             topology_key: constraint.topology_key.clone(),
             selector,
             min_domains,
+            honor_node_affinity: policy(
+                "nodeAffinityPolicy",
+                constraint.node_affinity_policy.as_ref(),
+                true,
+            )?,
+            honor_node_taints: policy(
+                "nodeTaintsPolicy",
+                constraint.node_taints_policy.as_ref(),
+                false,
+            )?,
         });
     }
     Ok(Scheduling {
@@ -261,23 +290,50 @@ fn operator(key: &str, text: &str) -> Result<Operator, ObjectError> {
 }
 
 fn node_selector(key: &str, selector: &api::NodeSelector) -> Result<NodeSelector, ObjectError> {
+    let requirements = |list: Option<&Vec<api::NodeSelectorRequirement>>, fields: bool| {
+        list.into_iter()
+            .flatten()
+            .map(|r| {
+                let operator = operator(key, &r.operator)?;
+                if fields {
+                    // kube-scheduler's only node field, with the only operators it takes for it.
+                    if r.key != NODE_NAME_FIELD {
+                        return Err(invalid(
+                            key,
+                            format!(
+                                "matchFields: key {:?}: only {NODE_NAME_FIELD} is supported",
+                                r.key
+                            ),
+                        ));
+                    }
+                    if !matches!(operator, Operator::In | Operator::NotIn) {
+                        return Err(invalid(
+                            key,
+                            format!(
+                                "matchFields: {NODE_NAME_FIELD} takes In or NotIn, not {}",
+                                r.operator
+                            ),
+                        ));
+                    }
+                }
+                Ok(Requirement {
+                    key: r.key.clone(),
+                    operator,
+                    values: r.values.clone().unwrap_or_default(),
+                })
+            })
+            .collect::<Result<Vec<_>, ObjectError>>()
+    };
     let terms = selector
         .node_selector_terms
         .iter()
         .map(|term| {
-            term.match_expressions
-                .iter()
-                .flatten()
-                .map(|r| {
-                    Ok(Requirement {
-                        key: r.key.clone(),
-                        operator: operator(key, &r.operator)?,
-                        values: r.values.clone().unwrap_or_default(),
-                    })
-                })
-                .collect::<Result<Vec<_>, ObjectError>>()
+            Ok(NodeSelectorTerm {
+                expressions: requirements(term.match_expressions.as_ref(), false)?,
+                fields: requirements(term.match_fields.as_ref(), true)?,
+            })
         })
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, ObjectError>>()?;
     Ok(NodeSelector { terms })
 }
 

@@ -228,7 +228,10 @@ mod tests {
         assert_eq!(s.node_selector["team"], "web");
         assert_eq!(s.tolerations.len(), 2);
         assert!(s.tolerations[1].exists && s.tolerations[1].key.is_none());
-        assert_eq!(s.node_affinity.as_ref().unwrap().terms[0][0].values, ["4"]);
+        assert_eq!(
+            s.node_affinity.as_ref().unwrap().terms[0].expressions[0].values,
+            ["4"]
+        );
         assert_eq!(
             s.anti_affinity[0].namespaces.as_deref(),
             Some(&["web".to_string()][..])

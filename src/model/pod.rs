@@ -109,15 +109,26 @@ impl Scheduling {
             || !self.host_ports.is_empty()
     }
 
-    /// nodeSelector and required node affinity, both of which must hold.
-    pub fn node_matches(&self, labels: &Labels) -> bool {
+    /// nodeSelector and required node affinity, both of which must hold, on the node named `name`.
+    pub fn node_matches(&self, name: &str, labels: &Labels) -> bool {
         self.node_selector
             .iter()
             .all(|(k, v)| labels.get(k) == Some(v))
             && self
                 .node_affinity
                 .as_ref()
-                .is_none_or(|a| a.matches(labels))
+                .is_none_or(|a| a.matches(name, labels))
+    }
+
+    /// What a DaemonSet pod asks of any node: the same without the node its controller pinned it to.
+    pub fn for_any_node(&self) -> Scheduling {
+        Scheduling {
+            node_affinity: self
+                .node_affinity
+                .as_ref()
+                .and_then(|a| a.without_node_names()),
+            ..self.clone()
+        }
     }
 }
 
@@ -166,6 +177,12 @@ pub struct SpreadConstraint {
     pub selector: LabelSelector,
     /// With fewer eligible domains than this, the global minimum is taken as 0 (1 when unset).
     pub min_domains: u32,
+    /// `nodeAffinityPolicy` is `Honor` (the default): nodes the pod's node selector and affinity refuse
+    /// are not domains.
+    pub honor_node_affinity: bool,
+    /// `nodeTaintsPolicy` is `Honor` (the default is `Ignore`): nodes with taints the pod does not
+    /// tolerate are not domains.
+    pub honor_node_taints: bool,
 }
 
 impl Pod {

@@ -92,18 +92,64 @@ impl LabelSelector {
     }
 }
 
+/// The node field `matchFields` can name: kube-scheduler supports only the node's name.
+pub const NODE_NAME_FIELD: &str = "metadata.name";
+
 /// Required node affinity: the node must satisfy any one term, and a term is all of its requirements.
 /// A term with no requirements matches no node, as in Kubernetes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct NodeSelector {
-    pub terms: Vec<Vec<Requirement>>,
+    pub terms: Vec<NodeSelectorTerm>,
+}
+
+/// One term: `matchExpressions` on the node's labels and `matchFields` on its fields (only
+/// [`NODE_NAME_FIELD`], with `In` or `NotIn`: what the DaemonSet controller pins each of its pods with).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct NodeSelectorTerm {
+    pub expressions: Vec<Requirement>,
+    pub fields: Vec<Requirement>,
+}
+
+impl NodeSelectorTerm {
+    fn matches(&self, name: &str, labels: &Labels) -> bool {
+        if self.expressions.is_empty() && self.fields.is_empty() {
+            return false;
+        }
+        let fields = Labels::from([(NODE_NAME_FIELD.to_string(), name.to_string())]);
+        self.expressions.iter().all(|r| r.matches(labels))
+            && self.fields.iter().all(|r| r.matches(&fields))
+    }
 }
 
 impl NodeSelector {
-    pub fn matches(&self, labels: &Labels) -> bool {
-        self.terms
+    /// Whether the node named `name` with `labels` satisfies it.
+    pub fn matches(&self, name: &str, labels: &Labels) -> bool {
+        self.terms.iter().any(|term| term.matches(name, labels))
+    }
+
+    /// The same without the per-node `metadata.name` requirements the DaemonSet controller adds to each of
+    /// its pods: what the DaemonSet asks of any node. `None` when nothing else was asked.
+    pub fn without_node_names(&self) -> Option<NodeSelector> {
+        let terms: Vec<NodeSelectorTerm> = self
+            .terms
             .iter()
-            .any(|term| !term.is_empty() && term.iter().all(|r| r.matches(labels)))
+            .filter_map(|term| {
+                let fields: Vec<Requirement> = term
+                    .fields
+                    .iter()
+                    .filter(|r| r.key != NODE_NAME_FIELD)
+                    .cloned()
+                    .collect();
+                let pinned = fields.len() < term.fields.len();
+                let left = NodeSelectorTerm {
+                    expressions: term.expressions.clone(),
+                    fields,
+                };
+                // A term that only named the node said nothing about other nodes.
+                (!pinned || !left.expressions.is_empty() || !left.fields.is_empty()).then_some(left)
+            })
+            .collect();
+        (!terms.is_empty()).then_some(NodeSelector { terms })
     }
 }
 
@@ -160,19 +206,59 @@ mod tests {
         assert!(selector.matches(&pod));
         assert!(!selector.matches(&labels(&[("app", "web")])));
 
+        let term = |expressions: Vec<Requirement>| NodeSelectorTerm {
+            expressions,
+            fields: vec![],
+        };
         let affinity = NodeSelector {
             terms: vec![
-                vec![req("zone", Operator::In, &["b"])],
-                vec![req("zone", Operator::In, &["a"])],
+                term(vec![req("zone", Operator::In, &["b"])]),
+                term(vec![req("zone", Operator::In, &["a"])]),
             ],
         };
         assert!(
-            affinity.matches(&labels(&[("zone", "a")])),
+            affinity.matches("n", &labels(&[("zone", "a")])),
             "terms are ORed"
         );
         let empty_term = NodeSelector {
-            terms: vec![vec![]],
+            terms: vec![term(vec![])],
         };
-        assert!(!empty_term.matches(&labels(&[("zone", "a")])));
+        assert!(!empty_term.matches("n", &labels(&[("zone", "a")])));
+    }
+
+    #[test]
+    fn match_fields_pin_a_node_by_name_and_daemonsets_lose_the_pin() {
+        let zone_a = labels(&[("zone", "a")]);
+        // As the DaemonSet controller writes it for node ip-1, over the DaemonSet's own zone requirement.
+        let pinned = NodeSelector {
+            terms: vec![NodeSelectorTerm {
+                expressions: vec![req("zone", Operator::In, &["a"])],
+                fields: vec![req(NODE_NAME_FIELD, Operator::In, &["ip-1"])],
+            }],
+        };
+        assert!(pinned.matches("ip-1", &zone_a));
+        assert!(!pinned.matches("ip-2", &zone_a), "another node");
+        assert!(!pinned.matches("ip-1", &labels(&[("zone", "b")])));
+        let not_here = NodeSelector {
+            terms: vec![NodeSelectorTerm {
+                expressions: vec![],
+                fields: vec![req(NODE_NAME_FIELD, Operator::NotIn, &["ip-1"])],
+            }],
+        };
+        assert!(!not_here.matches("ip-1", &zone_a));
+        assert!(not_here.matches("ip-2", &zone_a));
+
+        let general = pinned
+            .without_node_names()
+            .expect("the zone requirement stays");
+        assert!(general.matches("template-node", &zone_a));
+        assert!(!general.matches("template-node", &labels(&[("zone", "b")])));
+        let only_pin = NodeSelector {
+            terms: vec![NodeSelectorTerm {
+                expressions: vec![],
+                fields: vec![req(NODE_NAME_FIELD, Operator::In, &["ip-1"])],
+            }],
+        };
+        assert_eq!(only_pin.without_node_names(), None, "any node will do");
     }
 }

@@ -3,16 +3,19 @@
 
 mod cloud_provider;
 mod fargate;
+mod node_groups;
 mod options;
 mod tls;
 
 pub use cloud_provider::CloudProviderService;
 pub use fargate::FargateService;
+pub use node_groups::NodeGroupsService;
 pub use tls::{Reloading, TlsFiles};
 
 use crate::cloud::NodeGroupBackend;
 use crate::metrics::ProviderMetrics;
 use crate::proto::ekscale::fargate_server::FargateServer;
+use crate::proto::ekscale::node_groups_server::NodeGroupsServer;
 use crate::proto::externalgrpc::cloud_provider_server::CloudProviderServer;
 use std::future::Future;
 use std::path::PathBuf;
@@ -29,6 +32,7 @@ pub const MAX_DECODING_MESSAGE_SIZE: usize = 32 << 20;
 pub const CLOUD_PROVIDER_SERVICE: &str =
     "clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider";
 pub const FARGATE_SERVICE: &str = "ekscale.v1.Fargate";
+pub const NODE_GROUPS_SERVICE: &str = "ekscale.v1.NodeGroups";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -72,7 +76,12 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
     let (health, health_service) = tonic_health::server::health_reporter();
-    for service in ["", CLOUD_PROVIDER_SERVICE, FARGATE_SERVICE] {
+    for service in [
+        "",
+        CLOUD_PROVIDER_SERVICE,
+        FARGATE_SERVICE,
+        NODE_GROUPS_SERVICE,
+    ] {
         health
             .set_service_status(service, ServingStatus::Serving)
             .await;
@@ -88,11 +97,13 @@ pub async fn serve(
     let cloud_provider =
         CloudProviderServer::new(CloudProviderService::new(backend.clone(), metrics.clone()))
             .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
-    let fargate = FargateServer::new(FargateService::new(backend, metrics.clone()))
+    let fargate = FargateServer::new(FargateService::new(backend.clone(), metrics.clone()))
         .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
+    let node_groups = NodeGroupsServer::new(NodeGroupsService::new(backend, metrics.clone()));
     let router = Server::builder()
         .add_service(cloud_provider)
         .add_service(fargate)
+        .add_service(node_groups)
         .add_service(health_service)
         .add_service(reflection().build_v1()?)
         // grpcurl 1.8 speaks only v1alpha.

@@ -443,6 +443,7 @@ impl AwsBackend {
                 allocatable,
                 price_per_hour,
                 options,
+                zones: zones.clone(),
             }),
             asg: asg_name,
             zones,
