@@ -977,6 +977,90 @@ mod tests {
     }
 
     #[test]
+    fn a_zone_spread_fills_every_zones_nodes_as_the_scheduler_would() {
+        // Three nodes in three zones with room for five pods each; 30 pods spread by zone (maxSkew 1).
+        let api = pod(
+            "api",
+            Scheduling {
+                spread: vec![SpreadConstraint {
+                    max_skew: 1,
+                    min_domains: 1,
+                    honor_node_affinity: true,
+                    honor_node_taints: false,
+                    topology_key: ZONE_LABEL.into(),
+                    selector: selector("api"),
+                }],
+                ..Default::default()
+            },
+        );
+        let room = |name: &str, zone: &str| {
+            let mut n = (*node(name, zone)).clone();
+            n.allocatable.pods = 5;
+            Arc::new(n)
+        };
+        let nodes = [room("a1", "a"), room("b1", "b"), room("c1", "c")];
+        let pods: Vec<Pod> = (0..30)
+            .map(|i| Pod {
+                name: format!("api-{i}"),
+                ..api.clone()
+            })
+            .collect();
+        let members: Vec<usize> = (0..pods.len()).collect();
+        let (mut topology, mut places) = build(&nodes, &[None; 3], &pods, &[], &[&pods[0]]);
+        let terms = topology.resolve(&pods[0]);
+        let placed = place_all(&mut topology, &mut places, &pods, &members, &terms);
+        assert_eq!(placed.len(), 15, "all the room, five in each zone");
+        let per_node: Vec<usize> = (0..3)
+            .map(|p| placed.iter().filter(|&&q| q == p).count())
+            .collect();
+        assert_eq!(per_node, [5, 5, 5]);
+    }
+
+    #[test]
+    fn spread_domains_follow_the_node_inclusion_policies() {
+        // A tainted node in zone c holds nothing; whether zone c is a domain decides if zone a may take a
+        // second pod. By default (nodeTaintsPolicy Ignore) c counts with 0 and a refuses; with Honor it does
+        // not count, the minimum is 1 and a accepts.
+        for (honor_taints, second_in_a) in [(false, Err(Unfit::Spread)), (true, Ok(()))] {
+            let api = pod(
+                "api",
+                Scheduling {
+                    spread: vec![SpreadConstraint {
+                        max_skew: 1,
+                        min_domains: 1,
+                        honor_node_affinity: true,
+                        honor_node_taints: honor_taints,
+                        topology_key: ZONE_LABEL.into(),
+                        selector: selector("api"),
+                    }],
+                    ..Default::default()
+                },
+            );
+            let mut tainted = (*node("c1", "c")).clone();
+            tainted.taints.push(crate::model::Taint {
+                key: "dedicated".into(),
+                value: "batch".into(),
+                effect: crate::model::TaintEffect::NoSchedule,
+            });
+            let mut topology = Topology::default();
+            topology.register(&api);
+            let mut places = vec![
+                topology.place(node("a1", "a"), None, PlaceKind::Existing),
+                topology.place(node("b1", "b"), None, PlaceKind::Existing),
+                topology.place(Arc::new(tainted), None, PlaceKind::Existing),
+            ];
+            let terms = topology.resolve(&api);
+            topology.put(&api, &terms, &mut places[0], 1);
+            topology.put(&api, &terms, &mut places[1], 1);
+            assert_eq!(
+                check(&topology, &api, &terms, &places[0], &places),
+                second_in_a,
+                "nodeTaintsPolicy Honor: {honor_taints}"
+            );
+        }
+    }
+
+    #[test]
     fn pods_on_nodes_may_carry_constraints_nobody_pending_uses() {
         // Deployments with spread constraints and affinity run everywhere; only pending pods' terms and
         // running pods' anti-affinity are registered, and building must not trip on the rest.

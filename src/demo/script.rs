@@ -273,7 +273,7 @@ mod tests {
             ),
             (
                 "timeline: [{at: 1m, create: {name: w, count: 1, cpu: lots, memory: 1Gi}}]",
-                "timeline entry 0 (at 1m): pod default/w-0: cpu: invalid quantity \"lots\"",
+                "timeline entry 0 (at 1m): pod default/w-0: container main: resources.requests.cpu: invalid quantity \"lots\"",
             ),
             ("timeline: []\nextra: 1", "unknown field `extra`"),
         ];

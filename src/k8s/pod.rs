@@ -53,6 +53,7 @@ pub enum PodError {
 
 /// One container, reduced to what matters, whichever encoding it came from.
 struct Container {
+    name: String,
     requests: BTreeMap<String, String>,
     limits: BTreeMap<String, String>,
     sidecar: bool,
@@ -72,6 +73,9 @@ struct Parts {
     init: Vec<Container>,
     containers: Vec<Container>,
     overhead: BTreeMap<String, String>,
+    /// Pod-level `spec.resources` (kube-scheduler's PodLevelResources): requests, limits.
+    pod_requests: BTreeMap<String, String>,
+    pod_limits: BTreeMap<String, String>,
     ebs_volumes: Vec<String>,
 }
 
@@ -86,6 +90,7 @@ pub fn from_bytes(bytes: &[u8]) -> Result<PodFacts, PodError> {
                 .collect()
         };
     let container = |c: &pb::Container| Container {
+        name: c.name.clone().unwrap_or_default(),
         requests: c
             .resources
             .as_ref()
@@ -134,6 +139,16 @@ pub fn from_bytes(bytes: &[u8]) -> Result<PodFacts, PodError> {
         init: spec.init_containers.iter().map(container).collect(),
         containers: spec.containers.iter().map(container).collect(),
         overhead: quantities(&spec.overhead),
+        pod_requests: spec
+            .resources
+            .as_ref()
+            .map(|r| quantities(&r.requests))
+            .unwrap_or_default(),
+        pod_limits: spec
+            .resources
+            .as_ref()
+            .map(|r| quantities(&r.limits))
+            .unwrap_or_default(),
         ebs_volumes,
     })
 }
@@ -156,6 +171,7 @@ pub fn from_api(pod: &k8s_openapi::api::core::v1::Pod) -> Result<PodFacts, PodEr
             .collect()
     };
     let container = |c: &api::Container| Container {
+        name: c.name.clone(),
         requests: c
             .resources
             .as_ref()
@@ -211,6 +227,16 @@ pub fn from_api(pod: &k8s_openapi::api::core::v1::Pod) -> Result<PodFacts, PodEr
             .collect(),
         containers: spec.containers.iter().map(container).collect(),
         overhead: quantities(&spec.overhead),
+        pod_requests: spec
+            .resources
+            .as_ref()
+            .map(|r| quantities(&r.requests))
+            .unwrap_or_default(),
+        pod_limits: spec
+            .resources
+            .as_ref()
+            .map(|r| quantities(&r.limits))
+            .unwrap_or_default(),
         ebs_volumes,
     })
 }
@@ -226,51 +252,63 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
     let key = format!("{namespace}/{}", parts.name);
     let mut extended = Vec::new();
     type Extended = BTreeMap<String, u64>;
-    let mut read = |list: &BTreeMap<String, String>| -> Result<(Resources, Extended), PodError> {
-        let mut out = Resources::default();
-        let mut amounts = Extended::new();
-        for (name, text) in list {
-            let fail = |reason: String| PodError::Resource {
-                pod: key.clone(),
-                resource: name.clone(),
-                reason,
-            };
-            let quantity: Quantity = text
-                .parse()
-                .map_err(|e: QuantityError| fail(e.to_string()))?;
-            let amount = |v: i128| {
-                u64::try_from(v).map_err(|_| fail(format!("{text:?} is negative or too large")))
-            };
-            match name.as_str() {
-                "cpu" => out.cpu_millis = amount(quantity.millis())?,
-                "memory" => out.memory_bytes = amount(quantity.value())?,
-                "ephemeral-storage" => out.ephemeral_storage_bytes = amount(quantity.value())?,
-                "pods" => {}
-                other if other.starts_with("hugepages-") => {}
-                other => {
-                    if other == crate::model::GPU_RESOURCE {
-                        out.gpus = amount(quantity.value())?;
-                    } else {
-                        amounts.insert(other.to_string(), amount(quantity.value())?);
-                    }
-                    if quantity.millis() > 0 && !extended.iter().any(|e| e == other) {
-                        extended.push(other.to_string());
+    // Reads one resource list; `field` names where it is (`container web: resources.limits`) in errors.
+    let mut read =
+        |field: &str, list: &BTreeMap<String, String>| -> Result<(Resources, Extended), PodError> {
+            let mut out = Resources::default();
+            let mut amounts = Extended::new();
+            for (name, text) in list {
+                let fail = |reason: String| PodError::Resource {
+                    pod: key.clone(),
+                    resource: format!("{field}.{name}"),
+                    reason,
+                };
+                let quantity: Quantity = text
+                    .parse()
+                    .map_err(|e: QuantityError| fail(e.to_string()))?;
+                let amount = |v: i128| {
+                    u64::try_from(v).map_err(|_| fail(format!("{text:?} is negative or too large")))
+                };
+                match name.as_str() {
+                    "cpu" => out.cpu_millis = amount(quantity.millis())?,
+                    "memory" => out.memory_bytes = amount(quantity.value())?,
+                    "ephemeral-storage" => out.ephemeral_storage_bytes = amount(quantity.value())?,
+                    "pods" => {}
+                    other if other.starts_with("hugepages-") => {}
+                    other => {
+                        if other == crate::model::GPU_RESOURCE {
+                            out.gpus = amount(quantity.value())?;
+                        } else {
+                            amounts.insert(other.to_string(), amount(quantity.value())?);
+                        }
+                        if quantity.millis() > 0 && !extended.iter().any(|e| e == other) {
+                            extended.push(other.to_string());
+                        }
                     }
                 }
             }
-        }
-        Ok((out, amounts))
+            Ok((out, amounts))
+        };
+    // Limits are checked like requests, then a request left out defaults to its limit, as the API server
+    // does when it stores a pod.
+    let mut requests = |field: &str,
+                        requests: &BTreeMap<String, String>,
+                        limits: &BTreeMap<String, String>|
+     -> Result<(Resources, Extended), PodError> {
+        read(&format!("{field}resources.limits"), limits)?;
+        let mut merged = limits.clone();
+        merged.extend(requests.iter().map(|(k, v)| (k.clone(), v.clone())));
+        // Name the request when it is the request that is wrong.
+        read(&format!("{field}resources.requests"), requests)?;
+        read(&format!("{field}resources"), &merged)
     };
-    // A request left out defaults to its limit, as the API server does when it stores a pod.
-    let mut container = |c: &Container| -> Result<(Resources, Extended), PodError> {
-        let mut requests = c.limits.clone();
-        requests.extend(c.requests.iter().map(|(k, v)| (k.clone(), v.clone())));
-        read(&requests)
+    let mut container = |kind: &str, c: &Container| {
+        requests(&format!("{kind} {}: ", c.name), &c.requests, &c.limits)
     };
     let mut extended_demand = Extended::new();
     let mut init = Vec::new();
     for c in &parts.init {
-        let (requests, amounts) = container(c)?;
+        let (requests, amounts) = container("init container", c)?;
         for (name, amount) in amounts {
             let peak = extended_demand.entry(name).or_default();
             *peak = (*peak).max(amount);
@@ -283,7 +321,7 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
     let mut running = Extended::new();
     let mut containers = Vec::new();
     for c in &parts.containers {
-        let (requests, amounts) = container(c)?;
+        let (requests, amounts) = container("container", c)?;
         for (name, amount) in amounts {
             *running.entry(name).or_default() += amount;
         }
@@ -293,13 +331,24 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
         let peak = extended_demand.entry(name).or_default();
         *peak = (*peak).max(amount);
     }
-    let (overhead, overhead_extended) = read(&parts.overhead)?;
+    let (pod_level, _) = requests("spec.", &parts.pod_requests, &parts.pod_limits)?;
+    let (overhead, overhead_extended) = read("spec.overhead", &parts.overhead)?;
     for (name, amount) in overhead_extended {
         *extended_demand.entry(name).or_default() += amount;
     }
+    let mut demand = pod_demand(&init, &containers, overhead);
+    // Pod-level requests (cpu and memory only) replace what the containers add up to.
+    let pod_level_set =
+        |name: &str| parts.pod_requests.contains_key(name) || parts.pod_limits.contains_key(name);
+    if pod_level_set("cpu") {
+        demand.cpu_millis = pod_level.cpu_millis.saturating_add(overhead.cpu_millis);
+    }
+    if pod_level_set("memory") {
+        demand.memory_bytes = pod_level.memory_bytes.saturating_add(overhead.memory_bytes);
+    }
     let all = || parts.init.iter().chain(&parts.containers);
     Ok(PodFacts {
-        demand: pod_demand(&init, &containers, overhead),
+        demand,
         host_ports: all().any(|c| c.host_port),
         privileged: all().any(|c| c.privileged),
         extended_resources: extended,
@@ -383,6 +432,25 @@ mod tests {
 
         let yaml = "metadata: {name: api, namespace: serverless}\nspec:\n  containers:\n  - name: app\n    resources: {requests: {cpu: 500m}}\n";
         assert_eq!(from_text(yaml).unwrap().demand.cpu_millis, 500);
+
+        // Pod-level resources (PodLevelResources) decide cpu and memory; overhead still comes on top.
+        let pod_level = r#"{"metadata":{"name":"p"},"spec":{
+            "resources":{"requests":{"cpu":"2"},"limits":{"memory":"3Gi"}},
+            "overhead":{"cpu":"250m"},
+            "containers":[{"name":"a","resources":{"requests":{"cpu":"100m","memory":"1Gi","ephemeral-storage":"1Gi"}}},
+                          {"name":"b","resources":{"requests":{"cpu":"100m"}}}]}}"#;
+        let facts = from_text(pod_level).unwrap();
+        assert_eq!(facts.demand.cpu_millis, 2250);
+        assert_eq!(
+            facts.demand.memory_bytes,
+            3 << 30,
+            "the limit stands in for the request"
+        );
+        assert_eq!(
+            facts.demand.ephemeral_storage_bytes,
+            1 << 30,
+            "from the containers"
+        );
     }
 
     #[test]
@@ -397,6 +465,22 @@ mod tests {
         let error = from_bytes(&pod.encode_to_vec()).unwrap_err().to_string();
         assert!(error.contains("cpu: invalid quantity \"lots\""), "{error}");
         assert!(from_bytes(&[0xff, 0xff, 0xff]).is_err());
+        let limit = r#"{"metadata":{"name":"x"},"spec":{"containers":[{"name":"web",
+            "resources":{"requests":{"cpu":"1"},"limits":{"cpu":"lots"}}}]}}"#;
+        let error = from_text(limit).unwrap_err().to_string();
+        assert!(
+            error.starts_with(
+                "pod default/x: container web: resources.limits.cpu: invalid quantity \"lots\""
+            ),
+            "a limit is checked even when a request stands in front of it: {error}"
+        );
+        let init = r#"{"metadata":{"name":"x"},"spec":{"initContainers":[{"name":"setup",
+            "resources":{"requests":{"memory":"-1Gi"}}}],"containers":[]}}"#;
+        let error = from_text(init).unwrap_err().to_string();
+        assert!(
+            error.starts_with("pod default/x: init container setup: resources.requests.memory:"),
+            "{error}"
+        );
         assert!(
             from_text("{not json")
                 .unwrap_err()
