@@ -15,8 +15,8 @@ pub struct ClusterView {
     pub nodes: Vec<Arc<Node>>,
     pub pods: Vec<Pod>,
     pub pdbs: Vec<Pdb>,
-    /// One pod per DaemonSet, as its template would run on a new node (known from a live cluster; over a
-    /// snapshot the DaemonSet pods that run stand for them).
+    /// One pod per DaemonSet, as its template would run on a new node (from a live cluster, or the
+    /// DaemonSet objects of a snapshot; without them, the DaemonSet pods that run stand for them).
     pub daemonsets: Vec<Pod>,
     /// When this view was true: the clock ages are measured against.
     pub now: Option<SystemTime>,
@@ -86,7 +86,7 @@ pub trait ClusterSource: Send + Sync {
     }
 }
 
-/// A `kubectl get nodes,pods,pdb -A -o json` file, read once: the cluster never changes.
+/// A `kubectl get nodes,pods,pdb,daemonsets -A -o json` file, read once: the cluster never changes.
 pub struct Snapshot {
     view: Arc<ClusterView>,
 }
@@ -101,15 +101,15 @@ impl Snapshot {
             path: path.to_path_buf(),
             source,
         })?;
-        // A snapshot is as old as its newest node: ages are measured from then, not from today.
-        let now = parsed.nodes.iter().filter_map(|n| n.created).max();
+        // A snapshot is as old as the newest timestamp in it (a heartbeat, a condition, a taint): ages are
+        // measured from then, not from today.
         Ok(Snapshot {
             view: Arc::new(ClusterView {
                 nodes: parsed.nodes.into_iter().map(Arc::new).collect(),
                 pods: parsed.pods,
                 pdbs: parsed.pdbs,
-                daemonsets: Vec::new(),
-                now,
+                daemonsets: parsed.daemonsets,
+                now: parsed.newest,
             }),
         })
     }

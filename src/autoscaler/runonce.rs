@@ -194,8 +194,10 @@ impl RunOnce {
             combined = view.pods.iter().cloned().chain(reserved).collect();
             &combined
         };
+        let node_names: HashSet<&str> = view.nodes.iter().map(|n| n.name.as_str()).collect();
         let mut sorted = sort_pods(
             pods,
+            &node_names,
             self.settings.expendable_pods_priority_cutoff,
             &mut status,
         );
@@ -1217,7 +1219,7 @@ struct Sorted {
     bound: Vec<usize>,
 }
 
-fn sort_pods(pods: &[Pod], cutoff: i32, status: &mut Status) -> Sorted {
+fn sort_pods(pods: &[Pod], nodes: &HashSet<&str>, cutoff: i32, status: &mut Status) -> Sorted {
     let mut sorted = Sorted {
         to_help: Vec::new(),
         fargate: Vec::new(),
@@ -1233,15 +1235,37 @@ fn sort_pods(pods: &[Pod], cutoff: i32, status: &mut Status) -> Sorted {
             }
             continue;
         }
+        // Every pending pod is said somewhere: those nothing is done for, here, with why.
+        let unhelped = |status: &mut Status, why: String| {
+            status.no_scale_up.push(NoScaleUp {
+                pod: pod.key(),
+                reasons: BTreeMap::from([(String::new(), why)]),
+            });
+        };
         if pod.deleted.is_some() {
+            unhelped(status, "terminating: it is being deleted".into());
             continue;
         }
         if pod.scheduler_name == FARGATE_SCHEDULER {
             sorted.fargate.push(i);
-        } else if pod.nominated_node.is_some() && !pod.expendable(cutoff) {
+        } else if pod
+            .nominated_node
+            .as_deref()
+            .is_some_and(|n| nodes.contains(n))
+            && !pod.expendable(cutoff)
+        {
+            // Nominated to a node that exists: the scheduler will bind it there. A nomination to a node
+            // that is gone is no promise; the pod is pending like any other.
             sorted.bound.push(i);
         } else if pod.expendable(cutoff) {
-            // Expendable: its room is free and it never asks for a node.
+            // Its room is free and it never asks for a node.
+            unhelped(
+                status,
+                format!(
+                    "expendable: priority {} is below --expendable-pods-priority-cutoff ({cutoff})",
+                    pod.priority.unwrap_or(0)
+                ),
+            );
         } else if !pod.unschedulable {
             // Said, because a hand-written snapshot often lacks the condition and silence would puzzle.
             status.no_scale_up.push(NoScaleUp {

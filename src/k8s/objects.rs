@@ -155,7 +155,8 @@ pub fn marked_unschedulable(status: Option<&api::PodStatus>) -> bool {
 
 const SCALE_UP_DELAY_ANNOTATION: &str = "cluster-autoscaler.kubernetes.io/pod-scale-up-delay";
 
-fn time(t: &meta::Time) -> SystemTime {
+/// A Kubernetes time as a `SystemTime`, to the second.
+pub fn time(t: &meta::Time) -> SystemTime {
     let seconds = u64::try_from(t.0.as_second()).unwrap_or(0);
     SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(seconds)
 }

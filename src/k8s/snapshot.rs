@@ -1,15 +1,23 @@
-//! Cluster snapshots: what `kubectl get nodes,pods,pdb -A -o json` prints (a `List`), in JSON or YAML.
+//! Cluster snapshots: what `kubectl get nodes,pods,pdb,daemonsets -A -o json` prints (a `List`), in JSON or
+//! YAML; also a typed list (`NodeList`, `PodList`, ..., whose items may leave out their `kind`), a single
+//! object, and YAML with several documents, each of these.
 
 use crate::k8s::objects::{self, ObjectError};
 use crate::model::pdb::Pdb;
 use crate::model::{Node, Pod};
 use k8s_openapi::api::core::v1 as api;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use std::time::SystemTime;
 
 #[derive(Debug, Default)]
 pub struct Snapshot {
     pub nodes: Vec<Node>,
     pub pods: Vec<Pod>,
     pub pdbs: Vec<Pdb>,
+    /// One pod per DaemonSet object, as its template would run on a new node.
+    pub daemonsets: Vec<Pod>,
+    /// The newest timestamp anywhere in it (creations, conditions, heartbeats, taints): when it was taken.
+    pub newest: Option<SystemTime>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -26,30 +34,31 @@ pub enum SnapshotError {
     Object(#[from] ObjectError),
 }
 
+/// The kinds read, as items or as single objects.
+const KINDS: [&str; 4] = ["Node", "Pod", "PodDisruptionBudget", "DaemonSet"];
+
 /// Reads a snapshot. Items are converted one at a time as the parser reaches them, so a large cluster's
 /// JSON never exists whole as a tree in memory. JSON goes through serde_json (much faster on large
-/// clusters), anything else is YAML.
+/// clusters), anything else is YAML, one document or several.
 pub fn parse(text: &str) -> Result<Snapshot, SnapshotError> {
     let mut reader = Reader::default();
-    let parsed = if text.trim_start().starts_with('{') {
+    let lines = text.lines().count();
+    if text.trim_start().starts_with('{') {
         let mut json = serde_json::Deserializer::from_str(text);
-        serde::Deserializer::deserialize_map(&mut json, ListVisitor(&mut reader))
-            .map_err(|e| e.to_string())
+        let document = serde::Deserializer::deserialize_map(&mut json, Document(&mut reader));
+        reader.finish_document(document.map_err(|e| e.to_string()), lines, None)?;
+        json.end()
+            .map_err(|e| SnapshotError::Syntax(e.to_string()))?;
     } else {
-        serde::Deserializer::deserialize_map(
-            serde_norway::Deserializer::from_str(text),
-            ListVisitor(&mut reader),
-        )
-        .map_err(|e| e.to_string())
-    };
-    if let Some(error) = reader.error {
-        return Err(error);
-    }
-    parsed.map_err(SnapshotError::Syntax)?;
-    if !reader.saw_items {
-        return Err(SnapshotError::Syntax(
-            "no `items`: expected a kubectl List".into(),
-        ));
+        let mut documents = 0;
+        for (i, yaml) in serde_norway::Deserializer::from_str(text).enumerate() {
+            let document = serde::Deserializer::deserialize_map(yaml, Document(&mut reader));
+            reader.finish_document(document.map_err(|e| e.to_string()), lines, Some(i))?;
+            documents += 1;
+        }
+        if documents == 0 {
+            return Err(SnapshotError::Syntax("the file is empty".into()));
+        }
     }
     Ok(reader.snapshot)
 }
@@ -58,61 +67,210 @@ pub fn parse(text: &str) -> Result<Snapshot, SnapshotError> {
 struct Reader {
     snapshot: Snapshot,
     index: usize,
+    /// The document being read: its items, and those without a `kind` (a typed list's), kept until the
+    /// list's own kind (printed after its items) says what they are.
     saw_items: bool,
+    kindless: Vec<(usize, serde_json::Value)>,
+    /// Everything of the document but its items: a List's kind, or a single object whole.
+    rest: serde_json::Map<String, serde_json::Value>,
     /// The first item that could not be read; parsing stops there.
     error: Option<SnapshotError>,
 }
 
 impl Reader {
-    fn read(&mut self, item: serde_json::Value) -> Result<(), SnapshotError> {
-        let index = self.index;
-        self.index += 1;
-        let kind = item
+    /// Ends one document: checks its top-level `kind` and reads what waited on it.
+    fn finish_document(
+        &mut self,
+        parsed: Result<(), String>,
+        lines: usize,
+        document: Option<usize>,
+    ) -> Result<(), SnapshotError> {
+        if let Some(error) = self.error.take() {
+            return Err(error);
+        }
+        let at = |what: String| match document {
+            Some(d) if d > 0 => format!("document {}: {what}", d + 1),
+            _ => what,
+        };
+        parsed.map_err(|e| SnapshotError::Syntax(at(e)))?;
+        let rest = std::mem::take(&mut self.rest);
+        let kindless = std::mem::take(&mut self.kindless);
+        let saw_items = std::mem::replace(&mut self.saw_items, false);
+        let kind = rest
             .get("kind")
             .and_then(|k| k.as_str())
             .unwrap_or("")
             .to_string();
+        let item_kind = kind.strip_suffix("List").filter(|k| KINDS.contains(k));
+        match (saw_items, kind.as_str()) {
+            (true, "") => Err(SnapshotError::Syntax(at(format!(
+                "`items` but no top-level `kind`: kubectl prints `kind: List` after the items, so the file \
+                 looks truncated (it ends at line {lines})"
+            )))),
+            (true, "List") => match kindless.first() {
+                Some((index, _)) => Err(SnapshotError::Item {
+                    index: *index,
+                    kind: String::new(),
+                    reason: "no `kind` (only the items of a typed list such as NodeList may leave it out)"
+                        .into(),
+                }),
+                None => Ok(()),
+            },
+            (true, _) if item_kind.is_some() => {
+                let item_kind = item_kind.expect("checked");
+                for (index, item) in kindless {
+                    self.convert(index, item_kind, item)?;
+                }
+                Ok(())
+            }
+            (true, other) => Err(SnapshotError::Syntax(at(format!(
+                "top-level kind {other:?} with `items`: expected a List (or a NodeList, PodList, \
+                 PodDisruptionBudgetList, DaemonSetList)"
+            )))),
+            (false, k) if KINDS.contains(&k) => {
+                let index = self.next_index();
+                let object = serde_json::Value::Object(rest);
+                self.convert(index, k, object)
+            }
+            (false, "") => Err(SnapshotError::Syntax(at(
+                "no `kind` and no `items`: expected a kubectl List or a Node, Pod, PodDisruptionBudget or \
+                 DaemonSet"
+                    .into(),
+            ))),
+            (false, k) if k == "List" || item_kind.is_some() => Err(SnapshotError::Syntax(at(
+                format!("a {k} without `items`"),
+            ))),
+            (false, other) => Err(SnapshotError::Syntax(at(format!(
+                "kind {other:?}: only Node, Pod, PodDisruptionBudget and DaemonSet are read (kubectl get \
+                 nodes,pods,pdb,daemonsets -A -o json)"
+            )))),
+        }
+    }
+
+    fn next_index(&mut self) -> usize {
+        self.index += 1;
+        self.index - 1
+    }
+
+    /// One item as the parser reaches it: read now, or kept until its list says its kind.
+    fn item(&mut self, item: serde_json::Value) -> Result<(), SnapshotError> {
+        let index = self.next_index();
+        match item.get("kind").and_then(|k| k.as_str()) {
+            Some(kind) => {
+                let kind = kind.to_string();
+                self.convert(index, &kind, item)
+            }
+            None => {
+                self.kindless.push((index, item));
+                Ok(())
+            }
+        }
+    }
+
+    fn convert(
+        &mut self,
+        index: usize,
+        kind: &str,
+        item: serde_json::Value,
+    ) -> Result<(), SnapshotError> {
         let fail = |reason: String| SnapshotError::Item {
             index,
-            kind: kind.clone(),
+            kind: kind.to_string(),
             reason,
         };
-        let snapshot = &mut self.snapshot;
-        match kind.as_str() {
+        match kind {
             "Node" => {
                 let node: api::Node =
                     serde_json::from_value(item).map_err(|e| fail(e.to_string()))?;
-                snapshot.nodes.push(objects::node_from_api(&node)?);
+                self.saw_node(&node);
+                self.snapshot.nodes.push(objects::node_from_api(&node)?);
             }
             "Pod" => {
                 let pod: api::Pod =
                     serde_json::from_value(item).map_err(|e| fail(e.to_string()))?;
-                snapshot.pods.push(objects::pod_from_api(&pod, true)?);
+                self.saw_pod(&pod);
+                self.snapshot.pods.push(objects::pod_from_api(&pod, true)?);
             }
             "PodDisruptionBudget" => {
                 let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget =
                     serde_json::from_value(item).map_err(|e| fail(e.to_string()))?;
-                snapshot.pdbs.push(objects::pdb_from_api(&pdb)?);
+                self.saw(pdb.metadata.creation_timestamp.as_ref());
+                self.snapshot.pdbs.push(objects::pdb_from_api(&pdb)?);
+            }
+            "DaemonSet" => {
+                let ds: k8s_openapi::api::apps::v1::DaemonSet =
+                    serde_json::from_value(item).map_err(|e| fail(e.to_string()))?;
+                self.saw(ds.metadata.creation_timestamp.as_ref());
+                self.snapshot.daemonsets.push(objects::daemonset_pod(&ds)?);
             }
             _ => {
                 return Err(fail(
-                    "only Node, Pod and PodDisruptionBudget are read (kubectl get nodes,pods,pdb -A -o json)"
+                    "only Node, Pod, PodDisruptionBudget and DaemonSet are read (kubectl get \
+                     nodes,pods,pdb,daemonsets -A -o json)"
                         .into(),
                 ));
             }
         }
         Ok(())
     }
+
+    fn saw(&mut self, time: Option<&meta::Time>) {
+        if let Some(t) = time.map(objects::time) {
+            let newest = self.snapshot.newest.get_or_insert(t);
+            *newest = (*newest).max(t);
+        }
+    }
+
+    /// A node's times: created, its conditions' heartbeats and transitions, its taints'.
+    fn saw_node(&mut self, node: &api::Node) {
+        self.saw(node.metadata.creation_timestamp.as_ref());
+        for c in node
+            .status
+            .iter()
+            .flat_map(|s| s.conditions.iter().flatten())
+        {
+            self.saw(c.last_heartbeat_time.as_ref());
+            self.saw(c.last_transition_time.as_ref());
+        }
+        for t in node.spec.iter().flat_map(|s| s.taints.iter().flatten()) {
+            self.saw(t.time_added.as_ref());
+        }
+    }
+
+    /// A pod's times: created, started, its conditions', its containers' starts and ends.
+    fn saw_pod(&mut self, pod: &api::Pod) {
+        self.saw(pod.metadata.creation_timestamp.as_ref());
+        let Some(status) = &pod.status else { return };
+        self.saw(status.start_time.as_ref());
+        for c in status.conditions.iter().flatten() {
+            self.saw(c.last_probe_time.as_ref());
+            self.saw(c.last_transition_time.as_ref());
+        }
+        let containers = status
+            .container_statuses
+            .iter()
+            .flatten()
+            .chain(status.init_container_statuses.iter().flatten());
+        for c in containers {
+            for state in [&c.state, &c.last_state].into_iter().flatten() {
+                self.saw(state.running.as_ref().and_then(|r| r.started_at.as_ref()));
+                if let Some(t) = &state.terminated {
+                    self.saw(t.started_at.as_ref());
+                    self.saw(t.finished_at.as_ref());
+                }
+            }
+        }
+    }
 }
 
-/// The List object: `items` is read item by item, everything else skipped.
-struct ListVisitor<'a>(&'a mut Reader);
+/// One document: `items` is read item by item; everything else is kept (a List's are a few small fields).
+struct Document<'a>(&'a mut Reader);
 
-impl<'de> serde::de::Visitor<'de> for ListVisitor<'_> {
+impl<'de> serde::de::Visitor<'de> for Document<'_> {
     type Value = ();
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a kubectl List")
+        f.write_str("a kubectl List or a Kubernetes object")
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
@@ -121,7 +279,8 @@ impl<'de> serde::de::Visitor<'de> for ListVisitor<'_> {
                 self.0.saw_items = true;
                 map.next_value_seed(ItemsSeed(&mut *self.0))?;
             } else {
-                map.next_value::<serde::de::IgnoredAny>()?;
+                let value = map.next_value::<serde_json::Value>()?;
+                self.0.rest.insert(key, value);
             }
         }
         Ok(())
@@ -134,7 +293,7 @@ impl<'de> serde::de::DeserializeSeed<'de> for ItemsSeed<'_> {
     type Value = ();
 
     fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_seq(self)
+        deserializer.deserialize_any(self)
     }
 }
 
@@ -145,9 +304,18 @@ impl<'de> serde::de::Visitor<'de> for ItemsSeed<'_> {
         f.write_str("a list of objects")
     }
 
+    /// `"items": null`, as an empty list prints in some clients.
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while let Some(item) = seq.next_element::<serde_json::Value>()? {
-            if let Err(error) = self.0.read(item) {
+            if let Err(error) = self.0.item(item) {
                 self.0.error = Some(error);
                 return Err(serde::de::Error::custom("stopped at an unreadable item"));
             }
@@ -261,7 +429,7 @@ mod tests {
     fn errors_name_the_item_and_the_problem() {
         let error = |text: &str| parse(text).unwrap_err().to_string();
         assert!(error("[1, 2]").contains("not a kubectl List"));
-        assert!(error(r#"{"kind":"List"}"#).contains("no `items`"));
+        assert!(error(r#"{"kind":"List"}"#).contains("a List without `items`"));
         let bad_operator = LIST.replace(r#""operator":"Gt""#, r#""operator":"Within""#);
         assert!(
             error(&bad_operator).contains("unknown operator \"Within\""),
@@ -294,10 +462,100 @@ mod tests {
             error(&delay)
         );
         let kind = LIST.replace(r#""kind":"PodDisruptionBudget""#, r#""kind":"Deployment""#);
+        assert!(error(&kind).contains("only Node, Pod, PodDisruptionBudget and DaemonSet"));
         assert!(
             error(&kind).starts_with("item 2 (Deployment)"),
             "{}",
             error(&kind)
         );
+    }
+
+    #[test]
+    fn truncated_yaml_is_refused_with_its_last_line() {
+        // kubectl's YAML prints keys in order, so `kind: List` comes after the items: cut after an item,
+        // the file still parses, and must not be used.
+        let value: std::collections::BTreeMap<String, serde_json::Value> =
+            serde_json::from_str(LIST).unwrap();
+        let yaml = serde_norway::to_string(&value).unwrap();
+        assert!(yaml.find("\nkind: List") > yaml.find("\nitems:"), "{yaml}");
+        let cut = yaml.find("- apiVersion: policy/v1").expect("the pdb item");
+        let truncated = &yaml[..cut];
+        let error = parse(truncated).unwrap_err().to_string();
+        let lines = truncated.lines().count();
+        assert!(
+            error.contains(&format!("looks truncated (it ends at line {lines})")),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn typed_lists_single_objects_and_several_documents_are_read() {
+        // As the API server lists nodes: a NodeList whose items carry no kind.
+        let nodes = r#"{"apiVersion":"v1","kind":"NodeList","metadata":{},"items":[
+            {"metadata":{"name":"n1"},"status":{"allocatable":{"cpu":"2","pods":"10"}}},
+            {"metadata":{"name":"n2"},"status":{"allocatable":{"cpu":"2","pods":"10"}}}]}"#;
+        let snapshot = parse(nodes).unwrap();
+        assert_eq!(snapshot.nodes.len(), 2);
+        assert_eq!(snapshot.nodes[1].name, "n2");
+        // A kind-less item in a plain List is an error that names it.
+        let error = parse(&nodes.replace("NodeList", "List"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("item 0 (): no `kind`"), "{error}");
+        // `"items": null` is an empty list.
+        let empty = parse(r#"{"apiVersion":"v1","kind":"List","items":null}"#).unwrap();
+        assert!(empty.nodes.is_empty() && empty.pods.is_empty());
+        // One object, and YAML documents each a List or an object.
+        let one = parse(r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"solo"},"spec":{"containers":[]}}"#)
+            .unwrap();
+        assert_eq!(one.pods[0].key(), "default/solo");
+        let documents = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: []}}\n";
+        let both = parse(documents).unwrap();
+        assert_eq!((both.nodes.len(), both.pods.len()), (1, 1));
+        // A single object with items, and an unknown kind, are refused.
+        let error = parse(r#"{"kind":"Pod","items":[]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("top-level kind \"Pod\" with `items`"),
+            "{error}"
+        );
+        let error = parse("kind: ConfigMap\nmetadata: {name: c}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("kind \"ConfigMap\""), "{error}");
+        let error = parse("kind: Node\nmetadata: {name: a}\n---\nkind: Secret\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("not a kubectl List in JSON or YAML: document 2:"),
+            "{error}"
+        );
+        assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn the_snapshot_is_as_new_as_its_newest_timestamp() {
+        // The node was created long ago; its heartbeat, a taint and a pod's condition are newer.
+        let list = r#"{"apiVersion":"v1","kind":"List","items":[
+          {"kind":"Node","metadata":{"name":"n1","creationTimestamp":"2026-01-01T00:00:00Z"},
+           "spec":{"taints":[{"key":"k","effect":"NoSchedule","timeAdded":"2026-11-30T10:00:00Z"}]},
+           "status":{"conditions":[{"type":"Ready","status":"False",
+             "lastHeartbeatTime":"2026-11-30T11:00:00Z","lastTransitionTime":"2026-11-30T09:00:00Z"}]}},
+          {"kind":"Pod","metadata":{"name":"p","creationTimestamp":"2026-11-30T08:00:00Z"},
+           "spec":{"containers":[]},
+           "status":{"conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable",
+             "lastTransitionTime":"2026-11-30T11:30:00Z"}]}}]}"#;
+        let snapshot = parse(list).unwrap();
+        let newest = k8s_openapi::jiff::Timestamp::from_second(
+            snapshot
+                .newest
+                .unwrap()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_secs() as i64,
+        )
+        .unwrap();
+        assert_eq!(newest.to_string(), "2026-11-30T11:30:00Z");
     }
 }
