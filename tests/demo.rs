@@ -63,7 +63,9 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
     );
     assert!(summary.contains("serverless/fn-0 on Fargate (profile serverless): 0.5vCPU 2GB"));
     assert!(summary.contains("never placed: default/huge-0"));
-    assert!(summary.contains("general: Insufficient cpu: the pod requests 64"));
+    assert!(summary.contains(
+        "general: Insufficient cpu, Insufficient memory: the pod requests 64 cpu, 8Gi memory"
+    ));
     assert!(summary.contains("default/huge (1 pods): never"));
 
     // The burst and the batch job came and went: nodes were added, then removed after they ended.

@@ -215,6 +215,7 @@ async fn a_loops_decisions_become_events_and_the_status_config_map() {
                 "headroom/buffer-0".into(),
             ],
             reason: "least-waste chose it over spot".into(),
+            zones: Default::default(),
             error: None,
         }],
         no_scale_up: vec![NoScaleUp {

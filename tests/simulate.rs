@@ -224,11 +224,31 @@ async fn every_pending_pod_gets_a_decision_and_a_reason() {
 
     let result = simulate_json(cluster.provider.grpc, &cluster.snapshot(pending), &[]);
 
+    // The spread pod cannot go to zone a: general (zones a and b, one node in each) plans its node in b,
+    // general-c in c, and least-waste cannot tell the two m5.large groups apart.
+    let spread = result["scaleUp"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| {
+            s["pods"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p == "default/spread-new")
+        })
+        .unwrap_or_else(|| panic!("no node for spread-new: {result:#}"));
+    let spread_group = spread["nodeGroup"].as_str().unwrap().to_string();
+    match spread_group.as_str() {
+        "general" => assert_eq!(spread["zones"], json!({"us-east-1b": 1}), "{result:#}"),
+        "general-c" => assert!(spread.get("zones").is_none(), "one zone: {spread}"),
+        other => panic!("spread-new on {other}: {result:#}"),
+    }
     assert_eq!(
         sorted(scale_ups(&result)),
         sorted(vec![
             ("batch".into(), 4),
-            ("general-c".into(), 1),
+            (spread_group.clone(), 1),
             ("gpu".into(), 1),
             ("large".into(), 1),
         ]),
@@ -242,7 +262,7 @@ async fn every_pending_pod_gets_a_decision_and_a_reason() {
         8,
         "6 web pods on the same node"
     );
-    assert_eq!(keys(&result, "general-c"), ["default/spread-new"]);
+    assert_eq!(keys(&result, &spread_group), ["default/spread-new"]);
     assert_eq!(keys(&result, "batch"), ["default/etl-1", "default/etl-2"]);
     let batch = result["scaleUp"]
         .as_array()

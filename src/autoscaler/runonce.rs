@@ -1258,14 +1258,7 @@ fn sort_pods(pods: &[Pod], nodes: &HashSet<&str>, cutoff: i32, status: &mut Stat
             // that is gone is no promise; the pod is pending like any other.
             sorted.bound.push(i);
         } else if pod.expendable(cutoff) {
-            // Its room is free and it never asks for a node.
-            unhelped(
-                status,
-                format!(
-                    "expendable: priority {} is below --expendable-pods-priority-cutoff ({cutoff})",
-                    pod.priority.unwrap_or(0)
-                ),
-            );
+            // Ignored, as documented (and as upstream does): its room is free and it never asks for a node.
         } else if !pod.unschedulable {
             // Said, because a hand-written snapshot often lacks the condition and silence would puzzle.
             status.no_scale_up.push(NoScaleUp {

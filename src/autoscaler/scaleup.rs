@@ -303,6 +303,7 @@ pub fn plan(
         for (target, count) in share {
             let group = &groups[target];
             let mut pods = Vec::new();
+            let mut zones: BTreeMap<String, u64> = BTreeMap::new();
             // A zero-or-max group gets empty nodes beyond the estimate, up to its max.
             let empty = group
                 .template
@@ -322,6 +323,14 @@ pub fn plan(
                 }
                 node.group = Some(target);
                 node.kind = PlaceKind::Planned;
+                if let Some(zone) = node
+                    .node
+                    .labels
+                    .get(ZONE_LABEL)
+                    .filter(|_| !group.zones.is_empty())
+                {
+                    *zones.entry(zone.clone()).or_default() += 1;
+                }
                 let capacity = node.node.capacity;
                 places.push(node);
                 totals.nodes += 1;
@@ -342,12 +351,16 @@ pub fn plan(
                     delta: 0,
                     pods: Vec::new(),
                     reason: why,
+                    zones: BTreeMap::new(),
                     error: None,
                 });
                 result.scale_ups.len() - 1
             });
             result.scale_ups[slot].delta += count;
             result.scale_ups[slot].pods.extend(pods);
+            for (zone, n) in zones {
+                *result.scale_ups[slot].zones.entry(zone).or_default() += n;
+            }
         }
     }
     for (e, reasons) in result.reasons.iter_mut().enumerate() {

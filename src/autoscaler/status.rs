@@ -39,6 +39,10 @@ pub struct ScaleUp {
     pub pods: Vec<String>,
     /// Why this group: the expander's choice, or balancing with a similar group.
     pub reason: String,
+    /// For a group in several zones: how many of the new nodes each zone gets, as its Auto Scaling group
+    /// balances them.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub zones: BTreeMap<String, u64>,
     /// Set when the provider refused the increase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -244,6 +248,11 @@ impl Status {
             );
             if let Some(s) = decisions.get(group.id.as_str()) {
                 let _ = writeln!(out, "{:<width$}  pods: {}", "", abbreviate(&s.pods, 4));
+                if !s.zones.is_empty() {
+                    let zones: Vec<String> =
+                        s.zones.iter().map(|(z, n)| format!("{z} {n}")).collect();
+                    let _ = writeln!(out, "{:<width$}  zones: {}", "", zones.join(", "));
+                }
             }
         }
         if !self.scale_down.is_empty() {
