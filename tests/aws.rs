@@ -213,6 +213,19 @@ async fn discovery_serves_active_groups_with_their_asgs() {
             "{unmanaged}"
         );
     }
+
+    // Each group's zones are its ASG's, for the companion to plan new nodes where the ASG launches them.
+    use ekscale::proto::ekscale::ListZonesRequest;
+    use ekscale::proto::ekscale::node_groups_client::NodeGroupsClient;
+    let zones = NodeGroupsClient::new(c.server.channel().await)
+        .list_zones(ListZonesRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .node_groups;
+    let web_zones = zones.iter().find(|g| g.id == "web").unwrap();
+    assert_eq!(web_zones.zones, moto::ZONES);
+    assert_eq!(zones.len(), 3, "one entry per group served");
     drop(c.moto);
 }
 

@@ -35,6 +35,7 @@ fn grpcurl_lists_and_calls_through_reflection() {
     for service in [
         CLOUD_PROVIDER,
         "ekscale.v1.Fargate",
+        "ekscale.v1.NodeGroups",
         "grpc.health.v1.Health",
     ] {
         assert!(
@@ -118,6 +119,24 @@ fn grpcurl_lists_and_calls_through_reflection() {
         "ekscale.v1.Fargate/ListProfiles",
     ]));
     assert!(profiles.contains("\"serverless\""), "{profiles}");
+
+    // Each group's zones, as the built-in scenario lists them.
+    let zones: serde_json::Value = serde_json::from_str(&stdout(&run_grpcurl(&[
+        "-plaintext",
+        &addr,
+        "ekscale.v1.NodeGroups/ListZones",
+    ])))
+    .unwrap();
+    let general = zones["nodeGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["id"] == "general")
+        .unwrap_or_else(|| panic!("{zones}"));
+    assert_eq!(
+        general["zones"],
+        serde_json::json!(["us-east-1a", "us-east-1b", "us-east-1c"])
+    );
 }
 
 /// grpcurl 1.8 speaks reflection v1alpha; newer clients speak v1. Both list the same services.
