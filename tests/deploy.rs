@@ -20,11 +20,7 @@ const KUSTOMIZATIONS: [&str; 5] = [
 ];
 
 fn tool(name: &str, env: &str) -> std::path::PathBuf {
-    common::tool(
-        env,
-        name,
-        "run tests/run, which installs it into .venv",
-    )
+    common::tool(env, name, "run tests/run, which installs it into .venv")
 }
 
 /// `kubectl kustomize deploy/DIR`, as documents.

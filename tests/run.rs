@@ -4,55 +4,10 @@
 mod common;
 
 use common::Binary;
+use common::companion::{Companion, decisions_when, get, start};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// The companion started on a loopback address it picks; killed when dropped.
-struct Companion {
-    child: Child,
-    http: SocketAddr,
-}
-
-impl Drop for Companion {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(args: &[&str]) -> Companion {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
-        .args(["run", "--address", "127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting ekscale-autoscaler run");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        let Some(Ok(line)) = lines.next() else { break };
-        if let Some(rest) = line.split("address=").nth(1) {
-            let http = rest.split_whitespace().next().unwrap().parse().unwrap();
-            std::thread::spawn(move || lines.for_each(drop));
-            return Companion { child, http };
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("ekscale-autoscaler run did not start listening");
-}
-
-/// (status code, body) of a GET.
-fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let response = common::http_get(addr, path);
-    let code = response[9..12].parse().unwrap();
-    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
-    (code, body)
-}
 
 #[test]
 fn a_dry_run_over_a_snapshot_serves_health_metrics_and_its_decisions() {
@@ -138,20 +93,6 @@ fn health_check_fails_while_the_provider_is_unreachable() {
     assert!(body.starts_with("started 1s ago, more than 1s"), "{body}");
     let (_, snapshotz) = get(companion.http, "/snapshotz");
     assert!(snapshotz.contains("lastFailure"), "{snapshotz}");
-}
-
-/// The decisions /snapshotz shows, once a loop has run and `ready` says they are the ones awaited.
-fn decisions_when(companion: &Companion, ready: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let (_, body) = get(companion.http, "/snapshotz");
-        let json: Value = serde_json::from_str(&body).unwrap();
-        if json.get("decisions").is_some_and(&ready) {
-            return json["decisions"].clone();
-        }
-        assert!(Instant::now() < deadline, "not seen: {body}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// Pending pods the loop found a node for: on nodes already coming, or in its scale-ups.

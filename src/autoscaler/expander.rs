@@ -373,16 +373,27 @@ mod tests {
 
     #[test]
     fn free_prices_do_not_break_the_choice() {
-        let mut a = option("a", 1, 4, 1000, 1, 4000);
-        a.node_price = Some(0.0);
-        a.pods_price = Some(0.0);
-        let b = ExpansionOption {
+        // Everything priced at zero makes upstream's ratio 0/0 for both options: the price step must keep
+        // both (not drop them, not pick one), so the next strategy in the chain decides.
+        let mut two_nodes = option("a", 2, 4, 1000, 1, 4000);
+        two_nodes.node_price = Some(0.0);
+        two_nodes.pods_price = Some(0.0);
+        let one_node = ExpansionOption {
             group_id: "b".into(),
-            ..a.clone()
+            node_count: 1,
+            ..two_nodes.clone()
         };
-        let chosen = expander("price")
-            .choose(&[a, b], PriceContext::default())
-            .unwrap();
-        assert!(chosen < 2);
+        let options = [two_nodes, one_node];
+        for _ in 0..32 {
+            let chosen = expander("price,least-nodes")
+                .choose(&options, PriceContext::default())
+                .unwrap();
+            assert_eq!(chosen, 1, "least-nodes decides between the free options");
+        }
+        assert!(
+            price_score(&options[0], PriceContext::default())
+                .unwrap()
+                .is_nan()
+        );
     }
 }

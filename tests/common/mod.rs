@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test binary uses part of the harness
 
 pub mod cluster;
+pub mod companion;
 pub mod faults;
 pub mod kube_api;
 pub mod moto;
