@@ -178,13 +178,24 @@ async fn one_candidate_holds_the_lease_another_takes_it_once_it_expires_and_a_le
     assert!(!a.try_once(now + Duration::from_secs(19)).await);
     assert!(!a.leading());
 
-    // The API server fails: b still leads until its renew deadline, then has lost the lease.
+    // The API server fails: b still leads until its renew deadline (300 ms after its renewal at 18 s),
+    // then has lost the lease.
     fake.objects.lock().unwrap().lease_outage = true;
-    assert!(b.try_once(now + Duration::from_secs(20)).await);
-    assert!(b.check().is_ok());
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    assert!(b.try_once(now + Duration::from_secs(21)).await || b.check().is_err());
-    let lost = b.check().unwrap_err().to_string();
+    let at = |millis: u64| now + Duration::from_millis(millis);
+    assert!(
+        b.try_once(at(18_200)).await,
+        "a failed renewal keeps the lead"
+    );
+    assert!(b.check(at(18_200)).is_ok());
+    assert!(
+        b.check(at(18_300)).is_ok(),
+        "the deadline itself is still in time"
+    );
+    assert!(
+        b.try_once(at(18_400)).await,
+        "still leading until it checks"
+    );
+    let lost = b.check(at(18_400)).unwrap_err().to_string();
     assert!(
         lost.starts_with("lost the lease ekscale-autoscaler: not renewed for 300ms"),
         "{lost}"

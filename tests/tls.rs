@@ -59,9 +59,13 @@ impl Pki {
     }
 }
 
+/// Replaces the file whole (written aside, then renamed), as a Secret volume is updated: the reloader never
+/// reads half a file.
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
+    let aside = dir.join(format!(".{name}.new"));
+    std::fs::write(&aside, text).unwrap();
+    std::fs::rename(&aside, &path).unwrap();
     path
 }
 
@@ -298,17 +302,47 @@ async fn files_that_do_not_make_a_configuration_are_refused_and_the_old_ones_kep
     let tls = || client_tls(&pki.ca_pem(), Some(&client));
     assert_eq!(node_groups(&server, tls()).await, Ok(5));
 
-    // Half a rotation: a key that does not go with the certificate, then no key at all.
+    // Half a rotation: a key that does not go with the certificate, then no key at all. Each is read
+    // (the reloader counts it refused) and the old files keep being served.
     let other = pki.leaf(&["localhost"], ExtendedKeyUsagePurpose::ServerAuth);
     write(dir.path(), "server.key", &other.key);
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(
+        reloads(&server, "refused", 1).await,
+        "the mismatched key was never read"
+    );
     assert_eq!(node_groups(&server, tls()).await, Ok(5));
     write(dir.path(), "server.key", "not a key");
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(
+        reloads(&server, "refused", 2).await,
+        "the broken key was never read"
+    );
     assert_eq!(node_groups(&server, tls()).await, Ok(5));
+    assert!(reloads(&server, "reloaded", 0).await, "nothing was taken");
 
     // The rotation completes: served.
     write(dir.path(), "server.crt", &other.cert);
     write(dir.path(), "server.key", &other.key);
     assert!(eventually(&server, tls).await);
+    assert!(reloads(&server, "reloaded", 1).await);
+}
+
+/// Waits (at most 5 s of reload intervals) until the reloader has counted `want` changed files with
+/// `outcome`; false if it counted another number by then.
+async fn reloads(server: &Server, outcome: &str, want: u64) -> bool {
+    let line = format!("ekscale_provider_tls_reloads_total{{outcome=\"{outcome}\"}} ");
+    let mut seen = 0;
+    for _ in 0..50 {
+        seen = server
+            .metrics
+            .encode(server.sim())
+            .lines()
+            .find_map(|l| l.strip_prefix(&line).map(|n| n.parse::<u64>().unwrap()))
+            .unwrap_or(0);
+        if seen == want {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("{outcome}: {seen} reloads counted, {want} awaited");
+    false
 }

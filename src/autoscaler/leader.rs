@@ -7,7 +7,7 @@
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, PostParams};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 /// `--leader-elect-lease-duration`, `-renew-deadline`, `-retry-period` and the Lease's name and namespace.
 #[derive(Clone, Debug)]
@@ -44,8 +44,8 @@ pub enum LeaderError {
 pub struct Elector {
     api: Api<Lease>,
     election: Election,
-    /// When we last renewed successfully (our clock), while we lead.
-    renewed: Option<Instant>,
+    /// When we last renewed successfully (the `now` of that attempt), while we lead.
+    renewed: Option<SystemTime>,
 }
 
 fn micro(t: SystemTime) -> Option<MicroTime> {
@@ -80,7 +80,7 @@ impl Elector {
     pub async fn try_once(&mut self, now: SystemTime) -> bool {
         match self.attempt(now).await {
             Ok(true) => {
-                self.renewed = Some(Instant::now());
+                self.renewed = Some(now);
                 true
             }
             Ok(false) => {
@@ -94,10 +94,11 @@ impl Elector {
         }
     }
 
-    /// Err once a leader has gone longer than the renew deadline without renewing.
-    pub fn check(&self) -> Result<(), LeaderError> {
+    /// Err once a leader has gone longer than the renew deadline without renewing, at `now`.
+    pub fn check(&self, now: SystemTime) -> Result<(), LeaderError> {
+        let since = |at: SystemTime| now.duration_since(at).unwrap_or(Duration::ZERO);
         match self.renewed {
-            Some(at) if at.elapsed() > self.election.renew_deadline => Err(LeaderError::Lost(
+            Some(at) if since(at) > self.election.renew_deadline => Err(LeaderError::Lost(
                 self.election.name.clone(),
                 format!(
                     "not renewed for {}",

@@ -664,7 +664,7 @@ async fn lead(
         loop {
             tokio::time::sleep(retry).await;
             let held = elector.try_once(SystemTime::now()).await;
-            if let Err(e) = elector.check() {
+            if let Err(e) = elector.check(SystemTime::now()) {
                 tracing::error!(error = %e, "leader election");
                 let _ = leading.send(false);
                 return;

@@ -35,6 +35,11 @@ struct AwsCallLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReloadLabels {
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SkipLabels {
     reason: String,
 }
@@ -50,6 +55,7 @@ pub struct ProviderMetrics {
     aws_requests: Family<AwsCallLabels, Counter>,
     refresh_duration: Histogram,
     skipped: Family<SkipLabels, Gauge>,
+    tls_reloads: Family<ReloadLabels, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -105,8 +111,15 @@ impl Default for ProviderMetrics {
             "Node groups left out of NodeGroups, by reason",
             skipped.clone(),
         );
+        let tls_reloads = Family::<ReloadLabels, Counter>::default();
+        registry.register(
+            "tls_reloads",
+            "Changed TLS files read by the reloader: reloaded, or refused (the old ones kept)",
+            tls_reloads.clone(),
+        );
         ProviderMetrics {
             registry,
+            tls_reloads,
             requests,
             latency,
             node_groups,
@@ -120,6 +133,13 @@ impl Default for ProviderMetrics {
 }
 
 impl ProviderMetrics {
+    /// The TLS reloader read changed files: `reloaded`, or `refused` because they make no configuration.
+    pub fn observe_tls_reload(&self, outcome: &'static str) {
+        self.tls_reloads
+            .get_or_create(&ReloadLabels { outcome })
+            .inc();
+    }
+
     /// Counts one finished RPC.
     pub fn observe_request(&self, method: &'static str, code: tonic::Code, elapsed: Duration) {
         self.requests

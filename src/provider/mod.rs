@@ -111,7 +111,7 @@ pub async fn serve(
     match tls {
         Some(tls) => {
             router
-                .serve_with_incoming_shutdown(Arc::new(tls).incoming(listener), shutdown)
+                .serve_with_incoming_shutdown(Arc::new(tls).incoming(listener, metrics), shutdown)
                 .await?
         }
         // Without TCP_NODELAY, a response larger than one segment waits out the peer's delayed ACK (~40 ms).

@@ -7,6 +7,7 @@
 //! configuration stays.
 
 use super::ServeError;
+use crate::metrics::ProviderMetrics;
 use futures::Stream;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -92,6 +93,8 @@ impl TlsFiles {
 pub struct Reloading {
     files: TlsFiles,
     current: RwLock<(Vec<Vec<u8>>, Arc<ServerConfig>)>,
+    /// The files last refused: refused once, not again at every interval while a rotation is half done.
+    refused: std::sync::Mutex<Option<Vec<Vec<u8>>>>,
 }
 
 impl Reloading {
@@ -102,6 +105,7 @@ impl Reloading {
         Ok(Reloading {
             files,
             current: RwLock::new((contents, config)),
+            refused: std::sync::Mutex::new(None),
         })
     }
 
@@ -111,19 +115,33 @@ impl Reloading {
     }
 
     /// Reads the files again and, when they changed and make a configuration, takes it. Returns whether it
-    /// did.
+    /// did; an error for files that changed into something unusable, once for the same contents.
     pub fn reload(&self) -> Result<bool, ServeError> {
         let contents = self.files.read()?;
         if self.current.read().unwrap_or_else(|p| p.into_inner()).0 == contents {
             return Ok(false);
         }
-        let config = Arc::new(self.files.config(&contents)?);
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = (contents, config);
-        Ok(true)
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        if refused.as_ref() == Some(&contents) {
+            return Ok(false);
+        }
+        match self.files.config(&contents) {
+            Ok(config) => {
+                *self.current.write().unwrap_or_else(|p| p.into_inner()) =
+                    (contents, Arc::new(config));
+                *refused = None;
+                Ok(true)
+            }
+            Err(error) => {
+                *refused = Some(contents);
+                Err(error)
+            }
+        }
     }
 
-    /// Checks the files every `reload_interval`, for as long as the server runs.
-    async fn watch(self: Arc<Self>) {
+    /// Checks the files every `reload_interval`, for as long as the server runs; counts each change it
+    /// reads in `metrics`.
+    async fn watch(self: Arc<Self>, metrics: Arc<ProviderMetrics>) {
         let mut every = tokio::time::interval(self.files.reload_interval);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         every.tick().await;
@@ -131,10 +149,12 @@ impl Reloading {
             every.tick().await;
             match self.reload() {
                 Ok(true) => {
+                    metrics.observe_tls_reload("reloaded");
                     tracing::info!(cert = %self.files.cert.display(), "TLS certificates reloaded")
                 }
                 Ok(false) => {}
                 Err(error) => {
+                    metrics.observe_tls_reload("refused");
                     tracing::warn!(%error, "new TLS files refused; serving with the previous ones")
                 }
             }
@@ -146,9 +166,10 @@ impl Reloading {
     pub fn incoming(
         self: Arc<Self>,
         listener: TcpListener,
+        metrics: Arc<ProviderMetrics>,
     ) -> impl Stream<Item = Result<TlsStream<TcpStream>, std::io::Error>> {
         let (tx, rx) = tokio::sync::mpsc::channel(64);
-        let watcher = tokio::spawn(self.clone().watch());
+        let watcher = tokio::spawn(self.clone().watch(metrics));
         let acceptor = tokio::spawn(async move {
             loop {
                 let (tcp, peer) = match listener.accept().await {
