@@ -13,7 +13,16 @@ async fn parallel_increases_and_deletes_keep_target_equal_to_instances() {
     let server = Server::start_with(&scenario, None).await;
     let client = server.client().await;
 
+    let mut increases_refused = 0;
     for round in 0..5 {
+        let before = client
+            .clone()
+            .node_group_target_size(NodeGroupTargetSizeRequest { id: "web".into() })
+            .await
+            .unwrap()
+            .into_inner()
+            .target_size;
+        // Each task says what it asked: an increase by delta, or the deletion of these instances.
         let mut tasks = Vec::new();
         // 20 increases of 1..=3 against a max of 40: some must be refused, none may overshoot.
         for i in 0..20 {
@@ -23,7 +32,12 @@ async fn parallel_increases_and_deletes_keep_target_equal_to_instances() {
                     id: "web".into(),
                     delta: 1 + i % 3,
                 };
-                client.node_group_increase_size(request).await.map(drop)
+                let delta = request.delta;
+                let asked = (delta, Vec::new());
+                (
+                    asked,
+                    client.node_group_increase_size(request).await.map(drop),
+                )
             }));
         }
         // Meanwhile, delete instances that exist, several callers racing for the same ones.
@@ -53,18 +67,40 @@ async fn parallel_increases_and_deletes_keep_target_equal_to_instances() {
                     id: "web".into(),
                     nodes,
                 };
-                client.node_group_delete_nodes(request).await.map(drop)
+                let gone: Vec<String> = request
+                    .nodes
+                    .iter()
+                    .map(|n| n.provider_id.clone())
+                    .collect();
+                let asked = (0, gone);
+                (
+                    asked,
+                    client.node_group_delete_nodes(request).await.map(drop),
+                )
             }));
         }
-        let mut refused = 0;
+        let (mut increased, mut refused) = (0, 0);
+        let mut deleted = HashSet::new();
         for task in tasks {
-            if let Err(status) = task.await.unwrap() {
-                assert_eq!(
-                    status.code(),
-                    tonic::Code::FailedPrecondition,
-                    "round {round}: {status:?}"
-                );
-                refused += 1;
+            let ((delta, gone), result) = task.await.unwrap();
+            match result {
+                Ok(()) => {
+                    increased += delta;
+                    deleted.extend(gone);
+                }
+                Err(status) => {
+                    assert_eq!(
+                        status.code(),
+                        tonic::Code::FailedPrecondition,
+                        "round {round}: {status:?}"
+                    );
+                    assert!(
+                        gone.is_empty(),
+                        "round {round}: a delete refused: {status:?}"
+                    );
+                    refused += 1;
+                    increases_refused += 1;
+                }
             }
         }
         let mut check = client.clone();
@@ -88,8 +124,19 @@ async fn parallel_increases_and_deletes_keep_target_equal_to_instances() {
         assert!(target <= 40, "round {round}: target {target} over max");
         assert!(target >= 1, "round {round}: target {target} under min");
         assert_eq!(live as i32, target, "round {round}: {refused} refused");
+        // Each accepted increase counts once; each instance goes once, however many callers asked.
+        assert_eq!(
+            target,
+            before + increased - deleted.len() as i32,
+            "round {round}: the target moved by exactly what was accepted"
+        );
         let unique: HashSet<_> = instances.iter().map(|i| &i.id).collect();
         assert_eq!(unique.len(), instances.len(), "instance ids are unique");
         server.sim().clock().advance(Duration::from_secs(60));
     }
+    // 39 nodes asked for each round against a max of 40: increases past it were refused, whole.
+    assert!(
+        increases_refused >= 20,
+        "{increases_refused} increases refused"
+    );
 }
