@@ -416,6 +416,31 @@ async fn expanders_choose_differently_and_say_so() {
 }
 
 #[tokio::test]
+async fn the_binpacking_time_limit_stops_the_estimate_and_says_so() {
+    let cluster = cluster().await;
+    let snapshot = cluster.snapshot(replicas(12, "web", "1", "1Gi"));
+    // No time at all for binpacking: no group gets a node, and every pod that needed one is told why.
+    let result = simulate_json(
+        cluster.provider.grpc,
+        &snapshot,
+        &["--max-nodegroup-binpacking-duration", "0s"],
+    );
+    assert_eq!(scale_ups(&result), [], "{result:#}");
+    let unhelped = result["noScaleUp"].as_array().unwrap();
+    assert_eq!(unhelped.len(), 12, "{result:#}");
+    for pod in unhelped {
+        assert_eq!(
+            pod["reasons"]["large"],
+            "binpacking time limit reached (--max-nodegroup-binpacking-duration)",
+            "{pod}"
+        );
+    }
+    // With the default (10 s), the same pods get their nodes.
+    let result = simulate_json(cluster.provider.grpc, &snapshot, &[]);
+    assert_eq!(scale_ups(&result), [("large".to_string(), 2)]);
+}
+
+#[tokio::test]
 async fn limits_cap_the_plan_and_name_the_limit() {
     let cluster = cluster().await;
     let snapshot = cluster.snapshot(replicas(12, "web", "1", "1Gi"));
