@@ -1,4 +1,4 @@
-//! Every RPC and every edge case of spec/externalgrpc.md §5 against a served provider, with clients of the
+//! Every RPC and every edge case of docs/externalgrpc.md §5 against a served provider, with clients of the
 //! old (1.25-1.34.1), transitional (1.34.2, the generated union client) and new (1.35+) wire generations.
 //! Test names carry the §5 case number.
 

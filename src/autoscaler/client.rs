@@ -1,5 +1,5 @@
 //! The provider client: any externalgrpc provider, with cluster-autoscaler's caching rules
-//! (spec/externalgrpc.md §3.4) so that the companion puts the same load on a provider as upstream does.
+//! (docs/externalgrpc.md §1) so that the companion puts the same load on a provider as upstream does.
 //!
 //! Refresh drops every cache and comes first in each loop. Until the next Refresh, NodeGroups is asked
 //! once, NodeGroupForNode once per node (answers for unmanaged nodes are not cached: a node can become

@@ -1,5 +1,5 @@
 //! Fargate as EKS runs it: which profile takes a pod, the size it is billed for, what it costs, and why it
-//! could not run there. Profiles are not node groups (spec/eks.md §1): nothing here resizes anything.
+//! could not run there. Profiles are not node groups (docs/eks.md, "Fargate"): nothing here resizes anything.
 
 use super::FargateProfile;
 use crate::k8s::pod::PodFacts;
@@ -66,7 +66,7 @@ impl FargateSize {
     }
 }
 
-/// The valid combinations (spec/eks.md §1): each vCPU size with the memory sizes, in GB, it allows.
+/// The valid combinations (docs/eks.md, "Fargate"): each vCPU size with the memory sizes, in GB, it allows.
 fn combinations() -> [(f64, Vec<f64>); 7] {
     let range =
         |from: u32, to: u32, step: usize| (from..=to).step_by(step).map(f64::from).collect();

@@ -1,7 +1,7 @@
 //! Kubernetes `resource.Quantity` strings.
 //!
 //! Go's decoder parses every quantity inside a Node or Pod, and one bad string fails the whole object
-//! (spec/externalgrpc.md §4.1), so we only ever write the canonical forms built here.
+//! (docs/externalgrpc.md §5, case 27), so we only ever write the canonical forms built here.
 
 /// CPU in millicores: "4" for whole cores, "1930m" otherwise.
 pub fn cpu(millicores: u64) -> String {

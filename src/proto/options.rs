@@ -3,7 +3,7 @@
 //!
 //! Written options set EVERY field 1..12: releases 1.25 to 1.34.x read the old nanosecond durations 3/4/5
 //! without a nil check and crash when they are missing, 1.34.2 falls back to them, and 1.35+ read only 8/9/10
-//! (spec/externalgrpc.md §2.4). Read options take the newer field first.
+//! (docs/externalgrpc.md §2). Read options take the newer field first.
 
 use super::externalgrpc::{K8sDuration, NodeGroupAutoscalingOptions};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The `CloudProvider` service: cluster-autoscaler's externalgrpc protocol over a [`NodeGroupBackend`].
 //!
 //! Every request is validated whole before anything changes, with a precise status code for each rule
-//! of spec/externalgrpc.md §5. Size changes of one node group are serialized; reads answer from memory.
+//! of docs/externalgrpc.md §5. Size changes of one node group are serialized; reads answer from memory.
 
 use super::options;
 use crate::cloud::fargate;

@@ -1,4 +1,4 @@
-//! Clients of the two ends of cluster-autoscaler's wire history, written from spec/externalgrpc.md:
+//! Clients of the two ends of cluster-autoscaler's wire history, written from docs/externalgrpc.md §2:
 //! `old` as releases 1.25-1.34.1 encode the messages that changed, `new` as 1.35 and later do.
 //! Messages that never changed are the generated ones. Each is sent with a raw tonic unary call, so the
 //! server sees exactly these field numbers.
