@@ -497,15 +497,7 @@ mod tests {
             })
             .collect();
         let template = topology.place(template, Some(0), PlaceKind::Planned);
-        let demands: Vec<Demand> = groups
-            .iter()
-            .zip(&terms)
-            .map(|((pod, count), terms)| Demand {
-                pod,
-                terms,
-                count: *count,
-            })
-            .collect();
+        let demands = demands(groups, &terms);
         let limits = Limits {
             max_nodes,
             deadline: None,
@@ -515,6 +507,19 @@ mod tests {
             None => estimate(&topology, &existing, templates, &demands, limits),
             Some(o) => pack(&topology, &existing, templates, &demands, limits, o),
         }
+    }
+
+    /// Each (pod, count) with its terms, as the estimator takes them.
+    fn demands<'a>(groups: &'a [(Pod, u64)], terms: &'a [PodTerms]) -> Vec<Demand<'a>> {
+        groups
+            .iter()
+            .zip(terms)
+            .map(|((pod, count), terms)| Demand {
+                pod,
+                terms,
+                count: *count,
+            })
+            .collect()
     }
 
     fn lower_bound(template: &Node, groups: &[(Pod, u64)]) -> u64 {
@@ -783,15 +788,7 @@ mod tests {
                 topology.place(Arc::new(n), Some(0), PlaceKind::Planned)
             })
             .collect();
-        let demands: Vec<Demand> = groups
-            .iter()
-            .zip(&terms)
-            .map(|((pod, count), terms)| Demand {
-                pod,
-                terms,
-                count: *count,
-            })
-            .collect();
+        let demands = demands(groups, &terms);
         let templates = Templates {
             zones: &zones,
             nodes: &nodes,

@@ -54,8 +54,8 @@ pub enum PodError {
 /// One container, reduced to what matters, whichever encoding it came from.
 struct Container {
     name: String,
-    requests: BTreeMap<String, String>,
-    limits: BTreeMap<String, String>,
+    /// Requests, limits.
+    resources: (BTreeMap<String, String>, BTreeMap<String, String>),
     sidecar: bool,
     host_port: bool,
     privileged: bool,
@@ -74,8 +74,7 @@ struct Parts {
     containers: Vec<Container>,
     overhead: BTreeMap<String, String>,
     /// Pod-level `spec.resources` (kube-scheduler's PodLevelResources): requests, limits.
-    pod_requests: BTreeMap<String, String>,
-    pod_limits: BTreeMap<String, String>,
+    pod_resources: (BTreeMap<String, String>, BTreeMap<String, String>),
     ebs_volumes: Vec<String>,
 }
 
@@ -89,18 +88,14 @@ pub fn from_bytes(bytes: &[u8]) -> Result<PodFacts, PodError> {
                 .map(|(k, v)| (k.clone(), v.string.clone().unwrap_or_default()))
                 .collect()
         };
+    // Requests and limits, of a container or of the whole pod.
+    let requirements = |r: Option<&pb::ResourceRequirements>| {
+        r.map(|r| (quantities(&r.requests), quantities(&r.limits)))
+            .unwrap_or_default()
+    };
     let container = |c: &pb::Container| Container {
         name: c.name.clone().unwrap_or_default(),
-        requests: c
-            .resources
-            .as_ref()
-            .map(|r| quantities(&r.requests))
-            .unwrap_or_default(),
-        limits: c
-            .resources
-            .as_ref()
-            .map(|r| quantities(&r.limits))
-            .unwrap_or_default(),
+        resources: requirements(c.resources.as_ref()),
         sidecar: c.restart_policy.as_deref() == Some("Always"),
         host_port: c.ports.iter().any(|p| p.host_port.unwrap_or(0) > 0),
         privileged: c
@@ -139,16 +134,7 @@ pub fn from_bytes(bytes: &[u8]) -> Result<PodFacts, PodError> {
         init: spec.init_containers.iter().map(container).collect(),
         containers: spec.containers.iter().map(container).collect(),
         overhead: quantities(&spec.overhead),
-        pod_requests: spec
-            .resources
-            .as_ref()
-            .map(|r| quantities(&r.requests))
-            .unwrap_or_default(),
-        pod_limits: spec
-            .resources
-            .as_ref()
-            .map(|r| quantities(&r.limits))
-            .unwrap_or_default(),
+        pod_resources: requirements(spec.resources.as_ref()),
         ebs_volumes,
     })
 }
@@ -170,18 +156,14 @@ pub fn from_api(pod: &k8s_openapi::api::core::v1::Pod) -> Result<PodFacts, PodEr
             .map(|(k, v)| (k.clone(), v.0.clone()))
             .collect()
     };
+    // Requests and limits, of a container or of the whole pod.
+    let requirements = |r: Option<&api::ResourceRequirements>| {
+        r.map(|r| (quantities(&r.requests), quantities(&r.limits)))
+            .unwrap_or_default()
+    };
     let container = |c: &api::Container| Container {
         name: c.name.clone(),
-        requests: c
-            .resources
-            .as_ref()
-            .map(|r| quantities(&r.requests))
-            .unwrap_or_default(),
-        limits: c
-            .resources
-            .as_ref()
-            .map(|r| quantities(&r.limits))
-            .unwrap_or_default(),
+        resources: requirements(c.resources.as_ref()),
         sidecar: c.restart_policy.as_deref() == Some("Always"),
         host_port: c
             .ports
@@ -227,16 +209,7 @@ pub fn from_api(pod: &k8s_openapi::api::core::v1::Pod) -> Result<PodFacts, PodEr
             .collect(),
         containers: spec.containers.iter().map(container).collect(),
         overhead: quantities(&spec.overhead),
-        pod_requests: spec
-            .resources
-            .as_ref()
-            .map(|r| quantities(&r.requests))
-            .unwrap_or_default(),
-        pod_limits: spec
-            .resources
-            .as_ref()
-            .map(|r| quantities(&r.limits))
-            .unwrap_or_default(),
+        pod_resources: requirements(spec.resources.as_ref()),
         ebs_volumes,
     })
 }
@@ -291,20 +264,18 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
         };
     // Limits are checked like requests, then a request left out defaults to its limit, as the API server
     // does when it stores a pod.
-    let mut requests = |field: &str,
-                        requests: &BTreeMap<String, String>,
-                        limits: &BTreeMap<String, String>|
-     -> Result<(Resources, Extended), PodError> {
-        read(&format!("{field}resources.limits"), limits)?;
-        let mut merged = limits.clone();
-        merged.extend(requests.iter().map(|(k, v)| (k.clone(), v.clone())));
-        // Name the request when it is the request that is wrong.
-        read(&format!("{field}resources.requests"), requests)?;
-        read(&format!("{field}resources"), &merged)
-    };
-    let mut container = |kind: &str, c: &Container| {
-        requests(&format!("{kind} {}: ", c.name), &c.requests, &c.limits)
-    };
+    type Lists = (BTreeMap<String, String>, BTreeMap<String, String>);
+    let mut requests =
+        |field: &str, (requests, limits): &Lists| -> Result<(Resources, Extended), PodError> {
+            read(&format!("{field}resources.limits"), limits)?;
+            let mut merged = limits.clone();
+            merged.extend(requests.iter().map(|(k, v)| (k.clone(), v.clone())));
+            // Name the request when it is the request that is wrong.
+            read(&format!("{field}resources.requests"), requests)?;
+            read(&format!("{field}resources"), &merged)
+        };
+    let mut container =
+        |kind: &str, c: &Container| requests(&format!("{kind} {}: ", c.name), &c.resources);
     let mut extended_demand = Extended::new();
     let mut init = Vec::new();
     for c in &parts.init {
@@ -331,15 +302,16 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
         let peak = extended_demand.entry(name).or_default();
         *peak = (*peak).max(amount);
     }
-    let (pod_level, _) = requests("spec.", &parts.pod_requests, &parts.pod_limits)?;
+    let (pod_level, _) = requests("spec.", &parts.pod_resources)?;
     let (overhead, overhead_extended) = read("spec.overhead", &parts.overhead)?;
     for (name, amount) in overhead_extended {
         *extended_demand.entry(name).or_default() += amount;
     }
     let mut demand = pod_demand(&init, &containers, overhead);
     // Pod-level requests (cpu and memory only) replace what the containers add up to.
+    let (pod_requests, pod_limits) = &parts.pod_resources;
     let pod_level_set =
-        |name: &str| parts.pod_requests.contains_key(name) || parts.pod_limits.contains_key(name);
+        |name: &str| pod_requests.contains_key(name) || pod_limits.contains_key(name);
     if pod_level_set("cpu") {
         demand.cpu_millis = pod_level.cpu_millis.saturating_add(overhead.cpu_millis);
     }
