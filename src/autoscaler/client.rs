@@ -94,8 +94,11 @@ struct Caches {
     node_group_for_node: HashMap<String, NodeGroup>,
     templates: HashMap<String, Option<Arc<Node>>>,
     /// Each group's zones; `Some(None)` when the provider does not serve them.
-    zones: Option<Option<Arc<HashMap<String, Vec<String>>>>>,
+    zones: Option<Option<Zones>>,
 }
+
+/// Each node group's Availability Zones, by group id.
+pub type Zones = Arc<HashMap<String, Vec<String>>>;
 
 /// A connection to one provider. Cheap to clone; clones share the caches.
 #[derive(Clone)]
@@ -199,7 +202,7 @@ impl ProviderClient {
     /// Each node group's Availability Zones, asked once per loop; `None` when the provider does not serve
     /// `ekscale.v1.NodeGroups` (any other externalgrpc provider): then every new node is planned in its
     /// template's zone.
-    pub async fn zones(&self) -> Result<Option<Arc<HashMap<String, Vec<String>>>>, ClientError> {
+    pub async fn zones(&self) -> Result<Option<Zones>, ClientError> {
         if let Some(zones) = self.caches().zones.clone() {
             return Ok(zones);
         }
