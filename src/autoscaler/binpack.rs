@@ -651,14 +651,11 @@ mod tests {
     #[test]
     fn hostname_spread_caps_pods_per_node_at_max_skew() {
         let spread = Scheduling {
-            spread: vec![SpreadConstraint {
-                max_skew: 2,
-                min_domains: 1,
-                honor_node_affinity: true,
-                honor_node_taints: false,
-                topology_key: HOSTNAME_LABEL.into(),
-                selector: app_selector("api"),
-            }],
+            spread: vec![SpreadConstraint::new(
+                2,
+                HOSTNAME_LABEL,
+                app_selector("api"),
+            )],
             ..Default::default()
         };
         // A full node that matches counts as a domain with none of the pods: the minimum stays 0.
@@ -843,14 +840,7 @@ mod tests {
     #[test]
     fn a_zone_spread_packs_new_nodes_evenly_across_zones() {
         let spread = Scheduling {
-            spread: vec![SpreadConstraint {
-                max_skew: 1,
-                min_domains: 1,
-                honor_node_affinity: true,
-                honor_node_taints: false,
-                topology_key: ZONE_LABEL.into(),
-                selector: app_selector("api"),
-            }],
+            spread: vec![SpreadConstraint::new(1, ZONE_LABEL, app_selector("api"))],
             ..Default::default()
         };
         // 12 pods, 4 a node by cpu: one node in each zone, 4 pods each.

@@ -894,14 +894,7 @@ mod tests {
         let spread = pod(
             "api",
             Scheduling {
-                spread: vec![SpreadConstraint {
-                    max_skew: 1,
-                    min_domains: 1,
-                    honor_node_affinity: true,
-                    honor_node_taints: false,
-                    topology_key: ZONE_LABEL.into(),
-                    selector: selector("api"),
-                }],
+                spread: vec![SpreadConstraint::new(1, ZONE_LABEL, selector("api"))],
                 ..Default::default()
             },
         );
@@ -944,12 +937,8 @@ mod tests {
                 "api",
                 Scheduling {
                     spread: vec![SpreadConstraint {
-                        max_skew: 1,
                         min_domains,
-                        honor_node_affinity: true,
-                        honor_node_taints: false,
-                        topology_key: ZONE_LABEL.into(),
-                        selector: selector("api"),
+                        ..SpreadConstraint::new(1, ZONE_LABEL, selector("api"))
                     }],
                     ..Default::default()
                 },
@@ -982,14 +971,7 @@ mod tests {
         let api = pod(
             "api",
             Scheduling {
-                spread: vec![SpreadConstraint {
-                    max_skew: 1,
-                    min_domains: 1,
-                    honor_node_affinity: true,
-                    honor_node_taints: false,
-                    topology_key: ZONE_LABEL.into(),
-                    selector: selector("api"),
-                }],
+                spread: vec![SpreadConstraint::new(1, ZONE_LABEL, selector("api"))],
                 ..Default::default()
             },
         );
@@ -1026,12 +1008,8 @@ mod tests {
                 "api",
                 Scheduling {
                     spread: vec![SpreadConstraint {
-                        max_skew: 1,
-                        min_domains: 1,
-                        honor_node_affinity: true,
                         honor_node_taints: honor_taints,
-                        topology_key: ZONE_LABEL.into(),
-                        selector: selector("api"),
+                        ..SpreadConstraint::new(1, ZONE_LABEL, selector("api"))
                     }],
                     ..Default::default()
                 },
@@ -1074,14 +1052,7 @@ mod tests {
                         namespaces: None,
                         topology_key: ZONE_LABEL.into(),
                     }],
-                    spread: vec![SpreadConstraint {
-                        max_skew: 1,
-                        min_domains: 1,
-                        honor_node_affinity: true,
-                        honor_node_taints: false,
-                        topology_key: HOSTNAME_LABEL.into(),
-                        selector: selector("old"),
-                    }],
+                    spread: vec![SpreadConstraint::new(1, HOSTNAME_LABEL, selector("old"))],
                     ..Default::default()
                 },
             )

@@ -185,6 +185,20 @@ pub struct SpreadConstraint {
     pub honor_node_taints: bool,
 }
 
+impl SpreadConstraint {
+    /// A constraint with kube-scheduler's defaults: `minDomains` 1, node affinity honoured, taints ignored.
+    pub fn new(max_skew: u32, topology_key: &str, selector: LabelSelector) -> SpreadConstraint {
+        SpreadConstraint {
+            max_skew,
+            topology_key: topology_key.into(),
+            selector,
+            min_domains: 1,
+            honor_node_affinity: true,
+            honor_node_taints: false,
+        }
+    }
+}
+
 impl Pod {
     /// A pending pod with this demand and nothing else: no labels, owner or constraints.
     pub fn pending(namespace: &str, name: &str, demand: Resources) -> Pod {
