@@ -96,7 +96,11 @@ struct Input {
 
 fn input(count: usize, node_groups: usize, mix: Mix) -> Input {
     let pods = pods(count, mix);
-    let groups = equivalence::group(&pods, 0..pods.len());
+    let groups = equivalence::group(
+        &pods,
+        0..pods.len(),
+        &ekscale::model::pod::LabelProjection::All,
+    );
     let mut topology = Topology::default();
     let terms = groups
         .iter()

@@ -1,6 +1,7 @@
 //! One RunOnce over a 1,000-node, 30,000-pod cluster with 2,000 pending pods: the in-process loop against an
 //! in-process provider on the simulated EKS (criterion), then the real `ekscale-autoscaler simulate` binary
-//! over the same snapshot, for its peak memory.
+//! over the same snapshot, for its peak memory. Then the loop on pending pods alone, as real clusters make
+//! them (`-- pending`): per-pod labels, an Indexed Job, upstream's own estimator benchmark input.
 
 #[path = "../tests/common/cluster.rs"]
 #[allow(dead_code)]
@@ -33,9 +34,13 @@ fargateProfiles:
 ";
 
 async fn provider() -> SocketAddr {
+    provider_of(SCENARIO, Arc::new(ProviderMetrics::default())).await
+}
+
+async fn provider_of(scenario: &str, metrics: Arc<ProviderMetrics>) -> SocketAddr {
     ekscale::tls::install_crypto_provider();
     let sim = Arc::new(SimBackend::new(
-        Scenario::parse(SCENARIO).unwrap(),
+        Scenario::parse(scenario).unwrap(),
         Clock::manual(),
     ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -43,7 +48,7 @@ async fn provider() -> SocketAddr {
     tokio::spawn(ekscale::provider::serve(
         listener,
         sim,
-        Arc::new(ProviderMetrics::default()),
+        metrics,
         None,
         std::future::pending(),
     ));
@@ -290,9 +295,157 @@ fn runonce(c: &mut Criterion) {
     );
 }
 
+/// One group of 16 CPU / 64 GiB / 110 pods, as the issue's user had; no Fargate profile.
+const GENERAL: &str = "
+cluster: bench
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.4xlarge, zones: [us-east-1a], minSize: 0, maxSize: 5000, desiredSize: 0,
+     allocatable: {cpu: '16', memory: 64Gi, pods: '110'}}
+";
+
+/// Upstream's `BenchmarkBinpackingEstimate` template: 1 CPU / 5000 Mi / 100 pods.
+const UPSTREAM: &str = "
+cluster: bench
+region: us-east-1
+nodeGroups:
+  - {name: template, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 3000, desiredSize: 0,
+     allocatable: {cpu: '1', memory: 5000Mi, pods: '100'}}
+";
+
+/// `count` pods, each its own ReplicaSet and `app` label (StatefulSets, per-pod Deployments, Indexed Jobs
+/// make such pods), of 36 shapes: cpu 100m-4, memory 128Mi-8Gi.
+fn distinct_labels(count: usize) -> Vec<Value> {
+    const CPU: [&str; 6] = ["100m", "250m", "500m", "1", "2", "4"];
+    const MEMORY: [&str; 6] = ["128Mi", "512Mi", "1Gi", "2Gi", "4Gi", "8Gi"];
+    (0..count)
+        .map(|i| {
+            let app = format!("app-{i}");
+            cluster::pending(
+                "default",
+                &app,
+                &app,
+                CPU[i * 7 % 6],
+                MEMORY[i * 11 / 6 % 6],
+            )
+        })
+        .collect()
+}
+
+/// An Indexed Job: `count` identical pods that differ in their completion-index label and name.
+fn indexed_job(count: usize) -> Vec<Value> {
+    (0..count)
+        .map(|i| {
+            let mut pod =
+                cluster::pending("batch", &format!("etl-{i}-x7k2p"), "etl", "500m", "1Gi");
+            pod["metadata"]["labels"] = json!({
+                "job-name": "etl", "batch.kubernetes.io/job-name": "etl",
+                "controller-uid": "uid-etl", "batch.kubernetes.io/controller-uid": "uid-etl",
+                "batch.kubernetes.io/job-completion-index": i.to_string()});
+            pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job",
+                "name": "etl", "uid": "uid-etl", "controller": true}]);
+            pod
+        })
+        .collect()
+}
+
+/// Upstream's `BenchmarkBinpackingEstimate` input: 50,000 pods of 50m / 100Mi, 1,000 of 95m / 190Mi.
+fn upstream_input() -> Vec<Value> {
+    let shape = |i: usize, cpu: &str, memory: &str| {
+        cluster::pending(
+            "universe",
+            &format!("estimatee-{i}"),
+            "estimatee",
+            cpu,
+            memory,
+        )
+    };
+    (0..50_000)
+        .map(|i| shape(i, "50m", "100Mi"))
+        .chain((0..1_000).map(|i| shape(50_000 + i, "95m", "190Mi")))
+        .collect()
+}
+
+/// gRPC requests the provider has served, all methods.
+fn requests(metrics: &ProviderMetrics, backend: &dyn ekscale::cloud::NodeGroupBackend) -> u64 {
+    metrics
+        .encode(backend)
+        .lines()
+        .filter(|l| l.starts_with("ekscale_provider_requests_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+fn pending(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // Upstream's benchmark lets the estimator add 3,000 nodes.
+    let upstream = Settings {
+        limits: ekscale::autoscaler::scaleup::Limits {
+            max_nodes_per_scaleup: 3000,
+            ..Default::default()
+        },
+        ..Settings::default()
+    };
+    let cases: [(&str, &str, Vec<Value>, Settings); 4] = [
+        (
+            "1000 distinct-label pods",
+            GENERAL,
+            distinct_labels(1_000),
+            Settings::default(),
+        ),
+        (
+            "10000 distinct-label pods",
+            GENERAL,
+            distinct_labels(10_000),
+            Settings::default(),
+        ),
+        (
+            "10000-pod Indexed Job",
+            GENERAL,
+            indexed_job(10_000),
+            Settings::default(),
+        ),
+        (
+            "51000 pods of upstream's estimator bench",
+            UPSTREAM,
+            upstream_input(),
+            upstream,
+        ),
+    ];
+    for (name, scenario, pods, settings) in cases {
+        let metrics = Arc::new(ProviderMetrics::default());
+        let backend = SimBackend::new(Scenario::parse(scenario).unwrap(), Clock::manual());
+        let addr = rt.block_on(provider_of(scenario, metrics.clone()));
+        let Prepared { view, client, .. } = prepare(&rt, addr, cluster::list(pods));
+        let now = SystemTime::now();
+        let before = requests(&metrics, &backend);
+        let mut once = RunOnce::new(client.clone(), settings.clone());
+        let status = rt.block_on(once.run(&view, now)).unwrap();
+        let rpcs = requests(&metrics, &backend) - before;
+        println!(
+            "{name}: one RunOnce {:.1} ms (estimator {:.1} ms), {rpcs} RPCs; scale-ups {:?}, {} cannot be helped",
+            status.elapsed_ms,
+            status.estimate_ms,
+            status
+                .scale_up
+                .iter()
+                .map(|s| (s.node_group.as_str(), s.delta, s.pods.len()))
+                .collect::<Vec<_>>(),
+            status.no_scale_up.len()
+        );
+        c.bench_function(&format!("pending/{name}"), |b| {
+            b.to_async(&rt).iter(|| {
+                let view = view.clone();
+                let mut once = RunOnce::new(client.clone(), settings.clone());
+                async move { once.run(&view, now).await.unwrap() }
+            })
+        });
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(20));
-    targets = runonce, scale_down
+    targets = runonce, scale_down, pending
 }
 criterion_main!(benches);

@@ -7,7 +7,9 @@ use ekscale::autoscaler::scaledown::{self, GroupInfo, Input, Plan};
 use ekscale::autoscaler::world;
 use ekscale::model::node::HOSTNAME_LABEL;
 use ekscale::model::pdb::Pdb;
-use ekscale::model::pod::{Controller, Phase, PodAffinityTerm, SafeToEvict, Scheduling};
+use ekscale::model::pod::{
+    Controller, LabelProjection, Phase, PodAffinityTerm, SafeToEvict, Scheduling,
+};
 use ekscale::model::selector::LabelSelector;
 use ekscale::model::{GPU_LABEL, Labels, Node, Pod, Resources};
 use ekscale::proto::options::GroupOptions;
@@ -136,8 +138,14 @@ impl Cluster {
         for (p, pod) in self.pods.iter().enumerate() {
             on_node[index[pod.node_name.as_deref().unwrap()]].push(p);
         }
-        let (mut topology, mut places) =
-            world::build(&self.nodes, &self.node_group, &self.pods, &bound, &[]);
+        let (mut topology, mut places) = world::build(
+            &self.nodes,
+            &self.node_group,
+            &self.pods,
+            &bound,
+            &[],
+            &LabelProjection::All,
+        );
         let input = Input {
             nodes: &self.nodes,
             pods: &self.pods,
@@ -147,6 +155,7 @@ impl Cluster {
             on_node: &on_node,
             deleting: &HashSet::new(),
             previously_unneeded: &HashSet::new(),
+            projection: &LabelProjection::All,
             min_cores: self.min_cores,
             min_memory_gib: 0,
             max_node_startup_time: Duration::from_secs(900),

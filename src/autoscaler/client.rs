@@ -3,13 +3,16 @@
 //!
 //! Refresh drops every cache and comes first in each loop. Until the next Refresh, NodeGroups is asked
 //! once, NodeGroupForNode once per node (answers for unmanaged nodes are not cached: a node can become
-//! managed), each group's template once, and the groups' zones (`ekscale.v1.NodeGroups`, where the provider
-//! serves it) once. Sizes and instances are never cached. Every call carries a
+//! managed), each group's template once, and the groups' zones (`ekscale.v1.NodeGroups`) and the Fargate
+//! profiles (`ekscale.v1.Fargate`), where the provider serves them, once. Sizes and instances are never cached. Every call carries a
 //! deadline, sent to the provider as `grpc-timeout` like cluster-autoscaler's.
 
+use crate::model::fargate::{FargateProfile, FargateSelector};
 use crate::proto::ekscale::fargate_client::FargateClient;
 use crate::proto::ekscale::node_groups_client::NodeGroupsClient;
-use crate::proto::ekscale::{ListZonesRequest, MatchPodRequest, MatchPodResponse};
+use crate::proto::ekscale::{
+    ListProfilesRequest, ListZonesRequest, MatchPodRequest, MatchPodResponse,
+};
 use crate::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use crate::proto::externalgrpc::*;
 use k8s_pb::api::core::v1::Node;
@@ -95,7 +98,12 @@ struct Caches {
     templates: HashMap<String, Option<Arc<Node>>>,
     /// Each group's zones; `Some(None)` when the provider does not serve them.
     zones: Option<Option<Zones>>,
+    /// The Fargate profiles; `Some(None)` when the provider does not serve them.
+    profiles: Option<Option<Profiles>>,
 }
+
+/// The cluster's Fargate profiles, as the provider last read them.
+pub type Profiles = Arc<Vec<FargateProfile>>;
 
 /// Each node group's Availability Zones, by group id.
 pub type Zones = Arc<HashMap<String, Vec<String>>>;
@@ -224,6 +232,41 @@ impl ProviderClient {
         };
         self.caches().zones = Some(zones.clone());
         Ok(zones)
+    }
+
+    /// The cluster's Fargate profiles, asked once per loop; `None` when the provider does not serve
+    /// `ekscale.v1.Fargate`. The companion matches pods to them itself (`model::fargate`, the provider's own
+    /// rules), so that no pod costs an RPC.
+    pub async fn fargate_profiles(&self) -> Result<Option<Profiles>, ClientError> {
+        if let Some(profiles) = self.caches().profiles.clone() {
+            return Ok(profiles);
+        }
+        let request = self.request(ListProfilesRequest {});
+        let profiles = match self.fargate.clone().list_profiles(request).await {
+            Ok(response) => Some(Arc::new(
+                response
+                    .into_inner()
+                    .profiles
+                    .into_iter()
+                    .map(|p| FargateProfile {
+                        name: p.name,
+                        status: p.status,
+                        selectors: p
+                            .selectors
+                            .into_iter()
+                            .map(|s| FargateSelector {
+                                namespace: s.namespace,
+                                labels: s.labels.into_iter().collect(),
+                            })
+                            .collect(),
+                        subnets: p.subnets,
+                    })
+                    .collect(),
+            )),
+            Err(status) => optional("ListProfiles", status)?,
+        };
+        self.caches().profiles = Some(profiles.clone());
+        Ok(profiles)
     }
 
     /// The node group of a node, or `None` when the provider does not manage it.

@@ -7,6 +7,7 @@
 //! different controllers, or with no controller, share a group too.
 
 use crate::model::Pod;
+use crate::model::pod::LabelProjection;
 use std::collections::HashMap;
 
 /// Pods that schedule identically. `pods` index the pod list they were grouped from; the first is the
@@ -23,15 +24,22 @@ impl EquivalenceGroup {
 }
 
 /// Groups `members` (indices into `pods`), keeping the order in which each group first appears, then
-/// ordering groups by priority, highest first, as cluster-autoscaler tries pods.
-pub fn group(pods: &[Pod], members: impl IntoIterator<Item = usize>) -> Vec<EquivalenceGroup> {
+/// ordering groups by priority, highest first, as cluster-autoscaler tries pods. Labels count as far as
+/// `projection` keeps them.
+pub fn group(
+    pods: &[Pod],
+    members: impl IntoIterator<Item = usize>,
+    projection: &LabelProjection,
+) -> Vec<EquivalenceGroup> {
     let mut index = HashMap::new();
     let mut groups: Vec<EquivalenceGroup> = Vec::new();
     for i in members {
-        let slot = *index.entry(pods[i].equivalence_key()).or_insert_with(|| {
-            groups.push(EquivalenceGroup { pods: Vec::new() });
-            groups.len() - 1
-        });
+        let slot = *index
+            .entry(pods[i].equivalence_key(projection))
+            .or_insert_with(|| {
+                groups.push(EquivalenceGroup { pods: Vec::new() });
+                groups.len() - 1
+            });
         groups[slot].pods.push(i);
     }
     groups.sort_by_key(|g| std::cmp::Reverse(g.exemplar(pods).priority.unwrap_or(0)));
@@ -69,7 +77,7 @@ pub(crate) mod tests {
             priority: Some(100),
             ..pod("urgent", "a", 100)
         });
-        let groups = group(&pods, 0..pods.len());
+        let groups = group(&pods, 0..pods.len(), &LabelProjection::All);
         let names: Vec<Vec<&str>> = groups
             .iter()
             .map(|g| g.pods.iter().map(|&i| pods[i].name.as_str()).collect())
@@ -86,6 +94,33 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn labels_no_selector_reads_do_not_split_groups() {
+        let pods: Vec<Pod> = (0..100)
+            .map(|i| pod(&format!("job-{i}"), &format!("index-{i}"), 100))
+            .collect();
+        let nothing_selects = LabelProjection::of(&pods, []);
+        assert_eq!(group(&pods, 0..100, &nothing_selects).len(), 1);
+        // A running pod that selects on `app` anywhere makes every value of it count.
+        let mut guard = pod("guard", "guard", 100);
+        guard.node_name = Some("node".into());
+        guard.scheduling = Arc::new(Scheduling {
+            anti_affinity: vec![crate::model::pod::PodAffinityTerm {
+                selector: crate::model::selector::LabelSelector {
+                    match_labels: [("app".to_string(), "index-7".to_string())].into(),
+                    expressions: Vec::new(),
+                },
+                namespaces: None,
+                topology_key: "kubernetes.io/hostname".into(),
+            }],
+            ..Default::default()
+        });
+        let all: Vec<&Pod> = pods.iter().chain([&guard]).collect();
+        let app_selected = LabelProjection::of(all, []);
+        assert_eq!(app_selected, LabelProjection::Keys(vec!["app".into()]));
+        assert_eq!(group(&pods, 0..100, &app_selected).len(), 100);
+    }
+
+    #[test]
     fn constraints_split_groups() {
         let mut tolerant = pod("t", "a", 100);
         tolerant.scheduling = Arc::new(Scheduling {
@@ -93,6 +128,6 @@ pub(crate) mod tests {
             ..Default::default()
         });
         let pods = vec![pod("p", "a", 100), tolerant];
-        assert_eq!(group(&pods, 0..2).len(), 2);
+        assert_eq!(group(&pods, 0..2, &LabelProjection::All).len(), 2);
     }
 }

@@ -110,6 +110,19 @@ impl Expander {
         self.chain.contains(&Strategy::Price)
     }
 
+    /// The same chain without the price strategy: for a loop without prices.
+    pub fn without_price(&self) -> Expander {
+        Expander {
+            chain: self
+                .chain
+                .iter()
+                .copied()
+                .filter(|s| *s != Strategy::Price)
+                .collect(),
+            priorities: self.priorities.clone(),
+        }
+    }
+
     /// The index of the chosen option; `options` is never empty.
     pub fn choose(
         &self,

@@ -6,26 +6,25 @@ use super::actuation::{Actuator, Outcome};
 use super::backoff::{Backoff, BackoffSettings};
 use super::client::{ClientError, ProviderClient};
 use super::cluster::{ClusterSource, ClusterView};
-use super::equivalence::{self, EquivalenceGroup};
+use super::equivalence;
 use super::expander::Expander;
+use super::fargate::FargateAnswers;
 use super::headroom::{self, Capacity, Policy};
+use super::pricing::PriceBook;
 use super::scaledown::{self, GroupInfo, Unremovable};
 use super::scaleup::{self, Group, Limits, Pending, Totals};
 use super::status::{
-    DeletionStatus, FargatePod, GroupStatus, HeadroomStatus, KeptNode, NoScaleUp, Placed,
-    ScaleDown, Status,
+    DeletionStatus, GroupStatus, HeadroomStatus, KeptNode, NoScaleUp, Placed, ScaleDown, Status,
 };
 use super::world::{self, Place, PlaceKind, PodTerms, Topology};
 use super::zones;
 use crate::k8s::objects;
+use crate::model::fargate;
 use crate::model::node::ZONE_LABEL;
-use crate::model::pod::{FARGATE_SCHEDULER, Phase};
+use crate::model::pod::{FARGATE_SCHEDULER, LabelProjection, Phase};
 use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
-use crate::model::{Node, Pod, Resources};
-use crate::proto::ekscale::MatchPodResponse;
-use crate::proto::externalgrpc::{
-    ExternalGrpcNode, Instance, NodeGroup, instance_status::InstanceState,
-};
+use crate::model::{Node, Pod};
+use crate::proto::externalgrpc::{Instance, NodeGroup, instance_status::InstanceState};
 use crate::proto::options::GroupOptions;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -105,6 +104,10 @@ pub struct RunOnce {
     last_failure: Option<SystemTime>,
     /// Our ToBeDeleted taints left by an earlier run are removed in the first loop that acts.
     stale_taints_checked: bool,
+    /// MatchPod's answers by pod shape.
+    fargate: FargateAnswers,
+    /// Pod prices by demand, for the price expander.
+    prices: PriceBook,
 }
 
 /// A node group with what the provider said of it this loop.
@@ -136,6 +139,8 @@ impl RunOnce {
             last_delete: None,
             last_failure: None,
             stale_taints_checked: false,
+            fargate: FargateAnswers::default(),
+            prices: PriceBook::default(),
         }
     }
 
@@ -204,15 +209,42 @@ impl RunOnce {
         if self.settings.wait_for_new_pods {
             sorted.to_help = self.old_enough(pods, sorted.to_help, now, &mut status);
         }
-        let help_groups = equivalence::group(pods, sorted.to_help);
-        self.fargate(pods, &sorted.fargate, &help_groups, &mut status)
-            .await?;
+        // Fargate profiles are an extension: without them no pod is set aside for Fargate.
+        let profiles = self.client.fargate_profiles().await.unwrap_or_else(|e| {
+            status.errors.push(format!("Fargate: {e}"));
+            None
+        });
+        let profile_list = profiles.as_deref().map(Vec::as_slice);
+        let projection = LabelProjection::of(
+            pods,
+            profile_list.map(fargate::label_keys).unwrap_or_default(),
+        );
+        let help_groups = equivalence::group(pods, sorted.to_help, &projection);
+        let fargate_groups = equivalence::group(pods, sorted.fargate, &projection);
+        let report = self
+            .fargate
+            .report(
+                &self.client,
+                profile_list,
+                pods,
+                &fargate_groups,
+                &help_groups,
+            )
+            .await;
+        status.fargate = report.pods;
+        status.errors.extend(report.errors);
 
         // The world: the nodes with their pods, each group's template with its DaemonSet pods, and the
         // nodes already requested.
         let exemplars: Vec<&Pod> = help_groups.iter().map(|eg| eg.exemplar(pods)).collect();
-        let (mut topology, mut places) =
-            world::build(&view.nodes, &node_group, pods, &sorted.bound, &exemplars);
+        let (mut topology, mut places) = world::build(
+            &view.nodes,
+            &node_group,
+            pods,
+            &sorted.bound,
+            &exemplars,
+            &projection,
+        );
         for (place, node) in places.iter_mut().zip(view.nodes.iter()) {
             if deleting.contains(&node.name) {
                 place.accepts = false;
@@ -316,8 +348,20 @@ impl RunOnce {
             }
             pending.done = pending.groups.iter().map(|g| g.pods.len()).collect();
         }
-        if self.settings.expander.needs_prices() {
-            self.prices(&mut groups, &mut pending).await?;
+        let mut expander = std::borrow::Cow::Borrowed(&self.settings.expander);
+        if expander.needs_prices() {
+            let profiles = profile_list.unwrap_or_default();
+            let priced = self
+                .prices
+                .price(&self.client, profiles, &mut groups, &mut pending)
+                .await;
+            if let Err(e) = priced {
+                // The price expander sits this loop out; the rest of the chain decides.
+                status
+                    .errors
+                    .push(format!("pricing, the price expander is skipped: {e}"));
+                expander = std::borrow::Cow::Owned(expander.without_price());
+            }
         }
         let plan = scaleup::plan(
             &mut topology,
@@ -325,7 +369,7 @@ impl RunOnce {
             &groups,
             &mut pending,
             &self.settings.limits,
-            &self.settings.expander,
+            &expander,
             totals,
         )?;
         status.estimate_ms = plan.estimate_time.as_secs_f64() * 1000.0;
@@ -346,8 +390,18 @@ impl RunOnce {
             let existing = &mut places[..view.nodes.len()];
             let world = (&mut topology, existing);
             let nodes = (node_group.as_slice(), on_node.as_slice(), &deleting);
-            self.scale_down(view, pods, &facts, nodes, world, paused, now, &mut status)
-                .await;
+            self.scale_down(
+                view,
+                pods,
+                &facts,
+                nodes,
+                world,
+                &projection,
+                paused,
+                now,
+                &mut status,
+            )
+            .await;
         }
         status.node_groups = facts
             .iter()
@@ -565,6 +619,7 @@ impl RunOnce {
         facts: &[GroupFacts],
         (node_group, on_node, deleting): (&[Option<usize>], &[Vec<usize>], &HashSet<String>),
         (topology, places): (&mut Topology, &mut [Place]),
+        projection: &LabelProjection,
         paused: Option<String>,
         now: SystemTime,
         status: &mut Status,
@@ -594,6 +649,7 @@ impl RunOnce {
             on_node,
             deleting,
             previously_unneeded: &previously,
+            projection,
             min_cores: self.settings.limits.min_cores,
             min_memory_gib: self.settings.limits.min_memory_gib,
             max_node_startup_time: self.settings.max_node_startup_time,
@@ -1045,108 +1101,6 @@ impl RunOnce {
         Ok(facts.into_iter().flatten().collect())
     }
 
-    /// Fargate-bound pods get the provider's profile, size and price; pods a profile would take but that kept
-    /// the default scheduler are noted (EKS assigns fargate-scheduler only when a pod is created).
-    async fn fargate(
-        &self,
-        pods: &[Pod],
-        bound: &[usize],
-        help: &[EquivalenceGroup],
-        status: &mut Status,
-    ) -> Result<(), ClientError> {
-        for eg in equivalence::group(pods, bound.iter().copied()) {
-            let exemplar = eg.exemplar(pods);
-            let answer = self.match_pod(exemplar).await?;
-            for &p in &eg.pods {
-                status.fargate.push(match &answer {
-                    Some(a) => FargatePod {
-                        pod: pods[p].key(),
-                        profile: a.profile.clone(),
-                        capacity_provisioned: a.capacity_provisioned.clone(),
-                        hourly_price: a.hourly_price,
-                        scheduler: FARGATE_SCHEDULER.into(),
-                        incompatibilities: a.incompatibilities.clone(),
-                        note: (!a.reason.is_empty()).then(|| a.reason.clone()),
-                    },
-                    None => FargatePod {
-                        pod: pods[p].key(),
-                        profile: String::new(),
-                        capacity_provisioned: String::new(),
-                        hourly_price: 0.0,
-                        scheduler: FARGATE_SCHEDULER.into(),
-                        incompatibilities: Vec::new(),
-                        note: Some("the provider does not serve ekscale.v1.Fargate".into()),
-                    },
-                });
-            }
-        }
-        for eg in help {
-            let exemplar = eg.exemplar(pods);
-            let Some(answer) = self.match_pod(exemplar).await? else {
-                return Ok(());
-            };
-            if answer.profile.is_empty() {
-                continue;
-            }
-            for &p in &eg.pods {
-                status.fargate.push(FargatePod {
-                    pod: pods[p].key(),
-                    profile: answer.profile.clone(),
-                    capacity_provisioned: answer.capacity_provisioned.clone(),
-                    hourly_price: answer.hourly_price,
-                    scheduler: exemplar.scheduler_name.clone(),
-                    incompatibilities: answer.incompatibilities.clone(),
-                    note: Some(format!(
-                        "profile {} matches but the pod kept scheduler {:?}: EKS picks Fargate only when a pod is \
-                         created, so EC2 capacity is planned for it; recreate it to run it on Fargate",
-                        answer.profile,
-                        if exemplar.scheduler_name.is_empty() { "default-scheduler" } else { &exemplar.scheduler_name }
-                    )),
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// MatchPod with the pod as read (JSON keeps every field), or as bytes built from the model when it
-    /// was not read from JSON (the simulator's pods).
-    async fn match_pod(&self, pod: &Pod) -> Result<Option<MatchPodResponse>, ClientError> {
-        match &pod.json {
-            Some(json) => self.client.match_pod_json(json.clone()).await,
-            None => self.client.match_pod(objects::pod_to_pb_bytes(pod)).await,
-        }
-    }
-
-    /// Node prices per group and pod prices per equivalence group, for the price expander.
-    async fn prices(
-        &self,
-        groups: &mut [Group],
-        pending: &mut Pending<'_>,
-    ) -> Result<(), ClientError> {
-        for group in groups.iter_mut() {
-            let Some(template) = &group.template else {
-                continue;
-            };
-            let node = ExternalGrpcNode {
-                name: template.node.name.clone(),
-                labels: template.node.labels.clone().into_iter().collect(),
-                ..Default::default()
-            };
-            group.node_price = self.client.node_price(node, 1.0).await?;
-        }
-        for (e, eg) in pending.groups.iter().enumerate() {
-            let bytes = objects::pod_to_pb_bytes(eg.exemplar(pending.pods));
-            pending.prices[e] = self.client.pod_price(bytes, 1.0).await?;
-        }
-        let stabilizer = stabilizer_pod();
-        pending.stabilizer = self
-            .client
-            .pod_price(objects::pod_to_pb_bytes(&stabilizer), 1.0)
-            .await?
-            .unwrap_or(0.0);
-        Ok(())
-    }
-
     /// Instances that have not become nodes within `--max-node-provision-time` are deleted (never below the
     /// group's min size) and their group backed off, as cluster-autoscaler does.
     async fn remove_long_unregistered(
@@ -1405,15 +1359,4 @@ fn daemonset_exemplars(pods: &[Pod], templates: &[Pod]) -> Vec<Pod> {
             ..p.clone()
         })
         .collect()
-}
-
-/// cluster-autoscaler's price stabilizer: a 500m / 500MiB pod.
-fn stabilizer_pod() -> Pod {
-    let demand = Resources {
-        cpu_millis: 500,
-        memory_bytes: 500 << 20,
-        pods: 1,
-        ..Default::default()
-    };
-    Pod::pending("default", "price-stabilizer", demand)
 }

@@ -9,7 +9,7 @@ use super::actuation::Pacing;
 use super::drain::{self, PdbBudget, Rules, Verdict};
 use super::world::{self, Filling, Place, PodTerms, Topology};
 use crate::model::pdb::Pdb;
-use crate::model::pod::EquivalenceKey;
+use crate::model::pod::{EquivalenceKey, LabelProjection};
 use crate::model::{Node, Pod, Resources};
 use crate::proto::options::GroupOptions;
 use std::collections::{HashMap, HashSet};
@@ -159,6 +159,8 @@ pub struct Input<'a> {
     pub deleting: &'a HashSet<String>,
     /// Nodes unneeded in the previous loop: tried first, so their timers keep running.
     pub previously_unneeded: &'a HashSet<String>,
+    /// The labels some selector reads: pods that differ only in others move as one group.
+    pub projection: &'a LabelProjection,
     /// `--cores-total` and `--memory-total` MIN (cores, GiB).
     pub min_cores: u64,
     pub min_memory_gib: u64,
@@ -297,7 +299,7 @@ pub fn plan<'a>(
         .filter(|p| !rank.contains_key(p))
         .collect();
     order.extend(candidates.iter().rev().map(|c| c.node));
-    let mut mover = Mover::new(order, places.len());
+    let mut mover = Mover::new(order, places.len(), input.projection);
     // zeroOrMaxNodeScaling groups go whole: their candidates are simulated together, after the rest.
     let (atomic, single): (Vec<Candidate>, Vec<Candidate>) = candidates
         .into_iter()
@@ -630,22 +632,24 @@ impl Undo {
 struct Mover<'a> {
     order: Vec<usize>,
     known: HashMap<EquivalenceKey<'a>, (Arc<PodTerms>, usize)>,
+    projection: &'a LabelProjection,
     /// Pods that committed removals moved onto each place: they move again if it goes too.
     moved_onto: Vec<Vec<usize>>,
 }
 
 impl<'a> Mover<'a> {
-    fn new(order: Vec<usize>, places: usize) -> Mover<'a> {
+    fn new(order: Vec<usize>, places: usize, projection: &'a LabelProjection) -> Mover<'a> {
         Mover {
             order,
             known: HashMap::new(),
+            projection,
             moved_onto: vec![Vec::new(); places],
         }
     }
 
     fn entry(&mut self, topology: &Topology, pod: &'a Pod) -> &mut (Arc<PodTerms>, usize) {
         self.known
-            .entry(pod.equivalence_key())
+            .entry(pod.equivalence_key(self.projection))
             .or_insert_with(|| (Arc::new(topology.resolve(pod)), 0))
     }
 
@@ -683,7 +687,7 @@ impl<'a> Mover<'a> {
             undo.uncounted.push((from, terms));
         }
         // Identical pods move together.
-        for eg in super::equivalence::group(pods, moving.iter().copied()) {
+        for eg in super::equivalence::group(pods, moving.iter().copied(), input.projection) {
             let pod = eg.exemplar(pods);
             let (terms, hint) = self.entry(topology, pod).clone();
             let mut want = eg.pods.len() as u64;

@@ -808,7 +808,11 @@ mod tests {
     }
 
     fn run(setup: &mut Setup, limits: &Limits, totals: Totals) -> (Plan, Vec<Place>) {
-        let groups = equivalence::group(&setup.pods, 0..setup.pods.len());
+        let groups = equivalence::group(
+            &setup.pods,
+            0..setup.pods.len(),
+            &crate::model::pod::LabelProjection::All,
+        );
         let terms = groups
             .iter()
             .map(|g| setup.topology.resolve(g.exemplar(&setup.pods)))

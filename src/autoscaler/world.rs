@@ -9,7 +9,7 @@
 
 use super::predicates::{self, Unfit};
 use crate::model::node::HOSTNAME_LABEL;
-use crate::model::pod::{HostPort, PodAffinityTerm, Scheduling};
+use crate::model::pod::{HostPort, LabelProjection, PodAffinityTerm, Scheduling};
 use crate::model::selector::{LabelSelector, Labels};
 use crate::model::{Node, Pod, Resources};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -571,6 +571,7 @@ pub fn build(
     pods: &[Pod],
     on_nodes: &[usize],
     pending: &[&Pod],
+    projection: &LabelProjection,
 ) -> (Topology, Vec<Place>) {
     let mut topology = Topology::default();
     for pod in pending {
@@ -599,7 +600,7 @@ pub fn build(
         let node = pod.node_name.as_deref().or(pod.nominated_node.as_deref());
         if let Some(&p) = node.and_then(|n| place_of.get(n)) {
             let terms = resolved
-                .entry(pod.equivalence_key())
+                .entry(pod.equivalence_key(projection))
                 .or_insert_with(|| topology.resolve_placed(pod));
             topology.put(pod, terms, &mut places[p], 1);
         }
@@ -988,7 +989,14 @@ mod tests {
             })
             .collect();
         let members: Vec<usize> = (0..pods.len()).collect();
-        let (mut topology, mut places) = build(&nodes, &[None; 3], &pods, &[], &[&pods[0]]);
+        let (mut topology, mut places) = build(
+            &nodes,
+            &[None; 3],
+            &pods,
+            &[],
+            &[&pods[0]],
+            &LabelProjection::All,
+        );
         let terms = topology.resolve(&pods[0]);
         let placed = place_all(&mut topology, &mut places, &pods, &members, &terms);
         assert_eq!(placed.len(), 15, "all the room, five in each zone");
@@ -1059,7 +1067,14 @@ mod tests {
         };
         let pending = pod("web", Scheduling::default());
         let nodes = [node("a1", "a")];
-        let (topology, places) = build(&nodes, &[None], &[running], &[0], &[&pending]);
+        let (topology, places) = build(
+            &nodes,
+            &[None],
+            &[running],
+            &[0],
+            &[&pending],
+            &LabelProjection::All,
+        );
         assert_eq!(places[0].free.cpu_millis, 3900);
         assert!(topology.resolve(&pending).simple);
     }

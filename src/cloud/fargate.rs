@@ -3,13 +3,9 @@
 
 use super::FargateProfile;
 use crate::k8s::pod::PodFacts;
-use globset::{Glob, GlobMatcher};
 use serde::Deserialize;
 
-/// The label that names the profile when several match.
-pub const PROFILE_LABEL: &str = "eks.amazonaws.com/fargate-profile";
-/// The scheduler EKS's webhook gives pods a profile takes.
-pub const SCHEDULER_NAME: &str = "fargate-scheduler";
+pub use crate::model::fargate::{PROFILE_LABEL, SCHEDULER_NAME, Selection, select};
 /// Memory Fargate adds for the node's own components (kubelet, kube-proxy, containerd).
 const COMPONENTS_MIB: u64 = 256;
 
@@ -95,81 +91,6 @@ pub fn size(cpu_millis: u64, memory_bytes: u64) -> Option<FargateSize> {
         })
 }
 
-/// Which profiles would take a pod.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Selection {
-    /// One profile takes it (the only match, or the one its label names).
-    Profile(String),
-    /// Several match and no label decides: EKS picks one of them at random.
-    Candidates(Vec<String>),
-    /// None matches, with why.
-    NoMatch(String),
-}
-
-/// Matching as EKS does: namespace and every selector label, `*` and `?` allowed; ACTIVE profiles only.
-pub fn select(profiles: &[FargateProfile], pod: &PodFacts) -> Selection {
-    let mut matching: Vec<&str> = profiles
-        .iter()
-        .filter(|p| {
-            p.status == "ACTIVE"
-                && p.selectors
-                    .iter()
-                    .any(|s| selector_matches(&s.namespace, &s.labels, pod))
-        })
-        .map(|p| p.name.as_str())
-        .collect();
-    matching.sort_unstable();
-    match matching.as_slice() {
-        [] => {
-            let inactive = profiles.iter().filter(|p| p.status != "ACTIVE").count();
-            let mut reason = format!(
-                "no ACTIVE Fargate profile selects namespace {:?} with the pod's labels",
-                pod.namespace
-            );
-            if inactive > 0 {
-                reason.push_str(&format!(
-                    " ({inactive} profile(s) not ACTIVE were not considered)"
-                ));
-            }
-            Selection::NoMatch(reason)
-        }
-        [one] => Selection::Profile(one.to_string()),
-        many => match pod
-            .labels
-            .get(PROFILE_LABEL)
-            .filter(|named| many.contains(&named.as_str()))
-        {
-            Some(named) => Selection::Profile(named.clone()),
-            None => Selection::Candidates(many.iter().map(|s| s.to_string()).collect()),
-        },
-    }
-}
-
-fn selector_matches(
-    namespace: &str,
-    labels: &std::collections::BTreeMap<String, String>,
-    pod: &PodFacts,
-) -> bool {
-    wildcard(namespace).is_some_and(|m| m.is_match(&pod.namespace))
-        && labels.iter().all(|(key, value)| {
-            pod.labels
-                .get(key)
-                .is_some_and(|v| wildcard(value).is_some_and(|m| m.is_match(v)))
-        })
-}
-
-/// `*` and `?` as Fargate selectors use them; nothing else is special.
-fn wildcard(pattern: &str) -> Option<GlobMatcher> {
-    let escaped: String = pattern
-        .chars()
-        .map(|c| match c {
-            '[' | ']' | '{' | '}' | '\\' | '!' => format!("\\{c}"),
-            c => c.to_string(),
-        })
-        .collect();
-    Glob::new(&escaped).ok().map(|g| g.compile_matcher())
-}
-
 /// Why a pod could not run on Fargate, each as a short reason; empty when it can. `size` is its rounded size.
 pub fn incompatibilities(pod: &PodFacts, size: Option<FargateSize>) -> Vec<String> {
     let mut reasons = Vec::new();
@@ -228,7 +149,7 @@ impl Assessment {
 pub fn assess(profiles: &[FargateProfile], pod: &PodFacts, rates: &FargateRates) -> Assessment {
     let size = size(pod.demand.cpu_millis, pod.demand.memory_bytes);
     Assessment {
-        selection: select(profiles, pod),
+        selection: select(profiles, &pod.namespace, &pod.labels),
         hourly_price: size.map(|s| s.hourly_price(rates)),
         incompatibilities: incompatibilities(pod, size),
         size,
@@ -238,7 +159,6 @@ pub fn assess(profiles: &[FargateProfile], pod: &PodFacts, rates: &FargateRates)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cloud::FargateSelector;
     use std::collections::BTreeMap;
 
     const GIB: u64 = 1 << 30;
@@ -289,24 +209,6 @@ mod tests {
         );
     }
 
-    fn profile(name: &str, status: &str, selectors: &[(&str, &[(&str, &str)])]) -> FargateProfile {
-        FargateProfile {
-            name: name.into(),
-            status: status.into(),
-            selectors: selectors
-                .iter()
-                .map(|(ns, labels)| FargateSelector {
-                    namespace: ns.to_string(),
-                    labels: labels
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect(),
-                })
-                .collect(),
-            subnets: vec![],
-        }
-    }
-
     fn pod(namespace: &str, labels: &[(&str, &str)]) -> PodFacts {
         PodFacts {
             namespace: namespace.into(),
@@ -317,83 +219,6 @@ mod tests {
                 .collect::<BTreeMap<_, _>>(),
             ..Default::default()
         }
-    }
-
-    #[test]
-    fn selectors_match_namespace_and_every_label() {
-        let profiles = [profile(
-            "serverless",
-            "ACTIVE",
-            &[("serverless", &[("compute", "fargate")])],
-        )];
-        assert_eq!(
-            select(
-                &profiles,
-                &pod("serverless", &[("compute", "fargate"), ("app", "x")])
-            ),
-            Selection::Profile("serverless".into())
-        );
-        assert!(matches!(
-            select(&profiles, &pod("serverless", &[])),
-            Selection::NoMatch(_)
-        ));
-        assert!(matches!(
-            select(&profiles, &pod("other", &[("compute", "fargate")])),
-            Selection::NoMatch(_)
-        ));
-    }
-
-    #[test]
-    fn wildcards_in_namespaces_and_label_values() {
-        let profiles = [profile(
-            "teams",
-            "ACTIVE",
-            &[("team-*", &[("tier", "web-?")])],
-        )];
-        assert_eq!(
-            select(&profiles, &pod("team-a", &[("tier", "web-1")])),
-            Selection::Profile("teams".into())
-        );
-        assert!(matches!(
-            select(&profiles, &pod("team-a", &[("tier", "web-10")])),
-            Selection::NoMatch(_)
-        ));
-        assert!(matches!(
-            select(&profiles, &pod("teams", &[("tier", "web-1")])),
-            Selection::NoMatch(_)
-        ));
-        let literal = [profile("odd", "ACTIVE", &[("a[b]", &[])])];
-        assert_eq!(
-            select(&literal, &pod("a[b]", &[])),
-            Selection::Profile("odd".into()),
-            "[ is not special"
-        );
-    }
-
-    #[test]
-    fn several_profiles_the_label_decides_or_all_are_candidates() {
-        let profiles = [
-            profile("b", "ACTIVE", &[("apps", &[])]),
-            profile("a", "ACTIVE", &[("apps", &[])]),
-            profile("c", "CREATING", &[("apps", &[])]),
-        ];
-        assert_eq!(
-            select(&profiles, &pod("apps", &[])),
-            Selection::Candidates(vec!["a".into(), "b".into()])
-        );
-        assert_eq!(
-            select(&profiles, &pod("apps", &[(PROFILE_LABEL, "b")])),
-            Selection::Profile("b".into())
-        );
-        // A label naming a profile that does not match changes nothing.
-        assert_eq!(
-            select(&profiles, &pod("apps", &[(PROFILE_LABEL, "c")])),
-            Selection::Candidates(vec!["a".into(), "b".into()])
-        );
-        let Selection::NoMatch(why) = select(&profiles[2..], &pod("apps", &[])) else {
-            panic!()
-        };
-        assert!(why.contains("not ACTIVE"), "{why}");
     }
 
     #[test]

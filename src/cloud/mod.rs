@@ -13,8 +13,8 @@ pub mod scenario;
 pub mod sim;
 pub mod template;
 
+pub use crate::model::fargate::{FargateProfile, FargateSelector};
 use async_trait::async_trait;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,30 +52,6 @@ pub struct OptionOverrides {
     pub ignore_daemon_sets_utilization: Option<bool>,
     pub max_node_startup_time: Option<Duration>,
     pub allow_non_atomic_scale_up_to_max: Option<bool>,
-}
-
-/// A Fargate profile: which pods EKS runs on Fargate instead of a node group.
-#[derive(Clone, Debug, serde::Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct FargateProfile {
-    pub name: String,
-    #[serde(default = "active")]
-    pub status: String,
-    pub selectors: Vec<FargateSelector>,
-    #[serde(default)]
-    pub subnets: Vec<String>,
-}
-
-fn active() -> String {
-    "ACTIVE".into()
-}
-
-#[derive(Clone, Debug, serde::Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct FargateSelector {
-    pub namespace: String,
-    #[serde(default)]
-    pub labels: BTreeMap<String, String>,
 }
 
 /// An instance of a node group, as cluster-autoscaler sees it.

@@ -1,5 +1,6 @@
 //! The internal model: compact integer types the decisions are made on, converted once at the edge.
 
+pub mod fargate; // which Fargate profile takes a pod, as EKS matches
 pub mod node; // what a node offers and demands of pods
 pub mod pdb; // disruption budgets
 pub mod pod; // what a pod needs and where it may run

@@ -260,11 +260,12 @@ impl Pod {
         self.node_name.is_some() && self.phase != Phase::Terminal
     }
 
-    /// What makes two pods interchangeable to the estimator: everything the predicates and the packing read.
-    pub fn equivalence_key(&self) -> EquivalenceKey<'_> {
+    /// What makes two pods interchangeable to the estimator: everything the predicates and the packing read,
+    /// of its labels those `projection` keeps.
+    pub fn equivalence_key<'a>(&'a self, projection: &'a LabelProjection) -> EquivalenceKey<'a> {
         EquivalenceKey {
             namespace: &self.namespace,
-            labels: &self.labels,
+            labels: projection.project(&self.labels),
             demand: self.demand,
             extended: &self.extended,
             priority: self.priority,
@@ -276,11 +277,73 @@ impl Pod {
 #[derive(PartialEq, Eq, Hash)]
 pub struct EquivalenceKey<'a> {
     namespace: &'a str,
-    labels: &'a Labels,
+    labels: Projected<'a>,
     demand: Resources,
     extended: &'a BTreeMap<String, u64>,
     priority: Option<i32>,
     scheduling: &'a Scheduling,
+}
+
+/// The label keys some selector in the cluster reads: pod affinity and anti-affinity terms and topology spread
+/// selectors (matchLabelKeys folded in) of every pod, pending or running, and whatever else selects pods by
+/// label (Fargate profiles). A label outside them cannot change where a pod may go or what it counts for, so
+/// pods that differ only there (an Indexed Job's completion index, a StatefulSet's pod name, a label per
+/// pod) are one equivalence group.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LabelProjection {
+    /// Every label counts: for callers that do not know the cluster's selectors.
+    All,
+    /// Only these keys, sorted.
+    Keys(Vec<String>),
+}
+
+/// A pod's labels as a [`LabelProjection`] keeps them.
+#[derive(PartialEq, Eq, Hash)]
+enum Projected<'a> {
+    All(&'a Labels),
+    Keys(Vec<Option<&'a str>>),
+}
+
+impl LabelProjection {
+    /// The keys the selectors of `pods` read, with `extra` keys.
+    pub fn of<'a>(
+        pods: impl IntoIterator<Item = &'a Pod>,
+        extra: impl IntoIterator<Item = String>,
+    ) -> LabelProjection {
+        let mut keys: std::collections::BTreeSet<String> = extra.into_iter().collect();
+        let mut seen: std::collections::HashSet<*const Scheduling> =
+            std::collections::HashSet::new();
+        for pod in pods {
+            let s = &*pod.scheduling;
+            if (s.affinity.is_empty() && s.anti_affinity.is_empty() && s.spread.is_empty())
+                || !seen.insert(s)
+            {
+                continue;
+            }
+            let selectors = s
+                .affinity
+                .iter()
+                .chain(&s.anti_affinity)
+                .map(|t| &t.selector)
+                .chain(s.spread.iter().map(|c| &c.selector));
+            for selector in selectors {
+                keys.extend(selector.keys().map(str::to_string));
+            }
+        }
+        LabelProjection::Keys(keys.into_iter().collect())
+    }
+
+    fn project<'a>(&'a self, labels: &'a Labels) -> Projected<'a> {
+        match self {
+            LabelProjection::All => Projected::All(labels),
+            LabelProjection::Keys(keys) if keys.is_empty() => Projected::Keys(Vec::new()),
+            LabelProjection::Keys(keys) => Projected::Keys(
+                keys.iter()
+                    .map(|k| labels.get(k).map(String::as_str))
+                    .collect(),
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -84,6 +84,14 @@ impl LabelSelector {
         }
     }
 
+    /// The label keys it reads.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.match_labels
+            .keys()
+            .chain(self.expressions.iter().map(|r| &r.key))
+            .map(String::as_str)
+    }
+
     pub fn matches(&self, labels: &Labels) -> bool {
         self.match_labels
             .iter()

@@ -8,7 +8,7 @@ use crate::clock::Clock;
 use crate::k8s::objects;
 use crate::model::node::{FARGATE_COMPUTE_LABEL, HOSTNAME_LABEL, ZONE_LABEL};
 use crate::model::pdb::Pdb;
-use crate::model::pod::{FARGATE_SCHEDULER, Phase};
+use crate::model::pod::{FARGATE_SCHEDULER, LabelProjection, Phase};
 use crate::model::selector::LabelSelector;
 use crate::model::{Node, Pod, Taint};
 use crate::proto::externalgrpc::instance_status::InstanceState;
@@ -297,10 +297,16 @@ fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod]) {
         return;
     }
     let bound: Vec<usize> = (0..pods.len()).filter(|&i| pods[i].holds_room()).collect();
-    let groups = equivalence::group(pods, pending);
+    let groups = equivalence::group(pods, pending, &LabelProjection::All);
     let exemplars: Vec<&Pod> = groups.iter().map(|g| g.exemplar(pods)).collect();
-    let (mut topology, mut places) =
-        world::build(nodes, &vec![None; nodes.len()], pods, &bound, &exemplars);
+    let (mut topology, mut places) = world::build(
+        nodes,
+        &vec![None; nodes.len()],
+        pods,
+        &bound,
+        &exemplars,
+        &LabelProjection::All,
+    );
     let mut binding: HashMap<usize, String> = HashMap::new();
     for group in &groups {
         let terms = topology.resolve(group.exemplar(pods));

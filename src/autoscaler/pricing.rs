@@ -1,0 +1,113 @@
+//! The pricing stage, for the price expander only: each node group's node price once per loop, and the price
+//! of each distinct pod demand, kept across loops while that demand keeps appearing. The calls of the stage
+//! go out together.
+
+use super::client::{ClientError, ProviderClient};
+use super::scaleup::{Group, Pending};
+use crate::k8s::objects;
+use crate::model::fargate::{FargateProfile, SCHEDULER_NAME, Selection, select};
+use crate::model::{Pod, Resources};
+use crate::proto::externalgrpc::ExternalGrpcNode;
+use futures::future::join_all;
+use std::collections::{BTreeMap, HashMap};
+
+/// What a pod's price depends on: its demand, and whether Fargate would run it (then Fargate's rate for its
+/// rounded size is its price) and with which profile.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct PodKey {
+    demand: Resources,
+    extended: BTreeMap<String, u64>,
+    fargate: Option<String>,
+}
+
+/// Pod prices by key, from the last loop that asked.
+#[derive(Default)]
+pub struct PriceBook {
+    pods: HashMap<PodKey, Option<f64>>,
+}
+
+impl PriceBook {
+    /// Node prices into `groups`, pod prices into `pending.prices`, the stabilizer into `pending.stabilizer`.
+    pub async fn price(
+        &mut self,
+        client: &ProviderClient,
+        profiles: &[FargateProfile],
+        groups: &mut [Group],
+        pending: &mut Pending<'_>,
+    ) -> Result<(), ClientError> {
+        let nodes = groups.iter().map(|group| async {
+            let Some(template) = &group.template else {
+                return Ok(None);
+            };
+            let node = ExternalGrpcNode {
+                name: template.node.name.clone(),
+                labels: template.node.labels.clone().into_iter().collect(),
+                ..Default::default()
+            };
+            client.node_price(node, 1.0).await
+        });
+        let stabilizer = stabilizer_pod();
+        let exemplars: Vec<&Pod> = pending
+            .groups
+            .iter()
+            .map(|eg| eg.exemplar(pending.pods))
+            .chain([&stabilizer])
+            .collect();
+        let keys: Vec<PodKey> = exemplars.iter().map(|p| key(p, profiles)).collect();
+        // Each key not priced last loop is asked once, by its first pod.
+        let mut asked: HashMap<&PodKey, usize> = HashMap::new();
+        for (i, k) in keys.iter().enumerate() {
+            if !self.pods.contains_key(k) {
+                asked.entry(k).or_insert(i);
+            }
+        }
+        let asked: Vec<(&PodKey, usize)> = asked.into_iter().collect();
+        let pods = asked
+            .iter()
+            .map(|&(_, i)| client.pod_price(objects::pod_to_pb_bytes(exemplars[i]), 1.0));
+        let (node_prices, pod_prices) = futures::join!(join_all(nodes), join_all(pods));
+        for (group, price) in groups.iter_mut().zip(node_prices) {
+            group.node_price = price?;
+        }
+        let mut book: HashMap<PodKey, Option<f64>> = HashMap::new();
+        for ((k, _), price) in asked.into_iter().zip(pod_prices) {
+            book.insert(k.clone(), price?);
+        }
+        for k in &keys {
+            if let Some(&price) = self.pods.get(k) {
+                book.entry(k.clone()).or_insert(price);
+            }
+        }
+        let (stabilizer, groups) = keys.split_last().expect("the stabilizer is last");
+        for (e, k) in groups.iter().enumerate() {
+            pending.prices[e] = book[k];
+        }
+        pending.stabilizer = book[stabilizer].unwrap_or(0.0);
+        self.pods = book;
+        Ok(())
+    }
+}
+
+fn key(pod: &Pod, profiles: &[FargateProfile]) -> PodKey {
+    let fargate = match select(profiles, &pod.namespace, &pod.labels) {
+        Selection::Profile(name) => Some(name),
+        Selection::Candidates(names) => Some(names.join(",")),
+        Selection::NoMatch(_) => (pod.scheduler_name == SCHEDULER_NAME).then(String::new),
+    };
+    PodKey {
+        demand: pod.demand,
+        extended: pod.extended.clone(),
+        fargate,
+    }
+}
+
+/// cluster-autoscaler's price stabilizer: a 500m / 500MiB pod.
+fn stabilizer_pod() -> Pod {
+    let demand = Resources {
+        cpu_millis: 500,
+        memory_bytes: 500 << 20,
+        pods: 1,
+        ..Default::default()
+    };
+    Pod::pending("default", "price-stabilizer", demand)
+}

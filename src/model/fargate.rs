@@ -1,0 +1,239 @@
+//! Which Fargate profile takes a pod, by EKS's rules: the one implementation both the provider (MatchPod,
+//! the pricing of Fargate pods) and the companion (setting Fargate pods aside without asking) apply.
+//! Profiles are not node groups (docs/eks.md, "Fargate").
+
+use super::Labels;
+use globset::{Glob, GlobMatcher};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The label that names the profile when several match.
+pub const PROFILE_LABEL: &str = "eks.amazonaws.com/fargate-profile";
+/// The scheduler EKS's webhook gives pods a profile takes.
+pub const SCHEDULER_NAME: &str = "fargate-scheduler";
+
+/// A Fargate profile: which pods EKS runs on Fargate instead of a node group.
+#[derive(Clone, Debug, serde::Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FargateProfile {
+    pub name: String,
+    #[serde(default = "active")]
+    pub status: String,
+    pub selectors: Vec<FargateSelector>,
+    #[serde(default)]
+    pub subnets: Vec<String>,
+}
+
+fn active() -> String {
+    "ACTIVE".into()
+}
+
+#[derive(Clone, Debug, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FargateSelector {
+    pub namespace: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Which profiles would take a pod.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Selection {
+    /// One profile takes it (the only match, or the one its label names).
+    Profile(String),
+    /// Several match and no label decides: EKS picks one of them at random.
+    Candidates(Vec<String>),
+    /// None matches, with why.
+    NoMatch(String),
+}
+
+/// Matching as EKS does: namespace and every selector label, `*` and `?` allowed; ACTIVE profiles only.
+pub fn select(profiles: &[FargateProfile], namespace: &str, labels: &Labels) -> Selection {
+    let mut matching: Vec<&str> = profiles
+        .iter()
+        .filter(|p| {
+            p.status == "ACTIVE"
+                && p.selectors
+                    .iter()
+                    .any(|s| selector_matches(s, namespace, labels))
+        })
+        .map(|p| p.name.as_str())
+        .collect();
+    matching.sort_unstable();
+    match matching.as_slice() {
+        [] => {
+            let inactive = profiles.iter().filter(|p| p.status != "ACTIVE").count();
+            let mut reason = format!(
+                "no ACTIVE Fargate profile selects namespace {:?} with the pod's labels",
+                namespace
+            );
+            if inactive > 0 {
+                reason.push_str(&format!(
+                    " ({inactive} profile(s) not ACTIVE were not considered)"
+                ));
+            }
+            Selection::NoMatch(reason)
+        }
+        [one] => Selection::Profile(one.to_string()),
+        many => match labels
+            .get(PROFILE_LABEL)
+            .filter(|named| many.contains(&named.as_str()))
+        {
+            Some(named) => Selection::Profile(named.clone()),
+            None => Selection::Candidates(many.iter().map(|s| s.to_string()).collect()),
+        },
+    }
+}
+
+fn selector_matches(selector: &FargateSelector, namespace: &str, labels: &Labels) -> bool {
+    wildcard(&selector.namespace).is_some_and(|m| m.is_match(namespace))
+        && selector.labels.iter().all(|(key, value)| {
+            labels
+                .get(key)
+                .is_some_and(|v| wildcard(value).is_some_and(|m| m.is_match(v)))
+        })
+}
+
+/// `*` and `?` as Fargate selectors use them; nothing else is special.
+fn wildcard(pattern: &str) -> Option<GlobMatcher> {
+    let escaped: String = pattern
+        .chars()
+        .map(|c| match c {
+            '[' | ']' | '{' | '}' | '\\' | '!' => format!("\\{c}"),
+            c => c.to_string(),
+        })
+        .collect();
+    Glob::new(&escaped).ok().map(|g| g.compile_matcher())
+}
+
+/// The pod label keys the profiles read: a pod's Fargate profile depends on these labels and no others.
+pub fn label_keys(profiles: &[FargateProfile]) -> BTreeSet<String> {
+    let mut keys: BTreeSet<String> = profiles
+        .iter()
+        .flat_map(|p| &p.selectors)
+        .flat_map(|s| s.labels.keys().cloned())
+        .collect();
+    if profiles.len() > 1 {
+        keys.insert(PROFILE_LABEL.to_string());
+    }
+    keys
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(name: &str, status: &str, selectors: &[(&str, &[(&str, &str)])]) -> FargateProfile {
+        FargateProfile {
+            name: name.into(),
+            status: status.into(),
+            selectors: selectors
+                .iter()
+                .map(|(ns, labels)| FargateSelector {
+                    namespace: ns.to_string(),
+                    labels: labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                })
+                .collect(),
+            subnets: vec![],
+        }
+    }
+
+    fn pod(namespace: &str, labels: &[(&str, &str)]) -> (String, Labels) {
+        let labels = labels.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        (namespace.into(), labels.collect())
+    }
+
+    fn select_pod(profiles: &[FargateProfile], (namespace, labels): (String, Labels)) -> Selection {
+        select(profiles, &namespace, &labels)
+    }
+
+    #[test]
+    fn selectors_match_namespace_and_every_label() {
+        let profiles = [profile(
+            "serverless",
+            "ACTIVE",
+            &[("serverless", &[("compute", "fargate")])],
+        )];
+        assert_eq!(
+            select_pod(
+                &profiles,
+                pod("serverless", &[("compute", "fargate"), ("app", "x")])
+            ),
+            Selection::Profile("serverless".into())
+        );
+        assert!(matches!(
+            select_pod(&profiles, pod("serverless", &[])),
+            Selection::NoMatch(_)
+        ));
+        assert!(matches!(
+            select_pod(&profiles, pod("other", &[("compute", "fargate")])),
+            Selection::NoMatch(_)
+        ));
+    }
+
+    #[test]
+    fn wildcards_in_namespaces_and_label_values() {
+        let profiles = [profile(
+            "teams",
+            "ACTIVE",
+            &[("team-*", &[("tier", "web-?")])],
+        )];
+        assert_eq!(
+            select_pod(&profiles, pod("team-a", &[("tier", "web-1")])),
+            Selection::Profile("teams".into())
+        );
+        assert!(matches!(
+            select_pod(&profiles, pod("team-a", &[("tier", "web-10")])),
+            Selection::NoMatch(_)
+        ));
+        assert!(matches!(
+            select_pod(&profiles, pod("teams", &[("tier", "web-1")])),
+            Selection::NoMatch(_)
+        ));
+        let literal = [profile("odd", "ACTIVE", &[("a[b]", &[])])];
+        assert_eq!(
+            select_pod(&literal, pod("a[b]", &[])),
+            Selection::Profile("odd".into()),
+            "[ is not special"
+        );
+    }
+
+    #[test]
+    fn several_profiles_the_label_decides_or_all_are_candidates() {
+        let profiles = [
+            profile("b", "ACTIVE", &[("apps", &[])]),
+            profile("a", "ACTIVE", &[("apps", &[])]),
+            profile("c", "CREATING", &[("apps", &[])]),
+        ];
+        assert_eq!(
+            select_pod(&profiles, pod("apps", &[])),
+            Selection::Candidates(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(
+            select_pod(&profiles, pod("apps", &[(PROFILE_LABEL, "b")])),
+            Selection::Profile("b".into())
+        );
+        // A label naming a profile that does not match changes nothing.
+        assert_eq!(
+            select_pod(&profiles, pod("apps", &[(PROFILE_LABEL, "c")])),
+            Selection::Candidates(vec!["a".into(), "b".into()])
+        );
+        let Selection::NoMatch(why) = select_pod(&profiles[2..], pod("apps", &[])) else {
+            panic!()
+        };
+        assert!(why.contains("not ACTIVE"), "{why}");
+    }
+
+    #[test]
+    fn label_keys_are_the_selectors_and_the_naming_label_when_several() {
+        let one = [profile("a", "ACTIVE", &[("apps", &[("tier", "web")])])];
+        assert_eq!(label_keys(&one), BTreeSet::from(["tier".to_string()]));
+        let two = [one[0].clone(), profile("b", "ACTIVE", &[("jobs", &[])])];
+        assert_eq!(
+            label_keys(&two),
+            BTreeSet::from(["tier".to_string(), PROFILE_LABEL.to_string()])
+        );
+    }
+}
