@@ -15,6 +15,7 @@ use k8s_pb::api::core::v1::Node;
 use prost::Message;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 const OPTIONS_TAG: &str =
     "k8s.io/cluster-autoscaler/node-template/autoscaling-options/scaledownutilizationthreshold";
@@ -842,4 +843,112 @@ fn the_default_log_holds_no_credentials_and_no_pod_specs() {
     for secret in [KEY_ID, SECRET, TOKEN, IMAGE, PASSWORD, ANNOTATION] {
         assert!(!log.contains(secret), "{secret} in the log:\n{log}");
     }
+}
+
+/// Calls Refresh until the backend has read AWS again since the call (its cache younger than the wait):
+/// waits on the refresh itself, which `refreshInterval` lets through.
+async fn refreshed(c: &Cluster) {
+    let mut client = c.server.client().await;
+    let start = Instant::now();
+    for _ in 0..200 {
+        client.refresh(RefreshRequest {}).await.unwrap();
+        if c.backend.cache_age().is_some_and(|a| a < start.elapsed()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no refresh within 10 s");
+}
+
+/// The group's instances as nodes of a view, placeholders left out (they never register).
+async fn view_of(c: &Cluster) -> Arc<ekscale::autoscaler::cluster::ClusterView> {
+    let nodes: Vec<serde_json::Value> = common::cluster::nodes_of(c.server.addr, &["web"])
+        .await
+        .into_iter()
+        .filter(|n| {
+            !n["spec"]["providerID"]
+                .as_str()
+                .unwrap()
+                .contains("i-placeholder-")
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("view.json");
+    std::fs::write(&path, common::cluster::list(nodes).to_string()).unwrap();
+    use ekscale::autoscaler::cluster::ClusterSource;
+    ekscale::autoscaler::cluster::Snapshot::read(&path)
+        .unwrap()
+        .view()
+        .await
+        .unwrap()
+}
+
+/// AWS placeholder ids come back after every IncreaseSize (`i-placeholder-<asg>-0` again): the companion's
+/// provision timer must start again for the new one, not resume the old one's and delete a fresh
+/// placeholder as "unregistered for too long" (which lowers the ASG's desired capacity).
+#[tokio::test]
+async fn a_placeholder_id_seen_again_after_a_while_is_a_new_instance() {
+    use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
+    use ekscale::autoscaler::runonce::{RunOnce, Settings};
+    // Placeholders stay until the next full refresh, at most 5 s away.
+    let c = cluster(&CONFIG.replace("refreshInterval: 0s", "refreshInterval: 5s")).await;
+    let mut client = c.server.client().await;
+    let settings = Settings {
+        act: true,
+        remove_unregistered: true,
+        scale_down: ekscale::autoscaler::scaledown::Settings {
+            enabled: false,
+            ..Default::default()
+        },
+        ..Settings::default()
+    };
+    let companion =
+        ProviderClient::new(&ProviderConfig::plaintext(c.server.addr.to_string())).unwrap();
+    let mut once = RunOnce::new(companion, settings);
+    let t0 = std::time::SystemTime::now();
+    let increase = NodeGroupIncreaseSizeRequest {
+        id: "web".into(),
+        delta: 1,
+    };
+
+    refreshed(&c).await;
+    client
+        .node_group_increase_size(increase.clone())
+        .await
+        .unwrap();
+    let status = once.run(&*view_of(&c).await, t0).await.unwrap();
+    let web = |s: &ekscale::autoscaler::status::Status| {
+        s.node_groups
+            .iter()
+            .find(|g| g.id == "web")
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        (web(&status).registered, web(&status).upcoming),
+        (2, 1),
+        "the placeholder is seen"
+    );
+
+    // The instance launched: the placeholder is gone from the next refresh on.
+    refreshed(&c).await;
+    let status = once
+        .run(&*view_of(&c).await, t0 + Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!((web(&status).registered, web(&status).upcoming), (3, 0));
+
+    // Twenty minutes on (past --max-node-provision-time, 15 m), another scale-up: placeholder 0 again.
+    refreshed(&c).await;
+    let view = view_of(&c).await;
+    client.node_group_increase_size(increase).await.unwrap();
+    let status = once
+        .run(&view, t0 + Duration::from_secs(20 * 60))
+        .await
+        .unwrap();
+    assert!(status.errors.is_empty(), "{:?}", status.errors);
+    assert_eq!(web(&status).skipped, None, "not backed off");
+    assert_eq!(web(&status).upcoming, 1);
+    let (desired, _) = moto::asg_state(&c.sdk, &c.asgs["web"]).await;
+    assert_eq!(desired, 4, "the fresh placeholder was not cancelled");
 }

@@ -455,6 +455,41 @@ fn a_failed_simulation_leaves_the_cluster_as_it_was() {
 }
 
 #[test]
+fn a_failed_simulation_gives_back_the_room_it_searched_past() {
+    // Only d1 and d2 may take the moving pods (a node selector); d1 has room for one 900m pod, d2 for none.
+    // `first` (45%) is tried before `second` (46%): f-1 takes d1, f-2 fits nowhere, `first` stays. Its
+    // search went past d1; `second`'s pod, identical to f-1, must still find d1's room given back.
+    let pool = Arc::new(Scheduling {
+        node_selector: Labels::from([("pool".to_string(), "target".to_string())]),
+        ..Default::default()
+    });
+    let target = |n: &mut Node| {
+        n.labels.insert("pool".into(), "target".into());
+    };
+    let mut c = Cluster::new(&[("general", 0, 4)]);
+    c.node_with("d1", Some(0), target)
+        .node_with("d2", Some(0), target)
+        .node("first", Some(0))
+        .node("second", Some(0))
+        .pod("d1", "base-1", "base", 3000)
+        .pod("d2", "base-2", "base", 3500);
+    let pinned = |p: &mut Pod| p.scheduling = pool.clone();
+    c.pod_with("first", "f-1", "f", 900, pinned)
+        .pod_with("first", "f-2", "f", 900, pinned)
+        .pod_with("second", "s-1", "f", 900, pinned)
+        .pod_with("second", "agent", "agent", 950, |p| {
+            p.controller = Some(Controller {
+                kind: "DaemonSet".into(),
+                name: "agent".into(),
+                uid: "uid-agent".into(),
+            });
+        });
+    let plan = c.plan();
+    assert_eq!(kept(&c, &plan, "first").0, "NoPlaceToMovePods", "{plan:#?}");
+    assert_eq!(removable(&c, &plan), ["second"], "{plan:#?}");
+}
+
+#[test]
 fn gpu_nodes_are_judged_by_gpus_alone() {
     let gpu_node = |n: &mut Node| {
         n.allocatable.gpus = 1;

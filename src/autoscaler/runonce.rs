@@ -478,6 +478,23 @@ impl RunOnce {
         }
         let registered_ids: HashSet<&str> =
             view.nodes.iter().map(|n| n.provider_id.as_str()).collect();
+        // Only instances seen this loop are remembered: ids come back (AWS placeholders are
+        // `i-placeholder-<asg>-<n>` again after every IncreaseSize), and one gone for a loop is a new one.
+        let seen: HashSet<&str> = facts
+            .iter()
+            .flat_map(|f| &f.instances)
+            .map(|i| i.id.as_str())
+            .collect();
+        // A group the provider could not list this loop keeps its instances' memory until it can.
+        if facts
+            .iter()
+            .all(|f| f.problem.is_none() || !f.instances.is_empty())
+        {
+            self.failed_instances
+                .retain(|id| seen.contains(id.as_str()));
+            self.unregistered_since
+                .retain(|id, _| seen.contains(id.as_str()));
+        }
         let mut groups = Vec::with_capacity(facts.len());
         for (f, c) in facts.iter().zip(&mut counts) {
             let mut failed = 0;

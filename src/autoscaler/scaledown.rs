@@ -299,7 +299,7 @@ pub fn plan<'a>(
         .filter(|p| !rank.contains_key(p))
         .collect();
     order.extend(candidates.iter().rev().map(|c| c.node));
-    let mut mover = Mover::new(order, places.len(), input.projection);
+    let mut mover = Mover::new(order, places.len(), input);
     // zeroOrMaxNodeScaling groups go whole: their candidates are simulated together, after the rest.
     let (atomic, single): (Vec<Candidate>, Vec<Candidate>) = candidates
         .into_iter()
@@ -345,7 +345,7 @@ pub fn plan<'a>(
                     .push(commit(input, &mut pdbs, c, destinations));
             }
             Err(why) => {
-                undo.apply(input.pods, topology, places);
+                mover.undo(undo, topology, places);
                 plan.kept.push(keep(Unremovable::NoPlaceToMovePods, why));
             }
         }
@@ -590,7 +590,7 @@ fn atomic_groups<'a>(
                 }
             }
             Some((reason, why)) => {
-                undo.apply(input.pods, topology, places);
+                mover.undo(undo, topology, places);
                 for c in &members {
                     places[c.node].accepts = input.nodes[c.node].accepts_pods()
                         && !input.deleting.contains(&input.nodes[c.node].name);
@@ -612,6 +612,9 @@ struct Undo {
     puts: Vec<(usize, usize, u64, Arc<PodTerms>)>,
     /// Pods taken out of the counts of a node being removed: (place, terms).
     uncounted: Vec<(usize, Arc<PodTerms>)>,
+    /// Where an equivalence group's search started before: (a pod of it, the hint). Places the attempt
+    /// filled have room again once it is undone, so the hint must not stay past them.
+    hints: Vec<(usize, usize)>,
 }
 
 impl Undo {
@@ -633,16 +636,18 @@ struct Mover<'a> {
     order: Vec<usize>,
     known: HashMap<EquivalenceKey<'a>, (Arc<PodTerms>, usize)>,
     projection: &'a LabelProjection,
+    pods: &'a [Pod],
     /// Pods that committed removals moved onto each place: they move again if it goes too.
     moved_onto: Vec<Vec<usize>>,
 }
 
 impl<'a> Mover<'a> {
-    fn new(order: Vec<usize>, places: usize, projection: &'a LabelProjection) -> Mover<'a> {
+    fn new(order: Vec<usize>, places: usize, input: &Input<'a>) -> Mover<'a> {
         Mover {
             order,
             known: HashMap::new(),
-            projection,
+            projection: input.projection,
+            pods: input.pods,
             moved_onto: vec![Vec::new(); places],
         }
     }
@@ -651,6 +656,14 @@ impl<'a> Mover<'a> {
         self.known
             .entry(pod.equivalence_key(self.projection))
             .or_insert_with(|| (Arc::new(topology.resolve(pod)), 0))
+    }
+
+    /// Undoes a failed removal simulation, the search hints included.
+    fn undo(&mut self, undo: Undo, topology: &mut Topology, places: &mut [Place]) {
+        for &(pod, hint) in undo.hints.iter().rev() {
+            self.entry(topology, &self.pods[pod]).1 = hint;
+        }
+        undo.apply(self.pods, topology, places);
     }
 
     /// Records a committed removal of `from`: its pods now live where `destinations` says.
@@ -693,6 +706,7 @@ impl<'a> Mover<'a> {
             let mut want = eg.pods.len() as u64;
             let mut filling = Filling::new(pod, &terms);
             let mut i = if terms.simple { hint } else { 0 };
+            undo.hints.push((eg.pods[0], hint));
             let mut advance = terms.simple;
             while want > 0 && i < self.order.len() {
                 let p = self.order[i];
