@@ -17,7 +17,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use ekscale::cloud::NodeGroupBackend;
 use ekscale::cloud::aws::AwsBackend;
 use ekscale::cloud::aws::config::AwsConfig;
-use ekscale::metrics::ProviderMetrics;
+use ekscale::provider::metrics::ProviderMetrics;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

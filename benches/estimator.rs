@@ -5,12 +5,12 @@
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use ekscale::autoscaler::binpack::{self, Demand, Ordering};
-use ekscale::autoscaler::equivalence::{self, EquivalenceGroup};
 use ekscale::autoscaler::expander::{Expander, Strategy};
 use ekscale::autoscaler::scaleup::{self, Group, Limits, Pending, Totals};
-use ekscale::autoscaler::world::{PlaceKind, PodTerms, Topology};
 use ekscale::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
 use ekscale::model::{Node, Pod, Resources};
+use ekscale::simulator::equivalence::{self, EquivalenceGroup};
+use ekscale::simulator::world::{PlaceKind, PodTerms, Topology};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;

@@ -14,7 +14,7 @@ use ekscale::autoscaler::runonce::{RunOnce, Settings};
 use ekscale::clock::Clock;
 use ekscale::cloud::scenario::Scenario;
 use ekscale::cloud::sim::SimBackend;
-use ekscale::metrics::ProviderMetrics;
+use ekscale::provider::metrics::ProviderMetrics;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};

@@ -8,12 +8,12 @@ pub mod autoscaler; // the companion: provider client, cluster sources, estimato
 pub mod clock; // time source of the simulators: real, scaled or manual
 pub mod cloud; // node groups behind the NodeGroupBackend trait: the simulated EKS and AWS; Fargate
 pub mod demo; // `demo`: the provider, the simulated cluster and the loop playing a scripted day
-pub mod http; // /metrics and /healthz
+pub mod http; // what both programs' HTTP endpoints share: the server, the OpenMetrics content type
 pub mod k8s; // Kubernetes formats at the edge: quantities, pods from protobuf bytes or kubectl JSON
-pub mod metrics; // Prometheus metrics, ekscale_provider_*
 pub mod model; // the internal model: integer resources, nodes, pods, selectors, taints
 pub mod proto; // code generated from proto/
 pub mod provider; // the gRPC server: CloudProvider, Fargate, health, reflection, TLS
 pub mod sim; // the cluster simulator: nodes from the provider's instances, a scheduler, for demo and tests
+pub mod simulator; // the scheduling simulator both the companion and the cluster simulator use
 pub mod telemetry; // tracing setup
 pub mod tls; // process-wide rustls setup

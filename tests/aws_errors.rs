@@ -12,9 +12,9 @@ use ekscale::cloud::NodeGroupBackend;
 use ekscale::cloud::aws::AwsBackend;
 use ekscale::cloud::aws::calls::Calls;
 use ekscale::cloud::aws::config::AwsConfig;
-use ekscale::metrics::ProviderMetrics;
 use ekscale::proto::externalgrpc::instance_status::InstanceState;
 use ekscale::proto::externalgrpc::*;
+use ekscale::provider::metrics::ProviderMetrics;
 use std::sync::Arc;
 use std::time::Duration;
 

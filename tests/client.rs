@@ -161,7 +161,7 @@ async fn a_provider_that_is_down_fails_fast_and_the_client_recovers() {
             ekscale::cloud::scenario::Scenario::built_in(),
             ekscale::clock::Clock::manual(),
         ));
-    let metrics = std::sync::Arc::new(ekscale::metrics::ProviderMetrics::default());
+    let metrics = std::sync::Arc::new(ekscale::provider::metrics::ProviderMetrics::default());
     tokio::spawn(ekscale::provider::serve(
         listener,
         backend,

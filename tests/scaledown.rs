@@ -4,7 +4,6 @@
 
 use ekscale::autoscaler::drain::Rules;
 use ekscale::autoscaler::scaledown::{self, GroupInfo, Input, Plan};
-use ekscale::autoscaler::world;
 use ekscale::model::node::HOSTNAME_LABEL;
 use ekscale::model::pdb::Pdb;
 use ekscale::model::pod::{
@@ -13,6 +12,7 @@ use ekscale::model::pod::{
 use ekscale::model::selector::LabelSelector;
 use ekscale::model::{GPU_LABEL, Labels, Node, Pod, Resources};
 use ekscale::proto::options::GroupOptions;
+use ekscale::simulator::world;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

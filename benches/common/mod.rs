@@ -2,9 +2,9 @@
 #![allow(dead_code)]
 
 use ekscale::cloud::NodeGroupBackend;
-use ekscale::metrics::ProviderMetrics;
 use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use ekscale::proto::externalgrpc::*;
+use ekscale::provider::metrics::ProviderMetrics;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tonic::transport::{Channel, Endpoint};

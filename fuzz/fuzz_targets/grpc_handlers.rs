@@ -7,7 +7,7 @@
 use ekscale::clock::Clock;
 use ekscale::cloud::scenario::{BUILT_IN, Scenario};
 use ekscale::cloud::sim::SimBackend;
-use ekscale::metrics::ProviderMetrics;
+use ekscale::provider::metrics::ProviderMetrics;
 use ekscale::proto::ekscale::fargate_server::Fargate;
 use ekscale::proto::externalgrpc::cloud_provider_server::CloudProvider;
 use ekscale::provider::{CloudProviderService, FargateService};

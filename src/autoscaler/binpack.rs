@@ -12,10 +12,10 @@
 //! A group that spans several zones gets its new nodes where its Auto Scaling group would launch them:
 //! in the zone with the fewest of the group's nodes first ([`Templates`]).
 
-use super::free_tree::FreeTree;
-use super::predicates::{self, Unfit};
-use super::world::{Filling, Place, PlaceKind, PodTerms, Topology};
 use crate::model::Pod;
+use crate::simulator::free_tree::FreeTree;
+use crate::simulator::predicates::{self, Unfit};
+use crate::simulator::world::{Filling, Place, PlaceKind, PodTerms, Topology};
 use std::time::Instant;
 
 /// One equivalence group to pack: its exemplar, its terms, how many pods.
@@ -457,7 +457,7 @@ mod tests {
                 ..Default::default()
             },
             scheduling: Arc::new(scheduling),
-            ..crate::autoscaler::equivalence::tests::pod(app, app, 0)
+            ..crate::simulator::equivalence::tests::pod(app, app, 0)
         }
     }
 

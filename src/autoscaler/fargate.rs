@@ -8,12 +8,12 @@
 //! whole pod), once per pod shape a profile takes, and the answer is kept while that shape keeps appearing.
 
 use super::client::{ClientError, ProviderClient};
-use super::equivalence::EquivalenceGroup;
 use super::status::FargatePod;
 use crate::k8s::{objects, pod::PodFacts};
 use crate::model::Pod;
 use crate::model::fargate::{FargateProfile, SCHEDULER_NAME, Selection, select};
 use crate::proto::ekscale::MatchPodResponse;
+use crate::simulator::equivalence::EquivalenceGroup;
 use std::collections::HashMap;
 
 /// MatchPod's answers by pod shape, kept across loops; only shapes asked about in the last loop stay.

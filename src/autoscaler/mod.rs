@@ -6,20 +6,18 @@ pub mod binpack; // the estimator: first-fit decreasing, several orderings, the 
 pub mod client; // the provider client, with cluster-autoscaler's caching rules
 pub mod cluster; // where the cluster is read from: the ClusterSource trait, snapshots
 pub mod drain; // what each pod on a node means for removing it (upstream's drainability rules)
-pub mod equivalence; // pending pods grouped by what scheduling reads
 pub mod events; // Events and the status ConfigMap, as cluster-autoscaler writes them
 pub mod expander; // least-waste, most-pods, least-nodes, price, priority, random
 pub mod fargate; // Fargate pods set aside, matched to profiles here, MatchPod once per pod shape
-pub mod free_tree; // first fit in log time over the nodes an estimation adds
 pub mod headroom; // capacity kept free ahead of demand, as virtual pending pods
+pub mod http; // /metrics, /health-check, /snapshotz
 pub mod kube; // the live cluster: reflector caches, an unschedulable-pod trigger, taints and evictions
 pub mod last_loop; // what /health-check and /snapshotz serve: liveness and the last decisions
 pub mod leader; // leader election on a Lease: one replica acts, and stops at once when it loses
-pub mod predicates; // filters on one pod and one node, with the scheduler's reasons
+pub mod metrics; // ekscale_* metrics, named after cluster-autoscaler's
 pub mod pricing; // node and pod prices for the price expander, pod prices kept by demand
 pub mod runonce; // one loop: read, count what is coming, place, plan, act, record
 pub mod scaledown; // finds unneeded nodes: utilization, drainability, removal simulation
 pub mod scaleup; // plans expansions for all pending pods, limits, balancing
 pub mod status; // what a loop decided and why: JSON and a table
-pub mod world; // the in-memory cluster: places, topology counts, placement
 pub mod zones; // multi-zone node groups: a template per zone, where the next node launches

@@ -6,7 +6,6 @@ use super::actuation::{Actuator, Outcome};
 use super::backoff::{Backoff, BackoffSettings};
 use super::client::{ClientError, ProviderClient};
 use super::cluster::{ClusterSource, ClusterView};
-use super::equivalence;
 use super::expander::Expander;
 use super::fargate::FargateAnswers;
 use super::headroom::{self, Capacity, Policy};
@@ -16,7 +15,6 @@ use super::scaleup::{self, Group, Limits, Pending, Totals};
 use super::status::{
     DeletionStatus, GroupStatus, HeadroomStatus, KeptNode, NoScaleUp, Placed, ScaleDown, Status,
 };
-use super::world::{self, Place, PlaceKind, PodTerms, Topology};
 use super::zones;
 use crate::k8s::objects;
 use crate::model::fargate;
@@ -26,6 +24,8 @@ use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
 use crate::model::{Node, Pod};
 use crate::proto::externalgrpc::{Instance, NodeGroup, instance_status::InstanceState};
 use crate::proto::options::GroupOptions;
+use crate::simulator::equivalence;
+use crate::simulator::world::{self, Place, PlaceKind, PodTerms, Topology};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -1265,8 +1265,8 @@ fn template_place(
 ) -> Place {
     let mut template = topology.place(node.clone(), Some(group), PlaceKind::Planned);
     for ds in daemonsets {
-        if super::predicates::node_fit(&ds.scheduling, node).is_ok() {
-            template.free = super::predicates::minus(template.free, &ds.demand);
+        if crate::simulator::predicates::node_fit(&ds.scheduling, node).is_ok() {
+            template.free = crate::simulator::predicates::minus(template.free, &ds.demand);
             template
                 .ports
                 .extend(ds.scheduling.host_ports.iter().cloned());

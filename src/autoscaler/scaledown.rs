@@ -7,11 +7,11 @@
 
 use super::actuation::Pacing;
 use super::drain::{self, PdbBudget, Rules, Verdict};
-use super::world::{self, Filling, Place, PodTerms, Topology};
 use crate::model::pdb::Pdb;
 use crate::model::pod::{EquivalenceKey, LabelProjection};
 use crate::model::{Node, Pod, Resources};
 use crate::proto::options::GroupOptions;
+use crate::simulator::world::{self, Filling, Place, PodTerms, Topology};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
@@ -700,7 +700,9 @@ impl<'a> Mover<'a> {
             undo.uncounted.push((from, terms));
         }
         // Identical pods move together.
-        for eg in super::equivalence::group(pods, moving.iter().copied(), input.projection) {
+        for eg in
+            crate::simulator::equivalence::group(pods, moving.iter().copied(), input.projection)
+        {
             let pod = eg.exemplar(pods);
             let (terms, hint) = self.entry(topology, pod).clone();
             let mut want = eg.pods.len() as u64;
@@ -717,7 +719,8 @@ impl<'a> Mover<'a> {
                     continue;
                 }
                 let usable = places[p].accepts
-                    && super::predicates::node_fit(&pod.scheduling, &places[p].node).is_ok();
+                    && crate::simulator::predicates::node_fit(&pod.scheduling, &places[p].node)
+                        .is_ok();
                 if usable {
                     let (k, _) = filling.fill(topology, &[], places, p, want);
                     if k > 0 {

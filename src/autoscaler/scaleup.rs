@@ -3,13 +3,13 @@
 //! makes one expansion per loop; planning them all at once answers a burst in one loop.)
 
 use super::binpack::{self, Demand, Estimate, Stop};
-use super::equivalence::EquivalenceGroup;
 use super::expander::{Expander, ExpanderError, ExpansionOption, PriceContext};
-use super::predicates::{self, Unfit};
 use super::status::ScaleUp;
-use super::world::{Place, PlaceKind, PodTerms, Topology};
 use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
 use crate::model::{Pod, Resources};
+use crate::simulator::equivalence::EquivalenceGroup;
+use crate::simulator::predicates::{self, Unfit};
+use crate::simulator::world::{Place, PlaceKind, PodTerms, Topology};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -735,10 +735,10 @@ fn balance(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::autoscaler::equivalence;
     use crate::autoscaler::expander::Strategy;
     use crate::model::node::ZONE_LABEL;
     use crate::model::{Node, Pod};
+    use crate::simulator::equivalence;
     use std::sync::Arc;
 
     const GI: u64 = 1 << 30;

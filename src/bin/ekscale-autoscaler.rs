@@ -13,11 +13,11 @@ use ekscale::autoscaler::headroom;
 use ekscale::autoscaler::kube::{Kube, RateLimits};
 use ekscale::autoscaler::last_loop::{LastLoop, Liveness};
 use ekscale::autoscaler::leader::{Election, Elector};
+use ekscale::autoscaler::metrics::AutoscalerMetrics;
 use ekscale::autoscaler::runonce::{RunOnce, Settings};
 use ekscale::autoscaler::scaledown;
 use ekscale::autoscaler::scaleup::Limits;
 use ekscale::demo::{self, script::Script};
-use ekscale::metrics::AutoscalerMetrics;
 use ekscale::telemetry::{self, LogFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -531,7 +531,7 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
         .local_addr()
         .map_err(|e| Failure::Loop(e.to_string()))?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let router = ekscale::http::autoscaler_router(metrics.clone(), last.clone());
+    let router = ekscale::autoscaler::http::router(metrics.clone(), last.clone());
     let server = tokio::spawn(ekscale::http::serve(listener, router, async {
         let _ = stopped.await;
     }));

@@ -8,7 +8,7 @@ use ekscale::cloud::aws::AwsBackend;
 use ekscale::cloud::aws::config::AwsConfig;
 use ekscale::cloud::scenario::Scenario;
 use ekscale::cloud::sim::SimBackend;
-use ekscale::metrics::ProviderMetrics;
+use ekscale::provider::metrics::ProviderMetrics;
 use ekscale::provider::{self, TlsFiles};
 use ekscale::telemetry::{self, LogFormat};
 use std::path::PathBuf;
@@ -196,7 +196,7 @@ async fn main() -> anyhow::Result<()> {
         let _ = stop.send(true);
     });
 
-    let router = ekscale::http::provider_router(metrics.clone(), backend.clone());
+    let router = ekscale::provider::http::router(metrics.clone(), backend.clone());
     let http_server = tokio::spawn(ekscale::http::serve(
         http,
         router,

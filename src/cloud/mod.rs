@@ -54,6 +54,22 @@ pub struct OptionOverrides {
     pub allow_non_atomic_scale_up_to_max: Option<bool>,
 }
 
+/// Where a backend reports what it asked of the cloud. The provider's metrics implement it, so that the cloud
+/// never imports the program above it.
+pub trait CloudObserver: Send + Sync {
+    /// One AWS API call; `outcome` is "ok", "throttled", "error" or "unavailable".
+    fn observe_aws_call(
+        &self,
+        service: &'static str,
+        operation: &'static str,
+        outcome: &'static str,
+    );
+    /// How long a refresh of the cloud's view took.
+    fn observe_refresh(&self, elapsed: Duration);
+    /// The node groups left out, by reason (replacing the last counts).
+    fn set_skipped(&self, reasons: &[(String, i64)]);
+}
+
 /// An instance of a node group, as cluster-autoscaler sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Instance {

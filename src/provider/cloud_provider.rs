@@ -10,10 +10,10 @@ use crate::cloud::{
     CloudError, InstanceState, NodeGroupBackend, NodeGroupSpec, instance_types, template,
 };
 use crate::k8s;
-use crate::metrics::ProviderMetrics;
 use crate::proto::externalgrpc::cloud_provider_server::CloudProvider;
 use crate::proto::externalgrpc::instance_status::InstanceState as WireState;
 use crate::proto::externalgrpc::*;
+use crate::provider::metrics::ProviderMetrics;
 use prost::Message;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;

@@ -3,9 +3,9 @@
 use crate::cloud::NodeGroupBackend;
 use crate::cloud::fargate::{self, PROFILE_LABEL, Selection};
 use crate::k8s;
-use crate::metrics::ProviderMetrics;
 use crate::proto::ekscale::fargate_server::Fargate;
 use crate::proto::ekscale::*;
+use crate::provider::metrics::ProviderMetrics;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 

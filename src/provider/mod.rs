@@ -3,6 +3,8 @@
 
 mod cloud_provider;
 mod fargate;
+pub mod http; // /metrics and /healthz
+pub mod metrics; // ekscale_provider_* metrics: RPCs, instances, AWS calls
 mod node_groups;
 mod options;
 mod tls;
@@ -13,10 +15,10 @@ pub use node_groups::NodeGroupsService;
 pub use tls::{Reloading, TlsFiles};
 
 use crate::cloud::NodeGroupBackend;
-use crate::metrics::ProviderMetrics;
 use crate::proto::ekscale::fargate_server::FargateServer;
 use crate::proto::ekscale::node_groups_server::NodeGroupsServer;
 use crate::proto::externalgrpc::cloud_provider_server::CloudProviderServer;
+use crate::provider::metrics::ProviderMetrics;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -2,9 +2,9 @@
 //! group. Its zones let a companion plan new nodes where the Auto Scaling group will launch them.
 
 use crate::cloud::NodeGroupBackend;
-use crate::metrics::ProviderMetrics;
 use crate::proto::ekscale::node_groups_server::NodeGroups;
 use crate::proto::ekscale::{ListZonesRequest, ListZonesResponse, NodeGroupZones};
+use crate::provider::metrics::ProviderMetrics;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 

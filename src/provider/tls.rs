@@ -7,7 +7,7 @@
 //! configuration stays.
 
 use super::ServeError;
-use crate::metrics::ProviderMetrics;
+use crate::provider::metrics::ProviderMetrics;
 use futures::Stream;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};

@@ -3,7 +3,6 @@
 
 use crate::autoscaler::client::{ClientError, ProviderClient, ProviderConfig};
 use crate::autoscaler::cluster::{ClusterError, ClusterSource, ClusterView};
-use crate::autoscaler::{equivalence, world};
 use crate::clock::Clock;
 use crate::k8s::objects;
 use crate::model::node::{FARGATE_COMPUTE_LABEL, HOSTNAME_LABEL, ZONE_LABEL};
@@ -12,6 +11,7 @@ use crate::model::pod::{FARGATE_SCHEDULER, LabelProjection, Phase};
 use crate::model::selector::LabelSelector;
 use crate::model::{Node, Pod, Taint};
 use crate::proto::externalgrpc::instance_status::InstanceState;
+use crate::simulator::{equivalence, world};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -344,7 +344,7 @@ fn preempt(nodes: &[Arc<Node>], pods: &mut [Pod]) {
     for i in waiting {
         let priority = pods[i].priority.unwrap_or(0);
         for node in nodes.iter().filter(|n| n.accepts_pods()) {
-            if crate::autoscaler::predicates::node_fit(&pods[i].scheduling, node).is_err() {
+            if crate::simulator::predicates::node_fit(&pods[i].scheduling, node).is_err() {
                 continue;
             }
             let on: Vec<usize> = (0..pods.len())
@@ -355,7 +355,7 @@ fn preempt(nodes: &[Arc<Node>], pods: &mut [Pod]) {
             let used = on.iter().fold(crate::model::Resources::default(), |r, &j| {
                 r.plus(pods[j].demand)
             });
-            let mut free = crate::autoscaler::predicates::minus(node.allocatable, &used);
+            let mut free = crate::simulator::predicates::minus(node.allocatable, &used);
             let mut lower: Vec<usize> = on
                 .into_iter()
                 .filter(|&j| pods[j].priority.unwrap_or(0) < priority)

@@ -2,8 +2,7 @@
 //! what the provider answers (throttling and outages -> UNAVAILABLE, denials -> PERMISSION_DENIED, ...).
 //! Retries with backoff are the SDK's own standard retry; nothing here retries again.
 
-use crate::cloud::CloudError;
-use crate::metrics::ProviderMetrics;
+use crate::cloud::{CloudError, CloudObserver};
 use aws_sdk_eks::error::{ProvideErrorMetadata, SdkError};
 use std::future::Future;
 use std::sync::Arc;
@@ -14,7 +13,7 @@ pub struct Calls {
     pub eks: aws_sdk_eks::Client,
     pub autoscaling: aws_sdk_autoscaling::Client,
     pub ec2: aws_sdk_ec2::Client,
-    metrics: Arc<ProviderMetrics>,
+    metrics: Arc<dyn CloudObserver>,
 }
 
 const THROTTLING: [&str; 6] = [
@@ -27,7 +26,7 @@ const THROTTLING: [&str; 6] = [
 ];
 
 impl Calls {
-    pub fn new(config: &aws_config::SdkConfig, metrics: Arc<ProviderMetrics>) -> Calls {
+    pub fn new(config: &aws_config::SdkConfig, metrics: Arc<dyn CloudObserver>) -> Calls {
         Calls {
             eks: aws_sdk_eks::Client::new(config),
             autoscaling: aws_sdk_autoscaling::Client::new(config),
@@ -41,7 +40,7 @@ impl Calls {
         eks: aws_sdk_eks::Client,
         autoscaling: aws_sdk_autoscaling::Client,
         ec2: aws_sdk_ec2::Client,
-        metrics: Arc<ProviderMetrics>,
+        metrics: Arc<dyn CloudObserver>,
     ) -> Calls {
         Calls {
             eks,

@@ -16,10 +16,9 @@ use self::config::AwsConfig;
 use self::instance_types::InstanceTypes;
 use super::fargate::FargateRates;
 use super::{
-    CloudError, FargateProfile, Instance, InstanceError, InstanceState, NodeGroupBackend,
-    NodeGroupSpec,
+    CloudError, CloudObserver, FargateProfile, Instance, InstanceError, InstanceState,
+    NodeGroupBackend, NodeGroupSpec,
 };
-use crate::metrics::ProviderMetrics;
 use async_trait::async_trait;
 use aws_sdk_autoscaling::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_autoscaling::types::{AutoScalingGroup, LifecycleState};
@@ -45,7 +44,7 @@ pub struct State {
     calls: Calls,
     config: AwsConfig,
     region: String,
-    metrics: Arc<ProviderMetrics>,
+    metrics: Arc<dyn CloudObserver>,
     view: RwLock<View>,
     refresh: tokio::sync::Mutex<discovery::Memory>,
     instance_types: InstanceTypes,
@@ -188,7 +187,7 @@ impl AwsBackend {
     pub fn new(
         config: AwsConfig,
         sdk: &aws_config::SdkConfig,
-        metrics: Arc<ProviderMetrics>,
+        metrics: Arc<dyn CloudObserver>,
     ) -> AwsBackend {
         let region = sdk.region().map(|r| r.to_string());
         AwsBackend::with_calls(config, Calls::new(sdk, metrics.clone()), region, metrics)
@@ -199,7 +198,7 @@ impl AwsBackend {
         config: AwsConfig,
         calls: Calls,
         region: Option<String>,
-        metrics: Arc<ProviderMetrics>,
+        metrics: Arc<dyn CloudObserver>,
     ) -> AwsBackend {
         let region = config.region.clone().or(region).unwrap_or_default();
         AwsBackend(Arc::new(State {

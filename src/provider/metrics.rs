@@ -1,6 +1,6 @@
 //! Prometheus metrics of the provider, named `ekscale_provider_*`.
 
-use crate::cloud::{InstanceState, NodeGroupBackend};
+use crate::cloud::{CloudObserver, InstanceState, NodeGroupBackend};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -153,39 +153,6 @@ impl ProviderMetrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    /// Counts one AWS API call; `outcome` is "ok", "throttled", "error" or "unavailable".
-    pub fn observe_aws_call(
-        &self,
-        service: &'static str,
-        operation: &'static str,
-        outcome: &'static str,
-    ) {
-        self.aws_requests
-            .get_or_create(&AwsCallLabels {
-                service,
-                operation,
-                outcome,
-            })
-            .inc();
-    }
-
-    /// Records how long a refresh of the cloud's view took.
-    pub fn observe_refresh(&self, elapsed: Duration) {
-        self.refresh_duration.observe(elapsed.as_secs_f64());
-    }
-
-    /// Replaces the counts of node groups left out, by reason.
-    pub fn set_skipped(&self, reasons: &[(String, i64)]) {
-        self.skipped.clear();
-        for (reason, count) in reasons {
-            self.skipped
-                .get_or_create(&SkipLabels {
-                    reason: reason.clone(),
-                })
-                .set(*count);
-        }
-    }
-
     /// The exposition text, with the node group gauges read from the backend now.
     pub fn encode(&self, backend: &dyn NodeGroupBackend) -> String {
         if let Some(age) = backend.cache_age() {
@@ -242,5 +209,40 @@ fn code_name(code: tonic::Code) -> &'static str {
         Unavailable => "Unavailable",
         DataLoss => "DataLoss",
         Unauthenticated => "Unauthenticated",
+    }
+}
+
+impl CloudObserver for ProviderMetrics {
+    /// Counts one AWS API call; `outcome` is "ok", "throttled", "error" or "unavailable".
+    fn observe_aws_call(
+        &self,
+        service: &'static str,
+        operation: &'static str,
+        outcome: &'static str,
+    ) {
+        self.aws_requests
+            .get_or_create(&AwsCallLabels {
+                service,
+                operation,
+                outcome,
+            })
+            .inc();
+    }
+
+    /// Records how long a refresh of the cloud's view took.
+    fn observe_refresh(&self, elapsed: Duration) {
+        self.refresh_duration.observe(elapsed.as_secs_f64());
+    }
+
+    /// Replaces the counts of node groups left out, by reason.
+    fn set_skipped(&self, reasons: &[(String, i64)]) {
+        self.skipped.clear();
+        for (reason, count) in reasons {
+            self.skipped
+                .get_or_create(&SkipLabels {
+                    reason: reason.clone(),
+                })
+                .set(*count);
+        }
     }
 }

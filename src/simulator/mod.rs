@@ -1,0 +1,8 @@
+//! The scheduling simulator: where pods fit, as kube-scheduler's filters decide, over an in-memory cluster.
+//! Below both the companion (scale-up and scale-down simulate on it) and the cluster simulator (which
+//! schedules its pods with it), as upstream's `simulator/` is below its core.
+
+pub mod equivalence; // pending pods grouped by what scheduling reads
+pub mod free_tree; // first fit in log time over the nodes an estimation adds
+pub mod predicates; // filters on one pod and one node, with the scheduler's reasons
+pub mod world; // the in-memory cluster: places, topology counts, placement
