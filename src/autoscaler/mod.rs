@@ -5,10 +5,12 @@ pub mod backoff; // node group backoff after failed scale-ups
 pub mod binpack; // the estimator: first-fit decreasing, several orderings, the tightest kept
 pub mod client; // the provider client, with cluster-autoscaler's caching rules
 pub mod cluster; // where the cluster is read from: the ClusterSource trait, snapshots
+pub mod controller; // the commands: `simulate` once, `run` as the controller (loop, endpoints, Lease, events)
 pub mod drain; // what each pod on a node means for removing it (upstream's drainability rules)
 pub mod events; // Events and the status ConfigMap, as cluster-autoscaler writes them
 pub mod expander; // least-waste, most-pods, least-nodes, price, priority, random
 pub mod fargate; // Fargate pods set aside, matched to profiles here, MatchPod once per pod shape
+pub mod flags; // the companion's flags, as cluster-autoscaler names them, into the loop's settings
 pub mod headroom; // capacity kept free ahead of demand, as virtual pending pods
 pub mod http; // /metrics, /health-check, /snapshotz
 pub mod kube; // the live cluster: reflector caches, an unschedulable-pod trigger, taints and evictions
