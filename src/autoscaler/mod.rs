@@ -3,8 +3,10 @@
 pub mod actuation; // carries out a scale-down: taint, evict, delete, one step per loop
 pub mod backoff; // node group backoff after failed scale-ups
 pub mod binpack; // the estimator: first-fit decreasing, several orderings, the tightest kept
+pub mod classify; // pods by what the loop does with them; batching of new pods
 pub mod client; // the provider client, with cluster-autoscaler's caching rules
-pub mod cluster; // where the cluster is read from: the ClusterSource trait, snapshots
+pub mod cluster;
+pub mod cluster_state; // node groups, instances, what is coming, backoff: what the provider says this loop // where the cluster is read from: the ClusterSource trait, snapshots
 pub mod controller; // the commands: `simulate` once, `run` as the controller (loop, endpoints, Lease, events)
 pub mod drain; // what each pod on a node means for removing it (upstream's drainability rules)
 pub mod events; // Events and the status ConfigMap, as cluster-autoscaler writes them

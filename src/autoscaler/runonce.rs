@@ -4,26 +4,26 @@
 
 use super::actuation::{Actuator, Outcome};
 use super::backoff::{Backoff, BackoffSettings};
+use super::classify;
 use super::client::{ClientError, ProviderClient};
 use super::cluster::{ClusterSource, ClusterView};
+use super::cluster_state::{self, ClusterState, GroupFacts};
 use super::expander::Expander;
 use super::fargate::FargateAnswers;
 use super::headroom::{self, Capacity, Policy};
 use super::pricing::PriceBook;
 use super::scaledown::{self, GroupInfo, Unremovable};
-use super::scaleup::{self, Group, Limits, Pending, Totals};
+use super::scaleup::{self, Limits, Pending, Totals};
 use super::status::{
     DeletionStatus, GroupStatus, HeadroomStatus, KeptNode, NoScaleUp, Placed, ScaleDown, Status,
 };
 use super::zones;
-use crate::k8s::objects;
 use crate::model::fargate;
 use crate::model::node::ZONE_LABEL;
-use crate::model::pod::{FARGATE_SCHEDULER, LabelProjection, Phase};
+use crate::model::pod::LabelProjection;
 use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
 use crate::model::{Node, Pod};
-use crate::proto::externalgrpc::{Instance, NodeGroup, instance_status::InstanceState};
-use crate::proto::options::GroupOptions;
+use crate::proto::externalgrpc::instance_status::InstanceState;
 use crate::simulator::equivalence;
 use crate::simulator::world::{self, Place, PlaceKind, PodTerms, Topology};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -89,11 +89,8 @@ pub enum LoopError {
 pub struct RunOnce {
     client: ProviderClient,
     settings: Settings,
-    backoff: Backoff,
-    /// Instance ids whose creation error was already counted against their group.
-    failed_instances: HashSet<String>,
-    /// When each instance without a node was first seen.
-    unregistered_since: HashMap<String, SystemTime>,
+    /// Groups, instances and backoff, as the loop remembers them.
+    state: ClusterState,
     /// Where scale-down acts (taints, evictions); without it scale-down is planned, never carried out.
     cluster: Option<Arc<dyn ClusterSource>>,
     actuator: Actuator,
@@ -110,28 +107,13 @@ pub struct RunOnce {
     prices: PriceBook,
 }
 
-/// A node group with what the provider said of it this loop.
-struct GroupFacts {
-    group: NodeGroup,
-    target: i32,
-    instances: Vec<Instance>,
-    template: Option<Arc<Node>>,
-    /// Its Availability Zones, when the provider says them.
-    zones: Vec<String>,
-    /// What GetOptions says, over the companion's defaults.
-    options: GroupOptions,
-    problem: Option<String>,
-}
-
 impl RunOnce {
     pub fn new(client: ProviderClient, mut settings: Settings) -> RunOnce {
         settings.scale_down.rules.expendable_cutoff = settings.expendable_pods_priority_cutoff;
         RunOnce {
             client,
-            backoff: Backoff::new(settings.backoff),
+            state: ClusterState::new(Backoff::new(settings.backoff)),
             settings,
-            failed_instances: HashSet::new(),
-            unregistered_since: HashMap::new(),
             cluster: None,
             actuator: Actuator::default(),
             unneeded_since: HashMap::new(),
@@ -162,9 +144,9 @@ impl RunOnce {
         let started = Instant::now();
         let mut status = Status::default();
         self.client.refresh().await?;
-        self.backoff.forget_old(now);
-        let facts = self.read_groups().await?;
-        let node_group = self.groups_of_nodes(view, &facts).await?;
+        self.state.backoff.forget_old(now);
+        let facts = cluster_state::read_groups(&self.client, &self.settings).await?;
+        let node_group = cluster_state::groups_of_nodes(&self.client, view, &facts).await?;
         let mut restored = HashSet::new();
         if let Some(cluster) = self.actor() {
             restored = self
@@ -184,9 +166,12 @@ impl RunOnce {
             })
             .map(|n| n.name.clone())
             .collect();
-        let (mut groups, counts) = self.count(view, &facts, &node_group, now);
+        let startup = self.settings.max_node_startup_time;
+        let (mut groups, counts) = self.state.count(startup, view, &facts, &node_group, now);
         if self.settings.remove_unregistered {
-            self.remove_long_unregistered(&facts, now, &mut status)
+            let act = self.settings.act;
+            self.state
+                .remove_long_unregistered(&self.client, act, &facts, now, &mut status)
                 .await;
         }
 
@@ -200,14 +185,20 @@ impl RunOnce {
             &combined
         };
         let node_names: HashSet<&str> = view.nodes.iter().map(|n| n.name.as_str()).collect();
-        let mut sorted = sort_pods(
+        let mut sorted = classify::sort_pods(
             pods,
             &node_names,
             self.settings.expendable_pods_priority_cutoff,
             &mut status,
         );
         if self.settings.wait_for_new_pods {
-            sorted.to_help = self.old_enough(pods, sorted.to_help, now, &mut status);
+            sorted.to_help = classify::old_enough(
+                pods,
+                sorted.to_help,
+                self.settings.new_pod_scale_up_delay,
+                now,
+                &mut status,
+            );
         }
         // Fargate profiles are an extension: without them no pod is set aside for Fargate.
         let profiles = self.client.fargate_profiles().await.unwrap_or_else(|e| {
@@ -334,7 +325,7 @@ impl RunOnce {
         };
         let mut paused = None;
         if self.settings.wait_for_new_pods
-            && let Some(why) = batching(&pending, now)
+            && let Some(why) = classify::batching(&pending, now)
         {
             paused = Some(format!("scale-up is {why}"));
             // Wait one loop for more pods, as upstream does; nothing is planned.
@@ -422,171 +413,6 @@ impl RunOnce {
         Ok(status)
     }
 
-    /// Which group each node belongs to: by providerID from the groups' instances, then by asking.
-    async fn groups_of_nodes(
-        &self,
-        view: &ClusterView,
-        facts: &[GroupFacts],
-    ) -> Result<Vec<Option<usize>>, ClientError> {
-        let mut group_of_instance: HashMap<&str, usize> = HashMap::new();
-        for (gi, f) in facts.iter().enumerate() {
-            for instance in &f.instances {
-                group_of_instance.insert(instance.id.as_str(), gi);
-            }
-        }
-        let index_of: HashMap<&str, usize> = facts
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.group.id.as_str(), i))
-            .collect();
-        let mut node_group = Vec::with_capacity(view.nodes.len());
-        for node in &view.nodes {
-            let found = match group_of_instance.get(node.provider_id.as_str()) {
-                Some(&gi) => Some(gi),
-                None if node.provider_id.is_empty() => None,
-                None => self
-                    .client
-                    .node_group_for_node(&node.name, &node.provider_id)
-                    .await?
-                    .and_then(|g| index_of.get(g.id.as_str()).copied()),
-            };
-            node_group.push(found);
-        }
-        Ok(node_group)
-    }
-
-    /// Per group: registered nodes and what is still coming; instances that failed to start back the group
-    /// off, instances without a node start their provision timer. Returns the groups as the planner sees them.
-    fn count(
-        &mut self,
-        view: &ClusterView,
-        facts: &[GroupFacts],
-        node_group: &[Option<usize>],
-        now: SystemTime,
-    ) -> (Vec<Group>, Vec<Counts>) {
-        let mut counts = vec![Counts::default(); facts.len()];
-        for (node, g) in view.nodes.iter().zip(node_group) {
-            let Some(gi) = *g else { continue };
-            let young = node
-                .created
-                .and_then(|c| now.duration_since(c).ok())
-                .is_some_and(|age| age < self.settings.max_node_startup_time);
-            // A node still starting is represented by an upcoming node, as upstream does.
-            if node.ready || !young {
-                counts[gi].registered += 1;
-            }
-        }
-        let registered_ids: HashSet<&str> =
-            view.nodes.iter().map(|n| n.provider_id.as_str()).collect();
-        // Only instances seen this loop are remembered: ids come back (AWS placeholders are
-        // `i-placeholder-<asg>-<n>` again after every IncreaseSize), and one gone for a loop is a new one.
-        let seen: HashSet<&str> = facts
-            .iter()
-            .flat_map(|f| &f.instances)
-            .map(|i| i.id.as_str())
-            .collect();
-        // A group the provider could not list this loop keeps its instances' memory until it can.
-        if facts
-            .iter()
-            .all(|f| f.problem.is_none() || !f.instances.is_empty())
-        {
-            self.failed_instances
-                .retain(|id| seen.contains(id.as_str()));
-            self.unregistered_since
-                .retain(|id, _| seen.contains(id.as_str()));
-        }
-        let mut groups = Vec::with_capacity(facts.len());
-        for (f, c) in facts.iter().zip(&mut counts) {
-            let mut failed = 0;
-            for instance in &f.instances {
-                let status = instance.status.as_ref();
-                let creating = status
-                    .is_some_and(|s| s.instance_state == InstanceState::InstanceCreating as i32);
-                if let Some(error) = status
-                    .and_then(|s| s.error_info.as_ref())
-                    .filter(|_| creating)
-                {
-                    failed += 1;
-                    if self.failed_instances.insert(instance.id.clone()) {
-                        let why = format!(
-                            "instance creation failed: {}: {}",
-                            error.error_code, error.error_message
-                        );
-                        self.backoff.fail(&f.group.id, why, now);
-                    }
-                } else if registered_ids.contains(instance.id.as_str()) {
-                    self.unregistered_since.remove(&instance.id);
-                } else {
-                    self.unregistered_since
-                        .entry(instance.id.clone())
-                        .or_insert(now);
-                }
-            }
-            let failing = f
-                .problem
-                .clone()
-                .or_else(|| self.backoff.backed_off(&f.group.id, now));
-            // A backed-off group's requested nodes may never come: do not count on them.
-            c.upcoming = if failing.is_some() {
-                0
-            } else {
-                usize::try_from(f.target)
-                    .unwrap_or(0)
-                    .saturating_sub(c.registered + failed)
-            };
-            let skip = failing.or_else(|| {
-                (f.target >= f.group.max_size).then(|| "max node group size reached".to_string())
-            });
-            groups.push(Group {
-                id: f.group.id.clone(),
-                min_size: f.group.min_size,
-                max_size: f.group.max_size,
-                target_size: f.target,
-                template: None,
-                zones: Vec::new(),
-                skip,
-                node_price: None,
-                zero_or_max: f.options.zero_or_max,
-            });
-        }
-        (groups, counts)
-    }
-
-    /// The pods old enough to scale up for; the others are reported with their delay.
-    fn old_enough(
-        &self,
-        pods: &[Pod],
-        candidates: Vec<usize>,
-        now: SystemTime,
-        status: &mut Status,
-    ) -> Vec<usize> {
-        let mut kept = Vec::with_capacity(candidates.len());
-        for i in candidates {
-            let pod = &pods[i];
-            let delay = pod
-                .scale_up_delay
-                .map_or(self.settings.new_pod_scale_up_delay, |d| {
-                    d.max(self.settings.new_pod_scale_up_delay)
-                });
-            if age(pod, now) >= delay {
-                kept.push(i);
-            } else {
-                status.no_scale_up.push(NoScaleUp {
-                    pod: pod.key(),
-                    reasons: BTreeMap::from([(
-                        String::new(),
-                        format!(
-                            "younger than its scale-up delay ({}; --new-pod-scale-up-delay or the \
-                             cluster-autoscaler.kubernetes.io/pod-scale-up-delay annotation)",
-                            humantime::format_duration(delay)
-                        ),
-                    )]),
-                });
-            }
-        }
-        kept
-    }
-
     /// Asks for each planned scale-up; a refusal backs the group off and is recorded.
     async fn act(&mut self, status: &mut Status, now: SystemTime) {
         for scale_up in &mut status.scale_up {
@@ -597,7 +423,9 @@ impl RunOnce {
             }
             if let Err(error) = result {
                 let why = error.to_string();
-                self.backoff.fail(&scale_up.node_group, why.clone(), now);
+                self.state
+                    .backoff
+                    .fail(&scale_up.node_group, why.clone(), now);
                 status
                     .errors
                     .push(format!("scale-up of {}: {why}", scale_up.node_group));
@@ -1040,220 +868,6 @@ impl RunOnce {
         }
         restored
     }
-
-    /// Every group's size, instances and template, asked concurrently. A group the provider cannot describe
-    /// is kept with the problem, so that it is reported and skipped rather than failing the loop.
-    async fn read_groups(&self) -> Result<Vec<GroupFacts>, ClientError> {
-        let groups = self.client.node_groups().await?;
-        // Zones are an extension: without them every new node is planned in its template's zone.
-        let zones = self.client.zones().await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "node group zones unknown this loop");
-            None
-        });
-        let mut tasks = tokio::task::JoinSet::new();
-        // Our defaults: upstream's, with the companion's own provision and startup times.
-        let down = &self.settings.scale_down;
-        let defaults = GroupOptions {
-            provision: self.settings.max_node_provision_time,
-            startup: self.settings.max_node_startup_time,
-            utilization: down.utilization_threshold,
-            gpu_utilization: down.gpu_utilization_threshold,
-            unneeded: down.unneeded_time,
-            unready: down.unready_time,
-            ignore_daemon_sets: down.ignore_daemonsets_utilization,
-            ..GroupOptions::default()
-        };
-        let asked = defaults.to_wire();
-        for (i, group) in groups.iter().enumerate() {
-            let client = self.client.clone();
-            let group = group.clone();
-            let zones = zones
-                .as_ref()
-                .and_then(|z| z.get(&group.id).cloned())
-                .unwrap_or_default();
-            tasks.spawn(async move {
-                let read = async {
-                    let target = client.target_size(&group.id).await?;
-                    let instances = client.nodes(&group.id).await?;
-                    let template = client.template(&group.id).await?;
-                    let options = client.options(&group.id, asked).await?;
-                    Ok::<_, ClientError>((target, instances, template, options))
-                };
-                let facts = match read.await {
-                    Ok((target, instances, template, options)) => {
-                        let (template, problem) =
-                            match template.as_deref().map(objects::node_from_pb) {
-                                None => (None, None),
-                                Some(Ok(node)) => (Some(Arc::new(node)), None),
-                                Some(Err(e)) => (None, Some(format!("template: {e}"))),
-                            };
-                        GroupFacts {
-                            group,
-                            target,
-                            instances,
-                            template,
-                            zones,
-                            options: options.map_or(defaults, |o| GroupOptions::read(&o, defaults)),
-                            problem,
-                        }
-                    }
-                    Err(e) => GroupFacts {
-                        problem: Some(e.to_string()),
-                        group,
-                        target: 0,
-                        instances: Vec::new(),
-                        template: None,
-                        zones: Vec::new(),
-                        options: defaults,
-                    },
-                };
-                (i, facts)
-            });
-        }
-        let mut facts: Vec<Option<GroupFacts>> = (0..groups.len()).map(|_| None).collect();
-        while let Some(joined) = tasks.join_next().await {
-            let (i, f) = joined.expect("group reader does not panic");
-            facts[i] = Some(f);
-        }
-        Ok(facts.into_iter().flatten().collect())
-    }
-
-    /// Instances that have not become nodes within `--max-node-provision-time` are deleted (never below the
-    /// group's min size) and their group backed off, as cluster-autoscaler does.
-    async fn remove_long_unregistered(
-        &mut self,
-        facts: &[GroupFacts],
-        now: SystemTime,
-        status: &mut Status,
-    ) {
-        for f in facts {
-            let stale: Vec<String> = f
-                .instances
-                .iter()
-                .filter(|i| {
-                    self.unregistered_since
-                        .get(&i.id)
-                        .and_then(|since| now.duration_since(*since).ok())
-                        .is_some_and(|age| age > f.options.provision)
-                })
-                .map(|i| i.id.clone())
-                .collect();
-            if stale.is_empty() {
-                continue;
-            }
-            let why = format!(
-                "{} instance(s) did not register within {:?}",
-                stale.len(),
-                f.options.provision
-            );
-            self.backoff.fail(&f.group.id, why.clone(), now);
-            if !self.settings.act {
-                continue;
-            }
-            let removable = usize::try_from(f.target - f.group.min_size).unwrap_or(0);
-            let nodes: Vec<(String, String)> = stale
-                .into_iter()
-                .take(removable)
-                .map(|id| (String::new(), id))
-                .collect();
-            if nodes.is_empty() {
-                continue;
-            }
-            match self.client.delete_nodes(&f.group.id, &nodes).await {
-                Ok(()) => {
-                    for (_, id) in &nodes {
-                        self.unregistered_since.remove(id);
-                    }
-                }
-                Err(e) => status.errors.push(format!(
-                    "removing unregistered instances of {}: {e}",
-                    f.group.id
-                )),
-            }
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, Default)]
-struct Counts {
-    registered: usize,
-    upcoming: usize,
-}
-
-/// The pods of a view, by what the loop does with them.
-struct Sorted {
-    /// Unschedulable, not expendable, not DaemonSet: what scale-up is for.
-    to_help: Vec<usize>,
-    /// Pending with the fargate-scheduler.
-    fargate: Vec<usize>,
-    /// On a node (or nominated to one) and not expendable: they hold room.
-    bound: Vec<usize>,
-}
-
-fn sort_pods(pods: &[Pod], nodes: &HashSet<&str>, cutoff: i32, status: &mut Status) -> Sorted {
-    let mut sorted = Sorted {
-        to_help: Vec::new(),
-        fargate: Vec::new(),
-        bound: Vec::new(),
-    };
-    for (i, pod) in pods.iter().enumerate() {
-        if pod.phase == Phase::Terminal {
-            continue;
-        }
-        if pod.node_name.is_some() {
-            if !pod.expendable(cutoff) {
-                sorted.bound.push(i);
-            }
-            continue;
-        }
-        // Every pending pod is said somewhere: those nothing is done for, here, with why.
-        let unhelped = |status: &mut Status, why: String| {
-            status.no_scale_up.push(NoScaleUp {
-                pod: pod.key(),
-                reasons: BTreeMap::from([(String::new(), why)]),
-            });
-        };
-        if pod.deleted.is_some() {
-            unhelped(status, "terminating: it is being deleted".into());
-            continue;
-        }
-        if pod.scheduler_name == FARGATE_SCHEDULER {
-            sorted.fargate.push(i);
-        } else if pod
-            .nominated_node
-            .as_deref()
-            .is_some_and(|n| nodes.contains(n))
-            && !pod.expendable(cutoff)
-        {
-            // Nominated to a node that exists: the scheduler will bind it there. A nomination to a node
-            // that is gone is no promise; the pod is pending like any other.
-            sorted.bound.push(i);
-        } else if pod.expendable(cutoff) {
-            // Ignored, as documented (and as upstream does): its room is free and it never asks for a node.
-        } else if !pod.unschedulable {
-            // Said, because a hand-written snapshot often lacks the condition and silence would puzzle.
-            status.no_scale_up.push(NoScaleUp {
-                pod: pod.key(),
-                reasons: BTreeMap::from([(
-                    String::new(),
-                    "the scheduler has not marked it Unschedulable (PodScheduled=False, reason \
-                     Unschedulable): nothing to do until it has tried"
-                        .to_string(),
-                )]),
-            });
-        } else if pod.daemonset() {
-            status.no_scale_up.push(NoScaleUp {
-                pod: pod.key(),
-                reasons: BTreeMap::from([(
-                    String::new(),
-                    "DaemonSet pod: a new node would run its own copy, not this one".to_string(),
-                )]),
-            });
-        } else {
-            sorted.to_help.push(i);
-        }
-    }
-    sorted
 }
 
 /// A group's template as a place, with the DaemonSet pods that would run on such a node already on it.
@@ -1273,39 +887,6 @@ fn template_place(
         }
     }
     template
-}
-
-/// How long ago the pod was created (forever if unknown).
-fn age(pod: &Pod, now: SystemTime) -> Duration {
-    pod.created.map_or(Duration::MAX, |c| {
-        now.duration_since(c).unwrap_or(Duration::ZERO)
-    })
-}
-
-/// Upstream's batching of new pods: why to wait this loop, if the oldest pod that needs a new node is
-/// under 2 s old, or the oldest such GPU pod under 30 s (device plugins make GPU nodes slow to be useful).
-fn batching(pending: &Pending, now: SystemTime) -> Option<String> {
-    let waiting = || {
-        pending
-            .groups
-            .iter()
-            .enumerate()
-            .flat_map(|(e, eg)| eg.pods[pending.done[e]..].iter().map(|&p| &pending.pods[p]))
-    };
-    let oldest = waiting().map(|p| age(p, now)).max()?;
-    if oldest < Duration::from_secs(2) {
-        return Some("waiting for more pods: every pod that needs a node is under 2s old".into());
-    }
-    let oldest_gpu = waiting()
-        .filter(|p| p.wants_gpu())
-        .map(|p| age(p, now))
-        .max();
-    if oldest_gpu.is_some_and(|a| a < Duration::from_secs(30)) {
-        return Some(
-            "waiting for more pods: every GPU pod that needs a node is under 30s old".into(),
-        );
-    }
-    None
 }
 
 /// Where each headroom policy's virtual pods ended up this loop.

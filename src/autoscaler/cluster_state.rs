@@ -1,0 +1,322 @@
+//! Cluster state, as cluster-autoscaler's clusterstate registry keeps it: every node group's size, instances,
+//! template, zones and options as the provider says them this loop; which group each node is in; what is
+//! registered and what is still coming; instances that failed to start or never registered, and the backoff
+//! they earn their group. Only instances seen this loop are remembered.
+
+use super::backoff::Backoff;
+use super::client::{ClientError, ProviderClient};
+use super::cluster::ClusterView;
+use super::runonce::Settings;
+use super::scaleup::Group;
+use super::status::Status;
+use crate::k8s::objects;
+use crate::model::Node;
+use crate::proto::externalgrpc::{Instance, NodeGroup, instance_status::InstanceState};
+use crate::proto::options::GroupOptions;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// A node group with what the provider said of it this loop.
+pub struct GroupFacts {
+    pub group: NodeGroup,
+    pub target: i32,
+    pub instances: Vec<Instance>,
+    pub template: Option<Arc<Node>>,
+    /// Its Availability Zones, when the provider says them.
+    pub zones: Vec<String>,
+    /// What GetOptions says, over the companion's defaults.
+    pub options: GroupOptions,
+    pub problem: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counts {
+    pub registered: usize,
+    pub upcoming: usize,
+}
+
+/// What the loop remembers of instances between iterations, and the backoff of groups.
+pub struct ClusterState {
+    pub backoff: Backoff,
+    /// Instance ids whose creation error was already counted against their group.
+    failed_instances: HashSet<String>,
+    /// When each instance without a node was first seen.
+    unregistered_since: HashMap<String, SystemTime>,
+}
+
+impl ClusterState {
+    pub fn new(backoff: Backoff) -> ClusterState {
+        ClusterState {
+            backoff,
+            failed_instances: HashSet::new(),
+            unregistered_since: HashMap::new(),
+        }
+    }
+
+    /// Per group: registered nodes and what is still coming; instances that failed to start back the group
+    /// off, instances without a node start their provision timer. Returns the groups as the planner sees them.
+    pub fn count(
+        &mut self,
+        max_node_startup_time: Duration,
+        view: &ClusterView,
+        facts: &[GroupFacts],
+        node_group: &[Option<usize>],
+        now: SystemTime,
+    ) -> (Vec<Group>, Vec<Counts>) {
+        let mut counts = vec![Counts::default(); facts.len()];
+        for (node, g) in view.nodes.iter().zip(node_group) {
+            let Some(gi) = *g else { continue };
+            let young = node
+                .created
+                .and_then(|c| now.duration_since(c).ok())
+                .is_some_and(|age| age < max_node_startup_time);
+            // A node still starting is represented by an upcoming node, as upstream does.
+            if node.ready || !young {
+                counts[gi].registered += 1;
+            }
+        }
+        let registered_ids: HashSet<&str> =
+            view.nodes.iter().map(|n| n.provider_id.as_str()).collect();
+        // Only instances seen this loop are remembered: ids come back (AWS placeholders are
+        // `i-placeholder-<asg>-<n>` again after every IncreaseSize), and one gone for a loop is a new one.
+        let seen: HashSet<&str> = facts
+            .iter()
+            .flat_map(|f| &f.instances)
+            .map(|i| i.id.as_str())
+            .collect();
+        // A group the provider could not list this loop keeps its instances' memory until it can.
+        if facts
+            .iter()
+            .all(|f| f.problem.is_none() || !f.instances.is_empty())
+        {
+            self.failed_instances
+                .retain(|id| seen.contains(id.as_str()));
+            self.unregistered_since
+                .retain(|id, _| seen.contains(id.as_str()));
+        }
+        let mut groups = Vec::with_capacity(facts.len());
+        for (f, c) in facts.iter().zip(&mut counts) {
+            let mut failed = 0;
+            for instance in &f.instances {
+                let status = instance.status.as_ref();
+                let creating = status
+                    .is_some_and(|s| s.instance_state == InstanceState::InstanceCreating as i32);
+                if let Some(error) = status
+                    .and_then(|s| s.error_info.as_ref())
+                    .filter(|_| creating)
+                {
+                    failed += 1;
+                    if self.failed_instances.insert(instance.id.clone()) {
+                        let why = format!(
+                            "instance creation failed: {}: {}",
+                            error.error_code, error.error_message
+                        );
+                        self.backoff.fail(&f.group.id, why, now);
+                    }
+                } else if registered_ids.contains(instance.id.as_str()) {
+                    self.unregistered_since.remove(&instance.id);
+                } else {
+                    self.unregistered_since
+                        .entry(instance.id.clone())
+                        .or_insert(now);
+                }
+            }
+            let failing = f
+                .problem
+                .clone()
+                .or_else(|| self.backoff.backed_off(&f.group.id, now));
+            // A backed-off group's requested nodes may never come: do not count on them.
+            c.upcoming = if failing.is_some() {
+                0
+            } else {
+                usize::try_from(f.target)
+                    .unwrap_or(0)
+                    .saturating_sub(c.registered + failed)
+            };
+            let skip = failing.or_else(|| {
+                (f.target >= f.group.max_size).then(|| "max node group size reached".to_string())
+            });
+            groups.push(Group {
+                id: f.group.id.clone(),
+                min_size: f.group.min_size,
+                max_size: f.group.max_size,
+                target_size: f.target,
+                template: None,
+                zones: Vec::new(),
+                skip,
+                node_price: None,
+                zero_or_max: f.options.zero_or_max,
+            });
+        }
+        (groups, counts)
+    }
+
+    /// Instances that have not become nodes within `--max-node-provision-time` are deleted (never below the
+    /// group's min size) and their group backed off, as cluster-autoscaler does.
+    pub async fn remove_long_unregistered(
+        &mut self,
+        client: &ProviderClient,
+        act: bool,
+        facts: &[GroupFacts],
+        now: SystemTime,
+        status: &mut Status,
+    ) {
+        for f in facts {
+            let stale: Vec<String> = f
+                .instances
+                .iter()
+                .filter(|i| {
+                    self.unregistered_since
+                        .get(&i.id)
+                        .and_then(|since| now.duration_since(*since).ok())
+                        .is_some_and(|age| age > f.options.provision)
+                })
+                .map(|i| i.id.clone())
+                .collect();
+            if stale.is_empty() {
+                continue;
+            }
+            let why = format!(
+                "{} instance(s) did not register within {:?}",
+                stale.len(),
+                f.options.provision
+            );
+            self.backoff.fail(&f.group.id, why.clone(), now);
+            if !act {
+                continue;
+            }
+            let removable = usize::try_from(f.target - f.group.min_size).unwrap_or(0);
+            let nodes: Vec<(String, String)> = stale
+                .into_iter()
+                .take(removable)
+                .map(|id| (String::new(), id))
+                .collect();
+            if nodes.is_empty() {
+                continue;
+            }
+            match client.delete_nodes(&f.group.id, &nodes).await {
+                Ok(()) => {
+                    for (_, id) in &nodes {
+                        self.unregistered_since.remove(id);
+                    }
+                }
+                Err(e) => status.errors.push(format!(
+                    "removing unregistered instances of {}: {e}",
+                    f.group.id
+                )),
+            }
+        }
+    }
+}
+
+/// Every group's size, instances and template, asked concurrently. A group the provider cannot describe
+/// is kept with the problem, so that it is reported and skipped rather than failing the loop.
+pub async fn read_groups(
+    client: &ProviderClient,
+    settings: &Settings,
+) -> Result<Vec<GroupFacts>, ClientError> {
+    let groups = client.node_groups().await?;
+    // Zones are an extension: without them every new node is planned in its template's zone.
+    let zones = client.zones().await.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "node group zones unknown this loop");
+        None
+    });
+    let mut tasks = tokio::task::JoinSet::new();
+    // Our defaults: upstream's, with the companion's own provision and startup times.
+    let down = &settings.scale_down;
+    let defaults = GroupOptions {
+        provision: settings.max_node_provision_time,
+        startup: settings.max_node_startup_time,
+        utilization: down.utilization_threshold,
+        gpu_utilization: down.gpu_utilization_threshold,
+        unneeded: down.unneeded_time,
+        unready: down.unready_time,
+        ignore_daemon_sets: down.ignore_daemonsets_utilization,
+        ..GroupOptions::default()
+    };
+    let asked = defaults.to_wire();
+    for (i, group) in groups.iter().enumerate() {
+        let client = client.clone();
+        let group = group.clone();
+        let zones = zones
+            .as_ref()
+            .and_then(|z| z.get(&group.id).cloned())
+            .unwrap_or_default();
+        tasks.spawn(async move {
+            let read = async {
+                let target = client.target_size(&group.id).await?;
+                let instances = client.nodes(&group.id).await?;
+                let template = client.template(&group.id).await?;
+                let options = client.options(&group.id, asked).await?;
+                Ok::<_, ClientError>((target, instances, template, options))
+            };
+            let facts = match read.await {
+                Ok((target, instances, template, options)) => {
+                    let (template, problem) = match template.as_deref().map(objects::node_from_pb) {
+                        None => (None, None),
+                        Some(Ok(node)) => (Some(Arc::new(node)), None),
+                        Some(Err(e)) => (None, Some(format!("template: {e}"))),
+                    };
+                    GroupFacts {
+                        group,
+                        target,
+                        instances,
+                        template,
+                        zones,
+                        options: options.map_or(defaults, |o| GroupOptions::read(&o, defaults)),
+                        problem,
+                    }
+                }
+                Err(e) => GroupFacts {
+                    problem: Some(e.to_string()),
+                    group,
+                    target: 0,
+                    instances: Vec::new(),
+                    template: None,
+                    zones: Vec::new(),
+                    options: defaults,
+                },
+            };
+            (i, facts)
+        });
+    }
+    let mut facts: Vec<Option<GroupFacts>> = (0..groups.len()).map(|_| None).collect();
+    while let Some(joined) = tasks.join_next().await {
+        let (i, f) = joined.expect("group reader does not panic");
+        facts[i] = Some(f);
+    }
+    Ok(facts.into_iter().flatten().collect())
+}
+
+/// Which group each node belongs to: by providerID from the groups' instances, then by asking.
+pub async fn groups_of_nodes(
+    client: &ProviderClient,
+    view: &ClusterView,
+    facts: &[GroupFacts],
+) -> Result<Vec<Option<usize>>, ClientError> {
+    let mut group_of_instance: HashMap<&str, usize> = HashMap::new();
+    for (gi, f) in facts.iter().enumerate() {
+        for instance in &f.instances {
+            group_of_instance.insert(instance.id.as_str(), gi);
+        }
+    }
+    let index_of: HashMap<&str, usize> = facts
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.group.id.as_str(), i))
+        .collect();
+    let mut node_group = Vec::with_capacity(view.nodes.len());
+    for node in &view.nodes {
+        let found = match group_of_instance.get(node.provider_id.as_str()) {
+            Some(&gi) => Some(gi),
+            None if node.provider_id.is_empty() => None,
+            None => client
+                .node_group_for_node(&node.name, &node.provider_id)
+                .await?
+                .and_then(|g| index_of.get(g.id.as_str()).copied()),
+        };
+        node_group.push(found);
+    }
+    Ok(node_group)
+}
