@@ -119,7 +119,8 @@ pub const ORDERINGS: [Ordering; 5] = [
 pub struct Limits {
     /// Most new nodes (per-scale-up limit, group max, cluster limits: the caller takes the smallest).
     pub max_nodes: u64,
-    /// `--max-nodegroup-binpacking-duration` from the start of this estimation.
+    /// When the loop's binpacking must stop: `--max-nodegroup-binpacking-duration` from the start of the
+    /// loop's scale-up planning, shared by every group and ordering.
     pub deadline: Option<Instant>,
 }
 
@@ -134,14 +135,20 @@ pub fn estimate(
     limits: Limits,
 ) -> Estimate {
     let mut best: Option<Estimate> = None;
-    for ordering in ORDERINGS {
+    for (i, ordering) in ORDERINGS.into_iter().enumerate() {
         if best
             .as_ref()
             .is_some_and(|b| b.stopped == Some(Stop::TimeLimit))
         {
             break;
         }
-        let other = pack(topology, existing, templates, demands, limits, ordering);
+        // The time left is shared between the orderings still to run; what one leaves, the next may use.
+        let deadline = limits.deadline.map(|d| {
+            let now = Instant::now();
+            now + d.saturating_duration_since(now) / (ORDERINGS.len() - i) as u32
+        });
+        let share = Limits { deadline, ..limits };
+        let other = pack(topology, existing, templates, demands, share, ordering);
         let better = best.as_ref().is_none_or(|best| {
             (other.pods_placed(), std::cmp::Reverse(other.node_count()))
                 > (best.pods_placed(), std::cmp::Reverse(best.node_count()))

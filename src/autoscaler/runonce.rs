@@ -228,14 +228,16 @@ impl RunOnce {
         // The world: the nodes with their pods, each group's template with its DaemonSet pods, and the
         // nodes already requested.
         let exemplars: Vec<&Pod> = help_groups.iter().map(|eg| eg.exemplar(pods)).collect();
-        let (mut topology, mut places) = world::build(
-            &view.nodes,
-            &node_group,
-            pods,
-            &sorted.bound,
-            &exemplars,
-            &projection,
-        );
+        let (mut topology, mut places) = planning(|| {
+            world::build(
+                &view.nodes,
+                &node_group,
+                pods,
+                &sorted.bound,
+                &exemplars,
+                &projection,
+            )
+        });
         for (place, node) in places.iter_mut().zip(view.nodes.iter()) {
             if deleting.contains(&node.name) {
                 place.accepts = false;
@@ -290,7 +292,9 @@ impl RunOnce {
             .collect();
         let mut done = vec![0usize; help_groups.len()];
         for (e, eg) in help_groups.iter().enumerate() {
-            let placed = world::place_all(&mut topology, &mut places, pods, &eg.pods, &terms[e]);
+            let placed = planning(|| {
+                world::place_all(&mut topology, &mut places, pods, &eg.pods, &terms[e])
+            });
             for (k, p) in placed.into_iter().enumerate() {
                 let place = &places[p];
                 if place.kind == PlaceKind::Existing {
@@ -354,15 +358,17 @@ impl RunOnce {
                 expander = std::borrow::Cow::Owned(expander.without_price());
             }
         }
-        let plan = scaleup::plan(
-            &mut topology,
-            &mut places,
-            &groups,
-            &mut pending,
-            &self.settings.limits,
-            &expander,
-            totals,
-        )?;
+        let plan = planning(|| {
+            scaleup::plan(
+                &mut topology,
+                &mut places,
+                &groups,
+                &mut pending,
+                &self.settings.limits,
+                &expander,
+                totals,
+            )
+        })?;
         status.estimate_ms = plan.estimate_time.as_secs_f64() * 1000.0;
         status.scale_up = plan.scale_ups;
         for (e, eg) in pending.groups.iter().enumerate() {
@@ -501,9 +507,9 @@ impl RunOnce {
             unready_enabled: sd.unready_enabled,
             now,
         };
-        let planning = Instant::now();
-        let plan = scaledown::plan(&input, &sd.rules, topology, places);
-        status.scale_down_ms = planning.elapsed().as_secs_f64() * 1000.0;
+        let started = Instant::now();
+        let plan = planning(|| scaledown::plan(&input, &sd.rules, topology, places));
+        status.scale_down_ms = started.elapsed().as_secs_f64() * 1000.0;
         let node_name = |n: usize| view.nodes[n].name.clone();
         let group_id = |g: usize| groups[g].id.clone();
         let mut kept: Vec<KeptNode> = plan
@@ -957,4 +963,15 @@ fn daemonset_exemplars(pods: &[Pod], templates: &[Pod]) -> Vec<Pod> {
             ..p.clone()
         })
         .collect()
+}
+
+/// Runs planning (CPU work: the world, estimates, removal simulations) without holding a Tokio worker: on a
+/// multi-thread runtime (the binaries') the worker hands its other tasks to another first; a current-thread
+/// runtime has no other worker to keep free, so the work runs in place.
+fn planning<R>(work: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
 }

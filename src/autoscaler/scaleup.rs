@@ -145,6 +145,8 @@ pub fn plan(
     };
     let mut planned = vec![0u64; groups.len()];
     let mut totals = cluster;
+    // One bound for the loop's whole binpacking: every round, every group's estimate, every ordering.
+    let deadline = Instant::now() + limits.max_binpacking_duration;
     // Static feasibility of each equivalence group on each node group's template, computed once.
     let statics: Vec<Vec<Result<(), Unfit>>> = pending
         .groups
@@ -233,7 +235,7 @@ pub fn plan(
 
         // Estimate every group that can help, in parallel: they only read the world.
         let started = Instant::now();
-        let estimates = estimate_all(&jobs, groups, topology, places, pending, limits);
+        let estimates = estimate_all(&jobs, groups, topology, places, pending, deadline);
         result.estimate_time += started.elapsed();
         for (job, estimate) in jobs.into_iter().zip(estimates) {
             for (k, &e) in job.members.iter().enumerate() {
@@ -386,7 +388,7 @@ fn estimate_all(
     topology: &Topology,
     places: &[Place],
     pending: &Pending,
-    limits: &Limits,
+    deadline: Instant,
 ) -> Vec<Estimate> {
     let run = |job: &Job| {
         let demands: Vec<Demand> = job
@@ -411,7 +413,7 @@ fn estimate_all(
             &demands,
             binpack::Limits {
                 max_nodes: job.limit,
-                deadline: Some(Instant::now() + limits.max_binpacking_duration),
+                deadline: Some(deadline),
             },
         )
     };
