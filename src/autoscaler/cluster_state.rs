@@ -217,12 +217,6 @@ pub async fn read_groups(
     settings: &Settings,
 ) -> Result<Vec<GroupFacts>, ClientError> {
     let groups = client.node_groups().await?;
-    // Zones are an extension: without them every new node is planned in its template's zone.
-    let zones = client.zones().await.unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "node group zones unknown this loop");
-        None
-    });
-    let mut tasks = tokio::task::JoinSet::new();
     // Our defaults: upstream's, with the companion's own provision and startup times.
     let down = &settings.scale_down;
     let defaults = GroupOptions {
@@ -236,57 +230,55 @@ pub async fn read_groups(
         ..GroupOptions::default()
     };
     let asked = defaults.to_wire();
-    for (i, group) in groups.iter().enumerate() {
-        let client = client.clone();
-        let group = group.clone();
-        let zones = zones
-            .as_ref()
-            .and_then(|z| z.get(&group.id).cloned())
-            .unwrap_or_default();
-        tasks.spawn(async move {
-            let read = async {
-                let target = client.target_size(&group.id).await?;
-                let instances = client.nodes(&group.id).await?;
-                let template = client.template(&group.id).await?;
-                let options = client.options(&group.id, asked).await?;
-                Ok::<_, ClientError>((target, instances, template, options))
-            };
-            let facts = match read.await {
-                Ok((target, instances, template, options)) => {
-                    let (template, problem) = match template.as_deref().map(objects::node_from_pb) {
-                        None => (None, None),
-                        Some(Ok(node)) => (Some(Arc::new(node)), None),
-                        Some(Err(e)) => (None, Some(format!("template: {e}"))),
-                    };
-                    GroupFacts {
-                        group,
-                        target,
-                        instances,
-                        template,
-                        zones,
-                        options: options.map_or(defaults, |o| GroupOptions::read(&o, defaults)),
-                        problem,
-                    }
-                }
-                Err(e) => GroupFacts {
-                    problem: Some(e.to_string()),
-                    group,
-                    target: 0,
-                    instances: Vec::new(),
-                    template: None,
+    // Every call of this stage is independent of the others: they go out together.
+    let reads = groups.iter().map(|group| async move {
+        let read = futures::future::try_join4(
+            client.target_size(&group.id),
+            client.nodes(&group.id),
+            client.template(&group.id),
+            client.options(&group.id, asked),
+        );
+        match read.await {
+            Ok((target, instances, template, options)) => {
+                let (template, problem) = match template.as_deref().map(objects::node_from_pb) {
+                    None => (None, None),
+                    Some(Ok(node)) => (Some(Arc::new(node)), None),
+                    Some(Err(e)) => (None, Some(format!("template: {e}"))),
+                };
+                GroupFacts {
+                    group: group.clone(),
+                    target,
+                    instances,
+                    template,
                     zones: Vec::new(),
-                    options: defaults,
-                },
-            };
-            (i, facts)
-        });
+                    options: options.map_or(defaults, |o| GroupOptions::read(&o, defaults)),
+                    problem,
+                }
+            }
+            Err(e) => GroupFacts {
+                problem: Some(e.to_string()),
+                group: group.clone(),
+                target: 0,
+                instances: Vec::new(),
+                template: None,
+                zones: Vec::new(),
+                options: defaults,
+            },
+        }
+    });
+    let (zones, mut facts) = futures::join!(client.zones(), futures::future::join_all(reads));
+    // Zones are an extension: without them every new node is planned in its template's zone.
+    let zones = zones.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "node group zones unknown this loop");
+        None
+    });
+    for f in &mut facts {
+        f.zones = zones
+            .as_ref()
+            .and_then(|z| z.get(&f.group.id).cloned())
+            .unwrap_or_default();
     }
-    let mut facts: Vec<Option<GroupFacts>> = (0..groups.len()).map(|_| None).collect();
-    while let Some(joined) = tasks.join_next().await {
-        let (i, f) = joined.expect("group reader does not panic");
-        facts[i] = Some(f);
-    }
-    Ok(facts.into_iter().flatten().collect())
+    Ok(facts)
 }
 
 /// Which group each node belongs to: by providerID from the groups' instances, then by asking.

@@ -145,7 +145,12 @@ impl RunOnce {
         let mut status = Status::default();
         self.client.refresh().await?;
         self.state.backoff.forget_old(now);
-        let facts = cluster_state::read_groups(&self.client, &self.settings).await?;
+        // Fargate profiles are read beside the groups; without them no pod is set aside for Fargate.
+        let (facts, profiles) = futures::join!(
+            cluster_state::read_groups(&self.client, &self.settings),
+            self.client.fargate_profiles()
+        );
+        let facts = facts?;
         let node_group = cluster_state::groups_of_nodes(&self.client, view, &facts).await?;
         let mut restored = HashSet::new();
         if let Some(cluster) = self.actor() {
@@ -200,8 +205,7 @@ impl RunOnce {
                 &mut status,
             );
         }
-        // Fargate profiles are an extension: without them no pod is set aside for Fargate.
-        let profiles = self.client.fargate_profiles().await.unwrap_or_else(|e| {
+        let profiles = profiles.unwrap_or_else(|e| {
             status.errors.push(format!("Fargate: {e}"));
             None
         });
