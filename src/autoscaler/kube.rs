@@ -236,6 +236,8 @@ impl ClusterSource for Kube {
                 Err(e) => tracing::warn!(error = %e, "pod left out of the loop"),
             }
         }
+        // Equal constraints share one value, so that the loop compares them by pointer.
+        crate::model::pod::share_scheduling(&mut view.pods);
         for pdb in self.pdbs.state() {
             match objects::pdb_from_api(&pdb) {
                 Ok(pdb) => view.pdbs.push(pdb),

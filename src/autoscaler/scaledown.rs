@@ -8,7 +8,7 @@
 use super::actuation::Pacing;
 use super::drain::{self, PdbBudget, Rules, Verdict};
 use crate::model::pdb::Pdb;
-use crate::model::pod::{EquivalenceKey, LabelProjection};
+use crate::model::pod::{EquivalenceKey, LabelProjection, SchedulingIds};
 use crate::model::{Node, Pod, Resources};
 use crate::proto::options::GroupOptions;
 use crate::simulator::world::{self, Filling, Place, PodTerms, Topology};
@@ -636,6 +636,7 @@ struct Mover<'a> {
     order: Vec<usize>,
     known: HashMap<EquivalenceKey<'a>, (Arc<PodTerms>, usize)>,
     projection: &'a LabelProjection,
+    ids: SchedulingIds<'a>,
     pods: &'a [Pod],
     /// Pods that committed removals moved onto each place: they move again if it goes too.
     moved_onto: Vec<Vec<usize>>,
@@ -647,6 +648,7 @@ impl<'a> Mover<'a> {
             order,
             known: HashMap::new(),
             projection: input.projection,
+            ids: SchedulingIds::default(),
             pods: input.pods,
             moved_onto: vec![Vec::new(); places],
         }
@@ -654,7 +656,7 @@ impl<'a> Mover<'a> {
 
     fn entry(&mut self, topology: &Topology, pod: &'a Pod) -> &mut (Arc<PodTerms>, usize) {
         self.known
-            .entry(pod.equivalence_key(self.projection))
+            .entry(pod.equivalence_key(self.projection, &mut self.ids))
             .or_insert_with(|| (Arc::new(topology.resolve(pod)), 0))
     }
 

@@ -304,7 +304,9 @@ pub fn plan(
         let mut nodes = nodes.into_iter();
         for (target, count) in share {
             let group = &groups[target];
-            let mut pods = Vec::new();
+            // Sized once: a big scale-up names tens of thousands of pods.
+            let mut pods =
+                Vec::with_capacity(members.iter().map(|&e| pending.left(e) as usize).sum());
             let mut zones: BTreeMap<String, u64> = BTreeMap::new();
             // A zero-or-max group gets empty nodes beyond the estimate, up to its max.
             let empty = group
@@ -359,7 +361,12 @@ pub fn plan(
                 result.scale_ups.len() - 1
             });
             result.scale_ups[slot].delta += count;
-            result.scale_ups[slot].pods.extend(pods);
+            let listed = &mut result.scale_ups[slot].pods;
+            if listed.is_empty() {
+                *listed = pods;
+            } else {
+                listed.extend(pods);
+            }
             for (zone, n) in zones {
                 *result.scale_ups[slot].zones.entry(zone).or_default() += n;
             }

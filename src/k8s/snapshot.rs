@@ -60,6 +60,8 @@ pub fn parse(text: &str) -> Result<Snapshot, SnapshotError> {
             return Err(SnapshotError::Syntax("the file is empty".into()));
         }
     }
+    // Equal constraints share one value, so that the loop compares them by pointer.
+    crate::model::pod::share_scheduling(&mut reader.snapshot.pods);
     Ok(reader.snapshot)
 }
 

@@ -3,7 +3,7 @@
 use super::Resources;
 use super::selector::{LabelSelector, Labels, NodeSelector};
 use super::taint::Toleration;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// The scheduler name of pods EKS runs on Fargate.
@@ -229,7 +229,12 @@ impl Pod {
 
     /// `namespace/name`, how pods are written everywhere.
     pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+        // Built by hand: the status names every pod, and `format!` costs several times as much.
+        let mut key = String::with_capacity(self.namespace.len() + 1 + self.name.len());
+        key.push_str(&self.namespace);
+        key.push('/');
+        key.push_str(&self.name);
+        key
     }
 
     /// A priority below the cutoff makes a pod expendable: never a reason to add a node, and its room free.
@@ -261,27 +266,74 @@ impl Pod {
     }
 
     /// What makes two pods interchangeable to the estimator: everything the predicates and the packing read,
-    /// of its labels those `projection` keeps.
-    pub fn equivalence_key<'a>(&'a self, projection: &'a LabelProjection) -> EquivalenceKey<'a> {
+    /// of its labels those `projection` keeps; `ids` names its scheduling constraints.
+    pub fn equivalence_key<'a>(
+        &'a self,
+        projection: &'a LabelProjection,
+        ids: &mut SchedulingIds<'a>,
+    ) -> EquivalenceKey<'a> {
         EquivalenceKey {
             namespace: &self.namespace,
             labels: projection.project(&self.labels),
             demand: self.demand,
             extended: &self.extended,
             priority: self.priority,
-            scheduling: &self.scheduling,
+            scheduling: ids.id(&self.scheduling),
         }
     }
 }
 
-#[derive(PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct EquivalenceKey<'a> {
     namespace: &'a str,
     labels: Projected<'a>,
     demand: Resources,
     extended: &'a BTreeMap<String, u64>,
     priority: Option<i32>,
-    scheduling: &'a Scheduling,
+    scheduling: usize,
+}
+
+/// Numbers for scheduling constraints, equal numbers for equal constraints. Pods read together share one
+/// `Arc<Scheduling>` per distinct value ([`share_scheduling`]), so a pod costs a pointer lookup and each
+/// distinct value one deep comparison, however many pods there are.
+#[derive(Default)]
+pub struct SchedulingIds<'a> {
+    /// The last pointer asked about and its number: pods of one workload come in a row.
+    last: Option<(*const Scheduling, usize)>,
+    by_pointer: HashMap<*const Scheduling, usize>,
+    by_value: HashMap<&'a Scheduling, usize>,
+}
+
+impl<'a> SchedulingIds<'a> {
+    pub fn id(&mut self, scheduling: &'a Arc<Scheduling>) -> usize {
+        let pointer = Arc::as_ptr(scheduling);
+        if let Some((last, id)) = self.last
+            && last == pointer
+        {
+            return id;
+        }
+        let by_value = &mut self.by_value;
+        let id = *self.by_pointer.entry(pointer).or_insert_with(|| {
+            let next = by_value.len();
+            *by_value.entry(&**scheduling).or_insert(next)
+        });
+        self.last = Some((pointer, id));
+        id
+    }
+}
+
+/// Makes pods with equal scheduling constraints share one `Arc` of them: done once where pods are read, so
+/// that the loop compares constraints by pointer.
+pub fn share_scheduling(pods: &mut [Pod]) {
+    let mut seen: std::collections::HashSet<Arc<Scheduling>> = std::collections::HashSet::new();
+    for pod in pods {
+        match seen.get(&pod.scheduling) {
+            Some(shared) => pod.scheduling = shared.clone(),
+            None => {
+                seen.insert(pod.scheduling.clone());
+            }
+        }
+    }
 }
 
 /// The label keys some selector in the cluster reads: pod affinity and anti-affinity terms and topology spread
@@ -298,7 +350,7 @@ pub enum LabelProjection {
 }
 
 /// A pod's labels as a [`LabelProjection`] keeps them.
-#[derive(PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 enum Projected<'a> {
     All(&'a Labels),
     Keys(Vec<Option<&'a str>>),

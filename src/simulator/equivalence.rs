@@ -7,7 +7,7 @@
 //! different controllers, or with no controller, share a group too.
 
 use crate::model::Pod;
-use crate::model::pod::LabelProjection;
+use crate::model::pod::{EquivalenceKey, LabelProjection, SchedulingIds};
 use std::collections::HashMap;
 
 /// Pods that schedule identically. `pods` index the pod list they were grouped from; the first is the
@@ -32,14 +32,23 @@ pub fn group(
     projection: &LabelProjection,
 ) -> Vec<EquivalenceGroup> {
     let mut index = HashMap::new();
+    let mut ids = SchedulingIds::default();
     let mut groups: Vec<EquivalenceGroup> = Vec::new();
+    // Pods of one workload come in a row: a pod like the one before joins its group without a lookup.
+    let mut last: Option<(EquivalenceKey, usize)> = None;
     for i in members {
-        let slot = *index
-            .entry(pods[i].equivalence_key(projection))
-            .or_insert_with(|| {
-                groups.push(EquivalenceGroup { pods: Vec::new() });
-                groups.len() - 1
-            });
+        let key = pods[i].equivalence_key(projection, &mut ids);
+        let slot = match &last {
+            Some((previous, slot)) if *previous == key => *slot,
+            _ => {
+                let slot = *index.entry(key.clone()).or_insert_with(|| {
+                    groups.push(EquivalenceGroup { pods: Vec::new() });
+                    groups.len() - 1
+                });
+                last = Some((key, slot));
+                slot
+            }
+        };
         groups[slot].pods.push(i);
     }
     groups.sort_by_key(|g| std::cmp::Reverse(g.exemplar(pods).priority.unwrap_or(0)));

@@ -9,7 +9,7 @@
 
 use super::predicates::{self, Unfit};
 use crate::model::node::HOSTNAME_LABEL;
-use crate::model::pod::{HostPort, LabelProjection, PodAffinityTerm, Scheduling};
+use crate::model::pod::{HostPort, LabelProjection, PodAffinityTerm, Scheduling, SchedulingIds};
 use crate::model::selector::{LabelSelector, Labels};
 use crate::model::{Node, Pod, Resources};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -595,12 +595,13 @@ pub fn build(
         .map(|(i, n)| (n.name.as_str(), i))
         .collect();
     let mut resolved: HashMap<crate::model::pod::EquivalenceKey, PodTerms> = HashMap::new();
+    let mut ids = SchedulingIds::default();
     for &i in on_nodes {
         let pod = &pods[i];
         let node = pod.node_name.as_deref().or(pod.nominated_node.as_deref());
         if let Some(&p) = node.and_then(|n| place_of.get(n)) {
             let terms = resolved
-                .entry(pod.equivalence_key(projection))
+                .entry(pod.equivalence_key(projection, &mut ids))
                 .or_insert_with(|| topology.resolve_placed(pod));
             topology.put(pod, terms, &mut places[p], 1);
         }
