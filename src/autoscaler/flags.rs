@@ -53,6 +53,7 @@ pub struct DecisionArgs {
     pub memory_total: (u64, u64),
     #[arg(long, default_value_t = 1000)]
     pub max_nodes_per_scaleup: u64,
+    /// How long a loop's binpacking may take: every node group's estimate and every search together.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
     pub max_nodegroup_binpacking_duration: Duration,
     /// Split scale-ups across node groups that look alike (zones of one shape, say).
