@@ -213,13 +213,15 @@ fn scale_down(c: &mut Criterion) {
         moved,
         status.unremovable.len()
     );
-    c.bench_function("scaledown/1000 nodes, 31000 pods, 600 light nodes", |b| {
-        b.to_async(&rt).iter(|| {
-            let view = view.clone();
-            let mut once = RunOnce::new(client.clone(), settings.clone());
-            async move { once.run(&view, now).await.unwrap() }
-        })
-    });
+    bench_loop(
+        c,
+        &rt,
+        "scaledown/1000 nodes, 31000 pods, 600 light nodes",
+        &view,
+        &client,
+        &settings,
+        now,
+    );
     let off = Settings {
         scale_down: ekscale::autoscaler::scaledown::Settings {
             enabled: false,
@@ -227,13 +229,15 @@ fn scale_down(c: &mut Criterion) {
         },
         ..Settings::default()
     };
-    c.bench_function("scaledown/the same RunOnce with scale-down off", |b| {
-        b.to_async(&rt).iter(|| {
-            let view = view.clone();
-            let mut once = RunOnce::new(client.clone(), off.clone());
-            async move { once.run(&view, now).await.unwrap() }
-        })
-    });
+    bench_loop(
+        c,
+        &rt,
+        "scaledown/the same RunOnce with scale-down off",
+        &view,
+        &client,
+        &off,
+        now,
+    );
 }
 
 fn runonce(c: &mut Criterion) {
@@ -267,13 +271,15 @@ fn runonce(c: &mut Criterion) {
             .collect::<Vec<_>>(),
         status.no_scale_up.len()
     );
-    c.bench_function("runonce/1000 nodes, 30000 pods, 2000 pending", |b| {
-        b.to_async(&rt).iter(|| {
-            let view = view.clone();
-            let mut once = RunOnce::new(client.clone(), Settings::default());
-            async move { once.run(&view, now).await.unwrap() }
-        })
-    });
+    bench_loop(
+        c,
+        &rt,
+        "runonce/1000 nodes, 30000 pods, 2000 pending",
+        &view,
+        &client,
+        &Settings::default(),
+        now,
+    );
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
         .args([
@@ -293,6 +299,25 @@ fn runonce(c: &mut Criterion) {
     println!(
         "ekscale-autoscaler simulate over this snapshot: peak RSS {peak:.1} MiB (parsing included)"
     );
+}
+
+/// Criterion over one whole RunOnce of `view`, from a fresh loop state each time.
+fn bench_loop(
+    c: &mut Criterion,
+    rt: &tokio::runtime::Runtime,
+    name: &str,
+    view: &Arc<ekscale::autoscaler::cluster::ClusterView>,
+    client: &ProviderClient,
+    settings: &Settings,
+    now: SystemTime,
+) {
+    c.bench_function(name, |b| {
+        b.to_async(rt).iter(|| {
+            let view = view.clone();
+            let mut once = RunOnce::new(client.clone(), settings.clone());
+            async move { once.run(&view, now).await.unwrap() }
+        })
+    });
 }
 
 /// One group of 16 CPU / 64 GiB / 110 pods, as the user had; no Fargate profile.
@@ -433,13 +458,15 @@ fn pending(c: &mut Criterion) {
                 .collect::<Vec<_>>(),
             status.no_scale_up.len()
         );
-        c.bench_function(&format!("pending/{name}"), |b| {
-            b.to_async(&rt).iter(|| {
-                let view = view.clone();
-                let mut once = RunOnce::new(client.clone(), settings.clone());
-                async move { once.run(&view, now).await.unwrap() }
-            })
-        });
+        bench_loop(
+            c,
+            &rt,
+            &format!("pending/{name}"),
+            &view,
+            &client,
+            &settings,
+            now,
+        );
     }
 }
 

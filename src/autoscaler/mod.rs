@@ -21,7 +21,8 @@ pub mod leader; // leader election on a Lease: one replica acts, and stops at on
 pub mod metrics; // ekscale_* metrics, named after cluster-autoscaler's
 pub mod pricing; // node and pod prices for the price expander, pod prices kept by demand
 pub mod runonce; // one loop: read, count what is coming, place, plan, act, record
-pub mod scaledown; // finds unneeded nodes: utilization, drainability, removal simulation
+pub mod scaledown;
+pub mod scaledown_policy; // around the planner: unneeded timers, cooldowns, budgets, soft taints, deletions // finds unneeded nodes: utilization, drainability, removal simulation
 pub mod scaleup; // plans expansions for all pending pods, limits, balancing
 pub mod status; // what a loop decided and why: JSON and a table
 pub mod zones; // multi-zone node groups: a template per zone, where the next node launches

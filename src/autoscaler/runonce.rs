@@ -2,28 +2,25 @@
 //! coming, find the pods that need help, set Fargate pods aside, place what fits where it already is or will
 //! be, plan scale-ups for the rest, act (unless dry), and record why for every pod.
 
-use super::actuation::{Actuator, Outcome};
 use super::backoff::{Backoff, BackoffSettings};
 use super::classify;
 use super::client::{ClientError, ProviderClient};
 use super::cluster::{ClusterSource, ClusterView};
-use super::cluster_state::{self, ClusterState, GroupFacts};
+use super::cluster_state::{self, ClusterState};
 use super::expander::Expander;
 use super::fargate::FargateAnswers;
 use super::headroom::{self, Capacity, Policy};
 use super::pricing::PriceBook;
-use super::scaledown::{self, GroupInfo, Unremovable};
+use super::scaledown;
+use super::scaledown_policy::{Context, ScaleDownPolicy};
 use super::scaleup::{self, Limits, Pending, Totals};
-use super::status::{
-    DeletionStatus, GroupStatus, HeadroomStatus, KeptNode, NoScaleUp, Placed, ScaleDown, Status,
-};
+use super::status::{GroupStatus, HeadroomStatus, NoScaleUp, Placed, Status};
 use super::zones;
 use crate::model::fargate;
 use crate::model::node::ZONE_LABEL;
 use crate::model::pod::LabelProjection;
-use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
+use crate::model::taint::TO_BE_DELETED_TAINT;
 use crate::model::{Node, Pod};
-use crate::proto::externalgrpc::instance_status::InstanceState;
 use crate::simulator::equivalence;
 use crate::simulator::world::{self, Place, PlaceKind, PodTerms, Topology};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -93,14 +90,8 @@ pub struct RunOnce {
     state: ClusterState,
     /// Where scale-down acts (taints, evictions); without it scale-down is planned, never carried out.
     cluster: Option<Arc<dyn ClusterSource>>,
-    actuator: Actuator,
-    /// When each unneeded node was first found unneeded (by name).
-    unneeded_since: HashMap<String, SystemTime>,
-    last_scale_up: Option<SystemTime>,
-    last_delete: Option<SystemTime>,
-    last_failure: Option<SystemTime>,
-    /// Our ToBeDeleted taints left by an earlier run are removed in the first loop that acts.
-    stale_taints_checked: bool,
+    /// Unneeded timers, cooldowns, budgets and the deletions in progress.
+    down: ScaleDownPolicy,
     /// MatchPod's answers by pod shape.
     fargate: FargateAnswers,
     /// Pod prices by demand, for the price expander.
@@ -115,12 +106,7 @@ impl RunOnce {
             state: ClusterState::new(Backoff::new(settings.backoff)),
             settings,
             cluster: None,
-            actuator: Actuator::default(),
-            unneeded_since: HashMap::new(),
-            last_scale_up: None,
-            last_delete: None,
-            last_failure: None,
-            stale_taints_checked: false,
+            down: ScaleDownPolicy::default(),
             fargate: FargateAnswers::default(),
             prices: PriceBook::default(),
         }
@@ -154,10 +140,17 @@ impl RunOnce {
         let node_group = cluster_state::groups_of_nodes(&self.client, view, &facts).await?;
         let mut restored = HashSet::new();
         if let Some(cluster) = self.actor() {
+            let cx = Context {
+                settings: &self.settings,
+                client: &self.client,
+                actor: Some(cluster.clone()),
+            };
             restored = self
+                .down
                 .remove_stale_taints(&*cluster, view, &facts, &mut status)
                 .await;
-            self.advance_deletions(&*cluster, view, now, &mut status)
+            self.down
+                .advance_deletions(&cx, &*cluster, view, now, &mut status)
                 .await;
         }
         // Nodes on their way out: ours, and any carrying the ToBeDeleted taint (ours from an earlier run
@@ -166,7 +159,7 @@ impl RunOnce {
             .nodes
             .iter()
             .filter(|n| {
-                self.actuator.contains(&n.name)
+                self.down.deleting(&n.name)
                     || n.tainted(TO_BE_DELETED_TAINT) && !restored.contains(&n.name)
             })
             .map(|n| n.name.clone())
@@ -391,18 +384,25 @@ impl RunOnce {
             let existing = &mut places[..view.nodes.len()];
             let world = (&mut topology, existing);
             let nodes = (node_group.as_slice(), on_node.as_slice(), &deleting);
-            self.scale_down(
-                view,
-                pods,
-                &facts,
-                nodes,
-                world,
-                &projection,
-                paused,
-                now,
-                &mut status,
-            )
-            .await;
+            let cx = Context {
+                settings: &self.settings,
+                client: &self.client,
+                actor: self.actor(),
+            };
+            self.down
+                .run(
+                    &cx,
+                    view,
+                    pods,
+                    &facts,
+                    nodes,
+                    world,
+                    &projection,
+                    paused,
+                    now,
+                    &mut status,
+                )
+                .await;
         }
         status.node_groups = facts
             .iter()
@@ -429,7 +429,7 @@ impl RunOnce {
             let delta = i32::try_from(scale_up.delta).unwrap_or(i32::MAX);
             let result = self.client.increase_size(&scale_up.node_group, delta).await;
             if result.is_ok() {
-                self.last_scale_up = Some(now);
+                self.down.last_scale_up = Some(now);
             }
             if let Err(error) = result {
                 let why = error.to_string();
@@ -462,421 +462,6 @@ impl RunOnce {
             });
         }
         pods
-    }
-
-    /// Scale-down: plan the unneeded nodes over the world scale-up left (pods it found room for on existing
-    /// nodes stay counted there), run their timers, and start the deletions the pacing allows.
-    #[allow(clippy::too_many_arguments)]
-    async fn scale_down(
-        &mut self,
-        view: &ClusterView,
-        pods: &[Pod],
-        facts: &[GroupFacts],
-        (node_group, on_node, deleting): (&[Option<usize>], &[Vec<usize>], &HashSet<String>),
-        (topology, places): (&mut Topology, &mut [Place]),
-        projection: &LabelProjection,
-        paused: Option<String>,
-        now: SystemTime,
-        status: &mut Status,
-    ) {
-        let sd = self.settings.scale_down.clone();
-        let groups: Vec<GroupInfo> = facts
-            .iter()
-            .map(|f| GroupInfo {
-                id: f.group.id.clone(),
-                min_size: f.group.min_size,
-                target: f.target,
-                options: f.options,
-                deleting: self
-                    .actuator
-                    .in_flight()
-                    .filter(|d| d.group == f.group.id)
-                    .count(),
-            })
-            .collect();
-        let previously: HashSet<String> = self.unneeded_since.keys().cloned().collect();
-        let input = scaledown::Input {
-            nodes: &view.nodes,
-            pods,
-            pdbs: &view.pdbs,
-            node_group,
-            groups: &groups,
-            on_node,
-            deleting,
-            previously_unneeded: &previously,
-            projection,
-            min_cores: self.settings.limits.min_cores,
-            min_memory_gib: self.settings.limits.min_memory_gib,
-            max_node_startup_time: self.settings.max_node_startup_time,
-            unready_enabled: sd.unready_enabled,
-            now,
-        };
-        let started = Instant::now();
-        let plan = planning(|| scaledown::plan(&input, &sd.rules, topology, places));
-        status.scale_down_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let node_name = |n: usize| view.nodes[n].name.clone();
-        let group_id = |g: usize| groups[g].id.clone();
-        let mut kept: Vec<KeptNode> = plan
-            .kept
-            .iter()
-            // Our own deletions are reported in `deletions`.
-            .filter(|k| !self.actuator.contains(&view.nodes[k.node].name))
-            .map(|k| KeptNode {
-                node: node_name(k.node),
-                node_group: k.group.map(group_id),
-                reason: k.reason.to_string(),
-                detail: k.detail.clone(),
-            })
-            .collect();
-        let keep = |r: &scaledown::Removable, reason: Unremovable, detail: String| KeptNode {
-            node: node_name(r.node),
-            node_group: Some(group_id(r.group)),
-            reason: reason.to_string(),
-            detail,
-        };
-
-        // Unneeded timers: kept while a node stays unneeded, dropped as soon as it is not.
-        let mut since = HashMap::new();
-        let mut waiting: HashSet<usize> = HashSet::new();
-        for r in &plan.removable {
-            let node = &view.nodes[r.node];
-            let first = *self.unneeded_since.get(&node.name).unwrap_or(&now);
-            since.insert(node.name.clone(), first);
-            let options = &groups[r.group].options;
-            let (needed, reason) = if node.ready {
-                (options.unneeded, Unremovable::NotUnneededLongEnough)
-            } else {
-                (options.unready, Unremovable::NotUnreadyLongEnough)
-            };
-            let waited = now.duration_since(first).unwrap_or_default();
-            if !sd.timers_elapsed && waited < needed {
-                waiting.insert(r.node);
-                kept.push(keep(
-                    r,
-                    reason,
-                    format!(
-                        "{} for {} of {}",
-                        if node.ready {
-                            "unneeded"
-                        } else {
-                            "unready and unneeded"
-                        },
-                        humantime::format_duration(Duration::from_secs(waited.as_secs())),
-                        humantime::format_duration(needed)
-                    ),
-                ));
-            }
-        }
-        self.unneeded_since = since;
-        // A zeroOrMaxNodeScaling group goes whole: it waits until all of its nodes may go.
-        let atomic_waiting: HashSet<usize> = plan
-            .removable
-            .iter()
-            .filter(|r| waiting.contains(&r.node) && groups[r.group].options.zero_or_max)
-            .map(|r| r.group)
-            .collect();
-        let mut ready: Vec<&scaledown::Removable> = Vec::new();
-        for r in &plan.removable {
-            if waiting.contains(&r.node) {
-                continue;
-            }
-            if atomic_waiting.contains(&r.group) {
-                let why = format!(
-                    "{} scales to zero or max: its other nodes are not unneeded long enough",
-                    groups[r.group].id
-                );
-                kept.push(keep(r, Unremovable::NotUnneededLongEnough, why));
-            } else {
-                ready.push(r);
-            }
-        }
-        // Empty nodes first, then those whose drain no PDB slows.
-        ready.sort_by_key(|r| (!r.empty, r.risky));
-        let describe = |r: &scaledown::Removable| {
-            let options = &groups[r.group].options;
-            let threshold = if r.utilization.gpu.is_some() {
-                options.gpu_utilization
-            } else {
-                options.utilization
-            };
-            ScaleDown {
-                node: node_name(r.node),
-                node_group: group_id(r.group),
-                reason: if r.empty { "empty" } else { "underutilized" }.into(),
-                detail: format!(
-                    "utilization {} (threshold {:.0}%); {}",
-                    r.utilization.describe(),
-                    threshold * 100.0,
-                    destinations(view, pods, r)
-                ),
-                // Pending pods found room here this loop are not on the node: nothing to evict.
-                pods: r
-                    .evicted
-                    .iter()
-                    .filter(|&&p| pods[p].node_name.is_some())
-                    .map(|&p| pods[p].key())
-                    .collect(),
-                risky: r.risky,
-            }
-        };
-
-        let Some(cluster) = self.actor() else {
-            if self.settings.act && !ready.is_empty() {
-                status.errors.push(
-                    "scale-down planned but not carried out: this cluster source cannot evict pods or \
-                     taint nodes"
-                        .into(),
-                );
-            }
-            status.scale_down = ready.iter().map(|r| describe(r)).collect();
-            kept.sort_by(|a, b| a.node.cmp(&b.node));
-            status.unremovable = kept;
-            return;
-        };
-        if let Some(why) = paused.or_else(|| self.cooldown(now)) {
-            for r in ready.drain(..) {
-                kept.push(keep(r, Unremovable::ScaleDownInCooldown, why.clone()));
-            }
-        }
-        let mut slots = sd
-            .max_parallelism
-            .saturating_sub(self.actuator.in_flight().count());
-        let mut drains = sd
-            .max_drain_parallelism
-            .saturating_sub(self.actuator.drains());
-        // A zeroOrMaxNodeScaling group needs room for all its nodes at once (within the parallelism; the
-        // drain budget would never let a group of several occupied nodes go whole).
-        let mut whole: HashMap<usize, usize> = HashMap::new();
-        for r in &ready {
-            if groups[r.group].options.zero_or_max {
-                *whole.entry(r.group).or_default() += 1;
-            }
-        }
-        let mut admitted: HashMap<usize, bool> = HashMap::new();
-        for r in ready {
-            let fits = match whole.get(&r.group) {
-                Some(&all) => *admitted.entry(r.group).or_insert_with(|| {
-                    // Reserved whole, so that nodes after it cannot take its room.
-                    let room = all <= slots;
-                    if room {
-                        slots -= all;
-                    }
-                    room
-                }),
-                None => slots > 0 && (r.empty || drains > 0),
-            };
-            if !fits {
-                let why = format!(
-                    "{} deletion(s) in progress (--max-scale-down-parallelism {}), {} draining \
-                     (--max-drain-parallelism {})",
-                    self.actuator.in_flight().count(),
-                    sd.max_parallelism,
-                    self.actuator.drains(),
-                    sd.max_drain_parallelism
-                );
-                kept.push(keep(r, Unremovable::DeletionBudgetReached, why));
-                continue;
-            }
-            let node = &view.nodes[r.node];
-            let group = group_id(r.group);
-            match self
-                .actuator
-                .start(&*cluster, node, &group, r.empty, now)
-                .await
-            {
-                Ok(()) => {
-                    if !whole.contains_key(&r.group) {
-                        slots -= 1;
-                        if !r.empty {
-                            drains -= 1;
-                        }
-                    }
-                    self.unneeded_since.remove(&node.name);
-                    status.deletions.push(DeletionStatus {
-                        node: node.name.clone(),
-                        node_group: group,
-                        state: "started".into(),
-                        detail: String::new(),
-                    });
-                    status.scale_down.push(describe(r));
-                }
-                Err(e) => {
-                    self.last_failure = Some(now);
-                    status
-                        .errors
-                        .push(format!("scale-down of {}: tainting failed: {e}", node.name));
-                }
-            }
-        }
-        self.soft_taints(&*cluster, view, &plan, deleting, now, status)
-            .await;
-        kept.sort_by(|a, b| a.node.cmp(&b.node));
-        status.unremovable = kept;
-    }
-
-    /// Why deletions wait this loop, if they do: a scale-up, deletion or failure too recent.
-    fn cooldown(&self, now: SystemTime) -> Option<String> {
-        let sd = &self.settings.scale_down;
-        let recent = |at: Option<SystemTime>, delay: Duration| {
-            at.is_some_and(|t| now.duration_since(t).unwrap_or_default() < delay)
-        };
-        let text = |what: &str, flag: &str, delay: Duration| {
-            format!(
-                "{what} less than {} ago ({flag})",
-                humantime::format_duration(delay)
-            )
-        };
-        if recent(self.last_scale_up, sd.delay_after_add) {
-            return Some(text(
-                "a scale-up",
-                "--scale-down-delay-after-add",
-                sd.delay_after_add,
-            ));
-        }
-        if recent(self.last_delete, sd.delay_after_delete) {
-            return Some(text(
-                "a deletion",
-                "--scale-down-delay-after-delete",
-                sd.delay_after_delete,
-            ));
-        }
-        if recent(self.last_failure, sd.delay_after_failure) {
-            return Some(text(
-                "a failed scale-down",
-                "--scale-down-delay-after-failure",
-                sd.delay_after_failure,
-            ));
-        }
-        None
-    }
-
-    /// Soft taints (PreferNoSchedule) on unneeded nodes, off nodes needed again; a few per loop.
-    async fn soft_taints(
-        &self,
-        cluster: &dyn ClusterSource,
-        view: &ClusterView,
-        plan: &scaledown::Plan,
-        deleting: &HashSet<String>,
-        now: SystemTime,
-        status: &mut Status,
-    ) {
-        let unneeded: HashSet<usize> = plan.removable.iter().map(|r| r.node).collect();
-        let mut budget = self.settings.scale_down.max_soft_taints;
-        for (n, node) in view.nodes.iter().enumerate() {
-            if budget == 0 {
-                break;
-            }
-            if self.actuator.contains(&node.name) || deleting.contains(&node.name) {
-                continue;
-            }
-            let has = node.tainted(DELETION_CANDIDATE_TAINT);
-            let should = unneeded.contains(&n);
-            let result = if should && !has {
-                let taint = super::actuation::deletion_candidate(now);
-                cluster.taint(&node.name, &taint).await
-            } else if has && !should {
-                cluster.untaint(&node.name, DELETION_CANDIDATE_TAINT).await
-            } else {
-                continue;
-            };
-            budget -= 1;
-            if let Err(e) = result {
-                status
-                    .errors
-                    .push(format!("soft taint on {}: {e}", node.name));
-            }
-        }
-    }
-
-    /// One step of every deletion in progress.
-    async fn advance_deletions(
-        &mut self,
-        cluster: &dyn ClusterSource,
-        view: &ClusterView,
-        now: SystemTime,
-        status: &mut Status,
-    ) {
-        let sd = &self.settings.scale_down;
-        let outcomes = self
-            .actuator
-            .advance(cluster, &self.client, view, &sd.rules, &sd.pacing, now)
-            .await;
-        for outcome in outcomes {
-            let (node, node_group, state, detail) = match outcome {
-                Outcome::Deleted { node, group, empty } => {
-                    self.last_delete = Some(now);
-                    // Why it went, as scale-down said when it started.
-                    let reason = if empty { "empty" } else { "underutilized" };
-                    (node, group, "deleted", reason.to_string())
-                }
-                Outcome::Failed { node, group, why } => {
-                    self.last_failure = Some(now);
-                    status.errors.push(format!(
-                        "scale-down of {node} failed, it stays in service: {why}"
-                    ));
-                    (node, group, "failed", why)
-                }
-                Outcome::Draining {
-                    node,
-                    group,
-                    waiting,
-                } => (node, group, "draining", format!("waiting for {waiting}")),
-            };
-            status.deletions.push(DeletionStatus {
-                node,
-                node_group,
-                state: state.into(),
-                detail,
-            });
-        }
-    }
-
-    /// Our ToBeDeleted taints that an earlier run left (it stopped mid-deletion) come off in the first loop,
-    /// except on nodes whose instance the provider is already deleting. Returns the nodes put back.
-    async fn remove_stale_taints(
-        &mut self,
-        cluster: &dyn ClusterSource,
-        view: &ClusterView,
-        facts: &[GroupFacts],
-        status: &mut Status,
-    ) -> HashSet<String> {
-        let mut restored = HashSet::new();
-        if std::mem::replace(&mut self.stale_taints_checked, true) {
-            return restored;
-        }
-        let going: HashSet<&str> = facts
-            .iter()
-            .flat_map(|f| &f.instances)
-            .filter(|i| {
-                i.status
-                    .as_ref()
-                    .is_some_and(|s| s.instance_state == InstanceState::InstanceDeleting as i32)
-            })
-            .map(|i| i.id.as_str())
-            .collect();
-        for node in view.nodes.iter() {
-            if !node.tainted(TO_BE_DELETED_TAINT)
-                || self.actuator.contains(&node.name)
-                || going.contains(node.provider_id.as_str())
-            {
-                continue;
-            }
-            match cluster.untaint(&node.name, TO_BE_DELETED_TAINT).await {
-                Ok(()) => {
-                    restored.insert(node.name.clone());
-                    status.deletions.push(DeletionStatus {
-                        node: node.name.clone(),
-                        node_group: String::new(),
-                        state: "restored".into(),
-                        detail: "a ToBeDeleted taint left by an earlier run was removed".into(),
-                    });
-                }
-                Err(e) => status
-                    .errors
-                    .push(format!("removing a stale taint from {}: {e}", node.name)),
-            }
-        }
-        restored
     }
 }
 
@@ -911,25 +496,6 @@ fn headroom_outcome(status: &mut Status) {
             .filter(|p| mine(p))
             .count();
         h.unmet = status.no_scale_up.iter().filter(|p| mine(&p.pod)).count();
-    }
-}
-
-/// Where a removable node's pods go, for people: `default/api-0 -> ip-a` or `12 pods -> ip-a (5), ip-b (7)`.
-fn destinations(view: &ClusterView, pods: &[Pod], r: &scaledown::Removable) -> String {
-    match r.destinations.as_slice() {
-        [] => "no pod needs a new place".into(),
-        [(pod, node)] => format!("{} -> {}", pods[*pod].key(), view.nodes[*node].name),
-        many => {
-            let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
-            for (_, node) in many {
-                *per_node.entry(view.nodes[*node].name.as_str()).or_default() += 1;
-            }
-            let spread: Vec<String> = per_node
-                .iter()
-                .map(|(node, n)| format!("{node} ({n})"))
-                .collect();
-            format!("{} pods -> {}", many.len(), spread.join(", "))
-        }
     }
 }
 
@@ -972,7 +538,7 @@ fn daemonset_exemplars(pods: &[Pod], templates: &[Pod]) -> Vec<Pod> {
 /// Runs planning (CPU work: the world, estimates, removal simulations) without holding a Tokio worker: on a
 /// multi-thread runtime (the binaries') the worker hands its other tasks to another first; a current-thread
 /// runtime has no other worker to keep free, so the work runs in place.
-fn planning<R>(work: impl FnOnce() -> R) -> R {
+pub(super) fn planning<R>(work: impl FnOnce() -> R) -> R {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current().map(|h| h.runtime_flavor()) {
         Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
