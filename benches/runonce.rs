@@ -264,11 +264,7 @@ fn runonce(c: &mut Criterion) {
         status.estimate_ms,
         status.scale_down_ms,
         status.placed.len(),
-        status
-            .scale_up
-            .iter()
-            .map(|s| (s.node_group.as_str(), s.delta, s.pods.len()))
-            .collect::<Vec<_>>(),
+        scale_ups(&status),
         status.no_scale_up.len()
     );
     bench_loop(
@@ -299,6 +295,15 @@ fn runonce(c: &mut Criterion) {
     println!(
         "ekscale-autoscaler simulate over this snapshot: peak RSS {peak:.1} MiB (parsing included)"
     );
+}
+
+/// A loop's scale-ups for the bench's own line: (group, nodes, pods).
+fn scale_ups(status: &ekscale::autoscaler::status::Status) -> Vec<(&str, u64, usize)> {
+    status
+        .scale_up
+        .iter()
+        .map(|s| (s.node_group.as_str(), s.delta, s.pods.len()))
+        .collect()
 }
 
 /// Criterion over one whole RunOnce of `view`, from a fresh loop state each time.
@@ -451,11 +456,7 @@ fn pending(c: &mut Criterion) {
             "{name}: one RunOnce {:.1} ms (estimator {:.1} ms), {rpcs} RPCs; scale-ups {:?}, {} cannot be helped",
             status.elapsed_ms,
             status.estimate_ms,
-            status
-                .scale_up
-                .iter()
-                .map(|s| (s.node_group.as_str(), s.delta, s.pods.len()))
-                .collect::<Vec<_>>(),
+            scale_ups(&status),
             status.no_scale_up.len()
         );
         bench_loop(
