@@ -30,10 +30,12 @@ pub struct GroupFacts {
     pub problem: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Counts {
     pub registered: usize,
     pub upcoming: usize,
+    /// Its instances without a node yet (indices into the group's `instances`): where upcoming nodes are.
+    pub unregistered: Vec<usize>,
 }
 
 /// What the loop remembers of instances between iterations, and the backoff of groups.
@@ -98,7 +100,10 @@ impl ClusterState {
         let mut groups = Vec::with_capacity(facts.len());
         for (f, c) in facts.iter().zip(&mut counts) {
             let mut failed = 0;
-            for instance in &f.instances {
+            for (i, instance) in f.instances.iter().enumerate() {
+                if !registered_ids.contains(instance.id.as_str()) {
+                    c.unregistered.push(i);
+                }
                 let status = instance.status.as_ref();
                 let creating = status
                     .is_some_and(|s| s.instance_state == InstanceState::InstanceCreating as i32);

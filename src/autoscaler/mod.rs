@@ -5,8 +5,9 @@ pub mod backoff; // node group backoff after failed scale-ups
 pub mod binpack; // the estimator: first-fit decreasing, several orderings, the tightest kept
 pub mod classify; // pods by what the loop does with them; batching of new pods
 pub mod client; // the provider client, with cluster-autoscaler's caching rules
-pub mod cluster;
-pub mod cluster_state; // node groups, instances, what is coming, backoff: what the provider says this loop // where the cluster is read from: the ClusterSource trait, snapshots
+pub mod cluster; // where the cluster is read from: the ClusterSource trait, snapshots
+pub mod cluster_snapshot; // the world the loop plans in: nodes, templates, upcoming nodes; pods that already fit
+pub mod cluster_state; // node groups, instances, what is coming, backoff: what the provider says this loop
 pub mod controller; // the commands: `simulate` once, `run` as the controller (loop, endpoints, Lease, events)
 pub mod drain; // what each pod on a node means for removing it (upstream's drainability rules)
 pub mod events; // Events and the status ConfigMap, as cluster-autoscaler writes them
@@ -21,8 +22,8 @@ pub mod leader; // leader election on a Lease: one replica acts, and stops at on
 pub mod metrics; // ekscale_* metrics, named after cluster-autoscaler's
 pub mod pricing; // node and pod prices for the price expander, pod prices kept by demand
 pub mod runonce; // one loop: read, count what is coming, place, plan, act, record
-pub mod scaledown;
-pub mod scaledown_policy; // around the planner: unneeded timers, cooldowns, budgets, soft taints, deletions // finds unneeded nodes: utilization, drainability, removal simulation
+pub mod scaledown; // finds unneeded nodes: utilization, drainability, removal simulation
+pub mod scaledown_policy; // around the planner: unneeded timers, cooldowns, budgets, soft taints, deletions
 pub mod scaleup; // plans expansions for all pending pods, limits, balancing
 pub mod status; // what a loop decided and why: JSON and a table
 pub mod zones; // multi-zone node groups: a template per zone, where the next node launches

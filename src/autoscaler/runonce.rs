@@ -6,24 +6,23 @@ use super::backoff::{Backoff, BackoffSettings};
 use super::classify;
 use super::client::{ClientError, ProviderClient};
 use super::cluster::{ClusterSource, ClusterView};
-use super::cluster_state::{self, ClusterState};
+use super::cluster_snapshot::{self, ClusterSnapshot};
+use super::cluster_state::{self, ClusterState, Counts, GroupFacts};
 use super::expander::Expander;
 use super::fargate::FargateAnswers;
 use super::headroom::{self, Capacity, Policy};
 use super::pricing::PriceBook;
 use super::scaledown;
 use super::scaledown_policy::{Context, ScaleDownPolicy};
-use super::scaleup::{self, Limits, Pending, Totals};
-use super::status::{GroupStatus, HeadroomStatus, NoScaleUp, Placed, Status};
-use super::zones;
+use super::scaleup::{self, Group, Limits, Pending};
+use super::status::{GroupStatus, HeadroomStatus, NoScaleUp, ScaleUp, Status};
+use crate::model::Pod;
 use crate::model::fargate;
-use crate::model::node::ZONE_LABEL;
 use crate::model::pod::LabelProjection;
 use crate::model::taint::TO_BE_DELETED_TAINT;
-use crate::model::{Node, Pod};
 use crate::simulator::equivalence;
-use crate::simulator::world::{self, Place, PlaceKind, PodTerms, Topology};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -125,10 +124,14 @@ impl RunOnce {
             .filter(|c| self.settings.act && c.can_act())
     }
 
-    /// One iteration over `view`, at `now` (the view's own time for a snapshot).
+    /// One iteration over `view`, at `now` (the view's own time for a snapshot): the stages in order, each
+    /// taking what it needs and handing on a value; the scale-up and scale-down plans are carried out (unless
+    /// dry) and then described in the status.
     pub async fn run(&mut self, view: &ClusterView, now: SystemTime) -> Result<Status, LoopError> {
         let started = Instant::now();
         let mut status = Status::default();
+
+        // Cluster state: what the provider says of every group; deletions in progress take their next step.
         self.client.refresh().await?;
         self.state.backoff.forget_old(now);
         // Fargate profiles are read beside the groups; without them no pod is set aside for Fargate.
@@ -138,32 +141,9 @@ impl RunOnce {
         );
         let facts = facts?;
         let node_group = cluster_state::groups_of_nodes(&self.client, view, &facts).await?;
-        let mut restored = HashSet::new();
-        if let Some(cluster) = self.actor() {
-            let cx = Context {
-                settings: &self.settings,
-                client: &self.client,
-                actor: Some(cluster.clone()),
-            };
-            restored = self
-                .down
-                .remove_stale_taints(&*cluster, view, &facts, &mut status)
-                .await;
-            self.down
-                .advance_deletions(&cx, &*cluster, view, now, &mut status)
-                .await;
-        }
-        // Nodes on their way out: ours, and any carrying the ToBeDeleted taint (ours from an earlier run
-        // that was not just removed, or another autoscaler's).
-        let deleting: HashSet<String> = view
-            .nodes
-            .iter()
-            .filter(|n| {
-                self.down.deleting(&n.name)
-                    || n.tainted(TO_BE_DELETED_TAINT) && !restored.contains(&n.name)
-            })
-            .map(|n| n.name.clone())
-            .collect();
+        let deleting = self
+            .deletions_in_progress(view, &facts, now, &mut status)
+            .await;
         let startup = self.settings.max_node_startup_time;
         let (mut groups, counts) = self.state.count(startup, view, &facts, &node_group, now);
         if self.settings.remove_unregistered {
@@ -173,31 +153,16 @@ impl RunOnce {
                 .await;
         }
 
+        // Pods: what needs help, what Fargate takes, what holds room; in equivalence groups.
         // Headroom's virtual pods go after the real ones, so real pods keep their indices.
         let reserved = self.headroom(view, &mut status);
-        let combined: Vec<Pod>;
-        let pods: &[Pod] = if reserved.is_empty() {
-            &view.pods
+        let pods: Cow<[Pod]> = if reserved.is_empty() {
+            Cow::Borrowed(&view.pods)
         } else {
-            combined = view.pods.iter().cloned().chain(reserved).collect();
-            &combined
+            Cow::Owned(view.pods.iter().cloned().chain(reserved).collect())
         };
-        let node_names: HashSet<&str> = view.nodes.iter().map(|n| n.name.as_str()).collect();
-        let mut sorted = classify::sort_pods(
-            pods,
-            &node_names,
-            self.settings.expendable_pods_priority_cutoff,
-            &mut status,
-        );
-        if self.settings.wait_for_new_pods {
-            sorted.to_help = classify::old_enough(
-                pods,
-                sorted.to_help,
-                self.settings.new_pod_scale_up_delay,
-                now,
-                &mut status,
-            );
-        }
+        let pods = &*pods;
+        let sorted = self.classify(view, pods, now, &mut status);
         let profiles = profiles.unwrap_or_else(|e| {
             status.errors.push(format!("Fargate: {e}"));
             None
@@ -209,8 +174,7 @@ impl RunOnce {
         );
         let help_groups = equivalence::group(pods, sorted.to_help, &projection);
         let fargate_groups = equivalence::group(pods, sorted.fargate, &projection);
-        let report = self
-            .fargate
+        let report = (self.fargate)
             .report(
                 &self.client,
                 profile_list,
@@ -222,100 +186,23 @@ impl RunOnce {
         status.fargate = report.pods;
         status.errors.extend(report.errors);
 
-        // The world: the nodes with their pods, each group's template with its DaemonSet pods, and the
-        // nodes already requested.
-        let exemplars: Vec<&Pod> = help_groups.iter().map(|eg| eg.exemplar(pods)).collect();
-        let (mut topology, mut places) = planning(|| {
-            world::build(
-                &view.nodes,
-                &node_group,
-                pods,
-                &sorted.bound,
-                &exemplars,
-                &projection,
-            )
-        });
-        for (place, node) in places.iter_mut().zip(view.nodes.iter()) {
-            if deleting.contains(&node.name) {
-                place.accepts = false;
-            }
-        }
-        let mut on_node = pods_on_nodes(view, pods, &sorted.bound);
-        let daemonsets = daemonset_exemplars(pods, &view.daemonsets);
-        let registered: HashSet<&str> = view.nodes.iter().map(|n| n.provider_id.as_str()).collect();
-        for (gi, f) in facts.iter().enumerate() {
-            let Some(node) = &f.template else { continue };
-            let template = template_place(&mut topology, node, gi, &daemonsets);
-            let variants: Vec<Place> = zones::templates(node, &f.zones)
-                .iter()
-                .map(|n| template_place(&mut topology, n, gi, &daemonsets))
-                .collect();
-            if variants.is_empty() {
-                for _ in 0..counts[gi].upcoming {
-                    places.push(topology.copy(&template, PlaceKind::Upcoming));
-                }
-            } else {
-                // Upcoming nodes where their instances are, or where the group will launch them.
-                let names: Vec<&str> = variants
-                    .iter()
-                    .map(|v| v.node.labels[ZONE_LABEL].as_str())
-                    .collect();
-                let mut per_zone = vec![0u64; names.len()];
-                for (n, g) in view.nodes.iter().zip(&node_group) {
-                    let zone = n.labels.get(ZONE_LABEL).map(String::as_str);
-                    if *g == Some(gi)
-                        && let Some(z) = names.iter().position(|name| Some(*name) == zone)
-                    {
-                        per_zone[z] += 1;
-                    }
-                }
-                let coming = f
-                    .instances
-                    .iter()
-                    .filter(|i| !registered.contains(i.id.as_str()))
-                    .filter_map(|i| zones::of_instance(&i.id));
-                for z in zones::upcoming(&names, &mut per_zone, coming, counts[gi].upcoming) {
-                    places.push(topology.copy(&variants[z], PlaceKind::Upcoming));
-                }
-            }
-            groups[gi].template = Some(template);
-            groups[gi].zones = variants;
-        }
+        // The snapshot, and the pending pods that fit in it as it is.
+        let input = cluster_snapshot::Inputs {
+            view,
+            pods,
+            bound: &sorted.bound,
+            node_group: &node_group,
+            facts: &facts,
+            counts: &counts,
+            deleting: &deleting,
+            projection: &projection,
+        };
+        let mut snapshot = planning(|| ClusterSnapshot::build(&input, &help_groups, &mut groups));
+        let (terms, done) =
+            planning(|| snapshot.place_pending(pods, &help_groups, &groups, &mut status.placed));
 
-        // Pods that fit where they are or where nodes are coming need nothing new.
-        let terms: Vec<PodTerms> = help_groups
-            .iter()
-            .map(|eg| topology.resolve(eg.exemplar(pods)))
-            .collect();
-        let mut done = vec![0usize; help_groups.len()];
-        for (e, eg) in help_groups.iter().enumerate() {
-            let placed = planning(|| {
-                world::place_all(&mut topology, &mut places, pods, &eg.pods, &terms[e])
-            });
-            for (k, p) in placed.into_iter().enumerate() {
-                let place = &places[p];
-                if place.kind == PlaceKind::Existing {
-                    // Scale-down must find these a place too, as upstream's snapshot holds them there.
-                    on_node[p].push(eg.pods[k]);
-                }
-                status.placed.push(Placed {
-                    pod: pods[eg.pods[k]].key(),
-                    node: match place.kind {
-                        PlaceKind::Existing => place.node.name.clone(),
-                        _ => "upcoming".into(),
-                    },
-                    node_group: place.group.map(|g| groups[g].id.clone()),
-                });
-                done[e] += 1;
-            }
-        }
-
-        // Plan for the rest.
-        let totals = places.iter().fold(Totals::default(), |t, p| Totals {
-            nodes: t.nodes + 1,
-            cpu_millis: t.cpu_millis + p.node.capacity.cpu_millis,
-            memory_bytes: t.memory_bytes + p.node.capacity.memory_bytes,
-        });
+        // Scale-up: planned for the rest, carried out, described.
+        let totals = snapshot.totals();
         let mut pending = Pending {
             pods,
             prices: vec![None; help_groups.len()],
@@ -324,49 +211,35 @@ impl RunOnce {
             done,
             stabilizer: 0.0,
         };
-        let mut paused = None;
-        if self.settings.wait_for_new_pods
-            && let Some(why) = classify::batching(&pending, now)
-        {
-            paused = Some(format!("scale-up is {why}"));
-            // Wait one loop for more pods, as upstream does; nothing is planned.
-            for (e, eg) in pending.groups.iter().enumerate() {
-                for &p in &eg.pods[pending.done[e]..] {
-                    status.no_scale_up.push(NoScaleUp {
-                        pod: pods[p].key(),
-                        reasons: BTreeMap::from([(String::new(), why.clone())]),
-                    });
-                }
-            }
-            pending.done = pending.groups.iter().map(|g| g.pods.len()).collect();
-        }
-        let mut expander = std::borrow::Cow::Borrowed(&self.settings.expander);
-        if expander.needs_prices() {
-            let profiles = profile_list.unwrap_or_default();
-            let priced = self
-                .prices
-                .price(&self.client, profiles, &mut groups, &mut pending)
-                .await;
-            if let Err(e) = priced {
-                // The price expander sits this loop out; the rest of the chain decides.
-                status
-                    .errors
-                    .push(format!("pricing, the price expander is skipped: {e}"));
-                expander = std::borrow::Cow::Owned(expander.without_price());
-            }
-        }
-        let plan = planning(|| {
+        let paused = self.batching(&mut pending, now, &mut status);
+        let expander = self
+            .expander(profile_list, &mut groups, &mut pending, &mut status)
+            .await;
+        let ClusterSnapshot {
+            topology, places, ..
+        } = &mut snapshot;
+        let mut plan = planning(|| {
+            let limits = &self.settings.limits;
             scaleup::plan(
-                &mut topology,
-                &mut places,
+                topology,
+                places,
                 &groups,
                 &mut pending,
-                &self.settings.limits,
+                limits,
                 &expander,
                 totals,
             )
         })?;
+        if self.settings.act {
+            self.scale_up(&mut plan.scale_ups, now).await;
+        }
         status.estimate_ms = plan.estimate_time.as_secs_f64() * 1000.0;
+        for failed in &plan.scale_ups {
+            if let Some(why) = &failed.error {
+                let group = &failed.node_group;
+                status.errors.push(format!("scale-up of {group}: {why}"));
+            }
+        }
         status.scale_up = plan.scale_ups;
         for (e, eg) in pending.groups.iter().enumerate() {
             for &p in &eg.pods[pending.done[e]..] {
@@ -377,69 +250,159 @@ impl RunOnce {
             }
         }
 
-        if self.settings.act {
-            self.act(&mut status, now).await;
-        }
+        // Scale-down: decided over the snapshot scale-up left, carried out, described.
         if self.settings.scale_down.enabled {
-            let existing = &mut places[..view.nodes.len()];
-            let world = (&mut topology, existing);
-            let nodes = (node_group.as_slice(), on_node.as_slice(), &deleting);
             let cx = Context {
                 settings: &self.settings,
                 client: &self.client,
                 actor: self.actor(),
             };
-            self.down
-                .run(
-                    &cx,
-                    view,
-                    pods,
-                    &facts,
-                    nodes,
-                    world,
-                    &projection,
-                    paused,
-                    now,
-                    &mut status,
-                )
+            let existing = &mut snapshot.places[..view.nodes.len()];
+            let world = (&mut snapshot.topology, existing);
+            let nodes = (
+                node_group.as_slice(),
+                snapshot.on_node.as_slice(),
+                &deleting,
+            );
+            let decision = self.down.decide(
+                &cx,
+                view,
+                pods,
+                &facts,
+                nodes,
+                world,
+                &projection,
+                paused,
+                now,
+            );
+            (self.down)
+                .carry_out(&cx, view, decision, &deleting, now, &mut status)
                 .await;
         }
-        status.node_groups = facts
-            .iter()
-            .zip(&counts)
-            .zip(&groups)
-            .map(|((f, c), g)| GroupStatus {
-                id: f.group.id.clone(),
-                min_size: f.group.min_size,
-                max_size: f.group.max_size,
-                target_size: f.target,
-                registered: c.registered,
-                upcoming: c.upcoming,
-                skipped: g.skip.clone(),
-            })
-            .collect();
+
+        status.node_groups = group_statuses(&facts, &counts, &groups);
         headroom_outcome(&mut status);
         status.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(status)
     }
 
-    /// Asks for each planned scale-up; a refusal backs the group off and is recorded.
-    async fn act(&mut self, status: &mut Status, now: SystemTime) {
-        for scale_up in &mut status.scale_up {
-            let delta = i32::try_from(scale_up.delta).unwrap_or(i32::MAX);
-            let result = self.client.increase_size(&scale_up.node_group, delta).await;
-            if result.is_ok() {
-                self.down.last_scale_up = Some(now);
+    /// Our deletions take their next step (and our ToBeDeleted taints an earlier run left come off, once);
+    /// returns the nodes on their way out: ours, and any carrying the ToBeDeleted taint (ours from an
+    /// earlier run that was not just removed, or another autoscaler's).
+    async fn deletions_in_progress(
+        &mut self,
+        view: &ClusterView,
+        facts: &[GroupFacts],
+        now: SystemTime,
+        status: &mut Status,
+    ) -> HashSet<String> {
+        let mut restored = HashSet::new();
+        if let Some(cluster) = self.actor() {
+            let cx = Context {
+                settings: &self.settings,
+                client: &self.client,
+                actor: Some(cluster.clone()),
+            };
+            restored = (self.down)
+                .remove_stale_taints(&*cluster, view, facts, status)
+                .await;
+            (self.down)
+                .advance_deletions(&cx, &*cluster, view, now, status)
+                .await;
+        }
+        view.nodes
+            .iter()
+            .filter(|n| {
+                self.down.deleting(&n.name)
+                    || n.tainted(TO_BE_DELETED_TAINT) && !restored.contains(&n.name)
+            })
+            .map(|n| n.name.clone())
+            .collect()
+    }
+
+    /// The pods by what the loop does with them; pods too young to scale up for wait, when that is on.
+    fn classify(
+        &self,
+        view: &ClusterView,
+        pods: &[Pod],
+        now: SystemTime,
+        status: &mut Status,
+    ) -> classify::Sorted {
+        let node_names: HashSet<&str> = view.nodes.iter().map(|n| n.name.as_str()).collect();
+        let cutoff = self.settings.expendable_pods_priority_cutoff;
+        let mut sorted = classify::sort_pods(pods, &node_names, cutoff, status);
+        if self.settings.wait_for_new_pods {
+            let delay = self.settings.new_pod_scale_up_delay;
+            sorted.to_help = classify::old_enough(pods, sorted.to_help, delay, now, status);
+        }
+        sorted
+    }
+
+    /// Upstream's batching: while new pods keep coming, scale-up waits one loop for more and plans nothing.
+    /// Returns why it waits (scale-down waits too).
+    fn batching(
+        &self,
+        pending: &mut Pending,
+        now: SystemTime,
+        status: &mut Status,
+    ) -> Option<String> {
+        if !self.settings.wait_for_new_pods {
+            return None;
+        }
+        let why = classify::batching(pending, now)?;
+        for (e, eg) in pending.groups.iter().enumerate() {
+            for &p in &eg.pods[pending.done[e]..] {
+                status.no_scale_up.push(NoScaleUp {
+                    pod: pending.pods[p].key(),
+                    reasons: BTreeMap::from([(String::new(), why.clone())]),
+                });
             }
-            if let Err(error) = result {
-                let why = error.to_string();
-                self.state
-                    .backoff
-                    .fail(&scale_up.node_group, why.clone(), now);
+        }
+        pending.done = pending.groups.iter().map(|g| g.pods.len()).collect();
+        Some(format!("scale-up is {why}"))
+    }
+
+    /// The expander chain for this loop, with prices when it needs them; a pricing failure leaves the price
+    /// expander out of this loop, and the rest of the chain decides.
+    async fn expander(
+        &mut self,
+        profiles: Option<&[fargate::FargateProfile]>,
+        groups: &mut [Group],
+        pending: &mut Pending<'_>,
+        status: &mut Status,
+    ) -> Expander {
+        let expander = &self.settings.expander;
+        if !expander.needs_prices() {
+            return expander.clone();
+        }
+        let profiles = profiles.unwrap_or_default();
+        match (self.prices)
+            .price(&self.client, profiles, groups, pending)
+            .await
+        {
+            Ok(()) => expander.clone(),
+            Err(e) => {
                 status
                     .errors
-                    .push(format!("scale-up of {}: {why}", scale_up.node_group));
-                scale_up.error = Some(why);
+                    .push(format!("pricing, the price expander is skipped: {e}"));
+                expander.without_price()
+            }
+        }
+    }
+
+    /// Asks for each planned scale-up; a refusal backs the group off and is recorded in the scale-up.
+    async fn scale_up(&mut self, scale_ups: &mut [ScaleUp], now: SystemTime) {
+        for scale_up in scale_ups {
+            let delta = i32::try_from(scale_up.delta).unwrap_or(i32::MAX);
+            match self.client.increase_size(&scale_up.node_group, delta).await {
+                Ok(_) => self.down.last_scale_up = Some(now),
+                Err(error) => {
+                    let why = error.to_string();
+                    self.state
+                        .backoff
+                        .fail(&scale_up.node_group, why.clone(), now);
+                    scale_up.error = Some(why);
+                }
             }
         }
     }
@@ -465,23 +428,22 @@ impl RunOnce {
     }
 }
 
-/// A group's template as a place, with the DaemonSet pods that would run on such a node already on it.
-fn template_place(
-    topology: &mut Topology,
-    node: &Arc<Node>,
-    group: usize,
-    daemonsets: &[Pod],
-) -> Place {
-    let mut template = topology.place(node.clone(), Some(group), PlaceKind::Planned);
-    for ds in daemonsets {
-        if crate::simulator::predicates::node_fit(&ds.scheduling, node).is_ok() {
-            template.free = crate::simulator::predicates::minus(template.free, &ds.demand);
-            template
-                .ports
-                .extend(ds.scheduling.host_ports.iter().cloned());
-        }
-    }
-    template
+/// Each group as the loop found it: sizes, nodes registered and coming, and why it could not grow.
+fn group_statuses(facts: &[GroupFacts], counts: &[Counts], groups: &[Group]) -> Vec<GroupStatus> {
+    facts
+        .iter()
+        .zip(counts)
+        .zip(groups)
+        .map(|((f, c), g)| GroupStatus {
+            id: f.group.id.clone(),
+            min_size: f.group.min_size,
+            max_size: f.group.max_size,
+            target_size: f.target,
+            registered: c.registered,
+            upcoming: c.upcoming,
+            skipped: g.skip.clone(),
+        })
+        .collect()
 }
 
 /// Where each headroom policy's virtual pods ended up this loop.
@@ -497,42 +459,6 @@ fn headroom_outcome(status: &mut Status) {
             .count();
         h.unmet = status.no_scale_up.iter().filter(|p| mine(&p.pod)).count();
     }
-}
-
-/// The pods on each node of the view (bound, or nominated to it), by node index.
-fn pods_on_nodes(view: &ClusterView, pods: &[Pod], bound: &[usize]) -> Vec<Vec<usize>> {
-    let index: HashMap<&str, usize> = view
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.name.as_str(), i))
-        .collect();
-    let mut on_node = vec![Vec::new(); view.nodes.len()];
-    for &p in bound {
-        let pod = &pods[p];
-        let name = pod.node_name.as_deref().or(pod.nominated_node.as_deref());
-        if let Some(&n) = name.and_then(|n| index.get(n)) {
-            on_node[n].push(p);
-        }
-    }
-    on_node
-}
-
-/// One pod per DaemonSet: what each would add to a new node. A running pod is preferred (admission may
-/// have changed its requests); DaemonSets with no pod running yet come from their template. A running pod
-/// loses the node its controller pinned it to (`matchFields` on `metadata.name`), as upstream's template
-/// pods do, so that it asks of a new node only what its DaemonSet asks.
-fn daemonset_exemplars(pods: &[Pod], templates: &[Pod]) -> Vec<Pod> {
-    let mut seen = HashSet::new();
-    pods.iter()
-        .filter(|p| p.daemonset())
-        .chain(templates)
-        .filter(|p| seen.insert(p.controller.as_ref().map(|c| c.uid.as_str())))
-        .map(|p| Pod {
-            scheduling: Arc::new(p.scheduling.for_any_node()),
-            ..p.clone()
-        })
-        .collect()
 }
 
 /// Runs planning (CPU work: the world, estimates, removal simulations) without holding a Tokio worker: on a

@@ -27,6 +27,26 @@ pub struct Context<'a> {
     pub actor: Option<Arc<dyn ClusterSource>>,
 }
 
+/// What scale-down decided this loop, for [`ScaleDownPolicy::carry_out`] to act on and report.
+pub struct Decision {
+    /// The deletions to start (when only planning: every node that may go).
+    pub delete: Vec<Deletion>,
+    /// The nodes that stay, and why.
+    pub kept: Vec<KeptNode>,
+    /// The unneeded nodes (by node index), for the soft taints.
+    unneeded: HashSet<usize>,
+    /// Whether there is a cluster to act on.
+    acts: bool,
+    planning_ms: f64,
+}
+
+/// A node whose deletion scale-down starts, with its report.
+pub struct Deletion {
+    pub node: usize,
+    pub empty: bool,
+    pub report: ScaleDown,
+}
+
 /// The scale-down state kept between loops.
 #[derive(Default)]
 pub struct ScaleDownPolicy {
@@ -47,10 +67,11 @@ impl ScaleDownPolicy {
         self.actuator.contains(node)
     }
 
-    /// Scale-down: plan the unneeded nodes over the world scale-up left (pods it found room for on existing
-    /// nodes stay counted there), run their timers, and start the deletions the pacing allows.
+    /// Scale-down's decision: plan the unneeded nodes over the world scale-up left (pods it found room for on
+    /// existing nodes stay counted there), run their timers, and admit the deletions the cooldowns and budgets
+    /// allow. Nothing is carried out here: [`ScaleDownPolicy::carry_out`] does that.
     #[allow(clippy::too_many_arguments)]
-    pub async fn run(
+    pub fn decide(
         &mut self,
         cx: &Context<'_>,
         view: &ClusterView,
@@ -61,8 +82,7 @@ impl ScaleDownPolicy {
         projection: &LabelProjection,
         paused: Option<String>,
         now: SystemTime,
-        status: &mut Status,
-    ) {
+    ) -> Decision {
         let sd = cx.settings.scale_down.clone();
         let groups: Vec<GroupInfo> = facts
             .iter()
@@ -97,7 +117,7 @@ impl ScaleDownPolicy {
         };
         let started = Instant::now();
         let plan = planning(|| scaledown::plan(&input, &sd.rules, topology, places));
-        status.scale_down_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let planning_ms = started.elapsed().as_secs_f64() * 1000.0;
         let node_name = |n: usize| view.nodes[n].name.clone();
         let group_id = |g: usize| groups[g].id.clone();
         let mut kept: Vec<KeptNode> = plan
@@ -176,52 +196,32 @@ impl ScaleDownPolicy {
         }
         // Empty nodes first, then those whose drain no PDB slows.
         ready.sort_by_key(|r| (!r.empty, r.risky));
-        let describe = |r: &scaledown::Removable| {
-            let options = &groups[r.group].options;
-            let threshold = if r.utilization.gpu.is_some() {
-                options.gpu_utilization
-            } else {
-                options.utilization
-            };
-            ScaleDown {
-                node: node_name(r.node),
-                node_group: group_id(r.group),
-                reason: if r.empty { "empty" } else { "underutilized" }.into(),
-                detail: format!(
-                    "utilization {} (threshold {:.0}%); {}",
-                    r.utilization.describe(),
-                    threshold * 100.0,
-                    destinations(view, pods, r)
-                ),
-                // Pending pods found room here this loop are not on the node: nothing to evict.
-                pods: r
-                    .evicted
-                    .iter()
-                    .filter(|&&p| pods[p].node_name.is_some())
-                    .map(|&p| pods[p].key())
-                    .collect(),
-                risky: r.risky,
-            }
+        let deletion = |r: &scaledown::Removable| Deletion {
+            node: r.node,
+            empty: r.empty,
+            report: describe(view, pods, &groups, r),
         };
-
-        let Some(cluster) = cx.actor.clone() else {
-            if cx.settings.act && !ready.is_empty() {
-                status.errors.push(
-                    "scale-down planned but not carried out: this cluster source cannot evict pods or \
-                     taint nodes"
-                        .into(),
-                );
-            }
-            status.scale_down = ready.iter().map(|r| describe(r)).collect();
-            kept.sort_by(|a, b| a.node.cmp(&b.node));
-            status.unremovable = kept;
-            return;
+        let unneeded = plan.removable.iter().map(|r| r.node).collect();
+        let mut decision = Decision {
+            delete: Vec::new(),
+            kept: Vec::new(),
+            unneeded,
+            acts: cx.actor.is_some(),
+            planning_ms,
         };
+        if !decision.acts {
+            // Planned only: every node that may go is reported, no budget applies.
+            decision.delete = ready.into_iter().map(deletion).collect();
+            decision.kept = kept;
+            return decision;
+        }
         if let Some(why) = paused.or_else(|| self.cooldown(cx, now)) {
             for r in ready.drain(..) {
                 kept.push(keep(r, Unremovable::ScaleDownInCooldown, why.clone()));
             }
         }
+        // Admitted as if every deletion starts: one that fails to start sets the failure cooldown, so
+        // its room is not handed to another node this loop.
         let mut slots = sd
             .max_parallelism
             .saturating_sub(self.actuator.in_flight().count());
@@ -247,9 +247,20 @@ impl ScaleDownPolicy {
                     }
                     room
                 }),
-                None => slots > 0 && (r.empty || drains > 0),
+                None => {
+                    let room = slots > 0 && (r.empty || drains > 0);
+                    if room {
+                        slots -= 1;
+                        if !r.empty {
+                            drains -= 1;
+                        }
+                    }
+                    room
+                }
             };
-            if !fits {
+            if fits {
+                decision.delete.push(deletion(r));
+            } else {
                 let why = format!(
                     "{} deletion(s) in progress (--max-scale-down-parallelism {}), {} draining \
                      (--max-drain-parallelism {})",
@@ -259,22 +270,46 @@ impl ScaleDownPolicy {
                     sd.max_drain_parallelism
                 );
                 kept.push(keep(r, Unremovable::DeletionBudgetReached, why));
-                continue;
             }
-            let node = &view.nodes[r.node];
-            let group = group_id(r.group);
+        }
+        decision.kept = kept;
+        decision
+    }
+
+    /// Carries a decision out on the cluster (when there is one to act on): starts its deletions, moves the
+    /// soft taints, and reports it all in `status`.
+    pub async fn carry_out(
+        &mut self,
+        cx: &Context<'_>,
+        view: &ClusterView,
+        mut decision: Decision,
+        deleting: &HashSet<String>,
+        now: SystemTime,
+        status: &mut Status,
+    ) {
+        status.scale_down_ms = decision.planning_ms;
+        decision.kept.sort_by(|a, b| a.node.cmp(&b.node));
+        status.unremovable = decision.kept;
+        let Some(cluster) = cx.actor.clone().filter(|_| decision.acts) else {
+            if cx.settings.act && !decision.delete.is_empty() {
+                status.errors.push(
+                    "scale-down planned but not carried out: this cluster source cannot evict pods or \
+                     taint nodes"
+                        .into(),
+                );
+            }
+            status.scale_down = decision.delete.into_iter().map(|d| d.report).collect();
+            return;
+        };
+        for d in decision.delete {
+            let node = &view.nodes[d.node];
+            let group = d.report.node_group.clone();
             match self
                 .actuator
-                .start(&*cluster, node, &group, r.empty, now)
+                .start(&*cluster, node, &group, d.empty, now)
                 .await
             {
                 Ok(()) => {
-                    if !whole.contains_key(&r.group) {
-                        slots -= 1;
-                        if !r.empty {
-                            drains -= 1;
-                        }
-                    }
                     self.unneeded_since.remove(&node.name);
                     status.deletions.push(DeletionStatus {
                         node: node.name.clone(),
@@ -282,7 +317,7 @@ impl ScaleDownPolicy {
                         state: "started".into(),
                         detail: String::new(),
                     });
-                    status.scale_down.push(describe(r));
+                    status.scale_down.push(d.report);
                 }
                 Err(e) => {
                     self.last_failure = Some(now);
@@ -292,10 +327,8 @@ impl ScaleDownPolicy {
                 }
             }
         }
-        self.soft_taints(cx, view, &plan, deleting, now, status)
+        self.soft_taints(cx, view, &decision.unneeded, deleting, now, status)
             .await;
-        kept.sort_by(|a, b| a.node.cmp(&b.node));
-        status.unremovable = kept;
     }
 
     /// Why deletions wait this loop, if they do: a scale-up, deletion or failure too recent.
@@ -339,7 +372,7 @@ impl ScaleDownPolicy {
         &self,
         cx: &Context<'_>,
         view: &ClusterView,
-        plan: &scaledown::Plan,
+        unneeded: &HashSet<usize>,
         deleting: &HashSet<String>,
         now: SystemTime,
         status: &mut Status,
@@ -348,7 +381,6 @@ impl ScaleDownPolicy {
             return;
         };
         let mut budget = cx.settings.scale_down.max_soft_taints;
-        let unneeded: HashSet<usize> = plan.removable.iter().map(|r| r.node).collect();
         for (n, node) in view.nodes.iter().enumerate() {
             if budget == 0 {
                 break;
@@ -465,6 +497,40 @@ impl ScaleDownPolicy {
             }
         }
         restored
+    }
+}
+
+/// A removable node as the status reports it: why it may go and where its pods go.
+fn describe(
+    view: &ClusterView,
+    pods: &[Pod],
+    groups: &[GroupInfo],
+    r: &scaledown::Removable,
+) -> ScaleDown {
+    let options = &groups[r.group].options;
+    let threshold = if r.utilization.gpu.is_some() {
+        options.gpu_utilization
+    } else {
+        options.utilization
+    };
+    ScaleDown {
+        node: view.nodes[r.node].name.clone(),
+        node_group: groups[r.group].id.clone(),
+        reason: if r.empty { "empty" } else { "underutilized" }.into(),
+        detail: format!(
+            "utilization {} (threshold {:.0}%); {}",
+            r.utilization.describe(),
+            threshold * 100.0,
+            destinations(view, pods, r)
+        ),
+        // Pending pods found room here this loop are not on the node: nothing to evict.
+        pods: r
+            .evicted
+            .iter()
+            .filter(|&&p| pods[p].node_name.is_some())
+            .map(|&p| pods[p].key())
+            .collect(),
+        risky: r.risky,
     }
 }
 
