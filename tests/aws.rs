@@ -952,3 +952,78 @@ async fn a_placeholder_id_seen_again_after_a_while_is_a_new_instance() {
     let (desired, _) = moto::asg_state(&c.sdk, &c.asgs["web"]).await;
     assert_eq!(desired, 4, "the fresh placeholder was not cancelled");
 }
+
+/// DeleteNodes never makes the ASG pick an instance to terminate: an instance terminated outside ekscale
+/// since the provider's last read is refused, not taken for a placeholder; and a placeholder whose instance
+/// has launched since is not cancelled (lowering the desired capacity would terminate a real instance).
+#[tokio::test]
+async fn an_instance_gone_or_launched_since_the_read_is_never_deleted_by_mistake() {
+    let c = cluster(CONFIG).await;
+    let mut client = c.server.client().await;
+    let asg = c.asgs["web"].clone();
+    let autoscaling = aws_sdk_autoscaling::Client::new(&c.sdk);
+
+    // Terminated outside ekscale, replaced by the ASG; the provider reads the replacement.
+    let (_, before) = moto::asg_state(&c.sdk, &asg).await;
+    let gone = before[0].clone();
+    autoscaling
+        .terminate_instance_in_auto_scaling_group()
+        .instance_id(gone.rsplit('/').next().unwrap())
+        .should_decrement_desired_capacity(false)
+        .send()
+        .await
+        .unwrap();
+    c.backend.refresh().await.unwrap();
+    let (desired, instances) = moto::asg_state(&c.sdk, &asg).await;
+    assert_eq!((desired, instances.len()), (2, 2));
+    assert!(!instances.contains(&gone));
+    // The caller still holds the node it read before: the backend is asked for it.
+    let error = c
+        .backend
+        .delete_instances("web", std::slice::from_ref(&gone))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ekscale::cloud::CloudError::NotFound(m) if m.contains(&gone)),
+        "{error:?}"
+    );
+    assert_eq!(
+        moto::asg_state(&c.sdk, &asg).await,
+        (2, instances.clone()),
+        "nothing terminated, desired capacity unchanged"
+    );
+
+    // A scale-up: moto launches at once, the provider shows a placeholder until its next read.
+    client
+        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
+            id: "web".into(),
+            delta: 1,
+        })
+        .await
+        .unwrap();
+    let listed = nodes(&mut client, "web").await;
+    let placeholder = listed
+        .iter()
+        .find(|i| i.id.contains("i-placeholder-"))
+        .expect("a placeholder until the next read")
+        .id
+        .clone();
+    let launched = moto::asg_state(&c.sdk, &asg).await;
+    assert_eq!((launched.0, launched.1.len()), (3, 3));
+    let request = NodeGroupDeleteNodesRequest {
+        id: "web".into(),
+        nodes: vec![ExternalGrpcNode {
+            provider_id: placeholder,
+            ..Default::default()
+        }],
+    };
+    let status = client.node_group_delete_nodes(request).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::FailedPrecondition, "{status:?}");
+    assert_eq!(
+        moto::asg_state(&c.sdk, &asg).await,
+        launched,
+        "the launched instance stays, desired capacity unchanged"
+    );
+    // The re-read shows the instance in place of the placeholder.
+    assert_eq!(real_ids(&nodes(&mut client, "web").await), launched.1);
+}

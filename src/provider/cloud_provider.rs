@@ -162,12 +162,15 @@ impl CloudProviderService {
             .into_iter()
             .map(|i| (i.id.clone(), i))
             .collect();
+        // One that left the group since it was checked (a refresh in between) is refused, not skipped: the
+        // caller asked for a deletion that did not happen.
+        if let Some(gone) = wanted.iter().find(|w| !instances.contains_key(*w)) {
+            return Err(Status::not_found(format!(
+                "instance {gone} is no longer in node group {id:?}; nothing was deleted"
+            )));
+        }
         // Instances already being deleted are skipped: no second decrement.
-        wanted.retain(|w| {
-            instances
-                .get(w)
-                .is_some_and(|i| i.state != InstanceState::Deleting)
-        });
+        wanted.retain(|w| instances[w].state != InstanceState::Deleting);
         let real = wanted.iter().filter(|w| !instances[*w].placeholder).count() as i64;
         let target = self.backend.target_size(id).map_err(status)?;
         // Placeholders are capacity that never existed: cancelling them is always allowed.

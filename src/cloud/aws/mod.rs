@@ -107,6 +107,15 @@ impl Group {
         format!("aws:///{zone}/i-placeholder-{}-{n}", self.asg)
     }
 
+    /// Whether `instance_id` is one of this group's placeholders now (`aws:///<zone>/i-placeholder-<asg>-<n>`
+    /// with `n` below the number of placeholders). Only ids of that form are placeholders.
+    fn is_placeholder(&self, instance_id: &str) -> bool {
+        instance_id
+            .rsplit_once('-')
+            .and_then(|(_, n)| n.parse::<usize>().ok())
+            .is_some_and(|n| n < self.placeholders() && self.placeholder_id(n) == instance_id)
+    }
+
     /// Takes the ASG's current desired capacity and instances.
     fn apply(&mut self, asg: &AutoScalingGroup) {
         self.desired = asg.desired_capacity().unwrap_or(self.desired);
@@ -242,34 +251,36 @@ impl AwsBackend {
 
     /// Re-reads one group's ASG after AWS refused a change, so the view shows what AWS has, not a guess.
     async fn reload(&self, id: &str) {
-        let Ok(asg) = self.read().group(id).map(|g| g.asg.clone()) else {
-            return;
-        };
+        if let Err(error) = self.reread(id).await {
+            tracing::warn!(node_group = id, %error, "re-reading the ASG failed");
+        }
+    }
+
+    /// Reads one group's ASG again, now, into the view.
+    async fn reread(&self, id: &str) -> Result<(), CloudError> {
+        let asg = self.read().group(id)?.asg.clone();
         let request = self
             .calls
             .autoscaling
             .describe_auto_scaling_groups()
             .auto_scaling_group_names(&asg);
-        match self
+        let output = self
             .calls
             .autoscaling("DescribeAutoScalingGroups", request.send())
             .await
-        {
-            Ok(output) => {
-                if let Some(found) = output.auto_scaling_groups().first() {
-                    let mut view = self.write();
-                    if let Ok(group) = view.group_mut(id) {
-                        group.apply(found);
-                        group.uncertain = false;
-                        self.touch(group);
-                    }
-                    view.reindex();
-                }
-            }
-            Err(error) => {
-                tracing::warn!(node_group = id, error = %sdk_error("DescribeAutoScalingGroups", error), "re-reading the ASG failed")
-            }
-        }
+            .map_err(|e| sdk_error("autoscaling:DescribeAutoScalingGroups", e))?;
+        let Some(found) = output.auto_scaling_groups().first() else {
+            return Err(CloudError::NotFound(format!(
+                "node group {id}: its Auto Scaling group {asg} no longer exists"
+            )));
+        };
+        let mut view = self.write();
+        let group = view.group_mut(id)?;
+        group.apply(found);
+        group.uncertain = false;
+        self.touch(group);
+        view.reindex();
+        Ok(())
     }
 
     /// Runs one size change against the group's ASG, answering by `deadline`. When AWS refuses it, the
@@ -469,14 +480,14 @@ impl NodeGroupBackend for AwsBackend {
             return Some(view.groups[i].spec.id.clone());
         }
         // `aws:///<zone>/i-placeholder-<asg>-<n>`, for as long as the ASG is that short.
-        let (asg, n) = instance_id
+        let (asg, _) = instance_id
             .rsplit_once('/')?
             .1
             .strip_prefix("i-placeholder-")?
             .rsplit_once('-')?;
-        let n: usize = n.parse().ok()?;
         let group = view.groups.iter().find(|g| g.asg == asg)?;
-        (group.placeholder_id(n) == instance_id && n < group.placeholders())
+        group
+            .is_placeholder(instance_id)
             .then(|| group.spec.id.clone())
     }
 
@@ -515,15 +526,37 @@ impl NodeGroupBackend for AwsBackend {
             let view = self.read();
             let group = view.group(id)?;
             let mut real = Vec::new();
-            let mut placeholders = 0;
+            let mut placeholders = 0usize;
             for wanted in instance_ids {
-                match group.instances.iter().find(|i| &i.provider_id == wanted) {
-                    Some(i) => real.push(i.instance_id.clone()),
-                    None => placeholders += 1,
+                if let Some(i) = group.instances.iter().find(|i| &i.provider_id == wanted) {
+                    real.push(i.instance_id.clone());
+                } else if group.is_placeholder(wanted) {
+                    placeholders += 1;
+                } else {
+                    // Gone since the last read (terminated outside ekscale): lowering the desired capacity
+                    // for it would make the ASG terminate an instance of its own choosing.
+                    return Err(CloudError::NotFound(format!(
+                        "instance {wanted} is no longer in node group {id} (Auto Scaling group {}); \
+                         nothing was deleted",
+                        group.asg
+                    )));
                 }
             }
             (group.asg.clone(), real, placeholders)
         };
+        if placeholders > 0 {
+            // A placeholder may have launched since the last read: then cancelling it would terminate a real
+            // instance the ASG picks. Read the ASG again and cancel only what is still not there.
+            self.reread(id).await?;
+            let left = self.read().group(id)?.placeholders();
+            if left < placeholders {
+                return Err(CloudError::FailedPrecondition(format!(
+                    "node group {id}: {placeholders} placeholder(s) to cancel, but only {left} not launched \
+                     yet (Auto Scaling group {asg} read again); nothing was deleted: list the node group's \
+                     nodes again and delete the instances by their ids"
+                )));
+            }
+        }
         for (done, instance_id) in real.iter().enumerate() {
             let request = self
                 .calls
@@ -560,7 +593,8 @@ impl NodeGroupBackend for AwsBackend {
         }
         if placeholders > 0 {
             // Cancelling placeholders = asking for no more than the instances that exist.
-            let desired = self.read().group(id)?.desired - placeholders;
+            let cancelled = i32::try_from(placeholders).unwrap_or(i32::MAX);
+            let desired = self.read().group(id)?.desired - cancelled;
             self.set_desired(id, &asg, desired, deadline).await?;
         }
         Ok(())
