@@ -1210,3 +1210,109 @@ nodeGroups:
     );
     assert_eq!(names(&view.pods), expected);
 }
+
+/// A view that lost its pods (a watch that relisted and got an empty answer, a cache not yet synced after a
+/// leader change) makes no node look empty: while it lasts nothing is tainted or deleted, and when the pods
+/// are back every node and pod is still there. A real drop still scales down, once it has lasted the
+/// unneeded time; and no more empty nodes than `--max-empty-bulk-delete` start going in one loop.
+#[tokio::test]
+async fn a_view_that_lost_its_pods_taints_and_deletes_nothing() {
+    let scenario = "
+cluster: stale
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 3}
+";
+    let (_server, config, cluster) = simulated(scenario).await;
+    // Four 400m pods per node: every node is needed.
+    cluster.create_pods(owned("web", 12, 400));
+    let (_, mut once) = acting_quickly(&config, &cluster);
+    let view = cluster.view().await.unwrap();
+    assert!(view.pods.iter().all(|p| p.node_name.is_some()));
+    let t0 = cluster.now();
+    let status = once.run(&view, t0).await.unwrap();
+    assert!(status.scale_down.is_empty(), "{:?}", status.scale_down);
+    let untouched = |cluster: &SimCluster| {
+        let nodes = cluster.nodes();
+        assert_eq!(nodes.len(), 3, "a node went");
+        for node in &nodes {
+            assert!(
+                node.taints.is_empty(),
+                "{} tainted: {:?}",
+                node.name,
+                node.taints
+            );
+        }
+    };
+
+    // The view loses every pod for a while (longer than the unneeded time of one minute would need).
+    let stale = ekscale::autoscaler::cluster::ClusterView {
+        nodes: view.nodes.clone(),
+        daemonsets: view.daemonsets.clone(),
+        now: view.now,
+        ..Default::default()
+    };
+    for seconds in [10, 30, 50] {
+        let status = once
+            .run(&stale, t0 + Duration::from_secs(seconds))
+            .await
+            .unwrap();
+        assert!(status.scale_down.is_empty(), "{:?}", status.scale_down);
+        assert!(status.deletions.is_empty(), "{:?}", status.deletions);
+        assert_eq!(status.unremovable.len(), 3);
+        for kept in &status.unremovable {
+            assert_eq!(kept.reason, "UntrustedClusterView", "{kept:?}");
+            assert!(
+                kept.detail
+                    .contains("holds 0 pods on nodes where the last trusted one held 12")
+            );
+        }
+        untouched(&cluster);
+    }
+    // The pods are back: nothing was lost, and the nodes are needed as before.
+    let view = cluster.view().await.unwrap();
+    assert_eq!(view.pods.len(), 12);
+    let status = once.run(&view, t0 + Duration::from_secs(70)).await.unwrap();
+    assert!(status.scale_down.is_empty(), "{:?}", status.scale_down);
+    untouched(&cluster);
+
+    // A real drop: held for the unneeded time, then believed; the nodes go after their own unneeded time,
+    // at most `--max-empty-bulk-delete` (here 2) at once.
+    once = {
+        let client = ProviderClient::new(&config).unwrap();
+        let mut s = settings();
+        s.scale_down.unneeded_time = Duration::from_secs(60);
+        s.scale_down.max_empty_bulk_delete = 2;
+        let mut once = RunOnce::new(client, s).acting_on(cluster.clone());
+        once.run(&view, t0 + Duration::from_secs(70)).await.unwrap();
+        once
+    };
+    cluster.delete_pods(|_| true);
+    let view = cluster.view().await.unwrap();
+    assert!(view.pods.is_empty());
+    let at = |s: u64| t0 + Duration::from_secs(70 + s);
+    let status = once.run(&view, at(10)).await.unwrap();
+    assert_eq!(status.unremovable[0].reason, "UntrustedClusterView");
+    untouched(&cluster);
+    let status = once.run(&view, at(71)).await.unwrap();
+    assert!(
+        status
+            .unremovable
+            .iter()
+            .all(|k| k.reason == "NotUnneededLongEnough"),
+        "{:?}",
+        status.unremovable
+    );
+    let status = once.run(&view, at(132)).await.unwrap();
+    assert_eq!(status.scale_down.len(), 2, "{:?}", status.scale_down);
+    let capped: Vec<_> = status
+        .unremovable
+        .iter()
+        .filter(|k| k.reason == "DeletionBudgetReached")
+        .collect();
+    assert_eq!(capped.len(), 1, "{:?}", status.unremovable);
+    assert!(
+        capped[0].detail.contains("--max-empty-bulk-delete"),
+        "{capped:?}"
+    );
+}

@@ -87,6 +87,10 @@ pub struct DecisionArgs {
     /// Most deletions of nodes with pods to evict in progress at once.
     #[arg(long, default_value_t = 1)]
     pub max_drain_parallelism: usize,
+    /// Most empty nodes whose deletion starts in one loop: a sudden jump of empty nodes (a view that lost
+    /// its pods) cannot take more at once.
+    #[arg(long, default_value_t = 10)]
+    pub max_empty_bulk_delete: usize,
     /// The most grace an evicted pod gets, in seconds.
     #[arg(long, default_value_t = 600)]
     pub max_graceful_termination_sec: u64,
@@ -231,6 +235,7 @@ impl DecisionArgs {
                 delay_after_failure: self.scale_down_delay_after_failure,
                 max_parallelism: self.max_scale_down_parallelism,
                 max_drain_parallelism: self.max_drain_parallelism,
+                max_empty_bulk_delete: self.max_empty_bulk_delete,
                 pacing: Pacing {
                     delay_after_taint: self.node_delete_delay_after_taint,
                     max_pod_eviction_time: self.max_pod_eviction_time,

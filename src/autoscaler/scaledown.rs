@@ -40,6 +40,8 @@ pub struct Settings {
     /// `--max-scale-down-parallelism`, `--max-drain-parallelism`.
     pub max_parallelism: usize,
     pub max_drain_parallelism: usize,
+    /// `--max-empty-bulk-delete`: empty nodes whose deletion may start in one loop.
+    pub max_empty_bulk_delete: usize,
     pub pacing: Pacing,
     /// `--max-bulk-soft-taint-count`: soft taints added or removed per loop; 0 turns them off.
     pub max_soft_taints: usize,
@@ -65,6 +67,7 @@ impl Default for Settings {
             delay_after_failure: Duration::from_secs(180),
             max_parallelism: 10,
             max_drain_parallelism: 1,
+            max_empty_bulk_delete: 10,
             pacing: Pacing::default(),
             max_soft_taints: 10,
             timers_elapsed: false,
@@ -97,8 +100,12 @@ pub enum Unremovable {
     NotUnreadyLongEnough,
     /// Removable, but deletions wait: a scale-up, deletion or failure was too recent.
     ScaleDownInCooldown,
-    /// Removable, but `--max-scale-down-parallelism` or `--max-drain-parallelism` deletions are running.
+    /// Removable, but `--max-scale-down-parallelism` or `--max-drain-parallelism` deletions are running, or
+    /// `--max-empty-bulk-delete` empty nodes already go this loop.
     DeletionBudgetReached,
+    /// The cluster view lost most of its pods since the last loop (a relist answered empty, a cache not yet
+    /// synced): scale-down waits for a view it can trust. Not one of upstream's reasons.
+    UntrustedClusterView,
 }
 
 impl fmt::Display for Unremovable {

@@ -33,8 +33,8 @@ pub struct Decision {
     pub delete: Vec<Deletion>,
     /// The nodes that stay, and why.
     pub kept: Vec<KeptNode>,
-    /// The unneeded nodes (by node index), for the soft taints.
-    unneeded: HashSet<usize>,
+    /// The unneeded nodes (by node index), for the soft taints; `None` leaves them as they are.
+    unneeded: Option<HashSet<usize>>,
     /// Whether there is a cluster to act on.
     acts: bool,
     planning_ms: f64,
@@ -59,6 +59,47 @@ pub struct ScaleDownPolicy {
     last_failure: Option<SystemTime>,
     /// Our ToBeDeleted taints left by an earlier run are removed in the first loop that acts.
     stale_taints_checked: bool,
+    view: ViewCheck,
+}
+
+/// Whether a view can be trusted to say which nodes are empty. A watch that restarts and relists, an API
+/// server that answers an empty pod list for a moment, a cache not yet synced after a leader change: each
+/// shows nodes without their pods. A view that lost more than half of the pods on nodes the last trusted
+/// view held is not believed until the drop has lasted the unneeded time (a real drop, such as a finished
+/// batch, still scales down, that much later).
+#[derive(Default)]
+struct ViewCheck {
+    /// Pods on nodes in the last trusted view.
+    trusted: Option<usize>,
+    /// Since when views have held far fewer.
+    short_since: Option<SystemTime>,
+}
+
+/// Fewer pods on nodes than this in the last trusted view: a drop proves nothing (small clusters, tests).
+const VIEW_CHECK_MIN_PODS: usize = 10;
+
+impl ViewCheck {
+    /// Why scale-down may not trust a view of `on_nodes` pods on nodes this loop, if it may not.
+    fn doubt(&mut self, on_nodes: usize, settle: Duration, now: SystemTime) -> Option<String> {
+        if let Some(trusted) = self.trusted
+            && trusted >= VIEW_CHECK_MIN_PODS
+            && on_nodes * 2 < trusted
+        {
+            let since = *self.short_since.get_or_insert(now);
+            let lasted = now.duration_since(since).unwrap_or_default();
+            if lasted < settle {
+                return Some(format!(
+                    "the cluster view holds {on_nodes} pods on nodes where the last trusted one held \
+                     {trusted}; scale-down waits until the view recovers or the drop has lasted {} ({} so far)",
+                    humantime::format_duration(settle),
+                    humantime::format_duration(Duration::from_secs(lasted.as_secs()))
+                ));
+            }
+        }
+        self.trusted = Some(on_nodes);
+        self.short_since = None;
+        None
+    }
 }
 
 impl ScaleDownPolicy {
@@ -98,6 +139,30 @@ impl ScaleDownPolicy {
                     .count(),
             })
             .collect();
+        let on_nodes = pods
+            .iter()
+            .filter(|p| p.node_name.is_some() && !p.daemonset())
+            .count();
+        let settle = groups.iter().map(|g| g.options.unneeded).max();
+        if let Some(why) = (self.view).doubt(on_nodes, settle.unwrap_or_default(), now) {
+            // Nothing is decided on this view: no deletion, no soft taint moves, the timers stay as they were.
+            let kept = (view.nodes.iter().zip(node_group))
+                .filter(|(n, _)| !self.actuator.contains(&n.name))
+                .map(|(n, g)| KeptNode {
+                    node: n.name.clone(),
+                    node_group: g.map(|g| groups[g].id.clone()),
+                    reason: Unremovable::UntrustedClusterView.to_string(),
+                    detail: why.clone(),
+                })
+                .collect();
+            return Decision {
+                delete: Vec::new(),
+                kept,
+                unneeded: None,
+                acts: cx.actor.is_some(),
+                planning_ms: 0.0,
+            };
+        }
         let previously: HashSet<String> = self.unneeded_since.keys().cloned().collect();
         let input = scaledown::Input {
             nodes: &view.nodes,
@@ -201,7 +266,7 @@ impl ScaleDownPolicy {
             empty: r.empty,
             report: describe(view, pods, &groups, r),
         };
-        let unneeded = plan.removable.iter().map(|r| r.node).collect();
+        let unneeded = Some(plan.removable.iter().map(|r| r.node).collect());
         let mut decision = Decision {
             delete: Vec::new(),
             kept: Vec::new(),
@@ -228,6 +293,7 @@ impl ScaleDownPolicy {
         let mut drains = sd
             .max_drain_parallelism
             .saturating_sub(self.actuator.drains());
+        let mut empties = sd.max_empty_bulk_delete;
         // A zeroOrMaxNodeScaling group needs room for all its nodes at once (within the parallelism; the
         // drain budget would never let a group of several occupied nodes go whole).
         let mut whole: HashMap<usize, usize> = HashMap::new();
@@ -248,10 +314,12 @@ impl ScaleDownPolicy {
                     room
                 }),
                 None => {
-                    let room = slots > 0 && (r.empty || drains > 0);
+                    let room = slots > 0 && if r.empty { empties > 0 } else { drains > 0 };
                     if room {
                         slots -= 1;
-                        if !r.empty {
+                        if r.empty {
+                            empties -= 1;
+                        } else {
                             drains -= 1;
                         }
                     }
@@ -261,14 +329,21 @@ impl ScaleDownPolicy {
             if fits {
                 decision.delete.push(deletion(r));
             } else {
-                let why = format!(
-                    "{} deletion(s) in progress (--max-scale-down-parallelism {}), {} draining \
-                     (--max-drain-parallelism {})",
-                    self.actuator.in_flight().count(),
-                    sd.max_parallelism,
-                    self.actuator.drains(),
-                    sd.max_drain_parallelism
-                );
+                let why = if r.empty && empties == 0 && slots > 0 {
+                    format!(
+                        "{} empty node(s) already go this loop (--max-empty-bulk-delete)",
+                        sd.max_empty_bulk_delete
+                    )
+                } else {
+                    format!(
+                        "{} deletion(s) in progress (--max-scale-down-parallelism {}), {} draining \
+                         (--max-drain-parallelism {})",
+                        self.actuator.in_flight().count(),
+                        sd.max_parallelism,
+                        self.actuator.drains(),
+                        sd.max_drain_parallelism
+                    )
+                };
                 kept.push(keep(r, Unremovable::DeletionBudgetReached, why));
             }
         }
@@ -327,8 +402,10 @@ impl ScaleDownPolicy {
                 }
             }
         }
-        self.soft_taints(cx, view, &decision.unneeded, deleting, now, status)
-            .await;
+        if let Some(unneeded) = &decision.unneeded {
+            self.soft_taints(cx, view, unneeded, deleting, now, status)
+                .await;
+        }
     }
 
     /// Why deletions wait this loop, if they do: a scale-up, deletion or failure too recent.
