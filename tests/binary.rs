@@ -318,6 +318,23 @@ fn the_autoscaler_parses_its_flags_and_says_what_is_missing() {
         .unwrap();
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--scan-interval"));
+    let bad = Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
+        .args([
+            "run",
+            "--provider",
+            "127.0.0.1:1",
+            "--max-total-unready-percentage",
+            "150",
+        ])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("--max-total-unready-percentage")
+            && stderr.contains("150 is not a percentage between 0 and 100"),
+        "{stderr}"
+    );
 }
 
 /// The README's MatchPod example, taken from the README itself, works against the real binary.

@@ -308,11 +308,44 @@ async fn a_loops_decisions_become_events_and_the_status_config_map() {
         map["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/last-updated"].is_string()
     );
     assert!(publisher.publish(&status, now).await.is_empty());
+    {
+        let objects = fake.objects.lock().unwrap();
+        assert_eq!(
+            objects.config_maps[STATUS_CONFIG_MAP]["metadata"]["resourceVersion"],
+            "2"
+        );
+        assert_eq!(objects.events.len(), 6, "no new Event objects for repeats");
+        assert_eq!(objects.event_patches.len(), 6);
+    }
+
+    // An unhealthy cluster: a ClusterUnhealthy warning, and the ConfigMap says why with the node counts.
+    let unhealthy = Status {
+        cluster_health: ekscale::autoscaler::health::ClusterHealth {
+            healthy: false,
+            ready_nodes: 2,
+            unready_nodes: 4,
+            not_started_nodes: 0,
+            reason: "4 of 6 nodes are unready".into(),
+        },
+        node_groups: status.node_groups.clone(),
+        ..Status::default()
+    };
+    assert!(publisher.publish(&unhealthy, now).await.is_empty());
     let objects = fake.objects.lock().unwrap();
+    let warning = objects.events.last().unwrap();
     assert_eq!(
-        objects.config_maps[STATUS_CONFIG_MAP]["metadata"]["resourceVersion"],
-        "2"
+        (&warning["reason"], &warning["type"], &warning["note"]),
+        (
+            &json!("ClusterUnhealthy"),
+            &json!("Warning"),
+            &json!("4 of 6 nodes are unready")
+        )
     );
-    assert_eq!(objects.events.len(), 6, "no new Event objects for repeats");
-    assert_eq!(objects.event_patches.len(), 6);
+    let map = &objects.config_maps[STATUS_CONFIG_MAP];
+    let document: serde_json::Value =
+        serde_norway::from_str(map["data"]["status"].as_str().unwrap()).unwrap();
+    let health = &document["clusterWide"]["health"];
+    assert_eq!(health["status"], "Unhealthy");
+    assert_eq!(health["nodeCounts"]["unready"], 4);
+    assert_eq!(health["reason"], "4 of 6 nodes are unready");
 }

@@ -1316,3 +1316,168 @@ nodeGroups:
         "{capped:?}"
     );
 }
+
+/// A copy of `view` whose nodes `down` says so of are NotReady.
+fn with_unready(
+    view: &ekscale::autoscaler::cluster::ClusterView,
+    mut down: impl FnMut(&ekscale::model::Node) -> bool,
+) -> ekscale::autoscaler::cluster::ClusterView {
+    ekscale::autoscaler::cluster::ClusterView {
+        nodes: view
+            .nodes
+            .iter()
+            .map(|n| {
+                Arc::new(ekscale::model::Node {
+                    ready: !down(n),
+                    ..(**n).clone()
+                })
+            })
+            .collect(),
+        pods: view.pods.clone(),
+        daemonsets: view.daemonsets.clone(),
+        now: view.now,
+        ..Default::default()
+    }
+}
+
+/// A zone's nodes turn NotReady (an outage, a network partition): more than `--ok-total-unready-count` (3)
+/// and more than `--max-total-unready-percentage` (45%) of the nodes are unready, so the loop neither scales up
+/// nor down, says why, and forgets its unneeded timers; when the nodes are back, scaling resumes.
+#[tokio::test]
+async fn an_unhealthy_cluster_stops_the_loop_until_its_nodes_are_back() {
+    let scenario = "
+cluster: outage
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a, us-east-1b], minSize: 0, maxSize: 10, desiredSize: 6}
+";
+    let (_server, config, cluster) = simulated(scenario).await;
+    // One 1500m pod per node, and a seventh that needs a new node.
+    cluster.create_pods(owned("web", 7, 1500));
+    let (_, mut once) = acting_quickly(&config, &cluster);
+    let view = cluster.view().await.unwrap();
+    assert_eq!(view.nodes.len(), 6);
+    let zone = |n: &ekscale::model::Node| n.labels[ekscale::model::node::ZONE_LABEL].clone();
+    let zone_b: Vec<_> = view
+        .nodes
+        .iter()
+        .filter(|n| zone(n) == "us-east-1b")
+        .collect();
+    assert_eq!(zone_b.len(), 3, "the group balances its zones");
+    // Zone b and one node of zone a go NotReady, for longer than --max-node-startup-time (15m).
+    let first_a = view
+        .nodes
+        .iter()
+        .find(|n| zone(n) == "us-east-1a")
+        .unwrap()
+        .name
+        .clone();
+    let outage = with_unready(&view, |n| zone(n) == "us-east-1b" || n.name == first_a);
+    let later = cluster.now() + Duration::from_secs(20 * 60);
+    for minutes in [0, 2, 4] {
+        let status = once
+            .run(&outage, later + Duration::from_secs(minutes * 60))
+            .await
+            .unwrap();
+        let health = &status.cluster_health;
+        assert!(!health.healthy, "{health:?}");
+        assert_eq!((health.ready_nodes, health.unready_nodes), (2, 4));
+        assert!(
+            health.reason.starts_with("4 of 6 nodes are unready"),
+            "{health:?}"
+        );
+        assert!(status.scale_up.is_empty(), "{:?}", status.scale_up);
+        assert!(status.scale_down.is_empty() && status.deletions.is_empty());
+        let json: serde_json::Value = serde_json::from_str(&status.to_json()).unwrap();
+        assert_eq!(json["clusterHealth"]["healthy"], false);
+        assert_eq!(json["clusterHealth"]["unreadyNodes"], 4);
+        assert!(
+            status
+                .to_table()
+                .starts_with("Cluster unhealthy: 4 of 6 nodes")
+        );
+    }
+    assert_eq!(cluster.nodes().len(), 6, "nothing deleted");
+    assert!(cluster.nodes().iter().all(|n| n.taints.is_empty()));
+
+    // Back: the seventh pod gets its node.
+    let status = once
+        .run(&view, later + Duration::from_secs(6 * 60))
+        .await
+        .unwrap();
+    assert!(status.cluster_health.healthy);
+    assert_eq!(status.cluster_health.ready_nodes, 6);
+    assert_eq!(scale_ups(&status), [("general", 1)]);
+}
+
+/// A group whose own nodes are mostly unready (a broken AMI, a CNI that never starts) is not scaled up while
+/// the cluster as a whole is healthy: the pending pod goes to another group, although the expander would
+/// have picked the broken one.
+#[tokio::test]
+async fn a_group_whose_nodes_are_mostly_unready_is_not_scaled_up() {
+    let scenario = "
+cluster: broken
+region: us-east-1
+nodeGroups:
+  - {name: broken, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 10, desiredSize: 5}
+  - {name: big, instanceType: m5.xlarge, zones: [us-east-1a], minSize: 0, maxSize: 10, desiredSize: 6}
+";
+    let (_server, config, cluster) = simulated(scenario).await;
+    let view = cluster.view().await.unwrap();
+    assert_eq!(view.nodes.len(), 11);
+    let later = cluster.now() + Duration::from_secs(20 * 60);
+    let groups = |s: &ekscale::autoscaler::status::Status, id: &str| {
+        s.node_groups.iter().find(|g| g.id == id).unwrap().clone()
+    };
+    let pod = || {
+        let mut pod = owned("one", 1, 1500);
+        pod[0].unschedulable = true;
+        pod
+    };
+    let mut pending = ekscale::autoscaler::cluster::ClusterView {
+        nodes: view.nodes.clone(),
+        pods: pod(),
+        now: view.now,
+        ..Default::default()
+    };
+    // Every node is taken: no node has room for the pod.
+    pending.nodes = pending
+        .nodes
+        .iter()
+        .map(|n| {
+            Arc::new(ekscale::model::Node {
+                allocatable: Resources::default(),
+                ..(**n).clone()
+            })
+        })
+        .collect();
+    // Healthy: least-waste would put a 1500m pod on an m5.large of `broken` (planned, not asked for).
+    let dry = Settings {
+        act: false,
+        ..settings()
+    };
+    let mut planning = RunOnce::new(ProviderClient::new(&config).unwrap(), dry);
+    let status = planning.run(&pending, later).await.unwrap();
+    assert_eq!(scale_ups(&status), [("broken", 1)], "{status:#?}");
+
+    // Four of broken's five nodes never turned Ready: 4 unready of 11 leaves the cluster healthy.
+    let (_, mut once) = acting_quickly(&config, &cluster);
+    let mut seen = 0;
+    let sick = with_unready(&pending, |n| {
+        let mine = n
+            .labels
+            .get("node.kubernetes.io/instance-type")
+            .map(String::as_str)
+            == Some("m5.large");
+        seen += usize::from(mine);
+        mine && seen <= 4
+    });
+    let status = once.run(&sick, later).await.unwrap();
+    assert!(status.cluster_health.healthy, "{:?}", status.cluster_health);
+    assert_eq!(status.cluster_health.unready_nodes, 4);
+    assert_eq!(
+        groups(&status, "broken").skipped.as_deref(),
+        Some("not ready for scale-up: 4 of its 5 nodes are unready")
+    );
+    assert_eq!(scale_ups(&status), [("big", 1)], "{status:#?}");
+}

@@ -5,7 +5,7 @@
 //! a series by kube-rs's recorder, as client-go does.
 
 use super::headroom;
-use super::status::Status;
+use super::status::{GroupStatus, Status};
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -129,6 +129,14 @@ impl Publisher {
             )
             .await;
         }
+        if !status.cluster_health.healthy {
+            let note = status.cluster_health.reason.clone();
+            publish(
+                event(EventType::Warning, "ClusterUnhealthy", "ScaleUp", note),
+                config_map.clone(),
+            )
+            .await;
+        }
         for d in &status.deletions {
             let node = reference("Node", "v1", None, &d.node);
             match d.state.as_str() {
@@ -192,6 +200,13 @@ impl Publisher {
 
 /// The status ConfigMap's `status` document, shaped after upstream's.
 pub fn status_document(status: &Status, now: SystemTime) -> serde_json::Value {
+    let health = &status.cluster_health;
+    // Backed off, or its nodes mostly unready.
+    let unhealthy = |g: &GroupStatus| {
+        g.skipped
+            .as_deref()
+            .is_some_and(|s| s.contains("backoff") || s.starts_with("not ready for scale-up"))
+    };
     let unix = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
     let groups: Vec<serde_json::Value> = status
         .node_groups
@@ -202,7 +217,7 @@ pub fn status_document(status: &Status, now: SystemTime) -> serde_json::Value {
             json!({
                 "name": g.id,
                 "health": {
-                    "status": if g.skipped.as_deref().is_some_and(|s| s.contains("backoff")) { "Unhealthy" } else { "Healthy" },
+                    "status": if unhealthy(g) { "Unhealthy" } else { "Healthy" },
                     "cloudProviderTarget": g.target_size,
                     "minSize": g.min_size,
                     "maxSize": g.max_size,
@@ -225,7 +240,13 @@ pub fn status_document(status: &Status, now: SystemTime) -> serde_json::Value {
         "timeUnix": unix,
         "autoscalerStatus": "Running",
         "clusterWide": {
-            "health": {"status": if status.errors.is_empty() { "Healthy" } else { "Unhealthy" }, "errors": status.errors},
+            "health": {
+                "status": if status.errors.is_empty() && health.healthy { "Healthy" } else { "Unhealthy" },
+                "nodeCounts": {"ready": health.ready_nodes, "unready": health.unready_nodes,
+                               "notStarted": health.not_started_nodes},
+                "reason": health.reason,
+                "errors": status.errors,
+            },
             "scaleUp": {"nodeGroups": status.scale_up.iter().map(|s| &s.node_group).collect::<Vec<_>>(),
                         "podsNotHelped": status.no_scale_up.len()},
             "scaleDown": {"candidates": status.scale_down.len(), "deletions": status.deletions.len()},

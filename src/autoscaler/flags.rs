@@ -7,6 +7,7 @@ use super::client::{ProviderClient, ProviderConfig};
 use super::drain::Rules;
 use super::expander::{self, Expander, Strategy};
 use super::headroom;
+use super::health::HealthSettings;
 use super::runonce::Settings;
 use super::scaledown;
 use super::scaleup::Limits;
@@ -118,6 +119,12 @@ pub struct DecisionArgs {
     pub max_node_provision_time: Duration,
     #[arg(long, value_parser = humantime::parse_duration, default_value = "15m")]
     pub max_node_startup_time: Duration,
+    /// The cluster is unhealthy (no scale-up, no scale-down) when more than this percentage of its nodes, and
+    /// more than `--ok-total-unready-count` of them, are unready.
+    #[arg(long, default_value_t = 45.0, value_parser = percentage)]
+    pub max_total_unready_percentage: f64,
+    #[arg(long, default_value_t = 3)]
+    pub ok_total_unready_count: usize,
     #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
     pub initial_node_group_backoff_duration: Duration,
     #[arg(long, value_parser = humantime::parse_duration, default_value = "30m")]
@@ -201,6 +208,10 @@ impl DecisionArgs {
             expendable_pods_priority_cutoff: self.expendable_pods_priority_cutoff,
             max_node_provision_time: self.max_node_provision_time,
             max_node_startup_time: self.max_node_startup_time,
+            health: HealthSettings {
+                max_unready_percentage: self.max_total_unready_percentage,
+                ok_unready_count: self.ok_total_unready_count,
+            },
             backoff: BackoffSettings {
                 initial: self.initial_node_group_backoff_duration,
                 max: self.max_node_group_backoff_duration,
@@ -332,5 +343,17 @@ impl ProviderArgs {
             ..ProviderConfig::plaintext(&self.provider)
         };
         ProviderClient::new(&config).map_err(|e| e.to_string())
+    }
+}
+
+/// A percentage, 0 to 100.
+fn percentage(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    if (0.0..=100.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("{value} is not a percentage between 0 and 100"))
     }
 }

@@ -15,6 +15,7 @@ pub mod expander; // least-waste, most-pods, least-nodes, price, priority, rando
 pub mod fargate; // Fargate pods set aside, matched to profiles here, MatchPod once per pod shape
 pub mod flags; // the companion's flags, as cluster-autoscaler names them, into the loop's settings
 pub mod headroom; // capacity kept free ahead of demand, as virtual pending pods
+pub mod health; // cluster and node group health: unready nodes stop the loop or a group's scale-up
 pub mod http; // /metrics, /health-check, /snapshotz
 pub mod kube; // the live cluster: reflector caches, an unschedulable-pod trigger, taints and evictions
 pub mod last_loop; // what /health-check and /snapshotz serve: liveness and the last decisions

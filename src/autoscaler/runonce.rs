@@ -11,6 +11,7 @@ use super::cluster_state::{self, ClusterState, Counts, GroupFacts};
 use super::expander::Expander;
 use super::fargate::FargateAnswers;
 use super::headroom::{self, Capacity, Policy};
+use super::health::{HealthSettings, Judge};
 use super::pricing::PriceBook;
 use super::scaledown;
 use super::scaledown_policy::{Context, ScaleDownPolicy};
@@ -34,6 +35,8 @@ pub struct Settings {
     pub expendable_pods_priority_cutoff: i32,
     pub max_node_provision_time: Duration,
     pub max_node_startup_time: Duration,
+    /// When unready nodes stop the loop, or a group's scale-up.
+    pub health: HealthSettings,
     pub backoff: BackoffSettings,
     /// Call IncreaseSize (and delete instances that never registered); false for `simulate` and `--dry-run`.
     pub act: bool,
@@ -62,6 +65,7 @@ impl Default for Settings {
             expendable_pods_priority_cutoff: -10,
             max_node_provision_time: Duration::from_secs(15 * 60),
             max_node_startup_time: Duration::from_secs(15 * 60),
+            health: HealthSettings::default(),
             backoff: BackoffSettings::default(),
             act: false,
             remove_unregistered: false,
@@ -151,6 +155,20 @@ impl RunOnce {
             self.state
                 .remove_long_unregistered(&self.client, act, &facts, now, &mut status)
                 .await;
+        }
+        let judge = Judge {
+            settings: self.settings.health,
+            max_node_startup_time: startup,
+            now,
+        };
+        judge.skip_unhealthy_groups(&mut groups, &view.nodes, &node_group);
+        status.cluster_health = judge.cluster(&view.nodes);
+        if !status.cluster_health.healthy {
+            // As upstream: the loop ends here, and unneeded timers start again once the nodes are back.
+            self.down.forget_unneeded();
+            status.node_groups = group_statuses(&facts, &counts, &groups);
+            status.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+            return Ok(status);
         }
 
         // Pods: what needs help, what Fargate takes, what holds room; in equivalence groups.

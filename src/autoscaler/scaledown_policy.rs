@@ -103,6 +103,11 @@ impl ViewCheck {
 }
 
 impl ScaleDownPolicy {
+    /// Unneeded timers start again: the loop saw an unhealthy cluster.
+    pub fn forget_unneeded(&mut self) {
+        self.unneeded_since.clear();
+    }
+
     /// Whether this node is being deleted by us.
     pub fn deleting(&self, node: &str) -> bool {
         self.actuator.contains(node)

@@ -1,6 +1,7 @@
 //! What one RunOnce decided and why: for every pending pod what happened to it, for every node group what
 //! it was asked to do. `simulate` prints it (JSON for scripts, a table for people); `/snapshotz` serves it.
 
+use super::health::ClusterHealth;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -21,6 +22,8 @@ pub struct Status {
     /// Pending pods that fit on existing nodes or on nodes already requested: no new node for them.
     pub placed: Vec<Placed>,
     pub node_groups: Vec<GroupStatus>,
+    /// Ready and unready nodes; an unhealthy cluster stops the loop before scale-up and scale-down.
+    pub cluster_health: ClusterHealth,
     /// Problems that stopped part of the loop (a provider call that failed, a rejected scale-up).
     pub errors: Vec<String>,
     /// The whole RunOnce, from Refresh to the last decision.
@@ -207,6 +210,9 @@ impl Status {
     /// The same facts, for people: node groups first, then Fargate, then what cannot be helped and why.
     pub fn to_table(&self) -> String {
         let mut out = String::new();
+        if !self.cluster_health.healthy {
+            let _ = writeln!(out, "Cluster unhealthy: {}\n", self.cluster_health.reason);
+        }
         let decisions: BTreeMap<&str, &ScaleUp> = self
             .scale_up
             .iter()
