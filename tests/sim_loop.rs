@@ -1481,3 +1481,98 @@ nodeGroups:
     );
     assert_eq!(scale_ups(&status), [("big", 1)], "{status:#?}");
 }
+
+/// Ten pending pods and a node group the priority expander prefers whose instances fail as `how` says; the
+/// loop runs every simulated minute for an hour. Returns the most nodes `broken` ever targeted, and every
+/// reason it was skipped for.
+async fn an_hour_with_a_broken_group(
+    how: ekscale::sim::cluster::Broken,
+) -> (i32, std::collections::BTreeSet<String>) {
+    let scenario = "
+cluster: runaway
+region: us-east-1
+nodeGroups:
+  - {name: broken, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 20, desiredSize: 0, provisioningDelay: 30s}
+  - {name: good, instanceType: m5.xlarge, zones: [us-east-1a], minSize: 0, maxSize: 30, desiredSize: 10, provisioningDelay: 30s}
+";
+    let (server, config, cluster) = simulated(scenario).await;
+    // `good`'s ten nodes are full (3800m of 3920m each): ten 400m pods need new nodes, 4 to an m5.large.
+    cluster.create_pods(owned("base", 10, 3800));
+    let view = cluster.view().await.unwrap();
+    assert!(view.pods.iter().all(|p| p.node_name.is_some()));
+    cluster.break_nodes("broken", how);
+    cluster.create_pods(owned("web", 10, 400));
+    let dir = tempfile::tempdir().unwrap();
+    let priorities = dir.path().join("priorities.yaml");
+    std::fs::write(&priorities, "10: [broken]\n1: [good]\n").unwrap();
+    let mut s = settings();
+    s.expander = ekscale::autoscaler::expander::Expander {
+        chain: vec![
+            ekscale::autoscaler::expander::Strategy::Priority,
+            ekscale::autoscaler::expander::Strategy::LeastWaste,
+        ],
+        priorities: Some(priorities),
+    };
+    let mut once =
+        RunOnce::new(ProviderClient::new(&config).unwrap(), s).acting_on(cluster.clone());
+    let mut most = 0;
+    let mut skipped = std::collections::BTreeSet::new();
+    for _ in 0..60 {
+        let view = cluster.view().await.unwrap();
+        let status = once.run(&view, cluster.now()).await.unwrap();
+        let broken = status
+            .node_groups
+            .iter()
+            .find(|g| g.id == "broken")
+            .unwrap();
+        most = most.max(broken.target_size);
+        skipped.extend(broken.skipped.clone());
+        server.sim().clock().advance(Duration::from_secs(60));
+    }
+    // The pods run, on `good`'s new nodes.
+    let view = cluster.view().await.unwrap();
+    let type_of = |node: &str| {
+        let node = view.nodes.iter().find(|n| n.name == node).unwrap();
+        node.labels["node.kubernetes.io/instance-type"].clone()
+    };
+    for pod in view.pods.iter().filter(|p| p.name.starts_with("web-")) {
+        let node = pod
+            .node_name
+            .as_deref()
+            .unwrap_or_else(|| panic!("{} still pending", pod.name));
+        assert_eq!(type_of(node), "m5.xlarge", "{} on {node}", pod.name);
+    }
+    (most, skipped)
+}
+
+/// No runaway scale-up: a group whose nodes register but never turn Ready holds what the pods need (3 nodes)
+/// plus one more round once --max-node-startup-time has passed (they are upcoming until then); it is then
+/// skipped as not ready for scale-up, and the other group takes the pods.
+#[tokio::test]
+async fn nodes_that_never_turn_ready_do_not_run_away_and_another_group_takes_the_pods() {
+    let (most, skipped) =
+        an_hour_with_a_broken_group(ekscale::sim::cluster::Broken::NeverReady).await;
+    // 3 at first; 3 more once the first 3 are past starting and count as unready, not upcoming; then none.
+    assert_eq!(most, 6, "broken grew to {most} nodes");
+    assert!(
+        skipped
+            .iter()
+            .any(|s| s.starts_with("not ready for scale-up")),
+        "{skipped:?}"
+    );
+}
+
+/// The same when the instances never register: they are removed after --max-node-provision-time, the group
+/// is backed off, and the other group takes the pods.
+#[tokio::test]
+async fn instances_that_never_register_do_not_run_away_and_another_group_takes_the_pods() {
+    let (most, skipped) =
+        an_hour_with_a_broken_group(ekscale::sim::cluster::Broken::NeverRegister).await;
+    assert_eq!(most, 3, "broken asked for what the pods need, once");
+    assert!(
+        skipped
+            .iter()
+            .any(|s| s.contains("did not register within")),
+        "{skipped:?}"
+    );
+}

@@ -31,6 +31,17 @@ struct State {
     budgets: Vec<Budget>,
     /// The provider's answer for each Fargate-bound pod (its profile, or none), asked once per pod.
     fargate: HashMap<String, Option<String>>,
+    /// Node groups whose instances fail to become working nodes, by group id.
+    broken: HashMap<String, Broken>,
+}
+
+/// How a node group's instances fail to become nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Broken {
+    /// They run but kubelet never registers them (a bootstrap script that fails, a wrong cluster endpoint).
+    NeverRegister,
+    /// Their nodes register but never turn Ready (a broken AMI, a CNI that never starts).
+    NeverReady,
 }
 
 /// A PodDisruptionBudget with `maxUnavailable`: the API server allows that many of its pods not running.
@@ -105,6 +116,11 @@ impl SimCluster {
         self.state().pods.retain(|p| !matching(p));
     }
 
+    /// From now on, the instances of node group `group` that start fail as `how` says.
+    pub fn break_nodes(&self, group: &str, how: Broken) {
+        self.state().broken.insert(group.to_string(), how);
+    }
+
     /// Adds a PodDisruptionBudget, enforced on evictions.
     pub fn create_pdb(&self, budget: Budget) {
         self.state().budgets.push(budget);
@@ -123,7 +139,7 @@ impl SimCluster {
     pub async fn step(&self) -> Result<(), ClientError> {
         self.client.refresh().await?;
         let fargate = self.fargate_profiles().await?;
-        let mut running: Vec<(String, Arc<Node>)> = Vec::new();
+        let mut running: Vec<(String, Arc<Node>, String)> = Vec::new();
         let mut known: HashSet<String> = HashSet::new();
         for group in self.client.node_groups().await?.iter() {
             let instances = self.client.nodes(&group.id).await?;
@@ -141,13 +157,18 @@ impl SimCluster {
                 known.insert(instance.id.clone());
                 let state = instance.status.as_ref().map(|s| s.instance_state);
                 if state == Some(InstanceState::InstanceRunning as i32) {
-                    running.push((instance.id, template.clone()));
+                    running.push((instance.id, template.clone(), group.id.clone()));
                 }
             }
         }
         let now = self.now();
         let mut state = self.state();
-        let State { nodes, pods, .. } = &mut *state;
+        let State {
+            nodes,
+            pods,
+            broken,
+            ..
+        } = &mut *state;
         // Nodes whose instance is gone leave; so do their pods, which controllers recreate.
         let gone: HashSet<String> = nodes
             .iter()
@@ -165,9 +186,12 @@ impl SimCluster {
             pod.controller.is_some() && !pod.daemonset()
         });
         let registered: HashSet<String> = nodes.iter().map(|n| n.provider_id.clone()).collect();
-        for (id, template) in running {
-            if !registered.contains(&id) {
-                nodes.push(Arc::new(node_for(&id, &template, now)));
+        for (id, template, group) in running {
+            let broken = broken.get(&group).copied();
+            if !registered.contains(&id) && broken != Some(Broken::NeverRegister) {
+                let mut node = node_for(&id, &template, now);
+                node.ready = broken != Some(Broken::NeverReady);
+                nodes.push(Arc::new(node));
             }
         }
         run_on_fargate(nodes, pods, &fargate, now);
