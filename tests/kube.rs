@@ -1,6 +1,6 @@
 //! The kube-rs cluster source against a fake API server on loopback, at the HTTP layer: lists and watches
 //! fill the caches, a pod turning Unschedulable wakes the loop, taints are patched against the version read,
-//! evictions get the API server's 201, 429 (a PDB) and 404.
+//! evictions get the API server's 201, 429 (a PDB) and 404, and a relist that lost the pods makes no node look empty.
 
 mod common;
 
@@ -348,4 +348,105 @@ async fn a_loops_decisions_become_events_and_the_status_config_map() {
     assert_eq!(health["status"], "Unhealthy");
     assert_eq!(health["nodeCounts"]["unready"], 4);
     assert_eq!(health["reason"], "4 of 6 nodes are unready");
+}
+
+/// Waits until the source's view holds `pods` pods (a relist has been answered and applied).
+async fn until_pods(
+    kube: &Kube,
+    pods: usize,
+) -> std::sync::Arc<ekscale::autoscaler::cluster::ClusterView> {
+    for _ in 0..250 {
+        let view = kube.view().await.unwrap();
+        if view.pods.len() == pods {
+            return view;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the view never held {pods} pods");
+}
+
+/// A watch that restarts and relists, and an API server that answers that list with no pods for a moment:
+/// the view shows three empty nodes, yet no node is tainted (not even softly), drained or deleted, and when
+/// the pods come back with the next relist, every node is still there and needed.
+#[tokio::test]
+async fn pods_that_vanish_from_one_list_make_no_node_look_empty() {
+    use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
+    use ekscale::autoscaler::runonce::{RunOnce, Settings};
+    let provider = common::Server::start_with(
+        "
+cluster: relist
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 3}
+",
+        None,
+    )
+    .await;
+    let config = ProviderConfig::plaintext(provider.addr.to_string());
+    let client = ProviderClient::new(&config).unwrap();
+    // The provider's three instances are the API server's three nodes, each running four 500m pods.
+    let mut nodes = Vec::new();
+    let mut pods = Vec::new();
+    for (i, instance) in client.nodes("general").await.unwrap().iter().enumerate() {
+        let name = format!("node-{i}");
+        let mut n = node(&name);
+        n["spec"]["providerID"] = json!(instance.id);
+        n["spec"]["taints"] = json!([]);
+        nodes.push(n);
+        pods.extend((0..4).map(|k| pod(&format!("web-{i}-{k}"), Some(&name))));
+    }
+    let (kube, fake) = source(Objects {
+        nodes,
+        pods,
+        ..Objects::default()
+    })
+    .await;
+    let kube = std::sync::Arc::new(kube);
+    let settings = Settings {
+        act: true,
+        ..Settings::default()
+    };
+    let mut once = RunOnce::new(client, settings).acting_on(kube.clone());
+    let now = std::time::SystemTime::now();
+    let view = until_pods(&kube, 12).await;
+    let status = once.run(&view, now).await.unwrap();
+    assert!(status.scale_down.is_empty(), "{:?}", status.scale_down);
+
+    // The pods watch expires; the relist is answered without pods.
+    fake.objects.lock().unwrap().empty_pod_lists = 1;
+    fake.expire_watches("pods");
+    let stale = until_pods(&kube, 0).await;
+    for minutes in [1, 5, 9] {
+        let at = now + Duration::from_secs(minutes * 60);
+        let status = once.run(&stale, at).await.unwrap();
+        assert!(status.scale_down.is_empty() && status.deletions.is_empty());
+        assert!(
+            status
+                .unremovable
+                .iter()
+                .all(|k| k.reason == "UntrustedClusterView"),
+            "{:?}",
+            status.unremovable
+        );
+    }
+    {
+        let objects = fake.objects.lock().unwrap();
+        assert!(
+            objects.patches.is_empty(),
+            "nodes tainted: {:?}",
+            objects.patches
+        );
+        assert!(objects.evictions.is_empty());
+    }
+
+    // The next relist brings them back: nothing was lost, and the nodes are needed again.
+    fake.expire_watches("pods");
+    let view = until_pods(&kube, 12).await;
+    let status = once
+        .run(&view, now + Duration::from_secs(11 * 60))
+        .await
+        .unwrap();
+    assert!(status.scale_down.is_empty(), "{:?}", status.scale_down);
+    assert_eq!(fake.objects.lock().unwrap().nodes.len(), 3);
+    assert!(fake.objects.lock().unwrap().patches.is_empty());
 }

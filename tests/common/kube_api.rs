@@ -30,6 +30,8 @@ pub struct Objects {
     pub event_patches: Vec<(String, Value)>,
     /// ConfigMaps by name, and how many times each was written.
     pub config_maps: std::collections::BTreeMap<String, Value>,
+    /// The next this many pod lists answer no pods (an API server that lost them for a moment).
+    pub empty_pod_lists: usize,
 }
 
 #[derive(Clone)]
@@ -81,9 +83,13 @@ impl Fake {
             });
             return Body::from_stream(stream).into_response();
         }
-        let objects = self.objects.lock().unwrap();
+        let mut objects = self.objects.lock().unwrap();
         let items = match resource {
             "nodes" => objects.nodes.clone(),
+            "pods" if objects.empty_pod_lists > 0 => {
+                objects.empty_pod_lists -= 1;
+                Vec::new()
+            }
             "pods" => objects.pods.clone(),
             "daemonsets" => objects.daemonsets.clone(),
             _ => objects.pdbs.clone(),
@@ -296,6 +302,15 @@ impl Fake {
             objects: Arc::new(Mutex::new(objects)),
             events,
         }
+    }
+
+    /// Ends the open watches of `resource` the way an API server does when their resourceVersion is too old
+    /// (410 Gone): the client lists again.
+    pub fn expire_watches(&self, resource: &'static str) {
+        let gone = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1",
+            "status": "Failure", "reason": "Expired", "code": 410,
+            "message": "too old resource version"}});
+        self.events.send((resource, gone)).expect("a watch is open");
     }
 
     /// Sends a watch event once the client's watches are open (`watches` of them).
