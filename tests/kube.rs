@@ -1,6 +1,7 @@
 //! The kube-rs cluster source against a fake API server on loopback, at the HTTP layer: lists and watches
 //! fill the caches, a pod turning Unschedulable wakes the loop, taints are patched against the version read,
-//! evictions get the API server's 201, 429 (a PDB) and 404, and a relist that lost the pods makes no node look empty.
+//! evictions get the API server's 201, 429 (a PDB) and 404, and a relist that lost the pods makes no node
+//! look empty.
 
 mod common;
 
