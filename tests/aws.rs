@@ -85,6 +85,7 @@ async fn cluster(config: &str) -> Cluster {
     let metrics = Arc::new(ProviderMetrics::default());
     let backend = Arc::new(AwsBackend::new(config, &sdk, metrics.clone()));
     backend.refresh().await.unwrap();
+    backend.watch_flux();
     let server = Server::serve(backend.clone(), None, None).await;
     Cluster {
         moto,
@@ -1026,4 +1027,70 @@ async fn an_instance_gone_or_launched_since_the_read_is_never_deleted_by_mistake
     );
     // The re-read shows the instance in place of the placeholder.
     assert_eq!(real_ids(&nodes(&mut client, "web").await), launched.1);
+}
+
+/// After an IncreaseSize, the launched instance has its node group within seconds, without a Refresh: the
+/// group is in flux (desired capacity above its instances), so it is re-read every `fluxInterval` (10 s)
+/// with one DescribeAutoScalingGroups until it settles, and no more calls are made once it has.
+#[tokio::test]
+async fn a_launched_instance_is_visible_within_seconds_without_a_refresh() {
+    let c = cluster(CONFIG).await;
+    let mut client = c.server.client().await;
+    let asg = c.asgs["web"].clone();
+    let (_, before) = moto::asg_state(&c.sdk, &asg).await;
+    client
+        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
+            id: "web".into(),
+            delta: 1,
+        })
+        .await
+        .unwrap();
+    let (_, after) = moto::asg_state(&c.sdk, &asg).await;
+    let launched = after.iter().find(|i| !before.contains(i)).unwrap().clone();
+    let describes = || {
+        metric(
+            &c.metrics.encode(&*c.backend),
+            "autoscaling",
+            "DescribeAutoScalingGroups",
+        )
+    };
+    let at_increase = describes();
+    let group_of = async |client: &mut cloud_provider_client::CloudProviderClient<_>| {
+        let request = NodeGroupForNodeRequest {
+            node: Some(ExternalGrpcNode {
+                provider_id: launched.clone(),
+                ..Default::default()
+            }),
+        };
+        let answer = client.node_group_for_node(request).await.unwrap();
+        answer
+            .into_inner()
+            .node_group
+            .map(|g| g.id)
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        group_of(&mut client).await,
+        "",
+        "not known before the re-read"
+    );
+    let started = Instant::now();
+    while group_of(&mut client).await != "web" {
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{launched} still has no node group"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("{launched} visible after {:?}", started.elapsed());
+    assert_eq!(real_ids(&nodes(&mut client, "web").await), after);
+    assert_eq!(
+        nodes(&mut client, "web").await.len(),
+        3,
+        "no placeholder left"
+    );
+    assert_eq!(describes(), at_increase + 1, "one batched re-read");
+    // Settled: the next tick reads nothing.
+    assert_eq!(c.backend.settle().await.unwrap(), 0);
+    assert_eq!(describes(), at_increase + 1);
 }

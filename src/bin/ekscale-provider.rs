@@ -147,6 +147,8 @@ async fn main() -> anyhow::Result<()> {
                     backend.cluster()
                 )
             })?;
+            // Groups in flux are re-read between refreshes, for as long as the process serves.
+            backend.watch_flux();
             tracing::info!(
                 backend = "aws",
                 cluster = backend.cluster(),

@@ -19,6 +19,8 @@ struct File {
     #[serde(default, with = "humantime_serde")]
     describe_interval: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
+    flux_interval: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
     aws_timeout: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
     max_cache_age: Option<Duration>,
@@ -63,6 +65,9 @@ pub struct AwsConfig {
     pub refresh_interval: Duration,
     /// A node group's EKS description (labels, taints, types) is re-read at most this often (default 5 min).
     pub describe_interval: Duration,
+    /// Groups in flux (desired capacity not met by live instances, or instances launching or terminating)
+    /// are re-read this often between refreshes, until they settle (default 10 s; 0s: only at refreshes).
+    pub flux_interval: Duration,
     /// How long an RPC waits for AWS (default 4 s, inside cluster-autoscaler's 5 s deadline). A refresh
     /// that takes longer goes on in the background while the cache is served; a size change that takes
     /// longer is reported unavailable and its outcome read back from the ASG.
@@ -95,6 +100,7 @@ impl AwsConfig {
         )?;
         let refresh_interval = file.refresh_interval.unwrap_or(Duration::from_secs(60));
         let describe_interval = file.describe_interval.unwrap_or(Duration::from_secs(300));
+        let flux_interval = file.flux_interval.unwrap_or(Duration::from_secs(10));
         let aws_timeout = file.aws_timeout.unwrap_or(Duration::from_secs(4));
         if aws_timeout.is_zero() {
             return Err("awsTimeout must be more than 0s".into());
@@ -138,6 +144,7 @@ impl AwsConfig {
             region: region.or(file.region),
             refresh_interval,
             describe_interval,
+            flux_interval,
             aws_timeout,
             max_cache_age,
             include: globs(&include)?,
@@ -193,6 +200,7 @@ mod tests {
         let config = AwsConfig::load("", Some("prod".into()), None).unwrap();
         assert_eq!(config.cluster, "prod");
         assert_eq!(config.refresh_interval, Duration::from_secs(60));
+        assert_eq!(config.flux_interval, Duration::from_secs(10));
         assert!(config.selects("anything"));
         assert!(
             AwsConfig::load("", None, None)

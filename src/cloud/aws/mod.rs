@@ -95,6 +95,15 @@ impl Group {
             .count()
     }
 
+    /// Desired capacity not met by live instances, or instances still launching or terminating.
+    fn in_flux(&self) -> bool {
+        usize::try_from(self.desired).ok() != Some(self.live())
+            || self
+                .instances
+                .iter()
+                .any(|i| i.state != InstanceState::Running)
+    }
+
     fn placeholders(&self) -> usize {
         usize::try_from(self.desired)
             .unwrap_or(0)
@@ -281,6 +290,74 @@ impl AwsBackend {
         self.touch(group);
         view.reindex();
         Ok(())
+    }
+
+    /// Re-reads the groups in flux with one batched DescribeAutoScalingGroups, so that a launched instance
+    /// has its node group within seconds instead of at the next full refresh, and a terminated one is gone.
+    /// Returns how many were in flux.
+    pub async fn settle(&self) -> Result<usize, CloudError> {
+        let asgs: Vec<String> = {
+            let view = self.read();
+            let flux = view.groups.iter().filter(|g| g.in_flux() && !g.uncertain);
+            flux.map(|g| g.asg.clone()).collect()
+        };
+        if asgs.is_empty() {
+            return Ok(0);
+        }
+        let since = self.changes.load(Ordering::SeqCst);
+        let mut found = Vec::new();
+        // DescribeAutoScalingGroups takes at most 100 names.
+        for names in asgs.chunks(100) {
+            let request = self
+                .calls
+                .autoscaling
+                .describe_auto_scaling_groups()
+                .set_auto_scaling_group_names(Some(names.to_vec()));
+            let output = self
+                .calls
+                .autoscaling("DescribeAutoScalingGroups", request.send())
+                .await
+                .map_err(|e| sdk_error("autoscaling:DescribeAutoScalingGroups", e))?;
+            found.extend(output.auto_scaling_groups().iter().cloned());
+        }
+        let mut view = self.write();
+        for asg in &found {
+            let name = asg.auto_scaling_group_name().unwrap_or_default();
+            // A group changed while AWS was read keeps what we did: it is newer.
+            if let Some(group) = view
+                .groups
+                .iter_mut()
+                .find(|g| g.asg == name && g.changed <= since)
+            {
+                group.apply(asg);
+            }
+        }
+        view.reindex();
+        Ok(asgs.len())
+    }
+
+    /// Settles the groups in flux every `fluxInterval` for as long as the backend is in use (the task holds
+    /// it only weakly, and ends with it).
+    pub fn watch_flux(&self) -> Option<tokio::task::JoinHandle<()>> {
+        let interval = self.config.flux_interval;
+        if interval.is_zero() {
+            return None;
+        }
+        let backend = Arc::downgrade(&self.0);
+        Some(tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticks.tick().await;
+            loop {
+                ticks.tick().await;
+                let Some(state) = backend.upgrade() else {
+                    return;
+                };
+                if let Err(error) = AwsBackend(state).settle().await {
+                    tracing::warn!(%error, "re-reading the node groups in flux failed");
+                }
+            }
+        }))
     }
 
     /// Runs one size change against the group's ASG, answering by `deadline`. When AWS refuses it, the
