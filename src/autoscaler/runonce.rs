@@ -156,16 +156,7 @@ impl RunOnce {
                 .remove_long_unregistered(&self.client, act, &facts, now, &mut status)
                 .await;
         }
-        let judge = Judge {
-            settings: self.settings.health,
-            max_node_startup_time: startup,
-            now,
-        };
-        judge.skip_unhealthy_groups(&mut groups, &view.nodes, &node_group);
-        status.cluster_health = judge.cluster(&view.nodes);
-        if !status.cluster_health.healthy {
-            // As upstream: the loop ends here, and unneeded timers start again once the nodes are back.
-            self.down.forget_unneeded();
+        if !self.healthy(view, &node_group, &mut groups, now, &mut status) {
             status.node_groups = group_statuses(&facts, &counts, &groups);
             status.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
             return Ok(status);
@@ -251,22 +242,7 @@ impl RunOnce {
         if self.settings.act {
             self.scale_up(&mut plan.scale_ups, now).await;
         }
-        status.estimate_ms = plan.estimate_time.as_secs_f64() * 1000.0;
-        for failed in &plan.scale_ups {
-            if let Some(why) = &failed.error {
-                let group = &failed.node_group;
-                status.errors.push(format!("scale-up of {group}: {why}"));
-            }
-        }
-        status.scale_up = plan.scale_ups;
-        for (e, eg) in pending.groups.iter().enumerate() {
-            for &p in &eg.pods[pending.done[e]..] {
-                status.no_scale_up.push(NoScaleUp {
-                    pod: pods[p].key(),
-                    reasons: plan.reasons[e].clone(),
-                });
-            }
-        }
+        describe_scale_up(plan, &pending, &mut status);
 
         // Scale-down: decided over the snapshot scale-up left, carried out, described.
         if self.settings.scale_down.enabled {
@@ -302,6 +278,29 @@ impl RunOnce {
         headroom_outcome(&mut status);
         status.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(status)
+    }
+
+    /// Health: groups whose nodes are mostly unready are skipped for scale-up; an unhealthy cluster ends the
+    /// loop, as upstream's does, and unneeded timers start again once its nodes are back.
+    fn healthy(
+        &mut self,
+        view: &ClusterView,
+        node_group: &[Option<usize>],
+        groups: &mut [Group],
+        now: SystemTime,
+        status: &mut Status,
+    ) -> bool {
+        let judge = Judge {
+            settings: self.settings.health,
+            max_node_startup_time: self.settings.max_node_startup_time,
+            now,
+        };
+        judge.skip_unhealthy_groups(groups, &view.nodes, node_group);
+        status.cluster_health = judge.cluster(&view.nodes);
+        if !status.cluster_health.healthy {
+            self.down.forget_unneeded();
+        }
+        status.cluster_health.healthy
     }
 
     /// Our deletions take their next step (and our ToBeDeleted taints an earlier run left come off, once);
@@ -443,6 +442,27 @@ impl RunOnce {
             });
         }
         pods
+    }
+}
+
+/// A scale-up plan, carried out, in the status: each scale-up with its outcome, and why no group helps each
+/// pod left.
+fn describe_scale_up(plan: scaleup::Plan, pending: &Pending, status: &mut Status) {
+    status.estimate_ms = plan.estimate_time.as_secs_f64() * 1000.0;
+    for failed in &plan.scale_ups {
+        if let Some(why) = &failed.error {
+            let group = &failed.node_group;
+            status.errors.push(format!("scale-up of {group}: {why}"));
+        }
+    }
+    status.scale_up = plan.scale_ups;
+    for (e, eg) in pending.groups.iter().enumerate() {
+        for &p in &eg.pods[pending.done[e]..] {
+            status.no_scale_up.push(NoScaleUp {
+                pod: pending.pods[p].key(),
+                reasons: plan.reasons[e].clone(),
+            });
+        }
     }
 }
 
