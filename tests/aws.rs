@@ -117,6 +117,19 @@ async fn nodes(
         .instances
 }
 
+/// IncreaseSize of `id` by `delta`, which must be accepted.
+async fn increase(
+    client: &mut cloud_provider_client::CloudProviderClient<tonic::transport::Channel>,
+    id: &str,
+    delta: i32,
+) {
+    let request = NodeGroupIncreaseSizeRequest {
+        id: id.into(),
+        delta,
+    };
+    client.node_group_increase_size(request).await.unwrap();
+}
+
 fn real_ids(instances: &[Instance]) -> Vec<String> {
     let mut ids: Vec<String> = instances
         .iter()
@@ -296,13 +309,7 @@ async fn size_changes_reach_the_auto_scaling_group() {
     let mut client = c.server.client().await;
     let asg = c.asgs["web"].clone();
 
-    client
-        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
-            id: "web".into(),
-            delta: 2,
-        })
-        .await
-        .unwrap();
+    increase(&mut client, "web", 2).await;
     let size = client
         .node_group_target_size(NodeGroupTargetSizeRequest { id: "web".into() })
         .await
@@ -636,13 +643,7 @@ async fn the_iam_policy_allows_exactly_what_the_backend_calls() {
     let c = cluster(CONFIG).await;
     let mut client = c.server.client().await;
     // Exercise every path: refresh, scale up, delete a node, a placeholder's scaling activities.
-    client
-        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
-            id: "web".into(),
-            delta: 1,
-        })
-        .await
-        .unwrap();
+    increase(&mut client, "web", 1).await;
     let victim = real_ids(&nodes(&mut client, "web").await)[0].clone();
     let request = NodeGroupDeleteNodesRequest {
         id: "web".into(),
@@ -995,13 +996,7 @@ async fn an_instance_gone_or_launched_since_the_read_is_never_deleted_by_mistake
     );
 
     // A scale-up: moto launches at once, the provider shows a placeholder until its next read.
-    client
-        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
-            id: "web".into(),
-            delta: 1,
-        })
-        .await
-        .unwrap();
+    increase(&mut client, "web", 1).await;
     let listed = nodes(&mut client, "web").await;
     let placeholder = listed
         .iter()
@@ -1038,13 +1033,7 @@ async fn a_launched_instance_is_visible_within_seconds_without_a_refresh() {
     let mut client = c.server.client().await;
     let asg = c.asgs["web"].clone();
     let (_, before) = moto::asg_state(&c.sdk, &asg).await;
-    client
-        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
-            id: "web".into(),
-            delta: 1,
-        })
-        .await
-        .unwrap();
+    increase(&mut client, "web", 1).await;
     let (_, after) = moto::asg_state(&c.sdk, &asg).await;
     let launched = after.iter().find(|i| !before.contains(i)).unwrap().clone();
     let describes = || {

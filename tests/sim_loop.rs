@@ -1483,11 +1483,13 @@ nodeGroups:
 }
 
 /// Ten pending pods and a node group the priority expander prefers whose instances fail as `how` says; the
-/// loop runs every simulated minute for an hour. Returns the most nodes `broken` ever targeted, and every
-/// reason it was skipped for.
+/// loop runs every simulated minute for an hour. The broken group must peak at `peak` nodes and be skipped at
+/// some point for a reason containing `skipped_for`; every pod must end up on the other group.
 async fn an_hour_with_a_broken_group(
     how: ekscale::sim::cluster::Broken,
-) -> (i32, std::collections::BTreeSet<String>) {
+    peak: i32,
+    skipped_for: &str,
+) {
     let scenario = "
 cluster: runaway
 region: us-east-1
@@ -1542,37 +1544,27 @@ nodeGroups:
             .unwrap_or_else(|| panic!("{} still pending", pod.name));
         assert_eq!(type_of(node), "m5.xlarge", "{} on {node}", pod.name);
     }
-    (most, skipped)
+    assert_eq!(most, peak, "broken grew to {most} nodes");
+    assert!(
+        skipped.iter().any(|s| s.contains(skipped_for)),
+        "{skipped:?}"
+    );
 }
 
 /// No runaway scale-up: a group whose nodes register but never turn Ready holds what the pods need (3 nodes)
-/// plus one more round once --max-node-startup-time has passed (they are upcoming until then); it is then
-/// skipped as not ready for scale-up, and the other group takes the pods.
+/// plus one more round: once the first 3 are past --max-node-startup-time they count as unready, not upcoming,
+/// yet 3 unready nodes do not make a group unhealthy (more than 3 do). With 6 it is skipped as not ready for
+/// scale-up, and the other group takes the pods.
 #[tokio::test]
 async fn nodes_that_never_turn_ready_do_not_run_away_and_another_group_takes_the_pods() {
-    let (most, skipped) =
-        an_hour_with_a_broken_group(ekscale::sim::cluster::Broken::NeverReady).await;
-    // 3 at first; 3 more once the first 3 are past starting and count as unready, not upcoming; then none.
-    assert_eq!(most, 6, "broken grew to {most} nodes");
-    assert!(
-        skipped
-            .iter()
-            .any(|s| s.starts_with("not ready for scale-up")),
-        "{skipped:?}"
-    );
+    use ekscale::sim::cluster::Broken;
+    an_hour_with_a_broken_group(Broken::NeverReady, 6, "not ready for scale-up").await;
 }
 
-/// The same when the instances never register: they are removed after --max-node-provision-time, the group
-/// is backed off, and the other group takes the pods.
+/// The same when the instances never register: what the pods need is asked once, removed after
+/// --max-node-provision-time, the group backed off, and the other group takes the pods.
 #[tokio::test]
 async fn instances_that_never_register_do_not_run_away_and_another_group_takes_the_pods() {
-    let (most, skipped) =
-        an_hour_with_a_broken_group(ekscale::sim::cluster::Broken::NeverRegister).await;
-    assert_eq!(most, 3, "broken asked for what the pods need, once");
-    assert!(
-        skipped
-            .iter()
-            .any(|s| s.contains("did not register within")),
-        "{skipped:?}"
-    );
+    use ekscale::sim::cluster::Broken;
+    an_hour_with_a_broken_group(Broken::NeverRegister, 3, "did not register within").await;
 }
