@@ -1568,3 +1568,81 @@ async fn instances_that_never_register_do_not_run_away_and_another_group_takes_t
     use ekscale::sim::cluster::Broken;
     an_hour_with_a_broken_group(Broken::NeverRegister, 3, "did not register within").await;
 }
+
+/// A deletion already under way waits while the view has lost its pods (its drain would find the node empty
+/// and delete it before its pods had gone), and goes on once the view is back.
+#[tokio::test]
+async fn deletions_in_progress_pause_while_the_view_has_lost_its_pods() {
+    let scenario = "
+cluster: paused
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 4}
+";
+    let (_server, config, cluster) = simulated(scenario).await;
+    // Three nodes with four 400m pods each; the fourth stays empty.
+    cluster.create_pods(owned("web", 12, 400));
+    let (_, mut once) = acting_quickly(&config, &cluster);
+    let t0 = cluster.now();
+    let view = cluster.view().await.unwrap();
+    let empty: Vec<String> = view
+        .nodes
+        .iter()
+        .filter(|n| {
+            !view
+                .pods
+                .iter()
+                .any(|p| p.node_name.as_ref() == Some(&n.name))
+        })
+        .map(|n| n.name.clone())
+        .collect();
+    assert_eq!(empty.len(), 1, "{:?}", view.pods);
+    once.run(&view, t0).await.unwrap();
+    let status = once
+        .run(&cluster.view().await.unwrap(), t0 + Duration::from_secs(61))
+        .await
+        .unwrap();
+    let started: Vec<_> = status
+        .deletions
+        .iter()
+        .map(|d| (d.node.clone(), d.state.clone()))
+        .collect();
+    assert_eq!(started, [(empty[0].clone(), "started".to_string())]);
+
+    // The view loses its pods: the deletion takes no step.
+    let view = cluster.view().await.unwrap();
+    let stale = ekscale::autoscaler::cluster::ClusterView {
+        nodes: view.nodes.clone(),
+        now: view.now,
+        ..Default::default()
+    };
+    for seconds in [70, 90] {
+        let status = once
+            .run(&stale, t0 + Duration::from_secs(seconds))
+            .await
+            .unwrap();
+        let paused: Vec<_> = status
+            .deletions
+            .iter()
+            .map(|d| (d.node.clone(), d.state.clone()))
+            .collect();
+        assert_eq!(paused, [(empty[0].clone(), "paused".to_string())]);
+        assert!(status.deletions[0].detail.contains("holds 0 pods on nodes"));
+        assert_eq!(cluster.nodes().len(), 4, "nothing deleted");
+    }
+
+    // Back: the deletion goes on to the end.
+    let mut states = Vec::new();
+    for step in 0..10 {
+        let view = cluster.view().await.unwrap();
+        let status = once
+            .run(&view, t0 + Duration::from_secs(100 + 10 * step))
+            .await
+            .unwrap();
+        states.extend(status.deletions.iter().map(|d| d.state.clone()));
+        if states.iter().any(|s| s == "deleted") {
+            break;
+        }
+    }
+    assert!(states.iter().any(|s| s == "deleted"), "{states:?}");
+}

@@ -303,7 +303,8 @@ impl RunOnce {
         status.cluster_health.healthy
     }
 
-    /// Our deletions take their next step (and our ToBeDeleted taints an earlier run left come off, once);
+    /// The view is checked; our deletions take their next step, unless the view lost its pods (and our
+    /// ToBeDeleted taints an earlier run left come off, once);
     /// returns the nodes on their way out: ours, and any carrying the ToBeDeleted taint (ours from an
     /// earlier run that was not just removed, or another autoscaler's).
     async fn deletions_in_progress(
@@ -313,6 +314,7 @@ impl RunOnce {
         now: SystemTime,
         status: &mut Status,
     ) -> HashSet<String> {
+        self.down.check_view(&view.pods, facts, now);
         let mut restored = HashSet::new();
         if let Some(cluster) = self.actor() {
             let cx = Context {

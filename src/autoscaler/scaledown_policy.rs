@@ -60,6 +60,8 @@ pub struct ScaleDownPolicy {
     /// Our ToBeDeleted taints left by an earlier run are removed in the first loop that acts.
     stale_taints_checked: bool,
     view: ViewCheck,
+    /// Why this loop's view is not trusted, if it is not: set by [`ScaleDownPolicy::check_view`].
+    doubt: Option<String>,
 }
 
 /// Whether a view can be trusted to say which nodes are empty. A watch that restarts and relists, an API
@@ -103,6 +105,17 @@ impl ViewCheck {
 }
 
 impl ScaleDownPolicy {
+    /// Checks this loop's view before anything acts on it. A view that lost most of its pods holds the
+    /// deletions in progress (a drain would find its node empty) and scale-down's decision.
+    pub fn check_view(&mut self, pods: &[Pod], facts: &[GroupFacts], now: SystemTime) {
+        let on_nodes = pods
+            .iter()
+            .filter(|p| p.node_name.is_some() && !p.daemonset())
+            .count();
+        let settle = facts.iter().map(|f| f.options.unneeded).max();
+        self.doubt = (self.view).doubt(on_nodes, settle.unwrap_or_default(), now);
+    }
+
     /// Unneeded timers start again: the loop saw an unhealthy cluster.
     pub fn forget_unneeded(&mut self) {
         self.unneeded_since.clear();
@@ -144,12 +157,7 @@ impl ScaleDownPolicy {
                     .count(),
             })
             .collect();
-        let on_nodes = pods
-            .iter()
-            .filter(|p| p.node_name.is_some() && !p.daemonset())
-            .count();
-        let settle = groups.iter().map(|g| g.options.unneeded).max();
-        if let Some(why) = (self.view).doubt(on_nodes, settle.unwrap_or_default(), now) {
+        if let Some(why) = self.doubt.clone() {
             // Nothing is decided on this view: no deletion, no soft taint moves, the timers stay as they were.
             let kept = (view.nodes.iter().zip(node_group))
                 .filter(|(n, _)| !self.actuator.contains(&n.name))
@@ -498,6 +506,18 @@ impl ScaleDownPolicy {
         now: SystemTime,
         status: &mut Status,
     ) {
+        if let Some(why) = &self.doubt {
+            // A drain would find its node empty in this view: every deletion waits for a view to trust.
+            for d in self.actuator.in_flight() {
+                status.deletions.push(DeletionStatus {
+                    node: d.node.clone(),
+                    node_group: d.group.clone(),
+                    state: "paused".into(),
+                    detail: why.clone(),
+                });
+            }
+            return;
+        }
         let sd = &cx.settings.scale_down;
         let outcomes = self
             .actuator

@@ -101,7 +101,7 @@ pub struct KeptNode {
 pub struct DeletionStatus {
     pub node: String,
     pub node_group: String,
-    /// `started`, `draining`, `deleted` or `failed`.
+    /// `started`, `draining`, `paused` (the view lost its pods), `deleted`, `failed` or `restored`.
     pub state: String,
     /// What it waits for, why it failed, or, once deleted, why it went (`empty` or `underutilized`).
     #[serde(skip_serializing_if = "String::is_empty")]
