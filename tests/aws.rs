@@ -1033,6 +1033,8 @@ async fn a_launched_instance_is_visible_within_seconds_without_a_refresh() {
     let mut client = c.server.client().await;
     let asg = c.asgs["web"].clone();
     let (_, before) = moto::asg_state(&c.sdk, &asg).await;
+    // Re-reads of groups in flux, counted from before any is in flux.
+    let mut settles = c.backend.settles();
     increase(&mut client, "web", 1).await;
     let (_, after) = moto::asg_state(&c.sdk, &asg).await;
     let launched = after.iter().find(|i| !before.contains(i)).unwrap().clone();
@@ -1064,13 +1066,11 @@ async fn a_launched_instance_is_visible_within_seconds_without_a_refresh() {
         "not known before the re-read"
     );
     let started = Instant::now();
-    while group_of(&mut client).await != "web" {
-        assert!(
-            started.elapsed() < Duration::from_secs(15),
-            "{launched} still has no node group"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    tokio::time::timeout(Duration::from_secs(15), settles.changed())
+        .await
+        .expect("the group in flux is re-read within 15 s")
+        .unwrap();
+    assert_eq!(group_of(&mut client).await, "web");
     eprintln!("{launched} visible after {:?}", started.elapsed());
     assert_eq!(real_ids(&nodes(&mut client, "web").await), after);
     assert_eq!(

@@ -351,21 +351,6 @@ async fn a_loops_decisions_become_events_and_the_status_config_map() {
     assert_eq!(health["reason"], "4 of 6 nodes are unready");
 }
 
-/// Waits until the source's view holds `pods` pods (a relist has been answered and applied).
-async fn until_pods(
-    kube: &Kube,
-    pods: usize,
-) -> std::sync::Arc<ekscale::autoscaler::cluster::ClusterView> {
-    for _ in 0..250 {
-        let view = kube.view().await.unwrap();
-        if view.pods.len() == pods {
-            return view;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the view never held {pods} pods");
-}
-
 /// A watch that restarts and relists, and an API server that answers that list with no pods for a moment:
 /// the view shows three empty nodes, yet no node is tainted (not even softly), drained or deleted, and when
 /// the pods come back with the next relist, every node is still there and needed.
@@ -409,14 +394,16 @@ nodeGroups:
     };
     let mut once = RunOnce::new(client, settings).acting_on(kube.clone());
     let now = std::time::SystemTime::now();
-    let view = until_pods(&kube, 12).await;
+    let view = kube.view().await.unwrap();
+    assert_eq!(view.pods.len(), 12);
     let status = once.run(&view, now).await.unwrap();
     assert!(status.scale_down.is_empty(), "{:?}", status.scale_down);
 
     // The pods watch expires; the relist is answered without pods.
     fake.objects.lock().unwrap().empty_pod_lists = 1;
-    fake.expire_watches("pods");
-    let stale = until_pods(&kube, 0).await;
+    fake.expire_watches("pods").await;
+    let stale = kube.view().await.unwrap();
+    assert_eq!(stale.pods.len(), 0);
     for minutes in [1, 5, 9] {
         let at = now + Duration::from_secs(minutes * 60);
         let status = once.run(&stale, at).await.unwrap();
@@ -441,8 +428,9 @@ nodeGroups:
     }
 
     // The next relist brings them back: nothing was lost, and the nodes are needed again.
-    fake.expire_watches("pods");
-    let view = until_pods(&kube, 12).await;
+    fake.expire_watches("pods").await;
+    let view = kube.view().await.unwrap();
+    assert_eq!(view.pods.len(), 12);
     let status = once
         .run(&view, now + Duration::from_secs(11 * 60))
         .await

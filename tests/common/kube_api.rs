@@ -39,6 +39,8 @@ pub struct Fake {
     pub objects: Arc<Mutex<Objects>>,
     /// Watch events: (resource, event).
     pub events: broadcast::Sender<(&'static str, Value)>,
+    /// Watches opened, by resource: a client opens its next watch only once it has applied its last list.
+    pub watches: Arc<tokio::sync::watch::Sender<std::collections::BTreeMap<&'static str, usize>>>,
 }
 
 pub fn node(name: &str) -> Value {
@@ -69,6 +71,8 @@ impl Fake {
     fn list_or_watch(&self, resource: &'static str, kind: &str, query: Option<String>) -> Response {
         if query.unwrap_or_default().contains("watch=true") {
             let receiver = self.events.subscribe();
+            self.watches
+                .send_modify(|opened| *opened.entry(resource).or_default() += 1);
             let stream = futures::stream::unfold(receiver, move |mut receiver| async move {
                 loop {
                     match receiver.recv().await {
@@ -301,16 +305,25 @@ impl Fake {
         Fake {
             objects: Arc::new(Mutex::new(objects)),
             events,
+            watches: Arc::new(tokio::sync::watch::Sender::new(Default::default())),
         }
     }
 
     /// Ends the open watches of `resource` the way an API server does when their resourceVersion is too old
-    /// (410 Gone): the client lists again.
-    pub fn expire_watches(&self, resource: &'static str) {
+    /// (410 Gone), and waits until the client has listed again and watches anew: its cache then holds what
+    /// that list answered.
+    pub async fn expire_watches(&self, resource: &'static str) {
+        let mut watches = self.watches.subscribe();
+        let opened = watches.borrow().get(resource).copied().unwrap_or(0);
         let gone = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1",
             "status": "Failure", "reason": "Expired", "code": 410,
             "message": "too old resource version"}});
         self.events.send((resource, gone)).expect("a watch is open");
+        let relisted = watches.wait_for(|w| w.get(resource).copied().unwrap_or(0) > opened);
+        tokio::time::timeout(std::time::Duration::from_secs(10), relisted)
+            .await
+            .expect("the client lists and watches again")
+            .unwrap();
     }
 
     /// Sends a watch event once the client's watches are open (`watches` of them).

@@ -52,6 +52,8 @@ pub struct State {
     last_scaled: Mutex<HashMap<String, SystemTime>>,
     /// Counts our changes, so that a refresh that read AWS before a change does not undo it in the view.
     changes: AtomicU64,
+    /// Counts the re-reads of groups in flux that took what AWS answered.
+    settled: tokio::sync::watch::Sender<u64>,
 }
 
 /// The cloud as of the last refresh, kept current by our own changes.
@@ -229,6 +231,7 @@ impl AwsBackend {
             instance_types: InstanceTypes::default(),
             last_scaled: Mutex::new(HashMap::new()),
             changes: AtomicU64::new(0),
+            settled: tokio::sync::watch::Sender::new(0),
         }))
     }
 
@@ -333,7 +336,14 @@ impl AwsBackend {
             }
         }
         view.reindex();
+        drop(view);
+        self.settled.send_modify(|n| *n += 1);
         Ok(asgs.len())
+    }
+
+    /// Changes each time a re-read of the groups in flux has been taken into the view.
+    pub fn settles(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.settled.subscribe()
     }
 
     /// Settles the groups in flux every `fluxInterval` for as long as the backend is in use (the task holds
