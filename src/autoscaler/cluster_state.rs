@@ -69,12 +69,8 @@ impl ClusterState {
         let mut counts = vec![Counts::default(); facts.len()];
         for (node, g) in view.nodes.iter().zip(node_group) {
             let Some(gi) = *g else { continue };
-            let young = node
-                .created
-                .and_then(|c| now.duration_since(c).ok())
-                .is_some_and(|age| age < max_node_startup_time);
             // A node still starting is represented by an upcoming node, as upstream does.
-            if node.ready || !young {
+            if !node.starting(now, max_node_startup_time) {
                 counts[gi].registered += 1;
             }
         }

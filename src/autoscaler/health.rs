@@ -67,13 +67,9 @@ impl Judge {
     fn count<'a>(&self, nodes: impl Iterator<Item = &'a Arc<Node>>) -> ClusterHealth {
         let mut health = ClusterHealth::default();
         for node in nodes {
-            let young = node
-                .created
-                .and_then(|c| self.now.duration_since(c).ok())
-                .is_some_and(|age| age < self.max_node_startup_time);
             if node.ready {
                 health.ready_nodes += 1;
-            } else if young {
+            } else if node.starting(self.now, self.max_node_startup_time) {
                 health.not_started_nodes += 1;
             } else {
                 health.unready_nodes += 1;
@@ -113,20 +109,18 @@ impl Judge {
         nodes: &[Arc<Node>],
         node_group: &[Option<usize>],
     ) {
-        for (gi, group) in groups.iter_mut().enumerate() {
-            let mine = || {
-                nodes
-                    .iter()
-                    .zip(node_group)
-                    .filter(move |(_, g)| **g == Some(gi))
-                    .map(|(n, _)| n)
-            };
-            let health = self.count(mine());
-            let registered = mine().count();
-            if group.skip.is_none() && self.too_many(health.unready_nodes, registered) {
+        let mut members: Vec<Vec<&Arc<Node>>> = vec![Vec::new(); groups.len()];
+        for (node, g) in nodes.iter().zip(node_group) {
+            if let Some(g) = *g {
+                members[g].push(node);
+            }
+        }
+        for (group, mine) in groups.iter_mut().zip(members) {
+            let registered = mine.len();
+            let unready = self.count(mine.into_iter()).unready_nodes;
+            if group.skip.is_none() && self.too_many(unready, registered) {
                 group.skip = Some(format!(
-                    "not ready for scale-up: {} of its {registered} nodes are unready",
-                    health.unready_nodes
+                    "not ready for scale-up: {unready} of its {registered} nodes are unready"
                 ));
             }
         }

@@ -393,11 +393,7 @@ fn candidate(
         ));
     }
     if !node.ready {
-        let young = node
-            .created
-            .and_then(|c| input.now.duration_since(c).ok())
-            .is_some_and(|age| age < input.max_node_startup_time);
-        if young {
+        if node.starting(input.now, input.max_node_startup_time) {
             return Err((
                 Unremovable::NotStarted,
                 "not Ready yet and still within --max-node-startup-time".into(),

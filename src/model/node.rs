@@ -4,7 +4,7 @@ use super::Resources;
 use super::selector::Labels;
 use super::taint::Taint;
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
@@ -37,6 +37,16 @@ impl Node {
     /// Whether it carries a taint with this key.
     pub fn tainted(&self, key: &str) -> bool {
         self.taints.iter().any(|t| t.key == key)
+    }
+
+    /// Not Ready and younger than `startup` (`--max-node-startup-time`) at `now`: still starting, neither
+    /// ready nor unready, as upstream's NotStarted.
+    pub fn starting(&self, now: SystemTime, startup: Duration) -> bool {
+        !self.ready
+            && self
+                .created
+                .and_then(|c| now.duration_since(c).ok())
+                .is_some_and(|age| age < startup)
     }
 
     /// Whether the scheduler would place new pods here at all.
