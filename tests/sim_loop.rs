@@ -30,6 +30,15 @@ async fn simulated(scenario: &str) -> (Server, ProviderConfig, Arc<SimCluster>) 
     (server, config, Arc::new(cluster))
 }
 
+/// A cluster of one group, `general` (m5.large in us-east-1a, 0 to 5 nodes), with `desired` nodes running.
+async fn general(desired: u32) -> (Server, ProviderConfig, Arc<SimCluster>) {
+    let scenario = format!(
+        "cluster: general\nregion: us-east-1\nnodeGroups:\n  - {{name: general, instanceType: m5.large, \
+         zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: {desired}}}\n"
+    );
+    simulated(&scenario).await
+}
+
 fn settings() -> Settings {
     Settings {
         act: true,
@@ -516,13 +525,7 @@ nodeGroups:
 
 #[tokio::test]
 async fn soft_taints_follow_unneeded_nodes_and_stale_taints_are_removed_at_start() {
-    let scenario = "
-cluster: soft
-region: us-east-1
-nodeGroups:
-  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 2}
-";
-    let (_server, config, cluster) = simulated(scenario).await;
+    let (_server, config, cluster) = general(2).await;
     let view = cluster.view().await.unwrap();
     let (a, b) = (view.nodes[0].name.clone(), view.nodes[1].name.clone());
     // An earlier run died while removing `a`: its taint is still there.
@@ -590,13 +593,7 @@ const DELETION_CANDIDATE: &str = ekscale::model::taint::DELETION_CANDIDATE_TAINT
 #[tokio::test]
 async fn refused_evictions_are_retried_then_the_node_is_given_back() {
     use ekscale::autoscaler::actuation::{Actuator, Outcome, Pacing};
-    let scenario = "
-cluster: pdb
-region: us-east-1
-nodeGroups:
-  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 1}
-";
-    let (server, config, cluster) = simulated(scenario).await;
+    let (server, config, cluster) = general(1).await;
     let client = ProviderClient::new(&config).unwrap();
     cluster.create_pods(owned("api", 1, 300));
     cluster.create_pdb(budget("api", 0));
@@ -1217,13 +1214,7 @@ nodeGroups:
 /// unneeded time; and no more empty nodes than `--max-empty-bulk-delete` start going in one loop.
 #[tokio::test]
 async fn a_view_that_lost_its_pods_taints_and_deletes_nothing() {
-    let scenario = "
-cluster: stale
-region: us-east-1
-nodeGroups:
-  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 3}
-";
-    let (_server, config, cluster) = simulated(scenario).await;
+    let (_server, config, cluster) = general(3).await;
     // Four 400m pods per node: every node is needed.
     cluster.create_pods(owned("web", 12, 400));
     let (_, mut once) = acting_quickly(&config, &cluster);
@@ -1573,13 +1564,7 @@ async fn instances_that_never_register_do_not_run_away_and_another_group_takes_t
 /// and delete it before its pods had gone), and goes on once the view is back.
 #[tokio::test]
 async fn deletions_in_progress_pause_while_the_view_has_lost_its_pods() {
-    let scenario = "
-cluster: paused
-region: us-east-1
-nodeGroups:
-  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 4}
-";
-    let (_server, config, cluster) = simulated(scenario).await;
+    let (_server, config, cluster) = general(4).await;
     // Three nodes with four 400m pods each; the fourth stays empty.
     cluster.create_pods(owned("web", 12, 400));
     let (_, mut once) = acting_quickly(&config, &cluster);
