@@ -1208,6 +1208,27 @@ nodeGroups:
     assert_eq!(names(&view.pods), expected);
 }
 
+/// `view` as a cache that lost every pod shows it: the same nodes and DaemonSets, no pods.
+fn without_pods(
+    view: &ekscale::autoscaler::cluster::ClusterView,
+) -> ekscale::autoscaler::cluster::ClusterView {
+    ekscale::autoscaler::cluster::ClusterView {
+        nodes: view.nodes.clone(),
+        daemonsets: view.daemonsets.clone(),
+        now: view.now,
+        ..Default::default()
+    }
+}
+
+/// A loop's deletions as (node, state).
+fn deletions(status: &ekscale::autoscaler::status::Status) -> Vec<(String, String)> {
+    status
+        .deletions
+        .iter()
+        .map(|d| (d.node.clone(), d.state.clone()))
+        .collect()
+}
+
 /// A view that lost its pods (a watch that relisted and got an empty answer, a cache not yet synced after a
 /// leader change) makes no node look empty: while it lasts nothing is tainted or deleted, and when the pods
 /// are back every node and pod is still there. A real drop still scales down, once it has lasted the
@@ -1237,12 +1258,7 @@ async fn a_view_that_lost_its_pods_taints_and_deletes_nothing() {
     };
 
     // The view loses every pod for a while (longer than the unneeded time of one minute would need).
-    let stale = ekscale::autoscaler::cluster::ClusterView {
-        nodes: view.nodes.clone(),
-        daemonsets: view.daemonsets.clone(),
-        now: view.now,
-        ..Default::default()
-    };
+    let stale = without_pods(&view);
     for seconds in [10, 30, 50] {
         let status = once
             .run(&stale, t0 + Duration::from_secs(seconds))
@@ -1587,31 +1603,23 @@ async fn deletions_in_progress_pause_while_the_view_has_lost_its_pods() {
         .run(&cluster.view().await.unwrap(), t0 + Duration::from_secs(61))
         .await
         .unwrap();
-    let started: Vec<_> = status
-        .deletions
-        .iter()
-        .map(|d| (d.node.clone(), d.state.clone()))
-        .collect();
-    assert_eq!(started, [(empty[0].clone(), "started".to_string())]);
+    assert_eq!(
+        deletions(&status),
+        [(empty[0].clone(), "started".to_string())]
+    );
 
     // The view loses its pods: the deletion takes no step.
     let view = cluster.view().await.unwrap();
-    let stale = ekscale::autoscaler::cluster::ClusterView {
-        nodes: view.nodes.clone(),
-        now: view.now,
-        ..Default::default()
-    };
+    let stale = without_pods(&view);
     for seconds in [70, 90] {
         let status = once
             .run(&stale, t0 + Duration::from_secs(seconds))
             .await
             .unwrap();
-        let paused: Vec<_> = status
-            .deletions
-            .iter()
-            .map(|d| (d.node.clone(), d.state.clone()))
-            .collect();
-        assert_eq!(paused, [(empty[0].clone(), "paused".to_string())]);
+        assert_eq!(
+            deletions(&status),
+            [(empty[0].clone(), "paused".to_string())]
+        );
         assert!(status.deletions[0].detail.contains("holds 0 pods on nodes"));
         assert_eq!(cluster.nodes().len(), 4, "nothing deleted");
     }
