@@ -22,6 +22,7 @@ pub mod last_loop; // what /health-check and /snapshotz serve: liveness and the 
 pub mod leader; // leader election on a Lease: one replica acts, and stops at once when it loses
 pub mod metrics; // ekscale_* metrics, named after cluster-autoscaler's
 pub mod pricing; // node and pod prices for the price expander, pod prices kept by demand
+pub mod removal; // scale-down's removal simulation: pods moved off a node, undone when one fits nowhere
 pub mod runonce; // one loop: read, count what is coming, place, plan, act, record
 pub mod scaledown; // finds unneeded nodes: utilization, drainability, removal simulation
 pub mod scaledown_policy; // around the planner: unneeded timers, cooldowns, budgets, soft taints, deletions

@@ -7,11 +7,12 @@
 
 use super::actuation::Pacing;
 use super::drain::{self, PdbBudget, Rules, Verdict};
+use super::removal::{Mover, Undo};
 use crate::model::pdb::Pdb;
-use crate::model::pod::{EquivalenceKey, LabelProjection, SchedulingIds};
+use crate::model::pod::LabelProjection;
 use crate::model::{Node, Pod, Resources};
 use crate::proto::options::GroupOptions;
-use crate::simulator::world::{self, Filling, Place, PodTerms, Topology};
+use crate::simulator::world::{Place, Topology};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
@@ -605,158 +606,5 @@ fn atomic_groups<'a>(
                 fail(plan, members, reason, why);
             }
         }
-    }
-}
-
-/// What a removal simulation changed, to put back when it fails.
-#[derive(Default)]
-struct Undo {
-    /// Pods put on destinations: (pod, place, how many, terms).
-    puts: Vec<(usize, usize, u64, Arc<PodTerms>)>,
-    /// Pods taken out of the counts of a node being removed: (place, terms).
-    uncounted: Vec<(usize, Arc<PodTerms>)>,
-    /// Where an equivalence group's search started before: (a pod of it, the hint). Places the attempt
-    /// filled have room again once it is undone, so the hint must not stay past them.
-    hints: Vec<(usize, usize)>,
-}
-
-impl Undo {
-    fn apply(self, pods: &[Pod], topology: &mut Topology, places: &mut [Place]) {
-        for (pod, place, n, terms) in self.puts.into_iter().rev() {
-            topology.take(&pods[pod], &terms, &mut places[place], n);
-        }
-        for (place, terms) in self.uncounted {
-            topology.count(&terms, &places[place], 1);
-        }
-    }
-}
-
-/// Moves pods off nodes being removed, trying places in a fixed order and remembering per equivalence
-/// group where in it to start: the first place not yet known to be full for it. Places only fill up during
-/// a pass, so for pods that only resources and node constraints limit, a place that was full stays full
-/// (upstream keeps a similar hint).
-struct Mover<'a> {
-    order: Vec<usize>,
-    known: HashMap<EquivalenceKey<'a>, (Arc<PodTerms>, usize)>,
-    projection: &'a LabelProjection,
-    ids: SchedulingIds<'a>,
-    pods: &'a [Pod],
-    /// Pods that committed removals moved onto each place: they move again if it goes too.
-    moved_onto: Vec<Vec<usize>>,
-}
-
-impl<'a> Mover<'a> {
-    fn new(order: Vec<usize>, places: usize, input: &Input<'a>) -> Mover<'a> {
-        Mover {
-            order,
-            known: HashMap::new(),
-            projection: input.projection,
-            ids: SchedulingIds::default(),
-            pods: input.pods,
-            moved_onto: vec![Vec::new(); places],
-        }
-    }
-
-    fn entry(&mut self, topology: &Topology, pod: &'a Pod) -> &mut (Arc<PodTerms>, usize) {
-        self.known
-            .entry(pod.equivalence_key(self.projection, &mut self.ids))
-            .or_insert_with(|| (Arc::new(topology.resolve(pod)), 0))
-    }
-
-    /// Undoes a failed removal simulation, the search hints included.
-    fn undo(&mut self, undo: Undo, topology: &mut Topology, places: &mut [Place]) {
-        for &(pod, hint) in undo.hints.iter().rev() {
-            self.entry(topology, &self.pods[pod]).1 = hint;
-        }
-        undo.apply(self.pods, topology, places);
-    }
-
-    /// Records a committed removal of `from`: its pods now live where `destinations` says.
-    fn commit(&mut self, from: usize, destinations: &[(usize, usize)]) {
-        self.moved_onto[from].clear();
-        for &(pod, to) in destinations {
-            self.moved_onto[to].push(pod);
-        }
-    }
-
-    /// Places every pod of `moving` (on place `from`) on another place that accepts pods, first fit, as
-    /// the scheduler would, and says where each went. On failure, says which pod fits nowhere and why;
-    /// `undo` has what was changed.
-    fn move_pods(
-        &mut self,
-        input: &Input<'a>,
-        topology: &mut Topology,
-        places: &mut [Place],
-        from: usize,
-        moving: &[usize],
-        undo: &mut Undo,
-    ) -> Result<Vec<(usize, usize)>, String> {
-        let pods = input.pods;
-        let moving: Vec<usize> = moving
-            .iter()
-            .chain(&self.moved_onto[from])
-            .copied()
-            .collect();
-        let mut destinations = Vec::with_capacity(moving.len());
-        // They stop counting where they are: their spread and anti-affinity no longer hold there.
-        for &p in &moving {
-            let terms = self.entry(topology, &pods[p]).0.clone();
-            topology.uncount(&terms, &places[from], 1);
-            undo.uncounted.push((from, terms));
-        }
-        // Identical pods move together.
-        for eg in
-            crate::simulator::equivalence::group(pods, moving.iter().copied(), input.projection)
-        {
-            let pod = eg.exemplar(pods);
-            let (terms, hint) = self.entry(topology, pod).clone();
-            let mut want = eg.pods.len() as u64;
-            let mut filling = Filling::new(pod, &terms);
-            let mut i = if terms.simple { hint } else { 0 };
-            undo.hints.push((eg.pods[0], hint));
-            let mut advance = terms.simple;
-            while want > 0 && i < self.order.len() {
-                let p = self.order[i];
-                if p == from {
-                    // The node being removed may stay after all: the hint must not pass it.
-                    advance = false;
-                    i += 1;
-                    continue;
-                }
-                let usable = places[p].accepts
-                    && crate::simulator::predicates::node_fit(&pod.scheduling, &places[p].node)
-                        .is_ok();
-                if usable {
-                    let (k, _) = filling.fill(topology, &[], places, p, want);
-                    if k > 0 {
-                        undo.puts.push((eg.pods[0], p, k, terms.clone()));
-                        let first = eg.pods.len() - want as usize;
-                        for &pod in &eg.pods[first..first + k as usize] {
-                            destinations.push((pod, p));
-                        }
-                        want -= k;
-                    }
-                }
-                if want > 0 {
-                    i += 1;
-                    if advance {
-                        self.entry(topology, pod).1 = i;
-                    }
-                }
-            }
-            if want > 0 {
-                let why = world::explain(topology, places, pod, &terms, |q| q == from);
-                let others = if want > 1 {
-                    format!(" (and {} like it)", want - 1)
-                } else {
-                    String::new()
-                };
-                return Err(format!(
-                    "{}{others} fits on no other node: {why}",
-                    pod.key()
-                ));
-            }
-        }
-        Ok(destinations)
     }
 }
