@@ -2,6 +2,7 @@
 
 pub mod actuation; // carries out a scale-down: taint, evict, delete, one step per loop
 pub mod backoff; // node group backoff after failed scale-ups
+pub mod balance; // similar node groups, and a scale-up spread over them
 pub mod binpack; // the estimator: first-fit decreasing, several orderings, the tightest kept
 pub mod classify; // pods by what the loop does with them; batching of new pods
 pub mod client; // the provider client, with cluster-autoscaler's caching rules
