@@ -10,7 +10,7 @@ use ekscale::autoscaler::scaleup::{self, Group, Limits, Pending, Totals};
 use ekscale::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
 use ekscale::model::{Node, Pod, Resources};
 use ekscale::simulator::equivalence::{self, EquivalenceGroup};
-use ekscale::simulator::world::{PlaceKind, PodTerms, Topology};
+use ekscale::simulator::topology::{PlaceKind, PodTerms, Topology};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;

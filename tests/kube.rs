@@ -221,11 +221,9 @@ async fn a_loops_decisions_become_events_and_the_status_config_map() {
         scale_up: vec![ScaleUp {
             node_group: "general".into(),
             delta: 2,
-            pods: vec![
-                "default/web-0".into(),
-                "default/web-1".into(),
-                "headroom/buffer-0".into(),
-            ],
+            pods: ["default/web-0", "default/web-1", "headroom/buffer-0"]
+                .into_iter()
+                .collect(),
             reason: "least-waste chose it over spot".into(),
             zones: Default::default(),
             error: None,

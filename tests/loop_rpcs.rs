@@ -206,7 +206,7 @@ async fn labels_nothing_selects_collapse_but_a_selected_label_keeps_pods_apart()
     let status = once.run(&view, SystemTime::now()).await.unwrap();
     let placed: Vec<&str> = status.placed.iter().map(|p| p.pod.as_str()).collect();
     assert_eq!(placed, ["default/web"], "{status:?}");
-    let new: Vec<&String> = status.scale_up.iter().flat_map(|s| &s.pods).collect();
+    let new: Vec<&str> = status.scale_up.iter().flat_map(|s| s.pods.iter()).collect();
     assert_eq!(
         new,
         ["default/db"],

@@ -771,7 +771,10 @@ nodeGroups:
     assert!(by_name("placeholder-0").node_name.is_none() && by_name("placeholder-0").unschedulable);
     let status = once.run(&view, cluster.now()).await.unwrap();
     assert_eq!(scale_ups(&status), [("general", 1)], "{status:#?}");
-    assert_eq!(status.scale_up[0].pods, ["default/placeholder-0"]);
+    assert_eq!(
+        status.scale_up[0].pods.iter().collect::<Vec<_>>(),
+        ["default/placeholder-0"]
+    );
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use super::scaleup::Group;
 use crate::model::Resources;
 use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
 use crate::simulator::predicates::Unfit;
-use crate::simulator::world::Place;
+use crate::simulator::topology::Place;
 use std::collections::BTreeMap;
 
 /// Labels that differ between otherwise identical groups (cluster-autoscaler's ignore list for AWS).

@@ -15,7 +15,8 @@
 use crate::model::Pod;
 use crate::simulator::free_tree::FreeTree;
 use crate::simulator::predicates::{self, Unfit};
-use crate::simulator::world::{Filling, Place, PlaceKind, PodTerms, Topology};
+use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
+use crate::simulator::world::Filling;
 use std::time::Instant;
 
 /// One equivalence group to pack: its exemplar, its terms, how many pods.

@@ -14,7 +14,8 @@ use crate::model::pod::LabelProjection;
 use crate::model::{Node, Pod};
 use crate::simulator::equivalence::EquivalenceGroup;
 use crate::simulator::predicates;
-use crate::simulator::world::{self, Place, PlaceKind, PodTerms, Topology};
+use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
+use crate::simulator::world;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 

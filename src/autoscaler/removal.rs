@@ -4,7 +4,8 @@
 use super::scaledown::Input;
 use crate::model::Pod;
 use crate::model::pod::{EquivalenceKey, LabelProjection, SchedulingIds};
-use crate::simulator::world::{self, Filling, Place, PodTerms, Topology};
+use crate::simulator::topology::{Place, PodTerms, Topology};
+use crate::simulator::world::{self, Filling};
 use std::collections::HashMap;
 use std::sync::Arc;
 

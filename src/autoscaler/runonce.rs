@@ -494,7 +494,7 @@ fn headroom_outcome(status: &mut Status) {
         h.scale_up = status
             .scale_up
             .iter()
-            .flat_map(|s| &s.pods)
+            .flat_map(|s| s.pods.iter())
             .filter(|p| mine(p))
             .count();
         h.unmet = status.no_scale_up.iter().filter(|p| mine(&p.pod)).count();

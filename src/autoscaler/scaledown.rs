@@ -12,7 +12,7 @@ use crate::model::pdb::Pdb;
 use crate::model::pod::LabelProjection;
 use crate::model::{Node, Pod, Resources};
 use crate::proto::options::GroupOptions;
-use crate::simulator::world::{Place, Topology};
+use crate::simulator::topology::{Place, Topology};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;

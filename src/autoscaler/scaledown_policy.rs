@@ -14,7 +14,7 @@ use crate::model::Pod;
 use crate::model::pod::LabelProjection;
 use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
 use crate::proto::externalgrpc::instance_status::InstanceState;
-use crate::simulator::world::{Place, Topology};
+use crate::simulator::topology::{Place, Topology};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};

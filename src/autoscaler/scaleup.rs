@@ -5,12 +5,12 @@
 use super::balance::balance;
 use super::binpack::{self, Demand, Estimate, Stop};
 use super::expander::{Expander, ExpanderError, ExpansionOption, PriceContext};
-use super::status::ScaleUp;
+use super::status::{PodNames, ScaleUp};
 use crate::model::node::ZONE_LABEL;
 use crate::model::{Pod, Resources};
 use crate::simulator::equivalence::EquivalenceGroup;
 use crate::simulator::predicates::{self, Unfit};
-use crate::simulator::world::{Place, PlaceKind, PodTerms, Topology};
+use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -307,7 +307,7 @@ pub fn plan(
             let group = &groups[target];
             // Sized once: a big scale-up names tens of thousands of pods.
             let mut pods =
-                Vec::with_capacity(members.iter().map(|&e| pending.left(e) as usize).sum());
+                PodNames::with_capacity(members.iter().map(|&e| pending.left(e) as usize).sum());
             let mut zones: BTreeMap<String, u64> = BTreeMap::new();
             // A zero-or-max group gets empty nodes beyond the estimate, up to its max.
             let empty = group
@@ -319,11 +319,9 @@ pub fn plan(
                 for &(k, n) in &node.contents {
                     let e = members[k];
                     let start = pending.done[e];
-                    pods.extend(
-                        pending.groups[e].pods[start..start + n as usize]
-                            .iter()
-                            .map(|&p| pending.pods[p].key()),
-                    );
+                    for &p in &pending.groups[e].pods[start..start + n as usize] {
+                        pods.push(&pending.pods[p]);
+                    }
                     pending.done[e] += n as usize;
                 }
                 node.group = Some(target);
@@ -354,7 +352,7 @@ pub fn plan(
                 result.scale_ups.push(ScaleUp {
                     node_group: group.id.clone(),
                     delta: 0,
-                    pods: Vec::new(),
+                    pods: PodNames::default(),
                     reason: why,
                     zones: BTreeMap::new(),
                     error: None,
@@ -362,12 +360,7 @@ pub fn plan(
                 result.scale_ups.len() - 1
             });
             result.scale_ups[slot].delta += count;
-            let listed = &mut result.scale_ups[slot].pods;
-            if listed.is_empty() {
-                *listed = pods;
-            } else {
-                listed.extend(pods);
-            }
+            result.scale_ups[slot].pods.append(pods);
             for (zone, n) in zones {
                 *result.scale_ups[slot].zones.entry(zone).or_default() += n;
             }

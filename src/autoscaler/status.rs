@@ -2,7 +2,8 @@
 //! it was asked to do. `simulate` prints it (JSON for scripts, a table for people); `/snapshotz` serves it.
 
 use super::health::ClusterHealth;
-use serde::Serialize;
+use crate::model::Pod;
+use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -39,7 +40,7 @@ pub struct Status {
 pub struct ScaleUp {
     pub node_group: String,
     pub delta: u64,
-    pub pods: Vec<String>,
+    pub pods: PodNames,
     /// Why this group: the expander's choice, or balancing with a similar group.
     pub reason: String,
     /// For a group in several zones: how many of the new nodes each zone gets, as its Auto Scaling group
@@ -189,15 +190,79 @@ impl HeadroomStatus {
 }
 
 /// `a, b, c and 7 more`.
-fn abbreviate(pods: &[String], show: usize) -> String {
-    let mut text = pods
-        .iter()
-        .take(show)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if pods.len() > show {
-        let _ = write!(text, " and {} more", pods.len() - show);
+/// Pod names (`namespace/name`), written one after another into one string: a scale-up names every pod it
+/// is for, tens of thousands in a big one, and one allocation per name was most of such a loop.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodNames {
+    text: String,
+    /// Where each name ends in `text`.
+    ends: Vec<usize>,
+}
+
+impl PodNames {
+    pub fn with_capacity(pods: usize) -> PodNames {
+        PodNames {
+            text: String::with_capacity(pods * 24),
+            ends: Vec::with_capacity(pods),
+        }
+    }
+
+    pub fn push(&mut self, pod: &Pod) {
+        self.text.push_str(&pod.namespace);
+        self.text.push('/');
+        self.text.push_str(&pod.name);
+        self.ends.push(self.text.len());
+    }
+
+    /// `other`'s names after these.
+    pub fn append(&mut self, other: PodNames) {
+        if self.is_empty() {
+            *self = other;
+            return;
+        }
+        let offset = self.text.len();
+        self.text.push_str(&other.text);
+        self.ends.extend(other.ends.iter().map(|end| end + offset));
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + Clone {
+        (0..self.ends.len()).map(|i| {
+            let start = if i == 0 { 0 } else { self.ends[i - 1] };
+            &self.text[start..self.ends[i]]
+        })
+    }
+}
+
+impl<'a> FromIterator<&'a str> for PodNames {
+    fn from_iter<I: IntoIterator<Item = &'a str>>(names: I) -> PodNames {
+        let mut list = PodNames::default();
+        for name in names {
+            list.text.push_str(name);
+            list.ends.push(list.text.len());
+        }
+        list
+    }
+}
+
+impl Serialize for PodNames {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+fn abbreviate<'a>(pods: impl ExactSizeIterator<Item = &'a str>, show: usize) -> String {
+    let total = pods.len();
+    let mut text = pods.take(show).collect::<Vec<_>>().join(", ");
+    if total > show {
+        let _ = write!(text, " and {} more", total - show);
     }
     text
 }
@@ -253,7 +318,12 @@ impl Status {
                 group.id, group.target_size, group.min_size, group.max_size, group.upcoming
             );
             if let Some(s) = decisions.get(group.id.as_str()) {
-                let _ = writeln!(out, "{:<width$}  pods: {}", "", abbreviate(&s.pods, 4));
+                let _ = writeln!(
+                    out,
+                    "{:<width$}  pods: {}",
+                    "",
+                    abbreviate(s.pods.iter(), 4)
+                );
                 if !s.zones.is_empty() {
                     let zones: Vec<String> =
                         s.zones.iter().map(|(z, n)| format!("{z} {n}")).collect();
@@ -274,7 +344,11 @@ impl Status {
                     node.detail
                 );
                 if !node.pods.is_empty() {
-                    let _ = writeln!(out, "    evicts: {}", abbreviate(&node.pods, 4));
+                    let _ = writeln!(
+                        out,
+                        "    evicts: {}",
+                        abbreviate(node.pods.iter().map(String::as_str), 4)
+                    );
                 }
             }
         }
@@ -368,5 +442,34 @@ impl Status {
             self.elapsed_ms, self.estimate_ms, self.scale_down_ms
         );
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Resources;
+
+    #[test]
+    fn pod_names_keep_each_name_whole_across_appends() {
+        let mut list = PodNames::with_capacity(2);
+        list.push(&Pod::pending("default", "web-0", Resources::default()));
+        list.push(&Pod::pending("batch", "job-1", Resources::default()));
+        list.append(["kube-system/x"].into_iter().collect());
+        list.append(PodNames::default());
+        assert_eq!(
+            list.iter().collect::<Vec<_>>(),
+            ["default/web-0", "batch/job-1", "kube-system/x"]
+        );
+        assert_eq!(list.len(), 3);
+        assert_eq!(
+            serde_json::to_string(&list).unwrap(),
+            r#"["default/web-0","batch/job-1","kube-system/x"]"#
+        );
+        assert_eq!(
+            abbreviate(list.iter(), 2),
+            "default/web-0, batch/job-1 and 1 more"
+        );
+        assert_eq!(PodNames::default().iter().count(), 0);
     }
 }

@@ -5,4 +5,5 @@
 pub mod equivalence; // pending pods grouped by what scheduling reads
 pub mod free_tree; // first fit in log time over the nodes an estimation adds
 pub mod predicates; // filters on one pod and one node, with the scheduler's reasons
-pub mod world; // the in-memory cluster: places, topology counts, placement
+pub mod topology; // places and pods per topology domain: the counts the pod-dependent predicates read
+pub mod world; // the in-memory cluster: places built from a view, pods placed as the scheduler would

@@ -1,0 +1,493 @@
+//! Counts of pods per topology domain, for the predicates that depend on other pods: host ports, required
+//! pod affinity and anti-affinity (both ways), topology spread; and the places they are counted on.
+//!
+//! Counting is prepared once per loop: every term any pod uses is registered first, then each pod is
+//! reduced to term ids ([`PodTerms`]) so that a placement check is a few array reads. The counts are a
+//! small clonable [`Topology`], so an estimation forks it instead of copying the cluster.
+
+use super::predicates::{self, Unfit};
+use crate::model::node::HOSTNAME_LABEL;
+use crate::model::pod::{HostPort, PodAffinityTerm, Scheduling};
+use crate::model::selector::{LabelSelector, Labels};
+use crate::model::{Node, Pod, Resources};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+pub type TermId = usize;
+
+/// Visits the places a pod's spread constraints count as domains (those matching its node affinity).
+pub type Eligible<'a> = dyn FnMut(&mut dyn FnMut(&Place)) + 'a;
+const NO_DOMAIN: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlaceKind {
+    /// A registered node.
+    Existing,
+    /// Requested from the provider, not registered yet: a copy of the group's template.
+    Upcoming,
+    /// Added by this loop's scale-up plan.
+    Planned,
+}
+
+/// A node pods can be placed on, with what is left on it.
+#[derive(Clone, Debug)]
+pub struct Place {
+    pub node: Arc<Node>,
+    /// Index of its node group in the loop's group list; `None` for nodes no group manages.
+    pub group: Option<usize>,
+    pub kind: PlaceKind,
+    pub accepts: bool,
+    pub free: Resources,
+    pub free_extended: BTreeMap<String, u64>,
+    pub ports: Vec<HostPort>,
+    /// On nodes an estimation adds: (demand index, pods) it put here.
+    pub contents: Vec<(usize, u64)>,
+    /// Its domain for each registered topology key.
+    domains: Vec<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Term {
+    key: usize,
+    selector: LabelSelector,
+    namespaces: Option<Vec<String>>,
+}
+
+impl Term {
+    fn matches(&self, namespace: &str, labels: &Labels) -> bool {
+        self.namespaces
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|n| n == namespace))
+            && self.selector.matches(labels)
+    }
+}
+
+/// Pods per topology domain, for every registered term.
+#[derive(Clone, Debug, Default)]
+pub struct Topology {
+    keys: Vec<String>,
+    domains: Vec<HashMap<String, u32>>,
+    next_domain: Vec<u32>,
+    terms: Vec<Term>,
+    term_index: HashMap<Term, TermId>,
+    /// Terms some pod holds as required anti-affinity: pods they match are kept away from the holder.
+    held_anti: Vec<bool>,
+    /// `[term][domain]`: pods the term matches.
+    counts: Vec<Vec<u32>>,
+    /// `[term][domain]`: pods holding the term as anti-affinity.
+    holders: Vec<Vec<u32>>,
+    totals: Vec<u64>,
+}
+
+/// A pod's constraints as term ids.
+#[derive(Clone, Debug, Default)]
+pub struct PodTerms {
+    /// Required affinity terms, and whether the pod matches the term itself (then the first such pod may go
+    /// anywhere, as the scheduler allows).
+    affinity: Vec<(TermId, bool)>,
+    anti: Vec<TermId>,
+    /// Spread constraints as terms.
+    spread: Vec<Spread>,
+    /// Terms that match this pod: placing it raises their counts.
+    matched_by: Vec<TermId>,
+    /// Anti-affinity terms of other pods that match this pod.
+    blocked_by: Vec<TermId>,
+    /// No constraint depends on other pods: packing may fill nodes in closed form.
+    pub simple: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Spread {
+    term: TermId,
+    max_skew: u32,
+    /// The pod matches its own selector, so it counts itself.
+    own: bool,
+    /// Fewer eligible domains than this make the global minimum 0.
+    min_domains: u32,
+    /// `nodeAffinityPolicy: Honor` (the default): only nodes the pod's node selector and affinity pass
+    /// are domains.
+    honor_affinity: bool,
+    /// `nodeTaintsPolicy: Honor`: only nodes whose taints the pod tolerates are domains (by default taints
+    /// are ignored).
+    honor_taints: bool,
+}
+
+impl PodTerms {
+    pub(super) fn spread_count(&self) -> usize {
+        self.spread.len()
+    }
+}
+
+fn bump(list: &mut Vec<u32>, domain: u32, by: u32) {
+    let i = domain as usize;
+    if list.len() <= i {
+        list.resize(i + 1, 0);
+    }
+    list[i] += by;
+}
+
+fn drop_by(list: &mut [u32], domain: u32, by: u32) {
+    if let Some(count) = list.get_mut(domain as usize) {
+        *count = count.saturating_sub(by);
+    }
+}
+
+fn read(list: &[u32], domain: u32) -> u32 {
+    list.get(domain as usize).copied().unwrap_or(0)
+}
+
+impl Topology {
+    fn key(&mut self, key: &str) -> usize {
+        if let Some(i) = self.keys.iter().position(|k| k == key) {
+            return i;
+        }
+        self.keys.push(key.to_string());
+        self.domains.push(HashMap::new());
+        self.next_domain.push(0);
+        self.keys.len() - 1
+    }
+
+    fn term(
+        &mut self,
+        key: &str,
+        selector: &LabelSelector,
+        namespaces: Option<Vec<String>>,
+    ) -> TermId {
+        let term = Term {
+            key: self.key(key),
+            selector: selector.clone(),
+            namespaces,
+        };
+        if let Some(&id) = self.term_index.get(&term) {
+            return id;
+        }
+        self.terms.push(term.clone());
+        self.term_index.insert(term, self.terms.len() - 1);
+        self.held_anti.push(false);
+        self.counts.push(Vec::new());
+        self.holders.push(Vec::new());
+        self.totals.push(0);
+        self.terms.len() - 1
+    }
+
+    fn affinity_term(&mut self, t: &PodAffinityTerm) -> TermId {
+        self.term(&t.topology_key, &t.selector, t.namespaces.clone())
+    }
+
+    /// Registers the terms of a pod (pending, or placed with anti-affinity). All registration comes before
+    /// the first place is added.
+    pub fn register(&mut self, pod: &Pod) {
+        let s = &pod.scheduling;
+        for t in &s.affinity {
+            self.affinity_term(t);
+        }
+        for t in &s.anti_affinity {
+            let id = self.affinity_term(t);
+            self.held_anti[id] = true;
+        }
+        for c in &s.spread {
+            self.term(
+                &c.topology_key,
+                &c.selector,
+                Some(vec![pod.namespace.clone()]),
+            );
+        }
+    }
+
+    /// A pending pod's constraints as term ids; its terms must have been registered.
+    pub fn resolve(&self, pod: &Pod) -> PodTerms {
+        self.terms_of(pod, true)
+    }
+
+    /// What counting needs of a pod already on a node: the terms that match it and its anti-affinity
+    /// (registered by [`build`]). Its own affinity and spread only mattered when it was placed.
+    pub fn resolve_placed(&self, pod: &Pod) -> PodTerms {
+        self.terms_of(pod, false)
+    }
+
+    fn terms_of(&self, pod: &Pod, pending: bool) -> PodTerms {
+        let s = &pod.scheduling;
+        let id = |key: &str, selector: &LabelSelector, namespaces: Option<Vec<String>>| {
+            let key = self
+                .keys
+                .iter()
+                .position(|k| k == key)
+                .expect("registered key");
+            self.term_index[&Term {
+                key,
+                selector: selector.clone(),
+                namespaces,
+            }]
+        };
+        let own = |t: &PodAffinityTerm| t.matches(&pod.namespace, &pod.labels);
+        let affinity = s
+            .affinity
+            .iter()
+            .filter(|_| pending)
+            .map(|t| {
+                (
+                    id(&t.topology_key, &t.selector, t.namespaces.clone()),
+                    own(t),
+                )
+            })
+            .collect();
+        let anti = s
+            .anti_affinity
+            .iter()
+            .map(|t| id(&t.topology_key, &t.selector, t.namespaces.clone()))
+            .collect();
+        let spread = s
+            .spread
+            .iter()
+            .filter(|_| pending)
+            .map(|c| Spread {
+                term: id(
+                    &c.topology_key,
+                    &c.selector,
+                    Some(vec![pod.namespace.clone()]),
+                ),
+                max_skew: c.max_skew,
+                own: c.selector.matches(&pod.labels),
+                min_domains: c.min_domains,
+                honor_affinity: c.honor_node_affinity,
+                honor_taints: c.honor_node_taints,
+            })
+            .collect();
+        let mut matched_by = Vec::new();
+        let mut blocked_by = Vec::new();
+        for (t, term) in self.terms.iter().enumerate() {
+            if term.matches(&pod.namespace, &pod.labels) {
+                matched_by.push(t);
+                if self.held_anti[t] {
+                    blocked_by.push(t);
+                }
+            }
+        }
+        PodTerms {
+            simple: !s.has_pod_constraints() && blocked_by.is_empty(),
+            affinity,
+            anti,
+            spread,
+            matched_by,
+            blocked_by,
+        }
+    }
+
+    /// A place for `node`, with nothing on it yet. Every place is its own hostname domain.
+    pub fn place(&mut self, node: Arc<Node>, group: Option<usize>, kind: PlaceKind) -> Place {
+        let domains = (0..self.keys.len())
+            .map(|k| {
+                let fresh = |next: &mut u32| {
+                    *next += 1;
+                    *next - 1
+                };
+                if self.keys[k] == HOSTNAME_LABEL {
+                    return fresh(&mut self.next_domain[k]);
+                }
+                match node.labels.get(&self.keys[k]) {
+                    None => NO_DOMAIN,
+                    Some(value) => {
+                        if let Some(&d) = self.domains[k].get(value) {
+                            return d;
+                        }
+                        let d = fresh(&mut self.next_domain[k]);
+                        self.domains[k].insert(value.clone(), d);
+                        d
+                    }
+                }
+            })
+            .collect();
+        Place {
+            accepts: node.accepts_pods(),
+            free: node.allocatable,
+            free_extended: node.extended.clone(),
+            ports: Vec::new(),
+            contents: Vec::new(),
+            node,
+            group,
+            kind,
+            domains,
+        }
+    }
+
+    /// Another node like `template` (a group's template with its DaemonSet pods), in a hostname domain
+    /// of its own.
+    pub fn copy(&mut self, template: &Place, kind: PlaceKind) -> Place {
+        let mut place = self.place(template.node.clone(), template.group, kind);
+        place.free = template.free;
+        place.free_extended = template.free_extended.clone();
+        place.ports = template.ports.clone();
+        place
+    }
+
+    fn domain(&self, place: &Place, term: TermId) -> u32 {
+        place.domains[self.terms[term].key]
+    }
+
+    /// Whether a pod with these terms may join the pods on `place` (ports, affinity, anti-affinity,
+    /// spread). `eligible` lists the other places its spread constraints count (nodes matching its node
+    /// selector and affinity), and is read only when a spread check fails on the cached minimum.
+    pub fn allows(
+        &self,
+        pod: &PodTerms,
+        scheduling: &Scheduling,
+        place: &Place,
+        spread_min: &mut [u32],
+        eligible: &mut Eligible,
+    ) -> Result<(), Unfit> {
+        if scheduling
+            .host_ports
+            .iter()
+            .any(|p| place.ports.iter().any(|q| p.conflicts(q)))
+        {
+            return Err(Unfit::HostPorts);
+        }
+        for &(t, own) in &pod.affinity {
+            let d = self.domain(place, t);
+            let here = d != NO_DOMAIN && read(&self.counts[t], d) > 0;
+            if !(here || own && self.totals[t] == 0) {
+                return Err(Unfit::Affinity);
+            }
+        }
+        for &t in &pod.anti {
+            let d = self.domain(place, t);
+            if d != NO_DOMAIN && read(&self.counts[t], d) > 0 {
+                return Err(Unfit::AntiAffinity);
+            }
+        }
+        for &t in &pod.blocked_by {
+            let d = self.domain(place, t);
+            if d != NO_DOMAIN && read(&self.holders[t], d) > 0 {
+                return Err(Unfit::AntiAffinity);
+            }
+        }
+        // kube-scheduler's PodTopologySpread: a node must carry every constraint's key; the skew is the
+        // count in its domain (with this pod) over the minimum across the eligible domains.
+        for spread in &pod.spread {
+            if self.domain(place, spread.term) == NO_DOMAIN {
+                let t = spread.term;
+                return Err(Unfit::MissingTopology(self.keys[self.terms[t].key].clone()));
+            }
+        }
+        for (i, spread) in pod.spread.iter().enumerate() {
+            let t = spread.term;
+            let d = self.domain(place, t);
+            let after = read(&self.counts[t], d) + u32::from(spread.own);
+            // Counts only grow while a pod is being placed, so a cached minimum is a lower bound: recount
+            // only when it says no.
+            if after > spread_min[i] + spread.max_skew {
+                let mut min = read(&self.counts[t], d);
+                let mut domains = HashSet::from([d]);
+                eligible(&mut |other: &Place| {
+                    if !self.spread_domain(pod, spread, scheduling, other) {
+                        return;
+                    }
+                    let od = self.domain(other, t);
+                    min = min.min(read(&self.counts[t], od));
+                    domains.insert(od);
+                });
+                if (domains.len() as u64) < u64::from(spread.min_domains) {
+                    min = 0;
+                }
+                spread_min[i] = min;
+                if after > min + spread.max_skew {
+                    return Err(Unfit::Spread);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `place` is one of the domains `spread` counts, as kube-scheduler decides it: it has every
+    /// key the pod spreads over, and passes the pod's node affinity and taints as the policies say.
+    fn spread_domain(
+        &self,
+        pod: &PodTerms,
+        spread: &Spread,
+        scheduling: &Scheduling,
+        place: &Place,
+    ) -> bool {
+        pod.spread
+            .iter()
+            .all(|s| self.domain(place, s.term) != NO_DOMAIN)
+            && (!spread.honor_affinity
+                || scheduling.node_matches(&place.node.name, &place.node.labels))
+            && (!spread.honor_taints
+                || crate::model::taint::untolerated(&place.node.taints, &scheduling.tolerations)
+                    .is_none())
+    }
+
+    /// Puts `n` pods with these terms on `place`.
+    pub fn put(&mut self, pod: &Pod, terms: &PodTerms, place: &mut Place, n: u64) {
+        place.free = predicates::minus(place.free, &pod.demand.times(n));
+        for (name, amount) in &pod.extended {
+            if let Some(free) = place.free_extended.get_mut(name) {
+                *free = free.saturating_sub(amount.saturating_mul(n));
+            }
+        }
+        if n > 0 {
+            place
+                .ports
+                .extend(pod.scheduling.host_ports.iter().cloned());
+        }
+        self.count(terms, place, n);
+    }
+
+    /// Counts `n` pods with these terms in `place`'s domains (the counting half of [`Topology::put`]).
+    pub fn count(&mut self, terms: &PodTerms, place: &Place, n: u64) {
+        self.shift(terms, place, n, true);
+    }
+
+    /// Adds (`up`) or takes `n` pods to or from the counts of the terms that match them and the anti-affinity
+    /// they hold, in `place`'s domains.
+    fn shift(&mut self, terms: &PodTerms, place: &Place, n: u64, up: bool) {
+        let by = u32::try_from(n).unwrap_or(u32::MAX);
+        for &t in &terms.matched_by {
+            let d = self.domain(place, t);
+            if d != NO_DOMAIN {
+                if up {
+                    bump(&mut self.counts[t], d, by);
+                    self.totals[t] += n;
+                } else {
+                    drop_by(&mut self.counts[t], d, by);
+                    self.totals[t] = self.totals[t].saturating_sub(n);
+                }
+            }
+        }
+        for &t in &terms.anti {
+            let d = self.domain(place, t);
+            if d != NO_DOMAIN {
+                if up {
+                    bump(&mut self.holders[t], d, by);
+                } else {
+                    drop_by(&mut self.holders[t], d, by);
+                }
+            }
+        }
+    }
+
+    /// Takes `n` pods put with [`Topology::put`] off `place` again: their room is free and they no longer
+    /// count in its domains. Scale-down undoes a removal simulation that failed with it.
+    pub fn take(&mut self, pod: &Pod, terms: &PodTerms, place: &mut Place, n: u64) {
+        place.free = place.free.plus(pod.demand.times(n));
+        for (name, amount) in &pod.extended {
+            if let Some(free) = place.free_extended.get_mut(name) {
+                *free = free.saturating_add(amount.saturating_mul(n));
+            }
+        }
+        if n > 0 {
+            for port in &pod.scheduling.host_ports {
+                if let Some(i) = place.ports.iter().position(|p| p == port) {
+                    place.ports.swap_remove(i);
+                }
+            }
+        }
+        self.uncount(terms, place, n);
+    }
+
+    /// Takes `n` pods out of the counts of `place`'s domains, leaving its room as it is: the pods of a node
+    /// being removed stop counting where they were. Undone by [`Topology::count`].
+    pub fn uncount(&mut self, terms: &PodTerms, place: &Place, n: u64) {
+        self.shift(terms, place, n, false);
+    }
+}
