@@ -18,6 +18,23 @@ pub enum Failure {
     Loop(String),
 }
 
+/// [`simulate`] to completion on a new multi-thread runtime, for the binary. The blocking entry points are
+/// here and not generic: where `block_on` of a command's future is called, the whole program's state
+/// machines are compiled, and in the binary that had been 85 s of a 2-core cold build besides the library's.
+pub fn simulate_blocking(args: SimulateArgs) -> Result<(), Failure> {
+    runtime().block_on(simulate(args))
+}
+
+/// [`run`] to completion on a new multi-thread runtime, for the binary (see [`simulate_blocking`]).
+pub fn run_blocking(args: RunArgs) -> Result<(), Failure> {
+    runtime().block_on(run(args))
+}
+
+/// The binaries' runtime: multi-thread, so that planning on a blocking thread never stalls the loop's I/O.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Runtime::new().expect("tokio runtime")
+}
+
 pub async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
     let settings = args
         .decisions

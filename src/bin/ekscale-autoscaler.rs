@@ -56,11 +56,10 @@ fn main() -> ExitCode {
     };
     telemetry::init_at(cli.log_format, level);
     ekscale::tls::install_crypto_provider();
-    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     let result = match cli.command {
-        Command::Simulate(args) => runtime.block_on(controller::simulate(*args)),
-        Command::Run(args) => runtime.block_on(controller::run(*args)),
-        Command::Demo(args) => runtime.block_on(demo(args)),
+        Command::Simulate(args) => controller::simulate_blocking(*args),
+        Command::Run(args) => controller::run_blocking(*args),
+        Command::Demo(args) => demo(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -75,7 +74,7 @@ fn main() -> ExitCode {
     }
 }
 
-async fn demo(args: DemoArgs) -> Result<(), Failure> {
+fn demo(args: DemoArgs) -> Result<(), Failure> {
     if !args.speed.is_finite() || args.speed < 0.0 {
         return Err(Failure::Usage(format!(
             "--speed {}: give simulated seconds per real second, 0 or more",
@@ -94,9 +93,7 @@ async fn demo(args: DemoArgs) -> Result<(), Failure> {
         report: args.report.clone(),
         seed: args.seed,
     };
-    let (_, summary) = demo::run(options)
-        .await
-        .map_err(|e| Failure::Loop(e.to_string()))?;
+    let (_, summary) = demo::run_blocking(options).map_err(|e| Failure::Loop(e.to_string()))?;
     print!("\n{summary}");
     if let Some(path) = &args.report {
         println!("  report: {}", path.display());

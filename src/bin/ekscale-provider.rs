@@ -4,8 +4,6 @@ use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
 use ekscale::clock::Clock;
 use ekscale::cloud::NodeGroupBackend;
-use ekscale::cloud::aws::AwsBackend;
-use ekscale::cloud::aws::config::AwsConfig;
 use ekscale::cloud::scenario::Scenario;
 use ekscale::cloud::sim::SimBackend;
 use ekscale::provider::metrics::ProviderMetrics;
@@ -118,46 +116,7 @@ async fn main() -> anyhow::Result<()> {
             );
             Arc::new(SimBackend::new(scenario, Clock::real()))
         }
-        Backend::Aws => {
-            if args.sim_file.is_some() {
-                bail!("--sim-file is for --backend sim");
-            }
-            let text = match &args.config {
-                Some(path) => std::fs::read_to_string(path)
-                    .with_context(|| format!("reading {}", path.display()))?,
-                None => String::new(),
-            };
-            let config = AwsConfig::load(&text, args.cluster.clone(), args.region.clone())
-                .map_err(|e| {
-                    let source = args
-                        .config
-                        .as_ref()
-                        .map_or("config".into(), |p| p.display().to_string());
-                    anyhow::anyhow!("{source}: {e}")
-                })?;
-            let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
-            if let Some(region) = &config.region {
-                loader = loader.region(aws_config::Region::new(region.clone()));
-            }
-            let sdk = loader.load().await;
-            let backend = AwsBackend::new(config, &sdk, metrics.clone());
-            backend.refresh().await.with_context(|| {
-                format!(
-                    "reading the node groups of EKS cluster {}",
-                    backend.cluster()
-                )
-            })?;
-            // Groups in flux are re-read between refreshes, for as long as the process serves.
-            backend.watch_flux();
-            tracing::info!(
-                backend = "aws",
-                cluster = backend.cluster(),
-                region = sdk.region().map(|r| r.to_string()),
-                node_groups = backend.node_groups().len(),
-                "serving EKS managed node groups"
-            );
-            Arc::new(backend)
-        }
+        Backend::Aws => aws_backend(&args, &metrics).await?,
     };
     let tls = args
         .tls_cert
@@ -208,6 +167,68 @@ async fn main() -> anyhow::Result<()> {
     http_server.await??;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// EKS managed node groups on AWS: the config (file and flags) checked, then the node groups read once before
+/// the first RPC is served.
+#[cfg(feature = "aws")]
+async fn aws_backend(
+    args: &Args,
+    metrics: &Arc<ProviderMetrics>,
+) -> anyhow::Result<Arc<dyn NodeGroupBackend>> {
+    use ekscale::cloud::aws::AwsBackend;
+    use ekscale::cloud::aws::config::AwsConfig;
+    if args.sim_file.is_some() {
+        bail!("--sim-file is for --backend sim");
+    }
+    let text = match &args.config {
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+        }
+        None => String::new(),
+    };
+    let config =
+        AwsConfig::load(&text, args.cluster.clone(), args.region.clone()).map_err(|e| {
+            let source = args
+                .config
+                .as_ref()
+                .map_or("config".into(), |p| p.display().to_string());
+            anyhow::anyhow!("{source}: {e}")
+        })?;
+    let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+    if let Some(region) = &config.region {
+        loader = loader.region(aws_config::Region::new(region.clone()));
+    }
+    let sdk = loader.load().await;
+    let backend = AwsBackend::new(config, &sdk, metrics.clone());
+    backend.refresh().await.with_context(|| {
+        format!(
+            "reading the node groups of EKS cluster {}",
+            backend.cluster()
+        )
+    })?;
+    // Groups in flux are re-read between refreshes, for as long as the process serves.
+    backend.watch_flux();
+    tracing::info!(
+        backend = "aws",
+        cluster = backend.cluster(),
+        region = sdk.region().map(|r| r.to_string()),
+        node_groups = backend.node_groups().len(),
+        "serving EKS managed node groups"
+    );
+    Ok(Arc::new(backend))
+}
+
+/// A build without the `aws` feature has no AWS backend: say how to get one rather than fail later.
+#[cfg(not(feature = "aws"))]
+async fn aws_backend(
+    _args: &Args,
+    _metrics: &Arc<ProviderMetrics>,
+) -> anyhow::Result<Arc<dyn NodeGroupBackend>> {
+    bail!(
+        "--backend aws: this build leaves the AWS backend out; build with `cargo build --release --features aws` \
+         (deploy/Dockerfile does)"
+    )
 }
 
 /// A future that resolves on SIGINT or SIGTERM; both handlers are installed when this returns.

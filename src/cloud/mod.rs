@@ -4,6 +4,7 @@
 //! instances) never wait on the cloud, and carries out size changes the provider has already validated.
 //! The rules of the protocol (bounds, membership, all-or-nothing deletes) live once, in `provider`.
 
+#[cfg(feature = "aws")]
 pub mod aws;
 pub mod fargate;
 pub mod instance_types;

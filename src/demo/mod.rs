@@ -53,6 +53,12 @@ pub fn hms(at: Duration) -> String {
     format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
+/// [`run`] to completion on a new multi-thread runtime, for the binary (see
+/// [`crate::autoscaler::controller::simulate_blocking`] for why it is here).
+pub fn run_blocking(options: Options) -> Result<(Record, String), DemoError> {
+    crate::autoscaler::controller::runtime().block_on(run(options))
+}
+
 /// Plays the script; prints progress and decisions as they happen, and returns the record and summary.
 pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
     let started = Instant::now();

@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod companion;
 pub mod faults;
 pub mod kube_api;
+#[cfg(feature = "aws")]
 pub mod moto;
 pub mod rss;
 pub mod tools;
