@@ -30,7 +30,7 @@ pub fn run_blocking(args: RunArgs) -> Result<(), Failure> {
     runtime().block_on(run(args))
 }
 
-/// The binaries' runtime: multi-thread, so that planning on a blocking thread never stalls the loop's I/O.
+/// The companion's runtime: multi-thread, so that planning on a blocking thread never stalls the loop's I/O.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Runtime::new().expect("tokio runtime")
 }
