@@ -3,9 +3,10 @@
 //! A node group is served whole or not at all: one that is not ACTIVE/UPDATING, whose ASG cannot be
 //! found, or whose instance type EC2 does not know is left out, with a log line and a metric.
 
+use super::AwsBackend;
 use super::calls::sdk_error;
 use super::instance_types::InstanceFacts;
-use super::{AsgInstance, AwsBackend, Group};
+use super::view::{AsgInstance, Group};
 use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
 use crate::cloud::{
     CloudError, FargateProfile, FargateSelector, InstanceError, InstanceErrorClass,

@@ -10,18 +10,19 @@ pub mod calls;
 pub mod config;
 mod discovery;
 pub mod instance_types;
+mod view;
 
 use self::calls::{Calls, sdk_error};
 use self::config::AwsConfig;
 use self::instance_types::InstanceTypes;
+use self::view::{Group, View};
 use super::fargate::FargateRates;
 use super::{
-    CloudError, CloudObserver, FargateProfile, Instance, InstanceError, InstanceState,
-    NodeGroupBackend, NodeGroupSpec,
+    CloudError, CloudObserver, FargateProfile, Instance, InstanceState, NodeGroupBackend,
+    NodeGroupSpec,
 };
 use async_trait::async_trait;
 use aws_sdk_autoscaling::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_autoscaling::types::{AutoScalingGroup, LifecycleState};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -54,151 +55,6 @@ pub struct State {
     changes: AtomicU64,
     /// Counts the re-reads of groups in flux that took what AWS answered.
     settled: tokio::sync::watch::Sender<u64>,
-}
-
-/// The cloud as of the last refresh, kept current by our own changes.
-#[derive(Default)]
-struct View {
-    groups: Vec<Group>,
-    by_id: HashMap<String, usize>,
-    /// providerID of every instance -> index of its group.
-    index: HashMap<String, usize>,
-    fargate: Vec<FargateProfile>,
-    refreshed_at: Option<Instant>,
-}
-
-struct Group {
-    spec: Arc<NodeGroupSpec>,
-    asg: String,
-    zones: Vec<String>,
-    desired: i32,
-    instances: Vec<AsgInstance>,
-    /// Why the ASG could not launch what it was asked for, from its last scaling activity.
-    failure: Option<InstanceError>,
-    /// The backend's change counter when we last changed or re-read this group (0: never).
-    changed: u64,
-    /// A change AWS did not answer in time may or may not have happened: until the ASG is read back, the
-    /// group takes no other change (a retried IncreaseSize must not become a double one).
-    uncertain: bool,
-}
-
-#[derive(Clone)]
-struct AsgInstance {
-    provider_id: String,
-    instance_id: String,
-    state: InstanceState,
-}
-
-impl Group {
-    fn live(&self) -> usize {
-        self.instances
-            .iter()
-            .filter(|i| i.state != InstanceState::Deleting)
-            .count()
-    }
-
-    /// Desired capacity not met by live instances, or instances still launching or terminating.
-    fn in_flux(&self) -> bool {
-        usize::try_from(self.desired).ok() != Some(self.live())
-            || self
-                .instances
-                .iter()
-                .any(|i| i.state != InstanceState::Running)
-    }
-
-    fn placeholders(&self) -> usize {
-        usize::try_from(self.desired)
-            .unwrap_or(0)
-            .saturating_sub(self.live())
-    }
-
-    /// Placeholder ids as upstream's AWS provider writes them: `i-placeholder-<asg>-<n>`, first zone.
-    fn placeholder_id(&self, n: usize) -> String {
-        let zone = self.zones.first().map_or("unknown", String::as_str);
-        format!("aws:///{zone}/i-placeholder-{}-{n}", self.asg)
-    }
-
-    /// Whether `instance_id` is one of this group's placeholders now (`aws:///<zone>/i-placeholder-<asg>-<n>`
-    /// with `n` below the number of placeholders). Only ids of that form are placeholders.
-    fn is_placeholder(&self, instance_id: &str) -> bool {
-        instance_id
-            .rsplit_once('-')
-            .and_then(|(_, n)| n.parse::<usize>().ok())
-            .is_some_and(|n| n < self.placeholders() && self.placeholder_id(n) == instance_id)
-    }
-
-    /// Takes the ASG's current desired capacity and instances.
-    fn apply(&mut self, asg: &AutoScalingGroup) {
-        self.desired = asg.desired_capacity().unwrap_or(self.desired);
-        self.instances = asg
-            .instances()
-            .iter()
-            .filter_map(|i| {
-                let instance_id = i.instance_id()?;
-                let zone = i.availability_zone()?;
-                let state = instance_state(i.lifecycle_state()?)?;
-                Some(AsgInstance {
-                    provider_id: format!("aws:///{zone}/{instance_id}"),
-                    instance_id: instance_id.into(),
-                    state,
-                })
-            })
-            .collect();
-        if self.placeholders() == 0 {
-            self.failure = None;
-        }
-    }
-}
-
-/// ASG lifecycle states as cluster-autoscaler's instance states; warm-pool instances are not capacity.
-fn instance_state(state: &LifecycleState) -> Option<InstanceState> {
-    let name = state.as_str();
-    if name.starts_with("Warmed") {
-        None
-    } else if name.starts_with("Pending") {
-        Some(InstanceState::Creating)
-    } else if name.starts_with("Terminat") || name.starts_with("Detach") {
-        Some(InstanceState::Deleting)
-    } else {
-        // InService, Standby and the transitions into it: a node that exists.
-        Some(InstanceState::Running)
-    }
-}
-
-impl View {
-    fn reindex(&mut self) {
-        self.by_id = self
-            .groups
-            .iter()
-            .enumerate()
-            .map(|(i, g)| (g.spec.id.clone(), i))
-            .collect();
-        self.index = self
-            .groups
-            .iter()
-            .enumerate()
-            .flat_map(|(i, g)| {
-                g.instances
-                    .iter()
-                    .map(move |inst| (inst.provider_id.clone(), i))
-            })
-            .collect();
-    }
-
-    fn group(&self, id: &str) -> Result<&Group, CloudError> {
-        self.by_id
-            .get(id)
-            .map(|&i| &self.groups[i])
-            .ok_or_else(|| CloudError::NodeGroupNotFound(id.into()))
-    }
-
-    fn group_mut(&mut self, id: &str) -> Result<&mut Group, CloudError> {
-        let i = *self
-            .by_id
-            .get(id)
-            .ok_or_else(|| CloudError::NodeGroupNotFound(id.into()))?;
-        Ok(&mut self.groups[i])
-    }
 }
 
 impl AwsBackend {
