@@ -83,12 +83,33 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
         summary.contains("headroom web-buffer (general): 2 pod(s) of 500m/1Gi: 2 fit in free room"),
         "{summary}"
     );
+    // The CapacityBuffers: one chunk from a PodTemplate all day; a fifth of web's replicas, rounded up, while
+    // web runs (14 replicas: 3 chunks), none once its HPA scaled it in.
+    assert!(
+        summary.contains(
+            "capacity buffer default/api-spare: 1 chunk(s) of 250m/512Mi: 1 in free room, 0 in this loop's \
+             scale-ups, 0 unmet; ReadyForProvisioning True (AttributesSetSuccessfully), Provisioning True \
+             (FakePodsInjected)"
+        ),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("capacity buffer default/web-burst: 0 chunk(s) of 500m/1Gi"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("Provisioning False (BufferIsEmpty): CapacityBuffer has zero replicas"),
+        "{summary}"
+    );
+    let burst = stdout.find("capacity buffer   default/web-burst: 3 chunk(s) of 500m/1Gi");
+    let gone = stdout.find("capacity buffer   default/web-burst: 0 chunk(s) of 500m/1Gi");
+    assert!(burst.is_some() && gone > burst, "{stdout}");
     // Decisions were printed as they happened, with their reasons.
     assert!(stdout.contains("scale-up          general +"), "{stdout}");
     assert!(stdout.contains("scale-down        ip-"), "{stdout}");
     assert!(stdout.contains("fargate           serverless/fn-0 -> profile serverless"));
 
-    // The report: one self-contained page, four charts of well-formed SVG with a point per loop.
+    // The report: one self-contained page, five charts of well-formed SVG with a point per loop.
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(
@@ -119,11 +140,12 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
         charts += 1;
         rest = &rest[end..];
     }
-    assert_eq!(charts, 4, "nodes, pending, utilization, cost");
+    assert_eq!(charts, 5, "nodes, pending, utilization, buffers, cost");
     for title in [
         "Nodes per node group",
         "Pending pods",
         "CPU utilization",
+        "Capacity buffers",
         "Cost",
     ] {
         assert!(html.contains(title), "{title}");
@@ -131,12 +153,12 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
     assert!(html.contains("<td>scale-down</td>"));
     assert!(html.contains("never placed: default/huge-0"));
 
-    // And it renders: headless Chromium builds the same four charts from it, and its screenshot holds far
+    // And it renders: headless Chromium builds the same five charts from it, and its screenshot holds far
     // more than an empty page's.
     let url = format!("file://{}", report.display());
     let dom = chromium(&["--dump-dom", &url]);
-    assert_eq!(dom.matches("<svg").count(), 4, "{dom}");
-    assert!(dom.matches("<polyline").count() >= 4 + record_groups(&html));
+    assert_eq!(dom.matches("<svg").count(), 5, "{dom}");
+    assert!(dom.matches("<polyline").count() >= 5 + record_groups(&html));
     let blank = dir.path().join("blank.html");
     std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
     let shot = |page: &Path, name: &str| {

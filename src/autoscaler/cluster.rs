@@ -1,6 +1,8 @@
 //! Where the companion reads the cluster from. Every source hands out the same converted view; the live
 //! one (kube) keeps it current from watches, so asking is cheap and a loop never waits on the API server.
 
+use super::buffers::Resolved;
+use crate::k8s::capacity_buffer::BufferObjects;
 use crate::k8s::snapshot::{self, SnapshotError};
 use crate::model::pdb::Pdb;
 use crate::model::{Node, Pod, Taint};
@@ -18,6 +20,8 @@ pub struct ClusterView {
     /// One pod per DaemonSet, as its template would run on a new node (from a live cluster, or the
     /// DaemonSet objects of a snapshot; without them, the DaemonSet pods that run stand for them).
     pub daemonsets: Vec<Pod>,
+    /// CapacityBuffers, and the PodTemplates and scalable objects they may name.
+    pub buffers: BufferObjects,
     /// When this view was true: the clock ages are measured against.
     pub now: Option<SystemTime>,
 }
@@ -73,6 +77,14 @@ pub trait ClusterSource: Send + Sync {
         Err(ClusterError::ReadOnly(format!("node {node}")))
     }
 
+    /// Writes a CapacityBuffer's status subresource, in the version it was read as.
+    async fn write_buffer_status(&self, buffer: &Resolved) -> Result<(), ClusterError> {
+        Err(ClusterError::ReadOnly(format!(
+            "CapacityBuffer {}",
+            buffer.key()
+        )))
+    }
+
     /// Evicts pod `namespace/name` through the Eviction API (which enforces PodDisruptionBudgets), giving
     /// it `grace` to stop.
     async fn evict(
@@ -109,6 +121,7 @@ impl Snapshot {
                 pods: parsed.pods,
                 pdbs: parsed.pdbs,
                 daemonsets: parsed.daemonsets,
+                buffers: parsed.buffers,
                 now: parsed.newest,
             }),
         })

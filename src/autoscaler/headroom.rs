@@ -15,20 +15,73 @@ use crate::model::{Labels, Node, Pod, Resources};
 use serde::Deserialize;
 use std::sync::Arc;
 
-/// Virtual pods live in this namespace, so that they are told apart in every report.
+/// A policy's virtual pods live in this namespace, so that they are told apart in every report.
 pub const NAMESPACE: &str = "headroom";
 
-/// Whether `pod` (`namespace/name`, as reports write pods) is one of headroom's virtual pods.
+/// A CapacityBuffer's virtual pods are `<namespace>/capacity-buffer-<buffer>-<i>`, as cluster-autoscaler
+/// names its fake pods.
+const BUFFER_POD_PREFIX: &str = "capacity-buffer-";
+
+/// Whether `pod` (`namespace/name`) is named as a policy's or a buffer's virtual pods are. (A real pod named
+/// `capacity-buffer-<x>-<n>` would pass for one: it would get no scale-up events.)
 pub fn is_virtual(pod: &str) -> bool {
-    policy_of(pod).is_some()
+    Owner::of(pod).is_some()
 }
 
-/// The policy a virtual pod (`headroom/<policy>-<i>`) reserves room for.
-pub fn policy_of(pod: &str) -> Option<&str> {
-    pod.strip_prefix(NAMESPACE)?
-        .strip_prefix('/')?
-        .rsplit_once('-')
-        .map(|(policy, _)| policy)
+/// Whom room is kept for: a `--headroom-config` policy or a CapacityBuffer.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Owner {
+    Policy(String),
+    Buffer { namespace: String, name: String },
+}
+
+impl Owner {
+    /// The owner of a virtual pod (`namespace/name`, as reports write pods).
+    pub fn of(pod: &str) -> Option<Owner> {
+        let (namespace, name) = pod.split_once('/')?;
+        let (owner, index) = name.rsplit_once('-')?;
+        index.parse::<u32>().ok()?;
+        if namespace == NAMESPACE {
+            return Some(Owner::Policy(owner.to_string()));
+        }
+        let buffer = owner.strip_prefix(BUFFER_POD_PREFIX)?;
+        Some(Owner::Buffer {
+            namespace: namespace.to_string(),
+            name: buffer.to_string(),
+        })
+    }
+
+    /// The `i`th virtual pod's namespace and name (a policy's count from 0, a buffer's from 1, as upstream's).
+    fn pod(&self, i: u32) -> (&str, String) {
+        match self {
+            Owner::Policy(policy) => (NAMESPACE, format!("{policy}-{i}")),
+            Owner::Buffer { namespace, name } => {
+                (namespace, format!("{BUFFER_POD_PREFIX}{name}-{}", i + 1))
+            }
+        }
+    }
+}
+
+/// Room kept free: `count` virtual pending pods made from `chunk`, for `owner`. The pods are movable like a
+/// Deployment's and rank below real pods of the default priority, so real pods take their room first; they
+/// are never created in the cluster, so a chunk is never a reason to evict anything.
+pub fn virtual_pods(owner: &Owner, chunk: &Pod, count: u32) -> impl Iterator<Item = Pod> {
+    (0..count).map(move |i| {
+        let (namespace, name) = owner.pod(i);
+        let mut pod = chunk.clone();
+        pod.namespace = namespace.to_string();
+        pod.name = name;
+        pod.node_name = None;
+        pod.nominated_node = None;
+        pod.phase = crate::model::pod::Phase::Pending;
+        // As if the scheduler had found no node for it: it is what the loop makes room for.
+        pod.unschedulable = true;
+        pod.deleted = None;
+        pod.priority = Some(-1);
+        pod.disruption.safe_to_evict = SafeToEvict::Yes;
+        pod.json = None;
+        pod
+    })
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -277,10 +330,16 @@ impl Policy {
         }
     }
 
-    /// `count` virtual pending pods of the policy's shape (in its group, when it has one). They are movable
-    /// like a Deployment's pods and rank below real pods of the default priority.
-    pub fn pods(&self, count: u32) -> Vec<Pod> {
-        let scheduling = Arc::new(crate::model::pod::Scheduling {
+    /// One reserved pod: the policy's shape (in its group, when it has one).
+    pub fn chunk(&self) -> Pod {
+        let mut pod = Pod::pending(NAMESPACE, &self.name, self.shape);
+        pod.labels = Labels::from([("ekscale.io/headroom".to_string(), self.name.clone())]);
+        pod.controller = Some(Controller {
+            kind: "ReplicaSet".into(),
+            name: self.name.clone(),
+            uid: format!("headroom-{}", self.name),
+        });
+        pod.scheduling = Arc::new(crate::model::pod::Scheduling {
             node_selector: self
                 .node_group
                 .iter()
@@ -288,21 +347,13 @@ impl Policy {
                 .collect(),
             ..Default::default()
         });
-        (0..count)
-            .map(|i| {
-                let mut pod = Pod::pending(NAMESPACE, &format!("{}-{i}", self.name), self.shape);
-                pod.labels = Labels::from([("ekscale.io/headroom".to_string(), self.name.clone())]);
-                pod.priority = Some(-1);
-                pod.controller = Some(Controller {
-                    kind: "ReplicaSet".into(),
-                    name: self.name.clone(),
-                    uid: format!("headroom-{}", self.name),
-                });
-                pod.disruption.safe_to_evict = SafeToEvict::Yes;
-                pod.scheduling = scheduling.clone();
-                pod
-            })
-            .collect()
+        pod
+    }
+
+    /// `count` virtual pending pods of the policy's shape.
+    pub fn pods(&self, count: u32) -> Vec<Pod> {
+        let owner = Owner::Policy(self.name.clone());
+        virtual_pods(&owner, &self.chunk(), count).collect()
     }
 
     /// `500m/1Gi` for reports.
@@ -382,6 +433,11 @@ mod tests {
         assert_eq!(fixed.reserved(&capacity(3, 4)), 5);
         let pods = fixed.pods(2);
         assert_eq!(pods[0].key(), "headroom/web-0");
+        assert_eq!(
+            Owner::of("headroom/web-0"),
+            Some(Owner::Policy("web".into()))
+        );
+        assert_eq!(pods[0].priority, Some(-1));
         assert_eq!(pods[0].demand.cpu_millis, 1000);
         assert_eq!(
             pods[0].scheduling.node_selector[NODE_GROUP_LABEL],
@@ -390,6 +446,36 @@ mod tests {
         // 20% of 10 nodes x 4 cores = 8 cores, in 1-CPU pods: 8 (memory: 20% of 160 GiB in 2 GiB pods: 16).
         let percent = policy("{name: p, percent: 20}");
         assert_eq!(percent.reserved(&capacity(10, 4)), 16);
+    }
+
+    #[test]
+    fn a_buffers_virtual_pods_are_named_as_upstream_names_them_and_found_again() {
+        let owner = Owner::Buffer {
+            namespace: "shop".into(),
+            name: "web-spare".into(),
+        };
+        let mut chunk = Pod::pending("shop", "web-template", Resources::default());
+        chunk.priority = Some(1000);
+        let pods: Vec<Pod> = virtual_pods(&owner, &chunk, 2).collect();
+        let keys: Vec<String> = pods.iter().map(Pod::key).collect();
+        assert_eq!(
+            keys,
+            [
+                "shop/capacity-buffer-web-spare-1",
+                "shop/capacity-buffer-web-spare-2"
+            ]
+        );
+        assert_eq!(pods[1].priority, Some(-1));
+        assert_eq!(Owner::of(&keys[1]), Some(owner));
+        // Real pods are nobody's.
+        for real in [
+            "shop/web-5d8f-x2x",
+            "shop/capacity-buffer-x",
+            "headroom",
+            "shop/db-0-x",
+        ] {
+            assert_eq!(Owner::of(real), None, "{real}");
+        }
     }
 
     #[test]

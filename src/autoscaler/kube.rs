@@ -1,10 +1,12 @@
 //! The live cluster, through kube-rs: reflector caches of nodes, pods (all namespaces),
-//! PodDisruptionBudgets and DaemonSets, kept current by watches, so that a loop reads memory and never waits on the API
+//! PodDisruptionBudgets, DaemonSets (and CapacityBuffers with what they name, in kube_buffers), kept current by watches, so that a loop reads memory and never waits on the API
 //! server; a trigger that fires when a pod turns Unschedulable (to start a loop early, as
 //! cluster-autoscaler's frequent loops do); and the actions scale-down needs: node taints (patched against the
 //! version read, so a concurrent change is not overwritten) and evictions through the Eviction API.
 
+use super::buffers::Resolved;
 use super::cluster::{ClusterError, ClusterSource, ClusterView};
+use super::kube_buffers::BufferWatches;
 use crate::k8s::objects;
 use crate::model::Taint;
 use futures::StreamExt;
@@ -19,7 +21,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::Notify;
 
 /// The field manager our patches are made as.
-const MANAGER: &str = "ekscale-autoscaler";
+pub(super) const MANAGER: &str = "ekscale-autoscaler";
 
 pub struct Kube {
     client: kube::Client,
@@ -27,6 +29,8 @@ pub struct Kube {
     pods: Store<Pod>,
     pdbs: Store<PodDisruptionBudget>,
     daemonsets: Store<DaemonSet>,
+    /// CapacityBuffers and what they name, when the cluster serves them.
+    buffers: Option<BufferWatches>,
     unschedulable: Arc<Notify>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -131,12 +135,14 @@ impl Kube {
             ),
         );
         tasks.push(tokio::spawn(drive(stream.applied_objects(), |_| {})));
+        let buffers = BufferWatches::start(&client, |task| tasks.push(tokio::spawn(task))).await?;
         let source = Kube {
             client,
             nodes,
             pods,
             pdbs,
             daemonsets,
+            buffers,
             unschedulable: unschedulable_pods,
             tasks,
         };
@@ -160,7 +166,7 @@ impl Kube {
 
 /// Runs a reflector's stream for as long as the source lives; watch errors are logged and retried by the
 /// watcher with its backoff.
-async fn drive<K, S>(stream: S, mut each: impl FnMut(&K) + Send)
+pub(super) async fn drive<K, S>(stream: S, mut each: impl FnMut(&K) + Send)
 where
     S: futures::Stream<Item = Result<K, watcher::Error>> + Send,
 {
@@ -250,6 +256,9 @@ impl ClusterSource for Kube {
                 Err(e) => tracing::warn!(error = %e, "DaemonSet left out of the loop"),
             }
         }
+        if let Some(buffers) = &self.buffers {
+            view.buffers = buffers.objects();
+        }
         Ok(Arc::new(view))
     }
 
@@ -274,6 +283,15 @@ impl ClusterSource for Kube {
     async fn untaint(&self, node: &str, key: &str) -> Result<(), ClusterError> {
         self.change_taints(node, |taints| taints.retain(|t| t.key != key))
             .await
+    }
+
+    async fn write_buffer_status(&self, buffer: &Resolved) -> Result<(), ClusterError> {
+        match &self.buffers {
+            Some(watches) => watches.write_status(buffer).await,
+            None => Err(ClusterError::Kube(
+                "the cluster serves no CapacityBuffers".into(),
+            )),
+        }
     }
 
     async fn evict(

@@ -4,6 +4,7 @@ pub mod actuation; // carries out a scale-down: taint, evict, delete, one step p
 pub mod backoff; // node group backoff after failed scale-ups
 pub mod balance; // similar node groups, and a scale-up spread over them
 pub mod binpack; // the estimator: first-fit decreasing, several orderings, the tightest kept
+pub mod buffers; // the CapacityBuffer controller: each buffer's spec into a chunk and a count, and its conditions
 pub mod classify; // pods by what the loop does with them; batching of new pods
 pub mod client; // the provider client, with cluster-autoscaler's caching rules
 pub mod cluster; // where the cluster is read from: the ClusterSource trait, snapshots
@@ -19,6 +20,7 @@ pub mod headroom; // capacity kept free ahead of demand, as virtual pending pods
 pub mod health; // cluster and node group health: unready nodes stop the loop or a group's scale-up
 pub mod http; // /metrics, /health-check, /snapshotz
 pub mod kube; // the live cluster: reflector caches, an unschedulable-pod trigger, taints and evictions
+pub mod kube_buffers; // CapacityBuffers, PodTemplates and scalable objects watched; buffer status written
 pub mod last_loop; // what /health-check and /snapshotz serve: liveness and the last decisions
 pub mod leader; // leader election on a Lease: one replica acts, and stops at once when it loses
 pub mod metrics; // ekscale_* metrics, named after cluster-autoscaler's

@@ -3,6 +3,7 @@
 //! be, plan scale-ups for the rest, act (unless dry), and record why for every pod.
 
 use super::backoff::{Backoff, BackoffSettings};
+use super::buffers;
 use super::classify;
 use super::client::{ClientError, ProviderClient};
 use super::cluster::{ClusterSource, ClusterView};
@@ -10,20 +11,23 @@ use super::cluster_snapshot::{self, ClusterSnapshot};
 use super::cluster_state::{self, ClusterState, Counts, GroupFacts};
 use super::expander::Expander;
 use super::fargate::FargateAnswers;
-use super::headroom::{self, Capacity, Policy};
+use super::headroom::{Capacity, Owner, Policy, virtual_pods};
 use super::health::{HealthSettings, Judge};
 use super::pricing::PriceBook;
 use super::scaledown;
 use super::scaledown_policy::{Context, ScaleDownPolicy};
 use super::scaleup::{self, Group, Limits, Pending};
-use super::status::{GroupStatus, HeadroomStatus, NoScaleUp, ScaleUp, Status};
+use super::status::{
+    CapacityBufferStatus, ConditionStatus, GroupStatus, HeadroomStatus, NoScaleUp, ScaleUp, Shape,
+    Status,
+};
 use crate::model::Pod;
 use crate::model::fargate;
 use crate::model::pod::LabelProjection;
 use crate::model::taint::TO_BE_DELETED_TAINT;
 use crate::simulator::equivalence;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -164,7 +168,7 @@ impl RunOnce {
 
         // Pods: what needs help, what Fargate takes, what holds room; in equivalence groups.
         // Headroom's virtual pods go after the real ones, so real pods keep their indices.
-        let reserved = self.headroom(view, &mut status);
+        let reserved = self.headroom(view, now, &mut status);
         let pods: Cow<[Pod]> = if reserved.is_empty() {
             Cow::Borrowed(&view.pods)
         } else {
@@ -275,7 +279,10 @@ impl RunOnce {
         }
 
         status.node_groups = group_statuses(&facts, &counts, &groups);
-        headroom_outcome(&mut status);
+        headroom_outcome(&mut status, now);
+        if let Some(cluster) = self.actor() {
+            write_buffer_statuses(cluster.as_ref(), &mut status).await;
+        }
         status.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(status)
     }
@@ -426,8 +433,9 @@ impl RunOnce {
         }
     }
 
-    /// Headroom's virtual pods for this loop, each policy sized on the cluster as it is now.
-    fn headroom(&self, view: &ClusterView, status: &mut Status) -> Vec<Pod> {
+    /// The room kept free this loop, as virtual pods: each headroom policy sized on the cluster as it is
+    /// now, and each CapacityBuffer resolved (the buffer controller's part, done here every loop).
+    fn headroom(&self, view: &ClusterView, now: SystemTime, status: &mut Status) -> Vec<Pod> {
         let mut pods = Vec::new();
         for policy in &self.settings.headroom {
             let capacity = Capacity::of(&view.nodes, policy.node_group.as_deref());
@@ -441,6 +449,31 @@ impl RunOnce {
                 placed: 0,
                 scale_up: 0,
                 unmet: 0,
+            });
+        }
+        for read in &view.buffers.buffers {
+            let resolved = buffers::resolve(read, &view.buffers, now);
+            let owner = Owner::Buffer {
+                namespace: resolved.namespace.clone(),
+                name: resolved.name.clone(),
+            };
+            if let Some(chunk) = &resolved.chunk {
+                pods.extend(virtual_pods(&owner, chunk, resolved.reserved()));
+            }
+            status.capacity_buffers.push(CapacityBufferStatus {
+                name: resolved.name.clone(),
+                namespace: resolved.namespace.clone(),
+                desired_chunks: resolved.chunks,
+                chunk: resolved.chunk.as_ref().map(|c| Shape {
+                    cpu: crate::k8s::quantity::cpu(c.demand.cpu_millis),
+                    memory: crate::k8s::quantity::bytes(c.demand.memory_bytes),
+                }),
+                in_free_room: 0,
+                in_scale_up: 0,
+                unmet: 0,
+                unmet_reasons: BTreeMap::new(),
+                conditions: Vec::new(),
+                resolved: Some(Box::new(resolved)),
             });
         }
         pods
@@ -486,18 +519,81 @@ fn group_statuses(facts: &[GroupFacts], counts: &[Counts], groups: &[Group]) -> 
         .collect()
 }
 
-/// Where each headroom policy's virtual pods ended up this loop.
-fn headroom_outcome(status: &mut Status) {
+/// Where each policy's and buffer's virtual pods ended up this loop, and each buffer's `Provisioning`.
+fn headroom_outcome(status: &mut Status, now: SystemTime) {
+    if status.headroom.is_empty() && status.capacity_buffers.is_empty() {
+        return;
+    }
+    // One pass over the reports, by owner: placed, in a scale-up, unmet (with the first unmet one's reasons).
+    #[derive(Default)]
+    struct Outcome<'a> {
+        placed: usize,
+        scale_up: usize,
+        unmet: usize,
+        why: Option<&'a NoScaleUp>,
+    }
+    let mut outcomes: HashMap<Owner, Outcome> = HashMap::new();
+    for p in &status.placed {
+        if let Some(owner) = Owner::of(&p.pod) {
+            outcomes.entry(owner).or_default().placed += 1;
+        }
+    }
+    for pod in status.scale_up.iter().flat_map(|s| s.pods.iter()) {
+        if let Some(owner) = Owner::of(pod) {
+            outcomes.entry(owner).or_default().scale_up += 1;
+        }
+    }
+    for n in &status.no_scale_up {
+        if let Some(owner) = Owner::of(&n.pod) {
+            let outcome = outcomes.entry(owner).or_default();
+            outcome.unmet += 1;
+            outcome.why.get_or_insert(n);
+        }
+    }
+    let mut outcome_of = |owner: Owner| outcomes.remove(&owner).unwrap_or_default();
     for h in &mut status.headroom {
-        let mine = |pod: &str| headroom::policy_of(pod) == Some(h.policy.as_str());
-        h.placed = status.placed.iter().filter(|p| mine(&p.pod)).count();
-        h.scale_up = status
-            .scale_up
-            .iter()
-            .flat_map(|s| s.pods.iter())
-            .filter(|p| mine(p))
-            .count();
-        h.unmet = status.no_scale_up.iter().filter(|p| mine(&p.pod)).count();
+        let outcome = outcome_of(Owner::Policy(h.policy.clone()));
+        (h.placed, h.scale_up, h.unmet) = (outcome.placed, outcome.scale_up, outcome.unmet);
+    }
+    for b in &mut status.capacity_buffers {
+        let outcome = outcome_of(Owner::Buffer {
+            namespace: b.namespace.clone(),
+            name: b.name.clone(),
+        });
+        (b.in_free_room, b.in_scale_up, b.unmet) =
+            (outcome.placed, outcome.scale_up, outcome.unmet);
+        if let Some(why) = outcome.why {
+            b.unmet_reasons = why.reasons.clone();
+        }
+        if let Some(resolved) = &mut b.resolved {
+            let why = outcome.why.map(NoScaleUp::describe_reasons);
+            resolved.provisioned(outcome.unmet, why.as_deref(), now);
+            b.conditions = (resolved.status.conditions.iter())
+                .map(|c| ConditionStatus {
+                    kind: c.type_.clone(),
+                    status: c.status.clone(),
+                    reason: c.reason.clone(),
+                    message: c.message.clone(),
+                })
+                .collect();
+        }
+    }
+}
+
+/// Writes each CapacityBuffer's status where it changed (the buffer controller's and the autoscaler's
+/// conditions at once); a buffer whose status could not be written says so in the loop's errors.
+async fn write_buffer_statuses(cluster: &dyn ClusterSource, status: &mut Status) {
+    for b in &status.capacity_buffers {
+        let Some(resolved) = b.resolved.as_ref().filter(|r| r.changed()) else {
+            continue;
+        };
+        let written = cluster.write_buffer_status(resolved).await;
+        if let Err(e) = written {
+            let key = resolved.key();
+            status
+                .errors
+                .push(format!("CapacityBuffer {key}: status not written: {e}"));
+        }
     }
 }
 

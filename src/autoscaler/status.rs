@@ -19,6 +19,8 @@ pub struct Status {
     pub fargate: Vec<FargatePod>,
     /// Headroom policies: what each reserves and where that room is.
     pub headroom: Vec<HeadroomStatus>,
+    /// CapacityBuffers: what each asks for, where its chunks are, the status it is given.
+    pub capacity_buffers: Vec<CapacityBufferStatus>,
     pub no_scale_up: Vec<NoScaleUp>,
     /// Pending pods that fit on existing nodes or on nodes already requested: no new node for them.
     pub placed: Vec<Placed>,
@@ -84,6 +86,78 @@ pub struct HeadroomStatus {
     pub scale_up: usize,
     /// How many no node group can hold (see `noScaleUp` for `headroom/...` pods).
     pub unmet: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CapacityBufferStatus {
+    pub name: String,
+    pub namespace: String,
+    /// Chunks it asks for now (0 when it is not ready or not ours to provision).
+    pub desired_chunks: u32,
+    /// One chunk's requests; null when the buffer resolves to no pod.
+    pub chunk: Option<Shape>,
+    /// Of the chunks, how many fit in free room on registered or upcoming nodes.
+    pub in_free_room: usize,
+    /// How many the loop's scale-ups add room for.
+    pub in_scale_up: usize,
+    /// How many no node group can hold, with why, by node group (as `noScaleUp` says it).
+    pub unmet: usize,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub unmet_reasons: BTreeMap<String, String>,
+    /// Its conditions as the status subresource gets them.
+    pub conditions: Vec<ConditionStatus>,
+    /// The resolved buffer: its chunk and the status to write back.
+    #[serde(skip)]
+    pub resolved: Option<Box<super::buffers::Resolved>>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Shape {
+    pub cpu: String,
+    pub memory: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ConditionStatus {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+}
+
+impl CapacityBufferStatus {
+    /// `shop/web-spare: 3 chunk(s) of 500m/1Gi: 2 in free room, 1 in this loop's scale-ups, 0 unmet;
+    /// ReadyForProvisioning True, Provisioning True (FakePodsInjected)`.
+    pub fn describe(&self) -> String {
+        let shape = self
+            .chunk
+            .as_ref()
+            .map_or("no pod".to_string(), |c| format!("{}/{}", c.cpu, c.memory));
+        let conditions: Vec<String> = self
+            .conditions
+            .iter()
+            .map(|c| {
+                let why = if c.status == "True" {
+                    String::new()
+                } else {
+                    format!(": {}", c.message)
+                };
+                format!("{} {} ({}){why}", c.kind, c.status, c.reason)
+            })
+            .collect();
+        format!(
+            "{}/{}: {} chunk(s) of {shape}: {} in free room, {} in this loop's scale-ups, {} unmet; {}",
+            self.namespace,
+            self.name,
+            self.desired_chunks,
+            self.in_free_room,
+            self.in_scale_up,
+            self.unmet,
+            conditions.join(", ")
+        )
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -390,6 +464,16 @@ impl Status {
             let _ = writeln!(out, "\nHeadroom");
             for h in &self.headroom {
                 let _ = writeln!(out, "  {}", h.describe());
+            }
+        }
+        if !self.capacity_buffers.is_empty() {
+            let _ = writeln!(out, "\nCapacity buffers");
+            for b in &self.capacity_buffers {
+                let _ = writeln!(out, "  {}", b.describe());
+                for (group, why) in &b.unmet_reasons {
+                    let group = if group.is_empty() { "all" } else { group };
+                    let _ = writeln!(out, "    {group}: {why}");
+                }
             }
         }
         if !self.placed.is_empty() {

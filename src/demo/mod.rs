@@ -11,6 +11,7 @@ use crate::autoscaler::cluster::ClusterSource;
 use crate::autoscaler::runonce::{RunOnce, Settings};
 use crate::clock::Clock;
 use crate::cloud::sim::SimBackend;
+use crate::k8s::capacity_buffer::Scalable;
 use crate::k8s::objects;
 use crate::proto::externalgrpc::ExternalGrpcNode;
 use crate::provider::metrics::ProviderMetrics;
@@ -18,6 +19,7 @@ use crate::sim::SimCluster;
 use indicatif::{ProgressBar, ProgressStyle};
 use record::{Arrival, Entry, Record};
 use script::{Action, Script};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -100,6 +102,9 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
         ..Settings::default()
     };
     let mut once = RunOnce::new(client.clone(), settings).acting_on(cluster.clone());
+    cluster.create_buffers(script.buffers.clone(), script.templates.clone());
+    // Each workload owned by a ReplicaSet stands for a Deployment of its name, which buffers may follow.
+    let mut deployments: BTreeMap<String, Scalable> = BTreeMap::new();
     let mut record = prices(&client).await?;
 
     let bar = ProgressBar::new(script.duration.as_secs());
@@ -125,6 +130,18 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
             match &event.action {
                 Action::Create(workload, pods) => {
                     cluster.create_pods(pods.clone());
+                    if let Some(pod) = pods.first().filter(|_| workload.owner == "ReplicaSet") {
+                        let deployment = Scalable {
+                            api_group: "apps".into(),
+                            kind: "Deployment".into(),
+                            namespace: workload.namespace.clone(),
+                            name: workload.name.clone(),
+                            replicas: i32::try_from(pods.len()).unwrap_or(i32::MAX),
+                            pod: Ok(pod.clone()),
+                        };
+                        cluster.scale(deployment.clone());
+                        deployments.insert(workload.name.clone(), deployment);
+                    }
                     record.arrivals.push(Arrival {
                         name: workload.name.clone(),
                         namespace: workload.namespace.clone(),
@@ -136,6 +153,10 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
                 Action::Delete(name) => {
                     let prefix = format!("{name}-");
                     cluster.delete_pods(|p| p.name.starts_with(&prefix));
+                    if let Some(deployment) = deployments.get_mut(name) {
+                        deployment.replicas = 0;
+                        cluster.scale(deployment.clone());
+                    }
                 }
             }
             let what = match &event.action {
@@ -278,6 +299,9 @@ pub fn summary(record: &Record, day: Duration, took: Duration) -> String {
     }
     for h in &record.headroom {
         let _ = writeln!(out, "  headroom {}", h.describe());
+    }
+    for b in &record.capacity_buffers {
+        let _ = writeln!(out, "  capacity buffer {}", b.describe());
     }
     let loops = record.loop_ms.len().max(1) as f64;
     let mean = record.loop_ms.iter().sum::<f64>() / loops;

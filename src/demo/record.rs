@@ -21,6 +21,9 @@ pub struct Sample {
     /// Dollars per hour.
     pub ec2_cost: f64,
     pub fargate_cost: f64,
+    /// CapacityBuffer chunks asked for, and of those, how many found free room.
+    pub buffer_chunks: usize,
+    pub buffer_free: usize,
 }
 
 /// A line of the decision log.
@@ -68,6 +71,10 @@ pub struct Record {
     pub loop_ms: Vec<f64>,
     /// Headroom reserved and where it stands, from the last loop.
     pub headroom: Vec<crate::autoscaler::status::HeadroomStatus>,
+    /// CapacityBuffers and where their chunks stand, from the last loop.
+    pub capacity_buffers: Vec<crate::autoscaler::status::CapacityBufferStatus>,
+    /// Chunks each buffer asked for when it last changed, by `namespace/name`.
+    buffer_chunks: BTreeMap<String, u32>,
 }
 
 impl Record {
@@ -198,13 +205,29 @@ impl Record {
                 text: e.clone(),
             });
         }
+        // Said when a buffer's size changes (a scalable object it follows scaled), not every loop.
+        for b in &status.capacity_buffers {
+            let key = format!("{}/{}", b.namespace, b.name);
+            if self.buffer_chunks.insert(key.clone(), b.desired_chunks) != Some(b.desired_chunks) {
+                let shape = b
+                    .chunk
+                    .as_ref()
+                    .map_or(String::new(), |c| format!(" of {}/{}", c.cpu, c.memory));
+                self.log.push(Entry {
+                    at,
+                    kind: "capacity buffer",
+                    text: format!("{key}: {} chunk(s){shape}", b.desired_chunks),
+                });
+            }
+        }
         self.headroom = status.headroom.clone();
+        self.capacity_buffers = status.capacity_buffers.clone();
         self.loop_ms.push(status.elapsed_ms);
-        self.sample(at, view);
+        self.sample(at, view, status);
         self.log[first..].to_vec()
     }
 
-    fn sample(&mut self, at: Duration, view: &ClusterView) {
+    fn sample(&mut self, at: Duration, view: &ClusterView, status: &Status) {
         let mut nodes = vec![0; self.groups.len()];
         let mut allocatable = 0u64;
         let mut ec2_cost = 0.0;
@@ -269,6 +292,12 @@ impl Record {
             },
             ec2_cost,
             fargate_cost,
+            buffer_chunks: status
+                .capacity_buffers
+                .iter()
+                .map(|b| b.desired_chunks as usize)
+                .sum(),
+            buffer_free: status.capacity_buffers.iter().map(|b| b.in_free_room).sum(),
         });
     }
 }

@@ -141,7 +141,7 @@ fn minutes(d: std::time::Duration) -> f64 {
     d.as_secs_f64() / 60.0
 }
 
-/// The charts of a demo run: nodes per group, pending pods, utilization, cost per hour.
+/// The charts of a demo run: nodes per group, pending pods, utilization, capacity buffers, cost per hour.
 pub fn charts(record: &Record) -> Vec<Chart> {
     let at = |i: usize| minutes(record.samples[i].at);
     let series = |f: &dyn Fn(usize) -> f64| -> Vec<(f64, f64)> {
@@ -173,6 +173,20 @@ pub fn charts(record: &Record) -> Vec<Chart> {
                 "cpu".into(),
                 series(&|i| record.samples[i].utilization * 100.0),
             )],
+        },
+        Chart {
+            title: "Capacity buffers".into(),
+            unit: "chunks".into(),
+            series: vec![
+                (
+                    "asked for".into(),
+                    series(&|i| record.samples[i].buffer_chunks as f64),
+                ),
+                (
+                    "in free room".into(),
+                    series(&|i| record.samples[i].buffer_free as f64),
+                ),
+            ],
         },
         Chart {
             title: "Cost".into(),

@@ -4,6 +4,7 @@
 
 use crate::autoscaler::headroom::{self, Policy};
 use crate::cloud::scenario::{self, Scenario};
+use crate::k8s::capacity_buffer::{self, Read, Template};
 use crate::k8s::objects;
 use crate::model::Pod;
 use serde::Deserialize;
@@ -52,6 +53,13 @@ struct File {
     timeline: Vec<EventFile>,
     #[serde(default)]
     headroom: Vec<headroom::PolicyFile>,
+    /// CapacityBuffers, as `kubectl apply` takes them; a buffer's scalableRef may name a workload the
+    /// timeline creates (each `create` owned by a ReplicaSet is a Deployment of that name).
+    #[serde(default)]
+    capacity_buffers: Vec<serde_json::Value>,
+    /// The PodTemplates buffers name.
+    #[serde(default)]
+    pod_templates: Vec<k8s_openapi::api::core::v1::PodTemplate>,
 }
 
 fn ten_seconds() -> Duration {
@@ -130,6 +138,8 @@ pub struct Script {
     /// In time order.
     pub timeline: Vec<Event>,
     pub headroom: Vec<Policy>,
+    pub buffers: Vec<Read>,
+    pub templates: Vec<Template>,
 }
 
 impl Script {
@@ -201,12 +211,37 @@ impl Script {
             .into_iter()
             .map(Policy::from_file)
             .collect::<Result<_, _>>()?;
+        let mut buffers = Vec::with_capacity(file.capacity_buffers.len());
+        for (index, object) in file.capacity_buffers.into_iter().enumerate() {
+            let fail = |reason: String| {
+                ScriptError::Invalid(format!("capacityBuffers[{index}]: {reason}"))
+            };
+            let api_version = object["apiVersion"].as_str().unwrap_or_default();
+            let version = capacity_buffer::version_of(api_version).ok_or_else(|| {
+                fail(format!(
+                    "apiVersion {api_version:?}: expected {}/{} or {}/{}",
+                    capacity_buffer::GROUP,
+                    capacity_buffer::VERSIONS[0],
+                    capacity_buffer::GROUP,
+                    capacity_buffer::VERSIONS[1]
+                ))
+            })?;
+            let buffer: capacity_buffer::CapacityBuffer =
+                serde_json::from_value(object).map_err(|e| fail(e.to_string()))?;
+            if buffer.metadata.name.as_deref().is_none_or(str::is_empty) {
+                return Err(fail("no metadata.name".into()));
+            }
+            buffers.push(Read { version, buffer });
+        }
+        let templates = file.pod_templates.iter().map(Template::from_api).collect();
         Ok(Script {
             scenario,
             duration: file.duration,
             scan_interval: file.scan_interval,
             timeline,
             headroom,
+            buffers,
+            templates,
         })
     }
 }

@@ -539,28 +539,32 @@ pub fn node_from_api(node: &api::Node) -> Result<Node, ObjectError> {
 
 /// The pod a DaemonSet would run on a new node: its template, owned by it.
 pub fn daemonset_pod(ds: &k8s_openapi::api::apps::v1::DaemonSet) -> Result<Pod, ObjectError> {
-    let namespace = ds
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
+    let namespace = ds.metadata.namespace.as_deref().unwrap_or("default");
     let name = ds.metadata.name.clone().unwrap_or_default();
-    let template = ds
-        .spec
-        .as_ref()
-        .map(|s| s.template.clone())
-        .unwrap_or_default();
-    let mut metadata = template.metadata.unwrap_or_default();
-    metadata.namespace = Some(namespace);
-    metadata.name = Some(format!("{name}-template"));
-    metadata.owner_references = Some(vec![meta::OwnerReference {
+    let template = ds.spec.as_ref().map(|s| &s.template);
+    let owner = meta::OwnerReference {
         api_version: "apps/v1".into(),
         kind: "DaemonSet".into(),
-        name,
+        name: name.clone(),
         uid: ds.metadata.uid.clone().unwrap_or_default(),
         controller: Some(true),
         ..meta::OwnerReference::default()
-    }]);
+    };
+    template_pod(namespace, &format!("{name}-template"), owner, template)
+}
+
+/// The pod `template` makes: pending, named `name` in `namespace`, owned by `owner`.
+pub fn template_pod(
+    namespace: &str,
+    name: &str,
+    owner: meta::OwnerReference,
+    template: Option<&api::PodTemplateSpec>,
+) -> Result<Pod, ObjectError> {
+    let template = template.cloned().unwrap_or_default();
+    let mut metadata = template.metadata.unwrap_or_default();
+    metadata.namespace = Some(namespace.to_string());
+    metadata.name = Some(name.to_string());
+    metadata.owner_references = Some(vec![owner]);
     let pod = api::Pod {
         metadata,
         spec: template.spec,

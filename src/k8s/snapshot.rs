@@ -1,7 +1,9 @@
 //! Cluster snapshots: what `kubectl get nodes,pods,pdb,daemonsets -A -o json` prints (a `List`), in JSON or
-//! YAML; also a typed list (`NodeList`, `PodList`, ..., whose items may leave out their `kind`), a single
+//! YAML, with `capacitybuffers,podtemplates,deployments` (and statefulsets, replicasets, jobs) when buffers
+//! matter; also a typed list (`NodeList`, `PodList`, ..., whose items may leave out their `kind`), a single
 //! object, and YAML with several documents, each of these.
 
+use crate::k8s::capacity_buffer::{self, BufferObjects, Scalable, Template};
 use crate::k8s::objects::{self, ObjectError};
 use crate::model::pdb::Pdb;
 use crate::model::{Node, Pod};
@@ -16,6 +18,8 @@ pub struct Snapshot {
     pub pdbs: Vec<Pdb>,
     /// One pod per DaemonSet object, as its template would run on a new node.
     pub daemonsets: Vec<Pod>,
+    /// CapacityBuffers and what they may name: PodTemplates, Deployments, StatefulSets, ReplicaSets, Jobs.
+    pub buffers: BufferObjects,
     /// The newest timestamp anywhere in it (creations, conditions, heartbeats, taints): when it was taken.
     pub newest: Option<SystemTime>,
 }
@@ -35,7 +39,23 @@ pub enum SnapshotError {
 }
 
 /// The kinds read, as items or as single objects.
-const KINDS: [&str; 4] = ["Node", "Pod", "PodDisruptionBudget", "DaemonSet"];
+const KINDS: [&str; 10] = [
+    "Node",
+    "Pod",
+    "PodDisruptionBudget",
+    "DaemonSet",
+    "CapacityBuffer",
+    "PodTemplate",
+    "Deployment",
+    "StatefulSet",
+    "ReplicaSet",
+    "Job",
+];
+
+/// What a file is expected to be, for errors.
+const READ: &str = "Node, Pod, PodDisruptionBudget, DaemonSet, CapacityBuffer, PodTemplate, Deployment, \
+                    StatefulSet, ReplicaSet and Job are read (kubectl get \
+                    nodes,pods,pdb,daemonsets,capacitybuffers,podtemplates,deployments -A -o json)";
 
 /// Reads a snapshot. Items are converted one at a time as the parser reaches them, so a large cluster's
 /// JSON never exists whole as a tree in memory. JSON goes through serde_json (much faster on large
@@ -134,17 +154,14 @@ impl Reader {
                 let object = serde_json::Value::Object(rest);
                 self.convert(index, k, object)
             }
-            (false, "") => Err(SnapshotError::Syntax(at(
-                "no `kind` and no `items`: expected a kubectl List or a Node, Pod, PodDisruptionBudget or \
-                 DaemonSet"
-                    .into(),
-            ))),
+            (false, "") => Err(SnapshotError::Syntax(at(format!(
+                "no `kind` and no `items`: expected a kubectl List or a single object ({READ})"
+            )))),
             (false, k) if k == "List" || item_kind.is_some() => Err(SnapshotError::Syntax(at(
                 format!("a {k} without `items`"),
             ))),
             (false, other) => Err(SnapshotError::Syntax(at(format!(
-                "kind {other:?}: only Node, Pod, PodDisruptionBudget and DaemonSet are read (kubectl get \
-                 nodes,pods,pdb,daemonsets -A -o json)"
+                "kind {other:?}: only {READ}"
             )))),
         }
     }
@@ -205,18 +222,42 @@ impl Reader {
                 self.saw(ds.metadata.creation_timestamp.as_ref());
                 self.snapshot.daemonsets.push(objects::daemonset_pod(&ds)?);
             }
-            _ => {
-                return Err(fail(
-                    "only Node, Pod, PodDisruptionBudget and DaemonSet are read (kubectl get \
-                     nodes,pods,pdb,daemonsets -A -o json)"
-                        .into(),
-                ));
+            "CapacityBuffer" => {
+                let version = item
+                    .get("apiVersion")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("");
+                let version = capacity_buffer::version_of(version).ok_or_else(|| {
+                    fail(format!(
+                        "apiVersion {version:?}: CapacityBuffers are read as {}/{} or {}/{}",
+                        capacity_buffer::GROUP,
+                        capacity_buffer::VERSIONS[0],
+                        capacity_buffer::GROUP,
+                        capacity_buffer::VERSIONS[1]
+                    ))
+                })?;
+                let buffer = serde_json::from_value(item).map_err(|e| fail(e.to_string()))?;
+                (self.snapshot.buffers.buffers).push(capacity_buffer::Read { version, buffer });
             }
+            "PodTemplate" => {
+                let template: api::PodTemplate =
+                    serde_json::from_value(item).map_err(|e| fail(e.to_string()))?;
+                self.snapshot
+                    .buffers
+                    .templates
+                    .push(Template::from_api(&template));
+            }
+            "Deployment" | "StatefulSet" | "ReplicaSet" | "Job" => {
+                let scalable = scalable(kind, item).map_err(|e| fail(e.to_string()))?;
+                self.snapshot.buffers.scalables.push(scalable);
+            }
+            _ => return Err(fail(format!("only {READ}"))),
         }
         Ok(())
     }
 
     fn saw(&mut self, time: Option<&meta::Time>) {
+        // (Scalable objects and buffers do not date a snapshot: their times are when someone wrote them.)
         if let Some(t) = time.map(objects::time) {
             let newest = self.snapshot.newest.get_or_insert(t);
             *newest = (*newest).max(t);
@@ -263,6 +304,19 @@ impl Reader {
             }
         }
     }
+}
+
+/// A Deployment, StatefulSet, ReplicaSet or Job: what a CapacityBuffer's scalableRef may name.
+fn scalable(kind: &str, item: serde_json::Value) -> Result<Scalable, serde_json::Error> {
+    use k8s_openapi::api::{apps::v1 as apps, batch::v1 as batch};
+    Ok(match kind {
+        "Deployment" => Scalable::deployment(&serde_json::from_value::<apps::Deployment>(item)?),
+        "StatefulSet" => {
+            Scalable::stateful_set(&serde_json::from_value::<apps::StatefulSet>(item)?)
+        }
+        "ReplicaSet" => Scalable::replica_set(&serde_json::from_value::<apps::ReplicaSet>(item)?),
+        _ => Scalable::job(&serde_json::from_value::<batch::Job>(item)?),
+    })
 }
 
 /// One document: `items` is read item by item; everything else is kept (a List's are a few small fields).
@@ -463,12 +517,25 @@ mod tests {
             "{}",
             error(&delay)
         );
-        let kind = LIST.replace(r#""kind":"PodDisruptionBudget""#, r#""kind":"Deployment""#);
-        assert!(error(&kind).contains("only Node, Pod, PodDisruptionBudget and DaemonSet"));
+        let kind = LIST.replace(r#""kind":"PodDisruptionBudget""#, r#""kind":"Service""#);
         assert!(
-            error(&kind).starts_with("item 2 (Deployment)"),
+            error(&kind).contains("only Node, Pod, PodDisruptionBudget, DaemonSet, CapacityBuffer")
+        );
+        assert!(
+            error(&kind).starts_with("item 2 (Service)"),
             "{}",
             error(&kind)
+        );
+        // A buffer of a version nobody serves is named with the versions that are read.
+        let buffer = LIST.replace(
+            r#""apiVersion":"policy/v1","kind":"PodDisruptionBudget""#,
+            r#""apiVersion":"autoscaling.x-k8s.io/v2","kind":"CapacityBuffer""#,
+        );
+        assert!(
+            error(&buffer)
+                .contains("apiVersion \"autoscaling.x-k8s.io/v2\": CapacityBuffers are read as"),
+            "{}",
+            error(&buffer)
         );
     }
 

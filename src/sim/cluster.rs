@@ -1,9 +1,11 @@
 //! A simulated cluster over any externalgrpc provider, read through its own provider client (the way
 //! kubelets and the cloud controller learn about instances: from the cloud, not from the autoscaler).
 
+use crate::autoscaler::buffers::Resolved;
 use crate::autoscaler::client::{ClientError, ProviderClient, ProviderConfig};
 use crate::autoscaler::cluster::{ClusterError, ClusterSource, ClusterView};
 use crate::clock::Clock;
+use crate::k8s::capacity_buffer::{BufferObjects, Read, Scalable, Template};
 use crate::k8s::objects;
 use crate::model::node::{FARGATE_COMPUTE_LABEL, HOSTNAME_LABEL, ZONE_LABEL};
 use crate::model::pdb::Pdb;
@@ -33,6 +35,8 @@ struct State {
     fargate: HashMap<String, Option<String>>,
     /// Node groups whose instances fail to become working nodes, by group id.
     broken: HashMap<String, Broken>,
+    /// CapacityBuffers (with the status last written) and what they name.
+    buffers: BufferObjects,
 }
 
 /// How a node group's instances fail to become nodes.
@@ -124,6 +128,40 @@ impl SimCluster {
     /// Adds a PodDisruptionBudget, enforced on evictions.
     pub fn create_pdb(&self, budget: Budget) {
         self.state().budgets.push(budget);
+    }
+
+    /// Adds CapacityBuffers and the PodTemplates they name.
+    pub fn create_buffers(&self, buffers: Vec<Read>, templates: Vec<Template>) {
+        let mut state = self.state();
+        state.buffers.buffers.extend(buffers);
+        state.buffers.templates.extend(templates);
+    }
+
+    /// Sets a scalable object (a Deployment's replicas, as its HPA scales it), adding it if it is new.
+    pub fn scale(&self, scalable: Scalable) {
+        let scalables = &mut self.state().buffers.scalables;
+        let same = |s: &Scalable| {
+            (
+                s.api_group.as_str(),
+                s.kind.as_str(),
+                s.namespace.as_str(),
+                s.name.as_str(),
+            ) == (
+                &*scalable.api_group,
+                &*scalable.kind,
+                &*scalable.namespace,
+                &*scalable.name,
+            )
+        };
+        match scalables.iter_mut().find(|s| same(s)) {
+            Some(s) => *s = scalable,
+            None => scalables.push(scalable),
+        }
+    }
+
+    /// The buffers, with their statuses as last written.
+    pub fn buffers(&self) -> Vec<Read> {
+        self.state().buffers.buffers.clone()
     }
 
     pub fn pods(&self) -> Vec<Pod> {
@@ -423,12 +461,23 @@ impl ClusterSource for SimCluster {
             pods: state.pods.clone(),
             pdbs: state.pdbs(),
             daemonsets: Vec::new(),
+            buffers: state.buffers.clone(),
             now: Some(self.now()),
         }))
     }
 
     fn can_act(&self) -> bool {
         true
+    }
+
+    async fn write_buffer_status(&self, buffer: &Resolved) -> Result<(), ClusterError> {
+        let mut state = self.state();
+        let key = buffer.key();
+        let read = (state.buffers.buffers.iter_mut())
+            .find(|r| r.buffer.key() == key)
+            .ok_or_else(|| ClusterError::Sim(format!("no CapacityBuffer {key}")))?;
+        read.buffer.status = Some(buffer.status.clone());
+        Ok(())
     }
 
     async fn taint(&self, node: &str, taint: &Taint) -> Result<(), ClusterError> {

@@ -32,6 +32,13 @@ pub struct Objects {
     pub config_maps: std::collections::BTreeMap<String, Value>,
     /// The next this many pod lists answer no pods (an API server that lost them for a moment).
     pub empty_pod_lists: usize,
+    /// The CapacityBuffer versions served (none: no CRD), the buffers, and the status patches written
+    /// (version, namespace/name, patch).
+    pub buffer_versions: Vec<&'static str>,
+    pub capacity_buffers: Vec<Value>,
+    pub status_writes: Vec<(String, String, Value)>,
+    pub pod_templates: Vec<Value>,
+    pub deployments: Vec<Value>,
 }
 
 #[derive(Clone)]
@@ -96,7 +103,11 @@ impl Fake {
             }
             "pods" => objects.pods.clone(),
             "daemonsets" => objects.daemonsets.clone(),
-            _ => objects.pdbs.clone(),
+            "pdbs" => objects.pdbs.clone(),
+            "capacitybuffers" => objects.capacity_buffers.clone(),
+            "podtemplates" => objects.pod_templates.clone(),
+            "deployments" => objects.deployments.clone(),
+            _ => Vec::new(),
         };
         reply(
             StatusCode::OK,
@@ -133,6 +144,15 @@ pub async fn serve(fake: Fake) -> std::net::SocketAddr {
             "pdbs",
             "PodDisruptionBudgetList",
         ),
+        ("/api/v1/podtemplates", "podtemplates", "PodTemplateList"),
+        ("/apis/apps/v1/deployments", "deployments", "DeploymentList"),
+        (
+            "/apis/apps/v1/statefulsets",
+            "statefulsets",
+            "StatefulSetList",
+        ),
+        ("/apis/apps/v1/replicasets", "replicasets", "ReplicaSetList"),
+        ("/apis/batch/v1/jobs", "jobs", "JobList"),
     ] {
         router = router.route(
             path,
@@ -144,6 +164,41 @@ pub async fn serve(fake: Fake) -> std::net::SocketAddr {
         );
     }
     let router = router
+        .route(
+            "/apis/autoscaling.x-k8s.io/{version}/capacitybuffers",
+            get(
+                |State(f): State<Fake>, Path(version): Path<String>, RawQuery(q): RawQuery| async move {
+                    if !f.objects.lock().unwrap().buffer_versions.contains(&version.as_str()) {
+                        return status(404, "NotFound", "the server could not find the requested resource");
+                    }
+                    f.list_or_watch("capacitybuffers", "CapacityBufferList", q)
+                },
+            ),
+        )
+        .route(
+            "/apis/autoscaling.x-k8s.io/{version}/namespaces/{namespace}/capacitybuffers/{name}/status",
+            axum::routing::patch(
+                |State(f): State<Fake>, Path((version, ns, name)): Path<(String, String, String)>, body: String| async move {
+                    let patch: Value = serde_json::from_str(&body).unwrap();
+                    let mut objects = f.objects.lock().unwrap();
+                    let key = format!("{ns}/{name}");
+                    objects.status_writes.push((version, key, patch.clone()));
+                    let Some(buffer) = objects.capacity_buffers.iter_mut().find(|b| {
+                        b["metadata"]["name"] == name.as_str() && b["metadata"]["namespace"] == ns.as_str()
+                    }) else {
+                        return status(404, "NotFound", "capacitybuffers not found");
+                    };
+                    // The status subresource takes the status and nothing else; the watch sees the change.
+                    buffer["status"] = patch["status"].clone();
+                    let version: u64 = buffer["metadata"]["resourceVersion"].as_str().unwrap_or("1").parse().unwrap();
+                    buffer["metadata"]["resourceVersion"] = json!((version + 1).to_string());
+                    let buffer = buffer.clone();
+                    drop(objects);
+                    let _ = f.events.send(("capacitybuffers", json!({"type": "MODIFIED", "object": buffer.clone()})));
+                    reply(StatusCode::OK, buffer)
+                },
+            ),
+        )
         .route(
             "/api/v1/nodes/{name}",
             get(|State(f): State<Fake>, Path(name): Path<String>| async move {
