@@ -627,4 +627,37 @@ mod tests {
         .unwrap();
         assert_eq!(newest.to_string(), "2026-11-30T11:30:00Z");
     }
+
+    #[test]
+    fn buffers_and_what_they_name_are_read_from_kubectls_list() {
+        let list = r#"{"apiVersion":"v1","kind":"List","items":[
+          {"apiVersion":"autoscaling.x-k8s.io/v1alpha1","kind":"CapacityBuffer",
+           "metadata":{"name":"web-burst","namespace":"shop"},
+           "spec":{"scalableRef":{"apiGroup":"apps","kind":"Deployment","name":"web"},"percentage":20}},
+          {"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop"},
+           "spec":{"replicas":7,"selector":{},"template":{"spec":{"containers":[
+             {"name":"c","resources":{"requests":{"cpu":"250m"}}}]}}}},
+          {"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"etl","namespace":"shop"},
+           "spec":{"parallelism":4,"template":{"spec":{"containers":[]}}}},
+          {"apiVersion":"v1","kind":"PodTemplate","metadata":{"name":"chunk","namespace":"shop","generation":2},
+           "template":{"spec":{"containers":[{"name":"c","resources":{"requests":{"memory":"1Gi"}}}]}}}],
+          "kind":"List"}"#;
+        let buffers = parse(list).unwrap().buffers;
+        assert_eq!(buffers.buffers.len(), 1);
+        assert_eq!(buffers.buffers[0].version, "v1alpha1");
+        assert_eq!(buffers.buffers[0].buffer.key(), "shop/web-burst");
+        let web = &buffers.scalables[0];
+        assert_eq!((web.kind.as_str(), web.replicas), ("Deployment", 7));
+        assert_eq!(web.pod.as_ref().unwrap().demand.cpu_millis, 250);
+        assert_eq!(
+            (
+                buffers.scalables[1].kind.as_str(),
+                buffers.scalables[1].replicas
+            ),
+            ("Job", 4)
+        );
+        let chunk = &buffers.templates[0];
+        assert_eq!((chunk.name.as_str(), chunk.generation), ("chunk", 2));
+        assert_eq!(chunk.pod.as_ref().unwrap().demand.memory_bytes, 1 << 30);
+    }
 }

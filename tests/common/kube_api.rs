@@ -1,5 +1,6 @@
 //! A fake Kubernetes API server on loopback, at the HTTP layer, for the kube-rs source: lists, watches that
-//! stream the events a test sends, node GETs and PATCHes, and evictions answered 201, 429 (a PDB) or 404.
+//! stream the events a test sends, node GETs and PATCHes, evictions answered 201, 429 (a PDB) or 404, and
+//! CapacityBuffers in the versions a test serves (404 in the others) with their status subresource.
 
 use axum::Router;
 use axum::body::Body;
