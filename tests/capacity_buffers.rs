@@ -50,7 +50,6 @@ fn template() -> Value {
 
 /// The provider's one general instance as the API server's one node (2 CPU, 8Gi, no taints).
 async fn cluster(objects: Objects) -> (Server, ProviderClient, Arc<Kube>, Fake) {
-    ekscale::tls::install_crypto_provider();
     let provider = Server::start_with(SCENARIO, None).await;
     let client =
         ProviderClient::new(&ProviderConfig::plaintext(provider.addr.to_string())).unwrap();
@@ -59,19 +58,11 @@ async fn cluster(objects: Objects) -> (Server, ProviderClient, Arc<Kube>, Fake) 
     n["spec"]["providerID"] = json!(instance.id);
     n["spec"]["taints"] = json!([]);
     n["metadata"]["labels"]["eks.amazonaws.com/nodegroup"] = json!("general");
-    let fake = Fake::new(Objects {
+    let (kube, fake) = kube_api::connect(Objects {
         nodes: vec![n],
         ..objects
-    });
-    let addr = kube_api::serve(fake.clone()).await;
-    let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
-    let kube = tokio::time::timeout(
-        Duration::from_secs(10),
-        Kube::connect(config, Default::default()),
-    )
-    .await
-    .expect("the caches fill")
-    .unwrap();
+    })
+    .await;
     (provider, client, Arc::new(kube), fake)
 }
 

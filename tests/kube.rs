@@ -13,18 +13,7 @@ use serde_json::json;
 use std::time::Duration;
 
 async fn source(objects: Objects) -> (Kube, Fake) {
-    ekscale::tls::install_crypto_provider();
-    let fake = Fake::new(objects);
-    let addr = kube_api::serve(fake.clone()).await;
-    let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
-    let kube = tokio::time::timeout(
-        Duration::from_secs(10),
-        Kube::connect(config, Default::default()),
-    )
-    .await
-    .expect("the caches fill")
-    .unwrap();
-    (kube, fake)
+    kube_api::connect(objects).await
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 
 use crate::autoscaler::headroom::{self, Policy};
 use crate::cloud::scenario::{self, Scenario};
-use crate::k8s::capacity_buffer::{self, Read, Template};
+use crate::k8s::capacity_buffer::{Read, Template};
 use crate::k8s::objects;
 use crate::model::Pod;
 use serde::Deserialize;
@@ -211,28 +211,12 @@ impl Script {
             .into_iter()
             .map(Policy::from_file)
             .collect::<Result<_, _>>()?;
-        let mut buffers = Vec::with_capacity(file.capacity_buffers.len());
-        for (index, object) in file.capacity_buffers.into_iter().enumerate() {
-            let fail = |reason: String| {
-                ScriptError::Invalid(format!("capacityBuffers[{index}]: {reason}"))
-            };
-            let api_version = object["apiVersion"].as_str().unwrap_or_default();
-            let version = capacity_buffer::version_of(api_version).ok_or_else(|| {
-                fail(format!(
-                    "apiVersion {api_version:?}: expected {}/{} or {}/{}",
-                    capacity_buffer::GROUP,
-                    capacity_buffer::VERSIONS[0],
-                    capacity_buffer::GROUP,
-                    capacity_buffer::VERSIONS[1]
-                ))
-            })?;
-            let buffer: capacity_buffer::CapacityBuffer =
-                serde_json::from_value(object).map_err(|e| fail(e.to_string()))?;
-            if buffer.metadata.name.as_deref().is_none_or(str::is_empty) {
-                return Err(fail("no metadata.name".into()));
-            }
-            buffers.push(Read { version, buffer });
-        }
+        let buffers = (file.capacity_buffers.into_iter().enumerate())
+            .map(|(index, object)| {
+                Read::from_value(object)
+                    .map_err(|e| ScriptError::Invalid(format!("capacityBuffers[{index}]: {e}")))
+            })
+            .collect::<Result<_, _>>()?;
         let templates = file.pod_templates.iter().map(Template::from_api).collect();
         Ok(Script {
             scenario,

@@ -222,6 +222,25 @@ impl Scalable {
     }
 }
 
+impl Read {
+    /// A buffer as a file writes it (a snapshot's item, a demo script's): its `apiVersion` must be one of ours
+    /// and it must have a name.
+    pub fn from_value(object: serde_json::Value) -> Result<Read, String> {
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        let version = version_of(api_version).ok_or_else(|| {
+            format!(
+                "apiVersion {api_version:?}: CapacityBuffers are read as {GROUP}/{} or {GROUP}/{}",
+                VERSIONS[0], VERSIONS[1]
+            )
+        })?;
+        let buffer: CapacityBuffer = serde_json::from_value(object).map_err(|e| e.to_string())?;
+        if buffer.metadata.name.as_deref().is_none_or(str::is_empty) {
+            return Err("no metadata.name".into());
+        }
+        Ok(Read { version, buffer })
+    }
+}
+
 /// The API version of a buffer read from a snapshot or a watch (`autoscaling.x-k8s.io/v1beta1`): its
 /// version if it is one of ours.
 pub fn version_of(api_version: &str) -> Option<&'static str> {

@@ -223,21 +223,8 @@ impl Reader {
                 self.snapshot.daemonsets.push(objects::daemonset_pod(&ds)?);
             }
             "CapacityBuffer" => {
-                let version = item
-                    .get("apiVersion")
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("");
-                let version = capacity_buffer::version_of(version).ok_or_else(|| {
-                    fail(format!(
-                        "apiVersion {version:?}: CapacityBuffers are read as {}/{} or {}/{}",
-                        capacity_buffer::GROUP,
-                        capacity_buffer::VERSIONS[0],
-                        capacity_buffer::GROUP,
-                        capacity_buffer::VERSIONS[1]
-                    ))
-                })?;
-                let buffer = serde_json::from_value(item).map_err(|e| fail(e.to_string()))?;
-                (self.snapshot.buffers.buffers).push(capacity_buffer::Read { version, buffer });
+                let read = capacity_buffer::Read::from_value(item).map_err(fail)?;
+                self.snapshot.buffers.buffers.push(read);
             }
             "PodTemplate" => {
                 let template: api::PodTemplate =

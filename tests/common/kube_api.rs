@@ -396,6 +396,20 @@ impl Fake {
     }
 }
 
+/// Serves `objects` and connects the kube-rs source to it, its caches filled.
+pub async fn connect(objects: Objects) -> (ekscale::autoscaler::kube::Kube, Fake) {
+    ekscale::tls::install_crypto_provider();
+    let fake = Fake::new(objects);
+    let addr = serve(fake.clone()).await;
+    let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+    let connecting = ekscale::autoscaler::kube::Kube::connect(config, Default::default());
+    let kube = tokio::time::timeout(std::time::Duration::from_secs(10), connecting)
+        .await
+        .expect("the caches fill")
+        .unwrap();
+    (kube, fake)
+}
+
 /// A kubeconfig pointing at `addr`.
 pub fn kubeconfig(addr: std::net::SocketAddr) -> String {
     format!(
