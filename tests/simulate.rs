@@ -589,10 +589,18 @@ async fn bad_input_is_named_and_changes_nothing() {
         "{stderr}"
     );
 
+    std::fs::write(&bad, r#"{"kind":"List","items":[{"kind":"Service"}]}"#).unwrap();
+    let (code, stderr) = run(&bad, &[]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("item 0 (Service)"), "{stderr}");
+    // A Deployment is read (a CapacityBuffer may follow it), but not one without a name.
     std::fs::write(&bad, r#"{"kind":"List","items":[{"kind":"Deployment"}]}"#).unwrap();
     let (code, stderr) = run(&bad, &[]);
     assert_eq!(code, Some(2));
-    assert!(stderr.contains("item 0 (Deployment)"), "{stderr}");
+    assert!(
+        stderr.contains("item 0 (Deployment): no metadata.name"),
+        "{stderr}"
+    );
 
     let good = dir.path().join("good.json");
     std::fs::write(&good, list(vec![]).to_string()).unwrap();

@@ -229,6 +229,9 @@ impl Reader {
             "PodTemplate" => {
                 let template: api::PodTemplate =
                     serde_json::from_value(item).map_err(|e| fail(e.to_string()))?;
+                if template.metadata.name.as_deref().is_none_or(str::is_empty) {
+                    return Err(fail("no metadata.name".into()));
+                }
                 self.snapshot
                     .buffers
                     .templates
@@ -236,6 +239,9 @@ impl Reader {
             }
             "Deployment" | "StatefulSet" | "ReplicaSet" | "Job" => {
                 let scalable = scalable(kind, item).map_err(|e| fail(e.to_string()))?;
+                if scalable.name.is_empty() {
+                    return Err(fail("no metadata.name".into()));
+                }
                 self.snapshot.buffers.scalables.push(scalable);
             }
             _ => return Err(fail(format!("only {READ}"))),
