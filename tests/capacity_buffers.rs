@@ -85,25 +85,6 @@ fn conditions(b: &CapacityBufferStatus) -> Vec<String> {
         .collect()
 }
 
-/// Waits until the view satisfies `ready` (the watches deliver changes on their own time).
-async fn view_when(
-    kube: &Kube,
-    ready: impl Fn(&ekscale::autoscaler::cluster::ClusterView) -> bool,
-) -> Arc<ekscale::autoscaler::cluster::ClusterView> {
-    let wait = async {
-        loop {
-            let view = kube.view().await.unwrap();
-            if ready(&view) {
-                return view;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), wait)
-        .await
-        .expect("the watch delivers the change")
-}
-
 #[tokio::test]
 async fn every_spec_gets_upstreams_status_written_once_in_the_version_served() {
     let web = json!({"apiGroup": "apps", "kind": "Deployment", "name": "web"});
@@ -227,11 +208,16 @@ async fn every_spec_gets_upstreams_status_written_once_in_the_version_served() {
     let tight = &writes.iter().find(|w| w.1 == "default/tight").unwrap().2["status"];
     assert_eq!(tight["replicas"], 0);
 
-    // The watch brings the statuses back; the next loop finds nothing changed and writes nothing.
-    let view = view_when(&kube, |v| {
-        v.buffers.buffers.iter().all(|b| b.buffer.status.is_some())
-    })
-    .await;
+    // The cache takes the statuses written (a relist of what the API server holds now); the next loop
+    // finds nothing changed and writes nothing.
+    fake.expire_watches("capacitybuffers").await;
+    let view = kube.view().await.unwrap();
+    assert!(
+        view.buffers
+            .buffers
+            .iter()
+            .all(|b| b.buffer.status.is_some())
+    );
     let status = once.run(&view, SystemTime::now()).await.unwrap();
     assert!(status.errors.is_empty(), "{:?}", status.errors);
     assert_eq!(fake.objects.lock().unwrap().status_writes.len(), 8);
@@ -258,12 +244,10 @@ async fn chunks_follow_the_deployment_and_real_pods_take_their_room_first() {
     assert_eq!(of(&status, "web-burst").in_free_room, 1);
 
     // The HPA scales web to 6: three 500m chunks, which still fit on node-0's 2 CPUs.
-    let event = json!({"type": "MODIFIED", "object": deployment(6, "2")});
-    fake.events.send(("deployments", event)).unwrap();
-    let view = view_when(&kube, |v| {
-        v.buffers.scalables.first().is_some_and(|s| s.replicas == 6)
-    })
-    .await;
+    fake.objects.lock().unwrap().deployments = vec![deployment(6, "2")];
+    fake.expire_watches("deployments").await;
+    let view = kube.view().await.unwrap();
+    assert_eq!(view.buffers.scalables[0].replicas, 6);
     let status = once.run(&view, SystemTime::now()).await.unwrap();
     let burst = of(&status, "web-burst");
     assert_eq!(
@@ -282,7 +266,11 @@ async fn chunks_follow_the_deployment_and_real_pods_take_their_room_first() {
     pod["metadata"]["labels"] = json!({"app": "api"});
     let added = json!({"type": "ADDED", "object": pod});
     fake.events.send(("pods", added)).unwrap();
-    let view = view_when(&kube, |v| v.pods.iter().any(|p| p.name == "api-0")).await;
+    // The source says when an unschedulable pod is in its cache: that is the loop's own trigger.
+    tokio::time::timeout(Duration::from_secs(10), kube.unschedulable_pod())
+        .await
+        .expect("the pod reaches the cache");
+    let view = kube.view().await.unwrap();
     let status = once.run(&view, SystemTime::now()).await.unwrap();
     let placed: Vec<&str> = status.placed.iter().map(|p| p.pod.as_str()).collect();
     assert!(placed.contains(&"default/api-0"), "{placed:?}");

@@ -155,20 +155,22 @@ impl BufferWatches {
     }
 
     fn scalable(&self, namespace: &str, r: &api::ScalableRef) -> Option<Scalable> {
-        let (group, kind, name) = (r.api_group.as_str(), r.kind.as_str(), r.name.as_str());
-        match (group, kind) {
-            ("apps", "Deployment") => (self.deployments)
-                .get(&ObjectRef::new(name).within(namespace))
+        fn at<K: kube::Resource<DynamicType = ()>>(namespace: &str, name: &str) -> ObjectRef<K> {
+            ObjectRef::new(name).within(namespace)
+        }
+        let (ns, name) = (namespace, r.name.as_str());
+        match (r.api_group.as_str(), r.kind.as_str()) {
+            ("apps", "Deployment") => self
+                .deployments
+                .get(&at(ns, name))
                 .map(|o| Scalable::deployment(&o)),
-            ("apps", "StatefulSet") => (self.stateful_sets)
-                .get(&ObjectRef::new(name).within(namespace))
-                .map(|o| Scalable::stateful_set(&o)),
-            ("apps", "ReplicaSet") => (self.replica_sets)
-                .get(&ObjectRef::new(name).within(namespace))
-                .map(|o| Scalable::replica_set(&o)),
-            ("batch", "Job") => (self.jobs)
-                .get(&ObjectRef::new(name).within(namespace))
-                .map(|o| Scalable::job(&o)),
+            ("apps", "StatefulSet") => {
+                (self.stateful_sets.get(&at(ns, name))).map(|o| Scalable::stateful_set(&o))
+            }
+            ("apps", "ReplicaSet") => {
+                (self.replica_sets.get(&at(ns, name))).map(|o| Scalable::replica_set(&o))
+            }
+            ("batch", "Job") => self.jobs.get(&at(ns, name)).map(|o| Scalable::job(&o)),
             _ => None,
         }
     }
