@@ -161,7 +161,7 @@ pub fn classify(pod: &Pod, rules: &Rules, pdbs: &PdbBudget, now: SystemTime) -> 
         return blocks(Blocking::NotReplicated, why);
     }
     let covered = pdbs.covering(pod).next().is_some();
-    if rules.skip_system_pods && pod.namespace == "kube-system" && !covered {
+    if rules.skip_system_pods && &*pod.namespace == "kube-system" && !covered {
         let old = pod
             .created
             .and_then(|c| now.duration_since(c).ok())

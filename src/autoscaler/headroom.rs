@@ -69,7 +69,7 @@ pub fn virtual_pods(owner: &Owner, chunk: &Pod, count: u32) -> impl Iterator<Ite
     (0..count).map(move |i| {
         let (namespace, name) = owner.pod(i);
         let mut pod = chunk.clone();
-        pod.namespace = namespace.to_string();
+        pod.namespace = namespace.into();
         pod.name = name;
         pod.node_name = None;
         pod.nominated_node = None;

@@ -7,6 +7,7 @@
 use super::buffers::Resolved;
 use super::cluster::{ClusterError, ClusterSource, ClusterView};
 use super::kube_buffers::BufferWatches;
+use super::status::PodNames;
 use crate::k8s::objects;
 use crate::model::Taint;
 use futures::StreamExt;
@@ -243,7 +244,8 @@ impl ClusterSource for Kube {
             }
         }
         // Equal constraints share one value, so that the loop compares them by pointer.
-        crate::model::pod::share_scheduling(&mut view.pods);
+        crate::model::pod::share_alike(&mut view.pods);
+        view.keys = PodNames::of(&view.pods);
         for pdb in self.pdbs.state() {
             match objects::pdb_from_api(&pdb) {
                 Ok(pdb) => view.pdbs.push(pdb),

@@ -275,7 +275,7 @@ impl Record {
             let mine: Vec<_> = view
                 .pods
                 .iter()
-                .filter(|p| p.namespace == arrival.namespace && p.name.starts_with(&prefix))
+                .filter(|p| *p.namespace == *arrival.namespace && p.name.starts_with(&prefix))
                 .collect();
             if !mine.is_empty() && mine.iter().all(|p| p.node_name.is_some()) {
                 arrival.all_running = Some(at);

@@ -67,7 +67,7 @@ pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError>
     };
     Ok(Pod {
         scheduling: Arc::new(scheduling(&key, &facts.namespace, &facts.labels, spec)?),
-        namespace: facts.namespace,
+        namespace: facts.namespace.into(),
         name: facts.name,
         labels: facts.labels,
         demand: facts.demand,
@@ -664,7 +664,7 @@ pub fn pod_to_pb_bytes(pod: &Pod) -> Vec<u8> {
     pb::Pod {
         metadata: Some(k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta {
             name: Some(pod.name.clone()),
-            namespace: Some(pod.namespace.clone()),
+            namespace: Some(pod.namespace.to_string()),
             labels: pod.labels.clone(),
             ..Default::default()
         }),

@@ -81,7 +81,7 @@ pub fn parse(text: &str) -> Result<Snapshot, SnapshotError> {
         }
     }
     // Equal constraints share one value, so that the loop compares them by pointer.
-    crate::model::pod::share_scheduling(&mut reader.snapshot.pods);
+    crate::model::pod::share_alike(&mut reader.snapshot.pods);
     Ok(reader.snapshot)
 }
 

@@ -11,7 +11,9 @@ pub const FARGATE_SCHEDULER: &str = "fargate-scheduler";
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pod {
-    pub namespace: String,
+    /// Pods read together share one allocation per namespace ([`share_alike`]): the loop compares namespaces
+    /// of tens of thousands of pods, and equal pointers answer without reading the text.
+    pub namespace: Arc<str>,
     pub name: String,
     pub labels: Labels,
     /// See [`super::resources::pod_demand`].
@@ -285,7 +287,8 @@ impl Pod {
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct EquivalenceKey<'a> {
-    namespace: &'a str,
+    /// `Arc`'s equality tries the pointer first: shared namespaces compare without a cache miss.
+    namespace: &'a Arc<str>,
     labels: Projected<'a>,
     demand: Resources,
     extended: &'a BTreeMap<String, u64>,
@@ -294,7 +297,7 @@ pub struct EquivalenceKey<'a> {
 }
 
 /// Numbers for scheduling constraints, equal numbers for equal constraints. Pods read together share one
-/// `Arc<Scheduling>` per distinct value ([`share_scheduling`]), so a pod costs a pointer lookup and each
+/// `Arc<Scheduling>` per distinct value ([`share_alike`]), so a pod costs a pointer lookup and each
 /// distinct value one deep comparison, however many pods there are.
 #[derive(Default)]
 pub struct SchedulingIds<'a> {
@@ -322,16 +325,27 @@ impl<'a> SchedulingIds<'a> {
     }
 }
 
-/// Makes pods with equal scheduling constraints share one `Arc` of them: done once where pods are read, so
-/// that the loop compares constraints by pointer.
-pub fn share_scheduling(pods: &mut [Pod]) {
-    let mut seen: std::collections::HashSet<Arc<Scheduling>> = std::collections::HashSet::new();
+/// Makes pods with equal scheduling constraints share one `Arc` of them, and pods of one namespace one
+/// `Arc` of its name: done once where pods are read, so that the loop compares both by pointer.
+pub fn share_alike(pods: &mut [Pod]) {
+    let mut constraints: std::collections::HashSet<Arc<Scheduling>> =
+        std::collections::HashSet::new();
+    let mut namespaces: std::collections::HashSet<Arc<str>> = std::collections::HashSet::new();
     for pod in pods {
-        match seen.get(&pod.scheduling) {
-            Some(shared) => pod.scheduling = shared.clone(),
-            None => {
-                seen.insert(pod.scheduling.clone());
-            }
+        share(&mut constraints, &mut pod.scheduling);
+        share(&mut namespaces, &mut pod.namespace);
+    }
+}
+
+/// `value` becomes the `Arc` in `seen` equal to it, or joins `seen`.
+fn share<T: ?Sized + Eq + std::hash::Hash>(
+    seen: &mut std::collections::HashSet<Arc<T>>,
+    value: &mut Arc<T>,
+) {
+    match seen.get(value) {
+        Some(shared) => *value = shared.clone(),
+        None => {
+            seen.insert(value.clone());
         }
     }
 }
@@ -401,6 +415,32 @@ impl LabelProjection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pods_read_together_share_namespaces_and_equal_constraints() {
+        let tolerant = Arc::new(Scheduling {
+            node_selector: [("team".to_string(), "web".to_string())].into(),
+            ..Default::default()
+        });
+        let mut pods: Vec<Pod> = ["web", "web", "batch"]
+            .into_iter()
+            .enumerate()
+            .map(|(i, namespace)| Pod {
+                scheduling: Arc::new((*tolerant).clone()),
+                ..Pod::pending(
+                    namespace,
+                    &format!("p{i}"),
+                    crate::model::Resources::default(),
+                )
+            })
+            .collect();
+        assert!(!Arc::ptr_eq(&pods[0].namespace, &pods[1].namespace));
+        share_alike(&mut pods);
+        assert!(Arc::ptr_eq(&pods[0].namespace, &pods[1].namespace));
+        assert_eq!(&*pods[2].namespace, "batch");
+        assert!(Arc::ptr_eq(&pods[0].scheduling, &pods[2].scheduling));
+        assert_eq!(*pods[2].scheduling, *tolerant);
+    }
 
     #[test]
     fn host_ports_conflict_on_protocol_port_and_overlapping_ips() {

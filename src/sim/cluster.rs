@@ -4,6 +4,7 @@
 use crate::autoscaler::buffers::Resolved;
 use crate::autoscaler::client::{ClientError, ProviderClient, ProviderConfig};
 use crate::autoscaler::cluster::{ClusterError, ClusterSource, ClusterView};
+use crate::autoscaler::status::PodNames;
 use crate::clock::Clock;
 use crate::k8s::capacity_buffer::{BufferObjects, Read, Scalable, Template};
 use crate::k8s::objects;
@@ -459,6 +460,7 @@ impl ClusterSource for SimCluster {
         Ok(Arc::new(ClusterView {
             nodes: state.nodes.clone(),
             pods: state.pods.clone(),
+            keys: PodNames::of(&state.pods),
             pdbs: state.pdbs(),
             daemonsets: Vec::new(),
             buffers: state.buffers.clone(),
@@ -504,7 +506,7 @@ impl ClusterSource for SimCluster {
         let Some(i) = state
             .pods
             .iter()
-            .position(|p| p.namespace == namespace && p.name == name)
+            .position(|p| &*p.namespace == namespace && p.name == name)
         else {
             return Err(ClusterError::NoPod(key));
         };

@@ -189,7 +189,7 @@ impl Topology {
             self.term(
                 &c.topology_key,
                 &c.selector,
-                Some(vec![pod.namespace.clone()]),
+                Some(vec![pod.namespace.to_string()]),
             );
         }
     }
@@ -244,7 +244,7 @@ impl Topology {
                 term: id(
                     &c.topology_key,
                     &c.selector,
-                    Some(vec![pod.namespace.clone()]),
+                    Some(vec![pod.namespace.to_string()]),
                 ),
                 max_skew: c.max_skew,
                 own: c.selector.matches(&pod.labels),
