@@ -7,6 +7,7 @@ use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_ma
 use ekscale::autoscaler::binpack::{self, Demand, Ordering};
 use ekscale::autoscaler::expander::{Expander, Strategy};
 use ekscale::autoscaler::scaleup::{self, Group, Limits, Pending, Totals};
+use ekscale::autoscaler::status::PodNames;
 use ekscale::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
 use ekscale::model::{Node, Pod, Resources};
 use ekscale::simulator::equivalence::{self, EquivalenceGroup};
@@ -145,6 +146,7 @@ fn plan(input: &Input) -> u64 {
     let mut places = Vec::new();
     let mut pending = Pending {
         pods: &input.pods,
+        keys: &PodNames::default(),
         groups: input.groups.clone(),
         terms: input.terms.clone(),
         done: vec![0; input.groups.len()],

@@ -218,6 +218,7 @@ impl RunOnce {
         let totals = snapshot.totals();
         let mut pending = Pending {
             pods,
+            keys: &view.keys,
             prices: vec![None; help_groups.len()],
             groups: help_groups,
             terms,

@@ -38,6 +38,8 @@ pub struct Group {
 /// The pending pods that need new nodes, as equivalence groups.
 pub struct Pending<'a> {
     pub pods: &'a [Pod],
+    /// The names of `pods` (all or the first of them) packed when they were read; see [`PodNames::push_pod`].
+    pub keys: &'a PodNames,
     pub groups: Vec<EquivalenceGroup>,
     pub terms: Vec<PodTerms>,
     /// Per equivalence group: how many of its pods are already placed (they are taken from the front).
@@ -320,7 +322,7 @@ pub fn plan(
                     let e = members[k];
                     let start = pending.done[e];
                     for &p in &pending.groups[e].pods[start..start + n as usize] {
-                        pods.push(&pending.pods[p]);
+                        pods.push_pod(pending.keys, pending.pods, p);
                     }
                     pending.done[e] += n as usize;
                 }
@@ -720,6 +722,7 @@ mod tests {
             .collect();
         let mut pending = Pending {
             pods: &setup.pods,
+            keys: &PodNames::default(),
             done: vec![0; groups.len()],
             prices: vec![None; groups.len()],
             groups,

@@ -281,11 +281,39 @@ impl PodNames {
         }
     }
 
+    /// The names of `pods`, in order.
+    pub fn of(pods: &[Pod]) -> PodNames {
+        let mut names = PodNames::with_capacity(pods.len());
+        for pod in pods {
+            names.push(pod);
+        }
+        names
+    }
+
     pub fn push(&mut self, pod: &Pod) {
         self.text.push_str(&pod.namespace);
         self.text.push('/');
         self.text.push_str(&pod.name);
         self.ends.push(self.text.len());
+    }
+
+    /// Pod `i` of `pods` by name: from `keys`, the names of the pods' first pods packed when they were read
+    /// (one string read in order, instead of each pod's own allocations), or from the pod.
+    pub fn push_pod(&mut self, keys: &PodNames, pods: &[Pod], i: usize) {
+        match keys.get(i) {
+            Some(key) => {
+                self.text.push_str(key);
+                self.ends.push(self.text.len());
+            }
+            None => self.push(&pods[i]),
+        }
+    }
+
+    /// The `i`th name.
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        Some(&self.text[start..end])
     }
 
     /// `other`'s names after these.
@@ -308,10 +336,7 @@ impl PodNames {
     }
 
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + Clone {
-        (0..self.ends.len()).map(|i| {
-            let start = if i == 0 { 0 } else { self.ends[i - 1] };
-            &self.text[start..self.ends[i]]
-        })
+        (0..self.ends.len()).map(|i| self.get(i).expect("within ends"))
     }
 }
 
@@ -555,5 +580,24 @@ mod tests {
             "default/web-0, batch/job-1 and 1 more"
         );
         assert_eq!(PodNames::default().iter().count(), 0);
+    }
+
+    #[test]
+    fn pods_are_named_from_the_packed_keys_and_from_the_pods_past_them() {
+        let pods = [
+            Pod::pending("default", "web-0", Resources::default()),
+            Pod::pending("batch", "job-1", Resources::default()),
+        ];
+        // Keys packed for the first pod only, as when virtual pods follow the view's own.
+        let keys: PodNames = ["default/web-0 (packed)"].into_iter().collect();
+        let mut names = PodNames::default();
+        names.push_pod(&keys, &pods, 0);
+        names.push_pod(&keys, &pods, 1);
+        assert_eq!(
+            names.iter().collect::<Vec<_>>(),
+            ["default/web-0 (packed)", "batch/job-1"]
+        );
+        assert_eq!(PodNames::of(&pods).get(1), Some("batch/job-1"));
+        assert_eq!(PodNames::of(&pods).get(2), None);
     }
 }
