@@ -145,7 +145,7 @@ fn plan(input: &Input) -> u64 {
     let mut topology = input.topology.clone();
     let mut places = Vec::new();
     let mut pending = Pending {
-        pods: &input.pods,
+        pods: (&input.pods).into(),
         keys: &PodNames::default(),
         groups: input.groups.clone(),
         terms: input.terms.clone(),

@@ -276,6 +276,21 @@ fn runonce(c: &mut Criterion) {
         &Settings::default(),
         now,
     );
+    // Headroom's virtual pods join the view's pods for the loop: that must not cost a copy of every pod.
+    let spare = Settings {
+        headroom: ekscale::autoscaler::headroom::parse("headroom: [{name: spare, pods: 3}]")
+            .unwrap(),
+        ..Settings::default()
+    };
+    bench_loop(
+        c,
+        &rt,
+        "runonce/the same with a headroom policy of 3 pods",
+        &view,
+        &client,
+        &spare,
+        now,
+    );
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
         .args([

@@ -148,7 +148,7 @@ impl Cluster {
         );
         let input = Input {
             nodes: &self.nodes,
-            pods: &self.pods,
+            pods: (&self.pods).into(),
             pdbs: &self.pdbs,
             node_group: &self.node_group,
             groups: &self.groups,

@@ -4,8 +4,8 @@
 
 use super::scaleup::Pending;
 use super::status::{NoScaleUp, Status};
-use crate::model::Pod;
 use crate::model::pod::{FARGATE_SCHEDULER, Phase};
+use crate::model::{Pod, PodList};
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, SystemTime};
 
@@ -19,7 +19,12 @@ pub struct Sorted {
     pub bound: Vec<usize>,
 }
 
-pub fn sort_pods(pods: &[Pod], nodes: &HashSet<&str>, cutoff: i32, status: &mut Status) -> Sorted {
+pub fn sort_pods(
+    pods: PodList<'_>,
+    nodes: &HashSet<&str>,
+    cutoff: i32,
+    status: &mut Status,
+) -> Sorted {
     let mut sorted = Sorted {
         to_help: Vec::new(),
         fargate: Vec::new(),
@@ -87,7 +92,7 @@ pub fn sort_pods(pods: &[Pod], nodes: &HashSet<&str>, cutoff: i32, status: &mut 
 
 /// The pods old enough to scale up for; the others are reported with their delay.
 pub fn old_enough(
-    pods: &[Pod],
+    pods: PodList<'_>,
     candidates: Vec<usize>,
     new_pod_scale_up_delay: Duration,
     now: SystemTime,

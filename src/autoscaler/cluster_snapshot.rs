@@ -11,7 +11,7 @@ use super::status::Placed;
 use super::zones;
 use crate::model::node::ZONE_LABEL;
 use crate::model::pod::LabelProjection;
-use crate::model::{Node, Pod};
+use crate::model::{Node, Pod, PodList};
 use crate::simulator::equivalence::EquivalenceGroup;
 use crate::simulator::predicates;
 use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
@@ -23,7 +23,7 @@ use std::sync::Arc;
 pub struct Inputs<'a> {
     pub view: &'a ClusterView,
     /// The view's pods and headroom's virtual pods after them.
-    pub pods: &'a [Pod],
+    pub pods: PodList<'a>,
     /// Pods that hold room on a node (bound or nominated, not expendable).
     pub bound: &'a [usize],
     /// Each view node's group, by node index.
@@ -118,7 +118,7 @@ impl ClusterSnapshot {
     /// nothing new. Returns each equivalence group's terms and how many of its pods (from the front) were placed.
     pub fn place_pending(
         &mut self,
-        pods: &[Pod],
+        pods: PodList<'_>,
         pending: &[EquivalenceGroup],
         groups: &[Group],
         placed: &mut Vec<Placed>,
@@ -187,7 +187,7 @@ fn template_place(
 }
 
 /// The pods on each node of the view (bound, or nominated to it), by node index.
-fn pods_on_nodes(view: &ClusterView, pods: &[Pod], bound: &[usize]) -> Vec<Vec<usize>> {
+fn pods_on_nodes(view: &ClusterView, pods: PodList<'_>, bound: &[usize]) -> Vec<Vec<usize>> {
     let index: HashMap<&str, usize> = view
         .nodes
         .iter()
@@ -209,7 +209,7 @@ fn pods_on_nodes(view: &ClusterView, pods: &[Pod], bound: &[usize]) -> Vec<Vec<u
 /// have changed its requests); DaemonSets with no pod running yet come from their template. A running pod
 /// loses the node its controller pinned it to (`matchFields` on `metadata.name`), as upstream's template
 /// pods do, so that it asks of a new node only what its DaemonSet asks.
-fn daemonset_exemplars(pods: &[Pod], templates: &[Pod]) -> Vec<Pod> {
+fn daemonset_exemplars(pods: PodList<'_>, templates: &[Pod]) -> Vec<Pod> {
     let mut seen = HashSet::new();
     pods.iter()
         .filter(|p| p.daemonset())

@@ -10,8 +10,8 @@
 use super::client::{ClientError, ProviderClient};
 use super::status::FargatePod;
 use crate::k8s::{objects, pod::PodFacts};
-use crate::model::Pod;
 use crate::model::fargate::{FargateProfile, SCHEDULER_NAME, Selection, select};
+use crate::model::{Pod, PodList};
 use crate::proto::ekscale::MatchPodResponse;
 use crate::simulator::equivalence::EquivalenceGroup;
 use std::collections::HashMap;
@@ -36,7 +36,7 @@ impl FargateAnswers {
         &mut self,
         client: &ProviderClient,
         profiles: Option<&[FargateProfile]>,
-        pods: &[Pod],
+        pods: PodList<'_>,
         fargate: &[EquivalenceGroup],
         help: &[EquivalenceGroup],
     ) -> Report {

@@ -2,8 +2,8 @@
 //! onto the nodes that stay, as the scheduler would, and undoes it exactly when one of them fits nowhere.
 
 use super::scaledown::Input;
-use crate::model::Pod;
 use crate::model::pod::{EquivalenceKey, LabelProjection, SchedulingIds};
+use crate::model::{Pod, PodList};
 use crate::simulator::topology::{Place, PodTerms, Topology};
 use crate::simulator::world::{self, Filling};
 use std::collections::HashMap;
@@ -22,7 +22,7 @@ pub(super) struct Undo {
 }
 
 impl Undo {
-    fn apply(self, pods: &[Pod], topology: &mut Topology, places: &mut [Place]) {
+    fn apply(self, pods: PodList<'_>, topology: &mut Topology, places: &mut [Place]) {
         for (pod, place, n, terms) in self.puts.into_iter().rev() {
             topology.take(&pods[pod], &terms, &mut places[place], n);
         }
@@ -41,7 +41,7 @@ pub(super) struct Mover<'a> {
     known: HashMap<EquivalenceKey<'a>, (Arc<PodTerms>, usize)>,
     projection: &'a LabelProjection,
     ids: SchedulingIds<'a>,
-    pods: &'a [Pod],
+    pods: PodList<'a>,
     /// Pods that committed removals moved onto each place: they move again if it goes too.
     moved_onto: Vec<Vec<usize>>,
 }
@@ -67,7 +67,8 @@ impl<'a> Mover<'a> {
     /// Undoes a failed removal simulation, the search hints included.
     pub(super) fn undo(&mut self, undo: Undo, topology: &mut Topology, places: &mut [Place]) {
         for &(pod, hint) in undo.hints.iter().rev() {
-            self.entry(topology, &self.pods[pod]).1 = hint;
+            let pod = self.pods.get(pod);
+            self.entry(topology, pod).1 = hint;
         }
         undo.apply(self.pods, topology, places);
     }
@@ -101,7 +102,7 @@ impl<'a> Mover<'a> {
         let mut destinations = Vec::with_capacity(moving.len());
         // They stop counting where they are: their spread and anti-affinity no longer hold there.
         for &p in &moving {
-            let terms = self.entry(topology, &pods[p]).0.clone();
+            let terms = self.entry(topology, pods.get(p)).0.clone();
             topology.uncount(&terms, &places[from], 1);
             undo.uncounted.push((from, terms));
         }

@@ -21,12 +21,11 @@ use super::status::{
     CapacityBufferStatus, ConditionStatus, GroupStatus, HeadroomStatus, NoScaleUp, ScaleUp, Shape,
     Status,
 };
-use crate::model::Pod;
 use crate::model::fargate;
 use crate::model::pod::LabelProjection;
 use crate::model::taint::TO_BE_DELETED_TAINT;
+use crate::model::{Pod, PodList};
 use crate::simulator::equivalence;
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -169,12 +168,7 @@ impl RunOnce {
         // Pods: what needs help, what Fargate takes, what holds room; in equivalence groups.
         // Headroom's virtual pods go after the real ones, so real pods keep their indices.
         let reserved = self.headroom(view, now, &mut status);
-        let pods: Cow<[Pod]> = if reserved.is_empty() {
-            Cow::Borrowed(&view.pods)
-        } else {
-            Cow::Owned(view.pods.iter().cloned().chain(reserved).collect())
-        };
-        let pods = &*pods;
+        let pods = PodList::new(&view.pods, &reserved);
         let sorted = self.classify(view, pods, now, &mut status);
         let profiles = profiles.unwrap_or_else(|e| {
             status.errors.push(format!("Fargate: {e}"));
@@ -351,7 +345,7 @@ impl RunOnce {
     fn classify(
         &self,
         view: &ClusterView,
-        pods: &[Pod],
+        pods: PodList<'_>,
         now: SystemTime,
         status: &mut Status,
     ) -> classify::Sorted {

@@ -10,7 +10,7 @@ use super::drain::{self, PdbBudget, Rules, Verdict};
 use super::removal::{Mover, Undo};
 use crate::model::pdb::Pdb;
 use crate::model::pod::LabelProjection;
-use crate::model::{Node, Pod, Resources};
+use crate::model::{Node, Pod, PodList, Resources};
 use crate::proto::options::GroupOptions;
 use crate::simulator::topology::{Place, Topology};
 use std::collections::{HashMap, HashSet};
@@ -155,7 +155,7 @@ pub struct GroupInfo {
 /// The cluster as the planner reads it.
 pub struct Input<'a> {
     pub nodes: &'a [Arc<Node>],
-    pub pods: &'a [Pod],
+    pub pods: PodList<'a>,
     pub pdbs: &'a [Pdb],
     /// Each node's group index.
     pub node_group: &'a [Option<usize>],

@@ -10,9 +10,9 @@ use super::cluster_state::GroupFacts;
 use super::runonce::{Settings, planning};
 use super::scaledown::{self, GroupInfo, Unremovable};
 use super::status::{DeletionStatus, KeptNode, ScaleDown, Status};
-use crate::model::Pod;
 use crate::model::pod::LabelProjection;
 use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
+use crate::model::{Pod, PodList};
 use crate::proto::externalgrpc::instance_status::InstanceState;
 use crate::simulator::topology::{Place, Topology};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -134,7 +134,7 @@ impl ScaleDownPolicy {
         &mut self,
         cx: &Context<'_>,
         view: &ClusterView,
-        pods: &[Pod],
+        pods: PodList<'_>,
         facts: &[GroupFacts],
         (node_group, on_node, deleting): (&[Option<usize>], &[Vec<usize>], &HashSet<String>),
         (topology, places): (&mut Topology, &mut [Place]),
@@ -605,7 +605,7 @@ impl ScaleDownPolicy {
 /// A removable node as the status reports it: why it may go and where its pods go.
 fn describe(
     view: &ClusterView,
-    pods: &[Pod],
+    pods: PodList<'_>,
     groups: &[GroupInfo],
     r: &scaledown::Removable,
 ) -> ScaleDown {
@@ -637,7 +637,7 @@ fn describe(
 }
 
 /// Where a removable node's pods go, for people: `default/api-0 -> ip-a` or `12 pods -> ip-a (5), ip-b (7)`.
-fn destinations(view: &ClusterView, pods: &[Pod], r: &scaledown::Removable) -> String {
+fn destinations(view: &ClusterView, pods: PodList<'_>, r: &scaledown::Removable) -> String {
     match r.destinations.as_slice() {
         [] => "no pod needs a new place".into(),
         [(pod, node)] => format!("{} -> {}", pods[*pod].key(), view.nodes[*node].name),

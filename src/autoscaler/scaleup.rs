@@ -7,7 +7,7 @@ use super::binpack::{self, Demand, Estimate, Stop};
 use super::expander::{Expander, ExpanderError, ExpansionOption, PriceContext};
 use super::status::{PodNames, ScaleUp};
 use crate::model::node::ZONE_LABEL;
-use crate::model::{Pod, Resources};
+use crate::model::{Pod, PodList, Resources};
 use crate::simulator::equivalence::EquivalenceGroup;
 use crate::simulator::predicates::{self, Unfit};
 use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
@@ -37,7 +37,7 @@ pub struct Group {
 
 /// The pending pods that need new nodes, as equivalence groups.
 pub struct Pending<'a> {
-    pub pods: &'a [Pod],
+    pub pods: PodList<'a>,
     /// The names of `pods` (all or the first of them) packed when they were read; see [`PodNames::push_pod`].
     pub keys: &'a PodNames,
     pub groups: Vec<EquivalenceGroup>,
@@ -721,7 +721,7 @@ mod tests {
             .map(|g| setup.topology.resolve(g.exemplar(&setup.pods)))
             .collect();
         let mut pending = Pending {
-            pods: &setup.pods,
+            pods: (&setup.pods).into(),
             keys: &PodNames::default(),
             done: vec![0; groups.len()],
             prices: vec![None; groups.len()],

@@ -2,7 +2,7 @@
 //! it was asked to do. `simulate` prints it (JSON for scripts, a table for people); `/snapshotz` serves it.
 
 use super::health::ClusterHealth;
-use crate::model::Pod;
+use crate::model::{Pod, PodList};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -299,7 +299,7 @@ impl PodNames {
 
     /// Pod `i` of `pods` by name: from `keys`, the names of the pods' first pods packed when they were read
     /// (one string read in order, instead of each pod's own allocations), or from the pod.
-    pub fn push_pod(&mut self, keys: &PodNames, pods: &[Pod], i: usize) {
+    pub fn push_pod(&mut self, keys: &PodNames, pods: PodList<'_>, i: usize) {
         match keys.get(i) {
             Some(key) => {
                 self.text.push_str(key);
@@ -591,8 +591,8 @@ mod tests {
         // Keys packed for the first pod only, as when virtual pods follow the view's own.
         let keys: PodNames = ["default/web-0 (packed)"].into_iter().collect();
         let mut names = PodNames::default();
-        names.push_pod(&keys, &pods, 0);
-        names.push_pod(&keys, &pods, 1);
+        names.push_pod(&keys, (&pods).into(), 0);
+        names.push_pod(&keys, (&pods).into(), 1);
         assert_eq!(
             names.iter().collect::<Vec<_>>(),
             ["default/web-0 (packed)", "batch/job-1"]

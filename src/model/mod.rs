@@ -4,12 +4,14 @@ pub mod fargate; // which Fargate profile takes a pod, as EKS matches
 pub mod node; // what a node offers and demands of pods
 pub mod pdb; // disruption budgets
 pub mod pod; // what a pod needs and where it may run
+pub mod pods; // the view's pods and a loop's virtual ones, as one list
 pub mod resources; // integer resources and a pod's demand
 pub mod selector; // label selectors and node selector terms
 pub mod taint; // taints and tolerations
 
 pub use node::Node;
 pub use pod::Pod;
+pub use pods::PodList;
 pub use resources::Resources;
 pub use selector::Labels;
 pub use taint::{Taint, TaintEffect, Toleration};

@@ -360,20 +360,20 @@ fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod]) {
         return;
     }
     let bound: Vec<usize> = (0..pods.len()).filter(|&i| pods[i].holds_room()).collect();
-    let groups = equivalence::group(pods, pending, &LabelProjection::All);
-    let exemplars: Vec<&Pod> = groups.iter().map(|g| g.exemplar(pods)).collect();
+    let groups = equivalence::group(&*pods, pending, &LabelProjection::All);
+    let exemplars: Vec<&Pod> = groups.iter().map(|g| g.exemplar(&*pods)).collect();
     let (mut topology, mut places) = world::build(
         nodes,
         &vec![None; nodes.len()],
-        pods,
+        &*pods,
         &bound,
         &exemplars,
         &LabelProjection::All,
     );
     let mut binding: HashMap<usize, String> = HashMap::new();
     for group in &groups {
-        let terms = topology.resolve(group.exemplar(pods));
-        let placed = world::place_all(&mut topology, &mut places, pods, &group.pods, &terms);
+        let terms = topology.resolve(group.exemplar(&*pods));
+        let placed = world::place_all(&mut topology, &mut places, &*pods, &group.pods, &terms);
         for (k, p) in placed.into_iter().enumerate() {
             binding.insert(group.pods[k], places[p].node.name.clone());
         }

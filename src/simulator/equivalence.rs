@@ -6,8 +6,8 @@
 //! read (namespace, labels, demand, priority and the scheduling constraints), so identical pods from
 //! different controllers, or with no controller, share a group too.
 
-use crate::model::Pod;
 use crate::model::pod::{EquivalenceKey, LabelProjection, SchedulingIds};
+use crate::model::{Pod, PodList};
 use std::collections::HashMap;
 
 /// Pods that schedule identically. `pods` index the pod list they were grouped from; the first is the
@@ -18,26 +18,27 @@ pub struct EquivalenceGroup {
 }
 
 impl EquivalenceGroup {
-    pub fn exemplar<'a>(&self, pods: &'a [Pod]) -> &'a Pod {
-        &pods[self.pods[0]]
+    pub fn exemplar<'a>(&self, pods: impl Into<PodList<'a>>) -> &'a Pod {
+        pods.into().get(self.pods[0])
     }
 }
 
 /// Groups `members` (indices into `pods`), keeping the order in which each group first appears, then
 /// ordering groups by priority, highest first, as cluster-autoscaler tries pods. Labels count as far as
 /// `projection` keeps them.
-pub fn group(
-    pods: &[Pod],
+pub fn group<'a>(
+    pods: impl Into<PodList<'a>>,
     members: impl IntoIterator<Item = usize>,
     projection: &LabelProjection,
 ) -> Vec<EquivalenceGroup> {
+    let pods = pods.into();
     let mut index = HashMap::new();
     let mut ids = SchedulingIds::default();
     let mut groups: Vec<EquivalenceGroup> = Vec::new();
     // Pods of one workload come in a row: a pod like the one before joins its group without a lookup.
     let mut last: Option<(EquivalenceKey, usize)> = None;
     for i in members {
-        let key = pods[i].equivalence_key(projection, &mut ids);
+        let key = pods.get(i).equivalence_key(projection, &mut ids);
         let slot = match &last {
             Some((previous, slot)) if *previous == key => *slot,
             _ => {

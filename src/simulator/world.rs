@@ -6,7 +6,7 @@
 use super::predicates::{self, Unfit};
 use super::topology::{Eligible, Place, PlaceKind, PodTerms, Topology};
 use crate::model::pod::{LabelProjection, Scheduling, SchedulingIds};
-use crate::model::{Node, Pod};
+use crate::model::{Node, Pod, PodList};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -81,21 +81,22 @@ fn fits(
 /// theirs (bound, or nominated). Terms are registered first: those of `pending` pods and those of pods
 /// already placed (their anti-affinity keeps matching pods away; all of them matter when scale-down moves
 /// those pods), once per distinct set of constraints.
-pub fn build(
+pub fn build<'a>(
     nodes: &[Arc<Node>],
     group_of: &[Option<usize>],
-    pods: &[Pod],
+    pods: impl Into<PodList<'a>>,
     on_nodes: &[usize],
     pending: &[&Pod],
     projection: &LabelProjection,
 ) -> (Topology, Vec<Place>) {
+    let pods = pods.into();
     let mut topology = Topology::default();
     for pod in pending {
         topology.register(pod);
     }
     let mut seen: HashSet<(&str, &Scheduling)> = HashSet::new();
     for &i in on_nodes {
-        let pod = &pods[i];
+        let pod = pods.get(i);
         if pod.scheduling.has_pod_constraints() && seen.insert((&pod.namespace, &pod.scheduling)) {
             topology.register(pod);
         }
@@ -113,7 +114,7 @@ pub fn build(
     let mut resolved: HashMap<crate::model::pod::EquivalenceKey, PodTerms> = HashMap::new();
     let mut ids = SchedulingIds::default();
     for &i in on_nodes {
-        let pod = &pods[i];
+        let pod = pods.get(i);
         let node = pod.node_name.as_deref().or(pod.nominated_node.as_deref());
         if let Some(&p) = node.and_then(|n| place_of.get(n)) {
             let terms = resolved
@@ -130,17 +131,17 @@ pub fn build(
 /// the node fill places first fit; the others go one at a time, each to the next place that takes it after
 /// the one the previous pod went to (cluster-autoscaler's rotating search), so that a zone spread fills
 /// every zone's nodes instead of stopping at the first node the skew refuses.
-pub fn place_all(
+pub fn place_all<'a>(
     topology: &mut Topology,
     places: &mut [Place],
-    pods: &[Pod],
+    pods: impl Into<PodList<'a>>,
     members: &[usize],
     terms: &PodTerms,
 ) -> Vec<usize> {
     let Some(&first) = members.first() else {
         return Vec::new();
     };
-    let pod = &pods[first];
+    let pod = pods.into().get(first);
     let usable: Vec<usize> = (0..places.len())
         .filter(|&p| {
             places[p].accepts && predicates::node_fit(&pod.scheduling, &places[p].node).is_ok()

@@ -1,0 +1,94 @@
+//! The pods a loop works on, as one list: the view's, then the loop's own virtual ones (headroom policies and
+//! CapacityBuffers), indexed together without copying the view's. Cloning every pod of a large cluster to
+//! append a handful of virtual ones cost more than the rest of the loop.
+
+use super::Pod;
+
+#[derive(Clone, Copy, Debug)]
+pub struct PodList<'a> {
+    first: &'a [Pod],
+    then: &'a [Pod],
+}
+
+impl<'a> PodList<'a> {
+    /// `first`'s pods keep their indices; `then`'s follow them.
+    pub fn new(first: &'a [Pod], then: &'a [Pod]) -> PodList<'a> {
+        PodList { first, then }
+    }
+
+    pub fn len(&self) -> usize {
+        self.first.len() + self.then.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &'a Pod> + Clone + use<'a> {
+        self.first.iter().chain(self.then)
+    }
+
+    /// Pod `i`, with the list's own lifetime (indexing borrows the list).
+    pub fn get(&self, i: usize) -> &'a Pod {
+        match i.checked_sub(self.first.len()) {
+            None => &self.first[i],
+            Some(j) => &self.then[j],
+        }
+    }
+}
+
+impl<'a> From<&'a [Pod]> for PodList<'a> {
+    fn from(pods: &'a [Pod]) -> PodList<'a> {
+        PodList::new(pods, &[])
+    }
+}
+
+impl<'a> From<&'a Vec<Pod>> for PodList<'a> {
+    fn from(pods: &'a Vec<Pod>) -> PodList<'a> {
+        PodList::new(pods, &[])
+    }
+}
+
+impl<'a, const N: usize> From<&'a [Pod; N]> for PodList<'a> {
+    fn from(pods: &'a [Pod; N]) -> PodList<'a> {
+        PodList::new(pods, &[])
+    }
+}
+
+impl std::ops::Index<usize> for PodList<'_> {
+    type Output = Pod;
+
+    fn index(&self, i: usize) -> &Pod {
+        self.get(i)
+    }
+}
+
+impl<'a> IntoIterator for PodList<'a> {
+    type Item = &'a Pod;
+    type IntoIter = std::iter::Chain<std::slice::Iter<'a, Pod>, std::slice::Iter<'a, Pod>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.iter().chain(self.then)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Resources;
+
+    #[test]
+    fn pods_are_indexed_across_both_parts_in_order() {
+        let pod = |name: &str| Pod::pending("default", name, Resources::default());
+        let view = [pod("a"), pod("b")];
+        let extra = [pod("virtual")];
+        let list = PodList::new(&view, &extra);
+        assert_eq!(list.len(), 3);
+        let names: Vec<&str> = list.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "virtual"]);
+        assert_eq!(list[1].name, "b");
+        assert_eq!(list.get(2).name, "virtual");
+        assert_eq!(PodList::from(&extra[..])[0].name, "virtual");
+        assert!(PodList::new(&[], &[]).is_empty());
+    }
+}
