@@ -1,13 +1,15 @@
 //! The kube-rs cluster source against a fake API server on loopback, at the HTTP layer: lists and watches
 //! fill the caches, a pod turning Unschedulable wakes the loop, taints are patched against the version read,
-//! evictions get the API server's 201, 429 (a PDB) and 404, and a relist that lost the pods makes no node
-//! look empty.
+//! evictions get the API server's 201, 429 (a PDB) and 404, a relist that lost the pods makes no node look
+//! empty, and a pod the watch has not delivered keeps its node.
 
 mod common;
 
 use common::kube_api::{self, Fake, Objects, node, pod};
+use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
 use ekscale::autoscaler::cluster::{ClusterError, ClusterSource};
 use ekscale::autoscaler::kube::Kube;
+use ekscale::autoscaler::runonce::{RunOnce, Settings};
 use ekscale::model::{Taint, TaintEffect};
 use serde_json::json;
 use std::time::Duration;
@@ -343,38 +345,7 @@ async fn a_loops_decisions_become_events_and_the_status_config_map() {
 /// the pods come back with the next relist, every node is still there and needed.
 #[tokio::test]
 async fn pods_that_vanish_from_one_list_make_no_node_look_empty() {
-    use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
-    use ekscale::autoscaler::runonce::{RunOnce, Settings};
-    let provider = common::Server::start_with(
-        "
-cluster: relist
-region: us-east-1
-nodeGroups:
-  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 3}
-",
-        None,
-    )
-    .await;
-    let config = ProviderConfig::plaintext(provider.addr.to_string());
-    let client = ProviderClient::new(&config).unwrap();
-    // The provider's three instances are the API server's three nodes, each running four 500m pods.
-    let mut nodes = Vec::new();
-    let mut pods = Vec::new();
-    for (i, instance) in client.nodes("general").await.unwrap().iter().enumerate() {
-        let name = format!("node-{i}");
-        let mut n = node(&name);
-        n["spec"]["providerID"] = json!(instance.id);
-        n["spec"]["taints"] = json!([]);
-        nodes.push(n);
-        pods.extend((0..4).map(|k| pod(&format!("web-{i}-{k}"), Some(&name))));
-    }
-    let (kube, fake) = source(Objects {
-        nodes,
-        pods,
-        ..Objects::default()
-    })
-    .await;
-    let kube = std::sync::Arc::new(kube);
+    let (_provider, client, kube, fake) = three_nodes([4, 4, 4]).await;
     let settings = Settings {
         act: true,
         ..Settings::default()
@@ -425,4 +396,89 @@ nodeGroups:
     assert!(status.scale_down.is_empty(), "{:?}", status.scale_down);
     assert_eq!(fake.objects.lock().unwrap().nodes.len(), 3);
     assert!(fake.objects.lock().unwrap().patches.is_empty());
+}
+
+/// A pod bound to a node whose watch event has not arrived: the view shows the node empty and its deletion
+/// starts, but its pods are read from the API server right before NodeGroupDeleteNodes, and the pod found
+/// there ends the deletion with the node kept.
+#[tokio::test]
+async fn a_pod_the_watch_has_not_delivered_keeps_its_node() {
+    let (_provider, client, kube, fake) = three_nodes([4, 4, 0]).await;
+    let settings = Settings {
+        act: true,
+        ..Settings::default()
+    };
+    let mut once = RunOnce::new(client.clone(), settings).acting_on(kube.clone());
+    let now = std::time::SystemTime::now();
+    let view = kube.view().await.unwrap();
+    once.run(&view, now).await.unwrap();
+    // Unneeded for longer than --scale-down-unneeded-time: its deletion starts with the ToBeDeleted taint.
+    let status = once
+        .run(&view, now + Duration::from_secs(11 * 60))
+        .await
+        .unwrap();
+    let started: Vec<(&str, &str)> = (status.deletions.iter())
+        .map(|d| (d.node.as_str(), d.state.as_str()))
+        .collect();
+    assert_eq!(started, [("node-2", "started")]);
+
+    // A pod is bound there; the API server has it, the watch has not delivered it.
+    fake.objects
+        .lock()
+        .unwrap()
+        .pods
+        .push(pod("late-0", Some("node-2")));
+    let status = once
+        .run(&view, now + Duration::from_secs(12 * 60))
+        .await
+        .unwrap();
+    let ended: Vec<(&str, &str, &str)> = (status.deletions.iter())
+        .map(|d| (d.node.as_str(), d.state.as_str(), d.detail.as_str()))
+        .collect();
+    assert_eq!(
+        ended,
+        [(
+            "node-2",
+            "failed",
+            "pods the cluster view had not shown were on it: default/late-0"
+        )]
+    );
+    assert_eq!(client.target_size("general").await.unwrap(), 3);
+    assert_eq!(client.nodes("general").await.unwrap().len(), 3);
+}
+
+/// The provider's three instances as the API server's three nodes, `pods[i]` 500m pods on node `i`, and
+/// the kube source over them.
+async fn three_nodes(
+    pods: [usize; 3],
+) -> (common::Server, ProviderClient, std::sync::Arc<Kube>, Fake) {
+    let provider = common::Server::start_with(
+        "
+cluster: relist
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 3}
+",
+        None,
+    )
+    .await;
+    let config = ProviderConfig::plaintext(provider.addr.to_string());
+    let client = ProviderClient::new(&config).unwrap();
+    let mut nodes = Vec::new();
+    let mut items = Vec::new();
+    for (i, instance) in client.nodes("general").await.unwrap().iter().enumerate() {
+        let name = format!("node-{i}");
+        let mut n = node(&name);
+        n["spec"]["providerID"] = json!(instance.id);
+        n["spec"]["taints"] = json!([]);
+        nodes.push(n);
+        items.extend((0..pods[i]).map(|k| pod(&format!("web-{i}-{k}"), Some(&name))));
+    }
+    let (kube, fake) = source(Objects {
+        nodes,
+        pods: items,
+        ..Objects::default()
+    })
+    .await;
+    (provider, client, std::sync::Arc::new(kube), fake)
 }

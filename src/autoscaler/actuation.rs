@@ -7,6 +7,7 @@
 use super::client::ProviderClient;
 use super::cluster::{ClusterError, ClusterSource, ClusterView};
 use super::drain::{self, Blocking, PdbBudget, Rules, Verdict};
+use crate::model::pod::Phase;
 use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
 use crate::model::{Node, Taint, TaintEffect};
 use std::collections::BTreeMap;
@@ -284,6 +285,30 @@ async fn step(
             ));
         }
         return Step::Wait(format!("{} evicted pod(s) to stop", terminating.len()));
+    }
+    // The view comes from a cache: a pod bound since its last event would be deleted with the node. What
+    // the cluster says now decides; a pod the view missed ends this deletion as a pod that arrived would.
+    match cluster.pods_on(&d.node).await {
+        Ok(None) => {}
+        Ok(Some(pods)) => {
+            let mut missed = Vec::new();
+            for pod in pods.iter().filter(|p| p.phase != Phase::Terminal) {
+                match drain::classify(pod, rules, &pdbs, now) {
+                    Verdict::Stays => {}
+                    _ if pod.deleted.is_some() => {
+                        return Step::Wait(format!("{} to stop", pod.key()));
+                    }
+                    _ => missed.push(pod.key()),
+                }
+            }
+            if !missed.is_empty() {
+                return Step::Abort(format!(
+                    "pods the cluster view had not shown were on it: {}",
+                    missed.join(", ")
+                ));
+            }
+        }
+        Err(e) => return Step::Wait(format!("its pods to be read before deletion: {e}")),
     }
     match client
         .delete_nodes(&d.group, &[(d.node.clone(), d.provider_id.clone())])

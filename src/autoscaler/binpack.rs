@@ -146,12 +146,12 @@ pub fn estimate(
         {
             break;
         }
-        let runs = runs(demands, templates.first(), ordering);
         if ordering != Ordering::Upstream {
+            let runs = runs(demands, templates.first(), ordering);
             if packed.contains(&runs) {
                 continue;
             }
-            packed.push(runs.clone());
+            packed.push(runs);
         }
         // The time left is shared between the orderings still to run; what one leaves, the next may use.
         let deadline = limits.deadline.map(|d| {
@@ -159,9 +159,7 @@ pub fn estimate(
             now + d.saturating_duration_since(now) / (ORDERINGS.len() - i) as u32
         });
         let share = Limits { deadline, ..limits };
-        let other = pack_runs(
-            topology, existing, templates, demands, share, ordering, &runs,
-        );
+        let other = pack(topology, existing, templates, demands, share, ordering);
         let better = best.as_ref().is_none_or(|best| {
             (other.pods_placed(), std::cmp::Reverse(other.node_count()))
                 > (best.pods_placed(), std::cmp::Reverse(best.node_count()))
@@ -292,22 +290,6 @@ pub fn pack(
     limits: Limits,
     ordering: Ordering,
 ) -> Estimate {
-    let runs = runs(demands, templates.first(), ordering);
-    pack_runs(
-        topology, existing, templates, demands, limits, ordering, &runs,
-    )
-}
-
-/// One estimation taking the demands in `runs` (see [`runs`]), with `ordering`'s search.
-fn pack_runs(
-    topology: &Topology,
-    existing: &[Place],
-    templates: Templates,
-    demands: &[Demand],
-    limits: Limits,
-    ordering: Ordering,
-    runs: &[Vec<usize>],
-) -> Estimate {
     let mut packing = Packing {
         topology: topology.clone(),
         existing,
@@ -321,7 +303,7 @@ fn pack_runs(
     };
     let mut placed = vec![0u64; demands.len()];
     let mut unfit = vec![None; demands.len()];
-    for run in runs {
+    for run in &runs(demands, templates.first(), ordering) {
         let mut fillings: Vec<(usize, Filling, u64)> = Vec::with_capacity(run.len());
         for &d in run {
             let demand = demands[d];

@@ -90,6 +90,14 @@ pub trait ClusterSource: Send + Sync {
         )))
     }
 
+    /// The pods bound to node `node` as the cluster holds them now, read past the view's cache; `None` when
+    /// the source has nothing fresher than its view (a snapshot, the simulated cluster). Asked right before
+    /// a node is deleted: a watch event not yet delivered must not make a node look empty.
+    async fn pods_on(&self, node: &str) -> Result<Option<Vec<Pod>>, ClusterError> {
+        let _ = node;
+        Ok(None)
+    }
+
     /// Evicts pod `namespace/name` through the Eviction API (which enforces PodDisruptionBudgets), giving
     /// it `grace` to stop.
     async fn evict(

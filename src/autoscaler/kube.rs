@@ -14,7 +14,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use std::sync::Arc;
@@ -294,6 +294,28 @@ impl ClusterSource for Kube {
                 "the cluster serves no CapacityBuffers".into(),
             )),
         }
+    }
+
+    async fn pods_on(&self, node: &str) -> Result<Option<Vec<crate::model::Pod>>, ClusterError> {
+        let fields = format!("spec.nodeName={node}");
+        let list = Api::<Pod>::all(self.client.clone())
+            .list(&ListParams::default().fields(&fields))
+            .await
+            .map_err(|e| ClusterError::Kube(format!("listing the pods on node {node}: {e}")))?;
+        let mut pods = Vec::new();
+        for pod in &list.items {
+            match objects::pod_from_api(pod, false) {
+                // The field selector is the API server's; the filter holds whatever it answered.
+                Ok(pod) if pod.node_name.as_deref() == Some(node) => pods.push(pod),
+                Ok(_) => {}
+                Err(e) => {
+                    return Err(ClusterError::Kube(format!(
+                        "a pod on node {node} cannot be read: {e}"
+                    )));
+                }
+            }
+        }
+        Ok(Some(pods))
     }
 
     async fn evict(
