@@ -31,6 +31,17 @@ pub struct ClusterView {
     pub now: Option<SystemTime>,
 }
 
+impl ClusterView {
+    /// `keys`, when they name the pods one for one; none for a view put together without them.
+    pub fn pod_keys(&self) -> &PodNames {
+        if self.keys.len() == self.pods.len() {
+            &self.keys
+        } else {
+            const { &PodNames::NONE }
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
     #[error("reading snapshot {path}: {source}")]

@@ -212,7 +212,7 @@ impl RunOnce {
         let totals = snapshot.totals();
         let mut pending = Pending {
             pods,
-            keys: &view.keys,
+            keys: view.pod_keys(),
             prices: vec![None; help_groups.len()],
             groups: help_groups,
             terms,

@@ -274,6 +274,12 @@ pub struct PodNames {
 }
 
 impl PodNames {
+    /// No names.
+    pub const NONE: PodNames = PodNames {
+        text: String::new(),
+        ends: Vec::new(),
+    };
+
     pub fn with_capacity(pods: usize) -> PodNames {
         PodNames {
             text: String::with_capacity(pods * 24),
@@ -297,8 +303,9 @@ impl PodNames {
         self.ends.push(self.text.len());
     }
 
-    /// Pod `i` of `pods` by name: from `keys`, the names of the pods' first pods packed when they were read
-    /// (one string read in order, instead of each pod's own allocations), or from the pod.
+    /// Names pod `i` of `pods`: from `keys` (the names of the first pods of `pods`, packed when they were read:
+    /// one string read in order instead of each pod's own allocation) while `i` is within them, else from the
+    /// pod itself.
     pub fn push_pod(&mut self, keys: &PodNames, pods: PodList<'_>, i: usize) {
         match keys.get(i) {
             Some(key) => {
