@@ -17,6 +17,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::Notify;
@@ -34,6 +35,11 @@ pub struct Kube {
     buffers: Option<BufferWatches>,
     unschedulable: Arc<Notify>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The last view's pods as converted, by the address of the cached object they were converted from
+    /// (kept alive here, so the address names that object): the store replaces an object's `Arc` when it
+    /// changes, so a pod the same `Arc` still holds is copied, not converted again. Converting every pod of
+    /// a large cluster on every loop cost several times the loop itself.
+    converted: std::sync::Mutex<HashMap<usize, (Arc<Pod>, crate::model::Pod)>>,
 }
 
 impl Drop for Kube {
@@ -146,6 +152,7 @@ impl Kube {
             buffers,
             unschedulable: unschedulable_pods,
             tasks,
+            converted: Default::default(),
         };
         let ready = async {
             source.nodes.wait_until_ready().await?;
@@ -222,6 +229,32 @@ impl Kube {
     }
 }
 
+impl Kube {
+    /// The cached pods in the model, each converted once per version of its object.
+    fn pods_converted(&self) -> Vec<crate::model::Pod> {
+        let mut converted = self.converted.lock().unwrap_or_else(|e| e.into_inner());
+        let mut previous = std::mem::take(&mut *converted);
+        let state = self.pods.state();
+        let mut pods = Vec::with_capacity(state.len());
+        for object in state {
+            let address = Arc::as_ptr(&object) as usize;
+            let pod = match previous.remove(&address) {
+                Some((_, pod)) => pod,
+                None => match objects::pod_from_api(&object, true) {
+                    Ok(pod) => pod,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "pod left out of the loop");
+                        continue;
+                    }
+                },
+            };
+            pods.push(pod.clone());
+            converted.insert(address, (object, pod));
+        }
+        pods
+    }
+}
+
 #[async_trait::async_trait]
 impl ClusterSource for Kube {
     async fn view(&self) -> Result<Arc<ClusterView>, ClusterError> {
@@ -237,12 +270,7 @@ impl ClusterSource for Kube {
                 Err(e) => tracing::warn!(error = %e, "node left out of the loop"),
             }
         }
-        for pod in self.pods.state() {
-            match objects::pod_from_api(&pod, true) {
-                Ok(pod) => view.pods.push(pod),
-                Err(e) => tracing::warn!(error = %e, "pod left out of the loop"),
-            }
-        }
+        view.pods = self.pods_converted();
         // Equal constraints share one value, so that the loop compares them by pointer.
         crate::model::pod::share_alike(&mut view.pods);
         view.keys = PodNames::of(&view.pods);
