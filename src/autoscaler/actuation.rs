@@ -9,7 +9,7 @@ use super::cluster::{ClusterError, ClusterSource, ClusterView};
 use super::drain::{self, Blocking, PdbBudget, Rules, Verdict};
 use crate::model::pod::Phase;
 use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
-use crate::model::{Node, Taint, TaintEffect};
+use crate::model::{Node, Pod, Taint, TaintEffect};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -189,6 +189,43 @@ enum Step {
     Abort(String),
 }
 
+/// A node's pods by what its drain must do with them (DaemonSet, mirror and long-terminating pods stay).
+struct Leaving<'a> {
+    to_evict: Vec<&'a Pod>,
+    /// Evicted or deleted, not gone yet.
+    terminating: Vec<&'a Pod>,
+    /// Pods no eviction may move, with why.
+    blocked: Vec<(&'a Pod, String)>,
+}
+
+fn leaving<'a>(
+    pods: impl Iterator<Item = &'a Pod>,
+    rules: &Rules,
+    pdbs: &PdbBudget,
+    now: SystemTime,
+) -> Leaving<'a> {
+    let mut sorted = Leaving {
+        to_evict: Vec::new(),
+        terminating: Vec::new(),
+        blocked: Vec::new(),
+    };
+    for pod in pods {
+        match drain::classify(pod, rules, pdbs, now) {
+            Verdict::Stays => {}
+            // The API server enforces budgets; a refusal is retried.
+            Verdict::Evicted { .. } | Verdict::Blocks(Blocking::NotEnoughPdb, _) => {
+                if pod.deleted.is_some() {
+                    sorted.terminating.push(pod);
+                } else {
+                    sorted.to_evict.push(pod);
+                }
+            }
+            Verdict::Blocks(_, why) => sorted.blocked.push((pod, why)),
+        }
+    }
+    sorted
+}
+
 async fn step(
     cluster: &dyn ClusterSource,
     client: &ProviderClient,
@@ -209,27 +246,14 @@ async fn step(
     }
     // What must still leave: re-checked now, as pods may have arrived before the taint did.
     let pdbs = PdbBudget::new(&view.pdbs);
-    let mut to_evict = Vec::new();
-    let mut terminating = Vec::new();
-    for pod in view
-        .pods
-        .iter()
-        .filter(|p| p.node_name.as_deref() == Some(&d.node))
-    {
-        match drain::classify(pod, rules, &pdbs, now) {
-            Verdict::Stays => {}
-            // The API server enforces budgets; a refusal is retried.
-            Verdict::Evicted { .. } | Verdict::Blocks(Blocking::NotEnoughPdb, _) => {
-                if pod.deleted.is_some() {
-                    terminating.push(pod);
-                } else {
-                    to_evict.push(pod);
-                }
-            }
-            Verdict::Blocks(_, why) => {
-                return Step::Abort(format!("a pod that cannot be evicted arrived: {why}"));
-            }
-        }
+    let on_node = (view.pods.iter()).filter(|p| p.node_name.as_deref() == Some(&d.node));
+    let Leaving {
+        to_evict,
+        terminating,
+        blocked,
+    } = leaving(on_node, rules, &pdbs, now);
+    if let Some((_, why)) = blocked.first() {
+        return Step::Abort(format!("a pod that cannot be evicted arrived: {why}"));
     }
     if d.empty && !(to_evict.is_empty() && terminating.is_empty()) {
         return Step::Abort(format!(
@@ -291,16 +315,20 @@ async fn step(
     match cluster.pods_on(&d.node).await {
         Ok(None) => {}
         Ok(Some(pods)) => {
-            let mut missed = Vec::new();
-            for pod in pods.iter().filter(|p| p.phase != Phase::Terminal) {
-                match drain::classify(pod, rules, &pdbs, now) {
-                    Verdict::Stays => {}
-                    _ if pod.deleted.is_some() => {
-                        return Step::Wait(format!("{} to stop", pod.key()));
-                    }
-                    _ => missed.push(pod.key()),
-                }
+            let running = pods.iter().filter(|p| p.phase != Phase::Terminal);
+            let found = leaving(running, rules, &pdbs, now);
+            let blocked = found.blocked.iter().map(|(p, _)| *p);
+            // Any pod on its way out, blocked or not, is waited for.
+            let stopping = (found.terminating.iter().copied())
+                .chain(blocked.clone().filter(|p| p.deleted.is_some()))
+                .next();
+            if let Some(pod) = stopping {
+                return Step::Wait(format!("{} to stop", pod.key()));
             }
+            let missed: Vec<String> = (found.to_evict.iter().copied())
+                .chain(blocked)
+                .map(Pod::key)
+                .collect();
             if !missed.is_empty() {
                 return Step::Abort(format!(
                     "pods the cluster view had not shown were on it: {}",
