@@ -346,11 +346,7 @@ async fn a_loops_decisions_become_events_and_the_status_config_map() {
 #[tokio::test]
 async fn pods_that_vanish_from_one_list_make_no_node_look_empty() {
     let (_provider, client, kube, fake) = three_nodes([4, 4, 4]).await;
-    let settings = Settings {
-        act: true,
-        ..Settings::default()
-    };
-    let mut once = RunOnce::new(client, settings).acting_on(kube.clone());
+    let mut once = acting(&client, &kube);
     let now = std::time::SystemTime::now();
     let view = kube.view().await.unwrap();
     assert_eq!(view.pods.len(), 12);
@@ -404,11 +400,7 @@ async fn pods_that_vanish_from_one_list_make_no_node_look_empty() {
 #[tokio::test]
 async fn a_pod_the_watch_has_not_delivered_keeps_its_node() {
     let (_provider, client, kube, fake) = three_nodes([4, 4, 0]).await;
-    let settings = Settings {
-        act: true,
-        ..Settings::default()
-    };
-    let mut once = RunOnce::new(client.clone(), settings).acting_on(kube.clone());
+    let mut once = acting(&client, &kube);
     let now = std::time::SystemTime::now();
     let view = kube.view().await.unwrap();
     once.run(&view, now).await.unwrap();
@@ -445,6 +437,15 @@ async fn a_pod_the_watch_has_not_delivered_keeps_its_node() {
     );
     assert_eq!(client.target_size("general").await.unwrap(), 3);
     assert_eq!(client.nodes("general").await.unwrap().len(), 3);
+}
+
+/// A loop that acts on the kube source, with cluster-autoscaler's defaults.
+fn acting(client: &ProviderClient, kube: &std::sync::Arc<Kube>) -> RunOnce {
+    let settings = Settings {
+        act: true,
+        ..Settings::default()
+    };
+    RunOnce::new(client.clone(), settings).acting_on(kube.clone())
 }
 
 /// The provider's three instances as the API server's three nodes, `pods[i]` 500m pods on node `i`, and
