@@ -4,6 +4,7 @@
 use super::actuation::Pacing;
 use super::backoff::BackoffSettings;
 use super::client::{ProviderClient, ProviderConfig};
+use super::consolidation::{self, MinSaving, Mode};
 use super::drain::Rules;
 use super::expander::{self, Expander, Strategy};
 use super::headroom;
@@ -137,6 +138,20 @@ pub struct DecisionArgs {
     /// Pods with a priority below this are expendable: never a reason to scale up.
     #[arg(long, default_value_t = -10, allow_negative_numbers = true)]
     pub expendable_pods_priority_cutoff: i32,
+    /// `off` (upstream's behaviour) and `delete` remove nodes only (scale-down); `replace` also replaces
+    /// nodes by one cheaper node that holds their pods.
+    #[arg(long, value_enum, default_value_t = Mode::Off)]
+    pub consolidation: Mode,
+    /// What a replacement must save: a share of the price of what it replaces and dollars per hour, both
+    /// (`20%,0.01`; a part left out keeps its default).
+    #[arg(long, default_value = "20%,0.01", value_parser = MinSaving::from_str)]
+    pub consolidation_min_saving: MinSaving,
+    /// Most replacements in progress at once (at least 1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_consolidation_parallelism: u16,
+    /// How long a node must have had no pod scheduled to it before it is replaced.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "10m")]
+    pub consolidation_stable_time: Duration,
 }
 
 /// cluster-autoscaler's `--address`: `host:port`, or `:port` for every interface.
@@ -257,6 +272,12 @@ impl DecisionArgs {
                 max_soft_taints: self.max_bulk_soft_taint_count,
                 // `simulate` lists every node that would go; `run` paces itself.
                 timers_elapsed: !live,
+            },
+            consolidation: consolidation::Settings {
+                mode: self.consolidation,
+                min_saving: self.consolidation_min_saving,
+                max_parallelism: usize::from(self.max_consolidation_parallelism),
+                stable_time: self.consolidation_stable_time,
             },
         })
     }

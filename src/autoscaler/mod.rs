@@ -10,6 +10,7 @@ pub mod client; // the provider client, with cluster-autoscaler's caching rules
 pub mod cluster; // where the cluster is read from: the ClusterSource trait, snapshots
 pub mod cluster_snapshot; // the world the loop plans in: nodes, templates, upcoming nodes; pods that already fit
 pub mod cluster_state; // node groups, instances, what is coming, backoff: what the provider says this loop
+pub mod consolidation; // replacing nodes with cheaper ones: candidates, one new node for their pods, savings
 pub mod controller; // the commands: `simulate` once, `run` as the controller (loop, endpoints, Lease, events)
 pub mod drain; // what each pod on a node means for removing it (upstream's drainability rules)
 pub mod events; // Events and the status ConfigMap, as cluster-autoscaler writes them
@@ -26,6 +27,7 @@ pub mod leader; // leader election on a Lease: one replica acts, and stops at on
 pub mod metrics; // ekscale_* metrics, named after cluster-autoscaler's
 pub mod pricing; // node and pod prices for the price expander, pod prices kept by demand
 pub mod removal; // scale-down's removal simulation: pods moved off a node, undone when one fits nowhere
+pub mod replacement; // replacements in progress: launch, wait for Ready, drain the old nodes, or abandon
 pub mod runonce; // one loop: read, count what is coming, place, plan, act, record
 pub mod scaledown; // finds unneeded nodes: utilization, drainability, removal simulation
 pub mod scaledown_policy; // around the planner: unneeded timers, cooldowns, budgets, soft taints, deletions

@@ -1,6 +1,6 @@
-//! The pricing stage, for the price expander only: each node group's node price once per loop, and the price
-//! of each distinct pod demand, kept across loops while that demand keeps appearing. The calls of the stage
-//! go out together.
+//! The pricing stage, for the price expander: each node group's node price once per loop, and the price of
+//! each distinct pod demand, kept across loops while that demand keeps appearing. The calls of the stage go
+//! out together. Consolidation reads the node prices alone ([`node_prices`]).
 
 use super::client::{ClientError, ProviderClient};
 use super::scaleup::{Group, Pending};
@@ -35,17 +35,6 @@ impl PriceBook {
         groups: &mut [Group],
         pending: &mut Pending<'_>,
     ) -> Result<(), ClientError> {
-        let nodes = groups.iter().map(|group| async {
-            let Some(template) = &group.template else {
-                return Ok(None);
-            };
-            let node = ExternalGrpcNode {
-                name: template.node.name.clone(),
-                labels: template.node.labels.clone().into_iter().collect(),
-                ..Default::default()
-            };
-            client.node_price(node, 1.0).await
-        });
         let stabilizer = stabilizer_pod();
         let exemplars: Vec<&Pod> = pending
             .groups
@@ -65,10 +54,8 @@ impl PriceBook {
         let pods = asked
             .iter()
             .map(|&(_, i)| client.pod_price(objects::pod_to_pb_bytes(exemplars[i]), 1.0));
-        let (node_prices, pod_prices) = futures::join!(join_all(nodes), join_all(pods));
-        for (group, price) in groups.iter_mut().zip(node_prices) {
-            group.node_price = price?;
-        }
+        let (node_prices, pod_prices) = futures::join!(node_prices(client, groups), join_all(pods));
+        node_prices?;
         let mut book: HashMap<PodKey, Option<f64>> = HashMap::new();
         for ((k, _), price) in asked.into_iter().zip(pod_prices) {
             book.insert(k.clone(), price?);
@@ -86,6 +73,26 @@ impl PriceBook {
         self.pods = book;
         Ok(())
     }
+}
+
+/// Each group's node price per hour into `groups` (the price of its template node), asked together.
+pub async fn node_prices(client: &ProviderClient, groups: &mut [Group]) -> Result<(), ClientError> {
+    let asks = groups.iter().map(|group| async {
+        let Some(template) = &group.template else {
+            return Ok(None);
+        };
+        let node = ExternalGrpcNode {
+            name: template.node.name.clone(),
+            labels: template.node.labels.clone().into_iter().collect(),
+            ..Default::default()
+        };
+        client.node_price(node, 1.0).await
+    });
+    let prices = join_all(asks).await;
+    for (group, price) in groups.iter_mut().zip(prices) {
+        group.node_price = price?;
+    }
+    Ok(())
 }
 
 fn key(pod: &Pod, profiles: &[FargateProfile]) -> PodKey {

@@ -9,13 +9,14 @@ use super::client::{ClientError, ProviderClient};
 use super::cluster::{ClusterSource, ClusterView};
 use super::cluster_snapshot::{self, ClusterSnapshot};
 use super::cluster_state::{self, ClusterState, Counts, GroupFacts};
+use super::consolidation;
 use super::expander::Expander;
 use super::fargate::FargateAnswers;
 use super::headroom::{Capacity, Owner, Policy, virtual_pods};
 use super::health::{HealthSettings, Judge};
-use super::pricing::PriceBook;
+use super::pricing::{self, PriceBook};
 use super::scaledown;
-use super::scaledown_policy::{Context, ScaleDownPolicy};
+use super::scaledown_policy::{Context, Fleet, ScaleDownPolicy};
 use super::scaleup::{self, Group, Limits, Pending};
 use super::status::{
     CapacityBufferStatus, ConditionStatus, GroupStatus, HeadroomStatus, NoScaleUp, ScaleUp, Shape,
@@ -52,6 +53,8 @@ pub struct Settings {
     pub wait_for_new_pods: bool,
     pub new_pod_scale_up_delay: Duration,
     pub scale_down: scaledown::Settings,
+    /// `--consolidation` and its guards.
+    pub consolidation: consolidation::Settings,
     /// Capacity kept free ahead of demand, as virtual pending pods.
     pub headroom: Vec<Policy>,
 }
@@ -75,6 +78,7 @@ impl Default for Settings {
             wait_for_new_pods: false,
             new_pod_scale_up_delay: Duration::ZERO,
             scale_down: scaledown::Settings::default(),
+            consolidation: consolidation::Settings::default(),
             headroom: Vec::new(),
         }
     }
@@ -243,15 +247,27 @@ impl RunOnce {
         }
         describe_scale_up(plan, &pending, &mut status);
 
-        // Scale-down: decided over the snapshot scale-up left, carried out, described.
+        // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
         if self.settings.scale_down.enabled {
+            let unpriced = self.settings.consolidation.replaces() && !expander.needs_prices();
+            if unpriced && let Err(e) = pricing::node_prices(&self.client, &mut groups).await {
+                let why = format!("pricing, consolidation has no prices: {e}");
+                status.errors.push(why);
+            }
+            let grown: HashMap<String, u64> = (status.scale_up.iter())
+                .filter(|s| s.error.is_none())
+                .map(|s| (s.node_group.clone(), s.delta))
+                .collect();
             let cx = Context {
                 settings: &self.settings,
                 client: &self.client,
                 actor: self.actor(),
             };
-            let existing = &mut snapshot.places[..view.nodes.len()];
-            let world = (&mut snapshot.topology, existing);
+            let fleet = Fleet {
+                groups: &groups,
+                grown: &grown,
+            };
+            let world = (&mut snapshot.topology, &mut snapshot.places);
             let nodes = (
                 node_group.as_slice(),
                 snapshot.on_node.as_slice(),
@@ -262,15 +278,19 @@ impl RunOnce {
                 view,
                 pods,
                 &facts,
+                fleet,
                 nodes,
                 world,
                 &projection,
                 paused,
                 now,
             );
-            (self.down)
-                .carry_out(&cx, view, decision, &deleting, now, &mut status)
+            let backoffs = (self.down)
+                .carry_out(&cx, view, decision, &deleting, &facts, now, &mut status)
                 .await;
+            for (group, why) in backoffs {
+                self.state.backoff.fail(&group, why, now);
+            }
         }
 
         status.node_groups = group_statuses(&facts, &counts, &groups);
@@ -330,6 +350,14 @@ impl RunOnce {
             (self.down)
                 .advance_deletions(&cx, &*cluster, view, now, status)
                 .await;
+        }
+        // Replacements waiting for their new node: which is theirs, whether it is Ready, or too late.
+        let act = self.settings.act;
+        let backoffs = (self.down.replacements)
+            .watch(&self.client, act, view, facts, now, status)
+            .await;
+        for (group, why) in backoffs {
+            self.state.backoff.fail(&group, why, now);
         }
         view.nodes
             .iter()

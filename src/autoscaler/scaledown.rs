@@ -208,13 +208,13 @@ pub struct Plan {
 }
 
 /// A candidate after the checks that need no simulation.
-struct Candidate {
-    node: usize,
-    group: usize,
-    utilization: Utilization,
-    evicted: Vec<usize>,
+pub(super) struct Candidate {
+    pub(super) node: usize,
+    pub(super) group: usize,
+    pub(super) utilization: Utilization,
+    pub(super) evicted: Vec<usize>,
     /// The evicted pods that need a place.
-    moving: Vec<usize>,
+    pub(super) moving: Vec<usize>,
 }
 
 /// The node's utilization, from the pods on it that hold room.
@@ -268,7 +268,7 @@ pub fn plan<'a>(
             reason,
             detail,
         };
-        match candidate(input, rules, &pdbs, n, node) {
+        match candidate(input, rules, &pdbs, n, node, true) {
             Ok(c) => candidates.push(c),
             Err((reason, detail)) => plan.kept.push(keep(reason, detail)),
         }
@@ -365,14 +365,15 @@ pub fn plan<'a>(
     plan
 }
 
-/// The checks of one node that need no simulation: group, annotation, deletion, readiness, utilization, and
-/// its pods' drainability.
-fn candidate(
+/// The checks of one node that need no simulation: group, annotation, deletion, readiness, utilization (when
+/// `threshold`: consolidation replaces nodes however used), and its pods' drainability.
+pub(super) fn candidate(
     input: &Input,
     rules: &Rules,
     pdbs: &PdbBudget,
     n: usize,
     node: &Node,
+    threshold: bool,
 ) -> Result<Candidate, (Unremovable, String)> {
     let Some(g) = input.node_group[n] else {
         return Err((
@@ -422,18 +423,18 @@ fn candidate(
         .filter(|p| !drain::long_terminating(p, input.now))
         .collect();
     let used = utilization(node, &on_node, group.options.ignore_daemon_sets);
-    let threshold = if used.gpu.is_some() {
+    let limit = if used.gpu.is_some() {
         group.options.gpu_utilization
     } else {
         group.options.utilization
     };
-    if used.value() > threshold {
+    if used.value() > limit && threshold {
         return Err((
             Unremovable::NotUnderutilized,
             format!(
                 "utilization {} is above the threshold {:.0}%",
                 used.describe(),
-                threshold * 100.0
+                limit * 100.0
             ),
         ));
     }
@@ -465,7 +466,12 @@ fn candidate(
 }
 
 /// The first pod among `pods` that keeps its node, as `Reason: ns/name: why`.
-fn blocked(input: &Input, rules: &Rules, pdbs: &PdbBudget, pods: &[usize]) -> Option<String> {
+pub(super) fn blocked(
+    input: &Input,
+    rules: &Rules,
+    pdbs: &PdbBudget,
+    pods: &[usize],
+) -> Option<String> {
     pods.iter().find_map(
         |&p| match drain::classify(&input.pods[p], rules, pdbs, input.now) {
             Verdict::Blocks(reason, why) => Some(format!("{reason}: {why}")),

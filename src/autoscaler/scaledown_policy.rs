@@ -7,9 +7,14 @@ use super::actuation::{Actuator, Outcome};
 use super::client::ProviderClient;
 use super::cluster::{ClusterSource, ClusterView};
 use super::cluster_state::GroupFacts;
+use super::consolidation::{self, Ask, Reason, Target};
+use super::drain::PdbBudget;
+use super::replacement::{self, Backoff, Replacements};
 use super::runonce::{Settings, planning};
 use super::scaledown::{self, GroupInfo, Unremovable};
-use super::status::{DeletionStatus, KeptNode, ScaleDown, Status};
+use super::scaleup::Group;
+use super::status::{Consolidation, DeletionStatus, KeptNode, ScaleDown, Status};
+use crate::model::node::ZONE_LABEL;
 use crate::model::pod::LabelProjection;
 use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
 use crate::model::{Pod, PodList};
@@ -38,6 +43,29 @@ pub struct Decision {
     /// Whether there is a cluster to act on.
     acts: bool,
     planning_ms: f64,
+    /// Consolidation: replacements to launch, and the nodes not replaced with why.
+    consolidate: Vec<Launch>,
+    not_consolidated: Vec<KeptNode>,
+    /// Replacements in progress (by index) whose old nodes drain now; those given up, with why.
+    hand_over: Vec<usize>,
+    give_up: Vec<(usize, String)>,
+}
+
+/// A replacement to launch, with its report.
+pub struct Launch {
+    old: Vec<String>,
+    old_groups: Vec<String>,
+    group: String,
+    saving: f64,
+    report: Consolidation,
+}
+
+/// What consolidation reads of the groups besides scale-down's view of them: the scale-up stage's groups
+/// (templates with their DaemonSet pods, node prices, why a group may not grow) and this loop's scale-ups.
+pub struct Fleet<'a> {
+    pub groups: &'a [Group],
+    /// Nodes this loop's scale-ups asked of each group (by id).
+    pub grown: &'a HashMap<String, u64>,
 }
 
 /// A node whose deletion scale-down starts, with its report.
@@ -62,6 +90,8 @@ pub struct ScaleDownPolicy {
     view: ViewCheck,
     /// Why this loop's view is not trusted, if it is not: set by [`ScaleDownPolicy::check_view`].
     doubt: Option<String>,
+    /// Consolidation's replacements in progress and per-node timers.
+    pub replacements: Replacements,
 }
 
 /// Whether a view can be trusted to say which nodes are empty. A watch that restarts and relists, an API
@@ -136,8 +166,9 @@ impl ScaleDownPolicy {
         view: &ClusterView,
         pods: PodList<'_>,
         facts: &[GroupFacts],
+        fleet: Fleet<'_>,
         (node_group, on_node, deleting): (&[Option<usize>], &[Vec<usize>], &HashSet<String>),
-        (topology, places): (&mut Topology, &mut [Place]),
+        (topology, places): (&mut Topology, &mut Vec<Place>),
         projection: &LabelProjection,
         paused: Option<String>,
         now: SystemTime,
@@ -174,9 +205,17 @@ impl ScaleDownPolicy {
                 unneeded: None,
                 acts: cx.actor.is_some(),
                 planning_ms: 0.0,
+                consolidate: Vec::new(),
+                not_consolidated: Vec::new(),
+                hand_over: Vec::new(),
+                give_up: Vec::new(),
             };
         }
         let previously: HashSet<String> = self.unneeded_since.keys().cloned().collect();
+        // The old nodes of replacements in progress are on their way out: scale-down neither removes them
+        // nor moves pods onto them.
+        let mut excluded = deleting.clone();
+        excluded.extend(self.replacements.old_nodes().map(str::to_string));
         let input = scaledown::Input {
             nodes: &view.nodes,
             pods,
@@ -184,7 +223,7 @@ impl ScaleDownPolicy {
             node_group,
             groups: &groups,
             on_node,
-            deleting,
+            deleting: &excluded,
             previously_unneeded: &previously,
             projection,
             min_cores: cx.settings.limits.min_cores,
@@ -194,7 +233,24 @@ impl ScaleDownPolicy {
             now,
         };
         let started = Instant::now();
-        let plan = planning(|| scaledown::plan(&input, &sd.rules, topology, places));
+        let existing = view.nodes.len();
+        let (hand_over, give_up) =
+            self.check_ready(view, &input, &sd.rules, topology, &mut places[..existing]);
+        let plan =
+            planning(|| scaledown::plan(&input, &sd.rules, topology, &mut places[..existing]));
+        let acts = cx.actor.is_some();
+        let waits = if acts {
+            paused.or_else(|| self.cooldown(cx, now))
+        } else {
+            None
+        };
+        let (consolidate, not_consolidated) = if cx.settings.consolidation.replaces() {
+            self.replacements.track(view, on_node, pods, now);
+            let world = (&mut *topology, &mut *places);
+            planning(|| self.consolidate(cx, &input, facts, &fleet, &plan, world, waits.as_deref()))
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let planning_ms = started.elapsed().as_secs_f64() * 1000.0;
         let node_name = |n: usize| view.nodes[n].name.clone();
         let group_id = |g: usize| groups[g].id.clone();
@@ -284,8 +340,12 @@ impl ScaleDownPolicy {
             delete: Vec::new(),
             kept: Vec::new(),
             unneeded,
-            acts: cx.actor.is_some(),
+            acts,
             planning_ms,
+            consolidate,
+            not_consolidated,
+            hand_over,
+            give_up,
         };
         if !decision.acts {
             // Planned only: every node that may go is reported, no budget applies.
@@ -293,7 +353,7 @@ impl ScaleDownPolicy {
             decision.kept = kept;
             return decision;
         }
-        if let Some(why) = paused.or_else(|| self.cooldown(cx, now)) {
+        if let Some(why) = waits {
             for r in ready.drain(..) {
                 kept.push(keep(r, Unremovable::ScaleDownInCooldown, why.clone()));
             }
@@ -364,22 +424,162 @@ impl ScaleDownPolicy {
         decision
     }
 
+    /// Replacements whose new node is Ready: the pods of their old nodes must still fit without them (the new
+    /// node among the nodes that stay) before they drain. Returns those to hand over and those given up.
+    #[allow(clippy::type_complexity)]
+    fn check_ready(
+        &self,
+        view: &ClusterView,
+        input: &scaledown::Input<'_>,
+        rules: &super::drain::Rules,
+        topology: &mut Topology,
+        places: &mut [Place],
+    ) -> (Vec<usize>, Vec<(usize, String)>) {
+        let (mut hand_over, mut give_up) = (Vec::new(), Vec::new());
+        let index: HashMap<&str, usize> = (view.nodes.iter().enumerate())
+            .map(|(n, node)| (node.name.as_str(), n))
+            .collect();
+        for (i, r) in self.replacements.ready() {
+            let old: Vec<usize> = r
+                .old
+                .iter()
+                .filter_map(|n| index.get(n.as_str()).copied())
+                .collect();
+            match consolidation::still_fits(input, rules, topology, places, &old) {
+                Ok(()) => hand_over.push(i),
+                Err(why) => give_up.push((
+                    i,
+                    format!("the pods no longer fit without the old node(s): {why}"),
+                )),
+            }
+        }
+        // The old nodes of the replacements still waiting take no pod meanwhile.
+        for name in self.replacements.old_nodes() {
+            if let Some(&n) = index.get(name) {
+                places[n].accepts = false;
+            }
+        }
+        (hand_over, give_up)
+    }
+
+    /// Consolidation's decision over the world scale-down left: the nodes its timers, replacements in progress
+    /// and scale-down's own removals leave alone, then the planner; `waits` holds every replacement back.
+    #[allow(clippy::too_many_arguments)]
+    fn consolidate(
+        &self,
+        cx: &Context<'_>,
+        input: &scaledown::Input<'_>,
+        facts: &[GroupFacts],
+        fleet: &Fleet<'_>,
+        plan: &scaledown::Plan,
+        (topology, places): (&mut Topology, &mut Vec<Place>),
+        waits: Option<&str>,
+    ) -> (Vec<Launch>, Vec<KeptNode>) {
+        let settings = &cx.settings.consolidation;
+        let sd = &cx.settings.scale_down;
+        let nodes = input.nodes;
+        let mut left = (self.replacements).held(nodes, settings, sd.timers_elapsed, input.now);
+        let mut pdbs = PdbBudget::new(input.pdbs);
+        for r in &plan.removable {
+            let evicted: Vec<&Pod> = r.evicted.iter().map(|&p| input.pods.get(p)).collect();
+            pdbs.spend(&evicted);
+            let why = "scale-down removes it once its unneeded time has passed".to_string();
+            left.insert(r.node, (Reason::ScaleDownCandidate, why));
+            for &(_, to) in &r.destinations {
+                let why = format!("scale-down moves the pods of {} here", nodes[r.node].name);
+                left.entry(to).or_insert((Reason::ScaleDownCandidate, why));
+            }
+        }
+        let prices: Vec<Option<f64>> = fleet.groups.iter().map(|g| g.node_price).collect();
+        let targets = targets(input, facts, fleet);
+        let in_progress = format!(
+            "{} replacement(s) in progress (--max-consolidation-parallelism {})",
+            self.replacements.count(),
+            settings.max_parallelism
+        );
+        let (limit, over_limit) = match (cx.actor.is_some(), waits) {
+            (false, _) => (usize::MAX, (Reason::ConsolidationBudgetReached, "")),
+            (true, Some(why)) => (0, (Reason::ConsolidationInCooldown, why)),
+            (true, None) => (
+                settings
+                    .max_parallelism
+                    .saturating_sub(self.replacements.count()),
+                (Reason::ConsolidationBudgetReached, in_progress.as_str()),
+            ),
+        };
+        let ask = Ask {
+            rules: &sd.rules,
+            min_saving: settings.min_saving,
+            targets: &targets,
+            prices: &prices,
+            left: &left,
+            limit,
+            over_limit,
+        };
+        let found = consolidation::plan(input, &ask, &mut pdbs, topology, places);
+        let group_id = |g: usize| fleet.groups[g].id.clone();
+        let launches = found
+            .replacements
+            .into_iter()
+            .map(|r| {
+                let old: Vec<String> = r.nodes.iter().map(|&n| nodes[n].name.clone()).collect();
+                let old_groups: Vec<String> = r.from_groups.iter().map(|&g| group_id(g)).collect();
+                let report = Consolidation {
+                    nodes: old.clone(),
+                    from_node_groups: old_groups.clone(),
+                    node_group: group_id(r.group),
+                    instance_type: r.instance_type.clone(),
+                    pods: (r.moving.iter())
+                        .map(|&p| input.pods.get(p))
+                        .filter(|p| p.node_name.is_some())
+                        .map(Pod::key)
+                        .collect(),
+                    price_per_hour_before: r.before,
+                    price_per_hour_after: r.after,
+                    saving_per_hour: r.saving(),
+                    error: None,
+                };
+                Launch {
+                    old,
+                    old_groups,
+                    group: group_id(r.group),
+                    saving: r.saving(),
+                    report,
+                }
+            })
+            .collect();
+        let not = (found.not.into_iter())
+            .filter(|n| !self.actuator.contains(&nodes[n.node].name))
+            .map(|n| KeptNode {
+                node: nodes[n.node].name.clone(),
+                node_group: input.node_group[n.node].map(group_id),
+                reason: n.reason.to_string(),
+                detail: n.detail,
+            })
+            .collect();
+        (launches, not)
+    }
+
     /// Carries a decision out on the cluster (when there is one to act on): starts its deletions, moves the
     /// soft taints, and reports it all in `status`.
+    /// Returns the groups to back off: those that refused a replacement's new node.
+    #[allow(clippy::too_many_arguments)]
     pub async fn carry_out(
         &mut self,
         cx: &Context<'_>,
         view: &ClusterView,
         mut decision: Decision,
         deleting: &HashSet<String>,
+        facts: &[GroupFacts],
         now: SystemTime,
         status: &mut Status,
-    ) {
+    ) -> Vec<Backoff> {
         status.scale_down_ms = decision.planning_ms;
         decision.kept.sort_by(|a, b| a.node.cmp(&b.node));
-        status.unremovable = decision.kept;
+        status.unremovable = std::mem::take(&mut decision.kept);
+        status.not_consolidated = std::mem::take(&mut decision.not_consolidated);
         let Some(cluster) = cx.actor.clone().filter(|_| decision.acts) else {
-            if cx.settings.act && !decision.delete.is_empty() {
+            if cx.settings.act && !(decision.delete.is_empty() && decision.consolidate.is_empty()) {
                 status.errors.push(
                     "scale-down planned but not carried out: this cluster source cannot evict pods or \
                      taint nodes"
@@ -387,8 +587,11 @@ impl ScaleDownPolicy {
                 );
             }
             status.scale_down = decision.delete.into_iter().map(|d| d.report).collect();
-            return;
+            status.consolidation = decision.consolidate.into_iter().map(|l| l.report).collect();
+            return Vec::new();
         };
+        self.replace(&*cluster, view, &mut decision, now, status)
+            .await;
         for d in decision.delete {
             let node = &view.nodes[d.node];
             let group = d.report.node_group.clone();
@@ -418,6 +621,76 @@ impl ScaleDownPolicy {
         if let Some(unneeded) = &decision.unneeded {
             self.soft_taints(cx, view, unneeded, deleting, now, status)
                 .await;
+        }
+        let mut backoffs = Vec::new();
+        for launch in decision.consolidate {
+            let mut report = launch.report;
+            match cx.client.increase_size(&launch.group, 1).await {
+                Ok(()) => {
+                    let r = replacement::in_flight(
+                        launch.old,
+                        launch.old_groups,
+                        launch.group,
+                        launch.saving,
+                        now,
+                    );
+                    self.replacements.launched(r, facts);
+                }
+                Err(e) => {
+                    let why = e.to_string();
+                    status.errors.push(format!(
+                        "consolidation: a new node of {}: {why}",
+                        launch.group
+                    ));
+                    backoffs.push((launch.group, why.clone()));
+                    report.error = Some(why);
+                }
+            }
+            status.consolidation.push(report);
+        }
+        backoffs
+    }
+
+    /// Replacements whose new node is Ready hand their old nodes to the deletions (taint, drain, delete);
+    /// those whose pods no longer fit are given up.
+    async fn replace(
+        &mut self,
+        cluster: &dyn ClusterSource,
+        view: &ClusterView,
+        decision: &mut Decision,
+        now: SystemTime,
+        status: &mut Status,
+    ) {
+        let mut old = Vec::new();
+        for &i in &decision.hand_over {
+            let r = self.replacements.hand_over(i, status, now);
+            old.extend(r.old.iter().cloned().zip(r.old_groups.iter().cloned()));
+        }
+        let mut give_up = std::mem::take(&mut decision.give_up);
+        give_up.sort_by_key(|(i, _)| std::cmp::Reverse(*i));
+        for (i, why) in give_up {
+            self.replacements.give_up(i, why, status);
+        }
+        for (name, group) in old {
+            let Some(node) = view.nodes.iter().find(|n| n.name == name) else {
+                continue;
+            };
+            match self.actuator.start(cluster, node, &group, false, now).await {
+                Ok(()) => status.deletions.push(DeletionStatus {
+                    node: name,
+                    node_group: group,
+                    state: "started".into(),
+                    detail: "consolidated: replaced by a cheaper node".into(),
+                }),
+                Err(e) => {
+                    self.last_failure = Some(now);
+                    let why = format!("tainting failed: {e}");
+                    status
+                        .errors
+                        .push(format!("consolidation of {name}: {why}"));
+                    self.replacements.ended(&name, false, &why, status);
+                }
+            }
         }
     }
 
@@ -527,12 +800,20 @@ impl ScaleDownPolicy {
             let (node, node_group, state, detail) = match outcome {
                 Outcome::Deleted { node, group, empty } => {
                     self.last_delete = Some(now);
-                    // Why it went, as scale-down said when it started.
-                    let reason = if empty { "empty" } else { "underutilized" };
+                    // Why it went, as scale-down (or consolidation) said when it started.
+                    let reason = if self.replacements.draining(&node) {
+                        self.replacements.ended(&node, true, "", status);
+                        "consolidated"
+                    } else if empty {
+                        "empty"
+                    } else {
+                        "underutilized"
+                    };
                     (node, group, "deleted", reason.to_string())
                 }
                 Outcome::Failed { node, group, why } => {
                     self.last_failure = Some(now);
+                    self.replacements.ended(&node, false, &why, status);
                     status.errors.push(format!(
                         "scale-down of {node} failed, it stays in service: {why}"
                     ));
@@ -653,4 +934,54 @@ fn destinations(view: &ClusterView, pods: PodList<'_>, r: &scaledown::Removable)
             format!("{} pods -> {}", many.len(), spread.join(", "))
         }
     }
+}
+
+/// The groups a replacement may launch in: not skipped this loop (backoff, unhealthy), priced, below their
+/// max size after this loop's scale-ups, each with its template where its Auto Scaling group launches next.
+fn targets<'g>(
+    input: &scaledown::Input<'_>,
+    facts: &[GroupFacts],
+    fleet: &Fleet<'g>,
+) -> Vec<Target<'g>> {
+    let mut targets = Vec::new();
+    for (g, group) in fleet.groups.iter().enumerate() {
+        let (Some(price), None) = (group.node_price, &group.skip) else {
+            continue;
+        };
+        let grown = fleet.grown.get(&group.id).copied().unwrap_or(0);
+        if i64::from(facts[g].target) + grown as i64 >= i64::from(group.max_size) {
+            continue;
+        }
+        if let Some(template) = launch_template(input, g, group) {
+            targets.push(Target {
+                group: g,
+                template,
+                price,
+            });
+        }
+    }
+    targets
+}
+
+/// The template of the zone a group's next node launches in: the one zone, or the zone with the fewest of
+/// its nodes (ties in the group's order of zones), as the Auto Scaling group balances.
+fn launch_template<'g>(
+    input: &scaledown::Input<'_>,
+    g: usize,
+    group: &'g Group,
+) -> Option<&'g Place> {
+    if group.zones.is_empty() {
+        return group.template.as_ref();
+    }
+    let zone = |node: &crate::model::Node| node.labels.get(ZONE_LABEL).cloned();
+    let mut count: HashMap<Option<String>, usize> = HashMap::new();
+    for (node, ng) in input.nodes.iter().zip(input.node_group) {
+        if *ng == Some(g) {
+            *count.entry(zone(node)).or_default() += 1;
+        }
+    }
+    group
+        .zones
+        .iter()
+        .min_by_key(|z| count.get(&zone(&z.node)).copied().unwrap_or(0))
 }

@@ -16,6 +16,13 @@ pub struct Status {
     pub unremovable: Vec<KeptNode>,
     /// Deletions in progress or finished this loop.
     pub deletions: Vec<DeletionStatus>,
+    /// Replacements by cheaper nodes (`--consolidation replace`): planned (`simulate`), or started this loop.
+    pub consolidation: Vec<Consolidation>,
+    /// With `--consolidation replace`: the nodes not replaced, with why.
+    pub not_consolidated: Vec<KeptNode>,
+    /// Replacements in progress, and those that ended this loop.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replacements: Vec<ReplacementStatus>,
     pub fargate: Vec<FargatePod>,
     /// Headroom policies: what each reserves and where that room is.
     pub headroom: Vec<HeadroomStatus>,
@@ -68,6 +75,43 @@ pub struct ScaleDown {
     /// Evicting them all at once exceeds a PodDisruptionBudget: the drain waits for replacements.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub risky: bool,
+}
+
+/// Nodes replaced by one cheaper node.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Consolidation {
+    pub nodes: Vec<String>,
+    pub from_node_groups: Vec<String>,
+    /// Where the new node launches, and as what.
+    pub node_group: String,
+    pub instance_type: String,
+    /// The pods that move to it.
+    pub pods: Vec<String>,
+    pub price_per_hour_before: f64,
+    pub price_per_hour_after: f64,
+    pub saving_per_hour: f64,
+    /// Set when the provider refused the new node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A replacement in progress, or one that ended this loop.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplacementStatus {
+    /// The nodes it replaces.
+    pub nodes: Vec<String>,
+    pub node_group: String,
+    /// `single` (one node replaced) or `multi` (several merged into one).
+    pub kind: String,
+    /// `launching` (waiting for the new node to be Ready), `replacing` (the old nodes drain), `done` (they
+    /// are gone), `abandoned` (the new node never turned Ready, or the pods no longer fit: the old nodes
+    /// stay) or `failed` (a drain failed: the old node stays).
+    pub state: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    pub saving_per_hour: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -374,6 +418,74 @@ fn abbreviate<'a>(pods: impl ExactSizeIterator<Item = &'a str>, show: usize) -> 
 }
 
 impl Status {
+    /// Consolidation for people: each replacement with what moves and what it saves, those in progress, and
+    /// why the other nodes stay (reasons that hold for most nodes counted, not listed).
+    fn consolidation_table(&self, out: &mut String) {
+        if !self.consolidation.is_empty() {
+            let _ = writeln!(out, "\nConsolidation");
+            for c in &self.consolidation {
+                let _ = writeln!(
+                    out,
+                    "  {} ({}) -> a new {} node ({}): ${:.4}/h -> ${:.4}/h, saves ${:.4}/h{}",
+                    c.nodes.join(", "),
+                    c.from_node_groups.join(", "),
+                    c.node_group,
+                    c.instance_type,
+                    c.price_per_hour_before,
+                    c.price_per_hour_after,
+                    c.saving_per_hour,
+                    c.error
+                        .as_ref()
+                        .map_or(String::new(), |e| format!(" (FAILED: {e})"))
+                );
+                let _ = writeln!(
+                    out,
+                    "    moves: {}",
+                    abbreviate(c.pods.iter().map(String::as_str), 4)
+                );
+            }
+        }
+        if !self.replacements.is_empty() {
+            let _ = writeln!(out, "\nReplacements");
+            for r in &self.replacements {
+                let _ = writeln!(
+                    out,
+                    "  {} -> {} ({}): {} {}",
+                    r.nodes.join(", "),
+                    r.node_group,
+                    r.kind,
+                    r.state,
+                    r.detail
+                );
+            }
+        }
+        if !self.not_consolidated.is_empty() {
+            let _ = writeln!(out, "\nNot consolidated");
+            let mut counted: BTreeMap<&str, usize> = BTreeMap::new();
+            for node in &self.not_consolidated {
+                let common = [
+                    "NotAutoscaled",
+                    "ScaleDownCandidate",
+                    "CurrentlyBeingDeleted",
+                    "NotStableLongEnough",
+                ];
+                if common.contains(&node.reason.as_str()) {
+                    *counted.entry(node.reason.as_str()).or_default() += 1;
+                    continue;
+                }
+                let group = node.node_group.as_deref().unwrap_or("-");
+                let _ = writeln!(
+                    out,
+                    "  {} ({group}): {}: {}",
+                    node.node, node.reason, node.detail
+                );
+            }
+            for (reason, n) in counted {
+                let _ = writeln!(out, "  {n} node(s): {reason}");
+            }
+        }
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("status serializes")
     }
@@ -492,6 +604,7 @@ impl Status {
                 let _ = writeln!(out, "  {n} node(s) {what} ({reason})");
             }
         }
+        self.consolidation_table(&mut out);
         if !self.headroom.is_empty() {
             let _ = writeln!(out, "\nHeadroom");
             for h in &self.headroom {

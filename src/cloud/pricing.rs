@@ -3,12 +3,9 @@
 use super::template::GPU_LABEL;
 use super::{NodeGroupBackend, NodeGroupSpec};
 use crate::model::Resources;
-use crate::model::node::NODE_GROUP_LABEL;
+use crate::model::node::{INSTANCE_TYPE_LABEL, NODE_GROUP_LABEL};
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// The label that says which instance type a node is, on real and template nodes alike.
-const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
 
 /// Why a price could not be given.
 #[derive(Debug, PartialEq, thiserror::Error)]

@@ -5,7 +5,7 @@
 
 use crate::k8s::quantity;
 use crate::model::Resources;
-use crate::model::node::NODE_GROUP_LABEL;
+use crate::model::node::{CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NODE_GROUP_LABEL};
 pub use crate::model::{GPU_RESOURCE, Taint, TaintEffect};
 use k8s_pb::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Taint as PbTaint};
 use k8s_pb::apimachinery::pkg::api::resource::Quantity;
@@ -110,11 +110,11 @@ pub fn build(spec: &TemplateSpec) -> Node {
         ("kubernetes.io/os", "linux"),
         ("kubernetes.io/arch", spec.arch),
         ("kubernetes.io/hostname", &name),
-        ("node.kubernetes.io/instance-type", spec.instance_type),
+        (INSTANCE_TYPE_LABEL, spec.instance_type),
         ("topology.kubernetes.io/zone", spec.zone),
         ("topology.kubernetes.io/region", spec.region),
         (NODE_GROUP_LABEL, spec.node_group),
-        ("eks.amazonaws.com/capacityType", spec.capacity_type),
+        (CAPACITY_TYPE_LABEL, spec.capacity_type),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -103,6 +103,7 @@ const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 const SAFE_TO_EVICT_ANNOTATION: &str = "cluster-autoscaler.kubernetes.io/safe-to-evict";
 const SAFE_TO_EVICT_VOLUMES_ANNOTATION: &str =
     "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes";
+const DO_NOT_DISRUPT_ANNOTATION: &str = "karpenter.sh/do-not-disrupt";
 const SCALE_DOWN_DISABLED_ANNOTATION: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
 
 /// What the drainability rules read: annotations, volumes on the node's disk, the grace period.
@@ -137,6 +138,7 @@ fn disruption(annotations: Option<&BTreeMap<String, String>>, spec: &api::PodSpe
             .termination_grace_period_seconds
             .and_then(|s| u64::try_from(s).ok())
             .unwrap_or(30),
+        do_not_disrupt: annotation(DO_NOT_DISRUPT_ANNOTATION) == Some("true"),
     }
 }
 

@@ -12,6 +12,10 @@ pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 pub const NODE_GROUP_LABEL: &str = "eks.amazonaws.com/nodegroup";
 /// `fargate` on the node EKS runs each Fargate pod on (also a NoSchedule taint's key there).
 pub const FARGATE_COMPUTE_LABEL: &str = "eks.amazonaws.com/compute-type";
+/// The instance type, on real and template nodes alike.
+pub const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
+/// `ON_DEMAND` or `SPOT` on a managed node group's nodes.
+pub const CAPACITY_TYPE_LABEL: &str = "eks.amazonaws.com/capacityType";
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Node {

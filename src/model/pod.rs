@@ -55,6 +55,9 @@ pub struct Disruption {
     pub local_volumes: Vec<String>,
     /// `terminationGracePeriodSeconds` (30 when unset).
     pub grace_period_seconds: u64,
+    /// `karpenter.sh/do-not-disrupt: "true"`: consolidation never moves it (scale-down's rules do not read
+    /// it, as upstream's do not).
+    pub do_not_disrupt: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -1,0 +1,375 @@
+//! Replacements in progress (consolidation's actuation) and the per-node timers consolidation keeps.
+//!
+//! A replacement launches its new node first (IncreaseSize +1 on the target group) and waits. Only once that
+//! node is Ready, and the old nodes' pods are simulated again and still fit, are the old nodes handed to
+//! scale-down's deletion (taint, evict under PDBs, re-read, delete). A new node that is not Ready within the
+//! target group's provision time is removed, the old nodes are left as they were, and the group is backed
+//! off. The timers: a node is replaced only after `--consolidation-stable-time` with no pod scheduled to it,
+//! and a node a replacement launched is left alone for a day.
+
+use super::client::ProviderClient;
+use super::cluster::ClusterView;
+use super::cluster_state::GroupFacts;
+use super::consolidation::{ONCE_A_DAY, Reason, Settings};
+use super::status::{ReplacementStatus, Status};
+use crate::model::{Node, Pod, PodList};
+use std::collections::{HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// One replacement between its launch and the end of its old nodes' drains.
+#[derive(Clone, Debug)]
+pub struct InFlight {
+    /// The nodes it replaces (names) and their groups.
+    pub old: Vec<String>,
+    pub old_groups: Vec<String>,
+    pub group: String,
+    pub saving: f64,
+    pub launched_at: SystemTime,
+    /// The group's instances when the new node was asked for: the new one is the first not among them.
+    known: HashSet<String>,
+    /// The new node's instance, once the provider lists it.
+    instance: Option<String>,
+    /// Its node, once registered and Ready.
+    pub ready: Option<String>,
+    /// Handed to scale-down's deletion: the old nodes still draining.
+    draining: Option<HashSet<String>>,
+}
+
+impl InFlight {
+    pub fn kind(&self) -> &'static str {
+        if self.old.len() > 1 {
+            "multi"
+        } else {
+            "single"
+        }
+    }
+
+    fn report(&self, state: &str, detail: String) -> ReplacementStatus {
+        ReplacementStatus {
+            nodes: self.old.clone(),
+            node_group: self.group.clone(),
+            kind: self.kind().into(),
+            state: state.into(),
+            detail,
+            saving_per_hour: self.saving,
+        }
+    }
+}
+
+/// A group to back off, and why: a replacement's node there never turned Ready.
+pub type Backoff = (String, String);
+
+#[derive(Default)]
+pub struct Replacements {
+    in_flight: Vec<InFlight>,
+    /// The instances replacements launched, and when: left alone for a day.
+    launched: HashMap<String, SystemTime>,
+    /// Per node: since when no pod was scheduled to it, and (hashed) the pods on it then.
+    stable: HashMap<String, (SystemTime, HashSet<u64>)>,
+}
+
+fn pod_hash(pod: &Pod) -> u64 {
+    let mut h = DefaultHasher::new();
+    (&*pod.namespace, &pod.name).hash(&mut h);
+    h.finish()
+}
+
+impl Replacements {
+    /// Replacements launched and not yet done: what `--max-consolidation-parallelism` counts.
+    pub fn count(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// The old nodes of every replacement in progress: scale-down neither removes them nor moves pods there.
+    pub fn old_nodes(&self) -> impl Iterator<Item = &str> {
+        self.in_flight
+            .iter()
+            .flat_map(|r| r.old.iter().map(String::as_str))
+    }
+
+    /// Replacements whose new node is Ready and whose old nodes are not handed over yet.
+    pub fn ready(&self) -> impl Iterator<Item = (usize, &InFlight)> {
+        (self.in_flight.iter().enumerate())
+            .filter(|(_, r)| r.ready.is_some() && r.draining.is_none())
+    }
+
+    /// Records the pods on each node this loop: a pod not there before restarts its node's stable time.
+    /// Pending pods placed on a node this loop count as scheduled to it.
+    pub fn track(
+        &mut self,
+        view: &ClusterView,
+        on_node: &[Vec<usize>],
+        pods: PodList<'_>,
+        now: SystemTime,
+    ) {
+        let mut stable = HashMap::with_capacity(view.nodes.len());
+        for (n, node) in view.nodes.iter().enumerate() {
+            let here: HashSet<u64> = on_node[n].iter().map(|&p| pod_hash(pods.get(p))).collect();
+            let since = match self.stable.remove(&node.name) {
+                Some((since, before)) if here.is_subset(&before) => since,
+                _ => now,
+            };
+            stable.insert(node.name.clone(), (since, here));
+        }
+        self.stable = stable;
+        self.launched
+            .retain(|_, at| now.duration_since(*at).unwrap_or_default() < ONCE_A_DAY);
+    }
+
+    /// The nodes consolidation leaves alone this loop, with why: those of replacements in progress, those a
+    /// replacement launched less than a day ago, and (unless `timers_elapsed`) those not stable long enough.
+    pub fn held(
+        &self,
+        nodes: &[Arc<Node>],
+        settings: &Settings,
+        timers_elapsed: bool,
+        now: SystemTime,
+    ) -> HashMap<usize, (Reason, String)> {
+        let mut held = HashMap::new();
+        let mut busy: HashMap<&str, &InFlight> = HashMap::new();
+        for r in &self.in_flight {
+            for name in r.old.iter().chain(&r.ready) {
+                busy.insert(name, r);
+            }
+        }
+        for (n, node) in nodes.iter().enumerate() {
+            if let Some(r) = busy.get(node.name.as_str()) {
+                let why = format!(
+                    "{} -> a new {} node: {}",
+                    r.old.join(", "),
+                    r.group,
+                    if r.draining.is_some() {
+                        "draining"
+                    } else {
+                        "waiting for the new node"
+                    }
+                );
+                held.insert(n, (Reason::ConsolidationInProgress, why));
+            } else if let Some(at) = self.launched.get(&node.provider_id) {
+                let ago = now.duration_since(*at).unwrap_or_default();
+                let why = format!(
+                    "launched by a replacement {} ago: one consolidation a node a day",
+                    short(ago)
+                );
+                held.insert(n, (Reason::ConsolidatedRecently, why));
+            } else if !timers_elapsed {
+                let since = self.stable.get(&node.name).map_or(now, |(s, _)| *s);
+                let stable = now.duration_since(since).unwrap_or_default();
+                if stable < settings.stable_time {
+                    let why = format!(
+                        "no pod scheduled to it for {} of {} (--consolidation-stable-time)",
+                        short(stable),
+                        humantime::format_duration(settings.stable_time)
+                    );
+                    held.insert(n, (Reason::NotStableLongEnough, why));
+                }
+            }
+        }
+        held
+    }
+
+    /// A replacement whose new node was asked for at `now`.
+    pub fn launched(&mut self, mut r: InFlight, facts: &[GroupFacts]) {
+        r.known = facts
+            .iter()
+            .filter(|f| f.group.id == r.group)
+            .flat_map(|f| f.instances.iter().map(|i| i.id.clone()))
+            .collect();
+        // Instances other replacements are waiting for are theirs, not this one's.
+        r.known
+            .extend(self.in_flight.iter().filter_map(|o| o.instance.clone()));
+        self.in_flight.push(r);
+    }
+
+    /// Follows each replacement waiting for its node: which instance is its, whether its node is Ready; one
+    /// not Ready within its group's provision time is abandoned (its instance removed). Replacements whose
+    /// old nodes left meanwhile are forgotten. Returns the groups to back off.
+    pub async fn watch(
+        &mut self,
+        client: &ProviderClient,
+        act: bool,
+        view: &ClusterView,
+        facts: &[GroupFacts],
+        now: SystemTime,
+        status: &mut Status,
+    ) -> Vec<Backoff> {
+        let mut backoffs = Vec::new();
+        let names: HashSet<&str> = view.nodes.iter().map(|n| n.name.as_str()).collect();
+        let claimed: HashSet<String> = self
+            .in_flight
+            .iter()
+            .filter_map(|r| r.instance.clone())
+            .collect();
+        let mut taken = claimed;
+        let mut keep = Vec::new();
+        for mut r in std::mem::take(&mut self.in_flight) {
+            if let Some(draining) = &r.draining {
+                let detail = format!("{} old node(s) left to drain", draining.len());
+                status.replacements.push(r.report("replacing", detail));
+                keep.push(r);
+                continue;
+            }
+            if r.old.iter().any(|n| !names.contains(n.as_str())) {
+                status.replacements.push(r.report(
+                    "abandoned",
+                    "an old node left the cluster while the new node started".into(),
+                ));
+                continue;
+            }
+            let Some(f) = facts.iter().find(|f| f.group.id == r.group) else {
+                status
+                    .replacements
+                    .push(r.report("abandoned", format!("node group {} is gone", r.group)));
+                continue;
+            };
+            if r.instance.is_none() {
+                r.instance = f
+                    .instances
+                    .iter()
+                    .map(|i| &i.id)
+                    .find(|id| !r.known.contains(*id) && !taken.contains(*id))
+                    .cloned();
+                if let Some(id) = &r.instance {
+                    taken.insert(id.clone());
+                }
+            }
+            let node = r
+                .instance
+                .as_ref()
+                .and_then(|id| view.nodes.iter().find(|n| &n.provider_id == id));
+            if let Some(node) = node.filter(|n| n.ready) {
+                r.ready = Some(node.name.clone());
+                keep.push(r);
+                continue;
+            }
+            let waited = now.duration_since(r.launched_at).unwrap_or_default();
+            if waited <= f.options.provision {
+                let what = match (&r.instance, node) {
+                    (None, _) => "no instance yet".to_string(),
+                    (Some(id), None) => format!("instance {id} has not registered"),
+                    (Some(_), Some(n)) => format!("node {} is not Ready", n.name),
+                };
+                let detail = format!(
+                    "waiting for the new node ({what}), {} so far",
+                    short(waited)
+                );
+                status.replacements.push(r.report("launching", detail));
+                keep.push(r);
+                continue;
+            }
+            let why = format!(
+                "the new node was not Ready within {} (--max-node-provision-time)",
+                humantime::format_duration(f.options.provision)
+            );
+            let removed = if !act {
+                Ok("")
+            } else if let Some(id) = &r.instance {
+                let name = node.map_or(String::new(), |n| n.name.clone());
+                client
+                    .delete_nodes(&r.group, &[(name, id.clone())])
+                    .await
+                    .map(|()| "; its instance was removed")
+            } else {
+                client
+                    .decrease_target_size(&r.group, -1)
+                    .await
+                    .map(|()| "; the request was cancelled")
+            };
+            let detail = match removed {
+                Ok(done) => format!("{why}{done}; the old node(s) stay"),
+                Err(e) => {
+                    status
+                        .errors
+                        .push(format!("abandoning the replacement in {}: {e}", r.group));
+                    format!("{why}; removing the new node failed: {e}; the old node(s) stay")
+                }
+            };
+            backoffs.push((r.group.clone(), why));
+            status.replacements.push(r.report("abandoned", detail));
+        }
+        self.in_flight = keep;
+        backoffs
+    }
+
+    /// The old nodes of replacement `i` go to scale-down's deletion; its new node is left alone for a day.
+    pub fn hand_over(&mut self, i: usize, status: &mut Status, now: SystemTime) -> &InFlight {
+        let r = &mut self.in_flight[i];
+        r.draining = Some(r.old.iter().cloned().collect());
+        if let Some(id) = &r.instance {
+            self.launched.insert(id.clone(), now);
+        }
+        let detail = format!(
+            "the new node {} is Ready; the old node(s) drain",
+            r.ready.as_deref().unwrap_or("")
+        );
+        status.replacements.push(r.report("replacing", detail));
+        r
+    }
+
+    /// Replacement `i` is given up before its old nodes drain: the pods no longer fit without them. Its new
+    /// node stays as any other (scale-down removes it if it is not needed).
+    pub fn give_up(&mut self, i: usize, why: String, status: &mut Status) {
+        let r = self.in_flight.remove(i);
+        status.replacements.push(r.report("abandoned", why));
+    }
+
+    /// Whether `node` is an old node a replacement handed to scale-down's deletion.
+    pub fn draining(&self, node: &str) -> bool {
+        self.in_flight
+            .iter()
+            .any(|r| r.draining.as_ref().is_some_and(|d| d.contains(node)))
+    }
+
+    /// A handed-over old node is gone (`deleted`) or back in service: the replacement is done once all of its
+    /// old nodes are gone, failed as soon as one stays.
+    pub fn ended(&mut self, node: &str, deleted: bool, why: &str, status: &mut Status) {
+        let Some(i) = self
+            .in_flight
+            .iter()
+            .position(|r| r.draining.as_ref().is_some_and(|d| d.contains(node)))
+        else {
+            return;
+        };
+        if !deleted {
+            let r = self.in_flight.remove(i);
+            let detail = format!("{node} stays: {why}; the new node stays as any other");
+            status.replacements.push(r.report("failed", detail));
+            return;
+        }
+        let draining = self.in_flight[i].draining.as_mut().expect("handed over");
+        draining.remove(node);
+        if draining.is_empty() {
+            let r = self.in_flight.remove(i);
+            status
+                .replacements
+                .push(r.report("done", "the old node(s) are gone".into()));
+        }
+    }
+}
+
+/// A new replacement at `now`, before its launch is known to have worked.
+pub fn in_flight(
+    old: Vec<String>,
+    old_groups: Vec<String>,
+    group: String,
+    saving: f64,
+    now: SystemTime,
+) -> InFlight {
+    InFlight {
+        old,
+        old_groups,
+        group,
+        saving,
+        launched_at: now,
+        known: HashSet::new(),
+        instance: None,
+        ready: None,
+        draining: None,
+    }
+}
+
+fn short(d: Duration) -> humantime::FormattedDuration {
+    humantime::format_duration(Duration::from_secs(d.as_secs()))
+}
