@@ -376,13 +376,9 @@ fn single(
     admitted: bool,
 ) -> Result<Fit, (Reason, String)> {
     let input = world.input;
-    if !pdbs.allows_all(&pods(input, &c.evicted)) {
-        return Err((
-            Reason::Unremovable(Unremovable::BlockedByPod),
-            "NotEnoughPdb: evicting all its pods exceeds a PodDisruptionBudget (with the evictions \
-             planned before it)"
-                .into(),
-        ));
+    // Replacements committed before it may have spent a budget its pods need.
+    if let Some(why) = blocked(input, ask.rules, pdbs, &[c]) {
+        return Err((Reason::Unremovable(Unremovable::BlockedByPod), why));
     }
     let node = &input.nodes[c.node];
     let own = offering(&node.labels);
@@ -482,6 +478,19 @@ pub fn still_fits<'a>(
     Ok(())
 }
 
+/// Why draining `nodes` one after another is not allowed, if it is not: a pod that blocks, or a budget the
+/// nodes before it spent (as scale-down commits its removals; the drains then wait on the API server).
+fn blocked(input: &Input, rules: &Rules, pdbs: &PdbBudget, nodes: &[&Candidate]) -> Option<String> {
+    let mut pdbs = pdbs.clone();
+    for c in nodes {
+        if let Some(why) = scaledown::blocked(input, rules, &pdbs, &c.evicted) {
+            return Some(why);
+        }
+        pdbs.spend(&pods(input, &c.evicted));
+    }
+    None
+}
+
 fn pods<'p>(input: &Input<'p>, indices: &[usize]) -> Vec<&'p crate::model::Pod> {
     indices.iter().map(|&p| input.pods.get(p)).collect()
 }
@@ -515,14 +524,10 @@ fn merge(
     members: &[(Candidate, f64)],
 ) -> Option<Fit> {
     let before: f64 = members.iter().map(|(_, p)| p).sum();
-    let evicted: Vec<usize> = members
-        .iter()
-        .flat_map(|(c, _)| c.evicted.clone())
-        .collect();
-    if !pdbs.allows_all(&pods(world.input, &evicted)) {
+    let members: Vec<&Candidate> = members.iter().map(|(c, _)| c).collect();
+    if blocked(world.input, ask.rules, pdbs, &members).is_some() {
         return None;
     }
-    let members: Vec<&Candidate> = members.iter().map(|(c, _)| c).collect();
     for t in 0..world.targets.len() {
         // Targets come cheapest first: once one saves too little, the rest do too.
         if !ask.min_saving.met(before, world.targets[t].price) {

@@ -144,7 +144,7 @@ pub struct DecisionArgs {
     pub consolidation: Mode,
     /// What a replacement must save: a share of the price of what it replaces and dollars per hour, both
     /// (`20%,0.01`; a part left out keeps its default).
-    #[arg(long, default_value = "20%,0.01", value_parser = MinSaving::from_str)]
+    #[arg(long, default_value = "20%,0.01", value_parser = MinSaving::from_str, allow_hyphen_values = true)]
     pub consolidation_min_saving: MinSaving,
     /// Most replacements in progress at once (at least 1).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]

@@ -50,6 +50,7 @@ impl InFlight {
         ReplacementStatus {
             nodes: self.old.clone(),
             node_group: self.group.clone(),
+            new_node: self.ready.clone(),
             kind: self.kind().into(),
             state: state.into(),
             detail,

@@ -103,6 +103,9 @@ pub struct ReplacementStatus {
     /// The nodes it replaces.
     pub nodes: Vec<String>,
     pub node_group: String,
+    /// The new node, once it is Ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_node: Option<String>,
     /// `single` (one node replaced) or `multi` (several merged into one).
     pub kind: String,
     /// `launching` (waiting for the new node to be Ready), `replacing` (the old nodes drain), `done` (they

@@ -1,0 +1,512 @@
+//! Consolidation (`--consolidation replace`): what `simulate` says it would replace and why it leaves the
+//! rest (the real binaries over snapshots made here); the planner's guarantees over random clusters; and
+//! replacements carried out over the cluster simulator, where the new node must be Ready before anything is
+//! evicted, a node that never turns Ready is given up, and a week costs no more than without consolidation.
+
+mod common;
+
+use common::Binary;
+use common::cluster::*;
+use serde_json::{Value, json};
+
+/// Writes `scenario` and starts the provider binary on it.
+fn provider(scenario: &str) -> (Binary, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scenario.yaml");
+    std::fs::write(&path, scenario).unwrap();
+    (Binary::start(&["--sim-file", path.to_str().unwrap()]), dir)
+}
+
+/// The nodes of `group` in the snapshot, named `<prefix>-0`, `<prefix>-1`, ...
+async fn named(provider: &Binary, group: &str, prefix: &str) -> Vec<Value> {
+    let mut nodes = nodes_of(provider.grpc, &[group]).await;
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let name = format!("{prefix}-{i}");
+        node["metadata"]["name"] = json!(name);
+        node["metadata"]["labels"]["kubernetes.io/hostname"] = json!(name);
+    }
+    nodes
+}
+
+/// `count` running pods of `app` on `node`, `cpu` each.
+fn on(node: &str, app: &str, count: usize, cpu: &str) -> Vec<Value> {
+    (0..count)
+        .map(|i| running(node, &format!("{app}-{i}"), app, cpu, "256Mi"))
+        .collect()
+}
+
+fn annotated(mut pod: Value, key: &str, value: &str) -> Value {
+    pod["metadata"]["annotations"] = json!({ key: value });
+    pod
+}
+
+/// `notConsolidated` as node -> (reason, detail).
+fn not_consolidated(result: &Value) -> std::collections::BTreeMap<String, (String, String)> {
+    result["notConsolidated"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let s = |k: &str| n[k].as_str().unwrap().to_string();
+            (s("node"), (s("reason"), s("detail")))
+        })
+        .collect()
+}
+
+const MERGE: &str = r#"
+cluster: merge
+region: us-east-1
+nodeGroups:
+  - {name: ondemand, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 10, desiredSize: 6, capacityType: ON_DEMAND}
+  - {name: spot, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 10, desiredSize: 1, capacityType: SPOT}
+  - {name: big-spot, instanceType: m5.xlarge, zones: [us-east-1a], minSize: 0, maxSize: 10, desiredSize: 0, capacityType: SPOT}
+"#;
+
+/// Six on-demand m5.large nodes ($0.096/h), each with 1050m of pods (54%: above scale-down's threshold, so
+/// scale-down keeps them all), and a spot m5.large ($0.0336/h) as busy. Three on-demand nodes fit on one
+/// spot m5.xlarge ($0.0672/h); the other three each carry something consolidation must respect.
+#[tokio::test]
+async fn simulate_merges_nodes_onto_one_cheaper_node_and_says_why_the_others_stay() {
+    let (provider, _dir) = provider(MERGE);
+    let mut items = named(&provider, "ondemand", "od").await;
+    items.extend(named(&provider, "spot", "sp").await);
+    for n in 0..3 {
+        items.extend(on(&format!("od-{n}"), &format!("web{n}"), 3, "350m"));
+    }
+    let mut pinned = on("od-3", "keep", 3, "350m");
+    pinned[0] = annotated(pinned[0].clone(), "karpenter.sh/do-not-disrupt", "true");
+    let mut unsafe_pod = on("od-5", "local", 3, "350m");
+    unsafe_pod[1] = annotated(
+        unsafe_pod[1].clone(),
+        "cluster-autoscaler.kubernetes.io/safe-to-evict",
+        "false",
+    );
+    items.extend(pinned);
+    items.extend(on("od-4", "quiet", 3, "350m"));
+    items.extend(unsafe_pod);
+    items.extend(on("sp-0", "cheap", 3, "350m"));
+    items[4]["metadata"]["annotations"] =
+        json!({"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"});
+    assert_eq!(items[4]["metadata"]["name"], "od-4");
+    let snapshot = list(items);
+
+    // Off (the default): nothing is replaced, and nothing is said about it.
+    let off = simulate_json(provider.grpc, &snapshot, &[]);
+    assert_eq!(off["consolidation"], json!([]), "{off:#}");
+    assert_eq!(off["notConsolidated"], json!([]), "{off:#}");
+    assert_eq!(
+        off["scaleDown"],
+        json!([]),
+        "54% is above the threshold: {off:#}"
+    );
+
+    let result = simulate_json(provider.grpc, &snapshot, &["--consolidation", "replace"]);
+    let plan = result["consolidation"].as_array().unwrap();
+    assert_eq!(plan.len(), 1, "{result:#}");
+    let c = &plan[0];
+    assert_eq!(c["nodes"], json!(["od-0", "od-1", "od-2"]), "{c:#}");
+    assert_eq!(
+        c["fromNodeGroups"],
+        json!(["ondemand", "ondemand", "ondemand"])
+    );
+    assert_eq!(c["nodeGroup"], "big-spot");
+    assert_eq!(c["instanceType"], "m5.xlarge");
+    assert_eq!(c["pods"].as_array().unwrap().len(), 9);
+    let price = |k: &str| c[k].as_f64().unwrap();
+    assert!(
+        (price("pricePerHourBefore") - 3.0 * 0.096).abs() < 1e-9,
+        "{c:#}"
+    );
+    assert!(
+        (price("pricePerHourAfter") - 0.192 * 0.35).abs() < 1e-9,
+        "{c:#}"
+    );
+    assert!(
+        (price("savingPerHour") - (0.288 - 0.0672)).abs() < 1e-9,
+        "{c:#}"
+    );
+
+    let not = not_consolidated(&result);
+    let (reason, detail) = &not["od-3"];
+    assert_eq!(reason, "BlockedByPod");
+    assert!(detail.contains("karpenter.sh/do-not-disrupt"), "{detail}");
+    assert_eq!(not["od-4"].0, "ScaleDownDisabledAnnotation");
+    let (reason, detail) = &not["od-5"];
+    assert_eq!(reason, "BlockedByPod");
+    assert!(detail.contains("safe-to-evict"), "{detail}");
+    let (reason, detail) = &not["sp-0"];
+    assert_eq!(reason, "NoCheaperFit", "{detail}");
+    assert_eq!(not.len(), 4, "{not:#?}");
+
+    // The table says the same for people.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snapshot.json");
+    std::fs::write(&path, snapshot.to_string()).unwrap();
+    let table = simulate(provider.grpc, &path, &["--consolidation", "replace"]);
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        table.contains("od-0, od-1, od-2 (ondemand, ondemand, ondemand) -> a new big-spot node (m5.xlarge): $0.2880/h -> $0.0672/h, saves $0.2208/h"),
+        "{table}"
+    );
+    assert!(
+        table.contains("od-3 (ondemand): BlockedByPod: DoNotDisrupt"),
+        "{table}"
+    );
+}
+
+const SINGLE: &str = r#"
+cluster: single
+region: us-east-1
+nodeGroups:
+  - {name: ondemand, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 10, desiredSize: 2, capacityType: ON_DEMAND}
+  - {name: ondemand-b, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 10, desiredSize: 0, capacityType: ON_DEMAND}
+  - {name: spot, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 10, desiredSize: 0, capacityType: SPOT}
+"#;
+
+/// Two on-demand m5.large nodes too full to merge (1050m and 1400m of 1930m); each fits on a spot m5.large of
+/// its own, 65% cheaper. Another group of the same offering is never a replacement; the thresholds decide.
+#[tokio::test]
+async fn simulate_replaces_single_nodes_only_when_the_saving_meets_both_thresholds() {
+    let (provider, _dir) = provider(SINGLE);
+    let mut items = named(&provider, "ondemand", "od").await;
+    items.extend(on("od-0", "a", 3, "350m"));
+    items.extend(on("od-1", "b", 2, "700m"));
+    let snapshot = list(items);
+
+    let result = simulate_json(provider.grpc, &snapshot, &["--consolidation", "replace"]);
+    let plan = result["consolidation"].as_array().unwrap();
+    let replaced: Vec<(&Value, &Value)> = plan
+        .iter()
+        .map(|c| (&c["nodes"], &c["nodeGroup"]))
+        .collect();
+    assert_eq!(
+        replaced,
+        [
+            (&json!(["od-0"]), &json!("spot")),
+            (&json!(["od-1"]), &json!("spot"))
+        ],
+        "{result:#}"
+    );
+    assert_eq!(plan[1]["pods"], json!(["default/b-0", "default/b-1"]));
+    assert!((plan[0]["savingPerHour"].as_f64().unwrap() - 0.096 * 0.65).abs() < 1e-9);
+
+    // 65% is under 70%; $0.0624/h is under $0.07/h: either threshold alone keeps both nodes.
+    for threshold in ["70%", "$0.07", "10%,0.07", "70%,0"] {
+        let result = simulate_json(
+            provider.grpc,
+            &snapshot,
+            &[
+                "--consolidation",
+                "replace",
+                "--consolidation-min-saving",
+                threshold,
+            ],
+        );
+        assert_eq!(
+            result["consolidation"],
+            json!([]),
+            "{threshold}: {result:#}"
+        );
+        let not = not_consolidated(&result);
+        for node in ["od-0", "od-1"] {
+            let (reason, detail) = &not[node];
+            assert_eq!(reason, "SavingBelowThreshold", "{threshold}: {detail}");
+            assert!(detail.contains("spot (m5.large) at $0.0336/h"), "{detail}");
+        }
+    }
+    // Under both, it goes ahead.
+    let result = simulate_json(
+        provider.grpc,
+        &snapshot,
+        &[
+            "--consolidation",
+            "replace",
+            "--consolidation-min-saving",
+            "60%,$0.06",
+        ],
+    );
+    assert_eq!(result["consolidation"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn bad_consolidation_flags_are_refused_with_what_is_wrong() {
+    let (provider, _dir) = provider(SINGLE);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snapshot.json");
+    std::fs::write(&path, list(Vec::new()).to_string()).unwrap();
+    for (args, says) in [
+        (vec!["--consolidation", "sometimes"], "sometimes"),
+        (
+            vec!["--consolidation-min-saving", "120%"],
+            "between 0% and 100%",
+        ),
+        (vec!["--consolidation-min-saving", "-1"], "at least 0"),
+        (
+            vec!["--consolidation-min-saving", "20%,30%"],
+            "one percentage",
+        ),
+        (
+            vec!["--consolidation-min-saving", "cheap"],
+            "expected a percentage",
+        ),
+        (vec!["--max-consolidation-parallelism", "0"], "0"),
+        (vec!["--consolidation-stable-time", "soon"], "soon"),
+    ] {
+        let output = simulate(provider.grpc, &path, &args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} was accepted");
+        let flag = args[0];
+        assert!(
+            stderr.contains(flag) && stderr.contains(says),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+use common::Server;
+use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
+use ekscale::autoscaler::cluster::ClusterSource;
+use ekscale::autoscaler::consolidation::Mode;
+use ekscale::autoscaler::runonce::{RunOnce, Settings};
+use ekscale::autoscaler::status::Status;
+use ekscale::model::node::NODE_GROUP_LABEL;
+use ekscale::model::pod::Controller;
+use ekscale::model::taint::TO_BE_DELETED_TAINT;
+use ekscale::model::{Node, Pod, Resources};
+use ekscale::sim::SimCluster;
+use ekscale::sim::cluster::Broken;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// An in-process provider on `scenario` and a simulated cluster over it, on the provider's clock.
+async fn simulated(scenario: &str) -> (Server, ProviderConfig, Arc<SimCluster>) {
+    let server = Server::start_with(scenario, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let cluster = SimCluster::new(&config, server.sim().clock().clone()).unwrap();
+    (server, config, Arc::new(cluster))
+}
+
+/// Acting, with consolidation replacing nodes stable for two minutes.
+fn replacing(config: &ProviderConfig, cluster: &Arc<SimCluster>, mode: Mode) -> RunOnce {
+    let mut settings = Settings {
+        act: true,
+        remove_unregistered: true,
+        ..Settings::default()
+    };
+    settings.consolidation.mode = mode;
+    settings.consolidation.stable_time = Duration::from_secs(120);
+    settings.max_node_provision_time = Duration::from_secs(180);
+    RunOnce::new(ProviderClient::new(config).unwrap(), settings).acting_on(cluster.clone())
+}
+
+/// `n` pods of `app` asking `cpu` millicores and 512 MiB, owned by a ReplicaSet (evicted ones come back).
+fn owned(app: &str, n: usize, cpu: u64) -> Vec<Pod> {
+    (0..n)
+        .map(|i| {
+            let demand = Resources {
+                cpu_millis: cpu,
+                memory_bytes: 512 << 20,
+                pods: 1,
+                ..Default::default()
+            };
+            let mut pod = Pod::pending("default", &format!("{app}-{i}"), demand);
+            pod.labels.insert("app".into(), app.into());
+            pod.controller = Some(Controller {
+                kind: "ReplicaSet".into(),
+                name: app.into(),
+                uid: format!("uid-{app}"),
+            });
+            pod
+        })
+        .collect()
+}
+
+fn group_of(node: &Node) -> &str {
+    node.labels.get(NODE_GROUP_LABEL).map_or("", String::as_str)
+}
+
+fn names(pods: &[Pod]) -> BTreeSet<String> {
+    pods.iter().map(Pod::key).collect()
+}
+
+/// The replacements' states this loop, as (state, nodes).
+fn states(status: &Status) -> Vec<(String, Vec<String>)> {
+    (status.replacements.iter())
+        .map(|r| (r.state.clone(), r.nodes.clone()))
+        .collect()
+}
+
+const ONE_ON_DEMAND: &str = "
+cluster: replace
+region: us-east-1
+nodeGroups:
+  - {name: ondemand, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 3, desiredSize: 1, capacityType: ON_DEMAND}
+  - {name: spot, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 3, desiredSize: 0, capacityType: SPOT, provisioningDelay: 60s}
+";
+
+/// One on-demand m5.large runs three 400m pods (62%: scale-down keeps it). A spot m5.large holds them for
+/// a third of the price: consolidation launches it, and only once it is Ready does the old node get its
+/// taint and lose a pod; the pods end on the new node, none lost, and the new node is left alone after.
+#[tokio::test]
+async fn a_node_is_replaced_by_a_cheaper_one_that_is_ready_before_any_pod_is_evicted() {
+    let (server, config, cluster) = simulated(ONE_ON_DEMAND).await;
+    let clock = server.sim().clock().clone();
+    let mut once = replacing(&config, &cluster, Mode::Replace);
+    cluster.create_pods(owned("api", 3, 400));
+    cluster.create_pdb(ekscale::sim::cluster::Budget {
+        namespace: "default".into(),
+        name: "api".into(),
+        selector: ekscale::model::selector::LabelSelector {
+            match_labels: [("app".to_string(), "api".to_string())].into(),
+            expressions: vec![],
+        },
+        max_unavailable: 1,
+    });
+    let first = cluster.view().await.unwrap();
+    let old = first.nodes[0].name.clone();
+    let expected = names(&first.pods);
+    assert!(
+        first
+            .pods
+            .iter()
+            .all(|p| p.node_name.as_ref() == Some(&old))
+    );
+
+    let (mut launches, mut launched_at, mut seen) = (Vec::new(), None, Vec::new());
+    let mut evicting_seen = false;
+    for step in 0..120u64 {
+        let view = cluster.view().await.unwrap();
+        assert_eq!(names(&view.pods), expected, "step {step}: a pod was lost");
+        let on_old = (view.pods.iter())
+            .filter(|p| p.node_name.as_ref() == Some(&old))
+            .count();
+        let tainted = (view.nodes.iter()).any(|n| n.name == old && n.tainted(TO_BE_DELETED_TAINT));
+        let gone = !view.nodes.iter().any(|n| n.name == old);
+        if tainted || on_old < 3 {
+            evicting_seen = true;
+            let ready_spot = view.nodes.iter().any(|n| group_of(n) == "spot" && n.ready);
+            assert!(
+                ready_spot || gone,
+                "step {step}: {old} is drained with no Ready spot node: {:#?}",
+                view.nodes
+            );
+        }
+        let status = once.run(&view, cluster.now()).await.unwrap();
+        assert!(status.errors.is_empty(), "step {step}: {status:#?}");
+        for c in &status.consolidation {
+            launches.push((c.nodes.clone(), c.node_group.clone(), c.error.clone()));
+            launched_at.get_or_insert(step * 10);
+        }
+        seen.extend(states(&status));
+        if step == 20 {
+            eprintln!("NOT {:?} {:?}", status.not_consolidated, status.unremovable);
+        }
+        if gone && view.pods.iter().all(|p| p.node_name.is_some()) {
+            break;
+        }
+        clock.advance(Duration::from_secs(10));
+    }
+    assert_eq!(launches, [(vec![old.clone()], "spot".into(), None)]);
+    assert!(
+        launched_at.unwrap() >= 120,
+        "replaced before --consolidation-stable-time: {launched_at:?}"
+    );
+    assert!(evicting_seen, "the old node was never drained");
+    let order: Vec<&str> = seen.iter().map(|(s, _)| s.as_str()).collect();
+    let first_of = |state: &str| order.iter().position(|s| *s == state).unwrap();
+    assert!(
+        first_of("launching") < first_of("replacing") && first_of("replacing") < first_of("done"),
+        "{seen:?}"
+    );
+
+    let view = cluster.view().await.unwrap();
+    let spot: Vec<&Arc<Node>> = view
+        .nodes
+        .iter()
+        .filter(|n| group_of(n) == "spot")
+        .collect();
+    assert_eq!(view.nodes.len(), 1, "{:#?}", view.nodes);
+    assert_eq!(spot.len(), 1);
+    assert!(
+        view.pods
+            .iter()
+            .all(|p| p.node_name.as_ref() == Some(&spot[0].name))
+    );
+    let client = ProviderClient::new(&config).unwrap();
+    client.refresh().await.unwrap();
+    assert_eq!(client.target_size("ondemand").await.unwrap(), 0);
+    assert_eq!(client.target_size("spot").await.unwrap(), 1);
+
+    // The new node is left alone: it says so, and nothing more is launched.
+    for _ in 0..20 {
+        clock.advance(Duration::from_secs(10));
+        let view = cluster.view().await.unwrap();
+        let status = once.run(&view, cluster.now()).await.unwrap();
+        assert!(status.consolidation.is_empty(), "{status:#?}");
+        let spot = &status.not_consolidated[0];
+        assert_eq!(spot.reason, "ConsolidatedRecently", "{spot:?}");
+    }
+}
+
+/// The spot node registers but never turns Ready: after --max-node-provision-time the replacement is given
+/// up, its instance removed and spot backed off; the old node never had a taint and never lost a pod.
+#[tokio::test]
+async fn a_replacement_whose_node_never_turns_ready_is_abandoned_and_its_group_backed_off() {
+    let (server, config, cluster) = simulated(ONE_ON_DEMAND).await;
+    let clock = server.sim().clock().clone();
+    let mut once = replacing(&config, &cluster, Mode::Replace);
+    cluster.break_nodes("spot", Broken::NeverReady);
+    cluster.create_pods(owned("api", 3, 400));
+    let first = cluster.view().await.unwrap();
+    let old = first.nodes[0].name.clone();
+
+    let (mut launches, mut abandoned, mut backed_off) = (0, None, 0);
+    // Provisioning (60 s), the stable time (2 min) and the provision time (3 min) take about 30 loops; the
+    // backoff (5 min) 30 more.
+    for step in 0..55u64 {
+        let view = cluster.view().await.unwrap();
+        let old_node = view
+            .nodes
+            .iter()
+            .find(|n| n.name == old)
+            .expect("the old node stays");
+        assert!(
+            !old_node.tainted(TO_BE_DELETED_TAINT),
+            "step {step}: tainted"
+        );
+        let on_old = (view.pods.iter())
+            .filter(|p| p.node_name.as_ref() == Some(&old))
+            .count();
+        assert_eq!(on_old, 3, "step {step}: a pod left the old node");
+        let status = once.run(&view, cluster.now()).await.unwrap();
+        launches += status.consolidation.len();
+        for r in &status.replacements {
+            if r.state == "abandoned" {
+                assert!(
+                    r.detail.contains("not Ready within 3m")
+                        && r.detail.contains("instance was removed"),
+                    "{r:?}"
+                );
+                abandoned.get_or_insert(step);
+            }
+        }
+        let spot = status.node_groups.iter().find(|g| g.id == "spot").unwrap();
+        if abandoned.is_some_and(|at| at < step) {
+            backed_off += 1;
+            let skipped = spot.skipped.as_deref().unwrap_or_default();
+            assert!(skipped.contains("backoff"), "step {step}: {spot:?}");
+            assert_eq!(
+                spot.target_size, 0,
+                "step {step}: the instance was not removed"
+            );
+        }
+        clock.advance(Duration::from_secs(10));
+    }
+    assert!(
+        abandoned.is_some_and(|at| at > 25),
+        "abandoned at {abandoned:?}"
+    );
+    assert!(backed_off >= 20, "backed off for {backed_off} loops");
+    assert_eq!(launches, 1, "spot was asked again while backed off");
+}
