@@ -375,6 +375,7 @@ async fn a_node_is_replaced_by_a_cheaper_one_that_is_ready_before_any_pod_is_evi
 
     let (mut launches, mut launched_at, mut seen) = (Vec::new(), None, Vec::new());
     let mut evicting_seen = false;
+    let metrics = ekscale::autoscaler::metrics::AutoscalerMetrics::default();
     for step in 0..120u64 {
         let view = cluster.view().await.unwrap();
         assert_eq!(names(&view.pods), expected, "step {step}: a pod was lost");
@@ -394,6 +395,7 @@ async fn a_node_is_replaced_by_a_cheaper_one_that_is_ready_before_any_pod_is_evi
         }
         let status = once.run(&view, cluster.now()).await.unwrap();
         assert!(status.errors.is_empty(), "step {step}: {status:#?}");
+        metrics.observe_loop(&view, &status, true, cluster.now());
         for c in &status.consolidation {
             launches.push((c.nodes.clone(), c.node_group.clone(), c.error.clone()));
             launched_at.get_or_insert(step * 10);
@@ -413,6 +415,21 @@ async fn a_node_is_replaced_by_a_cheaper_one_that_is_ready_before_any_pod_is_evi
         "replaced before --consolidation-stable-time: {launched_at:?}"
     );
     assert!(evicting_seen, "the old node was never drained");
+    let text = metrics.encode();
+    assert!(
+        text.contains("ekscale_consolidations_total{kind=\"single\"} 1\n"),
+        "{text}"
+    );
+    let saving: f64 = (text.lines())
+        .find_map(|l| l.strip_prefix("ekscale_consolidation_savings_dollars_per_hour "))
+        .unwrap_or_else(|| panic!("{text}"))
+        .parse()
+        .unwrap();
+    assert!((saving - 0.096 * 0.65).abs() < 1e-9, "{saving}");
+    assert!(
+        text.contains("ekscale_scaled_down_nodes_total{reason=\"consolidated\"} 1\n"),
+        "{text}"
+    );
     let order: Vec<&str> = seen.iter().map(|(s, _)| s.as_str()).collect();
     let first_of = |state: &str| order.iter().position(|s| *s == state).unwrap();
     assert!(

@@ -1,6 +1,7 @@
 //! What a loop tells the cluster, as cluster-autoscaler does: Kubernetes Events on the pods it scaled up for
 //! (TriggeredScaleUp) or could not help (NotTriggerScaleUp), on the nodes it removes (ScaleDown,
-//! ScaleDownFailed) and on its status ConfigMap (ScaledUpGroup); and that ConfigMap,
+//! ScaleDownFailed) or replaces (Consolidation, ConsolidationFailed) and on its status ConfigMap
+//! (ScaledUpGroup); and that ConfigMap,
 //! `ekscale-autoscaler-status`, with per-group health and the last activity. Repeated events are folded into
 //! a series by kube-rs's recorder, as client-go does.
 
@@ -157,6 +158,32 @@ impl Publisher {
                     .await;
                 }
                 _ => {}
+            }
+        }
+        for c in status.consolidation.iter().filter(|c| c.error.is_none()) {
+            for node in &c.nodes {
+                let note = format!(
+                    "consolidation: launching a {} node ({}) to replace it: ${:.4}/h -> ${:.4}/h",
+                    c.node_group, c.instance_type, c.price_per_hour_before, c.price_per_hour_after
+                );
+                let at = reference("Node", "v1", None, node);
+                publish(
+                    event(EventType::Normal, "Consolidation", "Consolidate", note),
+                    at,
+                )
+                .await;
+            }
+        }
+        for r in &status.replacements {
+            let (kind, reason) = match r.state.as_str() {
+                "abandoned" | "failed" => (EventType::Warning, "ConsolidationFailed"),
+                "replacing" => (EventType::Normal, "Consolidation"),
+                _ => continue,
+            };
+            for node in &r.nodes {
+                let note = format!("consolidation: {} {}", r.state, r.detail);
+                let at = reference("Node", "v1", None, node);
+                publish(event(kind, reason, "Consolidate", note), at).await;
             }
         }
         if let Err(e) = self.write_status(status, now).await {

@@ -38,6 +38,11 @@ struct ActivityLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct GroupLabels {
     node_group: String,
 }
@@ -62,6 +67,8 @@ pub struct AutoscalerMetrics {
     group_target: Family<GroupLabels, Gauge>,
     group_min: Family<GroupLabels, Gauge>,
     group_max: Family<GroupLabels, Gauge>,
+    consolidations: Family<KindLabels, Counter>,
+    consolidation_savings: Gauge<f64, AtomicU64>,
 }
 
 fn duration_histogram() -> Histogram {
@@ -105,7 +112,7 @@ impl Default for AutoscalerMetrics {
             ),
             scaled_down: register!(
                 "scaled_down_nodes",
-                "Nodes removed, by reason (empty, underutilized)",
+                "Nodes removed, by reason (empty, underutilized, consolidated)",
                 Family::default()
             ),
             unneeded: register!(
@@ -150,6 +157,16 @@ impl Default for AutoscalerMetrics {
                 "node_group_max_count",
                 "Max size per node group",
                 Family::default()
+            ),
+            consolidations: register!(
+                "consolidations",
+                "Replacements done (the old nodes gone), by kind: single, multi",
+                Family::default()
+            ),
+            consolidation_savings: register!(
+                "consolidation_savings_dollars_per_hour",
+                "What the replacements done since the start save per hour, together",
+                Gauge::default()
             ),
             registry,
         }
@@ -238,6 +255,14 @@ impl AutoscalerMetrics {
                     reason: d.detail.clone(),
                 })
                 .inc();
+        }
+        for r in status.replacements.iter().filter(|r| r.state == "done") {
+            self.consolidations
+                .get_or_create(&KindLabels {
+                    kind: r.kind.clone(),
+                })
+                .inc();
+            self.consolidation_savings.inc_by(r.saving_per_hour);
         }
         self.unneeded.set(status.scale_down.len() as i64);
         self.unremovable.clear();

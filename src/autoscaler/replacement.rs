@@ -208,7 +208,7 @@ impl Replacements {
         for mut r in std::mem::take(&mut self.in_flight) {
             if let Some(draining) = &r.draining {
                 let detail = format!("{} old node(s) left to drain", draining.len());
-                status.replacements.push(r.report("replacing", detail));
+                status.replacements.push(r.report("draining", detail));
                 keep.push(r);
                 continue;
             }

@@ -108,8 +108,8 @@ pub struct ReplacementStatus {
     pub new_node: Option<String>,
     /// `single` (one node replaced) or `multi` (several merged into one).
     pub kind: String,
-    /// `launching` (waiting for the new node to be Ready), `replacing` (the old nodes drain), `done` (they
-    /// are gone), `abandoned` (the new node never turned Ready, or the pods no longer fit: the old nodes
+    /// `launching` (waiting for the new node to be Ready), `replacing` (it is: the old nodes' drains start),
+    /// `draining` (they go on), `done` (the old nodes are gone), `abandoned` (the new node never turned Ready, or the pods no longer fit: the old nodes
     /// stay) or `failed` (a drain failed: the old node stays).
     pub state: String,
     #[serde(skip_serializing_if = "String::is_empty")]
