@@ -527,3 +527,264 @@ async fn a_replacement_whose_node_never_turns_ready_is_abandoned_and_its_group_b
     assert!(backed_off >= 20, "backed off for {backed_off} loops");
     assert_eq!(launches, 1, "spot was asked again while backed off");
 }
+
+/// The planner alone, over random clusters of four offerings (on-demand and spot, m5.large-like and
+/// m5.xlarge-like nodes) with pods of three apps, each app under a PodDisruptionBudget.
+mod planner {
+    use super::*;
+    use ekscale::autoscaler::consolidation::{self, Ask, MinSaving, Plan, Target};
+    use ekscale::autoscaler::drain::{PdbBudget, Rules};
+    use ekscale::autoscaler::scaledown::{GroupInfo, Input};
+    use ekscale::model::Labels;
+    use ekscale::model::node::{CAPACITY_TYPE_LABEL, HOSTNAME_LABEL, INSTANCE_TYPE_LABEL};
+    use ekscale::model::pdb::Pdb;
+    use ekscale::model::pod::{LabelProjection, Phase};
+    use ekscale::model::selector::LabelSelector;
+    use ekscale::proto::options::GroupOptions;
+    use ekscale::simulator::topology::PlaceKind;
+    use ekscale::simulator::world;
+    use proptest::prelude::*;
+    use std::collections::{HashMap, HashSet};
+    use std::time::SystemTime;
+
+    const GIB: u64 = 1 << 30;
+    /// (id, instance type, capacity type, millicores, price per hour).
+    const GROUPS: [(&str, &str, &str, u64, f64); 4] = [
+        ("od-large", "m5.large", "ON_DEMAND", 2000, 0.096),
+        ("spot-large", "m5.large", "SPOT", 2000, 0.0336),
+        ("od-xlarge", "m5.xlarge", "ON_DEMAND", 4000, 0.192),
+        ("spot-xlarge", "m5.xlarge", "SPOT", 4000, 0.0672),
+    ];
+
+    fn node(name: &str, g: usize) -> Node {
+        let (_, instance_type, capacity, cpu, _) = GROUPS[g];
+        let resources = Resources {
+            cpu_millis: cpu,
+            memory_bytes: cpu / 1000 * 4 * GIB,
+            pods: 110,
+            ..Default::default()
+        };
+        Node {
+            name: name.into(),
+            provider_id: format!("aws:///us-east-1a/i-{name}"),
+            labels: Labels::from([
+                (HOSTNAME_LABEL.to_string(), name.to_string()),
+                (INSTANCE_TYPE_LABEL.to_string(), instance_type.to_string()),
+                (CAPACITY_TYPE_LABEL.to_string(), capacity.to_string()),
+            ]),
+            capacity: resources,
+            allocatable: resources,
+            ready: true,
+            ..Default::default()
+        }
+    }
+
+    /// A cluster: per node its group and its pods as (hundreds of millicores, app).
+    type Shape = Vec<(usize, Vec<(u64, usize)>)>;
+
+    fn planned(
+        shape: &Shape,
+        allowed: &[i32],
+        min_saving: MinSaving,
+    ) -> (Plan, Vec<Arc<Node>>, Vec<Pod>, Vec<Pdb>) {
+        let mut nodes = Vec::new();
+        let mut node_group = Vec::new();
+        let mut pods = Vec::new();
+        for (n, (g, on)) in shape.iter().enumerate() {
+            let name = format!("n{n}");
+            nodes.push(Arc::new(node(&name, *g)));
+            node_group.push(Some(*g));
+            for (i, &(cpu, app)) in on.iter().enumerate() {
+                let mut pod = owned(&format!("app{app}"), 1, cpu * 100).remove(0);
+                pod.name = format!("{name}-{i}");
+                pod.node_name = Some(name.clone());
+                pod.phase = Phase::Running;
+                pod.unschedulable = false;
+                pods.push(pod);
+            }
+        }
+        let pdbs: Vec<Pdb> = (allowed.iter().enumerate())
+            .map(|(app, &allowed)| Pdb {
+                namespace: "default".into(),
+                name: format!("app{app}"),
+                selector: Some(LabelSelector {
+                    match_labels: [("app".to_string(), format!("app{app}"))].into(),
+                    expressions: vec![],
+                }),
+                disruptions_allowed: allowed,
+            })
+            .collect();
+        let groups: Vec<GroupInfo> = (GROUPS.iter().enumerate())
+            .map(|(g, (id, ..))| GroupInfo {
+                id: id.to_string(),
+                min_size: 0,
+                target: node_group.iter().filter(|x| **x == Some(g)).count() as i32,
+                options: GroupOptions::default(),
+                deleting: 0,
+            })
+            .collect();
+        let index: HashMap<String, usize> = (nodes.iter().enumerate())
+            .map(|(i, n)| (n.name.clone(), i))
+            .collect();
+        let mut on_node = vec![Vec::new(); nodes.len()];
+        for (p, pod) in pods.iter().enumerate() {
+            on_node[index[pod.node_name.as_deref().unwrap()]].push(p);
+        }
+        let bound: Vec<usize> = (0..pods.len()).collect();
+        let projection = LabelProjection::All;
+        let (mut topology, mut places) =
+            world::build(&nodes, &node_group, &pods, &bound, &[], &projection);
+        let templates: Vec<_> = (0..GROUPS.len())
+            .map(|g| {
+                let template = Arc::new(node(&format!("template-{g}"), g));
+                topology.place(template, Some(g), PlaceKind::Upcoming)
+            })
+            .collect();
+        let targets: Vec<Target> = (templates.iter().enumerate())
+            .map(|(g, template)| Target {
+                group: g,
+                template,
+                price: GROUPS[g].4,
+            })
+            .collect();
+        let prices: Vec<Option<f64>> = GROUPS.iter().map(|g| Some(g.4)).collect();
+        let input = Input {
+            nodes: &nodes,
+            pods: (&pods).into(),
+            pdbs: &pdbs,
+            node_group: &node_group,
+            groups: &groups,
+            on_node: &on_node,
+            deleting: &HashSet::new(),
+            previously_unneeded: &HashSet::new(),
+            projection: &projection,
+            min_cores: 0,
+            min_memory_gib: 0,
+            max_node_startup_time: Duration::from_secs(900),
+            unready_enabled: true,
+            now: SystemTime::now(),
+        };
+        let rules = Rules::default();
+        let ask = Ask {
+            rules: &rules,
+            min_saving,
+            targets: &targets,
+            prices: &prices,
+            left: &HashMap::new(),
+            limit: usize::MAX,
+            over_limit: (consolidation::Reason::ConsolidationBudgetReached, ""),
+        };
+        let mut budget = PdbBudget::new(&pdbs);
+        let plan = consolidation::plan(&input, &ask, &mut budget, &mut topology, &mut places);
+        assert_eq!(
+            places.len(),
+            nodes.len(),
+            "the planner's new nodes are left in the world"
+        );
+        (plan, nodes.clone(), pods.clone(), pdbs.clone())
+    }
+
+    fn shapes() -> impl Strategy<Value = Shape> {
+        let pods = prop::collection::vec((1u64..12, 0usize..3), 0..7);
+        prop::collection::vec((0usize..4, pods), 1..9)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        /// Every pod of a replaced node has a place on its one new node; no node is drained into a budget
+        /// that allows no more disruptions; every replacement saves at least the threshold; no node goes
+        /// twice; no node is replaced by its own offering.
+        #[test]
+        fn a_plan_places_every_pod_respects_budgets_and_saves_enough(
+            shape in shapes(),
+            allowed in prop::collection::vec(0i32..3, 3),
+        ) {
+            let min_saving = MinSaving::default();
+            let (plan, nodes, pods, pdbs) = planned(&shape, &allowed, min_saving);
+            let mut remaining: Vec<i32> = pdbs.iter().map(|p| p.disruptions_allowed).collect();
+            let mut gone = HashSet::new();
+            for r in &plan.replacements {
+                let (_, instance_type, capacity, cpu, price) = GROUPS[r.group];
+                // Its pods: every pod of its nodes moves, and together they fit on one new node.
+                let mut on_them: Vec<usize> = (pods.iter().enumerate())
+                    .filter(|(_, p)| r.nodes.iter().any(|&n| p.node_name.as_deref() == Some(&nodes[n].name)))
+                    .map(|(i, _)| i)
+                    .collect();
+                let mut moving = r.moving.clone();
+                on_them.sort();
+                moving.sort();
+                prop_assert_eq!(&moving, &on_them);
+                let used: u64 = moving.iter().map(|&p| pods[p].demand.cpu_millis).sum();
+                let memory: u64 = moving.iter().map(|&p| pods[p].demand.memory_bytes).sum();
+                prop_assert!(used <= cpu && memory <= cpu / 1000 * 4 * GIB, "{used}m on {cpu}m");
+                // Budgets: each node is drained only while every budget its pods need allows one more.
+                for &n in &r.nodes {
+                    prop_assert!(gone.insert(n), "n{} is in two replacements", n);
+                    let here: Vec<&Pod> = (pods.iter())
+                        .filter(|p| p.node_name.as_deref() == Some(&nodes[n].name))
+                        .collect();
+                    for pod in &here {
+                        let b = pdbs.iter().position(|b| b.covers(&pod.namespace, &pod.labels)).unwrap();
+                        prop_assert!(remaining[b] >= 1, "{} drained into an exhausted budget", pod.key());
+                    }
+                    for pod in &here {
+                        let b = pdbs.iter().position(|b| b.covers(&pod.namespace, &pod.labels)).unwrap();
+                        remaining[b] -= 1;
+                    }
+                }
+                // Prices: before is what the nodes cost, after what the new one costs, and it saves enough.
+                let before: f64 = r.nodes.iter().map(|&n| GROUPS[shape[n].0].4).sum();
+                prop_assert!((r.before - before).abs() < 1e-9);
+                prop_assert!((r.after - price).abs() < 1e-9);
+                prop_assert!(r.saving() >= 0.2 * before - 1e-12 && r.saving() >= 0.01 - 1e-12);
+                if let [n] = r.nodes[..] {
+                    let own = &nodes[n].labels;
+                    prop_assert!(
+                        own[INSTANCE_TYPE_LABEL] != instance_type || own[CAPACITY_TYPE_LABEL] != capacity,
+                        "n{} replaced by its own offering", n
+                    );
+                }
+            }
+            // Every node is either replaced or said why not, once.
+            let mut said: Vec<usize> = plan.not.iter().map(|n| n.node).collect();
+            said.extend(gone.iter().copied());
+            said.sort();
+            prop_assert_eq!(said, (0..nodes.len()).collect::<Vec<_>>());
+        }
+    }
+
+    /// A cluster where the answer is known: two on-demand m5.xlarge (1500m each) merge onto one spot
+    /// m5.xlarge while app0's budget allows both its pods to go; with room for one, the first node goes alone
+    /// (onto a spot m5.large) and the second is kept for the budget; with a 90% threshold nothing goes.
+    #[test]
+    fn two_half_full_nodes_merge_and_a_high_threshold_keeps_them() {
+        let shape: Shape = vec![(2, vec![(10, 0), (5, 1)]), (2, vec![(10, 2), (5, 0)])];
+        let replaced = |plan: &Plan| -> Vec<(Vec<usize>, usize)> {
+            (plan.replacements.iter())
+                .map(|r| (r.nodes.clone(), r.group))
+                .collect()
+        };
+        let (plan, ..) = planned(&shape, &[2, 1, 1], MinSaving::default());
+        assert_eq!(replaced(&plan), [(vec![0, 1], 3)], "{plan:#?}");
+        let (plan, ..) = planned(&shape, &[1, 1, 1], MinSaving::default());
+        assert_eq!(replaced(&plan), [(vec![0], 1)], "{plan:#?}");
+        let detail = &plan.not[0].detail;
+        assert!(detail.contains("NotEnoughPdb"), "{detail}");
+        let (plan, ..) = planned(
+            &shape,
+            &[2, 1, 1],
+            MinSaving {
+                fraction: 0.9,
+                per_hour: 0.0,
+            },
+        );
+        assert!(plan.replacements.is_empty(), "{plan:#?}");
+        assert!(
+            plan.not
+                .iter()
+                .all(|n| n.reason.to_string() == "SavingBelowThreshold"),
+            "{plan:#?}"
+        );
+    }
+}
