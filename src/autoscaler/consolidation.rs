@@ -159,7 +159,7 @@ pub enum Reason {
     SavingBelowThreshold,
     /// Not a candidate for `--consolidation-stable-time` yet, or a pod was scheduled to it meanwhile.
     NotStableLongEnough,
-    /// Launched by a replacement less than a day ago.
+    /// In a replacement (as a node it replaced, or the node it launched) less than a day ago.
     ConsolidatedRecently,
     /// Part of a replacement in progress.
     ConsolidationInProgress,
@@ -249,6 +249,9 @@ pub struct Ask<'a> {
     pub prices: &'a [Option<f64>],
     /// Nodes not to try, with why (scale-down's, held by the policy's timers and budgets).
     pub left: &'a HashMap<usize, (Reason, String)>,
+    /// Per group, how many nodes it may lose (over its min size, after the deletions in progress and
+    /// scale-down's removals).
+    pub room: Vec<i64>,
     /// Replacements that may be committed; those found beyond are reported with `over_limit`.
     pub limit: usize,
     pub over_limit: (Reason, &'a str),
@@ -323,17 +326,21 @@ pub fn plan<'a>(
     targets.sort_by(|a, b| a.price.total_cmp(&b.price).then(a.group.cmp(&b.group)));
     let mut world = World::new(input, &targets, topology, places);
     let mut committed = 0;
+    let mut room = ask.room.clone();
 
     // Merges first: the least-used nodes, as many as one new node holds.
     candidates.sort_by(|(a, pa), (b, pb)| {
         (a.utilization.value().total_cmp(&b.utilization.value())).then(pb.total_cmp(pa))
     });
     while committed < ask.limit {
-        let Some((k, fit)) = best_merge(&mut world, ask, pdbs, &candidates) else {
+        let Some((k, fit)) = best_merge(&mut world, ask, pdbs, &room, &candidates) else {
             break;
         };
         let merged: Vec<(Candidate, f64)> = candidates.drain(..k).collect();
         let members: Vec<&Candidate> = merged.iter().map(|(c, _)| c).collect();
+        for c in &members {
+            room[c.group] -= 1;
+        }
         let before = merged.iter().map(|(_, p)| p).sum();
         plan.replacements
             .push(world.commit(fit, &members, before, pdbs));
@@ -345,9 +352,25 @@ pub fn plan<'a>(
         (pb.total_cmp(pa)).then(a.utilization.value().total_cmp(&b.utilization.value()))
     });
     for (c, price) in candidates {
-        let reason = single(&mut world, ask, pdbs, &c, price, committed < ask.limit);
+        let g = &input.groups[c.group];
+        let reason = if room[c.group] < 1 {
+            let why = format!(
+                "{} would go under its min size {} (target {}, {} leaving)",
+                g.id,
+                g.min_size,
+                g.target,
+                i64::from(g.target) - i64::from(g.min_size) - room[c.group]
+            );
+            Err((
+                Reason::Unremovable(Unremovable::NodeGroupMinSizeReached),
+                why,
+            ))
+        } else {
+            single(&mut world, ask, pdbs, &c, price, committed < ask.limit)
+        };
         match reason {
             Ok(fit) => {
+                room[c.group] -= 1;
                 plan.replacements
                     .push(world.commit(fit, &[&c], price, pdbs));
                 committed += 1;
@@ -501,10 +524,19 @@ fn best_merge(
     world: &mut World<'_, '_>,
     ask: &Ask<'_>,
     pdbs: &PdbBudget,
+    room: &[i64],
     candidates: &[(Candidate, f64)],
 ) -> Option<(usize, Fit)> {
     let mut best = None;
     for k in 2..=candidates.len().min(MAX_MERGED) {
+        let mut left = room.to_vec();
+        for (c, _) in &candidates[..k] {
+            left[c.group] -= 1;
+        }
+        if left.iter().any(|&r| r < 0) {
+            // A group under its min size: more nodes will not help.
+            break;
+        }
         let Some(fit) = merge(world, ask, pdbs, &candidates[..k]) else {
             // More nodes' pods will not fit where fewer did not.
             break;

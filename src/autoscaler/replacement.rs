@@ -5,7 +5,7 @@
 //! scale-down's deletion (taint, evict under PDBs, re-read, delete). A new node that is not Ready within the
 //! target group's provision time is removed, the old nodes are left as they were, and the group is backed
 //! off. The timers: a node is replaced only after `--consolidation-stable-time` with no pod scheduled to it,
-//! and a node a replacement launched is left alone for a day.
+//! and a node that was in a replacement (replaced or not, or launched by one) is left alone for a day.
 
 use super::client::ProviderClient;
 use super::cluster::ClusterView;
@@ -65,8 +65,9 @@ pub type Backoff = (String, String);
 #[derive(Default)]
 pub struct Replacements {
     in_flight: Vec<InFlight>,
-    /// The instances replacements launched, and when: left alone for a day.
-    launched: HashMap<String, SystemTime>,
+    /// The nodes that were in a replacement (old ones when it was launched, the new one when Ready), by name,
+    /// and when: left alone for a day.
+    recent: HashMap<String, SystemTime>,
     /// Per node: since when no pod was scheduled to it, and (hashed) the pods on it then.
     stable: HashMap<String, (SystemTime, HashSet<u64>)>,
 }
@@ -88,6 +89,15 @@ impl Replacements {
         self.in_flight
             .iter()
             .flat_map(|r| r.old.iter().map(String::as_str))
+    }
+
+    /// Old nodes of `group` whose replacement has not handed them to the deletions yet: they will leave it.
+    pub fn leaving(&self, group: &str) -> usize {
+        (self.in_flight.iter())
+            .filter(|r| r.draining.is_none())
+            .flat_map(|r| &r.old_groups)
+            .filter(|g| *g == group)
+            .count()
     }
 
     /// Replacements whose new node is Ready and whose old nodes are not handed over yet.
@@ -115,12 +125,12 @@ impl Replacements {
             stable.insert(node.name.clone(), (since, here));
         }
         self.stable = stable;
-        self.launched
+        self.recent
             .retain(|_, at| now.duration_since(*at).unwrap_or_default() < ONCE_A_DAY);
     }
 
     /// The nodes consolidation leaves alone this loop, with why: those of replacements in progress, those a
-    /// replacement launched less than a day ago, and (unless `timers_elapsed`) those not stable long enough.
+    /// replacement less than a day ago, and (unless `timers_elapsed`) those not stable long enough.
     pub fn held(
         &self,
         nodes: &[Arc<Node>],
@@ -148,10 +158,10 @@ impl Replacements {
                     }
                 );
                 held.insert(n, (Reason::ConsolidationInProgress, why));
-            } else if let Some(at) = self.launched.get(&node.provider_id) {
+            } else if let Some(at) = self.recent.get(&node.name) {
                 let ago = now.duration_since(*at).unwrap_or_default();
                 let why = format!(
-                    "launched by a replacement {} ago: one consolidation a node a day",
+                    "in a replacement {} ago: one consolidation a node a day",
                     short(ago)
                 );
                 held.insert(n, (Reason::ConsolidatedRecently, why));
@@ -173,6 +183,9 @@ impl Replacements {
 
     /// A replacement whose new node was asked for at `now`.
     pub fn launched(&mut self, mut r: InFlight, facts: &[GroupFacts]) {
+        for old in &r.old {
+            self.recent.insert(old.clone(), r.launched_at);
+        }
         r.known = facts
             .iter()
             .filter(|f| f.group.id == r.group)
@@ -298,8 +311,8 @@ impl Replacements {
     pub fn hand_over(&mut self, i: usize, status: &mut Status, now: SystemTime) -> &InFlight {
         let r = &mut self.in_flight[i];
         r.draining = Some(r.old.iter().cloned().collect());
-        if let Some(id) = &r.instance {
-            self.launched.insert(id.clone(), now);
+        if let Some(new) = &r.ready {
+            self.recent.insert(new.clone(), now);
         }
         let detail = format!(
             "the new node {} is Ready; the old node(s) drain",

@@ -92,6 +92,8 @@ pub struct ScaleDownPolicy {
     doubt: Option<String>,
     /// Consolidation's replacements in progress and per-node timers.
     pub replacements: Replacements,
+    /// Nodes deleted this loop, by group: the target sizes read before they went are one too high each.
+    deleted: HashMap<String, i32>,
 }
 
 /// Whether a view can be trusted to say which nodes are empty. A watch that restarts and relists, an API
@@ -179,13 +181,15 @@ impl ScaleDownPolicy {
             .map(|f| GroupInfo {
                 id: f.group.id.clone(),
                 min_size: f.group.min_size,
-                target: f.target,
+                target: f.target - self.deleted.get(&f.group.id).copied().unwrap_or(0),
                 options: f.options,
+                // Old nodes of replacements are as good as gone: the group must not shrink under them.
                 deleting: self
                     .actuator
                     .in_flight()
                     .filter(|d| d.group == f.group.id)
-                    .count(),
+                    .count()
+                    + self.replacements.leaving(&f.group.id),
             })
             .collect();
         if let Some(why) = self.doubt.clone() {
@@ -492,6 +496,13 @@ impl ScaleDownPolicy {
         }
         let prices: Vec<Option<f64>> = fleet.groups.iter().map(|g| g.node_price).collect();
         let targets = targets(input, facts, fleet);
+        // How many nodes each group may lose, after the deletions in progress and scale-down's removals.
+        let mut room: Vec<i64> = (input.groups.iter())
+            .map(|g| i64::from(g.target) - i64::from(g.min_size) - g.deleting as i64)
+            .collect();
+        for r in &plan.removable {
+            room[r.group] -= 1;
+        }
         let in_progress = format!(
             "{} replacement(s) in progress (--max-consolidation-parallelism {})",
             self.replacements.count(),
@@ -513,6 +524,7 @@ impl ScaleDownPolicy {
             targets: &targets,
             prices: &prices,
             left: &left,
+            room,
             limit,
             over_limit,
         };
@@ -792,6 +804,7 @@ impl ScaleDownPolicy {
             return;
         }
         let sd = &cx.settings.scale_down;
+        self.deleted.clear();
         let outcomes = self
             .actuator
             .advance(cluster, cx.client, view, &sd.rules, &sd.pacing, now)
@@ -800,6 +813,7 @@ impl ScaleDownPolicy {
             let (node, node_group, state, detail) = match outcome {
                 Outcome::Deleted { node, group, empty } => {
                     self.last_delete = Some(now);
+                    *self.deleted.entry(group.clone()).or_default() += 1;
                     // Why it went, as scale-down (or consolidation) said when it started.
                     let reason = if self.replacements.draining(&node) {
                         self.replacements.ended(&node, true, "", status);
