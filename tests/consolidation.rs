@@ -938,3 +938,56 @@ async fn a_seeded_week_costs_no_more_on_any_day_with_consolidation() {
         total(&off)
     );
 }
+
+/// The spot pool is dry: the new node's instance cannot be created. The replacement is given up in the next
+/// loop, not after the provision time; the placeholder goes, spot is backed off, the old node stays as it was.
+#[tokio::test]
+async fn a_replacement_into_a_dry_pool_is_abandoned_at_once() {
+    let dry = ONE_ON_DEMAND.replace(
+        "provisioningDelay: 60s}",
+        "provisioningDelay: 60s, availableCapacity: 0}",
+    );
+    let (server, config, cluster) = simulated(&dry).await;
+    let clock = server.sim().clock().clone();
+    let mut once = replacing(&config, &cluster, Mode::Replace);
+    cluster.create_pods(owned("api", 3, 400));
+    let mut launched = None;
+    for step in 0..30u64 {
+        let view = cluster.view().await.unwrap();
+        assert!(view.nodes.iter().all(|n| !n.tainted(TO_BE_DELETED_TAINT)));
+        let status = once.run(&view, cluster.now()).await.unwrap();
+        if !status.consolidation.is_empty() {
+            assert!(
+                launched.is_none(),
+                "step {step}: launched again: {status:#?}"
+            );
+            launched = Some(step);
+        }
+        if let Some(r) = status.replacements.iter().find(|r| r.state == "abandoned") {
+            assert_eq!(Some(step - 1), launched, "abandoned late: {r:?}");
+            assert!(
+                r.detail.starts_with("the new node could not be launched"),
+                "{r:?}"
+            );
+            assert!(
+                r.detail.contains("placeholder-cannot-be-fulfilled"),
+                "{r:?}"
+            );
+            let view = cluster.view().await.unwrap();
+            let status = once.run(&view, cluster.now()).await.unwrap();
+            let spot = status.node_groups.iter().find(|g| g.id == "spot").unwrap();
+            assert!(
+                spot.skipped
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("backoff"),
+                "{spot:?}"
+            );
+            assert_eq!(spot.target_size, 0, "the placeholder stays: {spot:?}");
+            assert!(status.consolidation.is_empty());
+            return;
+        }
+        clock.advance(Duration::from_secs(10));
+    }
+    panic!("never abandoned (launched at {launched:?})");
+}

@@ -109,7 +109,72 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
     assert!(stdout.contains("scale-down        ip-"), "{stdout}");
     assert!(stdout.contains("fargate           serverless/fn-0 -> profile serverless"));
 
-    // The report: one self-contained page, five charts of well-formed SVG with a point per loop.
+    // The second day, played with consolidation off and on: the burst went to on-demand nodes while spot
+    // was dry; once spot freed up, pairs of them were merged onto spot nodes, and the day cost less.
+    let day2 = &summary[summary.find("Day 2").expect("the second day")..];
+    let cost = |label: &str| -> f64 {
+        let line = day2
+            .lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap();
+        line.split('$')
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let (off, on) = (cost("consolidation off:"), cost("consolidation replace:"));
+    assert!(on < off * 0.8, "{day2}");
+    let merges = day2
+        .lines()
+        .filter(|l| l.contains("(general, general) -> a new spot node (m5.xlarge)"));
+    assert!(merges.count() >= 2, "{day2}");
+    // The last line is the one scripts read.
+    let last = stdout.trim_end().lines().last().unwrap();
+    let fields: Vec<&str> = last
+        .strip_prefix("demo summary: ")
+        .expect(last)
+        .split(' ')
+        .collect();
+    let keys: Vec<&str> = fields
+        .iter()
+        .map(|f| f.split('=').next().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "added",
+            "removed",
+            "placed",
+            "fargate",
+            "unschedulable",
+            "steady_after"
+        ]
+    );
+    let value = |k: usize| fields[k].split('=').nth(1).unwrap();
+    assert_eq!(
+        value(2),
+        "26/27",
+        "every pod but the 64-CPU one ran: {last}"
+    );
+    assert_eq!((value(3), value(4)), ("3", "1"), "{last}");
+    let added: u64 = value(0).parse().unwrap();
+    let removed: u64 = value(1).parse().unwrap();
+    assert!(
+        added >= general_added + batch_added && removed == added,
+        "{last}"
+    );
+    let steady: u64 = value(5).strip_suffix('s').unwrap().parse().unwrap();
+    assert!(
+        (25 * 60..75 * 60).contains(&steady),
+        "steady after the burst ended (25m): {last}"
+    );
+
+    // The report: one self-contained page, five charts of the day and one of the second day's cost, well-formed
+    // SVG with a point per loop.
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(
@@ -133,32 +198,39 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
             .filter(|n| n.has_tag_name("polyline"))
             .collect();
         assert!(!lines.is_empty());
+        // The second day: 4 hours, a loop every 30 s.
+        let expected = if charts < 5 { loops } else { 4 * 120 + 1 };
         for line in lines {
             let points = line.attribute("points").unwrap().split_whitespace().count();
-            assert_eq!(points, loops, "a point per loop");
+            assert_eq!(points, expected, "a point per loop");
         }
         charts += 1;
         rest = &rest[end..];
     }
-    assert_eq!(charts, 5, "nodes, pending, utilization, buffers, cost");
+    assert_eq!(
+        charts, 6,
+        "nodes, pending, utilization, buffers, cost; day 2's cost"
+    );
     for title in [
         "Nodes per node group",
         "Pending pods",
         "CPU utilization",
         "Capacity buffers",
         "Cost",
+        "Day 2: cost with consolidation off and on",
+        "Decisions with consolidation on",
     ] {
         assert!(html.contains(title), "{title}");
     }
     assert!(html.contains("<td>scale-down</td>"));
     assert!(html.contains("never placed: default/huge-0"));
 
-    // And it renders: headless Chromium builds the same five charts from it, and its screenshot holds far
+    // And it renders: headless Chromium builds the same six charts from it, and its screenshot holds far
     // more than an empty page's.
     let url = format!("file://{}", report.display());
     let dom = chromium(&["--dump-dom", &url]);
-    assert_eq!(dom.matches("<svg").count(), 5, "{dom}");
-    assert!(dom.matches("<polyline").count() >= 5 + record_groups(&html));
+    assert_eq!(dom.matches("<svg").count(), 6, "{dom}");
+    assert!(dom.matches("<polyline").count() >= 6 + record_groups(&html));
     let blank = dir.path().join("blank.html");
     std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
     let shot = |page: &Path, name: &str| {

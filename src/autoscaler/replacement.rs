@@ -259,7 +259,17 @@ impl Replacements {
                 continue;
             }
             let waited = now.duration_since(r.launched_at).unwrap_or_default();
-            if waited <= f.options.provision {
+            // An instance that could not be created (a stockout) will not become a node: no use waiting.
+            let failed = (r.instance.as_ref())
+                .and_then(|id| f.instances.iter().find(|i| &i.id == id))
+                .and_then(|i| i.status.as_ref()?.error_info.as_ref())
+                .map(|e| {
+                    format!(
+                        "the new node could not be launched ({}: {})",
+                        e.error_code, e.error_message
+                    )
+                });
+            if failed.is_none() && waited <= f.options.provision {
                 let what = match (&r.instance, node) {
                     (None, _) => "no instance yet".to_string(),
                     (Some(id), None) => format!("instance {id} has not registered"),
@@ -273,10 +283,12 @@ impl Replacements {
                 keep.push(r);
                 continue;
             }
-            let why = format!(
-                "the new node was not Ready within {} (--max-node-provision-time)",
-                humantime::format_duration(f.options.provision)
-            );
+            let why = failed.unwrap_or_else(|| {
+                format!(
+                    "the new node was not Ready within {} (--max-node-provision-time)",
+                    humantime::format_duration(f.options.provision)
+                )
+            });
             let removed = if !act {
                 Ok("")
             } else if let Some(id) = &r.instance {

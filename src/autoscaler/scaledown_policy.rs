@@ -951,7 +951,8 @@ fn destinations(view: &ClusterView, pods: PodList<'_>, r: &scaledown::Removable)
 }
 
 /// The groups a replacement may launch in: not skipped this loop (backoff, unhealthy), priced, below their
-/// max size after this loop's scale-ups, each with its template where its Auto Scaling group launches next.
+/// max size after this loop's scale-ups, with no instance that failed to launch, each with its template
+/// where its Auto Scaling group launches next.
 fn targets<'g>(
     input: &scaledown::Input<'_>,
     facts: &[GroupFacts],
@@ -964,6 +965,12 @@ fn targets<'g>(
         };
         let grown = fleet.grown.get(&group.id).copied().unwrap_or(0);
         if i64::from(facts[g].target) + grown as i64 >= i64::from(group.max_size) {
+            continue;
+        }
+        // Instances it could not create are still listed (a stockout): a new node there would not come.
+        let failing = (facts[g].instances.iter())
+            .any(|i| i.status.as_ref().is_some_and(|s| s.error_info.is_some()));
+        if failing {
             continue;
         }
         if let Some(template) = launch_template(input, g, group) {

@@ -81,22 +81,28 @@ fn demo(args: DemoArgs) -> Result<(), Failure> {
             args.speed
         )));
     }
-    let script = match &args.scenario {
+    // The built-in day comes with a second one, played with consolidation off and on; a user's script is
+    // played as it is.
+    let (script, second_day) = match &args.scenario {
         Some(path) => {
-            Script::read(path).map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?
+            let script = Script::read(path)
+                .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
+            (script, None)
         }
-        None => Script::built_in(),
+        None => (Script::built_in(), Some(Script::second_day())),
     };
     let options = demo::Options {
         script,
+        second_day,
         speed: args.speed,
         report: args.report.clone(),
         seed: args.seed,
     };
     let (_, summary) = demo::run_blocking(options).map_err(|e| Failure::Loop(e.to_string()))?;
-    print!("\n{summary}");
     if let Some(path) = &args.report {
-        println!("  report: {}", path.display());
+        println!("report: {}", path.display());
     }
+    // The summary ends with the line scripts read: it stays the last.
+    print!("\n{summary}");
     Ok(())
 }

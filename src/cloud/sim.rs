@@ -106,6 +106,19 @@ impl SimBackend {
         &self.clock
     }
 
+    /// Sets how many instances group `id` may have (`None`: no limit), as a spot pool that dries up or frees
+    /// up. Capacity asked for and not launched launches at the next look; running instances stay.
+    pub fn set_available_capacity(
+        &self,
+        id: &str,
+        available: Option<u32>,
+    ) -> Result<(), CloudError> {
+        let idx = self.group_index(id)?;
+        let (mut state, _) = self.settled(idx);
+        state.groups[idx].config.available_capacity = available;
+        Ok(())
+    }
+
     fn group_index(&self, id: &str) -> Result<usize, CloudError> {
         self.by_id
             .get(id)

@@ -2,12 +2,14 @@
 //! and the companion's loop acting on both, while a script plays a day of workloads in accelerated time.
 //! Everything runs over loopback gRPC as in production; only the clock is the simulator's.
 
+pub mod compare; // the second day, with consolidation off and on: what each cost, what was replaced
 pub mod record; // what the demo saw: samples, the decision log, summary facts
 pub mod report; // the HTML page with SVG charts
 pub mod script; // the demo file: scenario, timeline, headroom
 
 use crate::autoscaler::client::{ClientError, ProviderClient, ProviderConfig};
 use crate::autoscaler::cluster::ClusterSource;
+use crate::autoscaler::consolidation::Mode;
 use crate::autoscaler::runonce::{RunOnce, Settings};
 use crate::clock::Clock;
 use crate::cloud::sim::SimBackend;
@@ -27,6 +29,8 @@ use std::time::{Duration, Instant};
 
 pub struct Options {
     pub script: Script,
+    /// A second day, played after the first with consolidation off and then on; `None` plays one day.
+    pub second_day: Option<Script>,
     /// Simulated seconds per real second; 0 plays as fast as the machine goes.
     pub speed: f64,
     pub report: Option<PathBuf>,
@@ -42,6 +46,8 @@ pub enum DemoError {
     Client(#[from] ClientError),
     #[error("the loop failed: {0}")]
     Loop(String),
+    #[error("the simulated EKS: {0}")]
+    Cloud(String),
     #[error("writing the report {path}: {source}")]
     Report {
         path: PathBuf,
@@ -61,11 +67,14 @@ pub fn run_blocking(options: Options) -> Result<(Record, String), DemoError> {
     crate::autoscaler::controller::runtime().block_on(run(options))
 }
 
-/// Plays the script; prints progress and decisions as they happen, and returns the record and summary.
+/// Plays the script's day (printing progress and decisions as they happen), then the second day, if there is
+/// one, with consolidation off and on; returns the first day's record and the summary of both, which ends
+/// with the one-line `demo summary:` scripts read.
 pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
     let started = Instant::now();
     let Options {
         mut script,
+        second_day,
         speed,
         report,
         seed,
@@ -73,6 +82,33 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
     if let Some(seed) = seed {
         script.scenario.seed = seed;
     }
+    let record = play(&script, Mode::Off, speed, true).await?;
+    let mut text = summary(&record, script.duration, started.elapsed());
+    let second = match second_day {
+        Some(mut day) => {
+            if let Some(seed) = seed {
+                day.scenario.seed = seed;
+            }
+            let off = play(&day, Mode::Off, 0.0, false).await?;
+            let on = play(&day, Mode::Replace, 0.0, false).await?;
+            let day = compare::Comparison::new(off, on, &day);
+            text.push_str(&day.summary());
+            Some(day)
+        }
+        None => None,
+    };
+    text.push_str(&summary_line(&record));
+    if let Some(path) = report {
+        std::fs::write(&path, report::html(&record, second.as_ref(), &text))
+            .map_err(|source| DemoError::Report { path, source })?;
+    }
+    Ok((record, text))
+}
+
+/// One day of `script` with consolidation in `mode`: the provider in-process on the script's simulated EKS,
+/// the simulated cluster over it, and the loop acting on both, `speed` simulated seconds a real second (0:
+/// as fast as it goes); `show` prints progress and decisions.
+async fn play(script: &Script, mode: Mode, speed: f64, show: bool) -> Result<Record, DemoError> {
     let clock = Clock::manual();
     let backend = Arc::new(SimBackend::new(script.scenario.clone(), clock.clone()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -84,7 +120,7 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(crate::provider::serve(
         listener,
-        backend,
+        backend.clone(),
         Arc::new(ProviderMetrics::default()),
         None,
         async {
@@ -94,26 +130,34 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
     let config = ProviderConfig::plaintext(addr.to_string());
     let client = ProviderClient::new(&config)?;
     let cluster = Arc::new(SimCluster::new(&config, clock.clone())?);
-    let settings = Settings {
+    let mut settings = Settings {
         act: true,
         remove_unregistered: true,
         wait_for_new_pods: true,
         headroom: script.headroom.clone(),
         ..Settings::default()
     };
+    settings.consolidation.mode = mode;
     let mut once = RunOnce::new(client.clone(), settings).acting_on(cluster.clone());
     cluster.create_buffers(script.buffers.clone(), script.templates.clone());
     // Each workload owned by a ReplicaSet stands for a Deployment of its name, which buffers may follow.
     let mut deployments: BTreeMap<String, Scalable> = BTreeMap::new();
     let mut record = prices(&client).await?;
 
-    let bar = ProgressBar::new(script.duration.as_secs());
+    let bar = if show {
+        ProgressBar::new(script.duration.as_secs())
+    } else {
+        ProgressBar::hidden()
+    };
     bar.set_style(
         ProgressStyle::with_template("{bar:20} {msg}")
             .expect("a valid template")
             .progress_chars("=> "),
     );
     let show = |entry: &Entry| {
+        if !show {
+            return;
+        }
         let line = format!("[{}] {:<17} {}", hms(entry.at), entry.kind, entry.text);
         if bar.is_hidden() {
             println!("{line}");
@@ -158,10 +202,17 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
                         cluster.scale(deployment.clone());
                     }
                 }
+                Action::Capacity(change) => backend
+                    .set_available_capacity(&change.node_group, change.available)
+                    .map_err(|e| DemoError::Cloud(e.to_string()))?,
             }
             let what = match &event.action {
                 Action::Create(w, _) => format!("+{} {} pod(s)", w.count, w.name),
                 Action::Delete(name) => format!("{name} pods deleted"),
+                Action::Capacity(c) => match c.available {
+                    Some(n) => format!("{} can have {n} instance(s)", c.node_group),
+                    None => format!("{} has capacity without limit", c.node_group),
+                },
             };
             let text = match &event.say {
                 Some(say) => format!("{say} ({what})"),
@@ -208,12 +259,7 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
     bar.finish_and_clear();
     let _ = stop.send(());
     let _ = server.await;
-    let text = summary(&record, script.duration, started.elapsed());
-    if let Some(path) = report {
-        std::fs::write(&path, report::html(&record, &text))
-            .map_err(|source| DemoError::Report { path, source })?;
-    }
-    Ok((record, text))
+    Ok(record)
 }
 
 /// The node groups, and what a node of each costs per hour (the provider's pricing RPC).
@@ -322,4 +368,24 @@ pub fn summary(record: &Record, day: Duration, took: Duration) -> String {
         );
     }
     out
+}
+
+/// The day in one line for scripts: `demo summary: added=N removed=N placed=P/T fargate=F unschedulable=U
+/// steady_after=Ss`. Placed counts the timeline's pods that ran (on EC2 or Fargate) of all it created;
+/// steady_after is the simulated time from which nodes and pending pods no longer changed.
+pub fn summary_line(record: &Record) -> String {
+    let created: usize = record.arrivals.iter().map(|a| a.pods).sum();
+    let ran = record.ran_on_ec2.len() + record.fargate.len();
+    let unschedulable = (record.not_helped.keys())
+        .filter(|pod| !crate::autoscaler::headroom::is_virtual(pod))
+        .count();
+    format!(
+        "demo summary: added={} removed={} placed={}/{created} fargate={} unschedulable={unschedulable} \
+         steady_after={}s\n",
+        record.added.iter().sum::<u64>(),
+        record.removed.iter().sum::<u64>(),
+        ran.min(created),
+        record.fargate.len(),
+        record.steady_after().as_secs()
+    )
 }

@@ -153,6 +153,43 @@ impl Record {
                 _ => {}
             }
         }
+        for c in &status.consolidation {
+            let text = format!(
+                "{} ({}) -> a new {} node ({}): ${:.4}/h -> ${:.4}/h{}",
+                c.nodes.join(", "),
+                c.from_node_groups.join(", "),
+                c.node_group,
+                c.instance_type,
+                c.price_per_hour_before,
+                c.price_per_hour_after,
+                c.error
+                    .as_ref()
+                    .map_or(String::new(), |e| format!(" (FAILED: {e})"))
+            );
+            self.log.push(Entry {
+                at,
+                kind: "consolidation",
+                text,
+            });
+        }
+        for r in status
+            .replacements
+            .iter()
+            .filter(|r| r.state != "launching" && r.state != "draining")
+        {
+            let text = format!(
+                "{} -> {}: {} {}",
+                r.nodes.join(", "),
+                r.node_group,
+                r.state,
+                r.detail
+            );
+            self.log.push(Entry {
+                at,
+                kind: "replacement",
+                text,
+            });
+        }
         for f in &status.fargate {
             if f.profile.is_empty() || self.fargate.contains_key(&f.pod) {
                 continue;
@@ -225,6 +262,27 @@ impl Record {
         self.loop_ms.push(status.elapsed_ms);
         self.sample(at, view, status);
         self.log[first..].to_vec()
+    }
+
+    /// From when on nodes and pending pods stayed as they ended.
+    pub fn steady_after(&self) -> Duration {
+        let Some(last) = self.samples.last() else {
+            return Duration::ZERO;
+        };
+        let changed =
+            (self.samples.iter()).rposition(|s| s.nodes != last.nodes || s.pending != last.pending);
+        match changed {
+            Some(i) => self.samples[i + 1].at,
+            None => self.samples[0].at,
+        }
+    }
+
+    /// What the day cost: each loop's price per hour over one scan interval (`interval`).
+    pub fn cost(&self, interval: Duration) -> f64 {
+        let hours = interval.as_secs_f64() / 3600.0;
+        (self.samples.iter())
+            .map(|s| (s.ec2_cost + s.fargate_cost) * hours)
+            .sum()
     }
 
     fn sample(&mut self, at: Duration, view: &ClusterView, status: &Status) {

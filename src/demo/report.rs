@@ -2,6 +2,7 @@
 //! simulated time and the decision log. The charts are a few polylines and labels, written by hand: a charting
 //! crate would bring a font and raster stack for what is a page of markup.
 
+use super::compare::Comparison;
 use super::record::Record;
 use std::fmt::Write;
 
@@ -202,8 +203,9 @@ pub fn charts(record: &Record) -> Vec<Chart> {
     ]
 }
 
-/// The whole page; `summary` is the text summary the terminal showed.
-pub fn html(record: &Record, summary: &str) -> String {
+/// The whole page; `summary` is the text summary the terminal showed; `second_day`, when played, adds its
+/// cost both ways and its decisions with consolidation on.
+pub fn html(record: &Record, second_day: Option<&Comparison>, summary: &str) -> String {
     let mut page = String::from(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ekscale demo</title>\
          <style>body{font-family:sans-serif;margin:2em;max-width:60em}td,th{padding:2px 8px;text-align:left;\
@@ -215,8 +217,21 @@ pub fn html(record: &Record, summary: &str) -> String {
     for chart in charts(record) {
         let _ = write!(page, "<figure>{}</figure>", chart.to_svg());
     }
-    page.push_str("<h2>Decisions</h2><table><tr><th>time</th><th>what</th><th>why</th></tr>");
-    for entry in &record.log {
+    page.push_str("<h2>Decisions</h2>");
+    decisions(&mut page, &record.log);
+    if let Some(day) = second_day {
+        page.push_str("<h2>Day 2: consolidation off and on</h2>");
+        let _ = write!(page, "<figure>{}</figure>", day.chart().to_svg());
+        page.push_str("<h3>Decisions with consolidation on</h3>");
+        decisions(&mut page, &day.on.log);
+    }
+    page.push_str("</body></html>\n");
+    page
+}
+
+fn decisions(page: &mut String, log: &[super::record::Entry]) {
+    page.push_str("<table><tr><th>time</th><th>what</th><th>why</th></tr>");
+    for entry in log {
         let _ = write!(
             page,
             "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -225,8 +240,7 @@ pub fn html(record: &Record, summary: &str) -> String {
             escape(&entry.text)
         );
     }
-    page.push_str("</table></body></html>\n");
-    page
+    page.push_str("</table>");
 }
 
 #[cfg(test)]

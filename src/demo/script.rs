@@ -15,6 +15,8 @@ use std::time::Duration;
 
 /// The script the demo plays without `--scenario`.
 pub const BUILT_IN: &str = include_str!("demo.yaml");
+/// The built-in demo's second day, played with consolidation off and on.
+pub const SECOND_DAY: &str = include_str!("day2.yaml");
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
@@ -79,6 +81,18 @@ struct EventFile {
     /// Deletes the pods of the workload with this name (as an HPA scaling in, or a job finishing).
     #[serde(default)]
     delete: Option<String>,
+    /// Changes how many instances a node group can have, as a spot pool drying up or freeing up.
+    #[serde(default)]
+    capacity: Option<CapacityChange>,
+}
+
+/// `capacity: {nodeGroup: spot, available: 10}`; without `available`, no limit.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CapacityChange {
+    pub node_group: String,
+    #[serde(default)]
+    pub available: Option<u32>,
 }
 
 /// Pods alike, as a Deployment (or Job) would create them.
@@ -120,6 +134,7 @@ fn replica_set() -> String {
 pub enum Action {
     Create(Box<Workload>, Vec<Pod>),
     Delete(String),
+    Capacity(CapacityChange),
 }
 
 #[derive(Clone, Debug)]
@@ -145,6 +160,11 @@ pub struct Script {
 impl Script {
     pub fn built_in() -> Script {
         Script::parse(BUILT_IN, Path::new(".")).expect("the built-in demo script is valid")
+    }
+
+    /// The built-in second day: a burst on on-demand nodes, spot capacity freeing up later.
+    pub fn second_day() -> Script {
+        Script::parse(SECOND_DAY, Path::new(".")).expect("the built-in second day is valid")
     }
 
     /// Reads a script file; a scenario path in it is taken relative to the file.
@@ -188,13 +208,30 @@ impl Script {
                 at: humantime::format_duration(event.at).to_string(),
                 reason,
             };
-            let action = match (event.create, event.delete) {
-                (Some(workload), None) => {
+            let action = match (event.create, event.delete, event.capacity) {
+                (Some(workload), None, None) => {
                     let pods = pods_of(&workload).map_err(fail)?;
                     Action::Create(Box::new(workload), pods)
                 }
-                (None, Some(name)) => Action::Delete(name),
-                _ => return Err(fail("give exactly one of `create` and `delete`".into())),
+                (None, Some(name), None) => Action::Delete(name),
+                (None, None, Some(change)) => {
+                    let known = scenario
+                        .node_groups
+                        .iter()
+                        .any(|g| g.spec.id == change.node_group);
+                    if !known {
+                        let why = format!(
+                            "capacity: no node group {:?} in the scenario",
+                            change.node_group
+                        );
+                        return Err(fail(why));
+                    }
+                    Action::Capacity(change)
+                }
+                _ => {
+                    let why = "give exactly one of `create`, `delete` and `capacity`";
+                    return Err(fail(why.into()));
+                }
             };
             if event.at > file.duration {
                 return Err(fail("after the end of the day (`duration`)".into()));
@@ -276,6 +313,12 @@ mod tests {
         assert_eq!(script.scenario.cluster, "demo");
         assert!(script.timeline.len() >= 5);
         assert!(script.timeline.windows(2).all(|w| w[0].at <= w[1].at));
+        let second = Script::second_day();
+        assert_eq!(second.scenario.cluster, "demo-day-2");
+        assert!(matches!(
+            &second.timeline[2].action,
+            Action::Capacity(CapacityChange { node_group, available: Some(10) }) if node_group == "spot"
+        ));
     }
 
     #[test]
@@ -288,7 +331,11 @@ mod tests {
             ),
             (
                 "timeline: [{at: 1m}]",
-                "give exactly one of `create` and `delete`",
+                "give exactly one of `create`, `delete` and `capacity`",
+            ),
+            (
+                "timeline: [{at: 1m, capacity: {nodeGroup: nowhere, available: 1}}]",
+                "timeline entry 0 (at 1m): capacity: no node group \"nowhere\" in the scenario",
             ),
             (
                 "timeline: [{at: 1m, create: {name: w, count: 1, cpu: lots, memory: 1Gi}}]",
