@@ -240,6 +240,59 @@ fn scale_down(c: &mut Criterion) {
     );
 }
 
+/// Consolidation planning over the quiet afternoon, as `simulate --consolidation replace` plans (timers
+/// elapsed, every replacement listed): after scale-down's removals (the busy nodes then receive pods and are
+/// left to it), and with a 10% utilization threshold, where scale-down removes nothing and all 1,000 nodes
+/// are consolidation candidates: each light node fits on a c5.2xlarge alone, or with another on an
+/// r5.2xlarge, both cheaper than an m5.4xlarge.
+fn consolidation(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let addr = rt.block_on(provider());
+    let Prepared { view, client, .. } = prepare(&rt, addr, rt.block_on(quiet_snapshot(addr)));
+    let now = SystemTime::now();
+    for (name, threshold) in [
+        ("consolidation/quiet afternoon, after scale-down", 0.5),
+        ("consolidation/quiet afternoon, every node a candidate", 0.1),
+    ] {
+        let mut settings = Settings {
+            scale_down: ekscale::autoscaler::scaledown::Settings {
+                timers_elapsed: true,
+                utilization_threshold: threshold,
+                ..Default::default()
+            },
+            ..Settings::default()
+        };
+        settings.consolidation.mode = ekscale::autoscaler::consolidation::Mode::Replace;
+        let mut once = RunOnce::new(client.clone(), settings.clone());
+        let status = rt.block_on(once.run(&view, now)).unwrap();
+        let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();
+        for n in &status.not_consolidated {
+            *reasons.entry(n.reason.as_str()).or_default() += 1;
+        }
+        let merged = status
+            .consolidation
+            .iter()
+            .filter(|c| c.nodes.len() > 1)
+            .count();
+        println!(
+            "{name}: one RunOnce {:.1} ms, scale-down planning {:.1} ms ({} removable), consolidation \
+             planning {:.1} ms: {} replacements ({merged} merging two or more nodes), saving ${:.2}/h; not \
+             consolidated: {reasons:?}",
+            status.elapsed_ms,
+            status.scale_down_ms,
+            status.scale_down.len(),
+            status.consolidation_ms,
+            status.consolidation.len(),
+            status
+                .consolidation
+                .iter()
+                .map(|c| c.saving_per_hour)
+                .sum::<f64>(),
+        );
+        bench_loop(c, &rt, name, &view, &client, &settings, now);
+    }
+}
+
 fn runonce(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let addr = rt.block_on(provider());
@@ -489,6 +542,6 @@ fn pending(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(20));
-    targets = runonce, scale_down, pending
+    targets = runonce, scale_down, consolidation, pending
 }
 criterion_main!(benches);

@@ -132,7 +132,7 @@ impl Default for AutoscalerMetrics {
             ),
             durations: register!(
                 "function_duration_seconds",
-                "Time spent in parts of the loop (main, estimate, scaleDown)",
+                "Time spent in parts of the loop (main, estimate, scaleDown, consolidation)",
                 Family::<FunctionLabels, Histogram>::new_with_constructor(
                     duration_histogram as fn() -> _
                 )
@@ -287,6 +287,10 @@ impl AutoscalerMetrics {
         self.observe_duration(
             "scaleDown",
             Duration::from_secs_f64(status.scale_down_ms / 1000.0),
+        );
+        self.observe_duration(
+            "consolidation",
+            Duration::from_secs_f64(status.consolidation_ms / 1000.0),
         );
         let mut activity = vec!["main", "mainSuccessful"];
         if acted && status.scale_up.iter().any(|s| s.error.is_none()) {

@@ -43,6 +43,7 @@ pub struct Decision {
     /// Whether there is a cluster to act on.
     acts: bool,
     planning_ms: f64,
+    consolidation_ms: f64,
     /// Consolidation: replacements to launch, and the nodes not replaced with why.
     consolidate: Vec<Launch>,
     not_consolidated: Vec<KeptNode>,
@@ -209,6 +210,7 @@ impl ScaleDownPolicy {
                 unneeded: None,
                 acts: cx.actor.is_some(),
                 planning_ms: 0.0,
+                consolidation_ms: 0.0,
                 consolidate: Vec::new(),
                 not_consolidated: Vec::new(),
                 hand_over: Vec::new(),
@@ -242,6 +244,8 @@ impl ScaleDownPolicy {
             self.check_ready(view, &input, &sd.rules, topology, &mut places[..existing]);
         let plan =
             planning(|| scaledown::plan(&input, &sd.rules, topology, &mut places[..existing]));
+        let planning_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let started = Instant::now();
         let acts = cx.actor.is_some();
         let waits = if acts {
             paused.or_else(|| self.cooldown(cx, now))
@@ -255,7 +259,7 @@ impl ScaleDownPolicy {
         } else {
             (Vec::new(), Vec::new())
         };
-        let planning_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let consolidation_ms = started.elapsed().as_secs_f64() * 1000.0;
         let node_name = |n: usize| view.nodes[n].name.clone();
         let group_id = |g: usize| groups[g].id.clone();
         let mut kept: Vec<KeptNode> = plan
@@ -346,6 +350,7 @@ impl ScaleDownPolicy {
             unneeded,
             acts,
             planning_ms,
+            consolidation_ms,
             consolidate,
             not_consolidated,
             hand_over,
@@ -587,6 +592,7 @@ impl ScaleDownPolicy {
         status: &mut Status,
     ) -> Vec<Backoff> {
         status.scale_down_ms = decision.planning_ms;
+        status.consolidation_ms = decision.consolidation_ms;
         decision.kept.sort_by(|a, b| a.node.cmp(&b.node));
         status.unremovable = std::mem::take(&mut decision.kept);
         status.not_consolidated = std::mem::take(&mut decision.not_consolidated);

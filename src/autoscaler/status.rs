@@ -42,6 +42,8 @@ pub struct Status {
     pub estimate_ms: f64,
     /// Scale-down planning alone (candidates, rules, removal simulation).
     pub scale_down_ms: f64,
+    /// Consolidation planning alone (candidates, one new node for their pods, savings).
+    pub consolidation_ms: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
