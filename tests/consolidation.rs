@@ -991,3 +991,36 @@ async fn a_replacement_into_a_dry_pool_is_abandoned_at_once() {
     }
     panic!("never abandoned (launched at {launched:?})");
 }
+
+/// The README's consolidation example: the built-in scenario and tests/data/consolidation.yaml, printed as the
+/// README shows it.
+#[test]
+fn the_readmes_consolidation_example_prints_what_the_readme_shows() {
+    let provider = Binary::start(&[]);
+    let snapshot = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/consolidation.yaml");
+    let output = simulate(
+        provider.grpc,
+        std::path::Path::new(snapshot),
+        &["--consolidation", "replace"],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let table = String::from_utf8(output.stdout).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = table
+        .find("\nConsolidation\n")
+        .expect("a consolidation section");
+    let end = table.find("decided in").unwrap();
+    let lines: Vec<&str> = table[start..end]
+        .lines()
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(lines.len(), 5, "{table}");
+    for line in lines {
+        assert!(readme.contains(line), "README lacks: {line}");
+    }
+}

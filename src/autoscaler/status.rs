@@ -670,9 +670,14 @@ impl Status {
         for error in &self.errors {
             let _ = writeln!(out, "\nerror: {error}");
         }
+        let consolidation = if self.not_consolidated.is_empty() && self.consolidation.is_empty() {
+            String::new()
+        } else {
+            format!(", consolidation {:.1} ms", self.consolidation_ms)
+        };
         let _ = writeln!(
             out,
-            "\ndecided in {:.1} ms (estimator {:.1} ms, scale-down {:.1} ms)",
+            "\ndecided in {:.1} ms (estimator {:.1} ms, scale-down {:.1} ms{consolidation})",
             self.elapsed_ms, self.estimate_ms, self.scale_down_ms
         );
         out
