@@ -251,6 +251,15 @@ async fn bad_consolidation_flags_are_refused_with_what_is_wrong() {
         ),
         (vec!["--max-consolidation-parallelism", "0"], "0"),
         (vec!["--consolidation-stable-time", "soon"], "soon"),
+        (
+            vec![
+                "--consolidation",
+                "replace",
+                "--scale-down-enabled",
+                "false",
+            ],
+            "needs --scale-down-enabled=true",
+        ),
     ] {
         let output = simulate(provider.grpc, &path, &args);
         let stderr = String::from_utf8_lossy(&output.stderr);

@@ -192,10 +192,16 @@ fn min_max(text: &str) -> Result<(u64, u64), String> {
 }
 
 impl DecisionArgs {
-    /// The loop's settings; `live` for `run` (acting unless dry, waiting for new pods), not for `simulate`.
     /// The loop's settings; `live` for `run` (waiting for new pods), `act` unless dry, `cluster` when the
     /// cluster is a live one (where requested nodes register, so those that never do are removed).
     pub fn settings(&self, live: bool, act: bool, cluster: bool) -> Result<Settings, String> {
+        if self.consolidation == Mode::Replace && !self.scale_down_enabled {
+            return Err(
+                "--consolidation replace needs --scale-down-enabled=true: replacements drain and delete \
+                 the nodes they replace as scale-down does"
+                    .into(),
+            );
+        }
         let names: Vec<String> = self.expander.iter().map(|s| s.to_string()).collect();
         let expander = Expander {
             chain: expander::parse_chain(&names.join(","))?,

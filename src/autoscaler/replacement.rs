@@ -38,6 +38,27 @@ pub struct InFlight {
 }
 
 impl InFlight {
+    /// A replacement of `old` (of `old_groups`) by a new node of `group`, its launch asked for at `now`.
+    pub fn new(
+        old: Vec<String>,
+        old_groups: Vec<String>,
+        group: String,
+        saving: f64,
+        now: SystemTime,
+    ) -> InFlight {
+        InFlight {
+            old,
+            old_groups,
+            group,
+            saving,
+            launched_at: now,
+            known: HashSet::new(),
+            instance: None,
+            ready: None,
+            draining: None,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         if self.old.len() > 1 {
             "multi"
@@ -59,7 +80,8 @@ impl InFlight {
     }
 }
 
-/// A group to back off, and why: a replacement's node there never turned Ready.
+/// A group to back off, and why: a replacement's new node there was refused, failed to launch, or never
+/// turned Ready.
 pub type Backoff = (String, String);
 
 #[derive(Default)]
@@ -129,7 +151,7 @@ impl Replacements {
             .retain(|_, at| now.duration_since(*at).unwrap_or_default() < ONCE_A_DAY);
     }
 
-    /// The nodes consolidation leaves alone this loop, with why: those of replacements in progress, those a
+    /// The nodes consolidation leaves alone this loop, with why: those of replacements in progress, those in a
     /// replacement less than a day ago, and (unless `timers_elapsed`) those not stable long enough.
     pub fn held(
         &self,
@@ -372,27 +394,6 @@ impl Replacements {
                 .replacements
                 .push(r.report("done", "the old node(s) are gone".into()));
         }
-    }
-}
-
-/// A new replacement at `now`, before its launch is known to have worked.
-pub fn in_flight(
-    old: Vec<String>,
-    old_groups: Vec<String>,
-    group: String,
-    saving: f64,
-    now: SystemTime,
-) -> InFlight {
-    InFlight {
-        old,
-        old_groups,
-        group,
-        saving,
-        launched_at: now,
-        known: HashSet::new(),
-        instance: None,
-        ready: None,
-        draining: None,
     }
 }
 

@@ -1,0 +1,320 @@
+//! Consolidation's part of the policy: which replacements this loop plans (over the world scale-down left),
+//! launching their new nodes, and handing the old nodes of replacements whose new node is Ready to the
+//! deletions. The planner is `consolidation.rs`; the replacements in progress and their timers are
+//! `replacement.rs`.
+
+use super::{Context, Decision, ScaleDownPolicy};
+use crate::autoscaler::cluster::{ClusterSource, ClusterView};
+use crate::autoscaler::cluster_state::GroupFacts;
+use crate::autoscaler::consolidation::{self, Ask, Reason, Target};
+use crate::autoscaler::drain::{PdbBudget, Rules};
+use crate::autoscaler::replacement::{Backoff, InFlight};
+use crate::autoscaler::scaledown;
+use crate::autoscaler::scaleup::Group;
+use crate::autoscaler::status::{Consolidation, DeletionStatus, KeptNode, Status};
+use crate::model::Pod;
+use crate::model::node::ZONE_LABEL;
+use crate::simulator::topology::{Place, Topology};
+use std::collections::HashMap;
+use std::time::SystemTime;
+
+/// A replacement to launch, with its report.
+pub struct Launch {
+    old: Vec<String>,
+    old_groups: Vec<String>,
+    group: String,
+    saving: f64,
+    pub(super) report: Consolidation,
+}
+
+/// What consolidation reads of the groups besides scale-down's view of them: the scale-up stage's groups
+/// (templates with their DaemonSet pods, node prices, why a group may not grow) and this loop's scale-ups.
+pub struct Fleet<'a> {
+    pub groups: &'a [Group],
+    /// Nodes this loop's scale-ups asked of each group (by id).
+    pub grown: &'a HashMap<String, u64>,
+}
+
+impl ScaleDownPolicy {
+    /// Replacements whose new node is Ready: the pods of their old nodes must still fit without them (the new
+    /// node among the nodes that stay) before they drain. Returns those to hand over and those given up.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn check_ready(
+        &self,
+        view: &ClusterView,
+        input: &scaledown::Input<'_>,
+        rules: &Rules,
+        topology: &mut Topology,
+        places: &mut [Place],
+    ) -> (Vec<usize>, Vec<(usize, String)>) {
+        let (mut hand_over, mut give_up) = (Vec::new(), Vec::new());
+        let index: HashMap<&str, usize> = (view.nodes.iter().enumerate())
+            .map(|(n, node)| (node.name.as_str(), n))
+            .collect();
+        for (i, r) in self.replacements.ready() {
+            let old: Vec<usize> = r
+                .old
+                .iter()
+                .filter_map(|n| index.get(n.as_str()).copied())
+                .collect();
+            match consolidation::still_fits(input, rules, topology, places, &old) {
+                Ok(()) => hand_over.push(i),
+                Err(why) => give_up.push((
+                    i,
+                    format!("the pods no longer fit without the old node(s): {why}"),
+                )),
+            }
+        }
+        // The old nodes of the replacements still waiting take no pod meanwhile.
+        for name in self.replacements.old_nodes() {
+            if let Some(&n) = index.get(name) {
+                places[n].accepts = false;
+            }
+        }
+        (hand_over, give_up)
+    }
+
+    /// Consolidation's decision over the world scale-down left: the nodes its timers, replacements in progress
+    /// and scale-down's own removals leave alone, then the planner; `waits` holds every replacement back.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn consolidate(
+        &self,
+        cx: &Context<'_>,
+        input: &scaledown::Input<'_>,
+        facts: &[GroupFacts],
+        fleet: &Fleet<'_>,
+        plan: &scaledown::Plan,
+        (topology, places): (&mut Topology, &mut Vec<Place>),
+        waits: Option<&str>,
+    ) -> (Vec<Launch>, Vec<KeptNode>) {
+        let settings = &cx.settings.consolidation;
+        let sd = &cx.settings.scale_down;
+        let nodes = input.nodes;
+        let mut left = (self.replacements).held(nodes, settings, sd.timers_elapsed, input.now);
+        let mut pdbs = PdbBudget::new(input.pdbs);
+        for r in &plan.removable {
+            let evicted: Vec<&Pod> = r.evicted.iter().map(|&p| input.pods.get(p)).collect();
+            pdbs.spend(&evicted);
+            let why = "scale-down removes it once its unneeded time has passed".to_string();
+            left.insert(r.node, (Reason::ScaleDownCandidate, why));
+            for &(_, to) in &r.destinations {
+                let why = format!("scale-down moves the pods of {} here", nodes[r.node].name);
+                left.entry(to).or_insert((Reason::ScaleDownCandidate, why));
+            }
+        }
+        let prices: Vec<Option<f64>> = fleet.groups.iter().map(|g| g.node_price).collect();
+        let targets = targets(input, facts, fleet);
+        // How many nodes each group may lose, after the deletions in progress and scale-down's removals.
+        let mut room: Vec<i64> = (input.groups.iter())
+            .map(|g| i64::from(g.target) - i64::from(g.min_size) - g.deleting as i64)
+            .collect();
+        for r in &plan.removable {
+            room[r.group] -= 1;
+        }
+        let in_progress = format!(
+            "{} replacement(s) in progress (--max-consolidation-parallelism {})",
+            self.replacements.count(),
+            settings.max_parallelism
+        );
+        let (limit, over_limit) = match (cx.actor.is_some(), waits) {
+            (false, _) => (usize::MAX, (Reason::ConsolidationBudgetReached, "")),
+            (true, Some(why)) => (0, (Reason::ConsolidationInCooldown, why)),
+            (true, None) => (
+                settings
+                    .max_parallelism
+                    .saturating_sub(self.replacements.count()),
+                (Reason::ConsolidationBudgetReached, in_progress.as_str()),
+            ),
+        };
+        let ask = Ask {
+            rules: &sd.rules,
+            min_saving: settings.min_saving,
+            targets: &targets,
+            prices: &prices,
+            left: &left,
+            room,
+            limit,
+            over_limit,
+        };
+        let found = consolidation::plan(input, &ask, &mut pdbs, topology, places);
+        let group_id = |g: usize| fleet.groups[g].id.clone();
+        let launches = found
+            .replacements
+            .into_iter()
+            .map(|r| {
+                let old: Vec<String> = r.nodes.iter().map(|&n| nodes[n].name.clone()).collect();
+                let old_groups: Vec<String> = r.from_groups.iter().map(|&g| group_id(g)).collect();
+                let report = Consolidation {
+                    nodes: old.clone(),
+                    from_node_groups: old_groups.clone(),
+                    node_group: group_id(r.group),
+                    instance_type: r.instance_type.clone(),
+                    pods: (r.moving.iter())
+                        .map(|&p| input.pods.get(p))
+                        .filter(|p| p.node_name.is_some())
+                        .map(Pod::key)
+                        .collect(),
+                    price_per_hour_before: r.before,
+                    price_per_hour_after: r.after,
+                    saving_per_hour: r.saving(),
+                    error: None,
+                };
+                Launch {
+                    old,
+                    old_groups,
+                    group: group_id(r.group),
+                    saving: r.saving(),
+                    report,
+                }
+            })
+            .collect();
+        let not = (found.not.into_iter())
+            .filter(|n| !self.actuator.contains(&nodes[n.node].name))
+            .map(|n| KeptNode {
+                node: nodes[n.node].name.clone(),
+                node_group: input.node_group[n.node].map(group_id),
+                reason: n.reason.to_string(),
+                detail: n.detail,
+            })
+            .collect();
+        (launches, not)
+    }
+
+    /// Launches each replacement's new node (IncreaseSize +1 on its group); returns the groups that refused.
+    pub(super) async fn launch(
+        &mut self,
+        cx: &Context<'_>,
+        launches: Vec<Launch>,
+        facts: &[GroupFacts],
+        now: SystemTime,
+        status: &mut Status,
+    ) -> Vec<Backoff> {
+        let mut backoffs = Vec::new();
+        for launch in launches {
+            let mut report = launch.report;
+            match cx.client.increase_size(&launch.group, 1).await {
+                Ok(()) => {
+                    let r = InFlight::new(
+                        launch.old,
+                        launch.old_groups,
+                        launch.group,
+                        launch.saving,
+                        now,
+                    );
+                    self.replacements.launched(r, facts);
+                }
+                Err(e) => {
+                    let why = e.to_string();
+                    status.errors.push(format!(
+                        "consolidation: a new node of {}: {why}",
+                        launch.group
+                    ));
+                    backoffs.push((launch.group, why.clone()));
+                    report.error = Some(why);
+                }
+            }
+            status.consolidation.push(report);
+        }
+        backoffs
+    }
+
+    /// Replacements whose new node is Ready hand their old nodes to the deletions (taint, drain, delete);
+    /// those whose pods no longer fit are given up.
+    pub(super) async fn replace(
+        &mut self,
+        cluster: &dyn ClusterSource,
+        view: &ClusterView,
+        decision: &mut Decision,
+        now: SystemTime,
+        status: &mut Status,
+    ) {
+        let mut old = Vec::new();
+        for &i in &decision.hand_over {
+            let r = self.replacements.hand_over(i, status, now);
+            old.extend(r.old.iter().cloned().zip(r.old_groups.iter().cloned()));
+        }
+        let mut give_up = std::mem::take(&mut decision.give_up);
+        give_up.sort_by_key(|(i, _)| std::cmp::Reverse(*i));
+        for (i, why) in give_up {
+            self.replacements.give_up(i, why, status);
+        }
+        for (name, group) in old {
+            let Some(node) = view.nodes.iter().find(|n| n.name == name) else {
+                continue;
+            };
+            match self.actuator.start(cluster, node, &group, false, now).await {
+                Ok(()) => status.deletions.push(DeletionStatus {
+                    node: name,
+                    node_group: group,
+                    state: "started".into(),
+                    detail: "consolidated: replaced by a cheaper node".into(),
+                }),
+                Err(e) => {
+                    self.last_failure = Some(now);
+                    let why = format!("tainting failed: {e}");
+                    status
+                        .errors
+                        .push(format!("consolidation of {name}: {why}"));
+                    self.replacements.ended(&name, false, &why, status);
+                }
+            }
+        }
+    }
+}
+
+/// The groups a replacement may launch in: not skipped this loop (backoff, unhealthy), priced, below their
+/// max size after this loop's scale-ups, with no instance that failed to launch, each with its template
+/// where its Auto Scaling group launches next.
+fn targets<'g>(
+    input: &scaledown::Input<'_>,
+    facts: &[GroupFacts],
+    fleet: &Fleet<'g>,
+) -> Vec<Target<'g>> {
+    let mut targets = Vec::new();
+    for (g, group) in fleet.groups.iter().enumerate() {
+        let (Some(price), None) = (group.node_price, &group.skip) else {
+            continue;
+        };
+        let grown = fleet.grown.get(&group.id).copied().unwrap_or(0);
+        if i64::from(facts[g].target) + grown as i64 >= i64::from(group.max_size) {
+            continue;
+        }
+        // Instances it could not create are still listed (a stockout): a new node there would not come.
+        let failing = (facts[g].instances.iter())
+            .any(|i| i.status.as_ref().is_some_and(|s| s.error_info.is_some()));
+        if failing {
+            continue;
+        }
+        if let Some(template) = launch_template(input, g, group) {
+            targets.push(Target {
+                group: g,
+                template,
+                price,
+            });
+        }
+    }
+    targets
+}
+
+/// The template of the zone a group's next node launches in: the one zone, or the zone with the fewest of
+/// its nodes (ties in the group's order of zones), as the Auto Scaling group balances.
+fn launch_template<'g>(
+    input: &scaledown::Input<'_>,
+    g: usize,
+    group: &'g Group,
+) -> Option<&'g Place> {
+    if group.zones.is_empty() {
+        return group.template.as_ref();
+    }
+    let zone = |node: &crate::model::Node| node.labels.get(ZONE_LABEL).cloned();
+    let mut count: HashMap<Option<String>, usize> = HashMap::new();
+    for (node, ng) in input.nodes.iter().zip(input.node_group) {
+        if *ng == Some(g) {
+            *count.entry(zone(node)).or_default() += 1;
+        }
+    }
+    group
+        .zones
+        .iter()
+        .min_by_key(|z| count.get(&zone(&z.node)).copied().unwrap_or(0))
+}
