@@ -190,18 +190,18 @@ async fn simulate_replaces_single_nodes_only_when_the_saving_meets_both_threshol
     assert_eq!(plan[1]["pods"], json!(["default/b-0", "default/b-1"]));
     assert!((plan[0]["savingPerHour"].as_f64().unwrap() - 0.096 * 0.65).abs() < 1e-9);
 
+    let with_threshold = |threshold: &str| {
+        let args = [
+            "--consolidation",
+            "replace",
+            "--consolidation-min-saving",
+            threshold,
+        ];
+        simulate_json(provider.grpc, &snapshot, &args)
+    };
     // 65% is under 70%; $0.0624/h is under $0.07/h: either threshold alone keeps both nodes.
     for threshold in ["70%", "$0.07", "10%,0.07", "70%,0"] {
-        let result = simulate_json(
-            provider.grpc,
-            &snapshot,
-            &[
-                "--consolidation",
-                "replace",
-                "--consolidation-min-saving",
-                threshold,
-            ],
-        );
+        let result = with_threshold(threshold);
         assert_eq!(
             result["consolidation"],
             json!([]),
@@ -215,16 +215,7 @@ async fn simulate_replaces_single_nodes_only_when_the_saving_meets_both_threshol
         }
     }
     // Under both, it goes ahead.
-    let result = simulate_json(
-        provider.grpc,
-        &snapshot,
-        &[
-            "--consolidation",
-            "replace",
-            "--consolidation-min-saving",
-            "60%,$0.06",
-        ],
-    );
+    let result = with_threshold("60%,$0.06");
     assert_eq!(result["consolidation"].as_array().unwrap().len(), 2);
 }
 

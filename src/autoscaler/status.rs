@@ -98,6 +98,26 @@ pub struct Consolidation {
     pub error: Option<String>,
 }
 
+impl Consolidation {
+    /// `ip-a, ip-b (general, general) -> a new spot node (m5.xlarge): $0.1920/h -> $0.0672/h`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({}) -> a new {} node ({}): ${:.4}/h -> ${:.4}/h",
+            self.nodes.join(", "),
+            self.from_node_groups.join(", "),
+            self.node_group,
+            self.instance_type,
+            self.price_per_hour_before,
+            self.price_per_hour_after
+        )
+    }
+
+    /// ` (FAILED: why)` when the provider refused the new node.
+    pub fn failure(&self) -> String {
+        (self.error.as_ref()).map_or(String::new(), |e| format!(" (FAILED: {e})"))
+    }
+}
+
 /// A replacement in progress, or one that ended this loop.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -431,17 +451,10 @@ impl Status {
             for c in &self.consolidation {
                 let _ = writeln!(
                     out,
-                    "  {} ({}) -> a new {} node ({}): ${:.4}/h -> ${:.4}/h, saves ${:.4}/h{}",
-                    c.nodes.join(", "),
-                    c.from_node_groups.join(", "),
-                    c.node_group,
-                    c.instance_type,
-                    c.price_per_hour_before,
-                    c.price_per_hour_after,
+                    "  {}, saves ${:.4}/h{}",
+                    c.describe(),
                     c.saving_per_hour,
-                    c.error
-                        .as_ref()
-                        .map_or(String::new(), |e| format!(" (FAILED: {e})"))
+                    c.failure()
                 );
                 let _ = writeln!(
                     out,

@@ -154,18 +154,7 @@ impl Record {
             }
         }
         for c in &status.consolidation {
-            let text = format!(
-                "{} ({}) -> a new {} node ({}): ${:.4}/h -> ${:.4}/h{}",
-                c.nodes.join(", "),
-                c.from_node_groups.join(", "),
-                c.node_group,
-                c.instance_type,
-                c.price_per_hour_before,
-                c.price_per_hour_after,
-                c.error
-                    .as_ref()
-                    .map_or(String::new(), |e| format!(" (FAILED: {e})"))
-            );
+            let text = format!("{}{}", c.describe(), c.failure());
             self.log.push(Entry {
                 at,
                 kind: "consolidation",
