@@ -154,7 +154,9 @@ impl ClusterState {
     }
 
     /// Instances that have not become nodes within `--max-node-provision-time` are deleted (never below the
-    /// group's min size) and their group backed off, as cluster-autoscaler does.
+    /// group's min size) and their group backed off, as cluster-autoscaler does; so are instances the provider
+    /// says it could not create (a stockout's placeholders: upstream deletes them in the loop that sees them,
+    /// the group already backed off), or they would launch, unasked, whenever capacity frees up.
     pub async fn remove_long_unregistered(
         &mut self,
         client: &ProviderClient,
@@ -164,34 +166,44 @@ impl ClusterState {
         status: &mut Status,
     ) {
         for f in facts {
-            let stale: Vec<String> = f
+            let failed: Vec<&str> = (f.instances.iter())
+                .filter(|i| {
+                    i.status.as_ref().is_some_and(|s| {
+                        s.instance_state == InstanceState::InstanceCreating as i32
+                            && s.error_info.is_some()
+                    })
+                })
+                .map(|i| i.id.as_str())
+                .collect();
+            let late: Vec<&str> = f
                 .instances
                 .iter()
+                .filter(|i| !failed.contains(&i.id.as_str()))
                 .filter(|i| {
                     self.unregistered_since
                         .get(&i.id)
                         .and_then(|since| now.duration_since(*since).ok())
                         .is_some_and(|age| age > f.options.provision)
                 })
-                .map(|i| i.id.clone())
+                .map(|i| i.id.as_str())
                 .collect();
-            if stale.is_empty() {
-                continue;
+            if !late.is_empty() {
+                let why = format!(
+                    "{} instance(s) did not register within {:?}",
+                    late.len(),
+                    f.options.provision
+                );
+                self.backoff.fail(&f.group.id, why, now);
             }
-            let why = format!(
-                "{} instance(s) did not register within {:?}",
-                stale.len(),
-                f.options.provision
-            );
-            self.backoff.fail(&f.group.id, why.clone(), now);
             if !act {
                 continue;
             }
+            // An instance that was never created is no machine: cancelling it takes no node under the min size
+            // (the provider allows it); a late instance may be running, so the min size holds for those.
             let removable = usize::try_from(f.target - f.group.min_size).unwrap_or(0);
-            let nodes: Vec<(String, String)> = stale
-                .into_iter()
-                .take(removable)
-                .map(|id| (String::new(), id))
+            let nodes: Vec<(String, String)> = (failed.iter())
+                .chain(late.iter().take(removable))
+                .map(|id| (String::new(), id.to_string()))
                 .collect();
             if nodes.is_empty() {
                 continue;

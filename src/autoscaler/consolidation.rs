@@ -159,7 +159,8 @@ pub enum Reason {
     SavingBelowThreshold,
     /// Not a candidate for `--consolidation-stable-time` yet, or a pod was scheduled to it meanwhile.
     NotStableLongEnough,
-    /// In a replacement (as a node it replaced, or the node it launched) less than a day ago.
+    /// In a replacement that went ahead (an old node whose drain it started, or the node it launched) less than
+    /// a day ago.
     ConsolidatedRecently,
     /// Part of a replacement in progress.
     ConsolidationInProgress,

@@ -5,7 +5,8 @@
 //! scale-down's deletion (taint, evict under PDBs, re-read, delete). A new node that is not Ready within the
 //! target group's provision time is removed, the old nodes are left as they were, and the group is backed
 //! off. The timers: a node is replaced only after `--consolidation-stable-time` with no pod scheduled to it,
-//! and a node that was in a replacement (replaced or not, or launched by one) is left alone for a day.
+//! and a node in a replacement that went ahead (the old nodes drained, or the new node) is left alone for a
+//! day.
 
 use super::client::ProviderClient;
 use super::cluster::ClusterView;
@@ -87,8 +88,9 @@ pub type Backoff = (String, String);
 #[derive(Default)]
 pub struct Replacements {
     in_flight: Vec<InFlight>,
-    /// The nodes that were in a replacement (old ones when it was launched, the new one when Ready), by name,
-    /// and when: left alone for a day.
+    /// The nodes of replacements that went ahead (the old ones and the new one, when the old ones were handed
+    /// to the deletions), by name, and when: left alone for a day. A replacement given up before disturbed
+    /// nothing: its target group's backoff, not this, keeps it from being tried again at once.
     recent: HashMap<String, SystemTime>,
     /// Per node: since when no pod was scheduled to it, and (hashed) the pods on it then.
     stable: HashMap<String, (SystemTime, HashSet<u64>)>,
@@ -205,9 +207,6 @@ impl Replacements {
 
     /// A replacement whose new node was asked for at `now`.
     pub fn launched(&mut self, mut r: InFlight, facts: &[GroupFacts]) {
-        for old in &r.old {
-            self.recent.insert(old.clone(), r.launched_at);
-        }
         r.known = facts
             .iter()
             .filter(|f| f.group.id == r.group)
@@ -305,6 +304,8 @@ impl Replacements {
                 keep.push(r);
                 continue;
             }
+            // An instance that failed to launch is removed by the loop's own clean-up of such instances.
+            let cleaned_up = failed.is_some();
             let why = failed.unwrap_or_else(|| {
                 format!(
                     "the new node was not Ready within {} (--max-node-provision-time)",
@@ -313,6 +314,8 @@ impl Replacements {
             });
             let removed = if !act {
                 Ok("")
+            } else if cleaned_up {
+                Ok("; it is removed as any instance that failed to launch")
             } else if let Some(id) = &r.instance {
                 let name = node.map_or(String::new(), |n| n.name.clone());
                 client
@@ -345,8 +348,8 @@ impl Replacements {
     pub fn hand_over(&mut self, i: usize, status: &mut Status, now: SystemTime) -> &InFlight {
         let r = &mut self.in_flight[i];
         r.draining = Some(r.old.iter().cloned().collect());
-        if let Some(new) = &r.ready {
-            self.recent.insert(new.clone(), now);
+        for node in r.old.iter().chain(&r.ready) {
+            self.recent.insert(node.clone(), now);
         }
         let detail = format!(
             "the new node {} is Ready; the old node(s) drain",
