@@ -58,13 +58,28 @@ impl Comparison {
         } else {
             0.0
         };
+        let replaced = &self.on.replacements;
+        let done = (replaced.iter())
+            .filter(|r| {
+                r.ended
+                    .as_ref()
+                    .is_some_and(|(_, state, _)| state == "done")
+            })
+            .count();
         let _ = writeln!(
             out,
-            "  consolidation replace: ${on:.2} for the day ({}), {less:.0}% less",
-            nodes(&self.on)
+            "  consolidation replace: ${on:.2} for the day ({}), {less:.0}% less; {} replacement(s) \
+             launched, {done} done:",
+            nodes(&self.on),
+            replaced.len()
         );
-        for entry in self.on.log.iter().filter(|e| e.kind == "consolidation") {
-            let _ = writeln!(out, "    {} {}", super::hms(entry.at), entry.text);
+        for r in replaced {
+            let ended = match &r.ended {
+                Some((at, state, _)) if state == "done" => format!("done at {}", super::hms(*at)),
+                Some((at, state, why)) => format!("{state} at {}: {why}", super::hms(*at)),
+                None => "still in progress when the day ended".into(),
+            };
+            let _ = writeln!(out, "    {} {}; {ended}", super::hms(r.at), r.what);
         }
         out
     }

@@ -44,6 +44,17 @@ pub struct Arrival {
     pub all_running: Option<Duration>,
 }
 
+/// A replacement consolidation launched, and how it ended, if it has.
+#[derive(Clone, Debug)]
+pub struct Replaced {
+    pub at: Duration,
+    pub nodes: Vec<String>,
+    /// What it replaces with what (`Consolidation::describe`).
+    pub what: String,
+    /// When it ended, its last state (`done`, `abandoned`, `failed`) and why.
+    pub ended: Option<(Duration, String, String)>,
+}
+
 #[derive(Clone, Debug)]
 pub struct FargateRun {
     pub pod: String,
@@ -65,6 +76,8 @@ pub struct Record {
     /// Pods ever seen running on an EC2 node.
     pub ran_on_ec2: BTreeSet<String>,
     pub fargate: BTreeMap<String, FargateRun>,
+    /// Replacements launched by consolidation, in order.
+    pub replacements: Vec<Replaced>,
     /// Why each pod still pending was not helped, as of the last loop that said so.
     pub not_helped: BTreeMap<String, BTreeMap<String, String>>,
     /// Each loop's decision time (ms).
@@ -151,6 +164,24 @@ impl Record {
                     text: format!("{} ({}): {}", d.node, d.node_group, d.detail),
                 }),
                 _ => {}
+            }
+        }
+        for c in status.consolidation.iter().filter(|c| c.error.is_none()) {
+            self.replacements.push(Replaced {
+                at,
+                nodes: c.nodes.clone(),
+                what: c.describe(),
+                ended: None,
+            });
+        }
+        for r in &status.replacements {
+            if !matches!(r.state.as_str(), "done" | "abandoned" | "failed") {
+                continue;
+            }
+            let open = (self.replacements.iter_mut().rev())
+                .find(|p| p.ended.is_none() && p.nodes == r.nodes);
+            if let Some(open) = open {
+                open.ended = Some((at, r.state.clone(), r.detail.clone()));
             }
         }
         for c in &status.consolidation {
