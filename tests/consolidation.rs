@@ -217,6 +217,18 @@ async fn simulate_replaces_single_nodes_only_when_the_saving_meets_both_threshol
     // Under both, it goes ahead.
     let result = with_threshold("60%,$0.06");
     assert_eq!(result["consolidation"].as_array().unwrap().len(), 2);
+
+    // The new node runs beside the old one until it goes: at --max-nodes-total nothing is launched, and the
+    // nodes say which groups were not tried and why.
+    let args = ["--consolidation", "replace", "--max-nodes-total", "2"];
+    let result = simulate_json(provider.grpc, &snapshot, &args);
+    assert_eq!(result["consolidation"], json!([]), "{result:#}");
+    let (reason, detail) = &not_consolidated(&result)["od-0"];
+    assert_eq!(reason, "NoCheaperFit", "{detail}");
+    assert!(
+        detail.contains("spot: max total nodes in cluster reached (--max-nodes-total)"),
+        "{detail}"
+    );
 }
 
 #[tokio::test]
@@ -668,6 +680,7 @@ mod planner {
             targets: &targets,
             prices: &prices,
             left: &HashMap::new(),
+            left_out: &[],
             room: groups.iter().map(|g| i64::from(g.target)).collect(),
             limit: usize::MAX,
             over_limit: (consolidation::Reason::ConsolidationBudgetReached, ""),

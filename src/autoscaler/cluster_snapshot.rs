@@ -159,12 +159,17 @@ impl ClusterSnapshot {
 
     /// The nodes, cores and memory the cluster has or has asked for, for the cluster-wide limits.
     pub fn totals(&self) -> Totals {
-        self.places.iter().fold(Totals::default(), |t, p| Totals {
-            nodes: t.nodes + 1,
-            cpu_millis: t.cpu_millis + p.node.capacity.cpu_millis,
-            memory_bytes: t.memory_bytes + p.node.capacity.memory_bytes,
-        })
+        totals(&self.places)
     }
+}
+
+/// The nodes, cores and memory of `places`: what the cluster limits are checked against.
+pub fn totals(places: &[Place]) -> Totals {
+    places.iter().fold(Totals::default(), |t, p| Totals {
+        nodes: t.nodes + 1,
+        cpu_millis: t.cpu_millis + p.node.capacity.cpu_millis,
+        memory_bytes: t.memory_bytes + p.node.capacity.memory_bytes,
+    })
 }
 
 /// A group's template as a place, with the DaemonSet pods that would run on such a node already on it.

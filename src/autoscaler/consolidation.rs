@@ -250,6 +250,8 @@ pub struct Ask<'a> {
     pub prices: &'a [Option<f64>],
     /// Nodes not to try, with why (scale-down's, held by the policy's timers and budgets).
     pub left: &'a HashMap<usize, (Reason, String)>,
+    /// The groups that are no targets this loop, as `group: why`, for the nodes no target could take.
+    pub left_out: &'a [String],
     /// Per group, how many nodes it may lose (over its min size, after the deletions in progress and
     /// scale-down's removals).
     pub room: Vec<i64>,
@@ -431,6 +433,10 @@ fn single(
                  cheapest: {why}"
             ),
             None => format!("no other offering costs less than ${price:.4}/h"),
+        };
+        let detail = match ask.left_out {
+            [] => detail,
+            out => format!("{detail}; not tried: {}", out.join("; ")),
         };
         return Err((Reason::NoCheaperFit, detail));
     };

@@ -542,7 +542,7 @@ fn explain(why: &Unfit, pod: &Pod, template: &Place) -> String {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Limited {
+pub(super) enum Limited {
     GroupMax,
     PerScaleUp,
     NodesTotal,
@@ -568,7 +568,7 @@ fn headroom(group: &Group, planned: u64) -> u64 {
 }
 
 /// The most nodes this group may add now, and which limit that is.
-fn node_limit(
+pub(super) fn node_limit(
     group: &Group,
     planned: u64,
     template: &Place,

@@ -5,12 +5,13 @@
 
 use super::{Context, Decision, ScaleDownPolicy};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
+use crate::autoscaler::cluster_snapshot;
 use crate::autoscaler::cluster_state::GroupFacts;
 use crate::autoscaler::consolidation::{self, Ask, Reason, Target};
 use crate::autoscaler::drain::{PdbBudget, Rules};
 use crate::autoscaler::replacement::{Backoff, InFlight};
 use crate::autoscaler::scaledown;
-use crate::autoscaler::scaleup::Group;
+use crate::autoscaler::scaleup::{self, Group, Limits, Totals};
 use crate::autoscaler::status::{Consolidation, DeletionStatus, KeptNode, Status};
 use crate::model::Pod;
 use crate::model::node::ZONE_LABEL;
@@ -103,7 +104,9 @@ impl ScaleDownPolicy {
             }
         }
         let prices: Vec<Option<f64>> = fleet.groups.iter().map(|g| g.node_price).collect();
-        let targets = targets(input, facts, fleet);
+        // What the cluster holds and has coming (scale-up's plan included): a new node must fit the limits.
+        let totals = cluster_snapshot::totals(places);
+        let (targets, left_out) = targets(input, facts, fleet, &cx.settings.limits, totals);
         // How many nodes each group may lose, after the deletions in progress and scale-down's removals.
         let mut room: Vec<i64> = (input.groups.iter())
             .map(|g| i64::from(g.target) - i64::from(g.min_size) - g.deleting as i64)
@@ -132,6 +135,7 @@ impl ScaleDownPolicy {
             targets: &targets,
             prices: &prices,
             left: &left,
+            left_out: &left_out,
             room,
             limit,
             over_limit,
@@ -262,38 +266,53 @@ impl ScaleDownPolicy {
     }
 }
 
-/// The groups a replacement may launch in: not skipped this loop (backoff, unhealthy), priced, below their
-/// max size after this loop's scale-ups, with no instance that failed to launch, each with its template
-/// where its Auto Scaling group launches next.
+/// The groups a replacement may launch in: not skipped this loop (backoff, unhealthy), priced, with no
+/// instance that failed to launch, each with its template where its Auto Scaling group launches next, and
+/// room for one more node: its max size after this loop's scale-ups, and the cluster's limits over `totals`
+/// (`--max-nodes-total`, `--cores-total`, `--memory-total`), since the new node runs beside the old ones
+/// until they are gone.
 fn targets<'g>(
     input: &scaledown::Input<'_>,
     facts: &[GroupFacts],
     fleet: &Fleet<'g>,
-) -> Vec<Target<'g>> {
-    let mut targets = Vec::new();
+    limits: &Limits,
+    totals: Totals,
+) -> (Vec<Target<'g>>, Vec<String>) {
+    let (mut targets, mut left_out) = (Vec::new(), Vec::new());
     for (g, group) in fleet.groups.iter().enumerate() {
-        let (Some(price), None) = (group.node_price, &group.skip) else {
-            continue;
-        };
-        let grown = fleet.grown.get(&group.id).copied().unwrap_or(0);
-        if i64::from(facts[g].target) + grown as i64 >= i64::from(group.max_size) {
+        let mut leave = |why: String| left_out.push(format!("{}: {why}", group.id));
+        if let Some(why) = &group.skip {
+            leave(why.clone());
             continue;
         }
+        let Some(price) = group.node_price else {
+            leave("no price".into());
+            continue;
+        };
         // Instances it could not create are still listed (a stockout): a new node there would not come.
         let failing = (facts[g].instances.iter())
             .any(|i| i.status.as_ref().is_some_and(|s| s.error_info.is_some()));
         if failing {
+            leave("an instance failed to launch".into());
             continue;
         }
-        if let Some(template) = launch_template(input, g, group) {
-            targets.push(Target {
-                group: g,
-                template,
-                price,
-            });
+        let Some(template) = launch_template(input, g, group) else {
+            leave("no template".into());
+            continue;
+        };
+        let grown = fleet.grown.get(&group.id).copied().unwrap_or(0);
+        let (room, limit) = scaleup::node_limit(group, grown, template, limits, totals);
+        if room == 0 {
+            leave(limit.to_string());
+            continue;
         }
+        targets.push(Target {
+            group: g,
+            template,
+            price,
+        });
     }
-    targets
+    (targets, left_out)
 }
 
 /// The template of the zone a group's next node launches in: the one zone, or the zone with the fewest of
