@@ -212,8 +212,7 @@ pub struct Replacement {
     /// The group the new node launches in, and its instance type.
     pub group: usize,
     pub instance_type: String,
-    /// The pods its drains evict, and of those the ones that need a place (they go to the new node).
-    pub evicted: Vec<usize>,
+    /// The pods its drains evict that need a place (they go to the new node).
     pub moving: Vec<usize>,
     /// Per hour: what the nodes cost, and what the new node costs.
     pub before: f64,
@@ -669,8 +668,9 @@ impl<'i, 'a> World<'i, 'a> {
         for &n in &fit.nodes {
             self.places[n].accepts = false;
         }
-        let evicted: Vec<usize> = members.iter().flat_map(|c| c.evicted.clone()).collect();
-        pdbs.spend(&pods(self.input, &evicted));
+        for c in members {
+            pdbs.spend(&pods(self.input, &c.evicted));
+        }
         let target = self.targets[fit.target];
         self.fresh[fit.target] = self.new_node(fit.target);
         Replacement {
@@ -678,7 +678,6 @@ impl<'i, 'a> World<'i, 'a> {
             from_groups: members.iter().map(|c| c.group).collect(),
             group: target.group,
             instance_type: target.instance_type().to_string(),
-            evicted,
             moving: members.iter().flat_map(|c| c.moving.clone()).collect(),
             before,
             after: target.price,

@@ -5,8 +5,11 @@
 //! replacements end in the same deletions (`consolidate.rs`).
 
 mod consolidate; // consolidation's part: plan, launch, hand Ready replacements to the deletions
+mod view_check; // whether a view can be trusted to say which nodes are empty
 
-pub use consolidate::{Fleet, Launch};
+use view_check::ViewCheck;
+
+pub use consolidate::Fleet;
 
 use super::actuation::{Actuator, Outcome};
 use super::client::ProviderClient;
@@ -15,7 +18,7 @@ use super::cluster_state::GroupFacts;
 use super::replacement::{Backoff, Replacements};
 use super::runonce::{Settings, planning};
 use super::scaledown::{self, GroupInfo, Unremovable};
-use super::status::{DeletionStatus, KeptNode, ScaleDown, Status};
+use super::status::{Consolidation, DeletionStatus, KeptNode, ScaleDown, Status};
 use crate::model::pod::LabelProjection;
 use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
 use crate::model::{Pod, PodList};
@@ -46,7 +49,7 @@ pub struct Decision {
     planning_ms: f64,
     consolidation_ms: f64,
     /// Consolidation: replacements to launch, and the nodes not replaced with why.
-    consolidate: Vec<Launch>,
+    consolidate: Vec<Consolidation>,
     not_consolidated: Vec<KeptNode>,
     /// Replacements in progress (by index) whose old nodes drain now; those given up, with why.
     hand_over: Vec<usize>,
@@ -79,46 +82,6 @@ pub struct ScaleDownPolicy {
     pub replacements: Replacements,
     /// Nodes deleted this loop, by group: the target sizes read before they went are one too high each.
     deleted: HashMap<String, i32>,
-}
-
-/// Whether a view can be trusted to say which nodes are empty. A watch that restarts and relists, an API
-/// server that answers an empty pod list for a moment, a cache not yet synced after a leader change: each
-/// shows nodes without their pods. A view that lost more than half of the pods on nodes the last trusted
-/// view held is not believed until the drop has lasted the unneeded time (a real drop, such as a finished
-/// batch, still scales down, that much later).
-#[derive(Default)]
-struct ViewCheck {
-    /// Pods on nodes in the last trusted view.
-    trusted: Option<usize>,
-    /// Since when views have held far fewer.
-    short_since: Option<SystemTime>,
-}
-
-/// Fewer pods on nodes than this in the last trusted view: a drop proves nothing (small clusters, tests).
-const VIEW_CHECK_MIN_PODS: usize = 10;
-
-impl ViewCheck {
-    /// Why scale-down may not trust a view of `on_nodes` pods on nodes this loop, if it may not.
-    fn doubt(&mut self, on_nodes: usize, settle: Duration, now: SystemTime) -> Option<String> {
-        if let Some(trusted) = self.trusted
-            && trusted >= VIEW_CHECK_MIN_PODS
-            && on_nodes * 2 < trusted
-        {
-            let since = *self.short_since.get_or_insert(now);
-            let lasted = now.duration_since(since).unwrap_or_default();
-            if lasted < settle {
-                return Some(format!(
-                    "the cluster view holds {on_nodes} pods on nodes where the last trusted one held \
-                     {trusted}; scale-down waits until the view recovers or the drop has lasted {} ({} so far)",
-                    humantime::format_duration(settle),
-                    humantime::format_duration(Duration::from_secs(lasted.as_secs()))
-                ));
-            }
-        }
-        self.trusted = Some(on_nodes);
-        self.short_since = None;
-        None
-    }
 }
 
 impl ScaleDownPolicy {
@@ -445,7 +408,7 @@ impl ScaleDownPolicy {
                 );
             }
             status.scale_down = decision.delete.into_iter().map(|d| d.report).collect();
-            status.consolidation = decision.consolidate.into_iter().map(|l| l.report).collect();
+            status.consolidation = decision.consolidate;
             return Vec::new();
         };
         self.replace(&*cluster, view, &mut decision, now, status)

@@ -19,15 +19,6 @@ use crate::simulator::topology::{Place, Topology};
 use std::collections::HashMap;
 use std::time::SystemTime;
 
-/// A replacement to launch, with its report.
-pub struct Launch {
-    old: Vec<String>,
-    old_groups: Vec<String>,
-    group: String,
-    saving: f64,
-    pub(super) report: Consolidation,
-}
-
 /// What consolidation reads of the groups besides scale-down's view of them: the scale-up stage's groups
 /// (templates with their DaemonSet pods, node prices, why a group may not grow) and this loop's scale-ups.
 pub struct Fleet<'a> {
@@ -49,6 +40,9 @@ impl ScaleDownPolicy {
         places: &mut [Place],
     ) -> (Vec<usize>, Vec<(usize, String)>) {
         let (mut hand_over, mut give_up) = (Vec::new(), Vec::new());
+        if self.replacements.count() == 0 {
+            return (hand_over, give_up);
+        }
         let index: HashMap<&str, usize> = (view.nodes.iter().enumerate())
             .map(|(n, node)| (node.name.as_str(), n))
             .collect();
@@ -87,7 +81,7 @@ impl ScaleDownPolicy {
         plan: &scaledown::Plan,
         (topology, places): (&mut Topology, &mut Vec<Place>),
         waits: Option<&str>,
-    ) -> (Vec<Launch>, Vec<KeptNode>) {
+    ) -> (Vec<Consolidation>, Vec<KeptNode>) {
         let settings = &cx.settings.consolidation;
         let sd = &cx.settings.scale_down;
         let nodes = input.nodes;
@@ -142,34 +136,21 @@ impl ScaleDownPolicy {
         };
         let found = consolidation::plan(input, &ask, &mut pdbs, topology, places);
         let group_id = |g: usize| fleet.groups[g].id.clone();
-        let launches = found
-            .replacements
-            .into_iter()
-            .map(|r| {
-                let old: Vec<String> = r.nodes.iter().map(|&n| nodes[n].name.clone()).collect();
-                let old_groups: Vec<String> = r.from_groups.iter().map(|&g| group_id(g)).collect();
-                let report = Consolidation {
-                    nodes: old.clone(),
-                    from_node_groups: old_groups.clone(),
-                    node_group: group_id(r.group),
-                    instance_type: r.instance_type.clone(),
-                    pods: (r.moving.iter())
-                        .map(|&p| input.pods.get(p))
-                        .filter(|p| p.node_name.is_some())
-                        .map(Pod::key)
-                        .collect(),
-                    price_per_hour_before: r.before,
-                    price_per_hour_after: r.after,
-                    saving_per_hour: r.saving(),
-                    error: None,
-                };
-                Launch {
-                    old,
-                    old_groups,
-                    group: group_id(r.group),
-                    saving: r.saving(),
-                    report,
-                }
+        let launches = (found.replacements.into_iter())
+            .map(|r| Consolidation {
+                nodes: r.nodes.iter().map(|&n| nodes[n].name.clone()).collect(),
+                from_node_groups: r.from_groups.iter().map(|&g| group_id(g)).collect(),
+                node_group: group_id(r.group),
+                instance_type: r.instance_type.clone(),
+                pods: (r.moving.iter())
+                    .map(|&p| input.pods.get(p))
+                    .filter(|p| p.node_name.is_some())
+                    .map(Pod::key)
+                    .collect(),
+                price_per_hour_before: r.before,
+                price_per_hour_after: r.after,
+                saving_per_hour: r.saving(),
+                error: None,
             })
             .collect();
         let not = (found.not.into_iter())
@@ -188,32 +169,31 @@ impl ScaleDownPolicy {
     pub(super) async fn launch(
         &mut self,
         cx: &Context<'_>,
-        launches: Vec<Launch>,
+        launches: Vec<Consolidation>,
         facts: &[GroupFacts],
         now: SystemTime,
         status: &mut Status,
     ) -> Vec<Backoff> {
         let mut backoffs = Vec::new();
-        for launch in launches {
-            let mut report = launch.report;
-            match cx.client.increase_size(&launch.group, 1).await {
+        for mut report in launches {
+            match cx.client.increase_size(&report.node_group, 1).await {
                 Ok(()) => {
                     let r = InFlight::new(
-                        launch.old,
-                        launch.old_groups,
-                        launch.group,
-                        launch.saving,
+                        report.nodes.clone(),
+                        report.from_node_groups.clone(),
+                        report.node_group.clone(),
+                        report.saving_per_hour,
                         now,
                     );
                     self.replacements.launched(r, facts);
                 }
                 Err(e) => {
                     let why = e.to_string();
-                    status.errors.push(format!(
-                        "consolidation: a new node of {}: {why}",
-                        launch.group
-                    ));
-                    backoffs.push((launch.group, why.clone()));
+                    let group = &report.node_group;
+                    status
+                        .errors
+                        .push(format!("consolidation: a new node of {group}: {why}"));
+                    backoffs.push((group.clone(), why.clone()));
                     report.error = Some(why);
                 }
             }
