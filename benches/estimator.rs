@@ -4,12 +4,12 @@
 //! quality: nodes ours vs cluster-autoscaler's ordering vs the lower bound.
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use ekscale::autoscaler::binpack::{self, Demand, Ordering};
-use ekscale::autoscaler::expander::{Expander, Strategy};
-use ekscale::autoscaler::scaleup::{self, Group, Limits, Pending, Totals};
-use ekscale::autoscaler::status::PodNames;
+use ekscale::autoscaler::group::{Group, Totals};
+use ekscale::autoscaler::scaleup::estimator::{self as binpack, Demand, Ordering};
+use ekscale::autoscaler::scaleup::expander::{Expander, Strategy};
+use ekscale::autoscaler::scaleup::planner::{self as scaleup, Limits, Pending};
 use ekscale::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
-use ekscale::model::{Node, Pod, Resources};
+use ekscale::model::{Node, Pod, PodNames, Resources};
 use ekscale::simulator::equivalence::{self, EquivalenceGroup};
 use ekscale::simulator::topology::{PlaceKind, PodTerms, Topology};
 use rand::rngs::StdRng;

@@ -10,7 +10,8 @@ mod cluster;
 use criterion::{Criterion, criterion_group, criterion_main};
 use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
 use ekscale::autoscaler::cluster::{ClusterSource, Snapshot};
-use ekscale::autoscaler::runonce::{RunOnce, Settings};
+use ekscale::autoscaler::core::runonce::RunOnce;
+use ekscale::autoscaler::settings::Settings;
 use ekscale::clock::Clock;
 use ekscale::cloud::scenario::Scenario;
 use ekscale::cloud::sim::SimBackend;
@@ -187,7 +188,7 @@ fn scale_down(c: &mut Criterion) {
     let Prepared { view, client, .. } = prepare(&rt, addr, rt.block_on(quiet_snapshot(addr)));
     // As `simulate` plans: every unneeded node listed, timers taken as elapsed.
     let settings = Settings {
-        scale_down: ekscale::autoscaler::scaledown::Settings {
+        scale_down: ekscale::autoscaler::scaledown::planner::Settings {
             timers_elapsed: true,
             ..Default::default()
         },
@@ -223,7 +224,7 @@ fn scale_down(c: &mut Criterion) {
         now,
     );
     let off = Settings {
-        scale_down: ekscale::autoscaler::scaledown::Settings {
+        scale_down: ekscale::autoscaler::scaledown::planner::Settings {
             enabled: false,
             ..Default::default()
         },
@@ -255,14 +256,15 @@ fn consolidation(c: &mut Criterion) {
         ("consolidation/quiet afternoon, every node a candidate", 0.1),
     ] {
         let mut settings = Settings {
-            scale_down: ekscale::autoscaler::scaledown::Settings {
+            scale_down: ekscale::autoscaler::scaledown::planner::Settings {
                 timers_elapsed: true,
                 utilization_threshold: threshold,
                 ..Default::default()
             },
             ..Settings::default()
         };
-        settings.consolidation.mode = ekscale::autoscaler::consolidation::Mode::Replace;
+        settings.consolidation.mode =
+            ekscale::autoscaler::scaledown::consolidation::planner::Mode::Replace;
         let mut once = RunOnce::new(client.clone(), settings.clone());
         let status = rt.block_on(once.run(&view, now)).unwrap();
         let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();
@@ -331,8 +333,10 @@ fn runonce(c: &mut Criterion) {
     );
     // Headroom's virtual pods join the view's pods for the loop: that must not cost a copy of every pod.
     let spare = Settings {
-        headroom: ekscale::autoscaler::headroom::parse("headroom: [{name: spare, pods: 3}]")
-            .unwrap(),
+        headroom: ekscale::autoscaler::headroom::policy::parse(
+            "headroom: [{name: spare, pods: 3}]",
+        )
+        .unwrap(),
         ..Settings::default()
     };
     bench_loop(
@@ -478,7 +482,7 @@ fn pending(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     // Upstream's benchmark lets the estimator add 3,000 nodes.
     let upstream = Settings {
-        limits: ekscale::autoscaler::scaleup::Limits {
+        limits: ekscale::autoscaler::scaleup::planner::Limits {
             max_nodes_per_scaleup: 3000,
             ..Default::default()
         },

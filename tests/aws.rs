@@ -891,14 +891,15 @@ async fn view_of(c: &Cluster) -> Arc<ekscale::autoscaler::cluster::ClusterView> 
 #[tokio::test]
 async fn a_placeholder_id_seen_again_after_a_while_is_a_new_instance() {
     use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
-    use ekscale::autoscaler::runonce::{RunOnce, Settings};
+    use ekscale::autoscaler::core::runonce::RunOnce;
+    use ekscale::autoscaler::settings::Settings;
     // Placeholders stay until the next full refresh, at most 5 s away.
     let c = cluster(&CONFIG.replace("refreshInterval: 0s", "refreshInterval: 5s")).await;
     let mut client = c.server.client().await;
     let settings = Settings {
         act: true,
         remove_unregistered: true,
-        scale_down: ekscale::autoscaler::scaledown::Settings {
+        scale_down: ekscale::autoscaler::scaledown::planner::Settings {
             enabled: false,
             ..Default::default()
         },

@@ -278,8 +278,9 @@ async fn bad_consolidation_flags_are_refused_with_what_is_wrong() {
 use common::Server;
 use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
 use ekscale::autoscaler::cluster::ClusterSource;
-use ekscale::autoscaler::consolidation::Mode;
-use ekscale::autoscaler::runonce::{RunOnce, Settings};
+use ekscale::autoscaler::core::runonce::RunOnce;
+use ekscale::autoscaler::scaledown::consolidation::planner::Mode;
+use ekscale::autoscaler::settings::Settings;
 use ekscale::autoscaler::status::Status;
 use ekscale::model::node::NODE_GROUP_LABEL;
 use ekscale::model::pod::Controller;
@@ -387,7 +388,7 @@ async fn a_node_is_replaced_by_a_cheaper_one_that_is_ready_before_any_pod_is_evi
 
     let (mut launches, mut launched_at, mut seen) = (Vec::new(), None, Vec::new());
     let mut evicting_seen = false;
-    let metrics = ekscale::autoscaler::metrics::AutoscalerMetrics::default();
+    let metrics = ekscale::autoscaler::control::metrics::AutoscalerMetrics::default();
     for step in 0..120u64 {
         let view = cluster.view().await.unwrap();
         assert_eq!(names(&view.pods), expected, "step {step}: a pod was lost");
@@ -541,9 +542,11 @@ async fn a_replacement_whose_node_never_turns_ready_is_abandoned_and_its_group_b
 /// m5.xlarge-like nodes) with pods of three apps, each app under a PodDisruptionBudget.
 mod planner {
     use super::*;
-    use ekscale::autoscaler::consolidation::{self, Ask, MinSaving, Plan, Target};
-    use ekscale::autoscaler::drain::{PdbBudget, Rules};
-    use ekscale::autoscaler::scaledown::{GroupInfo, Input};
+    use ekscale::autoscaler::scaledown::consolidation::planner::{
+        self as consolidation, Ask, MinSaving, Plan, Target,
+    };
+    use ekscale::autoscaler::scaledown::drain::{PdbBudget, Rules};
+    use ekscale::autoscaler::scaledown::removal::{GroupInfo, Input};
     use ekscale::model::Labels;
     use ekscale::model::node::{CAPACITY_TYPE_LABEL, HOSTNAME_LABEL, INSTANCE_TYPE_LABEL};
     use ekscale::model::pdb::Pdb;
@@ -842,7 +845,7 @@ async fn week(seed: u64, days: u64, mode: Mode) -> Week {
     settings
         .expander
         .chain
-        .push(ekscale::autoscaler::expander::Strategy::Priority);
+        .push(ekscale::autoscaler::scaleup::expander::Strategy::Priority);
     settings.expander.priorities = Some(priorities);
     let client = ProviderClient::new(&config).unwrap();
     let mut once = RunOnce::new(client, settings).acting_on(cluster.clone());

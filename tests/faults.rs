@@ -322,7 +322,8 @@ async fn slower_aws_than_the_deadline_still_gets_an_answer_to_every_rpc() {
 async fn a_group_aws_keeps_throttling_is_backed_off_and_the_companion_scales_another() {
     use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
     use ekscale::autoscaler::cluster::ClusterView;
-    use ekscale::autoscaler::runonce::{RunOnce, Settings};
+    use ekscale::autoscaler::core::runonce::RunOnce;
+    use ekscale::autoscaler::settings::Settings;
     use ekscale::model::{Pod, Resources};
     let rig = rig(CONFIG).await;
     // Eight pods of 1.5 CPU: the three instances running (not registered as nodes here) take three.
@@ -347,8 +348,8 @@ async fn a_group_aws_keeps_throttling_is_backed_off_and_the_companion_scales_ano
 
     // Which group the expander wants, from a loop that does not act. The price expander decides alone
     // (least-waste may tie between the two, and ties are broken at random).
-    let expander = ekscale::autoscaler::expander::Expander {
-        chain: vec![ekscale::autoscaler::expander::Strategy::Price],
+    let expander = ekscale::autoscaler::scaleup::expander::Expander {
+        chain: vec![ekscale::autoscaler::scaleup::expander::Strategy::Price],
         priorities: None,
     };
     let looking = Settings {

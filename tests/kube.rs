@@ -8,8 +8,9 @@ mod common;
 use common::kube_api::{self, Fake, Objects, node, pod};
 use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
 use ekscale::autoscaler::cluster::{ClusterError, ClusterSource};
-use ekscale::autoscaler::kube::Kube;
-use ekscale::autoscaler::runonce::{RunOnce, Settings};
+use ekscale::autoscaler::control::kube::Kube;
+use ekscale::autoscaler::core::runonce::RunOnce;
+use ekscale::autoscaler::settings::Settings;
 use ekscale::model::{Taint, TaintEffect};
 use serde_json::json;
 use std::time::Duration;
@@ -133,7 +134,7 @@ async fn taints_are_patched_against_the_version_read_and_evictions_answer_as_the
 #[tokio::test]
 async fn one_candidate_holds_the_lease_another_takes_it_once_it_expires_and_a_leader_that_cannot_renew_loses_it()
  {
-    use ekscale::autoscaler::leader::{Election, Elector};
+    use ekscale::autoscaler::control::leader::{Election, Elector};
     ekscale::tls::install_crypto_provider();
     let fake = Fake::new(Objects::default());
     let addr = kube_api::serve(fake.clone()).await;
@@ -196,7 +197,7 @@ async fn one_candidate_holds_the_lease_another_takes_it_once_it_expires_and_a_le
 
 #[tokio::test]
 async fn a_loops_decisions_become_events_and_the_status_config_map() {
-    use ekscale::autoscaler::events::{Publisher, STATUS_CONFIG_MAP};
+    use ekscale::autoscaler::control::events::{Publisher, STATUS_CONFIG_MAP};
     use ekscale::autoscaler::status::{DeletionStatus, GroupStatus, NoScaleUp, ScaleUp, Status};
     ekscale::tls::install_crypto_provider();
     let fake = Fake::new(Objects::default());
@@ -310,7 +311,7 @@ async fn a_loops_decisions_become_events_and_the_status_config_map() {
 
     // An unhealthy cluster: a ClusterUnhealthy warning, and the ConfigMap says why with the node counts.
     let unhealthy = Status {
-        cluster_health: ekscale::autoscaler::health::ClusterHealth {
+        cluster_health: ekscale::autoscaler::status::ClusterHealth {
             healthy: false,
             ready_nodes: 2,
             unready_nodes: 4,

@@ -2,8 +2,10 @@
 //! min sizes, nodes whose pods fit only if another candidate stays, GPU nodes, zeroOrMax groups, and a pass
 //! whose failed simulation must leave the cluster as it was.
 
-use ekscale::autoscaler::drain::Rules;
-use ekscale::autoscaler::scaledown::{self, GroupInfo, Input, Plan};
+use ekscale::autoscaler::scaledown::drain::Rules;
+use ekscale::autoscaler::scaledown::planner::{self as scaledown, Plan};
+use ekscale::autoscaler::scaledown::removal::{GroupInfo, Input};
+use ekscale::model::GroupOptions;
 use ekscale::model::node::HOSTNAME_LABEL;
 use ekscale::model::pdb::Pdb;
 use ekscale::model::pod::{
@@ -11,7 +13,6 @@ use ekscale::model::pod::{
 };
 use ekscale::model::selector::LabelSelector;
 use ekscale::model::{GPU_LABEL, Labels, Node, Pod, Resources};
-use ekscale::proto::options::GroupOptions;
 use ekscale::simulator::world;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;

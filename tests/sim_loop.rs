@@ -7,7 +7,8 @@ mod common;
 use common::Server;
 use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
 use ekscale::autoscaler::cluster::ClusterSource;
-use ekscale::autoscaler::runonce::{RunOnce, Settings};
+use ekscale::autoscaler::core::runonce::RunOnce;
+use ekscale::autoscaler::settings::Settings;
 use ekscale::cloud::NodeGroupBackend;
 use ekscale::model::{Pod, Resources};
 use ekscale::sim::SimCluster;
@@ -536,7 +537,7 @@ async fn soft_taints_follow_unneeded_nodes_and_stale_taints_are_removed_at_start
     cluster
         .taint(
             &a,
-            &ekscale::autoscaler::actuation::to_be_deleted(cluster.now()),
+            &ekscale::autoscaler::scaledown::actuation::to_be_deleted(cluster.now()),
         )
         .await
         .unwrap();
@@ -596,7 +597,7 @@ const DELETION_CANDIDATE: &str = ekscale::model::taint::DELETION_CANDIDATE_TAINT
 
 #[tokio::test]
 async fn refused_evictions_are_retried_then_the_node_is_given_back() {
-    use ekscale::autoscaler::actuation::{Actuator, Outcome, Pacing};
+    use ekscale::autoscaler::scaledown::actuation::{Actuator, Outcome, Pacing};
     let (server, config, cluster) = general(1).await;
     let client = ProviderClient::new(&config).unwrap();
     cluster.create_pods(owned("api", 1, 300));
@@ -605,7 +606,7 @@ async fn refused_evictions_are_retried_then_the_node_is_given_back() {
     let node = view.nodes[0].clone();
     let mut actuator = Actuator::default();
     let pacing = Pacing::default();
-    let rules = ekscale::autoscaler::drain::Rules::default();
+    let rules = ekscale::autoscaler::scaledown::drain::Rules::default();
     actuator
         .start(&*cluster, &node, "general", false, cluster.now())
         .await
@@ -670,12 +671,12 @@ nodeGroups:
   - {name: general, instanceType: m5.2xlarge, zones: [us-east-1a], minSize: 1, maxSize: 5, desiredSize: 1, provisioningDelay: 30s}
 ";
     let (server, config, cluster) = simulated(scenario).await;
-    let policy: ekscale::autoscaler::headroom::PolicyFile = serde_norway::from_str(
+    let policy: ekscale::autoscaler::headroom::policy::PolicyFile = serde_norway::from_str(
         "{name: buffer, nodeGroup: general, pods: 5, shape: {cpu: '1', memory: 2Gi}}",
     )
     .unwrap();
     let settings = Settings {
-        headroom: vec![ekscale::autoscaler::headroom::Policy::from_file(policy).unwrap()],
+        headroom: vec![ekscale::autoscaler::headroom::policy::Policy::from_file(policy).unwrap()],
         ..settings()
     };
     let mut once =
@@ -1522,10 +1523,10 @@ nodeGroups:
     let priorities = dir.path().join("priorities.yaml");
     std::fs::write(&priorities, "10: [broken]\n1: [good]\n").unwrap();
     let mut s = settings();
-    s.expander = ekscale::autoscaler::expander::Expander {
+    s.expander = ekscale::autoscaler::scaleup::expander::Expander {
         chain: vec![
-            ekscale::autoscaler::expander::Strategy::Priority,
-            ekscale::autoscaler::expander::Strategy::LeastWaste,
+            ekscale::autoscaler::scaleup::expander::Strategy::Priority,
+            ekscale::autoscaler::scaleup::expander::Strategy::LeastWaste,
         ],
         priorities: Some(priorities),
     };

@@ -20,10 +20,10 @@ fuzz_target!(|data: &[u8]| {
                 ekscale::demo::script::Script::parse(text, std::path::Path::new("/nonexistent"));
         }
         2 => {
-            let _ = ekscale::autoscaler::headroom::parse(text);
+            let _ = ekscale::autoscaler::headroom::policy::parse(text);
         }
         _ => {
-            let _ = ekscale::autoscaler::expander::parse_priorities(text);
+            let _ = ekscale::autoscaler::scaleup::expander::parse_priorities(text);
         }
     }
 });

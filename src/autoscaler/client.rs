@@ -7,13 +7,16 @@
 //! profiles (`ekscale.v1.Fargate`), where the provider serves them, once. Sizes and instances are never cached. Every call carries a
 //! deadline, sent to the provider as `grpc-timeout` like cluster-autoscaler's.
 
-use crate::model::fargate::{FargateProfile, FargateSelector};
+use crate::model::GroupOptions;
+use crate::model::fargate::{FargateProfile, FargateSelector, PodMatch};
+use crate::model::node_group::{Instance, InstanceError, InstanceState, NodeGroup};
 use crate::proto::ekscale::fargate_client::FargateClient;
 use crate::proto::ekscale::node_groups_client::NodeGroupsClient;
 use crate::proto::ekscale::{
     ListProfilesRequest, ListZonesRequest, MatchPodRequest, MatchPodResponse,
 };
 use crate::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
+use crate::proto::externalgrpc::instance_status::InstanceState as WireState;
 use crate::proto::externalgrpc::*;
 use k8s_pb::api::core::v1::Node;
 use prost::Message;
@@ -197,11 +200,13 @@ impl ProviderClient {
             .clone()
             .node_groups(self.request(NodeGroupsRequest {}))
             .await;
-        let groups = Arc::new(
-            response
-                .map_err(|s| ClientError::rpc("NodeGroups", s))?
+        let groups: Arc<Vec<NodeGroup>> = Arc::new(
+            (response.map_err(|s| ClientError::rpc("NodeGroups", s))?)
                 .into_inner()
-                .node_groups,
+                .node_groups
+                .into_iter()
+                .map(group_of)
+                .collect(),
         );
         self.caches().node_groups = Some(groups.clone());
         Ok(groups)
@@ -293,7 +298,7 @@ impl ProviderClient {
             .map_err(|s| ClientError::rpc("NodeGroupForNode", s))?
             .into_inner()
             .node_group;
-        match group.filter(|g| !g.id.is_empty()) {
+        match group.filter(|g| !g.id.is_empty()).map(group_of) {
             Some(group) => {
                 self.caches().node_group_for_node.insert(key, group.clone());
                 Ok(Some(group))
@@ -322,10 +327,14 @@ impl ProviderClient {
             .clone()
             .node_group_nodes(self.request(NodeGroupNodesRequest { id: id.into() }))
             .await;
-        Ok(response
-            .map_err(|s| ClientError::rpc("NodeGroupNodes", s))?
-            .into_inner()
-            .instances)
+        Ok(
+            (response.map_err(|s| ClientError::rpc("NodeGroupNodes", s))?)
+                .into_inner()
+                .instances
+                .into_iter()
+                .map(instance_of)
+                .collect(),
+        )
     }
 
     /// The group's template node, once per loop; `None` when the provider does not offer templates.
@@ -349,7 +358,18 @@ impl ProviderClient {
         Ok(template)
     }
 
-    /// The group's options given `defaults`; `None` means "use the defaults".
+    /// The group's options: what GetOptions says over `defaults`, which are sent, or `defaults` when the
+    /// provider leaves the group to them.
+    pub async fn group_options(
+        &self,
+        id: &str,
+        defaults: GroupOptions,
+    ) -> Result<GroupOptions, ClientError> {
+        let sent = self.options(id, defaults.to_wire()).await?;
+        Ok(sent.map_or(defaults, |o| GroupOptions::read(&o, defaults)))
+    }
+
+    /// The group's options given `defaults`, as the wire carries them; `None` means "use the defaults".
     pub async fn options(
         &self,
         id: &str,
@@ -365,13 +385,19 @@ impl ProviderClient {
         }
     }
 
-    /// What a node like `node` (name, providerID, labels) costs over `hours` from now; `None` when the
-    /// provider does not price nodes.
+    /// What a node named `name` with `labels` (a group's template) costs over `hours` from now; `None` when
+    /// the provider does not price nodes.
     pub async fn node_price(
         &self,
-        node: ExternalGrpcNode,
+        name: &str,
+        labels: &std::collections::BTreeMap<String, String>,
         hours: f64,
     ) -> Result<Option<f64>, ClientError> {
+        let node = ExternalGrpcNode {
+            name: name.into(),
+            labels: labels.clone().into_iter().collect(),
+            ..Default::default()
+        };
         let (start, end) = period(hours);
         let request = self.request(PricingNodePriceRequest {
             node: Some(node),
@@ -462,10 +488,7 @@ impl ProviderClient {
 
     /// What `ekscale.v1.Fargate` says of a pod (as `Pod.Marshal()` bytes); `None` when the provider does not
     /// serve that extension, which is asked once.
-    pub async fn match_pod(
-        &self,
-        pod_bytes: Vec<u8>,
-    ) -> Result<Option<MatchPodResponse>, ClientError> {
+    pub async fn match_pod(&self, pod_bytes: Vec<u8>) -> Result<Option<PodMatch>, ClientError> {
         self.ask_fargate(MatchPodRequest {
             pod_bytes,
             pod_json: String::new(),
@@ -474,10 +497,7 @@ impl ProviderClient {
     }
 
     /// The same for a pod as kubectl prints it (JSON), which keeps every field the pod has.
-    pub async fn match_pod_json(
-        &self,
-        pod_json: String,
-    ) -> Result<Option<MatchPodResponse>, ClientError> {
+    pub async fn match_pod_json(&self, pod_json: String) -> Result<Option<PodMatch>, ClientError> {
         self.ask_fargate(MatchPodRequest {
             pod_bytes: Vec::new(),
             pod_json,
@@ -485,10 +505,7 @@ impl ProviderClient {
         .await
     }
 
-    async fn ask_fargate(
-        &self,
-        request: MatchPodRequest,
-    ) -> Result<Option<MatchPodResponse>, ClientError> {
+    async fn ask_fargate(&self, request: MatchPodRequest) -> Result<Option<PodMatch>, ClientError> {
         if *self
             .fargate_served
             .lock()
@@ -499,7 +516,7 @@ impl ProviderClient {
         }
         let request = self.request(request);
         let answer = match self.fargate.clone().match_pod(request).await {
-            Ok(response) => Some(response.into_inner()),
+            Ok(response) => Some(match_of(response.into_inner())),
             Err(status) => optional("MatchPod", status)?,
         };
         *self
@@ -507,6 +524,49 @@ impl ProviderClient {
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = Some(answer.is_some());
         Ok(answer)
+    }
+}
+
+/// A node group in the model.
+fn group_of(group: crate::proto::externalgrpc::NodeGroup) -> NodeGroup {
+    NodeGroup {
+        id: group.id,
+        min_size: group.min_size,
+        max_size: group.max_size,
+    }
+}
+
+/// An instance in the model: its state, and why it could not be created.
+fn instance_of(instance: crate::proto::externalgrpc::Instance) -> Instance {
+    let status = instance.status.unwrap_or_default();
+    let state = match status.instance_state() {
+        WireState::Unspecified => InstanceState::Unknown,
+        WireState::InstanceRunning => InstanceState::Running,
+        WireState::InstanceCreating => InstanceState::Creating,
+        WireState::InstanceDeleting => InstanceState::Deleting,
+    };
+    Instance {
+        id: instance.id,
+        state,
+        error: status.error_info.map(|e| InstanceError {
+            code: e.error_code,
+            message: e.error_message,
+            class: e.instance_error_class,
+        }),
+    }
+}
+
+/// MatchPod's answer in the model.
+fn match_of(answer: MatchPodResponse) -> PodMatch {
+    PodMatch {
+        profile: answer.profile,
+        candidates: answer.candidates,
+        capacity_provisioned: answer.capacity_provisioned,
+        vcpu: answer.vcpu,
+        memory_gb: answer.memory_gb,
+        hourly_price: answer.hourly_price,
+        incompatibilities: answer.incompatibilities,
+        reason: answer.reason,
     }
 }
 

@@ -1,12 +1,10 @@
 //! Where the companion reads the cluster from. Every source hands out the same converted view; the live
 //! one (kube) keeps it current from watches, so asking is cheap and a loop never waits on the API server.
 
-use super::buffers::Resolved;
-use super::status::PodNames;
-use crate::k8s::capacity_buffer::BufferObjects;
+use crate::k8s::capacity_buffer::{self as api, BufferObjects};
 use crate::k8s::snapshot::{self, SnapshotError};
 use crate::model::pdb::Pdb;
-use crate::model::{Node, Pod, Taint};
+use crate::model::{Node, Pod, PodNames, Taint};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -39,6 +37,22 @@ impl ClusterView {
         } else {
             const { &PodNames::NONE }
         }
+    }
+}
+
+/// A CapacityBuffer's status to write back, in the API version the buffer was read as.
+#[derive(Clone, Copy, Debug)]
+pub struct BufferStatus<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub version: &'static str,
+    pub status: &'a api::Status,
+}
+
+impl BufferStatus<'_> {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
     }
 }
 
@@ -94,7 +108,7 @@ pub trait ClusterSource: Send + Sync {
     }
 
     /// Writes a CapacityBuffer's status subresource, in the version it was read as.
-    async fn write_buffer_status(&self, buffer: &Resolved) -> Result<(), ClusterError> {
+    async fn write_buffer_status(&self, buffer: BufferStatus<'_>) -> Result<(), ClusterError> {
         Err(ClusterError::ReadOnly(format!(
             "CapacityBuffer {}",
             buffer.key()

@@ -7,19 +7,18 @@
 //! for what the provider alone can say (the price of the rounded size, the incompatibilities it reads from the
 //! whole pod), once per pod shape a profile takes, and the answer is kept while that shape keeps appearing.
 
-use super::client::{ClientError, ProviderClient};
-use super::status::FargatePod;
+use crate::autoscaler::client::{ClientError, ProviderClient};
+use crate::autoscaler::status::FargatePod;
 use crate::k8s::{objects, pod::PodFacts};
-use crate::model::fargate::{FargateProfile, SCHEDULER_NAME, Selection, select};
+use crate::model::fargate::{FargateProfile, PodMatch, SCHEDULER_NAME, Selection, select};
 use crate::model::{Pod, PodList};
-use crate::proto::ekscale::MatchPodResponse;
 use crate::simulator::equivalence::EquivalenceGroup;
 use std::collections::HashMap;
 
 /// MatchPod's answers by pod shape, kept across loops; only shapes asked about in the last loop stay.
 #[derive(Default)]
 pub struct FargateAnswers {
-    answers: HashMap<String, MatchPodResponse>,
+    answers: HashMap<String, PodMatch>,
 }
 
 /// What the stage found: a line per Fargate pod, and the calls that failed (the loop goes on without them).
@@ -88,7 +87,7 @@ impl FargateAnswers {
                 Ok(answer) => answer,
                 Err(e) => {
                     report.errors.push(format!("Fargate: {e}"));
-                    MatchPodResponse {
+                    PodMatch {
                         profile: profile_of(&selection),
                         ..Default::default()
                     }
@@ -129,8 +128,8 @@ impl FargateAnswers {
         client: &ProviderClient,
         pod: &Pod,
         selection: &Selection,
-        kept: &mut HashMap<String, MatchPodResponse>,
-    ) -> Result<MatchPodResponse, ClientError> {
+        kept: &mut HashMap<String, PodMatch>,
+    ) -> Result<PodMatch, ClientError> {
         let key = shape(pod, selection);
         if let Some(answer) = key
             .as_ref()

@@ -1,9 +1,9 @@
 //! ekscale-autoscaler: the companion autoscaler. Parsing and wiring only: the flags and what each command does
-//! live in the library (`ekscale::autoscaler::flags`, `ekscale::autoscaler::controller`).
+//! live in the library (`ekscale::autoscaler::control::flags`, `ekscale::autoscaler::control::controller`).
 
 use clap::{Args, Parser, Subcommand};
-use ekscale::autoscaler::controller::{self, Failure};
-use ekscale::autoscaler::flags::{RunArgs, SimulateArgs};
+use ekscale::autoscaler::control::controller::{self, Failure};
+use ekscale::autoscaler::control::flags::{RunArgs, SimulateArgs};
 use ekscale::demo::{self, script::Script};
 use ekscale::telemetry::{self, LogFormat};
 use std::path::PathBuf;

@@ -9,13 +9,13 @@ pub mod script; // the demo file: scenario, timeline, headroom
 
 use crate::autoscaler::client::{ClientError, ProviderClient, ProviderConfig};
 use crate::autoscaler::cluster::ClusterSource;
-use crate::autoscaler::consolidation::Mode;
-use crate::autoscaler::runonce::{RunOnce, Settings};
+use crate::autoscaler::core::runonce::RunOnce;
+use crate::autoscaler::scaledown::consolidation::planner::Mode;
+use crate::autoscaler::settings::Settings;
 use crate::clock::Clock;
 use crate::cloud::sim::SimBackend;
 use crate::k8s::capacity_buffer::Scalable;
 use crate::k8s::objects;
-use crate::proto::externalgrpc::ExternalGrpcNode;
 use crate::provider::metrics::ProviderMetrics;
 use crate::sim::SimCluster;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -62,9 +62,9 @@ pub fn hms(at: Duration) -> String {
 }
 
 /// [`run`] to completion on a new multi-thread runtime, for the binary (see
-/// [`crate::autoscaler::controller::simulate_blocking`] for why it is here).
+/// [`crate::autoscaler::control::controller::simulate_blocking`] for why it is here).
 pub fn run_blocking(options: Options) -> Result<(Record, String), DemoError> {
-    crate::autoscaler::controller::runtime().block_on(run(options))
+    crate::autoscaler::control::controller::runtime().block_on(run(options))
 }
 
 /// Plays the script's day (printing progress and decisions as they happen), then the second day, if there is
@@ -271,12 +271,10 @@ async fn prices(client: &ProviderClient) -> Result<Record, ClientError> {
         let template = client.template(&group.id).await?;
         let price = match template.as_deref().map(objects::node_from_pb) {
             Some(Ok(template)) => {
-                let node = ExternalGrpcNode {
-                    name: template.name,
-                    labels: template.labels.into_iter().collect(),
-                    ..Default::default()
-                };
-                client.node_price(node, 1.0).await?.unwrap_or(0.0)
+                let price = client
+                    .node_price(&template.name, &template.labels, 1.0)
+                    .await?;
+                price.unwrap_or(0.0)
             }
             _ => 0.0,
         };
@@ -319,7 +317,7 @@ pub fn summary(record: &Record, day: Duration, took: Duration) -> String {
     let unplaced: Vec<_> = record
         .not_helped
         .iter()
-        .filter(|(pod, _)| !crate::autoscaler::headroom::is_virtual(pod))
+        .filter(|(pod, _)| !crate::autoscaler::headroom::policy::is_virtual(pod))
         .collect();
     if unplaced.is_empty() {
         let _ = writeln!(out, "  every pod found a place");
@@ -377,7 +375,7 @@ pub fn summary_line(record: &Record) -> String {
     let created: usize = record.arrivals.iter().map(|a| a.pods).sum();
     let ran = record.ran_on_ec2.len() + record.fargate.len();
     let unschedulable = (record.not_helped.keys())
-        .filter(|pod| !crate::autoscaler::headroom::is_virtual(pod))
+        .filter(|pod| !crate::autoscaler::headroom::policy::is_virtual(pod))
         .count();
     format!(
         "demo summary: added={} removed={} placed={}/{created} fargate={} unschedulable={unschedulable} \

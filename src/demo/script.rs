@@ -2,7 +2,7 @@
 //! and the headroom to keep. The built-in one is `demo.yaml` beside this file; `--scenario FILE` reads the
 //! same format.
 
-use crate::autoscaler::headroom::{self, Policy};
+use crate::autoscaler::headroom::policy::{self as headroom, Policy};
 use crate::cloud::scenario::{self, Scenario};
 use crate::k8s::capacity_buffer::{Read, Template};
 use crate::k8s::objects;

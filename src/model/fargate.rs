@@ -11,6 +11,21 @@ pub const PROFILE_LABEL: &str = "eks.amazonaws.com/fargate-profile";
 /// The scheduler EKS's webhook gives pods a profile takes.
 pub const SCHEDULER_NAME: &str = "fargate-scheduler";
 
+/// What the provider says of one pod on Fargate (`ekscale.v1.Fargate` MatchPod): the profile that takes it,
+/// the size it is rounded up to and that size's price, or why none takes it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodMatch {
+    /// Empty, with a `reason`, when no profile matches.
+    pub profile: String,
+    pub candidates: Vec<String>,
+    pub capacity_provisioned: String,
+    pub vcpu: f64,
+    pub memory_gb: f64,
+    pub hourly_price: f64,
+    pub incompatibilities: Vec<String>,
+    pub reason: String,
+}
+
 /// A Fargate profile: which pods EKS runs on Fargate instead of a node group.
 #[derive(Clone, Debug, serde::Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -6,38 +6,8 @@
 //! (docs/externalgrpc.md §2). Read options take the newer field first.
 
 use super::externalgrpc::{K8sDuration, NodeGroupAutoscalingOptions};
+pub use crate::model::GroupOptions;
 use std::time::Duration;
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct GroupOptions {
-    pub utilization: f64,
-    pub gpu_utilization: f64,
-    pub unneeded: Duration,
-    pub unready: Duration,
-    pub provision: Duration,
-    pub zero_or_max: bool,
-    pub ignore_daemon_sets: bool,
-    pub startup: Duration,
-    pub non_atomic_to_max: bool,
-}
-
-impl Default for GroupOptions {
-    /// cluster-autoscaler's own defaults.
-    fn default() -> GroupOptions {
-        let provision = Duration::from_secs(15 * 60);
-        GroupOptions {
-            utilization: 0.5,
-            gpu_utilization: 0.5,
-            unneeded: Duration::from_secs(10 * 60),
-            unready: Duration::from_secs(20 * 60),
-            provision,
-            zero_or_max: false,
-            ignore_daemon_sets: false,
-            startup: provision,
-            non_atomic_to_max: false,
-        }
-    }
-}
 
 impl GroupOptions {
     /// The options `sent` carries; durations it leaves out come from `fallback` (the startup time from the

@@ -1,10 +1,8 @@
 //! A simulated cluster over any externalgrpc provider, read through its own provider client (the way
 //! kubelets and the cloud controller learn about instances: from the cloud, not from the autoscaler).
 
-use crate::autoscaler::buffers::Resolved;
 use crate::autoscaler::client::{ClientError, ProviderClient, ProviderConfig};
-use crate::autoscaler::cluster::{ClusterError, ClusterSource, ClusterView};
-use crate::autoscaler::status::PodNames;
+use crate::autoscaler::cluster::{BufferStatus, ClusterError, ClusterSource, ClusterView};
 use crate::clock::Clock;
 use crate::k8s::capacity_buffer::{BufferObjects, Read, Scalable, Template};
 use crate::k8s::objects;
@@ -12,8 +10,7 @@ use crate::model::node::{FARGATE_COMPUTE_LABEL, HOSTNAME_LABEL, ZONE_LABEL};
 use crate::model::pdb::Pdb;
 use crate::model::pod::{FARGATE_SCHEDULER, LabelProjection, Phase};
 use crate::model::selector::LabelSelector;
-use crate::model::{Node, Pod, Taint};
-use crate::proto::externalgrpc::instance_status::InstanceState;
+use crate::model::{InstanceState, Node, Pod, PodNames, Taint};
 use crate::simulator::{equivalence, world};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -194,8 +191,7 @@ impl SimCluster {
             };
             for instance in instances {
                 known.insert(instance.id.clone());
-                let state = instance.status.as_ref().map(|s| s.instance_state);
-                if state == Some(InstanceState::InstanceRunning as i32) {
+                if instance.state == InstanceState::Running {
                     running.push((instance.id, template.clone(), group.id.clone()));
                 }
             }
@@ -472,7 +468,7 @@ impl ClusterSource for SimCluster {
         true
     }
 
-    async fn write_buffer_status(&self, buffer: &Resolved) -> Result<(), ClusterError> {
+    async fn write_buffer_status(&self, buffer: BufferStatus<'_>) -> Result<(), ClusterError> {
         let mut state = self.state();
         let key = buffer.key();
         let read = (state.buffers.buffers.iter_mut())

@@ -1,0 +1,318 @@
+//! What the companion's commands do: `simulate` (one RunOnce over a snapshot) and `run` (the controller: the
+//! loop over the live cluster or a snapshot, its HTTP endpoints, the Lease, events and the status ConfigMap).
+
+use crate::autoscaler::cluster::{ClusterSource, Snapshot};
+use crate::autoscaler::control::events::Publisher;
+use crate::autoscaler::control::flags::{Format, RunArgs, SimulateArgs};
+use crate::autoscaler::control::kube::{Kube, RateLimits};
+use crate::autoscaler::control::last_loop::{LastLoop, Liveness};
+use crate::autoscaler::control::leader::{Election, Elector};
+use crate::autoscaler::control::metrics::AutoscalerMetrics;
+use crate::autoscaler::core::runonce::RunOnce;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// Bad input (exit 2) or a loop that could not decide (exit 1).
+pub enum Failure {
+    Usage(String),
+    Loop(String),
+}
+
+/// [`simulate`] to completion on a new multi-thread runtime, for the binary. The blocking entry points are
+/// here and not generic: where `block_on` of a command's future is called, the whole program's state
+/// machines are compiled, and in the binary that had been 85 s of a 2-core cold build besides the library's.
+pub fn simulate_blocking(args: SimulateArgs) -> Result<(), Failure> {
+    runtime().block_on(simulate(args))
+}
+
+/// [`run`] to completion on a new multi-thread runtime, for the binary (see [`simulate_blocking`]).
+pub fn run_blocking(args: RunArgs) -> Result<(), Failure> {
+    runtime().block_on(run(args))
+}
+
+/// The companion's runtime: multi-thread, so that planning on a blocking thread never stalls the loop's I/O.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Runtime::new().expect("tokio runtime")
+}
+
+pub async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
+    let settings = args
+        .decisions
+        .settings(false, false, false)
+        .map_err(Failure::Usage)?;
+    let client = args.provider.client().map_err(Failure::Usage)?;
+    let snapshot = Snapshot::read(&args.snapshot).map_err(|e| Failure::Usage(e.to_string()))?;
+    let view = snapshot
+        .view()
+        .await
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    let mut once = RunOnce::new(client, settings);
+    let now = view.now.unwrap_or_else(SystemTime::now);
+    let status = once
+        .run(&view, now)
+        .await
+        .map_err(|e| Failure::Loop(e.to_string()))?;
+    match args.format {
+        Format::Json => println!("{}", status.to_json()),
+        Format::Table => print!("{}", status.to_table()),
+    }
+    Ok(())
+}
+
+/// The loop: over the live cluster (kube-rs watches; `--kubeconfig` or in-cluster) or a `--snapshot`, one
+/// RunOnce every scan interval, and early when a pod turns Unschedulable. A snapshot cannot be changed, so
+/// over one scale-down is reported, never carried out.
+pub async fn run(args: RunArgs) -> Result<(), Failure> {
+    let client = args.provider.client().map_err(Failure::Usage)?;
+    let mut election = None;
+    let mut publisher = None;
+    let (source, kube): (Arc<dyn ClusterSource>, Option<Arc<Kube>>) = match &args.snapshot {
+        Some(path) => {
+            if args.leader_elect == Some(true) {
+                return Err(Failure::Usage(
+                    "--leader-elect needs a live cluster; a snapshot has no Lease to hold".into(),
+                ));
+            }
+            let snapshot = Snapshot::read(path).map_err(|e| Failure::Usage(e.to_string()))?;
+            (Arc::new(snapshot), None)
+        }
+        None => {
+            let config = kube_config(args.kubeconfig.as_deref()).await?;
+            if args.leader_elect != Some(false) {
+                election = Some(args.election(config.clone())?);
+            }
+            let limits = RateLimits {
+                qps: args.kube_client_qps,
+                burst: args.kube_client_burst,
+            };
+            if !args.dry_run {
+                // Its own rate-limited client, so that events never hold up the loop's own requests.
+                let client = crate::autoscaler::control::kube::client(config.clone(), limits)
+                    .map_err(|e| Failure::Usage(e.to_string()))?;
+                publisher = Some(Arc::new(Publisher::new(
+                    client,
+                    &args.namespace,
+                    &identity(),
+                )));
+            }
+            let kube = Kube::connect(config, limits)
+                .await
+                .map_err(|e| Failure::Loop(e.to_string()))?;
+            let kube = Arc::new(kube);
+            (kube.clone(), Some(kube))
+        }
+    };
+    let settings = args
+        .decisions
+        .settings(true, !args.dry_run, kube.is_some())
+        .map_err(Failure::Usage)?;
+    let mut once = RunOnce::new(client, settings);
+    if !args.dry_run {
+        once = once.acting_on(source.clone());
+    }
+
+    // /metrics, /health-check and /snapshotz, until the loop stops.
+    let metrics = Arc::new(AutoscalerMetrics::default());
+    let liveness = Liveness {
+        max_inactivity: args.max_inactivity,
+        max_failing_time: args.max_failing_time,
+        max_startup_time: args.max_startup_time,
+    };
+    let last = Arc::new(LastLoop::new(liveness, SystemTime::now()));
+    let listener = tokio::net::TcpListener::bind(args.address)
+        .await
+        .map_err(|e| Failure::Usage(format!("--address {}: {e}", args.address)))?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| Failure::Loop(e.to_string()))?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let router = crate::autoscaler::control::http::router(metrics.clone(), last.clone());
+    let server = tokio::spawn(crate::http::serve(listener, router, async {
+        let _ = stopped.await;
+    }));
+    tracing::info!(%address, dry_run = args.dry_run, "listening");
+    let mut leading = match election {
+        Some(elector) => Some(lead(elector, &last).await?),
+        None => None,
+    };
+
+    let mut publishing = None;
+    let mut ticks = tokio::time::interval(args.scan_interval);
+    let signal = |kind| tokio::signal::unix::signal(kind).map_err(|e| Failure::Loop(e.to_string()));
+    let mut term = signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut interrupt = signal(tokio::signal::unix::SignalKind::interrupt())?;
+    loop {
+        // A signal is taken between loops, never in the middle of one.
+        let unschedulable = async {
+            match &kube {
+                Some(kube) => kube.unschedulable_pod().await,
+                None => std::future::pending().await,
+            }
+        };
+        let lost = async {
+            match &mut leading {
+                Some(leading) => {
+                    let _ = leading.wait_for(|l| !l).await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = lost => {
+                // Another replica may act from now on: stop at once, as cluster-autoscaler does.
+                let _ = stop.send(());
+                return Err(Failure::Loop(format!(
+                    "lost the lease {}/{}; stopping",
+                    args.leader_elect_resource_namespace, args.leader_elect_resource_name
+                )));
+            }
+            _ = unschedulable => {
+                // A moment for the rest of a burst to arrive, as cluster-autoscaler's frequent loops do.
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                ticks.reset();
+            }
+            _ = term.recv() => break,
+            _ = interrupt.recv() => break,
+        }
+        let view = source
+            .view()
+            .await
+            .map_err(|e| Failure::Loop(e.to_string()))?;
+        let now = SystemTime::now();
+        match once.run(&view, now).await {
+            Ok(status) => {
+                // Shared as it is with /snapshotz and the publisher: neither copies it.
+                let status = Arc::new(status);
+                metrics.observe_loop(&view, &status, !args.dry_run, now);
+                last.succeeded(&view, status.clone(), now);
+                log(&status, args.dry_run);
+                // Events and the status ConfigMap are written beside the loop; while the last loop's are
+                // still being written (the client's rate limit), this loop's are skipped, not queued.
+                if let Some(publisher) = &publisher
+                    && publishing
+                        .as_ref()
+                        .is_none_or(|p: &tokio::task::JoinHandle<()>| p.is_finished())
+                {
+                    let (publisher, status) = (publisher.clone(), status.clone());
+                    publishing = Some(tokio::spawn(async move {
+                        for problem in publisher.publish(&status, now).await {
+                            tracing::warn!(%problem, "events and status");
+                        }
+                    }));
+                }
+            }
+            Err(e) => {
+                metrics.observe_failure("cloudProviderError", now);
+                last.failed(&e.to_string(), now);
+                tracing::warn!(error = %e, "loop failed; nothing was done");
+            }
+        }
+    }
+    let _ = stop.send(());
+    let _ = server.await;
+    Ok(())
+}
+
+impl RunArgs {
+    /// The Lease election for this replica; its identity is the pod's (or host's) name and the process id.
+    fn election(&self, config: kube::Config) -> Result<Elector, Failure> {
+        let election = Election {
+            lease_duration: self.leader_elect_lease_duration,
+            renew_deadline: self.leader_elect_renew_deadline,
+            retry_period: self.leader_elect_retry_period,
+            ..Election::new(
+                &self.leader_elect_resource_namespace,
+                &self.leader_elect_resource_name,
+                &identity(),
+            )
+        };
+        let client = kube::Client::try_from(config).map_err(|e| Failure::Usage(e.to_string()))?;
+        Ok(Elector::new(client, election))
+    }
+}
+
+/// Who this replica is, in the Lease and in Events: the pod's (or host's) name and the process id.
+fn identity() -> String {
+    let host = std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "ekscale-autoscaler".into());
+    format!("{host}_{}", std::process::id())
+}
+
+/// Waits until this replica holds the lease (a standby meanwhile), then keeps renewing it in the
+/// background; the watch turns false the moment the lease is lost.
+async fn lead(
+    mut elector: Elector,
+    last: &LastLoop,
+) -> Result<tokio::sync::watch::Receiver<bool>, Failure> {
+    let retry = elector.retry_period();
+    last.standby(true, SystemTime::now());
+    tracing::info!("waiting for the lease");
+    while !elector.try_once(SystemTime::now()).await {
+        tokio::time::sleep(retry).await;
+    }
+    last.standby(false, SystemTime::now());
+    tracing::info!("holding the lease: this replica acts");
+    let (leading, watch) = tokio::sync::watch::channel(true);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(retry).await;
+            let held = elector.try_once(SystemTime::now()).await;
+            if let Err(e) = elector.check(SystemTime::now()) {
+                tracing::error!(error = %e, "leader election");
+                let _ = leading.send(false);
+                return;
+            }
+            if !held {
+                tracing::error!("another replica holds the lease");
+                let _ = leading.send(false);
+                return;
+            }
+        }
+    });
+    Ok(watch)
+}
+
+/// The kube config: `--kubeconfig FILE`, or the environment's (KUBECONFIG, ~/.kube/config, in-cluster).
+async fn kube_config(path: Option<&std::path::Path>) -> Result<kube::Config, Failure> {
+    match path {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| Failure::Usage(format!("--kubeconfig {}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| Failure::Usage(format!("--kubeconfig {}: {e}", path.display())))
+        }
+        None => kube::Config::infer().await.map_err(|e| {
+            Failure::Usage(format!(
+                "no cluster to watch ({e}): give --kubeconfig FILE, run in a pod, or use --snapshot FILE"
+            ))
+        }),
+    }
+}
+
+/// One loop's decisions in the log.
+fn log(status: &crate::autoscaler::status::Status, dry_run: bool) {
+    for s in &status.scale_up {
+        tracing::info!(node_group = %s.node_group, delta = s.delta, pods = s.pods.len(), reason = %s.reason, error = ?s.error, "scale-up");
+    }
+    for s in &status.scale_down {
+        tracing::info!(node = %s.node, node_group = %s.node_group, reason = %s.reason, detail = %s.detail, "scale-down");
+    }
+    for d in &status.deletions {
+        tracing::info!(node = %d.node, node_group = %d.node_group, state = %d.state, detail = %d.detail, "deletion");
+    }
+    for e in &status.errors {
+        tracing::warn!(error = %e, "loop problem");
+    }
+    tracing::info!(
+        pending_helped = status.scale_up.iter().map(|s| s.pods.len()).sum::<usize>(),
+        no_scale_up = status.no_scale_up.len(),
+        unneeded = status.scale_down.len(),
+        fargate = status.fargate.len(),
+        elapsed_ms = status.elapsed_ms,
+        dry_run,
+        "loop done"
+    );
+}

@@ -1,0 +1,283 @@
+//! What a loop tells the cluster, as cluster-autoscaler does: Kubernetes Events on the pods it scaled up for
+//! (TriggeredScaleUp) or could not help (NotTriggerScaleUp), on the nodes it removes (ScaleDown,
+//! ScaleDownFailed) or replaces (Consolidation, ConsolidationFailed) and on its status ConfigMap
+//! (ScaledUpGroup); and that ConfigMap,
+//! `ekscale-autoscaler-status`, with per-group health and the last activity. Repeated events are folded into
+//! a series by kube-rs's recorder, as client-go does.
+
+use crate::autoscaler::headroom::policy as headroom;
+use crate::autoscaler::status::{GroupStatus, Status};
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
+use kube::api::{Api, ObjectMeta, PostParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The status ConfigMap's name, after upstream's `cluster-autoscaler-status`.
+pub const STATUS_CONFIG_MAP: &str = "ekscale-autoscaler-status";
+/// At most this many pod events a loop: a burst of thousands of pods must not flood the API server.
+const MAX_POD_EVENTS: usize = 100;
+
+pub struct Publisher {
+    client: kube::Client,
+    recorder: Recorder,
+    namespace: String,
+}
+
+fn reference(
+    kind: &str,
+    api_version: &str,
+    namespace: Option<&str>,
+    name: &str,
+) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(api_version.into()),
+        kind: Some(kind.into()),
+        namespace: namespace.map(Into::into),
+        name: Some(name.into()),
+        ..ObjectReference::default()
+    }
+}
+
+fn event(type_: EventType, reason: &str, action: &str, note: String) -> Event {
+    Event {
+        type_,
+        reason: reason.into(),
+        // The API server takes at most 1 kB.
+        note: Some(note.chars().take(1000).collect()),
+        action: action.into(),
+        secondary: None,
+    }
+}
+
+impl Publisher {
+    /// Events reported as `instance` (the pod's name) of `ekscale-autoscaler`; the ConfigMap in `namespace`.
+    pub fn new(client: kube::Client, namespace: &str, instance: &str) -> Publisher {
+        let reporter = Reporter {
+            controller: "ekscale-autoscaler".into(),
+            instance: Some(instance.into()),
+        };
+        Publisher {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            namespace: namespace.into(),
+        }
+    }
+
+    /// Publishes one loop's events and status; returns what could not be written (the loop goes on).
+    pub async fn publish(&self, status: &Status, now: SystemTime) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut publish = async |ev: Event, at: ObjectReference| {
+            if let Err(e) = self.recorder.publish(&ev, &at).await {
+                problems.push(format!("event {} on {:?}: {e}", ev.reason, at.name));
+            }
+        };
+        let split = |pod: &str| {
+            pod.split_once('/')
+                .map(|(ns, name)| (ns.to_string(), name.to_string()))
+        };
+        let config_map = reference("ConfigMap", "v1", Some(&self.namespace), STATUS_CONFIG_MAP);
+        let mut pod_events = 0;
+        for s in status.scale_up.iter().filter(|s| s.error.is_none()) {
+            let group = status.node_groups.iter().find(|g| g.id == s.node_group);
+            let sizes = group.map_or(String::new(), |g| {
+                format!(
+                    " {}->{} (max: {})",
+                    g.target_size,
+                    g.target_size + s.delta as i32,
+                    g.max_size
+                )
+            });
+            publish(
+                event(
+                    EventType::Normal,
+                    "ScaledUpGroup",
+                    "ScaleUp",
+                    format!(
+                        "Scale-up: setting group {} size{sizes}: {}",
+                        s.node_group, s.reason
+                    ),
+                ),
+                config_map.clone(),
+            )
+            .await;
+            for pod in s.pods.iter().filter(|p| !headroom::is_virtual(p)) {
+                let Some((ns, name)) = split(pod).filter(|_| pod_events < MAX_POD_EVENTS) else {
+                    continue;
+                };
+                pod_events += 1;
+                let note = format!("pod triggered scale-up: [{{{}{sizes}}}]", s.node_group);
+                publish(
+                    event(EventType::Normal, "TriggeredScaleUp", "ScaleUp", note),
+                    reference("Pod", "v1", Some(&ns), &name),
+                )
+                .await;
+            }
+        }
+        for n in &status.no_scale_up {
+            let Some((ns, name)) = split(&n.pod).filter(|_| !headroom::is_virtual(&n.pod)) else {
+                continue;
+            };
+            if pod_events >= MAX_POD_EVENTS {
+                break;
+            }
+            pod_events += 1;
+            let note = format!("pod didn't trigger scale-up: {}", n.describe_reasons());
+            publish(
+                event(EventType::Normal, "NotTriggerScaleUp", "ScaleUp", note),
+                reference("Pod", "v1", Some(&ns), &name),
+            )
+            .await;
+        }
+        if !status.cluster_health.healthy {
+            let note = status.cluster_health.reason.clone();
+            publish(
+                event(EventType::Warning, "ClusterUnhealthy", "ScaleUp", note),
+                config_map.clone(),
+            )
+            .await;
+        }
+        for d in &status.deletions {
+            let node = reference("Node", "v1", None, &d.node);
+            match d.state.as_str() {
+                "started" => {
+                    let note = "marked the node as toBeDeleted/unschedulable".to_string();
+                    publish(
+                        event(EventType::Normal, "ScaleDown", "ScaleDown", note),
+                        node,
+                    )
+                    .await;
+                }
+                "failed" => {
+                    let note = format!("failed to remove the node: {}", d.detail);
+                    publish(
+                        event(EventType::Warning, "ScaleDownFailed", "ScaleDown", note),
+                        node,
+                    )
+                    .await;
+                }
+                _ => {}
+            }
+        }
+        for c in status.consolidation.iter().filter(|c| c.error.is_none()) {
+            for node in &c.nodes {
+                let note = format!(
+                    "consolidation: launching a {} node ({}) to replace it: ${:.4}/h -> ${:.4}/h",
+                    c.node_group, c.instance_type, c.price_per_hour_before, c.price_per_hour_after
+                );
+                let at = reference("Node", "v1", None, node);
+                publish(
+                    event(EventType::Normal, "Consolidation", "Consolidate", note),
+                    at,
+                )
+                .await;
+            }
+        }
+        for r in &status.replacements {
+            let (kind, reason) = match r.state.as_str() {
+                "abandoned" | "failed" => (EventType::Warning, "ConsolidationFailed"),
+                "replacing" => (EventType::Normal, "Consolidation"),
+                _ => continue,
+            };
+            for node in &r.nodes {
+                let note = format!("consolidation: {} {}", r.state, r.detail);
+                let at = reference("Node", "v1", None, node);
+                publish(event(kind, reason, "Consolidate", note), at).await;
+            }
+        }
+        if let Err(e) = self.write_status(status, now).await {
+            problems.push(format!("status ConfigMap: {e}"));
+        }
+        problems
+    }
+
+    /// Creates or replaces the status ConfigMap (with the resourceVersion read, so a concurrent writer makes
+    /// this write fail rather than be lost).
+    async fn write_status(&self, status: &Status, now: SystemTime) -> Result<(), kube::Error> {
+        let api = Api::<ConfigMap>::namespaced(self.client.clone(), &self.namespace);
+        let text = serde_norway::to_string(&status_document(status, now)).unwrap_or_default();
+        let stamp = humantime::format_rfc3339_seconds(now).to_string();
+        let mut config_map = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(STATUS_CONFIG_MAP.into()),
+                namespace: Some(self.namespace.clone()),
+                annotations: Some(BTreeMap::from([(
+                    "cluster-autoscaler.kubernetes.io/last-updated".to_string(),
+                    stamp,
+                )])),
+                ..ObjectMeta::default()
+            },
+            data: Some(BTreeMap::from([("status".to_string(), text)])),
+            ..ConfigMap::default()
+        };
+        match api.get_opt(STATUS_CONFIG_MAP).await? {
+            None => {
+                api.create(&PostParams::default(), &config_map).await?;
+            }
+            Some(current) => {
+                config_map.metadata.resource_version = current.metadata.resource_version;
+                api.replace(STATUS_CONFIG_MAP, &PostParams::default(), &config_map)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The status ConfigMap's `status` document, shaped after upstream's.
+pub fn status_document(status: &Status, now: SystemTime) -> serde_json::Value {
+    let health = &status.cluster_health;
+    // Backed off, or its nodes mostly unready.
+    let unhealthy = |g: &GroupStatus| {
+        g.skipped
+            .as_deref()
+            .is_some_and(|s| s.contains("backoff") || s.starts_with("not ready for scale-up"))
+    };
+    let unix = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+    let groups: Vec<serde_json::Value> = status
+        .node_groups
+        .iter()
+        .map(|g| {
+            let scaling_up = status.scale_up.iter().any(|s| s.node_group == g.id && s.error.is_none());
+            let candidates = status.scale_down.iter().filter(|s| s.node_group == g.id).count();
+            json!({
+                "name": g.id,
+                "health": {
+                    "status": if unhealthy(g) { "Unhealthy" } else { "Healthy" },
+                    "cloudProviderTarget": g.target_size,
+                    "minSize": g.min_size,
+                    "maxSize": g.max_size,
+                    "registered": g.registered,
+                    "upcoming": g.upcoming,
+                },
+                "scaleUp": {
+                    "status": if scaling_up { "InProgress" } else if g.skipped.as_deref().is_some_and(|s| s.contains("backoff")) { "Backoff" } else { "NoActivity" },
+                    "skipped": g.skipped,
+                },
+                "scaleDown": {
+                    "status": if candidates > 0 { "CandidatesPresent" } else { "NoCandidates" },
+                    "candidates": candidates,
+                },
+            })
+        })
+        .collect();
+    json!({
+        "time": humantime::format_rfc3339_seconds(now).to_string(),
+        "timeUnix": unix,
+        "autoscalerStatus": "Running",
+        "clusterWide": {
+            "health": {
+                "status": if status.errors.is_empty() && health.healthy { "Healthy" } else { "Unhealthy" },
+                "nodeCounts": {"ready": health.ready_nodes, "unready": health.unready_nodes,
+                               "notStarted": health.not_started_nodes},
+                "reason": health.reason,
+                "errors": status.errors,
+            },
+            "scaleUp": {"nodeGroups": status.scale_up.iter().map(|s| &s.node_group).collect::<Vec<_>>(),
+                        "podsNotHelped": status.no_scale_up.len()},
+            "scaleDown": {"candidates": status.scale_down.len(), "deletions": status.deletions.len()},
+        },
+        "nodeGroups": groups,
+    })
+}

@@ -1,0 +1,382 @@
+//! The live cluster, through kube-rs: reflector caches of nodes, pods (all namespaces),
+//! PodDisruptionBudgets, DaemonSets (and CapacityBuffers with what they name, in kube_buffers), kept current by watches, so that a loop reads memory and never waits on the API
+//! server; a trigger that fires when a pod turns Unschedulable (to start a loop early, as
+//! cluster-autoscaler's frequent loops do); and the actions scale-down needs: node taints (patched against the
+//! version read, so a concurrent change is not overwritten) and evictions through the Eviction API.
+
+use crate::autoscaler::cluster::{BufferStatus, ClusterError, ClusterSource, ClusterView};
+use crate::autoscaler::control::kube_buffers::BufferWatches;
+use crate::k8s::objects;
+use crate::model::{PodNames, Taint};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::Notify;
+
+/// The field manager our patches are made as.
+pub(super) const MANAGER: &str = "ekscale-autoscaler";
+
+pub struct Kube {
+    client: kube::Client,
+    nodes: Store<Node>,
+    pods: Store<Pod>,
+    pdbs: Store<PodDisruptionBudget>,
+    daemonsets: Store<DaemonSet>,
+    /// CapacityBuffers and what they name, when the cluster serves them.
+    buffers: Option<BufferWatches>,
+    unschedulable: Arc<Notify>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The last view's pods as converted, by the address of the cached object they were converted from
+    /// (kept alive here, so the address names that object): the store replaces an object's `Arc` when it
+    /// changes, so a pod the same `Arc` still holds is copied, not converted again. Converting every pod of
+    /// a large cluster on every loop cost several times the loop itself.
+    converted: std::sync::Mutex<HashMap<usize, (Arc<Pod>, crate::model::Pod)>>,
+}
+
+impl Drop for Kube {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// `--kube-client-qps` and `--kube-client-burst` (client-go's defaults, 5 and 10): requests started, on
+/// average and at once. Watches are long requests, so only their (re)starts count.
+#[derive(Clone, Copy, Debug)]
+pub struct RateLimits {
+    pub qps: f64,
+    pub burst: u32,
+}
+
+impl Default for RateLimits {
+    fn default() -> RateLimits {
+        RateLimits {
+            qps: 5.0,
+            burst: 10,
+        }
+    }
+}
+
+/// A client whose requests are rate limited: up to `burst` in every `burst / qps` seconds.
+pub fn client(config: kube::Config, limits: RateLimits) -> Result<kube::Client, ClusterError> {
+    let burst = limits.burst.max(1);
+    let window = Duration::from_secs_f64(f64::from(burst) / limits.qps.max(0.001));
+    let builder = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| ClusterError::Kube(e.to_string()))?;
+    Ok(builder
+        .with_layer(&tower::limit::RateLimitLayer::new(u64::from(burst), window))
+        .build())
+}
+
+/// Whether the pod waits for a node because the scheduler found none.
+fn unschedulable(pod: &Pod) -> bool {
+    let pending = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_none_or(str::is_empty);
+    pending && objects::marked_unschedulable(pod.status.as_ref())
+}
+
+impl Kube {
+    /// Connects with `config` (a kubeconfig's or the in-cluster one) and starts the watches. The client's
+    /// own retrying of 429s is turned off: an eviction a PDB refuses answers 429, and the actuator retries
+    /// those itself, once a loop, up to `--max-pod-eviction-time`; watches back off on their own.
+    pub async fn connect(
+        mut config: kube::Config,
+        limits: RateLimits,
+    ) -> Result<Kube, ClusterError> {
+        config.default_retry = false;
+        Kube::start(client(config, limits)?).await
+    }
+
+    /// Starts the watches and waits until every cache has its first full list.
+    pub async fn start(client: kube::Client) -> Result<Kube, ClusterError> {
+        let unschedulable_pods = Arc::new(Notify::new());
+        let mut tasks = Vec::new();
+        let (nodes, writer) = reflector::store();
+        let stream = reflector::reflector(
+            writer,
+            watcher(Api::<Node>::all(client.clone()), watcher::Config::default()),
+        );
+        tasks.push(tokio::spawn(drive(stream.applied_objects(), |_| {})));
+        let (pods, writer) = reflector::store();
+        let stream = reflector::reflector(
+            writer,
+            watcher(Api::<Pod>::all(client.clone()), watcher::Config::default()),
+        );
+        let notify = unschedulable_pods.clone();
+        tasks.push(tokio::spawn(drive(
+            stream.applied_objects(),
+            move |pod: &Pod| {
+                if unschedulable(pod) {
+                    notify.notify_one();
+                }
+            },
+        )));
+        let (pdbs, writer) = reflector::store();
+        let stream = reflector::reflector(
+            writer,
+            watcher(
+                Api::<PodDisruptionBudget>::all(client.clone()),
+                watcher::Config::default(),
+            ),
+        );
+        tasks.push(tokio::spawn(drive(stream.applied_objects(), |_| {})));
+        let (daemonsets, writer) = reflector::store();
+        let stream = reflector::reflector(
+            writer,
+            watcher(
+                Api::<DaemonSet>::all(client.clone()),
+                watcher::Config::default(),
+            ),
+        );
+        tasks.push(tokio::spawn(drive(stream.applied_objects(), |_| {})));
+        let buffers = BufferWatches::start(&client, |task| tasks.push(tokio::spawn(task))).await?;
+        let source = Kube {
+            client,
+            nodes,
+            pods,
+            pdbs,
+            daemonsets,
+            buffers,
+            unschedulable: unschedulable_pods,
+            tasks,
+            converted: Default::default(),
+        };
+        let ready = async {
+            source.nodes.wait_until_ready().await?;
+            source.pods.wait_until_ready().await?;
+            source.pdbs.wait_until_ready().await?;
+            source.daemonsets.wait_until_ready().await
+        };
+        ready.await.map_err(|e| {
+            ClusterError::Kube(format!("the watches stopped before their first list: {e}"))
+        })?;
+        Ok(source)
+    }
+
+    /// Completes when a pod turns Unschedulable (wakes one waiter; notifications before the wait count).
+    pub async fn unschedulable_pod(&self) {
+        self.unschedulable.notified().await;
+    }
+}
+
+/// Runs a reflector's stream for as long as the source lives; watch errors are logged and retried by the
+/// watcher with its backoff.
+pub(super) async fn drive<K, S>(stream: S, mut each: impl FnMut(&K) + Send)
+where
+    S: futures::Stream<Item = Result<K, watcher::Error>> + Send,
+{
+    let stream = stream.default_backoff();
+    futures::pin_mut!(stream);
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(object) => each(&object),
+            Err(e) => tracing::warn!(error = %e, "watch failed; retrying"),
+        }
+    }
+}
+
+fn api_error(what: String, e: kube::Error) -> ClusterError {
+    match e {
+        kube::Error::Api(status) if status.code == 404 => ClusterError::NoNode(what),
+        other => ClusterError::Kube(format!("{what}: {other}")),
+    }
+}
+
+impl Kube {
+    /// Replaces the node's taints with `change` applied to the ones it has now, with the node's
+    /// resourceVersion in the patch so that a concurrent update makes it fail rather than be lost.
+    async fn change_taints(
+        &self,
+        name: &str,
+        change: impl Fn(&mut Vec<k8s_openapi::api::core::v1::Taint>),
+    ) -> Result<(), ClusterError> {
+        let api = Api::<Node>::all(self.client.clone());
+        let node = api
+            .get(name)
+            .await
+            .map_err(|e| api_error(name.to_string(), e))?;
+        let mut taints = node.spec.and_then(|s| s.taints).unwrap_or_default();
+        let before = taints.clone();
+        change(&mut taints);
+        if taints == before {
+            return Ok(());
+        }
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": node.metadata.resource_version},
+            "spec": {"taints": taints},
+        });
+        let params = PatchParams {
+            field_manager: Some(MANAGER.into()),
+            ..PatchParams::default()
+        };
+        api.patch(name, &params, &Patch::Merge(&patch))
+            .await
+            .map_err(|e| api_error(name.to_string(), e))?;
+        Ok(())
+    }
+}
+
+impl Kube {
+    /// The cached pods in the model, each converted once per version of its object.
+    fn pods_converted(&self) -> Vec<crate::model::Pod> {
+        let mut converted = self.converted.lock().unwrap_or_else(|e| e.into_inner());
+        let mut previous = std::mem::take(&mut *converted);
+        let state = self.pods.state();
+        let mut pods = Vec::with_capacity(state.len());
+        for object in state {
+            let address = Arc::as_ptr(&object) as usize;
+            let pod = match previous.remove(&address) {
+                Some((_, pod)) => pod,
+                None => match objects::pod_from_api(&object, true) {
+                    Ok(pod) => pod,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "pod left out of the loop");
+                        continue;
+                    }
+                },
+            };
+            pods.push(pod.clone());
+            converted.insert(address, (object, pod));
+        }
+        pods
+    }
+}
+
+#[async_trait::async_trait]
+impl ClusterSource for Kube {
+    async fn view(&self) -> Result<Arc<ClusterView>, ClusterError> {
+        let now = SystemTime::now();
+        let mut view = ClusterView {
+            now: Some(now),
+            ..ClusterView::default()
+        };
+        // An object that cannot be read is left out with a warning: one odd pod must not stop the loop.
+        for node in self.nodes.state() {
+            match objects::node_from_api(&node) {
+                Ok(node) => view.nodes.push(Arc::new(node)),
+                Err(e) => tracing::warn!(error = %e, "node left out of the loop"),
+            }
+        }
+        view.pods = self.pods_converted();
+        // Equal constraints share one value, so that the loop compares them by pointer.
+        crate::model::pod::share_alike(&mut view.pods);
+        view.keys = PodNames::of(&view.pods);
+        for pdb in self.pdbs.state() {
+            match objects::pdb_from_api(&pdb) {
+                Ok(pdb) => view.pdbs.push(pdb),
+                Err(e) => tracing::warn!(error = %e, "PodDisruptionBudget left out of the loop"),
+            }
+        }
+        for ds in self.daemonsets.state() {
+            match objects::daemonset_pod(&ds) {
+                Ok(pod) => view.daemonsets.push(pod),
+                Err(e) => tracing::warn!(error = %e, "DaemonSet left out of the loop"),
+            }
+        }
+        if let Some(buffers) = &self.buffers {
+            view.buffers = buffers.objects();
+        }
+        Ok(Arc::new(view))
+    }
+
+    fn can_act(&self) -> bool {
+        true
+    }
+
+    async fn taint(&self, node: &str, taint: &Taint) -> Result<(), ClusterError> {
+        let wanted = k8s_openapi::api::core::v1::Taint {
+            key: taint.key.clone(),
+            value: Some(taint.value.clone()).filter(|v| !v.is_empty()),
+            effect: taint.effect.as_str().to_string(),
+            time_added: None,
+        };
+        self.change_taints(node, |taints| {
+            taints.retain(|t| t.key != wanted.key);
+            taints.push(wanted.clone());
+        })
+        .await
+    }
+
+    async fn untaint(&self, node: &str, key: &str) -> Result<(), ClusterError> {
+        self.change_taints(node, |taints| taints.retain(|t| t.key != key))
+            .await
+    }
+
+    async fn write_buffer_status(&self, buffer: BufferStatus<'_>) -> Result<(), ClusterError> {
+        match &self.buffers {
+            Some(watches) => watches.write_status(buffer).await,
+            None => Err(ClusterError::Kube(
+                "the cluster serves no CapacityBuffers".into(),
+            )),
+        }
+    }
+
+    async fn pods_on(&self, node: &str) -> Result<Option<Vec<crate::model::Pod>>, ClusterError> {
+        let fields = format!("spec.nodeName={node}");
+        let list = Api::<Pod>::all(self.client.clone())
+            .list(&ListParams::default().fields(&fields))
+            .await
+            .map_err(|e| ClusterError::Kube(format!("listing the pods on node {node}: {e}")))?;
+        let mut pods = Vec::new();
+        for pod in &list.items {
+            match objects::pod_from_api(pod, false) {
+                // The field selector is the API server's; the filter holds whatever it answered.
+                Ok(pod) if pod.node_name.as_deref() == Some(node) => pods.push(pod),
+                Ok(_) => {}
+                Err(e) => {
+                    return Err(ClusterError::Kube(format!(
+                        "a pod on node {node} cannot be read: {e}"
+                    )));
+                }
+            }
+        }
+        Ok(Some(pods))
+    }
+
+    async fn evict(
+        &self,
+        namespace: &str,
+        name: &str,
+        grace: Duration,
+    ) -> Result<(), ClusterError> {
+        let key = format!("{namespace}/{name}");
+        // A policy/v1 Eviction written out: kube-rs's `evict` sends its delete options as `delete_options`,
+        // which the API server does not read, and the grace period would be lost.
+        let eviction = serde_json::json!({
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"gracePeriodSeconds": grace.as_secs()},
+        });
+        match Api::<Pod>::namespaced(self.client.clone(), namespace)
+            .create_subresource::<_, serde_json::Value>(
+                "eviction",
+                name,
+                &PostParams::default(),
+                &eviction,
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 429 => {
+                Err(ClusterError::EvictionRefused {
+                    pod: key,
+                    why: status.message,
+                })
+            }
+            Err(kube::Error::Api(status)) if status.code == 404 => Err(ClusterError::NoPod(key)),
+            Err(e) => Err(ClusterError::Kube(format!("evicting {key}: {e}"))),
+        }
+    }
+}

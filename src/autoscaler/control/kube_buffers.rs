@@ -1,0 +1,204 @@
+//! CapacityBuffers on the live cluster: the buffers (v1beta1 where the API server serves it, else v1alpha1),
+//! the PodTemplates and the Deployments, StatefulSets, ReplicaSets and Jobs they may name, all cached by
+//! watches like the rest of the view; and the status subresource, written in the version read.
+//! A cluster without the CRD (or without RBAC to read it) gets no buffer watches at all.
+
+use crate::autoscaler::cluster::{BufferStatus, ClusterError};
+use crate::k8s::capacity_buffer::{
+    self as api, BufferObjects, CapacityBuffer, GROUP, KIND, PLURAL, Read, Scalable, Template,
+    VERSIONS,
+};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::PodTemplate;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use std::future::Future;
+
+pub struct BufferWatches {
+    client: kube::Client,
+    version: &'static str,
+    buffers: Store<DynamicObject>,
+    templates: Store<PodTemplate>,
+    deployments: Store<Deployment>,
+    stateful_sets: Store<StatefulSet>,
+    replica_sets: Store<ReplicaSet>,
+    jobs: Store<Job>,
+}
+
+fn resource(version: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, version, KIND), PLURAL)
+}
+
+/// The version of CapacityBuffers the API server serves, the preferred first; none when it serves neither
+/// (no CRD) or this client may not list them.
+async fn served(client: &kube::Client) -> Result<Option<&'static str>, ClusterError> {
+    for version in VERSIONS {
+        let api = Api::<DynamicObject>::all_with(client.clone(), &resource(version));
+        match api.list(&ListParams::default().limit(1)).await {
+            Ok(_) => return Ok(Some(version)),
+            Err(kube::Error::Api(status)) if status.code == 404 => continue,
+            Err(kube::Error::Api(status)) if status.code == 403 => {
+                tracing::warn!(message = %status.message, "CapacityBuffers cannot be listed: buffers are ignored");
+                return Ok(None);
+            }
+            Err(e) => return Err(ClusterError::Kube(format!("listing CapacityBuffers: {e}"))),
+        }
+    }
+    tracing::info!("no CapacityBuffer CRD ({GROUP}): buffers are ignored");
+    Ok(None)
+}
+
+/// A reflector over `api`: its store, and the task that keeps it.
+fn reflect<K>(api: Api<K>, dyntype: K::DynamicType) -> (Store<K>, impl Future<Output = ()> + Send)
+where
+    K: kube::Resource
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+    K::DynamicType: Clone + Eq + std::hash::Hash + Send + Sync,
+{
+    let writer = reflector::store::Writer::new(dyntype);
+    let store = writer.as_reader();
+    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()));
+    (
+        store,
+        crate::autoscaler::control::kube::drive(stream.applied_objects(), |_| {}),
+    )
+}
+
+impl BufferWatches {
+    /// Starts the watches when the API server serves CapacityBuffers; `spawn` runs each watch's task.
+    pub async fn start(
+        client: &kube::Client,
+        mut spawn: impl FnMut(std::pin::Pin<Box<dyn Future<Output = ()> + Send>>),
+    ) -> Result<Option<BufferWatches>, ClusterError> {
+        let Some(version) = served(client).await? else {
+            return Ok(None);
+        };
+        let resource = resource(version);
+        let c = client.clone();
+        let (buffers, task) = reflect(Api::all_with(c.clone(), &resource), resource.clone());
+        spawn(Box::pin(task));
+        let (templates, task) = reflect(Api::all(c.clone()), ());
+        spawn(Box::pin(task));
+        let (deployments, task) = reflect(Api::all(c.clone()), ());
+        spawn(Box::pin(task));
+        let (stateful_sets, task) = reflect(Api::all(c.clone()), ());
+        spawn(Box::pin(task));
+        let (replica_sets, task) = reflect(Api::all(c.clone()), ());
+        spawn(Box::pin(task));
+        let (jobs, task) = reflect(Api::all(c), ());
+        spawn(Box::pin(task));
+        let watches = BufferWatches {
+            client: client.clone(),
+            version,
+            buffers,
+            templates,
+            deployments,
+            stateful_sets,
+            replica_sets,
+            jobs,
+        };
+        let ready = async {
+            watches.buffers.wait_until_ready().await?;
+            watches.templates.wait_until_ready().await?;
+            watches.deployments.wait_until_ready().await?;
+            watches.stateful_sets.wait_until_ready().await?;
+            watches.replica_sets.wait_until_ready().await?;
+            watches.jobs.wait_until_ready().await
+        };
+        ready.await.map_err(|e| {
+            ClusterError::Kube(format!(
+                "the buffer watches stopped before their first list: {e}"
+            ))
+        })?;
+        Ok(Some(watches))
+    }
+
+    /// The buffers, and only the templates and scalable objects they name (a cluster's Deployments are
+    /// many; converting them all every loop would be work for nothing).
+    pub fn objects(&self) -> BufferObjects {
+        let mut objects = BufferObjects::default();
+        for object in self.buffers.state() {
+            let buffer = serde_json::to_value(object.as_ref())
+                .and_then(serde_json::from_value::<CapacityBuffer>);
+            let buffer = match buffer {
+                Ok(buffer) => buffer,
+                Err(e) => {
+                    tracing::warn!(error = %e, "CapacityBuffer left out of the loop");
+                    continue;
+                }
+            };
+            let namespace = buffer.metadata.namespace.clone().unwrap_or_default();
+            if let Some(t) = &buffer.spec.pod_template_ref {
+                let found = self
+                    .templates
+                    .get(&ObjectRef::new(&t.name).within(&namespace));
+                objects
+                    .templates
+                    .extend(found.map(|t| Template::from_api(&t)));
+            }
+            if let Some(r) = &buffer.spec.scalable_ref {
+                let scalable = self.scalable(&namespace, r);
+                objects.scalables.extend(scalable);
+            }
+            objects.buffers.push(Read {
+                version: self.version,
+                buffer,
+            });
+        }
+        objects
+    }
+
+    fn scalable(&self, namespace: &str, r: &api::ScalableRef) -> Option<Scalable> {
+        fn at<K: kube::Resource<DynamicType = ()>>(namespace: &str, name: &str) -> ObjectRef<K> {
+            ObjectRef::new(name).within(namespace)
+        }
+        let (ns, name) = (namespace, r.name.as_str());
+        match (r.api_group.as_str(), r.kind.as_str()) {
+            ("apps", "Deployment") => self
+                .deployments
+                .get(&at(ns, name))
+                .map(|o| Scalable::deployment(&o)),
+            ("apps", "StatefulSet") => {
+                (self.stateful_sets.get(&at(ns, name))).map(|o| Scalable::stateful_set(&o))
+            }
+            ("apps", "ReplicaSet") => {
+                (self.replica_sets.get(&at(ns, name))).map(|o| Scalable::replica_set(&o))
+            }
+            ("batch", "Job") => self.jobs.get(&at(ns, name)).map(|o| Scalable::job(&o)),
+            _ => None,
+        }
+    }
+
+    /// Writes `buffer`'s status subresource (a merge patch of the whole status: its conditions list is
+    /// replaced, with the conditions of others kept in it).
+    pub async fn write_status(&self, buffer: BufferStatus<'_>) -> Result<(), ClusterError> {
+        let api = Api::<DynamicObject>::namespaced_with(
+            self.client.clone(),
+            buffer.namespace,
+            &resource(buffer.version),
+        );
+        let patch = serde_json::json!({"status": buffer.status});
+        let params = PatchParams {
+            field_manager: Some(crate::autoscaler::control::kube::MANAGER.into()),
+            ..PatchParams::default()
+        };
+        match api
+            .patch_status(buffer.name, &params, &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) => Err(ClusterError::Kube(format!(
+                "CapacityBuffer {}: {e}",
+                buffer.key()
+            ))),
+        }
+    }
+}

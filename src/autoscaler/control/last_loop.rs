@@ -1,0 +1,205 @@
+//! The last loop, as `/health-check` and `/snapshotz` serve it: when the loop last ran and last succeeded
+//! (cluster-autoscaler's liveness rules), and what it saw and decided.
+
+use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::status::Status;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// `--max-inactivity`, `--max-failing-time`, `--max-startup-time`.
+#[derive(Clone, Copy, Debug)]
+pub struct Liveness {
+    pub max_inactivity: Duration,
+    pub max_failing_time: Duration,
+    pub max_startup_time: Duration,
+}
+
+impl Default for Liveness {
+    fn default() -> Liveness {
+        Liveness {
+            max_inactivity: Duration::from_secs(600),
+            max_failing_time: Duration::from_secs(900),
+            max_startup_time: Duration::from_secs(1200),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    /// Waiting for the lease: alive, but not looping.
+    standby: bool,
+    started: SystemTime,
+    last_activity: Option<SystemTime>,
+    last_success: Option<SystemTime>,
+    /// The last loop that decided; kept as it is and turned into JSON only when `/snapshotz` is asked.
+    decided: Option<Decided>,
+    /// A loop that failed since (time, why).
+    failure: Option<(SystemTime, String)>,
+}
+
+#[derive(Debug)]
+struct Decided {
+    at: SystemTime,
+    cluster: Value,
+    status: Arc<Status>,
+}
+
+/// Shared between the loop (which records) and the HTTP endpoints (which read).
+#[derive(Debug)]
+pub struct LastLoop {
+    liveness: Liveness,
+    state: Mutex<State>,
+}
+
+fn unix(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
+
+impl LastLoop {
+    pub fn new(liveness: Liveness, started: SystemTime) -> LastLoop {
+        LastLoop {
+            liveness,
+            state: Mutex::new(State {
+                standby: false,
+                started,
+                last_activity: None,
+                last_success: None,
+                decided: None,
+                failure: None,
+            }),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waiting for another replica's lease (healthy, no loop), or leading from `now` (the start-up time
+    /// counts from then).
+    pub fn standby(&self, waiting: bool, now: SystemTime) {
+        let mut state = self.state();
+        if state.standby && !waiting {
+            state.started = now;
+        }
+        state.standby = waiting;
+        if waiting {
+            state.decided = None;
+            state.failure = None;
+        }
+    }
+
+    /// A loop that decided: what it saw (summarised) and every decision and reason.
+    pub fn succeeded(&self, view: &ClusterView, status: Arc<Status>, at: SystemTime) {
+        let pending = view.pods.iter().filter(|p| p.node_name.is_none()).count();
+        let cluster = json!({
+            "nodes": view.nodes.len(),
+            "readyNodes": view.nodes.iter().filter(|n| n.ready).count(),
+            "pods": view.pods.len(),
+            "pendingPods": pending,
+            "podDisruptionBudgets": view.pdbs.len(),
+        });
+        let mut state = self.state();
+        state.last_activity = Some(at);
+        state.last_success = Some(at);
+        state.decided = Some(Decided {
+            at,
+            cluster,
+            status,
+        });
+        state.failure = None;
+    }
+
+    /// A loop that could not decide.
+    pub fn failed(&self, why: &str, at: SystemTime) {
+        let mut state = self.state();
+        state.last_activity = Some(at);
+        state.failure = Some((at, why.to_string()));
+    }
+
+    /// `Ok` while the loop is alive by cluster-autoscaler's rules, else why not.
+    pub fn health(&self, now: SystemTime) -> Result<(), String> {
+        let state = self.state();
+        if state.standby {
+            return Ok(());
+        }
+        let since = |t: SystemTime| now.duration_since(t).unwrap_or_default();
+        let late = |what: &str, age: Duration, limit: Duration| {
+            Err(format!(
+                "{what} {} ago, more than {}",
+                humantime::format_duration(Duration::from_secs(age.as_secs())),
+                humantime::format_duration(limit)
+            ))
+        };
+        match (state.last_activity, state.last_success) {
+            (_, None) => {
+                let age = since(state.started);
+                if age > self.liveness.max_startup_time {
+                    return late("started", age, self.liveness.max_startup_time);
+                }
+                Ok(())
+            }
+            (activity, Some(success)) => {
+                let active = since(activity.unwrap_or(success));
+                if active > self.liveness.max_inactivity {
+                    return late("last loop", active, self.liveness.max_inactivity);
+                }
+                let ok = since(success);
+                if ok > self.liveness.max_failing_time {
+                    return late("last successful loop", ok, self.liveness.max_failing_time);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The JSON `/snapshotz` serves.
+    pub fn snapshot(&self) -> Value {
+        let state = self.state();
+        let mut snapshot = match &state.decided {
+            Some(d) => json!({"time": unix(d.at), "cluster": d.cluster, "decisions": *d.status}),
+            None if state.standby => json!({"status": "standby: another replica holds the lease"}),
+            None => json!({"status": "no loop has run yet"}),
+        };
+        if let Some((at, why)) = &state.failure {
+            snapshot["lastFailure"] = json!({"time": unix(*at), "error": why});
+        }
+        snapshot
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_follows_cluster_autoscalers_liveness_rules() {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let last = LastLoop::new(Liveness::default(), start);
+        let at = |s: u64| start + Duration::from_secs(s);
+        assert!(last.health(at(60)).is_ok(), "starting");
+        assert!(
+            last.health(at(1201))
+                .unwrap_err()
+                .starts_with("started 20m 1s ago")
+        );
+        last.succeeded(&ClusterView::default(), Arc::default(), at(1300));
+        assert!(last.health(at(1400)).is_ok());
+        // Failing loops keep it active but not successful: unhealthy after 15 minutes.
+        for s in (1400..2300).step_by(60) {
+            last.failed("provider down", at(s));
+        }
+        let why = last.health(at(2201)).unwrap_err();
+        assert!(why.starts_with("last successful loop 15m 1s ago"), "{why}");
+        assert_eq!(last.snapshot()["lastFailure"]["error"], "provider down");
+        // No loop at all for 10 minutes.
+        last.succeeded(&ClusterView::default(), Arc::default(), at(3000));
+        assert!(
+            last.health(at(3601))
+                .unwrap_err()
+                .starts_with("last loop 10m 1s ago")
+        );
+    }
+}

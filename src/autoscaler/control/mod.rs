@@ -1,0 +1,13 @@
+//! The companion as a program: its commands and flags, the live cluster through kube-rs, leader election,
+//! Events, the HTTP endpoints and the metrics. Everything here drives the loop (`core`); nothing in the loop
+//! depends on it.
+
+pub mod controller; // the commands: `simulate` once, `run` as the controller (loop, endpoints, Lease, events)
+pub mod events; // Events and the status ConfigMap, as cluster-autoscaler writes them
+pub mod flags; // the companion's flags, as cluster-autoscaler names them, into the loop's settings
+pub mod http; // /metrics, /health-check, /snapshotz
+pub mod kube; // the live cluster: reflector caches, an unschedulable-pod trigger, taints and evictions
+pub mod kube_buffers; // CapacityBuffers, PodTemplates and scalable objects watched; buffer status written
+pub mod last_loop; // what /health-check and /snapshotz serve: liveness and the last decisions
+pub mod leader; // leader election on a Lease: one replica acts, and stops at once when it loses
+pub mod metrics; // ekscale_* metrics, named after cluster-autoscaler's

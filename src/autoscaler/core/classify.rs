@@ -1,0 +1,142 @@
+//! Pod classification and batching: which pods of a view scale-up is for, which Fargate takes, which hold
+//! room where they are, and which are said and left (terminating, expendable, not yet tried by the scheduler,
+//! DaemonSet copies, too young). Every pending pod is said somewhere.
+
+use crate::autoscaler::scaleup::planner::Pending;
+use crate::autoscaler::status::NoScaleUp;
+use crate::model::pod::{FARGATE_SCHEDULER, Phase};
+use crate::model::{Pod, PodList};
+use std::collections::{BTreeMap, HashSet};
+use std::time::{Duration, SystemTime};
+
+/// The pods of a view, by what the loop does with them.
+pub struct Sorted {
+    /// Unschedulable, not expendable, not DaemonSet: what scale-up is for.
+    pub to_help: Vec<usize>,
+    /// Pending with the fargate-scheduler.
+    pub fargate: Vec<usize>,
+    /// On a node (or nominated to one) and not expendable: they hold room.
+    pub bound: Vec<usize>,
+    /// Pending pods nothing is done for, with why (every pending pod is said somewhere).
+    pub said: Vec<NoScaleUp>,
+}
+
+/// Says why nothing is done for a pending pod, for every node group.
+fn unhelped(pod: &Pod, why: String) -> NoScaleUp {
+    NoScaleUp {
+        pod: pod.key(),
+        reasons: BTreeMap::from([(String::new(), why)]),
+    }
+}
+
+pub fn sort_pods(pods: PodList<'_>, nodes: &HashSet<&str>, cutoff: i32) -> Sorted {
+    let mut sorted = Sorted {
+        to_help: Vec::new(),
+        fargate: Vec::new(),
+        bound: Vec::new(),
+        said: Vec::new(),
+    };
+    for (i, pod) in pods.iter().enumerate() {
+        if pod.phase == Phase::Terminal {
+            continue;
+        }
+        if pod.node_name.is_some() {
+            if !pod.expendable(cutoff) {
+                sorted.bound.push(i);
+            }
+            continue;
+        }
+        // Every pending pod is said somewhere: those nothing is done for, here, with why.
+        if pod.deleted.is_some() {
+            let why = "terminating: it is being deleted".into();
+            sorted.said.push(unhelped(pod, why));
+            continue;
+        }
+        if pod.scheduler_name == FARGATE_SCHEDULER {
+            sorted.fargate.push(i);
+        } else if pod
+            .nominated_node
+            .as_deref()
+            .is_some_and(|n| nodes.contains(n))
+            && !pod.expendable(cutoff)
+        {
+            // Nominated to a node that exists: the scheduler will bind it there. A nomination to a node
+            // that is gone is no promise; the pod is pending like any other.
+            sorted.bound.push(i);
+        } else if pod.expendable(cutoff) {
+            // Ignored, as documented (and as upstream does): its room is free and it never asks for a node.
+        } else if !pod.unschedulable {
+            // Said, because a hand-written snapshot often lacks the condition and silence would puzzle.
+            let why = "the scheduler has not marked it Unschedulable (PodScheduled=False, reason \
+                       Unschedulable): nothing to do until it has tried";
+            sorted.said.push(unhelped(pod, why.into()));
+        } else if pod.daemonset() {
+            let why = "DaemonSet pod: a new node would run its own copy, not this one";
+            sorted.said.push(unhelped(pod, why.into()));
+        } else {
+            sorted.to_help.push(i);
+        }
+    }
+    sorted
+}
+
+/// The pods old enough to scale up for; the others are said with their delay.
+pub fn old_enough(
+    pods: PodList<'_>,
+    candidates: Vec<usize>,
+    new_pod_scale_up_delay: Duration,
+    now: SystemTime,
+) -> (Vec<usize>, Vec<NoScaleUp>) {
+    let mut kept = Vec::with_capacity(candidates.len());
+    let mut young = Vec::new();
+    for i in candidates {
+        let pod = &pods[i];
+        let delay = pod
+            .scale_up_delay
+            .map_or(new_pod_scale_up_delay, |d| d.max(new_pod_scale_up_delay));
+        if age(pod, now) >= delay {
+            kept.push(i);
+        } else {
+            let why = format!(
+                "younger than its scale-up delay ({}; --new-pod-scale-up-delay or the \
+                 cluster-autoscaler.kubernetes.io/pod-scale-up-delay annotation)",
+                humantime::format_duration(delay)
+            );
+            young.push(unhelped(pod, why));
+        }
+    }
+    (kept, young)
+}
+
+/// How long ago the pod was created (forever if unknown).
+fn age(pod: &Pod, now: SystemTime) -> Duration {
+    pod.created.map_or(Duration::MAX, |c| {
+        now.duration_since(c).unwrap_or(Duration::ZERO)
+    })
+}
+
+/// Upstream's batching of new pods: why to wait this loop, if the oldest pod that needs a new node is
+/// under 2 s old, or the oldest such GPU pod under 30 s (device plugins make GPU nodes slow to be useful).
+pub fn batching(pending: &Pending, now: SystemTime) -> Option<String> {
+    let waiting = || {
+        pending
+            .groups
+            .iter()
+            .enumerate()
+            .flat_map(|(e, eg)| eg.pods[pending.done[e]..].iter().map(|&p| &pending.pods[p]))
+    };
+    let oldest = waiting().map(|p| age(p, now)).max()?;
+    if oldest < Duration::from_secs(2) {
+        return Some("waiting for more pods: every pod that needs a node is under 2s old".into());
+    }
+    let oldest_gpu = waiting()
+        .filter(|p| p.wants_gpu())
+        .map(|p| age(p, now))
+        .max();
+    if oldest_gpu.is_some_and(|a| a < Duration::from_secs(30)) {
+        return Some(
+            "waiting for more pods: every GPU pod that needs a node is under 30s old".into(),
+        );
+    }
+    None
+}

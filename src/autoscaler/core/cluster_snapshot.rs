@@ -1,0 +1,233 @@
+//! The world the loop plans in, as cluster-autoscaler's ClusterSnapshot: the nodes with the pods they hold,
+//! each group's template (one per zone for a group in several) with its DaemonSet pods on it, and the nodes
+//! already asked for, placed where their instances are or where their group will launch them. Pending pods
+//! that fit in it as it is (upstream's FilterOutSchedulable) are placed here, so scale-up plans only for the
+//! rest, and scale-down later finds the room they took.
+
+use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::core::cluster_state::{Counts, GroupFacts};
+use crate::autoscaler::group::{Group, Totals};
+use crate::autoscaler::scaleup::zones;
+use crate::autoscaler::status::Placed;
+use crate::model::node::ZONE_LABEL;
+use crate::model::pod::LabelProjection;
+use crate::model::{Node, Pod, PodList};
+use crate::simulator::equivalence::EquivalenceGroup;
+use crate::simulator::predicates;
+use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
+use crate::simulator::world;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// What the snapshot is built from: the view and what the earlier stages found in it.
+pub struct Inputs<'a> {
+    pub view: &'a ClusterView,
+    /// The view's pods and headroom's virtual pods after them.
+    pub pods: PodList<'a>,
+    /// Pods that hold room on a node (bound or nominated, not expendable).
+    pub bound: &'a [usize],
+    /// Each view node's group, by node index.
+    pub node_group: &'a [Option<usize>],
+    pub facts: &'a [GroupFacts],
+    pub counts: &'a [Counts],
+    /// Nodes on their way out: they take no pod.
+    pub deleting: &'a HashSet<String>,
+    pub projection: &'a LabelProjection,
+}
+
+/// The pending pods that fit in the snapshot as it is.
+pub struct Fitted {
+    /// Each equivalence group's terms.
+    pub terms: Vec<PodTerms>,
+    /// How many of each equivalence group's pods (from the front) were placed.
+    pub done: Vec<usize>,
+    /// Each placed pod, and where.
+    pub placed: Vec<Placed>,
+}
+
+pub struct ClusterSnapshot {
+    pub topology: Topology,
+    /// The view's nodes first, by node index; then the upcoming nodes.
+    pub places: Vec<Place>,
+    /// The pods on each of the view's nodes (bound, nominated, or placed there this loop), by node index.
+    pub on_node: Vec<Vec<usize>>,
+}
+
+impl ClusterSnapshot {
+    /// Builds the snapshot for the pending pods of `pending` (their terms need the topology to know their
+    /// keys), and fills each group's templates in `groups`.
+    pub fn build(
+        input: &Inputs,
+        pending: &[EquivalenceGroup],
+        groups: &mut [Group],
+    ) -> ClusterSnapshot {
+        let Inputs {
+            view, pods, bound, ..
+        } = *input;
+        let exemplars: Vec<&Pod> = pending.iter().map(|eg| eg.exemplar(pods)).collect();
+        let (mut topology, mut places) = world::build(
+            &view.nodes,
+            input.node_group,
+            pods,
+            bound,
+            &exemplars,
+            input.projection,
+        );
+        for (place, node) in places.iter_mut().zip(view.nodes.iter()) {
+            if input.deleting.contains(&node.name) {
+                place.accepts = false;
+            }
+        }
+        let daemonsets = daemonset_exemplars(pods, &view.daemonsets);
+        for (gi, f) in input.facts.iter().enumerate() {
+            let Some(node) = &f.template else { continue };
+            let template = template_place(&mut topology, node, gi, &daemonsets);
+            let variants: Vec<Place> = zones::templates(node, &f.zones)
+                .iter()
+                .map(|n| template_place(&mut topology, n, gi, &daemonsets))
+                .collect();
+            let upcoming = input.counts[gi].upcoming;
+            if variants.is_empty() {
+                for _ in 0..upcoming {
+                    places.push(topology.copy(&template, PlaceKind::Upcoming));
+                }
+            } else {
+                // Upcoming nodes where their instances are, or where the group will launch them.
+                let names: Vec<&str> = variants
+                    .iter()
+                    .map(|v| v.node.labels[ZONE_LABEL].as_str())
+                    .collect();
+                let mut per_zone = vec![0u64; names.len()];
+                for (n, g) in view.nodes.iter().zip(input.node_group) {
+                    let zone = n.labels.get(ZONE_LABEL).map(String::as_str);
+                    if *g == Some(gi)
+                        && let Some(z) = names.iter().position(|name| Some(*name) == zone)
+                    {
+                        per_zone[z] += 1;
+                    }
+                }
+                let coming = input.counts[gi]
+                    .unregistered
+                    .iter()
+                    .filter_map(|&i| zones::of_instance(&f.instances[i].id));
+                for z in zones::upcoming(&names, &mut per_zone, coming, upcoming) {
+                    places.push(topology.copy(&variants[z], PlaceKind::Upcoming));
+                }
+            }
+            groups[gi].template = Some(template);
+            groups[gi].zones = variants;
+        }
+        ClusterSnapshot {
+            on_node: pods_on_nodes(view, pods, bound),
+            topology,
+            places,
+        }
+    }
+
+    /// FilterOutSchedulable: the pending pods that fit where nodes are or are coming take that room, and need
+    /// nothing new.
+    pub fn place_pending(
+        &mut self,
+        pods: PodList<'_>,
+        pending: &[EquivalenceGroup],
+        groups: &[Group],
+    ) -> Fitted {
+        let mut placed = Vec::new();
+        let terms: Vec<PodTerms> = pending
+            .iter()
+            .map(|eg| self.topology.resolve(eg.exemplar(pods)))
+            .collect();
+        let mut done = vec![0usize; pending.len()];
+        for (e, eg) in pending.iter().enumerate() {
+            let at = world::place_all(
+                &mut self.topology,
+                &mut self.places,
+                pods,
+                &eg.pods,
+                &terms[e],
+            );
+            done[e] = at.len();
+            for (k, p) in at.into_iter().enumerate() {
+                let place = &self.places[p];
+                let node = match place.kind {
+                    PlaceKind::Existing => {
+                        // Scale-down must find these a place too, as upstream's snapshot holds them there.
+                        self.on_node[p].push(eg.pods[k]);
+                        place.node.name.clone()
+                    }
+                    _ => "upcoming".into(),
+                };
+                placed.push(Placed {
+                    pod: pods[eg.pods[k]].key(),
+                    node,
+                    node_group: place.group.map(|g| groups[g].id.clone()),
+                });
+            }
+        }
+        Fitted {
+            terms,
+            done,
+            placed,
+        }
+    }
+
+    /// The nodes, cores and memory the cluster has or has asked for, for the cluster-wide limits.
+    pub fn totals(&self) -> Totals {
+        Totals::of(&self.places)
+    }
+}
+
+/// A group's template as a place, with the DaemonSet pods that would run on such a node already on it.
+fn template_place(
+    topology: &mut Topology,
+    node: &Arc<Node>,
+    group: usize,
+    daemonsets: &[Pod],
+) -> Place {
+    let mut template = topology.place(node.clone(), Some(group), PlaceKind::Planned);
+    for ds in daemonsets {
+        if predicates::node_fit(&ds.scheduling, node).is_ok() {
+            template.free = predicates::minus(template.free, &ds.demand);
+            template
+                .ports
+                .extend(ds.scheduling.host_ports.iter().cloned());
+        }
+    }
+    template
+}
+
+/// The pods on each node of the view (bound, or nominated to it), by node index.
+fn pods_on_nodes(view: &ClusterView, pods: PodList<'_>, bound: &[usize]) -> Vec<Vec<usize>> {
+    let index: HashMap<&str, usize> = view
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    let mut on_node = vec![Vec::new(); view.nodes.len()];
+    for &p in bound {
+        let pod = &pods[p];
+        let name = pod.node_name.as_deref().or(pod.nominated_node.as_deref());
+        if let Some(&n) = name.and_then(|n| index.get(n)) {
+            on_node[n].push(p);
+        }
+    }
+    on_node
+}
+
+/// One pod per DaemonSet: what each would add to a new node. A running pod is preferred (admission may
+/// have changed its requests); DaemonSets with no pod running yet come from their template. A running pod
+/// loses the node its controller pinned it to (`matchFields` on `metadata.name`), as upstream's template
+/// pods do, so that it asks of a new node only what its DaemonSet asks.
+fn daemonset_exemplars(pods: PodList<'_>, templates: &[Pod]) -> Vec<Pod> {
+    let mut seen = HashSet::new();
+    pods.iter()
+        .filter(|p| p.daemonset())
+        .chain(templates)
+        .filter(|p| seen.insert(p.controller.as_ref().map(|c| c.uid.as_str())))
+        .map(|p| Pod {
+            scheduling: Arc::new(p.scheduling.for_any_node()),
+            ..p.clone()
+        })
+        .collect()
+}

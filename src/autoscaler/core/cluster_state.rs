@@ -1,0 +1,314 @@
+//! Cluster state, as cluster-autoscaler's clusterstate registry keeps it: every node group's size, instances,
+//! template, zones and options as the provider says them this loop; which group each node is in; what is
+//! registered and what is still coming; instances that failed to start or never registered, and the backoff
+//! they earn their group. Only instances seen this loop are remembered.
+
+use crate::autoscaler::client::{ClientError, ProviderClient};
+use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::group::Group;
+use crate::autoscaler::scaleup::backoff::Backoff;
+use crate::autoscaler::settings::Settings;
+use crate::k8s::objects;
+use crate::model::{GroupOptions, Instance, Node, NodeGroup};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// A node group with what the provider said of it this loop.
+pub struct GroupFacts {
+    pub group: NodeGroup,
+    pub target: i32,
+    pub instances: Vec<Instance>,
+    pub template: Option<Arc<Node>>,
+    /// Its Availability Zones, when the provider says them.
+    pub zones: Vec<String>,
+    /// What GetOptions says, over the companion's defaults.
+    pub options: GroupOptions,
+    pub problem: Option<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Counts {
+    pub registered: usize,
+    pub upcoming: usize,
+    /// Its instances without a node yet (indices into the group's `instances`): where upcoming nodes are.
+    pub unregistered: Vec<usize>,
+}
+
+/// What the loop remembers of instances between iterations, and the backoff of groups.
+pub struct ClusterState {
+    pub backoff: Backoff,
+    /// Instance ids whose creation error was already counted against their group.
+    failed_instances: HashSet<String>,
+    /// When each instance without a node was first seen.
+    unregistered_since: HashMap<String, SystemTime>,
+}
+
+impl ClusterState {
+    pub fn new(backoff: Backoff) -> ClusterState {
+        ClusterState {
+            backoff,
+            failed_instances: HashSet::new(),
+            unregistered_since: HashMap::new(),
+        }
+    }
+
+    /// Per group: registered nodes and what is still coming; instances that failed to start back the group
+    /// off, instances without a node start their provision timer. Returns the groups as the planner sees them.
+    pub fn count(
+        &mut self,
+        max_node_startup_time: Duration,
+        view: &ClusterView,
+        facts: &[GroupFacts],
+        node_group: &[Option<usize>],
+        now: SystemTime,
+    ) -> (Vec<Group>, Vec<Counts>) {
+        let mut counts = vec![Counts::default(); facts.len()];
+        for (node, g) in view.nodes.iter().zip(node_group) {
+            let Some(gi) = *g else { continue };
+            // A node still starting is represented by an upcoming node, as upstream does.
+            if !node.starting(now, max_node_startup_time) {
+                counts[gi].registered += 1;
+            }
+        }
+        let registered_ids: HashSet<&str> =
+            view.nodes.iter().map(|n| n.provider_id.as_str()).collect();
+        // Only instances seen this loop are remembered: ids come back (AWS placeholders are
+        // `i-placeholder-<asg>-<n>` again after every IncreaseSize), and one gone for a loop is a new one.
+        let seen: HashSet<&str> = facts
+            .iter()
+            .flat_map(|f| &f.instances)
+            .map(|i| i.id.as_str())
+            .collect();
+        // A group the provider could not list this loop keeps its instances' memory until it can.
+        if facts
+            .iter()
+            .all(|f| f.problem.is_none() || !f.instances.is_empty())
+        {
+            self.failed_instances
+                .retain(|id| seen.contains(id.as_str()));
+            self.unregistered_since
+                .retain(|id, _| seen.contains(id.as_str()));
+        }
+        let mut groups = Vec::with_capacity(facts.len());
+        for (f, c) in facts.iter().zip(&mut counts) {
+            let mut failed = 0;
+            for (i, instance) in f.instances.iter().enumerate() {
+                if !registered_ids.contains(instance.id.as_str()) {
+                    c.unregistered.push(i);
+                }
+                if let Some(error) = instance.error.as_ref().filter(|_| instance.creating()) {
+                    failed += 1;
+                    if self.failed_instances.insert(instance.id.clone()) {
+                        let why = format!(
+                            "instance creation failed: {}: {}",
+                            error.code, error.message
+                        );
+                        self.backoff.fail(&f.group.id, why, now);
+                    }
+                } else if registered_ids.contains(instance.id.as_str()) {
+                    self.unregistered_since.remove(&instance.id);
+                } else {
+                    self.unregistered_since
+                        .entry(instance.id.clone())
+                        .or_insert(now);
+                }
+            }
+            let failing = f
+                .problem
+                .clone()
+                .or_else(|| self.backoff.backed_off(&f.group.id, now));
+            // A backed-off group's requested nodes may never come: do not count on them.
+            c.upcoming = if failing.is_some() {
+                0
+            } else {
+                usize::try_from(f.target)
+                    .unwrap_or(0)
+                    .saturating_sub(c.registered + failed)
+            };
+            let skip = failing.or_else(|| {
+                (f.target >= f.group.max_size).then(|| "max node group size reached".to_string())
+            });
+            groups.push(Group {
+                id: f.group.id.clone(),
+                min_size: f.group.min_size,
+                max_size: f.group.max_size,
+                target_size: f.target,
+                template: None,
+                zones: Vec::new(),
+                skip,
+                node_price: None,
+                zero_or_max: f.options.zero_or_max,
+            });
+        }
+        (groups, counts)
+    }
+
+    /// Instances that have not become nodes within `--max-node-provision-time` are deleted (never below the
+    /// group's min size) and their group backed off, as cluster-autoscaler does; so are instances the provider
+    /// says it could not create (a stockout's placeholders: upstream deletes them in the loop that sees them,
+    /// the group already backed off), or they would launch, unasked, whenever capacity frees up. Returns the
+    /// removals that failed.
+    pub async fn remove_long_unregistered(
+        &mut self,
+        client: &ProviderClient,
+        act: bool,
+        facts: &[GroupFacts],
+        now: SystemTime,
+    ) -> Vec<String> {
+        let mut errors = Vec::new();
+        for f in facts {
+            let failed: Vec<&str> = (f.instances.iter())
+                .filter(|i| i.creating() && i.error.is_some())
+                .map(|i| i.id.as_str())
+                .collect();
+            let late: Vec<&str> = f
+                .instances
+                .iter()
+                .filter(|i| !failed.contains(&i.id.as_str()))
+                .filter(|i| {
+                    self.unregistered_since
+                        .get(&i.id)
+                        .and_then(|since| now.duration_since(*since).ok())
+                        .is_some_and(|age| age > f.options.provision)
+                })
+                .map(|i| i.id.as_str())
+                .collect();
+            if !late.is_empty() {
+                let why = format!(
+                    "{} instance(s) did not register within {:?}",
+                    late.len(),
+                    f.options.provision
+                );
+                self.backoff.fail(&f.group.id, why, now);
+            }
+            if !act {
+                continue;
+            }
+            // An instance that was never created is no machine: cancelling it takes no node under the min size
+            // (the provider allows it); a late instance may be running, so the min size holds for those.
+            let removable = usize::try_from(f.target - f.group.min_size).unwrap_or(0);
+            let nodes: Vec<(String, String)> = (failed.iter())
+                .chain(late.iter().take(removable))
+                .map(|id| (String::new(), id.to_string()))
+                .collect();
+            if nodes.is_empty() {
+                continue;
+            }
+            match client.delete_nodes(&f.group.id, &nodes).await {
+                Ok(()) => {
+                    for (_, id) in &nodes {
+                        self.unregistered_since.remove(id);
+                    }
+                }
+                Err(e) => errors.push(format!(
+                    "removing unregistered instances of {}: {e}",
+                    f.group.id
+                )),
+            }
+        }
+        errors
+    }
+}
+
+/// Every group's size, instances and template, asked concurrently. A group the provider cannot describe
+/// is kept with the problem, so that it is reported and skipped rather than failing the loop.
+pub async fn read_groups(
+    client: &ProviderClient,
+    settings: &Settings,
+) -> Result<Vec<GroupFacts>, ClientError> {
+    let groups = client.node_groups().await?;
+    // Our defaults: upstream's, with the companion's own provision and startup times.
+    let down = &settings.scale_down;
+    let defaults = GroupOptions {
+        provision: settings.max_node_provision_time,
+        startup: settings.max_node_startup_time,
+        utilization: down.utilization_threshold,
+        gpu_utilization: down.gpu_utilization_threshold,
+        unneeded: down.unneeded_time,
+        unready: down.unready_time,
+        ignore_daemon_sets: down.ignore_daemonsets_utilization,
+        ..GroupOptions::default()
+    };
+    // Every call of this stage is independent of the others: they go out together.
+    let reads = groups.iter().map(|group| async move {
+        let read = futures::future::try_join4(
+            client.target_size(&group.id),
+            client.nodes(&group.id),
+            client.template(&group.id),
+            client.group_options(&group.id, defaults),
+        );
+        match read.await {
+            Ok((target, instances, template, options)) => {
+                let (template, problem) = match template.as_deref().map(objects::node_from_pb) {
+                    None => (None, None),
+                    Some(Ok(node)) => (Some(Arc::new(node)), None),
+                    Some(Err(e)) => (None, Some(format!("template: {e}"))),
+                };
+                GroupFacts {
+                    group: group.clone(),
+                    target,
+                    instances,
+                    template,
+                    zones: Vec::new(),
+                    options,
+                    problem,
+                }
+            }
+            Err(e) => GroupFacts {
+                problem: Some(e.to_string()),
+                group: group.clone(),
+                target: 0,
+                instances: Vec::new(),
+                template: None,
+                zones: Vec::new(),
+                options: defaults,
+            },
+        }
+    });
+    let (zones, mut facts) = futures::join!(client.zones(), futures::future::join_all(reads));
+    // Zones are an extension: without them every new node is planned in its template's zone.
+    let zones = zones.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "node group zones unknown this loop");
+        None
+    });
+    for f in &mut facts {
+        f.zones = zones
+            .as_ref()
+            .and_then(|z| z.get(&f.group.id).cloned())
+            .unwrap_or_default();
+    }
+    Ok(facts)
+}
+
+/// Which group each node belongs to: by providerID from the groups' instances, then by asking.
+pub async fn groups_of_nodes(
+    client: &ProviderClient,
+    view: &ClusterView,
+    facts: &[GroupFacts],
+) -> Result<Vec<Option<usize>>, ClientError> {
+    let mut group_of_instance: HashMap<&str, usize> = HashMap::new();
+    for (gi, f) in facts.iter().enumerate() {
+        for instance in &f.instances {
+            group_of_instance.insert(instance.id.as_str(), gi);
+        }
+    }
+    let index_of: HashMap<&str, usize> = facts
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.group.id.as_str(), i))
+        .collect();
+    let mut node_group = Vec::with_capacity(view.nodes.len());
+    for node in &view.nodes {
+        let found = match group_of_instance.get(node.provider_id.as_str()) {
+            Some(&gi) => Some(gi),
+            None if node.provider_id.is_empty() => None,
+            None => client
+                .node_group_for_node(&node.name, &node.provider_id)
+                .await?
+                .and_then(|g| index_of.get(g.id.as_str()).copied()),
+        };
+        node_group.push(found);
+    }
+    Ok(node_group)
+}

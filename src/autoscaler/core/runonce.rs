@@ -1,0 +1,562 @@
+//! One iteration of the loop (cluster-autoscaler's RunOnce), as a list of stages. Each stage takes what it
+//! needs and returns its decisions and its part of the report; `run` assembles the status from them:
+//!
+//! 1. cluster state (`cluster_state.rs`): Refresh, the groups, which group each node is in, what is coming;
+//!    the deletions and replacements in progress take their next step;
+//! 2. health (`health.rs`): an unhealthy cluster ends the loop, an unhealthy group is not scaled up;
+//! 3. pods: headroom's and the CapacityBuffers' virtual pods (`headroom/`), the pods sorted by what the loop
+//!    does with them (`classify.rs`), Fargate's set aside (`fargate.rs`), the rest in equivalence groups;
+//! 4. the snapshot (`cluster_snapshot.rs`), and the pending pods that fit in it as it is;
+//! 5. scale-up (`scaleup/`): planned for the rest, carried out (unless dry);
+//! 6. scale-down and consolidation (`scaledown/`): decided over the world scale-up left, carried out;
+//! 7. where the virtual pods went, and the buffers' statuses written back.
+
+use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
+use crate::autoscaler::cluster::{ClusterSource, ClusterView};
+use crate::autoscaler::core::classify::{self, Sorted};
+use crate::autoscaler::core::cluster_snapshot::{self, ClusterSnapshot};
+use crate::autoscaler::core::cluster_state::{self, ClusterState, Counts, GroupFacts};
+use crate::autoscaler::core::health::Judge;
+use crate::autoscaler::fargate::FargateAnswers;
+use crate::autoscaler::group::Group;
+use crate::autoscaler::headroom::buffers::Resolved;
+use crate::autoscaler::headroom::outcome::{self as headroom, Decided};
+use crate::autoscaler::planning::planning;
+use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
+use crate::autoscaler::scaledown::context::Context;
+use crate::autoscaler::scaledown::policy::{ScaleDownPolicy, Scene};
+use crate::autoscaler::scaledown::report::Report;
+use crate::autoscaler::scaleup::backoff::Backoff;
+use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
+use crate::autoscaler::scaleup::planner::{self as scaleup, Pending};
+use crate::autoscaler::scaleup::pricing::{self, PriceBook};
+use crate::autoscaler::settings::Settings;
+use crate::autoscaler::status::{ClusterHealth, GroupStatus, NoScaleUp, ScaleUp, Status};
+use crate::model::PodList;
+use crate::model::fargate::{self, FargateProfile};
+use crate::model::pod::LabelProjection;
+use crate::model::taint::TO_BE_DELETED_TAINT;
+use crate::simulator::equivalence::{self, EquivalenceGroup};
+use crate::simulator::topology::PodTerms;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    #[error("the provider failed, nothing was done this loop: {0}")]
+    Provider(#[from] ClientError),
+    #[error(transparent)]
+    Expander(#[from] ExpanderError),
+}
+
+/// The loop's state between iterations.
+pub struct RunOnce {
+    client: ProviderClient,
+    settings: Settings,
+    /// Groups, instances and backoff, as the loop remembers them.
+    state: ClusterState,
+    /// Where scale-down acts (taints, evictions); without it scale-down is planned, never carried out.
+    cluster: Option<Arc<dyn ClusterSource>>,
+    /// Unneeded timers, cooldowns, budgets, the deletions and replacements in progress.
+    down: ScaleDownPolicy,
+    /// MatchPod's answers by pod shape.
+    fargate: FargateAnswers,
+    /// Pod prices by demand, for the price expander.
+    prices: PriceBook,
+}
+
+impl RunOnce {
+    pub fn new(client: ProviderClient, mut settings: Settings) -> RunOnce {
+        settings.scale_down.rules.expendable_cutoff = settings.expendable_pods_priority_cutoff;
+        RunOnce {
+            client,
+            state: ClusterState::new(Backoff::new(settings.backoff)),
+            settings,
+            cluster: None,
+            down: ScaleDownPolicy::default(),
+            fargate: FargateAnswers::default(),
+            prices: PriceBook::default(),
+        }
+    }
+
+    /// Carries scale-down out on `cluster` (when `act` is set): taints, evictions.
+    pub fn acting_on(mut self, cluster: Arc<dyn ClusterSource>) -> RunOnce {
+        self.cluster = Some(cluster);
+        self
+    }
+
+    /// The cluster scale-down acts on, when it may act.
+    fn actor(&self) -> Option<Arc<dyn ClusterSource>> {
+        self.cluster
+            .clone()
+            .filter(|c| self.settings.act && c.can_act())
+    }
+
+    /// One iteration over `view`, at `now` (the view's own time for a snapshot): the stages in order, each
+    /// taking what it needs and handing back a value; the status is assembled from those values.
+    pub async fn run(&mut self, view: &ClusterView, now: SystemTime) -> Result<Status, LoopError> {
+        let started = Instant::now();
+        let mut status = Status::default();
+
+        // Cluster state; the deletions and replacements in progress take their next step.
+        let (mut read, mut groups) = self.cluster_state(view, now).await?;
+        record_scale_down(&mut status, std::mem::take(&mut read.report));
+        // Health: an unhealthy cluster ends the loop, as upstream's does.
+        status.cluster_health = self.health(view, &read, &mut groups, now);
+        if !status.cluster_health.healthy {
+            status.node_groups = group_statuses(&read, &groups);
+            return Ok(finish(status, started));
+        }
+
+        // Pods: headroom's virtual pods after the real ones (which keep their indices); what needs help,
+        // what Fargate takes, what holds room; in equivalence groups.
+        let reserved = headroom::reserve(&self.settings.headroom, view, now);
+        let pods = PodList::new(&view.pods, &reserved.pods);
+        let mut sorted = self.classify(view, pods, now);
+        status.no_scale_up.append(&mut sorted.said);
+        let profiles = std::mem::replace(&mut read.profiles, Ok(None));
+        let profiles = profiles.unwrap_or_else(|e| {
+            status.errors.push(format!("Fargate: {e}"));
+            None
+        });
+        let profiles = profiles.as_deref().map(Vec::as_slice);
+        let keys = profiles.map(fargate::label_keys).unwrap_or_default();
+        let projection = LabelProjection::of(pods, keys);
+        let help = equivalence::group(pods, std::mem::take(&mut sorted.to_help), &projection);
+        let on_fargate = equivalence::group(pods, std::mem::take(&mut sorted.fargate), &projection);
+        let client = &self.client;
+        let found = (self.fargate).report(client, profiles, pods, &on_fargate, &help);
+        let found = found.await;
+        status.fargate = found.pods;
+        status.errors.extend(found.errors);
+
+        // The snapshot, and the pending pods that fit in it as it is.
+        let inputs = snapshot_inputs(view, pods, &sorted, &read, &projection);
+        let mut snapshot = planning(|| ClusterSnapshot::build(&inputs, &help, &mut groups));
+        let fitted = planning(|| snapshot.place_pending(pods, &help, &groups));
+        status.placed = fitted.placed;
+
+        // Scale-up: planned for the rest, carried out, described.
+        let mut pending = pending(view, pods, help, fitted.terms, fitted.done);
+        let paused = self.batching(&mut pending, now, &mut status.no_scale_up);
+        let (expander, unpriced) = self.expander(profiles, &mut groups, &mut pending).await;
+        status.errors.extend(unpriced);
+        let up = self.scale_up(&mut snapshot, &groups, &mut pending, &expander, now);
+        let plan = up.await?;
+        record_scale_up(&mut status, plan, &pending);
+
+        // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
+        if self.settings.scale_down.enabled {
+            let world = (snapshot, &read, &mut groups[..]);
+            let stage = (world, status.scale_up.as_slice(), expander.needs_prices());
+            let down = self.scale_down(view, pods, stage, &projection, paused, now);
+            let report = down.await;
+            record_scale_down(&mut status, report);
+        }
+
+        // Where the virtual pods went; the buffers' statuses written back.
+        status.node_groups = group_statuses(&read, &groups);
+        let decided = Decided {
+            placed: &status.placed,
+            scale_up: &status.scale_up,
+            no_scale_up: &status.no_scale_up,
+        };
+        let reserved = reserved.outcome(decided, now);
+        (status.headroom, status.capacity_buffers) = (reserved.headroom, reserved.buffers);
+        if let Some(cluster) = self.actor() {
+            let errors = write_buffer_statuses(cluster.as_ref(), &reserved.resolved).await;
+            status.errors.extend(errors);
+        }
+        Ok(finish(status, started))
+    }
+
+    /// Cluster state: Refresh, every group as the provider says it (the Fargate profiles beside them), which
+    /// group each node is in, the deletions and replacements in progress one step on, and what is registered
+    /// and coming; instances that never registered are removed.
+    async fn cluster_state(
+        &mut self,
+        view: &ClusterView,
+        now: SystemTime,
+    ) -> Result<(Read, Vec<Group>), LoopError> {
+        self.client.refresh().await?;
+        self.state.backoff.forget_old(now);
+        let (facts, profiles) = futures::join!(
+            cluster_state::read_groups(&self.client, &self.settings),
+            self.client.fargate_profiles()
+        );
+        let facts = facts?;
+        let node_group = cluster_state::groups_of_nodes(&self.client, view, &facts).await?;
+        let (deleting, mut report) = self.deletions_in_progress(view, &facts, now).await;
+        let startup = self.settings.max_node_startup_time;
+        let (groups, counts) = self.state.count(startup, view, &facts, &node_group, now);
+        if self.settings.remove_unregistered {
+            let (client, act) = (&self.client, self.settings.act);
+            let unregistered = self
+                .state
+                .remove_long_unregistered(client, act, &facts, now);
+            report.errors.extend(unregistered.await);
+        }
+        let read = Read {
+            facts,
+            profiles,
+            node_group,
+            deleting,
+            counts,
+            report,
+        };
+        Ok((read, groups))
+    }
+
+    /// Health: groups whose nodes are mostly unready are skipped for scale-up; an unhealthy cluster ends the
+    /// loop, as upstream's does, and unneeded timers start again once its nodes are back.
+    fn health(
+        &mut self,
+        view: &ClusterView,
+        read: &Read,
+        groups: &mut [Group],
+        now: SystemTime,
+    ) -> ClusterHealth {
+        let judge = Judge {
+            settings: self.settings.health,
+            max_node_startup_time: self.settings.max_node_startup_time,
+            now,
+        };
+        judge.skip_unhealthy_groups(groups, &view.nodes, &read.node_group);
+        let health = judge.cluster(&view.nodes);
+        if !health.healthy {
+            self.down.forget_unneeded();
+        }
+        health
+    }
+
+    /// The view is checked; our deletions take their next step, unless the view lost its pods (and our
+    /// ToBeDeleted taints an earlier run left come off, once); the replacements waiting for their new node
+    /// are followed. Returns the nodes on their way out (ours, and any carrying the ToBeDeleted taint: ours
+    /// from an earlier run that was not just removed, or another autoscaler's), and what happened.
+    async fn deletions_in_progress(
+        &mut self,
+        view: &ClusterView,
+        facts: &[GroupFacts],
+        now: SystemTime,
+    ) -> (HashSet<String>, Report) {
+        self.down.check_view(&view.pods, facts, now);
+        let mut restored = HashSet::new();
+        let mut report = Report::default();
+        if let Some(cluster) = self.actor() {
+            let cx = Context {
+                settings: &self.settings,
+                client: &self.client,
+                actor: Some(cluster.clone()),
+            };
+            let stale = self.down.remove_stale_taints(&*cluster, view, facts).await;
+            (restored, report) = stale;
+            let advanced = self.down.advance_deletions(&cx, &*cluster, view, now).await;
+            report.merge(advanced);
+        }
+        // Replacements waiting for their new node: which is theirs, whether it is Ready, or too late.
+        let replacements = &mut self.down.consolidator.replacements;
+        let act = self.settings.act;
+        report.merge(
+            replacements
+                .watch(&self.client, act, view, facts, now)
+                .await,
+        );
+        for (group, why) in std::mem::take(&mut report.backoffs) {
+            self.state.backoff.fail(&group, why, now);
+        }
+        let deleting = (view.nodes.iter())
+            .filter(|n| {
+                self.down.deleting(&n.name)
+                    || n.tainted(TO_BE_DELETED_TAINT) && !restored.contains(&n.name)
+            })
+            .map(|n| n.name.clone())
+            .collect();
+        (deleting, report)
+    }
+
+    /// The pods by what the loop does with them; pods too young to scale up for wait (and are said), when
+    /// that is on.
+    fn classify(&self, view: &ClusterView, pods: PodList<'_>, now: SystemTime) -> Sorted {
+        let node_names: HashSet<&str> = view.nodes.iter().map(|n| n.name.as_str()).collect();
+        let cutoff = self.settings.expendable_pods_priority_cutoff;
+        let mut sorted = classify::sort_pods(pods, &node_names, cutoff);
+        if self.settings.wait_for_new_pods {
+            let delay = self.settings.new_pod_scale_up_delay;
+            let candidates = std::mem::take(&mut sorted.to_help);
+            let (old, young) = classify::old_enough(pods, candidates, delay, now);
+            sorted.to_help = old;
+            sorted.said.extend(young);
+        }
+        sorted
+    }
+
+    /// Upstream's batching: while new pods keep coming, scale-up waits one loop for more and plans nothing;
+    /// each pod that waits is said in `said`. Returns why it waits (scale-down waits too).
+    fn batching(
+        &self,
+        pending: &mut Pending,
+        now: SystemTime,
+        said: &mut Vec<NoScaleUp>,
+    ) -> Option<String> {
+        if !self.settings.wait_for_new_pods {
+            return None;
+        }
+        let why = classify::batching(pending, now)?;
+        said.extend(left_over(pending, |_| {
+            BTreeMap::from([(String::new(), why.clone())])
+        }));
+        pending.done = pending.groups.iter().map(|g| g.pods.len()).collect();
+        Some(format!("scale-up is {why}"))
+    }
+
+    /// The expander chain for this loop, with prices when it needs them; a pricing failure leaves the price
+    /// expander out of this loop (the error returned beside it), and the rest of the chain decides.
+    async fn expander(
+        &mut self,
+        profiles: Option<&[FargateProfile]>,
+        groups: &mut [Group],
+        pending: &mut Pending<'_>,
+    ) -> (Expander, Option<String>) {
+        let expander = &self.settings.expander;
+        if !expander.needs_prices() {
+            return (expander.clone(), None);
+        }
+        let profiles = profiles.unwrap_or_default();
+        match (self.prices)
+            .price(&self.client, profiles, groups, pending)
+            .await
+        {
+            Ok(()) => (expander.clone(), None),
+            Err(e) => {
+                let why = format!("pricing, the price expander is skipped: {e}");
+                (expander.without_price(), Some(why))
+            }
+        }
+    }
+
+    /// Scale-up: the plan over the snapshot (each expansion committed into it, so scale-down sees it), then
+    /// each scale-up asked for (when acting); a refusal backs the group off and is recorded in the scale-up.
+    async fn scale_up(
+        &mut self,
+        snapshot: &mut ClusterSnapshot,
+        groups: &[Group],
+        pending: &mut Pending<'_>,
+        expander: &Expander,
+        now: SystemTime,
+    ) -> Result<scaleup::Plan, LoopError> {
+        let totals = snapshot.totals();
+        let ClusterSnapshot {
+            topology, places, ..
+        } = snapshot;
+        let limits = &self.settings.limits;
+        let mut plan = planning(|| {
+            scaleup::plan(topology, places, groups, pending, limits, expander, totals)
+        })?;
+        if !self.settings.act {
+            return Ok(plan);
+        }
+        for scale_up in &mut plan.scale_ups {
+            let delta = i32::try_from(scale_up.delta).unwrap_or(i32::MAX);
+            match self.client.increase_size(&scale_up.node_group, delta).await {
+                Ok(_) => self.down.last_scale_up = Some(now),
+                Err(error) => {
+                    let why = error.to_string();
+                    let backoff = &mut self.state.backoff;
+                    backoff.fail(&scale_up.node_group, why.clone(), now);
+                    scale_up.error = Some(why);
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Scale-down (and consolidation): decided over the snapshot scale-up left, then carried out. Returns
+    /// its report; the groups it backs off are backed off here.
+    async fn scale_down(
+        &mut self,
+        view: &ClusterView,
+        pods: PodList<'_>,
+        ((mut snapshot, read, groups), scale_ups, priced): (World<'_>, &[ScaleUp], bool),
+        projection: &LabelProjection,
+        paused: Option<String>,
+        now: SystemTime,
+    ) -> Report {
+        let mut report = Report::default();
+        if self.settings.consolidation.replaces()
+            && !priced
+            && let Err(e) = pricing::node_prices(&self.client, groups).await
+        {
+            let why = format!("pricing, consolidation has no prices: {e}");
+            report.errors.push(why);
+        }
+        let grown: HashMap<String, u64> = (scale_ups.iter())
+            .filter(|s| s.error.is_none())
+            .map(|s| (s.node_group.clone(), s.delta))
+            .collect();
+        let cx = Context {
+            settings: &self.settings,
+            client: &self.client,
+            actor: self.actor(),
+        };
+        let ClusterSnapshot {
+            topology,
+            places,
+            on_node,
+        } = &mut snapshot;
+        let scene = Scene {
+            view,
+            pods,
+            facts: &read.facts,
+            fleet: Fleet {
+                groups,
+                grown: &grown,
+            },
+            node_group: &read.node_group,
+            on_node,
+            deleting: &read.deleting,
+            projection,
+            paused,
+            now,
+        };
+        let decision = self.down.decide(&cx, &scene, topology, places);
+        let (deleting, facts) = (&read.deleting, &read.facts);
+        let done = self
+            .down
+            .carry_out(&cx, view, decision, deleting, facts, now);
+        report.merge(done.await);
+        for (group, why) in std::mem::take(&mut report.backoffs) {
+            self.state.backoff.fail(&group, why, now);
+        }
+        report
+    }
+}
+
+/// What the cluster-state stage read and decided: the groups as the provider says them, which group each
+/// node is in, the nodes on their way out, and what happened to the deletions in progress.
+struct Read {
+    facts: Vec<GroupFacts>,
+    profiles: Result<Option<Profiles>, ClientError>,
+    node_group: Vec<Option<usize>>,
+    deleting: HashSet<String>,
+    counts: Vec<Counts>,
+    report: Report,
+}
+
+/// What scale-down plans over: the snapshot scale-up left, what the cluster state read, the groups.
+type World<'a> = (ClusterSnapshot, &'a Read, &'a mut [Group]);
+
+/// What the snapshot is built from, out of the earlier stages' values.
+fn snapshot_inputs<'a>(
+    view: &'a ClusterView,
+    pods: PodList<'a>,
+    sorted: &'a Sorted,
+    read: &'a Read,
+    projection: &'a LabelProjection,
+) -> cluster_snapshot::Inputs<'a> {
+    cluster_snapshot::Inputs {
+        view,
+        pods,
+        bound: &sorted.bound,
+        node_group: &read.node_group,
+        facts: &read.facts,
+        counts: &read.counts,
+        deleting: &read.deleting,
+        projection,
+    }
+}
+
+/// The pods scale-up is for, in equivalence groups, with how many of each already found room.
+fn pending<'a>(
+    view: &'a ClusterView,
+    pods: PodList<'a>,
+    groups: Vec<EquivalenceGroup>,
+    terms: Vec<PodTerms>,
+    done: Vec<usize>,
+) -> Pending<'a> {
+    Pending {
+        pods,
+        keys: view.pod_keys(),
+        prices: vec![None; groups.len()],
+        groups,
+        terms,
+        done,
+        stabilizer: 0.0,
+    }
+}
+
+/// A line for each pod of `pending` no scale-up took, with its equivalence group's reasons.
+fn left_over<'p>(
+    pending: &'p Pending,
+    reasons: impl Fn(usize) -> BTreeMap<String, String> + 'p,
+) -> impl Iterator<Item = NoScaleUp> + 'p {
+    (pending.groups.iter().enumerate()).flat_map(move |(e, eg)| {
+        let why = reasons(e);
+        (eg.pods[pending.done[e]..].iter()).map(move |&p| NoScaleUp {
+            pod: pending.pods[p].key(),
+            reasons: why.clone(),
+        })
+    })
+}
+
+/// A scale-up plan, carried out, in the status: each scale-up with its outcome, and why no group helps each
+/// pod left.
+fn record_scale_up(status: &mut Status, plan: scaleup::Plan, pending: &Pending) {
+    status.estimate_ms = plan.estimate_time.as_secs_f64() * 1000.0;
+    for failed in &plan.scale_ups {
+        if let Some(why) = &failed.error {
+            let group = &failed.node_group;
+            status.errors.push(format!("scale-up of {group}: {why}"));
+        }
+    }
+    status.scale_up = plan.scale_ups;
+    let reasons = plan.reasons;
+    (status.no_scale_up).extend(left_over(pending, |e| reasons[e].clone()));
+}
+
+/// Scale-down's part of the report in the status.
+fn record_scale_down(status: &mut Status, report: Report) {
+    status.scale_down.extend(report.scale_down);
+    status.unremovable.extend(report.unremovable);
+    status.deletions.extend(report.deletions);
+    status.consolidation.extend(report.consolidation);
+    status.not_consolidated.extend(report.not_consolidated);
+    status.replacements.extend(report.replacements);
+    status.errors.extend(report.errors);
+    status.scale_down_ms += report.scale_down_ms;
+    status.consolidation_ms += report.consolidation_ms;
+}
+
+/// Each group as the loop found it: sizes, nodes registered and coming, and why it could not grow.
+fn group_statuses(read: &Read, groups: &[Group]) -> Vec<GroupStatus> {
+    (read.facts.iter().zip(&read.counts).zip(groups))
+        .map(|((f, c), g)| GroupStatus {
+            id: f.group.id.clone(),
+            min_size: f.group.min_size,
+            max_size: f.group.max_size,
+            target_size: f.target,
+            registered: c.registered,
+            upcoming: c.upcoming,
+            skipped: g.skip.clone(),
+        })
+        .collect()
+}
+
+/// The status with the loop's whole time.
+fn finish(mut status: Status, started: Instant) -> Status {
+    status.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    status
+}
+
+/// Writes each CapacityBuffer's status where it changed (the buffer controller's and the autoscaler's
+/// conditions at once); returns a line for each buffer whose status could not be written.
+async fn write_buffer_statuses(cluster: &dyn ClusterSource, resolved: &[Resolved]) -> Vec<String> {
+    let mut errors = Vec::new();
+    for r in resolved.iter().filter(|r| r.changed()) {
+        if let Err(e) = cluster.write_buffer_status(r.written()).await {
+            let key = r.key();
+            errors.push(format!("CapacityBuffer {key}: status not written: {e}"));
+        }
+    }
+    errors
+}

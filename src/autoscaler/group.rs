@@ -1,0 +1,73 @@
+//! A node group as the planners see it: what the provider said of it this loop, its templates with their
+//! DaemonSet pods, and why it may not grow. Scale-up, consolidation and the loop's health check share it.
+
+use crate::model::node::ZONE_LABEL;
+use crate::simulator::topology::Place;
+
+/// A node group as the planner sees it.
+#[derive(Clone, Debug)]
+pub struct Group {
+    pub id: String,
+    pub min_size: i32,
+    pub max_size: i32,
+    pub target_size: i32,
+    /// The template node with its DaemonSet pods already on it; `None` when the provider has none.
+    pub template: Option<Place>,
+    /// For a group whose Auto Scaling group spans several zones: its template in each zone, with the
+    /// DaemonSet pods that would run there (`template` is the first); empty for a group in one zone.
+    pub zones: Vec<Place>,
+    /// Why it may not grow this loop (backoff, failed instances, ...).
+    pub skip: Option<String>,
+    /// Filled when the expander prices options.
+    pub node_price: Option<f64>,
+    /// The provider's `zeroOrMaxNodeScaling`: the group is either empty or at its max size, so any
+    /// scale-up takes it to max, or does not happen.
+    pub zero_or_max: bool,
+}
+
+impl Group {
+    /// Its template in every zone it launches in: one, or one per zone.
+    pub fn templates(&self) -> &[Place] {
+        if self.zones.is_empty() {
+            self.template.as_slice()
+        } else {
+            &self.zones
+        }
+    }
+
+    /// How many of the group's places (nodes, upcoming, planned) each of its zones holds: where the
+    /// Auto Scaling group launches next is the zone with the fewest.
+    pub fn nodes_per_zone(&self, gi: usize, places: &[Place]) -> Vec<u64> {
+        let templates = self.templates();
+        let zone = |p: &Place| p.node.labels.get(ZONE_LABEL).cloned();
+        let zones: Vec<Option<String>> = templates.iter().map(zone).collect();
+        let mut counts = vec![0; templates.len()];
+        if templates.len() > 1 {
+            for place in places.iter().filter(|p| p.group == Some(gi)) {
+                if let Some(z) = zones.iter().position(|z| *z == zone(place)) {
+                    counts[z] += 1;
+                }
+            }
+        }
+        counts
+    }
+}
+
+/// Nodes, cores and memory the cluster has or has asked for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Totals {
+    pub nodes: u64,
+    pub cpu_millis: u64,
+    pub memory_bytes: u64,
+}
+
+impl Totals {
+    /// The nodes, cores and memory of `places`: what the cluster limits are checked against.
+    pub fn of(places: &[Place]) -> Totals {
+        places.iter().fold(Totals::default(), |t, p| Totals {
+            nodes: t.nodes + 1,
+            cpu_millis: t.cpu_millis + p.node.capacity.cpu_millis,
+            memory_bytes: t.memory_bytes + p.node.capacity.memory_bytes,
+        })
+    }
+}

@@ -1,0 +1,149 @@
+//! Headroom's and the CapacityBuffers' stage of the loop: the room kept free this loop, as virtual pods (each
+//! policy sized on the cluster as it is now, each buffer resolved: the buffer controller's part, done here
+//! every loop), and afterwards where those pods ended up: placed in free room, in a scale-up, or unmet, with
+//! each buffer's `Provisioning` condition set from that.
+
+use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::headroom::buffers::{self, Resolved};
+use crate::autoscaler::headroom::policy::{Capacity, Owner, Policy, virtual_pods};
+use crate::autoscaler::status::{
+    CapacityBufferStatus, ConditionStatus, HeadroomStatus, NoScaleUp, Placed, ScaleUp, Shape,
+};
+use crate::k8s::quantity;
+use crate::model::Pod;
+use std::collections::{BTreeMap, HashMap};
+use std::time::SystemTime;
+
+/// The room kept free this loop: the virtual pods, and what each policy and buffer asks for.
+#[derive(Default)]
+pub struct Reserved {
+    /// Every policy's and buffer's virtual pods, to be planned after the view's own pods.
+    pub pods: Vec<Pod>,
+    pub headroom: Vec<HeadroomStatus>,
+    pub buffers: Vec<CapacityBufferStatus>,
+    /// Each buffer resolved, in the order of `buffers`: its chunk, and the status to write back.
+    pub resolved: Vec<Resolved>,
+}
+
+/// Where this loop's decisions put a pod: what the outcome is read from.
+pub struct Decided<'a> {
+    pub placed: &'a [Placed],
+    pub scale_up: &'a [ScaleUp],
+    pub no_scale_up: &'a [NoScaleUp],
+}
+
+/// Reserves the room of every policy (sized on `view`'s nodes) and every CapacityBuffer of `view`.
+pub fn reserve(policies: &[Policy], view: &ClusterView, now: SystemTime) -> Reserved {
+    let mut reserved = Reserved::default();
+    for policy in policies {
+        let capacity = Capacity::of(&view.nodes, policy.node_group.as_deref());
+        let count = policy.reserved(&capacity);
+        reserved.pods.extend(policy.pods(count));
+        reserved.headroom.push(HeadroomStatus {
+            policy: policy.name.clone(),
+            node_group: policy.node_group.clone(),
+            shape: policy.describe_shape(),
+            reserved: count,
+            placed: 0,
+            scale_up: 0,
+            unmet: 0,
+        });
+    }
+    for read in &view.buffers.buffers {
+        let resolved = buffers::resolve(read, &view.buffers, now);
+        let owner = Owner::Buffer {
+            namespace: resolved.namespace.clone(),
+            name: resolved.name.clone(),
+        };
+        if let Some(chunk) = &resolved.chunk {
+            reserved
+                .pods
+                .extend(virtual_pods(&owner, chunk, resolved.reserved()));
+        }
+        reserved.buffers.push(CapacityBufferStatus {
+            name: resolved.name.clone(),
+            namespace: resolved.namespace.clone(),
+            desired_chunks: resolved.chunks,
+            chunk: resolved.chunk.as_ref().map(|c| Shape {
+                cpu: quantity::cpu(c.demand.cpu_millis),
+                memory: quantity::bytes(c.demand.memory_bytes),
+            }),
+            in_free_room: 0,
+            in_scale_up: 0,
+            unmet: 0,
+            unmet_reasons: BTreeMap::new(),
+            conditions: Vec::new(),
+        });
+        reserved.resolved.push(resolved);
+    }
+    reserved
+}
+
+/// Where one owner's virtual pods went: placed, in a scale-up, unmet (with the first unmet one's reasons).
+#[derive(Default)]
+struct Count<'a> {
+    placed: usize,
+    scale_up: usize,
+    unmet: usize,
+    why: Option<&'a NoScaleUp>,
+}
+
+impl Reserved {
+    /// Where each policy's and buffer's virtual pods ended up this loop, and each buffer's `Provisioning`
+    /// condition; the buffers whose status changed are the ones to write back.
+    pub fn outcome(mut self, decided: Decided<'_>, now: SystemTime) -> Reserved {
+        if self.headroom.is_empty() && self.buffers.is_empty() {
+            return self;
+        }
+        let mut counts = count(&decided);
+        let mut count_of = |owner: Owner| counts.remove(&owner).unwrap_or_default();
+        for h in &mut self.headroom {
+            let c = count_of(Owner::Policy(h.policy.clone()));
+            (h.placed, h.scale_up, h.unmet) = (c.placed, c.scale_up, c.unmet);
+        }
+        for (b, resolved) in self.buffers.iter_mut().zip(&mut self.resolved) {
+            let c = count_of(Owner::Buffer {
+                namespace: b.namespace.clone(),
+                name: b.name.clone(),
+            });
+            (b.in_free_room, b.in_scale_up, b.unmet) = (c.placed, c.scale_up, c.unmet);
+            if let Some(why) = c.why {
+                b.unmet_reasons = why.reasons.clone();
+            }
+            let why = c.why.map(NoScaleUp::describe_reasons);
+            resolved.provisioned(c.unmet, why.as_deref(), now);
+            b.conditions = (resolved.status.conditions.iter())
+                .map(|c| ConditionStatus {
+                    kind: c.type_.clone(),
+                    status: c.status.clone(),
+                    reason: c.reason.clone(),
+                    message: c.message.clone(),
+                })
+                .collect();
+        }
+        self
+    }
+}
+
+/// One pass over the decisions, by owner.
+fn count<'a>(decided: &Decided<'a>) -> HashMap<Owner, Count<'a>> {
+    let mut counts: HashMap<Owner, Count> = HashMap::new();
+    for p in decided.placed {
+        if let Some(owner) = Owner::of(&p.pod) {
+            counts.entry(owner).or_default().placed += 1;
+        }
+    }
+    for pod in decided.scale_up.iter().flat_map(|s| s.pods.iter()) {
+        if let Some(owner) = Owner::of(pod) {
+            counts.entry(owner).or_default().scale_up += 1;
+        }
+    }
+    for n in decided.no_scale_up {
+        if let Some(owner) = Owner::of(&n.pod) {
+            let c = counts.entry(owner).or_default();
+            c.unmet += 1;
+            c.why.get_or_insert(n);
+        }
+    }
+    counts
+}

@@ -1,0 +1,583 @@
+//! Scale-down planning (cluster-autoscaler's planner): which nodes are unneeded. A node is a candidate when its
+//! group may shrink and its utilization is at or under the threshold; it is removable when none of its pods
+//! forbids it (the drainability rules) and every pod that must move fits on a node that stays, with the same
+//! predicates scale-up uses. Removals are committed as they are found: the moved pods keep their new places
+//! and the removed node takes no one, so the whole list can go together and nothing depends on a node that
+//! goes too.
+
+use crate::autoscaler::scaledown::actuation::Pacing;
+use crate::autoscaler::scaledown::drain::{self, PdbBudget, Rules, Verdict};
+use crate::autoscaler::scaledown::removal::{Input, Mover, Undo};
+use crate::model::{Node, Pod, Resources};
+use crate::simulator::topology::{Place, Topology};
+use std::collections::HashMap;
+use std::fmt;
+use std::time::Duration;
+
+/// The scale-down flags.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// `--scale-down-enabled`.
+    pub enabled: bool,
+    pub rules: Rules,
+    /// Defaults of the per-group options (GetOptions overrides them): `--scale-down-utilization-threshold`,
+    /// `--scale-down-gpu-utilization-threshold`, `--scale-down-unneeded-time`, `--scale-down-unready-time`,
+    /// `--ignore-daemonsets-utilization`.
+    pub utilization_threshold: f64,
+    pub gpu_utilization_threshold: f64,
+    pub unneeded_time: Duration,
+    pub unready_time: Duration,
+    pub ignore_daemonsets_utilization: bool,
+    /// `--scale-down-unready-enabled`.
+    pub unready_enabled: bool,
+    /// `--scale-down-delay-after-add`, `-after-delete`, `-after-failure`.
+    pub delay_after_add: Duration,
+    pub delay_after_delete: Duration,
+    pub delay_after_failure: Duration,
+    /// `--max-scale-down-parallelism`, `--max-drain-parallelism`.
+    pub max_parallelism: usize,
+    pub max_drain_parallelism: usize,
+    /// `--max-empty-bulk-delete`: empty nodes whose deletion may start in one loop.
+    pub max_empty_bulk_delete: usize,
+    pub pacing: Pacing,
+    /// `--max-bulk-soft-taint-count`: soft taints added or removed per loop; 0 turns them off.
+    pub max_soft_taints: usize,
+    /// Take unneeded timers as elapsed and pacing (cooldowns, parallelism) as no obstacle: `simulate` lists
+    /// every node that would go.
+    pub timers_elapsed: bool,
+}
+
+impl Default for Settings {
+    /// cluster-autoscaler's defaults.
+    fn default() -> Settings {
+        Settings {
+            enabled: true,
+            rules: Rules::default(),
+            utilization_threshold: 0.5,
+            gpu_utilization_threshold: 0.5,
+            unneeded_time: Duration::from_secs(600),
+            unready_time: Duration::from_secs(1200),
+            ignore_daemonsets_utilization: false,
+            unready_enabled: true,
+            delay_after_add: Duration::from_secs(600),
+            delay_after_delete: Duration::ZERO,
+            delay_after_failure: Duration::from_secs(180),
+            max_parallelism: 10,
+            max_drain_parallelism: 1,
+            max_empty_bulk_delete: 10,
+            pacing: Pacing::default(),
+            max_soft_taints: 10,
+            timers_elapsed: false,
+        }
+    }
+}
+
+/// Why a node stays. The names are upstream's (`simulator.UnremovableReason`), stable for scripts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unremovable {
+    /// In no node group the provider manages.
+    NotAutoscaled,
+    ScaleDownDisabledAnnotation,
+    /// Our ToBeDeleted taint is on it, or its deletion is in progress.
+    CurrentlyBeingDeleted,
+    /// Not Ready yet and younger than `--max-node-startup-time`: it is still starting.
+    NotStarted,
+    /// Not Ready and `--scale-down-unready-enabled=false`.
+    ScaleDownUnreadyDisabled,
+    NotUnderutilized,
+    NodeGroupMinSizeReached,
+    /// Removing it would take the cluster under `--cores-total` / `--memory-total` MIN.
+    MinimalResourceLimitExceeded,
+    /// A zeroOrMaxNodeScaling group goes whole or not at all, and not all of it can go.
+    AtomicScaleDownFailed,
+    BlockedByPod,
+    NoPlaceToMovePods,
+    /// Removable, but its unneeded (or unready) time has not passed yet.
+    NotUnneededLongEnough,
+    NotUnreadyLongEnough,
+    /// Removable, but deletions wait: a scale-up, deletion or failure was too recent.
+    ScaleDownInCooldown,
+    /// Removable, but `--max-scale-down-parallelism` or `--max-drain-parallelism` deletions are running, or
+    /// `--max-empty-bulk-delete` empty nodes already go this loop.
+    DeletionBudgetReached,
+    /// The cluster view lost most of its pods since the last loop (a relist answered empty, a cache not yet
+    /// synced): scale-down waits for a view it can trust. Not one of upstream's reasons.
+    UntrustedClusterView,
+}
+
+impl fmt::Display for Unremovable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// A node's utilization: requests over allocatable per resource. GPU nodes are judged by GPUs alone.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Utilization {
+    pub cpu: f64,
+    pub memory: f64,
+    pub gpu: Option<f64>,
+}
+
+impl Utilization {
+    /// What the threshold is compared with.
+    pub fn value(&self) -> f64 {
+        self.gpu.unwrap_or(self.cpu.max(self.memory))
+    }
+
+    pub fn describe(&self) -> String {
+        match self.gpu {
+            Some(gpu) => format!("gpu {:.0}%", gpu * 100.0),
+            None => format!(
+                "cpu {:.0}%, memory {:.0}%",
+                self.cpu * 100.0,
+                self.memory * 100.0
+            ),
+        }
+    }
+}
+
+/// A node that can go: its pods fit elsewhere (or it has none to move).
+#[derive(Clone, Debug)]
+pub struct Removable {
+    pub node: usize,
+    pub group: usize,
+    /// No pod needs a new place (DaemonSet, mirror and expendable pods do not count).
+    pub empty: bool,
+    pub utilization: Utilization,
+    /// The pods its removal evicts.
+    pub evicted: Vec<usize>,
+    /// Evicting them all at once exceeds a PDB: the drain will wait on refused evictions.
+    pub risky: bool,
+    /// Where the simulation put each pod that needed a place: (pod, node).
+    pub destinations: Vec<(usize, usize)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Kept {
+    pub node: usize,
+    pub group: Option<usize>,
+    pub reason: Unremovable,
+    pub detail: String,
+}
+
+/// A removable node that stays this loop all the same (its timer, a cooldown, a budget), with why.
+pub struct Held<'p> {
+    pub removable: &'p Removable,
+    pub reason: Unremovable,
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    pub removable: Vec<Removable>,
+    pub kept: Vec<Kept>,
+}
+
+/// A candidate after the checks that need no simulation.
+pub(super) struct Candidate {
+    pub(super) node: usize,
+    pub(super) group: usize,
+    pub(super) utilization: Utilization,
+    pub(super) evicted: Vec<usize>,
+    /// The evicted pods that need a place.
+    pub(super) moving: Vec<usize>,
+}
+
+/// The node's utilization, from the pods on it that hold room.
+pub fn utilization(node: &Node, pods: &[&Pod], ignore_daemonsets: bool) -> Utilization {
+    let mut used = Resources::default();
+    let mut ignored = Resources::default();
+    for pod in pods {
+        if ignore_daemonsets && (pod.daemonset() || pod.disruption.mirror) {
+            ignored = ignored.plus(pod.demand);
+        } else {
+            used = used.plus(pod.demand);
+        }
+    }
+    let ratio = |used: u64, allocatable: u64, ignored: u64| {
+        let room = allocatable.saturating_sub(ignored);
+        if room == 0 {
+            0.0
+        } else {
+            used as f64 / room as f64
+        }
+    };
+    let allocatable = &node.allocatable;
+    let gpu_node = allocatable.gpus > 0 || node.labels.contains_key(crate::model::GPU_LABEL);
+    Utilization {
+        cpu: ratio(used.cpu_millis, allocatable.cpu_millis, ignored.cpu_millis),
+        memory: ratio(
+            used.memory_bytes,
+            allocatable.memory_bytes,
+            ignored.memory_bytes,
+        ),
+        gpu: gpu_node.then(|| ratio(used.gpus, allocatable.gpus, ignored.gpus)),
+    }
+}
+
+/// Finds the unneeded nodes. `places` are the registered nodes' places (same order as `input.nodes`) in
+/// `topology`, with the pods of `input.on_node` on them; removals found are committed there.
+pub fn plan<'a>(
+    input: &Input<'a>,
+    rules: &Rules,
+    topology: &mut Topology,
+    places: &mut [Place],
+) -> Plan {
+    let mut plan = Plan::default();
+    let mut pdbs = PdbBudget::new(input.pdbs);
+    let mut candidates = Vec::new();
+    for (n, node) in input.nodes.iter().enumerate() {
+        let group = input.node_group[n];
+        let keep = |reason, detail: String| Kept {
+            node: n,
+            group,
+            reason,
+            detail,
+        };
+        match candidate(input, rules, &pdbs, n, node, true) {
+            Ok(c) => candidates.push(c),
+            Err((reason, detail)) => plan.kept.push(keep(reason, detail)),
+        }
+    }
+    // Empty nodes first, then those unneeded last loop, then the least used.
+    candidates.sort_by(|a, b| {
+        let key = |c: &Candidate| {
+            (
+                !c.moving.is_empty(),
+                !input
+                    .previously_unneeded
+                    .contains(&input.nodes[c.node].name),
+            )
+        };
+        key(a)
+            .cmp(&key(b))
+            .then(a.utilization.value().total_cmp(&b.utilization.value()))
+    });
+
+    let mut room: Vec<i64> = input
+        .groups
+        .iter()
+        .map(|g| i64::from(g.target) - i64::from(g.min_size) - g.deleting as i64)
+        .collect();
+    let (mut cores, mut memory) = input.nodes.iter().fold((0u64, 0u64), |(c, m), n| {
+        (c + n.capacity.cpu_millis, m + n.capacity.memory_bytes)
+    });
+    // Pods moving off a candidate go first to nodes that are no candidate, then to the candidates tried
+    // last: filling a node that is about to be removed would only move the same pods again.
+    let rank: HashMap<usize, usize> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.node, i))
+        .collect();
+    let mut order: Vec<usize> = (0..places.len())
+        .filter(|p| !rank.contains_key(p))
+        .collect();
+    order.extend(candidates.iter().rev().map(|c| c.node));
+    let mut mover = Mover::new(order, places.len(), input);
+    // zeroOrMaxNodeScaling groups go whole: their candidates are simulated together, after the rest.
+    let (atomic, single): (Vec<Candidate>, Vec<Candidate>) = candidates
+        .into_iter()
+        .partition(|c| input.groups[c.group].options.zero_or_max);
+    for c in single {
+        let node = &input.nodes[c.node];
+        let keep = |reason, detail: String| Kept {
+            node: c.node,
+            group: Some(c.group),
+            reason,
+            detail,
+        };
+        if room[c.group] <= 0 {
+            let g = &input.groups[c.group];
+            plan.kept.push(keep(
+                Unremovable::NodeGroupMinSizeReached,
+                format!(
+                    "{} is at its min size {} (target {}, {} being deleted, others of it removed first)",
+                    g.id, g.min_size, g.target, g.deleting
+                ),
+            ));
+            continue;
+        }
+        if let Some(why) = under_minimum(input, cores, memory, node) {
+            plan.kept
+                .push(keep(Unremovable::MinimalResourceLimitExceeded, why));
+            continue;
+        }
+        // A PDB may have been spent by a node committed earlier in this pass.
+        if let Some(why) = blocked(input, rules, &pdbs, &c.evicted) {
+            plan.kept.push(keep(Unremovable::BlockedByPod, why));
+            continue;
+        }
+        let mut undo = Undo::default();
+        match mover.move_pods(input, topology, places, c.node, &c.moving, &mut undo) {
+            Ok(destinations) => {
+                room[c.group] -= 1;
+                cores -= node.capacity.cpu_millis;
+                memory -= node.capacity.memory_bytes;
+                places[c.node].accepts = false;
+                mover.commit(c.node, &destinations);
+                plan.removable
+                    .push(commit(input, &mut pdbs, c, destinations));
+            }
+            Err(why) => {
+                mover.undo(undo, topology, places);
+                plan.kept.push(keep(Unremovable::NoPlaceToMovePods, why));
+            }
+        }
+    }
+    atomic_groups(
+        input, rules, topology, places, &mut pdbs, &mut mover, atomic, &mut plan,
+    );
+    plan.kept.sort_by_key(|k| k.node);
+    plan
+}
+
+/// The checks of one node that need no simulation: group, annotation, deletion, readiness, utilization (when
+/// `threshold`: consolidation replaces nodes however used), and its pods' drainability.
+pub(super) fn candidate(
+    input: &Input,
+    rules: &Rules,
+    pdbs: &PdbBudget,
+    n: usize,
+    node: &Node,
+    threshold: bool,
+) -> Result<Candidate, (Unremovable, String)> {
+    let Some(g) = input.node_group[n] else {
+        return Err((
+            Unremovable::NotAutoscaled,
+            "in no node group of the provider".into(),
+        ));
+    };
+    let group = &input.groups[g];
+    if node.scale_down_disabled {
+        return Err((
+            Unremovable::ScaleDownDisabledAnnotation,
+            "annotated cluster-autoscaler.kubernetes.io/scale-down-disabled: \"true\"".into(),
+        ));
+    }
+    if input.deleting.contains(&node.name) {
+        return Err((
+            Unremovable::CurrentlyBeingDeleted,
+            "its removal is in progress".into(),
+        ));
+    }
+    if !node.ready {
+        if node.starting(input.now, input.max_node_startup_time) {
+            return Err((
+                Unremovable::NotStarted,
+                "not Ready yet and still within --max-node-startup-time".into(),
+            ));
+        }
+        if !input.unready_enabled {
+            return Err((
+                Unremovable::ScaleDownUnreadyDisabled,
+                "not Ready, and --scale-down-unready-enabled=false".into(),
+            ));
+        }
+    }
+    if group.target <= group.min_size {
+        return Err((
+            Unremovable::NodeGroupMinSizeReached,
+            format!(
+                "{} is at its min size {} (target {})",
+                group.id, group.min_size, group.target
+            ),
+        ));
+    }
+    let on_node: Vec<&Pod> = input.on_node[n]
+        .iter()
+        .map(|&p| &input.pods[p])
+        .filter(|p| !drain::long_terminating(p, input.now))
+        .collect();
+    let used = utilization(node, &on_node, group.options.ignore_daemon_sets);
+    let limit = if used.gpu.is_some() {
+        group.options.gpu_utilization
+    } else {
+        group.options.utilization
+    };
+    if used.value() > limit && threshold {
+        return Err((
+            Unremovable::NotUnderutilized,
+            format!(
+                "utilization {} is above the threshold {:.0}%",
+                used.describe(),
+                limit * 100.0
+            ),
+        ));
+    }
+    // One classification per pod: the first that blocks keeps the node, the others sort into evicted and
+    // moving.
+    let mut evicted = Vec::new();
+    let mut moving = Vec::new();
+    for &p in &input.on_node[n] {
+        match drain::classify(&input.pods[p], rules, pdbs, input.now) {
+            Verdict::Blocks(reason, why) => {
+                return Err((Unremovable::BlockedByPod, format!("{reason}: {why}")));
+            }
+            Verdict::Evicted { needs_place } => {
+                evicted.push(p);
+                if needs_place {
+                    moving.push(p);
+                }
+            }
+            Verdict::Stays => {}
+        }
+    }
+    Ok(Candidate {
+        node: n,
+        group: g,
+        utilization: used,
+        evicted,
+        moving,
+    })
+}
+
+/// The first pod among `pods` that keeps its node, as `Reason: ns/name: why`.
+pub(super) fn blocked(
+    input: &Input,
+    rules: &Rules,
+    pdbs: &PdbBudget,
+    pods: &[usize],
+) -> Option<String> {
+    pods.iter().find_map(
+        |&p| match drain::classify(&input.pods[p], rules, pdbs, input.now) {
+            Verdict::Blocks(reason, why) => Some(format!("{reason}: {why}")),
+            _ => None,
+        },
+    )
+}
+
+/// Why removing `node` would take the cluster under its minimum cores or memory, if it would.
+fn under_minimum(input: &Input, cores: u64, memory: u64, node: &Node) -> Option<String> {
+    let min_cores = input.min_cores * 1000;
+    let min_memory = input.min_memory_gib << 30;
+    let left_cores = cores.saturating_sub(node.capacity.cpu_millis);
+    let left_memory = memory.saturating_sub(node.capacity.memory_bytes);
+    if input.min_cores > 0 && left_cores < min_cores {
+        return Some(format!(
+            "the cluster would have {:.1} cores, under --cores-total MIN {}",
+            left_cores as f64 / 1000.0,
+            input.min_cores
+        ));
+    }
+    if input.min_memory_gib > 0 && left_memory < min_memory {
+        return Some(format!(
+            "the cluster would have {:.1} GiB, under --memory-total MIN {}",
+            left_memory as f64 / f64::from(1u32 << 30),
+            input.min_memory_gib
+        ));
+    }
+    None
+}
+
+fn commit(
+    input: &Input,
+    pdbs: &mut PdbBudget,
+    c: Candidate,
+    destinations: Vec<(usize, usize)>,
+) -> Removable {
+    let evicted: Vec<&Pod> = c.evicted.iter().map(|&p| &input.pods[p]).collect();
+    let risky = !pdbs.allows_all(&evicted);
+    pdbs.spend(&evicted);
+    Removable {
+        node: c.node,
+        group: c.group,
+        empty: c.moving.is_empty(),
+        utilization: c.utilization,
+        evicted: c.evicted,
+        risky,
+        destinations,
+    }
+}
+
+/// zeroOrMaxNodeScaling groups: all of a group's nodes must be removable together, or none is removed.
+#[allow(clippy::too_many_arguments)]
+fn atomic_groups<'a>(
+    input: &Input<'a>,
+    rules: &Rules,
+    topology: &mut Topology,
+    places: &mut [Place],
+    pdbs: &mut PdbBudget,
+    mover: &mut Mover<'a>,
+    candidates: Vec<Candidate>,
+    plan: &mut Plan,
+) {
+    let mut by_group: HashMap<usize, Vec<Candidate>> = HashMap::new();
+    for c in candidates {
+        by_group.entry(c.group).or_default().push(c);
+    }
+    let mut groups: Vec<_> = by_group.into_iter().collect();
+    groups.sort_by_key(|(g, _)| *g);
+    for (g, members) in groups {
+        let group = &input.groups[g];
+        let registered = input.node_group.iter().filter(|x| **x == Some(g)).count();
+        let fail = |plan: &mut Plan, members: Vec<Candidate>, reason, detail: String| {
+            for c in members {
+                plan.kept.push(Kept {
+                    node: c.node,
+                    group: Some(g),
+                    reason,
+                    detail: detail.clone(),
+                });
+            }
+        };
+        if group.min_size > 0 {
+            let why = format!(
+                "{} scales to zero or max, and its min size is {}",
+                group.id, group.min_size
+            );
+            fail(plan, members, Unremovable::NodeGroupMinSizeReached, why);
+            continue;
+        }
+        if members.len() < registered || i64::from(group.target) != registered as i64 {
+            let why = format!(
+                "{} scales to zero or max: {} of its {} node(s) are unneeded (target {})",
+                group.id,
+                members.len(),
+                registered,
+                group.target
+            );
+            fail(plan, members, Unremovable::AtomicScaleDownFailed, why);
+            continue;
+        }
+        let mut undo = Undo::default();
+        let mut failed = None;
+        let mut moved = Vec::new();
+        for c in &members {
+            places[c.node].accepts = false;
+        }
+        for c in &members {
+            if let Some(why) = blocked(input, rules, pdbs, &c.evicted) {
+                failed = Some((Unremovable::BlockedByPod, why));
+                break;
+            }
+            match mover.move_pods(input, topology, places, c.node, &c.moving, &mut undo) {
+                Ok(destinations) => moved.push(destinations),
+                Err(why) => {
+                    failed = Some((Unremovable::NoPlaceToMovePods, why));
+                    break;
+                }
+            }
+        }
+        match failed {
+            None => {
+                for (c, destinations) in members.into_iter().zip(moved) {
+                    mover.commit(c.node, &destinations);
+                    plan.removable.push(commit(input, pdbs, c, destinations));
+                }
+            }
+            Some((reason, why)) => {
+                mover.undo(undo, topology, places);
+                for c in &members {
+                    places[c.node].accepts = input.nodes[c.node].accepts_pods()
+                        && !input.deleting.contains(&input.nodes[c.node].name);
+                }
+                let why = format!(
+                    "{} scales to zero or max and one of its nodes cannot go: {why}",
+                    group.id
+                );
+                fail(plan, members, reason, why);
+            }
+        }
+    }
+}

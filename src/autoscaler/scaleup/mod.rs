@@ -1,0 +1,10 @@
+//! Scale-up, as cluster-autoscaler's core/scaleup, estimator and expander: for the pods nothing can hold,
+//! estimate each node group, let the expander choose, balance across similar groups, within the limits.
+
+pub mod backoff; // node group backoff after failed scale-ups
+pub mod balance; // similar node groups, and a scale-up spread over them
+pub mod estimator; // the binpacking estimator: first-fit decreasing, several orderings, the tightest kept
+pub mod expander; // least-waste, most-pods, least-nodes, price, priority, random
+pub mod planner; // plans expansions for all pending pods, round after round, within the limits
+pub mod pricing; // node and pod prices for the price expander, pod prices kept by demand
+pub mod zones; // multi-zone node groups: a template per zone, where the next node launches

@@ -1,0 +1,857 @@
+//! Scale-up planning: for the pods nothing can hold, estimate every node group, let the expander choose,
+//! balance across similar groups, and repeat on the pods left until no group helps any more. (Upstream
+//! makes one expansion per loop; planning them all at once answers a burst in one loop.)
+
+use crate::autoscaler::group::{Group, Totals};
+use crate::autoscaler::scaleup::balance::balance;
+use crate::autoscaler::scaleup::estimator::{self as binpack, Demand, Estimate, Stop};
+use crate::autoscaler::scaleup::expander::{
+    Expander, ExpanderError, ExpansionOption, PriceContext,
+};
+use crate::autoscaler::status::ScaleUp;
+use crate::model::PodNames;
+use crate::model::node::ZONE_LABEL;
+use crate::model::{Pod, PodList, Resources};
+use crate::simulator::equivalence::EquivalenceGroup;
+use crate::simulator::predicates::{self, Unfit};
+use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// The pending pods that need new nodes, as equivalence groups.
+pub struct Pending<'a> {
+    pub pods: PodList<'a>,
+    /// The names of `pods` (all or the first of them) packed when they were read; see [`PodNames::push_pod`].
+    pub keys: &'a PodNames,
+    pub groups: Vec<EquivalenceGroup>,
+    pub terms: Vec<PodTerms>,
+    /// Per equivalence group: how many of its pods are already placed (they are taken from the front).
+    pub done: Vec<usize>,
+    /// Per equivalence group: the price of one pod, when the expander prices options.
+    pub prices: Vec<Option<f64>>,
+    /// The price of a 500m / 500MiB pod, the price expander's stabilizer.
+    pub stabilizer: f64,
+}
+
+impl Pending<'_> {
+    fn left(&self, g: usize) -> u64 {
+        (self.groups[g].pods.len() - self.done[g]) as u64
+    }
+}
+
+/// Cluster-wide and per-scale-up limits (cluster-autoscaler's flags).
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// `--max-nodes-total`; 0 means none.
+    pub max_nodes_total: u64,
+    /// `--cores-total` max, in cores; `--memory-total` max, in GiB.
+    pub max_cores: u64,
+    pub max_memory_gib: u64,
+    /// `--cores-total` and `--memory-total` min: scale-down stops there.
+    pub min_cores: u64,
+    pub min_memory_gib: u64,
+    pub max_nodes_per_scaleup: u64,
+    pub max_binpacking_duration: Duration,
+    pub balance_similar_node_groups: bool,
+}
+
+impl Default for Limits {
+    /// cluster-autoscaler's defaults.
+    fn default() -> Limits {
+        Limits {
+            max_nodes_total: 0,
+            max_cores: 320_000,
+            max_memory_gib: 6_400_000,
+            min_cores: 0,
+            min_memory_gib: 0,
+            max_nodes_per_scaleup: 1000,
+            max_binpacking_duration: Duration::from_secs(10),
+            balance_similar_node_groups: false,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub scale_ups: Vec<ScaleUp>,
+    /// Per equivalence group: why each node group cannot take its remaining pods.
+    pub reasons: Vec<BTreeMap<String, String>>,
+    pub estimate_time: Duration,
+}
+
+/// Plans scale-ups for `pending`, committing each into `places`/`topology` so later rounds see it.
+pub fn plan(
+    topology: &mut Topology,
+    places: &mut Vec<Place>,
+    groups: &[Group],
+    pending: &mut Pending,
+    limits: &Limits,
+    expander: &Expander,
+    cluster: Totals,
+) -> Result<Plan, ExpanderError> {
+    let mut result = Plan {
+        reasons: vec![BTreeMap::new(); pending.groups.len()],
+        ..Default::default()
+    };
+    let mut planned = vec![0u64; groups.len()];
+    let mut totals = cluster;
+    // One bound for the loop's whole binpacking: every round, every group's estimate, every ordering.
+    let deadline = Instant::now() + limits.max_binpacking_duration;
+    // Static feasibility of each equivalence group on each node group's template, computed once.
+    let statics: Vec<Vec<Result<(), Unfit>>> = pending
+        .groups
+        .iter()
+        .map(|eg| {
+            let pod = eg.exemplar(pending.pods);
+            groups
+                .iter()
+                .map(|g| {
+                    let mut fits = g.templates().iter().map(|t| static_fit(pod, t));
+                    match fits.clone().find(Result::is_ok) {
+                        Some(ok) => ok,
+                        None => fits.next().unwrap_or(Ok(())),
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
+
+    loop {
+        let open: Vec<usize> = (0..pending.groups.len())
+            .filter(|&e| pending.left(e) > 0)
+            .collect();
+        if open.is_empty() {
+            break;
+        }
+        for &e in &open {
+            result.reasons[e].clear();
+        }
+        let mut options: Vec<(usize, Estimate, Vec<usize>)> = Vec::new();
+        let mut jobs: Vec<Job> = Vec::new();
+        for (gi, group) in groups.iter().enumerate() {
+            let say = |result: &mut Plan, e: usize, why: String| {
+                result.reasons[e].insert(group.id.clone(), why);
+            };
+            let Some(template) = &group.template else {
+                for &e in &open {
+                    say(
+                        &mut result,
+                        e,
+                        "the provider has no template node for this group".into(),
+                    );
+                }
+                continue;
+            };
+            if let Some(why) = &group.skip {
+                for &e in &open {
+                    say(&mut result, e, why.clone());
+                }
+                continue;
+            }
+            let members: Vec<usize> = open
+                .iter()
+                .copied()
+                .filter(|&e| match &statics[e][gi] {
+                    Ok(()) => true,
+                    Err(why) => {
+                        let pod = pending.groups[e].exemplar(pending.pods);
+                        say(&mut result, e, explain(why, pod, template));
+                        false
+                    }
+                })
+                .collect();
+            if members.is_empty() {
+                continue;
+            }
+            let (mut limit, limited_by) = node_limit(group, planned[gi], template, limits, totals);
+            if group.zero_or_max && limit < headroom(group, planned[gi]) {
+                // All or nothing: a limit that stops short of max stops it altogether.
+                limit = 0;
+            }
+            if limit == 0 {
+                for &e in &members {
+                    say(&mut result, e, limited_by.to_string());
+                }
+                continue;
+            }
+            jobs.push(Job {
+                group: gi,
+                members,
+                limit,
+                limited_by,
+            });
+        }
+
+        // Estimate every group that can help, in parallel: they only read the world.
+        let started = Instant::now();
+        let estimates = estimate_all(&jobs, groups, topology, places, pending, deadline);
+        result.estimate_time += started.elapsed();
+        for (job, estimate) in jobs.into_iter().zip(estimates) {
+            for (k, &e) in job.members.iter().enumerate() {
+                if estimate.placed[k] < pending.left(e) {
+                    let why = match (&estimate.unfit[k], estimate.stopped) {
+                        (Some(unfit), _) => format!("{unfit} (on a new node)"),
+                        (None, Some(Stop::TimeLimit)) => {
+                            "binpacking time limit reached (--max-nodegroup-binpacking-duration)"
+                                .into()
+                        }
+                        (None, _) => job.limited_by.to_string(),
+                    };
+                    result.reasons[e].insert(groups[job.group].id.clone(), why);
+                }
+            }
+            if estimate.node_count() > 0 {
+                options.push((job.group, estimate, job.members));
+            }
+        }
+        if options.is_empty() {
+            break;
+        }
+
+        let expansion: Vec<ExpansionOption> = options
+            .iter()
+            .map(|(gi, estimate, members)| option(&groups[*gi], estimate, members, pending))
+            .collect();
+        let context = PriceContext {
+            cluster_nodes: totals.nodes as usize,
+            stabilizer: pending.stabilizer,
+        };
+        let chosen = if expansion.len() == 1 {
+            0
+        } else {
+            expander.choose(&expansion, context)?
+        };
+        let (gi, estimate, members) = options.swap_remove(chosen);
+        let others: Vec<&str> = options
+            .iter()
+            .map(|(g, ..)| groups[*g].id.as_str())
+            .collect();
+        let reason = if others.is_empty() {
+            "the only node group that helps".to_string()
+        } else {
+            format!(
+                "{} chose it over {}",
+                expander_name(expander),
+                others.join(", ")
+            )
+        };
+
+        // Balance across similar groups, then hand out the estimated nodes in order.
+        let share = if groups[gi].zero_or_max {
+            vec![(gi, headroom(&groups[gi], planned[gi]))]
+        } else if limits.balance_similar_node_groups {
+            balance(gi, &estimate, &members, groups, &planned, &statics)
+        } else {
+            vec![(gi, estimate.node_count() as u64)]
+        };
+        let Estimate {
+            nodes,
+            topology: after,
+            ..
+        } = estimate;
+        *topology = after;
+        let mut nodes = nodes.into_iter();
+        for (target, count) in share {
+            let group = &groups[target];
+            // Sized once: a big scale-up names tens of thousands of pods.
+            let mut pods =
+                PodNames::with_capacity(members.iter().map(|&e| pending.left(e) as usize).sum());
+            let mut zones: BTreeMap<String, u64> = BTreeMap::new();
+            // A zero-or-max group gets empty nodes beyond the estimate, up to its max.
+            let empty = group
+                .template
+                .iter()
+                .cycle()
+                .map(|t| topology.copy(t, PlaceKind::Planned));
+            for mut node in nodes.by_ref().chain(empty).take(count as usize) {
+                for &(k, n) in &node.contents {
+                    let e = members[k];
+                    let start = pending.done[e];
+                    for &p in &pending.groups[e].pods[start..start + n as usize] {
+                        pods.push_pod(pending.keys, pending.pods, p);
+                    }
+                    pending.done[e] += n as usize;
+                }
+                node.group = Some(target);
+                node.kind = PlaceKind::Planned;
+                if let Some(zone) = node
+                    .node
+                    .labels
+                    .get(ZONE_LABEL)
+                    .filter(|_| !group.zones.is_empty())
+                {
+                    *zones.entry(zone.clone()).or_default() += 1;
+                }
+                let capacity = node.node.capacity;
+                places.push(node);
+                totals.nodes += 1;
+                totals.cpu_millis += capacity.cpu_millis;
+                totals.memory_bytes += capacity.memory_bytes;
+            }
+            planned[target] += count;
+            let why = if target == gi && group.zero_or_max {
+                format!("{reason} (zeroOrMaxNodeScaling: to its max size)")
+            } else if target == gi {
+                reason.clone()
+            } else {
+                format!("balanced with {} (similar node groups)", groups[gi].id)
+            };
+            let slot = *by_id.entry(group.id.clone()).or_insert_with(|| {
+                result.scale_ups.push(ScaleUp {
+                    node_group: group.id.clone(),
+                    delta: 0,
+                    pods: PodNames::default(),
+                    reason: why,
+                    zones: BTreeMap::new(),
+                    error: None,
+                });
+                result.scale_ups.len() - 1
+            });
+            result.scale_ups[slot].delta += count;
+            result.scale_ups[slot].pods.append(pods);
+            for (zone, n) in zones {
+                *result.scale_ups[slot].zones.entry(zone).or_default() += n;
+            }
+        }
+    }
+    for (e, reasons) in result.reasons.iter_mut().enumerate() {
+        if pending.left(e) == 0 {
+            reasons.clear();
+        }
+    }
+    Ok(result)
+}
+
+/// One node group to estimate for some equivalence groups.
+struct Job {
+    group: usize,
+    members: Vec<usize>,
+    limit: u64,
+    limited_by: Limited,
+}
+
+/// Runs the jobs' estimates on every core, in order of the jobs.
+fn estimate_all(
+    jobs: &[Job],
+    groups: &[Group],
+    topology: &Topology,
+    places: &[Place],
+    pending: &Pending,
+    deadline: Instant,
+) -> Vec<Estimate> {
+    let run = |job: &Job| {
+        let demands: Vec<Demand> = job
+            .members
+            .iter()
+            .map(|&e| Demand {
+                pod: pending.groups[e].exemplar(pending.pods),
+                terms: &pending.terms[e],
+                count: pending.left(e),
+            })
+            .collect();
+        let group = &groups[job.group];
+        let nodes = group.nodes_per_zone(job.group, places);
+        let templates = binpack::Templates {
+            zones: group.templates(),
+            nodes: &nodes,
+        };
+        binpack::estimate(
+            topology,
+            places,
+            templates,
+            &demands,
+            binpack::Limits {
+                max_nodes: job.limit,
+                deadline: Some(deadline),
+            },
+        )
+    };
+    // Threads cost tens of microseconds to start: not worth it for a few hundred pods.
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let work: usize = jobs
+        .iter()
+        .map(|j| {
+            j.members
+                .iter()
+                .map(|&e| pending.left(e) as usize)
+                .sum::<usize>()
+        })
+        .sum();
+    let threads = if work < 2000 {
+        1
+    } else {
+        cores.min(jobs.len())
+    };
+    if threads <= 1 {
+        return jobs.iter().map(run).collect();
+    }
+    // Each thread takes the next job until none is left: groups differ a lot in cost.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, Estimate)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(job) = jobs.get(i) else { break mine };
+                        mine.push((i, run(job)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("an estimate does not panic"))
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, estimate)| estimate).collect()
+}
+
+fn expander_name(expander: &Expander) -> String {
+    let names: Vec<String> = expander.chain.iter().map(|s| s.to_string()).collect();
+    names.join(",")
+}
+
+/// Checks that hold for every node of a group: node selector and affinity, taints, room on an empty node
+/// (after its DaemonSet pods), host ports the DaemonSets take.
+pub fn static_fit(pod: &Pod, template: &Place) -> Result<(), Unfit> {
+    predicates::node_fit(&pod.scheduling, &template.node)?;
+    predicates::resources_fit(
+        &pod.demand,
+        &pod.extended,
+        &template.free,
+        &template.free_extended,
+    )?;
+    if pod
+        .scheduling
+        .host_ports
+        .iter()
+        .any(|p| template.ports.iter().any(|q| p.conflicts(q)))
+    {
+        return Err(Unfit::HostPorts);
+    }
+    Ok(())
+}
+
+/// A reason with the numbers behind it when it is about room: `Insufficient cpu: the pod requests 64, an
+/// empty node has 1780m free after its DaemonSets`, each resource named when several are short.
+fn explain(why: &Unfit, pod: &Pod, template: &Place) -> String {
+    use crate::k8s::quantity;
+    let Unfit::Insufficient(resources) = why else {
+        return why.to_string();
+    };
+    let amounts = |resource: &str| match resource {
+        "pods" => (pod.demand.pods.to_string(), template.free.pods.to_string()),
+        "cpu" => (
+            quantity::cpu(pod.demand.cpu_millis),
+            quantity::cpu(template.free.cpu_millis),
+        ),
+        "memory" => (
+            quantity::bytes(pod.demand.memory_bytes),
+            quantity::bytes(template.free.memory_bytes),
+        ),
+        "ephemeral-storage" => (
+            quantity::bytes(pod.demand.ephemeral_storage_bytes),
+            quantity::bytes(template.free.ephemeral_storage_bytes),
+        ),
+        crate::model::GPU_RESOURCE => (pod.demand.gpus.to_string(), template.free.gpus.to_string()),
+        other => (
+            pod.extended.get(other).copied().unwrap_or(0).to_string(),
+            template
+                .free_extended
+                .get(other)
+                .copied()
+                .unwrap_or(0)
+                .to_string(),
+        ),
+    };
+    let (asked, free) = match resources.as_slice() {
+        [one] => amounts(one),
+        many => {
+            let pairs: Vec<(String, String)> = many
+                .iter()
+                .map(|r| {
+                    let (asked, free) = amounts(r);
+                    (format!("{asked} {r}"), format!("{free} {r}"))
+                })
+                .collect();
+            let join = |f: fn(&(String, String)) -> &String| {
+                pairs.iter().map(f).cloned().collect::<Vec<_>>().join(", ")
+            };
+            (join(|p| &p.0), join(|p| &p.1))
+        }
+    };
+    format!("{why}: the pod requests {asked}, an empty node has {free} free after its DaemonSets")
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Limited {
+    GroupMax,
+    PerScaleUp,
+    NodesTotal,
+    Cores,
+    Memory,
+}
+
+impl std::fmt::Display for Limited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Limited::GroupMax => "max node group size reached",
+            Limited::PerScaleUp => "max nodes per scale-up reached (--max-nodes-per-scaleup)",
+            Limited::NodesTotal => "max total nodes in cluster reached (--max-nodes-total)",
+            Limited::Cores => "max cluster cpu limit reached (--cores-total)",
+            Limited::Memory => "max cluster memory limit reached (--memory-total)",
+        })
+    }
+}
+
+/// How many nodes the group may still add before its max size.
+fn headroom(group: &Group, planned: u64) -> u64 {
+    (i64::from(group.max_size) - i64::from(group.target_size) - planned as i64).max(0) as u64
+}
+
+/// The most nodes this group may add now, and which limit that is.
+pub fn node_limit(
+    group: &Group,
+    planned: u64,
+    template: &Place,
+    limits: &Limits,
+    totals: Totals,
+) -> (u64, Limited) {
+    let mut best = (headroom(group, planned), Limited::GroupMax);
+    let mut consider = |n: u64, why: Limited| {
+        if n < best.0 {
+            best = (n, why);
+        }
+    };
+    // Per group and loop, however many rounds the plan takes.
+    consider(
+        limits.max_nodes_per_scaleup.saturating_sub(planned),
+        Limited::PerScaleUp,
+    );
+    if limits.max_nodes_total > 0 {
+        consider(
+            limits.max_nodes_total.saturating_sub(totals.nodes),
+            Limited::NodesTotal,
+        );
+    }
+    let capacity = template.node.capacity;
+    let cores_left = (limits.max_cores.saturating_mul(1000)).saturating_sub(totals.cpu_millis);
+    if let Some(n) = cores_left.checked_div(capacity.cpu_millis) {
+        consider(n, Limited::Cores);
+    }
+    let memory_left =
+        (limits.max_memory_gib.saturating_mul(1 << 30)).saturating_sub(totals.memory_bytes);
+    if let Some(n) = memory_left.checked_div(capacity.memory_bytes) {
+        consider(n, Limited::Memory);
+    }
+    best
+}
+
+fn option(
+    group: &Group,
+    estimate: &Estimate,
+    members: &[usize],
+    pending: &Pending,
+) -> ExpansionOption {
+    let mut requests = Resources::default();
+    let mut pods_price = Some(0.0);
+    for (k, &e) in members.iter().enumerate() {
+        let n = estimate.placed[k];
+        requests = requests.plus(pending.groups[e].exemplar(pending.pods).demand.times(n));
+        pods_price = pods_price
+            .zip(pending.prices[e])
+            .map(|(sum, each)| sum + each * n as f64);
+    }
+    ExpansionOption {
+        group_id: group.id.clone(),
+        node_count: estimate.node_count() as u64,
+        pods: estimate.pods_placed(),
+        requests,
+        capacity: group
+            .template
+            .as_ref()
+            .map(|t| t.node.capacity)
+            .unwrap_or_default(),
+        node_price: group.node_price,
+        pods_price,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::autoscaler::scaleup::expander::Strategy;
+    use crate::model::node::ZONE_LABEL;
+    use crate::model::{Node, Pod};
+    use crate::simulator::equivalence;
+    use std::sync::Arc;
+
+    const GI: u64 = 1 << 30;
+
+    fn template(name: &str, cpu: u64, mem_gi: u64, zone: &str) -> Arc<Node> {
+        let allocatable = Resources {
+            cpu_millis: cpu,
+            memory_bytes: mem_gi * GI,
+            pods: 58,
+            ..Default::default()
+        };
+        Arc::new(Node {
+            name: name.into(),
+            labels: [
+                (ZONE_LABEL.to_string(), zone.to_string()),
+                ("eks.amazonaws.com/nodegroup".to_string(), name.to_string()),
+                ("workload".to_string(), "general".to_string()),
+            ]
+            .into(),
+            capacity: allocatable,
+            allocatable,
+            ready: true,
+            ..Default::default()
+        })
+    }
+
+    fn pods(n: usize, cpu: u64) -> Vec<Pod> {
+        let demand = Resources {
+            cpu_millis: cpu,
+            memory_bytes: GI,
+            pods: 1,
+            ..Default::default()
+        };
+        (0..n)
+            .map(|i| Pod::pending("default", &format!("p-{i}"), demand))
+            .collect()
+    }
+
+    struct Setup {
+        topology: Topology,
+        groups: Vec<Group>,
+        pods: Vec<Pod>,
+    }
+
+    fn setup(templates: &[(Arc<Node>, i32, i32)], pods: Vec<Pod>) -> Setup {
+        let mut topology = Topology::default();
+        let groups = templates
+            .iter()
+            .enumerate()
+            .map(|(i, (node, target, max))| Group {
+                id: node.name.clone(),
+                min_size: 0,
+                max_size: *max,
+                target_size: *target,
+                template: Some(topology.place(node.clone(), Some(i), PlaceKind::Planned)),
+                zones: Vec::new(),
+                skip: None,
+                node_price: None,
+                zero_or_max: false,
+            })
+            .collect();
+        Setup {
+            topology,
+            groups,
+            pods,
+        }
+    }
+
+    fn run(setup: &mut Setup, limits: &Limits, totals: Totals) -> (Plan, Vec<Place>) {
+        let groups = equivalence::group(
+            &setup.pods,
+            0..setup.pods.len(),
+            &crate::model::pod::LabelProjection::All,
+        );
+        let terms = groups
+            .iter()
+            .map(|g| setup.topology.resolve(g.exemplar(&setup.pods)))
+            .collect();
+        let mut pending = Pending {
+            pods: (&setup.pods).into(),
+            keys: &PodNames::default(),
+            done: vec![0; groups.len()],
+            prices: vec![None; groups.len()],
+            groups,
+            terms,
+            stabilizer: 0.0,
+        };
+        let expander = Expander {
+            chain: vec![Strategy::LeastWaste],
+            priorities: None,
+        };
+        let mut places = Vec::new();
+        let plan = plan(
+            &mut setup.topology,
+            &mut places,
+            &setup.groups,
+            &mut pending,
+            limits,
+            &expander,
+            totals,
+        )
+        .unwrap();
+        (plan, places)
+    }
+
+    fn deltas(plan: &Plan) -> Vec<(String, u64, usize)> {
+        plan.scale_ups
+            .iter()
+            .map(|s| (s.node_group.clone(), s.delta, s.pods.len()))
+            .collect()
+    }
+
+    #[test]
+    fn the_plan_continues_where_the_chosen_group_runs_out() {
+        // 10 pods of 1 CPU; "small" (2 CPUs, max 2) wastes least but holds only 2 pods per node ... 4 pods.
+        let mut s = setup(
+            &[
+                (template("small", 2000, 8, "a"), 0, 2),
+                (template("big", 8000, 64, "a"), 0, 10),
+            ],
+            pods(10, 1000),
+        );
+        let (plan, places) = run(&mut s, &Limits::default(), Totals::default());
+        assert_eq!(
+            deltas(&plan),
+            [("small".into(), 2, 4), ("big".into(), 1, 6)]
+        );
+        assert_eq!(places.len(), 3, "planned nodes join the world");
+        assert!(
+            plan.reasons.iter().all(|r| r.is_empty()),
+            "every pod helped"
+        );
+    }
+
+    #[test]
+    fn cluster_limits_cap_nodes_and_say_which() {
+        let mut s = setup(&[(template("small", 2000, 8, "a"), 0, 100)], pods(10, 1000));
+        let limits = Limits {
+            max_nodes_total: 5,
+            ..Limits::default()
+        };
+        let existing = Totals {
+            nodes: 2,
+            cpu_millis: 4000,
+            memory_bytes: 16 * GI,
+        };
+        let (plan, _) = run(&mut s, &limits, existing);
+        assert_eq!(deltas(&plan), [("small".into(), 3, 6)]);
+        assert_eq!(
+            plan.reasons[0]["small"],
+            "max total nodes in cluster reached (--max-nodes-total)"
+        );
+        let limits = Limits {
+            max_cores: 9,
+            ..Limits::default()
+        };
+        let mut s = setup(&[(template("small", 2000, 8, "a"), 0, 100)], pods(10, 1000));
+        let (plan, _) = run(&mut s, &limits, existing);
+        assert_eq!(
+            deltas(&plan),
+            [("small".into(), 2, 4)],
+            "9 cores: 4 used, 2 more nodes"
+        );
+        assert!(plan.reasons[0]["small"].contains("--cores-total"));
+        let limits = Limits {
+            max_memory_gib: 30,
+            ..Limits::default()
+        };
+        let mut s = setup(&[(template("small", 2000, 8, "a"), 0, 100)], pods(10, 1000));
+        let (plan, _) = run(&mut s, &limits, existing);
+        assert_eq!(
+            deltas(&plan),
+            [("small".into(), 1, 2)],
+            "30 GiB: 16 used, one 8 GiB node"
+        );
+        assert!(plan.reasons[0]["small"].contains("--memory-total"));
+    }
+
+    #[test]
+    fn group_max_and_skips_are_reasons() {
+        let mut s = setup(
+            &[
+                (template("full", 2000, 8, "a"), 3, 3),
+                (template("backed-off", 2000, 8, "a"), 0, 3),
+            ],
+            pods(1, 1000),
+        );
+        s.groups[1].skip = Some("in backoff after failed scale-up (x)".into());
+        let (plan, _) = run(&mut s, &Limits::default(), Totals::default());
+        assert!(plan.scale_ups.is_empty());
+        assert_eq!(plan.reasons[0]["full"], "max node group size reached");
+        assert_eq!(
+            plan.reasons[0]["backed-off"],
+            "in backoff after failed scale-up (x)"
+        );
+    }
+
+    #[test]
+    fn similar_groups_are_alike_but_for_zone_and_name() {
+        use crate::autoscaler::scaleup::balance::similar;
+        let mut topology = Topology::default();
+        let place = |t: &mut Topology, node| t.place(node, None, PlaceKind::Planned);
+        let a = place(&mut topology, template("a", 2000, 8, "us-east-1a"));
+        let b = place(&mut topology, template("b", 2000, 8, "us-east-1b"));
+        let bigger = place(&mut topology, template("c", 4000, 16, "us-east-1b"));
+        assert!(similar(&a, &b));
+        assert!(!similar(&a, &bigger));
+        let mut other_labels = (*template("d", 2000, 8, "us-east-1a")).clone();
+        other_labels
+            .labels
+            .insert("workload".into(), "batch".into());
+        let d = place(&mut topology, Arc::new(other_labels));
+        assert!(!similar(&a, &d));
+    }
+
+    #[test]
+    fn balancing_water_fills_the_smallest_group_first() {
+        let mut s = setup(
+            &[
+                (template("a", 2000, 8, "us-east-1a"), 2, 10),
+                (template("b", 2000, 8, "us-east-1b"), 0, 10),
+                (template("c", 2000, 8, "us-east-1c"), 1, 2),
+            ],
+            pods(10, 1000),
+        );
+        let limits = Limits {
+            balance_similar_node_groups: true,
+            ..Limits::default()
+        };
+        let (plan, _) = run(&mut s, &limits, Totals::default());
+        // 5 nodes (the three groups tie under least-waste; whichever is chosen, the split is the same):
+        // b to 1, b and c to 2 (c is then at its max), then a and b to 3.
+        let mut got: Vec<(String, u64)> = plan
+            .scale_ups
+            .iter()
+            .map(|s| (s.node_group.clone(), s.delta))
+            .collect();
+        got.sort();
+        assert_eq!(got, [("a".into(), 1), ("b".into(), 3), ("c".into(), 1)]);
+        let total: usize = plan.scale_ups.iter().map(|s| s.pods.len()).sum();
+        assert_eq!(total, 10);
+    }
+
+    #[test]
+    fn zero_or_max_groups_go_to_max_or_not_at_all() {
+        let mut s = setup(&[(template("gang", 2000, 8, "a"), 0, 4)], pods(2, 1000));
+        s.groups[0].zero_or_max = true;
+        let (plan, places) = run(&mut s, &Limits::default(), Totals::default());
+        assert_eq!(deltas(&plan), [("gang".into(), 4, 2)]);
+        assert_eq!(places.len(), 4, "the empty nodes are planned too");
+        assert!(plan.scale_ups[0].reason.contains("zeroOrMaxNodeScaling"));
+
+        let mut s = setup(&[(template("gang", 2000, 8, "a"), 0, 4)], pods(2, 1000));
+        s.groups[0].zero_or_max = true;
+        let limits = Limits {
+            max_nodes_total: 3,
+            ..Limits::default()
+        };
+        let (plan, _) = run(&mut s, &limits, Totals::default());
+        assert!(plan.scale_ups.is_empty(), "3 nodes allowed, 4 needed");
+        assert_eq!(
+            plan.reasons[0]["gang"],
+            "max total nodes in cluster reached (--max-nodes-total)"
+        );
+    }
+}

@@ -1,0 +1,64 @@
+//! The loop's settings: the decision flags of `run` and `simulate`, each stage's own part in one place. The
+//! flags (`control/flags.rs`) build them; the loop hands each stage its part.
+
+use crate::autoscaler::core::health::HealthSettings;
+use crate::autoscaler::headroom::policy::Policy;
+use crate::autoscaler::scaledown::consolidation::planner as consolidation;
+use crate::autoscaler::scaledown::planner as scaledown;
+use crate::autoscaler::scaleup::backoff::BackoffSettings;
+use crate::autoscaler::scaleup::expander::{Expander, Strategy};
+use crate::autoscaler::scaleup::planner::Limits;
+use std::time::Duration;
+
+/// The decision flags of `run` and `simulate`.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub expander: Expander,
+    pub limits: Limits,
+    pub expendable_pods_priority_cutoff: i32,
+    pub max_node_provision_time: Duration,
+    pub max_node_startup_time: Duration,
+    /// When unready nodes stop the loop, or a group's scale-up.
+    pub health: HealthSettings,
+    pub backoff: BackoffSettings,
+    /// Call IncreaseSize (and delete instances that never registered); false for `simulate` and `--dry-run`.
+    pub act: bool,
+    /// Delete instances that do not register within `max_node_provision_time`. Off over a static snapshot,
+    /// where no instance ever registers.
+    pub remove_unregistered: bool,
+    /// Wait for pods to age before adding nodes for them: `new_pod_scale_up_delay` (or a pod's own
+    /// `pod-scale-up-delay` annotation), and upstream's batching (no scale-up while the oldest pending pod is
+    /// under 2 s old, or the oldest GPU pod under 30 s). Off for `simulate`, which plans as if time had passed.
+    pub wait_for_new_pods: bool,
+    pub new_pod_scale_up_delay: Duration,
+    pub scale_down: scaledown::Settings,
+    /// `--consolidation` and its guards.
+    pub consolidation: consolidation::Settings,
+    /// Capacity kept free ahead of demand, as virtual pending pods.
+    pub headroom: Vec<Policy>,
+}
+
+impl Default for Settings {
+    /// cluster-autoscaler's defaults; planning only (`act` off).
+    fn default() -> Settings {
+        Settings {
+            expander: Expander {
+                chain: vec![Strategy::LeastWaste],
+                priorities: None,
+            },
+            limits: Limits::default(),
+            expendable_pods_priority_cutoff: -10,
+            max_node_provision_time: Duration::from_secs(15 * 60),
+            max_node_startup_time: Duration::from_secs(15 * 60),
+            health: HealthSettings::default(),
+            backoff: BackoffSettings::default(),
+            act: false,
+            remove_unregistered: false,
+            wait_for_new_pods: false,
+            new_pod_scale_up_delay: Duration::ZERO,
+            scale_down: scaledown::Settings::default(),
+            consolidation: consolidation::Settings::default(),
+            headroom: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,650 @@
+//! What one RunOnce decided and why: for every pending pod what happened to it, for every node group what
+//! it was asked to do. `simulate` prints it (JSON for scripts, a table for people); `/snapshotz` serves it.
+
+use crate::model::PodNames;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub scale_up: Vec<ScaleUp>,
+    pub scale_down: Vec<ScaleDown>,
+    /// Nodes of the cluster that stay, with why (every node not in `scale_down` and not being deleted).
+    pub unremovable: Vec<KeptNode>,
+    /// Deletions in progress or finished this loop.
+    pub deletions: Vec<DeletionStatus>,
+    /// Replacements by cheaper nodes (`--consolidation replace`): planned (`simulate`), or started this loop.
+    pub consolidation: Vec<Consolidation>,
+    /// With `--consolidation replace`: the nodes not replaced, with why.
+    pub not_consolidated: Vec<KeptNode>,
+    /// Replacements in progress, and those that ended this loop.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replacements: Vec<ReplacementStatus>,
+    pub fargate: Vec<FargatePod>,
+    /// Headroom policies: what each reserves and where that room is.
+    pub headroom: Vec<HeadroomStatus>,
+    /// CapacityBuffers: what each asks for, where its chunks are, the status it is given.
+    pub capacity_buffers: Vec<CapacityBufferStatus>,
+    pub no_scale_up: Vec<NoScaleUp>,
+    /// Pending pods that fit on existing nodes or on nodes already requested: no new node for them.
+    pub placed: Vec<Placed>,
+    pub node_groups: Vec<GroupStatus>,
+    /// Ready and unready nodes; an unhealthy cluster stops the loop before scale-up and scale-down.
+    pub cluster_health: ClusterHealth,
+    /// Problems that stopped part of the loop (a provider call that failed, a rejected scale-up).
+    pub errors: Vec<String>,
+    /// The whole RunOnce, from Refresh to the last decision.
+    pub elapsed_ms: f64,
+    /// The estimator alone.
+    pub estimate_ms: f64,
+    /// Scale-down planning alone (candidates, rules, removal simulation).
+    pub scale_down_ms: f64,
+    /// Consolidation planning alone (candidates, one new node for their pods, savings).
+    pub consolidation_ms: f64,
+}
+
+/// The cluster's health this loop, as `simulate`, `/snapshotz` and the status ConfigMap report it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterHealth {
+    pub healthy: bool,
+    pub ready_nodes: usize,
+    pub unready_nodes: usize,
+    /// Not Ready but younger than `--max-node-startup-time`: starting, not unready.
+    pub not_started_nodes: usize,
+    /// Why the loop stopped, when it did.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+impl Default for ClusterHealth {
+    /// An empty cluster is healthy.
+    fn default() -> ClusterHealth {
+        ClusterHealth {
+            healthy: true,
+            ready_nodes: 0,
+            unready_nodes: 0,
+            not_started_nodes: 0,
+            reason: String::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleUp {
+    pub node_group: String,
+    pub delta: u64,
+    pub pods: PodNames,
+    /// Why this group: the expander's choice, or balancing with a similar group.
+    pub reason: String,
+    /// For a group in several zones: how many of the new nodes each zone gets, as its Auto Scaling group
+    /// balances them.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub zones: BTreeMap<String, u64>,
+    /// Set when the provider refused the increase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleDown {
+    pub node: String,
+    pub node_group: String,
+    /// `empty` (no pod needs a new place) or `underutilized`.
+    pub reason: String,
+    /// Utilization against the threshold, and where its pods go.
+    pub detail: String,
+    /// The pods its removal evicts.
+    pub pods: Vec<String>,
+    /// Evicting them all at once exceeds a PodDisruptionBudget: the drain waits for replacements.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub risky: bool,
+}
+
+/// Nodes replaced by one cheaper node.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Consolidation {
+    pub nodes: Vec<String>,
+    pub from_node_groups: Vec<String>,
+    /// Where the new node launches, and as what.
+    pub node_group: String,
+    pub instance_type: String,
+    /// The pods that move to it.
+    pub pods: Vec<String>,
+    pub price_per_hour_before: f64,
+    pub price_per_hour_after: f64,
+    pub saving_per_hour: f64,
+    /// Set when the provider refused the new node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Consolidation {
+    /// `ip-a, ip-b (general, general) -> a new spot node (m5.xlarge): $0.1920/h -> $0.0672/h`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({}) -> a new {} node ({}): ${:.4}/h -> ${:.4}/h",
+            self.nodes.join(", "),
+            self.from_node_groups.join(", "),
+            self.node_group,
+            self.instance_type,
+            self.price_per_hour_before,
+            self.price_per_hour_after
+        )
+    }
+
+    /// ` (FAILED: why)` when the provider refused the new node.
+    pub fn failure(&self) -> String {
+        (self.error.as_ref()).map_or(String::new(), |e| format!(" (FAILED: {e})"))
+    }
+}
+
+/// A replacement in progress, or one that ended this loop.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplacementStatus {
+    /// The nodes it replaces.
+    pub nodes: Vec<String>,
+    pub node_group: String,
+    /// The new node, once it is Ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_node: Option<String>,
+    /// `single` (one node replaced) or `multi` (several merged into one).
+    pub kind: String,
+    /// `launching` (waiting for the new node to be Ready), `replacing` (it is: the old nodes' drains start),
+    /// `draining` (they go on), `done` (the old nodes are gone), `abandoned` (the new node never turned Ready, or the pods no longer fit: the old nodes
+    /// stay) or `failed` (a drain failed: the old node stays).
+    pub state: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    pub saving_per_hour: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeadroomStatus {
+    pub policy: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_group: Option<String>,
+    /// One reserved pod's requests, `cpu/memory`.
+    pub shape: String,
+    /// Pods of that shape the policy reserves now.
+    pub reserved: u32,
+    /// Of those, how many fit in free room on registered or upcoming nodes.
+    pub placed: usize,
+    /// How many the loop's scale-ups add room for.
+    pub scale_up: usize,
+    /// How many no node group can hold (see `noScaleUp` for `headroom/...` pods).
+    pub unmet: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CapacityBufferStatus {
+    pub name: String,
+    pub namespace: String,
+    /// Chunks it asks for now (0 when it is not ready or not ours to provision).
+    pub desired_chunks: u32,
+    /// One chunk's requests; null when the buffer resolves to no pod.
+    pub chunk: Option<Shape>,
+    /// Of the chunks, how many fit in free room on registered or upcoming nodes.
+    pub in_free_room: usize,
+    /// How many the loop's scale-ups add room for.
+    pub in_scale_up: usize,
+    /// How many no node group can hold, with why, by node group (as `noScaleUp` says it).
+    pub unmet: usize,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub unmet_reasons: BTreeMap<String, String>,
+    /// Its conditions as the status subresource gets them.
+    pub conditions: Vec<ConditionStatus>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Shape {
+    pub cpu: String,
+    pub memory: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ConditionStatus {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+}
+
+impl CapacityBufferStatus {
+    /// `shop/web-spare: 3 chunk(s) of 500m/1Gi: 2 in free room, 1 in this loop's scale-ups, 0 unmet;
+    /// ReadyForProvisioning True, Provisioning True (FakePodsInjected)`.
+    pub fn describe(&self) -> String {
+        let shape = self
+            .chunk
+            .as_ref()
+            .map_or("no pod".to_string(), |c| format!("{}/{}", c.cpu, c.memory));
+        let conditions: Vec<String> = self
+            .conditions
+            .iter()
+            .map(|c| {
+                let why = if c.status == "True" {
+                    String::new()
+                } else {
+                    format!(": {}", c.message)
+                };
+                format!("{} {} ({}){why}", c.kind, c.status, c.reason)
+            })
+            .collect();
+        format!(
+            "{}/{}: {} chunk(s) of {shape}: {} in free room, {} in this loop's scale-ups, {} unmet; {}",
+            self.namespace,
+            self.name,
+            self.desired_chunks,
+            self.in_free_room,
+            self.in_scale_up,
+            self.unmet,
+            conditions.join(", ")
+        )
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeptNode {
+    pub node: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_group: Option<String>,
+    /// cluster-autoscaler's name for the reason (`NotUnderutilized`, `BlockedByPod`, `NoPlaceToMovePods`, ...).
+    pub reason: String,
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletionStatus {
+    pub node: String,
+    pub node_group: String,
+    /// `started`, `draining`, `paused` (the view lost its pods), `deleted`, `failed` or `restored`.
+    pub state: String,
+    /// What it waits for, why it failed, or, once deleted, why it went (`empty` or `underutilized`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FargatePod {
+    pub pod: String,
+    /// Empty when no profile takes it (see `note`).
+    pub profile: String,
+    pub capacity_provisioned: String,
+    pub hourly_price: f64,
+    pub scheduler: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub incompatibilities: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NoScaleUp {
+    pub pod: String,
+    /// Why each node group cannot help, by node group id ("" for reasons that hold for every group).
+    pub reasons: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Placed {
+    pub pod: String,
+    /// The node it fits on, or for a node not registered yet, `upcoming` in its group.
+    pub node: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_group: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupStatus {
+    pub id: String,
+    pub min_size: i32,
+    pub max_size: i32,
+    pub target_size: i32,
+    pub registered: usize,
+    pub upcoming: usize,
+    /// Why it is not considered for scale-up this loop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+impl NoScaleUp {
+    /// `group: why; other: why` (reasons for every group unprefixed).
+    pub fn describe_reasons(&self) -> String {
+        self.reasons
+            .iter()
+            .map(|(g, why)| {
+                if g.is_empty() {
+                    why.clone()
+                } else {
+                    format!("{g}: {why}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+impl HeadroomStatus {
+    /// `buffer (general): 5 pod(s) of 1/2Gi: 2 fit in free room, 3 in this loop's scale-ups, 0 unmet`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({}): {} pod(s) of {}: {} fit in free room, {} in this loop's scale-ups, {} unmet",
+            self.policy,
+            self.node_group.as_deref().unwrap_or("cluster-wide"),
+            self.reserved,
+            self.shape,
+            self.placed,
+            self.scale_up,
+            self.unmet
+        )
+    }
+}
+
+/// `a, b, c and 7 more`.
+fn abbreviate<'a>(pods: impl ExactSizeIterator<Item = &'a str>, show: usize) -> String {
+    let total = pods.len();
+    let mut text = pods.take(show).collect::<Vec<_>>().join(", ");
+    if total > show {
+        let _ = write!(text, " and {} more", total - show);
+    }
+    text
+}
+
+impl Status {
+    /// Consolidation for people: each replacement with what moves and what it saves, those in progress, and
+    /// why the other nodes stay (reasons that hold for most nodes counted, not listed).
+    fn consolidation_table(&self, out: &mut String) {
+        if !self.consolidation.is_empty() {
+            let _ = writeln!(out, "\nConsolidation");
+            for c in &self.consolidation {
+                let _ = writeln!(
+                    out,
+                    "  {}, saves ${:.4}/h{}",
+                    c.describe(),
+                    c.saving_per_hour,
+                    c.failure()
+                );
+                let _ = writeln!(
+                    out,
+                    "    moves: {}",
+                    abbreviate(c.pods.iter().map(String::as_str), 4)
+                );
+            }
+        }
+        if !self.replacements.is_empty() {
+            let _ = writeln!(out, "\nReplacements");
+            for r in &self.replacements {
+                let _ = writeln!(
+                    out,
+                    "  {} -> {} ({}): {} {}",
+                    r.nodes.join(", "),
+                    r.node_group,
+                    r.kind,
+                    r.state,
+                    r.detail
+                );
+            }
+        }
+        if !self.not_consolidated.is_empty() {
+            let _ = writeln!(out, "\nNot consolidated");
+            let mut counted: BTreeMap<&str, usize> = BTreeMap::new();
+            for node in &self.not_consolidated {
+                let common = [
+                    "NotAutoscaled",
+                    "ScaleDownCandidate",
+                    "CurrentlyBeingDeleted",
+                    "NotStableLongEnough",
+                ];
+                if common.contains(&node.reason.as_str()) {
+                    *counted.entry(node.reason.as_str()).or_default() += 1;
+                    continue;
+                }
+                let group = node.node_group.as_deref().unwrap_or("-");
+                let _ = writeln!(
+                    out,
+                    "  {} ({group}): {}: {}",
+                    node.node, node.reason, node.detail
+                );
+            }
+            for (reason, n) in counted {
+                let _ = writeln!(out, "  {n} node(s): {reason}");
+            }
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("status serializes")
+    }
+
+    /// The same facts, for people: node groups first, then Fargate, then what cannot be helped and why.
+    pub fn to_table(&self) -> String {
+        let mut out = String::new();
+        if !self.cluster_health.healthy {
+            let _ = writeln!(out, "Cluster unhealthy: {}\n", self.cluster_health.reason);
+        }
+        let decisions: BTreeMap<&str, &ScaleUp> = self
+            .scale_up
+            .iter()
+            .map(|s| (s.node_group.as_str(), s))
+            .collect();
+        let width = self
+            .node_groups
+            .iter()
+            .map(|g| g.id.len())
+            .max()
+            .unwrap_or(0)
+            .max(10);
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>6}  {:>4}  {:>4}  {:>8}  DECISION",
+            "NODE GROUP", "TARGET", "MIN", "MAX", "UPCOMING"
+        );
+        for group in &self.node_groups {
+            let decision = match (decisions.get(group.id.as_str()), &group.skipped) {
+                (Some(s), _) => {
+                    let mut text = format!(
+                        "+{} node(s) for {} pod(s): {}",
+                        s.delta,
+                        s.pods.len(),
+                        s.reason
+                    );
+                    if let Some(error) = &s.error {
+                        let _ = write!(text, " (FAILED: {error})");
+                    }
+                    text
+                }
+                (None, Some(why)) => format!("skipped: {why}"),
+                (None, None) => "no change".into(),
+            };
+            let _ = writeln!(
+                out,
+                "{:<width$}  {:>6}  {:>4}  {:>4}  {:>8}  {decision}",
+                group.id, group.target_size, group.min_size, group.max_size, group.upcoming
+            );
+            if let Some(s) = decisions.get(group.id.as_str()) {
+                let _ = writeln!(
+                    out,
+                    "{:<width$}  pods: {}",
+                    "",
+                    abbreviate(s.pods.iter(), 4)
+                );
+                if !s.zones.is_empty() {
+                    let zones: Vec<String> =
+                        s.zones.iter().map(|(z, n)| format!("{z} {n}")).collect();
+                    let _ = writeln!(out, "{:<width$}  zones: {}", "", zones.join(", "));
+                }
+            }
+        }
+        if !self.scale_down.is_empty() {
+            let _ = writeln!(out, "\nScale-down");
+            for node in &self.scale_down {
+                let _ = writeln!(
+                    out,
+                    "  {} ({}): {}{}; {}",
+                    node.node,
+                    node.node_group,
+                    node.reason,
+                    if node.risky { ", risky (PDB)" } else { "" },
+                    node.detail
+                );
+                if !node.pods.is_empty() {
+                    let _ = writeln!(
+                        out,
+                        "    evicts: {}",
+                        abbreviate(node.pods.iter().map(String::as_str), 4)
+                    );
+                }
+            }
+        }
+        if !self.deletions.is_empty() {
+            let _ = writeln!(out, "\nDeletions");
+            for d in &self.deletions {
+                let _ = writeln!(
+                    out,
+                    "  {} ({}): {} {}",
+                    d.node, d.node_group, d.state, d.detail
+                );
+            }
+        }
+        if !self.unremovable.is_empty() {
+            let _ = writeln!(out, "\nNodes kept");
+            // Busy nodes and nodes of no group are many and unsurprising: counted, not listed.
+            let mut counted: BTreeMap<&str, usize> = BTreeMap::new();
+            for node in &self.unremovable {
+                if matches!(node.reason.as_str(), "NotUnderutilized" | "NotAutoscaled") {
+                    *counted.entry(node.reason.as_str()).or_default() += 1;
+                    continue;
+                }
+                let group = node.node_group.as_deref().unwrap_or("-");
+                let _ = writeln!(
+                    out,
+                    "  {} ({group}): {}: {}",
+                    node.node, node.reason, node.detail
+                );
+            }
+            for (reason, n) in counted {
+                let what = match reason {
+                    "NotUnderutilized" => "above the utilization threshold",
+                    _ => "in no node group",
+                };
+                let _ = writeln!(out, "  {n} node(s) {what} ({reason})");
+            }
+        }
+        self.consolidation_table(&mut out);
+        if !self.headroom.is_empty() {
+            let _ = writeln!(out, "\nHeadroom");
+            for h in &self.headroom {
+                let _ = writeln!(out, "  {}", h.describe());
+            }
+        }
+        if !self.capacity_buffers.is_empty() {
+            let _ = writeln!(out, "\nCapacity buffers");
+            for b in &self.capacity_buffers {
+                let _ = writeln!(out, "  {}", b.describe());
+                for (group, why) in &b.unmet_reasons {
+                    let group = if group.is_empty() { "all" } else { group };
+                    let _ = writeln!(out, "    {group}: {why}");
+                }
+            }
+        }
+        if !self.placed.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n{} pending pod(s) fit on existing or upcoming nodes: no new node needed",
+                self.placed.len()
+            );
+        }
+        if !self.fargate.is_empty() {
+            let _ = writeln!(out, "\nFargate");
+            for pod in &self.fargate {
+                let mut line = if pod.profile.is_empty() {
+                    format!("  {}: no profile takes it", pod.pod)
+                } else {
+                    format!(
+                        "  {}: profile {}, {}, ${:.4}/h",
+                        pod.pod, pod.profile, pod.capacity_provisioned, pod.hourly_price
+                    )
+                };
+                if !pod.incompatibilities.is_empty() {
+                    let _ = write!(
+                        line,
+                        "; cannot run on Fargate: {}",
+                        pod.incompatibilities.join(", ")
+                    );
+                }
+                if let Some(note) = &pod.note {
+                    let _ = write!(line, "; {note}");
+                }
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        if !self.no_scale_up.is_empty() {
+            let _ = writeln!(out, "\nPods no node group can help");
+            for pod in &self.no_scale_up {
+                let _ = writeln!(out, "  {}", pod.pod);
+                for (group, why) in &pod.reasons {
+                    let group = if group.is_empty() { "all" } else { group };
+                    let _ = writeln!(out, "    {group}: {why}");
+                }
+            }
+        }
+        for error in &self.errors {
+            let _ = writeln!(out, "\nerror: {error}");
+        }
+        let consolidation = if self.not_consolidated.is_empty() && self.consolidation.is_empty() {
+            String::new()
+        } else {
+            format!(", consolidation {:.1} ms", self.consolidation_ms)
+        };
+        let _ = writeln!(
+            out,
+            "\ndecided in {:.1} ms (estimator {:.1} ms, scale-down {:.1} ms{consolidation})",
+            self.elapsed_ms, self.estimate_ms, self.scale_down_ms
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Pod, Resources};
+
+    #[test]
+    fn pod_names_keep_each_name_whole_across_appends() {
+        let mut list = PodNames::with_capacity(2);
+        list.push(&Pod::pending("default", "web-0", Resources::default()));
+        list.push(&Pod::pending("batch", "job-1", Resources::default()));
+        list.append(["kube-system/x"].into_iter().collect());
+        list.append(PodNames::default());
+        assert_eq!(
+            list.iter().collect::<Vec<_>>(),
+            ["default/web-0", "batch/job-1", "kube-system/x"]
+        );
+        assert_eq!(list.len(), 3);
+        assert_eq!(
+            serde_json::to_string(&list).unwrap(),
+            r#"["default/web-0","batch/job-1","kube-system/x"]"#
+        );
+        assert_eq!(
+            abbreviate(list.iter(), 2),
+            "default/web-0, batch/job-1 and 1 more"
+        );
+        assert_eq!(PodNames::default().iter().count(), 0);
+    }
+}
