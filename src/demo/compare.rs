@@ -1,8 +1,8 @@
 //! The demo's second day, played twice on the same script: with consolidation off (upstream's behaviour) and
 //! with `--consolidation replace`. What each cost, and the replacements that made the difference.
 
+use super::chart::Chart;
 use super::record::Record;
-use super::report::Chart;
 use super::script::Script;
 use std::fmt::Write;
 use std::time::Duration;

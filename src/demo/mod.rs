@@ -2,6 +2,7 @@
 //! and the companion's loop acting on both, while a script plays a day of workloads in accelerated time.
 //! Everything runs over loopback gRPC as in production; only the clock is the simulator's.
 
+pub mod chart; // line charts over simulated time, as SVG
 pub mod compare; // the second day, with consolidation off and on: what each cost, what was replaced
 pub mod record; // what the demo saw: samples, the decision log, summary facts
 pub mod report; // the HTML page with SVG charts

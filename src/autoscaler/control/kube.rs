@@ -6,9 +6,9 @@
 
 use crate::autoscaler::cluster::{BufferStatus, ClusterError, ClusterSource, ClusterView};
 use crate::autoscaler::control::kube_buffers::BufferWatches;
+use crate::autoscaler::control::watch::{MANAGER, drive};
 use crate::k8s::objects;
 use crate::model::{PodNames, Taint};
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -21,8 +21,6 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::Notify;
 
 /// The field manager our patches are made as.
-pub(super) const MANAGER: &str = "ekscale-autoscaler";
-
 pub struct Kube {
     client: kube::Client,
     nodes: Store<Node>,
@@ -167,22 +165,6 @@ impl Kube {
     /// Completes when a pod turns Unschedulable (wakes one waiter; notifications before the wait count).
     pub async fn unschedulable_pod(&self) {
         self.unschedulable.notified().await;
-    }
-}
-
-/// Runs a reflector's stream for as long as the source lives; watch errors are logged and retried by the
-/// watcher with its backoff.
-pub(super) async fn drive<K, S>(stream: S, mut each: impl FnMut(&K) + Send)
-where
-    S: futures::Stream<Item = Result<K, watcher::Error>> + Send,
-{
-    let stream = stream.default_backoff();
-    futures::pin_mut!(stream);
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(object) => each(&object),
-            Err(e) => tracing::warn!(error = %e, "watch failed; retrying"),
-        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! A cluster without the CRD (or without RBAC to read it) gets no buffer watches at all.
 
 use crate::autoscaler::cluster::{BufferStatus, ClusterError};
+use crate::autoscaler::control::watch::{MANAGER, drive};
 use crate::k8s::capacity_buffer::{
     self as api, BufferObjects, CapacityBuffer, GROUP, KIND, PLURAL, Read, Scalable, Template,
     VERSIONS,
@@ -66,10 +67,7 @@ where
     let writer = reflector::store::Writer::new(dyntype);
     let store = writer.as_reader();
     let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()));
-    (
-        store,
-        crate::autoscaler::control::kube::drive(stream.applied_objects(), |_| {}),
-    )
+    (store, drive(stream.applied_objects(), |_| {}))
 }
 
 impl BufferWatches {
@@ -187,7 +185,7 @@ impl BufferWatches {
         );
         let patch = serde_json::json!({"status": buffer.status});
         let params = PatchParams {
-            field_manager: Some(crate::autoscaler::control::kube::MANAGER.into()),
+            field_manager: Some(MANAGER.into()),
             ..PatchParams::default()
         };
         match api

@@ -11,3 +11,4 @@ pub mod kube_buffers; // CapacityBuffers, PodTemplates and scalable objects watc
 pub mod last_loop; // what /health-check and /snapshotz serve: liveness and the last decisions
 pub mod leader; // leader election on a Lease: one replica acts, and stops at once when it loses
 pub mod metrics; // ekscale_* metrics, named after cluster-autoscaler's
+pub mod watch; // what the live sources share: the field manager, a reflector's watch kept running

@@ -79,7 +79,9 @@ pub struct Plan {
     pub estimate_time: Duration,
 }
 
-/// Plans scale-ups for `pending`, committing each into `places`/`topology` so later rounds see it.
+/// Plans scale-ups for `pending`, committing each into `places`/`topology` so later rounds see it. Each round
+/// finds the groups that can help the pods left (`jobs`), estimates them (`estimate`), lets the expander
+/// choose (`choose`) and commits the choice, balanced over similar groups (`commit`); until no group helps.
 pub fn plan(
     topology: &mut Topology,
     places: &mut Vec<Place>,
@@ -89,22 +91,54 @@ pub fn plan(
     expander: &Expander,
     cluster: Totals,
 ) -> Result<Plan, ExpanderError> {
-    let mut result = Plan {
-        reasons: vec![BTreeMap::new(); pending.groups.len()],
-        ..Default::default()
+    let mut planner = Planner {
+        groups,
+        limits,
+        expander,
+        statics: statics(groups, pending),
+        planned: vec![0u64; groups.len()],
+        totals: cluster,
+        // One bound for the loop's whole binpacking: every round, every group's estimate, every ordering.
+        deadline: Instant::now() + limits.max_binpacking_duration,
+        by_id: BTreeMap::new(),
+        result: Plan {
+            reasons: vec![BTreeMap::new(); pending.groups.len()],
+            ..Default::default()
+        },
     };
-    let mut planned = vec![0u64; groups.len()];
-    let mut totals = cluster;
-    // One bound for the loop's whole binpacking: every round, every group's estimate, every ordering.
-    let deadline = Instant::now() + limits.max_binpacking_duration;
-    // Static feasibility of each equivalence group on each node group's template, computed once.
-    let statics: Vec<Vec<Result<(), Unfit>>> = pending
-        .groups
-        .iter()
+    loop {
+        let open: Vec<usize> = (0..pending.groups.len())
+            .filter(|&e| pending.left(e) > 0)
+            .collect();
+        if open.is_empty() {
+            break;
+        }
+        for &e in &open {
+            planner.result.reasons[e].clear();
+        }
+        let jobs = planner.jobs(&open, pending);
+        let options = planner.estimate(jobs, topology, places, pending);
+        if options.is_empty() {
+            break;
+        }
+        let (chosen, reason) = planner.choose(options, pending)?;
+        planner.commit(chosen, &reason, topology, places, pending);
+    }
+    let mut result = planner.result;
+    for (e, reasons) in result.reasons.iter_mut().enumerate() {
+        if pending.left(e) == 0 {
+            reasons.clear();
+        }
+    }
+    Ok(result)
+}
+
+/// Static feasibility of each equivalence group on each node group's templates (any zone), computed once.
+fn statics(groups: &[Group], pending: &Pending) -> Vec<Vec<Result<(), Unfit>>> {
+    (pending.groups.iter())
         .map(|eg| {
             let pod = eg.exemplar(pending.pods);
-            groups
-                .iter()
+            (groups.iter())
                 .map(|g| {
                     let mut fits = g.templates().iter().map(|t| static_fit(pod, t));
                     match fits.clone().find(Result::is_ok) {
@@ -114,49 +148,56 @@ pub fn plan(
                 })
                 .collect()
         })
-        .collect();
-    let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
+        .collect()
+}
 
-    loop {
-        let open: Vec<usize> = (0..pending.groups.len())
-            .filter(|&e| pending.left(e) > 0)
-            .collect();
-        if open.is_empty() {
-            break;
-        }
-        for &e in &open {
-            result.reasons[e].clear();
-        }
-        let mut options: Vec<(usize, Estimate, Vec<usize>)> = Vec::new();
-        let mut jobs: Vec<Job> = Vec::new();
-        for (gi, group) in groups.iter().enumerate() {
-            let say = |result: &mut Plan, e: usize, why: String| {
-                result.reasons[e].insert(group.id.clone(), why);
+/// The planner's state across rounds.
+struct Planner<'a> {
+    groups: &'a [Group],
+    limits: &'a Limits,
+    expander: &'a Expander,
+    statics: Vec<Vec<Result<(), Unfit>>>,
+    /// Nodes planned so far, per group.
+    planned: Vec<u64>,
+    /// The cluster's nodes, cores and memory, with what is planned.
+    totals: Totals,
+    deadline: Instant,
+    /// Each scale-up's index in `result`, by group id.
+    by_id: BTreeMap<String, usize>,
+    result: Plan,
+}
+
+/// A group's estimate for some equivalence groups (`members`).
+type Candidate = (usize, Estimate, Vec<usize>);
+
+impl Planner<'_> {
+    /// The groups that can help the `open` equivalence groups this round, each with the pods it may take and
+    /// its limit; why each other group cannot is said for each pod.
+    fn jobs(&mut self, open: &[usize], pending: &Pending) -> Vec<Job> {
+        let mut jobs = Vec::new();
+        for (gi, group) in self.groups.iter().enumerate() {
+            let reasons = &mut self.result.reasons;
+            let mut say = |e: usize, why: String| {
+                reasons[e].insert(group.id.clone(), why);
             };
             let Some(template) = &group.template else {
-                for &e in &open {
-                    say(
-                        &mut result,
-                        e,
-                        "the provider has no template node for this group".into(),
-                    );
+                for &e in open {
+                    say(e, "the provider has no template node for this group".into());
                 }
                 continue;
             };
             if let Some(why) = &group.skip {
-                for &e in &open {
-                    say(&mut result, e, why.clone());
+                for &e in open {
+                    say(e, why.clone());
                 }
                 continue;
             }
-            let members: Vec<usize> = open
-                .iter()
-                .copied()
-                .filter(|&e| match &statics[e][gi] {
+            let members: Vec<usize> = (open.iter().copied())
+                .filter(|&e| match &self.statics[e][gi] {
                     Ok(()) => true,
                     Err(why) => {
                         let pod = pending.groups[e].exemplar(pending.pods);
-                        say(&mut result, e, explain(why, pod, template));
+                        say(e, explain(why, pod, template));
                         false
                     }
                 })
@@ -164,14 +205,16 @@ pub fn plan(
             if members.is_empty() {
                 continue;
             }
-            let (mut limit, limited_by) = node_limit(group, planned[gi], template, limits, totals);
-            if group.zero_or_max && limit < headroom(group, planned[gi]) {
+            let planned = self.planned[gi];
+            let (mut limit, limited_by) =
+                node_limit(group, planned, template, self.limits, self.totals);
+            if group.zero_or_max && limit < headroom(group, planned) {
                 // All or nothing: a limit that stops short of max stops it altogether.
                 limit = 0;
             }
             if limit == 0 {
                 for &e in &members {
-                    say(&mut result, e, limited_by.to_string());
+                    say(e, limited_by.to_string());
                 }
                 continue;
             }
@@ -182,11 +225,22 @@ pub fn plan(
                 limited_by,
             });
         }
+        jobs
+    }
 
-        // Estimate every group that can help, in parallel: they only read the world.
+    /// Estimates every job, in parallel (they only read the world); the pods an estimate leaves are said.
+    /// Returns the estimates that add nodes.
+    fn estimate(
+        &mut self,
+        jobs: Vec<Job>,
+        topology: &Topology,
+        places: &[Place],
+        pending: &Pending,
+    ) -> Vec<Candidate> {
         let started = Instant::now();
-        let estimates = estimate_all(&jobs, groups, topology, places, pending, deadline);
-        result.estimate_time += started.elapsed();
+        let estimates = estimate_all(&jobs, self.groups, topology, places, pending, self.deadline);
+        self.result.estimate_time += started.elapsed();
+        let mut options = Vec::new();
         for (job, estimate) in jobs.into_iter().zip(estimates) {
             for (k, &e) in job.members.iter().enumerate() {
                 if estimate.placed[k] < pending.left(e) {
@@ -198,50 +252,71 @@ pub fn plan(
                         }
                         (None, _) => job.limited_by.to_string(),
                     };
-                    result.reasons[e].insert(groups[job.group].id.clone(), why);
+                    let id = self.groups[job.group].id.clone();
+                    self.result.reasons[e].insert(id, why);
                 }
             }
             if estimate.node_count() > 0 {
                 options.push((job.group, estimate, job.members));
             }
         }
-        if options.is_empty() {
-            break;
-        }
+        options
+    }
 
-        let expansion: Vec<ExpansionOption> = options
-            .iter()
+    /// The expander's choice among the options, and why it was chosen.
+    fn choose(
+        &self,
+        mut options: Vec<Candidate>,
+        pending: &Pending,
+    ) -> Result<(Candidate, String), ExpanderError> {
+        let groups = self.groups;
+        let expansion: Vec<ExpansionOption> = (options.iter())
             .map(|(gi, estimate, members)| option(&groups[*gi], estimate, members, pending))
             .collect();
         let context = PriceContext {
-            cluster_nodes: totals.nodes as usize,
+            cluster_nodes: self.totals.nodes as usize,
             stabilizer: pending.stabilizer,
         };
         let chosen = if expansion.len() == 1 {
             0
         } else {
-            expander.choose(&expansion, context)?
+            self.expander.choose(&expansion, context)?
         };
-        let (gi, estimate, members) = options.swap_remove(chosen);
-        let others: Vec<&str> = options
-            .iter()
+        let chosen = options.swap_remove(chosen);
+        let others: Vec<&str> = (options.iter())
             .map(|(g, ..)| groups[*g].id.as_str())
             .collect();
         let reason = if others.is_empty() {
             "the only node group that helps".to_string()
         } else {
-            format!(
-                "{} chose it over {}",
-                expander_name(expander),
-                others.join(", ")
-            )
+            let expander = expander_name(self.expander);
+            format!("{expander} chose it over {}", others.join(", "))
         };
+        Ok((chosen, reason))
+    }
 
-        // Balance across similar groups, then hand out the estimated nodes in order.
+    /// Commits the chosen estimate: balanced across similar groups, its nodes handed out in order to the
+    /// groups' scale-ups, each with the pods it takes and its zones; the world takes the new nodes.
+    fn commit(
+        &mut self,
+        (gi, estimate, members): Candidate,
+        reason: &str,
+        topology: &mut Topology,
+        places: &mut Vec<Place>,
+        pending: &mut Pending,
+    ) {
+        let groups = self.groups;
         let share = if groups[gi].zero_or_max {
-            vec![(gi, headroom(&groups[gi], planned[gi]))]
-        } else if limits.balance_similar_node_groups {
-            balance(gi, &estimate, &members, groups, &planned, &statics)
+            vec![(gi, headroom(&groups[gi], self.planned[gi]))]
+        } else if self.limits.balance_similar_node_groups {
+            balance(
+                gi,
+                &estimate,
+                &members,
+                groups,
+                &self.planned,
+                &self.statics,
+            )
         } else {
             vec![(gi, estimate.node_count() as u64)]
         };
@@ -259,11 +334,8 @@ pub fn plan(
                 PodNames::with_capacity(members.iter().map(|&e| pending.left(e) as usize).sum());
             let mut zones: BTreeMap<String, u64> = BTreeMap::new();
             // A zero-or-max group gets empty nodes beyond the estimate, up to its max.
-            let empty = group
-                .template
-                .iter()
-                .cycle()
-                .map(|t| topology.copy(t, PlaceKind::Planned));
+            let empty =
+                (group.template.iter().cycle()).map(|t| topology.copy(t, PlaceKind::Planned));
             for mut node in nodes.by_ref().chain(empty).take(count as usize) {
                 for &(k, n) in &node.contents {
                     let e = members[k];
@@ -275,52 +347,56 @@ pub fn plan(
                 }
                 node.group = Some(target);
                 node.kind = PlaceKind::Planned;
-                if let Some(zone) = node
-                    .node
-                    .labels
-                    .get(ZONE_LABEL)
-                    .filter(|_| !group.zones.is_empty())
-                {
+                let zone = node.node.labels.get(ZONE_LABEL);
+                if let Some(zone) = zone.filter(|_| !group.zones.is_empty()) {
                     *zones.entry(zone.clone()).or_default() += 1;
                 }
                 let capacity = node.node.capacity;
                 places.push(node);
-                totals.nodes += 1;
-                totals.cpu_millis += capacity.cpu_millis;
-                totals.memory_bytes += capacity.memory_bytes;
+                self.totals.nodes += 1;
+                self.totals.cpu_millis += capacity.cpu_millis;
+                self.totals.memory_bytes += capacity.memory_bytes;
             }
-            planned[target] += count;
+            self.planned[target] += count;
             let why = if target == gi && group.zero_or_max {
                 format!("{reason} (zeroOrMaxNodeScaling: to its max size)")
             } else if target == gi {
-                reason.clone()
+                reason.to_string()
             } else {
                 format!("balanced with {} (similar node groups)", groups[gi].id)
             };
-            let slot = *by_id.entry(group.id.clone()).or_insert_with(|| {
-                result.scale_ups.push(ScaleUp {
-                    node_group: group.id.clone(),
-                    delta: 0,
-                    pods: PodNames::default(),
-                    reason: why,
-                    zones: BTreeMap::new(),
-                    error: None,
-                });
-                result.scale_ups.len() - 1
+            self.add(group, count, pods, zones, why);
+        }
+    }
+
+    /// `count` nodes of `group` for `pods` into its scale-up (made on its first nodes, with `why`).
+    fn add(
+        &mut self,
+        group: &Group,
+        count: u64,
+        pods: PodNames,
+        zones: BTreeMap<String, u64>,
+        why: String,
+    ) {
+        let scale_ups = &mut self.result.scale_ups;
+        let slot = *self.by_id.entry(group.id.clone()).or_insert_with(|| {
+            scale_ups.push(ScaleUp {
+                node_group: group.id.clone(),
+                delta: 0,
+                pods: PodNames::default(),
+                reason: why,
+                zones: BTreeMap::new(),
+                error: None,
             });
-            result.scale_ups[slot].delta += count;
-            result.scale_ups[slot].pods.append(pods);
-            for (zone, n) in zones {
-                *result.scale_ups[slot].zones.entry(zone).or_default() += n;
-            }
+            scale_ups.len() - 1
+        });
+        let scale_up = &mut scale_ups[slot];
+        scale_up.delta += count;
+        scale_up.pods.append(pods);
+        for (zone, n) in zones {
+            *scale_up.zones.entry(zone).or_default() += n;
         }
     }
-    for (e, reasons) in result.reasons.iter_mut().enumerate() {
-        if pending.left(e) == 0 {
-            reasons.clear();
-        }
-    }
-    Ok(result)
 }
 
 /// One node group to estimate for some equivalence groups.
