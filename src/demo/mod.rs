@@ -111,24 +111,8 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
 /// as fast as it goes); `show` prints progress and decisions.
 async fn play(script: &Script, mode: Mode, speed: f64, show: bool) -> Result<Record, DemoError> {
     let clock = Clock::manual();
-    let backend = Arc::new(SimBackend::new(script.scenario.clone(), clock.clone()));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| DemoError::Provider(e.to_string()))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| DemoError::Provider(e.to_string()))?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(crate::provider::serve(
-        listener,
-        backend.clone(),
-        Arc::new(ProviderMetrics::default()),
-        None,
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    let config = ProviderConfig::plaintext(addr.to_string());
+    let provider = Provider::start(script, clock.clone()).await?;
+    let config = ProviderConfig::plaintext(provider.addr.to_string());
     let client = ProviderClient::new(&config)?;
     let cluster = Arc::new(SimCluster::new(&config, clock.clone())?);
     let mut settings = Settings {
@@ -141,20 +125,13 @@ async fn play(script: &Script, mode: Mode, speed: f64, show: bool) -> Result<Rec
     settings.consolidation.mode = mode;
     let mut once = RunOnce::new(client.clone(), settings).acting_on(cluster.clone());
     cluster.create_buffers(script.buffers.clone(), script.templates.clone());
-    // Each workload owned by a ReplicaSet stands for a Deployment of its name, which buffers may follow.
-    let mut deployments: BTreeMap<String, Scalable> = BTreeMap::new();
-    let mut record = prices(&client).await?;
-
-    let bar = if show {
-        ProgressBar::new(script.duration.as_secs())
-    } else {
-        ProgressBar::hidden()
+    let mut world = World {
+        cluster: &cluster,
+        backend: &provider.backend,
+        deployments: BTreeMap::new(),
     };
-    bar.set_style(
-        ProgressStyle::with_template("{bar:20} {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
+    let mut record = prices(&client).await?;
+    let bar = progress_bar(show, script.duration);
     let show = |entry: &Entry| {
         if !show {
             return;
@@ -172,81 +149,21 @@ async fn play(script: &Script, mode: Mode, speed: f64, show: bool) -> Result<Rec
         let tick = Instant::now();
         while let Some(event) = script.timeline.get(next).filter(|e| e.at <= at) {
             next += 1;
-            match &event.action {
-                Action::Create(workload, pods) => {
-                    cluster.create_pods(pods.clone());
-                    if let Some(pod) = pods.first().filter(|_| workload.owner == "ReplicaSet") {
-                        let deployment = Scalable {
-                            api_group: "apps".into(),
-                            kind: "Deployment".into(),
-                            namespace: workload.namespace.clone(),
-                            name: workload.name.clone(),
-                            replicas: i32::try_from(pods.len()).unwrap_or(i32::MAX),
-                            pod: Ok(pod.clone()),
-                        };
-                        cluster.scale(deployment.clone());
-                        deployments.insert(workload.name.clone(), deployment);
-                    }
-                    record.arrivals.push(Arrival {
-                        name: workload.name.clone(),
-                        namespace: workload.namespace.clone(),
-                        pods: pods.len(),
-                        created: at,
-                        all_running: None,
-                    });
-                }
-                Action::Delete(name) => {
-                    let prefix = format!("{name}-");
-                    cluster.delete_pods(|p| p.name.starts_with(&prefix));
-                    if let Some(deployment) = deployments.get_mut(name) {
-                        deployment.replicas = 0;
-                        cluster.scale(deployment.clone());
-                    }
-                }
-                Action::Capacity(change) => backend
-                    .set_available_capacity(&change.node_group, change.available)
-                    .map_err(|e| DemoError::Cloud(e.to_string()))?,
-            }
-            let what = match &event.action {
-                Action::Create(w, _) => format!("+{} {} pod(s)", w.count, w.name),
-                Action::Delete(name) => format!("{name} pods deleted"),
-                Action::Capacity(c) => match c.available {
-                    Some(n) => format!("{} can have {n} instance(s)", c.node_group),
-                    None => format!("{} has capacity without limit", c.node_group),
-                },
-            };
+            let what = world.apply(&event.action, &mut record, at)?;
             let text = match &event.say {
                 Some(say) => format!("{say} ({what})"),
                 None => what,
             };
             show(record.say(at, "timeline", text));
         }
-        let view = cluster
-            .view()
-            .await
-            .map_err(|e| DemoError::Loop(e.to_string()))?;
-        let status = once
-            .run(&view, cluster.now())
-            .await
-            .map_err(|e| DemoError::Loop(e.to_string()))?;
+        let view = (cluster.view().await).map_err(|e| DemoError::Loop(e.to_string()))?;
+        let status = once.run(&view, cluster.now()).await;
+        let status = status.map_err(|e| DemoError::Loop(e.to_string()))?;
         for entry in record.observe(at, &view, &status) {
             show(&entry);
         }
-        let last = record.samples.last().expect("observed");
-        let nodes: Vec<String> = record
-            .groups
-            .iter()
-            .zip(&last.nodes)
-            .map(|(g, n)| format!("{g} {n}"))
-            .collect();
         bar.set_position(at.as_secs());
-        bar.set_message(format!(
-            "{} | pending {} | {} | ${:.2}/h",
-            hms(at),
-            last.pending,
-            nodes.join(", "),
-            last.ec2_cost + last.fargate_cost
-        ));
+        bar.set_message(progress(&record, at));
         clock.advance(script.scan_interval);
         at += script.scan_interval;
         if speed > 0.0 {
@@ -258,9 +175,142 @@ async fn play(script: &Script, mode: Mode, speed: f64, show: bool) -> Result<Rec
         }
     }
     bar.finish_and_clear();
-    let _ = stop.send(());
-    let _ = server.await;
+    provider.stop().await;
     Ok(record)
+}
+
+/// The provider, in-process on the script's simulated EKS, served on a loopback port until stopped.
+struct Provider {
+    backend: Arc<SimBackend>,
+    addr: std::net::SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<Result<(), crate::provider::ServeError>>,
+}
+
+impl Provider {
+    async fn start(script: &Script, clock: Clock) -> Result<Provider, DemoError> {
+        let backend = Arc::new(SimBackend::new(script.scenario.clone(), clock));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| DemoError::Provider(e.to_string()))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| DemoError::Provider(e.to_string()))?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(crate::provider::serve(
+            listener,
+            backend.clone(),
+            Arc::new(ProviderMetrics::default()),
+            None,
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        Ok(Provider {
+            backend,
+            addr,
+            stop,
+            server,
+        })
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.server.await;
+    }
+}
+
+/// What the timeline acts on: the simulated cluster, the simulated EKS, and the Deployments the workloads
+/// stand for.
+struct World<'a> {
+    cluster: &'a SimCluster,
+    backend: &'a SimBackend,
+    /// Each workload owned by a ReplicaSet stands for a Deployment of its name, which buffers may follow.
+    deployments: BTreeMap<String, Scalable>,
+}
+
+impl World<'_> {
+    /// Plays one timeline event at `at`; returns what it did, for the log.
+    fn apply(
+        &mut self,
+        action: &Action,
+        record: &mut Record,
+        at: Duration,
+    ) -> Result<String, DemoError> {
+        let cluster = self.cluster;
+        match action {
+            Action::Create(workload, pods) => {
+                cluster.create_pods(pods.clone());
+                if let Some(pod) = pods.first().filter(|_| workload.owner == "ReplicaSet") {
+                    let deployment = Scalable {
+                        api_group: "apps".into(),
+                        kind: "Deployment".into(),
+                        namespace: workload.namespace.clone(),
+                        name: workload.name.clone(),
+                        replicas: i32::try_from(pods.len()).unwrap_or(i32::MAX),
+                        pod: Ok(pod.clone()),
+                    };
+                    cluster.scale(deployment.clone());
+                    self.deployments.insert(workload.name.clone(), deployment);
+                }
+                record.arrivals.push(Arrival {
+                    name: workload.name.clone(),
+                    namespace: workload.namespace.clone(),
+                    pods: pods.len(),
+                    created: at,
+                    all_running: None,
+                });
+                Ok(format!("+{} {} pod(s)", workload.count, workload.name))
+            }
+            Action::Delete(name) => {
+                let prefix = format!("{name}-");
+                cluster.delete_pods(|p| p.name.starts_with(&prefix));
+                if let Some(deployment) = self.deployments.get_mut(name) {
+                    deployment.replicas = 0;
+                    cluster.scale(deployment.clone());
+                }
+                Ok(format!("{name} pods deleted"))
+            }
+            Action::Capacity(change) => {
+                (self.backend)
+                    .set_available_capacity(&change.node_group, change.available)
+                    .map_err(|e| DemoError::Cloud(e.to_string()))?;
+                Ok(match change.available {
+                    Some(n) => format!("{} can have {n} instance(s)", change.node_group),
+                    None => format!("{} has capacity without limit", change.node_group),
+                })
+            }
+        }
+    }
+}
+
+fn progress_bar(show: bool, duration: Duration) -> ProgressBar {
+    let bar = if show {
+        ProgressBar::new(duration.as_secs())
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:20} {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+/// The progress bar's message: the time, pending pods, nodes per group, the cost per hour.
+fn progress(record: &Record, at: Duration) -> String {
+    let last = record.samples.last().expect("observed");
+    let nodes: Vec<String> = (record.groups.iter().zip(&last.nodes))
+        .map(|(g, n)| format!("{g} {n}"))
+        .collect();
+    format!(
+        "{} | pending {} | {} | ${:.2}/h",
+        hms(at),
+        last.pending,
+        nodes.join(", "),
+        last.ec2_cost + last.fargate_cost
+    )
 }
 
 /// The node groups, and what a node of each costs per hour (the provider's pricing RPC).

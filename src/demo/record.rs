@@ -109,9 +109,30 @@ impl Record {
     /// Takes in one loop: the cluster it saw and what it decided. Returns the log lines it added.
     pub fn observe(&mut self, at: Duration, view: &ClusterView, status: &Status) -> Vec<Entry> {
         let first = self.log.len();
-        let group_index = |id: &str| self.groups.iter().position(|g| g == id);
+        self.scale_ups(at, status);
+        self.removals(at, status);
+        self.consolidations(at, status);
+        self.fargate_runs(at, status);
+        self.not_helped(at, status);
+        for e in &status.errors {
+            self.say(at, "error", e.clone());
+        }
+        self.buffers(at, status);
+        self.headroom = status.headroom.clone();
+        self.capacity_buffers = status.capacity_buffers.clone();
+        self.loop_ms.push(status.elapsed_ms);
+        self.sample(at, view, status);
+        self.log[first..].to_vec()
+    }
+
+    fn group_index(&self, id: &str) -> Option<usize> {
+        self.groups.iter().position(|g| g == id)
+    }
+
+    /// Each scale-up, counted as nodes added to its group, or its failure.
+    fn scale_ups(&mut self, at: Duration, status: &Status) {
         for s in &status.scale_up {
-            let Some(g) = group_index(&s.node_group) else {
+            let Some(g) = self.group_index(&s.node_group) else {
                 continue;
             };
             match &s.error {
@@ -124,48 +145,42 @@ impl Record {
                         s.pods.len(),
                         s.reason
                     );
-                    self.log.push(Entry {
-                        at,
-                        kind: "scale-up",
-                        text,
-                    });
+                    self.say(at, "scale-up", text);
                 }
-                Some(error) => self.log.push(Entry {
-                    at,
-                    kind: "scale-up failed",
-                    text: format!("{} +{}: {error}", s.node_group, s.delta),
-                }),
+                Some(error) => {
+                    let text = format!("{} +{}: {error}", s.node_group, s.delta);
+                    self.say(at, "scale-up failed", text);
+                }
             }
         }
+    }
+
+    /// Each node scale-down chose, and each deletion that ended (counted as a node removed from its group).
+    fn removals(&mut self, at: Duration, status: &Status) {
         for s in &status.scale_down {
             let text = format!("{} ({}): {}; {}", s.node, s.node_group, s.reason, s.detail);
-            self.log.push(Entry {
-                at,
-                kind: "scale-down",
-                text,
-            });
+            self.say(at, "scale-down", text);
         }
         for d in &status.deletions {
             match d.state.as_str() {
                 "deleted" => {
-                    if let Some(g) = group_index(&d.node_group) {
+                    if let Some(g) = self.group_index(&d.node_group) {
                         self.removed[g] += 1;
                     }
                     let text = format!("{} ({}) deleted", d.node, d.node_group);
-                    self.log.push(Entry {
-                        at,
-                        kind: "node removed",
-                        text,
-                    });
+                    self.say(at, "node removed", text);
                 }
-                "failed" => self.log.push(Entry {
-                    at,
-                    kind: "scale-down failed",
-                    text: format!("{} ({}): {}", d.node, d.node_group, d.detail),
-                }),
+                "failed" => {
+                    let text = format!("{} ({}): {}", d.node, d.node_group, d.detail);
+                    self.say(at, "scale-down failed", text);
+                }
                 _ => {}
             }
         }
+    }
+
+    /// Each replacement launched, and how each ended; the log says launches and the replacements' steps.
+    fn consolidations(&mut self, at: Duration, status: &Status) {
         for c in status.consolidation.iter().filter(|c| c.error.is_none()) {
             self.replacements.push(Replaced {
                 at,
@@ -185,18 +200,15 @@ impl Record {
             }
         }
         for c in &status.consolidation {
-            let text = format!("{}{}", c.describe(), c.failure());
-            self.log.push(Entry {
+            self.say(
                 at,
-                kind: "consolidation",
-                text,
-            });
+                "consolidation",
+                format!("{}{}", c.describe(), c.failure()),
+            );
         }
-        for r in status
-            .replacements
-            .iter()
-            .filter(|r| r.state != "launching" && r.state != "draining")
-        {
+        let steps = (status.replacements.iter())
+            .filter(|r| r.state != "launching" && r.state != "draining");
+        for r in steps {
             let text = format!(
                 "{} -> {}: {} {}",
                 r.nodes.join(", "),
@@ -204,12 +216,12 @@ impl Record {
                 r.state,
                 r.detail
             );
-            self.log.push(Entry {
-                at,
-                kind: "replacement",
-                text,
-            });
+            self.say(at, "replacement", text);
         }
+    }
+
+    /// Each pod that went to Fargate, once.
+    fn fargate_runs(&mut self, at: Duration, status: &Status) {
         for f in &status.fargate {
             if f.profile.is_empty() || self.fargate.contains_key(&f.pod) {
                 continue;
@@ -225,13 +237,13 @@ impl Record {
                 run.pod, run.profile, run.capacity, run.hourly_price
             );
             self.fargate.insert(f.pod.clone(), run);
-            self.log.push(Entry {
-                at,
-                kind: "fargate",
-                text,
-            });
+            self.say(at, "fargate", text);
         }
-        // Said when a pod's reasons change, not every loop; pods with the same reasons in one line.
+    }
+
+    /// Pods no group helps, said when a pod's reasons change, not every loop; pods with the same reasons in
+    /// one line.
+    fn not_helped(&mut self, at: Duration, status: &Status) {
         let mut changed: BTreeMap<String, Vec<&str>> = BTreeMap::new();
         for n in &status.no_scale_up {
             let fresh = self.not_helped.get(&n.pod) != Some(&n.reasons);
@@ -249,39 +261,21 @@ impl Record {
                 [first, rest @ ..] => format!("{first} and {} more", rest.len()),
                 [] => continue,
             };
-            self.log.push(Entry {
-                at,
-                kind: "no scale-up",
-                text: format!("{who}: {why}"),
-            });
+            self.say(at, "no scale-up", format!("{who}: {why}"));
         }
-        for e in &status.errors {
-            self.log.push(Entry {
-                at,
-                kind: "error",
-                text: e.clone(),
-            });
-        }
-        // Said when a buffer's size changes (a scalable object it follows scaled), not every loop.
+    }
+
+    /// A buffer's size, said when it changes (a scalable object it follows scaled), not every loop.
+    fn buffers(&mut self, at: Duration, status: &Status) {
         for b in &status.capacity_buffers {
             let key = format!("{}/{}", b.namespace, b.name);
             if self.buffer_chunks.insert(key.clone(), b.desired_chunks) != Some(b.desired_chunks) {
-                let shape = b
-                    .chunk
-                    .as_ref()
+                let shape = (b.chunk.as_ref())
                     .map_or(String::new(), |c| format!(" of {}/{}", c.cpu, c.memory));
-                self.log.push(Entry {
-                    at,
-                    kind: "capacity buffer",
-                    text: format!("{key}: {} chunk(s){shape}", b.desired_chunks),
-                });
+                let text = format!("{key}: {} chunk(s){shape}", b.desired_chunks);
+                self.say(at, "capacity buffer", text);
             }
         }
-        self.headroom = status.headroom.clone();
-        self.capacity_buffers = status.capacity_buffers.clone();
-        self.loop_ms.push(status.elapsed_ms);
-        self.sample(at, view, status);
-        self.log[first..].to_vec()
     }
 
     /// From when on nodes and pending pods stayed as they ended.

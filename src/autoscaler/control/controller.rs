@@ -64,54 +64,14 @@ pub async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
 /// over one scale-down is reported, never carried out.
 pub async fn run(args: RunArgs) -> Result<(), Failure> {
     let client = args.provider.client().map_err(Failure::Usage)?;
-    let mut election = None;
-    let mut publisher = None;
-    let (source, kube): (Arc<dyn ClusterSource>, Option<Arc<Kube>>) = match &args.snapshot {
-        Some(path) => {
-            if args.leader_elect == Some(true) {
-                return Err(Failure::Usage(
-                    "--leader-elect needs a live cluster; a snapshot has no Lease to hold".into(),
-                ));
-            }
-            let snapshot = Snapshot::read(path).map_err(|e| Failure::Usage(e.to_string()))?;
-            (Arc::new(snapshot), None)
-        }
-        None => {
-            let config = kube_config(args.kubeconfig.as_deref()).await?;
-            if args.leader_elect != Some(false) {
-                election = Some(args.election(config.clone())?);
-            }
-            let limits = RateLimits {
-                qps: args.kube_client_qps,
-                burst: args.kube_client_burst,
-            };
-            if !args.dry_run {
-                // Its own rate-limited client, so that events never hold up the loop's own requests.
-                let client = crate::autoscaler::control::kube::client(config.clone(), limits)
-                    .map_err(|e| Failure::Usage(e.to_string()))?;
-                publisher = Some(Arc::new(Publisher::new(
-                    client,
-                    &args.namespace,
-                    &identity(),
-                )));
-            }
-            let kube = Kube::connect(config, limits)
-                .await
-                .map_err(|e| Failure::Loop(e.to_string()))?;
-            let kube = Arc::new(kube);
-            (kube.clone(), Some(kube))
-        }
-    };
-    let settings = args
-        .decisions
-        .settings(true, !args.dry_run, kube.is_some())
+    let sources = args.sources().await?;
+    let settings = (args.decisions)
+        .settings(true, !args.dry_run, sources.kube.is_some())
         .map_err(Failure::Usage)?;
     let mut once = RunOnce::new(client, settings);
     if !args.dry_run {
-        once = once.acting_on(source.clone());
+        once = once.acting_on(sources.source.clone());
     }
-
-    // /metrics, /health-check and /snapshotz, until the loop stops.
     let metrics = Arc::new(AutoscalerMetrics::default());
     let liveness = Liveness {
         max_inactivity: args.max_inactivity,
@@ -119,19 +79,8 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
         max_startup_time: args.max_startup_time,
     };
     let last = Arc::new(LastLoop::new(liveness, SystemTime::now()));
-    let listener = tokio::net::TcpListener::bind(args.address)
-        .await
-        .map_err(|e| Failure::Usage(format!("--address {}: {e}", args.address)))?;
-    let address = listener
-        .local_addr()
-        .map_err(|e| Failure::Loop(e.to_string()))?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let router = crate::autoscaler::control::http::router(metrics.clone(), last.clone());
-    let server = tokio::spawn(crate::http::serve(listener, router, async {
-        let _ = stopped.await;
-    }));
-    tracing::info!(%address, dry_run = args.dry_run, "listening");
-    let mut leading = match election {
+    let endpoints = Endpoints::start(&args, metrics.clone(), last.clone()).await?;
+    let mut leading = match sources.election {
         Some(elector) => Some(lead(elector, &last).await?),
         None => None,
     };
@@ -144,7 +93,7 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
     loop {
         // A signal is taken between loops, never in the middle of one.
         let unschedulable = async {
-            match &kube {
+            match &sources.kube {
                 Some(kube) => kube.unschedulable_pod().await,
                 None => std::future::pending().await,
             }
@@ -161,7 +110,7 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
             _ = ticks.tick() => {}
             _ = lost => {
                 // Another replica may act from now on: stop at once, as cluster-autoscaler does.
-                let _ = stop.send(());
+                let _ = endpoints.stop.send(());
                 return Err(Failure::Loop(format!(
                     "lost the lease {}/{}; stopping",
                     args.leader_elect_resource_namespace, args.leader_elect_resource_name
@@ -175,10 +124,7 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
             _ = term.recv() => break,
             _ = interrupt.recv() => break,
         }
-        let view = source
-            .view()
-            .await
-            .map_err(|e| Failure::Loop(e.to_string()))?;
+        let view = (sources.source.view().await).map_err(|e| Failure::Loop(e.to_string()))?;
         let now = SystemTime::now();
         match once.run(&view, now).await {
             Ok(status) => {
@@ -187,19 +133,8 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
                 metrics.observe_loop(&view, &status, !args.dry_run, now);
                 last.succeeded(&view, status.clone(), now);
                 log(&status, args.dry_run);
-                // Events and the status ConfigMap are written beside the loop; while the last loop's are
-                // still being written (the client's rate limit), this loop's are skipped, not queued.
-                if let Some(publisher) = &publisher
-                    && publishing
-                        .as_ref()
-                        .is_none_or(|p: &tokio::task::JoinHandle<()>| p.is_finished())
-                {
-                    let (publisher, status) = (publisher.clone(), status.clone());
-                    publishing = Some(tokio::spawn(async move {
-                        for problem in publisher.publish(&status, now).await {
-                            tracing::warn!(%problem, "events and status");
-                        }
-                    }));
+                if let Some(publisher) = &sources.publisher {
+                    publish(publisher, &mut publishing, status, now);
                 }
             }
             Err(e) => {
@@ -209,12 +144,114 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
             }
         }
     }
-    let _ = stop.send(());
-    let _ = server.await;
+    let _ = endpoints.stop.send(());
+    let _ = endpoints.server.await;
     Ok(())
 }
 
+/// Events and the status ConfigMap are written beside the loop; while the last loop's are still being written
+/// (the client's rate limit), this loop's are skipped, not queued.
+fn publish(
+    publisher: &Arc<Publisher>,
+    publishing: &mut Option<tokio::task::JoinHandle<()>>,
+    status: Arc<crate::autoscaler::status::Status>,
+    now: SystemTime,
+) {
+    if publishing.as_ref().is_some_and(|p| !p.is_finished()) {
+        return;
+    }
+    let publisher = publisher.clone();
+    *publishing = Some(tokio::spawn(async move {
+        for problem in publisher.publish(&status, now).await {
+            tracing::warn!(%problem, "events and status");
+        }
+    }));
+}
+
+/// Where `run` reads the cluster, and what it needs of a live one: the Lease election and the Events
+/// publisher.
+struct Sources {
+    source: Arc<dyn ClusterSource>,
+    /// The live cluster, for the early loop when a pod turns Unschedulable.
+    kube: Option<Arc<Kube>>,
+    election: Option<Elector>,
+    publisher: Option<Arc<Publisher>>,
+}
+
+/// `/metrics`, `/health-check` and `/snapshotz`, served until the loop stops.
+struct Endpoints {
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Endpoints {
+    async fn start(
+        args: &RunArgs,
+        metrics: Arc<AutoscalerMetrics>,
+        last: Arc<LastLoop>,
+    ) -> Result<Endpoints, Failure> {
+        let listener = tokio::net::TcpListener::bind(args.address)
+            .await
+            .map_err(|e| Failure::Usage(format!("--address {}: {e}", args.address)))?;
+        let address = (listener.local_addr()).map_err(|e| Failure::Loop(e.to_string()))?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let router = crate::autoscaler::control::http::router(metrics, last);
+        let server = tokio::spawn(crate::http::serve(listener, router, async {
+            let _ = stopped.await;
+        }));
+        tracing::info!(%address, dry_run = args.dry_run, "listening");
+        Ok(Endpoints { stop, server })
+    }
+}
+
 impl RunArgs {
+    /// The cluster `run` reads: a `--snapshot` (no Lease, no Events: it cannot be changed), or the live
+    /// cluster through kube-rs, with the Lease election (unless `--leader-elect=false`) and, unless dry,
+    /// the Events publisher on a client of its own.
+    async fn sources(&self) -> Result<Sources, Failure> {
+        if let Some(path) = &self.snapshot {
+            if self.leader_elect == Some(true) {
+                return Err(Failure::Usage(
+                    "--leader-elect needs a live cluster; a snapshot has no Lease to hold".into(),
+                ));
+            }
+            let snapshot = Snapshot::read(path).map_err(|e| Failure::Usage(e.to_string()))?;
+            return Ok(Sources {
+                source: Arc::new(snapshot),
+                kube: None,
+                election: None,
+                publisher: None,
+            });
+        }
+        let config = kube_config(self.kubeconfig.as_deref()).await?;
+        let election = match self.leader_elect {
+            Some(false) => None,
+            _ => Some(self.election(config.clone())?),
+        };
+        let limits = RateLimits {
+            qps: self.kube_client_qps,
+            burst: self.kube_client_burst,
+        };
+        let mut publisher = None;
+        if !self.dry_run {
+            // Its own rate-limited client, so that events never hold up the loop's own requests.
+            let client = crate::autoscaler::control::kube::client(config.clone(), limits)
+                .map_err(|e| Failure::Usage(e.to_string()))?;
+            let events = Publisher::new(client, &self.namespace, &identity());
+            publisher = Some(Arc::new(events));
+        }
+        let kube = Kube::connect(config, limits)
+            .await
+            .map_err(|e| Failure::Loop(e.to_string()))?;
+        let kube = Arc::new(kube);
+        Ok(Sources {
+            source: kube.clone(),
+            kube: Some(kube),
+            election,
+            publisher,
+        })
+    }
+
     /// The Lease election for this replica; its identity is the pod's (or host's) name and the process id.
     fn election(&self, config: kube::Config) -> Result<Elector, Failure> {
         let election = Election {
