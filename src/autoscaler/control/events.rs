@@ -68,122 +68,12 @@ impl Publisher {
     /// Publishes one loop's events and status; returns what could not be written (the loop goes on).
     pub async fn publish(&self, status: &Status, now: SystemTime) -> Vec<String> {
         let mut problems = Vec::new();
-        let mut publish = async |ev: Event, at: ObjectReference| {
+        let config_map = reference("ConfigMap", "v1", Some(&self.namespace), STATUS_CONFIG_MAP);
+        let mut events = scale_up_events(status, &config_map);
+        events.extend(scale_down_events(status));
+        for (ev, at) in events {
             if let Err(e) = self.recorder.publish(&ev, &at).await {
                 problems.push(format!("event {} on {:?}: {e}", ev.reason, at.name));
-            }
-        };
-        let split = |pod: &str| {
-            pod.split_once('/')
-                .map(|(ns, name)| (ns.to_string(), name.to_string()))
-        };
-        let config_map = reference("ConfigMap", "v1", Some(&self.namespace), STATUS_CONFIG_MAP);
-        let mut pod_events = 0;
-        for s in status.scale_up.iter().filter(|s| s.error.is_none()) {
-            let group = status.node_groups.iter().find(|g| g.id == s.node_group);
-            let sizes = group.map_or(String::new(), |g| {
-                format!(
-                    " {}->{} (max: {})",
-                    g.target_size,
-                    g.target_size + s.delta as i32,
-                    g.max_size
-                )
-            });
-            publish(
-                event(
-                    EventType::Normal,
-                    "ScaledUpGroup",
-                    "ScaleUp",
-                    format!(
-                        "Scale-up: setting group {} size{sizes}: {}",
-                        s.node_group, s.reason
-                    ),
-                ),
-                config_map.clone(),
-            )
-            .await;
-            for pod in s.pods.iter().filter(|p| !headroom::is_virtual(p)) {
-                let Some((ns, name)) = split(pod).filter(|_| pod_events < MAX_POD_EVENTS) else {
-                    continue;
-                };
-                pod_events += 1;
-                let note = format!("pod triggered scale-up: [{{{}{sizes}}}]", s.node_group);
-                publish(
-                    event(EventType::Normal, "TriggeredScaleUp", "ScaleUp", note),
-                    reference("Pod", "v1", Some(&ns), &name),
-                )
-                .await;
-            }
-        }
-        for n in &status.no_scale_up {
-            let Some((ns, name)) = split(&n.pod).filter(|_| !headroom::is_virtual(&n.pod)) else {
-                continue;
-            };
-            if pod_events >= MAX_POD_EVENTS {
-                break;
-            }
-            pod_events += 1;
-            let note = format!("pod didn't trigger scale-up: {}", n.describe_reasons());
-            publish(
-                event(EventType::Normal, "NotTriggerScaleUp", "ScaleUp", note),
-                reference("Pod", "v1", Some(&ns), &name),
-            )
-            .await;
-        }
-        if !status.cluster_health.healthy {
-            let note = status.cluster_health.reason.clone();
-            publish(
-                event(EventType::Warning, "ClusterUnhealthy", "ScaleUp", note),
-                config_map.clone(),
-            )
-            .await;
-        }
-        for d in &status.deletions {
-            let node = reference("Node", "v1", None, &d.node);
-            match d.state.as_str() {
-                "started" => {
-                    let note = "marked the node as toBeDeleted/unschedulable".to_string();
-                    publish(
-                        event(EventType::Normal, "ScaleDown", "ScaleDown", note),
-                        node,
-                    )
-                    .await;
-                }
-                "failed" => {
-                    let note = format!("failed to remove the node: {}", d.detail);
-                    publish(
-                        event(EventType::Warning, "ScaleDownFailed", "ScaleDown", note),
-                        node,
-                    )
-                    .await;
-                }
-                _ => {}
-            }
-        }
-        for c in status.consolidation.iter().filter(|c| c.error.is_none()) {
-            for node in &c.nodes {
-                let note = format!(
-                    "consolidation: launching a {} node ({}) to replace it: ${:.4}/h -> ${:.4}/h",
-                    c.node_group, c.instance_type, c.price_per_hour_before, c.price_per_hour_after
-                );
-                let at = reference("Node", "v1", None, node);
-                publish(
-                    event(EventType::Normal, "Consolidation", "Consolidate", note),
-                    at,
-                )
-                .await;
-            }
-        }
-        for r in &status.replacements {
-            let (kind, reason) = match r.state.as_str() {
-                "abandoned" | "failed" => (EventType::Warning, "ConsolidationFailed"),
-                "replacing" => (EventType::Normal, "Consolidation"),
-                _ => continue,
-            };
-            for node in &r.nodes {
-                let note = format!("consolidation: {} {}", r.state, r.detail);
-                let at = reference("Node", "v1", None, node);
-                publish(event(kind, reason, "Consolidate", note), at).await;
             }
         }
         if let Err(e) = self.write_status(status, now).await {
@@ -280,4 +170,103 @@ pub fn status_document(status: &Status, now: SystemTime) -> serde_json::Value {
         },
         "nodeGroups": groups,
     })
+}
+/// Scale-up's events, as cluster-autoscaler writes them: each scale-up on the status ConfigMap and on the
+/// pods it is for, the pods no group helps, and an unhealthy cluster; at most `MAX_POD_EVENTS` on pods.
+fn scale_up_events(status: &Status, config_map: &ObjectReference) -> Vec<(Event, ObjectReference)> {
+    let mut events = Vec::new();
+    let split = |pod: &str| {
+        pod.split_once('/')
+            .map(|(ns, name)| (ns.to_string(), name.to_string()))
+    };
+    let mut pod_events = 0;
+    for s in status.scale_up.iter().filter(|s| s.error.is_none()) {
+        let group = status.node_groups.iter().find(|g| g.id == s.node_group);
+        let sizes = group.map_or(String::new(), |g| {
+            format!(
+                " {}->{} (max: {})",
+                g.target_size,
+                g.target_size + s.delta as i32,
+                g.max_size
+            )
+        });
+        let note = format!(
+            "Scale-up: setting group {} size{sizes}: {}",
+            s.node_group, s.reason
+        );
+        let scaled = event(EventType::Normal, "ScaledUpGroup", "ScaleUp", note);
+        events.push((scaled, config_map.clone()));
+        for pod in s.pods.iter().filter(|p| !headroom::is_virtual(p)) {
+            let Some((ns, name)) = split(pod).filter(|_| pod_events < MAX_POD_EVENTS) else {
+                continue;
+            };
+            pod_events += 1;
+            let note = format!("pod triggered scale-up: [{{{}{sizes}}}]", s.node_group);
+            let triggered = event(EventType::Normal, "TriggeredScaleUp", "ScaleUp", note);
+            events.push((triggered, reference("Pod", "v1", Some(&ns), &name)));
+        }
+    }
+    for n in &status.no_scale_up {
+        let Some((ns, name)) = split(&n.pod).filter(|_| !headroom::is_virtual(&n.pod)) else {
+            continue;
+        };
+        if pod_events >= MAX_POD_EVENTS {
+            break;
+        }
+        pod_events += 1;
+        let note = format!("pod didn't trigger scale-up: {}", n.describe_reasons());
+        let not = event(EventType::Normal, "NotTriggerScaleUp", "ScaleUp", note);
+        events.push((not, reference("Pod", "v1", Some(&ns), &name)));
+    }
+    if !status.cluster_health.healthy {
+        let note = status.cluster_health.reason.clone();
+        let unhealthy = event(EventType::Warning, "ClusterUnhealthy", "ScaleUp", note);
+        events.push((unhealthy, config_map.clone()));
+    }
+    events
+}
+
+/// Scale-down's and consolidation's events on the nodes: deletions started or failed, replacements
+/// launched, handed over, abandoned or failed.
+fn scale_down_events(status: &Status) -> Vec<(Event, ObjectReference)> {
+    let mut events = Vec::new();
+    for d in &status.deletions {
+        let node = reference("Node", "v1", None, &d.node);
+        match d.state.as_str() {
+            "started" => {
+                let note = "marked the node as toBeDeleted/unschedulable".to_string();
+                let ev = event(EventType::Normal, "ScaleDown", "ScaleDown", note);
+                events.push((ev, node));
+            }
+            "failed" => {
+                let note = format!("failed to remove the node: {}", d.detail);
+                let ev = event(EventType::Warning, "ScaleDownFailed", "ScaleDown", note);
+                events.push((ev, node));
+            }
+            _ => {}
+        }
+    }
+    for c in status.consolidation.iter().filter(|c| c.error.is_none()) {
+        for node in &c.nodes {
+            let note = format!(
+                "consolidation: launching a {} node ({}) to replace it: ${:.4}/h -> ${:.4}/h",
+                c.node_group, c.instance_type, c.price_per_hour_before, c.price_per_hour_after
+            );
+            let ev = event(EventType::Normal, "Consolidation", "Consolidate", note);
+            events.push((ev, reference("Node", "v1", None, node)));
+        }
+    }
+    for r in &status.replacements {
+        let (kind, reason) = match r.state.as_str() {
+            "abandoned" | "failed" => (EventType::Warning, "ConsolidationFailed"),
+            "replacing" => (EventType::Normal, "Consolidation"),
+            _ => continue,
+        };
+        for node in &r.nodes {
+            let note = format!("consolidation: {} {}", r.state, r.detail);
+            let ev = event(kind, reason, "Consolidate", note);
+            events.push((ev, reference("Node", "v1", None, node)));
+        }
+    }
+    events
 }

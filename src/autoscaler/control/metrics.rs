@@ -183,6 +183,32 @@ impl AutoscalerMetrics {
     /// Takes in one finished loop: the cluster it read and what it decided, at `now`; `acted` when the
     /// decisions were carried out (not a dry run), so that planned scale-ups are not counted as made.
     pub fn observe_loop(&self, view: &ClusterView, status: &Status, acted: bool, now: SystemTime) {
+        self.observe_cluster(view, status);
+        self.observe_scaling(status, acted);
+        self.observe_durations(status);
+        let mut activity = vec!["main", "mainSuccessful"];
+        if acted && status.scale_up.iter().any(|s| s.error.is_none()) {
+            activity.push("scaleUp");
+        }
+        if !status.deletions.is_empty() {
+            activity.push("scaleDown");
+        }
+        for a in activity {
+            self.last_activity
+                .get_or_create(&ActivityLabels { activity: a })
+                .set(unix(now));
+        }
+        for _ in &status.errors {
+            self.errors
+                .get_or_create(&TypeLabels {
+                    r#type: "loopError",
+                })
+                .inc();
+        }
+    }
+
+    /// The cluster as the loop read it: pods waiting, nodes by state, capacity, node groups and their sizes.
+    fn observe_cluster(&self, view: &ClusterView, status: &Status) {
         let unschedulable = view
             .pods
             .iter()
@@ -234,6 +260,11 @@ impl AutoscalerMetrics {
                 .get_or_create(&labels)
                 .set(i64::from(g.max_size));
         }
+    }
+
+    /// What the loop did: scale-ups made or failed, deletions finished, replacements done, nodes unneeded and
+    /// kept, deletions in progress.
+    fn observe_scaling(&self, status: &Status, acted: bool) {
         for s in status.scale_up.iter().filter(|_| acted) {
             match &s.error {
                 None => {
@@ -279,38 +310,15 @@ impl AutoscalerMetrics {
             .filter(|d| matches!(d.state.as_str(), "started" | "draining"))
             .count();
         self.pending_deletions.set(pending as i64);
-        self.observe_duration("main", Duration::from_secs_f64(status.elapsed_ms / 1000.0));
-        self.observe_duration(
-            "estimate",
-            Duration::from_secs_f64(status.estimate_ms / 1000.0),
-        );
-        self.observe_duration(
-            "scaleDown",
-            Duration::from_secs_f64(status.scale_down_ms / 1000.0),
-        );
-        self.observe_duration(
-            "consolidation",
-            Duration::from_secs_f64(status.consolidation_ms / 1000.0),
-        );
-        let mut activity = vec!["main", "mainSuccessful"];
-        if acted && status.scale_up.iter().any(|s| s.error.is_none()) {
-            activity.push("scaleUp");
-        }
-        if !status.deletions.is_empty() {
-            activity.push("scaleDown");
-        }
-        for a in activity {
-            self.last_activity
-                .get_or_create(&ActivityLabels { activity: a })
-                .set(unix(now));
-        }
-        for _ in &status.errors {
-            self.errors
-                .get_or_create(&TypeLabels {
-                    r#type: "loopError",
-                })
-                .inc();
-        }
+    }
+
+    /// How long the loop and its stages took, as upstream's function_duration_seconds.
+    fn observe_durations(&self, status: &Status) {
+        let ms = |ms: f64| Duration::from_secs_f64(ms / 1000.0);
+        self.observe_duration("main", ms(status.elapsed_ms));
+        self.observe_duration("estimate", ms(status.estimate_ms));
+        self.observe_duration("scaleDown", ms(status.scale_down_ms));
+        self.observe_duration("consolidation", ms(status.consolidation_ms));
     }
 
     /// A loop that could not decide (the provider or the cluster failed).

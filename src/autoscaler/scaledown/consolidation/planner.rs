@@ -271,59 +271,7 @@ pub fn plan<'a>(
 ) -> Plan {
     let existing = places.len();
     let mut plan = Plan::default();
-    let mut candidates: Vec<(Candidate, f64)> = Vec::new();
-    for (n, node) in input.nodes.iter().enumerate() {
-        let mut not = |reason, detail: String| {
-            plan.not.push(NotConsolidated {
-                node: n,
-                reason,
-                detail,
-            })
-        };
-        if let Some((reason, detail)) = ask.left.get(&n) {
-            not(*reason, detail.clone());
-            continue;
-        }
-        let c = match scaledown::candidate(input, ask.rules, pdbs, n, node, false) {
-            Ok(c) => c,
-            Err((reason, detail)) => {
-                not(Reason::Unremovable(reason), detail);
-                continue;
-            }
-        };
-        if !node.ready {
-            not(
-                Reason::NotReady,
-                "not Ready: scale-down handles unready nodes".into(),
-            );
-            continue;
-        }
-        if let Some(&p) =
-            (input.on_node[n].iter()).find(|&&p| input.pods[p].disruption.do_not_disrupt)
-        {
-            let why = format!(
-                "DoNotDisrupt: {}: annotated karpenter.sh/do-not-disrupt: \"true\"",
-                input.pods[p].key()
-            );
-            not(Reason::Unremovable(Unremovable::BlockedByPod), why);
-            continue;
-        }
-        if c.moving.is_empty() {
-            not(
-                Reason::NothingToMove,
-                "no pod on it needs a new place: scale-down removes it".into(),
-            );
-            continue;
-        }
-        let Some(price) = ask.prices[c.group] else {
-            not(
-                Reason::NoPrice,
-                format!("no price for node group {}", input.groups[c.group].id),
-            );
-            continue;
-        };
-        candidates.push((c, price));
-    }
+    let mut candidates = candidates(input, ask, pdbs, &mut plan.not);
 
     let mut targets: Vec<&Target> = ask.targets.iter().collect();
     targets.sort_by(|a, b| a.price.total_cmp(&b.price).then(a.group.cmp(&b.group)));
@@ -388,6 +336,71 @@ pub fn plan<'a>(
     world.places.truncate(existing);
     plan.not.sort_by_key(|n| n.node);
     plan
+}
+
+/// The nodes consolidation may try, each with its price; the others go to `not`, with why: left alone this
+/// loop, not removable by scale-down's own rules, not Ready, holding a do-not-disrupt pod, with nothing to
+/// move (scale-down's), or unpriced.
+fn candidates(
+    input: &Input<'_>,
+    ask: &Ask<'_>,
+    pdbs: &PdbBudget,
+    not_consolidated: &mut Vec<NotConsolidated>,
+) -> Vec<(Candidate, f64)> {
+    let mut candidates = Vec::new();
+    for (n, node) in input.nodes.iter().enumerate() {
+        let mut not = |reason, detail: String| {
+            not_consolidated.push(NotConsolidated {
+                node: n,
+                reason,
+                detail,
+            })
+        };
+        if let Some((reason, detail)) = ask.left.get(&n) {
+            not(*reason, detail.clone());
+            continue;
+        }
+        let c = match scaledown::candidate(input, ask.rules, pdbs, n, node, false) {
+            Ok(c) => c,
+            Err((reason, detail)) => {
+                not(Reason::Unremovable(reason), detail);
+                continue;
+            }
+        };
+        if !node.ready {
+            not(
+                Reason::NotReady,
+                "not Ready: scale-down handles unready nodes".into(),
+            );
+            continue;
+        }
+        if let Some(&p) =
+            (input.on_node[n].iter()).find(|&&p| input.pods[p].disruption.do_not_disrupt)
+        {
+            let why = format!(
+                "DoNotDisrupt: {}: annotated karpenter.sh/do-not-disrupt: \"true\"",
+                input.pods[p].key()
+            );
+            not(Reason::Unremovable(Unremovable::BlockedByPod), why);
+            continue;
+        }
+        if c.moving.is_empty() {
+            not(
+                Reason::NothingToMove,
+                "no pod on it needs a new place: scale-down removes it".into(),
+            );
+            continue;
+        }
+        let Some(price) = ask.prices[c.group] else {
+            not(
+                Reason::NoPrice,
+                format!("no price for node group {}", input.groups[c.group].id),
+            );
+            continue;
+        };
+        candidates.push((c, price));
+    }
+    candidates
 }
 
 /// The cheapest replacement of one node that saves enough, simulated (to commit when `admitted`), or why
