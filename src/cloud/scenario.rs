@@ -209,107 +209,13 @@ impl Scenario {
 }
 
 fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String> {
-    if !is_label_value(&group.name) || group.name.is_empty() {
-        return Err(
-            "name must be 1-63 characters of [A-Za-z0-9._-], starting and ending alphanumeric"
-                .into(),
-        );
-    }
-    if !(0 <= group.min_size
-        && group.min_size <= group.desired_size
-        && group.desired_size <= group.max_size)
-    {
-        return Err(format!(
-            "sizes must satisfy 0 <= minSize ({}) <= desiredSize ({}) <= maxSize ({})",
-            group.min_size, group.desired_size, group.max_size
-        ));
-    }
-    if group.zones.is_empty() {
-        return Err("zones must list at least one availability zone".into());
-    }
-    if let Some(zone) = group
-        .zones
-        .iter()
-        .find(|z| !z.starts_with(&file.region) || z.len() == file.region.len())
-    {
-        return Err(format!("zone {zone:?} is not in region {:?}", file.region));
-    }
-    if group.capacity_type != "ON_DEMAND" && group.capacity_type != "SPOT" {
-        return Err(format!(
-            "capacityType {:?} must be ON_DEMAND or SPOT",
-            group.capacity_type
-        ));
-    }
-    if group.disk_size == 0 {
-        return Err("diskSize must be at least 1 (GiB)".into());
-    }
-    for (key, value) in &group.labels {
-        if !is_label_key(key) || !is_label_value(value) {
-            return Err(format!(
-                "label {key:?}={value:?} is not a valid Kubernetes label"
-            ));
-        }
-    }
-    let taints = group
-        .taints
-        .iter()
-        .map(|t| {
-            let effect = TaintEffect::parse(&t.effect).ok_or_else(|| {
-                format!(
-                    "taint {:?}: effect {:?} must be NoSchedule, PreferNoSchedule or NoExecute",
-                    t.key, t.effect
-                )
-            })?;
-            if t.key.is_empty() {
-                return Err("a taint needs a key".to_string());
-            }
-            Ok(Taint {
-                key: t.key.clone(),
-                value: t.value.clone(),
-                effect,
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-
+    validate_group(file, group)?;
+    let taints = taints(group)?;
     let info = group
         .instance_type
         .as_deref()
         .and_then(instance_types::lookup);
-    let disk = group.disk_size << 30;
-    let (capacity, allocatable) = match info {
-        Some(info) => {
-            let capacity = template::node_capacity(
-                info.vcpus,
-                info.memory_mib,
-                info.max_pods(),
-                group.disk_size,
-                info.gpus,
-            );
-            apply_explicit((capacity, eks_allocatable(&capacity)), &group.allocatable)?
-        }
-        None => {
-            if let Some(missing) = ["cpu", "memory", "pods"]
-                .into_iter()
-                .find(|r| !group.allocatable.contains_key(*r))
-            {
-                return Err(match &group.instance_type {
-                    Some(name) => format!(
-                        "instanceType {name:?} is not one the simulator knows: give `allocatable` (cpu, memory, pods)"
-                    ),
-                    None => format!("without an instanceType, allocatable must give {missing}"),
-                });
-            }
-            let base = Resources {
-                ephemeral_storage_bytes: disk,
-                ..Default::default()
-            };
-            apply_explicit((base, eks_allocatable(&base)), &group.allocatable)?
-        }
-    };
-    if allocatable.cpu_millis == 0 || allocatable.memory_bytes == 0 || allocatable.pods == 0 {
-        return Err("allocatable cpu, memory and pods must be positive".into());
-    }
-
+    let (capacity, allocatable) = shape(group, info)?;
     let instance_type = group
         .instance_type
         .clone()
@@ -368,6 +274,120 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
         deletion_delay: group.deletion_delay.unwrap_or(Duration::from_secs(10)),
         available_capacity: group.available_capacity,
     })
+}
+
+/// The group's own fields, as EKS checks them: its name, sizes, zones in the region, capacity type, disk
+/// and labels.
+fn validate_group(file: &File, group: &NodeGroupFile) -> Result<(), String> {
+    if !is_label_value(&group.name) || group.name.is_empty() {
+        return Err(
+            "name must be 1-63 characters of [A-Za-z0-9._-], starting and ending alphanumeric"
+                .into(),
+        );
+    }
+    if !(0 <= group.min_size
+        && group.min_size <= group.desired_size
+        && group.desired_size <= group.max_size)
+    {
+        return Err(format!(
+            "sizes must satisfy 0 <= minSize ({}) <= desiredSize ({}) <= maxSize ({})",
+            group.min_size, group.desired_size, group.max_size
+        ));
+    }
+    if group.zones.is_empty() {
+        return Err("zones must list at least one availability zone".into());
+    }
+    if let Some(zone) = group
+        .zones
+        .iter()
+        .find(|z| !z.starts_with(&file.region) || z.len() == file.region.len())
+    {
+        return Err(format!("zone {zone:?} is not in region {:?}", file.region));
+    }
+    if group.capacity_type != "ON_DEMAND" && group.capacity_type != "SPOT" {
+        return Err(format!(
+            "capacityType {:?} must be ON_DEMAND or SPOT",
+            group.capacity_type
+        ));
+    }
+    if group.disk_size == 0 {
+        return Err("diskSize must be at least 1 (GiB)".into());
+    }
+    for (key, value) in &group.labels {
+        if !is_label_key(key) || !is_label_value(value) {
+            return Err(format!(
+                "label {key:?}={value:?} is not a valid Kubernetes label"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The group's taints, each with a known effect and a key.
+fn taints(group: &NodeGroupFile) -> Result<Vec<Taint>, String> {
+    group
+        .taints
+        .iter()
+        .map(|t| {
+            let effect = TaintEffect::parse(&t.effect).ok_or_else(|| {
+                format!(
+                    "taint {:?}: effect {:?} must be NoSchedule, PreferNoSchedule or NoExecute",
+                    t.key, t.effect
+                )
+            })?;
+            if t.key.is_empty() {
+                return Err("a taint needs a key".to_string());
+            }
+            Ok(Taint {
+                key: t.key.clone(),
+                value: t.value.clone(),
+                effect,
+            })
+        })
+        .collect()
+}
+
+/// A node's capacity and allocatable: from its instance type (with explicit `allocatable` entries over
+/// them), or, for a type the simulator does not know, from `allocatable` alone.
+fn shape(
+    group: &NodeGroupFile,
+    info: Option<&instance_types::InstanceTypeInfo>,
+) -> Result<(Resources, Resources), String> {
+    let disk = group.disk_size << 30;
+    let (capacity, allocatable) = match info {
+        Some(info) => {
+            let capacity = template::node_capacity(
+                info.vcpus,
+                info.memory_mib,
+                info.max_pods(),
+                group.disk_size,
+                info.gpus,
+            );
+            apply_explicit((capacity, eks_allocatable(&capacity)), &group.allocatable)?
+        }
+        None => {
+            if let Some(missing) = ["cpu", "memory", "pods"]
+                .into_iter()
+                .find(|r| !group.allocatable.contains_key(*r))
+            {
+                return Err(match &group.instance_type {
+                    Some(name) => format!(
+                        "instanceType {name:?} is not one the simulator knows: give `allocatable` (cpu, memory, pods)"
+                    ),
+                    None => format!("without an instanceType, allocatable must give {missing}"),
+                });
+            }
+            let base = Resources {
+                ephemeral_storage_bytes: disk,
+                ..Default::default()
+            };
+            apply_explicit((base, eks_allocatable(&base)), &group.allocatable)?
+        }
+    };
+    if allocatable.cpu_millis == 0 || allocatable.memory_bytes == 0 || allocatable.pods == 0 {
+        return Err("allocatable cpu, memory and pods must be positive".into());
+    }
+    Ok((capacity, allocatable))
 }
 
 /// Explicit `allocatable` entries are the node's capacity and allocatable both (the sim's shapes are exact).

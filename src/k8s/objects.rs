@@ -184,6 +184,40 @@ fn scheduling(
             .map(|t| affinity_term(key, namespace, labels, t))
             .collect::<Result<Vec<_>, _>>()
     };
+    let host_ports = host_ports(spec);
+    let spread = spread_constraints(key, labels, spec)?;
+    Ok(Scheduling {
+        node_selector: spec.node_selector.clone().unwrap_or_default(),
+        node_affinity,
+        tolerations: spec
+            .tolerations
+            .iter()
+            .flatten()
+            .map(|t| toleration(key, t))
+            .collect::<Result<_, _>>()?,
+        host_ports,
+        affinity: terms(
+            affinity
+                .and_then(|a| a.pod_affinity.as_ref())
+                .and_then(|a| {
+                    a.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
+        )?,
+        anti_affinity: terms(
+            affinity
+                .and_then(|a| a.pod_anti_affinity.as_ref())
+                .and_then(|a| {
+                    a.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
+        )?,
+        spread,
+    })
+}
+
+/// The host ports a pod's containers take (init containers too).
+fn host_ports(spec: &api::PodSpec) -> Vec<HostPort> {
     let mut host_ports = Vec::new();
     for container in spec
         .init_containers
@@ -207,6 +241,15 @@ fn scheduling(
             }
         }
     }
+    host_ports
+}
+
+/// A pod's hard topology spread constraints (`DoNotSchedule`), checked as the API server validates them.
+fn spread_constraints(
+    key: &str,
+    labels: &BTreeMap<String, String>,
+    spec: &api::PodSpec,
+) -> Result<Vec<SpreadConstraint>, ObjectError> {
     let mut spread = Vec::new();
     for constraint in spec.topology_spread_constraints.iter().flatten() {
         if constraint.when_unsatisfiable != "DoNotSchedule" {
@@ -258,34 +301,7 @@ fn scheduling(
             )?,
         });
     }
-    Ok(Scheduling {
-        node_selector: spec.node_selector.clone().unwrap_or_default(),
-        node_affinity,
-        tolerations: spec
-            .tolerations
-            .iter()
-            .flatten()
-            .map(|t| toleration(key, t))
-            .collect::<Result<_, _>>()?,
-        host_ports,
-        affinity: terms(
-            affinity
-                .and_then(|a| a.pod_affinity.as_ref())
-                .and_then(|a| {
-                    a.required_during_scheduling_ignored_during_execution
-                        .as_ref()
-                }),
-        )?,
-        anti_affinity: terms(
-            affinity
-                .and_then(|a| a.pod_anti_affinity.as_ref())
-                .and_then(|a| {
-                    a.required_during_scheduling_ignored_during_execution
-                        .as_ref()
-                }),
-        )?,
-        spread,
-    })
+    Ok(spread)
 }
 
 fn operator(key: &str, text: &str) -> Result<Operator, ObjectError> {

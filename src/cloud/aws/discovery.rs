@@ -10,7 +10,7 @@ use super::view::{AsgInstance, Group};
 use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
 use crate::cloud::{
     CloudError, FargateProfile, FargateSelector, InstanceError, InstanceErrorClass,
-    NodeGroupBackend, NodeGroupSpec, options,
+    NodeGroupBackend, NodeGroupSpec, OptionOverrides, options,
 };
 use aws_sdk_autoscaling::types::{AutoScalingGroup, Filter, ScalingActivityStatusCode};
 use aws_sdk_eks::error::ProvideErrorMetadata;
@@ -340,17 +340,8 @@ impl AwsBackend {
             scaling.min_size().unwrap_or(0),
             scaling.max_size().unwrap_or(0),
         );
+        let types = instance_types(ng, facts)?;
         // Mixed types: the smallest, so that a simulated node is never bigger than a real one.
-        let mut types = Vec::new();
-        for t in ng.instance_types() {
-            types.push(
-                facts
-                    .get(t)
-                    .cloned()
-                    .flatten()
-                    .ok_or_else(|| format!("unknown instance type {t}"))?,
-            );
-        }
         let smallest = types
             .iter()
             .min_by_key(|f| (f.vcpus, f.memory_mib, f.max_pods()))
@@ -371,19 +362,7 @@ impl AwsBackend {
             .labels()
             .map(|l| l.clone().into_iter().collect())
             .unwrap_or_default();
-        let taints = ng
-            .taints()
-            .iter()
-            .map(|t| {
-                let effect = t.effect().map(|e| e.as_str()).unwrap_or_default();
-                Ok(Taint {
-                    key: t.key().unwrap_or_default().to_string(),
-                    value: t.value().unwrap_or_default().to_string(),
-                    effect: TaintEffect::parse(effect)
-                        .ok_or_else(|| format!("taint effect {effect:?}"))?,
-                })
-            })
-            .collect::<Result<Vec<_>, String>>()?;
+        let taints = taints(ng)?;
         let disk_gib = u64::try_from(ng.disk_size().unwrap_or(20)).unwrap_or(20);
         let capacity = template::node_capacity(
             smallest.vcpus,
@@ -412,19 +391,7 @@ impl AwsBackend {
         } else {
             on_demand
         };
-        let tags = ng.tags().cloned().unwrap_or_default();
-        let tag_options = options::from_tags(&tags).unwrap_or_else(|error| {
-            tracing::warn!(
-                node_group = name,
-                error,
-                "ignoring the node group's autoscaling-options tags"
-            );
-            None
-        });
-        let options = match (tag_options, self.config.options(name)) {
-            (Some(tags), Some(config)) => Some(tags.overridden_by(&config)),
-            (tags, config) => tags.or(config),
-        };
+        let options = self.options(ng, name);
         let type_names: Vec<&str> = types.iter().map(|f| f.name.as_str()).collect();
         let asg_name = asg
             .auto_scaling_group_name()
@@ -456,6 +423,23 @@ impl AwsBackend {
         };
         group.apply(asg);
         Ok(group)
+    }
+
+    /// The group's autoscaling options: its tags', with the config file's over them.
+    fn options(&self, ng: &Nodegroup, name: &str) -> Option<OptionOverrides> {
+        let tags = ng.tags().cloned().unwrap_or_default();
+        let tag_options = options::from_tags(&tags).unwrap_or_else(|error| {
+            tracing::warn!(
+                node_group = name,
+                error,
+                "ignoring the node group's autoscaling-options tags"
+            );
+            None
+        });
+        match (tag_options, self.config.options(name)) {
+            (Some(tags), Some(config)) => Some(tags.overridden_by(&config)),
+            (tags, config) => tags.or(config),
+        }
     }
 
     /// For groups short of their desired capacity, the ASG's last scaling activity says whether AWS failed to
@@ -534,4 +518,31 @@ pub fn failure(message: &str) -> InstanceError {
             message: message.into(),
         }
     }
+}
+
+/// What EC2 says of each of the node group's instance types; an unknown one makes the group unservable.
+fn instance_types(
+    ng: &Nodegroup,
+    facts: &HashMap<String, Option<InstanceFacts>>,
+) -> Result<Vec<InstanceFacts>, String> {
+    (ng.instance_types().iter())
+        .map(|t| {
+            (facts.get(t).cloned().flatten()).ok_or_else(|| format!("unknown instance type {t}"))
+        })
+        .collect()
+}
+
+/// The node group's taints, as its nodes get them.
+fn taints(ng: &Nodegroup) -> Result<Vec<Taint>, String> {
+    (ng.taints().iter())
+        .map(|t| {
+            let effect = t.effect().map(|e| e.as_str()).unwrap_or_default();
+            Ok(Taint {
+                key: t.key().unwrap_or_default().to_string(),
+                value: t.value().unwrap_or_default().to_string(),
+                effect: TaintEffect::parse(effect)
+                    .ok_or_else(|| format!("taint effect {effect:?}"))?,
+            })
+        })
+        .collect()
 }
