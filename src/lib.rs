@@ -2,9 +2,10 @@
 //!
 //! Two programs share this crate: `ekscale-provider`, a cluster-autoscaler `externalgrpc` cloud provider for
 //! EKS managed node groups, and `ekscale-autoscaler`, a companion autoscaler that talks to it over gRPC.
-//! Data flows one way: `bin -> provider | autoscaler -> cloud | model | k8s`.
+//! Imports go one way (docs/architecture.md, "Layers"): `bin -> provider -> cloud` and `bin -> autoscaler`,
+//! both above `simulator`, `k8s` and `model`; the autoscaler reaches the cloud only through its gRPC client.
 
-pub mod autoscaler; // the companion: provider client, cluster sources, estimator, expanders, RunOnce
+pub mod autoscaler; // the companion: RunOnce and its stages (scale-up, scale-down, consolidation, headroom), the provider client, cluster sources
 pub mod clock; // time source of the simulators: real, scaled or manual
 pub mod cloud; // node groups behind the NodeGroupBackend trait: the simulated EKS and AWS; Fargate
 pub mod demo; // `demo`: the provider, the simulated cluster and the loop playing a scripted day
