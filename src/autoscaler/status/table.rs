@@ -136,26 +136,13 @@ impl Status {
         }
         if !self.not_consolidated.is_empty() {
             let _ = writeln!(out, "\nNot consolidated");
-            let mut counted: BTreeMap<&str, usize> = BTreeMap::new();
-            for node in &self.not_consolidated {
-                let common = [
-                    "NotAutoscaled",
-                    "ScaleDownCandidate",
-                    "CurrentlyBeingDeleted",
-                    "NotStableLongEnough",
-                ];
-                if common.contains(&node.reason.as_str()) {
-                    *counted.entry(node.reason.as_str()).or_default() += 1;
-                    continue;
-                }
-                let group = node.node_group.as_deref().unwrap_or("-");
-                let _ = writeln!(
-                    out,
-                    "  {} ({group}): {}: {}",
-                    node.node, node.reason, node.detail
-                );
-            }
-            for (reason, n) in counted {
+            let common = [
+                "NotAutoscaled",
+                "ScaleDownCandidate",
+                "CurrentlyBeingDeleted",
+                "NotStableLongEnough",
+            ];
+            for (reason, n) in kept_nodes(&self.not_consolidated, &common, out) {
                 let _ = writeln!(out, "  {n} node(s): {reason}");
             }
         }
@@ -207,20 +194,8 @@ fn kept_table(unremovable: &[KeptNode], out: &mut String) {
     }
     let _ = writeln!(out, "\nNodes kept");
     // Busy nodes and nodes of no group are many and unsurprising: counted, not listed.
-    let mut counted: BTreeMap<&str, usize> = BTreeMap::new();
-    for node in unremovable {
-        if matches!(node.reason.as_str(), "NotUnderutilized" | "NotAutoscaled") {
-            *counted.entry(node.reason.as_str()).or_default() += 1;
-            continue;
-        }
-        let group = node.node_group.as_deref().unwrap_or("-");
-        let _ = writeln!(
-            out,
-            "  {} ({group}): {}: {}",
-            node.node, node.reason, node.detail
-        );
-    }
-    for (reason, n) in counted {
+    let common = ["NotUnderutilized", "NotAutoscaled"];
+    for (reason, n) in kept_nodes(unremovable, &common, out) {
         let what = match reason {
             "NotUnderutilized" => "above the utilization threshold",
             _ => "in no node group",
@@ -282,6 +257,28 @@ fn no_scale_up_table(no_scale_up: &[NoScaleUp], out: &mut String) {
         let _ = writeln!(out, "  {}", pod.pod);
         reasons_table(&pod.reasons, out);
     }
+}
+
+/// Each node that stays, with why; those whose reason is `common` are counted by reason instead (returned).
+fn kept_nodes<'a>(
+    nodes: &'a [KeptNode],
+    common: &[&str],
+    out: &mut String,
+) -> BTreeMap<&'a str, usize> {
+    let mut counted: BTreeMap<&str, usize> = BTreeMap::new();
+    for node in nodes {
+        if common.contains(&node.reason.as_str()) {
+            *counted.entry(node.reason.as_str()).or_default() += 1;
+            continue;
+        }
+        let group = node.node_group.as_deref().unwrap_or("-");
+        let _ = writeln!(
+            out,
+            "  {} ({group}): {}: {}",
+            node.node, node.reason, node.detail
+        );
+    }
+    counted
 }
 
 /// Why, by node group (`all` for reasons that hold for every group).
