@@ -1,8 +1,24 @@
-//! A node group as the planners see it: what the provider said of it this loop, its templates with their
-//! DaemonSet pods, and why it may not grow. Scale-up, consolidation and the loop's health check share it.
+//! A node group as the stages see it: what the provider said of it this loop (`GroupFacts`, read by the
+//! cluster state, scale-down and consolidation), and as the planners see it (`Group`: its templates with
+//! their DaemonSet pods, and why it may not grow; scale-up, consolidation and the health check share it).
 
 use crate::model::node::ZONE_LABEL;
+use crate::model::{GroupOptions, Instance, Node, NodeGroup};
 use crate::simulator::topology::Place;
+use std::sync::Arc;
+
+/// A node group with what the provider said of it this loop.
+pub struct GroupFacts {
+    pub group: NodeGroup,
+    pub target: i32,
+    pub instances: Vec<Instance>,
+    pub template: Option<Arc<Node>>,
+    /// Its Availability Zones, when the provider says them.
+    pub zones: Vec<String>,
+    /// What GetOptions says, over the companion's defaults.
+    pub options: GroupOptions,
+    pub problem: Option<String>,
+}
 
 /// A node group as the planner sees it.
 #[derive(Clone, Debug)]

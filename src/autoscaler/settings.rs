@@ -1,7 +1,7 @@
-//! The loop's settings: the decision flags of `run` and `simulate`, each stage's own part in one place. The
-//! flags (`control/flags.rs`) build them; the loop hands each stage its part.
+//! The loop's settings: the decision flags of `run` and `simulate`, each stage's own part in one place, as
+//! upstream's AutoscalingOptions. The flags (`control/flags.rs`) build them; the loop hands each stage its
+//! part, so no stage reads this file.
 
-use crate::autoscaler::core::health::HealthSettings;
 use crate::autoscaler::headroom::policy::Policy;
 use crate::autoscaler::scaledown::consolidation::planner as consolidation;
 use crate::autoscaler::scaledown::planner as scaledown;
@@ -59,6 +59,23 @@ impl Default for Settings {
             scale_down: scaledown::Settings::default(),
             consolidation: consolidation::Settings::default(),
             headroom: Vec::new(),
+        }
+    }
+}
+
+/// `--max-total-unready-percentage` and `--ok-total-unready-count`.
+#[derive(Clone, Copy, Debug)]
+pub struct HealthSettings {
+    pub max_unready_percentage: f64,
+    pub ok_unready_count: usize,
+}
+
+impl Default for HealthSettings {
+    /// cluster-autoscaler's defaults: 45% and 3.
+    fn default() -> HealthSettings {
+        HealthSettings {
+            max_unready_percentage: 45.0,
+            ok_unready_count: 3,
         }
     }
 }

@@ -2,7 +2,6 @@
 //! how they become the loop's settings. The binary parses them; `controller` runs what they ask.
 
 use crate::autoscaler::client::{ProviderClient, ProviderConfig};
-use crate::autoscaler::core::health::HealthSettings;
 use crate::autoscaler::headroom::policy as headroom;
 use crate::autoscaler::scaledown::actuation::Pacing;
 use crate::autoscaler::scaledown::consolidation::planner::{
@@ -13,6 +12,7 @@ use crate::autoscaler::scaledown::planner as scaledown;
 use crate::autoscaler::scaleup::backoff::BackoffSettings;
 use crate::autoscaler::scaleup::expander::{self, Expander, Strategy};
 use crate::autoscaler::scaleup::planner::Limits;
+use crate::autoscaler::settings::HealthSettings;
 use crate::autoscaler::settings::Settings;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;

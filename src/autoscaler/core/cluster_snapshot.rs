@@ -5,8 +5,8 @@
 //! rest, and scale-down later finds the room they took.
 
 use crate::autoscaler::cluster::ClusterView;
-use crate::autoscaler::core::cluster_state::{Counts, GroupFacts};
-use crate::autoscaler::group::{Group, Totals};
+use crate::autoscaler::core::cluster_state::Counts;
+use crate::autoscaler::group::{Group, GroupFacts, Totals};
 use crate::autoscaler::scaleup::zones;
 use crate::autoscaler::status::Placed;
 use crate::model::node::ZONE_LABEL;

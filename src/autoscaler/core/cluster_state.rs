@@ -5,27 +5,14 @@
 
 use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::cluster::ClusterView;
-use crate::autoscaler::group::Group;
+use crate::autoscaler::group::{Group, GroupFacts};
 use crate::autoscaler::scaleup::backoff::Backoff;
 use crate::autoscaler::settings::Settings;
 use crate::k8s::objects;
-use crate::model::{GroupOptions, Instance, Node, NodeGroup};
+use crate::model::GroupOptions;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-
-/// A node group with what the provider said of it this loop.
-pub struct GroupFacts {
-    pub group: NodeGroup,
-    pub target: i32,
-    pub instances: Vec<Instance>,
-    pub template: Option<Arc<Node>>,
-    /// Its Availability Zones, when the provider says them.
-    pub zones: Vec<String>,
-    /// What GetOptions says, over the companion's defaults.
-    pub options: GroupOptions,
-    pub problem: Option<String>,
-}
 
 #[derive(Clone, Debug, Default)]
 pub struct Counts {

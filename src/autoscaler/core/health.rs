@@ -6,27 +6,11 @@
 //! node group judged the same way over its own nodes is not scaled up: its new nodes would not turn Ready either.
 
 use crate::autoscaler::group::Group;
+use crate::autoscaler::settings::HealthSettings;
 use crate::autoscaler::status::ClusterHealth;
 use crate::model::Node;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-
-/// `--max-total-unready-percentage` and `--ok-total-unready-count`.
-#[derive(Clone, Copy, Debug)]
-pub struct HealthSettings {
-    pub max_unready_percentage: f64,
-    pub ok_unready_count: usize,
-}
-
-impl Default for HealthSettings {
-    /// cluster-autoscaler's defaults: 45% and 3.
-    fn default() -> HealthSettings {
-        HealthSettings {
-            max_unready_percentage: 45.0,
-            ok_unready_count: 3,
-        }
-    }
-}
 
 /// Judges node readiness against the settings.
 pub struct Judge {

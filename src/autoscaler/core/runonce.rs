@@ -15,10 +15,10 @@ use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::core::classify::{self, Sorted};
 use crate::autoscaler::core::cluster_snapshot::{self, ClusterSnapshot};
-use crate::autoscaler::core::cluster_state::{self, ClusterState, Counts, GroupFacts};
+use crate::autoscaler::core::cluster_state::{self, ClusterState, Counts};
 use crate::autoscaler::core::health::Judge;
 use crate::autoscaler::fargate::FargateAnswers;
-use crate::autoscaler::group::Group;
+use crate::autoscaler::group::{Group, GroupFacts};
 use crate::autoscaler::headroom::buffers::Resolved;
 use crate::autoscaler::headroom::outcome::{self as headroom, Decided};
 use crate::autoscaler::planning::planning;
@@ -244,11 +244,7 @@ impl RunOnce {
         let mut restored = HashSet::new();
         let mut report = Report::default();
         if let Some(cluster) = self.actor() {
-            let cx = Context {
-                settings: &self.settings,
-                client: &self.client,
-                actor: Some(cluster.clone()),
-            };
+            let cx = context(&self.settings, &self.client, Some(cluster.clone()));
             let stale = self.down.remove_stale_taints(&*cluster, view, facts).await;
             (restored, report) = stale;
             let advanced = self.down.advance_deletions(&cx, &*cluster, view, now).await;
@@ -394,11 +390,7 @@ impl RunOnce {
             .filter(|s| s.error.is_none())
             .map(|s| (s.node_group.clone(), s.delta))
             .collect();
-        let cx = Context {
-            settings: &self.settings,
-            client: &self.client,
-            actor: self.actor(),
-        };
+        let cx = context(&self.settings, &self.client, self.actor());
         let ClusterSnapshot {
             topology,
             places,
@@ -445,6 +437,23 @@ struct Read {
 
 /// What scale-down plans over: the snapshot scale-up left, what the cluster state read, the groups.
 type World<'a> = (ClusterSnapshot, &'a Read, &'a mut [Group]);
+
+/// What scale-down and consolidation need of the loop, acting on `actor` when there is one.
+fn context<'a>(
+    settings: &'a Settings,
+    client: &'a ProviderClient,
+    actor: Option<Arc<dyn ClusterSource>>,
+) -> Context<'a> {
+    Context {
+        scale_down: &settings.scale_down,
+        consolidation: &settings.consolidation,
+        limits: &settings.limits,
+        max_node_startup_time: settings.max_node_startup_time,
+        act: settings.act,
+        client,
+        actor,
+    }
+}
 
 /// What the snapshot is built from, out of the earlier stages' values.
 fn snapshot_inputs<'a>(

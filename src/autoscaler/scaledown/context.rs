@@ -1,13 +1,23 @@
-//! What scale-down and consolidation need of the loop: its settings, the provider, and the cluster they may
+//! What scale-down and consolidation need of the loop: their settings, the provider, and the cluster they may
 //! act on. The loop makes one per iteration and lends it to the policy and the consolidator alike.
 
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::ClusterSource;
-use crate::autoscaler::settings::Settings;
+use crate::autoscaler::scaledown::consolidation::planner as consolidation;
+use crate::autoscaler::scaledown::planner as scaledown;
+use crate::autoscaler::scaleup::planner::Limits;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub struct Context<'a> {
-    pub settings: &'a Settings,
+    pub scale_down: &'a scaledown::Settings,
+    pub consolidation: &'a consolidation::Settings,
+    /// The cluster's limits: a removal keeps the MIN totals, a replacement's new node fits the MAX ones.
+    pub limits: &'a Limits,
+    /// `--max-node-startup-time`: a node not Ready yet and younger is still starting.
+    pub max_node_startup_time: Duration,
+    /// Whether the loop acts at all (not `simulate`, not `--dry-run`).
+    pub act: bool,
     pub client: &'a ProviderClient,
     /// Where deletions are carried out (taints, evictions); `None` plans them only.
     pub actor: Option<Arc<dyn ClusterSource>>,

@@ -5,7 +5,7 @@
 //! replacements end in the same deletions (`consolidation/`). Each step returns its part of the report.
 
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
-use crate::autoscaler::core::cluster_state::GroupFacts;
+use crate::autoscaler::group::GroupFacts;
 use crate::autoscaler::planning::planning;
 use crate::autoscaler::scaledown::actuation::{self, Actuator, Outcome};
 use crate::autoscaler::scaledown::budgets;
@@ -128,7 +128,7 @@ impl ScaleDownPolicy {
         if let Some(why) = self.doubt.clone() {
             return self.untrusted(scene, &groups, why, acts);
         }
-        let sd = &cx.settings.scale_down;
+        let sd = &cx.scale_down;
         let previously = self.unneeded.nodes();
         // The old nodes of replacements in progress are on their way out: scale-down neither removes them
         // nor moves pods onto them.
@@ -156,7 +156,7 @@ impl ScaleDownPolicy {
             })
             .flatten();
         let started = Instant::now();
-        let (consolidate, not_consolidated) = if cx.settings.consolidation.replaces() {
+        let (consolidate, not_consolidated) = if cx.consolidation.replaces() {
             let (view, now) = (scene.view, scene.now);
             (self.consolidator.replacements).track(view, scene.on_node, scene.pods, now);
             let world = World {
@@ -261,7 +261,7 @@ impl ScaleDownPolicy {
         waits: Option<String>,
         decision: &mut Decision,
     ) {
-        let sd = &cx.settings.scale_down;
+        let sd = &cx.scale_down;
         let nodes = &scene.view.nodes;
         let timed =
             (self.unneeded).run(&plan.removable, nodes, groups, sd.timers_elapsed, scene.now);
@@ -318,7 +318,7 @@ impl ScaleDownPolicy {
             ..Report::default()
         };
         let Some(cluster) = cx.actor.clone().filter(|_| decision.acts) else {
-            if cx.settings.act && !(decision.delete.is_empty() && decision.consolidate.is_empty()) {
+            if cx.act && !(decision.delete.is_empty() && decision.consolidate.is_empty()) {
                 report.errors.push(
                     "scale-down planned but not carried out: this cluster source cannot evict pods or \
                      taint nodes"
@@ -381,7 +381,7 @@ impl ScaleDownPolicy {
 
     /// Why deletions wait this loop, if they do: a scale-up, deletion or failure too recent.
     fn cooldown(&self, cx: &Context<'_>, now: SystemTime) -> Option<String> {
-        let sd = &cx.settings.scale_down;
+        let sd = &cx.scale_down;
         let recent = |at: Option<SystemTime>, delay: Duration| {
             at.is_some_and(|t| now.duration_since(t).unwrap_or_default() < delay)
         };
@@ -429,7 +429,7 @@ impl ScaleDownPolicy {
         let Some(cluster) = cx.actor.as_deref() else {
             return errors;
         };
-        let mut budget = cx.settings.scale_down.max_soft_taints;
+        let mut budget = cx.scale_down.max_soft_taints;
         for (n, node) in view.nodes.iter().enumerate() {
             if budget == 0 {
                 break;
@@ -472,7 +472,7 @@ impl ScaleDownPolicy {
             }
             return report;
         }
-        let sd = &cx.settings.scale_down;
+        let sd = &cx.scale_down;
         self.deleted.clear();
         let outcomes = self
             .actuator
@@ -577,7 +577,6 @@ fn input<'a>(
     excluded: &'a HashSet<String>,
     previously: &'a HashSet<String>,
 ) -> Input<'a> {
-    let settings = cx.settings;
     Input {
         nodes: &scene.view.nodes,
         pods: scene.pods,
@@ -588,10 +587,10 @@ fn input<'a>(
         deleting: excluded,
         previously_unneeded: previously,
         projection: scene.projection,
-        min_cores: settings.limits.min_cores,
-        min_memory_gib: settings.limits.min_memory_gib,
-        max_node_startup_time: settings.max_node_startup_time,
-        unready_enabled: settings.scale_down.unready_enabled,
+        min_cores: cx.limits.min_cores,
+        min_memory_gib: cx.limits.min_memory_gib,
+        max_node_startup_time: cx.max_node_startup_time,
+        unready_enabled: cx.scale_down.unready_enabled,
         now: scene.now,
     }
 }

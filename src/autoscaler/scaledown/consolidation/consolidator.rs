@@ -5,7 +5,7 @@
 
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
-use crate::autoscaler::core::cluster_state::GroupFacts;
+use crate::autoscaler::group::GroupFacts;
 use crate::autoscaler::group::{Group, Totals};
 use crate::autoscaler::scaledown::actuation::Actuator;
 use crate::autoscaler::scaledown::consolidation::planner::{self, Ask, Reason, Target};
@@ -111,8 +111,8 @@ impl Consolidator {
             topology,
             places,
         } = world;
-        let settings = &cx.settings.consolidation;
-        let sd = &cx.settings.scale_down;
+        let settings = &cx.consolidation;
+        let sd = &cx.scale_down;
         let nodes = input.nodes;
         let mut left = (self.replacements).held(nodes, settings, sd.timers_elapsed, input.now);
         let mut pdbs = PdbBudget::new(input.pdbs);
@@ -129,7 +129,7 @@ impl Consolidator {
         let prices: Vec<Option<f64>> = fleet.groups.iter().map(|g| g.node_price).collect();
         // What the cluster holds and has coming (scale-up's plan included): a new node must fit the limits.
         let totals = Totals::of(places);
-        let (targets, left_out) = targets(input, facts, fleet, &cx.settings.limits, totals);
+        let (targets, left_out) = targets(input, facts, fleet, cx.limits, totals);
         // How many nodes each group may lose, after the deletions in progress and scale-down's removals.
         let mut room: Vec<i64> = (input.groups.iter())
             .map(|g| i64::from(g.target) - i64::from(g.min_size) - g.deleting as i64)

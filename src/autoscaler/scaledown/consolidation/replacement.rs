@@ -10,7 +10,7 @@
 
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::ClusterView;
-use crate::autoscaler::core::cluster_state::GroupFacts;
+use crate::autoscaler::group::GroupFacts;
 use crate::autoscaler::scaledown::consolidation::planner::{ONCE_A_DAY, Reason, Settings};
 use crate::autoscaler::scaledown::report::Report;
 use crate::autoscaler::status::ReplacementStatus;
