@@ -86,6 +86,15 @@ impl FreeTree {
             .or_else(|| self.find(1, &want))
     }
 
+    /// The first node at or after `start` whose free resources hold `demand`, without wrapping around.
+    pub fn first_at_or_after(&self, start: usize, demand: &Resources) -> Option<usize> {
+        if start >= self.len {
+            return None;
+        }
+        // Leaves past `len` are empty, but an empty demand would take them.
+        (self.find_at_or_after(1, self.width, start, &key(demand))).filter(|&i| i < self.len)
+    }
+
     /// The first leaf at or after `start` under node `n`, which covers `width` leaves.
     fn find_at_or_after(&self, n: usize, width: usize, start: usize, want: &Key) -> Option<usize> {
         let first_leaf = n * width - self.width;
@@ -170,6 +179,12 @@ mod tests {
                     tree.first_from(start, &want),
                     wrapped,
                     "{want:?} from {start}"
+                );
+                let after = (start..nodes.len()).find(|&i| nodes[i].fits(&want));
+                assert_eq!(
+                    tree.first_at_or_after(start, &want),
+                    after,
+                    "{want:?} at or after {start}"
                 );
             }
         }

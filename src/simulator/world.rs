@@ -26,21 +26,35 @@ pub fn explain(
             continue;
         }
         considered += 1;
-        let mut min = vec![0; terms.spread_count()];
-        let mut eligible = |visit: &mut dyn FnMut(&Place)| places.iter().for_each(&mut *visit);
-        match fits(topology, pod, terms, place, &mut min, &mut eligible) {
-            Ok(()) => {}
-            // The scheduler counts each resource a node is short of on its own.
-            Err(Unfit::Insufficient(resources)) => {
-                for r in resources {
-                    *reasons
-                        .entry(Unfit::Insufficient(vec![r]).to_string())
-                        .or_default() += 1;
-                }
-            }
-            Err(why) => *reasons.entry(why.to_string()).or_default() += 1,
+        for why in unfit(topology, places, pod, terms, place) {
+            *reasons.entry(why).or_default() += 1;
         }
     }
+    unavailable(considered, &reasons)
+}
+
+/// Why one more `pod` does not fit on `place`, each reason as [`explain`] counts it (none when it fits).
+pub fn unfit(
+    topology: &Topology,
+    places: &[Place],
+    pod: &Pod,
+    terms: &PodTerms,
+    place: &Place,
+) -> Vec<String> {
+    let mut min = vec![0; terms.spread_count()];
+    let mut eligible = |visit: &mut dyn FnMut(&Place)| places.iter().for_each(&mut *visit);
+    match fits(topology, pod, terms, place, &mut min, &mut eligible) {
+        Ok(()) => Vec::new(),
+        // The scheduler counts each resource a node is short of on its own.
+        Err(Unfit::Insufficient(resources)) => (resources.into_iter())
+            .map(|r| Unfit::Insufficient(vec![r]).to_string())
+            .collect(),
+        Err(why) => vec![why.to_string()],
+    }
+}
+
+/// `0/N nodes are available: ...`, from how many places gave each reason.
+pub fn unavailable(considered: usize, reasons: &BTreeMap<String, usize>) -> String {
     let mut text = format!("0/{considered} nodes are available");
     for (i, (why, n)) in reasons.iter().enumerate() {
         text.push_str(if i == 0 { ": " } else { ", " });

@@ -274,7 +274,7 @@ pub fn plan<'a>(
         .filter(|p| !rank.contains_key(p))
         .collect();
     order.extend(candidates.iter().rev().map(|c| c.node));
-    let mut mover = Mover::new(order, places.len(), input);
+    let mut mover = Mover::new(order, places, input);
     // zeroOrMaxNodeScaling groups go whole: their candidates are simulated together, after the rest.
     let (atomic, single): (Vec<Candidate>, Vec<Candidate>) = candidates
         .into_iter()
@@ -314,7 +314,7 @@ pub fn plan<'a>(
                 room[c.group] -= 1;
                 cores -= node.capacity.cpu_millis;
                 memory -= node.capacity.memory_bytes;
-                places[c.node].accepts = false;
+                mover.set_accepts(places, c.node, false);
                 mover.commit(c.node, &destinations);
                 plan.removable
                     .push(commit(input, &mut pdbs, c, destinations));
@@ -544,7 +544,7 @@ fn atomic_groups<'a>(
         let mut failed = None;
         let mut moved = Vec::new();
         for c in &members {
-            places[c.node].accepts = false;
+            mover.set_accepts(places, c.node, false);
         }
         for c in &members {
             if let Some(why) = blocked(input, rules, pdbs, &c.evicted) {
@@ -569,8 +569,9 @@ fn atomic_groups<'a>(
             Some((reason, why)) => {
                 mover.undo(undo, topology, places);
                 for c in &members {
-                    places[c.node].accepts = input.nodes[c.node].accepts_pods()
-                        && !input.deleting.contains(&input.nodes[c.node].name);
+                    let node = &input.nodes[c.node];
+                    let accepts = node.accepts_pods() && !input.deleting.contains(&node.name);
+                    mover.set_accepts(places, c.node, accepts);
                 }
                 let why = format!(
                     "{} scales to zero or max and one of its nodes cannot go: {why}",

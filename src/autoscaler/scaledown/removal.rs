@@ -5,11 +5,11 @@ use crate::model::GroupOptions;
 use crate::model::Node;
 use crate::model::pdb::Pdb;
 use crate::model::pod::{EquivalenceKey, LabelProjection, SchedulingIds};
-use crate::model::{Pod, PodList};
+use crate::model::{Pod, PodList, Resources};
+use crate::simulator::free_tree::FreeTree;
 use crate::simulator::topology::{Place, PodTerms, Topology};
 use crate::simulator::world::{self, Filling};
-use std::collections::HashMap;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -75,26 +75,70 @@ impl Undo {
 /// Moves pods off nodes being removed, trying places in a fixed order and remembering per equivalence
 /// group where in it to start: the first place not yet known to be full for it. Places only fill up during
 /// a pass, so for pods that only resources and node constraints limit, a place that was full stays full
-/// (upstream keeps a similar hint).
+/// (upstream keeps a similar hint). The free room of every place in the order is kept in a tree, updated as
+/// pods are put and taken: a search skips whole runs of places that cannot hold the pod and finds the place a
+/// scan would, so a node whose pods fit nowhere costs a few lookups, not a pass over the cluster. A mover
+/// assumes it alone changes the places of its order while it lives, and that their `accepts` changes go
+/// through [`Mover::set_accepts`].
 pub(super) struct Mover<'a> {
     order: Vec<usize>,
+    /// Each place's position in `order` (`usize::MAX` for places not in it).
+    position: Vec<usize>,
+    /// By position: the free room of places that accept pods (none for those that do not).
+    free: FreeTree,
     known: HashMap<EquivalenceKey<'a>, (Arc<PodTerms>, usize)>,
     projection: &'a LabelProjection,
     ids: SchedulingIds<'a>,
     pods: PodList<'a>,
     /// Pods that committed removals moved onto each place: they move again if it goes too.
     moved_onto: Vec<Vec<usize>>,
+    /// The places whose free room changed, in order: what an explanation kept from before must look at again.
+    changed: Vec<usize>,
+    /// Why pods of each equivalence group that fit nowhere fit nowhere, kept up to date with `changed`.
+    unplaced: HashMap<EquivalenceKey<'a>, Unplaced>,
+}
+
+/// Why one more pod of an equivalence group fits on no place: each place's reasons as of the last look, how
+/// many places give each reason, and how far into the mover's `changed` places it has looked.
+struct Unplaced {
+    reasons: Vec<Vec<String>>,
+    counts: BTreeMap<String, usize>,
+    seen: usize,
+}
+
+/// Adds `reasons` to `counts`, or takes them away (a reason no place gives any more goes).
+fn tally(counts: &mut BTreeMap<String, usize>, reasons: &[String], add: bool) {
+    for why in reasons {
+        if add {
+            *counts.entry(why.clone()).or_default() += 1;
+        } else if let Some(n) = counts.get_mut(why) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(why);
+            }
+        }
+    }
 }
 
 impl<'a> Mover<'a> {
-    pub(super) fn new(order: Vec<usize>, places: usize, input: &Input<'a>) -> Mover<'a> {
+    pub(super) fn new(order: Vec<usize>, places: &[Place], input: &Input<'a>) -> Mover<'a> {
+        let mut position = vec![usize::MAX; places.len()];
+        let mut free = FreeTree::default();
+        for (i, &p) in order.iter().enumerate() {
+            position[p] = i;
+            free.push(&room(&places[p]));
+        }
         Mover {
             order,
+            position,
+            free,
             known: HashMap::new(),
             projection: input.projection,
             ids: SchedulingIds::default(),
             pods: input.pods,
-            moved_onto: vec![Vec::new(); places],
+            moved_onto: vec![Vec::new(); places.len()],
+            changed: Vec::new(),
+            unplaced: HashMap::new(),
         }
     }
 
@@ -104,13 +148,77 @@ impl<'a> Mover<'a> {
             .or_insert_with(|| (Arc::new(topology.resolve(pod)), 0))
     }
 
+    /// Place `p` now takes pods, or no longer does.
+    pub(super) fn set_accepts(&mut self, places: &mut [Place], p: usize, accepts: bool) {
+        places[p].accepts = accepts;
+        self.refresh(places, p);
+    }
+
+    /// The tree learns place `p`'s free room as it is now.
+    fn refresh(&mut self, places: &[Place], p: usize) {
+        if let Some(&i) = self.position.get(p).filter(|&&i| i != usize::MAX) {
+            self.free.set(i, &room(&places[p]));
+        }
+        self.changed.push(p);
+    }
+
+    /// Why `pod` fits on no place but `from`, as [`world::explain`] says it. For a pod only resources and its
+    /// node's constraints limit, over a mover whose order is every place (scale-down's own), each place's
+    /// reasons are kept and only the places changed since the last explanation are looked at again: the
+    /// nodes whose pods fit nowhere are many once the cluster is full, and each would otherwise cost a look
+    /// at every node.
+    fn explain(
+        &mut self,
+        topology: &Topology,
+        places: &[Place],
+        pod: &'a Pod,
+        terms: &PodTerms,
+        from: usize,
+    ) -> String {
+        if !terms.simple || self.order.len() != places.len() {
+            return world::explain(topology, places, pod, terms, |q| q == from);
+        }
+        let unfit = |place: &Place| world::unfit(topology, places, pod, terms, place);
+        let key = pod.equivalence_key(self.projection, &mut self.ids);
+        let changed = &self.changed;
+        let unplaced = self.unplaced.entry(key).or_insert_with(|| {
+            let reasons: Vec<Vec<String>> = places.iter().map(unfit).collect();
+            let mut counts = BTreeMap::new();
+            for r in &reasons {
+                tally(&mut counts, r, true);
+            }
+            Unplaced {
+                reasons,
+                counts,
+                seen: changed.len(),
+            }
+        });
+        for &p in &changed[unplaced.seen..] {
+            let now = unfit(&places[p]);
+            if now != unplaced.reasons[p] {
+                tally(&mut unplaced.counts, &unplaced.reasons[p], false);
+                tally(&mut unplaced.counts, &now, true);
+                unplaced.reasons[p] = now;
+            }
+        }
+        unplaced.seen = changed.len();
+        // Every place but `from` is considered.
+        let mut counts = unplaced.counts.clone();
+        tally(&mut counts, &unplaced.reasons[from], false);
+        world::unavailable(places.len() - 1, &counts)
+    }
+
     /// Undoes a failed removal simulation, the search hints included.
     pub(super) fn undo(&mut self, undo: Undo, topology: &mut Topology, places: &mut [Place]) {
         for &(pod, hint) in undo.hints.iter().rev() {
             let pod = self.pods.get(pod);
             self.entry(topology, pod).1 = hint;
         }
+        let touched: Vec<usize> = undo.puts.iter().map(|&(_, p, ..)| p).collect();
         undo.apply(self.pods, topology, places);
+        for p in touched {
+            self.refresh(places, p);
+        }
     }
 
     /// Records a committed removal of `from`: its pods now live where `destinations` says.
@@ -157,19 +265,30 @@ impl<'a> Mover<'a> {
             let mut i = if terms.simple { hint } else { 0 };
             undo.hints.push((eg.pods[0], hint));
             let mut advance = terms.simple;
-            while want > 0 && i < self.order.len() {
-                let p = self.order[i];
-                if p == from {
+            let from_at = self.position.get(from).copied().unwrap_or(usize::MAX);
+            while want > 0 {
+                // The places before the next one with room for a pod cannot take it: a scan passes them.
+                let next = self.free.first_at_or_after(i, &pod.demand);
+                let end = next.map_or(self.order.len(), |at| at + 1);
+                if advance && (i..end).contains(&from_at) {
                     // The node being removed may stay after all: the hint must not pass it.
+                    self.entry(topology, pod).1 = from_at;
                     advance = false;
-                    i += 1;
-                    continue;
                 }
-                let usable = places[p].accepts
+                let Some(at) = next else {
+                    if advance {
+                        self.entry(topology, pod).1 = self.order.len();
+                    }
+                    break;
+                };
+                let p = self.order[at];
+                if p != from
+                    && places[p].accepts
                     && crate::simulator::predicates::node_fit(&pod.scheduling, &places[p].node)
-                        .is_ok();
-                if usable {
+                        .is_ok()
+                {
                     let (k, _) = filling.fill(topology, &[], places, p, want);
+                    self.refresh(places, p);
                     if k > 0 {
                         undo.puts.push((eg.pods[0], p, k, terms.clone()));
                         let first = eg.pods.len() - want as usize;
@@ -180,10 +299,129 @@ impl<'a> Mover<'a> {
                     }
                 }
                 if want > 0 {
-                    i += 1;
+                    i = at + 1;
                     if advance {
                         self.entry(topology, pod).1 = i;
                     }
+                } else if advance {
+                    self.entry(topology, pod).1 = at;
+                }
+            }
+            if want > 0 {
+                let why = self.explain(topology, places, pod, &terms, from);
+                let others = if want > 1 {
+                    format!(" (and {} like it)", want - 1)
+                } else {
+                    String::new()
+                };
+                return Err(format!(
+                    "{}{others} fits on no other node: {why}",
+                    pod.key()
+                ));
+            }
+        }
+        Ok(destinations)
+    }
+}
+
+/// What a place can still take, as the mover's tree holds it: nothing when it takes no pods.
+fn room(place: &Place) -> Resources {
+    if place.accepts {
+        place.free
+    } else {
+        Resources::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::node::HOSTNAME_LABEL;
+    use crate::model::pod::Phase;
+    use crate::model::taint::{Taint, TaintEffect};
+    use crate::model::{Labels, Node};
+    use crate::simulator::predicates;
+    use proptest::prelude::*;
+
+    const GIB: u64 = 1 << 30;
+
+    /// A node of `cpu` millicores and `gib` GiB; tainted ones take only pods that tolerate nothing (none).
+    fn node(i: usize, cpu: u64, gib: u64, tainted: bool) -> Arc<Node> {
+        let resources = Resources {
+            cpu_millis: cpu,
+            memory_bytes: gib * GIB,
+            pods: 110,
+            ..Default::default()
+        };
+        let name = format!("n{i}");
+        Arc::new(Node {
+            labels: Labels::from([(HOSTNAME_LABEL.to_string(), name.clone())]),
+            name,
+            capacity: resources,
+            allocatable: resources,
+            ready: true,
+            taints: if tainted {
+                vec![Taint {
+                    key: "dedicated".into(),
+                    value: "x".into(),
+                    effect: TaintEffect::NoSchedule,
+                }]
+            } else {
+                Vec::new()
+            },
+            ..Default::default()
+        })
+    }
+
+    fn pod(i: usize, node: &str, cpu: u64, gib: u64) -> Pod {
+        let demand = Resources {
+            cpu_millis: cpu,
+            memory_bytes: gib * GIB,
+            pods: 1,
+            ..Default::default()
+        };
+        Pod {
+            node_name: Some(node.into()),
+            phase: Phase::Running,
+            unschedulable: false,
+            ..Pod::pending("default", &format!("p{i}"), demand)
+        }
+    }
+
+    /// The plain answer: each identical run of pods, first fit over the whole order from its start (no
+    /// hint, no index), on a copy of the world; and why the first pod that fits nowhere fits nowhere.
+    fn plain(
+        topology: &mut Topology,
+        places: &mut [Place],
+        pods: PodList<'_>,
+        order: &[usize],
+        from: usize,
+        moving: &[usize],
+    ) -> Result<Vec<(usize, usize)>, String> {
+        let mut destinations = Vec::new();
+        for eg in crate::simulator::equivalence::group(
+            pods,
+            moving.iter().copied(),
+            &LabelProjection::All,
+        ) {
+            let pod = eg.exemplar(pods);
+            let terms = topology.resolve(pod);
+            let mut filling = Filling::new(pod, &terms);
+            let mut want = eg.pods.len() as u64;
+            for &p in order {
+                if want == 0 {
+                    break;
+                }
+                let usable = p != from
+                    && places[p].accepts
+                    && predicates::node_fit(&pod.scheduling, &places[p].node).is_ok();
+                if usable {
+                    let (k, _) = filling.fill(topology, &[], places, p, want);
+                    let first = eg.pods.len() - want as usize;
+                    for &q in &eg.pods[first..first + k as usize] {
+                        destinations.push((q, p));
+                    }
+                    want -= k;
                 }
             }
             if want > 0 {
@@ -200,5 +438,106 @@ impl<'a> Mover<'a> {
             }
         }
         Ok(destinations)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Removing nodes one after another, as scale-down does (a removal that fits is kept, one that does
+        /// not is undone): the mover's indexed search and kept explanations give what a plain first fit over
+        /// the whole cluster gives, destinations and reasons alike.
+        #[test]
+        fn the_indexed_mover_moves_as_a_plain_first_fit(
+            shapes in prop::collection::vec((1u64..=8, 1u64..=16, any::<bool>()), 4..24),
+            loads in prop::collection::vec(prop::collection::vec((1u64..=6, 1u64..=4), 0..6), 24),
+            order_seed in any::<u64>(),
+        ) {
+            let nodes: Vec<Arc<Node>> = (shapes.iter().enumerate())
+                .map(|(i, &(cpu, gib, tainted))| node(i, cpu * 1000, gib, tainted && i % 3 == 0))
+                .collect();
+            let mut pods = Vec::new();
+            for (n, node) in nodes.iter().enumerate() {
+                let mut used = (0, 0);
+                for &(cpu, gib) in &loads[n] {
+                    // Shapes from a few sizes, so that pods of a node often move together.
+                    let (cpu, gib) = (cpu * 250, gib);
+                    if used.0 + cpu <= node.allocatable.cpu_millis
+                        && (used.1 + gib) * GIB <= node.allocatable.memory_bytes
+                    {
+                        used = (used.0 + cpu, used.1 + gib);
+                        pods.push(pod(pods.len(), &node.name, cpu, gib));
+                    }
+                }
+            }
+            let on: Vec<usize> = (0..pods.len()).collect();
+            let group_of = vec![Some(0); nodes.len()];
+            let (mut topology, mut places) =
+                world::build(&nodes, &group_of, &pods, &on, &[], &LabelProjection::All);
+            let mut order: Vec<usize> = (0..nodes.len()).collect();
+            let mut seed = order_seed;
+            for i in (1..order.len()).rev() {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                order.swap(i, (seed >> 33) as usize % (i + 1));
+            }
+            let groups = [GroupInfo {
+                id: "g".into(),
+                min_size: 0,
+                target: nodes.len() as i32,
+                options: GroupOptions::default(),
+                deleting: 0,
+            }];
+            let none = HashSet::new();
+            let on_node: Vec<Vec<usize>> = (nodes.iter())
+                .map(|n| (0..pods.len()).filter(|&p| pods[p].node_name.as_deref() == Some(&n.name)).collect())
+                .collect();
+            let input = Input {
+                nodes: &nodes,
+                pods: (&pods).into(),
+                pdbs: &[],
+                node_group: &group_of,
+                groups: &groups,
+                on_node: &on_node,
+                deleting: &none,
+                previously_unneeded: &none,
+                projection: &LabelProjection::All,
+                min_cores: 0,
+                min_memory_gib: 0,
+                max_node_startup_time: Duration::from_secs(900),
+                unready_enabled: true,
+                now: SystemTime::now(),
+            };
+            let mut mover = Mover::new(order.clone(), &places, &input);
+            let (mut plain_topology, mut plain_places) = (topology.clone(), places.clone());
+            // Candidates from the back of the order, as scale-down tries them.
+            for &from in order.iter().rev() {
+                let moving: Vec<usize> = on_node[from]
+                    .iter()
+                    .copied()
+                    .chain(mover.moved_onto[from].iter().copied())
+                    .collect();
+                let expected = {
+                    let (mut t, mut p) = (plain_topology.clone(), plain_places.clone());
+                    let got = plain(&mut t, &mut p, input.pods, &order, from, &moving);
+                    if got.is_ok() {
+                        (plain_topology, plain_places) = (t, p);
+                        plain_places[from].accepts = false;
+                    }
+                    got
+                };
+                let mut undo = Undo::default();
+                let got = mover.move_pods(&input, &mut topology, &mut places, from, &on_node[from], &mut undo);
+                match &got {
+                    Ok(destinations) => {
+                        mover.set_accepts(&mut places, from, false);
+                        mover.commit(from, destinations);
+                    }
+                    Err(_) => mover.undo(undo, &mut topology, &mut places),
+                }
+                prop_assert_eq!(&got, &expected, "removing {}", from);
+                for (p, q) in places.iter().zip(&plain_places) {
+                    prop_assert_eq!(p.free, q.free);
+                }
+            }
+        }
     }
 }

@@ -503,7 +503,7 @@ pub fn still_fits<'a>(
         moving.push(must_move);
     }
     let order: Vec<usize> = (0..places.len()).filter(|p| !old.contains(p)).collect();
-    let mut mover = Mover::new(order, places.len(), input);
+    let mut mover = Mover::new(order, places, input);
     let mut undo = Undo::default();
     let accepted: Vec<bool> = old.iter().map(|&n| places[n].accepts).collect();
     for &n in old {
@@ -632,7 +632,7 @@ impl<'i, 'a> World<'i, 'a> {
         let place = (self.topology).copy(self.targets[t].template, PlaceKind::Planned);
         self.places.push(place);
         let at = self.places.len() - 1;
-        (at, Mover::new(vec![at], self.places.len(), self.input))
+        (at, Mover::new(vec![at], self.places, self.input))
     }
 
     /// Moves the movable pods of `nodes` onto target `t`'s fresh node, or says why one does not fit.

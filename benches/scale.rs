@@ -1,0 +1,300 @@
+//! Clusters of 2,000 to 100,000 nodes, built in-process (no giant files): node groups of 1,000 nodes of
+//! 16 CPU / 64 GiB / 110 pods on the simulated EKS (a 100,000-node cluster is a hundred groups, as EKS's
+//! managed node groups are), every node running a DaemonSet pod and ReplicaSet pods of three shapes that take
+//! 30% of its CPU (the last node of each group runs its DaemonSet pod only), a few apps under PDBs; no pending
+//! pods, and 2% more pods pending. One whole RunOnce as `simulate` runs it (criterion), with its stages and
+//! the resident memory the view and a loop take, printed once per case.
+//!
+//! `cargo bench --bench scale` runs every case; `cargo bench --bench scale -- "10000 nodes"` one of them.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
+use ekscale::autoscaler::cluster::ClusterView;
+use ekscale::autoscaler::core::runonce::RunOnce;
+use ekscale::autoscaler::settings::Settings;
+use ekscale::clock::Clock;
+use ekscale::cloud::scenario::Scenario;
+use ekscale::cloud::sim::SimBackend;
+use ekscale::k8s::objects;
+use ekscale::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
+use ekscale::model::pdb::Pdb;
+use ekscale::model::pod::{Controller, Phase, share_alike};
+use ekscale::model::selector::LabelSelector;
+use ekscale::model::{Labels, Node, Pod, PodNames, Resources};
+use ekscale::provider::metrics::ProviderMetrics;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+const GROUP_NODES: usize = 1000;
+const MI: u64 = 1 << 20;
+
+/// One cluster: its nodes, the ReplicaSet pods on each, and the share of pods pending on top.
+struct Case {
+    nodes: usize,
+    pods_per_node: usize,
+    pending_percent: usize,
+}
+
+impl Case {
+    fn name(&self) -> String {
+        let pods = self.nodes * self.pods_per_node;
+        let pending = pods * self.pending_percent / 100;
+        format!("{} nodes, {pods} pods, {pending} pending", self.nodes)
+    }
+}
+
+const CASES: &[Case] = &[
+    Case {
+        nodes: 2_000,
+        pods_per_node: 30,
+        pending_percent: 0,
+    },
+    Case {
+        nodes: 2_000,
+        pods_per_node: 30,
+        pending_percent: 2,
+    },
+    Case {
+        nodes: 10_000,
+        pods_per_node: 30,
+        pending_percent: 0,
+    },
+    Case {
+        nodes: 10_000,
+        pods_per_node: 30,
+        pending_percent: 2,
+    },
+    Case {
+        nodes: 30_000,
+        pods_per_node: 10,
+        pending_percent: 0,
+    },
+    Case {
+        nodes: 30_000,
+        pods_per_node: 10,
+        pending_percent: 2,
+    },
+    Case {
+        nodes: 100_000,
+        pods_per_node: 10,
+        pending_percent: 0,
+    },
+    Case {
+        nodes: 100_000,
+        pods_per_node: 10,
+        pending_percent: 2,
+    },
+];
+
+/// `groups` node groups of 1,000 running nodes each, one per team, in three zones.
+fn scenario(groups: usize) -> String {
+    let mut text = String::from("cluster: bench\nregion: us-east-1\nnodeGroups:\n");
+    for g in 0..groups {
+        text.push_str(&format!(
+            "  - {{name: team-{g}, instanceType: m5.4xlarge, zones: [us-east-1a, us-east-1b, us-east-1c], \
+             minSize: 0, maxSize: 2000, desiredSize: {GROUP_NODES}, labels: {{team: team-{g}}}, \
+             allocatable: {{cpu: '16', memory: 64Gi, pods: '110'}}}}\n"
+        ));
+    }
+    text
+}
+
+async fn provider(groups: usize) -> SocketAddr {
+    ekscale::tls::install_crypto_provider();
+    let sim = Arc::new(SimBackend::new(
+        Scenario::parse(&scenario(groups)).unwrap(),
+        Clock::manual(),
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(ekscale::provider::serve(
+        listener,
+        sim,
+        Arc::new(ProviderMetrics::default()),
+        None,
+        std::future::pending(),
+    ));
+    addr
+}
+
+/// A node for every instance of every group, as kubelet registers it from the group's template.
+async fn nodes(client: &ProviderClient, groups: usize, created: SystemTime) -> Vec<Arc<Node>> {
+    client.refresh().await.unwrap();
+    let mut nodes = Vec::new();
+    for g in 0..groups {
+        let group = format!("team-{g}");
+        let template = client.template(&group).await.unwrap().expect("a template");
+        let template = objects::node_from_pb(&template).unwrap();
+        for instance in client.nodes(&group).await.unwrap() {
+            let zone = instance.id.split('/').nth(3).unwrap().to_string();
+            let name = format!("ip-{}", instance.id.rsplit('/').next().unwrap());
+            let mut node = template.clone();
+            node.labels.insert(HOSTNAME_LABEL.into(), name.clone());
+            node.labels.insert(ZONE_LABEL.into(), zone);
+            node.name = name;
+            node.provider_id = instance.id;
+            node.ready = true;
+            node.created = Some(created);
+            nodes.push(Arc::new(node));
+        }
+    }
+    nodes
+}
+
+fn pod(name: String, app: &str, kind: &str, cpu: u64, memory: u64) -> Pod {
+    let demand = Resources {
+        cpu_millis: cpu,
+        memory_bytes: memory,
+        pods: 1,
+        ..Default::default()
+    };
+    Pod {
+        labels: Labels::from([("app".to_string(), app.to_string())]),
+        controller: Some(Controller {
+            kind: kind.into(),
+            name: app.into(),
+            uid: format!("uid-{app}"),
+        }),
+        ..Pod::pending("default", &name, demand)
+    }
+}
+
+/// The cluster of `case`: its nodes with their pods, the pending pods, and PDBs on three apps.
+fn view(case: &Case, nodes: Vec<Arc<Node>>, now: SystemTime) -> ClusterView {
+    // Three shapes whose average is 30% of 16 CPU over the node's pods: 4.8 CPU in all.
+    let average = 4800 / case.pods_per_node as u64;
+    let shapes = [
+        (average / 2, 256 * MI),
+        (average, 512 * MI),
+        (average * 3 / 2, 768 * MI),
+    ];
+    let mut pods = Vec::with_capacity(nodes.len() * (case.pods_per_node + 1));
+    for (n, node) in nodes.iter().enumerate() {
+        let mut exporter = pod(
+            format!("node-exporter-{}", node.name),
+            "node-exporter",
+            "DaemonSet",
+            100,
+            128 * MI,
+        );
+        exporter.node_name = Some(node.name.clone());
+        exporter.phase = Phase::Running;
+        exporter.unschedulable = false;
+        pods.push(exporter);
+        // The last node of each group runs nothing else: it goes, empty, wherever the others stay.
+        if n % GROUP_NODES == GROUP_NODES - 1 {
+            continue;
+        }
+        for p in 0..case.pods_per_node {
+            let k = n * case.pods_per_node + p;
+            let app = format!("app-{}", k % 50);
+            let (cpu, memory) = shapes[k % 3];
+            let mut running = pod(format!("{app}-{k}"), &app, "ReplicaSet", cpu, memory);
+            running.node_name = Some(node.name.clone());
+            running.phase = Phase::Running;
+            running.unschedulable = false;
+            running.created = Some(now);
+            pods.push(running);
+        }
+    }
+    let pending = nodes.len() * case.pods_per_node * case.pending_percent / 100;
+    for i in 0..pending {
+        let mut burst = pod(format!("burst-{i}"), "burst", "ReplicaSet", 500, 1024 * MI);
+        burst.created = Some(now);
+        pods.push(burst);
+    }
+    share_alike(&mut pods);
+    let pdbs = (0..3)
+        .map(|a| Pdb {
+            namespace: "default".into(),
+            name: format!("app-{a}"),
+            selector: Some(LabelSelector {
+                match_labels: Labels::from([("app".to_string(), format!("app-{a}"))]),
+                expressions: Vec::new(),
+            }),
+            disruptions_allowed: 10,
+        })
+        .collect();
+    ClusterView {
+        keys: PodNames::of(&pods),
+        nodes,
+        pods,
+        pdbs,
+        now: Some(now),
+        ..ClusterView::default()
+    }
+}
+
+/// The process's resident memory, in MiB.
+fn resident_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
+/// What `simulate` decides with: cluster-autoscaler's defaults, the timers taken as run out.
+fn settings() -> Settings {
+    let mut settings = Settings::default();
+    settings.scale_down.timers_elapsed = true;
+    settings
+}
+
+fn scale(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+    let created = now - Duration::from_secs(3600);
+    for case in CASES {
+        let name = case.name();
+        // Built only when criterion runs the case (its filter matches): a big one takes a while.
+        c.bench_function(&format!("scale/{name}"), |b| {
+            let groups = case.nodes / GROUP_NODES;
+            let (client, view, view_mib) = rt.block_on(async {
+                let addr = provider(groups).await;
+                let config = ProviderConfig::plaintext(addr.to_string());
+                let client = ProviderClient::new(&config).unwrap();
+                let nodes = nodes(&client, groups, created).await;
+                let before = resident_mib();
+                let view = view(case, nodes, now);
+                let view_mib = resident_mib() - before;
+                (client, Arc::new(view), view_mib)
+            });
+            let before = resident_mib();
+            let status = rt.block_on(async {
+                let mut once = RunOnce::new(client.clone(), settings());
+                once.run(&view, now).await.unwrap()
+            });
+            let loop_mib = resident_mib() - before;
+            let helped: usize = status.scale_up.iter().map(|s| s.pods.len()).sum();
+            println!(
+                "\n{name}: one RunOnce {:.0} ms (scale-down {:.0} ms, estimator {:.0} ms), {} removable, \
+                 {} kept, {} scale-ups for {helped} pods, {} placed; resident: view {view_mib:.0} MiB \
+                 ({:.0} bytes a pod), the loop's peak over it {loop_mib:.0} MiB",
+                status.elapsed_ms,
+                status.scale_down_ms,
+                status.estimate_ms,
+                status.scale_down.len(),
+                status.unremovable.len(),
+                status.scale_up.len(),
+                status.placed.len(),
+                view_mib * (1 << 20) as f64 / view.pods.len() as f64,
+            );
+            b.to_async(&rt).iter(|| {
+                let view = view.clone();
+                let mut once = RunOnce::new(client.clone(), settings());
+                async move { once.run(&view, now).await.unwrap() }
+            })
+        });
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(20));
+    targets = scale
+}
+criterion_main!(benches);
