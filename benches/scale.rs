@@ -250,39 +250,10 @@ fn scale(c: &mut Criterion) {
     let created = now - Duration::from_secs(3600);
     for case in CASES {
         let name = case.name();
-        // Built only when criterion runs the case (its filter matches): a big one takes a while.
+        // Built once, and only when criterion runs the case (its filter matches): a big one takes a while.
+        let mut built = None;
         c.bench_function(&format!("scale/{name}"), |b| {
-            let groups = case.nodes / GROUP_NODES;
-            let (client, view, view_mib) = rt.block_on(async {
-                let addr = provider(groups).await;
-                let config = ProviderConfig::plaintext(addr.to_string());
-                let client = ProviderClient::new(&config).unwrap();
-                let nodes = nodes(&client, groups, created).await;
-                let before = resident_mib();
-                let view = view(case, nodes, now);
-                let view_mib = resident_mib() - before;
-                (client, Arc::new(view), view_mib)
-            });
-            let before = resident_mib();
-            let status = rt.block_on(async {
-                let mut once = RunOnce::new(client.clone(), settings());
-                once.run(&view, now).await.unwrap()
-            });
-            let loop_mib = resident_mib() - before;
-            let helped: usize = status.scale_up.iter().map(|s| s.pods.len()).sum();
-            println!(
-                "\n{name}: one RunOnce {:.0} ms (scale-down {:.0} ms, estimator {:.0} ms), {} removable, \
-                 {} kept, {} scale-ups for {helped} pods, {} placed; resident: view {view_mib:.0} MiB \
-                 ({:.0} bytes a pod), the loop's peak over it {loop_mib:.0} MiB",
-                status.elapsed_ms,
-                status.scale_down_ms,
-                status.estimate_ms,
-                status.scale_down.len(),
-                status.unremovable.len(),
-                status.scale_up.len(),
-                status.placed.len(),
-                view_mib * (1 << 20) as f64 / view.pods.len() as f64,
-            );
+            let (client, view) = built.get_or_insert_with(|| build(&rt, case, &name, created, now));
             b.to_async(&rt).iter(|| {
                 let view = view.clone();
                 let mut once = RunOnce::new(client.clone(), settings());
@@ -290,6 +261,48 @@ fn scale(c: &mut Criterion) {
             })
         });
     }
+}
+
+/// The provider and the view of `case`, and one loop over them: its stages and resident memory, printed.
+fn build(
+    rt: &tokio::runtime::Runtime,
+    case: &Case,
+    name: &str,
+    created: SystemTime,
+    now: SystemTime,
+) -> (ProviderClient, Arc<ClusterView>) {
+    let groups = case.nodes / GROUP_NODES;
+    let (client, view, view_mib) = rt.block_on(async {
+        let addr = provider(groups).await;
+        let config = ProviderConfig::plaintext(addr.to_string());
+        let client = ProviderClient::new(&config).unwrap();
+        let nodes = nodes(&client, groups, created).await;
+        let before = resident_mib();
+        let view = view(case, nodes, now);
+        let view_mib = resident_mib() - before;
+        (client, Arc::new(view), view_mib)
+    });
+    let before = resident_mib();
+    let status = rt.block_on(async {
+        let mut once = RunOnce::new(client.clone(), settings());
+        once.run(&view, now).await.unwrap()
+    });
+    let loop_mib = resident_mib() - before;
+    let helped: usize = status.scale_up.iter().map(|s| s.pods.len()).sum();
+    println!(
+        "\n{name}: one RunOnce {:.0} ms (scale-down {:.0} ms, estimator {:.0} ms), {} removable, \
+                 {} kept, {} scale-ups for {helped} pods, {} placed; resident: view {view_mib:.0} MiB \
+                 ({:.0} bytes a pod), the loop's peak over it {loop_mib:.0} MiB",
+        status.elapsed_ms,
+        status.scale_down_ms,
+        status.estimate_ms,
+        status.scale_down.len(),
+        status.unremovable.len(),
+        status.scale_up.len(),
+        status.placed.len(),
+        view_mib * (1 << 20) as f64 / view.pods.len() as f64,
+    );
+    (client, view)
 }
 
 criterion_group! {

@@ -4,7 +4,9 @@
 use crate::model::Pod;
 use crate::model::pdb::Pdb;
 use crate::model::pod::{Phase, SafeToEvict};
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// The `--skip-nodes-with-*` flags and the limits they read.
@@ -67,19 +69,73 @@ pub enum Verdict {
 pub struct PdbBudget<'a> {
     pdbs: &'a [Pdb],
     remaining: Vec<i32>,
+    /// Where a cluster has many budgets, each by its namespace and one label its selector requires: a pod is
+    /// checked against the budgets its own labels name, not against every budget of the cluster (scale-down
+    /// asks for every pod on every node).
+    index: Option<Arc<PdbIndex<'a>>>,
 }
+
+/// Budgets by what a covered pod must have.
+#[derive(Debug)]
+struct PdbIndex<'a> {
+    /// By namespace, label key and value: budgets whose selector requires that label.
+    by_label: HashMap<(&'a str, &'a str, &'a str), Vec<usize>>,
+    /// By namespace: budgets whose selector requires no label value (expressions only, or none).
+    by_namespace: HashMap<&'a str, Vec<usize>>,
+}
+
+/// Up to this many budgets, each pod is checked against all of them: cheaper than looking its labels up.
+const PDBS_WITHOUT_INDEX: usize = 8;
 
 impl<'a> PdbBudget<'a> {
     pub fn new(pdbs: &'a [Pdb]) -> PdbBudget<'a> {
+        let index = (pdbs.len() > PDBS_WITHOUT_INDEX).then(|| {
+            let mut index = PdbIndex {
+                by_label: HashMap::new(),
+                by_namespace: HashMap::new(),
+            };
+            for (i, pdb) in pdbs.iter().enumerate() {
+                // A budget without a selector covers no pod.
+                let Some(selector) = &pdb.selector else {
+                    continue;
+                };
+                let namespace = pdb.namespace.as_str();
+                match selector.match_labels.iter().next() {
+                    Some((key, value)) => (index.by_label)
+                        .entry((namespace, key.as_str(), value.as_str()))
+                        .or_default()
+                        .push(i),
+                    None => index.by_namespace.entry(namespace).or_default().push(i),
+                }
+            }
+            Arc::new(index)
+        });
         PdbBudget {
             pdbs,
             remaining: pdbs.iter().map(|p| p.disruptions_allowed).collect(),
+            index,
         }
     }
 
-    /// Indices of the budgets that cover `pod`.
+    /// Indices of the budgets that cover `pod`, in order.
     fn covering<'p>(&'p self, pod: &'p Pod) -> impl Iterator<Item = usize> + 'p {
-        (0..self.pdbs.len()).filter(move |&i| self.pdbs[i].covers(&pod.namespace, &pod.labels))
+        let covers = move |&i: &usize| self.pdbs[i].covers(&pod.namespace, &pod.labels);
+        let mut named = Vec::new();
+        let mut all = 0..0;
+        match &self.index {
+            None => all = 0..self.pdbs.len(),
+            Some(index) => {
+                let namespace = &*pod.namespace;
+                named.extend(index.by_namespace.get(namespace).into_iter().flatten());
+                for (key, value) in &pod.labels {
+                    let at = (namespace, key.as_str(), value.as_str());
+                    named.extend(index.by_label.get(&at).into_iter().flatten());
+                }
+                named.sort_unstable();
+                named.dedup();
+            }
+        }
+        all.chain(named).filter(covers)
     }
 
     /// Whether every budget covering these pods allows evicting all of them at once; when not, the node is
@@ -377,5 +433,71 @@ mod tests {
             classify(&other, &rules, &budget, now),
             Verdict::Evicted { .. }
         ));
+    }
+
+    /// Past a few budgets they are looked up by the labels a pod has: the same budgets, in the same order, as
+    /// checking the pod against every one.
+    #[test]
+    fn indexed_budgets_cover_what_every_budget_checked_covers() {
+        use crate::model::selector::{Operator, Requirement};
+        let labels = |pairs: &[(&str, &str)]| -> Labels {
+            (pairs.iter())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let budget = |i: usize, namespace: &str, selector: Option<LabelSelector>| Pdb {
+            namespace: namespace.into(),
+            name: format!("b{i}"),
+            selector,
+            disruptions_allowed: 1,
+        };
+        let matching = |pairs: &[(&str, &str)]| LabelSelector {
+            match_labels: labels(pairs),
+            expressions: vec![],
+        };
+        let tier_exists = LabelSelector {
+            match_labels: Labels::new(),
+            expressions: vec![Requirement {
+                key: "tier".into(),
+                operator: Operator::Exists,
+                values: vec![],
+            }],
+        };
+        let mut pdbs = Vec::new();
+        for (i, app) in ["web", "api", "db", "cache"].iter().enumerate() {
+            pdbs.push(budget(i, "default", Some(matching(&[("app", app)]))));
+            pdbs.push(budget(
+                10 + i,
+                "shop",
+                Some(matching(&[("app", app), ("tier", "front")])),
+            ));
+        }
+        pdbs.push(budget(20, "default", Some(tier_exists)));
+        pdbs.push(budget(21, "default", Some(LabelSelector::default())));
+        pdbs.push(budget(22, "default", None));
+        pdbs.push(budget(23, "shop", Some(matching(&[("tier", "front")]))));
+        let budgets = PdbBudget::new(&pdbs);
+        assert!(
+            budgets.index.is_some(),
+            "{} budgets are indexed",
+            pdbs.len()
+        );
+        for namespace in ["default", "shop", "other"] {
+            for pairs in [
+                &[("app", "web")][..],
+                &[("app", "api"), ("tier", "front")],
+                &[("tier", "back")],
+                &[("app", "db"), ("tier", "front"), ("x", "y")],
+                &[],
+            ] {
+                let mut p = pod(namespace, Some("ReplicaSet"));
+                p.labels = labels(pairs);
+                let every: Vec<usize> = (0..pdbs.len())
+                    .filter(|&i| pdbs[i].covers(namespace, &p.labels))
+                    .collect();
+                let indexed: Vec<usize> = budgets.covering(&p).collect();
+                assert_eq!(indexed, every, "{namespace} {pairs:?}");
+            }
+        }
     }
 }

@@ -21,7 +21,7 @@ use crate::autoscaler::scaledown::view_check::ViewCheck;
 use crate::autoscaler::status::{Consolidation, KeptNode, ScaleDown};
 use crate::model::pod::LabelProjection;
 use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
-use crate::model::{Pod, PodList};
+use crate::model::{Pod, PodList, PodNames};
 use crate::simulator::topology::{Place, Topology};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
@@ -618,15 +618,19 @@ fn describe(
             threshold * 100.0,
             destinations(view, pods, r)
         ),
-        // Pending pods found room here this loop are not on the node: nothing to evict.
-        pods: r
-            .evicted
-            .iter()
-            .filter(|&&p| pods[p].node_name.is_some())
-            .map(|&p| pods[p].key())
-            .collect(),
+        pods: evicted(view, pods, r),
         risky: r.risky,
     }
+}
+
+/// The pods a removal evicts, named from the view's packed names (pending pods found room on the node this
+/// loop are not on it: nothing to evict).
+fn evicted(view: &ClusterView, pods: PodList<'_>, r: &Removable) -> PodNames {
+    let mut names = PodNames::with_capacity(r.evicted.len());
+    for &p in r.evicted.iter().filter(|&&p| pods[p].node_name.is_some()) {
+        names.push_pod(view.pod_keys(), pods, p);
+    }
+    names
 }
 
 /// Where a removable node's pods go, for people: `default/api-0 -> ip-a` or `12 pods -> ip-a (5), ip-b (7)`.

@@ -100,7 +100,7 @@ pub struct ScaleDown {
     /// Utilization against the threshold, and where its pods go.
     pub detail: String,
     /// The pods its removal evicts.
-    pub pods: Vec<String>,
+    pub pods: PodNames,
     /// Evicting them all at once exceeds a PodDisruptionBudget: the drain waits for replacements.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub risky: bool,

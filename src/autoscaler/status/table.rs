@@ -165,11 +165,7 @@ fn scale_down_table(scale_down: &[ScaleDown], out: &mut String) {
             node.detail
         );
         if !node.pods.is_empty() {
-            let _ = writeln!(
-                out,
-                "    evicts: {}",
-                abbreviate(node.pods.iter().map(String::as_str), 4)
-            );
+            let _ = writeln!(out, "    evicts: {}", abbreviate(node.pods.iter(), 4));
         }
     }
 }
