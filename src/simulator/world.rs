@@ -120,7 +120,7 @@ pub fn build<'a>(
         .zip(group_of)
         .map(|(node, g)| topology.place(node.clone(), *g, PlaceKind::Existing))
         .collect();
-    let place_of: HashMap<&str, usize> = nodes
+    let place_of: HashMap<&str, usize, foldhash::fast::RandomState> = nodes
         .iter()
         .enumerate()
         .map(|(i, n)| (n.name.as_str(), i))

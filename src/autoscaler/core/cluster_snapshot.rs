@@ -198,7 +198,8 @@ fn template_place(
 
 /// The pods on each node of the view (bound, or nominated to it), by node index.
 fn pods_on_nodes(view: &ClusterView, pods: PodList<'_>, bound: &[usize]) -> Vec<Vec<usize>> {
-    let index: HashMap<&str, usize> = view
+    // Every pod's node by name: a fast hasher, as world::build uses.
+    let index: HashMap<&str, usize, foldhash::fast::RandomState> = view
         .nodes
         .iter()
         .enumerate()
