@@ -153,6 +153,12 @@ impl<'a> PdbBudget<'a> {
             .all(|(w, r)| *w == 0 || w <= r)
     }
 
+    /// Whether a budget covering `pod` allows no more disruptions: the one thing that can block a pod whose
+    /// node passed the drainability rules before, once other removals spent budgets.
+    pub fn exhausts(&self, pod: &Pod) -> bool {
+        self.remaining.iter().any(|&r| r < 1) && self.covering(pod).any(|i| self.remaining[i] < 1)
+    }
+
     /// Counts the evictions of a removal that was committed.
     pub fn spend(&mut self, pods: &[&Pod]) {
         for pod in pods {
@@ -216,8 +222,8 @@ pub fn classify(pod: &Pod, rules: &Rules, pdbs: &PdbBudget, now: SystemTime) -> 
         };
         return blocks(Blocking::NotReplicated, why);
     }
-    let covered = pdbs.covering(pod).next().is_some();
-    if rules.skip_system_pods && &*pod.namespace == "kube-system" && !covered {
+    let covered = || pdbs.covering(pod).next().is_some();
+    if rules.skip_system_pods && &*pod.namespace == "kube-system" && !covered() {
         let old = pod
             .created
             .and_then(|c| now.duration_since(c).ok())

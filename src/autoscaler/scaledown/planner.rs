@@ -439,12 +439,15 @@ pub(super) fn blocked(
     pdbs: &PdbBudget,
     pods: &[usize],
 ) -> Option<String> {
-    pods.iter().find_map(
-        |&p| match drain::classify(&input.pods[p], rules, pdbs, input.now) {
-            Verdict::Blocks(reason, why) => Some(format!("{reason}: {why}")),
-            _ => None,
-        },
-    )
+    // The pods passed the rules when their node became a candidate; since then only budgets were spent.
+    (pods.iter())
+        .filter(|&&p| pdbs.exhausts(&input.pods[p]))
+        .find_map(
+            |&p| match drain::classify(&input.pods[p], rules, pdbs, input.now) {
+                Verdict::Blocks(reason, why) => Some(format!("{reason}: {why}")),
+                _ => None,
+            },
+        )
 }
 
 /// Why removing `node` would take the cluster under its minimum cores or memory, if it would.
