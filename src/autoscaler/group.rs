@@ -50,23 +50,6 @@ impl Group {
             &self.zones
         }
     }
-
-    /// How many of the group's places (nodes, upcoming, planned) each of its zones holds: where the
-    /// Auto Scaling group launches next is the zone with the fewest.
-    pub fn nodes_per_zone(&self, gi: usize, places: &[Place]) -> Vec<u64> {
-        let templates = self.templates();
-        let zone = |p: &Place| p.node.labels.get(ZONE_LABEL).cloned();
-        let zones: Vec<Option<String>> = templates.iter().map(zone).collect();
-        let mut counts = vec![0; templates.len()];
-        if templates.len() > 1 {
-            for place in places.iter().filter(|p| p.group == Some(gi)) {
-                if let Some(z) = zones.iter().position(|z| *z == zone(place)) {
-                    counts[z] += 1;
-                }
-            }
-        }
-        counts
-    }
 }
 
 /// Nodes, cores and memory the cluster has or has asked for.
@@ -86,4 +69,24 @@ impl Totals {
             memory_bytes: t.memory_bytes + p.node.capacity.memory_bytes,
         })
     }
+}
+
+/// How many of each group's places (nodes, upcoming, planned) each of its zones holds, for every group in one
+/// pass over the places: where a group's Auto Scaling group launches next is its zone with the fewest.
+pub fn nodes_per_zone(groups: &[Group], places: &[Place]) -> Vec<Vec<u64>> {
+    let zone = |p: &Place| p.node.labels.get(ZONE_LABEL).cloned();
+    let zones: Vec<Vec<Option<String>>> = (groups.iter())
+        .map(|g| g.templates().iter().map(zone).collect())
+        .collect();
+    let mut counts: Vec<Vec<u64>> = zones.iter().map(|z| vec![0; z.len()]).collect();
+    for place in places {
+        let Some(g) = place.group.filter(|&g| zones[g].len() > 1) else {
+            continue;
+        };
+        let here = zone(place);
+        if let Some(z) = zones[g].iter().position(|z| *z == here) {
+            counts[g][z] += 1;
+        }
+    }
+    counts
 }

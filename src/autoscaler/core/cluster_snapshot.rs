@@ -79,6 +79,13 @@ impl ClusterSnapshot {
             }
         }
         let daemonsets = daemonset_exemplars(pods, &view.daemonsets);
+        // Each group's nodes, in one pass: looking through every node for each group grew as groups x nodes.
+        let mut nodes_of = vec![Vec::new(); input.facts.len()];
+        for (n, g) in input.node_group.iter().enumerate() {
+            if let Some(g) = *g {
+                nodes_of[g].push(n);
+            }
+        }
         for (gi, f) in input.facts.iter().enumerate() {
             let Some(node) = &f.template else { continue };
             let template = template_place(&mut topology, node, gi, &daemonsets);
@@ -98,11 +105,9 @@ impl ClusterSnapshot {
                     .map(|v| v.node.labels[ZONE_LABEL].as_str())
                     .collect();
                 let mut per_zone = vec![0u64; names.len()];
-                for (n, g) in view.nodes.iter().zip(input.node_group) {
-                    let zone = n.labels.get(ZONE_LABEL).map(String::as_str);
-                    if *g == Some(gi)
-                        && let Some(z) = names.iter().position(|name| Some(*name) == zone)
-                    {
+                for &n in &nodes_of[gi] {
+                    let zone = view.nodes[n].labels.get(ZONE_LABEL).map(String::as_str);
+                    if let Some(z) = names.iter().position(|name| Some(*name) == zone) {
                         per_zone[z] += 1;
                     }
                 }

@@ -2,7 +2,7 @@
 //! balance across similar groups, and repeat on the pods left until no group helps any more. (Upstream
 //! makes one expansion per loop; planning them all at once answers a burst in one loop.)
 
-use crate::autoscaler::group::{Group, Totals};
+use crate::autoscaler::group::{Group, Totals, nodes_per_zone};
 use crate::autoscaler::scaleup::balance::balance;
 use crate::autoscaler::scaleup::estimator::{self as binpack, Demand, Estimate, Stop};
 use crate::autoscaler::scaleup::expander::{
@@ -416,6 +416,7 @@ fn estimate_all(
     pending: &Pending,
     deadline: Instant,
 ) -> Vec<Estimate> {
+    let per_zone = nodes_per_zone(groups, places);
     let run = |job: &Job| {
         let demands: Vec<Demand> = job
             .members
@@ -427,10 +428,9 @@ fn estimate_all(
             })
             .collect();
         let group = &groups[job.group];
-        let nodes = group.nodes_per_zone(job.group, places);
         let templates = binpack::Templates {
             zones: group.templates(),
-            nodes: &nodes,
+            nodes: &per_zone[job.group],
         };
         binpack::estimate(
             topology,

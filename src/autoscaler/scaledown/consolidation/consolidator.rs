@@ -287,6 +287,7 @@ fn targets<'g>(
     totals: Totals,
 ) -> (Vec<Target<'g>>, Vec<String>) {
     let (mut targets, mut left_out) = (Vec::new(), Vec::new());
+    let per_zone = nodes_per_zone(input);
     for (g, group) in fleet.groups.iter().enumerate() {
         let mut leave = |why: String| left_out.push(format!("{}: {why}", group.id));
         if let Some(why) = &group.skip {
@@ -303,7 +304,7 @@ fn targets<'g>(
             leave("an instance failed to launch".into());
             continue;
         }
-        let Some(template) = launch_template(input, g, group) else {
+        let Some(template) = launch_template(&per_zone, g, group) else {
             leave("no template".into());
             continue;
         };
@@ -324,19 +325,26 @@ fn targets<'g>(
 
 /// The template of the zone a group's next node launches in: the one zone, or the zone with the fewest of
 /// its nodes (ties in the group's order of zones), as the Auto Scaling group balances.
-fn launch_template<'g>(input: &Input<'_>, g: usize, group: &'g Group) -> Option<&'g Place> {
+fn launch_template<'g>(
+    count: &HashMap<(usize, Option<String>), usize>,
+    g: usize,
+    group: &'g Group,
+) -> Option<&'g Place> {
     if group.zones.is_empty() {
         return group.template.as_ref();
     }
     let zone = |node: &crate::model::Node| node.labels.get(ZONE_LABEL).cloned();
-    let mut count: HashMap<Option<String>, usize> = HashMap::new();
+    (group.zones.iter()).min_by_key(|z| count.get(&(g, zone(&z.node))).copied().unwrap_or(0))
+}
+
+/// How many nodes each group has in each zone, in one pass over the nodes.
+fn nodes_per_zone(input: &Input<'_>) -> HashMap<(usize, Option<String>), usize> {
+    let mut count = HashMap::new();
     for (node, ng) in input.nodes.iter().zip(input.node_group) {
-        if *ng == Some(g) {
-            *count.entry(zone(node)).or_default() += 1;
+        if let Some(g) = *ng {
+            let zone = node.labels.get(ZONE_LABEL).cloned();
+            *count.entry((g, zone)).or_default() += 1;
         }
     }
-    group
-        .zones
-        .iter()
-        .min_by_key(|z| count.get(&zone(&z.node)).copied().unwrap_or(0))
+    count
 }
