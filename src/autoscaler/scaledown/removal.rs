@@ -309,19 +309,21 @@ impl<'a> Mover<'a> {
             }
             if want > 0 {
                 let why = self.explain(topology, places, pod, &terms, from);
-                let others = if want > 1 {
-                    format!(" (and {} like it)", want - 1)
-                } else {
-                    String::new()
-                };
-                return Err(format!(
-                    "{}{others} fits on no other node: {why}",
-                    pod.key()
-                ));
+                return Err(fits_nowhere(pod, want, &why));
             }
         }
         Ok(destinations)
     }
+}
+
+/// `ns/pod (and 2 like it) fits on no other node: why`.
+fn fits_nowhere(pod: &Pod, want: u64, why: &str) -> String {
+    let others = if want > 1 {
+        format!(" (and {} like it)", want - 1)
+    } else {
+        String::new()
+    };
+    format!("{}{others} fits on no other node: {why}", pod.key())
 }
 
 /// What a place can still take, as the mover's tree holds it: nothing when it takes no pods.
@@ -426,15 +428,7 @@ mod tests {
             }
             if want > 0 {
                 let why = world::explain(topology, places, pod, &terms, |q| q == from);
-                let others = if want > 1 {
-                    format!(" (and {} like it)", want - 1)
-                } else {
-                    String::new()
-                };
-                return Err(format!(
-                    "{}{others} fits on no other node: {why}",
-                    pod.key()
-                ));
+                return Err(fits_nowhere(pod, want, &why));
             }
         }
         Ok(destinations)
