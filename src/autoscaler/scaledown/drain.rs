@@ -69,6 +69,8 @@ pub enum Verdict {
 pub struct PdbBudget<'a> {
     pdbs: &'a [Pdb],
     remaining: Vec<i32>,
+    /// How many budgets allow no more disruptions: while none does, no pod can be blocked by one.
+    exhausted: usize,
     /// Where a cluster has many budgets, each by its namespace and one label its selector requires: a pod is
     /// checked against the budgets its own labels name, not against every budget of the cluster (scale-down
     /// asks for every pod on every node).
@@ -113,6 +115,7 @@ impl<'a> PdbBudget<'a> {
         PdbBudget {
             pdbs,
             remaining: pdbs.iter().map(|p| p.disruptions_allowed).collect(),
+            exhausted: pdbs.iter().filter(|p| p.disruptions_allowed < 1).count(),
             index,
         }
     }
@@ -156,7 +159,7 @@ impl<'a> PdbBudget<'a> {
     /// Whether a budget covering `pod` allows no more disruptions: the one thing that can block a pod whose
     /// node passed the drainability rules before, once other removals spent budgets.
     pub fn exhausts(&self, pod: &Pod) -> bool {
-        self.remaining.iter().any(|&r| r < 1) && self.covering(pod).any(|i| self.remaining[i] < 1)
+        self.exhausted > 0 && self.covering(pod).any(|i| self.remaining[i] < 1)
     }
 
     /// Counts the evictions of a removal that was committed.
@@ -165,6 +168,9 @@ impl<'a> PdbBudget<'a> {
             let covering: Vec<usize> = self.covering(pod).collect();
             for i in covering {
                 self.remaining[i] -= 1;
+                if self.remaining[i] == 0 {
+                    self.exhausted += 1;
+                }
             }
         }
     }
