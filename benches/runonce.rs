@@ -3,6 +3,8 @@
 //! over the same snapshot, for its peak memory. Then the loop on pending pods alone, as real clusters make
 //! them (`-- pending`): per-pod labels, an Indexed Job, upstream's own estimator benchmark input.
 
+mod common;
+
 #[path = "../tests/common/cluster.rs"]
 #[allow(dead_code)]
 mod cluster;
@@ -35,25 +37,7 @@ fargateProfiles:
 ";
 
 async fn provider() -> SocketAddr {
-    provider_of(SCENARIO, Arc::new(ProviderMetrics::default())).await
-}
-
-async fn provider_of(scenario: &str, metrics: Arc<ProviderMetrics>) -> SocketAddr {
-    ekscale::tls::install_crypto_provider();
-    let sim = Arc::new(SimBackend::new(
-        Scenario::parse(scenario).unwrap(),
-        Clock::manual(),
-    ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(ekscale::provider::serve(
-        listener,
-        sim,
-        metrics,
-        None,
-        std::future::pending(),
-    ));
-    addr
+    common::sim_provider(SCENARIO, Arc::new(ProviderMetrics::default())).await
 }
 
 /// The provider's 1,000 general nodes as Node items, and their names.
@@ -517,7 +501,7 @@ fn pending(c: &mut Criterion) {
     for (name, scenario, pods, settings) in cases {
         let metrics = Arc::new(ProviderMetrics::default());
         let backend = SimBackend::new(Scenario::parse(scenario).unwrap(), Clock::manual());
-        let addr = rt.block_on(provider_of(scenario, metrics.clone()));
+        let addr = rt.block_on(common::sim_provider(scenario, metrics.clone()));
         let Prepared { view, client, .. } = prepare(&rt, addr, cluster::list(pods));
         let now = SystemTime::now();
         let before = requests(&metrics, &backend);

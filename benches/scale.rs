@@ -7,14 +7,13 @@
 //!
 //! `cargo bench --bench scale` runs every case; `cargo bench --bench scale -- "10000 nodes"` one of them.
 
+mod common;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
 use ekscale::autoscaler::cluster::ClusterView;
 use ekscale::autoscaler::core::runonce::RunOnce;
 use ekscale::autoscaler::settings::Settings;
-use ekscale::clock::Clock;
-use ekscale::cloud::scenario::Scenario;
-use ekscale::cloud::sim::SimBackend;
 use ekscale::k8s::objects;
 use ekscale::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
 use ekscale::model::pdb::Pdb;
@@ -22,7 +21,6 @@ use ekscale::model::pod::{Controller, Phase, share_alike};
 use ekscale::model::selector::LabelSelector;
 use ekscale::model::{Labels, Node, Pod, PodNames, Resources};
 use ekscale::provider::metrics::ProviderMetrics;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -98,24 +96,6 @@ fn scenario(groups: usize) -> String {
         ));
     }
     text
-}
-
-async fn provider(groups: usize) -> SocketAddr {
-    ekscale::tls::install_crypto_provider();
-    let sim = Arc::new(SimBackend::new(
-        Scenario::parse(&scenario(groups)).unwrap(),
-        Clock::manual(),
-    ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(ekscale::provider::serve(
-        listener,
-        sim,
-        Arc::new(ProviderMetrics::default()),
-        None,
-        std::future::pending(),
-    ));
-    addr
 }
 
 /// A node for every instance of every group, as kubelet registers it from the group's template.
@@ -273,7 +253,8 @@ fn build(
 ) -> (ProviderClient, Arc<ClusterView>) {
     let groups = case.nodes / GROUP_NODES;
     let (client, view, view_mib) = rt.block_on(async {
-        let addr = provider(groups).await;
+        let metrics = Arc::new(ProviderMetrics::default());
+        let addr = common::sim_provider(&scenario(groups), metrics).await;
         let config = ProviderConfig::plaintext(addr.to_string());
         let client = ProviderClient::new(&config).unwrap();
         let nodes = nodes(&client, groups, created).await;

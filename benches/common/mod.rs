@@ -1,10 +1,15 @@
-//! What both benchmarks measure the same way: the hot RPCs, one call at a time, as percentiles.
+//! What the benchmarks share: the hot RPCs, one call at a time, as percentiles; a simulated provider served
+//! in-process.
 #![allow(dead_code)]
 
+use ekscale::clock::Clock;
 use ekscale::cloud::NodeGroupBackend;
+use ekscale::cloud::scenario::Scenario;
+use ekscale::cloud::sim::SimBackend;
 use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use ekscale::proto::externalgrpc::*;
 use ekscale::provider::metrics::ProviderMetrics;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tonic::transport::{Channel, Endpoint};
@@ -122,4 +127,23 @@ pub async fn serve(
         .await
         .unwrap();
     CloudProviderClient::new(channel)
+}
+
+/// The provider in-process on the simulated EKS of `scenario`, served on a loopback port.
+pub async fn sim_provider(scenario: &str, metrics: Arc<ProviderMetrics>) -> SocketAddr {
+    ekscale::tls::install_crypto_provider();
+    let sim = Arc::new(SimBackend::new(
+        Scenario::parse(scenario).unwrap(),
+        Clock::manual(),
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(ekscale::provider::serve(
+        listener,
+        sim,
+        metrics,
+        None,
+        std::future::pending(),
+    ));
+    addr
 }
