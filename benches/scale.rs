@@ -199,7 +199,7 @@ fn view(case: &Case, nodes: Vec<Arc<Node>>, now: SystemTime) -> ClusterView {
     ClusterView {
         keys: PodNames::of(&pods),
         nodes,
-        pods,
+        pods: pods.into_iter().map(Arc::new).collect(),
         pdbs,
         now: Some(now),
         ..ClusterView::default()

@@ -339,8 +339,8 @@ fn group_of(node: &Node) -> &str {
     node.labels.get(NODE_GROUP_LABEL).map_or("", String::as_str)
 }
 
-fn names(pods: &[Pod]) -> BTreeSet<String> {
-    pods.iter().map(Pod::key).collect()
+fn names<P: std::borrow::Borrow<Pod>>(pods: &[P]) -> BTreeSet<String> {
+    pods.iter().map(|p| p.borrow().key()).collect()
 }
 
 /// The replacements' states this loop, as (state, nodes).

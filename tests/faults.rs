@@ -339,7 +339,7 @@ async fn a_group_aws_keeps_throttling_is_backed_off_and_the_companion_scales_ano
         })
         .collect();
     let view = ClusterView {
-        pods,
+        pods: pods.into_iter().map(Arc::new).collect(),
         ..Default::default()
     };
     let config = ProviderConfig::plaintext(rig.server.addr.to_string());

@@ -67,6 +67,88 @@ async fn lists_fill_the_view_and_watches_keep_it_current() {
     );
 }
 
+/// The view a source keeps from watch events equals the one a source that lists the same objects from scratch
+/// builds: nodes and pods added, changed and deleted (and a pod that cannot be read) leave nothing stale.
+#[tokio::test]
+async fn the_view_after_a_stream_of_watch_events_equals_one_built_from_scratch() {
+    let mut web0 = pod("web-0", Some("a"));
+    web0["metadata"]["labels"] = json!({"app": "web", "tier": "front"});
+    let objects = Objects {
+        nodes: vec![node("a"), node("b")],
+        pods: vec![web0, pod("web-1", None), pod("web-2", Some("b"))],
+        ..Objects::default()
+    };
+    let (kube, fake) = source(objects).await;
+    let mut relabelled = node("b");
+    relabelled["metadata"]["labels"]["team"] = json!("batch");
+    relabelled["metadata"]["resourceVersion"] = json!("8");
+    let mut broken = pod("web-2", Some("b"));
+    broken["metadata"]["resourceVersion"] = json!("9");
+    broken["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("lots");
+    let mut moved = pod("web-3", Some("c"));
+    moved["metadata"]["labels"] = json!({"app": "web", "tier": "front"});
+    let events = [
+        ("nodes", json!({"type": "ADDED", "object": node("c")})),
+        ("nodes", json!({"type": "DELETED", "object": node("a")})),
+        ("nodes", json!({"type": "MODIFIED", "object": relabelled})),
+        ("pods", json!({"type": "DELETED", "object": pod("web-0", Some("a"))})),
+        ("pods", json!({"type": "ADDED", "object": moved})),
+        ("pods", json!({"type": "MODIFIED", "object": broken})),
+        // Last: the wake-up that says the pods' events are in.
+        ("pods", json!({"type": "MODIFIED", "object": kube_api::unschedulable("web-1", "11")})),
+    ];
+    for (resource, event) in events {
+        fake.send_when_watched(4, resource, event).await;
+    }
+    tokio::time::timeout(Duration::from_secs(5), kube.unschedulable_pod())
+        .await
+        .expect("the last pod event wakes the loop");
+    // The nodes' watch is a stream of its own: wait until its three events are in.
+    let names = |view: &ekscale::autoscaler::cluster::ClusterView| {
+        let mut names: Vec<String> = view.nodes.iter().map(|n| n.name.clone()).collect();
+        names.sort();
+        names
+    };
+    let updated = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let view = kube.view().await.unwrap();
+            if names(&view) == ["b", "c"] && view.nodes.iter().any(|n| n.labels.contains_key("team")) {
+                return view;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the nodes' events arrive");
+
+    let mut relabelled = node("b");
+    relabelled["metadata"]["labels"]["team"] = json!("batch");
+    let mut moved = pod("web-3", Some("c"));
+    moved["metadata"]["labels"] = json!({"app": "web", "tier": "front"});
+    let (fresh, _fresh_fake) = source(Objects {
+        nodes: vec![relabelled, node("c")],
+        pods: vec![kube_api::unschedulable("web-1", "11"), moved],
+        ..Objects::default()
+    })
+    .await;
+    let fresh = fresh.view().await.unwrap();
+    let sorted_nodes = |view: &ekscale::autoscaler::cluster::ClusterView| {
+        let mut nodes: Vec<_> = view.nodes.iter().map(|n| (**n).clone()).collect();
+        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        nodes
+    };
+    let sorted_pods = |view: &ekscale::autoscaler::cluster::ClusterView| {
+        let mut pods: Vec<_> = view.pods.iter().map(|p| (**p).clone()).collect();
+        pods.sort_by_key(|p| p.key());
+        pods
+    };
+    assert_eq!(sorted_nodes(&updated), sorted_nodes(&fresh));
+    assert_eq!(sorted_pods(&updated), sorted_pods(&fresh));
+    assert_eq!(names(&updated), ["b", "c"]);
+    let pods: Vec<String> = sorted_pods(&updated).iter().map(|p| p.key()).collect();
+    assert_eq!(pods, ["default/web-1", "default/web-3"], "web-2 cannot be read: left out");
+}
+
 #[tokio::test]
 async fn taints_are_patched_against_the_version_read_and_evictions_answer_as_the_api_does() {
     let objects = Objects {

@@ -175,7 +175,7 @@ nodeGroups:
     let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
     // The instance runs but its node has not registered: it is upcoming, and the pod waits for it.
     let view = ekscale::autoscaler::cluster::ClusterView {
-        pods: web(1, 500),
+        pods: web(1, 500).into_iter().map(Arc::new).collect(),
         ..Default::default()
     };
     let status = once.run(&view, std::time::SystemTime::now()).await.unwrap();
@@ -235,7 +235,7 @@ async fn new_pods_are_batched_and_their_delays_honoured() {
         pod.created = created(1);
     }
     let view = |pods: Vec<Pod>| ekscale::autoscaler::cluster::ClusterView {
-        pods,
+        pods: pods.into_iter().map(Arc::new).collect(),
         ..Default::default()
     };
     // All under 2 s old: wait one loop for more.
@@ -337,8 +337,8 @@ fn budget(app: &str, max_unavailable: i32) -> ekscale::sim::cluster::Budget {
     }
 }
 
-fn names(pods: &[Pod]) -> std::collections::BTreeSet<String> {
-    pods.iter().map(|p| p.key()).collect()
+fn names<P: std::borrow::Borrow<Pod>>(pods: &[P]) -> std::collections::BTreeSet<String> {
+    pods.iter().map(|p| p.borrow().key()).collect()
 }
 
 /// The cluster after one more step (`view` steps the simulator), checked to hold exactly the pods
@@ -801,7 +801,7 @@ nodeGroups:
     });
     // A 1600m pod fits an empty m5.large (1930m) but not beside the 500m DaemonSet pod every node runs.
     let view = |daemonsets: Vec<Pod>| ekscale::autoscaler::cluster::ClusterView {
-        pods: web(1, 1600),
+        pods: web(1, 1600).into_iter().map(Arc::new).collect(),
         daemonsets,
         ..Default::default()
     };
@@ -1451,7 +1451,7 @@ nodeGroups:
     };
     let mut pending = ekscale::autoscaler::cluster::ClusterView {
         nodes: view.nodes.clone(),
-        pods: pod(),
+        pods: pod().into_iter().map(Arc::new).collect(),
         now: view.now,
         ..Default::default()
     };

@@ -14,7 +14,9 @@ use std::time::{Duration, SystemTime};
 pub struct ClusterView {
     /// Shared, not copied, into each loop's world.
     pub nodes: Vec<Arc<Node>>,
-    pub pods: Vec<Pod>,
+    /// Shared with the source that read them: a live source hands each loop the pods it keeps, so that a
+    /// view costs a pointer a pod, not a copy of the cluster.
+    pub pods: Vec<Arc<Pod>>,
     /// Every pod's `namespace/name`, in the order of `pods`, packed into one string where the view is read
     /// ([`PodNames::of`]): a scale-up names tens of thousands of pods, and reading each name from its own
     /// allocation was a third of such a loop. A view built without them (empty) names pods from `pods`.
@@ -157,7 +159,7 @@ impl Snapshot {
             view: Arc::new(ClusterView {
                 nodes: parsed.nodes.into_iter().map(Arc::new).collect(),
                 keys: PodNames::of(&parsed.pods),
-                pods: parsed.pods,
+                pods: parsed.pods.into_iter().map(Arc::new).collect(),
                 pdbs: parsed.pdbs,
                 daemonsets: parsed.daemonsets,
                 buffers: parsed.buffers,

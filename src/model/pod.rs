@@ -331,12 +331,43 @@ impl<'a> SchedulingIds<'a> {
 /// Makes pods with equal scheduling constraints share one `Arc` of them, and pods of one namespace one
 /// `Arc` of its name: done once where pods are read, so that the loop compares both by pointer.
 pub fn share_alike(pods: &mut [Pod]) {
-    let mut constraints: std::collections::HashSet<Arc<Scheduling>> =
-        std::collections::HashSet::new();
-    let mut namespaces: std::collections::HashSet<Arc<str>> = std::collections::HashSet::new();
+    let mut alike = Alike::default();
     for pod in pods {
-        share(&mut constraints, &mut pod.scheduling);
-        share(&mut namespaces, &mut pod.namespace);
+        alike.share(pod);
+    }
+}
+
+/// The constraints and namespaces pods read so far share ([`share_alike`]), kept by a source that reads
+/// pods one at a time as they change (a watch), so that a pod read today shares with one read yesterday.
+#[derive(Default)]
+pub struct Alike {
+    constraints: std::collections::HashSet<Arc<Scheduling>>,
+    namespaces: std::collections::HashSet<Arc<str>>,
+    /// How many values were kept after the last [`Alike::forget_unused`]: past twice that, it runs again.
+    kept: usize,
+}
+
+impl Alike {
+    /// `pod`'s constraints and namespace become the shared ones equal to them.
+    pub fn share(&mut self, pod: &mut Pod) {
+        share(&mut self.constraints, &mut pod.scheduling);
+        share(&mut self.namespaces, &mut pod.namespace);
+        if self.constraints.len() + self.namespaces.len() > 2 * self.kept.max(1024) {
+            self.forget_unused();
+        }
+    }
+
+    /// Drops the values no pod holds any more (a workload's constraints after it is gone): a watch sees
+    /// workloads come and go for months, and what it shares must not grow with them.
+    fn forget_unused(&mut self) {
+        self.constraints.retain(|c| Arc::strong_count(c) > 1);
+        self.namespaces.retain(|n| Arc::strong_count(n) > 1);
+        self.kept = self.constraints.len() + self.namespaces.len();
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.constraints.len() + self.namespaces.len()
     }
 }
 
@@ -443,6 +474,34 @@ mod tests {
         assert_eq!(&*pods[2].namespace, "batch");
         assert!(Arc::ptr_eq(&pods[0].scheduling, &pods[2].scheduling));
         assert_eq!(*pods[2].scheduling, *tolerant);
+    }
+
+    #[test]
+    fn what_pods_share_is_forgotten_once_no_pod_holds_it() {
+        let mut alike = Alike::default();
+        let pod = |namespace: &str, team: usize| Pod {
+            scheduling: Arc::new(Scheduling {
+                node_selector: [("team".to_string(), team.to_string())].into(),
+                ..Default::default()
+            }),
+            ..Pod::pending(namespace, "p", crate::model::Resources::default())
+        };
+        let mut kept = pod("web", 0);
+        alike.share(&mut kept);
+        let mut again = pod("web", 0);
+        alike.share(&mut again);
+        assert!(Arc::ptr_eq(&kept.scheduling, &again.scheduling));
+        // Workloads that come and go: each leaves its constraints behind until the next forgetting.
+        let mut most = 0;
+        for team in 1..5_000 {
+            let mut gone = pod(&format!("ns-{team}"), team);
+            alike.share(&mut gone);
+            most = most.max(alike.len());
+        }
+        assert!(most <= 2 * 1024 + 2, "{most} values kept");
+        let mut later = pod("web", 0);
+        alike.share(&mut later);
+        assert!(Arc::ptr_eq(&kept.scheduling, &later.scheduling));
     }
 
     #[test]

@@ -29,10 +29,10 @@ impl PodNames {
     }
 
     /// The names of `pods`, in order.
-    pub fn of(pods: &[Pod]) -> PodNames {
+    pub fn of<P: std::borrow::Borrow<Pod>>(pods: &[P]) -> PodNames {
         let mut names = PodNames::with_capacity(pods.len());
         for pod in pods {
-            names.push(pod);
+            names.push(pod.borrow());
         }
         names
     }

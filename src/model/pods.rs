@@ -3,16 +3,18 @@
 //! append a handful of virtual ones cost more than the rest of the loop.
 
 use super::Pod;
+use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug)]
 pub struct PodList<'a> {
-    first: &'a [Pod],
+    /// The view's pods, shared with the source that read them.
+    first: &'a [Arc<Pod>],
     then: &'a [Pod],
 }
 
 impl<'a> PodList<'a> {
     /// `first`'s pods keep their indices; `then`'s follow them.
-    pub fn new(first: &'a [Pod], then: &'a [Pod]) -> PodList<'a> {
+    pub fn new(first: &'a [Arc<Pod>], then: &'a [Pod]) -> PodList<'a> {
         PodList { first, then }
     }
 
@@ -24,14 +26,14 @@ impl<'a> PodList<'a> {
         self.len() == 0
     }
 
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &'a Pod> + Clone + use<'a> {
-        self.first.iter().chain(self.then)
+    pub fn iter(&self) -> Iter<'a> {
+        self.into_iter()
     }
 
     /// Pod `i`, with the list's own lifetime (indexing borrows the list).
     pub fn get(&self, i: usize) -> &'a Pod {
         match i.checked_sub(self.first.len()) {
-            None => &self.first[i],
+            None => &*self.first[i],
             Some(j) => &self.then[j],
         }
     }
@@ -39,18 +41,30 @@ impl<'a> PodList<'a> {
 
 impl<'a> From<&'a [Pod]> for PodList<'a> {
     fn from(pods: &'a [Pod]) -> PodList<'a> {
-        PodList::new(pods, &[])
+        PodList::new(&[], pods)
     }
 }
 
 impl<'a> From<&'a Vec<Pod>> for PodList<'a> {
     fn from(pods: &'a Vec<Pod>) -> PodList<'a> {
-        PodList::new(pods, &[])
+        PodList::new(&[], pods)
     }
 }
 
 impl<'a, const N: usize> From<&'a [Pod; N]> for PodList<'a> {
     fn from(pods: &'a [Pod; N]) -> PodList<'a> {
+        PodList::new(&[], pods)
+    }
+}
+
+impl<'a> From<&'a [Arc<Pod>]> for PodList<'a> {
+    fn from(pods: &'a [Arc<Pod>]) -> PodList<'a> {
+        PodList::new(pods, &[])
+    }
+}
+
+impl<'a> From<&'a Vec<Arc<Pod>>> for PodList<'a> {
+    fn from(pods: &'a Vec<Arc<Pod>>) -> PodList<'a> {
         PodList::new(pods, &[])
     }
 }
@@ -63,12 +77,19 @@ impl std::ops::Index<usize> for PodList<'_> {
     }
 }
 
+/// The pods of a [`PodList`], the view's first.
+pub type Iter<'a> = std::iter::Chain<
+    std::iter::Map<std::slice::Iter<'a, Arc<Pod>>, fn(&'a Arc<Pod>) -> &'a Pod>,
+    std::slice::Iter<'a, Pod>,
+>;
+
 impl<'a> IntoIterator for PodList<'a> {
     type Item = &'a Pod;
-    type IntoIter = std::iter::Chain<std::slice::Iter<'a, Pod>, std::slice::Iter<'a, Pod>>;
+    type IntoIter = Iter<'a>;
 
-    fn into_iter(self) -> Self::IntoIter {
-        self.first.iter().chain(self.then)
+    fn into_iter(self) -> Iter<'a> {
+        let shared: fn(&'a Arc<Pod>) -> &'a Pod = |pod| pod;
+        self.first.iter().map(shared).chain(self.then)
     }
 }
 
@@ -80,7 +101,7 @@ mod tests {
     #[test]
     fn pods_are_indexed_across_both_parts_in_order() {
         let pod = |name: &str| Pod::pending("default", name, Resources::default());
-        let view = [pod("a"), pod("b")];
+        let view = [Arc::new(pod("a")), Arc::new(pod("b"))];
         let extra = [pod("virtual")];
         let list = PodList::new(&view, &extra);
         assert_eq!(list.len(), 3);

@@ -455,7 +455,7 @@ impl ClusterSource for SimCluster {
         let state = self.state();
         Ok(Arc::new(ClusterView {
             nodes: state.nodes.clone(),
-            pods: state.pods.clone(),
+            pods: state.pods.iter().cloned().map(Arc::new).collect(),
             keys: PodNames::of(&state.pods),
             pdbs: state.pdbs(),
             daemonsets: Vec::new(),

@@ -6,8 +6,10 @@
 
 use crate::autoscaler::cluster::{BufferStatus, ClusterError, ClusterSource, ClusterView};
 use crate::autoscaler::control::kube_buffers::BufferWatches;
+use crate::autoscaler::control::mirror::Mirror;
 use crate::autoscaler::control::watch::{MANAGER, drive};
 use crate::k8s::objects;
+use crate::model::pod::Alike;
 use crate::model::{PodNames, Taint};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -15,7 +17,6 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::Notify;
@@ -23,19 +24,16 @@ use tokio::sync::Notify;
 /// The field manager our patches are made as.
 pub struct Kube {
     client: kube::Client,
-    nodes: Store<Node>,
-    pods: Store<Pod>,
+    /// Nodes and pods as the model has them, kept current from their watches (the API objects are not
+    /// kept): a view hands out what they hold.
+    nodes: Arc<Mirror<crate::model::Node>>,
+    pods: Arc<Mirror<crate::model::Pod>>,
     pdbs: Store<PodDisruptionBudget>,
     daemonsets: Store<DaemonSet>,
     /// CapacityBuffers and what they name, when the cluster serves them.
     buffers: Option<BufferWatches>,
     unschedulable: Arc<Notify>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
-    /// The last view's pods as converted, by the address of the cached object they were converted from
-    /// (kept alive here, so the address names that object): the store replaces an object's `Arc` when it
-    /// changes, so a pod the same `Arc` still holds is copied, not converted again. Converting every pod of
-    /// a large cluster on every loop cost several times the loop itself.
-    converted: std::sync::Mutex<HashMap<usize, (Arc<Pod>, crate::model::Pod)>>,
 }
 
 impl Drop for Kube {
@@ -100,26 +98,34 @@ impl Kube {
     pub async fn start(client: kube::Client) -> Result<Kube, ClusterError> {
         let unschedulable_pods = Arc::new(Notify::new());
         let mut tasks = Vec::new();
-        let (nodes, writer) = reflector::store();
-        let stream = reflector::reflector(
-            writer,
-            watcher(Api::<Node>::all(client.clone()), watcher::Config::default()),
-        );
-        tasks.push(tokio::spawn(drive(stream.applied_objects(), |_| {})));
-        let (pods, writer) = reflector::store();
-        let stream = reflector::reflector(
-            writer,
-            watcher(Api::<Pod>::all(client.clone()), watcher::Config::default()),
-        );
+        let nodes = Arc::new(Mirror::default());
+        let mirror = nodes.clone();
+        let watch = watcher(Api::<Node>::all(client.clone()), watcher::Config::default());
+        tasks.push(tokio::spawn(async move {
+            mirror.follow(watch, convert_node, |_| {}).await
+        }));
+        let pods = Arc::new(Mirror::default());
+        let mirror = pods.clone();
+        let watch = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default());
         let notify = unschedulable_pods.clone();
-        tasks.push(tokio::spawn(drive(
-            stream.applied_objects(),
-            move |pod: &Pod| {
+        tasks.push(tokio::spawn(async move {
+            // Equal constraints share one value, so that the loop compares them by pointer; what is shared
+            // outlives a pod, so a pod read today shares with one read yesterday.
+            let mut alike = Alike::default();
+            let convert = move |pod: &Pod| {
+                let mut pod = objects::pod_from_api(pod, true)
+                    .map_err(|e| tracing::warn!(error = %e, "pod left out of the loop"))
+                    .ok()?;
+                alike.share(&mut pod);
+                Some(pod)
+            };
+            let seen = move |pod: &Pod| {
                 if unschedulable(pod) {
                     notify.notify_one();
                 }
-            },
-        )));
+            };
+            mirror.follow(watch, convert, seen).await
+        }));
         let (pdbs, writer) = reflector::store();
         let stream = reflector::reflector(
             writer,
@@ -148,11 +154,10 @@ impl Kube {
             buffers,
             unschedulable: unschedulable_pods,
             tasks,
-            converted: Default::default(),
         };
         let ready = async {
-            source.nodes.wait_until_ready().await?;
-            source.pods.wait_until_ready().await?;
+            source.nodes.wait_until_ready().await;
+            source.pods.wait_until_ready().await;
             source.pdbs.wait_until_ready().await?;
             source.daemonsets.wait_until_ready().await
         };
@@ -209,30 +214,11 @@ impl Kube {
     }
 }
 
-impl Kube {
-    /// The cached pods in the model, each converted once per version of its object.
-    fn pods_converted(&self) -> Vec<crate::model::Pod> {
-        let mut converted = self.converted.lock().unwrap_or_else(|e| e.into_inner());
-        let mut previous = std::mem::take(&mut *converted);
-        let state = self.pods.state();
-        let mut pods = Vec::with_capacity(state.len());
-        for object in state {
-            let address = Arc::as_ptr(&object) as usize;
-            let pod = match previous.remove(&address) {
-                Some((_, pod)) => pod,
-                None => match objects::pod_from_api(&object, true) {
-                    Ok(pod) => pod,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "pod left out of the loop");
-                        continue;
-                    }
-                },
-            };
-            pods.push(pod.clone());
-            converted.insert(address, (object, pod));
-        }
-        pods
-    }
+/// A node in the model, or none (with a warning: one odd node must not stop the loop).
+fn convert_node(node: &Node) -> Option<crate::model::Node> {
+    objects::node_from_api(node)
+        .map_err(|e| tracing::warn!(error = %e, "node left out of the loop"))
+        .ok()
 }
 
 #[async_trait::async_trait]
@@ -243,16 +229,10 @@ impl ClusterSource for Kube {
             now: Some(now),
             ..ClusterView::default()
         };
-        // An object that cannot be read is left out with a warning: one odd pod must not stop the loop.
-        for node in self.nodes.state() {
-            match objects::node_from_api(&node) {
-                Ok(node) => view.nodes.push(Arc::new(node)),
-                Err(e) => tracing::warn!(error = %e, "node left out of the loop"),
-            }
-        }
-        view.pods = self.pods_converted();
-        // Equal constraints share one value, so that the loop compares them by pointer.
-        crate::model::pod::share_alike(&mut view.pods);
+        // Nodes and pods as their watches keep them (an object that cannot be read was left out there, with
+        // a warning); the rest is small and converted here.
+        view.nodes = self.nodes.items();
+        view.pods = self.pods.items();
         view.keys = PodNames::of(&view.pods);
         for pdb in self.pdbs.state() {
             match objects::pdb_from_api(&pdb) {

@@ -24,6 +24,7 @@ use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
 use crate::model::{Pod, PodList, PodNames};
 use crate::simulator::topology::{Place, Topology};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 /// What scale-down decided this loop, for [`ScaleDownPolicy::carry_out`] to act on and report.
@@ -93,7 +94,7 @@ pub struct ScaleDownPolicy {
 impl ScaleDownPolicy {
     /// Checks this loop's view before anything acts on it. A view that lost most of its pods holds the
     /// deletions in progress (a drain would find its node empty) and scale-down's decision.
-    pub fn check_view(&mut self, pods: &[Pod], facts: &[GroupFacts], now: SystemTime) {
+    pub fn check_view(&mut self, pods: &[Arc<Pod>], facts: &[GroupFacts], now: SystemTime) {
         let on_nodes = pods
             .iter()
             .filter(|p| p.node_name.is_some() && !p.daemonset())
