@@ -1,6 +1,9 @@
 //! The live cluster source's view (`Kube::view`) over a fake API server on loopback: what a loop costs before
-//! `elapsedMs` starts, converting the watch caches into the model. 1,000 nodes and 30,000 pods, as the
-//! RunOnce bench's cluster; the caches are filled once, then each view is built from them.
+//! `elapsedMs` starts. Two clusters: 1,000 nodes and 30,000 pods (the RunOnce bench's cluster), and 100,000
+//! nodes with 1,000,000 pods of which 1,000 changed since the last view (their watch events applied before
+//! the view is timed, as between two loops of `run`). The caches are filled once.
+//!
+//! `cargo bench --bench kube_view -- "30000 pods"` runs one of them.
 
 #[path = "../tests/common/kube_api.rs"]
 #[allow(dead_code)]
@@ -8,37 +11,106 @@ mod kube_api;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ekscale::autoscaler::cluster::ClusterSource;
-use serde_json::json;
-use std::time::Duration;
+use ekscale::autoscaler::control::kube::Kube;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+fn running(n: usize, p: usize, pods: usize) -> Value {
+    let node = format!("node-{n}");
+    let mut pod = kube_api::pod(&format!("web-{n}-{p}"), Some(&node));
+    pod["metadata"]["uid"] = json!(format!("uid-{n}-{p}"));
+    pod["metadata"]["labels"] = json!({"app": format!("app-{}", (n * pods + p) % 50)});
+    pod
+}
+
+/// A fake API server with `nodes` nodes of `pods` pods each, and the kube-rs source connected to it.
+fn cluster(rt: &tokio::runtime::Runtime, nodes: usize, pods: usize) -> (Kube, kube_api::Fake) {
+    let mut objects = kube_api::Objects::default();
+    for n in 0..nodes {
+        objects.nodes.push(kube_api::node(&format!("node-{n}")));
+        for p in 0..pods {
+            objects.pods.push(running(n, p, pods));
+        }
+    }
+    rt.block_on(async {
+        ekscale::tls::install_crypto_provider();
+        let fake = kube_api::Fake::new(objects);
+        let addr = kube_api::serve(fake.clone()).await;
+        let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+        let kube = Kube::connect(config, Default::default()).await.unwrap();
+        // The lists are in; the fake's copies are not needed any more.
+        *fake.objects.lock().unwrap() = kube_api::Objects::default();
+        (kube, fake)
+    })
+}
 
 fn view(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let mut objects = kube_api::Objects::default();
-    for n in 0..1_000 {
-        let node = format!("node-{n}");
-        objects.nodes.push(kube_api::node(&node));
-        for p in 0..30 {
-            let mut pod = kube_api::pod(&format!("web-{n}-{p}"), Some(&node));
-            pod["metadata"]["uid"] = json!(format!("uid-{n}-{p}"));
-            pod["metadata"]["labels"] = json!({"app": format!("app-{}", (n * 30 + p) % 50)});
-            objects.pods.push(pod);
-        }
-    }
-    let (kube, _fake) = rt.block_on(kube_api::connect(objects));
+    let (kube, _fake) = cluster(&rt, 1_000, 30);
     let view = rt.block_on(kube.view()).unwrap();
     println!(
         "kube view: {} nodes, {} pods",
         view.nodes.len(),
         view.pods.len()
     );
+    drop(view);
     c.bench_function("kube view/1000 nodes, 30000 pods", |b| {
         b.to_async(&rt).iter(|| kube.view())
+    });
+}
+
+/// 1,000 pods change between two views (a rollout's step): their MODIFIED events go through the watch, the
+/// last one a pod turning Unschedulable, whose wake-up says all of them are in; then the view is timed.
+fn changed(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let started = Instant::now();
+    let (kube, fake) = cluster(&rt, 100_000, 10);
+    let view = rt.block_on(kube.view()).unwrap();
+    println!(
+        "kube view: {} nodes, {} pods (filled in {:.1} s)",
+        view.nodes.len(),
+        view.pods.len(),
+        started.elapsed().as_secs_f64()
+    );
+    drop(view);
+    let mut version = 100u64;
+    c.bench_function("kube view/100000 nodes, 1000000 pods, 1000 changed", |b| {
+        b.iter_custom(|iterations| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iterations {
+                rt.block_on(async {
+                    for i in 0..1_000usize {
+                        version += 1;
+                        let n = (version as usize * 7_919 + i * 104_729) % 100_000;
+                        let mut pod = running(n, i % 10, 10);
+                        pod["metadata"]["resourceVersion"] = json!(version.to_string());
+                        pod["metadata"]["labels"]["revision"] = json!(version.to_string());
+                        fake.send_when_watched(
+                            4,
+                            "pods",
+                            json!({"type": "MODIFIED", "object": pod}),
+                        )
+                        .await;
+                    }
+                    version += 1;
+                    let wake = kube_api::unschedulable("burst", &version.to_string());
+                    fake.send_when_watched(4, "pods", json!({"type": "MODIFIED", "object": wake}))
+                        .await;
+                    kube.unschedulable_pod().await;
+                    let start = Instant::now();
+                    // Made and dropped (a loop drops its view when it ends): both timed.
+                    drop(kube.view().await.unwrap());
+                    spent += start.elapsed();
+                });
+            }
+            spent
+        })
     });
 }
 
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(10));
-    targets = view
+    targets = view, changed
 }
 criterion_main!(benches);

@@ -91,11 +91,17 @@ async fn the_view_after_a_stream_of_watch_events_equals_one_built_from_scratch()
         ("nodes", json!({"type": "ADDED", "object": node("c")})),
         ("nodes", json!({"type": "DELETED", "object": node("a")})),
         ("nodes", json!({"type": "MODIFIED", "object": relabelled})),
-        ("pods", json!({"type": "DELETED", "object": pod("web-0", Some("a"))})),
+        (
+            "pods",
+            json!({"type": "DELETED", "object": pod("web-0", Some("a"))}),
+        ),
         ("pods", json!({"type": "ADDED", "object": moved})),
         ("pods", json!({"type": "MODIFIED", "object": broken})),
         // Last: the wake-up that says the pods' events are in.
-        ("pods", json!({"type": "MODIFIED", "object": kube_api::unschedulable("web-1", "11")})),
+        (
+            "pods",
+            json!({"type": "MODIFIED", "object": kube_api::unschedulable("web-1", "11")}),
+        ),
     ];
     for (resource, event) in events {
         fake.send_when_watched(4, resource, event).await;
@@ -112,7 +118,9 @@ async fn the_view_after_a_stream_of_watch_events_equals_one_built_from_scratch()
     let updated = tokio::time::timeout(Duration::from_secs(5), async {
         loop {
             let view = kube.view().await.unwrap();
-            if names(&view) == ["b", "c"] && view.nodes.iter().any(|n| n.labels.contains_key("team")) {
+            if names(&view) == ["b", "c"]
+                && view.nodes.iter().any(|n| n.labels.contains_key("team"))
+            {
                 return view;
             }
             tokio::task::yield_now().await;
@@ -146,7 +154,11 @@ async fn the_view_after_a_stream_of_watch_events_equals_one_built_from_scratch()
     assert_eq!(sorted_pods(&updated), sorted_pods(&fresh));
     assert_eq!(names(&updated), ["b", "c"]);
     let pods: Vec<String> = sorted_pods(&updated).iter().map(|p| p.key()).collect();
-    assert_eq!(pods, ["default/web-1", "default/web-3"], "web-2 cannot be read: left out");
+    assert_eq!(
+        pods,
+        ["default/web-1", "default/web-3"],
+        "web-2 cannot be read: left out"
+    );
 }
 
 #[tokio::test]

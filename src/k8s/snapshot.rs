@@ -62,8 +62,10 @@ const READ: &str = "Node, Pod, PodDisruptionBudget, DaemonSet, CapacityBuffer, P
 /// clusters), anything else is YAML, one document or several.
 pub fn parse(text: &str) -> Result<Snapshot, SnapshotError> {
     let mut reader = Reader::default();
-    let lines = text.lines().count();
+    // Counted only for the message that needs it: a pass over a 400 MB file is not free.
+    let lines = || text.lines().count();
     if text.trim_start().starts_with('{') {
+        reader.json = true;
         let mut json = serde_json::Deserializer::from_str(text);
         let document = serde::Deserializer::deserialize_map(&mut json, Document(&mut reader));
         reader.finish_document(document.map_err(|e| e.to_string()), lines, None)?;
@@ -86,8 +88,12 @@ pub fn parse(text: &str) -> Result<Snapshot, SnapshotError> {
 }
 
 #[derive(Default)]
-struct Reader {
+struct Reader<'t> {
     snapshot: Snapshot,
+    /// The file is JSON: each item is read from its text straight into its type, no tree of it built, and
+    /// the items are converted on every core once the document is read (`raw`).
+    json: bool,
+    raw: Vec<(usize, &'t str)>,
     index: usize,
     /// The document being read: its items, and those without a `kind` (a typed list's), kept until the
     /// list's own kind (printed after its items) says what they are.
@@ -99,12 +105,12 @@ struct Reader {
     error: Option<SnapshotError>,
 }
 
-impl Reader {
+impl Reader<'_> {
     /// Ends one document: checks its top-level `kind` and reads what waited on it.
     fn finish_document(
         &mut self,
         parsed: Result<(), String>,
-        lines: usize,
+        lines: impl Fn() -> usize,
         document: Option<usize>,
     ) -> Result<(), SnapshotError> {
         if let Some(error) = self.error.take() {
@@ -115,6 +121,7 @@ impl Reader {
             _ => what,
         };
         parsed.map_err(|e| SnapshotError::Syntax(at(e)))?;
+        self.convert_raw()?;
         let rest = std::mem::take(&mut self.rest);
         let kindless = std::mem::take(&mut self.kindless);
         let saw_items = std::mem::replace(&mut self.saw_items, false);
@@ -127,7 +134,8 @@ impl Reader {
         match (saw_items, kind.as_str()) {
             (true, "") => Err(SnapshotError::Syntax(at(format!(
                 "`items` but no top-level `kind`: kubectl prints `kind: List` after the items, so the file \
-                 looks truncated (it ends at line {lines})"
+                 looks truncated (it ends at line {})",
+                lines()
             )))),
             (true, "List") => match kindless.first() {
                 Some((index, _)) => Err(SnapshotError::Item {
@@ -141,7 +149,7 @@ impl Reader {
             (true, _) if item_kind.is_some() => {
                 let item_kind = item_kind.expect("checked");
                 for (index, item) in kindless {
-                    self.convert(index, item_kind, item)?;
+                    (self.snapshot).convert(index, item_kind, Item::Tree(item))?;
                 }
                 Ok(())
             }
@@ -152,7 +160,7 @@ impl Reader {
             (false, k) if KINDS.contains(&k) => {
                 let index = self.next_index();
                 let object = serde_json::Value::Object(rest);
-                self.convert(index, k, object)
+                (self.snapshot).convert(index, k, Item::Tree(object))
             }
             (false, "") => Err(SnapshotError::Syntax(at(format!(
                 "no `kind` and no `items`: expected a kubectl List or a single object ({READ})"
@@ -171,27 +179,105 @@ impl Reader {
         self.index - 1
     }
 
-    /// One item as the parser reaches it: read now, or kept until its list says its kind.
+    /// A YAML item as the parser reaches it: read now, or kept until its list says its kind.
     fn item(&mut self, item: serde_json::Value) -> Result<(), SnapshotError> {
         let index = self.next_index();
-        match item.get("kind").and_then(|k| k.as_str()) {
-            Some(kind) => {
-                let kind = kind.to_string();
-                self.convert(index, &kind, item)
-            }
-            None => {
-                self.kindless.push((index, item));
-                Ok(())
-            }
-        }
+        read_item(
+            &mut self.snapshot,
+            &mut self.kindless,
+            index,
+            Item::Tree(item),
+        )
     }
 
-    fn convert(
-        &mut self,
-        index: usize,
-        kind: &str,
-        item: serde_json::Value,
-    ) -> Result<(), SnapshotError> {
+    /// Converts the JSON items the document held, in order, split among the cores: each converts its share
+    /// into a snapshot of its own, and the shares are joined in order (the first unreadable item stops it).
+    fn convert_raw(&mut self) -> Result<(), SnapshotError> {
+        let raw = std::mem::take(&mut self.raw);
+        if raw.is_empty() {
+            return Ok(());
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let share = raw.len().div_ceil(cores).max(256);
+        let parts: Vec<_> = std::thread::scope(|scope| {
+            let workers: Vec<_> = raw
+                .chunks(share)
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        let mut part = Snapshot::default();
+                        let mut kindless = Vec::new();
+                        let done = chunk.iter().try_for_each(|&(index, text)| {
+                            read_item(&mut part, &mut kindless, index, Item::Raw(text))
+                        });
+                        (part, kindless, done)
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("converting items does not panic"))
+                .collect()
+        });
+        for (part, kindless, done) in parts {
+            self.snapshot.append(part);
+            self.kindless.extend(kindless);
+            done?;
+        }
+        Ok(())
+    }
+}
+
+/// One item: converted into `into` when it names its kind, else kept in `kindless` until its list says it.
+fn read_item(
+    into: &mut Snapshot,
+    kindless: &mut Vec<(usize, serde_json::Value)>,
+    index: usize,
+    item: Item<'_>,
+) -> Result<(), SnapshotError> {
+    let unreadable = |e: serde_json::Error| SnapshotError::Item {
+        index,
+        kind: String::new(),
+        reason: e.to_string(),
+    };
+    let kind = match &item {
+        Item::Raw(text) => {
+            /// An item's `kind` and nothing else (the rest is skipped, not built).
+            #[derive(serde::Deserialize)]
+            struct Kind<'a> {
+                #[serde(borrow)]
+                kind: Option<std::borrow::Cow<'a, str>>,
+            }
+            let kind: Kind = serde_json::from_str(text).map_err(unreadable)?;
+            kind.kind.map(|k| k.into_owned())
+        }
+        Item::Tree(tree) => tree
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .map(str::to_string),
+    };
+    match kind {
+        Some(kind) => into.convert(index, &kind, item),
+        None => {
+            kindless.push((index, item.tree().map_err(unreadable)?));
+            Ok(())
+        }
+    }
+}
+
+impl Snapshot {
+    /// `part`'s objects after this one's.
+    fn append(&mut self, part: Snapshot) {
+        self.nodes.extend(part.nodes);
+        self.pods.extend(part.pods);
+        self.pdbs.extend(part.pdbs);
+        self.daemonsets.extend(part.daemonsets);
+        self.buffers.buffers.extend(part.buffers.buffers);
+        self.buffers.templates.extend(part.buffers.templates);
+        self.buffers.scalables.extend(part.buffers.scalables);
+        self.newest = self.newest.max(part.newest);
+    }
+
+    fn convert(&mut self, index: usize, kind: &str, item: Item<'_>) -> Result<(), SnapshotError> {
         let fail = |reason: String| SnapshotError::Item {
             index,
             kind: kind.to_string(),
@@ -199,50 +285,45 @@ impl Reader {
         };
         match kind {
             "Node" => {
-                let node: api::Node =
-                    serde_json::from_value(item).map_err(|e| fail(e.to_string()))?;
+                let node: api::Node = item.read().map_err(|e| fail(e.to_string()))?;
                 self.saw_node(&node);
-                self.snapshot.nodes.push(objects::node_from_api(&node)?);
+                self.nodes.push(objects::node_from_api(&node)?);
             }
             "Pod" => {
-                let pod: api::Pod =
-                    serde_json::from_value(item).map_err(|e| fail(e.to_string()))?;
+                let pod: api::Pod = item.read().map_err(|e| fail(e.to_string()))?;
                 self.saw_pod(&pod);
-                self.snapshot.pods.push(objects::pod_from_api(&pod, true)?);
+                self.pods.push(objects::pod_from_api(&pod, true)?);
             }
             "PodDisruptionBudget" => {
                 let pdb: k8s_openapi::api::policy::v1::PodDisruptionBudget =
-                    serde_json::from_value(item).map_err(|e| fail(e.to_string()))?;
+                    item.read().map_err(|e| fail(e.to_string()))?;
                 self.saw(pdb.metadata.creation_timestamp.as_ref());
-                self.snapshot.pdbs.push(objects::pdb_from_api(&pdb)?);
+                self.pdbs.push(objects::pdb_from_api(&pdb)?);
             }
             "DaemonSet" => {
                 let ds: k8s_openapi::api::apps::v1::DaemonSet =
-                    serde_json::from_value(item).map_err(|e| fail(e.to_string()))?;
+                    item.read().map_err(|e| fail(e.to_string()))?;
                 self.saw(ds.metadata.creation_timestamp.as_ref());
-                self.snapshot.daemonsets.push(objects::daemonset_pod(&ds)?);
+                self.daemonsets.push(objects::daemonset_pod(&ds)?);
             }
             "CapacityBuffer" => {
-                let read = capacity_buffer::Read::from_value(item).map_err(fail)?;
-                self.snapshot.buffers.buffers.push(read);
+                let tree = item.tree().map_err(|e| fail(e.to_string()))?;
+                let read = capacity_buffer::Read::from_value(tree).map_err(fail)?;
+                self.buffers.buffers.push(read);
             }
             "PodTemplate" => {
-                let template: api::PodTemplate =
-                    serde_json::from_value(item).map_err(|e| fail(e.to_string()))?;
+                let template: api::PodTemplate = item.read().map_err(|e| fail(e.to_string()))?;
                 if template.metadata.name.as_deref().is_none_or(str::is_empty) {
                     return Err(fail("no metadata.name".into()));
                 }
-                self.snapshot
-                    .buffers
-                    .templates
-                    .push(Template::from_api(&template));
+                self.buffers.templates.push(Template::from_api(&template));
             }
             "Deployment" | "StatefulSet" | "ReplicaSet" | "Job" => {
                 let scalable = scalable(kind, item).map_err(|e| fail(e.to_string()))?;
                 if scalable.name.is_empty() {
                     return Err(fail("no metadata.name".into()));
                 }
-                self.snapshot.buffers.scalables.push(scalable);
+                self.buffers.scalables.push(scalable);
             }
             _ => return Err(fail(format!("only {READ}"))),
         }
@@ -252,7 +333,7 @@ impl Reader {
     fn saw(&mut self, time: Option<&meta::Time>) {
         // (Scalable objects and buffers do not date a snapshot: their times are when someone wrote them.)
         if let Some(t) = time.map(objects::time) {
-            let newest = self.snapshot.newest.get_or_insert(t);
+            let newest = self.newest.get_or_insert(t);
             *newest = (*newest).max(t);
         }
     }
@@ -300,29 +381,47 @@ impl Reader {
 }
 
 /// A Deployment, StatefulSet, ReplicaSet or Job: what a CapacityBuffer's scalableRef may name.
-fn scalable(kind: &str, item: serde_json::Value) -> Result<Scalable, serde_json::Error> {
+fn scalable(kind: &str, item: Item<'_>) -> Result<Scalable, serde_json::Error> {
     use k8s_openapi::api::{apps::v1 as apps, batch::v1 as batch};
     Ok(match kind {
-        "Deployment" => Scalable::deployment(&serde_json::from_value::<apps::Deployment>(item)?),
-        "StatefulSet" => {
-            Scalable::stateful_set(&serde_json::from_value::<apps::StatefulSet>(item)?)
-        }
-        "ReplicaSet" => Scalable::replica_set(&serde_json::from_value::<apps::ReplicaSet>(item)?),
-        _ => Scalable::job(&serde_json::from_value::<batch::Job>(item)?),
+        "Deployment" => Scalable::deployment(&item.read::<apps::Deployment>()?),
+        "StatefulSet" => Scalable::stateful_set(&item.read::<apps::StatefulSet>()?),
+        "ReplicaSet" => Scalable::replica_set(&item.read::<apps::ReplicaSet>()?),
+        _ => Scalable::job(&item.read::<batch::Job>()?),
     })
 }
 
-/// One document: `items` is read item by item; everything else is kept (a List's are a few small fields).
-struct Document<'a>(&'a mut Reader);
+/// One item of a list: its JSON text as the file has it, or (YAML, or a single object) its tree.
+enum Item<'a> {
+    Raw(&'a str),
+    Tree(serde_json::Value),
+}
 
-impl<'de> serde::de::Visitor<'de> for Document<'_> {
+impl Item<'_> {
+    /// The item as `T`: from its text straight into the type where there is text.
+    fn read<T: serde::de::DeserializeOwned>(self) -> Result<T, serde_json::Error> {
+        match self {
+            Item::Raw(text) => serde_json::from_str(text),
+            Item::Tree(tree) => serde_json::from_value(tree),
+        }
+    }
+
+    fn tree(self) -> Result<serde_json::Value, serde_json::Error> {
+        self.read()
+    }
+}
+
+/// One document: `items` is read item by item; everything else is kept (a List's are a few small fields).
+struct Document<'a, 't>(&'a mut Reader<'t>);
+
+impl<'t> serde::de::Visitor<'t> for Document<'_, 't> {
     type Value = ();
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a kubectl List or a Kubernetes object")
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+    fn visit_map<A: serde::de::MapAccess<'t>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(key) = map.next_key::<String>()? {
             if key == "items" {
                 self.0.saw_items = true;
@@ -336,17 +435,17 @@ impl<'de> serde::de::Visitor<'de> for Document<'_> {
     }
 }
 
-struct ItemsSeed<'a>(&'a mut Reader);
+struct ItemsSeed<'a, 't>(&'a mut Reader<'t>);
 
-impl<'de> serde::de::DeserializeSeed<'de> for ItemsSeed<'_> {
+impl<'t> serde::de::DeserializeSeed<'t> for ItemsSeed<'_, 't> {
     type Value = ();
 
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+    fn deserialize<D: serde::Deserializer<'t>>(self, deserializer: D) -> Result<(), D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for ItemsSeed<'_> {
+impl<'t> serde::de::Visitor<'t> for ItemsSeed<'_, 't> {
     type Value = ();
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -362,7 +461,14 @@ impl<'de> serde::de::Visitor<'de> for ItemsSeed<'_> {
         Ok(())
     }
 
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+    fn visit_seq<A: serde::de::SeqAccess<'t>>(self, mut seq: A) -> Result<(), A::Error> {
+        if self.0.json {
+            while let Some(raw) = seq.next_element::<&'t serde_json::value::RawValue>()? {
+                let index = self.0.next_index();
+                self.0.raw.push((index, raw.get()));
+            }
+            return Ok(());
+        }
         while let Some(item) = seq.next_element::<serde_json::Value>()? {
             if let Err(error) = self.0.item(item) {
                 self.0.error = Some(error);

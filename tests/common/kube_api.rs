@@ -77,7 +77,8 @@ pub fn pod(name: &str, node: Option<&str>) -> Value {
 impl Fake {
     /// A list, or a watch that streams this resource's events for as long as the client listens.
     fn list_or_watch(&self, resource: &'static str, kind: &str, query: Option<String>) -> Response {
-        if query.unwrap_or_default().contains("watch=true") {
+        let query = query.unwrap_or_default();
+        if query.contains("watch=true") {
             let receiver = self.events.subscribe();
             self.watches
                 .send_modify(|opened| *opened.entry(resource).or_default() += 1);
@@ -95,24 +96,38 @@ impl Fake {
             });
             return Body::from_stream(stream).into_response();
         }
-        let mut objects = self.objects.lock().unwrap();
-        let items = match resource {
-            "nodes" => objects.nodes.clone(),
-            "pods" if objects.empty_pod_lists > 0 => {
-                objects.empty_pod_lists -= 1;
-                Vec::new()
-            }
-            "pods" => objects.pods.clone(),
-            "daemonsets" => objects.daemonsets.clone(),
-            "pdbs" => objects.pdbs.clone(),
-            "capacitybuffers" => objects.capacity_buffers.clone(),
-            "podtemplates" => objects.pod_templates.clone(),
-            "deployments" => objects.deployments.clone(),
-            _ => Vec::new(),
+        // Pages as the API server serves them (`limit`, and `continue` where the last page ended).
+        let param = |name: &str| {
+            query
+                .split('&')
+                .find_map(|p| p.strip_prefix(name)?.strip_prefix('='))
+                .and_then(|v| v.parse::<usize>().ok())
         };
+        let from = param("continue").unwrap_or(0);
+        let mut objects = self.objects.lock().unwrap();
+        let all = match resource {
+            "nodes" => &objects.nodes,
+            "pods" if objects.empty_pod_lists > 0 && from == 0 => {
+                objects.empty_pod_lists -= 1;
+                &Vec::new()
+            }
+            "pods" => &objects.pods,
+            "daemonsets" => &objects.daemonsets,
+            "pdbs" => &objects.pdbs,
+            "capacitybuffers" => &objects.capacity_buffers,
+            "podtemplates" => &objects.pod_templates,
+            "deployments" => &objects.deployments,
+            _ => &Vec::new(),
+        };
+        let to = param("limit").map_or(all.len(), |limit| (from + limit).min(all.len()));
+        let items = all.get(from..to).unwrap_or_default();
+        let mut metadata = json!({"resourceVersion": "10"});
+        if to < all.len() {
+            metadata["continue"] = json!(to.to_string());
+        }
         reply(
             StatusCode::OK,
-            json!({"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": "10"}, "items": items}),
+            json!({"kind": kind, "apiVersion": "v1", "metadata": metadata, "items": items}),
         )
     }
 }
@@ -357,7 +372,8 @@ pub async fn serve(fake: Fake) -> std::net::SocketAddr {
 
 impl Fake {
     pub fn new(objects: Objects) -> Fake {
-        let (events, _) = broadcast::channel(16);
+        // Room for a rollout's worth of events sent at once (a lagging watch would end).
+        let (events, _) = broadcast::channel(4096);
         Fake {
             objects: Arc::new(Mutex::new(objects)),
             events,

@@ -151,9 +151,7 @@ impl<T> Mirror<T> {
             let mut changes = Vec::with_capacity(events.len());
             for event in &events {
                 changes.push(match event {
-                    Ok(watcher::Event::Apply(object)) => {
-                        Change::Put(key(object), convert(object))
-                    }
+                    Ok(watcher::Event::Apply(object)) => Change::Put(key(object), convert(object)),
                     Ok(watcher::Event::Delete(object)) => Change::Remove(key(object)),
                     Ok(watcher::Event::Init) => Change::Relist,
                     Ok(watcher::Event::InitApply(object)) => {
@@ -168,7 +166,8 @@ impl<T> Mirror<T> {
             }
             self.apply(changes);
             for event in &events {
-                if let Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) = event {
+                if let Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) = event
+                {
                     seen(object);
                 }
             }

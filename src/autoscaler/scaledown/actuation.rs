@@ -246,7 +246,8 @@ async fn step(
     }
     // What must still leave: re-checked now, as pods may have arrived before the taint did.
     let pdbs = PdbBudget::new(&view.pdbs);
-    let on_node = (view.pods.iter().map(|p| &**p)).filter(|p| p.node_name.as_deref() == Some(&d.node));
+    let on_node =
+        (view.pods.iter().map(|p| &**p)).filter(|p| p.node_name.as_deref() == Some(&d.node));
     let Leaving {
         to_evict,
         terminating,
