@@ -202,7 +202,7 @@ fn view(case: &Case, nodes: Vec<Arc<Node>>, now: SystemTime) -> ClusterView {
         })
         .collect();
     ClusterView {
-        keys: PodNames::of(&pods),
+        keys: PodNames::of(&pods).into(),
         nodes,
         pods: pods.into_iter().map(Arc::new).collect(),
         pdbs,

@@ -17,10 +17,11 @@ pub struct ClusterView {
     /// Shared with the source that read them: a live source hands each loop the pods it keeps, so that a
     /// view costs a pointer a pod, not a copy of the cluster.
     pub pods: Vec<Arc<Pod>>,
-    /// Every pod's `namespace/name`, in the order of `pods`, packed into one string where the view is read
-    /// ([`PodNames::of`]): a scale-up names tens of thousands of pods, and reading each name from its own
-    /// allocation was a third of such a loop. A view built without them (empty) names pods from `pods`.
-    pub keys: PodNames,
+    /// Every pod's `namespace/name`, in the order of `pods`, packed into one string ([`PodNames::of`]): a
+    /// scale-up names tens of thousands of pods, and reading each name from its own allocation was a third
+    /// of such a loop. Made the first time a loop names pods ([`ClusterView::pod_keys`]), not with the
+    /// view: a live view of a million pods is made in milliseconds, and packing their names is not.
+    pub keys: std::sync::OnceLock<PodNames>,
     pub pdbs: Vec<Pdb>,
     /// One pod per DaemonSet, as its template would run on a new node (from a live cluster, or the
     /// DaemonSet objects of a snapshot; without them, the DaemonSet pods that run stand for them).
@@ -32,13 +33,9 @@ pub struct ClusterView {
 }
 
 impl ClusterView {
-    /// `keys`, when they name the pods one for one; none for a view put together without them.
+    /// The pods' names, packed, in the order of `pods`.
     pub fn pod_keys(&self) -> &PodNames {
-        if self.keys.len() == self.pods.len() {
-            &self.keys
-        } else {
-            const { &PodNames::NONE }
-        }
+        self.keys.get_or_init(|| PodNames::of(&self.pods))
     }
 }
 
@@ -158,7 +155,7 @@ impl Snapshot {
         Ok(Snapshot {
             view: Arc::new(ClusterView {
                 nodes: parsed.nodes.into_iter().map(Arc::new).collect(),
-                keys: PodNames::of(&parsed.pods),
+                keys: PodNames::of(&parsed.pods).into(),
                 pods: parsed.pods.into_iter().map(Arc::new).collect(),
                 pdbs: parsed.pdbs,
                 daemonsets: parsed.daemonsets,

@@ -456,7 +456,7 @@ impl ClusterSource for SimCluster {
         Ok(Arc::new(ClusterView {
             nodes: state.nodes.clone(),
             pods: state.pods.iter().cloned().map(Arc::new).collect(),
-            keys: PodNames::of(&state.pods),
+            keys: PodNames::of(&state.pods).into(),
             pdbs: state.pdbs(),
             daemonsets: Vec::new(),
             buffers: state.buffers.clone(),
