@@ -15,12 +15,6 @@ pub struct PodNames {
 }
 
 impl PodNames {
-    /// No names.
-    pub const NONE: PodNames = PodNames {
-        text: String::new(),
-        ends: Vec::new(),
-    };
-
     pub fn with_capacity(pods: usize) -> PodNames {
         PodNames {
             text: String::with_capacity(pods * 24),
