@@ -240,16 +240,19 @@ fn read_item(
         reason: e.to_string(),
     };
     let kind = match &item {
-        Item::Raw(text) => {
-            /// An item's `kind` and nothing else (the rest is skipped, not built).
-            #[derive(serde::Deserialize)]
-            struct Kind<'a> {
-                #[serde(borrow)]
-                kind: Option<std::borrow::Cow<'a, str>>,
+        Item::Raw(text) => match leading_kind(text) {
+            Some(kind) => Some(kind.to_string()),
+            None => {
+                /// An item's `kind` and nothing else (the rest is skipped, not built).
+                #[derive(serde::Deserialize)]
+                struct Kind<'a> {
+                    #[serde(borrow)]
+                    kind: Option<std::borrow::Cow<'a, str>>,
+                }
+                let kind: Kind = serde_json::from_str(text).map_err(unreadable)?;
+                kind.kind.map(|k| k.into_owned())
             }
-            let kind: Kind = serde_json::from_str(text).map_err(unreadable)?;
-            kind.kind.map(|k| k.into_owned())
-        }
+        },
         Item::Tree(tree) => tree
             .get("kind")
             .and_then(|k| k.as_str())
@@ -262,6 +265,31 @@ fn read_item(
             Ok(())
         }
     }
+}
+
+/// The `kind` of a JSON object whose first or second key it is, as kubectl prints every object (its keys
+/// sorted: `apiVersion`, `kind`, ...): read from the first bytes instead of skipping through the whole object.
+/// `None` when the object does not start so (then the object is asked properly).
+fn leading_kind(text: &str) -> Option<&str> {
+    let mut rest = text.trim_start().strip_prefix('{')?;
+    for _ in 0..2 {
+        let (key, after) = plain_string(rest.trim_start())?;
+        let (value, after) = plain_string(after.trim_start().strip_prefix(':')?.trim_start())?;
+        if key == "kind" {
+            return Some(value);
+        }
+        rest = after.trim_start().strip_prefix(',')?;
+    }
+    None
+}
+
+/// A JSON string without escapes at the start of `text`, and what follows it.
+fn plain_string(text: &str) -> Option<(&str, &str)> {
+    let body = text.strip_prefix('"')?;
+    let end = body.find(['"', '\\'])?;
+    body[end..]
+        .starts_with('"')
+        .then(|| (&body[..end], &body[end + 1..]))
 }
 
 impl Snapshot {
@@ -515,6 +543,31 @@ mod tests {
       {"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"web","namespace":"web"},
        "spec":{"selector":{"matchLabels":{"app":"web"}}},"status":{"disruptionsAllowed":1,"currentHealthy":3,
        "desiredHealthy":2,"expectedPods":3}}]}"#;
+
+    #[test]
+    fn an_objects_kind_is_read_from_its_first_keys_where_kubectl_puts_it() {
+        let pretty =
+            "{\n    \"apiVersion\": \"v1\",\n    \"kind\": \"Pod\",\n    \"metadata\": {}}";
+        assert_eq!(leading_kind(pretty), Some("Pod"));
+        assert_eq!(
+            leading_kind(r#"{"kind":"Node","apiVersion":"v1"}"#),
+            Some("Node")
+        );
+        // Anywhere else, or written with escapes, the object is read properly instead.
+        assert_eq!(
+            leading_kind(r#"{"metadata":{"kind":"x"},"kind":"Pod"}"#),
+            None
+        );
+        assert_eq!(
+            leading_kind(r#"{"apiVersion":"v1","metadata":{},"kind":"Pod"}"#),
+            None
+        );
+        assert_eq!(leading_kind(r#"{"k\u0069nd":"Pod"}"#), None);
+        assert_eq!(leading_kind(r#"["kind","Pod"]"#), None);
+        let snapshot =
+            parse(r#"{"kind":"List","items":[{"metadata":{"name":"n"},"kind":"Node"}]}"#);
+        assert_eq!(snapshot.unwrap().nodes[0].name, "n");
+    }
 
     #[test]
     fn reads_what_kubectl_prints() {
