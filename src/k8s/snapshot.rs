@@ -65,9 +65,26 @@ pub fn parse(text: &str) -> Result<Snapshot, SnapshotError> {
     // Counted only for the message that needs it: a pass over a 400 MB file is not free.
     let lines = || text.lines().count();
     if text.trim_start().starts_with('{') {
-        reader.json = true;
         let mut json = serde_json::Deserializer::from_str(text);
-        let document = serde::Deserializer::deserialize_map(&mut json, Document(&mut reader));
+        // The parser finds each item's text and hands batches of them to a converter on every core, which
+        // convert while it reads on (reading alone was most of `simulate` on a large cluster).
+        let (batches, queue) = std::sync::mpsc::channel::<Batch<'_>>();
+        let queue = std::sync::Mutex::new(queue);
+        let document = std::thread::scope(|scope| {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let converters: Vec<_> = (0..cores)
+                .map(|_| scope.spawn(|| convert_batches(&queue)))
+                .collect();
+            reader.batches = Some(batches);
+            let document = serde::Deserializer::deserialize_map(&mut json, Document(&mut reader));
+            reader.send_batch();
+            reader.batches = None;
+            for converter in converters {
+                let done = converter.join().expect("converting items does not panic");
+                reader.converted.extend(done);
+            }
+            document
+        });
         reader.finish_document(document.map_err(|e| e.to_string()), lines, None)?;
         json.end()
             .map_err(|e| SnapshotError::Syntax(e.to_string()))?;
@@ -90,10 +107,12 @@ pub fn parse(text: &str) -> Result<Snapshot, SnapshotError> {
 #[derive(Default)]
 struct Reader<'t> {
     snapshot: Snapshot,
-    /// The file is JSON: each item is read from its text straight into its type, no tree of it built, and
-    /// the items are converted on every core once the document is read (`raw`).
-    json: bool,
-    raw: Vec<(usize, &'t str)>,
+    /// The file is JSON: each item's text is handed, in batches, to converters that read it straight into
+    /// its type (no tree of it built), and their work comes back, by batch, in `converted`.
+    batches: Option<std::sync::mpsc::Sender<Batch<'t>>>,
+    batch: Vec<(usize, &'t str)>,
+    sent: usize,
+    converted: Vec<Converted>,
     index: usize,
     /// The document being read: its items, and those without a `kind` (a typed list's), kept until the
     /// list's own kind (printed after its items) says what they are.
@@ -190,40 +209,70 @@ impl Reader<'_> {
         )
     }
 
-    /// Converts the JSON items the document held, in order, split among the cores: each converts its share
-    /// into a snapshot of its own, and the shares are joined in order (the first unreadable item stops it).
+    /// Joins what the converters made of the document's JSON items, in the order of the items (the first
+    /// unreadable item stops it).
     fn convert_raw(&mut self) -> Result<(), SnapshotError> {
-        let raw = std::mem::take(&mut self.raw);
-        if raw.is_empty() {
-            return Ok(());
-        }
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let share = raw.len().div_ceil(cores).max(256);
-        let parts: Vec<_> = std::thread::scope(|scope| {
-            let workers: Vec<_> = raw
-                .chunks(share)
-                .map(|chunk| {
-                    scope.spawn(move || {
-                        let mut part = Snapshot::default();
-                        let mut kindless = Vec::new();
-                        let done = chunk.iter().try_for_each(|&(index, text)| {
-                            read_item(&mut part, &mut kindless, index, Item::Raw(text))
-                        });
-                        (part, kindless, done)
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| w.join().expect("converting items does not panic"))
-                .collect()
-        });
-        for (part, kindless, done) in parts {
-            self.snapshot.append(part);
-            self.kindless.extend(kindless);
-            done?;
+        let mut converted = std::mem::take(&mut self.converted);
+        converted.sort_unstable_by_key(|c| c.batch);
+        for c in converted {
+            self.snapshot.append(c.part);
+            self.kindless.extend(c.kindless);
+            c.done?;
         }
         Ok(())
+    }
+
+    /// Hands the items gathered so far to the converters.
+    fn send_batch(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let items = std::mem::take(&mut self.batch);
+        let batch = Batch {
+            number: self.sent,
+            items,
+        };
+        self.sent += 1;
+        if let Some(batches) = &self.batches {
+            // The converters live until the sender is dropped, so the send cannot fail.
+            let _ = batches.send(batch);
+        }
+    }
+}
+
+/// Items of a JSON document, numbered in the order they were read, with their place in the file.
+struct Batch<'t> {
+    number: usize,
+    items: Vec<(usize, &'t str)>,
+}
+
+/// What a converter made of one batch: its objects, the items without a kind, and the first error.
+struct Converted {
+    batch: usize,
+    part: Snapshot,
+    kindless: Vec<(usize, serde_json::Value)>,
+    done: Result<(), SnapshotError>,
+}
+
+/// A converter: takes batches from `queue` until the parser is done, converting each.
+fn convert_batches(
+    queue: &std::sync::Mutex<std::sync::mpsc::Receiver<Batch<'_>>>,
+) -> Vec<Converted> {
+    let mut converted = Vec::new();
+    loop {
+        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
+        let Ok(batch) = next else { return converted };
+        let mut part = Snapshot::default();
+        let mut kindless = Vec::new();
+        let done = (batch.items.iter()).try_for_each(|&(index, text)| {
+            read_item(&mut part, &mut kindless, index, Item::Raw(text))
+        });
+        converted.push(Converted {
+            batch: batch.number,
+            part,
+            kindless,
+            done,
+        });
     }
 }
 
@@ -419,6 +468,9 @@ fn scalable(kind: &str, item: Item<'_>) -> Result<Scalable, serde_json::Error> {
     })
 }
 
+/// Items handed to a converter at once: enough that taking a batch costs nothing beside converting it.
+const BATCH: usize = 512;
+
 /// One item of a list: its JSON text as the file has it, or (YAML, or a single object) its tree.
 enum Item<'a> {
     Raw(&'a str),
@@ -490,10 +542,13 @@ impl<'t> serde::de::Visitor<'t> for ItemsSeed<'_, 't> {
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'t>>(self, mut seq: A) -> Result<(), A::Error> {
-        if self.0.json {
+        if self.0.batches.is_some() {
             while let Some(raw) = seq.next_element::<&'t serde_json::value::RawValue>()? {
                 let index = self.0.next_index();
-                self.0.raw.push((index, raw.get()));
+                self.0.batch.push((index, raw.get()));
+                if self.0.batch.len() == BATCH {
+                    self.0.send_batch();
+                }
             }
             return Ok(());
         }
