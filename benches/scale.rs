@@ -418,8 +418,12 @@ fn simulate_process(c: &mut Criterion) {
             output.stdout.len()
         })
     });
+    // EKSCALE_KEEP_SNAPSHOT keeps the file, to run `simulate` on it by hand.
     if let Some((_, path)) = built {
-        let _ = std::fs::remove_file(path);
+        match std::env::var_os("EKSCALE_KEEP_SNAPSHOT") {
+            Some(_) => println!("snapshot kept: {}", path.display()),
+            None => drop(std::fs::remove_file(path)),
+        }
     }
 }
 

@@ -41,7 +41,9 @@ pub async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
         .settings(false, false, false)
         .map_err(Failure::Usage)?;
     let client = args.provider.client().map_err(Failure::Usage)?;
+    let started = std::time::Instant::now();
     let snapshot = Snapshot::read(&args.snapshot).map_err(|e| Failure::Usage(e.to_string()))?;
+    let read = started.elapsed();
     let view = snapshot
         .view()
         .await
@@ -52,10 +54,19 @@ pub async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
         .run(&view, now)
         .await
         .map_err(|e| Failure::Loop(e.to_string()))?;
+    let decided = started.elapsed();
     match args.format {
         Format::Json => println!("{}", status.to_json()),
         Format::Table => print!("{}", status.to_table()),
     }
+    tracing::debug!(
+        read_ms = read.as_millis(),
+        loop_ms = (decided - read).as_millis(),
+        printed_ms = (started.elapsed() - decided).as_millis(),
+        "simulate"
+    );
+    // The process ends here: freeing a large cluster's objects one by one would only make it end later.
+    std::mem::forget((snapshot, view));
     Ok(())
 }
 
