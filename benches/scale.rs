@@ -415,6 +415,10 @@ fn simulate_process(c: &mut Criterion) {
                 "{}",
                 String::from_utf8_lossy(&output.stderr)
             );
+            // With RUST_LOG=debug, the process's own breakdown (read, loop, printed) of every run.
+            if std::env::var_os("RUST_LOG").is_some() {
+                eprint!("{}", String::from_utf8_lossy(&output.stderr));
+            }
             output.stdout.len()
         })
     });
