@@ -404,7 +404,10 @@ fn simulate_process(c: &mut Criterion) {
             (addr.to_string(), path)
         });
         b.iter(|| {
-            let output = std::process::Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
+            // EKSCALE_SIMULATE_BIN times another build of the binary (another tree's) on the same file.
+            let binary = std::env::var_os("EKSCALE_SIMULATE_BIN")
+                .unwrap_or_else(|| env!("CARGO_BIN_EXE_ekscale-autoscaler").into());
+            let output = std::process::Command::new(binary)
                 .args(["simulate", "--provider", addr, "--snapshot"])
                 .arg(&*path)
                 .args(["--format", "json"])
