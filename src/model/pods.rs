@@ -33,7 +33,7 @@ impl<'a> PodList<'a> {
     /// Pod `i`, with the list's own lifetime (indexing borrows the list).
     pub fn get(&self, i: usize) -> &'a Pod {
         match i.checked_sub(self.first.len()) {
-            None => &*self.first[i],
+            None => &self.first[i],
             Some(j) => &self.then[j],
         }
     }

@@ -234,8 +234,10 @@ mod tests {
     fn long_lists_are_cut_with_their_totals() {
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         let last = LastLoop::new(Liveness::default(), start);
-        let mut status = Status::default();
-        status.errors = (0..LISTED + 5).map(|i| format!("error {i}")).collect();
+        let status = Status {
+            errors: (0..LISTED + 5).map(|i| format!("error {i}")).collect(),
+            ..Status::default()
+        };
         last.succeeded(&ClusterView::default(), Arc::new(status), start);
         let snapshot = last.snapshot();
         assert_eq!(
