@@ -1,6 +1,7 @@
-//! The live cluster, through kube-rs: reflector caches of nodes, pods (all namespaces),
-//! PodDisruptionBudgets, DaemonSets (and CapacityBuffers with what they name, in kube_buffers), kept current by watches, so that a loop reads memory and never waits on the API
-//! server; a trigger that fires when a pod turns Unschedulable (to start a loop early, as
+//! The live cluster, through kube-rs: nodes and pods (all namespaces) kept converted into the model from
+//! their watches (`mirror.rs`), reflector caches of PodDisruptionBudgets and DaemonSets (and CapacityBuffers
+//! with what they name, in kube_buffers), so that a loop reads memory and never waits on the API server; a
+//! trigger that fires when a pod turns Unschedulable (to start a loop early, as
 //! cluster-autoscaler's frequent loops do); and the actions scale-down needs: node taints (patched against the
 //! version read, so a concurrent change is not overwritten) and evictions through the Eviction API.
 

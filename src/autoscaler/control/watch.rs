@@ -1,5 +1,5 @@
 //! What the live cluster's sources share: the field manager they write as, and the loop that keeps a
-//! reflector's watch running. The pods' and nodes' source (`kube.rs`) and the CapacityBuffers' watches
+//! reflector's watch running. The PodDisruptionBudgets' and DaemonSets' watches (`kube.rs`) and the CapacityBuffers' watches
 //! (`kube_buffers.rs`) both use them.
 
 use futures::StreamExt;
