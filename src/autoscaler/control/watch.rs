@@ -1,6 +1,6 @@
 //! What the live cluster's sources share: the field manager they write as, and the loop that keeps a
-//! reflector's watch running. The PodDisruptionBudgets' and DaemonSets' watches (`kube.rs`) and the CapacityBuffers' watches
-//! (`kube_buffers.rs`) both use them.
+//! reflector's watch running. The PodDisruptionBudgets' and DaemonSets' watches (`kube.rs`) and the
+//! CapacityBuffers' watches (`kube_buffers.rs`) use them; nodes and pods have their own (`mirror.rs`).
 
 use futures::StreamExt;
 use kube::runtime::{WatchStreamExt, watcher};
