@@ -9,7 +9,7 @@ use crate::autoscaler::cluster::{ClusterError, ClusterSource, ClusterView};
 use crate::autoscaler::scaledown::drain::{self, Blocking, PdbBudget, Rules, Verdict};
 use crate::model::pod::Phase;
 use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
-use crate::model::{Node, Pod, Taint, TaintEffect};
+use crate::model::{Node, Pod, PodList, Taint, TaintEffect};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -246,8 +246,9 @@ async fn step(
     }
     // What must still leave: re-checked now, as pods may have arrived before the taint did.
     let pdbs = PdbBudget::new(&view.pdbs);
-    let on_node =
-        (view.pods.iter().map(|p| &**p)).filter(|p| p.node_name.as_deref() == Some(&d.node));
+    let on_node = PodList::from(&view.pods)
+        .into_iter()
+        .filter(|p| p.node_name.as_deref() == Some(&d.node));
     let Leaving {
         to_evict,
         terminating,
@@ -311,33 +312,8 @@ async fn step(
         }
         return Step::Wait(format!("{} evicted pod(s) to stop", terminating.len()));
     }
-    // The view comes from a cache: a pod bound since its last event would be deleted with the node. What
-    // the cluster says now decides; a pod the view missed ends this deletion as a pod that arrived would.
-    match cluster.pods_on(&d.node).await {
-        Ok(None) => {}
-        Ok(Some(pods)) => {
-            let running = pods.iter().filter(|p| p.phase != Phase::Terminal);
-            let found = leaving(running, rules, &pdbs, now);
-            let blocked = found.blocked.iter().map(|(p, _)| *p);
-            // Any pod on its way out, blocked or not, is waited for.
-            let stopping = (found.terminating.iter().copied())
-                .chain(blocked.clone().filter(|p| p.deleted.is_some()))
-                .next();
-            if let Some(pod) = stopping {
-                return Step::Wait(format!("{} to stop", pod.key()));
-            }
-            let missed: Vec<String> = (found.to_evict.iter().copied())
-                .chain(blocked)
-                .map(Pod::key)
-                .collect();
-            if !missed.is_empty() {
-                return Step::Abort(format!(
-                    "pods the cluster view had not shown were on it: {}",
-                    missed.join(", ")
-                ));
-            }
-        }
-        Err(e) => return Step::Wait(format!("its pods to be read before deletion: {e}")),
+    if let Some(step) = unseen_pods(cluster, &d.node, rules, &pdbs, now).await {
+        return step;
     }
     match client
         .delete_nodes(&d.group, &[(d.node.clone(), d.provider_id.clone())])
@@ -345,5 +321,45 @@ async fn step(
     {
         Ok(()) => Step::Deleted,
         Err(e) => Step::Abort(format!("NodeGroupDeleteNodes failed: {e}")),
+    }
+}
+
+/// The view comes from a cache: a pod bound since its last event would be deleted with the node. What the
+/// cluster says now decides; a pod the view missed ends this deletion as a pod that arrived would. `None`
+/// when nothing stands in the way.
+async fn unseen_pods(
+    cluster: &dyn ClusterSource,
+    node: &str,
+    rules: &Rules,
+    pdbs: &PdbBudget<'_>,
+    now: SystemTime,
+) -> Option<Step> {
+    match cluster.pods_on(node).await {
+        Ok(None) => None,
+        Ok(Some(pods)) => {
+            let running = pods.iter().filter(|p| p.phase != Phase::Terminal);
+            let found = leaving(running, rules, pdbs, now);
+            let blocked = found.blocked.iter().map(|(p, _)| *p);
+            // Any pod on its way out, blocked or not, is waited for.
+            let stopping = (found.terminating.iter().copied())
+                .chain(blocked.clone().filter(|p| p.deleted.is_some()))
+                .next();
+            if let Some(pod) = stopping {
+                return Some(Step::Wait(format!("{} to stop", pod.key())));
+            }
+            let missed: Vec<String> = (found.to_evict.iter().copied())
+                .chain(blocked)
+                .map(Pod::key)
+                .collect();
+            (!missed.is_empty()).then(|| {
+                Step::Abort(format!(
+                    "pods the cluster view had not shown were on it: {}",
+                    missed.join(", ")
+                ))
+            })
+        }
+        Err(e) => Some(Step::Wait(format!(
+            "its pods to be read before deletion: {e}"
+        ))),
     }
 }
