@@ -57,12 +57,6 @@ impl<'a, const N: usize> From<&'a [Pod; N]> for PodList<'a> {
     }
 }
 
-impl<'a> From<&'a [Arc<Pod>]> for PodList<'a> {
-    fn from(pods: &'a [Arc<Pod>]) -> PodList<'a> {
-        PodList::new(pods, &[])
-    }
-}
-
 impl<'a> From<&'a Vec<Arc<Pod>>> for PodList<'a> {
     fn from(pods: &'a Vec<Arc<Pod>>) -> PodList<'a> {
         PodList::new(pods, &[])

@@ -88,14 +88,6 @@ impl<T> Mirror<T> {
         self.lock().current.items.clone()
     }
 
-    pub fn len(&self) -> usize {
-        self.lock().current.items.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, State<T>> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
