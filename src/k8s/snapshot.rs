@@ -140,7 +140,7 @@ impl Reader<'_> {
             _ => what,
         };
         parsed.map_err(|e| SnapshotError::Syntax(at(e)))?;
-        self.convert_raw()?;
+        self.join_converted()?;
         let rest = std::mem::take(&mut self.rest);
         let kindless = std::mem::take(&mut self.kindless);
         let saw_items = std::mem::replace(&mut self.saw_items, false);
@@ -211,7 +211,7 @@ impl Reader<'_> {
 
     /// Joins what the converters made of the document's JSON items, in the order of the items (the first
     /// unreadable item stops it).
-    fn convert_raw(&mut self) -> Result<(), SnapshotError> {
+    fn join_converted(&mut self) -> Result<(), SnapshotError> {
         let mut converted = std::mem::take(&mut self.converted);
         converted.sort_unstable_by_key(|c| c.batch);
         for c in converted {
