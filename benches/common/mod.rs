@@ -106,11 +106,8 @@ pub fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-/// Serves `backend` in-process on a loopback port for as long as the runtime lives; a client of it.
-pub async fn serve(
-    backend: Arc<dyn NodeGroupBackend>,
-    metrics: Arc<ProviderMetrics>,
-) -> CloudProviderClient<Channel> {
+/// Serves `backend` in-process on a loopback port for as long as the runtime lives; its address.
+async fn listen(backend: Arc<dyn NodeGroupBackend>, metrics: Arc<ProviderMetrics>) -> SocketAddr {
     ekscale::tls::install_crypto_provider();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -121,6 +118,15 @@ pub async fn serve(
         None,
         std::future::pending(),
     ));
+    addr
+}
+
+/// Serves `backend` in-process on a loopback port for as long as the runtime lives; a client of it.
+pub async fn serve(
+    backend: Arc<dyn NodeGroupBackend>,
+    metrics: Arc<ProviderMetrics>,
+) -> CloudProviderClient<Channel> {
+    let addr = listen(backend, metrics).await;
     let channel = Endpoint::from_shared(format!("http://{addr}"))
         .unwrap()
         .connect()
@@ -131,19 +137,9 @@ pub async fn serve(
 
 /// The provider in-process on the simulated EKS of `scenario`, served on a loopback port.
 pub async fn sim_provider(scenario: &str, metrics: Arc<ProviderMetrics>) -> SocketAddr {
-    ekscale::tls::install_crypto_provider();
     let sim = Arc::new(SimBackend::new(
         Scenario::parse(scenario).unwrap(),
         Clock::manual(),
     ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(ekscale::provider::serve(
-        listener,
-        sim,
-        metrics,
-        None,
-        std::future::pending(),
-    ));
-    addr
+    listen(sim, metrics).await
 }
