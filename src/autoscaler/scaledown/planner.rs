@@ -147,6 +147,8 @@ pub struct Removable {
     pub utilization: Utilization,
     /// The pods its removal evicts.
     pub evicted: Vec<usize>,
+    /// The budgets covering them ([`PdbBudget::coverage`]).
+    pub covered: Vec<(usize, usize)>,
     /// Evicting them all at once exceeds a PDB: the drain will wait on refused evictions.
     pub risky: bool,
     /// Where the simulation put each pod that needed a place: (pod, node).
@@ -182,6 +184,8 @@ pub(super) struct Candidate {
     pub(super) evicted: Vec<usize>,
     /// The evicted pods that need a place.
     pub(super) moving: Vec<usize>,
+    /// The budgets covering the evicted pods ([`PdbBudget::coverage`]).
+    pub(super) covered: Vec<(usize, usize)>,
 }
 
 /// The node's utilization, from the pods on it that hold room.
@@ -304,7 +308,7 @@ pub fn plan<'a>(
             continue;
         }
         // A PDB may have been spent by a node committed earlier in this pass.
-        if let Some(why) = blocked(input, rules, &pdbs, &c.evicted) {
+        if let Some(why) = blocked(input, rules, &pdbs, &c) {
             plan.kept.push(keep(Unremovable::BlockedByPod, why));
             continue;
         }
@@ -316,8 +320,7 @@ pub fn plan<'a>(
                 memory -= node.capacity.memory_bytes;
                 mover.set_accepts(places, c.node, false);
                 mover.commit(c.node, &destinations);
-                plan.removable
-                    .push(commit(input, &mut pdbs, c, destinations));
+                plan.removable.push(commit(&mut pdbs, c, destinations));
             }
             Err(why) => {
                 mover.undo(undo, topology, places);
@@ -423,31 +426,32 @@ pub(super) fn candidate(
             Verdict::Stays => {}
         }
     }
+    let covered = pdbs.coverage(evicted.iter().map(|&p| (p, input.pods.get(p))));
     Ok(Candidate {
         node: n,
         group: g,
         utilization: used,
         evicted,
         moving,
+        covered,
     })
 }
 
-/// The first pod among `pods` that keeps its node, as `Reason: ns/name: why`.
+/// The first of a candidate's evicted pods that keeps its node now, as `Reason: ns/name: why`.
 pub(super) fn blocked(
     input: &Input,
     rules: &Rules,
     pdbs: &PdbBudget,
-    pods: &[usize],
+    c: &Candidate,
 ) -> Option<String> {
     // The pods passed the rules when their node became a candidate; since then only budgets were spent.
-    (pods.iter())
-        .filter(|&&p| pdbs.exhausts(&input.pods[p]))
-        .find_map(
-            |&p| match drain::classify(&input.pods[p], rules, pdbs, input.now) {
-                Verdict::Blocks(reason, why) => Some(format!("{reason}: {why}")),
-                _ => None,
-            },
-        )
+    // (A pod annotated safe-to-evict goes whatever its budgets say.)
+    pdbs.exhausted_pods(&c.covered).find_map(|p| {
+        match drain::classify(&input.pods[p], rules, pdbs, input.now) {
+            Verdict::Blocks(reason, why) => Some(format!("{reason}: {why}")),
+            _ => None,
+        }
+    })
 }
 
 /// Why removing `node` would take the cluster under its minimum cores or memory, if it would.
@@ -473,21 +477,16 @@ fn under_minimum(input: &Input, cores: u64, memory: u64, node: &Node) -> Option<
     None
 }
 
-fn commit(
-    input: &Input,
-    pdbs: &mut PdbBudget,
-    c: Candidate,
-    destinations: Vec<(usize, usize)>,
-) -> Removable {
-    let evicted: Vec<&Pod> = c.evicted.iter().map(|&p| &input.pods[p]).collect();
-    let risky = !pdbs.allows_all(&evicted);
-    pdbs.spend(&evicted);
+fn commit(pdbs: &mut PdbBudget, c: Candidate, destinations: Vec<(usize, usize)>) -> Removable {
+    let risky = !pdbs.allows_all(&c.covered);
+    pdbs.spend(&c.covered);
     Removable {
         node: c.node,
         group: c.group,
         empty: c.moving.is_empty(),
         utilization: c.utilization,
         evicted: c.evicted,
+        covered: c.covered,
         risky,
         destinations,
     }
@@ -550,7 +549,7 @@ fn atomic_groups<'a>(
             mover.set_accepts(places, c.node, false);
         }
         for c in &members {
-            if let Some(why) = blocked(input, rules, pdbs, &c.evicted) {
+            if let Some(why) = blocked(input, rules, pdbs, c) {
                 failed = Some((Unremovable::BlockedByPod, why));
                 break;
             }
@@ -566,7 +565,7 @@ fn atomic_groups<'a>(
             None => {
                 for (c, destinations) in members.into_iter().zip(moved) {
                     mover.commit(c.node, &destinations);
-                    plan.removable.push(commit(input, pdbs, c, destinations));
+                    plan.removable.push(commit(pdbs, c, destinations));
                 }
             }
             Some((reason, why)) => {

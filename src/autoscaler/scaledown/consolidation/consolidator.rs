@@ -117,8 +117,7 @@ impl Consolidator {
         let mut left = (self.replacements).held(nodes, settings, sd.timers_elapsed, input.now);
         let mut pdbs = PdbBudget::new(input.pdbs);
         for r in &plan.removable {
-            let evicted: Vec<&Pod> = r.evicted.iter().map(|&p| input.pods.get(p)).collect();
-            pdbs.spend(&evicted);
+            pdbs.spend(&r.covered);
             let why = "scale-down removes it once its unneeded time has passed".to_string();
             left.insert(r.node, (Reason::ScaleDownCandidate, why));
             for &(_, to) in &r.destinations {

@@ -526,16 +526,12 @@ pub fn still_fits<'a>(
 fn blocked(input: &Input, rules: &Rules, pdbs: &PdbBudget, nodes: &[&Candidate]) -> Option<String> {
     let mut pdbs = pdbs.clone();
     for c in nodes {
-        if let Some(why) = scaledown::blocked(input, rules, &pdbs, &c.evicted) {
+        if let Some(why) = scaledown::blocked(input, rules, &pdbs, c) {
             return Some(why);
         }
-        pdbs.spend(&pods(input, &c.evicted));
+        pdbs.spend(&c.covered);
     }
     None
-}
-
-fn pods<'p>(input: &Input<'p>, indices: &[usize]) -> Vec<&'p crate::model::Pod> {
-    indices.iter().map(|&p| input.pods.get(p)).collect()
 }
 
 /// The largest run of the first candidates (two or more) whose pods fit on one new node that saves enough,
@@ -683,7 +679,7 @@ impl<'i, 'a> World<'i, 'a> {
             self.places[n].accepts = false;
         }
         for c in members {
-            pdbs.spend(&pods(self.input, &c.evicted));
+            pdbs.spend(&c.covered);
         }
         let target = self.targets[fit.target];
         self.fresh[fit.target] = self.new_node(fit.target);
