@@ -635,17 +635,11 @@ mod planner {
                 deleting: 0,
             })
             .collect();
-        let index: HashMap<String, usize> = (nodes.iter().enumerate())
-            .map(|(i, n)| (n.name.clone(), i))
-            .collect();
-        let mut on_node = vec![Vec::new(); nodes.len()];
-        for (p, pod) in pods.iter().enumerate() {
-            on_node[index[pod.node_name.as_deref().unwrap()]].push(p);
-        }
         let bound: Vec<usize> = (0..pods.len()).collect();
+        let on_node = world::pods_by_node(&nodes, &pods, &bound);
         let projection = LabelProjection::All;
         let (mut topology, mut places) =
-            world::build(&nodes, &node_group, &pods, &bound, &[], &projection);
+            world::build(&nodes, &node_group, &pods, &on_node, &[], &projection);
         let templates: Vec<_> = (0..GROUPS.len())
             .map(|g| {
                 let template = Arc::new(node(&format!("template-{g}"), g));

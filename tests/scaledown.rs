@@ -129,21 +129,12 @@ impl Cluster {
 
     fn plan_with(&self, rules: &Rules) -> Plan {
         let bound: Vec<usize> = (0..self.pods.len()).collect();
-        let index: BTreeMap<&str, usize> = self
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.as_str(), i))
-            .collect();
-        let mut on_node = vec![Vec::new(); self.nodes.len()];
-        for (p, pod) in self.pods.iter().enumerate() {
-            on_node[index[pod.node_name.as_deref().unwrap()]].push(p);
-        }
+        let on_node = world::pods_by_node(&self.nodes, &self.pods, &bound);
         let (mut topology, mut places) = world::build(
             &self.nodes,
             &self.node_group,
             &self.pods,
-            &bound,
+            &on_node,
             &[],
             &LabelProjection::All,
         );

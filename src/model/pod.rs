@@ -3,7 +3,7 @@
 use super::Resources;
 use super::selector::{LabelSelector, Labels, NodeSelector};
 use super::taint::Toleration;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The scheduler name of pods EKS runs on Fargate.
@@ -306,8 +306,8 @@ pub struct EquivalenceKey<'a> {
 pub struct SchedulingIds<'a> {
     /// The last pointer asked about and its number: pods of one workload come in a row.
     last: Option<(*const Scheduling, usize)>,
-    by_pointer: HashMap<*const Scheduling, usize>,
-    by_value: HashMap<&'a Scheduling, usize>,
+    by_pointer: super::FastMap<*const Scheduling, usize>,
+    by_value: super::FastMap<&'a Scheduling, usize>,
 }
 
 impl<'a> SchedulingIds<'a> {

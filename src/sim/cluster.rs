@@ -358,11 +358,12 @@ fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod]) {
     let bound: Vec<usize> = (0..pods.len()).filter(|&i| pods[i].holds_room()).collect();
     let groups = equivalence::group(&*pods, pending, &LabelProjection::All);
     let exemplars: Vec<&Pod> = groups.iter().map(|g| g.exemplar(&*pods)).collect();
+    let on_node = world::pods_by_node(nodes, &*pods, &bound);
     let (mut topology, mut places) = world::build(
         nodes,
         &vec![None; nodes.len()],
         &*pods,
-        &bound,
+        &on_node,
         &exemplars,
         &LabelProjection::All,
     );

@@ -7,8 +7,7 @@
 //! different controllers, or with no controller, share a group too.
 
 use crate::model::pod::{EquivalenceKey, LabelProjection, SchedulingIds};
-use crate::model::{Pod, PodList};
-use std::collections::HashMap;
+use crate::model::{FastMap, Pod, PodList};
 
 /// Pods that schedule identically. `pods` index the pod list they were grouped from; the first is the
 /// exemplar that the predicates are run on.
@@ -32,7 +31,7 @@ pub fn group<'a>(
     projection: &LabelProjection,
 ) -> Vec<EquivalenceGroup> {
     let pods = pods.into();
-    let mut index = HashMap::new();
+    let mut index = FastMap::default();
     let mut ids = SchedulingIds::default();
     let mut groups: Vec<EquivalenceGroup> = Vec::new();
     // Pods of one workload come in a row: a pod like the one before joins its group without a lookup.

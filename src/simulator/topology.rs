@@ -194,6 +194,11 @@ impl Topology {
         }
     }
 
+    /// Whether any pod registered a term: without one, every pod's terms are empty.
+    pub fn has_terms(&self) -> bool {
+        !self.terms.is_empty()
+    }
+
     /// A pending pod's constraints as term ids; its terms must have been registered.
     pub fn resolve(&self, pod: &Pod) -> PodTerms {
         self.terms_of(pod, true)

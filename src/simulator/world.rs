@@ -6,8 +6,8 @@
 use super::predicates::{self, Unfit};
 use super::topology::{Eligible, Place, PlaceKind, PodTerms, Topology};
 use crate::model::pod::{LabelProjection, Scheduling, SchedulingIds};
-use crate::model::{Node, Pod, PodList};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use crate::model::{FastMap, Node, Pod, PodList};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 /// Why `pod` fits on none of `places` (those `skip` says nothing of), as the scheduler words it:
@@ -91,15 +91,40 @@ fn fits(
     topology.allows(terms, &pod.scheduling, place, spread_min, eligible)
 }
 
-/// The cluster's nodes as places (`group_of` each node's group index), with the pods in `on_nodes` put on
-/// theirs (bound, or nominated). Terms are registered first: those of `pending` pods and those of pods
-/// already placed (their anti-affinity keeps matching pods away; all of them matter when scale-down moves
-/// those pods), once per distinct set of constraints.
+/// The pods of `members` on each of `nodes` (bound, or nominated to it), by node index; pods on no node of
+/// them are left out. The one place a pod's node is looked up by name in a loop.
+pub fn pods_by_node<'a>(
+    nodes: &[Arc<Node>],
+    pods: impl Into<PodList<'a>>,
+    members: &[usize],
+) -> Vec<Vec<usize>> {
+    let pods = pods.into();
+    // A fast hasher: this is one lookup per pod of the cluster.
+    let index: FastMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    let mut on_node = vec![Vec::new(); nodes.len()];
+    for &p in members {
+        let pod = pods.get(p);
+        let name = pod.node_name.as_deref().or(pod.nominated_node.as_deref());
+        if let Some(&n) = name.and_then(|n| index.get(n)) {
+            on_node[n].push(p);
+        }
+    }
+    on_node
+}
+
+/// The cluster's nodes as places (`group_of` each node's group index), with the pods of `on_node` (by node
+/// index, from [`pods_by_node`]) put on them. Terms are registered first: those of `pending` pods and those
+/// of pods already placed (their anti-affinity keeps matching pods away; all of them matter when scale-down
+/// moves those pods), once per distinct set of constraints.
 pub fn build<'a>(
     nodes: &[Arc<Node>],
     group_of: &[Option<usize>],
     pods: impl Into<PodList<'a>>,
-    on_nodes: &[usize],
+    on_node: &[Vec<usize>],
     pending: &[&Pod],
     projection: &LabelProjection,
 ) -> (Topology, Vec<Place>) {
@@ -109,7 +134,7 @@ pub fn build<'a>(
         topology.register(pod);
     }
     let mut seen: HashSet<(&str, &Scheduling)> = HashSet::new();
-    for &i in on_nodes {
+    for &i in on_node.iter().flatten() {
         let pod = pods.get(i);
         if pod.scheduling.has_pod_constraints() && seen.insert((&pod.namespace, &pod.scheduling)) {
             topology.register(pod);
@@ -120,21 +145,22 @@ pub fn build<'a>(
         .zip(group_of)
         .map(|(node, g)| topology.place(node.clone(), *g, PlaceKind::Existing))
         .collect();
-    let place_of: HashMap<&str, usize, foldhash::fast::RandomState> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.name.as_str(), i))
-        .collect();
-    let mut resolved: HashMap<crate::model::pod::EquivalenceKey, PodTerms> = HashMap::new();
+    // Where no pod has a constraint on other pods, every pod's terms are empty: it takes room, nothing else.
+    let counted = topology.has_terms();
+    let mut resolved: FastMap<crate::model::pod::EquivalenceKey, PodTerms> = FastMap::default();
     let mut ids = SchedulingIds::default();
-    for &i in on_nodes {
-        let pod = pods.get(i);
-        let node = pod.node_name.as_deref().or(pod.nominated_node.as_deref());
-        if let Some(&p) = node.and_then(|n| place_of.get(n)) {
-            let terms = resolved
-                .entry(pod.equivalence_key(projection, &mut ids))
-                .or_insert_with(|| topology.resolve_placed(pod));
-            topology.put(pod, terms, &mut places[p], 1);
+    let none = PodTerms::default();
+    for (place, on) in places.iter_mut().zip(on_node) {
+        for &i in on {
+            let pod = pods.get(i);
+            let terms = if counted {
+                resolved
+                    .entry(pod.equivalence_key(projection, &mut ids))
+                    .or_insert_with(|| topology.resolve_placed(pod))
+            } else {
+                &none
+            };
+            topology.put(pod, terms, place, 1);
         }
     }
     (topology, places)
@@ -605,7 +631,7 @@ mod tests {
             &nodes,
             &[None],
             &[running],
-            &[0],
+            &[vec![0]],
             &[&pending],
             &LabelProjection::All,
         );

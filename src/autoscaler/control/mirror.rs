@@ -3,9 +3,9 @@
 //! cached pod on every loop cost over a second at 1,000,000 pods; the API objects themselves are not kept
 //! (the model's pod is a fraction of their size).
 
+use crate::model::FastMap;
 use futures::StreamExt;
 use kube::runtime::{WatchStreamExt, watcher};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// Objects by `namespace/name`, converted; filled by [`Mirror::follow`].
@@ -23,7 +23,7 @@ struct State<T> {
 
 /// Objects in a vector (handed out as it is) with where each one is.
 struct Objects<T> {
-    at: HashMap<String, usize, foldhash::fast::RandomState>,
+    at: FastMap<String, usize>,
     keys: Vec<String>,
     items: Vec<Arc<T>>,
 }
@@ -31,7 +31,7 @@ struct Objects<T> {
 impl<T> Default for Objects<T> {
     fn default() -> Objects<T> {
         Objects {
-            at: HashMap::default(),
+            at: FastMap::default(),
             keys: Vec::new(),
             items: Vec::new(),
         }

@@ -16,7 +16,7 @@ use crate::simulator::equivalence::EquivalenceGroup;
 use crate::simulator::predicates;
 use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
 use crate::simulator::world;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// What the snapshot is built from: the view and what the earlier stages found in it.
@@ -65,11 +65,12 @@ impl ClusterSnapshot {
             view, pods, bound, ..
         } = *input;
         let exemplars: Vec<&Pod> = pending.iter().map(|eg| eg.exemplar(pods)).collect();
+        let on_node = world::pods_by_node(&view.nodes, pods, bound);
         let (mut topology, mut places) = world::build(
             &view.nodes,
             input.node_group,
             pods,
-            bound,
+            &on_node,
             &exemplars,
             input.projection,
         );
@@ -123,7 +124,7 @@ impl ClusterSnapshot {
             groups[gi].zones = variants;
         }
         ClusterSnapshot {
-            on_node: pods_on_nodes(view, pods, bound),
+            on_node,
             topology,
             places,
         }
@@ -199,26 +200,6 @@ fn template_place(
         }
     }
     template
-}
-
-/// The pods on each node of the view (bound, or nominated to it), by node index.
-fn pods_on_nodes(view: &ClusterView, pods: PodList<'_>, bound: &[usize]) -> Vec<Vec<usize>> {
-    // Every pod's node by name: a fast hasher, as world::build uses.
-    let index: HashMap<&str, usize, foldhash::fast::RandomState> = view
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.name.as_str(), i))
-        .collect();
-    let mut on_node = vec![Vec::new(); view.nodes.len()];
-    for &p in bound {
-        let pod = &pods[p];
-        let name = pod.node_name.as_deref().or(pod.nominated_node.as_deref());
-        if let Some(&n) = name.and_then(|n| index.get(n)) {
-            on_node[n].push(p);
-        }
-    }
-    on_node
 }
 
 /// One pod per DaemonSet: what each would add to a new node. A running pod is preferred (admission may

@@ -5,11 +5,11 @@ use crate::model::GroupOptions;
 use crate::model::Node;
 use crate::model::pdb::Pdb;
 use crate::model::pod::{EquivalenceKey, LabelProjection, SchedulingIds};
-use crate::model::{Pod, PodList, Resources};
+use crate::model::{FastMap, Pod, PodList, Resources};
 use crate::simulator::free_tree::FreeTree;
 use crate::simulator::topology::{Place, PodTerms, Topology};
 use crate::simulator::world::{self, Filling};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -86,7 +86,7 @@ pub(super) struct Mover<'a> {
     position: Vec<usize>,
     /// By position: the free room of places that accept pods (none for those that do not).
     free: FreeTree,
-    known: HashMap<EquivalenceKey<'a>, (Arc<PodTerms>, usize)>,
+    known: FastMap<EquivalenceKey<'a>, (Arc<PodTerms>, usize)>,
     projection: &'a LabelProjection,
     ids: SchedulingIds<'a>,
     pods: PodList<'a>,
@@ -95,7 +95,7 @@ pub(super) struct Mover<'a> {
     /// The places whose free room changed, in order: what an explanation kept from before must look at again.
     changed: Vec<usize>,
     /// Why pods of each equivalence group that fit nowhere fit nowhere, kept up to date with `changed`.
-    unplaced: HashMap<EquivalenceKey<'a>, Unplaced>,
+    unplaced: FastMap<EquivalenceKey<'a>, Unplaced>,
 }
 
 /// Why one more pod of an equivalence group fits on no place: each place's reasons as of the last look, how
@@ -132,13 +132,13 @@ impl<'a> Mover<'a> {
             order,
             position,
             free,
-            known: HashMap::new(),
+            known: FastMap::default(),
             projection: input.projection,
             ids: SchedulingIds::default(),
             pods: input.pods,
             moved_onto: vec![Vec::new(); places.len()],
             changed: Vec::new(),
-            unplaced: HashMap::new(),
+            unplaced: FastMap::default(),
         }
     }
 
@@ -463,10 +463,11 @@ mod tests {
                     }
                 }
             }
-            let on: Vec<usize> = (0..pods.len()).collect();
             let group_of = vec![Some(0); nodes.len()];
+            let on: Vec<usize> = (0..pods.len()).collect();
+            let on_node = world::pods_by_node(&nodes, &pods, &on);
             let (mut topology, mut places) =
-                world::build(&nodes, &group_of, &pods, &on, &[], &LabelProjection::All);
+                world::build(&nodes, &group_of, &pods, &on_node, &[], &LabelProjection::All);
             let mut order: Vec<usize> = (0..nodes.len()).collect();
             let mut seed = order_seed;
             for i in (1..order.len()).rev() {
@@ -481,9 +482,6 @@ mod tests {
                 deleting: 0,
             }];
             let none = HashSet::new();
-            let on_node: Vec<Vec<usize>> = (nodes.iter())
-                .map(|n| (0..pods.len()).filter(|&p| pods[p].node_name.as_deref() == Some(&n.name)).collect())
-                .collect();
             let input = Input {
                 nodes: &nodes,
                 pods: (&pods).into(),
