@@ -9,6 +9,8 @@ pub mod context; // what the policy needs of the loop: settings, provider, the c
 pub mod drain; // what each pod on a node means for removing it (upstream's drainability rules)
 pub mod planner; // finds unneeded nodes: utilization, drainability, removal simulation
 pub mod policy; // around the planner: the decision and its carrying out, cooldowns, soft taints, deletions
+#[cfg(test)]
+mod reference; // the planner held to a plain scale-down on random clusters
 pub mod removal; // the removal simulation: pods moved off a node, undone when one fits nowhere
 pub mod report; // what the stage hands the loop's report: decisions, deletions, replacements, errors
 pub mod unneeded; // unneeded timers, and the wait of a zeroOrMax group for all its nodes
