@@ -6,7 +6,7 @@
 //! goes too.
 
 use crate::autoscaler::scaledown::actuation::Pacing;
-use crate::autoscaler::scaledown::drain::{self, PdbBudget, Rules, Verdict};
+use crate::autoscaler::scaledown::drain::{self, Coverage, PdbBudget, Rules, Verdict};
 use crate::autoscaler::scaledown::removal::{Input, Mover, Undo};
 use crate::model::{Node, Pod, Resources};
 use crate::simulator::topology::{Place, Topology};
@@ -230,6 +230,7 @@ pub fn plan<'a>(
 ) -> Plan {
     let mut plan = Plan::default();
     let mut pdbs = PdbBudget::new(input.pdbs);
+    let mut seen = Coverage::default();
     let mut candidates = Vec::new();
     for (n, node) in input.nodes.iter().enumerate() {
         let group = input.node_group[n];
@@ -239,7 +240,7 @@ pub fn plan<'a>(
             reason,
             detail,
         };
-        match candidate(input, rules, &pdbs, n, node, true) {
+        match candidate(input, rules, &pdbs, &mut seen, n, node, true) {
             Ok(c) => candidates.push(c),
             Err((reason, detail)) => plan.kept.push(keep(reason, detail)),
         }
@@ -337,10 +338,11 @@ pub fn plan<'a>(
 
 /// The checks of one node that need no simulation: group, annotation, deletion, readiness, utilization (when
 /// `threshold`: consolidation replaces nodes however used), and its pods' drainability.
-pub(super) fn candidate(
-    input: &Input,
+pub(super) fn candidate<'a>(
+    input: &Input<'a>,
     rules: &Rules,
     pdbs: &PdbBudget,
+    seen: &mut Coverage<'a>,
     n: usize,
     node: &Node,
     threshold: bool,
@@ -426,7 +428,7 @@ pub(super) fn candidate(
             Verdict::Stays => {}
         }
     }
-    let covered = pdbs.coverage(evicted.iter().map(|&p| (p, input.pods.get(p))));
+    let covered = pdbs.coverage(seen, evicted.iter().map(|&p| (p, input.pods.get(p))));
     Ok(Candidate {
         node: n,
         group: g,

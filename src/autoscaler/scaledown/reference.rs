@@ -3,7 +3,7 @@
 //! (no free-room tree, no search hints, no kept explanations, no budget index), on random clusters small
 //! enough for it.
 
-use super::drain::{PdbBudget, Rules};
+use super::drain::{Coverage, PdbBudget, Rules};
 use super::planner::{self, Candidate, Plan, Unremovable};
 use super::removal::{GroupInfo, Input};
 use crate::model::node::HOSTNAME_LABEL;
@@ -66,9 +66,10 @@ fn fits(pods: &[Pod], pod: &Pod, node: &Node, on: &[usize]) -> bool {
 fn plain(input: &Input, pods: &[Pod], rules: &Rules) -> Answer {
     let mut answer = Answer::new();
     let budget = PdbBudget::new(input.pdbs);
+    let mut seen = Coverage::default();
     let mut candidates: Vec<Candidate> = Vec::new();
     for (n, node) in input.nodes.iter().enumerate() {
-        match planner::candidate(input, rules, &budget, n, node, true) {
+        match planner::candidate(input, rules, &budget, &mut seen, n, node, true) {
             Ok(c) => candidates.push(c),
             Err((reason, _)) => {
                 answer.insert(n, Err(reason));

@@ -10,7 +10,7 @@
 //! are left to scale-down. Replacements found are committed as they are found (the old nodes take no pods,
 //! their pods live on the new node, their PDB budget is spent), so that a list of them holds together.
 
-use crate::autoscaler::scaledown::drain::{self, Blocking, PdbBudget, Rules, Verdict};
+use crate::autoscaler::scaledown::drain::{self, Blocking, Coverage, PdbBudget, Rules, Verdict};
 use crate::autoscaler::scaledown::planner::{self as scaledown, Candidate, Unremovable};
 use crate::autoscaler::scaledown::removal::Input;
 use crate::autoscaler::scaledown::removal::{Mover, Undo};
@@ -348,6 +348,7 @@ fn candidates(
     not_consolidated: &mut Vec<NotConsolidated>,
 ) -> Vec<(Candidate, f64)> {
     let mut candidates = Vec::new();
+    let mut seen = Coverage::default();
     for (n, node) in input.nodes.iter().enumerate() {
         let mut not = |reason, detail: String| {
             not_consolidated.push(NotConsolidated {
@@ -360,7 +361,7 @@ fn candidates(
             not(*reason, detail.clone());
             continue;
         }
-        let c = match scaledown::candidate(input, ask.rules, pdbs, n, node, false) {
+        let c = match scaledown::candidate(input, ask.rules, pdbs, &mut seen, n, node, false) {
             Ok(c) => c,
             Err((reason, detail)) => {
                 not(Reason::Unremovable(reason), detail);
