@@ -10,6 +10,7 @@ use crate::autoscaler::scaleup::backoff::Backoff;
 use crate::autoscaler::settings::Settings;
 use crate::k8s::objects;
 use crate::model::GroupOptions;
+use crate::model::{FastMap, FastSet};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -58,11 +59,11 @@ impl ClusterState {
                 counts[gi].registered += 1;
             }
         }
-        let registered_ids: HashSet<&str> =
+        let registered_ids: FastSet<&str> =
             view.nodes.iter().map(|n| n.provider_id.as_str()).collect();
         // Only instances seen this loop are remembered: ids come back (AWS placeholders are
         // `i-placeholder-<asg>-<n>` again after every IncreaseSize), and one gone for a loop is a new one.
-        let seen: HashSet<&str> = facts
+        let seen: FastSet<&str> = facts
             .iter()
             .flat_map(|f| &f.instances)
             .map(|i| i.id.as_str())
@@ -274,7 +275,7 @@ pub async fn groups_of_nodes(
     view: &ClusterView,
     facts: &[GroupFacts],
 ) -> Result<Vec<Option<usize>>, ClientError> {
-    let mut group_of_instance: HashMap<&str, usize> = HashMap::new();
+    let mut group_of_instance: FastMap<&str, usize> = FastMap::default();
     for (gi, f) in facts.iter().enumerate() {
         for instance in &f.instances {
             group_of_instance.insert(instance.id.as_str(), gi);

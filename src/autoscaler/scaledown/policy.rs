@@ -23,7 +23,8 @@ use crate::model::pod::LabelProjection;
 use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
 use crate::model::{Pod, PodList, PodNames};
 use crate::simulator::topology::{Place, Topology};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -640,15 +641,17 @@ fn destinations(view: &ClusterView, pods: PodList<'_>, r: &Removable) -> String 
         [] => "no pod needs a new place".into(),
         [(pod, node)] => format!("{} -> {}", pods[*pod].key(), view.nodes[*node].name),
         many => {
-            let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
-            for (_, node) in many {
-                *per_node.entry(view.nodes[*node].name.as_str()).or_default() += 1;
-            }
-            let spread: Vec<String> = per_node
-                .iter()
-                .map(|(node, n)| format!("{node} ({n})"))
+            // Written straight into one string: a 100,000-node loop describes 70,000 removable nodes.
+            let mut to: Vec<&str> = (many.iter())
+                .map(|&(_, node)| view.nodes[node].name.as_str())
                 .collect();
-            format!("{} pods -> {}", many.len(), spread.join(", "))
+            to.sort_unstable();
+            let mut text = format!("{} pods -> ", many.len());
+            for (i, run) in to.chunk_by(|a, b| a == b).enumerate() {
+                let comma = if i == 0 { "" } else { ", " };
+                let _ = write!(text, "{comma}{} ({})", run[0], run.len());
+            }
+            text
         }
     }
 }
