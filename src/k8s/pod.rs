@@ -225,57 +225,64 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
     let key = format!("{namespace}/{}", parts.name);
     let mut extended = Vec::new();
     type Extended = BTreeMap<String, u64>;
-    // Reads one resource list; `field` names where it is (`container web: resources.limits`) in errors.
-    let mut read =
-        |field: &str, list: &BTreeMap<String, String>| -> Result<(Resources, Extended), PodError> {
-            let mut out = Resources::default();
-            let mut amounts = Extended::new();
-            for (name, text) in list {
-                let fail = |reason: String| PodError::Resource {
-                    pod: key.clone(),
-                    resource: format!("{field}.{name}"),
-                    reason,
-                };
-                let quantity: Quantity = text
-                    .parse()
-                    .map_err(|e: QuantityError| fail(e.to_string()))?;
-                let amount = |v: i128| {
-                    u64::try_from(v).map_err(|_| fail(format!("{text:?} is negative or too large")))
-                };
-                match name.as_str() {
-                    "cpu" => out.cpu_millis = amount(quantity.millis())?,
-                    "memory" => out.memory_bytes = amount(quantity.value())?,
-                    "ephemeral-storage" => out.ephemeral_storage_bytes = amount(quantity.value())?,
-                    "pods" => {}
-                    other if other.starts_with("hugepages-") => {}
-                    other => {
-                        if other == crate::model::GPU_RESOURCE {
-                            out.gpus = amount(quantity.value())?;
-                        } else {
-                            amounts.insert(other.to_string(), amount(quantity.value())?);
-                        }
-                        if quantity.millis() > 0 && !extended.iter().any(|e| e == other) {
-                            extended.push(other.to_string());
-                        }
+    // Reads one resource list; `field` names where it is (`container web: resources.limits`) in errors, and
+    // is written only for one: a snapshot's 300,000 pods spent a tenth of their reading on names of fields
+    // that were fine.
+    type Field<'f> = &'f dyn Fn() -> String;
+    let mut read = |field: Field,
+                    list: &BTreeMap<String, String>|
+     -> Result<(Resources, Extended), PodError> {
+        let mut out = Resources::default();
+        let mut amounts = Extended::new();
+        for (name, text) in list {
+            let fail = |reason: String| PodError::Resource {
+                pod: key.clone(),
+                resource: format!("{}.{name}", field()),
+                reason,
+            };
+            let quantity: Quantity = text
+                .parse()
+                .map_err(|e: QuantityError| fail(e.to_string()))?;
+            let amount = |v: i128| {
+                u64::try_from(v).map_err(|_| fail(format!("{text:?} is negative or too large")))
+            };
+            match name.as_str() {
+                "cpu" => out.cpu_millis = amount(quantity.millis())?,
+                "memory" => out.memory_bytes = amount(quantity.value())?,
+                "ephemeral-storage" => out.ephemeral_storage_bytes = amount(quantity.value())?,
+                "pods" => {}
+                other if other.starts_with("hugepages-") => {}
+                other => {
+                    if other == crate::model::GPU_RESOURCE {
+                        out.gpus = amount(quantity.value())?;
+                    } else {
+                        amounts.insert(other.to_string(), amount(quantity.value())?);
+                    }
+                    if quantity.millis() > 0 && !extended.iter().any(|e| e == other) {
+                        extended.push(other.to_string());
                     }
                 }
             }
-            Ok((out, amounts))
-        };
+        }
+        Ok((out, amounts))
+    };
     // Limits are checked like requests, then a request left out defaults to its limit, as the API server
     // does when it stores a pod.
     type Lists = (BTreeMap<String, String>, BTreeMap<String, String>);
     let mut requests =
-        |field: &str, (requests, limits): &Lists| -> Result<(Resources, Extended), PodError> {
-            read(&format!("{field}resources.limits"), limits)?;
+        |field: Field, (requests, limits): &Lists| -> Result<(Resources, Extended), PodError> {
+            read(&|| format!("{}resources.limits", field()), limits)?;
+            // Name the request when it is the request that is wrong.
+            let asked = read(&|| format!("{}resources.requests", field()), requests)?;
+            if limits.is_empty() {
+                return Ok(asked);
+            }
             let mut merged = limits.clone();
             merged.extend(requests.iter().map(|(k, v)| (k.clone(), v.clone())));
-            // Name the request when it is the request that is wrong.
-            read(&format!("{field}resources.requests"), requests)?;
-            read(&format!("{field}resources"), &merged)
+            read(&|| format!("{}resources", field()), &merged)
         };
     let mut container =
-        |kind: &str, c: &Container| requests(&format!("{kind} {}: ", c.name), &c.resources);
+        |kind: &str, c: &Container| requests(&|| format!("{kind} {}: ", c.name), &c.resources);
     let mut extended_demand = Extended::new();
     let mut init = Vec::new();
     for c in &parts.init {
@@ -302,8 +309,8 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
         let peak = extended_demand.entry(name).or_default();
         *peak = (*peak).max(amount);
     }
-    let (pod_level, _) = requests("spec.", &parts.pod_resources)?;
-    let (overhead, overhead_extended) = read("spec.overhead", &parts.overhead)?;
+    let (pod_level, _) = requests(&|| "spec.".into(), &parts.pod_resources)?;
+    let (overhead, overhead_extended) = read(&|| "spec.overhead".into(), &parts.overhead)?;
     for (name, amount) in overhead_extended {
         *extended_demand.entry(name).or_default() += amount;
     }
