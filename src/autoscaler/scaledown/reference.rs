@@ -5,6 +5,7 @@
 
 use super::drain::{Coverage, PdbBudget, Rules};
 use super::planner::{self, Candidate, Plan, Unremovable};
+use super::removal::tests::node;
 use super::removal::{GroupInfo, Input};
 use crate::model::node::HOSTNAME_LABEL;
 use crate::model::pdb::Pdb;
@@ -12,7 +13,6 @@ use crate::model::pod::{
     Controller, Disruption, LabelProjection, Phase, PodAffinityTerm, SafeToEvict, Scheduling,
 };
 use crate::model::selector::LabelSelector;
-use crate::model::taint::{Taint, TaintEffect};
 use crate::model::{GroupOptions, Labels, Node, Pod, Resources};
 use crate::simulator::{equivalence, predicates, world};
 use proptest::prelude::*;
@@ -156,31 +156,6 @@ fn plain(input: &Input, pods: &[Pod], rules: &Rules) -> Answer {
     answer
 }
 
-fn node(i: usize, cpu: u64, gib: u64, tainted: bool) -> Arc<Node> {
-    let resources = Resources {
-        cpu_millis: cpu * 1000,
-        memory_bytes: gib * GIB,
-        pods: 8,
-        ..Default::default()
-    };
-    let name = format!("n{i}");
-    Arc::new(Node {
-        labels: Labels::from([(HOSTNAME_LABEL.to_string(), name.clone())]),
-        name,
-        capacity: resources,
-        allocatable: resources,
-        ready: true,
-        taints: (tainted.then(|| Taint {
-            key: "dedicated".into(),
-            value: "x".into(),
-            effect: TaintEffect::NoSchedule,
-        }))
-        .into_iter()
-        .collect(),
-        ..Default::default()
-    })
-}
-
 fn app(name: u8) -> Labels {
     Labels::from([("app".to_string(), format!("app-{name}"))])
 }
@@ -243,7 +218,7 @@ fn cluster(
     loads: &[Vec<PodShape>],
 ) -> (Vec<Arc<Node>>, Vec<Pod>, Vec<Vec<usize>>) {
     let nodes: Vec<Arc<Node>> = (shapes.iter().enumerate())
-        .map(|(i, &(cpu, gib, tainted, _))| node(i, cpu, gib, tainted && i % 4 == 0))
+        .map(|(i, &(cpu, gib, tainted, _))| node(i, cpu * 1000, gib, tainted && i % 4 == 0))
         .collect();
     let mut pods: Vec<Pod> = Vec::new();
     let mut on_node = vec![Vec::new(); nodes.len()];

@@ -336,7 +336,7 @@ fn room(place: &Place) -> Resources {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::model::node::HOSTNAME_LABEL;
     use crate::model::pod::Phase;
@@ -348,7 +348,12 @@ mod tests {
     const GIB: u64 = 1 << 30;
 
     /// A node of `cpu` millicores and `gib` GiB; tainted ones take only pods that tolerate nothing (none).
-    fn node(i: usize, cpu: u64, gib: u64, tainted: bool) -> Arc<Node> {
+    pub(in crate::autoscaler::scaledown) fn node(
+        i: usize,
+        cpu: u64,
+        gib: u64,
+        tainted: bool,
+    ) -> Arc<Node> {
         let resources = Resources {
             cpu_millis: cpu,
             memory_bytes: gib * GIB,
