@@ -6,6 +6,7 @@ use crate::model::Node;
 use crate::model::pdb::Pdb;
 use crate::model::pod::{EquivalenceKey, LabelProjection, SchedulingIds};
 use crate::model::{FastMap, Pod, PodList, Resources};
+use crate::simulator::equivalence::EquivalenceGroup;
 use crate::simulator::free_tree::FreeTree;
 use crate::simulator::topology::{Place, PodTerms, Topology};
 use crate::simulator::world::{self, Filling};
@@ -86,7 +87,12 @@ pub(super) struct Mover<'a> {
     position: Vec<usize>,
     /// By position: the free room of places that accept pods (none for those that do not).
     free: FreeTree,
-    known: FastMap<EquivalenceKey<'a>, (Arc<PodTerms>, usize)>,
+    /// Each equivalence group's terms and search hint, by slot.
+    entries: Vec<(Arc<PodTerms>, usize)>,
+    /// Slots by equivalence key, and by pod once a pod has been asked about: a pod's key (its labels among
+    /// it) is read once a pass, not at every step of every search.
+    slots: FastMap<EquivalenceKey<'a>, usize>,
+    slot_of_pod: Vec<u32>,
     projection: &'a LabelProjection,
     ids: SchedulingIds<'a>,
     pods: PodList<'a>,
@@ -95,7 +101,7 @@ pub(super) struct Mover<'a> {
     /// The places whose free room changed, in order: what an explanation kept from before must look at again.
     changed: Vec<usize>,
     /// Why pods of each equivalence group that fit nowhere fit nowhere, kept up to date with `changed`.
-    unplaced: FastMap<EquivalenceKey<'a>, Unplaced>,
+    unplaced: FastMap<usize, Unplaced>,
 }
 
 /// Why one more pod of an equivalence group fits on no place: each place's reasons as of the last look, how
@@ -132,7 +138,9 @@ impl<'a> Mover<'a> {
             order,
             position,
             free,
-            known: FastMap::default(),
+            entries: Vec::new(),
+            slots: FastMap::default(),
+            slot_of_pod: vec![u32::MAX; input.pods.len()],
             projection: input.projection,
             ids: SchedulingIds::default(),
             pods: input.pods,
@@ -142,10 +150,22 @@ impl<'a> Mover<'a> {
         }
     }
 
-    fn entry(&mut self, topology: &Topology, pod: &'a Pod) -> &mut (Arc<PodTerms>, usize) {
-        self.known
+    /// Pod `p`'s equivalence group's slot in `entries`.
+    fn slot(&mut self, topology: &Topology, p: usize) -> usize {
+        let known = self.slot_of_pod[p];
+        if known != u32::MAX {
+            return known as usize;
+        }
+        let pod = self.pods.get(p);
+        let entries = &mut self.entries;
+        let slot = *(self.slots)
             .entry(pod.equivalence_key(self.projection, &mut self.ids))
-            .or_insert_with(|| (Arc::new(topology.resolve(pod)), 0))
+            .or_insert_with(|| {
+                entries.push((Arc::new(topology.resolve(pod)), 0));
+                entries.len() - 1
+            });
+        self.slot_of_pod[p] = u32::try_from(slot).expect("fewer than 2^32 groups");
+        slot
     }
 
     /// Place `p` now takes pods, or no longer does.
@@ -172,6 +192,7 @@ impl<'a> Mover<'a> {
         topology: &Topology,
         places: &[Place],
         pod: &'a Pod,
+        slot: usize,
         terms: &PodTerms,
         from: usize,
     ) -> String {
@@ -179,9 +200,8 @@ impl<'a> Mover<'a> {
             return world::explain(topology, places, pod, terms, |q| q == from);
         }
         let unfit = |place: &Place| world::unfit(topology, places, pod, terms, place);
-        let key = pod.equivalence_key(self.projection, &mut self.ids);
         let changed = &self.changed;
-        let unplaced = self.unplaced.entry(key).or_insert_with(|| {
+        let unplaced = self.unplaced.entry(slot).or_insert_with(|| {
             let reasons: Vec<Vec<String>> = places.iter().map(unfit).collect();
             let mut counts = BTreeMap::new();
             for r in &reasons {
@@ -208,11 +228,28 @@ impl<'a> Mover<'a> {
         world::unavailable(places.len() - 1, &counts)
     }
 
+    /// `moving` in equivalence groups with their slots, as [`crate::simulator::equivalence::group`] groups them
+    /// (in the order each first appears, then by priority, highest first), from the slots the pods have. The
+    /// groups are looked through for each pod: they are a node's, which kubelet's max-pods keeps few.
+    fn groups(&mut self, topology: &Topology, moving: &[usize]) -> Vec<(usize, EquivalenceGroup)> {
+        let mut groups: Vec<(usize, EquivalenceGroup)> = Vec::new();
+        for &p in moving {
+            let slot = self.slot(topology, p);
+            match groups.iter_mut().find(|(s, _)| *s == slot) {
+                Some((_, eg)) => eg.pods.push(p),
+                None => groups.push((slot, EquivalenceGroup { pods: vec![p] })),
+            }
+        }
+        let pods = self.pods;
+        groups.sort_by_key(|(_, eg)| std::cmp::Reverse(eg.exemplar(pods).priority.unwrap_or(0)));
+        groups
+    }
+
     /// Undoes a failed removal simulation, the search hints included.
     pub(super) fn undo(&mut self, undo: Undo, topology: &mut Topology, places: &mut [Place]) {
         for &(pod, hint) in undo.hints.iter().rev() {
-            let pod = self.pods.get(pod);
-            self.entry(topology, pod).1 = hint;
+            let slot = self.slot(topology, pod);
+            self.entries[slot].1 = hint;
         }
         let touched: Vec<usize> = undo.puts.iter().map(|&(_, p, ..)| p).collect();
         undo.apply(self.pods, topology, places);
@@ -250,16 +287,15 @@ impl<'a> Mover<'a> {
         let mut destinations = Vec::with_capacity(moving.len());
         // They stop counting where they are: their spread and anti-affinity no longer hold there.
         for &p in &moving {
-            let terms = self.entry(topology, pods.get(p)).0.clone();
+            let slot = self.slot(topology, p);
+            let terms = self.entries[slot].0.clone();
             topology.uncount(&terms, &places[from], 1);
             undo.uncounted.push((from, terms));
         }
         // Identical pods move together.
-        for eg in
-            crate::simulator::equivalence::group(pods, moving.iter().copied(), input.projection)
-        {
+        for (slot, eg) in self.groups(topology, &moving) {
             let pod = eg.exemplar(pods);
-            let (terms, hint) = self.entry(topology, pod).clone();
+            let (terms, hint) = self.entries[slot].clone();
             let mut want = eg.pods.len() as u64;
             let mut filling = Filling::new(pod, &terms);
             let mut i = if terms.simple { hint } else { 0 };
@@ -272,12 +308,12 @@ impl<'a> Mover<'a> {
                 let end = next.map_or(self.order.len(), |at| at + 1);
                 if advance && (i..end).contains(&from_at) {
                     // The node being removed may stay after all: the hint must not pass it.
-                    self.entry(topology, pod).1 = from_at;
+                    self.entries[slot].1 = from_at;
                     advance = false;
                 }
                 let Some(at) = next else {
                     if advance {
-                        self.entry(topology, pod).1 = self.order.len();
+                        self.entries[slot].1 = self.order.len();
                     }
                     break;
                 };
@@ -301,14 +337,14 @@ impl<'a> Mover<'a> {
                 if want > 0 {
                     i = at + 1;
                     if advance {
-                        self.entry(topology, pod).1 = i;
+                        self.entries[slot].1 = i;
                     }
                 } else if advance {
-                    self.entry(topology, pod).1 = at;
+                    self.entries[slot].1 = at;
                 }
             }
             if want > 0 {
-                let why = self.explain(topology, places, pod, &terms, from);
+                let why = self.explain(topology, places, pod, slot, &terms, from);
                 return Err(fits_nowhere(pod, want, &why));
             }
         }
