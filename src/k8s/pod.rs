@@ -216,6 +216,15 @@ pub fn from_api(pod: &k8s_openapi::api::core::v1::Pod) -> Result<PodFacts, PodEr
 
 const EBS_CSI_DRIVER: &str = "ebs.csi.aws.com";
 
+type Extended = BTreeMap<String, u64>;
+
+/// Where a resource list is (`container web: resources.limits`), for errors; written only for one: a
+/// snapshot's 300,000 pods spent a tenth of their reading on names of fields that were fine.
+type Field<'f> = &'f dyn Fn() -> String;
+
+/// A container's requests and limits.
+type Lists = (BTreeMap<String, String>, BTreeMap<String, String>);
+
 fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
     let namespace = if parts.namespace.is_empty() {
         "default".to_string()
@@ -224,11 +233,7 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
     };
     let key = format!("{namespace}/{}", parts.name);
     let mut extended = Vec::new();
-    type Extended = BTreeMap<String, u64>;
-    // Reads one resource list; `field` names where it is (`container web: resources.limits`) in errors, and
-    // is written only for one: a snapshot's 300,000 pods spent a tenth of their reading on names of fields
-    // that were fine.
-    type Field<'f> = &'f dyn Fn() -> String;
+    // Reads one resource list; `field` names where it is in errors.
     let mut read = |field: Field,
                     list: &BTreeMap<String, String>|
      -> Result<(Resources, Extended), PodError> {
@@ -268,7 +273,6 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
     };
     // Limits are checked like requests, then a request left out defaults to its limit, as the API server
     // does when it stores a pod.
-    type Lists = (BTreeMap<String, String>, BTreeMap<String, String>);
     let mut requests =
         |field: Field, (requests, limits): &Lists| -> Result<(Resources, Extended), PodError> {
             read(&|| format!("{}resources.limits", field()), limits)?;
