@@ -6,7 +6,7 @@
 //! read (namespace, labels, demand, priority and the scheduling constraints), so identical pods from
 //! different controllers, or with no controller, share a group too.
 
-use crate::model::pod::{EquivalenceKey, LabelProjection, SchedulingIds};
+use crate::model::pod::{LabelProjection, SchedulingIds};
 use crate::model::{FastMap, Pod, PodList};
 
 /// Pods that schedule identically. `pods` index the pod list they were grouped from; the first is the
@@ -31,13 +31,26 @@ pub fn group<'a>(
     projection: &LabelProjection,
 ) -> Vec<EquivalenceGroup> {
     let pods = pods.into();
-    let mut index = FastMap::default();
     let mut ids = SchedulingIds::default();
+    group_by(pods, members, |i| {
+        pods.get(i).equivalence_key(projection, &mut ids)
+    })
+}
+
+/// Groups `members` as [`group`] does, by a key `key_of` gives each (one that stands for the equivalence
+/// key: the removal simulation keeps a number per pod).
+pub fn group_by<'a, K: Clone + Eq + std::hash::Hash>(
+    pods: impl Into<PodList<'a>>,
+    members: impl IntoIterator<Item = usize>,
+    mut key_of: impl FnMut(usize) -> K,
+) -> Vec<EquivalenceGroup> {
+    let pods = pods.into();
+    let mut index = FastMap::default();
     let mut groups: Vec<EquivalenceGroup> = Vec::new();
     // Pods of one workload come in a row: a pod like the one before joins its group without a lookup.
-    let mut last: Option<(EquivalenceKey, usize)> = None;
+    let mut last: Option<(K, usize)> = None;
     for i in members {
-        let key = pods.get(i).equivalence_key(projection, &mut ids);
+        let key = key_of(i);
         let slot = match &last {
             Some((previous, slot)) if *previous == key => *slot,
             _ => {

@@ -284,9 +284,8 @@ pub fn classify(pod: &Pod, rules: &Rules, pdbs: &PdbBudget, now: SystemTime) -> 
         );
     }
     // While no budget is used up, none can block: the pod's budgets need not be looked for.
-    if let Some(i) = (pdbs.exhausted > 0)
-        .then(|| pdbs.covering(pod).find(|&i| pdbs.remaining[i] < 1))
-        .flatten()
+    if pdbs.exhausted > 0
+        && let Some(i) = pdbs.covering(pod).find(|&i| pdbs.remaining[i] < 1)
     {
         let pdb = &pdbs.pdbs[i];
         return blocks(

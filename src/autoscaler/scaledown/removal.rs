@@ -6,7 +6,7 @@ use crate::model::Node;
 use crate::model::pdb::Pdb;
 use crate::model::pod::{EquivalenceKey, LabelProjection, SchedulingIds};
 use crate::model::{FastMap, Pod, PodList, Resources};
-use crate::simulator::equivalence::EquivalenceGroup;
+use crate::simulator::equivalence;
 use crate::simulator::free_tree::FreeTree;
 use crate::simulator::topology::{Place, PodTerms, Topology};
 use crate::simulator::world::{self, Filling};
@@ -228,23 +228,6 @@ impl<'a> Mover<'a> {
         world::unavailable(places.len() - 1, &counts)
     }
 
-    /// `moving` in equivalence groups with their slots, as [`crate::simulator::equivalence::group`] groups them
-    /// (in the order each first appears, then by priority, highest first), from the slots the pods have. The
-    /// groups are looked through for each pod: they are a node's, which kubelet's max-pods keeps few.
-    fn groups(&mut self, topology: &Topology, moving: &[usize]) -> Vec<(usize, EquivalenceGroup)> {
-        let mut groups: Vec<(usize, EquivalenceGroup)> = Vec::new();
-        for &p in moving {
-            let slot = self.slot(topology, p);
-            match groups.iter_mut().find(|(s, _)| *s == slot) {
-                Some((_, eg)) => eg.pods.push(p),
-                None => groups.push((slot, EquivalenceGroup { pods: vec![p] })),
-            }
-        }
-        let pods = self.pods;
-        groups.sort_by_key(|(_, eg)| std::cmp::Reverse(eg.exemplar(pods).priority.unwrap_or(0)));
-        groups
-    }
-
     /// Undoes a failed removal simulation, the search hints included.
     pub(super) fn undo(&mut self, undo: Undo, topology: &mut Topology, places: &mut [Place]) {
         for &(pod, hint) in undo.hints.iter().rev() {
@@ -293,7 +276,10 @@ impl<'a> Mover<'a> {
             undo.uncounted.push((from, terms));
         }
         // Identical pods move together.
-        for (slot, eg) in self.groups(topology, &moving) {
+        let pods_of = self.pods;
+        for eg in equivalence::group_by(pods_of, moving.iter().copied(), |p| self.slot(topology, p))
+        {
+            let slot = self.slot(topology, eg.pods[0]);
             let pod = eg.exemplar(pods);
             let (terms, hint) = self.entries[slot].clone();
             let mut want = eg.pods.len() as u64;
