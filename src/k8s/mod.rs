@@ -6,4 +6,5 @@ pub mod objects; // k8s-openapi nodes, pods, PDBs and k8s-pb template nodes -> t
 pub mod pod; // the facts of one pod (demand, Fargate traits) from protobuf bytes or kubectl JSON/YAML
 pub mod quantity; // Kubernetes quantities: parse and print canonically
 pub mod scheduling; // a pod's scheduling constraints from its spec
-pub mod snapshot; // `kubectl get nodes,pods,pdb -A -o json` files, read item by item
+pub mod snapshot;
+pub mod snapshot_pod; // a snapshot's pod, its status read only for what is used // `kubectl get nodes,pods,pdb -A -o json` files, read item by item

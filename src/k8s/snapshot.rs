@@ -5,6 +5,7 @@
 
 use crate::k8s::capacity_buffer::{self, BufferObjects, Scalable, Template};
 use crate::k8s::objects::{self, ObjectError};
+use crate::k8s::snapshot_pod::SnapshotPod;
 use crate::model::pdb::Pdb;
 use crate::model::{Node, Pod};
 use k8s_openapi::api::core::v1 as api;
@@ -367,8 +368,11 @@ impl Snapshot {
                 self.nodes.push(objects::node_from_api(&node)?);
             }
             "Pod" => {
-                let pod: api::Pod = item.read().map_err(|e| fail(e.to_string()))?;
-                self.saw_pod(&pod);
+                let pod: SnapshotPod = item.read().map_err(|e| fail(e.to_string()))?;
+                for time in pod.times() {
+                    self.saw(Some(time));
+                }
+                let pod = pod.into_api().map_err(fail)?;
                 self.pods.push(objects::pod_from_api(&pod, true)?);
             }
             "PodDisruptionBudget" => {
@@ -428,31 +432,6 @@ impl Snapshot {
         }
         for t in node.spec.iter().flat_map(|s| s.taints.iter().flatten()) {
             self.saw(t.time_added.as_ref());
-        }
-    }
-
-    /// A pod's times: created, started, its conditions', its containers' starts and ends.
-    fn saw_pod(&mut self, pod: &api::Pod) {
-        self.saw(pod.metadata.creation_timestamp.as_ref());
-        let Some(status) = &pod.status else { return };
-        self.saw(status.start_time.as_ref());
-        for c in status.conditions.iter().flatten() {
-            self.saw(c.last_probe_time.as_ref());
-            self.saw(c.last_transition_time.as_ref());
-        }
-        let containers = status
-            .container_statuses
-            .iter()
-            .flatten()
-            .chain(status.init_container_statuses.iter().flatten());
-        for c in containers {
-            for state in [&c.state, &c.last_state].into_iter().flatten() {
-                self.saw(state.running.as_ref().and_then(|r| r.started_at.as_ref()));
-                if let Some(t) = &state.terminated {
-                    self.saw(t.started_at.as_ref());
-                    self.saw(t.finished_at.as_ref());
-                }
-            }
         }
     }
 }
