@@ -390,6 +390,18 @@ nodeGroups:
      allocatable: {cpu: '16', memory: 64Gi, pods: '110'}}
 ";
 
+/// The same group in a cluster with a Fargate profile, as EKS clusters commonly have (CoreDNS on Fargate):
+/// none of the pending pods is in its namespace.
+const GENERAL_WITH_FARGATE: &str = "
+cluster: bench
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.4xlarge, zones: [us-east-1a], minSize: 0, maxSize: 5000, desiredSize: 0,
+     allocatable: {cpu: '16', memory: 64Gi, pods: '110'}}
+fargateProfiles:
+  - {name: serverless, selectors: [{namespace: serverless, labels: {compute: fargate}}]}
+";
+
 /// Upstream's `BenchmarkBinpackingEstimate` template: 1 CPU / 5000 Mi / 100 pods.
 const UPSTREAM: &str = "
 cluster: bench
@@ -472,7 +484,7 @@ fn pending(c: &mut Criterion) {
         },
         ..Settings::default()
     };
-    let cases: [(&str, &str, Vec<Value>, Settings); 4] = [
+    let cases: [(&str, &str, Vec<Value>, Settings); 5] = [
         (
             "1000 distinct-label pods",
             GENERAL,
@@ -482,6 +494,12 @@ fn pending(c: &mut Criterion) {
         (
             "10000 distinct-label pods",
             GENERAL,
+            distinct_labels(10_000),
+            Settings::default(),
+        ),
+        (
+            "10000 distinct-label pods, a Fargate profile in the cluster",
+            GENERAL_WITH_FARGATE,
             distinct_labels(10_000),
             Settings::default(),
         ),

@@ -10,7 +10,7 @@
 use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::status::FargatePod;
 use crate::k8s::{objects, pod::PodFacts};
-use crate::model::fargate::{FargateProfile, PodMatch, SCHEDULER_NAME, Selection, select};
+use crate::model::fargate::{FargateProfile, Matcher, PodMatch, SCHEDULER_NAME, Selection};
 use crate::model::{Pod, PodList};
 use crate::simulator::equivalence::EquivalenceGroup;
 use std::collections::HashMap;
@@ -52,9 +52,10 @@ impl FargateAnswers {
             }
             return report;
         };
+        let mut matcher = Matcher::new(profiles);
         for eg in fargate {
             let exemplar = eg.exemplar(pods);
-            let selection = select(profiles, &exemplar.namespace, &exemplar.labels);
+            let selection = matcher.select(&exemplar.namespace, &exemplar.labels);
             let answer = self.ask(client, exemplar, &selection, &mut kept).await;
             for &p in &eg.pods {
                 report.pods.push(match &answer {
@@ -79,7 +80,7 @@ impl FargateAnswers {
         }
         for eg in help {
             let exemplar = eg.exemplar(pods);
-            let selection = select(profiles, &exemplar.namespace, &exemplar.labels);
+            let selection = matcher.select(&exemplar.namespace, &exemplar.labels);
             if matches!(selection, Selection::NoMatch(_)) {
                 continue;
             }

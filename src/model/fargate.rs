@@ -2,7 +2,7 @@
 //! the pricing of Fargate pods) and the companion (setting Fargate pods aside without asking) apply.
 //! Profiles are not node groups (docs/eks.md, "Fargate").
 
-use super::Labels;
+use super::{FastMap, Labels};
 use globset::{Glob, GlobMatcher};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -61,51 +61,122 @@ pub enum Selection {
     NoMatch(String),
 }
 
-/// Matching as EKS does: namespace and every selector label, `*` and `?` allowed; ACTIVE profiles only.
+/// Matching as EKS does: namespace and every selector label, `*` and `?` allowed; ACTIVE profiles only. For
+/// one pod; a loop over many pods keeps a [`Matcher`].
 pub fn select(profiles: &[FargateProfile], namespace: &str, labels: &Labels) -> Selection {
-    let mut matching: Vec<&str> = profiles
-        .iter()
-        .filter(|p| {
-            p.status == "ACTIVE"
-                && p.selectors
-                    .iter()
-                    .any(|s| selector_matches(s, namespace, labels))
-        })
-        .map(|p| p.name.as_str())
-        .collect();
-    matching.sort_unstable();
-    match matching.as_slice() {
-        [] => {
-            let inactive = profiles.iter().filter(|p| p.status != "ACTIVE").count();
-            let mut reason = format!(
-                "no ACTIVE Fargate profile selects namespace {:?} with the pod's labels",
-                namespace
-            );
-            if inactive > 0 {
-                reason.push_str(&format!(
-                    " ({inactive} profile(s) not ACTIVE were not considered)"
-                ));
-            }
-            Selection::NoMatch(reason)
+    Matcher::new(profiles).select(namespace, labels)
+}
+
+/// The profiles, ready for many pods: each selector's patterns compiled once (compiling one was most of a
+/// pod's matching), pods matched by namespace first, and each answer kept by namespace and the values of the
+/// labels the selectors read ([`label_keys`]; a pod's other labels cannot change it). A loop over 10,000 pods
+/// with labels of their own matches each namespace once.
+pub struct Matcher<'p> {
+    profiles: &'p [FargateProfile],
+    /// The selectors of ACTIVE profiles.
+    selectors: Vec<Compiled>,
+    keys: Vec<String>,
+    namespaces: FastMap<String, Namespace>,
+}
+
+/// One selector: its profile (an index into the profiles), its patterns; `None` for a pattern that is not a
+/// valid glob, which matches nothing.
+struct Compiled {
+    profile: usize,
+    namespace: Option<GlobMatcher>,
+    labels: Vec<(String, Option<GlobMatcher>)>,
+}
+
+/// What is known of one namespace: the selectors whose namespace pattern takes it, and the answers by the
+/// values of the matcher's keys.
+struct Namespace {
+    selectors: Vec<usize>,
+    answers: FastMap<Vec<Option<String>>, Selection>,
+}
+
+impl<'p> Matcher<'p> {
+    pub fn new(profiles: &'p [FargateProfile]) -> Matcher<'p> {
+        let selectors = (profiles.iter().enumerate())
+            .filter(|(_, p)| p.status == "ACTIVE")
+            .flat_map(|(i, p)| p.selectors.iter().map(move |s| (i, s)))
+            .map(|(profile, s)| Compiled {
+                profile,
+                namespace: wildcard(&s.namespace),
+                labels: (s.labels.iter())
+                    .map(|(key, value)| (key.clone(), wildcard(value)))
+                    .collect(),
+            })
+            .collect();
+        Matcher {
+            profiles,
+            selectors,
+            keys: label_keys(profiles).into_iter().collect(),
+            namespaces: FastMap::default(),
         }
-        [one] => Selection::Profile(one.to_string()),
-        many => match labels
-            .get(PROFILE_LABEL)
-            .filter(|named| many.contains(&named.as_str()))
-        {
-            Some(named) => Selection::Profile(named.clone()),
-            None => Selection::Candidates(many.iter().map(|s| s.to_string()).collect()),
-        },
+    }
+
+    /// Which profiles would take a pod of `namespace` with `labels`.
+    pub fn select(&mut self, namespace: &str, labels: &Labels) -> Selection {
+        if !self.namespaces.contains_key(namespace) {
+            let selectors = (0..self.selectors.len())
+                .filter(|&s| matches(&self.selectors[s].namespace, namespace))
+                .collect();
+            let known = Namespace {
+                selectors,
+                answers: FastMap::default(),
+            };
+            self.namespaces.insert(namespace.to_string(), known);
+        }
+        let known = &self.namespaces[namespace];
+        if known.selectors.is_empty() {
+            return no_match(self.profiles, namespace);
+        }
+        let values: Vec<Option<String>> =
+            (self.keys.iter()).map(|k| labels.get(k).cloned()).collect();
+        if let Some(answer) = known.answers.get(&values) {
+            return answer.clone();
+        }
+        let mut matching: Vec<&str> = (known.selectors.iter())
+            .map(|&s| &self.selectors[s])
+            .filter(|s| {
+                (s.labels.iter())
+                    .all(|(key, value)| labels.get(key).is_some_and(|v| matches(value, v)))
+            })
+            .map(|s| self.profiles[s.profile].name.as_str())
+            .collect();
+        matching.sort_unstable();
+        matching.dedup();
+        let answer = match matching.as_slice() {
+            [] => no_match(self.profiles, namespace),
+            [one] => Selection::Profile(one.to_string()),
+            many => match labels
+                .get(PROFILE_LABEL)
+                .filter(|named| many.contains(&named.as_str()))
+            {
+                Some(named) => Selection::Profile(named.clone()),
+                None => Selection::Candidates(many.iter().map(|s| s.to_string()).collect()),
+            },
+        };
+        let known = self.namespaces.get_mut(namespace).expect("inserted above");
+        known.answers.insert(values, answer.clone());
+        answer
     }
 }
 
-fn selector_matches(selector: &FargateSelector, namespace: &str, labels: &Labels) -> bool {
-    wildcard(&selector.namespace).is_some_and(|m| m.is_match(namespace))
-        && selector.labels.iter().all(|(key, value)| {
-            labels
-                .get(key)
-                .is_some_and(|v| wildcard(value).is_some_and(|m| m.is_match(v)))
-        })
+fn matches(pattern: &Option<GlobMatcher>, text: &str) -> bool {
+    pattern.as_ref().is_some_and(|m| m.is_match(text))
+}
+
+fn no_match(profiles: &[FargateProfile], namespace: &str) -> Selection {
+    let inactive = profiles.iter().filter(|p| p.status != "ACTIVE").count();
+    let mut reason =
+        format!("no ACTIVE Fargate profile selects namespace {namespace:?} with the pod's labels");
+    if inactive > 0 {
+        reason.push_str(&format!(
+            " ({inactive} profile(s) not ACTIVE were not considered)"
+        ));
+    }
+    Selection::NoMatch(reason)
 }
 
 /// `*` and `?` as Fargate selectors use them; nothing else is special.
@@ -239,6 +310,48 @@ mod tests {
             panic!()
         };
         assert!(why.contains("not ACTIVE"), "{why}");
+    }
+
+    #[test]
+    fn one_matcher_over_many_pods_answers_as_each_pod_alone() {
+        let profiles = [
+            profile("web", "ACTIVE", &[("team-*", &[("tier", "web-?")])]),
+            profile("all", "ACTIVE", &[("team-a", &[])]),
+            profile("named", "ACTIVE", &[("team-a", &[])]),
+            profile("old", "DELETING", &[("team-b", &[])]),
+        ];
+        let pods = [
+            pod("team-a", &[("tier", "web-1"), ("app", "x")]),
+            pod("team-a", &[("tier", "web-1"), ("app", "y")]),
+            pod("team-a", &[("tier", "db"), ("app", "x")]),
+            pod("team-a", &[(PROFILE_LABEL, "named")]),
+            pod("team-a", &[]),
+            pod("team-b", &[("tier", "web-2")]),
+            pod("team-b", &[("tier", "web-22")]),
+            pod("team-b", &[]),
+            pod("other", &[("tier", "web-1")]),
+        ];
+        let mut matcher = Matcher::new(&profiles);
+        // Twice over, so that the second round is answered from what the first kept.
+        for (namespace, labels) in pods.iter().chain(&pods) {
+            assert_eq!(
+                matcher.select(namespace, labels),
+                select(&profiles, namespace, labels),
+                "{namespace} {labels:?}"
+            );
+        }
+        assert_eq!(
+            matcher.select("team-a", &pods[2].1),
+            Selection::Candidates(vec!["all".into(), "named".into()])
+        );
+        assert_eq!(
+            matcher.select("team-a", &pods[0].1),
+            Selection::Candidates(vec!["all".into(), "named".into(), "web".into()])
+        );
+        assert_eq!(
+            matcher.select("team-b", &pods[5].1),
+            Selection::Profile("web".into())
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::group::Group;
 use crate::autoscaler::scaleup::planner::Pending;
 use crate::k8s::objects;
-use crate::model::fargate::{FargateProfile, SCHEDULER_NAME, Selection, select};
+use crate::model::fargate::{FargateProfile, Matcher, SCHEDULER_NAME, Selection};
 use crate::model::{Pod, Resources};
 use futures::future::join_all;
 use std::collections::{BTreeMap, HashMap};
@@ -42,7 +42,8 @@ impl PriceBook {
             .map(|eg| eg.exemplar(pending.pods))
             .chain([&stabilizer])
             .collect();
-        let keys: Vec<PodKey> = exemplars.iter().map(|p| key(p, profiles)).collect();
+        let mut matcher = Matcher::new(profiles);
+        let keys: Vec<PodKey> = exemplars.iter().map(|p| key(p, &mut matcher)).collect();
         // Each key not priced last loop is asked once, by its first pod.
         let mut asked: HashMap<&PodKey, usize> = HashMap::new();
         for (i, k) in keys.iter().enumerate() {
@@ -91,8 +92,8 @@ pub async fn node_prices(client: &ProviderClient, groups: &mut [Group]) -> Resul
     Ok(())
 }
 
-fn key(pod: &Pod, profiles: &[FargateProfile]) -> PodKey {
-    let fargate = match select(profiles, &pod.namespace, &pod.labels) {
+fn key(pod: &Pod, profiles: &mut Matcher<'_>) -> PodKey {
+    let fargate = match profiles.select(&pod.namespace, &pod.labels) {
         Selection::Profile(name) => Some(name),
         Selection::Candidates(names) => Some(names.join(",")),
         Selection::NoMatch(_) => (pod.scheduler_name == SCHEDULER_NAME).then(String::new),
