@@ -19,6 +19,7 @@ use ekscale::cloud::scenario::Scenario;
 use ekscale::cloud::sim::SimBackend;
 use ekscale::provider::metrics::ProviderMetrics;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -464,6 +465,67 @@ fn upstream_input() -> Vec<Value> {
         .collect()
 }
 
+/// Karpenter's scheduling benchmark mix (`makeDiversePods` in kubernetes-sigs/karpenter
+/// `pkg/controllers/provisioning/scheduling/scheduling_benchmark_test.go`), `count` pods: a sixth each of
+/// generic pods, zone and hostname topology spreads (max skew 1), hostname and zone pod affinity, and
+/// hostname anti-affinity among all `app: nginx` pods (so at least a sixth of `count` nodes); labels
+/// `my-label` / `my-affininity` (Karpenter's spelling) drawn from a-g, cpu 100m-1500m, memory 100Mi-4Gi.
+/// Drawn from a fixed-seed generator, so every run packs the same pods.
+fn karpenter_mix(count: usize) -> Vec<Value> {
+    const VALUES: [&str; 7] = ["a", "b", "c", "d", "e", "f", "g"];
+    const CPU: [&str; 5] = ["100m", "250m", "500m", "1000m", "1500m"];
+    const MEMORY: [&str; 6] = ["100Mi", "256Mi", "512Mi", "1024Mi", "2048Mi", "4096Mi"];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut draw = move |n: usize| {
+        // xorshift64: enough for a fixed, even spread of choices.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let sixth = count / 6;
+    let mut pods = Vec::with_capacity(count);
+    for i in 0..count {
+        let kind = if i < 6 * sixth { i / sixth } else { 0 };
+        let (cpu, memory) = (CPU[draw(CPU.len())], MEMORY[draw(MEMORY.len())]);
+        let mut pod = cluster::pending("default", &format!("diverse-{i}"), "x", cpu, memory);
+        let label = |key: &str, value: &str| json!({ key: value });
+        let (labels, spec) = match kind {
+            1 | 2 => {
+                let key = if kind == 1 { ZONE } else { HOSTNAME };
+                let selector = label("my-label", VALUES[draw(7)]);
+                let spread = json!([{"maxSkew": 1, "topologyKey": key,
+                    "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": selector}}]);
+                (
+                    label("my-label", VALUES[draw(7)]),
+                    json!({"topologySpreadConstraints": spread}),
+                )
+            }
+            3 | 4 => {
+                let key = if kind == 3 { HOSTNAME } else { ZONE };
+                let labels = label("my-affininity", VALUES[draw(7)]);
+                let selector = label("my-affininity", VALUES[draw(7)]);
+                let affinity = json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                    [{"labelSelector": {"matchLabels": selector}, "topologyKey": key}]}});
+                (labels, json!({"affinity": affinity}))
+            }
+            5 => {
+                let nginx = label("app", "nginx");
+                let affinity = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                    [{"labelSelector": {"matchLabels": nginx}, "topologyKey": HOSTNAME}]}});
+                (nginx, json!({"affinity": affinity}))
+            }
+            _ => (label("my-label", VALUES[draw(7)]), json!({})),
+        };
+        pod["metadata"]["labels"] = labels;
+        pods.push(cluster::with_spec(pod, spec));
+    }
+    pods
+}
+
+const ZONE: &str = "topology.kubernetes.io/zone";
+const HOSTNAME: &str = "kubernetes.io/hostname";
+
 /// gRPC requests the provider has served, all methods.
 fn requests(metrics: &ProviderMetrics, backend: &dyn ekscale::cloud::NodeGroupBackend) -> u64 {
     metrics
@@ -484,7 +546,15 @@ fn pending(c: &mut Criterion) {
         },
         ..Settings::default()
     };
-    let cases: [(&str, &str, Vec<Value>, Settings); 5] = [
+    // Karpenter's mix needs a node per anti-affinity pod: a sixth of 20,000.
+    let karpenter = Settings {
+        limits: ekscale::autoscaler::scaleup::planner::Limits {
+            max_nodes_per_scaleup: 5000,
+            ..Default::default()
+        },
+        ..Settings::default()
+    };
+    let cases: [(&str, &str, Vec<Value>, Settings); 6] = [
         (
             "1000 distinct-label pods",
             GENERAL,
@@ -510,6 +580,12 @@ fn pending(c: &mut Criterion) {
             Settings::default(),
         ),
         (
+            "20000 pods of Karpenter's scheduling benchmark mix",
+            GENERAL,
+            karpenter_mix(20_000),
+            karpenter,
+        ),
+        (
             "51000 pods of upstream's estimator bench",
             UPSTREAM,
             upstream_input(),
@@ -533,6 +609,13 @@ fn pending(c: &mut Criterion) {
             scale_ups(&status),
             status.no_scale_up.len()
         );
+        let mut why: BTreeMap<&str, usize> = BTreeMap::new();
+        for reason in status.no_scale_up.iter().flat_map(|p| p.reasons.values()) {
+            *why.entry(reason.as_str()).or_default() += 1;
+        }
+        if !why.is_empty() {
+            println!("{name}: not helped, by reason: {why:?}");
+        }
         bench_loop(
             c,
             &rt,

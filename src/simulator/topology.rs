@@ -325,6 +325,22 @@ impl Topology {
         place
     }
 
+    /// How many placed pods match the pod's affinity terms, all domains counted: a pod its affinity refused
+    /// everywhere can fit nowhere new until this grows.
+    pub fn partners(&self, pod: &PodTerms) -> u64 {
+        pod.affinity.iter().map(|&(t, _)| self.totals[t]).sum()
+    }
+
+    /// Whether every required affinity term of the pod has a matching pod in `place`'s domain (or, for a
+    /// term the pod matches itself, nowhere yet, as the scheduler allows the first such pod anywhere).
+    pub fn affinity_holds(&self, pod: &PodTerms, place: &Place) -> bool {
+        pod.affinity.iter().all(|&(t, own)| {
+            let d = self.domain(place, t);
+            let here = d != NO_DOMAIN && read(&self.counts[t], d) > 0;
+            here || own && self.totals[t] == 0
+        })
+    }
+
     fn domain(&self, place: &Place, term: TermId) -> u32 {
         place.domains[self.terms[term].key]
     }
@@ -347,12 +363,8 @@ impl Topology {
         {
             return Err(Unfit::HostPorts);
         }
-        for &(t, own) in &pod.affinity {
-            let d = self.domain(place, t);
-            let here = d != NO_DOMAIN && read(&self.counts[t], d) > 0;
-            if !(here || own && self.totals[t] == 0) {
-                return Err(Unfit::Affinity);
-            }
+        if !self.affinity_holds(pod, place) {
+            return Err(Unfit::Affinity);
         }
         for &t in &pod.anti {
             let d = self.domain(place, t);

@@ -144,31 +144,46 @@ impl ClusterSnapshot {
             .map(|eg| self.topology.resolve(eg.exemplar(pods)))
             .collect();
         let mut done = vec![0usize; pending.len()];
-        for (e, eg) in pending.iter().enumerate() {
-            let at = world::place_all(
-                &mut self.topology,
-                &mut self.places,
-                pods,
-                &eg.pods,
-                &terms[e],
-            );
-            done[e] = at.len();
-            for (k, p) in at.into_iter().enumerate() {
-                let place = &self.places[p];
-                let node = match place.kind {
-                    PlaceKind::Existing => {
-                        // Scale-down must find these a place too, as upstream's snapshot holds them there.
-                        self.on_node[p].push(eg.pods[k]);
-                        place.node.name.clone()
-                    }
-                    _ => "upcoming".into(),
-                };
-                placed.push(Placed {
-                    pod: pods[eg.pods[k]].key(),
-                    node,
-                    node_group: place.group.map(|g| groups[g].id.clone()),
-                });
+        // A pod refused for its pod affinity or a topology spread may be taken once pods placed after it
+        // are there (the partner it wants, the domains it must keep level with): such pods are offered the
+        // nodes again, pass after pass, until a pass places none; each pass that goes on placed a pod.
+        let waits_on_others = |eg: &EquivalenceGroup| {
+            let scheduling = &eg.exemplar(pods).scheduling;
+            !scheduling.affinity.is_empty() || !scheduling.spread.is_empty()
+        };
+        let mut first_pass = true;
+        loop {
+            let mut progress = false;
+            for (e, eg) in pending.iter().enumerate() {
+                let rest = &eg.pods[done[e]..];
+                if rest.is_empty() || !(first_pass || waits_on_others(eg)) {
+                    continue;
+                }
+                let at =
+                    world::place_all(&mut self.topology, &mut self.places, pods, rest, &terms[e]);
+                progress |= !at.is_empty();
+                for (k, p) in at.into_iter().enumerate() {
+                    let place = &self.places[p];
+                    let node = match place.kind {
+                        PlaceKind::Existing => {
+                            // Scale-down must find these a place too, as upstream's snapshot holds them.
+                            self.on_node[p].push(rest[k]);
+                            place.node.name.clone()
+                        }
+                        _ => "upcoming".into(),
+                    };
+                    placed.push(Placed {
+                        pod: pods[rest[k]].key(),
+                        node,
+                        node_group: place.group.map(|g| groups[g].id.clone()),
+                    });
+                    done[e] += 1;
+                }
             }
+            if !progress {
+                break;
+            }
+            first_pass = false;
         }
         Fitted {
             terms,

@@ -348,6 +348,7 @@ pub fn pack(
             });
         }
     }
+    offer_again(&mut packing, demands, &mut placed, &mut unfit);
     // A node that took no pod (upstream keeps one when a zonal constraint refuses it) is not needed.
     packing.nodes.retain(|n| !n.contents.is_empty());
     Estimate {
@@ -357,6 +358,52 @@ pub fn pack(
         stopped: packing.stopped,
         topology: packing.topology,
         ordering,
+    }
+}
+
+/// Pods refused for their pod affinity may be taken once pods packed after them are there (a pod wanting a
+/// partner that scores lower): they are offered the plan's nodes again, group after group, until a pass
+/// places none. Each pass that goes on placed a pod, so there are at most as many passes as pods. A new node
+/// would not help them (it refused them before: nothing there to be affine to), and a topology spread's
+/// pods are offered the older nodes again within [`first_fit`] already.
+fn offer_again(
+    packing: &mut Packing,
+    demands: &[Demand],
+    placed: &mut [u64],
+    unfit: &mut [Option<Unfit>],
+) {
+    // The partners each group had when the plan last refused it: until that grows, it is refused again.
+    let mut partners_then: Vec<Option<u64>> = vec![None; demands.len()];
+    loop {
+        let mut progress = false;
+        for (d, demand) in demands.iter().enumerate() {
+            if placed[d] == demand.count || unfit[d] != Some(Unfit::Affinity) {
+                continue;
+            }
+            let partners = packing.topology.partners(demand.terms);
+            if partners_then[d] == Some(partners) {
+                continue;
+            }
+            partners_then[d] = Some(partners);
+            let mut filling = Filling::new(demand.pod, demand.terms);
+            for n in 0..packing.nodes.len() {
+                // Most nodes hold no partner: asked first, before the pod's whole fit.
+                if !(packing.topology).affinity_holds(demand.terms, &packing.nodes[n]) {
+                    continue;
+                }
+                let want = demand.count - placed[d];
+                let (k, _) = packing.fill(&mut filling, d, n, want);
+                placed[d] += k;
+                progress |= k > 0;
+                if placed[d] == demand.count {
+                    unfit[d] = None;
+                    break;
+                }
+            }
+        }
+        if !progress {
+            return;
+        }
     }
 }
 
@@ -753,6 +800,40 @@ mod tests {
         assert_eq!(estimate.node_count(), 1);
         assert_eq!(estimate.placed, [1, 3]);
         assert_eq!(estimate.unfit[1], Some(Unfit::Affinity));
+    }
+
+    #[test]
+    fn pods_wanting_partners_packed_after_them_are_offered_the_plan_again() {
+        // Each link wants, on its node, a pod of the next link, which is smaller and so packed after it:
+        // tried in score order, every link but the last finds no partner yet.
+        let wanting = |next: &str| Scheduling {
+            affinity: vec![PodAffinityTerm {
+                selector: app_selector(next),
+                namespaces: Some(vec!["default".into()]),
+                topology_key: HOSTNAME_LABEL.into(),
+            }],
+            ..Default::default()
+        };
+        let groups = [
+            (pod("a", 1500, 100, wanting("b")), 2),
+            (pod("b", 1000, 100, wanting("c")), 2),
+            (pod("c", 500, 100, Scheduling::default()), 2),
+        ];
+        for ordering in ORDERINGS {
+            let estimate = run_with(node(16000, 64, 110), &groups, 100, 0, Some(ordering));
+            assert_eq!(estimate.placed, [2, 2, 2], "{ordering:?}");
+            assert_eq!(estimate.unfit, [None, None, None], "{ordering:?}");
+            // One node holds them all, every link beside its partner.
+            assert_eq!(estimate.node_count(), 1, "{ordering:?}");
+            for place in &estimate.nodes {
+                let apps: Vec<&str> = (place.contents.iter())
+                    .map(|&(d, _)| groups[d].0.labels["app"].as_str())
+                    .collect();
+                assert!(!apps.contains(&"a") || apps.contains(&"b"), "{apps:?}");
+                assert!(!apps.contains(&"b") || apps.contains(&"c"), "{apps:?}");
+            }
+        }
+        assert_eq!(run(node(16000, 64, 110), &groups, 100).placed, [2, 2, 2]);
     }
 
     #[test]
