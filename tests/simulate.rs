@@ -416,6 +416,49 @@ async fn expanders_choose_differently_and_say_so() {
 }
 
 #[tokio::test]
+async fn pods_wanting_a_partner_that_comes_after_them_join_it_on_an_existing_node() {
+    let cluster = cluster().await;
+    // The seekers are bigger, so they are tried before their partner: with one pass they found no pod to be
+    // affine to on any node and asked for a new one, which cannot help them either.
+    let seeker = |name: &str| {
+        with_spec(
+            pending("default", name, "seeker", "60m", "64Mi"),
+            json!({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "partner"}},
+                 "topologyKey": "kubernetes.io/hostname"}]}}}),
+        )
+    };
+    let snapshot = cluster.snapshot(vec![
+        seeker("seeker-0"),
+        seeker("seeker-1"),
+        pending("default", "partner-0", "partner", "30m", "32Mi"),
+    ]);
+    let result = simulate_json(cluster.provider.grpc, &snapshot, &[]);
+    assert_eq!(scale_ups(&result), [], "{result:#}");
+    assert_eq!(result["noScaleUp"], json!([]), "{result:#}");
+    let mut placed: Vec<(String, String)> = result["placed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let text = |k: &str| p[k].as_str().unwrap().to_string();
+            (text("pod"), text("node"))
+        })
+        .collect();
+    placed.sort();
+    let partner_node = placed[0].1.clone();
+    assert_eq!(
+        placed,
+        [
+            ("default/partner-0".to_string(), partner_node.clone()),
+            ("default/seeker-0".to_string(), partner_node.clone()),
+            ("default/seeker-1".to_string(), partner_node.clone()),
+        ],
+        "{result:#}"
+    );
+}
+
+#[tokio::test]
 async fn the_binpacking_time_limit_stops_the_estimate_and_says_so() {
     let cluster = cluster().await;
     let snapshot = cluster.snapshot(replicas(12, "web", "1", "1Gi"));
