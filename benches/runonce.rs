@@ -403,6 +403,19 @@ fargateProfiles:
   - {name: serverless, selectors: [{namespace: serverless, labels: {compute: fargate}}]}
 ";
 
+/// Fifty groups of the one shape, a group per team in three zones, as large EKS clusters have them.
+fn fifty_groups() -> String {
+    let mut text = String::from("cluster: bench\nregion: us-east-1\nnodeGroups:\n");
+    for g in 0..50 {
+        let zone = ["us-east-1a", "us-east-1b", "us-east-1c"][g % 3];
+        text.push_str(&format!(
+            "  - {{name: team-{g}, instanceType: m5.4xlarge, zones: [{zone}], minSize: 0, maxSize: 5000, \
+             desiredSize: 0, labels: {{team: team-{g}}}, allocatable: {{cpu: '16', memory: 64Gi, pods: '110'}}}}\n"
+        ));
+    }
+    text
+}
+
 /// Upstream's `BenchmarkBinpackingEstimate` template: 1 CPU / 5000 Mi / 100 pods.
 const UPSTREAM: &str = "
 cluster: bench
@@ -554,7 +567,8 @@ fn pending(c: &mut Criterion) {
         },
         ..Settings::default()
     };
-    let cases: [(&str, &str, Vec<Value>, Settings); 6] = [
+    let fifty = fifty_groups();
+    let cases: [(&str, &str, Vec<Value>, Settings); 7] = [
         (
             "1000 distinct-label pods",
             GENERAL,
@@ -570,6 +584,12 @@ fn pending(c: &mut Criterion) {
         (
             "10000 distinct-label pods, a Fargate profile in the cluster",
             GENERAL_WITH_FARGATE,
+            distinct_labels(10_000),
+            Settings::default(),
+        ),
+        (
+            "10000 distinct-label pods over 50 node groups of one shape",
+            &fifty,
             distinct_labels(10_000),
             Settings::default(),
         ),

@@ -325,6 +325,11 @@ impl Topology {
         place
     }
 
+    /// The topology keys registered: the node labels whose values are domains.
+    pub fn keys(&self) -> &[String] {
+        &self.keys
+    }
+
     /// How many placed pods match the pod's affinity terms, all domains counted: a pod its affinity refused
     /// everywhere can fit nowhere new until this grows.
     pub fn partners(&self, pod: &PodTerms) -> u64 {

@@ -1,6 +1,7 @@
 //! Scale-up, as cluster-autoscaler's core/scaleup, estimator and expander: for the pods nothing can hold,
 //! estimate each node group, let the expander choose, balance across similar groups, within the limits.
 
+pub mod alike; // node groups whose estimates are one, estimated once
 pub mod backoff; // node group backoff after failed scale-ups
 pub mod balance; // similar node groups, and a scale-up spread over them
 pub mod estimator; // the binpacking estimator: first-fit decreasing, several orderings, the tightest kept

@@ -3,6 +3,7 @@
 //! makes one expansion per loop; planning them all at once answers a burst in one loop.)
 
 use crate::autoscaler::group::{Group, Totals, nodes_per_zone};
+use crate::autoscaler::scaleup::alike;
 use crate::autoscaler::scaleup::balance::balance;
 use crate::autoscaler::scaleup::estimator::{self as binpack, Demand, Estimate, Stop};
 use crate::autoscaler::scaleup::expander::{
@@ -15,7 +16,7 @@ use crate::model::{Pod, PodList, Resources};
 use crate::simulator::equivalence::EquivalenceGroup;
 use crate::simulator::predicates::{self, Unfit};
 use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 /// The pending pods that need new nodes, as equivalence groups.
@@ -407,7 +408,8 @@ struct Job {
     limited_by: Limited,
 }
 
-/// Runs the jobs' estimates on every core, in order of the jobs.
+/// Runs the jobs' estimates on every core, in order of the jobs; a job whose group packs alike with an
+/// earlier job's ([`alike`]) adopts that estimate instead of repeating it.
 fn estimate_all(
     jobs: &[Job],
     groups: &[Group],
@@ -417,6 +419,47 @@ fn estimate_all(
     deadline: Instant,
 ) -> Vec<Estimate> {
     let per_zone = nodes_per_zone(groups, places);
+    let mut first: HashMap<String, usize> = HashMap::new();
+    let estimated_by: Vec<usize> = (jobs.iter().enumerate())
+        .map(|(i, job)| {
+            let pods: Vec<&Pod> = (job.members.iter())
+                .map(|&e| pending.groups[e].exemplar(pending.pods))
+                .collect();
+            let (g, zones) = (&groups[job.group], &per_zone[job.group]);
+            let key = alike::key(g, job.group, zones, &pods, job.limit, topology.keys());
+            *first.entry(key).or_insert(i)
+        })
+        .collect();
+    let own: Vec<&Job> = (jobs.iter().enumerate())
+        .filter(|&(i, _)| estimated_by[i] == i)
+        .map(|(_, job)| job)
+        .collect();
+    let mut estimates =
+        estimate_each(&own, groups, topology, places, pending, deadline, &per_zone).into_iter();
+    let mut out: Vec<Estimate> = Vec::with_capacity(jobs.len());
+    for (i, job) in jobs.iter().enumerate() {
+        let by = estimated_by[i];
+        let estimate = if by == i {
+            estimates.next().expect("one estimate per job estimated")
+        } else {
+            let from = &groups[jobs[by].group];
+            alike::adopt(&out[by], from, &groups[job.group], job.group)
+        };
+        out.push(estimate);
+    }
+    out
+}
+
+/// Runs the jobs' estimates on every core, in order of the jobs.
+fn estimate_each(
+    jobs: &[&Job],
+    groups: &[Group],
+    topology: &Topology,
+    places: &[Place],
+    pending: &Pending,
+    deadline: Instant,
+    per_zone: &[Vec<u64>],
+) -> Vec<Estimate> {
     let run = |job: &Job| {
         let demands: Vec<Demand> = job
             .members
@@ -461,7 +504,7 @@ fn estimate_all(
         cores.min(jobs.len())
     };
     if threads <= 1 {
-        return jobs.iter().map(run).collect();
+        return jobs.iter().map(|job| run(job)).collect();
     }
     // Each thread takes the next job until none is left: groups differ a lot in cost.
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -797,6 +840,83 @@ mod tests {
             plan.reasons.iter().all(|r| r.is_empty()),
             "every pod helped"
         );
+    }
+
+    #[test]
+    fn groups_of_one_shape_are_estimated_once_and_each_plans_its_own_nodes() {
+        let mut s = setup(
+            &[
+                (template("team-a", 2000, 8, "a"), 0, 2),
+                (template("team-b", 2000, 8, "a"), 0, 2),
+                (template("team-c", 2000, 8, "b"), 0, 2),
+            ],
+            pods(12, 1000),
+        );
+        // team-a and team-b differ in a label no pod reads; team-c is in another zone.
+        let terms = s.topology.keys().to_vec();
+        let exemplar: Vec<&Pod> = vec![&s.pods[0]];
+        let key = |g: usize| alike::key(&s.groups[g], g, &[0], &exemplar, 2, &terms);
+        assert_eq!(key(0), key(1));
+        assert_ne!(key(0), key(2));
+        let (plan, places) = run(&mut s, &Limits::default(), Totals::default());
+        // Twelve pods of 1 CPU: six nodes of 2 CPUs, each group's two.
+        let mut planned = deltas(&plan);
+        planned.sort();
+        assert_eq!(
+            planned,
+            [
+                ("team-a".into(), 2, 4),
+                ("team-b".into(), 2, 4),
+                ("team-c".into(), 2, 4)
+            ]
+        );
+        assert_eq!(places.len(), 6);
+
+        // team-b adopts team-a's estimate: the same packing, on team-b's own template nodes.
+        let s = setup(
+            &[
+                (template("team-a", 2000, 8, "a"), 0, 2),
+                (template("team-b", 2000, 8, "a"), 0, 2),
+            ],
+            pods(4, 1000),
+        );
+        let groups = equivalence::group(
+            &s.pods,
+            0..s.pods.len(),
+            &crate::model::pod::LabelProjection::All,
+        );
+        let terms = vec![s.topology.resolve(groups[0].exemplar(&s.pods))];
+        let pending = Pending {
+            pods: (&s.pods).into(),
+            keys: &PodNames::default(),
+            done: vec![0],
+            prices: vec![None],
+            groups,
+            terms,
+            stabilizer: 0.0,
+        };
+        let job = |group: usize| Job {
+            group,
+            members: vec![0],
+            limit: 2,
+            limited_by: Limited::GroupMax,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let estimates = estimate_all(
+            &[job(0), job(1)],
+            &s.groups,
+            &s.topology,
+            &[],
+            &pending,
+            deadline,
+        );
+        for (g, estimate) in estimates.iter().enumerate() {
+            assert_eq!((estimate.node_count(), estimate.pods_placed()), (2, 4));
+            for place in &estimate.nodes {
+                assert_eq!(place.group, Some(g));
+                assert_eq!(place.node.name, s.groups[g].id);
+            }
+        }
     }
 
     #[test]
