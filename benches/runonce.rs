@@ -393,15 +393,12 @@ nodeGroups:
 
 /// The same group in a cluster with a Fargate profile, as EKS clusters commonly have (CoreDNS on Fargate):
 /// none of the pending pods is in its namespace.
-const GENERAL_WITH_FARGATE: &str = "
-cluster: bench
-region: us-east-1
-nodeGroups:
-  - {name: general, instanceType: m5.4xlarge, zones: [us-east-1a], minSize: 0, maxSize: 5000, desiredSize: 0,
-     allocatable: {cpu: '16', memory: 64Gi, pods: '110'}}
-fargateProfiles:
-  - {name: serverless, selectors: [{namespace: serverless, labels: {compute: fargate}}]}
-";
+fn general_with_fargate() -> String {
+    format!(
+        "{GENERAL}fargateProfiles:\n  - {{name: serverless, selectors: [{{namespace: serverless, labels: \
+         {{compute: fargate}}}}]}}\n"
+    )
+}
 
 /// Fifty groups of the one shape, a group per team in three zones, as large EKS clusters have them.
 fn fifty_groups() -> String {
@@ -568,6 +565,7 @@ fn pending(c: &mut Criterion) {
         ..Settings::default()
     };
     let fifty = fifty_groups();
+    let with_fargate = general_with_fargate();
     let cases: [(&str, &str, Vec<Value>, Settings); 7] = [
         (
             "1000 distinct-label pods",
@@ -583,7 +581,7 @@ fn pending(c: &mut Criterion) {
         ),
         (
             "10000 distinct-label pods, a Fargate profile in the cluster",
-            GENERAL_WITH_FARGATE,
+            &with_fargate,
             distinct_labels(10_000),
             Settings::default(),
         ),
