@@ -9,6 +9,7 @@ use crate::autoscaler::scaleup::estimator::{self as binpack, Demand, Estimate, S
 use crate::autoscaler::scaleup::expander::{
     Expander, ExpanderError, ExpansionOption, PriceContext,
 };
+use crate::autoscaler::scaleup::parallel;
 use crate::autoscaler::status::ScaleUp;
 use crate::model::PodNames;
 use crate::model::node::ZONE_LABEL;
@@ -419,12 +420,19 @@ fn estimate_all(
     deadline: Instant,
 ) -> Vec<Estimate> {
     let per_zone = nodes_per_zone(groups, places);
+    let demands = |job: &Job| -> Vec<Demand> {
+        (job.members.iter())
+            .map(|&e| Demand {
+                pod: pending.groups[e].exemplar(pending.pods),
+                terms: &pending.terms[e],
+                count: pending.left(e),
+            })
+            .collect()
+    };
     let mut first: HashMap<String, usize> = HashMap::new();
     let estimated_by: Vec<usize> = (jobs.iter().enumerate())
         .map(|(i, job)| {
-            let pods: Vec<&Pod> = (job.members.iter())
-                .map(|&e| pending.groups[e].exemplar(pending.pods))
-                .collect();
+            let pods: Vec<&Pod> = demands(job).iter().map(|d| d.pod).collect();
             let (g, zones) = (&groups[job.group], &per_zone[job.group]);
             let key = alike::key(g, job.group, zones, &pods, job.limit, topology.keys());
             *first.entry(key).or_insert(i)
@@ -434,8 +442,20 @@ fn estimate_all(
         .filter(|&(i, _)| estimated_by[i] == i)
         .map(|(_, job)| job)
         .collect();
-    let mut estimates =
-        estimate_each(&own, groups, topology, places, pending, deadline, &per_zone).into_iter();
+    let pods = own.iter().flat_map(|j| &j.members);
+    let pods: usize = pods.map(|&e| pending.left(e) as usize).sum();
+    let estimates = parallel::each(&own, pods, |job| {
+        let templates = binpack::Templates {
+            zones: groups[job.group].templates(),
+            nodes: &per_zone[job.group],
+        };
+        let limits = binpack::Limits {
+            max_nodes: job.limit,
+            deadline: Some(deadline),
+        };
+        binpack::estimate(topology, places, templates, &demands(job), limits)
+    });
+    let mut estimates = estimates.into_iter();
     let mut out: Vec<Estimate> = Vec::with_capacity(jobs.len());
     for (i, job) in jobs.iter().enumerate() {
         let by = estimated_by[i];
@@ -448,86 +468,6 @@ fn estimate_all(
         out.push(estimate);
     }
     out
-}
-
-/// Runs the jobs' estimates on every core, in order of the jobs.
-fn estimate_each(
-    jobs: &[&Job],
-    groups: &[Group],
-    topology: &Topology,
-    places: &[Place],
-    pending: &Pending,
-    deadline: Instant,
-    per_zone: &[Vec<u64>],
-) -> Vec<Estimate> {
-    let run = |job: &Job| {
-        let demands: Vec<Demand> = job
-            .members
-            .iter()
-            .map(|&e| Demand {
-                pod: pending.groups[e].exemplar(pending.pods),
-                terms: &pending.terms[e],
-                count: pending.left(e),
-            })
-            .collect();
-        let group = &groups[job.group];
-        let templates = binpack::Templates {
-            zones: group.templates(),
-            nodes: &per_zone[job.group],
-        };
-        binpack::estimate(
-            topology,
-            places,
-            templates,
-            &demands,
-            binpack::Limits {
-                max_nodes: job.limit,
-                deadline: Some(deadline),
-            },
-        )
-    };
-    // Threads cost tens of microseconds to start: not worth it for a few hundred pods.
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let work: usize = jobs
-        .iter()
-        .map(|j| {
-            j.members
-                .iter()
-                .map(|&e| pending.left(e) as usize)
-                .sum::<usize>()
-        })
-        .sum();
-    let threads = if work < 2000 {
-        1
-    } else {
-        cores.min(jobs.len())
-    };
-    if threads <= 1 {
-        return jobs.iter().map(|job| run(job)).collect();
-    }
-    // Each thread takes the next job until none is left: groups differ a lot in cost.
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut done: Vec<(usize, Estimate)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(job) = jobs.get(i) else { break mine };
-                        mine.push((i, run(job)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().expect("an estimate does not panic"))
-            .collect()
-    });
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, estimate)| estimate).collect()
 }
 
 fn expander_name(expander: &Expander) -> String {
@@ -776,25 +716,30 @@ mod tests {
         }
     }
 
-    fn run(setup: &mut Setup, limits: &Limits, totals: Totals) -> (Plan, Vec<Place>) {
+    /// `pods` as the planner takes them: in equivalence groups, their terms resolved, none placed yet.
+    fn pending<'a>(pods: &'a [Pod], topology: &Topology, keys: &'a PodNames) -> Pending<'a> {
         let groups = equivalence::group(
-            &setup.pods,
-            0..setup.pods.len(),
+            pods,
+            0..pods.len(),
             &crate::model::pod::LabelProjection::All,
         );
-        let terms = groups
-            .iter()
-            .map(|g| setup.topology.resolve(g.exemplar(&setup.pods)))
+        let terms = (groups.iter())
+            .map(|g| topology.resolve(g.exemplar(pods)))
             .collect();
-        let mut pending = Pending {
-            pods: (&setup.pods).into(),
-            keys: &PodNames::default(),
+        Pending {
+            pods: pods.into(),
+            keys,
             done: vec![0; groups.len()],
             prices: vec![None; groups.len()],
             groups,
             terms,
             stabilizer: 0.0,
-        };
+        }
+    }
+
+    fn run(setup: &mut Setup, limits: &Limits, totals: Totals) -> (Plan, Vec<Place>) {
+        let keys = PodNames::default();
+        let mut pending = pending(&setup.pods, &setup.topology, &keys);
         let expander = Expander {
             chain: vec![Strategy::LeastWaste],
             priorities: None,
@@ -880,21 +825,8 @@ mod tests {
             ],
             pods(4, 1000),
         );
-        let groups = equivalence::group(
-            &s.pods,
-            0..s.pods.len(),
-            &crate::model::pod::LabelProjection::All,
-        );
-        let terms = vec![s.topology.resolve(groups[0].exemplar(&s.pods))];
-        let pending = Pending {
-            pods: (&s.pods).into(),
-            keys: &PodNames::default(),
-            done: vec![0],
-            prices: vec![None],
-            groups,
-            terms,
-            stabilizer: 0.0,
-        };
+        let keys = PodNames::default();
+        let pending = pending(&s.pods, &s.topology, &keys);
         let job = |group: usize| Job {
             group,
             members: vec![0],
