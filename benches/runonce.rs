@@ -17,6 +17,7 @@ use ekscale::autoscaler::settings::Settings;
 use ekscale::clock::Clock;
 use ekscale::cloud::scenario::Scenario;
 use ekscale::cloud::sim::SimBackend;
+use ekscale::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
 use ekscale::provider::metrics::ProviderMetrics;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -502,7 +503,11 @@ fn karpenter_mix(count: usize) -> Vec<Value> {
         let label = |key: &str, value: &str| json!({ key: value });
         let (labels, spec) = match kind {
             1 | 2 => {
-                let key = if kind == 1 { ZONE } else { HOSTNAME };
+                let key = if kind == 1 {
+                    ZONE_LABEL
+                } else {
+                    HOSTNAME_LABEL
+                };
                 let selector = label("my-label", VALUES[draw(7)]);
                 let spread = json!([{"maxSkew": 1, "topologyKey": key,
                     "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": selector}}]);
@@ -512,7 +517,11 @@ fn karpenter_mix(count: usize) -> Vec<Value> {
                 )
             }
             3 | 4 => {
-                let key = if kind == 3 { HOSTNAME } else { ZONE };
+                let key = if kind == 3 {
+                    HOSTNAME_LABEL
+                } else {
+                    ZONE_LABEL
+                };
                 let labels = label("my-affininity", VALUES[draw(7)]);
                 let selector = label("my-affininity", VALUES[draw(7)]);
                 let affinity = json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
@@ -522,7 +531,7 @@ fn karpenter_mix(count: usize) -> Vec<Value> {
             5 => {
                 let nginx = label("app", "nginx");
                 let affinity = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                    [{"labelSelector": {"matchLabels": nginx}, "topologyKey": HOSTNAME}]}});
+                    [{"labelSelector": {"matchLabels": nginx}, "topologyKey": HOSTNAME_LABEL}]}});
                 (nginx, json!({"affinity": affinity}))
             }
             _ => (label("my-label", VALUES[draw(7)]), json!({})),
@@ -532,9 +541,6 @@ fn karpenter_mix(count: usize) -> Vec<Value> {
     }
     pods
 }
-
-const ZONE: &str = "topology.kubernetes.io/zone";
-const HOSTNAME: &str = "kubernetes.io/hostname";
 
 /// gRPC requests the provider has served, all methods.
 fn requests(metrics: &ProviderMetrics, backend: &dyn ekscale::cloud::NodeGroupBackend) -> u64 {
@@ -548,22 +554,17 @@ fn requests(metrics: &ProviderMetrics, backend: &dyn ekscale::cloud::NodeGroupBa
 
 fn pending(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    // Upstream's benchmark lets the estimator add 3,000 nodes.
-    let upstream = Settings {
+    // Settings that let one scale-up add `nodes` nodes, and otherwise the defaults.
+    let up_to = |nodes: u64| Settings {
         limits: ekscale::autoscaler::scaleup::planner::Limits {
-            max_nodes_per_scaleup: 3000,
+            max_nodes_per_scaleup: nodes,
             ..Default::default()
         },
         ..Settings::default()
     };
-    // Karpenter's mix needs a node per anti-affinity pod: a sixth of 20,000.
-    let karpenter = Settings {
-        limits: ekscale::autoscaler::scaleup::planner::Limits {
-            max_nodes_per_scaleup: 5000,
-            ..Default::default()
-        },
-        ..Settings::default()
-    };
+    // Upstream's benchmark lets the estimator add 3,000 nodes; Karpenter's mix needs a node per
+    // anti-affinity pod, a sixth of 20,000.
+    let (upstream, karpenter) = (up_to(3000), up_to(5000));
     let fifty = fifty_groups();
     let with_fargate = general_with_fargate();
     let cases: [(&str, &str, Vec<Value>, Settings); 7] = [

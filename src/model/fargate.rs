@@ -87,10 +87,11 @@ struct Compiled {
     labels: Vec<(String, Option<GlobMatcher>)>,
 }
 
-/// What is known of one namespace: the selectors whose namespace pattern takes it, and the answers by the
-/// values of the matcher's keys.
+/// What is known of one namespace: the selectors whose namespace pattern takes it, the answer when none does
+/// (written once, not for every pod of the namespace), and the answers by the values of the matcher's keys.
 struct Namespace {
     selectors: Vec<usize>,
+    refused: Option<Selection>,
     answers: FastMap<Vec<Option<String>>, Selection>,
 }
 
@@ -118,18 +119,21 @@ impl<'p> Matcher<'p> {
     /// Which profiles would take a pod of `namespace` with `labels`.
     pub fn select(&mut self, namespace: &str, labels: &Labels) -> Selection {
         if !self.namespaces.contains_key(namespace) {
-            let selectors = (0..self.selectors.len())
+            let selectors: Vec<usize> = (0..self.selectors.len())
                 .filter(|&s| matches(&self.selectors[s].namespace, namespace))
                 .collect();
             let known = Namespace {
+                refused: selectors
+                    .is_empty()
+                    .then(|| no_match(self.profiles, namespace)),
                 selectors,
                 answers: FastMap::default(),
             };
             self.namespaces.insert(namespace.to_string(), known);
         }
         let known = &self.namespaces[namespace];
-        if known.selectors.is_empty() {
-            return no_match(self.profiles, namespace);
+        if let Some(refused) = &known.refused {
+            return refused.clone();
         }
         let values: Vec<Option<String>> =
             (self.keys.iter()).map(|k| labels.get(k).cloned()).collect();
