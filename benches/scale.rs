@@ -22,7 +22,7 @@ use ekscale::autoscaler::settings::Settings;
 use ekscale::k8s::objects;
 use ekscale::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
 use ekscale::model::pdb::Pdb;
-use ekscale::model::pod::{Controller, Phase, share_alike};
+use ekscale::model::pod::{Alike, Controller, Phase};
 use ekscale::model::selector::LabelSelector;
 use ekscale::model::{Labels, Node, Pod, PodNames, Resources};
 use ekscale::provider::metrics::ProviderMetrics;
@@ -189,7 +189,8 @@ fn view(case: &Case, nodes: Vec<Arc<Node>>, now: SystemTime) -> ClusterView {
         burst.created = Some(now);
         pods.push(burst);
     }
-    share_alike(&mut pods);
+    let mut alike = Alike::default();
+    pods.iter_mut().for_each(|pod| alike.share(pod));
     let pdbs = (0..3)
         .map(|a| Pdb {
             namespace: "default".into(),

@@ -142,7 +142,7 @@ pub struct Snapshot {
 
 impl Snapshot {
     pub fn read(path: &Path) -> Result<Snapshot, ClusterError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ClusterError::Read {
+        let text = snapshot::read_text(path).map_err(|source| ClusterError::Read {
             path: path.to_path_buf(),
             source,
         })?;
@@ -156,7 +156,7 @@ impl Snapshot {
             view: Arc::new(ClusterView {
                 nodes: parsed.nodes.into_iter().map(Arc::new).collect(),
                 keys: PodNames::of(&parsed.pods).into(),
-                pods: parsed.pods.into_iter().map(Arc::new).collect(),
+                pods: parsed.pods,
                 pdbs: parsed.pdbs,
                 daemonsets: parsed.daemonsets,
                 buffers: parsed.buffers,

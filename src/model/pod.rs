@@ -11,7 +11,7 @@ pub const FARGATE_SCHEDULER: &str = "fargate-scheduler";
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pod {
-    /// Pods read together share one allocation per namespace ([`share_alike`]): the loop compares namespaces
+    /// Pods read together share one allocation per namespace ([`Alike`]): the loop compares namespaces
     /// of tens of thousands of pods, and equal pointers answer without reading the text.
     pub namespace: Arc<str>,
     pub name: String,
@@ -300,7 +300,7 @@ pub struct EquivalenceKey<'a> {
 }
 
 /// Numbers for scheduling constraints, equal numbers for equal constraints. Pods read together share one
-/// `Arc<Scheduling>` per distinct value ([`share_alike`]), so a pod costs a pointer lookup and each
+/// `Arc<Scheduling>` per distinct value ([`Alike`]), so a pod costs a pointer lookup and each
 /// distinct value one deep comparison, however many pods there are.
 #[derive(Default)]
 pub struct SchedulingIds<'a> {
@@ -328,18 +328,11 @@ impl<'a> SchedulingIds<'a> {
     }
 }
 
-/// Makes pods with equal scheduling constraints share one `Arc` of them, and pods of one namespace one
-/// `Arc` of its name: done once where pods are read, so that the loop compares both by pointer.
-pub fn share_alike(pods: &mut [Pod]) {
-    let mut alike = Alike::default();
-    for pod in pods {
-        alike.share(pod);
-    }
-}
-
-/// The constraints and namespaces pods read so far share ([`share_alike`]), kept by a source that reads
-/// pods one at a time as they change (a watch), so that a pod read today shares with one read yesterday.
-#[derive(Default)]
+/// Makes pods with equal scheduling constraints share one `Arc` of them, and pods of one namespace one `Arc`
+/// of its name: done where pods are read, so that the loop compares both by pointer. Kept by a source that
+/// reads pods one at a time as they change (a watch), so that a pod read today shares with one read
+/// yesterday.
+#[derive(Debug, Default)]
 pub struct Alike {
     constraints: std::collections::HashSet<Arc<Scheduling>>,
     namespaces: std::collections::HashSet<Arc<str>>,
@@ -354,6 +347,35 @@ impl Alike {
         share(&mut self.namespaces, &mut pod.namespace);
         if self.constraints.len() + self.namespaces.len() > 2 * self.kept.max(1024) {
             self.forget_unused();
+        }
+    }
+
+    /// Makes `pods`, read in parts that each shared their pods' values ([`Alike::share`]), share across the
+    /// parts: each part's value is looked up once, by address, instead of hashing every pod's constraints
+    /// again. A pod held elsewhere already (not only in `pods`) keeps its own values.
+    pub fn join(&mut self, pods: &mut [Arc<Pod>]) {
+        use std::collections::HashMap;
+        // Each part's value, kept alive (so that no other value takes its address), with the shared one.
+        let mut constraints: HashMap<*const Scheduling, (Arc<Scheduling>, Arc<Scheduling>)> =
+            HashMap::new();
+        let mut namespaces: HashMap<*const str, (Arc<str>, Arc<str>)> = HashMap::new();
+        for pod in pods.iter_mut().filter_map(Arc::get_mut) {
+            let (_, shared) = constraints
+                .entry(Arc::as_ptr(&pod.scheduling))
+                .or_insert_with(|| {
+                    let part = pod.scheduling.clone();
+                    share(&mut self.constraints, &mut pod.scheduling);
+                    (part, pod.scheduling.clone())
+                });
+            pod.scheduling = shared.clone();
+            let (_, shared) = namespaces
+                .entry(Arc::as_ptr(&pod.namespace))
+                .or_insert_with(|| {
+                    let part = pod.namespace.clone();
+                    share(&mut self.namespaces, &mut pod.namespace);
+                    (part, pod.namespace.clone())
+                });
+            pod.namespace = shared.clone();
         }
     }
 
@@ -451,29 +473,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pods_read_together_share_namespaces_and_equal_constraints() {
-        let tolerant = Arc::new(Scheduling {
+    fn pods_read_in_parts_share_namespaces_and_equal_constraints() {
+        let tolerant = Scheduling {
             node_selector: [("team".to_string(), "web".to_string())].into(),
             ..Default::default()
-        });
-        let mut pods: Vec<Pod> = ["web", "web", "batch"]
-            .into_iter()
-            .enumerate()
-            .map(|(i, namespace)| Pod {
-                scheduling: Arc::new((*tolerant).clone()),
-                ..Pod::pending(
-                    namespace,
-                    &format!("p{i}"),
-                    crate::model::Resources::default(),
-                )
-            })
-            .collect();
-        assert!(!Arc::ptr_eq(&pods[0].namespace, &pods[1].namespace));
-        share_alike(&mut pods);
-        assert!(Arc::ptr_eq(&pods[0].namespace, &pods[1].namespace));
+        };
+        let pod = |namespace: &str, name: &str| Pod {
+            scheduling: Arc::new(tolerant.clone()),
+            ..Pod::pending(namespace, name, crate::model::Resources::default())
+        };
+        // Two parts, as two converters read them: each shares within itself.
+        let mut parts = [
+            vec![pod("web", "p0"), pod("web", "p1")],
+            vec![pod("batch", "p2"), pod("web", "p3")],
+        ];
+        for part in &mut parts {
+            let mut alike = Alike::default();
+            part.iter_mut().for_each(|pod| alike.share(pod));
+        }
+        assert!(Arc::ptr_eq(&parts[0][0].namespace, &parts[0][1].namespace));
+        assert!(!Arc::ptr_eq(
+            &parts[0][0].scheduling,
+            &parts[1][0].scheduling
+        ));
+        let mut pods: Vec<Arc<Pod>> = parts.into_iter().flatten().map(Arc::new).collect();
+        // A pod also held elsewhere is left as it is.
+        let held = Arc::new(pod("web", "p4"));
+        pods.push(held.clone());
+        Alike::default().join(&mut pods);
+        assert!(Arc::ptr_eq(&pods[0].namespace, &pods[3].namespace));
         assert_eq!(&*pods[2].namespace, "batch");
-        assert!(Arc::ptr_eq(&pods[0].scheduling, &pods[2].scheduling));
-        assert_eq!(*pods[2].scheduling, *tolerant);
+        for pod in &pods[1..4] {
+            assert!(Arc::ptr_eq(&pods[0].scheduling, &pod.scheduling));
+        }
+        assert_eq!(*pods[2].scheduling, tolerant);
+        assert!(!Arc::ptr_eq(&pods[0].scheduling, &pods[4].scheduling));
     }
 
     #[test]
