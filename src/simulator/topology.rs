@@ -116,6 +116,11 @@ impl PodTerms {
     pub(super) fn spread_count(&self) -> usize {
         self.spread.len()
     }
+
+    /// Whether it has required pod affinity: where it may go grows as other pods are placed.
+    pub fn wants_partners(&self) -> bool {
+        !self.affinity.is_empty()
+    }
 }
 
 fn bump(list: &mut Vec<u32>, domain: u32, by: u32) {

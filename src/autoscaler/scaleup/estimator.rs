@@ -363,8 +363,9 @@ pub fn pack(
 
 /// Pods refused for their pod affinity may be taken once pods packed after them are there (a pod wanting a
 /// partner that scores lower): they are offered the plan's nodes again, group after group, until a pass
-/// places none. Each pass that goes on placed a pod, so there are at most as many passes as pods. A new node
-/// would not help them (it refused them before: nothing there to be affine to), and a topology spread's
+/// places none. Each pass that goes on placed a pod, so there are at most as many passes as pods. New nodes
+/// are added for what is left when a new node would now hold the affinity (a partner in the zone a zonal
+/// term asks for); for a hostname term a new node holds no partner, so none is tried. A topology spread's
 /// pods are offered the older nodes again within [`first_fit`] already.
 fn offer_again(
     packing: &mut Packing,
@@ -377,7 +378,9 @@ fn offer_again(
     loop {
         let mut progress = false;
         for (d, demand) in demands.iter().enumerate() {
-            if placed[d] == demand.count || unfit[d] != Some(Unfit::Affinity) {
+            // Refused for its affinity, or stopped by a limit before partners it could join were placed.
+            let refused = matches!(unfit[d], Some(Unfit::Affinity) | None);
+            if placed[d] == demand.count || !refused || !demand.terms.wants_partners() {
                 continue;
             }
             let partners = packing.topology.partners(demand.terms);
@@ -399,6 +402,18 @@ fn offer_again(
                     unfit[d] = None;
                     break;
                 }
+            }
+            let want = demand.count - placed[d];
+            let templates = packing.templates.zones;
+            if want > 0
+                && templates
+                    .iter()
+                    .any(|t| packing.topology.affinity_holds(demand.terms, t))
+            {
+                let (k, why) = first_fit(packing, &mut filling, d, want);
+                placed[d] += k;
+                progress |= k > 0;
+                unfit[d] = why;
             }
         }
         if !progress {
@@ -837,6 +852,30 @@ mod tests {
     }
 
     #[test]
+    fn pods_wanting_a_zone_partner_placed_after_them_get_new_nodes_in_its_zone() {
+        // Three big pods want a `cache` pod in their zone; the cache pod is small and packed after them.
+        // Offered the plan again, two join the cache pod's node and the third needs a node of its own.
+        let in_zone_of_cache = Scheduling {
+            affinity: vec![PodAffinityTerm {
+                selector: app_selector("cache"),
+                namespaces: Some(vec!["default".into()]),
+                topology_key: ZONE_LABEL.into(),
+            }],
+            ..Default::default()
+        };
+        let groups = [
+            (pod("web", 1000, 6000, in_zone_of_cache), 3),
+            (pod("cache", 100, 100, Scheduling::default()), 1),
+        ];
+        for ordering in ORDERINGS {
+            let estimate = run_with(node(4000, 16, 110), &groups, 10, 0, Some(ordering));
+            assert_eq!(estimate.placed, [3, 1], "{ordering:?}");
+            assert_eq!(estimate.unfit, [None, None], "{ordering:?}");
+            assert_eq!(estimate.node_count(), 2, "{ordering:?}");
+        }
+    }
+
+    #[test]
     fn self_affinity_lets_the_first_pod_start_a_node() {
         let together = Scheduling {
             affinity: vec![PodAffinityTerm {
@@ -1181,6 +1220,130 @@ mod tests {
                     );
                 }
                 prop_assert_eq!(per_demand, estimate.placed.clone());
+            }
+        }
+    }
+
+    mod completeness {
+        //! Karpenter's benchmark mix in small: pods with hostname and zone affinity to other pods' labels,
+        //! hostname anti-affinity, zone and hostname spread, and none. Whatever the estimator leaves
+        //! unplaced would fit on no node of its plan, and on no further new node while the limit allows one:
+        //! a pod reported "no scale-up" is one the plan could not hold.
+        use super::*;
+        use crate::simulator::world;
+        use proptest::prelude::*;
+
+        #[derive(Clone, Copy, Debug)]
+        enum Constraint {
+            None,
+            /// Wants a pod labelled `my-label=<value>` on its node, or in its zone.
+            Affinity {
+                value: usize,
+                zone: bool,
+            },
+            /// One per node with its own app.
+            AntiAffinity,
+            /// Its own app spread by zone or by node, max skew 1.
+            Spread {
+                zone: bool,
+            },
+        }
+
+        fn constraint() -> impl Strategy<Value = Constraint> {
+            prop_oneof![
+                Just(Constraint::None),
+                (0usize..3, any::<bool>())
+                    .prop_map(|(value, zone)| Constraint::Affinity { value, zone }),
+                Just(Constraint::AntiAffinity),
+                any::<bool>().prop_map(|zone| Constraint::Spread { zone }),
+            ]
+        }
+
+        const VALUES: [&str; 3] = ["a", "b", "c"];
+
+        fn to_pod(i: usize, cpu: u64, mem_mi: u64, label: usize, constraint: Constraint) -> Pod {
+            let app = format!("app-{i}");
+            let key = |zone: bool| if zone { ZONE_LABEL } else { HOSTNAME_LABEL };
+            let term = |selector: LabelSelector, zone: bool| PodAffinityTerm {
+                selector,
+                namespaces: Some(vec!["default".into()]),
+                topology_key: key(zone).into(),
+            };
+            let scheduling = match constraint {
+                Constraint::None => Scheduling::default(),
+                Constraint::Affinity { value, zone } => Scheduling {
+                    affinity: vec![term(
+                        LabelSelector {
+                            match_labels: [("my-label".into(), VALUES[value].into())].into(),
+                            expressions: vec![],
+                        },
+                        zone,
+                    )],
+                    ..Default::default()
+                },
+                Constraint::AntiAffinity => Scheduling {
+                    anti_affinity: vec![term(app_selector(&app), false)],
+                    ..Default::default()
+                },
+                Constraint::Spread { zone } => Scheduling {
+                    spread: vec![SpreadConstraint::new(1, key(zone), app_selector(&app))],
+                    ..Default::default()
+                },
+            };
+            let mut pod = pod(&app, cpu, mem_mi, scheduling);
+            pod.labels.insert("my-label".into(), VALUES[label].into());
+            pod
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+            #[test]
+            fn no_pod_left_unplaced_fits_the_plan(
+                groups in prop::collection::vec(
+                    (50u64..3000, 64u64..8000, 1u64..12, 0usize..3, constraint()), 1..8),
+                max_nodes in 1u64..40,
+            ) {
+                let pods: Vec<(Pod, u64)> = groups
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(cpu, mem, count, label, c))| (to_pod(i, cpu, mem, label, c), count))
+                    .collect();
+                let mut topology = Topology::default();
+                for (p, _) in &pods {
+                    topology.register(p);
+                }
+                let terms: Vec<PodTerms> = pods.iter().map(|(p, _)| topology.resolve(p)).collect();
+                let template = topology.place(node(4000, 16, 30), Some(0), PlaceKind::Planned);
+                let demands = demands(&pods, &terms);
+                let limits = Limits { max_nodes, deadline: None };
+                let estimate =
+                    estimate(&topology, &[], Templates::one(&template), &demands, limits);
+                let mut after = estimate.topology.clone();
+                let another = after.copy(&template, PlaceKind::Planned);
+                let room_for_another = (estimate.node_count() as u64) < max_nodes;
+                for (d, (pod, count)) in pods.iter().enumerate() {
+                    if estimate.placed[d] == *count {
+                        continue;
+                    }
+                    for (n, place) in estimate.nodes.iter().enumerate() {
+                        let why = world::unfit(&estimate.topology, &estimate.nodes, pod, &terms[d], place);
+                        prop_assert!(
+                            !why.is_empty(),
+                            "{} of {} {} left unplaced, though one fits on plan node {n} of {}",
+                            count - estimate.placed[d], count, pod.name, estimate.node_count()
+                        );
+                    }
+                    if room_for_another {
+                        let mut places = estimate.nodes.clone();
+                        places.push(another.clone());
+                        let why = world::unfit(&after, &places, pod, &terms[d], &another);
+                        prop_assert!(
+                            !why.is_empty(),
+                            "{} of {} {} left unplaced, though one fits on a new node ({} of at most {})",
+                            count - estimate.placed[d], count, pod.name, estimate.node_count(), max_nodes
+                        );
+                    }
+                }
             }
         }
     }
