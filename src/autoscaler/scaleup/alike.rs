@@ -1,13 +1,15 @@
 //! Node groups whose estimates are one: a cluster with a node group per team and zone has dozens of one
 //! shape, and estimating each of them for the same pods repeated the whole estimate per group. Groups whose
-//! templates schedule alike for the pods at hand (the same zones, room, taints, DaemonSet ports and the labels
-//! the pods read), with as many nodes per zone and the same limit, pack the same pods the same way: one is
-//! estimated and the others adopt its estimate, their own template nodes put in.
+//! templates schedule alike for the pods at hand (the same room, taints, DaemonSet ports and the labels the
+//! pods or a topology term read), with as many nodes per zone and the same limit, pack the same pods the same
+//! way: one is estimated and the others adopt its estimate, their own template nodes put in. Zones are such a
+//! label: groups of one shape in different zones (EKS's node group per availability zone) are alike for pods
+//! no zonal term, selector or spread reads.
 
 use crate::autoscaler::group::Group;
 use crate::autoscaler::scaleup::estimator::Estimate;
 use crate::model::Pod;
-use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
+use crate::model::node::HOSTNAME_LABEL;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::sync::Arc;
@@ -24,8 +26,7 @@ pub fn key(
     limit: u64,
     topology_keys: &[String],
 ) -> String {
-    let mut read: BTreeSet<&str> = BTreeSet::from([ZONE_LABEL]);
-    read.extend(topology_keys.iter().map(String::as_str));
+    let mut read: BTreeSet<&str> = topology_keys.iter().map(String::as_str).collect();
     let mut by_name = false;
     for pod in pods {
         let s = &pod.scheduling;

@@ -797,12 +797,21 @@ mod tests {
             ],
             pods(12, 1000),
         );
-        // team-a and team-b differ in a label no pod reads; team-c is in another zone.
+        // team-a and team-b differ in a label no pod reads; team-c is in another zone, which these pods do
+        // not read either. A pod that selects a zone tells team-c apart.
         let terms = s.topology.keys().to_vec();
         let exemplar: Vec<&Pod> = vec![&s.pods[0]];
         let key = |g: usize| alike::key(&s.groups[g], g, &[0], &exemplar, 2, &terms);
         assert_eq!(key(0), key(1));
-        assert_ne!(key(0), key(2));
+        assert_eq!(key(0), key(2));
+        let mut zonal = s.pods[0].clone();
+        zonal.scheduling = Arc::new(crate::model::pod::Scheduling {
+            node_selector: [(ZONE_LABEL.to_string(), "a".to_string())].into(),
+            ..Default::default()
+        });
+        let zonal_key = |g: usize| alike::key(&s.groups[g], g, &[0], &[&zonal], 2, &terms);
+        assert_eq!(zonal_key(0), zonal_key(1));
+        assert_ne!(zonal_key(0), zonal_key(2));
         let (plan, places) = run(&mut s, &Limits::default(), Totals::default());
         // Twelve pods of 1 CPU: six nodes of 2 CPUs, each group's two.
         let mut planned = deltas(&plan);
