@@ -3,6 +3,10 @@
 //! "distinct" (every pod a shape of its own, the worst case for equivalence groups). Then the packing
 //! quality: nodes ours vs cluster-autoscaler's ordering vs the lower bound.
 
+// The allocator the shipped companion runs with (src/bin/ekscale-autoscaler.rs).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use ekscale::autoscaler::group::{Group, Totals};
 use ekscale::autoscaler::scaleup::estimator::{self as binpack, Demand, Ordering};

@@ -9,6 +9,10 @@
 #[allow(dead_code)]
 mod kube_api;
 
+// The allocator the shipped companion runs with (src/bin/ekscale-autoscaler.rs).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use ekscale::autoscaler::cluster::ClusterSource;
 use ekscale::autoscaler::control::kube::{Kube, RateLimits};

@@ -9,6 +9,10 @@ mod common;
 #[allow(dead_code)]
 mod cluster;
 
+// The allocator the shipped companion runs with (src/bin/ekscale-autoscaler.rs).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
 use ekscale::autoscaler::cluster::{ClusterSource, Snapshot};
