@@ -354,28 +354,11 @@ impl Alike {
     /// parts: each part's value is looked up once, by address, instead of hashing every pod's constraints
     /// again. A pod held elsewhere already (not only in `pods`) keeps its own values.
     pub fn join(&mut self, pods: &mut [Arc<Pod>]) {
-        use std::collections::HashMap;
-        // Each part's value, kept alive (so that no other value takes its address), with the shared one.
-        let mut constraints: HashMap<*const Scheduling, (Arc<Scheduling>, Arc<Scheduling>)> =
-            HashMap::new();
-        let mut namespaces: HashMap<*const str, (Arc<str>, Arc<str>)> = HashMap::new();
+        let mut constraints = Parts::default();
+        let mut namespaces = Parts::default();
         for pod in pods.iter_mut().filter_map(Arc::get_mut) {
-            let (_, shared) = constraints
-                .entry(Arc::as_ptr(&pod.scheduling))
-                .or_insert_with(|| {
-                    let part = pod.scheduling.clone();
-                    share(&mut self.constraints, &mut pod.scheduling);
-                    (part, pod.scheduling.clone())
-                });
-            pod.scheduling = shared.clone();
-            let (_, shared) = namespaces
-                .entry(Arc::as_ptr(&pod.namespace))
-                .or_insert_with(|| {
-                    let part = pod.namespace.clone();
-                    share(&mut self.namespaces, &mut pod.namespace);
-                    (part, pod.namespace.clone())
-                });
-            pod.namespace = shared.clone();
+            constraints.share(&mut self.constraints, &mut pod.scheduling);
+            namespaces.share(&mut self.namespaces, &mut pod.namespace);
         }
     }
 
@@ -390,6 +373,28 @@ impl Alike {
     #[cfg(test)]
     fn len(&self) -> usize {
         self.constraints.len() + self.namespaces.len()
+    }
+}
+
+/// The values parts shared, by address: each kept alive (so that no other value takes its address), with the
+/// shared value it became.
+struct Parts<T: ?Sized>(std::collections::HashMap<*const T, (Arc<T>, Arc<T>)>);
+
+impl<T: ?Sized> Default for Parts<T> {
+    fn default() -> Self {
+        Parts(std::collections::HashMap::new())
+    }
+}
+
+impl<T: ?Sized + Eq + std::hash::Hash> Parts<T> {
+    /// `value` becomes the shared value its part's value became, looked up in `seen` the first time.
+    fn share(&mut self, seen: &mut std::collections::HashSet<Arc<T>>, value: &mut Arc<T>) {
+        let (_, shared) = self.0.entry(Arc::as_ptr(value)).or_insert_with(|| {
+            let part = value.clone();
+            share(seen, value);
+            (part, value.clone())
+        });
+        *value = shared.clone();
     }
 }
 
