@@ -389,37 +389,45 @@ fn offer_again(
             }
             partners_then[d] = Some(partners);
             let mut filling = Filling::new(demand.pod, demand.terms);
-            for n in 0..packing.nodes.len() {
-                // Most nodes hold no partner: asked first, before the pod's whole fit.
-                if !(packing.topology).affinity_holds(demand.terms, &packing.nodes[n]) {
-                    continue;
-                }
-                let want = demand.count - placed[d];
-                let (k, _) = packing.fill(&mut filling, d, n, want);
-                placed[d] += k;
-                progress |= k > 0;
-                if placed[d] == demand.count {
-                    unfit[d] = None;
-                    break;
-                }
-            }
             let want = demand.count - placed[d];
             let templates = packing.templates.zones;
-            if want > 0
-                && templates
-                    .iter()
-                    .any(|t| packing.topology.affinity_holds(demand.terms, t))
-            {
-                let (k, why) = first_fit(packing, &mut filling, d, want);
-                placed[d] += k;
-                progress |= k > 0;
-                unfit[d] = why;
-            }
+            let (k, why) =
+                if (templates.iter()).any(|t| packing.topology.affinity_holds(demand.terms, t)) {
+                    // A new node would hold it: the plan's nodes, then new ones.
+                    first_fit(packing, &mut filling, d, want)
+                } else {
+                    let k = offer_plan(packing, &mut filling, demand.terms, d, want);
+                    (k, unfit[d].clone())
+                };
+            placed[d] += k;
+            progress |= k > 0;
+            unfit[d] = if placed[d] == demand.count { None } else { why };
         }
         if !progress {
             return;
         }
     }
+}
+
+/// Up to `want` pods on the plan's nodes that hold their affinity (`terms`), in order; returns how many.
+fn offer_plan(
+    packing: &mut Packing,
+    filling: &mut Filling,
+    terms: &PodTerms,
+    d: usize,
+    want: u64,
+) -> u64 {
+    let mut done = 0;
+    for n in 0..packing.nodes.len() {
+        if done == want {
+            break;
+        }
+        // Most nodes hold no partner: asked first, before the pod's whole fit.
+        if (packing.topology).affinity_holds(terms, &packing.nodes[n]) {
+            done += packing.fill(filling, d, n, want - done).0;
+        }
+    }
+    done
 }
 
 /// First fit over the nodes added so far, then new nodes: returns the pods placed and, when an empty node
