@@ -432,7 +432,9 @@ fn estimate_all(
     let mut first: HashMap<String, usize> = HashMap::new();
     let estimated_by: Vec<usize> = (jobs.iter().enumerate())
         .map(|(i, job)| {
-            let pods: Vec<&Pod> = demands(job).iter().map(|d| d.pod).collect();
+            let pods: Vec<&Pod> = (job.members.iter())
+                .map(|&e| pending.groups[e].exemplar(pending.pods))
+                .collect();
             let (g, zones) = (&groups[job.group], &per_zone[job.group]);
             let key = alike::key(g, job.group, zones, &pods, job.limit, topology.keys());
             *first.entry(key).or_insert(i)
