@@ -114,6 +114,11 @@ impl Scheduling {
             || !self.host_ports.is_empty()
     }
 
+    /// Whether a nodeSelector or required node affinity narrows the nodes it may use.
+    pub fn constrains_nodes(&self) -> bool {
+        !self.node_selector.is_empty() || self.node_affinity.is_some()
+    }
+
     /// nodeSelector and required node affinity, both of which must hold, on the node named `name`.
     pub fn node_matches(&self, name: &str, labels: &Labels) -> bool {
         self.node_selector

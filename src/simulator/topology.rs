@@ -6,17 +6,16 @@
 //! small clonable [`Topology`], so an estimation forks it instead of copying the cluster.
 
 use super::predicates::{self, Unfit};
+use super::spread_mins::{Domains, SpreadMins};
 use crate::model::node::HOSTNAME_LABEL;
 use crate::model::pod::{HostPort, PodAffinityTerm, Scheduling};
 use crate::model::selector::{LabelSelector, Labels};
 use crate::model::{Node, Pod, Resources};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 pub type TermId = usize;
 
-/// Visits the places a pod's spread constraints count as domains (those matching its node affinity).
-pub type Eligible<'a> = dyn FnMut(&mut dyn FnMut(&Place)) + 'a;
 const NO_DOMAIN: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +76,11 @@ pub struct Topology {
     /// `[term][domain]`: pods holding the term as anti-affinity.
     holders: Vec<Vec<u32>>,
     totals: Vec<u64>,
+    /// `[term]`: how many times its counts have changed, so that a minimum read from them can tell whether
+    /// it still holds.
+    changes: Vec<u64>,
+    /// Places made so far: a list of places that grew by as many as were made only had places added.
+    made: u64,
 }
 
 /// A pod's constraints as term ids.
@@ -113,8 +117,20 @@ struct Spread {
 }
 
 impl PodTerms {
-    pub(super) fn spread_count(&self) -> usize {
-        self.spread.len()
+    pub(super) fn affinity(&self) -> &[(TermId, bool)] {
+        &self.affinity
+    }
+
+    pub(super) fn anti(&self) -> &[TermId] {
+        &self.anti
+    }
+
+    pub(super) fn matched_by(&self) -> &[TermId] {
+        &self.matched_by
+    }
+
+    pub(super) fn blocked_by(&self) -> &[TermId] {
+        &self.blocked_by
     }
 
     /// Whether it has required pod affinity: where it may go grows as other pods are placed.
@@ -172,6 +188,7 @@ impl Topology {
         self.counts.push(Vec::new());
         self.holders.push(Vec::new());
         self.totals.push(0);
+        self.changes.push(0);
         self.terms.len() - 1
     }
 
@@ -197,6 +214,18 @@ impl Topology {
                 Some(vec![pod.namespace.to_string()]),
             );
         }
+    }
+
+    /// Per term, whether its key is the hostname: each node is a domain of its own.
+    pub(super) fn per_host_terms(&self) -> Vec<bool> {
+        (self.terms.iter())
+            .map(|t| self.keys[t.key] == HOSTNAME_LABEL)
+            .collect()
+    }
+
+    /// Placed pods the term matches, all domains counted.
+    pub(super) fn total(&self, term: TermId) -> u64 {
+        self.totals[term]
     }
 
     /// Whether any pod registered a term: without one, every pod's terms are empty.
@@ -285,6 +314,7 @@ impl Topology {
 
     /// A place for `node`, with nothing on it yet. Every place is its own hostname domain.
     pub fn place(&mut self, node: Arc<Node>, group: Option<usize>, kind: PlaceKind) -> Place {
+        self.made += 1;
         let domains = (0..self.keys.len())
             .map(|k| {
                 let fresh = |next: &mut u32| {
@@ -356,15 +386,17 @@ impl Topology {
     }
 
     /// Whether a pod with these terms may join the pods on `place` (ports, affinity, anti-affinity,
-    /// spread). `eligible` lists the other places its spread constraints count (nodes matching its node
-    /// selector and affinity), and is read only when a spread check fails on the cached minimum.
+    /// spread). `others` and `places` (which holds `place`) are the places its spread constraints count as
+    /// domains when they pass its node selector and affinity; `mins` is what is known of their minimums.
+    #[allow(clippy::too_many_arguments)]
     pub fn allows(
         &self,
         pod: &PodTerms,
         scheduling: &Scheduling,
         place: &Place,
-        spread_min: &mut [u32],
-        eligible: &mut Eligible,
+        mins: &mut SpreadMins,
+        others: &[Place],
+        places: &[Place],
     ) -> Result<(), Unfit> {
         if scheduling
             .host_ports
@@ -396,30 +428,42 @@ impl Topology {
                 return Err(Unfit::MissingTopology(self.keys[self.terms[t].key].clone()));
             }
         }
-        for (i, spread) in pod.spread.iter().enumerate() {
+        for spread in &pod.spread {
             let t = spread.term;
             let d = self.domain(place, t);
-            let after = read(&self.counts[t], d) + u32::from(spread.own);
-            // Counts only grow while a pod is being placed, so a cached minimum is a lower bound: recount
-            // only when it says no.
-            if after > spread_min[i] + spread.max_skew {
-                let mut min = read(&self.counts[t], d);
-                let mut domains = HashSet::from([d]);
-                eligible(&mut |other: &Place| {
-                    if !self.spread_domain(pod, spread, scheduling, other) {
-                        return;
-                    }
-                    let od = self.domain(other, t);
-                    min = min.min(read(&self.counts[t], od));
-                    domains.insert(od);
-                });
-                if (domains.len() as u64) < u64::from(spread.min_domains) {
-                    min = 0;
-                }
-                spread_min[i] = min;
-                if after > min + spread.max_skew {
-                    return Err(Unfit::Spread);
-                }
+            let here = read(&self.counts[t], d);
+            // Which places are domains depends on the term alone, unless the pod's node affinity, taints
+            // or other spreads narrow them: then the minimum is the pod's own.
+            let own_domains = pod.spread.len() > 1
+                || spread.honor_taints
+                || spread.honor_affinity && scheduling.constrains_nodes();
+            let key = (
+                t,
+                if own_domains {
+                    scheduling as *const Scheduling as usize
+                } else {
+                    0
+                },
+            );
+            let domains = Domains {
+                others,
+                places,
+                domain: &|other| {
+                    (self.spread_domain(pod, spread, scheduling, other))
+                        .then(|| self.domain(other, t))
+                },
+                count: &|d| read(&self.counts[t], d),
+                changes: self.changes[t],
+                made: self.made,
+            };
+            let after = here + u32::from(spread.own);
+            if !mins.within(
+                key,
+                (after, here),
+                (spread.max_skew, spread.min_domains),
+                &domains,
+            ) {
+                return Err(Unfit::Spread);
             }
         }
         Ok(())
@@ -472,6 +516,7 @@ impl Topology {
         for &t in &terms.matched_by {
             let d = self.domain(place, t);
             if d != NO_DOMAIN {
+                self.changes[t] += 1;
                 if up {
                     bump(&mut self.counts[t], d, by);
                     self.totals[t] += n;

@@ -4,7 +4,8 @@
 //! topology domain are in [`super::topology`].
 
 use super::predicates::{self, Unfit};
-use super::topology::{Eligible, Place, PlaceKind, PodTerms, Topology};
+use super::spread_mins::SpreadMins;
+use super::topology::{Place, PlaceKind, PodTerms, Topology};
 use crate::model::pod::{LabelProjection, Scheduling, SchedulingIds};
 use crate::model::{FastMap, Node, Pod, PodList};
 use std::collections::{BTreeMap, HashSet};
@@ -41,9 +42,15 @@ pub fn unfit(
     terms: &PodTerms,
     place: &Place,
 ) -> Vec<String> {
-    let mut min = vec![0; terms.spread_count()];
-    let mut eligible = |visit: &mut dyn FnMut(&Place)| places.iter().for_each(&mut *visit);
-    match fits(topology, pod, terms, place, &mut min, &mut eligible) {
+    match fits(
+        topology,
+        pod,
+        terms,
+        place,
+        &mut SpreadMins::default(),
+        &[],
+        places,
+    ) {
         Ok(()) => Vec::new(),
         // The scheduler counts each resource a node is short of on its own.
         Err(Unfit::Insufficient(resources)) => (resources.into_iter())
@@ -63,14 +70,16 @@ pub fn unavailable(considered: usize, reasons: &BTreeMap<String, usize>) -> Stri
     text
 }
 
-/// Whether one more pod fits on `place`: readiness, node fit, resources, then the topology checks.
+/// Whether one more pod fits on `place`: readiness, node fit, resources, then the topology checks (with the
+/// places of `others` and `places` as the domains of its spreads).
 fn fits(
     topology: &Topology,
     pod: &Pod,
     terms: &PodTerms,
     place: &Place,
-    spread_min: &mut [u32],
-    eligible: &mut Eligible,
+    mins: &mut SpreadMins,
+    others: &[Place],
+    places: &[Place],
 ) -> Result<(), Unfit> {
     if !place.node.ready {
         return Err(Unfit::NotReady);
@@ -88,7 +97,7 @@ fn fits(
     if terms.simple {
         return Ok(());
     }
-    topology.allows(terms, &pod.scheduling, place, spread_min, eligible)
+    topology.allows(terms, &pod.scheduling, place, mins, others, places)
 }
 
 /// The pods of `members` on each of `nodes` (bound, or nominated to it), by node index; pods on no node of
@@ -187,7 +196,8 @@ pub fn place_all<'a>(
             places[p].accepts && predicates::node_fit(&pod.scheduling, &places[p].node).is_ok()
         })
         .collect();
-    let mut filling = Filling::new(pod, terms);
+    let filling = Filling::new(pod, terms);
+    let mut mins = SpreadMins::default();
     let mut out = Vec::new();
     if terms.simple {
         for &p in &usable {
@@ -195,7 +205,7 @@ pub fn place_all<'a>(
                 break;
             }
             let want = (members.len() - out.len()) as u64;
-            let (k, _) = filling.fill(topology, &[], places, p, want);
+            let (k, _) = filling.fill(topology, &mut mins, &[], places, p, want);
             out.extend(std::iter::repeat_n(p, k as usize));
         }
         return out;
@@ -209,7 +219,7 @@ pub fn place_all<'a>(
         let mut closed = Vec::new();
         for step in 0..len {
             let i = (next + step) % len;
-            match filling.check(topology, &[], places, open[i]) {
+            match filling.check(topology, &mut mins, &[], places, open[i]) {
                 Ok(()) => {
                     found = Some(i);
                     break;
@@ -243,24 +253,19 @@ pub fn place_all<'a>(
 pub struct Filling<'a> {
     pod: &'a Pod,
     terms: &'a PodTerms,
-    /// Cached minimums of its spread constraints (see [`Topology::allows`]), valid while the places
-    /// are the same: a new place is a new domain, and may lower a minimum.
-    spread_min: Vec<u32>,
-    places_seen: usize,
 }
 
 impl<'a> Filling<'a> {
     pub fn new(pod: &'a Pod, terms: &'a PodTerms) -> Filling<'a> {
-        Filling {
-            pod,
-            terms,
-            spread_min: vec![0; terms.spread_count()],
-            places_seen: 0,
-        }
+        Filling { pod, terms }
     }
 
     pub fn pod(&self) -> &'a Pod {
         self.pod
+    }
+
+    pub fn terms(&self) -> &'a PodTerms {
+        self.terms
     }
 
     /// No constraint of the pod depends on other pods.
@@ -268,51 +273,43 @@ impl<'a> Filling<'a> {
         self.terms.simple
     }
 
-    /// Whether one more pod fits on `places[p]`; `others` as in [`Filling::fill`].
+    /// Whether one more pod fits on `places[p]`; `mins` and `others` as in [`Filling::fill`].
     pub fn fits(
-        &mut self,
+        &self,
         topology: &Topology,
+        mins: &mut SpreadMins,
         others: &[Place],
         places: &[Place],
         p: usize,
     ) -> bool {
-        self.check(topology, others, places, p).is_ok()
+        self.check(topology, mins, others, places, p).is_ok()
     }
 
     /// Whether one more pod fits on `places[p]`, and why not.
     fn check(
-        &mut self,
+        &self,
         topology: &Topology,
+        mins: &mut SpreadMins,
         others: &[Place],
         places: &[Place],
         p: usize,
     ) -> Result<(), Unfit> {
-        let (pod, terms) = (self.pod, self.terms);
-        if others.len() + places.len() != self.places_seen {
-            self.places_seen = others.len() + places.len();
-            self.spread_min.iter_mut().for_each(|m| *m = 0);
-        }
-        let mut eligible = |visit: &mut dyn FnMut(&Place)| {
-            others.iter().chain(places.iter()).for_each(&mut *visit);
-        };
         fits(
-            topology,
-            pod,
-            terms,
-            &places[p],
-            &mut self.spread_min,
-            &mut eligible,
+            topology, self.pod, self.terms, &places[p], mins, others, places,
         )
     }
 
     /// Puts up to `want` more pods on `places[p]`, a place whose node selector, affinity and taints the pod
     /// passes (the caller checks once per node, or once per template), as many as the other predicates allow:
     /// in closed form when only resources matter, one by one otherwise. `others` are places outside `places`
-    /// that spread constraints count as domains. Returns how many went there and, when fewer than wanted, why
+    /// that spread constraints count as domains; `mins` is what is known of the spreads' minimums over
+    /// both, kept by the owner of the lists. Returns how many went there and, when fewer than wanted, why
     /// no more.
+    #[allow(clippy::too_many_arguments)]
     pub fn fill(
-        &mut self,
+        &self,
         topology: &mut Topology,
+        mins: &mut SpreadMins,
         others: &[Place],
         places: &mut [Place],
         p: usize,
@@ -344,7 +341,7 @@ impl<'a> Filling<'a> {
         }
         let mut k = 0;
         while k < want {
-            if let Err(why) = self.check(topology, others, places, p) {
+            if let Err(why) = self.check(topology, mins, others, places, p) {
                 return (k, Some(why));
             }
             topology.put(pod, terms, &mut places[p], 1);
@@ -408,9 +405,15 @@ mod tests {
         place: &Place,
         all: &[Place],
     ) -> Result<(), Unfit> {
-        let mut min = vec![0; terms.spread_count()];
-        let mut eligible = |visit: &mut dyn FnMut(&Place)| all.iter().for_each(&mut *visit);
-        fits(topology, pod, terms, place, &mut min, &mut eligible)
+        fits(
+            topology,
+            pod,
+            terms,
+            place,
+            &mut SpreadMins::default(),
+            &[],
+            all,
+        )
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::model::pod::{EquivalenceKey, LabelProjection, SchedulingIds};
 use crate::model::{FastMap, Pod, PodList, Resources};
 use crate::simulator::equivalence;
 use crate::simulator::free_tree::FreeTree;
+use crate::simulator::spread_mins::SpreadMins;
 use crate::simulator::topology::{Place, PodTerms, Topology};
 use crate::simulator::world::{self, Filling};
 use std::collections::{BTreeMap, HashSet};
@@ -283,7 +284,9 @@ impl<'a> Mover<'a> {
             let pod = eg.exemplar(pods);
             let (terms, hint) = self.entries[slot].clone();
             let mut want = eg.pods.len() as u64;
-            let mut filling = Filling::new(pod, &terms);
+            let filling = Filling::new(pod, &terms);
+            // Counts went down with the pods leaving `from`: what was known of minimums is not kept.
+            let mut mins = SpreadMins::default();
             let mut i = if terms.simple { hint } else { 0 };
             undo.hints.push((eg.pods[0], hint));
             let mut advance = terms.simple;
@@ -309,7 +312,7 @@ impl<'a> Mover<'a> {
                     && crate::simulator::predicates::node_fit(&pod.scheduling, &places[p].node)
                         .is_ok()
                 {
-                    let (k, _) = filling.fill(topology, &[], places, p, want);
+                    let (k, _) = filling.fill(topology, &mut mins, &[], places, p, want);
                     self.refresh(places, p);
                     if k > 0 {
                         undo.puts.push((eg.pods[0], p, k, terms.clone()));
@@ -435,7 +438,8 @@ pub(super) mod tests {
         ) {
             let pod = eg.exemplar(pods);
             let terms = topology.resolve(pod);
-            let mut filling = Filling::new(pod, &terms);
+            let filling = Filling::new(pod, &terms);
+            let mut mins = SpreadMins::default();
             let mut want = eg.pods.len() as u64;
             for &p in order {
                 if want == 0 {
@@ -445,7 +449,7 @@ pub(super) mod tests {
                     && places[p].accepts
                     && predicates::node_fit(&pod.scheduling, &places[p].node).is_ok();
                 if usable {
-                    let (k, _) = filling.fill(topology, &[], places, p, want);
+                    let (k, _) = filling.fill(topology, &mut mins, &[], places, p, want);
                     let first = eg.pods.len() - want as usize;
                     for &q in &eg.pods[first..first + k as usize] {
                         destinations.push((q, p));

@@ -14,7 +14,9 @@
 
 use crate::model::Pod;
 use crate::simulator::free_tree::FreeTree;
+use crate::simulator::host_marks::{HostMarks, Open};
 use crate::simulator::predicates::{self, Unfit};
+use crate::simulator::spread_mins::SpreadMins;
 use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
 use crate::simulator::world::Filling;
 use std::time::Instant;
@@ -67,10 +69,26 @@ pub enum Stop {
     TimeLimit,
 }
 
+/// One step of a plan, in the order the estimator took it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A new node, its group's template in zone `zone`.
+    Add { zone: usize },
+    /// `count` pods of demand `demand` on `node` (counted among the nodes added, before the nodes left
+    /// without a pod are dropped from [`Estimate::nodes`]).
+    Put {
+        node: usize,
+        demand: usize,
+        count: u64,
+    },
+}
+
 #[derive(Clone, Debug)]
 pub struct Estimate {
     /// New nodes, each with at least one pod.
     pub nodes: Vec<Place>,
+    /// How the plan was made, step by step: kube-scheduler would take its pods in this order.
+    pub steps: Vec<Step>,
     /// Pods placed, per demand (in the order given).
     pub placed: Vec<u64>,
     /// Why a demand's pods do not go on an empty new node, when they do not.
@@ -217,11 +235,16 @@ struct Packing<'a> {
     nodes: Vec<Place>,
     /// Over `nodes`, for the resource-only first fit.
     tree: FreeTree,
+    /// Over `nodes`, for the first fit of pods with hostname affinity or anti-affinity.
+    marks: HostMarks,
+    /// Over `existing` and `nodes`, for topology spreads.
+    mins: SpreadMins,
     /// Nodes added per zone of `templates`.
     added: Vec<u64>,
     stopped: Option<Stop>,
     /// Upstream's `lastIndex`: where its rotating search starts.
     last_index: usize,
+    steps: Vec<Step>,
 }
 
 impl Packing<'_> {
@@ -233,12 +256,62 @@ impl Packing<'_> {
         n: usize,
         want: u64,
     ) -> (u64, Option<Unfit>) {
-        let (k, why) = filling.fill(&mut self.topology, self.existing, &mut self.nodes, n, want);
+        let (k, why) = filling.fill(
+            &mut self.topology,
+            &mut self.mins,
+            self.existing,
+            &mut self.nodes,
+            n,
+            want,
+        );
         if k > 0 {
             self.nodes[n].contents.push((d, k));
             self.tree.set(n, &self.nodes[n].free);
+            self.marks.put(filling.terms(), n);
+            self.steps.push(Step::Put {
+                node: n,
+                demand: d,
+                count: k,
+            });
         }
         (k, why)
+    }
+
+    /// The first node at or after `from` that `open` offers and that has room for the pod's resources (the
+    /// tree leaves extended resources out: the fill checks them). Full nodes are passed over in log time.
+    fn next_fit(&self, open: &Open, pod: &Pod, from: usize) -> Option<usize> {
+        let mut n = open.next(from)?;
+        loop {
+            let room = self.tree.first_at_or_after(n, &pod.demand)?;
+            if room == n {
+                return Some(n);
+            }
+            n = open.next(room)?;
+        }
+    }
+
+    /// The first node in `from..end` that takes one more pod, as [`Packing::next_fit`] offers them.
+    fn first_taking(
+        &mut self,
+        filling: &Filling,
+        open: &Open,
+        from: usize,
+        end: usize,
+    ) -> Option<usize> {
+        let mut at = self.next_fit(open, filling.pod(), from);
+        while let Some(n) = at.filter(|&n| n < end) {
+            if filling.fits(
+                &self.topology,
+                &mut self.mins,
+                self.existing,
+                &self.nodes,
+                n,
+            ) {
+                return Some(n);
+            }
+            at = self.next_fit(open, filling.pod(), n + 1);
+        }
+        None
     }
 
     /// Whether the limits allow one more node; says which stopped it when not.
@@ -266,6 +339,7 @@ impl Packing<'_> {
                 .topology
                 .copy(&self.templates.zones[z], PlaceKind::Planned);
             self.nodes.push(fresh);
+            self.steps.push(Step::Add { zone: z });
             let n = self.nodes.len() - 1;
             self.tree.push(&self.nodes[n].free);
             let (k, unfit) = self.fill(filling, d, n, want);
@@ -275,6 +349,7 @@ impl Packing<'_> {
             }
             self.nodes.pop();
             self.tree.pop();
+            self.steps.pop();
             why = unfit;
         }
         (0, why)
@@ -297,9 +372,12 @@ pub fn pack(
         limits,
         nodes: Vec::new(),
         tree: FreeTree::default(),
+        marks: HostMarks::new(topology),
+        mins: SpreadMins::default(),
         added: vec![0; templates.zones.len()],
         stopped: None,
         last_index: 0,
+        steps: Vec::new(),
     };
     let mut placed = vec![0u64; demands.len()];
     let mut unfit = vec![None; demands.len()];
@@ -353,6 +431,7 @@ pub fn pack(
     packing.nodes.retain(|n| !n.contents.is_empty());
     Estimate {
         nodes: packing.nodes,
+        steps: packing.steps,
         placed,
         unfit,
         stopped: packing.stopped,
@@ -396,7 +475,7 @@ fn offer_again(
                     // A new node would hold it: the plan's nodes, then new ones.
                     first_fit(packing, &mut filling, d, want)
                 } else {
-                    let k = offer_plan(packing, &mut filling, demand.terms, d, want);
+                    let k = offer_plan(packing, &mut filling, d, want);
                     (k, unfit[d].clone())
                 };
             placed[d] += k;
@@ -409,23 +488,18 @@ fn offer_again(
     }
 }
 
-/// Up to `want` pods on the plan's nodes that hold their affinity (`terms`), in order; returns how many.
-fn offer_plan(
-    packing: &mut Packing,
-    filling: &mut Filling,
-    terms: &PodTerms,
-    d: usize,
-    want: u64,
-) -> u64 {
+/// Up to `want` pods on the plan's nodes that hold their affinity, in order; returns how many.
+fn offer_plan(packing: &mut Packing, filling: &mut Filling, d: usize, want: u64) -> u64 {
+    let terms = filling.terms();
     let mut done = 0;
-    for n in 0..packing.nodes.len() {
-        if done == want {
-            break;
-        }
+    let open = (packing.marks).open(&packing.topology, terms, packing.nodes.len());
+    let mut at = packing.next_fit(&open, filling.pod(), 0);
+    while let Some(n) = at.filter(|_| done < want) {
         // Most nodes hold no partner: asked first, before the pod's whole fit.
         if (packing.topology).affinity_holds(terms, &packing.nodes[n]) {
             done += packing.fill(filling, d, n, want - done).0;
         }
+        at = packing.next_fit(&open, filling.pod(), n + 1);
     }
     done
 }
@@ -454,17 +528,19 @@ fn first_fit(
                 remaining -= k;
             }
         } else if offer {
-            // Pass after pass while a pass places pods and some node stopped them for the spread.
+            // Pass after pass while a pass places pods and some node stopped them for the spread. Nodes
+            // the pod's hostname terms refuse are passed over unchecked.
             loop {
                 let (mut progress, mut spread) = (false, false);
-                for n in 0..packing.nodes.len() {
-                    if remaining == 0 {
-                        break;
-                    }
+                let open =
+                    (packing.marks).open(&packing.topology, filling.terms(), packing.nodes.len());
+                let mut at = packing.next_fit(&open, pod, 0);
+                while let Some(n) = at.filter(|_| remaining > 0) {
                     let (k, why) = packing.fill(filling, d, n, remaining);
                     remaining -= k;
                     progress |= k > 0;
                     spread |= why == Some(Unfit::Spread);
+                    at = packing.next_fit(&open, pod, n + 1);
                 }
                 if remaining == 0 || !(progress && spread) {
                     break;
@@ -508,9 +584,9 @@ fn upstream(
         let found = if resources_only {
             packing.tree.first_from(start, &pod.demand)
         } else {
-            (start..len)
-                .chain(0..start)
-                .find(|&n| filling.fits(&packing.topology, packing.existing, &packing.nodes, n))
+            let open = (packing.marks).open(&packing.topology, filling.terms(), len);
+            (packing.first_taking(filling, &open, start, len))
+                .or_else(|| packing.first_taking(filling, &open, 0, start))
         };
         let Some(n) = found else { break };
         let (k, _) = packing.fill(filling, d, n, 1);
@@ -1236,7 +1312,8 @@ mod tests {
         //! Karpenter's benchmark mix in small: pods with hostname and zone affinity to other pods' labels,
         //! hostname anti-affinity, zone and hostname spread, and none. Whatever the estimator leaves
         //! unplaced would fit on no node of its plan, and on no further new node while the limit allows one:
-        //! a pod reported "no scale-up" is one the plan could not hold.
+        //! a pod reported "no scale-up" is one the plan could not hold. And what it places, replayed step by
+        //! step, the scheduler's predicates allow.
         use super::*;
         use crate::simulator::world;
         use proptest::prelude::*;
@@ -1352,6 +1429,81 @@ mod tests {
                         );
                     }
                 }
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+            /// The plan, replayed step by step from the cluster as it was (nodes beside it with pods of the
+            /// same groups, a group in up to three zones): each pod is one the scheduler's predicates admit
+            /// on its node given the pods and nodes before it.
+            #[test]
+            fn every_step_of_the_plan_is_one_the_scheduler_allows(
+                groups in prop::collection::vec(
+                    (50u64..3000, 64u64..8000, 1u64..12, 0usize..3, constraint()), 1..8),
+                max_nodes in 1u64..40,
+                zones in 1usize..=3,
+                beside in prop::collection::vec((0usize..3, 0usize..8), 0..4),
+            ) {
+                let pods: Vec<(Pod, u64)> = groups
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(cpu, mem, count, label, c))| (to_pod(i, cpu, mem, label, c), count))
+                    .collect();
+                let mut topology = Topology::default();
+                for (p, _) in &pods {
+                    topology.register(p);
+                }
+                let terms: Vec<PodTerms> = pods.iter().map(|(p, _)| topology.resolve(p)).collect();
+                let in_zone = |zone: usize| {
+                    let mut n = (*node(4000, 16, 30)).clone();
+                    n.labels.insert(ZONE_LABEL.into(), format!("us-east-1{}", ["a", "b", "c"][zone]));
+                    Arc::new(n)
+                };
+                // Nodes already there, each with one pod of a group on it.
+                let mut existing = Vec::new();
+                for &(zone, group) in &beside {
+                    let mut place = topology.place(in_zone(zone), None, PlaceKind::Existing);
+                    let (pod, _) = &pods[group % pods.len()];
+                    topology.put(pod, &topology.resolve_placed(pod), &mut place, 1);
+                    existing.push(place);
+                }
+                let templates: Vec<Place> = (0..zones)
+                    .map(|z| topology.place(in_zone(z), Some(0), PlaceKind::Planned))
+                    .collect();
+                let demands = demands(&pods, &terms);
+                let limits = Limits { max_nodes, deadline: None };
+                let nodes = vec![0; zones];
+                let templates_of = Templates { zones: &templates, nodes: &nodes };
+                let estimate = estimate(&topology, &existing, templates_of, &demands, limits);
+
+                let mut replay = topology.clone();
+                let mut places = existing.clone();
+                let mut placed = vec![0u64; pods.len()];
+                for (i, step) in estimate.steps.iter().enumerate() {
+                    match *step {
+                        Step::Add { zone } => {
+                            let fresh = replay.copy(&templates[zone], PlaceKind::Planned);
+                            places.push(fresh);
+                        }
+                        Step::Put { node, demand, count } => {
+                            let (pod, terms) = (&pods[demand].0, &terms[demand]);
+                            let at = existing.len() + node;
+                            for _ in 0..count {
+                                let why = world::unfit(&replay, &places, pod, terms, &places[at]);
+                                prop_assert!(
+                                    why.is_empty(),
+                                    "step {i}: {} on new node {node} breaks {why:?}", pod.name
+                                );
+                                replay.put(pod, terms, &mut places[at], 1);
+                            }
+                            placed[demand] += count;
+                        }
+                    }
+                }
+                prop_assert_eq!(&placed, &estimate.placed);
+                let used = places[existing.len()..].iter().filter(|p| p.free != templates[0].free);
+                prop_assert_eq!(used.count(), estimate.node_count());
             }
         }
     }
