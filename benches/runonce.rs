@@ -26,6 +26,7 @@ use ekscale::provider::metrics::ProviderMetrics;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -619,11 +620,17 @@ fn pending(c: &mut Criterion) {
         let metrics = Arc::new(ProviderMetrics::default());
         let backend = SimBackend::new(Scenario::parse(scenario).unwrap(), Clock::manual());
         let addr = rt.block_on(common::sim_provider(scenario, metrics.clone()));
-        let Prepared { view, client, .. } = prepare(&rt, addr, cluster::list(pods));
+        let prepared = prepare(&rt, addr, cluster::list(pods));
+        let Prepared {
+            ref view,
+            ref client,
+            ref path,
+            ..
+        } = prepared;
         let now = SystemTime::now();
         let before = requests(&metrics, &backend);
         let mut once = RunOnce::new(client.clone(), settings.clone());
-        let status = rt.block_on(once.run(&view, now)).unwrap();
+        let status = rt.block_on(once.run(view, now)).unwrap();
         let rpcs = requests(&metrics, &backend) - before;
         println!(
             "{name}: one RunOnce {:.1} ms (estimator {:.1} ms), {rpcs} RPCs; scale-ups {:?}, {} cannot be helped",
@@ -639,16 +646,54 @@ fn pending(c: &mut Criterion) {
         if !why.is_empty() {
             println!("{name}: not helped, by reason: {why:?}");
         }
+        simulate_loops(addr, path, &settings, name);
         bench_loop(
             c,
             &rt,
             &format!("pending/{name}"),
-            &view,
-            &client,
+            view,
+            client,
             &settings,
             now,
         );
     }
+}
+
+/// The shipped binary's loop on the same pods: `simulate` run five times on the case's snapshot, each
+/// process's own `elapsedMs` (its first and only loop, cold) printed beside the in-process figures.
+/// EKSCALE_SIMULATE_BIN runs another build (another tree's).
+fn simulate_loops(addr: SocketAddr, path: &Path, settings: &Settings, name: &str) {
+    let binary = std::env::var_os("EKSCALE_SIMULATE_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_ekscale-autoscaler").into());
+    let runs: Vec<(f64, f64)> = (0..5)
+        .map(|_| {
+            let output = Command::new(&binary)
+                .args(["simulate", "--provider", &addr.to_string(), "--snapshot"])
+                .arg(path)
+                .arg("--max-nodes-per-scaleup")
+                .arg(settings.limits.max_nodes_per_scaleup.to_string())
+                .args(["--format", "json"])
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let status: Value = serde_json::from_slice(&output.stdout).unwrap();
+            let ms = |key: &str| status[key].as_f64().unwrap();
+            (ms("elapsedMs"), ms("estimateMs"))
+        })
+        .collect();
+    let list = |f: fn(&(f64, f64)) -> f64| {
+        let figures: Vec<String> = runs.iter().map(|r| format!("{:.1}", f(r))).collect();
+        figures.join(", ")
+    };
+    println!(
+        "{name}: simulate's loop (the binary, 5 processes) {} ms (estimator {} ms)",
+        list(|r| r.0),
+        list(|r| r.1)
+    );
 }
 
 criterion_group! {
