@@ -19,6 +19,7 @@ use crate::simulator::predicates::{self, Unfit};
 use crate::simulator::spread_mins::SpreadMins;
 use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
 use crate::simulator::world::Filling;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// One equivalence group to pack: its exemplar, its terms, how many pods.
@@ -87,8 +88,9 @@ pub enum Step {
 pub struct Estimate {
     /// New nodes, each with at least one pod.
     pub nodes: Vec<Place>,
-    /// How the plan was made, step by step: kube-scheduler would take its pods in this order.
-    pub steps: Vec<Step>,
+    /// How the plan was made, step by step: kube-scheduler would take its pods in this order. Shared, as
+    /// groups that adopt an estimate share its steps.
+    pub steps: Arc<[Step]>,
     /// Pods placed, per demand (in the order given).
     pub placed: Vec<u64>,
     /// Why a demand's pods do not go on an empty new node, when they do not.
@@ -431,7 +433,7 @@ pub fn pack(
     packing.nodes.retain(|n| !n.contents.is_empty());
     Estimate {
         nodes: packing.nodes,
-        steps: packing.steps,
+        steps: packing.steps.into(),
         placed,
         unfit,
         stopped: packing.stopped,
