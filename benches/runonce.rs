@@ -661,25 +661,12 @@ fn pending(c: &mut Criterion) {
 
 /// The shipped binary's loop on the same pods: `simulate` run five times on the case's snapshot, each
 /// process's own `elapsedMs` (its first and only loop, cold) printed beside the in-process figures.
-/// EKSCALE_SIMULATE_BIN runs another build (another tree's).
 fn simulate_loops(addr: SocketAddr, path: &Path, settings: &Settings, name: &str) {
-    let binary = std::env::var_os("EKSCALE_SIMULATE_BIN")
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_ekscale-autoscaler").into());
+    let limit = settings.limits.max_nodes_per_scaleup.to_string();
+    let args = ["--max-nodes-per-scaleup".to_string(), limit];
     let runs: Vec<(f64, f64)> = (0..5)
         .map(|_| {
-            let output = Command::new(&binary)
-                .args(["simulate", "--provider", &addr.to_string(), "--snapshot"])
-                .arg(path)
-                .arg("--max-nodes-per-scaleup")
-                .arg(settings.limits.max_nodes_per_scaleup.to_string())
-                .args(["--format", "json"])
-                .output()
-                .unwrap();
-            assert!(
-                output.status.success(),
-                "{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
+            let output = common::simulate(&addr.to_string(), path, &args);
             let status: Value = serde_json::from_slice(&output.stdout).unwrap();
             let ms = |key: &str| status[key].as_f64().unwrap();
             (ms("elapsedMs"), ms("estimateMs"))

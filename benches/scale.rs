@@ -410,19 +410,7 @@ fn simulate_process(c: &mut Criterion) {
         });
         b.iter(|| {
             // EKSCALE_SIMULATE_BIN times another build of the binary (another tree's) on the same file.
-            let binary = std::env::var_os("EKSCALE_SIMULATE_BIN")
-                .unwrap_or_else(|| env!("CARGO_BIN_EXE_ekscale-autoscaler").into());
-            let output = std::process::Command::new(binary)
-                .args(["simulate", "--provider", addr, "--snapshot"])
-                .arg(&*path)
-                .args(["--format", "json"])
-                .output()
-                .unwrap();
-            assert!(
-                output.status.success(),
-                "{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
+            let output = common::simulate(addr, path, &[]);
             // With RUST_LOG=debug, the process's own breakdown (read, loop, printed) of every run.
             if std::env::var_os("RUST_LOG").is_some() {
                 eprint!("{}", String::from_utf8_lossy(&output.stderr));

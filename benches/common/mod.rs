@@ -10,6 +10,8 @@ use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use ekscale::proto::externalgrpc::*;
 use ekscale::provider::metrics::ProviderMetrics;
 use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tonic::transport::{Channel, Endpoint};
@@ -142,4 +144,24 @@ pub async fn sim_provider(scenario: &str, metrics: Arc<ProviderMetrics>) -> Sock
         Clock::manual(),
     ));
     listen(sim, metrics).await
+}
+
+/// `ekscale-autoscaler simulate --format json` on `snapshot` against the provider at `addr`, `args` added: the
+/// process's output, once it has succeeded. EKSCALE_SIMULATE_BIN runs another build (another tree's).
+pub fn simulate(addr: &str, snapshot: &Path, args: &[String]) -> Output {
+    let binary = std::env::var_os("EKSCALE_SIMULATE_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_ekscale-autoscaler").into());
+    let output = Command::new(binary)
+        .args(["simulate", "--provider", addr, "--snapshot"])
+        .arg(snapshot)
+        .args(["--format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
 }

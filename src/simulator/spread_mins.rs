@@ -89,14 +89,7 @@ impl KnownMin {
         }
         for place in &lists.places[self.places..] {
             if let Some(d) = (lists.domain)(place).filter(|&d| self.list(d)) {
-                let count = (lists.count)(d);
-                if count < self.min {
-                    self.min = count;
-                    self.at_min.clear();
-                }
-                if count == self.min {
-                    self.at_min.push(d);
-                }
+                self.meet(d, (lists.count)(d));
             }
         }
         self.places = lists.places.len();
@@ -160,17 +153,22 @@ impl KnownMin {
     fn recount<P>(&mut self, lists: &Domains<P>) {
         self.min = u32::MAX;
         self.at_min.clear();
-        for &d in &self.domains {
-            let count = (lists.count)(d);
-            if count < self.min {
-                self.min = count;
-                self.at_min.clear();
-            }
-            if count == self.min {
-                self.at_min.push(d);
-            }
+        for i in 0..self.domains.len() {
+            let d = self.domains[i];
+            self.meet(d, (lists.count)(d));
         }
         self.exact_at = Some(lists.changes);
+    }
+
+    /// Domain `d`, holding `count`, is one the minimum is taken over.
+    fn meet(&mut self, d: u32, count: u32) {
+        if count < self.min {
+            self.min = count;
+            self.at_min.clear();
+        }
+        if count == self.min {
+            self.at_min.push(d);
+        }
     }
 }
 

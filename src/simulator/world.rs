@@ -42,15 +42,7 @@ pub fn unfit(
     terms: &PodTerms,
     place: &Place,
 ) -> Vec<String> {
-    match fits(
-        topology,
-        pod,
-        terms,
-        place,
-        &mut SpreadMins::default(),
-        &[],
-        places,
-    ) {
+    match fits_among(topology, pod, terms, place, places) {
         Ok(()) => Vec::new(),
         // The scheduler counts each resource a node is short of on its own.
         Err(Unfit::Insufficient(resources)) => (resources.into_iter())
@@ -68,6 +60,25 @@ pub fn unavailable(considered: usize, reasons: &BTreeMap<String, usize>) -> Stri
         text.push_str(&format!("{n} {why}"));
     }
     text
+}
+
+/// Whether one more pod fits on `place`, the spreads' minimums counted over `places` for it alone.
+fn fits_among(
+    topology: &Topology,
+    pod: &Pod,
+    terms: &PodTerms,
+    place: &Place,
+    places: &[Place],
+) -> Result<(), Unfit> {
+    fits(
+        topology,
+        pod,
+        terms,
+        place,
+        &mut SpreadMins::default(),
+        &[],
+        places,
+    )
 }
 
 /// Whether one more pod fits on `place`: readiness, node fit, resources, then the topology checks (with the
@@ -405,15 +416,7 @@ mod tests {
         place: &Place,
         all: &[Place],
     ) -> Result<(), Unfit> {
-        fits(
-            topology,
-            pod,
-            terms,
-            place,
-            &mut SpreadMins::default(),
-            &[],
-            all,
-        )
+        fits_among(topology, pod, terms, place, all)
     }
 
     #[test]

@@ -1382,6 +1382,24 @@ mod tests {
             pod
         }
 
+        type Group = (u64, u64, u64, usize, Constraint);
+
+        /// The groups' pods (cpu, memory in MiB, count, label, constraint), the topology they registered
+        /// and their terms.
+        fn mix(groups: &[Group]) -> (Vec<(Pod, u64)>, Topology, Vec<PodTerms>) {
+            let pods: Vec<(Pod, u64)> = groups
+                .iter()
+                .enumerate()
+                .map(|(i, &(cpu, mem, count, label, c))| (to_pod(i, cpu, mem, label, c), count))
+                .collect();
+            let mut topology = Topology::default();
+            for (p, _) in &pods {
+                topology.register(p);
+            }
+            let terms = pods.iter().map(|(p, _)| topology.resolve(p)).collect();
+            (pods, topology, terms)
+        }
+
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(256))]
             #[test]
@@ -1390,16 +1408,7 @@ mod tests {
                     (50u64..3000, 64u64..8000, 1u64..12, 0usize..3, constraint()), 1..8),
                 max_nodes in 1u64..40,
             ) {
-                let pods: Vec<(Pod, u64)> = groups
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &(cpu, mem, count, label, c))| (to_pod(i, cpu, mem, label, c), count))
-                    .collect();
-                let mut topology = Topology::default();
-                for (p, _) in &pods {
-                    topology.register(p);
-                }
-                let terms: Vec<PodTerms> = pods.iter().map(|(p, _)| topology.resolve(p)).collect();
+                let (pods, mut topology, terms) = mix(&groups);
                 let template = topology.place(node(4000, 16, 30), Some(0), PlaceKind::Planned);
                 let demands = demands(&pods, &terms);
                 let limits = Limits { max_nodes, deadline: None };
@@ -1447,16 +1456,7 @@ mod tests {
                 zones in 1usize..=3,
                 beside in prop::collection::vec((0usize..3, 0usize..8), 0..4),
             ) {
-                let pods: Vec<(Pod, u64)> = groups
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &(cpu, mem, count, label, c))| (to_pod(i, cpu, mem, label, c), count))
-                    .collect();
-                let mut topology = Topology::default();
-                for (p, _) in &pods {
-                    topology.register(p);
-                }
-                let terms: Vec<PodTerms> = pods.iter().map(|(p, _)| topology.resolve(p)).collect();
+                let (pods, mut topology, terms) = mix(&groups);
                 let in_zone = |zone: usize| {
                     let mut n = (*node(4000, 16, 30)).clone();
                     n.labels.insert(ZONE_LABEL.into(), format!("us-east-1{}", ["a", "b", "c"][zone]));
