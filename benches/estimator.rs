@@ -1,7 +1,8 @@
 //! The estimator (scale-up planning over every node group) at 100 / 1,000 / 10,000 pending pods x 1 / 10 /
 //! 50 node groups, on two pod mixes: "deployments" (20 shapes, as replicas of Deployments are) and
 //! "distinct" (every pod a shape of its own, the worst case for equivalence groups). Then the packing
-//! quality: nodes ours vs cluster-autoscaler's ordering vs the lower bound.
+//! quality: nodes ours vs cluster-autoscaler's ordering vs the lower bound, on those mixes and Karpenter's
+//! scheduling-benchmark mix.
 
 // The allocator the shipped companion runs with (src/bin/ekscale-autoscaler.rs).
 #[global_allocator]
@@ -13,6 +14,8 @@ use ekscale::autoscaler::scaleup::estimator::{self as binpack, Demand, Ordering}
 use ekscale::autoscaler::scaleup::expander::{Expander, Strategy};
 use ekscale::autoscaler::scaleup::planner::{self as scaleup, Limits, Pending};
 use ekscale::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
+use ekscale::model::pod::{PodAffinityTerm, Scheduling, SpreadConstraint};
+use ekscale::model::selector::LabelSelector;
 use ekscale::model::{Node, Pod, PodNames, Resources};
 use ekscale::simulator::equivalence::{self, EquivalenceGroup};
 use ekscale::simulator::topology::{PlaceKind, PodTerms, Topology};
@@ -62,6 +65,9 @@ fn template(i: usize) -> Arc<Node> {
 enum Mix {
     Deployments,
     Distinct,
+    /// Karpenter's `makeDiversePods` (as `benches/runonce.rs`'s `karpenter_mix`): a sixth each of
+    /// generic pods, zone and hostname spreads, hostname and zone pod affinity, hostname anti-affinity.
+    Karpenter,
 }
 
 fn pods(count: usize, mix: Mix) -> Vec<Pod> {
@@ -79,6 +85,10 @@ fn pods(count: usize, mix: Mix) -> Vec<Pod> {
             let (cpu, mem) = match mix {
                 Mix::Deployments => shapes[i % shapes.len()],
                 Mix::Distinct => (rng.random_range(100..=2000), rng.random_range(128..=4096)),
+                Mix::Karpenter => (
+                    [100, 250, 500, 1000, 1500][rng.random_range(0..5)],
+                    [100, 256, 512, 1024, 2048, 4096][rng.random_range(0..6)],
+                ),
             };
             let demand = Resources {
                 cpu_millis: cpu,
@@ -86,9 +96,64 @@ fn pods(count: usize, mix: Mix) -> Vec<Pod> {
                 pods: 1,
                 ..Default::default()
             };
-            Pod::pending("default", &format!("p-{i}"), demand)
+            let pod = Pod::pending("default", &format!("p-{i}"), demand);
+            match mix {
+                Mix::Karpenter => diverse(pod, (6 * i / count).min(5), &mut rng),
+                _ => pod,
+            }
         })
         .collect()
+}
+
+/// `pod` as the `kind`-th sixth of Karpenter's mix: labels and selectors drawn from a-g.
+fn diverse(mut pod: Pod, kind: usize, rng: &mut StdRng) -> Pod {
+    let mut value = || ["a", "b", "c", "d", "e", "f", "g"][rng.random_range(0..7)].to_string();
+    let selector = |key: &str, value: String| LabelSelector {
+        match_labels: [(key.to_string(), value)].into(),
+        expressions: vec![],
+    };
+    let term = |selector, key: &str| PodAffinityTerm {
+        selector,
+        namespaces: Some(vec!["default".into()]),
+        topology_key: key.into(),
+    };
+    let key = |zone: bool| if zone { ZONE_LABEL } else { HOSTNAME_LABEL };
+    let (label, scheduling) = match kind {
+        1 | 2 => {
+            let spread = SpreadConstraint::new(1, key(kind == 1), selector("my-label", value()));
+            (
+                ("my-label", value()),
+                Scheduling {
+                    spread: vec![spread],
+                    ..Default::default()
+                },
+            )
+        }
+        3 | 4 => {
+            let affinity = term(selector("my-affininity", value()), key(kind == 4));
+            (
+                ("my-affininity", value()),
+                Scheduling {
+                    affinity: vec![affinity],
+                    ..Default::default()
+                },
+            )
+        }
+        5 => {
+            let anti = term(selector("app", "nginx".into()), HOSTNAME_LABEL);
+            (
+                ("app", "nginx".into()),
+                Scheduling {
+                    anti_affinity: vec![anti],
+                    ..Default::default()
+                },
+            )
+        }
+        _ => (("my-label", value()), Scheduling::default()),
+    };
+    pod.labels = [(label.0.to_string(), label.1)].into();
+    pod.scheduling = Arc::new(scheduling);
+    pod
 }
 
 struct Input {
@@ -107,6 +172,9 @@ fn input(count: usize, node_groups: usize, mix: Mix) -> Input {
         &ekscale::model::pod::LabelProjection::All,
     );
     let mut topology = Topology::default();
+    for pod in &pods {
+        topology.register(pod);
+    }
     let terms = groups
         .iter()
         .map(|g| topology.resolve(g.exemplar(&pods)))
@@ -202,6 +270,7 @@ fn quality() {
         (2_000, Mix::Distinct),
         (10_000, Mix::Deployments),
         (10_000, Mix::Distinct),
+        (20_000, Mix::Karpenter),
     ] {
         for (shape, &(cpu, mem, pods)) in SHAPES.iter().enumerate() {
             let input = input(count, shape + 1, mix);
@@ -234,10 +303,15 @@ fn quality() {
             let a = template.node.allocatable;
             let fitting: Vec<&Pod> = input.pods.iter().filter(|p| a.fits(&p.demand)).collect();
             let sum = |f: fn(&Resources) -> u64| fitting.iter().map(|p| f(&p.demand)).sum::<u64>();
+            // Pods that keep apart by hostname need a node each.
+            let apart = fitting
+                .iter()
+                .filter(|p| !p.scheduling.anti_affinity.is_empty());
             let bound = sum(|r| r.cpu_millis)
                 .div_ceil(a.cpu_millis)
                 .max(sum(|r| r.memory_bytes).div_ceil(a.memory_bytes))
-                .max(sum(|r| r.pods).div_ceil(a.pods));
+                .max(sum(|r| r.pods).div_ceil(a.pods))
+                .max(apart.count() as u64);
             println!(
                 "{count} | {mix:?} | {cpu} / {mem} / {pods} | {} | {} | {} | {bound} | {:.2}%",
                 ours.pods_placed(),
