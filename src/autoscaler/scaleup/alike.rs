@@ -2,52 +2,58 @@
 //! shape, and estimating each of them for the same pods repeated the whole estimate per group. Groups whose
 //! templates schedule alike for the pods at hand (the same room, taints, DaemonSet ports and the labels the
 //! pods or a topology term read), with as many nodes per zone and the same limit, pack the same pods the same
-//! way: one is estimated and the others adopt its estimate, their own template nodes put in. Zones are such a
-//! label: groups of one shape in different zones (EKS's node group per availability zone) are alike for pods
-//! no zonal term, selector or spread reads.
+//! way: one is estimated and the others adopt its estimate, their own template nodes put in when one of them
+//! is chosen. Zones are such a label: groups of one shape in different zones (EKS's node group per
+//! availability zone) are alike for pods no zonal term, selector or spread reads.
 
 use crate::autoscaler::group::Group;
-use crate::autoscaler::scaleup::estimator::Estimate;
 use crate::model::Pod;
 use crate::model::node::HOSTNAME_LABEL;
+use crate::simulator::topology::Place;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::sync::Arc;
 
-/// What an estimate of `group` for `pods` (the members' exemplars, in order) depends on besides the pods:
-/// equal keys, equal estimates. The labels compared are those the pods read and every topology key (the
-/// estimate's counts are kept by domain, and committed). A pod that names nodes (`matchFields` on the node's
-/// name) keeps its groups apart.
-pub fn key(
-    group: &Group,
-    index: usize,
-    zone_nodes: &[u64],
-    pods: &[&Pod],
-    limit: u64,
-    topology_keys: &[String],
-) -> String {
-    let mut read: BTreeSet<&str> = topology_keys.iter().map(String::as_str).collect();
-    let mut by_name = false;
-    for pod in pods {
-        let s = &pod.scheduling;
-        read.extend(s.node_selector.keys().map(String::as_str));
-        for term in s.node_affinity.iter().flat_map(|a| &a.terms) {
-            read.extend(term.expressions.iter().map(|r| r.key.as_str()));
-            by_name |= !term.fields.is_empty();
+/// The node labels some pods' node selectors and node affinity read, and whether any of them names nodes
+/// (`matchFields` on the node's name).
+pub struct Reads<'a> {
+    labels: BTreeSet<&'a str>,
+    by_name: bool,
+}
+
+impl<'a> Reads<'a> {
+    pub fn of(pods: impl IntoIterator<Item = &'a Pod>) -> Reads<'a> {
+        let mut reads = Reads {
+            labels: BTreeSet::new(),
+            by_name: false,
+        };
+        for pod in pods {
+            let s = &pod.scheduling;
+            reads
+                .labels
+                .extend(s.node_selector.keys().map(String::as_str));
+            for term in s.node_affinity.iter().flat_map(|a| &a.terms) {
+                reads
+                    .labels
+                    .extend(term.expressions.iter().map(|r| r.key.as_str()));
+                reads.by_name |= !term.fields.is_empty();
+            }
         }
-        let terms = s.affinity.iter().chain(&s.anti_affinity);
-        read.extend(terms.map(|t| t.topology_key.as_str()));
-        read.extend(s.spread.iter().map(|c| c.topology_key.as_str()));
+        reads
     }
-    // Every new node is a hostname domain of its own, whatever its template's hostname label says.
-    read.remove(HOSTNAME_LABEL);
-    let mut key = format!("{limit} {zone_nodes:?}");
-    if by_name {
-        let _ = write!(key, " group {index}");
+}
+
+/// What a static check of `group`'s templates reads for pods that read `reads`: equal keys, equal answers
+/// for those pods. A pod that names nodes keeps every group apart.
+pub fn templates_key(group: &Group, index: usize, reads: &Reads) -> String {
+    let mut key = String::new();
+    if reads.by_name {
+        let _ = write!(key, "group {index}");
     }
     for t in group.templates() {
         let node = &t.node;
-        let labels: Vec<Option<&String>> = read.iter().map(|k| node.labels.get(*k)).collect();
+        let labels: Vec<Option<&String>> =
+            (reads.labels.iter()).map(|k| node.labels.get(*k)).collect();
         let _ = write!(
             key,
             " [{:?} {:?} {:?} {:?} {:?} {:?} {labels:?} {}]",
@@ -63,16 +69,34 @@ pub fn key(
     key
 }
 
-/// `estimate`, made for `from`, as `to`'s own (the groups' keys are equal): each new node becomes `to`'s
-/// template of the same zone, and is `to`'s.
-pub fn adopt(estimate: &Estimate, from: &Group, to: &Group, to_index: usize) -> Estimate {
-    let mut adopted = estimate.clone();
-    for place in &mut adopted.nodes {
+/// What an estimate of `group` depends on besides the pods: equal keys, equal estimates. `class` is its
+/// static class ([`templates_key`] over what every pending pod reads), so alike groups have the same
+/// members and templates; beyond it, an estimate reads the templates' domain for every topology key (its
+/// counts are kept by domain, and committed), but not the hostname: every new node is a hostname domain of
+/// its own whatever its template's hostname label says.
+pub fn key(
+    group: &Group,
+    class: usize,
+    zone_nodes: &[u64],
+    limit: u64,
+    topology_keys: &[String],
+) -> String {
+    let mut key = format!("{class} {limit} {zone_nodes:?}");
+    let keys = topology_keys.iter().filter(|k| *k != HOSTNAME_LABEL);
+    for t in group.templates() {
+        let labels: Vec<Option<&String>> = keys.clone().map(|k| t.node.labels.get(k)).collect();
+        let _ = write!(key, " {labels:?}");
+    }
+    key
+}
+
+/// An estimate's new nodes, made for `from`, as `to`'s own (the groups' keys are equal): each becomes
+/// `to`'s template of the same zone.
+pub fn adopt(nodes: &mut [Place], from: &Group, to: &Group) {
+    for place in nodes {
         let zone = (from.templates().iter())
             .position(|t| Arc::ptr_eq(&t.node, &place.node))
             .expect("an estimate's nodes are copies of its group's templates");
         place.node = to.templates()[zone].node.clone();
-        place.group = Some(to_index);
     }
-    adopted
 }

@@ -3,9 +3,9 @@
 
 use crate::autoscaler::group::Group;
 use crate::autoscaler::scaleup::estimator::Estimate;
+use crate::autoscaler::scaleup::statics::Statics;
 use crate::model::Resources;
 use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
-use crate::simulator::predicates::Unfit;
 use crate::simulator::topology::Place;
 use std::collections::BTreeMap;
 
@@ -68,7 +68,7 @@ pub(super) fn balance(
     members: &[usize],
     groups: &[Group],
     planned: &[u64],
-    statics: &[Vec<Result<(), Unfit>>],
+    statics: &Statics,
 ) -> Vec<(usize, u64)> {
     let Some(template) = &groups[chosen].template else {
         return vec![(chosen, estimate.node_count() as u64)];
@@ -87,7 +87,7 @@ pub(super) fn balance(
         let Some(other) = &group.template else {
             continue;
         };
-        if similar(template, other) && placed.iter().all(|&e| statics[e][gi].is_ok()) {
+        if similar(template, other) && placed.iter().all(|&e| statics.of(e, gi).is_ok()) {
             set.push(gi);
         }
     }

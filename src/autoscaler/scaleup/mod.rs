@@ -9,4 +9,5 @@ pub mod expander; // least-waste, most-pods, least-nodes, price, priority, rando
 pub mod parallel; // a round's estimates on every core, in the order of the jobs
 pub mod planner; // plans expansions for all pending pods, round after round, within the limits
 pub mod pricing; // node and pod prices for the price expander, pod prices kept by demand
+pub mod statics; // the checks that hold on every node of a group, once per class of alike groups
 pub mod zones; // multi-zone node groups: a template per zone, where the next node launches

@@ -10,14 +10,16 @@ use crate::autoscaler::scaleup::expander::{
     Expander, ExpanderError, ExpansionOption, PriceContext,
 };
 use crate::autoscaler::scaleup::parallel;
+use crate::autoscaler::scaleup::statics::Statics;
 use crate::autoscaler::status::ScaleUp;
 use crate::model::PodNames;
 use crate::model::node::ZONE_LABEL;
 use crate::model::{Pod, PodList, Resources};
 use crate::simulator::equivalence::EquivalenceGroup;
-use crate::simulator::predicates::{self, Unfit};
+use crate::simulator::predicates::Unfit;
 use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The pending pods that need new nodes, as equivalence groups.
@@ -38,6 +40,13 @@ pub struct Pending<'a> {
 impl Pending<'_> {
     fn left(&self, g: usize) -> u64 {
         (self.groups[g].pods.len() - self.done[g]) as u64
+    }
+
+    /// Each equivalence group's first pod, which stands for it.
+    fn exemplars(&self) -> Vec<&Pod> {
+        (self.groups.iter())
+            .map(|eg| eg.exemplar(self.pods))
+            .collect()
     }
 }
 
@@ -97,7 +106,7 @@ pub fn plan(
         groups,
         limits,
         expander,
-        statics: statics(groups, pending),
+        statics: Statics::new(groups, &pending.exemplars()),
         planned: vec![0u64; groups.len()],
         totals: cluster,
         // One bound for the loop's whole binpacking: every round, every group's estimate, every ordering.
@@ -135,30 +144,12 @@ pub fn plan(
     Ok(result)
 }
 
-/// Static feasibility of each equivalence group on each node group's templates (any zone), computed once.
-fn statics(groups: &[Group], pending: &Pending) -> Vec<Vec<Result<(), Unfit>>> {
-    (pending.groups.iter())
-        .map(|eg| {
-            let pod = eg.exemplar(pending.pods);
-            (groups.iter())
-                .map(|g| {
-                    let mut fits = g.templates().iter().map(|t| static_fit(pod, t));
-                    match fits.clone().find(Result::is_ok) {
-                        Some(ok) => ok,
-                        None => fits.next().unwrap_or(Ok(())),
-                    }
-                })
-                .collect()
-        })
-        .collect()
-}
-
 /// The planner's state across rounds.
 struct Planner<'a> {
     groups: &'a [Group],
     limits: &'a Limits,
     expander: &'a Expander,
-    statics: Vec<Vec<Result<(), Unfit>>>,
+    statics: Statics,
     /// Nodes planned so far, per group.
     planned: Vec<u64>,
     /// The cluster's nodes, cores and memory, with what is planned.
@@ -169,13 +160,32 @@ struct Planner<'a> {
     result: Plan,
 }
 
-/// A group's estimate for some equivalence groups (`members`).
-type Candidate = (usize, Estimate, Vec<usize>);
+/// A group's estimate for some equivalence groups (`members`). Groups that pack alike share one estimate,
+/// made for `made_for`; the chosen one is made its group's own when committed ([`alike::adopt`]).
+struct Candidate {
+    group: usize,
+    estimate: Arc<Estimate>,
+    made_for: usize,
+    members: Arc<[usize]>,
+    /// What the pods it places request, and their price when the expander prices pods.
+    requests: Resources,
+    pods_price: Option<f64>,
+}
+
+/// A static class's members this round, and why each other open equivalence group does not fit its
+/// templates.
+type ClassMembers = (Arc<[usize]>, Vec<(usize, String)>);
+
+/// What an estimate leaves (the members it does not place in full), and what the pods it places request and
+/// cost.
+type Left = (Vec<usize>, Resources, Option<f64>);
 
 impl Planner<'_> {
     /// The groups that can help the `open` equivalence groups this round, each with the pods it may take and
-    /// its limit; why each other group cannot is said for each pod.
+    /// its limit; why each other group cannot is said for each pod. Groups of one static class share their
+    /// members and the reasons the others do not fit, found once.
     fn jobs(&mut self, open: &[usize], pending: &Pending) -> Vec<Job> {
+        let mut classes: Vec<Option<ClassMembers>> = vec![None; self.statics.classes()];
         let mut jobs = Vec::new();
         for (gi, group) in self.groups.iter().enumerate() {
             let reasons = &mut self.result.reasons;
@@ -194,16 +204,24 @@ impl Planner<'_> {
                 }
                 continue;
             }
-            let members: Vec<usize> = (open.iter().copied())
-                .filter(|&e| match &self.statics[e][gi] {
-                    Ok(()) => true,
-                    Err(why) => {
-                        let pod = pending.groups[e].exemplar(pending.pods);
-                        say(e, explain(why, pod, template));
-                        false
-                    }
-                })
-                .collect();
+            let class = self.statics.class(gi);
+            let (members, unfit) = classes[class].get_or_insert_with(|| {
+                let mut unfit = Vec::new();
+                let members = (open.iter().copied())
+                    .filter(|&e| match self.statics.of(e, gi) {
+                        Ok(()) => true,
+                        Err(why) => {
+                            let pod = pending.groups[e].exemplar(pending.pods);
+                            unfit.push((e, explain(why, pod, template)));
+                            false
+                        }
+                    })
+                    .collect();
+                (members, unfit)
+            });
+            for (e, why) in unfit.iter() {
+                say(*e, why.clone());
+            }
             if members.is_empty() {
                 continue;
             }
@@ -215,14 +233,15 @@ impl Planner<'_> {
                 limit = 0;
             }
             if limit == 0 {
-                for &e in &members {
+                for &e in members.iter() {
                     say(e, limited_by.to_string());
                 }
                 continue;
             }
             jobs.push(Job {
                 group: gi,
-                members,
+                class,
+                members: members.clone(),
                 limit,
                 limited_by,
             });
@@ -242,24 +261,38 @@ impl Planner<'_> {
         let started = Instant::now();
         let estimates = estimate_all(&jobs, self.groups, topology, places, pending, self.deadline);
         self.result.estimate_time += started.elapsed();
+        // What an estimate leaves and asks for depends on it and its members only: found once for the
+        // groups sharing it.
+        let mut found: Vec<Option<Left>> = vec![None; jobs.len()];
         let mut options = Vec::new();
-        for (job, estimate) in jobs.into_iter().zip(estimates) {
-            for (k, &e) in job.members.iter().enumerate() {
-                if estimate.placed[k] < pending.left(e) {
-                    let why = match (&estimate.unfit[k], estimate.stopped) {
-                        (Some(unfit), _) => format!("{unfit} (on a new node)"),
-                        (None, Some(Stop::TimeLimit)) => {
-                            "binpacking time limit reached (--max-nodegroup-binpacking-duration)"
-                                .into()
-                        }
-                        (None, _) => job.limited_by.to_string(),
-                    };
-                    let id = self.groups[job.group].id.clone();
-                    self.result.reasons[e].insert(id, why);
-                }
+        for (job, (estimate, by)) in jobs.iter().zip(estimates) {
+            let (short, requests, pods_price) = found[by].get_or_insert_with(|| {
+                let short = (0..job.members.len())
+                    .filter(|&k| estimate.placed[k] < pending.left(job.members[k]))
+                    .collect();
+                let (requests, pods_price) = asked(&estimate, &job.members, pending);
+                (short, requests, pods_price)
+            });
+            for &k in short.iter() {
+                let why = match (&estimate.unfit[k], estimate.stopped) {
+                    (Some(unfit), _) => format!("{unfit} (on a new node)"),
+                    (None, Some(Stop::TimeLimit)) => {
+                        "binpacking time limit reached (--max-nodegroup-binpacking-duration)".into()
+                    }
+                    (None, _) => job.limited_by.to_string(),
+                };
+                let id = self.groups[job.group].id.clone();
+                self.result.reasons[job.members[k]].insert(id, why);
             }
             if estimate.node_count() > 0 {
-                options.push((job.group, estimate, job.members));
+                options.push(Candidate {
+                    group: job.group,
+                    made_for: jobs[by].group,
+                    estimate,
+                    members: job.members.clone(),
+                    requests: *requests,
+                    pods_price: *pods_price,
+                });
             }
         }
         options
@@ -273,7 +306,7 @@ impl Planner<'_> {
     ) -> Result<(Candidate, String), ExpanderError> {
         let groups = self.groups;
         let expansion: Vec<ExpansionOption> = (options.iter())
-            .map(|(gi, estimate, members)| option(&groups[*gi], estimate, members, pending))
+            .map(|c| option(&groups[c.group], c))
             .collect();
         let context = PriceContext {
             cluster_nodes: self.totals.nodes as usize,
@@ -286,7 +319,7 @@ impl Planner<'_> {
         };
         let chosen = options.swap_remove(chosen);
         let others: Vec<&str> = (options.iter())
-            .map(|(g, ..)| groups[*g].id.as_str())
+            .map(|c| groups[c.group].id.as_str())
             .collect();
         let reason = if others.is_empty() {
             "the only node group that helps".to_string()
@@ -301,13 +334,24 @@ impl Planner<'_> {
     /// groups' scale-ups, each with the pods it takes and its zones; the world takes the new nodes.
     fn commit(
         &mut self,
-        (gi, estimate, members): Candidate,
+        chosen: Candidate,
         reason: &str,
         topology: &mut Topology,
         places: &mut Vec<Place>,
         pending: &mut Pending,
     ) {
         let groups = self.groups;
+        let Candidate {
+            group: gi,
+            members,
+            made_for,
+            ..
+        } = chosen;
+        // The other options are gone, so the estimate is usually this candidate's alone.
+        let mut estimate = Arc::try_unwrap(chosen.estimate).unwrap_or_else(|e| (*e).clone());
+        if made_for != gi {
+            alike::adopt(&mut estimate.nodes, &groups[made_for], &groups[gi]);
+        }
         let share = if groups[gi].zero_or_max {
             vec![(gi, headroom(&groups[gi], self.planned[gi]))]
         } else if self.limits.balance_similar_node_groups {
@@ -404,13 +448,16 @@ impl Planner<'_> {
 /// One node group to estimate for some equivalence groups.
 struct Job {
     group: usize,
-    members: Vec<usize>,
+    /// Its static class: jobs of one class have the same members.
+    class: usize,
+    members: Arc<[usize]>,
     limit: u64,
     limited_by: Limited,
 }
 
 /// Runs the jobs' estimates on every core, in order of the jobs; a job whose group packs alike with an
-/// earlier job's ([`alike`]) adopts that estimate instead of repeating it.
+/// earlier job's ([`alike`]) shares that estimate instead of repeating it. Each estimate comes with the
+/// index of the job it was made for.
 fn estimate_all(
     jobs: &[Job],
     groups: &[Group],
@@ -418,7 +465,7 @@ fn estimate_all(
     places: &[Place],
     pending: &Pending,
     deadline: Instant,
-) -> Vec<Estimate> {
+) -> Vec<(Arc<Estimate>, usize)> {
     let per_zone = nodes_per_zone(groups, places);
     let demands = |job: &Job| -> Vec<Demand> {
         (job.members.iter())
@@ -432,11 +479,8 @@ fn estimate_all(
     let mut first: HashMap<String, usize> = HashMap::new();
     let estimated_by: Vec<usize> = (jobs.iter().enumerate())
         .map(|(i, job)| {
-            let pods: Vec<&Pod> = (job.members.iter())
-                .map(|&e| pending.groups[e].exemplar(pending.pods))
-                .collect();
             let (g, zones) = (&groups[job.group], &per_zone[job.group]);
-            let key = alike::key(g, job.group, zones, &pods, job.limit, topology.keys());
+            let key = alike::key(g, job.class, zones, job.limit, topology.keys());
             *first.entry(key).or_insert(i)
         })
         .collect();
@@ -444,7 +488,7 @@ fn estimate_all(
         .filter(|&(i, _)| estimated_by[i] == i)
         .map(|(_, job)| job)
         .collect();
-    let pods = own.iter().flat_map(|j| &j.members);
+    let pods = own.iter().flat_map(|j| j.members.iter());
     let pods: usize = pods.map(|&e| pending.left(e) as usize).sum();
     let estimates = parallel::each(&own, pods, |job| {
         let templates = binpack::Templates {
@@ -457,17 +501,15 @@ fn estimate_all(
         };
         binpack::estimate(topology, places, templates, &demands(job), limits)
     });
-    let mut estimates = estimates.into_iter();
-    let mut out: Vec<Estimate> = Vec::with_capacity(jobs.len());
-    for (i, job) in jobs.iter().enumerate() {
-        let by = estimated_by[i];
+    let mut estimates = estimates.into_iter().map(Arc::new);
+    let mut out: Vec<(Arc<Estimate>, usize)> = Vec::with_capacity(jobs.len());
+    for (i, &by) in estimated_by.iter().enumerate() {
         let estimate = if by == i {
             estimates.next().expect("one estimate per job estimated")
         } else {
-            let from = &groups[jobs[by].group];
-            alike::adopt(&out[by], from, &groups[job.group], job.group)
+            out[by].0.clone()
         };
-        out.push(estimate);
+        out.push((estimate, by));
     }
     out
 }
@@ -475,27 +517,6 @@ fn estimate_all(
 fn expander_name(expander: &Expander) -> String {
     let names: Vec<String> = expander.chain.iter().map(|s| s.to_string()).collect();
     names.join(",")
-}
-
-/// Checks that hold for every node of a group: node selector and affinity, taints, room on an empty node
-/// (after its DaemonSet pods), host ports the DaemonSets take.
-pub fn static_fit(pod: &Pod, template: &Place) -> Result<(), Unfit> {
-    predicates::node_fit(&pod.scheduling, &template.node)?;
-    predicates::resources_fit(
-        &pod.demand,
-        &pod.extended,
-        &template.free,
-        &template.free_extended,
-    )?;
-    if pod
-        .scheduling
-        .host_ports
-        .iter()
-        .any(|p| template.ports.iter().any(|q| p.conflicts(q)))
-    {
-        return Err(Unfit::HostPorts);
-    }
-    Ok(())
 }
 
 /// A reason with the numbers behind it when it is about room: `Insufficient cpu: the pod requests 64, an
@@ -613,12 +634,8 @@ pub fn node_limit(
     best
 }
 
-fn option(
-    group: &Group,
-    estimate: &Estimate,
-    members: &[usize],
-    pending: &Pending,
-) -> ExpansionOption {
+/// What the pods `estimate` places for `members` request, and their price when pods are priced.
+fn asked(estimate: &Estimate, members: &[usize], pending: &Pending) -> (Resources, Option<f64>) {
     let mut requests = Resources::default();
     let mut pods_price = Some(0.0);
     for (k, &e) in members.iter().enumerate() {
@@ -628,18 +645,22 @@ fn option(
             .zip(pending.prices[e])
             .map(|(sum, each)| sum + each * n as f64);
     }
+    (requests, pods_price)
+}
+
+fn option(group: &Group, candidate: &Candidate) -> ExpansionOption {
     ExpansionOption {
         group_id: group.id.clone(),
-        node_count: estimate.node_count() as u64,
-        pods: estimate.pods_placed(),
-        requests,
+        node_count: candidate.estimate.node_count() as u64,
+        pods: candidate.estimate.pods_placed(),
+        requests: candidate.requests,
         capacity: group
             .template
             .as_ref()
             .map(|t| t.node.capacity)
             .unwrap_or_default(),
         node_price: group.node_price,
-        pods_price,
+        pods_price: candidate.pods_price,
     }
 }
 
@@ -802,18 +823,26 @@ mod tests {
         // team-a and team-b differ in a label no pod reads; team-c is in another zone, which these pods do
         // not read either. A pod that selects a zone tells team-c apart.
         let terms = s.topology.keys().to_vec();
-        let exemplar: Vec<&Pod> = vec![&s.pods[0]];
-        let key = |g: usize| alike::key(&s.groups[g], g, &[0], &exemplar, 2, &terms);
-        assert_eq!(key(0), key(1));
-        assert_eq!(key(0), key(2));
+        let plain = Statics::new(&s.groups, &[&s.pods[0]]);
+        assert_eq!(plain.classes(), 1);
+        let key = |statics: &Statics, g: usize, terms: &[String]| {
+            alike::key(&s.groups[g], statics.class(g), &[0], 2, terms)
+        };
+        assert_eq!(key(&plain, 0, &terms), key(&plain, 1, &terms));
+        assert_eq!(key(&plain, 0, &terms), key(&plain, 2, &terms));
+        // A zonal term in the world: its counts are kept by zone.
+        let zonal_terms = [ZONE_LABEL.to_string()];
+        assert_eq!(key(&plain, 0, &zonal_terms), key(&plain, 1, &zonal_terms));
+        assert_ne!(key(&plain, 0, &zonal_terms), key(&plain, 2, &zonal_terms));
         let mut zonal = s.pods[0].clone();
         zonal.scheduling = Arc::new(crate::model::pod::Scheduling {
             node_selector: [(ZONE_LABEL.to_string(), "a".to_string())].into(),
             ..Default::default()
         });
-        let zonal_key = |g: usize| alike::key(&s.groups[g], g, &[0], &[&zonal], 2, &terms);
-        assert_eq!(zonal_key(0), zonal_key(1));
-        assert_ne!(zonal_key(0), zonal_key(2));
+        let selecting = Statics::new(&s.groups, &[&s.pods[0], &zonal]);
+        assert_eq!(selecting.class(0), selecting.class(1));
+        assert_ne!(selecting.class(0), selecting.class(2));
+        assert!(selecting.of(1, 0).is_ok() && selecting.of(1, 2).is_err());
         let (plan, places) = run(&mut s, &Limits::default(), Totals::default());
         // Twelve pods of 1 CPU: six nodes of 2 CPUs, each group's two.
         let mut planned = deltas(&plan);
@@ -827,6 +856,9 @@ mod tests {
             ]
         );
         assert_eq!(places.len(), 6);
+        for place in &places {
+            assert_eq!(place.node.name, s.groups[place.group.unwrap()].id);
+        }
 
         // team-b adopts team-a's estimate: the same packing, on team-b's own template nodes.
         let s = setup(
@@ -840,7 +872,8 @@ mod tests {
         let pending = pending(&s.pods, &s.topology, &keys);
         let job = |group: usize| Job {
             group,
-            members: vec![0],
+            class: 0,
+            members: vec![0].into(),
             limit: 2,
             limited_by: Limited::GroupMax,
         };
@@ -853,12 +886,18 @@ mod tests {
             &pending,
             deadline,
         );
-        for (g, estimate) in estimates.iter().enumerate() {
-            assert_eq!((estimate.node_count(), estimate.pods_placed()), (2, 4));
-            for place in &estimate.nodes {
-                assert_eq!(place.group, Some(g));
-                assert_eq!(place.node.name, s.groups[g].id);
-            }
+        let [(a, by_a), (b, by_b)] = &estimates[..] else {
+            panic!("one estimate per job")
+        };
+        assert!(Arc::ptr_eq(a, b), "one estimate, shared");
+        assert_eq!((by_a, by_b), (&0, &0));
+        assert_eq!((a.node_count(), a.pods_placed()), (2, 4));
+        let mut nodes = a.nodes.clone();
+        alike::adopt(&mut nodes, &s.groups[0], &s.groups[1]);
+        for (made, adopted) in a.nodes.iter().zip(&nodes) {
+            assert_eq!(made.node.name, "team-a");
+            assert_eq!(adopted.node.name, "team-b");
+            assert_eq!(made.contents, adopted.contents);
         }
     }
 
