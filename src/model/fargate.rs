@@ -2,7 +2,7 @@
 //! the pricing of Fargate pods) and the companion (setting Fargate pods aside without asking) apply.
 //! Profiles are not node groups (docs/eks.md, "Fargate").
 
-use super::{FastMap, Labels};
+use super::{FastMap, Labels, Pod};
 use globset::{Glob, GlobMatcher};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -195,6 +195,31 @@ fn wildcard(pattern: &str) -> Option<GlobMatcher> {
     Glob::new(&escaped).ok().map(|g| g.compile_matcher())
 }
 
+/// The namespaces of `pods` some ACTIVE profile's selector takes: only there can the labels the profiles read
+/// ([`label_keys`]) send a pod to Fargate. Pods of a namespace share its name, so a run of them is one look.
+pub fn namespaces_taken<'a>(
+    profiles: &[FargateProfile],
+    pods: impl IntoIterator<Item = &'a Pod>,
+) -> BTreeSet<String> {
+    let matcher = Matcher::new(profiles);
+    if matcher.selectors.is_empty() {
+        return BTreeSet::new();
+    }
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let mut last: *const u8 = std::ptr::null();
+    for pod in pods {
+        let namespace: &str = &pod.namespace;
+        if namespace.as_ptr() != last {
+            last = namespace.as_ptr();
+            seen.insert(namespace);
+        }
+    }
+    (seen.into_iter())
+        .filter(|namespace| (matcher.selectors.iter()).any(|s| matches(&s.namespace, namespace)))
+        .map(str::to_string)
+        .collect()
+}
+
 /// The pod label keys the profiles read: a pod's Fargate profile depends on these labels and no others.
 pub fn label_keys(profiles: &[FargateProfile]) -> BTreeSet<String> {
     let mut keys: BTreeSet<String> = profiles
@@ -233,6 +258,33 @@ mod tests {
     fn pod(namespace: &str, labels: &[(&str, &str)]) -> (String, Labels) {
         let labels = labels.iter().map(|(k, v)| (k.to_string(), v.to_string()));
         (namespace.into(), labels.collect())
+    }
+
+    #[test]
+    fn namespaces_taken_are_those_an_active_selector_matches() {
+        let profiles = [
+            profile(
+                "serverless",
+                "ACTIVE",
+                &[("serverless", &[("compute", "fargate")])],
+            ),
+            profile("teams", "ACTIVE", &[("team-*", &[])]),
+            profile("old", "DELETING", &[("legacy", &[])]),
+        ];
+        let pods: Vec<Pod> = [
+            "default",
+            "serverless",
+            "team-a",
+            "team-a",
+            "legacy",
+            "team-b",
+        ]
+        .iter()
+        .map(|ns| Pod::pending(ns, "p", crate::model::Resources::default()))
+        .collect();
+        let taken = namespaces_taken(&profiles, &pods);
+        let taken: Vec<&str> = taken.iter().map(String::as_str).collect();
+        assert_eq!(taken, ["serverless", "team-a", "team-b"]);
     }
 
     fn select_pod(profiles: &[FargateProfile], (namespace, labels): (String, Labels)) -> Selection {

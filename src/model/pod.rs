@@ -284,7 +284,7 @@ impl Pod {
     ) -> EquivalenceKey<'a> {
         EquivalenceKey {
             namespace: &self.namespace,
-            labels: projection.project(&self.labels),
+            labels: projection.project(&self.namespace, &self.labels),
             demand: self.demand,
             extended: &self.extended,
             priority: self.priority,
@@ -418,15 +418,23 @@ fn share<T: ?Sized + Eq + std::hash::Hash>(
 
 /// The label keys some selector in the cluster reads: pod affinity and anti-affinity terms and topology spread
 /// selectors (matchLabelKeys folded in) of every pod, pending or running, and whatever else selects pods by
-/// label (Fargate profiles). A label outside them cannot change where a pod may go or what it counts for, so
-/// pods that differ only there (an Indexed Job's completion index, a StatefulSet's pod name, a label per
-/// pod) are one equivalence group.
+/// label (Fargate profiles, in the namespaces they take). A label outside them cannot change where a pod may
+/// go or what it counts for, so pods that differ only there (an Indexed Job's completion index, a
+/// StatefulSet's pod name, a label per pod) are one equivalence group.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LabelProjection {
     /// Every label counts: for callers that do not know the cluster's selectors.
     All,
     /// Only these keys, sorted.
     Keys(Vec<String>),
+    /// `keys` everywhere, and `wider` (sorted, `keys` among them) for pods in `namespaces`: what selects
+    /// pods only in some namespaces (a Fargate profile) reads their labels there alone, so pods elsewhere
+    /// cost no look at those labels.
+    Scoped {
+        keys: Vec<String>,
+        wider: Vec<String>,
+        namespaces: std::collections::BTreeSet<String>,
+    },
 }
 
 /// A pod's labels as a [`LabelProjection`] keeps them.
@@ -465,11 +473,42 @@ impl LabelProjection {
         LabelProjection::Keys(keys.into_iter().collect())
     }
 
-    fn project<'a>(&'a self, labels: &'a Labels) -> Projected<'a> {
+    /// This projection, with `extra` keys counting for pods in `namespaces` too.
+    pub fn scoped(
+        self,
+        extra: std::collections::BTreeSet<String>,
+        namespaces: std::collections::BTreeSet<String>,
+    ) -> LabelProjection {
         match self {
-            LabelProjection::All => Projected::All(labels),
-            LabelProjection::Keys(keys) if keys.is_empty() => Projected::Keys(Vec::new()),
-            LabelProjection::Keys(keys) => Projected::Keys(
+            LabelProjection::Keys(keys) if !namespaces.is_empty() && !extra.is_empty() => {
+                let mut wider: std::collections::BTreeSet<String> = keys.iter().cloned().collect();
+                wider.extend(extra);
+                LabelProjection::Scoped {
+                    keys,
+                    wider: wider.into_iter().collect(),
+                    namespaces,
+                }
+            }
+            unchanged => unchanged,
+        }
+    }
+
+    fn project<'a>(&'a self, namespace: &str, labels: &'a Labels) -> Projected<'a> {
+        let keys = match self {
+            LabelProjection::All => return Projected::All(labels),
+            LabelProjection::Keys(keys) => keys,
+            LabelProjection::Scoped {
+                keys,
+                wider,
+                namespaces,
+            } => match namespaces.contains(namespace) {
+                true => wider,
+                false => keys,
+            },
+        };
+        match keys.is_empty() {
+            true => Projected::Keys(Vec::new()),
+            false => Projected::Keys(
                 keys.iter()
                     .map(|k| labels.get(k).map(String::as_str))
                     .collect(),

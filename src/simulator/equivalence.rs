@@ -143,6 +143,31 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn labels_read_in_some_namespaces_split_groups_there_alone() {
+        // A Fargate profile takes namespace `serverless` pods labelled `compute: fargate`.
+        let labelled = |namespace: &str, name: &str, compute: &str| Pod {
+            labels: [("compute".to_string(), compute.to_string())].into(),
+            ..Pod::pending(namespace, name, pod(name, "a", 100).demand)
+        };
+        let pods = vec![
+            labelled("default", "d-1", "fargate"),
+            labelled("default", "d-2", "ec2"),
+            labelled("serverless", "s-1", "fargate"),
+            labelled("serverless", "s-2", "ec2"),
+        ];
+        let scoped = LabelProjection::of(&pods, []).scoped(
+            ["compute".to_string()].into(),
+            ["serverless".to_string()].into(),
+        );
+        let groups = group(&pods, 0..4, &scoped);
+        let members: Vec<&[usize]> = groups.iter().map(|g| g.pods.as_slice()).collect();
+        assert_eq!(members, [&[0, 1][..], &[2], &[3]]);
+        // Read everywhere, the label splits `default` too.
+        let everywhere = LabelProjection::of(&pods, ["compute".to_string()]);
+        assert_eq!(group(&pods, 0..4, &everywhere).len(), 4);
+    }
+
+    #[test]
     fn constraints_split_groups() {
         let mut tolerant = pod("t", "a", 100);
         tolerant.scheduling = Arc::new(Scheduling {

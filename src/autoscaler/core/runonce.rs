@@ -121,8 +121,14 @@ impl RunOnce {
             None
         });
         let profiles = profiles.as_deref().map(Vec::as_slice);
-        let keys = profiles.map(fargate::label_keys).unwrap_or_default();
-        let projection = LabelProjection::of(pods, keys);
+        let projection = LabelProjection::of(pods, []);
+        let projection = match profiles {
+            Some(profiles) => projection.scoped(
+                fargate::label_keys(profiles),
+                fargate::namespaces_taken(profiles, pods),
+            ),
+            None => projection,
+        };
         let help = equivalence::group(pods, std::mem::take(&mut sorted.to_help), &projection);
         let on_fargate = equivalence::group(pods, std::mem::take(&mut sorted.fargate), &projection);
         let client = &self.client;
