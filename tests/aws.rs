@@ -385,6 +385,96 @@ async fn size_changes_reach_the_auto_scaling_group() {
     assert_eq!(moto::asg_state(&c.sdk, &asg).await, (3, after));
 }
 
+/// `web` with a provisioning time of two seconds, so that an all-or-nothing increase is set back within the test.
+const ATOMIC_CONFIG: &str = r#"
+cluster: prod
+refreshInterval: 0s
+nodeGroups: {exclude: ["canary-*"]}
+options:
+  - {nodeGroup: web, options: {maxNodeProvisionTime: 2s}}
+"#;
+
+fn atomic_ended(text: &str, outcome: &str) -> bool {
+    text.contains(&format!(
+        "ekscale_provider_atomic_increases_total{{outcome=\"{outcome}\"}} 1"
+    ))
+}
+
+/// `ekscale.v1.NodeGroups/AtomicIncreaseSize` on AWS: the ASG's desired capacity raised by N and kept once
+/// all N are in service; when they are not all in service within the group's provisioning time, the desired
+/// capacity set back and what did launch for it terminated. Meanwhile the group takes no other change.
+#[tokio::test]
+async fn an_all_or_nothing_increase_is_kept_whole_or_set_back() {
+    use ekscale::proto::ekscale::AtomicIncreaseSizeRequest;
+    use ekscale::proto::ekscale::node_groups_client::NodeGroupsClient;
+
+    let c = cluster(ATOMIC_CONFIG).await;
+    let mut groups = NodeGroupsClient::new(c.server.channel().await);
+    let mut client = c.server.client().await;
+    let asg = c.asgs["web"].clone();
+    let mut checks = c.backend.atomic_checks_done();
+    let atomic = |delta| AtomicIncreaseSizeRequest {
+        id: "web".into(),
+        delta,
+    };
+
+    // Whole: moto launches both at once; the next read of the group ends the increase.
+    groups.atomic_increase_size(atomic(2)).await.unwrap();
+    let (desired, whole) = moto::asg_state(&c.sdk, &asg).await;
+    assert_eq!((desired, whole.len()), (4, 4));
+    let refused = client
+        .node_group_increase_size(NodeGroupIncreaseSizeRequest {
+            id: "web".into(),
+            delta: 1,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
+    assert!(
+        refused
+            .message()
+            .contains("an all-or-nothing increase of 2 is in flight"),
+        "{refused:?}"
+    );
+    client.refresh(RefreshRequest {}).await.unwrap();
+    assert!(atomic_ended(&c.metrics.encode(c.backend.as_ref()), "whole"));
+    assert_eq!(moto::asg_state(&c.sdk, &asg).await, (4, whole.clone()));
+
+    // Over what the group may take: refused before AWS is asked.
+    let status = groups.atomic_increase_size(atomic(3)).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::FailedPrecondition);
+    assert_eq!(moto::asg_state(&c.sdk, &asg).await.0, 4);
+
+    // Set back: of two asked for, the ASG gives one (the other launch never comes: taken away here).
+    groups.atomic_increase_size(atomic(2)).await.unwrap();
+    let (desired, ids) = moto::asg_state(&c.sdk, &asg).await;
+    assert_eq!(desired, 6);
+    let added: Vec<&String> = ids.iter().filter(|id| !whole.contains(id)).collect();
+    assert_eq!(added.len(), 2);
+    aws_sdk_autoscaling::Client::new(&c.sdk)
+        .terminate_instance_in_auto_scaling_group()
+        .instance_id(added[0].rsplit('/').next().unwrap())
+        .should_decrement_desired_capacity(true)
+        .send()
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !atomic_ended(&c.metrics.encode(c.backend.as_ref()), "set_back") {
+            checks.changed().await.unwrap();
+        }
+    })
+    .await
+    .expect("set back when its provisioning time ends");
+    assert_eq!(
+        moto::asg_state(&c.sdk, &asg).await,
+        (4, whole),
+        "the instance launched for it terminated, the desired capacity what it was"
+    );
+    // The group takes changes again.
+    increase(&mut client, "web", 1).await;
+    assert_eq!(moto::asg_state(&c.sdk, &asg).await.0, 5);
+}
+
 #[tokio::test]
 async fn options_from_tags_and_config_and_prices() {
     let c = cluster(CONFIG).await;

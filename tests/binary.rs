@@ -139,6 +139,101 @@ fn grpcurl_lists_and_calls_through_reflection() {
     );
 }
 
+/// `ekscale.v1.NodeGroups/AtomicIncreaseSize`, scripted as an operator would: all of the increase or none.
+#[test]
+fn grpcurl_calls_the_all_or_nothing_increase() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        "cluster: gangs\nregion: us-east-1\nnodeGroups:\n  - name: train\n    instanceType: g4dn.xlarge\n    \
+         zones: [us-east-1a]\n    minSize: 0\n    maxSize: 8\n    desiredSize: 1\n    availableCapacity: 4\n",
+    )
+    .unwrap();
+    let provider = Binary::start(&["--sim-file", scenario.to_str().unwrap()]);
+    let addr = provider.grpc.to_string();
+    let atomic = "ekscale.v1.NodeGroups/AtomicIncreaseSize";
+
+    let described = stdout(&run_grpcurl(&[
+        "-plaintext",
+        &addr,
+        "describe",
+        "ekscale.v1.NodeGroups",
+    ]));
+    assert!(
+        described.contains("rpc AtomicIncreaseSize ( .ekscale.v1.AtomicIncreaseSizeRequest )"),
+        "{described}"
+    );
+    let target = || {
+        let size = stdout(&run_grpcurl(&[
+            "-plaintext",
+            "-d",
+            r#"{"id":"train"}"#,
+            &addr,
+            &format!("{CLOUD_PROVIDER}/NodeGroupTargetSize"),
+        ]));
+        serde_json::from_str::<serde_json::Value>(&size).unwrap()["targetSize"].clone()
+    };
+    let refused = |body: &str| {
+        let output = run_grpcurl(&["-plaintext", "-d", body, &addr, atomic]);
+        assert!(!output.status.success(), "{body} was taken");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+
+    // Four more of a capacity of four with one running: refused whole, nothing asked of the cloud.
+    let message = refused(r#"{"id":"train","delta":4}"#);
+    assert!(
+        message.contains("ResourceExhausted")
+            && message.contains("can launch 3 more instance(s) now"),
+        "{message}"
+    );
+    assert_eq!(target(), 1);
+    // The IncreaseSize rules hold too: over max, not positive, unknown group.
+    let message = refused(r#"{"id":"train","delta":8}"#);
+    assert!(
+        message.contains("FailedPrecondition") && message.contains("max:8"),
+        "{message}"
+    );
+    let message = refused(r#"{"id":"train","delta":0}"#);
+    assert!(message.contains("InvalidArgument"), "{message}");
+    let message = refused(r#"{"id":"nope","delta":1}"#);
+    assert!(message.contains("NotFound"), "{message}");
+    assert_eq!(target(), 1);
+
+    // Three fit: all three are asked for and launched, none left a placeholder.
+    stdout(&run_grpcurl(&[
+        "-plaintext",
+        "-d",
+        r#"{"id":"train","delta":3}"#,
+        &addr,
+        atomic,
+    ]));
+    assert_eq!(target(), 4);
+    let nodes = stdout(&run_grpcurl(&[
+        "-plaintext",
+        "-d",
+        r#"{"id":"train"}"#,
+        &addr,
+        &format!("{CLOUD_PROVIDER}/NodeGroupNodes"),
+    ]));
+    let nodes: serde_json::Value = serde_json::from_str(&nodes).unwrap();
+    let ids: Vec<&str> = nodes["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 4, "{nodes}");
+    assert!(ids.iter().all(|id| !id.contains("placeholder")), "{nodes}");
+    let metrics = http_get(provider.metrics, "/metrics");
+    for expected in [
+        r#"ekscale_provider_requests_total{method="AtomicIncreaseSize",code="OK"} 1"#,
+        r#"ekscale_provider_requests_total{method="AtomicIncreaseSize",code="ResourceExhausted"} 1"#,
+    ] {
+        assert!(metrics.contains(expected), "{expected} missing");
+    }
+}
+
 /// grpcurl 1.8 speaks reflection v1alpha; newer clients speak v1. Both list the same services.
 #[tokio::test]
 async fn reflection_v1_lists_the_services() {

@@ -1,5 +1,6 @@
 //! §5 cases 33 and 34: while a size change is stuck in the cloud, every hot RPC still answers inside
-//! cluster-autoscaler's 5 s deadline, and further changes to that group wait their turn.
+//! cluster-autoscaler's 5 s deadline, and further changes to that group wait their turn, whichever service
+//! asks for them (IncreaseSize, or `ekscale.v1.NodeGroups`' AtomicIncreaseSize).
 
 mod common;
 
@@ -9,7 +10,10 @@ use ekscale::clock::Clock;
 use ekscale::cloud::scenario::Scenario;
 use ekscale::cloud::sim::SimBackend;
 use ekscale::cloud::{CloudError, FargateProfile, Instance, NodeGroupBackend, NodeGroupSpec};
+use ekscale::proto::ekscale::AtomicIncreaseSizeRequest;
+use ekscale::proto::ekscale::node_groups_client::NodeGroupsClient;
 use ekscale::proto::externalgrpc::*;
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -47,16 +51,12 @@ impl NodeGroupBackend for Gated {
         self.sim.instances(id)
     }
     async fn set_target_size(&self, id: &str, target: i32) -> Result<(), CloudError> {
-        assert_eq!(
-            self.in_flight.fetch_add(1, Ordering::SeqCst),
-            0,
-            "size changes of a group overlap"
-        );
-        self.entered.notify_one();
-        let _pass = self.gate.acquire().await.unwrap();
-        let result = self.sim.set_target_size(id, target).await;
-        self.in_flight.fetch_sub(1, Ordering::SeqCst);
-        result
+        self.through_the_gate(self.sim.set_target_size(id, target))
+            .await
+    }
+    async fn atomic_increase(&self, id: &str, target: i32) -> Result<(), CloudError> {
+        self.through_the_gate(self.sim.atomic_increase(id, target))
+            .await
     }
     async fn delete_instances(&self, id: &str, instance_ids: &[String]) -> Result<(), CloudError> {
         self.sim.delete_instances(id, instance_ids).await
@@ -66,6 +66,25 @@ impl NodeGroupBackend for Gated {
     }
     fn price_of_instance_type(&self, instance_type: &str) -> Option<f64> {
         self.sim.price_of_instance_type(instance_type)
+    }
+}
+
+impl Gated {
+    /// Runs a size change once the test lets one through, asserting that none overlaps another.
+    async fn through_the_gate(
+        &self,
+        change: impl Future<Output = Result<(), CloudError>>,
+    ) -> Result<(), CloudError> {
+        assert_eq!(
+            self.in_flight.fetch_add(1, Ordering::SeqCst),
+            0,
+            "size changes of a group overlap"
+        );
+        self.entered.notify_one();
+        let _pass = self.gate.acquire().await.unwrap();
+        let result = change.await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        result
     }
 }
 
@@ -99,10 +118,10 @@ async fn case_33_34_hot_rpcs_answer_while_a_size_change_is_in_flight() {
             .await
     });
     gated.entered.notified().await;
-    let mut second = server.client().await;
+    let mut second = NodeGroupsClient::new(server.channel().await);
     let queued = tokio::spawn(async move {
         second
-            .node_group_increase_size(NodeGroupIncreaseSizeRequest {
+            .atomic_increase_size(AtomicIncreaseSizeRequest {
                 id: "web".into(),
                 delta: 1,
             })

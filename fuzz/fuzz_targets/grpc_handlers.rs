@@ -7,10 +7,11 @@
 use ekscale::clock::Clock;
 use ekscale::cloud::scenario::{BUILT_IN, Scenario};
 use ekscale::cloud::sim::SimBackend;
-use ekscale::provider::metrics::ProviderMetrics;
 use ekscale::proto::ekscale::fargate_server::Fargate;
+use ekscale::proto::ekscale::node_groups_server::NodeGroups;
 use ekscale::proto::externalgrpc::cloud_provider_server::CloudProvider;
-use ekscale::provider::{CloudProviderService, FargateService};
+use ekscale::provider::metrics::ProviderMetrics;
+use ekscale::provider::{CloudProviderService, FargateService, GroupLocks, NodeGroupsService};
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
 use std::sync::{Arc, LazyLock};
@@ -41,7 +42,10 @@ fuzz_target!(|data: &[u8]| {
         Clock::manual(),
     ));
     let metrics = Arc::new(ProviderMetrics::default());
-    let cloud = CloudProviderService::new(backend.clone(), metrics.clone());
+    // Size changes through either service are serialized as `serve` serializes them.
+    let locks = Arc::new(GroupLocks::default());
+    let cloud = CloudProviderService::with_locks(backend.clone(), metrics.clone(), locks.clone());
+    let node_groups = NodeGroupsService::with_locks(backend.clone(), metrics.clone(), locks);
     let fargate = FargateService::new(backend.clone(), metrics);
     RUNTIME.block_on(async {
         let mut rest = data;
@@ -49,7 +53,7 @@ fuzz_target!(|data: &[u8]| {
             let len = (*len as usize).min(tail.len());
             let (bytes, next) = tail.split_at(len);
             rest = next;
-            match method % 19 {
+            match method % 21 {
                 0 => call!(cloud, node_groups, NodeGroupsRequest, bytes),
                 1 => call!(cloud, node_group_for_node, NodeGroupForNodeRequest, bytes),
                 2 => call!(cloud, pricing_node_price, PricingNodePriceRequest, bytes),
@@ -105,6 +109,13 @@ fuzz_target!(|data: &[u8]| {
                 17 => backend
                     .clock()
                     .advance(std::time::Duration::from_secs(u64::from(len as u8))),
+                18 => call!(node_groups, list_zones, ListZonesRequest, bytes),
+                19 => call!(
+                    node_groups,
+                    atomic_increase_size,
+                    AtomicIncreaseSizeRequest,
+                    bytes
+                ),
                 _ => {}
             }
         }

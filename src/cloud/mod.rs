@@ -69,6 +69,9 @@ pub trait CloudObserver: Send + Sync {
     fn observe_refresh(&self, elapsed: Duration);
     /// The node groups left out, by reason (replacing the last counts).
     fn set_skipped(&self, reasons: &[(String, i64)]);
+    /// An all-or-nothing increase the cloud took ended: "whole" (every instance launched) or "set_back"
+    /// (not all launched in time: the target was set back and what launched for it removed).
+    fn observe_atomic_increase(&self, outcome: &'static str);
 }
 
 /// An instance of a node group, as cluster-autoscaler sees it.
@@ -124,6 +127,9 @@ pub enum CloudError {
     NodeGroupNotFound(String),
     #[error("{0}")]
     FailedPrecondition(String),
+    /// The cloud cannot give what was asked now (an all-or-nothing increase it cannot launch whole).
+    #[error("{0}")]
+    Exhausted(String),
     #[error("{0}")]
     NotFound(String),
     #[error("permission denied: {0}")]
@@ -142,6 +148,7 @@ impl CloudError {
             CloudError::FailedPrecondition(m) => {
                 CloudError::FailedPrecondition(format!("{prefix}: {m}"))
             }
+            CloudError::Exhausted(m) => CloudError::Exhausted(format!("{prefix}: {m}")),
             CloudError::NotFound(m) => CloudError::NotFound(format!("{prefix}: {m}")),
             CloudError::PermissionDenied(m) => {
                 CloudError::PermissionDenied(format!("{prefix}: {m}"))
@@ -183,6 +190,13 @@ pub trait NodeGroupBackend: Send + Sync + 'static {
     /// Sets a new target size. Above the current one, capacity is requested; below it, only capacity that
     /// was requested but never created is cancelled (the provider never asks for less than what exists).
     async fn set_target_size(&self, id: &str, target: i32) -> Result<(), CloudError>;
+
+    /// Raises the target size to `target`, all or nothing: with [`CloudError::Exhausted`] and nothing
+    /// changed when the cloud cannot launch every added instance now. A backend that learns only later
+    /// whether they all launch (AWS) keeps the increase for the group's provisioning time and, if they have
+    /// not all launched by then, sets the target back and removes the instances launched for it; until
+    /// then the group takes no other size change.
+    async fn atomic_increase(&self, id: &str, target: i32) -> Result<(), CloudError>;
 
     /// Deletes these instances of the group (all known to be in it, none already deleting) and lowers
     /// the target size by one for each.

@@ -119,6 +119,27 @@ impl SimBackend {
         Ok(())
     }
 
+    /// Sets group `idx`'s target and launches what it asks for and capacity allows.
+    fn set_target(
+        &self,
+        state: &mut State,
+        idx: usize,
+        now: Duration,
+        target: i32,
+    ) -> Result<(), CloudError> {
+        let group = &mut state.groups[idx];
+        if target < 0 || (target as usize) < group.live() {
+            return Err(CloudError::FailedPrecondition(format!(
+                "target {target} is below the {} existing instances",
+                group.live()
+            )));
+        }
+        group.target = target;
+        let delay = group.config.provisioning_delay;
+        state.launch(idx, now, delay);
+        Ok(())
+    }
+
     fn group_index(&self, id: &str) -> Result<usize, CloudError> {
         self.by_id
             .get(id)
@@ -319,17 +340,28 @@ impl NodeGroupBackend for SimBackend {
     async fn set_target_size(&self, id: &str, target: i32) -> Result<(), CloudError> {
         let idx = self.group_index(id)?;
         let (mut state, now) = self.settled(idx);
-        let group = &mut state.groups[idx];
-        if target < 0 || (target as usize) < group.live() {
-            return Err(CloudError::FailedPrecondition(format!(
-                "target {target} is below the {} existing instances",
-                group.live()
-            )));
+        self.set_target(&mut state, idx, now, target)
+    }
+
+    /// The simulated cloud knows its capacity at once: an increase it cannot launch whole is refused.
+    async fn atomic_increase(&self, id: &str, target: i32) -> Result<(), CloudError> {
+        let idx = self.group_index(id)?;
+        let (mut state, now) = self.settled(idx);
+        let group = &state.groups[idx];
+        let delta = usize::try_from(target - group.target).unwrap_or(0);
+        if let Some(capacity) = group.config.available_capacity {
+            // What was asked for before and still waits for room launches first.
+            let free = (capacity as usize)
+                .saturating_sub(group.instances.len())
+                .saturating_sub(group.placeholders());
+            if free < delta {
+                return Err(CloudError::Exhausted(format!(
+                    "simulated EKS: node group {id} can launch {free} more instance(s) now \
+                     (availableCapacity {capacity}), not all {delta}; nothing was changed"
+                )));
+            }
         }
-        group.target = target;
-        let delay = group.config.provisioning_delay;
-        state.launch(idx, now, delay);
-        Ok(())
+        self.set_target(&mut state, idx, now, target)
     }
 
     async fn delete_instances(&self, id: &str, instance_ids: &[String]) -> Result<(), CloudError> {
@@ -505,6 +537,36 @@ nodeGroups:
         assert_eq!(sim.target_size("tight").unwrap(), 2);
         assert_eq!(instances.len(), 2);
         assert!(instances.iter().all(|i| !i.placeholder));
+    }
+
+    #[tokio::test]
+    async fn an_atomic_increase_the_capacity_cannot_hold_whole_changes_nothing() {
+        let sim = backend();
+        // `tight` runs 1 of its availableCapacity 2: one more fits, two do not.
+        let before = sim.instances("tight").unwrap();
+        let refused = sim.atomic_increase("tight", 3).await.unwrap_err();
+        assert!(
+            matches!(&refused, CloudError::Exhausted(m) if m.contains("can launch 1 more instance(s) now")),
+            "{refused}"
+        );
+        assert_eq!(sim.target_size("tight").unwrap(), 1);
+        assert_eq!(sim.instances("tight").unwrap(), before);
+
+        // Capacity already promised to placeholders is not free: with 3 asked of 2, none is.
+        sim.set_target_size("tight", 3).await.unwrap();
+        assert!(sim.atomic_increase("tight", 4).await.is_err());
+        assert_eq!(sim.target_size("tight").unwrap(), 3);
+        sim.set_target_size("tight", 2).await.unwrap();
+
+        // Room frees: the whole increase is taken and launched.
+        sim.set_available_capacity("tight", Some(4)).unwrap();
+        sim.atomic_increase("tight", 4).await.unwrap();
+        let instances = sim.instances("tight").unwrap();
+        assert_eq!(instances.len(), 4);
+        assert!(instances.iter().all(|i| !i.placeholder));
+        // Without a capacity limit it is a plain increase.
+        sim.atomic_increase("web", 5).await.unwrap();
+        assert_eq!(sim.instances("web").unwrap().len(), 5);
     }
 
     #[tokio::test]

@@ -4,11 +4,10 @@
 //! of docs/externalgrpc.md §5. Size changes of one node group are serialized; reads answer from memory.
 
 use super::options;
+use super::sizes::{self, GroupLocks, increased_target, status};
 use crate::cloud::fargate;
 use crate::cloud::pricing::{self, PriceError};
-use crate::cloud::{
-    CloudError, InstanceState, NodeGroupBackend, NodeGroupSpec, instance_types, template,
-};
+use crate::cloud::{InstanceState, NodeGroupBackend, NodeGroupSpec, instance_types, template};
 use crate::k8s;
 use crate::proto::externalgrpc::cloud_provider_server::CloudProvider;
 use crate::proto::externalgrpc::instance_status::InstanceState as WireState;
@@ -17,21 +16,30 @@ use crate::provider::metrics::ProviderMetrics;
 use prost::Message;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
 pub struct CloudProviderService {
     backend: Arc<dyn NodeGroupBackend>,
     metrics: Arc<ProviderMetrics>,
-    locks: GroupLocks,
+    locks: Arc<GroupLocks>,
 }
 
 impl CloudProviderService {
     pub fn new(backend: Arc<dyn NodeGroupBackend>, metrics: Arc<ProviderMetrics>) -> Self {
+        Self::with_locks(backend, metrics, Arc::default())
+    }
+
+    /// A service whose size changes are serialized with those of the other services holding `locks`.
+    pub fn with_locks(
+        backend: Arc<dyn NodeGroupBackend>,
+        metrics: Arc<ProviderMetrics>,
+        locks: Arc<GroupLocks>,
+    ) -> Self {
         CloudProviderService {
             backend,
             metrics,
-            locks: GroupLocks::default(),
+            locks,
         }
     }
 
@@ -44,33 +52,14 @@ impl CloudProviderService {
     }
 
     fn group(&self, id: &str) -> Result<Arc<NodeGroupSpec>, Status> {
-        if id.is_empty() {
-            return Err(Status::invalid_argument("node group id is empty"));
-        }
-        self.backend
-            .node_group(id)
-            .ok_or_else(|| Status::not_found(format!("node group {id:?} not found")))
+        sizes::group(self.backend.as_ref(), id)
     }
 
     async fn increase_size(&self, id: &str, delta: i32) -> Result<(), Status> {
         let group = self.group(id)?;
-        if delta <= 0 {
-            return Err(Status::invalid_argument(format!(
-                "size increase must be positive, got delta {delta}"
-            )));
-        }
         let _serialized = self.locks.lock(id).await;
         let target = self.backend.target_size(id).map_err(status)?;
-        let desired = target
-            .checked_add(delta)
-            .filter(|&d| d <= group.max_size)
-            .ok_or_else(|| {
-                Status::failed_precondition(format!(
-                    "size increase too large - desired:{} max:{}",
-                    i64::from(target) + i64::from(delta),
-                    group.max_size
-                ))
-            })?;
+        let desired = increased_target(&group, target, delta)?;
         self.backend
             .set_target_size(id, desired)
             .await
@@ -359,39 +348,11 @@ fn period_seconds(
     Ok(span)
 }
 
-fn status(error: CloudError) -> Status {
-    match error {
-        CloudError::NodeGroupNotFound(_) => Status::not_found(error.to_string()),
-        CloudError::FailedPrecondition(_) => Status::failed_precondition(error.to_string()),
-        CloudError::NotFound(_) => Status::not_found(error.to_string()),
-        CloudError::PermissionDenied(_) => Status::permission_denied(error.to_string()),
-        CloudError::Unavailable(_) => Status::unavailable(error.to_string()),
-        CloudError::Internal(_) => Status::internal(error.to_string()),
-    }
-}
-
 fn price_status(error: PriceError) -> Status {
     match error {
         PriceError::UnknownNode(_) => Status::not_found(error.to_string()),
         PriceError::NoPrice(_) => Status::unimplemented(error.to_string()),
         PriceError::NothingFits(_) => Status::failed_precondition(error.to_string()),
-    }
-}
-
-/// One async mutex per node group, so size changes of a group happen one at a time.
-#[derive(Default)]
-struct GroupLocks(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
-
-impl GroupLocks {
-    async fn lock(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
-        let lock = {
-            let mut locks = self
-                .0
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            locks.entry(id.to_string()).or_default().clone()
-        };
-        lock.lock_owned().await
     }
 }
 

@@ -35,7 +35,7 @@ struct AwsCallLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ReloadLabels {
+struct OutcomeLabels {
     outcome: &'static str,
 }
 
@@ -55,7 +55,8 @@ pub struct ProviderMetrics {
     aws_requests: Family<AwsCallLabels, Counter>,
     refresh_duration: Histogram,
     skipped: Family<SkipLabels, Gauge>,
-    tls_reloads: Family<ReloadLabels, Counter>,
+    tls_reloads: Family<OutcomeLabels, Counter>,
+    atomic_increases: Family<OutcomeLabels, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -111,14 +112,21 @@ impl Default for ProviderMetrics {
             "Node groups left out of NodeGroups, by reason",
             skipped.clone(),
         );
-        let tls_reloads = Family::<ReloadLabels, Counter>::default();
+        let tls_reloads = Family::<OutcomeLabels, Counter>::default();
         registry.register(
             "tls_reloads",
             "Changed TLS files read by the reloader: reloaded, or refused (the old ones kept)",
             tls_reloads.clone(),
         );
+        let atomic_increases = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "atomic_increases",
+            "All-or-nothing increases ended: whole, or set_back (not all launched in the provisioning time)",
+            atomic_increases.clone(),
+        );
         ProviderMetrics {
             registry,
+            atomic_increases,
             tls_reloads,
             requests,
             latency,
@@ -136,7 +144,7 @@ impl ProviderMetrics {
     /// The TLS reloader read changed files: `reloaded`, or `refused` because they make no configuration.
     pub fn observe_tls_reload(&self, outcome: &'static str) {
         self.tls_reloads
-            .get_or_create(&ReloadLabels { outcome })
+            .get_or_create(&OutcomeLabels { outcome })
             .inc();
     }
 
@@ -232,6 +240,12 @@ impl CloudObserver for ProviderMetrics {
     /// Records how long a refresh of the cloud's view took.
     fn observe_refresh(&self, elapsed: Duration) {
         self.refresh_duration.observe(elapsed.as_secs_f64());
+    }
+
+    fn observe_atomic_increase(&self, outcome: &'static str) {
+        self.atomic_increases
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
     }
 
     /// Replaces the counts of node groups left out, by reason.

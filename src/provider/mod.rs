@@ -7,11 +7,13 @@ pub mod http; // /metrics and /healthz
 pub mod metrics; // ekscale_provider_* metrics: RPCs, instances, AWS calls
 mod node_groups;
 mod options;
+mod sizes; // what the services that change sizes share
 mod tls;
 
 pub use cloud_provider::CloudProviderService;
 pub use fargate::FargateService;
 pub use node_groups::NodeGroupsService;
+pub use sizes::GroupLocks;
 pub use tls::{Reloading, TlsFiles};
 
 use crate::cloud::NodeGroupBackend;
@@ -96,12 +98,21 @@ pub async fn serve(
 
     // Read before anything is served: bad TLS files stop the start with their name.
     let tls = tls.cloned().map(Reloading::load).transpose()?;
-    let cloud_provider =
-        CloudProviderServer::new(CloudProviderService::new(backend.clone(), metrics.clone()))
-            .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
+    // IncreaseSize and AtomicIncreaseSize of one group wait for each other.
+    let locks = Arc::new(sizes::GroupLocks::default());
+    let cloud_provider = CloudProviderServer::new(CloudProviderService::with_locks(
+        backend.clone(),
+        metrics.clone(),
+        locks.clone(),
+    ))
+    .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
     let fargate = FargateServer::new(FargateService::new(backend.clone(), metrics.clone()))
         .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
-    let node_groups = NodeGroupsServer::new(NodeGroupsService::new(backend, metrics.clone()));
+    let node_groups = NodeGroupsServer::new(NodeGroupsService::with_locks(
+        backend,
+        metrics.clone(),
+        locks,
+    ));
     let router = Server::builder()
         .add_service(cloud_provider)
         .add_service(fargate)

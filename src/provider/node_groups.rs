@@ -1,9 +1,15 @@
 //! The `ekscale.v1.NodeGroups` extension service: what the externalgrpc protocol cannot say about a node
-//! group. Its zones let a companion plan new nodes where the Auto Scaling group will launch them.
+//! group. Its zones let a companion plan new nodes where the Auto Scaling group will launch them; its atomic
+//! increase gives a gang of pods all its nodes or none (cluster-autoscaler's `AtomicIncreaseSize`, which
+//! externalgrpc has no call for).
 
+use super::sizes::{self, GroupLocks, increased_target, status};
 use crate::cloud::NodeGroupBackend;
 use crate::proto::ekscale::node_groups_server::NodeGroups;
-use crate::proto::ekscale::{ListZonesRequest, ListZonesResponse, NodeGroupZones};
+use crate::proto::ekscale::{
+    AtomicIncreaseSizeRequest, AtomicIncreaseSizeResponse, ListZonesRequest, ListZonesResponse,
+    NodeGroupZones,
+};
 use crate::provider::metrics::ProviderMetrics;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
@@ -11,11 +17,44 @@ use tonic::{Request, Response, Status};
 pub struct NodeGroupsService {
     backend: Arc<dyn NodeGroupBackend>,
     metrics: Arc<ProviderMetrics>,
+    locks: Arc<GroupLocks>,
 }
 
 impl NodeGroupsService {
     pub fn new(backend: Arc<dyn NodeGroupBackend>, metrics: Arc<ProviderMetrics>) -> Self {
-        NodeGroupsService { backend, metrics }
+        Self::with_locks(backend, metrics, Arc::default())
+    }
+
+    /// A service whose size changes are serialized with those of the other services holding `locks`.
+    pub fn with_locks(
+        backend: Arc<dyn NodeGroupBackend>,
+        metrics: Arc<ProviderMetrics>,
+        locks: Arc<GroupLocks>,
+    ) -> Self {
+        NodeGroupsService {
+            backend,
+            metrics,
+            locks,
+        }
+    }
+
+    async fn atomic_increase_size(&self, id: &str, delta: i32) -> Result<(), Status> {
+        let group = sizes::group(self.backend.as_ref(), id)?;
+        let _serialized = self.locks.lock(id).await;
+        let target = self.backend.target_size(id).map_err(status)?;
+        let desired = increased_target(&group, target, delta)?;
+        self.backend
+            .atomic_increase(id, desired)
+            .await
+            .map_err(status)?;
+        tracing::info!(
+            node_group = id,
+            delta,
+            from = target,
+            to = desired,
+            "increased target size, all or nothing"
+        );
+        Ok(())
     }
 }
 
@@ -36,6 +75,19 @@ impl NodeGroups for NodeGroupsService {
                 })
                 .collect();
             Ok(ListZonesResponse { node_groups })
+        })
+        .await
+    }
+
+    async fn atomic_increase_size(
+        &self,
+        request: Request<AtomicIncreaseSizeRequest>,
+    ) -> Result<Response<AtomicIncreaseSizeResponse>, Status> {
+        super::observe(&self.metrics, "AtomicIncreaseSize", async {
+            let request = request.into_inner();
+            self.atomic_increase_size(&request.id, request.delta)
+                .await?;
+            Ok(AtomicIncreaseSizeResponse {})
         })
         .await
     }

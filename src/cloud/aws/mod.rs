@@ -6,6 +6,7 @@
 //! only through the ASG (SetDesiredCapacity, TerminateInstanceInAutoScalingGroup), never through
 //! UpdateNodegroupConfig; the view is updated when AWS accepts a change, and re-read when it refuses one.
 
+mod atomic;
 pub mod calls;
 pub mod config;
 mod discovery;
@@ -55,6 +56,12 @@ pub struct State {
     changes: AtomicU64,
     /// Counts the re-reads of groups in flux that took what AWS answered.
     settled: tokio::sync::watch::Sender<u64>,
+    /// All-or-nothing increases not yet launched whole, by node group.
+    atomic: atomic::Increases,
+    /// One check of those increases at a time (each may set one back).
+    atomic_checks: tokio::sync::Mutex<()>,
+    /// Counts the checks of those increases.
+    atomic_ended: tokio::sync::watch::Sender<u64>,
 }
 
 impl AwsBackend {
@@ -88,6 +95,9 @@ impl AwsBackend {
             last_scaled: Mutex::new(HashMap::new()),
             changes: AtomicU64::new(0),
             settled: tokio::sync::watch::Sender::new(0),
+            atomic: Default::default(),
+            atomic_checks: tokio::sync::Mutex::new(()),
+            atomic_ended: tokio::sync::watch::Sender::new(0),
         }))
     }
 
@@ -179,20 +189,22 @@ impl AwsBackend {
                 .map_err(|e| sdk_error("autoscaling:DescribeAutoScalingGroups", e))?;
             found.extend(output.auto_scaling_groups().iter().cloned());
         }
-        let mut view = self.write();
-        for asg in &found {
-            let name = asg.auto_scaling_group_name().unwrap_or_default();
-            // A group changed while AWS was read keeps what we did: it is newer.
-            if let Some(group) = view
-                .groups
-                .iter_mut()
-                .find(|g| g.asg == name && g.changed <= since)
-            {
-                group.apply(asg);
+        {
+            let mut view = self.write();
+            for asg in &found {
+                let name = asg.auto_scaling_group_name().unwrap_or_default();
+                // A group changed while AWS was read keeps what we did: it is newer.
+                if let Some(group) = view
+                    .groups
+                    .iter_mut()
+                    .find(|g| g.asg == name && g.changed <= since)
+                {
+                    group.apply(asg);
+                }
             }
+            view.reindex();
         }
-        view.reindex();
-        drop(view);
+        self.check_increases().await;
         self.settled.send_modify(|n| *n += 1);
         Ok(asgs.len())
     }
@@ -295,36 +307,85 @@ impl AwsBackend {
         } = result?;
         memory.last = Some(started);
         self.metrics.set_skipped(&skipped);
-        let mut view = self.write();
-        // A group we changed while AWS was being read: what we did is newer than what was read.
-        for group in &mut groups {
-            if let Ok(live) = view.group(&group.spec.id)
-                && live.changed > since
-            {
-                group.desired = live.desired;
-                group.instances = live.instances.clone();
-                group.failure = live.failure.clone();
-                group.changed = live.changed;
-                group.uncertain = live.uncertain;
+        {
+            let mut view = self.write();
+            // A group we changed while AWS was being read: what we did is newer than what was read.
+            for group in &mut groups {
+                if let Ok(live) = view.group(&group.spec.id)
+                    && live.changed > since
+                {
+                    group.desired = live.desired;
+                    group.instances = live.instances.clone();
+                    group.failure = live.failure.clone();
+                    group.changed = live.changed;
+                    group.uncertain = live.uncertain;
+                }
             }
+            *view = View {
+                groups,
+                fargate,
+                refreshed_at: Some(started),
+                ..View::default()
+            };
+            view.reindex();
         }
-        *view = View {
-            groups,
-            fargate,
-            refreshed_at: Some(started),
-            ..View::default()
-        };
-        view.reindex();
+        self.check_increases().await;
         Ok(())
     }
 
-    /// Refuses a change to a group whose last change has an unknown outcome.
+    /// Refuses a change to a group whose last change has an unknown outcome, or with an all-or-nothing
+    /// increase in flight.
     fn settled(&self, id: &str) -> Result<(), CloudError> {
+        self.no_increase_in_flight(id)?;
         if self.read().group(id)?.uncertain {
             return Err(CloudError::Unavailable(format!(
                 "node group {id}: an earlier change went unanswered by AWS and its outcome is still being \
                  read back; try again after the next refresh"
             )));
+        }
+        Ok(())
+    }
+
+    /// Terminates these instances (EC2 ids) of the group, each with the desired capacity decremented.
+    async fn terminate(
+        &self,
+        id: &str,
+        instance_ids: &[String],
+        deadline: tokio::time::Instant,
+    ) -> Result<(), CloudError> {
+        for (done, instance_id) in instance_ids.iter().enumerate() {
+            let request = self
+                .calls
+                .autoscaling
+                .terminate_instance_in_auto_scaling_group()
+                .instance_id(instance_id)
+                .should_decrement_desired_capacity(true);
+            if let Err(error) = self
+                .change_asg(
+                    id,
+                    "TerminateInstanceInAutoScalingGroup",
+                    deadline,
+                    request.send(),
+                )
+                .await
+            {
+                let context = format!(
+                    "terminated {done} of {} instance(s) of node group {id}, then",
+                    instance_ids.len()
+                );
+                return Err(error.context(&context));
+            }
+            let mut view = self.write();
+            let group = view.group_mut(id)?;
+            self.touch(group);
+            if let Some(instance) = group
+                .instances
+                .iter_mut()
+                .find(|i| &i.instance_id == instance_id)
+            {
+                instance.state = InstanceState::Deleting;
+            }
+            group.desired -= 1;
         }
         Ok(())
     }
@@ -462,6 +523,10 @@ impl NodeGroupBackend for AwsBackend {
         self.set_desired(id, &asg, target, self.deadline()).await
     }
 
+    async fn atomic_increase(&self, id: &str, target: i32) -> Result<(), CloudError> {
+        self.increase_atomically(id, target).await
+    }
+
     async fn delete_instances(&self, id: &str, instance_ids: &[String]) -> Result<(), CloudError> {
         self.settled(id)?;
         let deadline = self.deadline();
@@ -500,40 +565,7 @@ impl NodeGroupBackend for AwsBackend {
                 )));
             }
         }
-        for (done, instance_id) in real.iter().enumerate() {
-            let request = self
-                .calls
-                .autoscaling
-                .terminate_instance_in_auto_scaling_group()
-                .instance_id(instance_id)
-                .should_decrement_desired_capacity(true);
-            if let Err(error) = self
-                .change_asg(
-                    id,
-                    "TerminateInstanceInAutoScalingGroup",
-                    deadline,
-                    request.send(),
-                )
-                .await
-            {
-                let context = format!(
-                    "terminated {done} of {} instance(s) of node group {id}, then",
-                    real.len()
-                );
-                return Err(error.context(&context));
-            }
-            let mut view = self.write();
-            let group = view.group_mut(id)?;
-            self.touch(group);
-            if let Some(instance) = group
-                .instances
-                .iter_mut()
-                .find(|i| &i.instance_id == instance_id)
-            {
-                instance.state = InstanceState::Deleting;
-            }
-            group.desired -= 1;
-        }
+        self.terminate(id, &real, deadline).await?;
         if placeholders > 0 {
             // Cancelling placeholders = asking for no more than the instances that exist.
             let cancelled = i32::try_from(placeholders).unwrap_or(i32::MAX);

@@ -1,0 +1,227 @@
+//! All-or-nothing increases on AWS. An Auto Scaling group tells only later whether it could launch what it
+//! was asked for, so an atomic increase is remembered (the instances the group had, how many it adds, until
+//! when) and checked whenever the group is read again; when the group's provisioning time passes before
+//! every added instance is in service, the desired capacity is set back and the instances launched for the
+//! increase are terminated. Until it ends, the group takes no other size change: each instance that is not
+//! one of the group's earlier ones is the increase's.
+
+use super::AwsBackend;
+use super::view::{AsgInstance, Group};
+use crate::cloud::{CloudError, InstanceState, NodeGroupSpec};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// cluster-autoscaler's `--max-node-provision-time` default, for groups that do not set their own.
+const DEFAULT_PROVISION_TIME: Duration = Duration::from_secs(15 * 60);
+
+/// One all-or-nothing increase the ASG has not yet launched whole.
+pub(super) struct Increase {
+    /// The group's instances (providerIDs) before the increase.
+    before: HashSet<String>,
+    desired_before: i32,
+    delta: usize,
+    deadline: Instant,
+}
+
+/// The increases in flight, by node group id.
+pub(super) type Increases = std::sync::Mutex<HashMap<String, Increase>>;
+
+impl Increase {
+    /// The group's instances launched since the increase: not one of its earlier ones, not terminating.
+    fn launched<'a>(&'a self, group: &'a Group) -> impl Iterator<Item = &'a AsgInstance> + 'a {
+        group
+            .instances
+            .iter()
+            .filter(|i| i.state != InstanceState::Deleting)
+            .filter(|i| !self.before.contains(&i.provider_id))
+    }
+
+    /// Whether every instance it added is in service.
+    fn whole(&self, group: &Group) -> bool {
+        let in_service = self
+            .launched(group)
+            .filter(|i| i.state == InstanceState::Running);
+        in_service.count() >= self.delta
+    }
+}
+
+/// What a check found an increase to be.
+enum Verdict {
+    Whole,
+    SetBack,
+}
+
+fn provision_time(spec: &NodeGroupSpec) -> Duration {
+    spec.options
+        .as_ref()
+        .and_then(|o| o.max_node_provision_time)
+        .unwrap_or(DEFAULT_PROVISION_TIME)
+}
+
+impl AwsBackend {
+    fn increases(&self) -> std::sync::MutexGuard<'_, HashMap<String, Increase>> {
+        self.atomic
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Refuses a size change to a group with an increase in flight.
+    pub(super) fn no_increase_in_flight(&self, id: &str) -> Result<(), CloudError> {
+        match self.increases().get(id) {
+            Some(increase) => Err(CloudError::FailedPrecondition(format!(
+                "node group {id}: an all-or-nothing increase of {} is in flight until its instances are \
+                 in service or its provisioning time ends (in {:.0?}); no other size change until then",
+                increase.delta,
+                increase.deadline.saturating_duration_since(Instant::now())
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Raises the ASG's desired capacity to `target` and keeps the increase until it is whole or set back.
+    pub(super) async fn increase_atomically(
+        &self,
+        id: &str,
+        target: i32,
+    ) -> Result<(), CloudError> {
+        self.settled(id)?;
+        let (asg, increase) = {
+            let view = self.read();
+            let group = view.group(id)?;
+            let increase = Increase {
+                before: group
+                    .instances
+                    .iter()
+                    .map(|i| i.provider_id.clone())
+                    .collect(),
+                desired_before: group.desired,
+                delta: usize::try_from(target - group.desired).unwrap_or(0),
+                deadline: Instant::now() + provision_time(&group.spec),
+            };
+            (group.asg.clone(), increase)
+        };
+        let deadline = increase.deadline;
+        // In place before AWS is asked, so that a refresh meanwhile knows whose the new instances are.
+        self.increases().insert(id.to_string(), increase);
+        if let Err(error) = self.set_desired(id, &asg, target, self.deadline()).await {
+            let uncertain = self.read().group(id).is_ok_and(|g| g.uncertain);
+            let mut increases = self.increases();
+            if uncertain {
+                // AWS may have taken it: set back at the first check after the group is read back.
+                if let Some(increase) = increases.get_mut(id) {
+                    increase.deadline = Instant::now();
+                }
+            } else {
+                increases.remove(id);
+            }
+            return Err(error);
+        }
+        let backend = Arc::downgrade(&self.0);
+        tokio::spawn(async move {
+            tokio::time::sleep_until(deadline.into()).await;
+            if let Some(state) = backend.upgrade() {
+                AwsBackend(state).check_increases().await;
+            }
+        });
+        Ok(())
+    }
+
+    /// Ends the increases in flight that are whole or past their provisioning time; the others wait.
+    /// Called after every read of the groups and at each increase's deadline.
+    pub(super) async fn check_increases(&self) {
+        if self.increases().is_empty() {
+            return;
+        }
+        let _one_at_a_time = self.atomic_checks.lock().await;
+        let verdicts: Vec<(String, Verdict)> = {
+            let view = self.read();
+            let now = Instant::now();
+            let mut increases = self.increases();
+            // A group no longer served has nothing left to set back.
+            increases.retain(|id, _| view.group(id).is_ok());
+            increases
+                .iter()
+                .filter_map(|(id, increase)| {
+                    let group = view.group(id).ok()?;
+                    if group.uncertain {
+                        return None;
+                    }
+                    if increase.whole(group) {
+                        Some((id.clone(), Verdict::Whole))
+                    } else if now >= increase.deadline {
+                        Some((id.clone(), Verdict::SetBack))
+                    } else {
+                        None
+                    }
+                })
+                .collect()
+        };
+        for (id, verdict) in verdicts {
+            match verdict {
+                Verdict::Whole => {
+                    self.increases().remove(&id);
+                    self.metrics.observe_atomic_increase("whole");
+                    tracing::info!(node_group = id, "all-or-nothing increase launched whole");
+                }
+                Verdict::SetBack => match self.set_back(&id).await {
+                    // Read again, it was whole after all.
+                    Ok(None) => {
+                        self.increases().remove(&id);
+                        self.metrics.observe_atomic_increase("whole");
+                        tracing::info!(node_group = id, "all-or-nothing increase launched whole");
+                    }
+                    Ok(Some(terminated)) => {
+                        self.increases().remove(&id);
+                        self.metrics.observe_atomic_increase("set_back");
+                        tracing::warn!(
+                            node_group = id,
+                            terminated,
+                            "all-or-nothing increase not launched whole in its provisioning time: \
+                             desired capacity set back, the instances launched for it terminated"
+                        );
+                    }
+                    // Kept in flight: the next check tries again.
+                    Err(error) => {
+                        tracing::warn!(node_group = id, %error, "setting back an all-or-nothing increase failed")
+                    }
+                },
+            }
+        }
+        self.atomic_ended.send_modify(|n| *n += 1);
+    }
+
+    /// Terminates what launched for the group's increase and sets the desired capacity back; returns how
+    /// many instances were terminated, or `None` when the group, read again, has the whole increase.
+    async fn set_back(&self, id: &str) -> Result<Option<usize>, CloudError> {
+        // Decide on what AWS has now, not on the last read.
+        self.reread(id).await?;
+        let deadline = self.deadline();
+        let (asg, launched, desired_before) = {
+            let view = self.read();
+            let group = view.group(id)?;
+            let increases = self.increases();
+            let Some(increase) = increases.get(id) else {
+                return Ok(Some(0));
+            };
+            if increase.whole(group) {
+                return Ok(None);
+            }
+            let launched: Vec<String> = increase
+                .launched(group)
+                .map(|i| i.instance_id.clone())
+                .collect();
+            (group.asg.clone(), launched, increase.desired_before)
+        };
+        self.terminate(id, &launched, deadline).await?;
+        if self.read().group(id)?.desired > desired_before {
+            self.set_desired(id, &asg, desired_before, deadline).await?;
+        }
+        Ok(Some(launched.len()))
+    }
+
+    /// Changes each time a check of the increases in flight has ended (for tests that wait on one).
+    pub fn atomic_checks_done(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.atomic_ended.subscribe()
+    }
+}
