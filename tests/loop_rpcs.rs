@@ -14,6 +14,7 @@ use ekscale::autoscaler::scaleup::expander::{Expander, Strategy};
 use ekscale::autoscaler::settings::Settings;
 use ekscale::autoscaler::status::Status;
 use ekscale::clock::Clock;
+use ekscale::cloud::NodeGroupBackend;
 use ekscale::cloud::scenario::Scenario;
 use ekscale::cloud::sim::SimBackend;
 use ekscale::proto::ekscale::fargate_server::{Fargate, FargateServer};
@@ -312,4 +313,68 @@ async fn a_failing_match_pod_reports_fargate_pods_unpriced_and_scales_up_the_res
     assert_eq!(planned, 6, "scale-up went on");
     stop.send(()).unwrap();
     served.await.unwrap().unwrap();
+}
+
+/// A zero-or-max group is grown to its max in one all-or-nothing increase (AtomicIncreaseSize, as upstream's
+/// executor asks for it): when the cloud cannot launch all of it, nothing is asked of it and the group is
+/// backed off; once it can, the whole group comes at once.
+#[tokio::test]
+async fn a_zero_or_max_group_is_grown_whole_or_not_at_all() {
+    const GANG: &str = "
+cluster: gangs
+region: us-east-1
+nodeGroups:
+  - {name: train, instanceType: m5.xlarge, zones: [us-east-1a], minSize: 0, maxSize: 4, desiredSize: 0,
+     availableCapacity: 3, options: {zeroOrMaxNodeScaling: true}}
+";
+    let server = Server::start_with(GANG, None).await;
+    // Two pods of 3 CPUs: two nodes would do, the group goes to its max of four.
+    let pods = view(vec![
+        pending("default", "worker-0", "worker", "3", "4Gi"),
+        pending("default", "worker-1", "worker", "3", "4Gi"),
+    ])
+    .await;
+    let act = || Settings {
+        act: true,
+        ..Settings::default()
+    };
+
+    let mut once = RunOnce::new(client(server.addr), act());
+    let status = once.run(&pods, SystemTime::now()).await.unwrap();
+    assert_eq!(status.scale_up.len(), 1, "{:?}", status.scale_up);
+    assert_eq!(status.scale_up[0].delta, 4);
+    let error = status.scale_up[0].error.as_deref().unwrap_or_default();
+    assert!(
+        error.starts_with("AtomicIncreaseSize: ResourceExhausted")
+            && error.contains("can launch 3 more instance(s) now"),
+        "{error}"
+    );
+    assert_eq!(server.requests("AtomicIncreaseSize"), 1);
+    assert_eq!(server.requests("NodeGroupIncreaseSize"), 0);
+    assert_eq!(server.sim().target_size("train").unwrap(), 0);
+    assert!(
+        server.sim().instances("train").unwrap().is_empty(),
+        "nothing half-built"
+    );
+    // Backed off: the next loop does not ask again.
+    let status = once.run(&pods, SystemTime::now()).await.unwrap();
+    assert!(
+        status
+            .scale_up
+            .iter()
+            .all(|s| s.node_group != "train" || s.error.is_some())
+    );
+    assert_eq!(server.requests("AtomicIncreaseSize"), 1);
+
+    // Capacity frees: all four at once, none a placeholder.
+    server
+        .sim()
+        .set_available_capacity("train", Some(8))
+        .unwrap();
+    let mut fresh = RunOnce::new(client(server.addr), act());
+    let status = fresh.run(&pods, SystemTime::now()).await.unwrap();
+    assert_eq!(status.scale_up[0].error, None);
+    let instances = server.sim().instances("train").unwrap();
+    assert_eq!(instances.len(), 4);
+    assert!(instances.iter().all(|i| !i.placeholder));
 }

@@ -13,7 +13,8 @@ use crate::model::node_group::{Instance, InstanceError, InstanceState, NodeGroup
 use crate::proto::ekscale::fargate_client::FargateClient;
 use crate::proto::ekscale::node_groups_client::NodeGroupsClient;
 use crate::proto::ekscale::{
-    ListProfilesRequest, ListZonesRequest, MatchPodRequest, MatchPodResponse,
+    AtomicIncreaseSizeRequest, ListProfilesRequest, ListZonesRequest, MatchPodRequest,
+    MatchPodResponse,
 };
 use crate::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use crate::proto::externalgrpc::instance_status::InstanceState as WireState;
@@ -445,6 +446,23 @@ impl ProviderClient {
             .await
             .map_err(|s| ClientError::rpc("NodeGroupIncreaseSize", s))?;
         Ok(())
+    }
+
+    /// Increases the group's size by `delta`, all or nothing, where the provider serves
+    /// `ekscale.v1.NodeGroups/AtomicIncreaseSize`; elsewhere (Unimplemented) a plain increase, as
+    /// cluster-autoscaler's executor falls back when a provider has no `AtomicIncreaseSize`.
+    pub async fn atomic_increase_size(&self, id: &str, delta: i32) -> Result<(), ClientError> {
+        let request = self.request(AtomicIncreaseSizeRequest {
+            id: id.into(),
+            delta,
+        });
+        match self.node_groups.clone().atomic_increase_size(request).await {
+            Ok(_) => Ok(()),
+            Err(status) if status.code() == Code::Unimplemented => {
+                self.increase_size(id, delta).await
+            }
+            Err(status) => Err(ClientError::rpc("AtomicIncreaseSize", status)),
+        }
     }
 
     /// Deletes nodes (by name and providerID) of one group.

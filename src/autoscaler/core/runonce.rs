@@ -360,7 +360,16 @@ impl RunOnce {
         }
         for scale_up in &mut plan.scale_ups {
             let delta = i32::try_from(scale_up.delta).unwrap_or(i32::MAX);
-            match self.client.increase_size(&scale_up.node_group, delta).await {
+            let id = &scale_up.node_group;
+            // A zero-or-max group is grown to its max or not at all: all of it in one all-or-nothing
+            // increase, as upstream's executor asks for it.
+            let atomic = groups.iter().any(|g| &g.id == id && g.zero_or_max);
+            let asked = if atomic {
+                self.client.atomic_increase_size(id, delta).await
+            } else {
+                self.client.increase_size(id, delta).await
+            };
+            match asked {
                 Ok(_) => self.down.last_scale_up = Some(now),
                 Err(error) => {
                     let why = error.to_string();
