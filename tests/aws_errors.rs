@@ -566,3 +566,122 @@ async fn a_denied_termination_is_permission_denied_and_changes_nothing() {
     );
     assert_eq!(m.backend.target_size("web").unwrap(), 3);
 }
+
+/// An all-or-nothing increase the ASG cannot launch whole: when the client cancels its unlaunched capacity
+/// (DeleteNodes of the placeholders a failed launch leaves, as the companion does), the increase is given up
+/// whole at once: the instance that did launch for it is terminated and the desired capacity set back.
+#[tokio::test]
+async fn cancelling_an_all_or_nothing_increase_sets_it_back_whole() {
+    use aws_sdk_autoscaling::operation::describe_auto_scaling_groups::DescribeAutoScalingGroupsOutput;
+    use aws_sdk_autoscaling::operation::set_desired_capacity::SetDesiredCapacityOutput;
+    use aws_sdk_autoscaling::operation::terminate_instance_in_auto_scaling_group::TerminateInstanceInAutoScalingGroupOutput;
+    use aws_sdk_autoscaling::types::{AutoScalingGroup, Instance, LifecycleState};
+    use ekscale::proto::ekscale::AtomicIncreaseSizeRequest;
+    use ekscale::proto::ekscale::node_groups_client::NodeGroupsClient;
+    use std::sync::Mutex;
+
+    // The ASG has 2; asked for 4, it launches one more and fails the last (a stockout).
+    let desired: Arc<Mutex<Vec<i32>>> = Arc::default();
+    let asked = desired.clone();
+    let asg = mock!(aws_sdk_autoscaling::Client::describe_auto_scaling_groups).then_compute_output(
+        move |_| {
+            let raised = asked.lock().unwrap().first() == Some(&4);
+            let instance = |id: &str| {
+                Instance::builder()
+                    .instance_id(id)
+                    .availability_zone("us-east-1a")
+                    .lifecycle_state(LifecycleState::InService)
+                    .health_status("Healthy")
+                    .protected_from_scale_in(false)
+                    .build()
+            };
+            let mut ids = vec!["i-0000000000000001a", "i-0000000000000002b"];
+            if raised {
+                ids.push("i-0000000000000003c");
+            }
+            let asg = AutoScalingGroup::builder()
+                .auto_scaling_group_name("eks-web")
+                .min_size(0)
+                .max_size(5)
+                .desired_capacity(if raised { 4 } else { 2 })
+                .default_cooldown(300)
+                .availability_zones("us-east-1a")
+                .health_check_type("EC2")
+                .created_time(aws_sdk_autoscaling::primitives::DateTime::from_secs(0))
+                .set_instances(Some(ids.into_iter().map(instance).collect()))
+                .build();
+            DescribeAutoScalingGroupsOutput::builder()
+                .auto_scaling_groups(asg)
+                .build()
+        },
+    );
+    let recorded = desired.clone();
+    let set = mock!(aws_sdk_autoscaling::Client::set_desired_capacity).then_compute_output(
+        move |request| {
+            let value = request.desired_capacity().unwrap();
+            recorded.lock().unwrap().push(value);
+            SetDesiredCapacityOutput::builder().build()
+        },
+    );
+    let terminate = mock!(aws_sdk_autoscaling::Client::terminate_instance_in_auto_scaling_group)
+        .match_requests(|r| {
+            r.instance_id() == Some("i-0000000000000003c")
+                && r.should_decrement_desired_capacity() == Some(true)
+        })
+        .then_output(|| TerminateInstanceInAutoScalingGroupOutput::builder().build());
+    let (list, describe, activities) = (
+        list_web(),
+        describe_web(aws_sdk_eks::types::NodegroupStatus::Active),
+        stockout(),
+    );
+    let m = mocked(
+        &[&list, &describe],
+        &[&asg, &set, &terminate, &activities],
+        true,
+    )
+    .await;
+    let mut groups = NodeGroupsClient::new(m.server.channel().await);
+    let mut client = m.server.client().await;
+    groups
+        .atomic_increase_size(AtomicIncreaseSizeRequest {
+            id: "web".into(),
+            delta: 2,
+        })
+        .await
+        .unwrap();
+    client.refresh(RefreshRequest {}).await.unwrap();
+    let instances = client
+        .node_group_nodes(NodeGroupNodesRequest { id: "web".into() })
+        .await
+        .unwrap()
+        .into_inner()
+        .instances;
+    let placeholder: Vec<&ekscale::proto::externalgrpc::Instance> = instances
+        .iter()
+        .filter(|i| i.id.contains("i-placeholder-"))
+        .collect();
+    assert_eq!(placeholder.len(), 1, "{instances:?}");
+    let error = (placeholder[0].status.as_ref())
+        .and_then(|s| s.error_info.as_ref())
+        .unwrap();
+    assert!(error.error_message.contains("InsufficientInstanceCapacity"));
+
+    client
+        .node_group_delete_nodes(NodeGroupDeleteNodesRequest {
+            id: "web".into(),
+            nodes: vec![ExternalGrpcNode {
+                provider_id: placeholder[0].id.clone(),
+                ..Default::default()
+            }],
+        })
+        .await
+        .unwrap();
+    assert_eq!(terminate.num_calls(), 1, "the instance launched for it");
+    assert_eq!(*desired.lock().unwrap(), [4, 2], "raised, then set back");
+    assert_eq!(m.backend.target_size("web").unwrap(), 2);
+    let text = m.metrics.encode(&*m.backend);
+    assert!(
+        text.contains(r#"ekscale_provider_atomic_increases_total{outcome="set_back"} 1"#),
+        "{text}"
+    );
+}

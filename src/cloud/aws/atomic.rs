@@ -159,36 +159,75 @@ impl AwsBackend {
         };
         for (id, verdict) in verdicts {
             match verdict {
-                Verdict::Whole => {
-                    self.increases().remove(&id);
-                    self.metrics.observe_atomic_increase("whole");
-                    tracing::info!(node_group = id, "all-or-nothing increase launched whole");
+                Verdict::Whole => self.ended(&id, None),
+                Verdict::SetBack => {
+                    let why = "not launched whole within its provisioning time";
+                    if let Err(error) = self.give_up(&id, why).await {
+                        // Kept in flight: the next check tries again.
+                        tracing::warn!(node_group = id, %error, "setting back an all-or-nothing increase failed");
+                    }
                 }
-                Verdict::SetBack => match self.set_back(&id).await {
-                    // Read again, it was whole after all.
-                    Ok(None) => {
-                        self.increases().remove(&id);
-                        self.metrics.observe_atomic_increase("whole");
-                        tracing::info!(node_group = id, "all-or-nothing increase launched whole");
-                    }
-                    Ok(Some(terminated)) => {
-                        self.increases().remove(&id);
-                        self.metrics.observe_atomic_increase("set_back");
-                        tracing::warn!(
-                            node_group = id,
-                            terminated,
-                            "all-or-nothing increase not launched whole in its provisioning time: \
-                             desired capacity set back, the instances launched for it terminated"
-                        );
-                    }
-                    // Kept in flight: the next check tries again.
-                    Err(error) => {
-                        tracing::warn!(node_group = id, %error, "setting back an all-or-nothing increase failed")
-                    }
-                },
             }
         }
         self.atomic_ended.send_modify(|n| *n += 1);
+    }
+
+    /// Sets the group's increase back (unless, read again, it is whole), saying `why`; the increase ends
+    /// either way, unless setting back failed. Returns whether it was set back.
+    async fn give_up(&self, id: &str, why: &str) -> Result<bool, CloudError> {
+        let terminated = self.set_back(id).await?;
+        self.ended(id, terminated.map(|n| (n, why)));
+        Ok(terminated.is_some())
+    }
+
+    /// Forgets the group's increase and counts how it ended: whole, or set back (`terminated` instances,
+    /// and why).
+    fn ended(&self, id: &str, set_back: Option<(usize, &str)>) {
+        self.increases().remove(id);
+        match set_back {
+            None => {
+                self.metrics.observe_atomic_increase("whole");
+                tracing::info!(node_group = id, "all-or-nothing increase launched whole");
+            }
+            Some((terminated, why)) => {
+                self.metrics.observe_atomic_increase("set_back");
+                tracing::warn!(
+                    node_group = id,
+                    terminated,
+                    "all-or-nothing increase {why}: desired capacity set back, the instances launched for \
+                     it terminated"
+                );
+            }
+        }
+    }
+
+    /// Cancelling capacity an increase in flight has not launched yet (DeleteNodes of its placeholders, as a
+    /// client does when the ASG reports a failed launch) gives the increase up: a part of it is no use, so it
+    /// is set back whole now rather than at its deadline. Returns whether the request was that.
+    pub(super) async fn cancels_increase(
+        &self,
+        id: &str,
+        instance_ids: &[String],
+    ) -> Result<bool, CloudError> {
+        let cancels = self.increases().contains_key(id) && {
+            let view = self.read();
+            let group = view.group(id)?;
+            instance_ids.iter().all(|i| group.is_placeholder(i))
+        };
+        if !cancels {
+            return Ok(false);
+        }
+        let _one_at_a_time = self.atomic_checks.lock().await;
+        if !self.increases().contains_key(id) {
+            // Ended while this waited: the deletion is an ordinary one now.
+            return Ok(false);
+        }
+        let set_back = self
+            .give_up(id, "cancelled before it was launched whole")
+            .await?;
+        self.atomic_ended.send_modify(|n| *n += 1);
+        // Whole after all: what was to be cancelled has launched, which the ordinary deletion says.
+        Ok(set_back)
     }
 
     /// Terminates what launched for the group's increase and sets the desired capacity back; returns how

@@ -528,6 +528,9 @@ impl NodeGroupBackend for AwsBackend {
     }
 
     async fn delete_instances(&self, id: &str, instance_ids: &[String]) -> Result<(), CloudError> {
+        if self.cancels_increase(id, instance_ids).await? {
+            return Ok(());
+        }
         self.settled(id)?;
         let deadline = self.deadline();
         let (asg, real, placeholders) = {
