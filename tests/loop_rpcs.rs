@@ -377,4 +377,18 @@ nodeGroups:
     let instances = server.sim().instances("train").unwrap();
     assert_eq!(instances.len(), 4);
     assert!(instances.iter().all(|i| !i.placeholder));
+
+    // The provider sets the increase back (as AWS does when not all of it launched in time): the group is
+    // backed off as after a failed scale-up, not asked again at once.
+    let ids: Vec<String> = instances.into_iter().map(|i| i.id).collect();
+    server.sim().delete_instances("train", &ids).await.unwrap();
+    let status = fresh.run(&pods, SystemTime::now()).await.unwrap();
+    assert_eq!(server.requests("AtomicIncreaseSize"), 2, "not asked again");
+    assert!(status.scale_up.is_empty(), "{:?}", status.scale_up);
+    let train = status.node_groups.iter().find(|g| g.id == "train").unwrap();
+    let why = train.skipped.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("all-or-nothing increase to 4 was set back"),
+        "{train:?}"
+    );
 }

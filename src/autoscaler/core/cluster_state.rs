@@ -30,6 +30,8 @@ pub struct ClusterState {
     failed_instances: HashSet<String>,
     /// When each instance without a node was first seen.
     unregistered_since: HashMap<String, SystemTime>,
+    /// The all-or-nothing increases asked for and not yet whole: the target asked of each group, and when.
+    atomic: HashMap<String, (i32, SystemTime)>,
 }
 
 impl ClusterState {
@@ -38,7 +40,40 @@ impl ClusterState {
             backoff,
             failed_instances: HashSet::new(),
             unregistered_since: HashMap::new(),
+            atomic: HashMap::new(),
         }
+    }
+
+    /// An all-or-nothing increase of `group` to `target` was taken by the provider: until the group has that
+    /// many nodes, a target set back below it is a failed scale-up.
+    pub fn increased_atomically(&mut self, group: &str, target: i32, now: SystemTime) {
+        self.atomic.insert(group.to_string(), (target, now));
+    }
+
+    /// Backs off the groups whose all-or-nothing increase the provider set back (not all of it launched in
+    /// its provisioning time), as a failed scale-up is, unless a failed instance already did; forgets the
+    /// increases that are whole, or older than twice the provisioning time.
+    fn atomic_set_back(&mut self, f: &GroupFacts, registered: usize, now: SystemTime) {
+        let Some(&(asked, at)) = self.atomic.get(&f.group.id) else {
+            return;
+        };
+        let whole = registered >= usize::try_from(asked).unwrap_or(0);
+        let old = now
+            .duration_since(at)
+            .is_ok_and(|age| age > 2 * f.options.provision);
+        if f.target < asked {
+            if self.backoff.backed_off(&f.group.id, now).is_none() {
+                let why = format!(
+                    "the all-or-nothing increase to {asked} was set back by the provider: not all of it \
+                     launched within {:?}",
+                    f.options.provision
+                );
+                self.backoff.fail(&f.group.id, why, now);
+            }
+        } else if !whole && !old {
+            return;
+        }
+        self.atomic.remove(&f.group.id);
     }
 
     /// Per group: registered nodes and what is still coming; instances that failed to start back the group
@@ -80,6 +115,7 @@ impl ClusterState {
         }
         let mut groups = Vec::with_capacity(facts.len());
         for (f, c) in facts.iter().zip(&mut counts) {
+            self.atomic_set_back(f, c.registered, now);
             let mut failed = 0;
             for (i, instance) in f.instances.iter().enumerate() {
                 if !registered_ids.contains(instance.id.as_str()) {

@@ -363,11 +363,17 @@ impl RunOnce {
             let id = &scale_up.node_group;
             // A zero-or-max group is grown to its max or not at all: all of it in one all-or-nothing
             // increase, as upstream's executor asks for it.
-            let atomic = groups.iter().any(|g| &g.id == id && g.zero_or_max);
-            let asked = if atomic {
-                self.client.atomic_increase_size(id, delta).await
-            } else {
-                self.client.increase_size(id, delta).await
+            let atomic = groups.iter().find(|g| &g.id == id && g.zero_or_max);
+            let asked = match atomic {
+                Some(group) => {
+                    let asked = self.client.atomic_increase_size(id, delta).await;
+                    if asked.is_ok() {
+                        let target = group.target_size.saturating_add(delta);
+                        self.state.increased_atomically(id, target, now);
+                    }
+                    asked
+                }
+                None => self.client.increase_size(id, delta).await,
             };
             match asked {
                 Ok(_) => self.down.last_scale_up = Some(now),
