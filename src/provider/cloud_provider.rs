@@ -4,7 +4,7 @@
 //! of docs/externalgrpc.md §5. Size changes of one node group are serialized; reads answer from memory.
 
 use super::options;
-use super::sizes::{self, GroupLocks, increased_target, status};
+use super::sizes::{self, GroupLocks, Increase, status};
 use crate::cloud::fargate;
 use crate::cloud::pricing::{self, PriceError};
 use crate::cloud::{InstanceState, NodeGroupBackend, NodeGroupSpec, instance_types, template};
@@ -53,25 +53,6 @@ impl CloudProviderService {
 
     fn group(&self, id: &str) -> Result<Arc<NodeGroupSpec>, Status> {
         sizes::group(self.backend.as_ref(), id)
-    }
-
-    async fn increase_size(&self, id: &str, delta: i32) -> Result<(), Status> {
-        let group = self.group(id)?;
-        let _serialized = self.locks.lock(id).await;
-        let target = self.backend.target_size(id).map_err(status)?;
-        let desired = increased_target(&group, target, delta)?;
-        self.backend
-            .set_target_size(id, desired)
-            .await
-            .map_err(status)?;
-        tracing::info!(
-            node_group = id,
-            delta,
-            from = target,
-            to = desired,
-            "increased target size"
-        );
-        Ok(())
     }
 
     async fn decrease_target_size(&self, id: &str, delta: i32) -> Result<(), Status> {
@@ -469,7 +450,8 @@ impl CloudProvider for CloudProviderService {
     ) -> Result<Response<NodeGroupIncreaseSizeResponse>, Status> {
         self.observe("NodeGroupIncreaseSize", async {
             let request = request.into_inner();
-            self.increase_size(&request.id, request.delta).await?;
+            let (backend, locks) = (self.backend.as_ref(), &self.locks);
+            sizes::increase(backend, locks, &request.id, request.delta, Increase::Plain).await?;
             Ok(NodeGroupIncreaseSizeResponse {})
         })
         .await

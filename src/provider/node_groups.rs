@@ -3,7 +3,7 @@
 //! increase gives a gang of pods all its nodes or none (cluster-autoscaler's `AtomicIncreaseSize`, which
 //! externalgrpc has no call for).
 
-use super::sizes::{self, GroupLocks, increased_target, status};
+use super::sizes::{self, GroupLocks, Increase};
 use crate::cloud::NodeGroupBackend;
 use crate::proto::ekscale::node_groups_server::NodeGroups;
 use crate::proto::ekscale::{
@@ -37,25 +37,6 @@ impl NodeGroupsService {
             locks,
         }
     }
-
-    async fn atomic_increase_size(&self, id: &str, delta: i32) -> Result<(), Status> {
-        let group = sizes::group(self.backend.as_ref(), id)?;
-        let _serialized = self.locks.lock(id).await;
-        let target = self.backend.target_size(id).map_err(status)?;
-        let desired = increased_target(&group, target, delta)?;
-        self.backend
-            .atomic_increase(id, desired)
-            .await
-            .map_err(status)?;
-        tracing::info!(
-            node_group = id,
-            delta,
-            from = target,
-            to = desired,
-            "increased target size, all or nothing"
-        );
-        Ok(())
-    }
 }
 
 #[tonic::async_trait]
@@ -85,8 +66,8 @@ impl NodeGroups for NodeGroupsService {
     ) -> Result<Response<AtomicIncreaseSizeResponse>, Status> {
         super::observe(&self.metrics, "AtomicIncreaseSize", async {
             let request = request.into_inner();
-            self.atomic_increase_size(&request.id, request.delta)
-                .await?;
+            let (backend, locks) = (self.backend.as_ref(), &self.locks);
+            sizes::increase(backend, locks, &request.id, request.delta, Increase::Atomic).await?;
             Ok(AtomicIncreaseSizeResponse {})
         })
         .await

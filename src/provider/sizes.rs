@@ -33,9 +33,45 @@ pub fn group(backend: &dyn NodeGroupBackend, id: &str) -> Result<Arc<NodeGroupSp
         .ok_or_else(|| Status::not_found(format!("node group {id:?} not found")))
 }
 
+/// How an increase is asked of the cloud: as IncreaseSize asks it, or all or nothing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Increase {
+    Plain,
+    Atomic,
+}
+
+/// An increase of group `id` by `delta`: checked, made one at a time with the group's other size changes,
+/// and logged.
+pub async fn increase(
+    backend: &dyn NodeGroupBackend,
+    locks: &GroupLocks,
+    id: &str,
+    delta: i32,
+    how: Increase,
+) -> Result<(), Status> {
+    let group = group(backend, id)?;
+    let _serialized = locks.lock(id).await;
+    let target = backend.target_size(id).map_err(status)?;
+    let desired = increased_target(&group, target, delta)?;
+    match how {
+        Increase::Plain => backend.set_target_size(id, desired).await,
+        Increase::Atomic => backend.atomic_increase(id, desired).await,
+    }
+    .map_err(status)?;
+    tracing::info!(
+        node_group = id,
+        delta,
+        from = target,
+        to = desired,
+        all_or_nothing = how == Increase::Atomic,
+        "increased target size"
+    );
+    Ok(())
+}
+
 /// The target an increase of `delta` over `target` asks for, refused as cluster-autoscaler's providers
 /// refuse it: a delta that is not positive, or a target above the group's max size.
-pub fn increased_target(group: &NodeGroupSpec, target: i32, delta: i32) -> Result<i32, Status> {
+fn increased_target(group: &NodeGroupSpec, target: i32, delta: i32) -> Result<i32, Status> {
     if delta <= 0 {
         return Err(Status::invalid_argument(format!(
             "size increase must be positive, got delta {delta}"
