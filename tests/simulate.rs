@@ -681,18 +681,6 @@ async fn run_acts_through_the_provider_and_dry_run_does_not() {
         &ekscale::autoscaler::client::ProviderConfig::plaintext(cluster.provider.grpc.to_string()),
     )
     .unwrap();
-    let wait_for = |want: i32| {
-        let client = client.clone();
-        async move {
-            for _ in 0..100 {
-                if client.target_size("large").await.unwrap() == want {
-                    return true;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
-            false
-        }
-    };
     let args = |dry: bool| {
         let mut args = vec![
             "--provider".to_string(),
@@ -726,9 +714,15 @@ async fn run_acts_through_the_provider_and_dry_run_does_not() {
 
     let acting_args = args(false);
     let acting = companion::start(&acting_args.iter().map(String::as_str).collect::<Vec<_>>());
-    let grew = wait_for(1).await;
+    // Once its loop says it scaled large up, the provider has the new target.
+    let decisions = companion::decisions_when(&acting, |d| {
+        d["scaleUp"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|s| s["nodeGroup"] == "large"))
+    });
+    assert_eq!(decisions["scaleUp"][0].get("error"), None, "{decisions}");
+    assert_eq!(client.target_size("large").await.unwrap(), 1);
     drop(acting);
-    assert!(grew, "run did not grow the large group");
 }
 
 /// The README's example: the built-in scenario and tests/data/snapshot.yaml.
