@@ -83,34 +83,39 @@ fn describe_asg() -> Rule {
 
 fn asg_output()
 -> aws_sdk_autoscaling::operation::describe_auto_scaling_groups::DescribeAutoScalingGroupsOutput {
+    asg_with(3, &["i-0000000000000001a", "i-0000000000000002b"])
+}
+
+/// The ASG `eks-web` wanting `desired`, with these instances in service.
+fn asg_with(
+    desired: i32,
+    ids: &[&str],
+) -> aws_sdk_autoscaling::operation::describe_auto_scaling_groups::DescribeAutoScalingGroupsOutput {
     use aws_sdk_autoscaling::operation::describe_auto_scaling_groups::DescribeAutoScalingGroupsOutput;
     use aws_sdk_autoscaling::types::{AutoScalingGroup, Instance, LifecycleState};
-    {
-        let instance = |id: &str| {
-            Instance::builder()
-                .instance_id(id)
-                .availability_zone("us-east-1a")
-                .lifecycle_state(LifecycleState::InService)
-                .health_status("Healthy")
-                .protected_from_scale_in(false)
-                .build()
-        };
-        let asg = AutoScalingGroup::builder()
-            .auto_scaling_group_name("eks-web")
-            .min_size(0)
-            .max_size(5)
-            .desired_capacity(3)
-            .default_cooldown(300)
-            .availability_zones("us-east-1a")
-            .health_check_type("EC2")
-            .created_time(aws_sdk_autoscaling::primitives::DateTime::from_secs(0))
-            .instances(instance("i-0000000000000001a"))
-            .instances(instance("i-0000000000000002b"))
-            .build();
-        DescribeAutoScalingGroupsOutput::builder()
-            .auto_scaling_groups(asg)
+    let instance = |id: &&str| {
+        Instance::builder()
+            .instance_id(*id)
+            .availability_zone("us-east-1a")
+            .lifecycle_state(LifecycleState::InService)
+            .health_status("Healthy")
+            .protected_from_scale_in(false)
             .build()
-    }
+    };
+    let asg = AutoScalingGroup::builder()
+        .auto_scaling_group_name("eks-web")
+        .min_size(0)
+        .max_size(5)
+        .desired_capacity(desired)
+        .default_cooldown(300)
+        .availability_zones("us-east-1a")
+        .health_check_type("EC2")
+        .created_time(aws_sdk_autoscaling::primitives::DateTime::from_secs(0))
+        .set_instances(Some(ids.iter().map(instance).collect()))
+        .build();
+    DescribeAutoScalingGroupsOutput::builder()
+        .auto_scaling_groups(asg)
+        .build()
 }
 
 fn stockout() -> Rule {
@@ -572,10 +577,8 @@ async fn a_denied_termination_is_permission_denied_and_changes_nothing() {
 /// whole at once: the instance that did launch for it is terminated and the desired capacity set back.
 #[tokio::test]
 async fn cancelling_an_all_or_nothing_increase_sets_it_back_whole() {
-    use aws_sdk_autoscaling::operation::describe_auto_scaling_groups::DescribeAutoScalingGroupsOutput;
     use aws_sdk_autoscaling::operation::set_desired_capacity::SetDesiredCapacityOutput;
     use aws_sdk_autoscaling::operation::terminate_instance_in_auto_scaling_group::TerminateInstanceInAutoScalingGroupOutput;
-    use aws_sdk_autoscaling::types::{AutoScalingGroup, Instance, LifecycleState};
     use ekscale::proto::ekscale::AtomicIncreaseSizeRequest;
     use ekscale::proto::ekscale::node_groups_client::NodeGroupsClient;
     use std::sync::Mutex;
@@ -585,34 +588,11 @@ async fn cancelling_an_all_or_nothing_increase_sets_it_back_whole() {
     let asked = desired.clone();
     let asg = mock!(aws_sdk_autoscaling::Client::describe_auto_scaling_groups).then_compute_output(
         move |_| {
-            let raised = asked.lock().unwrap().first() == Some(&4);
-            let instance = |id: &str| {
-                Instance::builder()
-                    .instance_id(id)
-                    .availability_zone("us-east-1a")
-                    .lifecycle_state(LifecycleState::InService)
-                    .health_status("Healthy")
-                    .protected_from_scale_in(false)
-                    .build()
-            };
-            let mut ids = vec!["i-0000000000000001a", "i-0000000000000002b"];
-            if raised {
-                ids.push("i-0000000000000003c");
+            let before = ["i-0000000000000001a", "i-0000000000000002b"];
+            match asked.lock().unwrap().first() {
+                Some(4) => asg_with(4, &[before[0], before[1], "i-0000000000000003c"]),
+                _ => asg_with(2, &before),
             }
-            let asg = AutoScalingGroup::builder()
-                .auto_scaling_group_name("eks-web")
-                .min_size(0)
-                .max_size(5)
-                .desired_capacity(if raised { 4 } else { 2 })
-                .default_cooldown(300)
-                .availability_zones("us-east-1a")
-                .health_check_type("EC2")
-                .created_time(aws_sdk_autoscaling::primitives::DateTime::from_secs(0))
-                .set_instances(Some(ids.into_iter().map(instance).collect()))
-                .build();
-            DescribeAutoScalingGroupsOutput::builder()
-                .auto_scaling_groups(asg)
-                .build()
         },
     );
     let recorded = desired.clone();

@@ -119,27 +119,6 @@ impl SimBackend {
         Ok(())
     }
 
-    /// Sets group `idx`'s target and launches what it asks for and capacity allows.
-    fn set_target(
-        &self,
-        state: &mut State,
-        idx: usize,
-        now: Duration,
-        target: i32,
-    ) -> Result<(), CloudError> {
-        let group = &mut state.groups[idx];
-        if target < 0 || (target as usize) < group.live() {
-            return Err(CloudError::FailedPrecondition(format!(
-                "target {target} is below the {} existing instances",
-                group.live()
-            )));
-        }
-        group.target = target;
-        let delay = group.config.provisioning_delay;
-        state.launch(idx, now, delay);
-        Ok(())
-    }
-
     fn group_index(&self, id: &str) -> Result<usize, CloudError> {
         self.by_id
             .get(id)
@@ -160,6 +139,21 @@ impl SimBackend {
 }
 
 impl State {
+    /// Sets group `idx`'s target and launches what it asks for and capacity allows.
+    fn set_target(&mut self, idx: usize, now: Duration, target: i32) -> Result<(), CloudError> {
+        let group = &mut self.groups[idx];
+        if target < 0 || (target as usize) < group.live() {
+            return Err(CloudError::FailedPrecondition(format!(
+                "target {target} is below the {} existing instances",
+                group.live()
+            )));
+        }
+        group.target = target;
+        let delay = group.config.provisioning_delay;
+        self.launch(idx, now, delay);
+        Ok(())
+    }
+
     /// Removes instances whose deletion finished and launches what the target asks for and capacity allows.
     fn settle(&mut self, idx: usize, now: Duration) {
         let group = &mut self.groups[idx];
@@ -340,7 +334,7 @@ impl NodeGroupBackend for SimBackend {
     async fn set_target_size(&self, id: &str, target: i32) -> Result<(), CloudError> {
         let idx = self.group_index(id)?;
         let (mut state, now) = self.settled(idx);
-        self.set_target(&mut state, idx, now, target)
+        state.set_target(idx, now, target)
     }
 
     /// The simulated cloud knows its capacity at once: an increase it cannot launch whole is refused.
@@ -361,7 +355,7 @@ impl NodeGroupBackend for SimBackend {
                 )));
             }
         }
-        self.set_target(&mut state, idx, now, target)
+        state.set_target(idx, now, target)
     }
 
     async fn delete_instances(&self, id: &str, instance_ids: &[String]) -> Result<(), CloudError> {

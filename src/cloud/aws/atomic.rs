@@ -8,12 +8,10 @@
 use super::AwsBackend;
 use super::view::{AsgInstance, Group};
 use crate::cloud::{CloudError, InstanceState, NodeGroupSpec};
+use crate::model::GroupOptions;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// cluster-autoscaler's `--max-node-provision-time` default, for groups that do not set their own.
-const DEFAULT_PROVISION_TIME: Duration = Duration::from_secs(15 * 60);
 
 /// One all-or-nothing increase the ASG has not yet launched whole.
 pub(super) struct Increase {
@@ -52,11 +50,12 @@ enum Verdict {
     SetBack,
 }
 
+/// The group's own provisioning time, else cluster-autoscaler's `--max-node-provision-time` default.
 fn provision_time(spec: &NodeGroupSpec) -> Duration {
     spec.options
         .as_ref()
         .and_then(|o| o.max_node_provision_time)
-        .unwrap_or(DEFAULT_PROVISION_TIME)
+        .unwrap_or_else(|| GroupOptions::default().provision)
 }
 
 impl AwsBackend {
