@@ -53,6 +53,7 @@ pub struct Spec {
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 pub struct LocalObjectRef {
+    #[serde(default)]
     pub name: String,
 }
 
@@ -244,8 +245,13 @@ impl Read {
 /// The API version of a buffer read from a snapshot or a watch (`autoscaling.x-k8s.io/v1beta1`): its
 /// version if it is one of ours.
 pub fn version_of(api_version: &str) -> Option<&'static str> {
+    version_in(api_version, &VERSIONS)
+}
+
+/// `api_version`'s version when it is `autoscaling.x-k8s.io/` and one of `versions`.
+pub fn version_in(api_version: &str, versions: &[&'static str]) -> Option<&'static str> {
     let version = api_version.strip_prefix(GROUP)?.strip_prefix('/')?;
-    VERSIONS.into_iter().find(|v| *v == version)
+    versions.iter().copied().find(|v| *v == version)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! cluster) and, for template nodes, from cluster-autoscaler's protobuf (k8s-pb).
 
 use crate::k8s::pod;
+use crate::k8s::provisioning_request;
 use crate::k8s::quantity::Quantity;
 use crate::model::pdb::Pdb;
 use crate::model::pod::{Controller, Disruption, Phase, SafeToEvict};
@@ -78,6 +79,9 @@ pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError>
             .transpose()?,
         json,
         disruption: disruption(pod.metadata.annotations.as_ref(), spec),
+        consumes: (pod.metadata.annotations.as_ref())
+            .and_then(provisioning_request::consumed)
+            .map(str::to_string),
     })
 }
 

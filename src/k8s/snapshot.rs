@@ -5,6 +5,7 @@
 
 use crate::k8s::capacity_buffer::{self, BufferObjects, Scalable, Template};
 use crate::k8s::objects::{self, ObjectError};
+use crate::k8s::provisioning_request;
 use crate::k8s::snapshot_pod::SnapshotPod;
 use crate::model::pdb::Pdb;
 use crate::model::pod::Alike;
@@ -25,6 +26,8 @@ pub struct Snapshot {
     pub daemonsets: Vec<Pod>,
     /// CapacityBuffers and what they may name: PodTemplates, Deployments, StatefulSets, ReplicaSets, Jobs.
     pub buffers: BufferObjects,
+    /// ProvisioningRequests (the PodTemplates they name are with the buffers' objects).
+    pub requests: Vec<provisioning_request::Read>,
     /// The newest timestamp anywhere in it (creations, conditions, heartbeats, taints): when it was taken.
     pub newest: Option<SystemTime>,
     /// The constraints and namespaces its pods share so far ([`Alike`]). Parts read apart share within
@@ -47,12 +50,13 @@ pub enum SnapshotError {
 }
 
 /// The kinds read, as items or as single objects.
-const KINDS: [&str; 10] = [
+const KINDS: [&str; 11] = [
     "Node",
     "Pod",
     "PodDisruptionBudget",
     "DaemonSet",
     "CapacityBuffer",
+    "ProvisioningRequest",
     "PodTemplate",
     "Deployment",
     "StatefulSet",
@@ -61,9 +65,10 @@ const KINDS: [&str; 10] = [
 ];
 
 /// What a file is expected to be, for errors.
-const READ: &str = "Node, Pod, PodDisruptionBudget, DaemonSet, CapacityBuffer, PodTemplate, Deployment, \
-                    StatefulSet, ReplicaSet and Job are read (kubectl get \
-                    nodes,pods,pdb,daemonsets,capacitybuffers,podtemplates,deployments -A -o json)";
+const READ: &str = "Node, Pod, PodDisruptionBudget, DaemonSet, CapacityBuffer, ProvisioningRequest, \
+                    PodTemplate, Deployment, StatefulSet, ReplicaSet and Job are read (kubectl get \
+                    nodes,pods,pdb,daemonsets,capacitybuffers,provisioningrequests,podtemplates,deployments \
+                    -A -o json)";
 
 /// A snapshot file's text, read on every core: one core copying a 400 MB file from the page cache (and
 /// faulting in the buffer) was a tenth of `simulate` on a 10,000-node cluster, the other core idle. What is
@@ -395,6 +400,7 @@ impl Snapshot {
         self.buffers.buffers.extend(part.buffers.buffers);
         self.buffers.templates.extend(part.buffers.templates);
         self.buffers.scalables.extend(part.buffers.scalables);
+        self.requests.extend(part.requests);
         self.newest = self.newest.max(part.newest);
     }
 
@@ -436,6 +442,11 @@ impl Snapshot {
                 let tree = item.tree().map_err(|e| fail(e.to_string()))?;
                 let read = capacity_buffer::Read::from_value(tree).map_err(fail)?;
                 self.buffers.buffers.push(read);
+            }
+            "ProvisioningRequest" => {
+                let tree = item.tree().map_err(|e| fail(e.to_string()))?;
+                let read = provisioning_request::Read::from_value(tree).map_err(fail)?;
+                self.requests.push(read);
             }
             "PodTemplate" => {
                 let template: api::PodTemplate = item.read().map_err(|e| fail(e.to_string()))?;

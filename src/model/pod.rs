@@ -41,6 +41,9 @@ pub struct Pod {
     pub json: Option<String>,
     /// What removing its node must respect.
     pub disruption: Disruption,
+    /// The ProvisioningRequest (in its namespace) whose room it takes (`autoscaling.x-k8s.io/
+    /// consume-provisioning-request`): it is not scaled up for on its own.
+    pub consumes: Option<String>,
 }
 
 /// What cluster-autoscaler's drainability rules read of a pod besides its owner and namespace.
@@ -234,7 +237,27 @@ impl Pod {
                 grace_period_seconds: 30,
                 ..Disruption::default()
             },
+            consumes: None,
         }
+    }
+
+    /// A copy of this pod that holds room for it (headroom's, a buffer's chunk, a ProvisioningRequest's pod):
+    /// pending as if the scheduler had found no node for it, of the lowest priority, free to move.
+    pub fn virtual_pending(&self, namespace: &str, name: String) -> Pod {
+        let mut pod = self.clone();
+        pod.namespace = namespace.into();
+        pod.name = name;
+        pod.node_name = None;
+        pod.nominated_node = None;
+        pod.phase = Phase::Pending;
+        // As if the scheduler had found no node for it: it is what the loop makes room for.
+        pod.unschedulable = true;
+        pod.deleted = None;
+        pod.priority = Some(-1);
+        pod.disruption.safe_to_evict = SafeToEvict::Yes;
+        pod.json = None;
+        pod.consumes = None;
+        pod
     }
 
     /// `namespace/name`, how pods are written everywhere.

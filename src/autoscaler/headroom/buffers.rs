@@ -9,9 +9,9 @@ use crate::k8s::capacity_buffer::{
     self as api, ACTIVE_CAPACITY, BufferObjects, LocalObjectRef, PROVISIONING,
     READY_FOR_PROVISIONING, Read,
 };
+use crate::k8s::conditions;
 use crate::k8s::quantity::Quantity;
 use crate::model::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use std::time::SystemTime;
 
 /// A buffer, resolved: what the loop reserves for it and the status it gets.
@@ -204,15 +204,6 @@ fn chunks_within(
     fit.ok_or_else(|| "limits name no resource a chunk requests".into())
 }
 
-/// A condition's time: whole seconds, as the API server keeps them.
-fn time(t: SystemTime) -> Time {
-    let seconds = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let stamp = k8s_openapi::jiff::Timestamp::from_second(i64::try_from(seconds).unwrap_or(0));
-    Time(stamp.unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH))
-}
-
 impl Resolved {
     /// The status to write back, where the buffer was read.
     pub fn written(&self) -> BufferStatus<'_> {
@@ -237,28 +228,15 @@ impl Resolved {
         }
     }
 
-    /// Sets condition `kind`, as Kubernetes' SetStatusCondition does: its transition time moves only when
-    /// its status changes.
+    /// Sets condition `kind` (see [`conditions::set`]).
     fn set(&mut self, kind: &str, ok: bool, reason: &str, message: String, now: SystemTime) {
-        let status = if ok { "True" } else { "False" };
-        let conditions = &mut self.status.conditions;
-        let at = conditions.iter().position(|c| c.type_ == kind);
-        let since = at
-            .map(|i| &conditions[i])
-            .filter(|c| c.status == status)
-            .map(|c| c.last_transition_time.clone());
-        let condition = Condition {
-            type_: kind.to_string(),
-            status: status.to_string(),
-            reason: reason.to_string(),
+        let set = conditions::Set {
+            kind,
+            ok,
+            reason,
             message,
-            observed_generation: self.generation,
-            last_transition_time: since.unwrap_or_else(|| time(now)),
         };
-        match at {
-            Some(i) => conditions[i] = condition,
-            None => conditions.push(condition),
-        }
+        conditions::set(&mut self.status.conditions, set, self.generation, now);
     }
 
     /// Sets `Provisioning` from where the loop put the buffer's chunks: `unmet` of them fit in no free room
@@ -293,6 +271,8 @@ impl Resolved {
 mod tests {
     use super::*;
     use crate::k8s::capacity_buffer::{CapacityBuffer, Scalable, Template};
+    use crate::k8s::conditions::time;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
     use serde_json::json;
 
     fn objects() -> BufferObjects {

@@ -10,7 +10,7 @@
 
 use crate::k8s::quantity::Quantity;
 use crate::model::node::NODE_GROUP_LABEL;
-use crate::model::pod::{Controller, SafeToEvict};
+use crate::model::pod::Controller;
 use crate::model::{Labels, Node, Pod, Resources};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -68,19 +68,7 @@ impl Owner {
 pub fn virtual_pods(owner: &Owner, chunk: &Pod, count: u32) -> impl Iterator<Item = Pod> {
     (0..count).map(move |i| {
         let (namespace, name) = owner.pod(i);
-        let mut pod = chunk.clone();
-        pod.namespace = namespace.into();
-        pod.name = name;
-        pod.node_name = None;
-        pod.nominated_node = None;
-        pod.phase = crate::model::pod::Phase::Pending;
-        // As if the scheduler had found no node for it: it is what the loop makes room for.
-        pod.unschedulable = true;
-        pod.deleted = None;
-        pod.priority = Some(-1);
-        pod.disruption.safe_to_evict = SafeToEvict::Yes;
-        pod.json = None;
-        pod
+        chunk.virtual_pending(namespace, name)
     })
 }
 
