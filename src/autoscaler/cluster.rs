@@ -2,6 +2,7 @@
 //! one (kube) keeps it current from watches, so asking is cheap and a loop never waits on the API server.
 
 use crate::k8s::capacity_buffer::{self as api, BufferObjects};
+use crate::k8s::provisioning_request::{self as provreq, RequestObjects};
 use crate::k8s::snapshot::{self, SnapshotError};
 use crate::model::pdb::Pdb;
 use crate::model::{Node, Pod, PodNames, Taint};
@@ -28,6 +29,8 @@ pub struct ClusterView {
     pub daemonsets: Vec<Pod>,
     /// CapacityBuffers, and the PodTemplates and scalable objects they may name.
     pub buffers: BufferObjects,
+    /// ProvisioningRequests, and the PodTemplates they name.
+    pub requests: RequestObjects,
     /// When this view was true: the clock ages are measured against.
     pub now: Option<SystemTime>,
 }
@@ -46,6 +49,22 @@ pub struct BufferStatus<'a> {
     pub name: &'a str,
     pub version: &'static str,
     pub status: &'a api::Status,
+}
+
+/// A ProvisioningRequest's status to write back, in the API version the request was read as.
+#[derive(Clone, Copy, Debug)]
+pub struct RequestStatus<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub version: &'static str,
+    pub status: &'a provreq::Status,
+}
+
+impl RequestStatus<'_> {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
 }
 
 impl BufferStatus<'_> {
@@ -114,6 +133,14 @@ pub trait ClusterSource: Send + Sync {
         )))
     }
 
+    /// Writes a ProvisioningRequest's status subresource, in the version it was read as.
+    async fn write_request_status(&self, request: RequestStatus<'_>) -> Result<(), ClusterError> {
+        Err(ClusterError::ReadOnly(format!(
+            "ProvisioningRequest {}",
+            request.key()
+        )))
+    }
+
     /// The pods bound to node `node` as the cluster holds them now, read past the view's cache; `None` when
     /// the source has nothing fresher than its view (a snapshot, the simulated cluster). Asked right before
     /// a node is deleted: a watch event not yet delivered must not make a node look empty.
@@ -152,8 +179,13 @@ impl Snapshot {
         })?;
         // A snapshot is as old as the newest timestamp in it (a heartbeat, a condition, a taint): ages are
         // measured from then, not from today.
+        let requests = RequestObjects {
+            requests: parsed.requests,
+            templates: parsed.buffers.templates.clone(),
+        };
         Ok(Snapshot {
             view: Arc::new(ClusterView {
+                requests,
                 nodes: parsed.nodes.into_iter().map(Arc::new).collect(),
                 keys: PodNames::of(&parsed.pods).into(),
                 pods: parsed.pods,

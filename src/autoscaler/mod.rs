@@ -8,6 +8,7 @@
 pub mod control; // the commands: `simulate` once, `run` as the controller; flags, kube source, Lease, events, endpoints, metrics
 pub mod core; // one loop (upstream's core and clusterstate): cluster state, health, pods sorted, the snapshot, RunOnce
 pub mod headroom; // capacity kept free ahead of demand: headroom policies and CapacityBuffers, as virtual pods
+pub mod provreq; // ProvisioningRequests: check-capacity and best-effort-atomic, booked room as virtual pods
 pub mod scaledown; // unneeded nodes: planner, removal simulation, drainability, timers, budgets, actuation; consolidation
 pub mod scaleup; // new nodes: planner, estimator, expanders, balancing, zones, prices, backoff
 

@@ -2,10 +2,13 @@
 //! kubelets and the cloud controller learn about instances: from the cloud, not from the autoscaler).
 
 use crate::autoscaler::client::{ClientError, ProviderClient, ProviderConfig};
-use crate::autoscaler::cluster::{BufferStatus, ClusterError, ClusterSource, ClusterView};
+use crate::autoscaler::cluster::{
+    BufferStatus, ClusterError, ClusterSource, ClusterView, RequestStatus,
+};
 use crate::clock::Clock;
 use crate::k8s::capacity_buffer::{BufferObjects, Read, Scalable, Template};
 use crate::k8s::objects;
+use crate::k8s::provisioning_request::{self as provreq, RequestObjects};
 use crate::model::node::{FARGATE_COMPUTE_LABEL, HOSTNAME_LABEL, ZONE_LABEL};
 use crate::model::pdb::Pdb;
 use crate::model::pod::{FARGATE_SCHEDULER, LabelProjection, Phase};
@@ -35,6 +38,8 @@ struct State {
     broken: HashMap<String, Broken>,
     /// CapacityBuffers (with the status last written) and what they name.
     buffers: BufferObjects,
+    /// ProvisioningRequests (with the status last written) and the PodTemplates they name.
+    requests: RequestObjects,
 }
 
 /// How a node group's instances fail to become nodes.
@@ -155,6 +160,18 @@ impl SimCluster {
             Some(s) => *s = scalable,
             None => scalables.push(scalable),
         }
+    }
+
+    /// Adds a ProvisioningRequest and the PodTemplates it names.
+    pub fn create_request(&self, request: provreq::Read, templates: Vec<Template>) {
+        let mut state = self.state();
+        state.requests.requests.push(request);
+        state.requests.templates.extend(templates);
+    }
+
+    /// The ProvisioningRequests, with their statuses as last written.
+    pub fn requests(&self) -> Vec<provreq::Read> {
+        self.state().requests.requests.clone()
     }
 
     /// The buffers, with their statuses as last written.
@@ -461,6 +478,7 @@ impl ClusterSource for SimCluster {
             pdbs: state.pdbs(),
             daemonsets: Vec::new(),
             buffers: state.buffers.clone(),
+            requests: state.requests.clone(),
             now: Some(self.now()),
         }))
     }
@@ -476,6 +494,16 @@ impl ClusterSource for SimCluster {
             .find(|r| r.buffer.key() == key)
             .ok_or_else(|| ClusterError::Sim(format!("no CapacityBuffer {key}")))?;
         read.buffer.status = Some(buffer.status.clone());
+        Ok(())
+    }
+
+    async fn write_request_status(&self, request: RequestStatus<'_>) -> Result<(), ClusterError> {
+        let mut state = self.state();
+        let key = request.key();
+        let read = (state.requests.requests.iter_mut())
+            .find(|r| provreq::key(&r.request) == key)
+            .ok_or_else(|| ClusterError::Sim(format!("no ProvisioningRequest {key}")))?;
+        read.request.status = Some(request.status.clone());
         Ok(())
     }
 

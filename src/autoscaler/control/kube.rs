@@ -5,8 +5,11 @@
 //! cluster-autoscaler's frequent loops do); and the actions scale-down needs: node taints (patched against the
 //! version read, so a concurrent change is not overwritten) and evictions through the Eviction API.
 
-use crate::autoscaler::cluster::{BufferStatus, ClusterError, ClusterSource, ClusterView};
+use crate::autoscaler::cluster::{
+    BufferStatus, ClusterError, ClusterSource, ClusterView, RequestStatus,
+};
 use crate::autoscaler::control::kube_buffers::BufferWatches;
+use crate::autoscaler::control::kube_requests::RequestWatches;
 use crate::autoscaler::control::mirror::Mirror;
 use crate::autoscaler::control::watch::{MANAGER, drive};
 use crate::k8s::objects;
@@ -33,6 +36,8 @@ pub struct Kube {
     daemonsets: Store<DaemonSet>,
     /// CapacityBuffers and what they name, when the cluster serves them.
     buffers: Option<BufferWatches>,
+    /// ProvisioningRequests and the PodTemplates they name, when the cluster serves them.
+    requests: Option<RequestWatches>,
     unschedulable: Arc<Notify>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -149,6 +154,9 @@ impl Kube {
         );
         tasks.push(tokio::spawn(drive(stream.applied_objects(), |_| {})));
         let buffers = BufferWatches::start(&client, |task| tasks.push(tokio::spawn(task))).await?;
+        let templates = buffers.as_ref().map(BufferWatches::templates);
+        let spawn = |task| tasks.push(tokio::spawn(task));
+        let requests = RequestWatches::start(&client, templates, spawn).await?;
         let source = Kube {
             client,
             nodes,
@@ -156,6 +164,7 @@ impl Kube {
             pdbs,
             daemonsets,
             buffers,
+            requests,
             unschedulable: unschedulable_pods,
             tasks,
         };
@@ -252,6 +261,9 @@ impl ClusterSource for Kube {
         if let Some(buffers) = &self.buffers {
             view.buffers = buffers.objects();
         }
+        if let Some(requests) = &self.requests {
+            view.requests = requests.objects();
+        }
         Ok(Arc::new(view))
     }
 
@@ -283,6 +295,15 @@ impl ClusterSource for Kube {
             Some(watches) => watches.write_status(buffer).await,
             None => Err(ClusterError::Kube(
                 "the cluster serves no CapacityBuffers".into(),
+            )),
+        }
+    }
+
+    async fn write_request_status(&self, request: RequestStatus<'_>) -> Result<(), ClusterError> {
+        match &self.requests {
+            Some(watches) => watches.write_status(request).await,
+            None => Err(ClusterError::Kube(
+                "the cluster serves no ProvisioningRequests".into(),
             )),
         }
     }

@@ -4,7 +4,7 @@
 //! A cluster without the CRD (or without RBAC to read it) gets no buffer watches at all.
 
 use crate::autoscaler::cluster::{BufferStatus, ClusterError};
-use crate::autoscaler::control::watch::{MANAGER, drive};
+use crate::autoscaler::control::watch::{MANAGER, reflect, served};
 use crate::k8s::capacity_buffer::{
     self as api, BufferObjects, CapacityBuffer, GROUP, KIND, PLURAL, Read, Scalable, Template,
     VERSIONS,
@@ -12,10 +12,9 @@ use crate::k8s::capacity_buffer::{
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::PodTemplate;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
 use std::future::Future;
 
 pub struct BufferWatches {
@@ -29,45 +28,8 @@ pub struct BufferWatches {
     jobs: Store<Job>,
 }
 
-fn resource(version: &str) -> ApiResource {
+pub fn resource(version: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, version, KIND), PLURAL)
-}
-
-/// The version of CapacityBuffers the API server serves, the preferred first; none when it serves neither
-/// (no CRD) or this client may not list them.
-async fn served(client: &kube::Client) -> Result<Option<&'static str>, ClusterError> {
-    for version in VERSIONS {
-        let api = Api::<DynamicObject>::all_with(client.clone(), &resource(version));
-        match api.list(&ListParams::default().limit(1)).await {
-            Ok(_) => return Ok(Some(version)),
-            Err(kube::Error::Api(status)) if status.code == 404 => continue,
-            Err(kube::Error::Api(status)) if status.code == 403 => {
-                tracing::warn!(message = %status.message, "CapacityBuffers cannot be listed: buffers are ignored");
-                return Ok(None);
-            }
-            Err(e) => return Err(ClusterError::Kube(format!("listing CapacityBuffers: {e}"))),
-        }
-    }
-    tracing::info!("no CapacityBuffer CRD ({GROUP}): buffers are ignored");
-    Ok(None)
-}
-
-/// A reflector over `api`: its store, and the task that keeps it.
-fn reflect<K>(api: Api<K>, dyntype: K::DynamicType) -> (Store<K>, impl Future<Output = ()> + Send)
-where
-    K: kube::Resource
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-    K::DynamicType: Clone + Eq + std::hash::Hash + Send + Sync,
-{
-    let writer = reflector::store::Writer::new(dyntype);
-    let store = writer.as_reader();
-    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()));
-    (store, drive(stream.applied_objects(), |_| {}))
 }
 
 impl BufferWatches {
@@ -76,7 +38,7 @@ impl BufferWatches {
         client: &kube::Client,
         mut spawn: impl FnMut(std::pin::Pin<Box<dyn Future<Output = ()> + Send>>),
     ) -> Result<Option<BufferWatches>, ClusterError> {
-        let Some(version) = served(client).await? else {
+        let Some(version) = served(client, KIND, resource, &VERSIONS).await? else {
             return Ok(None);
         };
         let resource = resource(version);
@@ -117,6 +79,11 @@ impl BufferWatches {
             ))
         })?;
         Ok(Some(watches))
+    }
+
+    /// The PodTemplates' store, for the other sources that read PodTemplates.
+    pub fn templates(&self) -> Store<PodTemplate> {
+        self.templates.clone()
     }
 
     /// The buffers, and only the templates and scalable objects they name (a cluster's Deployments are

@@ -1,9 +1,15 @@
-//! What the live cluster's sources share: the field manager they write as, and the loop that keeps a
-//! reflector's watch running. The PodDisruptionBudgets' and DaemonSets' watches (`kube.rs`) and the
-//! CapacityBuffers' watches (`kube_buffers.rs`) use them; nodes and pods have their own (`mirror.rs`).
+//! What the live cluster's sources share: the field manager they write as, the loop that keeps a
+//! reflector's watch running, and which version of a custom resource the API server serves. The
+//! PodDisruptionBudgets' and DaemonSets' watches (`kube.rs`), the CapacityBuffers' (`kube_buffers.rs`) and
+//! the ProvisioningRequests' (`kube_requests.rs`) use them; nodes and pods have their own (`mirror.rs`).
 
+use crate::autoscaler::cluster::ClusterError;
 use futures::StreamExt;
+use kube::api::{Api, ListParams};
+use kube::core::{ApiResource, DynamicObject};
+use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
+use std::future::Future;
 
 /// The field manager of every write to the API server.
 pub const MANAGER: &str = "ekscale-autoscaler";
@@ -22,4 +28,49 @@ where
             Err(e) => tracing::warn!(error = %e, "watch failed; retrying"),
         }
     }
+}
+
+/// A reflector over `api`: its store, and the task that keeps it.
+pub fn reflect<K>(
+    api: Api<K>,
+    dyntype: K::DynamicType,
+) -> (Store<K>, impl Future<Output = ()> + Send)
+where
+    K: kube::Resource
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+    K::DynamicType: Clone + Eq + std::hash::Hash + Send + Sync,
+{
+    let writer = reflector::store::Writer::new(dyntype);
+    let store = writer.as_reader();
+    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()));
+    (store, drive(stream.applied_objects(), |_| {}))
+}
+
+/// The version of custom resource `kind` (at `resource(version)`) the API server serves, the preferred of
+/// `versions` first; none when it serves none of them (no CRD) or this client may not list them.
+pub async fn served(
+    client: &kube::Client,
+    kind: &str,
+    resource: impl Fn(&str) -> ApiResource,
+    versions: &[&'static str],
+) -> Result<Option<&'static str>, ClusterError> {
+    for &version in versions {
+        let api = Api::<DynamicObject>::all_with(client.clone(), &resource(version));
+        match api.list(&ListParams::default().limit(1)).await {
+            Ok(_) => return Ok(Some(version)),
+            Err(kube::Error::Api(status)) if status.code == 404 => continue,
+            Err(kube::Error::Api(status)) if status.code == 403 => {
+                tracing::warn!(message = %status.message, "{kind}s cannot be listed: they are ignored");
+                return Ok(None);
+            }
+            Err(e) => return Err(ClusterError::Kube(format!("listing {kind}s: {e}"))),
+        }
+    }
+    tracing::info!("no {kind} CRD served: {kind}s are ignored");
+    Ok(None)
 }

@@ -45,6 +45,7 @@ pub struct Fitted {
     pub placed: Vec<Placed>,
 }
 
+#[derive(Clone)]
 pub struct ClusterSnapshot {
     pub topology: Topology,
     /// The view's nodes first, by node index; then the upcoming nodes.
@@ -56,15 +57,15 @@ pub struct ClusterSnapshot {
 impl ClusterSnapshot {
     /// Builds the snapshot for the pending pods of `pending` (their terms need the topology to know their
     /// keys), and fills each group's templates in `groups`.
-    pub fn build(
+    pub fn build<'e>(
         input: &Inputs,
-        pending: &[EquivalenceGroup],
+        pending: impl IntoIterator<Item = &'e EquivalenceGroup>,
         groups: &mut [Group],
     ) -> ClusterSnapshot {
         let Inputs {
             view, pods, bound, ..
         } = *input;
-        let exemplars: Vec<&Pod> = pending.iter().map(|eg| eg.exemplar(pods)).collect();
+        let exemplars: Vec<&Pod> = pending.into_iter().map(|eg| eg.exemplar(pods)).collect();
         let on_node = world::pods_by_node(&view.nodes, pods, bound);
         let (mut topology, mut places) = world::build(
             &view.nodes,

@@ -4,12 +4,15 @@
 //! 1. cluster state (`cluster_state.rs`): Refresh, the groups, which group each node is in, what is coming;
 //!    the deletions and replacements in progress take their next step;
 //! 2. health (`health.rs`): an unhealthy cluster ends the loop, an unhealthy group is not scaled up;
-//! 3. pods: headroom's and the CapacityBuffers' virtual pods (`headroom/`), the pods sorted by what the loop
-//!    does with them (`classify.rs`), Fargate's set aside (`fargate.rs`), the rest in equivalence groups;
-//! 4. the snapshot (`cluster_snapshot.rs`), and the pending pods that fit in it as it is;
-//! 5. scale-up (`scaleup/`): planned for the rest, carried out (unless dry);
+//! 3. pods: headroom's and the CapacityBuffers' virtual pods (`headroom/`) and the ProvisioningRequests'
+//!    (`provreq/`), the pods sorted by what the loop does with them (`classify.rs`), the pods consuming a
+//!    request and Fargate's (`fargate.rs`) set aside, the rest in equivalence groups;
+//! 4. the snapshot (`cluster_snapshot.rs`), the requests' booked room held in it, and the pending pods that
+//!    fit in it as it is;
+//! 5. scale-up: the requests not provisioned yet, each all or nothing (`provreq/`); then planned for the
+//!    rest (`scaleup/`), carried out (unless dry);
 //! 6. scale-down and consolidation (`scaledown/`): decided over the world scale-up left, carried out;
-//! 7. where the virtual pods went, and the buffers' statuses written back.
+//! 7. where the virtual pods went, and the buffers' and requests' statuses written back.
 
 use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
@@ -22,6 +25,9 @@ use crate::autoscaler::group::{Group, GroupFacts};
 use crate::autoscaler::headroom::buffers::Resolved;
 use crate::autoscaler::headroom::outcome::{self as headroom, Decided};
 use crate::autoscaler::planning::planning;
+use crate::autoscaler::provreq::outcome::{self as provreq, Requests};
+use crate::autoscaler::provreq::requests::{CAPACITY_IS_FOUND, CAPACITY_IS_PROVISIONED, Want};
+use crate::autoscaler::provreq::trial::{self, Tried};
 use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::policy::{ScaleDownPolicy, Scene};
@@ -31,11 +37,13 @@ use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
 use crate::autoscaler::scaleup::planner::{self as scaleup, Pending};
 use crate::autoscaler::scaleup::pricing::{self, PriceBook};
 use crate::autoscaler::settings::Settings;
-use crate::autoscaler::status::{ClusterHealth, GroupStatus, NoScaleUp, ScaleUp, Status};
-use crate::model::PodList;
+use crate::autoscaler::status::{
+    ClusterHealth, GroupStatus, NoScaleUp, RequestScaleUp, ScaleUp, Status,
+};
 use crate::model::fargate::{self, FargateProfile};
 use crate::model::pod::LabelProjection;
 use crate::model::taint::TO_BE_DELETED_TAINT;
+use crate::model::{PodList, PodNames};
 use crate::simulator::equivalence::{self, EquivalenceGroup};
 use crate::simulator::topology::PodTerms;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -111,9 +119,13 @@ impl RunOnce {
 
         // Pods: headroom's virtual pods after the real ones (which keep their indices); what needs help,
         // what Fargate takes, what holds room; in equivalence groups.
-        let reserved = headroom::reserve(&self.settings.headroom, view, now);
-        let pods = PodList::new(&view.pods, &reserved.pods);
+        let mut reserved = headroom::reserve(&self.settings.headroom, view, now);
+        let mut requests = provreq::read(view, now);
+        let mut extra = std::mem::take(&mut reserved.pods);
+        requests.add_pods(&mut extra, view.pods.len());
+        let pods = PodList::new(&view.pods, &extra);
         let mut sorted = self.classify(view, pods, now);
+        requests.set_aside(&mut sorted.to_help, pods);
         status.no_scale_up.append(&mut sorted.said);
         let profiles = std::mem::replace(&mut read.profiles, Ok(None));
         let profiles = profiles.unwrap_or_else(|e| {
@@ -137,9 +149,12 @@ impl RunOnce {
         status.fargate = found.pods;
         status.errors.extend(found.errors);
 
-        // The snapshot, and the pending pods that fit in it as it is.
+        // The snapshot: the requests' booked room held first, then the pending pods that fit in it as it is.
+        let asked = requests.groups(pods, &projection);
         let inputs = snapshot_inputs(view, pods, &sorted, &read, &projection);
-        let mut snapshot = planning(|| ClusterSnapshot::build(&inputs, &help, &mut groups));
+        let all = help.iter().chain(asked.iter().flatten());
+        let mut snapshot = planning(|| ClusterSnapshot::build(&inputs, all, &mut groups));
+        requests.hold_booked(&mut snapshot, pods, &asked, &groups, now);
         let fitted = planning(|| snapshot.place_pending(pods, &help, &groups));
         status.placed = fitted.placed;
 
@@ -148,8 +163,20 @@ impl RunOnce {
         let paused = self.batching(&mut pending, now, &mut status.no_scale_up);
         let (expander, unpriced) = self.expander(profiles, &mut groups, &mut pending).await;
         status.errors.extend(unpriced);
+        // The requests not provisioned yet, each all or nothing, before the rest of scale-up.
+        let asked = (pods, view.pod_keys(), asked.as_slice());
+        let for_requests = self.provision(
+            &mut snapshot,
+            &mut groups,
+            asked,
+            &mut requests,
+            &expander,
+            now,
+        );
+        let for_requests = for_requests.await?;
         let up = self.scale_up(&mut snapshot, &groups, &mut pending, &expander, now);
-        let plan = up.await?;
+        let mut plan = up.await?;
+        plan.scale_ups.splice(0..0, for_requests);
         record_scale_up(&mut status, plan, &pending);
 
         // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
@@ -170,8 +197,11 @@ impl RunOnce {
         };
         let reserved = reserved.outcome(decided, now);
         (status.headroom, status.capacity_buffers) = (reserved.headroom, reserved.buffers);
+        status.provisioning_requests = requests.statuses();
         if let Some(cluster) = self.actor() {
             let errors = write_buffer_statuses(cluster.as_ref(), &reserved.resolved).await;
+            status.errors.extend(errors);
+            let errors = write_request_statuses(cluster.as_ref(), &requests).await;
             status.errors.extend(errors);
         }
         Ok(finish(status, started))
@@ -335,6 +365,94 @@ impl RunOnce {
                 (expander.without_price(), Some(why))
             }
         }
+    }
+
+    /// The requests not provisioned yet, oldest first, each tried on a fork of the snapshot that is kept
+    /// only when all its pods found room: check-capacity in the cluster as it is, best-effort-atomic there
+    /// or in one group's all-or-nothing increase (asked for when acting; a refusal backs the group off, as
+    /// a failed scale-up does). Returns the scale-ups made for them.
+    async fn provision(
+        &mut self,
+        snapshot: &mut ClusterSnapshot,
+        groups: &mut [Group],
+        (pods, keys, asked): (PodList<'_>, &PodNames, &[Vec<EquivalenceGroup>]),
+        requests: &mut Requests,
+        expander: &Expander,
+        now: SystemTime,
+    ) -> Result<Vec<ScaleUp>, LoopError> {
+        let mut scale_ups = Vec::new();
+        for (i, r) in requests.list.iter_mut().enumerate() {
+            if r.want != Want::Provision {
+                continue;
+            }
+            let world = trial::Loop {
+                pods,
+                keys,
+                groups,
+                limits: &self.settings.limits,
+                expander,
+            };
+            let (mut scale_up, fork) =
+                match planning(|| trial::try_on(snapshot, r.class, &asked[i], &world))? {
+                    Tried::InCluster(fork) => {
+                        *snapshot = fork;
+                        r.provisioned(CAPACITY_IS_FOUND, now);
+                        continue;
+                    }
+                    Tried::NotFound(why) => {
+                        r.not_provisioned(&why, now);
+                        continue;
+                    }
+                    Tried::ScaleUp(fork, scale_up) => (scale_up, fork),
+                };
+            let (id, delta) = (scale_up.node_group.clone(), scale_up.delta);
+            scale_up.reason = format!(
+                "ProvisioningRequest {} (all or nothing): {}",
+                r.key(),
+                scale_up.reason
+            );
+            let Some(g) = groups.iter().position(|g| g.id == id) else {
+                continue;
+            };
+            let asked = match self.settings.act {
+                true => self
+                    .client
+                    .atomic_increase_size(&id, i32::try_from(delta).unwrap_or(i32::MAX))
+                    .await
+                    .map(|_| ()),
+                false => Ok(()),
+            };
+            let target = groups[g]
+                .target_size
+                .saturating_add(i32::try_from(delta).unwrap_or(i32::MAX));
+            match asked {
+                Ok(()) => {
+                    if self.settings.act {
+                        self.state.increased_atomically(&id, target, now);
+                        self.down.last_scale_up = Some(now);
+                    }
+                    // The plan after this one counts these nodes against the group's max.
+                    groups[g].target_size = target;
+                    *snapshot = fork;
+                    r.provisioned(CAPACITY_IS_PROVISIONED, now);
+                    requests.scale_ups[i].push(RequestScaleUp {
+                        node_group: id,
+                        delta,
+                    });
+                }
+                Err(error) => {
+                    let why = error.to_string();
+                    self.state.backoff.fail(&id, why.clone(), now);
+                    r.not_provisioned(
+                        &format!("The all-or-nothing increase of {id} by {delta} failed: {why}."),
+                        now,
+                    );
+                    scale_up.error = Some(why);
+                }
+            }
+            scale_ups.push(scale_up);
+        }
+        Ok(scale_ups)
     }
 
     /// Scale-up: the plan over the snapshot (each expansion committed into it, so scale-down sees it), then
@@ -576,6 +694,20 @@ fn group_statuses(read: &Read, groups: &[Group]) -> Vec<GroupStatus> {
 fn finish(mut status: Status, started: Instant) -> Status {
     status.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
     status
+}
+
+/// Writes each ProvisioningRequest's status where it changed; returns a line for each one not written.
+async fn write_request_statuses(cluster: &dyn ClusterSource, requests: &Requests) -> Vec<String> {
+    let mut errors = Vec::new();
+    for r in requests.written() {
+        if let Err(e) = cluster.write_request_status(r).await {
+            let key = r.key();
+            errors.push(format!(
+                "ProvisioningRequest {key}: status not written: {e}"
+            ));
+        }
+    }
+    errors
 }
 
 /// Writes each CapacityBuffer's status where it changed (the buffer controller's and the autoscaler's

@@ -28,6 +28,8 @@ pub struct Status {
     pub headroom: Vec<HeadroomStatus>,
     /// CapacityBuffers: what each asks for, where its chunks are, the status it is given.
     pub capacity_buffers: Vec<CapacityBufferStatus>,
+    /// ProvisioningRequests of a class served: their pods, conditions, and this loop's scale-ups for them.
+    pub provisioning_requests: Vec<ProvisioningRequestStatus>,
     pub no_scale_up: Vec<NoScaleUp>,
     /// Pending pods that fit on existing nodes or on nodes already requested: no new node for them.
     pub placed: Vec<Placed>,
@@ -206,6 +208,69 @@ pub struct CapacityBufferStatus {
 }
 
 #[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvisioningRequestStatus {
+    /// `namespace/name`.
+    pub name: String,
+    pub class: String,
+    /// How many pods it asks room for (every pod set's count).
+    pub pods: u32,
+    /// Of them, how many this loop holds room for (booked: provisioned, their consumers not running yet).
+    pub booked: u32,
+    /// Its conditions as the status subresource gets them.
+    pub conditions: Vec<ConditionStatus>,
+    /// This loop's scale-ups for it (empty unless this loop scales up for it).
+    pub scale_up: Vec<RequestScaleUp>,
+    /// Pending pods that consume it: they take its room and are not scaled up for on their own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub consuming_pods: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestScaleUp {
+    pub node_group: String,
+    pub delta: u64,
+}
+
+impl ProvisioningRequestStatus {
+    /// `ml/train (best-effort-atomic-scale-up.autoscaling.x-k8s.io): 8 pod(s), 0 booked; scale-up gpu +2;
+    /// Accepted True (Accepted), Provisioned True (CapacityIsProvisioned)`.
+    pub fn describe(&self) -> String {
+        let mut text = format!(
+            "{} ({}): {} pod(s), {} booked",
+            self.name, self.class, self.pods, self.booked
+        );
+        for s in &self.scale_up {
+            text.push_str(&format!("; scale-up {} +{}", s.node_group, s.delta));
+        }
+        if !self.consuming_pods.is_empty() {
+            let pods = self.consuming_pods.join(", ");
+            text.push_str(&format!("; consuming pods waiting: {pods}"));
+        }
+        text.push_str(&format!("; {}", describe_conditions(&self.conditions)));
+        text
+    }
+}
+
+/// `Type Status (Reason)` for each condition, with the message of those not True.
+fn describe_conditions(conditions: &[ConditionStatus]) -> String {
+    let said: Vec<String> = conditions
+        .iter()
+        .map(|c| {
+            // A condition that is not True says why; so does a request's Failed.
+            let why = if c.status == "True" && c.kind != "Failed" {
+                String::new()
+            } else {
+                format!(": {}", c.message)
+            };
+            format!("{} {} ({}){why}", c.kind, c.status, c.reason)
+        })
+        .collect();
+    said.join(", ")
+}
+
+#[derive(Clone, Debug, Serialize)]
 pub struct Shape {
     pub cpu: String,
     pub memory: String,
@@ -228,18 +293,6 @@ impl CapacityBufferStatus {
             .chunk
             .as_ref()
             .map_or("no pod".to_string(), |c| format!("{}/{}", c.cpu, c.memory));
-        let conditions: Vec<String> = self
-            .conditions
-            .iter()
-            .map(|c| {
-                let why = if c.status == "True" {
-                    String::new()
-                } else {
-                    format!(": {}", c.message)
-                };
-                format!("{} {} ({}){why}", c.kind, c.status, c.reason)
-            })
-            .collect();
         format!(
             "{}/{}: {} chunk(s) of {shape}: {} in free room, {} in this loop's scale-ups, {} unmet; {}",
             self.namespace,
@@ -248,7 +301,7 @@ impl CapacityBufferStatus {
             self.in_free_room,
             self.in_scale_up,
             self.unmet,
-            conditions.join(", ")
+            describe_conditions(&self.conditions)
         )
     }
 }

@@ -22,6 +22,12 @@ impl Status {
         kept_table(&self.unremovable, &mut out);
         self.consolidation_table(&mut out);
         headroom_table(&self.headroom, &self.capacity_buffers, &mut out);
+        if !self.provisioning_requests.is_empty() {
+            let _ = writeln!(out, "\nProvisioning requests");
+            for r in &self.provisioning_requests {
+                let _ = writeln!(out, "  {}", r.describe());
+            }
+        }
         if !self.placed.is_empty() {
             let _ = writeln!(
                 out,

@@ -1,0 +1,116 @@
+//! A request's pods tried on a fork of the loop's snapshot, all or nothing, as upstream tries them on a
+//! forked ClusterSnapshot: the fork is kept only when every pod found a place. check-capacity looks only
+//! at the cluster as it is (and the nodes already coming); best-effort-atomic places what fits there and
+//! plans one scale-up of one node group for the rest, within the group's and the cluster's limits.
+
+use crate::autoscaler::core::cluster_snapshot::ClusterSnapshot;
+use crate::autoscaler::group::Group;
+use crate::autoscaler::provreq::requests::Class;
+use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
+use crate::autoscaler::scaleup::planner::{self, Limits, Pending};
+use crate::autoscaler::status::ScaleUp;
+use crate::model::{PodList, PodNames};
+use crate::simulator::equivalence::EquivalenceGroup;
+
+/// Where a request's pods went on the fork.
+pub enum Tried {
+    /// All fit in the cluster as it is: the fork holds them.
+    InCluster(ClusterSnapshot),
+    /// All fit once this one group grows: the fork holds them on its planned nodes.
+    ScaleUp(ClusterSnapshot, ScaleUp),
+    /// Not all fit: why, for the `Provisioned=False` message.
+    NotFound(String),
+}
+
+/// What a trial reads of the loop.
+pub struct Loop<'a> {
+    pub pods: PodList<'a>,
+    pub keys: &'a PodNames,
+    pub groups: &'a [Group],
+    pub limits: &'a Limits,
+    pub expander: &'a Expander,
+}
+
+/// Tries the request of `class` whose pods are `pending` (equivalence groups of the loop's pod list) on a
+/// fork of `snapshot`.
+pub fn try_on(
+    snapshot: &ClusterSnapshot,
+    class: Class,
+    pending: &[EquivalenceGroup],
+    world: &Loop<'_>,
+) -> Result<Tried, ExpanderError> {
+    let total: usize = pending.iter().map(|eg| eg.pods.len()).sum();
+    let mut fork = snapshot.clone();
+    let fitted = fork.place_pending(world.pods, pending, world.groups);
+    let fit: usize = fitted.done.iter().sum();
+    if fit == total {
+        return Ok(Tried::InCluster(fork));
+    }
+    if class == Class::CheckCapacity {
+        return Ok(Tried::NotFound(format!(
+            "{fit} of {total} pods fit in the cluster as it is."
+        )));
+    }
+    let mut pending = Pending {
+        pods: world.pods,
+        keys: world.keys,
+        groups: pending.to_vec(),
+        terms: fitted.terms,
+        done: fitted.done,
+        prices: vec![None; pending.len()],
+        stabilizer: 0.0,
+    };
+    // All of it in one group's increase: balancing would split it over groups whose increases are not one.
+    let limits = Limits {
+        balance_similar_node_groups: false,
+        ..world.limits.clone()
+    };
+    let totals = fork.totals();
+    let ClusterSnapshot {
+        topology, places, ..
+    } = &mut fork;
+    let expander = world.expander.without_price();
+    let plan = planner::plan(
+        topology,
+        places,
+        world.groups,
+        &mut pending,
+        &limits,
+        &expander,
+        totals,
+    )?;
+    let left: usize = (pending.groups.iter().zip(&pending.done))
+        .map(|(eg, &done)| eg.pods.len() - done)
+        .sum();
+    if left > 0 {
+        // Which limit or predicate stops the first pods left, by node group.
+        let first = (pending.groups.iter().zip(&pending.done))
+            .position(|(eg, &done)| done < eg.pods.len())
+            .unwrap_or(0);
+        let why = (plan.reasons.get(first).into_iter().flatten())
+            .map(|(group, why)| format!("{group}: {why}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let why = if why.is_empty() {
+            "no node group".into()
+        } else {
+            why
+        };
+        return Ok(Tried::NotFound(format!(
+            "{left} of {total} pods fit in no scale-up ({why})."
+        )));
+    }
+    let mut scale_ups = plan.scale_ups;
+    if scale_ups.len() > 1 {
+        let ids: Vec<&str> = scale_ups.iter().map(|s| s.node_group.as_str()).collect();
+        return Ok(Tried::NotFound(format!(
+            "its pods need more than one node group ({}): an all-or-nothing increase is made in one.",
+            ids.join(", ")
+        )));
+    }
+    match scale_ups.pop() {
+        Some(scale_up) => Ok(Tried::ScaleUp(fork, scale_up)),
+        // Placed by the plan without a new node (on nodes it had already planned): as in the cluster.
+        None => Ok(Tried::InCluster(fork)),
+    }
+}
