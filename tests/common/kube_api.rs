@@ -1,6 +1,7 @@
 //! A fake Kubernetes API server on loopback, at the HTTP layer, for the kube-rs source: lists, watches that
 //! stream the events a test sends, node GETs and PATCHes, evictions answered 201, 429 (a PDB) or 404, and
-//! CapacityBuffers in the versions a test serves (404 in the others) with their status subresource.
+//! CapacityBuffers and ProvisioningRequests in the versions a test serves (404 in the others) with their
+//! status subresource.
 
 use axum::Router;
 use axum::body::Body;
@@ -40,6 +41,10 @@ pub struct Objects {
     pub status_writes: Vec<(String, String, Value)>,
     pub pod_templates: Vec<Value>,
     pub deployments: Vec<Value>,
+    /// The ProvisioningRequest versions served (none: no CRD) and the requests; their status patches go to
+    /// `status_writes` too.
+    pub request_versions: Vec<&'static str>,
+    pub provisioning_requests: Vec<Value>,
 }
 
 #[derive(Clone)]
@@ -115,6 +120,7 @@ impl Fake {
             "daemonsets" => &objects.daemonsets,
             "pdbs" => &objects.pdbs,
             "capacitybuffers" => &objects.capacity_buffers,
+            "provisioningrequests" => &objects.provisioning_requests,
             "podtemplates" => &objects.pod_templates,
             "deployments" => &objects.deployments,
             _ => &Vec::new(),
@@ -129,6 +135,45 @@ impl Fake {
             StatusCode::OK,
             json!({"kind": kind, "apiVersion": "v1", "metadata": metadata, "items": items}),
         )
+    }
+}
+
+impl Fake {
+    /// A custom resource's status subresource patched: it takes the status and nothing else, and the watch
+    /// sees the change.
+    fn patch_status(
+        &self,
+        plural: &'static str,
+        (version, ns, name): (String, String, String),
+        body: &str,
+    ) -> Response {
+        let patch: Value = serde_json::from_str(body).unwrap();
+        let mut objects = self.objects.lock().unwrap();
+        let key = format!("{ns}/{name}");
+        objects.status_writes.push((version, key, patch.clone()));
+        let all = match plural {
+            "capacitybuffers" => &mut objects.capacity_buffers,
+            _ => &mut objects.provisioning_requests,
+        };
+        let Some(object) = all.iter_mut().find(|b| {
+            b["metadata"]["name"] == name.as_str() && b["metadata"]["namespace"] == ns.as_str()
+        }) else {
+            return status(404, "NotFound", &format!("{plural} not found"));
+        };
+        object["status"] = patch["status"].clone();
+        let version: u64 = object["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or("1")
+            .parse()
+            .unwrap();
+        object["metadata"]["resourceVersion"] = json!((version + 1).to_string());
+        let object = object.clone();
+        drop(objects);
+        let _ = self.events.send((
+            plural,
+            json!({"type": "MODIFIED", "object": object.clone()}),
+        ));
+        reply(StatusCode::OK, object)
     }
 }
 
@@ -194,24 +239,27 @@ pub async fn serve(fake: Fake) -> std::net::SocketAddr {
         .route(
             "/apis/autoscaling.x-k8s.io/{version}/namespaces/{namespace}/capacitybuffers/{name}/status",
             axum::routing::patch(
-                |State(f): State<Fake>, Path((version, ns, name)): Path<(String, String, String)>, body: String| async move {
-                    let patch: Value = serde_json::from_str(&body).unwrap();
-                    let mut objects = f.objects.lock().unwrap();
-                    let key = format!("{ns}/{name}");
-                    objects.status_writes.push((version, key, patch.clone()));
-                    let Some(buffer) = objects.capacity_buffers.iter_mut().find(|b| {
-                        b["metadata"]["name"] == name.as_str() && b["metadata"]["namespace"] == ns.as_str()
-                    }) else {
-                        return status(404, "NotFound", "capacitybuffers not found");
-                    };
-                    // The status subresource takes the status and nothing else; the watch sees the change.
-                    buffer["status"] = patch["status"].clone();
-                    let version: u64 = buffer["metadata"]["resourceVersion"].as_str().unwrap_or("1").parse().unwrap();
-                    buffer["metadata"]["resourceVersion"] = json!((version + 1).to_string());
-                    let buffer = buffer.clone();
-                    drop(objects);
-                    let _ = f.events.send(("capacitybuffers", json!({"type": "MODIFIED", "object": buffer.clone()})));
-                    reply(StatusCode::OK, buffer)
+                |State(f): State<Fake>, Path(at): Path<(String, String, String)>, body: String| async move {
+                    f.patch_status("capacitybuffers", at, &body)
+                },
+            ),
+        )
+        .route(
+            "/apis/autoscaling.x-k8s.io/{version}/provisioningrequests",
+            get(
+                |State(f): State<Fake>, Path(version): Path<String>, RawQuery(q): RawQuery| async move {
+                    if !f.objects.lock().unwrap().request_versions.contains(&version.as_str()) {
+                        return status(404, "NotFound", "the server could not find the requested resource");
+                    }
+                    f.list_or_watch("provisioningrequests", "ProvisioningRequestList", q)
+                },
+            ),
+        )
+        .route(
+            "/apis/autoscaling.x-k8s.io/{version}/namespaces/{namespace}/provisioningrequests/{name}/status",
+            axum::routing::patch(
+                |State(f): State<Fake>, Path(at): Path<(String, String, String)>, body: String| async move {
+                    f.patch_status("provisioningrequests", at, &body)
                 },
             ),
         )
