@@ -202,3 +202,51 @@ fn the_manifests_pass_only_flags_the_binaries_accept() {
         }
     }
 }
+
+/// The companion's ClusterRole lets it watch the custom resources it reads and patch their status, and the
+/// CRDs it ships serve every version the code reads, with the status subresource it writes.
+#[test]
+fn the_autoscaler_may_watch_its_custom_resources_and_write_their_status() {
+    let (_, docs) = render("autoscaler");
+    let role = kind(&docs, "ClusterRole").next().expect("a ClusterRole");
+    let allows = |resource: &str, verb: &str| {
+        (role["rules"].as_array().unwrap().iter()).any(|rule| {
+            let has = |field: &str, value: &str| {
+                (rule[field].as_array().unwrap().iter()).any(|v| v == value)
+            };
+            has("apiGroups", "autoscaling.x-k8s.io")
+                && has("resources", resource)
+                && has("verbs", verb)
+        })
+    };
+    use ekscale::k8s::{capacity_buffer, provisioning_request};
+    for (plural, versions) in [
+        (capacity_buffer::PLURAL, &capacity_buffer::VERSIONS),
+        (
+            provisioning_request::PLURAL,
+            &provisioning_request::VERSIONS,
+        ),
+    ] {
+        for verb in ["list", "watch"] {
+            assert!(allows(plural, verb), "{plural}: {verb}");
+        }
+        assert!(
+            allows(&format!("{plural}/status"), "patch"),
+            "{plural}/status"
+        );
+        let name = format!("{plural}.autoscaling.x-k8s.io");
+        let crd = (kind(&docs, "CustomResourceDefinition"))
+            .find(|c| c["metadata"]["name"] == name.as_str())
+            .unwrap_or_else(|| panic!("no CRD {name}"));
+        for version in versions {
+            let served = (crd["spec"]["versions"].as_array().unwrap().iter())
+                .find(|v| v["name"] == *version)
+                .unwrap_or_else(|| panic!("{name} does not serve {version}"));
+            assert_eq!(served["served"], true, "{name} {version}");
+            assert!(
+                served["subresources"]["status"].is_object(),
+                "{name} {version}"
+            );
+        }
+    }
+}
