@@ -58,7 +58,7 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
         assert!(!line.contains("never"), "{line}");
     }
     assert!(
-        summary.contains("pods placed on EC2 nodes: 23; on Fargate: 3"),
+        summary.contains("pods placed on EC2 nodes: 27; on Fargate: 3"),
         "{summary}"
     );
     assert!(summary.contains("serverless/fn-0 on Fargate (profile serverless): 0.5vCPU 2GB"));
@@ -104,6 +104,44 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
     let burst = stdout.find("capacity buffer   default/web-burst: 3 chunk(s) of 500m/1Gi");
     let gone = stdout.find("capacity buffer   default/web-burst: 0 chunk(s) of 500m/1Gi");
     assert!(burst.is_some() && gone > burst, "{stdout}");
+    // The training job's ProvisioningRequest: refused whole while the stockout lets only 2 of its 4 GPU nodes
+    // start (nothing half-built: gpu grew once, by 4), provisioned whole once it ended, its booking over
+    // ten minutes later; the log marks each moment, and its workers ran at once on the booked nodes.
+    let said = |text: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(text))
+            .unwrap_or_else(|| panic!("no {text:?} in {stdout}"))
+            .to_string()
+    };
+    assert!(
+        said("provisioning req  ml/train: pending (CapacityIsNotFound)").starts_with("[00:30:00]")
+    );
+    assert!(
+        said("ml/train: pending (CapacityIsNotFound)")
+            .contains("can launch 2 more instance(s) now")
+    );
+    let provisioned = said(
+        "provisioning req  ml/train: provisioned (CapacityIsProvisioned), gpu +4 all or nothing",
+    );
+    let expired =
+        said("provisioning req  ml/train: bookingExpired (CapacityReservationTimeExpired)");
+    assert!(
+        provisioned[1..9] > *"00:34:00" && expired[1..9] > provisioned[1..9],
+        "{provisioned}\n{expired}"
+    );
+    let gpu_scale_ups: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("] scale-up          gpu "))
+        .collect();
+    assert_eq!(gpu_scale_ups.len(), 1, "{gpu_scale_ups:?}");
+    assert!(
+        gpu_scale_ups[0]
+            .contains("gpu +4 node(s) for 4 pod(s): ProvisioningRequest ml/train (all or nothing)")
+    );
+    assert_eq!(added_removed(summary, "gpu"), (4, 4), "{summary}");
+    assert!(summary.contains("ml/trainer (4 pods): 0s"), "{summary}");
+
     // Decisions were printed as they happened, with their reasons.
     assert!(stdout.contains("scale-up          general +"), "{stdout}");
     assert!(stdout.contains("scale-down        ip-"), "{stdout}");
@@ -161,7 +199,7 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
     let value = |k: usize| fields[k].split('=').nth(1).unwrap();
     assert_eq!(
         value(2),
-        "26/27",
+        "30/31",
         "every pod but the 64-CPU one ran: {last}"
     );
     assert_eq!((value(3), value(4)), ("3", "1"), "{last}");

@@ -313,6 +313,7 @@ async fn a_loops_decisions_become_events_and_the_status_config_map() {
             reason: "least-waste chose it over spot".into(),
             zones: Default::default(),
             error: None,
+            provisioning_request: None,
         }],
         no_scale_up: vec![NoScaleUp {
             pod: "default/huge".into(),

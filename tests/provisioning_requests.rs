@@ -234,8 +234,9 @@ async fn an_atomic_request_is_whole_or_nothing_and_its_booking_ends_when_its_pod
         let t = k8s_openapi::jiff::Timestamp::try_from(epoch + Duration::from_secs(after)).unwrap();
         t.to_string()
     };
-    cluster.create_request(atomic("train", 3, &stamp(0)), vec![gpu_worker()]);
-    cluster.create_request(atomic("too-big", 5, &stamp(1)), Vec::new());
+    cluster.create_templates(vec![gpu_worker()]);
+    cluster.create_request(atomic("train", 3, &stamp(0)));
+    cluster.create_request(atomic("too-big", 5, &stamp(1)));
 
     // The group can launch only 2 of the 3 now: the provider refuses the whole increase; nothing is
     // half-built, the group is backed off. Five pods are more than the group's max: not even asked.
@@ -423,4 +424,118 @@ async fn statuses_are_written_once_in_the_version_served() {
     })
     .await;
     assert!(kube.view().await.unwrap().requests.requests.is_empty());
+}
+
+/// A loop over the snapshot, in process, becomes Events on the requests whose status it changed (none on
+/// their virtual pods, none on a request it left as it was) and the requests-by-state metric.
+#[tokio::test]
+async fn changed_requests_get_events_and_every_request_is_counted_by_state() {
+    use ekscale::autoscaler::cluster::Snapshot;
+    use ekscale::autoscaler::control::events::Publisher;
+    use ekscale::autoscaler::control::metrics::AutoscalerMetrics;
+    let provider = Server::start_with(include_str!("../src/cloud/scenario.yaml"), None).await;
+    let client =
+        ProviderClient::new(&ProviderConfig::plaintext(provider.addr.to_string())).unwrap();
+    let snapshot = Snapshot::read(std::path::Path::new(SNAPSHOT)).unwrap();
+    let view = snapshot.view().await.unwrap();
+    let mut once = RunOnce::new(client, Settings::default());
+    let status = once.run(&view, view.now.unwrap()).await.unwrap();
+
+    let fake = kube_api::Fake::new(kube_api::Objects::default());
+    let addr = kube_api::serve(fake.clone()).await;
+    let mut config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+    config.default_retry = false;
+    let publisher = Publisher::new(
+        kube::Client::try_from(config).unwrap(),
+        "kube-system",
+        "pod-a",
+    );
+    assert!(
+        publisher
+            .publish(&status, SystemTime::now())
+            .await
+            .is_empty()
+    );
+    let events = fake.objects.lock().unwrap().events.clone();
+    let seen: Vec<(String, String, String, String)> = (events.iter())
+        .map(|e| {
+            let field = |v: &Value| v.as_str().unwrap_or_default().to_string();
+            (
+                field(&e["reason"]),
+                field(&e["type"]),
+                field(&e["regarding"]["kind"]),
+                field(&e["regarding"]["name"]),
+            )
+        })
+        .collect();
+    let expect = |reason: &str, kind: &str, on: &str, name: &str| {
+        (
+            reason.to_string(),
+            kind.to_string(),
+            on.to_string(),
+            name.to_string(),
+        )
+    };
+    assert_eq!(
+        seen,
+        [
+            expect(
+                "ScaledUpGroup",
+                "Normal",
+                "ConfigMap",
+                "ekscale-autoscaler-status"
+            ),
+            expect(
+                "CapacityIsFound",
+                "Normal",
+                "ProvisioningRequest",
+                "check-4"
+            ),
+            expect(
+                "CapacityIsNotFound",
+                "Normal",
+                "ProvisioningRequest",
+                "check-20"
+            ),
+            expect(
+                "CapacityIsProvisioned",
+                "Normal",
+                "ProvisioningRequest",
+                "train"
+            ),
+            expect(
+                "FailedToCreatePods",
+                "Warning",
+                "ProvisioningRequest",
+                "no-template"
+            ),
+            expect(
+                "CapacityIsNotFound",
+                "Normal",
+                "ProvisioningRequest",
+                "train-big"
+            ),
+        ],
+        "booked's status did not change; the virtual pods get no TriggeredScaleUp"
+    );
+    assert_eq!(
+        events[3]["note"],
+        "Capacity is found in the cluster; scale-up: gpu +3, all or nothing"
+    );
+
+    let metrics = AutoscalerMetrics::default();
+    metrics.observe_loop(&view, &status, false, SystemTime::now());
+    let text = metrics.encode();
+    let count = |class: &str, state: &str| {
+        let line = format!(
+            "ekscale_provisioning_requests_count{{class=\"{class}.autoscaling.x-k8s.io\",state=\"{state}\"}} "
+        );
+        (text.lines().find_map(|l| l.strip_prefix(line.as_str())))
+            .map(|n| n.parse::<u32>().unwrap())
+    };
+    assert_eq!(count("check-capacity", "provisioned"), Some(2), "{text}");
+    assert_eq!(count("check-capacity", "pending"), Some(1));
+    assert_eq!(count("check-capacity", "failed"), Some(1));
+    assert_eq!(count("best-effort-atomic-scale-up", "provisioned"), Some(1));
+    assert_eq!(count("best-effort-atomic-scale-up", "pending"), Some(1));
 }

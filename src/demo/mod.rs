@@ -124,7 +124,8 @@ async fn play(script: &Script, mode: Mode, speed: f64, show: bool) -> Result<Rec
     };
     settings.consolidation.mode = mode;
     let mut once = RunOnce::new(client.clone(), settings).acting_on(cluster.clone());
-    cluster.create_buffers(script.buffers.clone(), script.templates.clone());
+    cluster.create_buffers(script.buffers.clone());
+    cluster.create_templates(script.templates.clone());
     let mut world = World {
         cluster: &cluster,
         backend: &provider.backend,
@@ -271,6 +272,16 @@ impl World<'_> {
                 }
                 Ok(format!("{name} pods deleted"))
             }
+            Action::Request(read) => {
+                cluster.create_request(read.as_ref().clone());
+                let request = &read.request;
+                let pods: i32 = request.spec.pod_sets.iter().map(|s| s.count).sum();
+                Ok(format!(
+                    "ProvisioningRequest {} ({}) for {pods} pod(s)",
+                    crate::k8s::provisioning_request::key(request),
+                    request.spec.provisioning_class_name
+                ))
+            }
             Action::Capacity(change) => {
                 (self.backend)
                     .set_available_capacity(&change.node_group, change.available)
@@ -394,6 +405,9 @@ pub fn summary(record: &Record, day: Duration, took: Duration) -> String {
     }
     for h in &record.headroom {
         let _ = writeln!(out, "  headroom {}", h.describe());
+    }
+    for r in &record.provisioning_requests {
+        let _ = writeln!(out, "  provisioning request {}", r.describe());
     }
     for b in &record.capacity_buffers {
         let _ = writeln!(out, "  capacity buffer {}", b.describe());

@@ -88,6 +88,8 @@ pub struct Record {
     pub capacity_buffers: Vec<crate::autoscaler::status::CapacityBufferStatus>,
     /// Chunks each buffer asked for when it last changed, by `namespace/name`.
     buffer_chunks: BTreeMap<String, u32>,
+    /// ProvisioningRequests and where they stand, from the last loop.
+    pub provisioning_requests: Vec<crate::autoscaler::status::ProvisioningRequestStatus>,
 }
 
 impl Record {
@@ -118,6 +120,7 @@ impl Record {
             self.say(at, "error", e.clone());
         }
         self.buffers(at, status);
+        self.requests(at, status);
         self.headroom = status.headroom.clone();
         self.capacity_buffers = status.capacity_buffers.clone();
         self.loop_ms.push(status.elapsed_ms);
@@ -276,6 +279,23 @@ impl Record {
                 self.say(at, "capacity buffer", text);
             }
         }
+    }
+
+    /// A ProvisioningRequest's status, said when this loop changed it: the moment it was refused, provisioned
+    /// (with the all-or-nothing scale-up made for it), its booking ended, or it failed.
+    fn requests(&mut self, at: Duration, status: &Status) {
+        for r in status.provisioning_requests.iter().filter(|r| r.changed) {
+            let Some(c) = r.deciding() else { continue };
+            let mut text = format!("{}: {} ({})", r.name, r.state(), c.reason);
+            for s in &r.scale_up {
+                text.push_str(&format!(", {} +{} all or nothing", s.node_group, s.delta));
+            }
+            if c.status != "True" || r.state() == "failed" {
+                text.push_str(&format!(": {}", c.message));
+            }
+            self.say(at, "provisioning req", text);
+        }
+        self.provisioning_requests = status.provisioning_requests.clone();
     }
 
     /// From when on nodes and pending pods stayed as they ended.

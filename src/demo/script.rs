@@ -6,6 +6,7 @@ use crate::autoscaler::headroom::policy::{self as headroom, Policy};
 use crate::cloud::scenario::{self, Scenario};
 use crate::k8s::capacity_buffer::{Read, Template};
 use crate::k8s::objects;
+use crate::k8s::provisioning_request::Read as ProvisioningRequestRead;
 use crate::model::Pod;
 use serde::Deserialize;
 use serde_json::json;
@@ -59,7 +60,7 @@ struct File {
     /// timeline creates (each `create` owned by a ReplicaSet is a Deployment of that name).
     #[serde(default)]
     capacity_buffers: Vec<serde_json::Value>,
-    /// The PodTemplates buffers name.
+    /// The PodTemplates buffers and ProvisioningRequests name.
     #[serde(default)]
     pod_templates: Vec<k8s_openapi::api::core::v1::PodTemplate>,
 }
@@ -84,6 +85,9 @@ struct EventFile {
     /// Changes how many instances a node group can have, as a spot pool drying up or freeing up.
     #[serde(default)]
     capacity: Option<CapacityChange>,
+    /// Creates a ProvisioningRequest (as Kueue does for a job it queues), as `kubectl apply` takes it.
+    #[serde(default)]
+    request: Option<serde_json::Value>,
 }
 
 /// `capacity: {nodeGroup: spot, available: 10}`; without `available`, no limit.
@@ -119,6 +123,9 @@ pub struct Workload {
     /// The owner's kind: `ReplicaSet` (default), `Job`, `StatefulSet`, or `none` for bare pods.
     #[serde(default = "replica_set")]
     pub owner: String,
+    /// The ProvisioningRequest (in the workload's namespace) whose room its pods take.
+    #[serde(default)]
+    pub consumes: Option<String>,
 }
 
 fn default_namespace() -> String {
@@ -135,6 +142,7 @@ pub enum Action {
     Create(Box<Workload>, Vec<Pod>),
     Delete(String),
     Capacity(CapacityChange),
+    Request(Box<ProvisioningRequestRead>),
 }
 
 #[derive(Clone, Debug)]
@@ -208,13 +216,18 @@ impl Script {
                 at: humantime::format_duration(event.at).to_string(),
                 reason,
             };
-            let action = match (event.create, event.delete, event.capacity) {
-                (Some(workload), None, None) => {
+            let action = match (event.create, event.delete, event.capacity, event.request) {
+                (Some(workload), None, None, None) => {
                     let pods = pods_of(&workload).map_err(fail)?;
                     Action::Create(Box::new(workload), pods)
                 }
-                (None, Some(name), None) => Action::Delete(name),
-                (None, None, Some(change)) => {
+                (None, Some(name), None, None) => Action::Delete(name),
+                (None, None, None, Some(request)) => {
+                    let read = ProvisioningRequestRead::from_value(request)
+                        .map_err(|e| fail(format!("request: {e}")))?;
+                    Action::Request(Box::new(read))
+                }
+                (None, None, Some(change), None) => {
                     let known = scenario
                         .node_groups
                         .iter()
@@ -229,7 +242,7 @@ impl Script {
                     Action::Capacity(change)
                 }
                 _ => {
-                    let why = "give exactly one of `create`, `delete` and `capacity`";
+                    let why = "give exactly one of `create`, `delete`, `capacity` and `request`";
                     return Err(fail(why.into()));
                 }
             };
@@ -277,6 +290,10 @@ fn pods_of(w: &Workload) -> Result<Vec<Pod>, String> {
     if w.gpu > 0 {
         requests[crate::model::GPU_RESOURCE] = json!(w.gpu.to_string());
     }
+    let annotations = match &w.consumes {
+        Some(request) => json!({crate::k8s::provisioning_request::CONSUME_ANNOTATION: request}),
+        None => json!({}),
+    };
     let owner = match w.owner.as_str() {
         "none" => json!([]),
         kind => json!([{"apiVersion": "apps/v1", "kind": kind, "name": w.name,
@@ -287,7 +304,8 @@ fn pods_of(w: &Workload) -> Result<Vec<Pod>, String> {
             let pod = json!({
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": format!("{}-{i}", w.name), "namespace": w.namespace,
-                             "labels": {"app": w.name}, "ownerReferences": owner},
+                             "labels": {"app": w.name}, "ownerReferences": owner,
+                             "annotations": annotations},
                 "spec": {
                     "containers": [{"name": "main", "image": w.name, "resources": {"requests": requests}}],
                     "nodeSelector": w.node_selector,
@@ -331,7 +349,7 @@ mod tests {
             ),
             (
                 "timeline: [{at: 1m}]",
-                "give exactly one of `create`, `delete` and `capacity`",
+                "give exactly one of `create`, `delete`, `capacity` and `request`",
             ),
             (
                 "timeline: [{at: 1m, capacity: {nodeGroup: nowhere, available: 1}}]",

@@ -38,8 +38,8 @@ struct State {
     broken: HashMap<String, Broken>,
     /// CapacityBuffers (with the status last written) and what they name.
     buffers: BufferObjects,
-    /// ProvisioningRequests (with the status last written) and the PodTemplates they name.
-    requests: RequestObjects,
+    /// ProvisioningRequests, with the status last written (the PodTemplates they name are the buffers').
+    requests: Vec<provreq::Read>,
 }
 
 /// How a node group's instances fail to become nodes.
@@ -133,11 +133,14 @@ impl SimCluster {
         self.state().budgets.push(budget);
     }
 
-    /// Adds CapacityBuffers and the PodTemplates they name.
-    pub fn create_buffers(&self, buffers: Vec<Read>, templates: Vec<Template>) {
-        let mut state = self.state();
-        state.buffers.buffers.extend(buffers);
-        state.buffers.templates.extend(templates);
+    /// Adds CapacityBuffers.
+    pub fn create_buffers(&self, buffers: Vec<Read>) {
+        self.state().buffers.buffers.extend(buffers);
+    }
+
+    /// Adds PodTemplates, which buffers and ProvisioningRequests name.
+    pub fn create_templates(&self, templates: Vec<Template>) {
+        self.state().buffers.templates.extend(templates);
     }
 
     /// Sets a scalable object (a Deployment's replicas, as its HPA scales it), adding it if it is new.
@@ -162,16 +165,14 @@ impl SimCluster {
         }
     }
 
-    /// Adds a ProvisioningRequest and the PodTemplates it names.
-    pub fn create_request(&self, request: provreq::Read, templates: Vec<Template>) {
-        let mut state = self.state();
-        state.requests.requests.push(request);
-        state.requests.templates.extend(templates);
+    /// Adds a ProvisioningRequest.
+    pub fn create_request(&self, request: provreq::Read) {
+        self.state().requests.push(request);
     }
 
     /// The ProvisioningRequests, with their statuses as last written.
     pub fn requests(&self) -> Vec<provreq::Read> {
-        self.state().requests.requests.clone()
+        self.state().requests.clone()
     }
 
     /// The buffers, with their statuses as last written.
@@ -478,7 +479,10 @@ impl ClusterSource for SimCluster {
             pdbs: state.pdbs(),
             daemonsets: Vec::new(),
             buffers: state.buffers.clone(),
-            requests: state.requests.clone(),
+            requests: RequestObjects {
+                requests: state.requests.clone(),
+                templates: state.buffers.templates.clone(),
+            },
             now: Some(self.now()),
         }))
     }
@@ -500,7 +504,7 @@ impl ClusterSource for SimCluster {
     async fn write_request_status(&self, request: RequestStatus<'_>) -> Result<(), ClusterError> {
         let mut state = self.state();
         let key = request.key();
-        let read = (state.requests.requests.iter_mut())
+        let read = (state.requests.iter_mut())
             .find(|r| provreq::key(&r.request) == key)
             .ok_or_else(|| ClusterError::Sim(format!("no ProvisioningRequest {key}")))?;
         read.request.status = Some(request.status.clone());

@@ -136,9 +136,7 @@ impl Fake {
             json!({"kind": kind, "apiVersion": "v1", "metadata": metadata, "items": items}),
         )
     }
-}
 
-impl Fake {
     /// A custom resource's status subresource patched: it takes the status and nothing else, and the watch
     /// sees the change.
     fn patch_status(

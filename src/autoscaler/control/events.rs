@@ -1,7 +1,7 @@
 //! What a loop tells the cluster, as cluster-autoscaler does: Kubernetes Events on the pods it scaled up for
 //! (TriggeredScaleUp) or could not help (NotTriggerScaleUp), on the nodes it removes (ScaleDown,
-//! ScaleDownFailed) or replaces (Consolidation, ConsolidationFailed) and on its status ConfigMap
-//! (ScaledUpGroup); and that ConfigMap,
+//! ScaleDownFailed) or replaces (Consolidation, ConsolidationFailed), on the ProvisioningRequests whose status
+//! changed (the condition's reason) and on its status ConfigMap (ScaledUpGroup); and that ConfigMap,
 //! `ekscale-autoscaler-status`, with per-group health and the last activity. Repeated events are folded into
 //! a series by kube-rs's recorder, as client-go does.
 
@@ -71,6 +71,7 @@ impl Publisher {
         let config_map = reference("ConfigMap", "v1", Some(&self.namespace), STATUS_CONFIG_MAP);
         let mut events = scale_up_events(status, &config_map);
         events.extend(scale_down_events(status));
+        events.extend(request_events(status));
         for (ev, at) in events {
             if let Err(e) = self.recorder.publish(&ev, &at).await {
                 problems.push(format!("event {} on {:?}: {e}", ev.reason, at.name));
@@ -196,7 +197,9 @@ fn scale_up_events(status: &Status, config_map: &ObjectReference) -> Vec<(Event,
         );
         let scaled = event(EventType::Normal, "ScaledUpGroup", "ScaleUp", note);
         events.push((scaled, config_map.clone()));
-        for pod in s.pods.iter().filter(|p| !headroom::is_virtual(p)) {
+        // A request's scale-up is told on the request (`request_events`): its pods are virtual.
+        let pods = s.pods.iter().filter(|_| s.provisioning_request.is_none());
+        for pod in pods.filter(|p| !headroom::is_virtual(p)) {
             let Some((ns, name)) = split(pod).filter(|_| pod_events < MAX_POD_EVENTS) else {
                 continue;
             };
@@ -222,6 +225,37 @@ fn scale_up_events(status: &Status, config_map: &ObjectReference) -> Vec<(Event,
         let note = status.cluster_health.reason.clone();
         let unhealthy = event(EventType::Warning, "ClusterUnhealthy", "ScaleUp", note);
         events.push((unhealthy, config_map.clone()));
+    }
+    events
+}
+
+/// Each ProvisioningRequest whose status this loop changed gets an Event saying where it stands, with its
+/// condition's reason and message (a Warning when it failed), and the scale-up made for it.
+fn request_events(status: &Status) -> Vec<(Event, ObjectReference)> {
+    let mut events = Vec::new();
+    for r in status.provisioning_requests.iter().filter(|r| r.changed) {
+        let (Some((ns, name)), Some(c)) = (r.name.split_once('/'), r.deciding()) else {
+            continue;
+        };
+        let mut note = c.message.clone();
+        for s in &r.scale_up {
+            note.push_str(&format!(
+                " Scale-up: {} +{} (all or nothing).",
+                s.node_group, s.delta
+            ));
+        }
+        let kind = if r.state() == "failed" {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        let at = reference(
+            "ProvisioningRequest",
+            "autoscaling.x-k8s.io/v1",
+            Some(ns),
+            name,
+        );
+        events.push((event(kind, &c.reason, "Provision", note), at));
     }
     events
 }

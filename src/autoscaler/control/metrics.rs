@@ -43,6 +43,12 @@ struct KindLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    class: String,
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct GroupLabels {
     node_group: String,
 }
@@ -69,6 +75,7 @@ pub struct AutoscalerMetrics {
     group_max: Family<GroupLabels, Gauge>,
     consolidations: Family<KindLabels, Counter>,
     consolidation_savings: Gauge<f64, AtomicU64>,
+    provisioning_requests: Family<RequestLabels, Gauge>,
 }
 
 fn duration_histogram() -> Histogram {
@@ -168,6 +175,12 @@ impl Default for AutoscalerMetrics {
                 "What the replacements done since the start save per hour, together",
                 Gauge::default()
             ),
+            provisioning_requests: register!(
+                "provisioning_requests_count",
+                "ProvisioningRequests of a class served, by class and state (pending, provisioned, \
+                 bookingExpired, failed)",
+                Family::default()
+            ),
             registry,
         }
     }
@@ -246,6 +259,14 @@ impl AutoscalerMetrics {
         self.cpu_cores.set(cpu as f64 / 1000.0);
         self.memory_bytes.set(memory as i64);
         self.node_groups.set(status.node_groups.len() as i64);
+        self.provisioning_requests.clear();
+        for r in &status.provisioning_requests {
+            let labels = RequestLabels {
+                class: r.class.clone(),
+                state: r.state(),
+            };
+            self.provisioning_requests.get_or_create(&labels).inc();
+        }
         for g in &status.node_groups {
             let labels = GroupLabels {
                 node_group: g.id.clone(),

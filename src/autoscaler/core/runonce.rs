@@ -411,6 +411,7 @@ impl RunOnce {
                 r.key(),
                 scale_up.reason
             );
+            scale_up.provisioning_request = Some(r.key());
             let Some(g) = groups.iter().position(|g| g.id == id) else {
                 continue;
             };

@@ -158,6 +158,7 @@ impl Requests {
                     .collect(),
                 scale_up: self.scale_ups[i].clone(),
                 consuming_pods: self.waiting[i].clone(),
+                changed: r.changed(),
             })
             .collect()
     }

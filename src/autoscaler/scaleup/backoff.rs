@@ -67,14 +67,14 @@ impl Backoff {
         until
     }
 
-    /// Why `group` may not scale up now, if it is backed off.
+    /// Why `group` may not scale up now, if it is backed off. The end is a time, not a countdown, so that
+    /// the reason reads the same every loop of the backoff (a status written back changes only when it does).
     pub fn backed_off(&self, group: &str, now: SystemTime) -> Option<String> {
         let entry = self.groups.get(group).filter(|e| now < e.until)?;
-        let left = entry.until.duration_since(now).unwrap_or_default();
         Some(format!(
-            "in backoff after failed scale-up ({}; {}s left)",
+            "in backoff after failed scale-up ({}; until {})",
             entry.why,
-            left.as_secs()
+            humantime::format_rfc3339_seconds(entry.until)
         ))
     }
 

@@ -433,6 +433,7 @@ impl Planner<'_> {
                 reason: why,
                 zones: BTreeMap::new(),
                 error: None,
+                provisioning_request: None,
             });
             scale_ups.len() - 1
         });

@@ -90,6 +90,10 @@ pub struct ScaleUp {
     /// Set when the provider refused the increase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The ProvisioningRequest (`namespace/name`) it is all for, made in one all-or-nothing increase; its
+    /// pods are the request's virtual pods.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provisioning_request: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -224,6 +228,9 @@ pub struct ProvisioningRequestStatus {
     /// Pending pods that consume it: they take its room and are not scaled up for on their own.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub consuming_pods: Vec<String>,
+    /// Whether this loop changed its status (what Events and the write-back follow).
+    #[serde(skip)]
+    pub changed: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -234,6 +241,32 @@ pub struct RequestScaleUp {
 }
 
 impl ProvisioningRequestStatus {
+    /// Where it stands, from its conditions: `failed`, `bookingExpired`, `provisioned` (its room booked), or
+    /// `pending` (accepted, its room not found yet).
+    pub fn state(&self) -> &'static str {
+        let is =
+            |kind: &str| (self.conditions.iter()).any(|c| c.kind == kind && c.status == "True");
+        if is("Failed") {
+            "failed"
+        } else if is("BookingExpired") {
+            "bookingExpired"
+        } else if is("Provisioned") {
+            "provisioned"
+        } else {
+            "pending"
+        }
+    }
+
+    /// The condition that says where it stands (the one [`Self::state`] is read from), if any.
+    pub fn deciding(&self) -> Option<&ConditionStatus> {
+        let find = |kind: &str| self.conditions.iter().find(|c| c.kind == kind);
+        match self.state() {
+            "failed" => find("Failed"),
+            "bookingExpired" => find("BookingExpired"),
+            _ => find("Provisioned"),
+        }
+    }
+
     /// `ml/train (best-effort-atomic-scale-up.autoscaling.x-k8s.io): 8 pod(s), 0 booked; scale-up gpu +2;
     /// Accepted True (Accepted), Provisioned True (CapacityIsProvisioned)`.
     pub fn describe(&self) -> String {
