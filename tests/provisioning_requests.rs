@@ -539,3 +539,44 @@ async fn changed_requests_get_events_and_every_request_is_counted_by_state() {
     assert_eq!(count("best-effort-atomic-scale-up", "provisioned"), Some(1));
     assert_eq!(count("best-effort-atomic-scale-up", "pending"), Some(1));
 }
+
+/// Booked room is not scale-down's to take: four booked small pods keep both general nodes (three on one,
+/// one on the other, which has nowhere to move it), where the same cluster without the booking loses one.
+#[test]
+fn booked_room_keeps_its_nodes() {
+    let provider = Binary::start(&[]);
+    let mut snapshot: Value =
+        serde_norway::from_str(&std::fs::read_to_string(SNAPSHOT).unwrap()).unwrap();
+    let items = snapshot["items"].as_array_mut().unwrap();
+    items.retain(|i| {
+        i["kind"] == "Node" || i["kind"] == "PodTemplate" || i["metadata"]["name"] == "booked"
+    });
+    let booked = items
+        .iter_mut()
+        .find(|i| i["kind"] == "ProvisioningRequest")
+        .unwrap();
+    booked["spec"]["podSets"][0]["count"] = json!(4);
+    let removed = |result: &Value| -> Vec<String> {
+        (result["scaleDown"].as_array().unwrap().iter())
+            .map(|s| s["node"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let result = simulate_json(provider.grpc, &snapshot, &[]);
+    assert_eq!(removed(&result), Vec::<String>::new(), "{result:#}");
+    let kept: Vec<&str> = (result["unremovable"].as_array().unwrap().iter())
+        .map(|k| k["reason"].as_str().unwrap())
+        .collect();
+    assert!(kept.contains(&"NoPlaceToMovePods"), "{kept:?}");
+
+    // Without the booking (its booking over), the emptier node goes.
+    let items = snapshot["items"].as_array_mut().unwrap();
+    let booked = items
+        .iter_mut()
+        .find(|i| i["kind"] == "ProvisioningRequest")
+        .unwrap();
+    booked["status"]["conditions"].as_array_mut().unwrap().push(json!({
+        "type": "BookingExpired", "status": "True", "reason": "CapacityReservationTimeExpired",
+        "message": "Capacity reservation time is expired", "lastTransitionTime": "2026-12-01T09:59:00Z"}));
+    let result = simulate_json(provider.grpc, &snapshot, &[]);
+    assert_eq!(removed(&result).len(), 1, "{result:#}");
+}

@@ -25,6 +25,7 @@ pub const CAPACITY_IS_FOUND_MSG: &str = "Capacity is found in the cluster";
 pub const CAPACITY_IS_NOT_FOUND: &str = "CapacityIsNotFound";
 pub const CAPACITY_IS_NOT_FOUND_MSG: &str = "Capacity is not found, CA will try to find it later.";
 pub const CAPACITY_IS_PROVISIONED: &str = "CapacityIsProvisioned";
+const NO_RETRY_MSG: &str = "CA could not find requested capacity.";
 const FAILED_TO_CREATE_PODS: &str = "FailedToCreatePods";
 const RESERVATION_EXPIRED: &str = "CapacityReservationTimeExpired";
 const RESERVATION_EXPIRED_MSG: &str = "Capacity reservation time is expired";
@@ -240,10 +241,12 @@ impl Request {
 
     /// Its room was not found this loop (`why`): retried next loop, or failed with `noRetry`.
     pub fn not_provisioned(&mut self, why: &str, now: SystemTime) {
-        let message = format!("{CAPACITY_IS_NOT_FOUND_MSG} {why}");
+        // `noRetry` is read for check-capacity only, as upstream reads it.
         if self.no_retry && self.class == Class::CheckCapacity {
+            let message = format!("{NO_RETRY_MSG} {why}");
             self.set(FAILED, true, CAPACITY_IS_NOT_FOUND, message, now);
         } else {
+            let message = format!("{CAPACITY_IS_NOT_FOUND_MSG} {why}");
             self.set(PROVISIONED, false, CAPACITY_IS_NOT_FOUND, message, now);
         }
     }
@@ -415,10 +418,10 @@ mod tests {
         r.not_provisioned("1 of 4 pods fit.", at("2026-01-01T00:01:00Z"));
         let failed = condition(&r, FAILED);
         assert_eq!(failed.1, CAPACITY_IS_NOT_FOUND);
-        assert!(
-            failed.2.ends_with("later. 1 of 4 pods fit."),
-            "{}",
-            failed.2
+        assert_eq!(
+            failed.2,
+            "CA could not find requested capacity. 1 of 4 pods fit."
         );
+        assert!(conditions::find(&r.status.conditions, PROVISIONED).is_none());
     }
 }
