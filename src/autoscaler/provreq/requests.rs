@@ -105,7 +105,7 @@ pub fn read(
         })
         .collect();
     // Oldest first, as upstream takes them: an older request is not starved by newer ones.
-    out.sort_by(|a, b| (a.created, a.key()).cmp(&(b.created, b.key())));
+    out.sort_by_key(|r| (r.created, r.key()));
     out
 }
 
