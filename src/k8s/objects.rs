@@ -2,7 +2,6 @@
 //! cluster) and, for template nodes, from cluster-autoscaler's protobuf (k8s-pb).
 
 use crate::k8s::pod;
-use crate::k8s::provisioning_request;
 use crate::k8s::quantity::Quantity;
 use crate::model::pdb::Pdb;
 use crate::model::pod::{Controller, Disruption, Phase, SafeToEvict};
@@ -80,7 +79,7 @@ pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError>
         json,
         disruption: disruption(pod.metadata.annotations.as_ref(), spec),
         consumes: (pod.metadata.annotations.as_ref())
-            .and_then(provisioning_request::consumed)
+            .and_then(consumed)
             .map(str::to_string),
     })
 }
@@ -91,6 +90,19 @@ const SAFE_TO_EVICT_VOLUMES_ANNOTATION: &str =
     "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes";
 const DO_NOT_DISRUPT_ANNOTATION: &str = "karpenter.sh/do-not-disrupt";
 const SCALE_DOWN_DISABLED_ANNOTATION: &str = "cluster-autoscaler.kubernetes.io/scale-down-disabled";
+/// A pod that consumes a ProvisioningRequest names it (in the pod's namespace) in this annotation; the
+/// second is the form cluster-autoscaler read before the API moved to `autoscaling.x-k8s.io`.
+pub const CONSUME_ANNOTATION: &str = "autoscaling.x-k8s.io/consume-provisioning-request";
+pub const CONSUME_ANNOTATION_OLD: &str =
+    "cluster-autoscaler.kubernetes.io/consume-provisioning-request";
+
+/// The request a pod consumes (in its own namespace), from its annotations.
+fn consumed(annotations: &BTreeMap<String, String>) -> Option<&str> {
+    (annotations.get(CONSUME_ANNOTATION))
+        .or_else(|| annotations.get(CONSUME_ANNOTATION_OLD))
+        .map(String::as_str)
+        .filter(|name| !name.is_empty())
+}
 
 /// What the drainability rules read: annotations, volumes on the node's disk, the grace period.
 fn disruption(annotations: Option<&BTreeMap<String, String>>, spec: &api::PodSpec) -> Disruption {
@@ -379,4 +391,18 @@ pub fn pod_to_pb_bytes(pod: &Pod) -> Vec<u8> {
         ..Default::default()
     }
     .encode_to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pod_names_its_request_in_either_annotation() {
+        let one = |key: &str, value: &str| BTreeMap::from([(key.to_string(), value.to_string())]);
+        assert_eq!(consumed(&one(CONSUME_ANNOTATION, "train")), Some("train"));
+        assert_eq!(consumed(&one(CONSUME_ANNOTATION_OLD, "old")), Some("old"));
+        assert_eq!(consumed(&one(CONSUME_ANNOTATION, "")), None);
+        assert_eq!(consumed(&one("other", "train")), None);
+    }
 }

@@ -18,11 +18,8 @@ pub const VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 pub const CHECK_CAPACITY: &str = "check-capacity.autoscaling.x-k8s.io";
 pub const BEST_EFFORT_ATOMIC: &str = "best-effort-atomic-scale-up.autoscaling.x-k8s.io";
 
-/// A pod that consumes a request names it (in the pod's namespace) in this annotation; the second is the
-/// form cluster-autoscaler read before the API moved to `autoscaling.x-k8s.io`.
-pub const CONSUME_ANNOTATION: &str = "autoscaling.x-k8s.io/consume-provisioning-request";
-pub const CONSUME_ANNOTATION_OLD: &str =
-    "cluster-autoscaler.kubernetes.io/consume-provisioning-request";
+/// The annotations a pod names the request it consumes in (read with the pod, `k8s/objects.rs`).
+pub use crate::k8s::objects::{CONSUME_ANNOTATION, CONSUME_ANNOTATION_OLD};
 
 /// Condition types, as upstream's API names them.
 pub const ACCEPTED: &str = "Accepted";
@@ -122,14 +119,6 @@ pub fn version_of(api_version: &str) -> Option<&'static str> {
     version_in(api_version, &VERSIONS)
 }
 
-/// The request a pod consumes (in its own namespace), from its annotations.
-pub fn consumed(annotations: &BTreeMap<String, String>) -> Option<&str> {
-    (annotations.get(CONSUME_ANNOTATION))
-        .or_else(|| annotations.get(CONSUME_ANNOTATION_OLD))
-        .map(String::as_str)
-        .filter(|name| !name.is_empty())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,14 +150,5 @@ mod tests {
                 .unwrap_err()
                 .contains("read as autoscaling.x-k8s.io/v1 or")
         );
-    }
-
-    #[test]
-    fn a_pod_names_its_request_in_either_annotation() {
-        let one = |key: &str, value: &str| BTreeMap::from([(key.to_string(), value.to_string())]);
-        assert_eq!(consumed(&one(CONSUME_ANNOTATION, "train")), Some("train"));
-        assert_eq!(consumed(&one(CONSUME_ANNOTATION_OLD, "old")), Some("old"));
-        assert_eq!(consumed(&one(CONSUME_ANNOTATION, "")), None);
-        assert_eq!(consumed(&one("other", "train")), None);
     }
 }
