@@ -1007,32 +1007,10 @@ async fn a_replacement_into_a_dry_pool_is_abandoned_at_once() {
 #[test]
 fn the_readmes_consolidation_example_prints_what_the_readme_shows() {
     let provider = Binary::start(&[]);
-    let snapshot = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/consolidation.yaml");
-    let output = simulate(
-        provider.grpc,
-        std::path::Path::new(snapshot),
-        &["--consolidation", "replace"],
-    );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let table = String::from_utf8(output.stdout).unwrap();
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = table
-        .find("\nConsolidation\n")
-        .expect("a consolidation section");
-    let end = table.find("decided in").unwrap();
-    let lines: Vec<&str> = table[start..end]
-        .lines()
-        .filter(|l| !l.is_empty())
-        .collect();
-    assert_eq!(lines.len(), 5, "{table}");
-    for line in lines {
-        assert!(readme.contains(line), "README lacks: {line}");
-    }
+    let snapshot = "tests/data/consolidation.yaml";
+    let args = ["--consolidation", "replace"];
+    let lines = readme_shows(provider.grpc, snapshot, &args, "\nConsolidation\n");
+    assert_eq!(lines, 5);
 }
 
 /// A node is never replaced by its own offering, even where a group sells it for less (here an on-demand

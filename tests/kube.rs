@@ -295,14 +295,7 @@ async fn a_loops_decisions_become_events_and_the_status_config_map() {
     use ekscale::autoscaler::status::{DeletionStatus, GroupStatus, NoScaleUp, ScaleUp, Status};
     ekscale::tls::install_crypto_provider();
     let fake = Fake::new(Objects::default());
-    let addr = kube_api::serve(fake.clone()).await;
-    let mut config = kube::Config::new(format!("http://{addr}").parse().unwrap());
-    config.default_retry = false;
-    let publisher = Publisher::new(
-        kube::Client::try_from(config).unwrap(),
-        "kube-system",
-        "pod-a",
-    );
+    let publisher = Publisher::new(kube_api::client(&fake).await, "kube-system", "pod-a");
     let status = Status {
         scale_up: vec![ScaleUp {
             node_group: "general".into(),

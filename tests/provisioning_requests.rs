@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::cluster::{scale_ups, simulate, simulate_json};
+use common::cluster::{readme_shows, scale_ups, simulate_json};
 use common::kube_api;
 use common::{Binary, Server};
 use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
@@ -129,27 +129,9 @@ fn simulate_gives_each_request_upstreams_conditions() {
 #[test]
 fn the_readmes_example_prints_what_the_readme_shows() {
     let provider = Binary::start(&[]);
-    let output = simulate(provider.grpc, std::path::Path::new(SNAPSHOT), &[]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let table = String::from_utf8(output.stdout).unwrap();
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = table
-        .find("\nProvisioning requests\n")
-        .expect("a requests section");
-    let end = table.find("decided in").unwrap();
-    let lines: Vec<&str> = table[start..end]
-        .lines()
-        .filter(|l| !l.is_empty())
-        .collect();
-    assert_eq!(lines.len(), 7, "{table}");
-    for line in lines {
-        assert!(readme.contains(line), "README lacks: {line}");
-    }
+    let snapshot = "tests/data/provisioning_requests.yaml";
+    let lines = readme_shows(provider.grpc, snapshot, &[], "\nProvisioning requests\n");
+    assert_eq!(lines, 7);
 }
 
 const SCENARIO: &str = "
@@ -442,14 +424,7 @@ async fn changed_requests_get_events_and_every_request_is_counted_by_state() {
     let status = once.run(&view, view.now.unwrap()).await.unwrap();
 
     let fake = kube_api::Fake::new(kube_api::Objects::default());
-    let addr = kube_api::serve(fake.clone()).await;
-    let mut config = kube::Config::new(format!("http://{addr}").parse().unwrap());
-    config.default_retry = false;
-    let publisher = Publisher::new(
-        kube::Client::try_from(config).unwrap(),
-        "kube-system",
-        "pod-a",
-    );
+    let publisher = Publisher::new(kube_api::client(&fake).await, "kube-system", "pod-a");
     assert!(
         publisher
             .publish(&status, SystemTime::now())

@@ -882,21 +882,8 @@ async fn simulate_removes_or_explains_every_node() {
 #[test]
 fn the_readmes_scale_down_example_prints_what_the_readme_shows() {
     let provider = Binary::start(&[]);
-    let snapshot = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/scaledown.yaml");
-    let output = simulate(provider.grpc, std::path::Path::new(snapshot), &[]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let table = String::from_utf8(output.stdout).unwrap();
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = table.find("Scale-down").expect("a scale-down section");
-    let end = table.find("decided in").unwrap();
-    for line in table[start..end].lines().filter(|l| !l.is_empty()) {
-        assert!(readme.contains(line), "README lacks: {line}");
-    }
+    let snapshot = "tests/data/scaledown.yaml";
+    readme_shows(provider.grpc, snapshot, &[], "Scale-down");
 }
 
 /// Headroom through `--headroom-config`: room found on the nodes there is, the rest scaled up for, and the

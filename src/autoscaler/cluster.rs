@@ -42,32 +42,29 @@ impl ClusterView {
     }
 }
 
-/// A CapacityBuffer's status to write back, in the API version the buffer was read as.
-#[derive(Clone, Copy, Debug)]
-pub struct BufferStatus<'a> {
+/// A custom resource's status to write back (a CapacityBuffer's, a ProvisioningRequest's), in the API version
+/// the object was read as.
+#[derive(Debug)]
+pub struct StatusWrite<'a, S> {
     pub namespace: &'a str,
     pub name: &'a str,
     pub version: &'static str,
-    pub status: &'a api::Status,
+    pub status: &'a S,
 }
 
-/// A ProvisioningRequest's status to write back, in the API version the request was read as.
-#[derive(Clone, Copy, Debug)]
-pub struct RequestStatus<'a> {
-    pub namespace: &'a str,
-    pub name: &'a str,
-    pub version: &'static str,
-    pub status: &'a provreq::Status,
-}
+pub type BufferStatus<'a> = StatusWrite<'a, api::Status>;
+pub type RequestStatus<'a> = StatusWrite<'a, provreq::Status>;
 
-impl RequestStatus<'_> {
-    /// `namespace/name`.
-    pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+// By hand: the derives would ask `S: Copy`, where only references are copied.
+impl<S> Clone for StatusWrite<'_, S> {
+    fn clone(&self) -> Self {
+        *self
     }
 }
 
-impl BufferStatus<'_> {
+impl<S> Copy for StatusWrite<'_, S> {}
+
+impl<S> StatusWrite<'_, S> {
     /// `namespace/name`.
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)

@@ -227,19 +227,34 @@ impl Read {
     /// A buffer as a file writes it (a snapshot's item, a demo script's): its `apiVersion` must be one of ours
     /// and it must have a name.
     pub fn from_value(object: serde_json::Value) -> Result<Read, String> {
-        let api_version = object["apiVersion"].as_str().unwrap_or_default();
-        let version = version_of(api_version).ok_or_else(|| {
-            format!(
-                "apiVersion {api_version:?}: CapacityBuffers are read as {GROUP}/{} or {GROUP}/{}",
-                VERSIONS[0], VERSIONS[1]
-            )
-        })?;
-        let buffer: CapacityBuffer = serde_json::from_value(object).map_err(|e| e.to_string())?;
-        if buffer.metadata.name.as_deref().is_none_or(str::is_empty) {
-            return Err("no metadata.name".into());
-        }
+        let (version, buffer) = read_object(object, KIND, &VERSIONS)?;
         Ok(Read { version, buffer })
     }
+}
+
+/// A SIG Autoscaling object of `kind` as a file writes it: its `apiVersion` must be one of `versions` of
+/// `autoscaling.x-k8s.io` and it must have a name. Returns the version it was read as.
+pub fn read_object<T: serde::de::DeserializeOwned>(
+    object: serde_json::Value,
+    kind: &str,
+    versions: &[&'static str],
+) -> Result<(&'static str, T), String> {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let version = version_in(api_version, versions).ok_or_else(|| {
+        let read: Vec<String> = versions.iter().map(|v| format!("{GROUP}/{v}")).collect();
+        format!(
+            "apiVersion {api_version:?}: {kind}s are read as {}",
+            read.join(" or ")
+        )
+    })?;
+    if object["metadata"]["name"]
+        .as_str()
+        .is_none_or(str::is_empty)
+    {
+        return Err("no metadata.name".into());
+    }
+    let read = serde_json::from_value(object).map_err(|e| e.to_string())?;
+    Ok((version, read))
 }
 
 /// The API version of a buffer read from a snapshot or a watch (`autoscaling.x-k8s.io/v1beta1`): its

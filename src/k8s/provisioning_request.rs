@@ -3,7 +3,7 @@
 //! room for all N pods of this job?" and "give me room for all of them or none". Only the wire types and
 //! upstream's names live here; what the loop does with a request is in `autoscaler::provreq`.
 
-use crate::k8s::capacity_buffer::{GROUP, LocalObjectRef, Template, version_in};
+use crate::k8s::capacity_buffer::{LocalObjectRef, Template, read_object, version_in};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -88,18 +88,7 @@ impl Read {
     /// A request as a file writes it (a snapshot's item, a demo script's): its `apiVersion` must be one of
     /// ours and it must have a name.
     pub fn from_value(object: serde_json::Value) -> Result<Read, String> {
-        let api_version = object["apiVersion"].as_str().unwrap_or_default();
-        let version = version_of(api_version).ok_or_else(|| {
-            format!(
-                "apiVersion {api_version:?}: ProvisioningRequests are read as {GROUP}/{} or {GROUP}/{}",
-                VERSIONS[0], VERSIONS[1]
-            )
-        })?;
-        let request: ProvisioningRequest =
-            serde_json::from_value(object).map_err(|e| e.to_string())?;
-        if request.metadata.name.as_deref().is_none_or(str::is_empty) {
-            return Err("no metadata.name".into());
-        }
+        let (version, request) = read_object(object, KIND, &VERSIONS)?;
         Ok(Read { version, request })
     }
 }

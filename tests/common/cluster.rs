@@ -166,3 +166,29 @@ pub fn reasons(result: &Value, pod: &str) -> serde_json::Map<String, Value> {
         .unwrap()
         .clone()
 }
+
+/// Runs `simulate` (table output) over `snapshot` with `args` and checks that every line of its section that
+/// starts at `section` (up to the loop's times) is in the README; returns how many lines that is.
+pub fn readme_shows(provider: SocketAddr, snapshot: &str, args: &[&str], section: &str) -> usize {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(snapshot);
+    let output = simulate(provider, &path, args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let table = String::from_utf8(output.stdout).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = table
+        .find(section)
+        .unwrap_or_else(|| panic!("no {section:?} section: {table}"));
+    let end = table.find("decided in").unwrap();
+    let lines: Vec<&str> = (table[start..end].lines())
+        .filter(|l| !l.is_empty())
+        .collect();
+    for line in &lines {
+        assert!(readme.contains(line), "README lacks: {line}");
+    }
+    lines.len()
+}

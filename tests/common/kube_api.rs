@@ -489,3 +489,11 @@ pub fn unschedulable(name: &str, version: &str) -> Value {
         json!([{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]);
     pod
 }
+
+/// A kube client of the fake API server `fake`, served on a loopback port, without retries.
+pub async fn client(fake: &Fake) -> kube::Client {
+    let addr = serve(fake.clone()).await;
+    let mut config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+    config.default_retry = false;
+    kube::Client::try_from(config).unwrap()
+}

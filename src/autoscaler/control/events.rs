@@ -240,7 +240,7 @@ fn request_events(status: &Status) -> Vec<(Event, ObjectReference)> {
         let mut note = c.message.clone();
         for s in &r.scale_up {
             note.push_str(&format!(
-                " Scale-up: {} +{} (all or nothing).",
+                "; scale-up: {} +{}, all or nothing",
                 s.node_group, s.delta
             ));
         }

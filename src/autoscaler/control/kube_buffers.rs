@@ -4,7 +4,7 @@
 //! A cluster without the CRD (or without RBAC to read it) gets no buffer watches at all.
 
 use crate::autoscaler::cluster::{BufferStatus, ClusterError};
-use crate::autoscaler::control::watch::{MANAGER, reflect, served};
+use crate::autoscaler::control::watch::{reflect, served, write_status};
 use crate::k8s::capacity_buffer::{
     self as api, BufferObjects, CapacityBuffer, GROUP, KIND, PLURAL, Read, Scalable, Template,
     VERSIONS,
@@ -12,7 +12,7 @@ use crate::k8s::capacity_buffer::{
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::PodTemplate;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{ObjectRef, Store};
 use std::future::Future;
@@ -142,28 +142,8 @@ impl BufferWatches {
         }
     }
 
-    /// Writes `buffer`'s status subresource (a merge patch of the whole status: its conditions list is
-    /// replaced, with the conditions of others kept in it).
+    /// Writes `buffer`'s status subresource, in the version it was read as.
     pub async fn write_status(&self, buffer: BufferStatus<'_>) -> Result<(), ClusterError> {
-        let api = Api::<DynamicObject>::namespaced_with(
-            self.client.clone(),
-            buffer.namespace,
-            &resource(buffer.version),
-        );
-        let patch = serde_json::json!({"status": buffer.status});
-        let params = PatchParams {
-            field_manager: Some(MANAGER.into()),
-            ..PatchParams::default()
-        };
-        match api
-            .patch_status(buffer.name, &params, &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) => Err(ClusterError::Kube(format!(
-                "CapacityBuffer {}: {e}",
-                buffer.key()
-            ))),
-        }
+        write_status(&self.client, KIND, resource, buffer).await
     }
 }

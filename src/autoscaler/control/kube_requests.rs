@@ -4,13 +4,13 @@
 //! watches at all.
 
 use crate::autoscaler::cluster::{ClusterError, RequestStatus};
-use crate::autoscaler::control::watch::{MANAGER, reflect, served};
+use crate::autoscaler::control::watch::{reflect, served, write_status};
 use crate::k8s::capacity_buffer::{GROUP, Template};
 use crate::k8s::provisioning_request::{
     KIND, PLURAL, ProvisioningRequest, Read, RequestObjects, VERSIONS,
 };
 use k8s_openapi::api::core::v1::PodTemplate;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{ObjectRef, Store};
 use std::future::Future;
@@ -98,28 +98,8 @@ impl RequestWatches {
         objects
     }
 
-    /// Writes `request`'s status subresource (a merge patch of the whole status: its conditions list is
-    /// replaced, with the conditions of others kept in it).
+    /// Writes `request`'s status subresource, in the version it was read as.
     pub async fn write_status(&self, request: RequestStatus<'_>) -> Result<(), ClusterError> {
-        let api = Api::<DynamicObject>::namespaced_with(
-            self.client.clone(),
-            request.namespace,
-            &resource(request.version),
-        );
-        let patch = serde_json::json!({"status": request.status});
-        let params = PatchParams {
-            field_manager: Some(MANAGER.into()),
-            ..PatchParams::default()
-        };
-        match api
-            .patch_status(request.name, &params, &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) => Err(ClusterError::Kube(format!(
-                "ProvisioningRequest {}: {e}",
-                request.key()
-            ))),
-        }
+        write_status(&self.client, KIND, resource, request).await
     }
 }

@@ -3,9 +3,9 @@
 //! PodDisruptionBudgets' and DaemonSets' watches (`kube.rs`), the CapacityBuffers' (`kube_buffers.rs`) and
 //! the ProvisioningRequests' (`kube_requests.rs`) use them; nodes and pods have their own (`mirror.rs`).
 
-use crate::autoscaler::cluster::ClusterError;
+use crate::autoscaler::cluster::{ClusterError, StatusWrite};
 use futures::StreamExt;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, DynamicObject};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -73,4 +73,32 @@ pub async fn served(
     }
     tracing::info!("no {kind} CRD served: {kind}s are ignored");
     Ok(None)
+}
+
+/// Writes a custom resource's status subresource (`kind` at `resource`, in the version it was read as): a
+/// merge patch of the whole status, so its conditions list is replaced, with the conditions of others kept
+/// in it.
+pub async fn write_status<S: serde::Serialize>(
+    client: &kube::Client,
+    kind: &str,
+    resource: impl Fn(&str) -> ApiResource,
+    write: StatusWrite<'_, S>,
+) -> Result<(), ClusterError> {
+    let api = Api::<DynamicObject>::namespaced_with(
+        client.clone(),
+        write.namespace,
+        &resource(write.version),
+    );
+    let patch = serde_json::json!({"status": write.status});
+    let params = PatchParams {
+        field_manager: Some(MANAGER.into()),
+        ..PatchParams::default()
+    };
+    match api
+        .patch_status(write.name, &params, &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) => Err(ClusterError::Kube(format!("{kind} {}: {e}", write.key()))),
+    }
 }
