@@ -416,11 +416,7 @@ impl RunOnce {
                 continue;
             };
             let asked = match self.settings.act {
-                true => self
-                    .client
-                    .atomic_increase_size(&id, i32::try_from(delta).unwrap_or(i32::MAX))
-                    .await
-                    .map(|_| ()),
+                true => self.increase(&groups[g], delta, true, now).await,
                 false => Ok(()),
             };
             let target = groups[g]
@@ -428,10 +424,6 @@ impl RunOnce {
                 .saturating_add(i32::try_from(delta).unwrap_or(i32::MAX));
             match asked {
                 Ok(()) => {
-                    if self.settings.act {
-                        self.state.increased_atomically(&id, target, now);
-                        self.down.last_scale_up = Some(now);
-                    }
                     // The plan after this one counts these nodes against the group's max.
                     groups[g].target_size = target;
                     *snapshot = fork;
@@ -441,9 +433,7 @@ impl RunOnce {
                         delta,
                     });
                 }
-                Err(error) => {
-                    let why = error.to_string();
-                    self.state.backoff.fail(&id, why.clone(), now);
+                Err(why) => {
                     r.not_provisioned(
                         &format!("The all-or-nothing increase of {id} by {delta} failed: {why}."),
                         now,
@@ -454,6 +444,37 @@ impl RunOnce {
             scale_ups.push(scale_up);
         }
         Ok(scale_ups)
+    }
+
+    /// Asks the provider for `delta` more nodes of `group`, all or nothing when `atomic`; a refusal backs the
+    /// group off, as upstream backs off a failed scale-up, and is returned as why.
+    async fn increase(
+        &mut self,
+        group: &Group,
+        delta: u64,
+        atomic: bool,
+        now: SystemTime,
+    ) -> Result<(), String> {
+        let (id, delta) = (&group.id, i32::try_from(delta).unwrap_or(i32::MAX));
+        let asked = match atomic {
+            true => self.client.atomic_increase_size(id, delta).await,
+            false => self.client.increase_size(id, delta).await,
+        };
+        match asked {
+            Ok(()) => {
+                if atomic {
+                    let target = group.target_size.saturating_add(delta);
+                    self.state.increased_atomically(id, target, now);
+                }
+                self.down.last_scale_up = Some(now);
+                Ok(())
+            }
+            Err(error) => {
+                let why = error.to_string();
+                self.state.backoff.fail(id, why.clone(), now);
+                Err(why)
+            }
+        }
     }
 
     /// Scale-up: the plan over the snapshot (each expansion committed into it, so scale-down sees it), then
@@ -478,30 +499,14 @@ impl RunOnce {
             return Ok(plan);
         }
         for scale_up in &mut plan.scale_ups {
-            let delta = i32::try_from(scale_up.delta).unwrap_or(i32::MAX);
-            let id = &scale_up.node_group;
+            let Some(group) = groups.iter().find(|g| g.id == scale_up.node_group) else {
+                continue;
+            };
             // A zero-or-max group is grown to its max or not at all: all of it in one all-or-nothing
             // increase, as upstream's executor asks for it.
-            let atomic = groups.iter().find(|g| &g.id == id && g.zero_or_max);
-            let asked = match atomic {
-                Some(group) => {
-                    let asked = self.client.atomic_increase_size(id, delta).await;
-                    if asked.is_ok() {
-                        let target = group.target_size.saturating_add(delta);
-                        self.state.increased_atomically(id, target, now);
-                    }
-                    asked
-                }
-                None => self.client.increase_size(id, delta).await,
-            };
-            match asked {
-                Ok(_) => self.down.last_scale_up = Some(now),
-                Err(error) => {
-                    let why = error.to_string();
-                    let backoff = &mut self.state.backoff;
-                    backoff.fail(&scale_up.node_group, why.clone(), now);
-                    scale_up.error = Some(why);
-                }
+            let atomic = group.zero_or_max;
+            if let Err(why) = self.increase(group, scale_up.delta, atomic, now).await {
+                scale_up.error = Some(why);
             }
         }
         Ok(plan)
