@@ -1,6 +1,7 @@
 //! Status conditions as Kubernetes' `meta.SetStatusCondition` keeps them: one per type, whose transition
 //! time moves only when its status changes (how long a request has been provisioned is read from it).
 
+use crate::k8s::objects;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use std::time::SystemTime;
 
@@ -51,9 +52,7 @@ pub fn is_true(conditions: &[Condition], kind: &str) -> bool {
 
 /// When condition `kind` last changed, if it is there.
 pub fn since(conditions: &[Condition], kind: &str) -> Option<SystemTime> {
-    let stamp = find(conditions, kind)?.last_transition_time.0;
-    let seconds = u64::try_from(stamp.as_second()).ok()?;
-    Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(seconds))
+    Some(objects::time(&find(conditions, kind)?.last_transition_time))
 }
 
 /// A condition's time: whole seconds, as the API server keeps them.

@@ -33,6 +33,8 @@ pub fn read(view: &ClusterView, now: SystemTime) -> Requests {
     if view.requests.requests.is_empty() {
         return Requests::default();
     }
+    // A consuming pod on a node has taken its room, running or finished: a finished one's room is not
+    // booked again.
     let mut running: HashMap<String, u32> = HashMap::new();
     for pod in view.pods.iter().filter(|p| p.node_name.is_some()) {
         if let Some(request) = &pod.consumes {

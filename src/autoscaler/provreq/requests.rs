@@ -6,6 +6,7 @@
 
 use crate::k8s::capacity_buffer::Template;
 use crate::k8s::conditions::{self, Set};
+use crate::k8s::objects;
 use crate::k8s::provisioning_request::{
     self as api, ACCEPTED, BEST_EFFORT_ATOMIC, BOOKING_EXPIRED, CHECK_CAPACITY, FAILED, NO_RETRY,
     PROVISIONED, Read,
@@ -131,10 +132,7 @@ fn resolve(
             .sum(),
         want: Want::Nothing,
         no_retry: request.spec.parameters.get(NO_RETRY).map(String::as_str) == Some("true"),
-        created: metadata.creation_timestamp.as_ref().map(|t| {
-            let seconds = u64::try_from(t.0.as_second()).unwrap_or(0);
-            SystemTime::UNIX_EPOCH + Duration::from_secs(seconds)
-        }),
+        created: metadata.creation_timestamp.as_ref().map(objects::time),
         status: request.status.clone().unwrap_or_default(),
         previous: request.status.clone(),
         version: read.version,
