@@ -1,10 +1,18 @@
-//! `kubectl get nodes,pods,pdb -A -o json` snapshots given to `simulate` and `run --snapshot`.
+//! `kubectl get nodes,pods,pdb -A -o json` snapshots given to `simulate` and `run --snapshot`, and the
+//! ProvisioningRequests in them read as the loop reads them (their pods made from their PodTemplates).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = ekscale::k8s::snapshot::parse(text);
+        if let Ok(snapshot) = ekscale::k8s::snapshot::parse(text) {
+            let now = std::time::SystemTime::UNIX_EPOCH;
+            let requests = &snapshot.requests;
+            let templates = &snapshot.buffers.templates;
+            for r in ekscale::autoscaler::provreq::requests::read(requests, templates, |_| 1, now) {
+                let _ = r.virtual_pods();
+            }
+        }
     }
 });

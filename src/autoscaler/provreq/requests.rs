@@ -18,6 +18,9 @@ use std::time::{Duration, SystemTime};
 /// (upstream's defaults, not settable there either).
 pub const BOOKING_TIME: Duration = Duration::from_secs(10 * 60);
 pub const EXPIRATION_TIME: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The most pods one request may ask for: each becomes a virtual pod every loop, so a request for two
+/// billion (the API allows it) must fail, not take the companion's memory.
+pub const MAX_PODS: u64 = 10_000;
 
 /// Reasons and messages, as cluster-autoscaler writes them.
 const ACCEPTED_MSG: &str = "ProvisioningRequest is accepted by ClusterAutoscaler";
@@ -129,7 +132,7 @@ fn resolve(
         pod_sets: Vec::new(),
         asked: (request.spec.pod_sets.iter())
             .map(|s| u32::try_from(s.count).unwrap_or(0))
-            .sum(),
+            .fold(0u32, u32::saturating_add),
         want: Want::Nothing,
         no_retry: request.spec.parameters.get(NO_RETRY).map(String::as_str) == Some("true"),
         created: metadata.creation_timestamp.as_ref().map(objects::time),
@@ -178,6 +181,12 @@ fn pod_sets(
 ) -> Result<Vec<(Pod, u32)>, String> {
     if spec.pod_sets.is_empty() {
         return Err("it has no podSets".into());
+    }
+    let asked: u64 = spec.pod_sets.iter().map(|s| s.count.max(0) as u64).sum();
+    if asked > MAX_PODS {
+        return Err(format!(
+            "it asks for {asked} pods, more than ekscale provisions for one request ({MAX_PODS})"
+        ));
     }
     let mut sets = Vec::with_capacity(spec.pod_sets.len());
     for (i, set) in spec.pod_sets.iter().enumerate() {
@@ -385,6 +394,27 @@ mod tests {
                 RESERVATION_EXPIRED.into(),
                 RESERVATION_EXPIRED_MSG.into()
             )
+        );
+    }
+
+    #[test]
+    fn a_request_for_more_pods_than_one_request_may_have_fails() {
+        let mut read = request(CHECK_CAPACITY, "worker", json!([]));
+        read.request.spec.pod_sets[0].count = i32::MAX;
+        read.request
+            .spec
+            .pod_sets
+            .push(read.request.spec.pod_sets[0].clone());
+        let r = one(read, 0, "2026-01-01T00:01:00Z");
+        assert_eq!(
+            (r.want, r.asked, r.virtual_pods().len()),
+            (Want::Nothing, 4_294_967_294, 0)
+        );
+        let failed = condition(&r, FAILED);
+        assert_eq!(
+            failed.2,
+            "Provisioning Request's pods cannot be created: it asks for 4294967294 pods, more than \
+             ekscale provisions for one request (10000)"
         );
     }
 
