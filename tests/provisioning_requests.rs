@@ -555,3 +555,33 @@ fn booked_room_keeps_its_nodes() {
     let result = simulate_json(provider.grpc, &snapshot, &[]);
     assert_eq!(removed(&result).len(), 1, "{result:#}");
 }
+
+/// Each trial copies the snapshot, so at most ten requests are tried a loop, oldest first; the others wait
+/// their turn with their status as it was (accepted, nothing decided yet).
+#[test]
+fn at_most_ten_requests_are_tried_a_loop() {
+    let provider = Binary::start(&[]);
+    let mut snapshot: Value =
+        serde_norway::from_str(&std::fs::read_to_string(SNAPSHOT).unwrap()).unwrap();
+    let items = snapshot["items"].as_array_mut().unwrap();
+    items.retain(|i| i["kind"] == "Node" || i["kind"] == "PodTemplate");
+    for n in 0..12 {
+        items.push(json!({
+            "apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+            "metadata": {"name": format!("check-{n:02}"), "namespace": "ml",
+                         "creationTimestamp": format!("2026-12-01T09:{n:02}:00Z")},
+            "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
+                     "podSets": [{"podTemplateRef": {"name": "small"}, "count": 50}]}}));
+    }
+    let result = simulate_json(provider.grpc, &snapshot, &[]);
+    let decided: Vec<(String, usize)> = (result["provisioningRequests"].as_array().unwrap().iter())
+        .map(|r| {
+            let name = r["name"].as_str().unwrap().to_string();
+            (name, r["conditions"].as_array().unwrap().len())
+        })
+        .collect();
+    let expected: Vec<(String, usize)> = (0..12)
+        .map(|n| (format!("ml/check-{n:02}"), if n < 10 { 2 } else { 1 }))
+        .collect();
+    assert_eq!(decided, expected, "{result:#}");
+}

@@ -381,10 +381,10 @@ impl RunOnce {
         now: SystemTime,
     ) -> Result<Vec<ScaleUp>, LoopError> {
         let mut scale_ups = Vec::new();
-        for (i, r) in requests.list.iter_mut().enumerate() {
-            if r.want != Want::Provision {
-                continue;
-            }
+        let tried = (requests.list.iter_mut().enumerate())
+            .filter(|(_, r)| r.want == Want::Provision)
+            .take(trial::MAX_TRIALS_PER_LOOP);
+        for (i, r) in tried {
             let world = trial::Loop {
                 pods,
                 keys,

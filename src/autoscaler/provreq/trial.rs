@@ -12,6 +12,12 @@ use crate::autoscaler::status::ScaleUp;
 use crate::model::{PodList, PodNames};
 use crate::simulator::equivalence::EquivalenceGroup;
 
+/// At most this many requests are tried a loop, oldest first (the rest wait their turn, their status as it
+/// was): each trial copies the snapshot, so a queue of requests that do not fit must not make every loop cost
+/// the cluster times the queue. Upstream checks at most 10 check-capacity requests a batch and one
+/// best-effort-atomic request a loop.
+pub const MAX_TRIALS_PER_LOOP: usize = 10;
+
 /// Where a request's pods went on the fork.
 pub enum Tried {
     /// All fit in the cluster as it is: the fork holds them.
