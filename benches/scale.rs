@@ -9,8 +9,11 @@
 //! snapshot file as `kubectl get nodes,pods,pdb -A -o json` prints it (written once, about 400 MB, to a
 //! temporary file), against the same in-process provider.
 //!
+//! And ProvisioningRequests: the 10,000-node cluster with the most requests a loop tries (ten check-capacity
+//! requests of 100 pods no node has room for), each tried on its own copy of the snapshot.
+//!
 //! `cargo bench --bench scale` runs every case; `cargo bench --bench scale -- "10000 nodes"` one of them,
-//! `cargo bench --bench scale -- "simulate process"` the binary's.
+//! `cargo bench --bench scale -- "simulate process"` the binary's, `-- requests` the requests'.
 
 mod common;
 
@@ -23,7 +26,9 @@ use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
 use ekscale::autoscaler::cluster::ClusterView;
 use ekscale::autoscaler::core::runonce::RunOnce;
 use ekscale::autoscaler::settings::Settings;
+use ekscale::k8s::capacity_buffer::Template;
 use ekscale::k8s::objects;
+use ekscale::k8s::provisioning_request::{Read, RequestObjects};
 use ekscale::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
 use ekscale::model::pdb::Pdb;
 use ekscale::model::pod::{Alike, Controller, Phase};
@@ -216,6 +221,33 @@ fn view(case: &Case, nodes: Vec<Arc<Node>>, now: SystemTime) -> ClusterView {
     }
 }
 
+/// `n` check-capacity requests of 100 pods of 15 CPU each: no node has that room (they all run 30% of 16 CPU),
+/// so every loop tries each of them and finds nothing.
+fn unfit_requests(n: usize) -> RequestObjects {
+    use serde_json::json;
+    let template: k8s_openapi::api::core::v1::PodTemplate = serde_json::from_value(json!({
+        "metadata": {"name": "big", "namespace": "batch"},
+        "template": {"spec": {"containers": [{"name": "c",
+                     "resources": {"requests": {"cpu": "15", "memory": "4Gi"}}}]}}
+    }))
+    .unwrap();
+    let requests = (0..n)
+        .map(|i| {
+            Read::from_value(json!({
+                "apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+                "metadata": {"name": format!("job-{i}"), "namespace": "batch"},
+                "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
+                         "podSets": [{"podTemplateRef": {"name": "big"}, "count": 100}]}
+            }))
+            .unwrap()
+        })
+        .collect();
+    RequestObjects {
+        requests,
+        templates: vec![Template::from_api(&template)],
+    }
+}
+
 /// The process's resident memory, in MiB.
 fn resident_mib() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -238,12 +270,22 @@ fn scale(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
     let created = now - Duration::from_secs(3600);
-    for case in CASES {
-        let name = case.name();
+    let none = RequestObjects::default;
+    let cases = (CASES.iter()).map(|case| (format!("scale/{}", case.name()), case, none()));
+    let requests = (
+        format!(
+            "requests/{}, 10 check-capacity requests that find no room",
+            CASES[2].name()
+        ),
+        &CASES[2],
+        unfit_requests(10),
+    );
+    for (name, case, requests) in cases.chain([requests]) {
         // Built once, and only when criterion runs the case (its filter matches): a big one takes a while.
         let mut built = None;
-        c.bench_function(&format!("scale/{name}"), |b| {
-            let (client, view) = built.get_or_insert_with(|| build(&rt, case, &name, created, now));
+        c.bench_function(&name, |b| {
+            let (client, view) = built
+                .get_or_insert_with(|| build(&rt, (case, requests.clone()), &name, created, now));
             b.to_async(&rt).iter(|| {
                 let view = view.clone();
                 let mut once = RunOnce::new(client.clone(), settings());
@@ -256,7 +298,7 @@ fn scale(c: &mut Criterion) {
 /// The provider and the view of `case`, and one loop over them: its stages and resident memory, printed.
 fn build(
     rt: &tokio::runtime::Runtime,
-    case: &Case,
+    (case, requests): (&Case, RequestObjects),
     name: &str,
     created: SystemTime,
     now: SystemTime,
@@ -269,7 +311,10 @@ fn build(
         let client = ProviderClient::new(&config).unwrap();
         let nodes = nodes(&client, groups, created).await;
         let before = resident_mib();
-        let view = view(case, nodes, now);
+        let view = ClusterView {
+            requests,
+            ..view(case, nodes, now)
+        };
         let view_mib = resident_mib() - before;
         (client, Arc::new(view), view_mib)
     });
