@@ -89,7 +89,8 @@ fn simulate_gives_each_request_upstreams_conditions() {
     );
     assert_eq!(
         check_20["conditions"][1]["message"],
-        "Capacity is not found, CA will try to find it later. 0 of 20 pods fit in the cluster as it is."
+        "Capacity is not found, CA will try to find it later. 0 of 20 pods fit in the cluster as it is. \
+         The next: 0/2 nodes are available: 2 Insufficient cpu."
     );
     // The atomic request: all three GPU workers in one increase of the gpu group, and nothing else grows.
     let train = by_name("ml/train");

@@ -11,6 +11,7 @@ use crate::autoscaler::scaleup::planner::{self, Limits, Pending};
 use crate::autoscaler::status::ScaleUp;
 use crate::model::{PodList, PodNames};
 use crate::simulator::equivalence::EquivalenceGroup;
+use crate::simulator::world;
 
 /// At most this many requests are tried a loop, oldest first (the rest wait their turn, their status as it
 /// was): each trial copies the snapshot, so a queue of requests that do not fit must not make every loop cost
@@ -53,8 +54,17 @@ pub fn try_on(
         return Ok(Tried::InCluster(fork));
     }
     if class == Class::CheckCapacity {
+        // Why the first pod left fits nowhere, in the scheduler's words, beside the pods placed before it.
+        let first = (pending.iter().zip(&fitted.done)).position(|(eg, &done)| done < eg.pods.len());
+        let why = first.map_or(String::new(), |e| {
+            let pod = &world.pods[pending[e].pods[fitted.done[e]]];
+            let why = world::explain(&fork.topology, &fork.places, pod, &fitted.terms[e], |_| {
+                false
+            });
+            format!(" The next: {why}.")
+        });
         return Ok(Tried::NotFound(format!(
-            "{fit} of {total} pods fit in the cluster as it is."
+            "{fit} of {total} pods fit in the cluster as it is.{why}"
         )));
     }
     let mut pending = Pending {
