@@ -20,14 +20,14 @@ use crate::autoscaler::core::classify::{self, Sorted};
 use crate::autoscaler::core::cluster_snapshot::{self, ClusterSnapshot};
 use crate::autoscaler::core::cluster_state::{self, ClusterState, Counts};
 use crate::autoscaler::core::health::Judge;
+use crate::autoscaler::core::increase::Increaser;
 use crate::autoscaler::fargate::FargateAnswers;
 use crate::autoscaler::group::{Group, GroupFacts};
 use crate::autoscaler::headroom::buffers::Resolved;
 use crate::autoscaler::headroom::outcome::{self as headroom, Decided};
 use crate::autoscaler::planning::planning;
 use crate::autoscaler::provreq::outcome::{self as provreq, Requests};
-use crate::autoscaler::provreq::requests::{CAPACITY_IS_FOUND, CAPACITY_IS_PROVISIONED, Want};
-use crate::autoscaler::provreq::trial::{self, Tried};
+use crate::autoscaler::provreq::provision;
 use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::policy::{ScaleDownPolicy, Scene};
@@ -37,13 +37,11 @@ use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
 use crate::autoscaler::scaleup::planner::{self as scaleup, Pending};
 use crate::autoscaler::scaleup::pricing::{self, PriceBook};
 use crate::autoscaler::settings::Settings;
-use crate::autoscaler::status::{
-    ClusterHealth, GroupStatus, NoScaleUp, RequestScaleUp, ScaleUp, Status,
-};
+use crate::autoscaler::status::{ClusterHealth, GroupStatus, NoScaleUp, ScaleUp, Status};
+use crate::model::PodList;
 use crate::model::fargate::{self, FargateProfile};
 use crate::model::pod::LabelProjection;
 use crate::model::taint::TO_BE_DELETED_TAINT;
-use crate::model::{PodList, PodNames};
 use crate::simulator::equivalence::{self, EquivalenceGroup};
 use crate::simulator::topology::PodTerms;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -164,16 +162,21 @@ impl RunOnce {
         let (expander, unpriced) = self.expander(profiles, &mut groups, &mut pending).await;
         status.errors.extend(unpriced);
         // The requests not provisioned yet, each all or nothing, before the rest of scale-up.
-        let asked = (pods, view.pod_keys(), asked.as_slice());
-        let for_requests = self.provision(
-            &mut snapshot,
-            &mut groups,
-            asked,
-            &mut requests,
-            &expander,
-            now,
-        );
-        let for_requests = for_requests.await?;
+        let world = provision::Loop {
+            snapshot: &mut snapshot,
+            groups: &mut groups,
+            pods,
+            keys: view.pod_keys(),
+            asked: &asked,
+            limits: &self.settings.limits,
+            expander: &expander,
+        };
+        let acting = self.settings.act.then_some(Increaser {
+            client: &self.client,
+            state: &mut self.state,
+            last_scale_up: &mut self.down.last_scale_up,
+        });
+        let for_requests = provision::provision(&mut requests, world, acting, now).await?;
         let up = self.scale_up(&mut snapshot, &groups, &mut pending, &expander, now);
         let mut plan = up.await?;
         plan.scale_ups.splice(0..0, for_requests);
@@ -367,116 +370,6 @@ impl RunOnce {
         }
     }
 
-    /// The requests not provisioned yet, oldest first, each tried on a fork of the snapshot that is kept
-    /// only when all its pods found room: check-capacity in the cluster as it is, best-effort-atomic there
-    /// or in one group's all-or-nothing increase (asked for when acting; a refusal backs the group off, as
-    /// a failed scale-up does). Returns the scale-ups made for them.
-    async fn provision(
-        &mut self,
-        snapshot: &mut ClusterSnapshot,
-        groups: &mut [Group],
-        (pods, keys, asked): (PodList<'_>, &PodNames, &[Vec<EquivalenceGroup>]),
-        requests: &mut Requests,
-        expander: &Expander,
-        now: SystemTime,
-    ) -> Result<Vec<ScaleUp>, LoopError> {
-        let mut scale_ups = Vec::new();
-        let tried = (requests.list.iter_mut().enumerate())
-            .filter(|(_, r)| r.want == Want::Provision)
-            .take(trial::MAX_TRIALS_PER_LOOP);
-        for (i, r) in tried {
-            let world = trial::Loop {
-                pods,
-                keys,
-                groups,
-                limits: &self.settings.limits,
-                expander,
-            };
-            let (mut scale_up, fork) =
-                match planning(|| trial::try_on(snapshot, r.class, &asked[i], &world))? {
-                    Tried::InCluster(fork) => {
-                        *snapshot = fork;
-                        r.provisioned(CAPACITY_IS_FOUND, now);
-                        continue;
-                    }
-                    Tried::NotFound(why) => {
-                        r.not_provisioned(&why, now);
-                        continue;
-                    }
-                    Tried::ScaleUp(fork, scale_up) => (scale_up, fork),
-                };
-            let (id, delta) = (scale_up.node_group.clone(), scale_up.delta);
-            scale_up.reason = format!(
-                "ProvisioningRequest {} (all or nothing): {}",
-                r.key(),
-                scale_up.reason
-            );
-            scale_up.provisioning_request = Some(r.key());
-            let Some(g) = groups.iter().position(|g| g.id == id) else {
-                continue;
-            };
-            let asked = match self.settings.act {
-                true => self.increase(&groups[g], delta, true, now).await,
-                false => Ok(()),
-            };
-            let target = groups[g]
-                .target_size
-                .saturating_add(i32::try_from(delta).unwrap_or(i32::MAX));
-            match asked {
-                Ok(()) => {
-                    // The plan after this one counts these nodes against the group's max.
-                    groups[g].target_size = target;
-                    *snapshot = fork;
-                    r.provisioned(CAPACITY_IS_PROVISIONED, now);
-                    requests.scale_ups[i].push(RequestScaleUp {
-                        node_group: id,
-                        delta,
-                    });
-                }
-                Err(why) => {
-                    r.not_provisioned(
-                        &format!("The all-or-nothing increase of {id} by {delta} failed: {why}."),
-                        now,
-                    );
-                    scale_up.error = Some(why);
-                }
-            }
-            scale_ups.push(scale_up);
-        }
-        Ok(scale_ups)
-    }
-
-    /// Asks the provider for `delta` more nodes of `group`, all or nothing when `atomic`; a refusal backs the
-    /// group off, as upstream backs off a failed scale-up, and is returned as why.
-    async fn increase(
-        &mut self,
-        group: &Group,
-        delta: u64,
-        atomic: bool,
-        now: SystemTime,
-    ) -> Result<(), String> {
-        let (id, delta) = (&group.id, i32::try_from(delta).unwrap_or(i32::MAX));
-        let asked = match atomic {
-            true => self.client.atomic_increase_size(id, delta).await,
-            false => self.client.increase_size(id, delta).await,
-        };
-        match asked {
-            Ok(()) => {
-                if atomic {
-                    let target = group.target_size.saturating_add(delta);
-                    self.state.increased_atomically(id, target, now);
-                }
-                self.down.last_scale_up = Some(now);
-                Ok(())
-            }
-            Err(error) => {
-                let why = error.to_string();
-                self.state.backoff.fail(id, why.clone(), now);
-                Err(why)
-            }
-        }
-    }
-
     /// Scale-up: the plan over the snapshot (each expansion committed into it, so scale-down sees it), then
     /// each scale-up asked for (when acting); a refusal backs the group off and is recorded in the scale-up.
     async fn scale_up(
@@ -498,6 +391,11 @@ impl RunOnce {
         if !self.settings.act {
             return Ok(plan);
         }
+        let mut increaser = Increaser {
+            client: &self.client,
+            state: &mut self.state,
+            last_scale_up: &mut self.down.last_scale_up,
+        };
         for scale_up in &mut plan.scale_ups {
             let Some(group) = groups.iter().find(|g| g.id == scale_up.node_group) else {
                 continue;
@@ -505,7 +403,7 @@ impl RunOnce {
             // A zero-or-max group is grown to its max or not at all: all of it in one all-or-nothing
             // increase, as upstream's executor asks for it.
             let atomic = group.zero_or_max;
-            if let Err(why) = self.increase(group, scale_up.delta, atomic, now).await {
+            if let Err(why) = increaser.increase(group, scale_up.delta, atomic, now).await {
                 scale_up.error = Some(why);
             }
         }

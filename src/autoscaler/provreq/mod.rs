@@ -4,5 +4,6 @@
 //! is, until the consuming pods run or the booking time is over.
 
 pub mod outcome; // this loop's requests, their virtual pods and consuming pods, and the statuses they end with
+pub mod provision; // the requests not provisioned yet, tried oldest first, an atomic one's increase asked for
 pub mod requests; // each request read: its pods from its PodTemplates, what this loop does, upstream's conditions
 pub mod trial; // a request's pods tried on a fork of the snapshot, all or nothing, with one group's scale-up
