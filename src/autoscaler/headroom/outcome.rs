@@ -113,12 +113,7 @@ impl Reserved {
             let why = c.why.map(NoScaleUp::describe_reasons);
             resolved.provisioned(c.unmet, why.as_deref(), now);
             b.conditions = (resolved.status.conditions.iter())
-                .map(|c| ConditionStatus {
-                    kind: c.type_.clone(),
-                    status: c.status.clone(),
-                    reason: c.reason.clone(),
-                    message: c.message.clone(),
-                })
+                .map(ConditionStatus::from)
                 .collect();
         }
         self

@@ -18,8 +18,9 @@ use std::time::SystemTime;
 #[derive(Default)]
 pub struct Requests {
     pub list: Vec<Request>,
-    /// Each request's virtual pods, as indices of the loop's pod list.
+    /// Each request's virtual pods, as indices of the loop's pod list: they follow one another from `first`.
     ranges: Vec<Range<usize>>,
+    first: usize,
     /// Each request's consuming pods that wait for a place, by `namespace/name`.
     waiting: Vec<Vec<String>>,
     /// Each request's scale-ups this loop.
@@ -56,6 +57,7 @@ pub fn read(view: &ClusterView, now: SystemTime) -> Requests {
         .collect();
     Requests {
         ranges: vec![0..0; list.len()],
+        first: 0,
         waiting: vec![Vec::new(); list.len()],
         scale_ups: vec![Vec::new(); list.len()],
         list,
@@ -66,6 +68,7 @@ pub fn read(view: &ClusterView, now: SystemTime) -> Requests {
 impl Requests {
     /// Appends every request's virtual pods to `extra`, whose first pod is the loop's pod `first`.
     pub fn add_pods(&mut self, extra: &mut Vec<Pod>, first: usize) {
+        self.first = first + extra.len();
         for (r, range) in self.list.iter().zip(&mut self.ranges) {
             let start = first + extra.len();
             extra.extend(r.virtual_pods());
@@ -79,12 +82,7 @@ impl Requests {
         if self.list.is_empty() {
             return;
         }
-        let first = self
-            .ranges
-            .iter()
-            .map(|r| r.start)
-            .min()
-            .unwrap_or(usize::MAX);
+        let first = self.first;
         to_help.retain(|&i| {
             if i >= first {
                 return false;
@@ -151,12 +149,7 @@ impl Requests {
                     _ => 0,
                 },
                 conditions: (r.status.conditions.iter())
-                    .map(|c| ConditionStatus {
-                        kind: c.type_.clone(),
-                        status: c.status.clone(),
-                        reason: c.reason.clone(),
-                        message: c.message.clone(),
-                    })
+                    .map(ConditionStatus::from)
                     .collect(),
                 scale_up: self.scale_ups[i].clone(),
                 consuming_pods: self.waiting[i].clone(),

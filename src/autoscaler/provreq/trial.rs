@@ -8,7 +8,7 @@ use crate::autoscaler::group::Group;
 use crate::autoscaler::provreq::requests::Class;
 use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
 use crate::autoscaler::scaleup::planner::{self, Limits, Pending};
-use crate::autoscaler::status::ScaleUp;
+use crate::autoscaler::status::{ScaleUp, describe_reasons};
 use crate::model::{PodList, PodNames};
 use crate::simulator::equivalence::EquivalenceGroup;
 use crate::simulator::world;
@@ -55,12 +55,10 @@ pub fn try_on(
     }
     if class == Class::CheckCapacity {
         // Why the first pod left fits nowhere, in the scheduler's words, beside the pods placed before it.
-        let first = (pending.iter().zip(&fitted.done)).position(|(eg, &done)| done < eg.pods.len());
-        let why = first.map_or(String::new(), |e| {
+        let why = first_left(pending, &fitted.done).map_or(String::new(), |e| {
             let pod = &world.pods[pending[e].pods[fitted.done[e]]];
-            let why = world::explain(&fork.topology, &fork.places, pod, &fitted.terms[e], |_| {
-                false
-            });
+            let terms = &fitted.terms[e];
+            let why = world::explain(&fork.topology, &fork.places, pod, terms, |_| false);
             format!(" The next: {why}.")
         });
         return Ok(Tried::NotFound(format!(
@@ -95,23 +93,12 @@ pub fn try_on(
         &expander,
         totals,
     )?;
-    let left: usize = (pending.groups.iter().zip(&pending.done))
-        .map(|(eg, &done)| eg.pods.len() - done)
-        .sum();
-    if left > 0 {
+    if let Some(first) = first_left(&pending.groups, &pending.done) {
         // Which limit or predicate stops the first pods left, by node group.
-        let first = (pending.groups.iter().zip(&pending.done))
-            .position(|(eg, &done)| done < eg.pods.len())
-            .unwrap_or(0);
-        let why = (plan.reasons.get(first).into_iter().flatten())
-            .map(|(group, why)| format!("{group}: {why}"))
-            .collect::<Vec<_>>()
-            .join("; ");
-        let why = if why.is_empty() {
-            "no node group".into()
-        } else {
-            why
-        };
+        let left = total - pending.done.iter().sum::<usize>();
+        let why = plan.reasons.get(first).map(describe_reasons);
+        let why = why.filter(|w| !w.is_empty());
+        let why = why.unwrap_or_else(|| "no node group".into());
         return Ok(Tried::NotFound(format!(
             "{left} of {total} pods fit in no scale-up ({why})."
         )));
@@ -129,4 +116,9 @@ pub fn try_on(
         // Placed by the plan without a new node (on nodes it had already planned): as in the cluster.
         None => Ok(Tried::InCluster(fork)),
     }
+}
+
+/// The first equivalence group with pods left unplaced (`done` of each placed, from the front).
+fn first_left(groups: &[EquivalenceGroup], done: &[usize]) -> Option<usize> {
+    (groups.iter().zip(done)).position(|(eg, &done)| done < eg.pods.len())
 }

@@ -4,6 +4,7 @@
 mod table; // the same facts for people, a section at a time
 
 use crate::model::PodNames;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -318,6 +319,18 @@ pub struct ConditionStatus {
     pub message: String,
 }
 
+impl From<&Condition> for ConditionStatus {
+    /// A status condition as the API server holds it, as the report says it.
+    fn from(c: &Condition) -> ConditionStatus {
+        ConditionStatus {
+            kind: c.type_.clone(),
+            status: c.status.clone(),
+            reason: c.reason.clone(),
+            message: c.message.clone(),
+        }
+    }
+}
+
 impl CapacityBufferStatus {
     /// `shop/web-spare: 3 chunk(s) of 500m/1Gi: 2 in free room, 1 in this loop's scale-ups, 0 unmet;
     /// ReadyForProvisioning True, Provisioning True (FakePodsInjected)`.
@@ -409,20 +422,24 @@ pub struct GroupStatus {
     pub skipped: Option<String>,
 }
 
+/// Reasons by node group as `group: why; other: why` (a reason for every group unprefixed).
+pub fn describe_reasons(reasons: &BTreeMap<String, String>) -> String {
+    (reasons.iter())
+        .map(|(g, why)| {
+            if g.is_empty() {
+                why.clone()
+            } else {
+                format!("{g}: {why}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 impl NoScaleUp {
     /// `group: why; other: why` (reasons for every group unprefixed).
     pub fn describe_reasons(&self) -> String {
-        self.reasons
-            .iter()
-            .map(|(g, why)| {
-                if g.is_empty() {
-                    why.clone()
-                } else {
-                    format!("{g}: {why}")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
+        describe_reasons(&self.reasons)
     }
 }
 
