@@ -32,6 +32,19 @@ pub struct FreeTree {
 }
 
 impl FreeTree {
+    /// A tree that takes `nodes` nodes before it grows (growing copies every leaf into a new tree).
+    pub fn with_capacity(nodes: usize) -> FreeTree {
+        if nodes == 0 {
+            return FreeTree::default();
+        }
+        let width = nodes.next_power_of_two();
+        FreeTree {
+            width,
+            len: 0,
+            max: vec![[0; 5]; 2 * width],
+        }
+    }
+
     /// Adds a node at the end.
     pub fn push(&mut self, free: &Resources) {
         if self.len == self.width {
@@ -158,14 +171,21 @@ mod tests {
         tree.set(3, &free(0, 0));
         assert_eq!(tree.first(&free(600, 600)), None);
         assert_eq!(FreeTree::default().first(&free(1, 1)), None);
-        // Against a scan, over a few hundred nodes and demands.
-        let mut tree = FreeTree::default();
+        // Against a scan, over a few hundred nodes and demands; grown from nothing, sized for more than it
+        // holds, and sized for fewer (grown past that).
         let nodes: Vec<Resources> = (0..300u64)
             .map(|i| free(i * 37 % 1000, i * 91 % 1000))
             .collect();
-        for n in &nodes {
-            tree.push(n);
+        for capacity in [0, 1000, 5] {
+            let mut tree = FreeTree::with_capacity(capacity);
+            for n in &nodes {
+                tree.push(n);
+            }
+            agrees_with_a_scan(&tree, &nodes);
         }
+    }
+
+    fn agrees_with_a_scan(tree: &FreeTree, nodes: &[Resources]) {
         for d in 0..100u64 {
             let want = free(d * 13 % 1000, d * 29 % 1000);
             let scan = nodes.iter().position(|n| n.fits(&want));

@@ -372,6 +372,7 @@ impl Planner<'_> {
             ..
         } = estimate;
         *topology = after;
+        places.reserve(share.iter().map(|&(_, count)| count as usize).sum());
         let mut nodes = nodes.into_iter();
         for (target, count) in share {
             let group = &groups[target];
