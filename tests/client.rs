@@ -172,3 +172,24 @@ async fn a_provider_that_is_down_fails_fast_and_the_client_recovers() {
     client.refresh().await.unwrap();
     assert_eq!(client.node_groups().await.unwrap().len(), 4);
 }
+
+#[tokio::test]
+async fn connected_opens_the_connection_before_any_call_and_a_provider_that_is_down_is_left_to_the_first()
+ {
+    // A listener that only accepts: the connection is made without any call.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let config = ProviderConfig::plaintext(listener.local_addr().unwrap().to_string());
+    let connecting = tokio::spawn(ProviderClient::new(&config).unwrap().connected());
+    let accepted = tokio::time::timeout(Duration::from_secs(10), listener.accept()).await;
+    assert!(accepted.expect("connected before any call").is_ok());
+    connecting.abort();
+
+    // Nothing listens: the client is the lazy one, and its first call says why.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let client = ProviderClient::new(&ProviderConfig::plaintext(addr.to_string())).unwrap();
+    let error = client.connected().await.refresh().await.unwrap_err();
+    assert_eq!(error.code(), Some(tonic::Code::Unavailable), "{error}");
+}

@@ -119,6 +119,8 @@ pub struct ProviderClient {
     fargate: FargateClient<Channel>,
     node_groups: NodeGroupsClient<Channel>,
     timeout: Duration,
+    /// Where the channel connects, for [`ProviderClient::connected`].
+    endpoint: Endpoint,
     caches: Arc<Mutex<Caches>>,
     /// Whether the provider serves `ekscale.v1.Fargate`; unknown until asked.
     fargate_served: Arc<Mutex<Option<bool>>>,
@@ -157,15 +159,32 @@ impl ProviderClient {
             }
             endpoint = endpoint.tls_config(tls_config).map_err(ClientError::Tls)?;
         }
-        let channel = endpoint.connect_timeout(config.timeout).connect_lazy();
+        let endpoint = endpoint.connect_timeout(config.timeout);
+        let channel = endpoint.connect_lazy();
         Ok(ProviderClient {
             cloud: CloudProviderClient::new(channel.clone()),
             fargate: FargateClient::new(channel.clone()),
             node_groups: NodeGroupsClient::new(channel),
             timeout: config.timeout,
+            endpoint,
             caches: Arc::default(),
             fargate_served: Arc::default(),
         })
+    }
+
+    /// This client with its connection opened now, when the provider answers; otherwise this client as it
+    /// is, whose first call will say why. `simulate` opens it while it reads the snapshot, so that its one
+    /// loop does not also wait for the TCP and HTTP/2 handshakes, which the steady loops of `run` never do.
+    pub async fn connected(self) -> ProviderClient {
+        match self.endpoint.connect().await {
+            Ok(channel) => ProviderClient {
+                cloud: CloudProviderClient::new(channel.clone()),
+                fargate: FargateClient::new(channel.clone()),
+                node_groups: NodeGroupsClient::new(channel),
+                ..self
+            },
+            Err(_) => self,
+        }
     }
 
     fn request<T>(&self, message: T) -> Request<T> {

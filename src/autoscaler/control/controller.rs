@@ -41,6 +41,8 @@ pub async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
         .settings(false, false, false)
         .map_err(Failure::Usage)?;
     let client = args.provider.client().map_err(Failure::Usage)?;
+    // The provider is connected to while the snapshot is read (on this thread).
+    let connecting = tokio::spawn(client.connected());
     let started = std::time::Instant::now();
     let snapshot = Snapshot::read(&args.snapshot).map_err(|e| Failure::Usage(e.to_string()))?;
     let read = started.elapsed();
@@ -48,6 +50,7 @@ pub async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
         .view()
         .await
         .map_err(|e| Failure::Usage(e.to_string()))?;
+    let client = connecting.await.map_err(|e| Failure::Loop(e.to_string()))?;
     let mut once = RunOnce::new(client, settings);
     let now = view.now.unwrap_or_else(SystemTime::now);
     let status = once
