@@ -646,6 +646,7 @@ fn pending(c: &mut Criterion) {
         if !why.is_empty() {
             println!("{name}: not helped, by reason: {why:?}");
         }
+        keep(path, scenario, name);
         simulate_loops(addr, path, &settings, name);
         bench_loop(
             c,
@@ -657,6 +658,22 @@ fn pending(c: &mut Criterion) {
             now,
         );
     }
+}
+
+/// With `EKSCALE_BENCH_KEEP=<dir>`, the case's snapshot and scenario are copied there, so that two trees'
+/// binaries can be timed on the same files, process by process (`ekscale-provider --sim-file`, `simulate`).
+fn keep(path: &Path, scenario: &str, name: &str) {
+    let Some(dir) = std::env::var_os("EKSCALE_BENCH_KEEP") else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let slug: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::copy(path, dir.join(format!("{slug}.json"))).unwrap();
+    std::fs::write(dir.join(format!("{slug}.yaml")), scenario).unwrap();
 }
 
 /// The shipped binary's loop on the same pods: `simulate` run five times on the case's snapshot, each
