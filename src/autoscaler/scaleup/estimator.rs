@@ -6,9 +6,9 @@
 //! one is added. We run that search exactly ([`Ordering::Upstream`]), and first-fit decreasing in four
 //! orderings, and keep whichever places the most pods on the fewest nodes: we never need more nodes than
 //! upstream; an estimate that places every pod on as few nodes as the pods' total requests allow cannot be
-//! beaten, and ends the search. All are fast because pods of an equivalence group are identical: for pods whose constraints
-//! do not depend on other pods, how many fit on a node is computed in closed form instead of pod by pod,
-//! and the first node with room is found in a tree ([`FreeTree`]), not by a scan.
+//! beaten, and ends the search. All are fast because pods of an equivalence group are identical: for pods
+//! whose constraints do not depend on other pods, how many fit on a node is computed in closed form instead
+//! of pod by pod, and the first node with room is found in a tree ([`FreeTree`]), not by a scan.
 //!
 //! A group that spans several zones gets its new nodes where its Auto Scaling group would launch them:
 //! in the zone with the fewest of the group's nodes first ([`Templates`]).
