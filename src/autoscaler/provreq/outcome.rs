@@ -18,9 +18,9 @@ use std::time::SystemTime;
 #[derive(Default)]
 pub struct Requests {
     pub list: Vec<Request>,
-    /// Each request's virtual pods, as indices of the loop's pod list: they follow one another from `first`.
+    /// Each request's virtual pods, as indices of the loop's pod list: they follow one another, after every
+    /// other pod of the loop.
     ranges: Vec<Range<usize>>,
-    first: usize,
     /// Each request's consuming pods that wait for a place, by `namespace/name`.
     waiting: Vec<Vec<String>>,
     /// Each request's scale-ups this loop.
@@ -57,7 +57,6 @@ pub fn read(view: &ClusterView, now: SystemTime) -> Requests {
         .collect();
     Requests {
         ranges: vec![0..0; list.len()],
-        first: 0,
         waiting: vec![Vec::new(); list.len()],
         scale_ups: vec![Vec::new(); list.len()],
         list,
@@ -68,7 +67,6 @@ pub fn read(view: &ClusterView, now: SystemTime) -> Requests {
 impl Requests {
     /// Appends every request's virtual pods to `extra`, whose first pod is the loop's pod `first`.
     pub fn add_pods(&mut self, extra: &mut Vec<Pod>, first: usize) {
-        self.first = first + extra.len();
         for (r, range) in self.list.iter().zip(&mut self.ranges) {
             let start = first + extra.len();
             extra.extend(r.virtual_pods());
@@ -79,10 +77,10 @@ impl Requests {
     /// Takes the requests' virtual pods and the pods that consume an active request out of `to_help`:
     /// neither is scale-up's to help. The consuming pods are said with their request.
     pub fn set_aside(&mut self, to_help: &mut Vec<usize>, pods: PodList<'_>) {
-        if self.list.is_empty() {
+        // The first request's range starts where the virtual pods start.
+        let Some(first) = self.ranges.first().map(|r| r.start) else {
             return;
-        }
-        let first = self.first;
+        };
         to_help.retain(|&i| {
             if i >= first {
                 return false;
