@@ -126,6 +126,21 @@ pub struct ProviderClient {
     fargate_served: Arc<Mutex<Option<bool>>>,
 }
 
+/// Every service's stub over `channel`: one connection for all of them.
+fn stubs(
+    channel: Channel,
+) -> (
+    CloudProviderClient<Channel>,
+    FargateClient<Channel>,
+    NodeGroupsClient<Channel>,
+) {
+    (
+        CloudProviderClient::new(channel.clone()),
+        FargateClient::new(channel.clone()),
+        NodeGroupsClient::new(channel),
+    )
+}
+
 impl ProviderClient {
     /// A client that connects on first use, as grpc-go's non-blocking Dial does: the companion starts even
     /// when the provider is down, and calls fail fast until it is up. Call it inside a Tokio runtime.
@@ -160,11 +175,11 @@ impl ProviderClient {
             endpoint = endpoint.tls_config(tls_config).map_err(ClientError::Tls)?;
         }
         let endpoint = endpoint.connect_timeout(config.timeout);
-        let channel = endpoint.connect_lazy();
+        let (cloud, fargate, node_groups) = stubs(endpoint.connect_lazy());
         Ok(ProviderClient {
-            cloud: CloudProviderClient::new(channel.clone()),
-            fargate: FargateClient::new(channel.clone()),
-            node_groups: NodeGroupsClient::new(channel),
+            cloud,
+            fargate,
+            node_groups,
             timeout: config.timeout,
             endpoint,
             caches: Arc::default(),
@@ -177,12 +192,15 @@ impl ProviderClient {
     /// loop does not also wait for the TCP and HTTP/2 handshakes, which the steady loops of `run` never do.
     pub async fn connected(self) -> ProviderClient {
         match self.endpoint.connect().await {
-            Ok(channel) => ProviderClient {
-                cloud: CloudProviderClient::new(channel.clone()),
-                fargate: FargateClient::new(channel.clone()),
-                node_groups: NodeGroupsClient::new(channel),
-                ..self
-            },
+            Ok(channel) => {
+                let (cloud, fargate, node_groups) = stubs(channel);
+                ProviderClient {
+                    cloud,
+                    fargate,
+                    node_groups,
+                    ..self
+                }
+            }
             Err(_) => self,
         }
     }
