@@ -117,6 +117,11 @@ impl Scheduling {
             || !self.host_ports.is_empty()
     }
 
+    /// Whether it selects pods by their labels (pod affinity, anti-affinity, topology spread).
+    pub fn selects_pods(&self) -> bool {
+        !self.affinity.is_empty() || !self.anti_affinity.is_empty() || !self.spread.is_empty()
+    }
+
     /// Whether a nodeSelector or required node affinity narrows the nodes it may use.
     pub fn constrains_nodes(&self) -> bool {
         !self.node_selector.is_empty() || self.node_affinity.is_some()
@@ -478,9 +483,7 @@ impl LabelProjection {
             std::collections::HashSet::new();
         for pod in pods {
             let s = &*pod.scheduling;
-            if (s.affinity.is_empty() && s.anti_affinity.is_empty() && s.spread.is_empty())
-                || !seen.insert(s)
-            {
+            if !s.selects_pods() || !seen.insert(s) {
                 continue;
             }
             let selectors = s

@@ -26,6 +26,8 @@ pub struct Inputs<'a> {
     pub pods: PodList<'a>,
     /// Pods that hold room on a node (bound or nominated, not expendable).
     pub bound: &'a [usize],
+    /// Every pod a DaemonSet runs.
+    pub daemonsets: &'a [usize],
     /// Each view node's group, by node index.
     pub node_group: &'a [Option<usize>],
     pub facts: &'a [GroupFacts],
@@ -63,7 +65,11 @@ impl ClusterSnapshot {
         groups: &mut [Group],
     ) -> ClusterSnapshot {
         let Inputs {
-            view, pods, bound, ..
+            view,
+            pods,
+            bound,
+            daemonsets,
+            ..
         } = *input;
         let exemplars: Vec<&Pod> = pending.into_iter().map(|eg| eg.exemplar(pods)).collect();
         let on_node = world::pods_by_node(&view.nodes, pods, bound);
@@ -80,7 +86,7 @@ impl ClusterSnapshot {
                 place.accepts = false;
             }
         }
-        let daemonsets = daemonset_exemplars(pods, &view.daemonsets);
+        let daemonsets = daemonset_exemplars(pods, daemonsets, &view.daemonsets);
         // Each group's nodes, in one pass: looking through every node for each group grew as groups x nodes.
         let mut nodes_of = vec![Vec::new(); input.facts.len()];
         for (n, g) in input.node_group.iter().enumerate() {
@@ -218,14 +224,14 @@ fn template_place(
     template
 }
 
-/// One pod per DaemonSet: what each would add to a new node. A running pod is preferred (admission may
+/// One pod per DaemonSet, from the pods DaemonSets run (`running`, indices into `pods`) and their templates:
+/// what each would add to a new node. A running pod is preferred (admission may
 /// have changed its requests); DaemonSets with no pod running yet come from their template. A running pod
 /// loses the node its controller pinned it to (`matchFields` on `metadata.name`), as upstream's template
 /// pods do, so that it asks of a new node only what its DaemonSet asks.
-fn daemonset_exemplars(pods: PodList<'_>, templates: &[Pod]) -> Vec<Pod> {
+fn daemonset_exemplars(pods: PodList<'_>, running: &[usize], templates: &[Pod]) -> Vec<Pod> {
     let mut seen = HashSet::new();
-    pods.iter()
-        .filter(|p| p.daemonset())
+    (running.iter().map(|&i| pods.get(i)))
         .chain(templates)
         .filter(|p| seen.insert(p.controller.as_ref().map(|c| c.uid.as_str())))
         .map(|p| Pod {

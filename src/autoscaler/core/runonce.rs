@@ -1,12 +1,15 @@
 //! One iteration of the loop (cluster-autoscaler's RunOnce), as a list of stages. Each stage takes what it
 //! needs and returns its decisions and its part of the report; `run` assembles the status from them:
 //!
+//! 0. one pass over every pod (`classify.rs`), before the stages that read it: the pods sorted by what the
+//!    loop does with them, and what the view check, the label projection and the snapshot's DaemonSets read
+//!    of all pods;
 //! 1. cluster state (`cluster_state.rs`): Refresh, the groups, which group each node is in, what is coming;
 //!    the deletions and replacements in progress take their next step;
 //! 2. health (`health.rs`): an unhealthy cluster ends the loop, an unhealthy group is not scaled up;
 //! 3. pods: headroom's and the CapacityBuffers' virtual pods (`headroom/`) and the ProvisioningRequests'
-//!    (`provreq/`), the pods sorted by what the loop does with them (`classify.rs`), the pods consuming a
-//!    request and Fargate's (`fargate.rs`) set aside, the rest in equivalence groups;
+//!    (`provreq/`) sorted with the rest in the first pass, the pods consuming a request and Fargate's
+//!    (`fargate.rs`) set aside, the rest in equivalence groups;
 //! 4. the snapshot (`cluster_snapshot.rs`), the requests' booked room held in it, and the pending pods that
 //!    fit in it as it is;
 //! 5. scale-up: the requests not provisioned yet, each all or nothing (`provreq/`); then planned for the
@@ -105,8 +108,17 @@ impl RunOnce {
         let started = Instant::now();
         let mut status = Status::default();
 
+        // Every pod in one pass: headroom's virtual pods after the real ones (which keep their indices); what
+        // needs help, what Fargate takes, what holds room, and what the later stages read of all pods.
+        let mut reserved = headroom::reserve(&self.settings.headroom, view, now);
+        let mut requests = provreq::read(view, now);
+        let mut extra = std::mem::take(&mut reserved.pods);
+        requests.add_pods(&mut extra, view.pods.len());
+        let pods = PodList::new(&view.pods, &extra);
+        let mut sorted = self.classify(view, pods, now);
+
         // Cluster state; the deletions and replacements in progress take their next step.
-        let (mut read, mut groups) = self.cluster_state(view, now).await?;
+        let (mut read, mut groups) = self.cluster_state(view, sorted.on_nodes, now).await?;
         record_scale_down(&mut status, std::mem::take(&mut read.report));
         // Health: an unhealthy cluster ends the loop, as upstream's does.
         status.cluster_health = self.health(view, &read, &mut groups, now);
@@ -115,14 +127,7 @@ impl RunOnce {
             return Ok(finish(status, started));
         }
 
-        // Pods: headroom's virtual pods after the real ones (which keep their indices); what needs help,
-        // what Fargate takes, what holds room; in equivalence groups.
-        let mut reserved = headroom::reserve(&self.settings.headroom, view, now);
-        let mut requests = provreq::read(view, now);
-        let mut extra = std::mem::take(&mut reserved.pods);
-        requests.add_pods(&mut extra, view.pods.len());
-        let pods = PodList::new(&view.pods, &extra);
-        let mut sorted = self.classify(view, pods, now);
+        // Pods: those consuming a request set aside, the rest in equivalence groups.
         requests.set_aside(&mut sorted.to_help, pods);
         status.no_scale_up.append(&mut sorted.said);
         let profiles = std::mem::replace(&mut read.profiles, Ok(None));
@@ -131,7 +136,8 @@ impl RunOnce {
             None
         });
         let profiles = profiles.as_deref().map(Vec::as_slice);
-        let projection = LabelProjection::of(pods, []);
+        let selecting = sorted.selecting.iter().map(|&i| pods.get(i));
+        let projection = LabelProjection::of(selecting, []);
         let projection = match profiles {
             Some(profiles) => projection.scoped(
                 fargate::label_keys(profiles),
@@ -216,6 +222,7 @@ impl RunOnce {
     async fn cluster_state(
         &mut self,
         view: &ClusterView,
+        on_nodes: usize,
         now: SystemTime,
     ) -> Result<(Read, Vec<Group>), LoopError> {
         self.client.refresh().await?;
@@ -226,7 +233,8 @@ impl RunOnce {
         );
         let facts = facts?;
         let node_group = cluster_state::groups_of_nodes(&self.client, view, &facts).await?;
-        let (deleting, mut report) = self.deletions_in_progress(view, &facts, now).await;
+        let deletions = self.deletions_in_progress(view, &facts, on_nodes, now);
+        let (deleting, mut report) = deletions.await;
         let startup = self.settings.max_node_startup_time;
         let (groups, counts) = self.state.count(startup, view, &facts, &node_group, now);
         if self.settings.remove_unregistered {
@@ -269,7 +277,7 @@ impl RunOnce {
         health
     }
 
-    /// The view is checked; our deletions take their next step, unless the view lost its pods (and our
+    /// The view is checked (`on_nodes` pods on nodes, DaemonSet pods aside); our deletions take their next step, unless the view lost its pods (and our
     /// ToBeDeleted taints an earlier run left come off, once); the replacements waiting for their new node
     /// are followed. Returns the nodes on their way out (ours, and any carrying the ToBeDeleted taint: ours
     /// from an earlier run that was not just removed, or another autoscaler's), and what happened.
@@ -277,9 +285,10 @@ impl RunOnce {
         &mut self,
         view: &ClusterView,
         facts: &[GroupFacts],
+        on_nodes: usize,
         now: SystemTime,
     ) -> (HashSet<String>, Report) {
-        self.down.check_view(&view.pods, facts, now);
+        self.down.check_view(on_nodes, facts, now);
         let mut restored = HashSet::new();
         let mut report = Report::default();
         if let Some(cluster) = self.actor() {
@@ -510,6 +519,7 @@ fn snapshot_inputs<'a>(
         view,
         pods,
         bound: &sorted.bound,
+        daemonsets: &sorted.daemonsets,
         node_group: &read.node_group,
         facts: &read.facts,
         counts: &read.counts,

@@ -21,11 +21,10 @@ use crate::autoscaler::scaledown::view_check::ViewCheck;
 use crate::autoscaler::status::{Consolidation, KeptNode, ScaleDown};
 use crate::model::pod::LabelProjection;
 use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
-use crate::model::{Pod, PodList, PodNames};
+use crate::model::{PodList, PodNames};
 use crate::simulator::topology::{Place, Topology};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 /// What scale-down decided this loop, for [`ScaleDownPolicy::carry_out`] to act on and report.
@@ -93,13 +92,10 @@ pub struct ScaleDownPolicy {
 }
 
 impl ScaleDownPolicy {
-    /// Checks this loop's view before anything acts on it. A view that lost most of its pods holds the
-    /// deletions in progress (a drain would find its node empty) and scale-down's decision.
-    pub fn check_view(&mut self, pods: &[Arc<Pod>], facts: &[GroupFacts], now: SystemTime) {
-        let on_nodes = pods
-            .iter()
-            .filter(|p| p.node_name.is_some() && !p.daemonset())
-            .count();
+    /// Checks this loop's view before anything acts on it, from how many of its pods are on nodes
+    /// (DaemonSet pods aside). A view that lost most of its pods holds the deletions in progress (a drain
+    /// would find its node empty) and scale-down's decision.
+    pub fn check_view(&mut self, on_nodes: usize, facts: &[GroupFacts], now: SystemTime) {
         let settle = facts.iter().map(|f| f.options.unneeded).max();
         self.doubt = (self.view).doubt(on_nodes, settle.unwrap_or_default(), now);
     }
