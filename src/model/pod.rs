@@ -9,34 +9,38 @@ use std::sync::Arc;
 /// The scheduler name of pods EKS runs on Fargate.
 pub const FARGATE_SCHEDULER: &str = "fargate-scheduler";
 
+/// Fields in the order written (`repr(C)`), those every loop reads of every pod first: a loop passes over
+/// tens of thousands of pods, each a cache miss a line, and with the compiler's order sorting a pending pod
+/// read six of its seven lines. Now sorting reads the first, third and fourth; grouping the first three.
 #[derive(Clone, Debug, PartialEq)]
+#[repr(C)]
 pub struct Pod {
+    pub phase: Phase,
+    /// PodScheduled=False with reason Unschedulable: the scheduler found no node for it.
+    pub unschedulable: bool,
+    pub priority: Option<i32>,
+    /// Where it may run; equivalent pods share one.
+    pub scheduling: Arc<Scheduling>,
+    pub node_name: Option<String>,
     /// Pods read together share one allocation per namespace ([`Alike`]): the loop compares namespaces
     /// of tens of thousands of pods, and equal pointers answer without reading the text.
     pub namespace: Arc<str>,
-    pub name: String,
-    pub labels: Labels,
     /// See [`super::resources::pod_demand`].
     pub demand: Resources,
     /// Extended resources it requests besides GPUs (which are in `demand`), by name.
     pub extended: BTreeMap<String, u64>,
-    pub priority: Option<i32>,
-    pub controller: Option<Controller>,
-    pub scheduler_name: String,
-    pub node_name: Option<String>,
-    pub nominated_node: Option<String>,
-    pub phase: Phase,
-    /// PodScheduled=False with reason Unschedulable: the scheduler found no node for it.
-    pub unschedulable: bool,
     /// Its deletionTimestamp: it is terminating.
     pub deleted: Option<std::time::SystemTime>,
+    pub nominated_node: Option<String>,
+    pub scheduler_name: String,
+    pub controller: Option<Controller>,
     /// Its creationTimestamp.
     pub created: Option<std::time::SystemTime>,
     /// `cluster-autoscaler.kubernetes.io/pod-scale-up-delay`: wait at least this long before adding a node
     /// for it.
     pub scale_up_delay: Option<std::time::Duration>,
-    /// Where it may run; equivalent pods share one.
-    pub scheduling: Arc<Scheduling>,
+    pub name: String,
+    pub labels: Labels,
     /// The pod as kubectl prints it, kept for pending pods only (to ask the provider about Fargate).
     pub json: Option<String>,
     /// What removing its node must respect.
