@@ -51,6 +51,28 @@ impl PodNames {
         }
     }
 
+    /// Names pods `indices` of `pods`, each as [`PodNames::push_pod`] would: a run of pods next to each other
+    /// within `keys` (a workload's pods, read in a row) is copied at once, not name by name.
+    pub fn push_pods(&mut self, keys: &PodNames, pods: PodList<'_>, indices: &[usize]) {
+        let mut rest = indices;
+        while let Some(&first) = rest.first() {
+            let run = (rest.iter().enumerate())
+                .take_while(|&(k, &i)| i == first + k && i < keys.len())
+                .count();
+            if run == 0 {
+                self.push(&pods[first]);
+                rest = &rest[1..];
+                continue;
+            }
+            let start = if first == 0 { 0 } else { keys.ends[first - 1] };
+            let base = self.text.len();
+            let ends = &keys.ends[first..first + run];
+            self.text.push_str(&keys.text[start..ends[run - 1]]);
+            self.ends.extend(ends.iter().map(|&end| end - start + base));
+            rest = &rest[run..];
+        }
+    }
+
     /// The `i`th name.
     pub fn get(&self, i: usize) -> Option<&str> {
         let end = *self.ends.get(i)?;
@@ -103,6 +125,37 @@ impl Serialize for PodNames {
 mod tests {
     use super::*;
     use crate::model::resources::Resources;
+
+    #[test]
+    fn runs_of_pods_are_named_as_one_by_one() {
+        let pods: Vec<Pod> = (0..8)
+            .map(|i| Pod::pending("ns", &format!("p{i}"), Resources::default()))
+            .collect();
+        // Keys for the first six pods only, marked so that a name from them is told from one from a pod.
+        let keys: PodNames = (0..6)
+            .map(|i| format!("ns/p{i}*"))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(String::as_str)
+            .collect();
+        // Runs, a gap, a run starting at 0, a step back, and pods past the keys.
+        let indices = [2, 3, 4, 0, 1, 5, 3, 6, 7, 5];
+        let mut one_by_one = PodNames::default();
+        for &i in &indices {
+            one_by_one.push_pod(&keys, (&pods).into(), i);
+        }
+        let mut runs: PodNames = ["before"].into_iter().collect();
+        runs.push_pods(&keys, (&pods).into(), &indices);
+        let runs: Vec<&str> = runs.iter().skip(1).collect();
+        assert_eq!(runs, one_by_one.iter().collect::<Vec<_>>());
+        assert_eq!(
+            runs,
+            [
+                "ns/p2*", "ns/p3*", "ns/p4*", "ns/p0*", "ns/p1*", "ns/p5*", "ns/p3*", "ns/p6",
+                "ns/p7", "ns/p5*"
+            ]
+        );
+    }
 
     #[test]
     fn pods_are_named_from_the_packed_keys_and_from_the_pods_past_them() {

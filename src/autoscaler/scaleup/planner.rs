@@ -387,9 +387,8 @@ impl Planner<'_> {
                 for &(k, n) in &node.contents {
                     let e = members[k];
                     let start = pending.done[e];
-                    for &p in &pending.groups[e].pods[start..start + n as usize] {
-                        pods.push_pod(pending.keys, pending.pods, p);
-                    }
+                    let these = &pending.groups[e].pods[start..start + n as usize];
+                    pods.push_pods(pending.keys, pending.pods, these);
                     pending.done[e] += n as usize;
                 }
                 node.group = Some(target);
