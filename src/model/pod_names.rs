@@ -51,8 +51,8 @@ impl PodNames {
         }
     }
 
-    /// Names pods `indices` of `pods`, each as [`PodNames::push_pod`] would: a run of pods next to each other
-    /// within `keys` (a workload's pods, read in a row) is copied at once, not name by name.
+    /// Names pods `indices` of `pods`, each as [`PodNames::push_pod`] would: a run of pods next to each
+    /// other within `keys` (a workload's pods, read in a row) is copied at once, not name by name.
     pub fn push_pods(&mut self, keys: &PodNames, pods: PodList<'_>, indices: &[usize]) {
         let mut rest = indices;
         while let Some(&first) = rest.first() {

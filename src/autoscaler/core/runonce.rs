@@ -277,10 +277,11 @@ impl RunOnce {
         health
     }
 
-    /// The view is checked (`on_nodes` pods on nodes, DaemonSet pods aside); our deletions take their next step, unless the view lost its pods (and our
-    /// ToBeDeleted taints an earlier run left come off, once); the replacements waiting for their new node
-    /// are followed. Returns the nodes on their way out (ours, and any carrying the ToBeDeleted taint: ours
-    /// from an earlier run that was not just removed, or another autoscaler's), and what happened.
+    /// The view is checked (`on_nodes` pods on nodes, DaemonSet pods aside); our deletions take their next
+    /// step, unless the view lost its pods (and our ToBeDeleted taints an earlier run left come off, once);
+    /// the replacements waiting for their new node are followed. Returns the nodes on their way out (ours,
+    /// and any carrying the ToBeDeleted taint: ours from an earlier run that was not just removed, or another
+    /// autoscaler's), and what happened.
     async fn deletions_in_progress(
         &mut self,
         view: &ClusterView,
