@@ -62,6 +62,12 @@ fn a_dry_run_over_a_snapshot_serves_health_metrics_and_its_decisions() {
         metrics.contains("ekscale_scaled_up_nodes_total 0"),
         "{metrics}"
     );
+    // Its loops run without transparent huge pages (a first touch of fresh memory zeroes 4 KiB, not 2 MiB),
+    // on kernels that say so (5.0 and later).
+    let status = std::fs::read_to_string(format!("/proc/{}/status", companion.child.id())).unwrap();
+    if let Some(line) = status.lines().find(|l| l.starts_with("THP_enabled:")) {
+        assert_eq!(line.split_whitespace().nth(1), Some("0"), "{line}");
+    }
 }
 
 #[test]

@@ -51,6 +51,7 @@ pub async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
         .await
         .map_err(|e| Failure::Usage(e.to_string()))?;
     let client = connecting.await.map_err(|e| Failure::Loop(e.to_string()))?;
+    small_pages();
     let mut once = RunOnce::new(client, settings);
     let now = view.now.unwrap_or_else(SystemTime::now);
     let status = once
@@ -73,12 +74,26 @@ pub async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Transparent huge pages off from here on, once the cluster has been read. mimalloc asks for huge pages, so
+/// the first touch of a fresh 2 MiB region zeroes all of it. That suits reading a snapshot or a cluster's
+/// first lists (hundreds of megabytes, filled densely), not a loop, whose first touches of fresh memory are
+/// few and scattered (under 1 MiB in upstream's 51,000-pod loop) and each zeroed a whole huge page: 0.25-3.5
+/// ms each on the machines measured (BENCHMARKS.md). Where the kernel refuses (an old one, a sandbox), the
+/// process goes on as it was.
+fn small_pages() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::thread::disable_transparent_huge_pages(true) {
+        tracing::debug!(error = %e, "transparent huge pages left as they are");
+    }
+}
+
 /// The loop: over the live cluster (kube-rs watches; `--kubeconfig` or in-cluster) or a `--snapshot`, one
 /// RunOnce every scan interval, and early when a pod turns Unschedulable. A snapshot cannot be changed, so
 /// over one scale-down is reported, never carried out.
 pub async fn run(args: RunArgs) -> Result<(), Failure> {
     let client = args.provider.client().map_err(Failure::Usage)?;
     let sources = args.sources().await?;
+    small_pages();
     let settings = (args.decisions)
         .settings(true, !args.dry_run, sources.kube.is_some())
         .map_err(Failure::Usage)?;
