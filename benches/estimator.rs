@@ -1,8 +1,10 @@
 //! The estimator (scale-up planning over every node group) at 100 / 1,000 / 10,000 pending pods x 1 / 10 /
 //! 50 node groups, on two pod mixes: "deployments" (20 shapes, as replicas of Deployments are) and
 //! "distinct" (every pod a shape of its own, the worst case for equivalence groups). Then the packing
-//! quality: nodes ours vs cluster-autoscaler's ordering vs the lower bound, on those mixes and Karpenter's
-//! scheduling-benchmark mix.
+//! quality: nodes ours vs cluster-autoscaler's ordering vs the lower bound, on those mixes, Karpenter's
+//! scheduling-benchmark mix and memory-heavy mixes on r5.xlarge. With `ESTIMATOR_MIX_DIR=<dir>` the
+//! memory-heavy mixes are also written there as JSON (`{"node": [cpu m, MiB, pods], "groups": [[cpu m,
+//! bytes, count], ...]}`), so that cluster-autoscaler's own estimator can be run on the same pods.
 
 // The allocator the shipped companion runs with (src/bin/ekscale-autoscaler.rs).
 #[global_allocator]
@@ -257,6 +259,7 @@ fn estimator(c: &mut Criterion) {
         group.finish();
     }
     quality();
+    memory_heavy_quality();
 }
 
 /// Nodes for each mix on one group of each shape: ours, cluster-autoscaler's own search alone, and the
@@ -319,6 +322,96 @@ fn quality() {
                 upstream.node_count(),
                 (ours.node_count() as f64 / bound as f64 - 1.0) * 100.0
             );
+        }
+    }
+}
+
+/// Memory-heavy mix `seed`: 1,884 pods in 16 shapes (cpu 100-1000m, memory 1-14 GiB), as services with
+/// large heaps ask; the counts split 1,884 at 15 random points.
+fn memory_heavy(seed: u64) -> Vec<(Resources, u64)> {
+    const GIB_HALVES: [u64; 11] = [2, 3, 4, 6, 8, 10, 12, 16, 20, 24, 28];
+    let mut rng = StdRng::seed_from_u64(seed);
+    let shapes: Vec<Resources> = (0..16)
+        .map(|_| Resources {
+            cpu_millis: rng.random_range(2..=20) * 50,
+            memory_bytes: GIB_HALVES[rng.random_range(0..GIB_HALVES.len())] * 512 * MI,
+            pods: 1,
+            ..Default::default()
+        })
+        .collect();
+    let mut cuts: Vec<u64> = rand::seq::index::sample(&mut rng, 1883, 15)
+        .into_iter()
+        .map(|c| c as u64 + 1)
+        .collect();
+    cuts.sort_unstable();
+    cuts.push(1884);
+    let counts = cuts
+        .iter()
+        .scan(0, |at, &c| Some(c - std::mem::replace(at, c)));
+    shapes.into_iter().zip(counts).collect()
+}
+
+/// Nodes for the memory-heavy mixes on r5.xlarge: ours, upstream's search alone, the lower bound.
+fn memory_heavy_quality() {
+    let dump = std::env::var_os("ESTIMATOR_MIX_DIR").map(std::path::PathBuf::from);
+    println!("\nmemory-heavy mixes (1,884 pods, one r5.xlarge group):");
+    println!("seed | pods placed | ours | upstream | lower bound | ours over bound");
+    let shape = 4;
+    let (cpu, mem, slots) = SHAPES[shape];
+    for seed in 0..12 {
+        let mix = memory_heavy(seed);
+        let pods: Vec<(Pod, u64)> = (mix.iter().enumerate())
+            .map(|(i, &(demand, count))| {
+                (Pod::pending("default", &format!("m-{i}"), demand), count)
+            })
+            .collect();
+        let mut topology = Topology::default();
+        for (pod, _) in &pods {
+            topology.register(pod);
+        }
+        let terms: Vec<PodTerms> = pods.iter().map(|(p, _)| topology.resolve(p)).collect();
+        let template = topology.place(template(shape), Some(0), PlaceKind::Planned);
+        let demands: Vec<Demand> = (pods.iter().zip(&terms))
+            .map(|((pod, count), terms)| Demand {
+                pod,
+                terms,
+                count: *count,
+            })
+            .collect();
+        let limits = binpack::Limits {
+            max_nodes: u64::MAX,
+            deadline: None,
+        };
+        let templates = binpack::Templates::one(&template);
+        let ours = binpack::estimate(&topology, &[], templates, &demands, limits);
+        let upstream = binpack::pack(
+            &topology,
+            &[],
+            templates,
+            &demands,
+            limits,
+            Ordering::Upstream,
+        );
+        let a = template.node.allocatable;
+        let sum = |f: fn(&Resources) -> u64| mix.iter().map(|(r, c)| f(r) * c).sum::<u64>();
+        let bound = sum(|r| r.cpu_millis)
+            .div_ceil(a.cpu_millis)
+            .max(sum(|r| r.memory_bytes).div_ceil(a.memory_bytes))
+            .max(sum(|r| r.pods).div_ceil(a.pods));
+        println!(
+            "{seed} | {} | {} | {} | {bound} | {:.2}%",
+            ours.pods_placed(),
+            ours.node_count(),
+            upstream.node_count(),
+            (ours.node_count() as f64 / bound as f64 - 1.0) * 100.0
+        );
+        if let Some(dir) = &dump {
+            let groups: Vec<[u64; 3]> = (mix.iter())
+                .map(|(r, c)| [r.cpu_millis, r.memory_bytes, *c])
+                .collect();
+            let json = serde_json::json!({"node": [cpu, mem, slots], "groups": groups});
+            let path = dir.join(format!("memory-heavy-{seed}.json"));
+            std::fs::write(&path, json.to_string()).expect("ESTIMATOR_MIX_DIR is writable");
         }
     }
 }
