@@ -2,7 +2,9 @@
 //! far with room for this pod". Scanning every node makes that O(groups x nodes), which is what makes
 //! upstream's estimator slow on many distinct pods. This tree keeps, over the nodes in the order they were
 //! added, the per-resource maximum of what is free in each subtree, so a search skips whole runs of nodes
-//! that cannot hold the pod and still returns the same node a scan would.
+//! that cannot hold the pod and still returns the same node a scan would. For best fit it can also keep the
+//! least room left in each subtree, so that "the node with the least room that holds this pod" passes over
+//! the subtrees that cannot beat the best node found so far.
 
 use crate::model::Resources;
 
@@ -29,6 +31,24 @@ pub struct FreeTree {
     len: usize,
     /// Heap layout: node 1 is the root, leaves start at `width`.
     max: Vec<Key>,
+    /// How room is weighed, when the tree keeps it ([`FreeTree::with_rooms`]).
+    rooms: Option<Weights>,
+    /// The least room in each subtree, laid out as `max` (`u128::MAX` where no node is); empty unless kept.
+    least: Vec<u128>,
+}
+
+/// Room as cpu and memory shares of an empty node, summed: cpu/C + memory/M, multiplied out by C*M so
+/// that it compares exactly.
+#[derive(Clone, Copy, Debug)]
+struct Weights {
+    cpu: u128,
+    memory: u128,
+}
+
+impl Weights {
+    fn room(&self, free: &Resources) -> u128 {
+        u128::from(free.cpu_millis) * self.cpu + u128::from(free.memory_bytes) * self.memory
+    }
 }
 
 impl FreeTree {
@@ -42,7 +62,20 @@ impl FreeTree {
             width,
             len: 0,
             max: vec![[0; 5]; 2 * width],
+            ..FreeTree::default()
         }
+    }
+
+    /// A tree that also keeps each node's room (its cpu and memory as shares of `full`, an empty node's),
+    /// for [`FreeTree::least_room`].
+    pub fn with_rooms(nodes: usize, full: &Resources) -> FreeTree {
+        let mut tree = FreeTree::with_capacity(nodes);
+        tree.rooms = Some(Weights {
+            cpu: u128::from(full.memory_bytes),
+            memory: u128::from(full.cpu_millis),
+        });
+        tree.least = vec![u128::MAX; tree.max.len()];
+        tree
     }
 
     /// Adds a node at the end.
@@ -55,6 +88,15 @@ impl FreeTree {
             for n in (1..width).rev() {
                 max[n] = merge(&max[2 * n], &max[2 * n + 1]);
             }
+            if self.rooms.is_some() {
+                let mut least = vec![u128::MAX; 2 * width];
+                least[width..width + self.len]
+                    .copy_from_slice(&self.least[self.width..self.width + self.len]);
+                for n in (1..width).rev() {
+                    least[n] = least[2 * n].min(least[2 * n + 1]);
+                }
+                self.least = least;
+            }
             self.width = width;
             self.max = max;
         }
@@ -66,6 +108,9 @@ impl FreeTree {
     pub fn pop(&mut self) {
         if self.len > 0 {
             self.set(self.len - 1, &Resources::default());
+            if self.rooms.is_some() {
+                self.set_least(self.len - 1, u128::MAX);
+            }
             self.len -= 1;
         }
     }
@@ -78,6 +123,53 @@ impl FreeTree {
             n /= 2;
             self.max[n] = merge(&self.max[2 * n], &self.max[2 * n + 1]);
         }
+        if let Some(weights) = self.rooms {
+            self.set_least(i, weights.room(free));
+        }
+    }
+
+    fn set_least(&mut self, i: usize, room: u128) {
+        let mut n = self.width + i;
+        self.least[n] = room;
+        while n > 1 {
+            n /= 2;
+            self.least[n] = self.least[2 * n].min(self.least[2 * n + 1]);
+        }
+    }
+
+    /// Best fit: the node with the least room (as [`FreeTree::with_rooms`] weighs it) among those whose free
+    /// resources hold `demand` and that `takes` accepts; of equals, the first. Subtrees without room for the
+    /// pod, or whose least room is no less than the best found so far, are passed over.
+    pub fn least_room(&self, demand: &Resources, takes: impl Fn(usize) -> bool) -> Option<usize> {
+        assert!(self.rooms.is_some(), "a tree made with_rooms");
+        let mut best = None;
+        if self.len > 0 {
+            self.least_under(1, &key(demand), &takes, &mut best);
+        }
+        best.map(|(_, i)| i)
+    }
+
+    /// Left subtrees first: whatever a later subtree holds comes after every node found before it, so one
+    /// that only equals the best cannot replace it.
+    fn least_under(
+        &self,
+        n: usize,
+        want: &Key,
+        takes: &impl Fn(usize) -> bool,
+        best: &mut Option<(u128, usize)>,
+    ) {
+        if !holds(&self.max[n], want) || best.is_some_and(|(room, _)| self.least[n] >= room) {
+            return;
+        }
+        if n >= self.width {
+            let i = n - self.width;
+            if i < self.len && takes(i) {
+                *best = Some((self.least[n], i));
+            }
+            return;
+        }
+        self.least_under(2 * n, want, takes, best);
+        self.least_under(2 * n + 1, want, takes, best);
     }
 
     /// The first node whose free resources hold `demand`.
@@ -183,6 +275,60 @@ mod tests {
             }
             agrees_with_a_scan(&tree, &nodes);
         }
+    }
+
+    #[test]
+    fn least_room_finds_what_a_scan_finds() {
+        let full = free(1000, 1000);
+        let room = |f: &Resources| f.cpu_millis + f.memory_bytes;
+        let nodes: Vec<Resources> = (0..300u64)
+            .map(|i| free(i * 37 % 1000, i * 91 % 1000))
+            .collect();
+        // Grown from nothing and sized for more; then nodes filled, and the last ones taken out again.
+        for capacity in [0, 1000] {
+            let mut tree = FreeTree::with_rooms(capacity, &full);
+            let mut nodes = nodes.clone();
+            for n in &nodes {
+                tree.push(n);
+            }
+            for round in 0..3 {
+                for d in 0..100u64 {
+                    let want = free(d * 13 % 1000, d * 29 % 1000);
+                    // Every third node refused, as a zone would refuse it.
+                    let takes = |i: usize| i % 3 != d as usize % 3;
+                    let scan = (0..nodes.len())
+                        .filter(|&i| nodes[i].fits(&want) && takes(i))
+                        .min_by_key(|&i| room(&nodes[i]));
+                    assert_eq!(
+                        tree.least_room(&want, takes),
+                        scan,
+                        "round {round}, {want:?}"
+                    );
+                }
+                for (i, n) in nodes.iter_mut().enumerate().step_by(5 + round) {
+                    *n = free(n.cpu_millis / 2, n.memory_bytes * 3 / 4);
+                    tree.set(i, n);
+                }
+                for _ in 0..40 {
+                    nodes.pop();
+                    tree.pop();
+                }
+            }
+        }
+        // Ties go to the first node.
+        let mut tree = FreeTree::with_rooms(4, &full);
+        for n in [
+            free(100, 900),
+            free(500, 500),
+            free(900, 100),
+            free(500, 500),
+        ] {
+            tree.push(&n);
+        }
+        assert_eq!(tree.least_room(&free(100, 100), |_| true), Some(0));
+        assert_eq!(tree.least_room(&free(200, 100), |_| true), Some(1));
+        assert_eq!(tree.least_room(&free(200, 100), |i| i != 1), Some(2));
+        assert_eq!(tree.least_room(&free(600, 600), |_| true), None);
     }
 
     fn agrees_with_a_scan(tree: &FreeTree, nodes: &[Resources]) {
