@@ -107,33 +107,31 @@ impl FreeTree {
     /// Removes the node added last.
     pub fn pop(&mut self) {
         if self.len > 0 {
-            self.set(self.len - 1, &Resources::default());
-            if self.rooms.is_some() {
-                self.set_least(self.len - 1, u128::MAX);
-            }
+            // No node there: no room to count either.
+            self.set_leaf(self.len - 1, &Resources::default(), u128::MAX);
             self.len -= 1;
         }
     }
 
     /// Node `i` now has `free` left.
     pub fn set(&mut self, i: usize, free: &Resources) {
+        let room = self.rooms.map_or(u128::MAX, |weights| weights.room(free));
+        self.set_leaf(i, free, room);
+    }
+
+    fn set_leaf(&mut self, i: usize, free: &Resources, room: u128) {
+        let keeps_rooms = self.rooms.is_some();
         let mut n = self.width + i;
         self.max[n] = key(free);
+        if keeps_rooms {
+            self.least[n] = room;
+        }
         while n > 1 {
             n /= 2;
             self.max[n] = merge(&self.max[2 * n], &self.max[2 * n + 1]);
-        }
-        if let Some(weights) = self.rooms {
-            self.set_least(i, weights.room(free));
-        }
-    }
-
-    fn set_least(&mut self, i: usize, room: u128) {
-        let mut n = self.width + i;
-        self.least[n] = room;
-        while n > 1 {
-            n /= 2;
-            self.least[n] = self.least[2 * n].min(self.least[2 * n + 1]);
+            if keeps_rooms {
+                self.least[n] = self.least[2 * n].min(self.least[2 * n + 1]);
+            }
         }
     }
 

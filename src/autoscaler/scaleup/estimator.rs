@@ -58,16 +58,6 @@ impl<'a> Templates<'a> {
         &self.zones[0]
     }
 
-    /// Whether some zone's template takes the pod (what none takes, no node added here takes); when not,
-    /// why the first does not.
-    fn any_takes(&self, pod: &Pod) -> Result<(), Option<Unfit>> {
-        let takes = |t: &Place| predicates::node_fit(&pod.scheduling, &t.node).is_ok();
-        if self.zones.iter().any(takes) {
-            return Ok(());
-        }
-        Err(predicates::node_fit(&pod.scheduling, &self.first().node).err())
-    }
-
     /// The zones whose template the pod's node selector, affinity and taints pass, fewest nodes first (ties
     /// in the group's order of zones): where the Auto Scaling group's zone balancing launches next.
     fn launch_order(&self, pod: &Pod, added: &[u64]) -> Vec<usize> {
@@ -84,11 +74,18 @@ impl<'a> Templates<'a> {
 struct Zones(Option<Vec<bool>>);
 
 impl Zones {
-    fn of(templates: Templates, pod: &Pod) -> Zones {
-        let takes: Vec<bool> = (templates.zones.iter())
-            .map(|t| predicates::node_fit(&pod.scheduling, &t.node).is_ok())
-            .collect();
-        Zones(Some(takes).filter(|t| !t.iter().all(|&z| z)))
+    /// The zones of `templates` that take the pod, found once per demand and search; when none does (what
+    /// none takes, no node added here takes), why the first does not.
+    fn of(templates: Templates, pod: &Pod) -> Result<Zones, Option<Unfit>> {
+        let fits = |t: &Place| predicates::node_fit(&pod.scheduling, &t.node);
+        if let [only] = templates.zones {
+            return fits(only).map(|()| Zones(None)).map_err(Some);
+        }
+        let takes: Vec<bool> = templates.zones.iter().map(|t| fits(t).is_ok()).collect();
+        if !takes.contains(&true) {
+            return Err(fits(templates.first()).err());
+        }
+        Ok(Zones(Some(takes).filter(|t| t.contains(&false))))
     }
 
     /// Whether the pod may go on a node of every zone.
@@ -501,22 +498,23 @@ pub fn pack(
     };
     let mut placed = vec![0u64; demands.len()];
     let mut unfit = vec![None; demands.len()];
-    if matches!(ordering, Ordering::NodeDotProduct | Ordering::NodeL2Norm) {
+    let runs = if ordering.node_by_node() {
         node_by_node(&mut packing, demands, &mut placed, &mut unfit, ordering);
-    }
-    let runs = if ordering.by_requests() && ordering != Ordering::BestFit {
         Vec::new()
     } else {
         runs(demands, templates.first(), ordering)
     };
     for run in &runs {
-        let mut fillings: Vec<(usize, Filling, u64)> = Vec::with_capacity(run.len());
+        let mut fillings: Vec<(usize, Filling, Zones, u64)> = Vec::with_capacity(run.len());
         for &d in run {
             let demand = demands[d];
-            if let Err(why) = templates.any_takes(demand.pod) {
-                unfit[d] = why;
-                continue;
-            }
+            let zones = match Zones::of(templates, demand.pod) {
+                Ok(zones) => zones,
+                Err(why) => {
+                    unfit[d] = why;
+                    continue;
+                }
+            };
             let filling = Filling::new(demand.pod, demand.terms);
             // Tied groups are taken a part of a node at a time, in turn, so that pods heavy on cpu and
             // pods heavy on memory that score alike share nodes, as they would one pod at a time.
@@ -532,15 +530,15 @@ pub fn pack(
                 );
                 (per_node / 8).clamp(1, demand.count)
             };
-            fillings.push((d, filling, chunk));
+            fillings.push((d, filling, zones, chunk));
         }
         while !fillings.is_empty() {
-            fillings.retain_mut(|(d, filling, chunk)| {
+            fillings.retain_mut(|(d, filling, zones, chunk)| {
                 let want = (demands[*d].count - placed[*d]).min(*chunk);
                 let (done, why) = match ordering {
-                    Ordering::Upstream => upstream(&mut packing, filling, *d, want),
-                    Ordering::BestFit => best_fit(&mut packing, filling, *d, want),
-                    _ => first_fit(&mut packing, filling, *d, want),
+                    Ordering::Upstream => upstream(&mut packing, filling, zones, *d, want),
+                    Ordering::BestFit => best_fit(&mut packing, filling, zones, *d, want),
+                    _ => first_fit(&mut packing, filling, zones, *d, want),
                 };
                 placed[*d] += done;
                 unfit[*d] = why;
@@ -624,15 +622,18 @@ fn offer_again(
                 continue;
             }
             partners_then[d] = Some(partners);
+            let Ok(zones) = Zones::of(packing.templates, demand.pod) else {
+                continue;
+            };
             let mut filling = Filling::new(demand.pod, demand.terms);
             let want = demand.count - placed[d];
             let templates = packing.templates.zones;
             let (k, why) =
                 if (templates.iter()).any(|t| packing.topology.affinity_holds(demand.terms, t)) {
                     // A new node would hold it: the plan's nodes, then new ones.
-                    first_fit(packing, &mut filling, d, want)
+                    first_fit(packing, &mut filling, &zones, d, want)
                 } else {
-                    let k = offer_plan(packing, &mut filling, d, want);
+                    let k = offer_plan(packing, &mut filling, &zones, d, want);
                     (k, unfit[d].clone())
                 };
             placed[d] += k;
@@ -646,16 +647,20 @@ fn offer_again(
 }
 
 /// Up to `want` pods on the plan's nodes that hold their affinity, in order; returns how many.
-fn offer_plan(packing: &mut Packing, filling: &mut Filling, d: usize, want: u64) -> u64 {
+fn offer_plan(
+    packing: &mut Packing,
+    filling: &mut Filling,
+    zones: &Zones,
+    d: usize,
+    want: u64,
+) -> u64 {
     let terms = filling.terms();
-    let zones = Zones::of(packing.templates, filling.pod());
     let mut done = 0;
     let open = (packing.marks).open(&packing.topology, terms, packing.nodes.len());
     let mut at = packing.next_fit(&open, filling.pod(), 0);
     while let Some(n) = at.filter(|_| done < want) {
         // Most nodes hold no partner: asked first, before the pod's whole fit.
-        if packing.in_zones(&zones, n)
-            && (packing.topology).affinity_holds(terms, &packing.nodes[n])
+        if packing.in_zones(zones, n) && (packing.topology).affinity_holds(terms, &packing.nodes[n])
         {
             done += packing.fill(filling, d, n, want - done).0;
         }
@@ -670,6 +675,7 @@ fn offer_plan(packing: &mut Packing, filling: &mut Filling, d: usize, want: u64)
 fn first_fit(
     packing: &mut Packing,
     filling: &mut Filling,
+    zones: &Zones,
     d: usize,
     count: u64,
 ) -> (u64, Option<Unfit>) {
@@ -677,7 +683,6 @@ fn first_fit(
     let mut remaining = count;
     // Through the tree when only resources matter (extended resources are not in the tree), and the pod may
     // go on a node of any zone (the tree does not know zones).
-    let zones = Zones::of(packing.templates, pod);
     let resources_only = filling.simple() && pod.extended.is_empty() && zones.all();
     let mut offer = true;
     loop {
@@ -698,7 +703,7 @@ fn first_fit(
                     (packing.marks).open(&packing.topology, filling.terms(), packing.nodes.len());
                 let mut at = packing.next_fit(&open, pod, 0);
                 while let Some(n) = at.filter(|_| remaining > 0) {
-                    if packing.in_zones(&zones, n) {
+                    if packing.in_zones(zones, n) {
                         let (k, why) = packing.fill(filling, d, n, remaining);
                         remaining -= k;
                         progress |= k > 0;
@@ -738,14 +743,14 @@ fn requests_alone(demands: &[Demand]) -> bool {
 fn best_fit(
     packing: &mut Packing,
     filling: &mut Filling,
+    zones: &Zones,
     d: usize,
     count: u64,
 ) -> (u64, Option<Unfit>) {
     let pod = filling.pod();
-    let zones = Zones::of(packing.templates, pod);
     let mut remaining = count;
     while remaining > 0 {
-        let best = (packing.tree).least_room(&pod.demand, |n| packing.in_zones(&zones, n));
+        let best = (packing.tree).least_room(&pod.demand, |n| packing.in_zones(zones, n));
         let k = match best {
             Some(n) => packing.fill(filling, d, n, remaining).0,
             None => {
@@ -779,11 +784,11 @@ fn node_by_node(
     // Each demand that some zone takes: its filling, the zones that take it, its requests as shares.
     let mut open: Vec<(usize, Filling, Zones, Shares)> = Vec::with_capacity(demands.len());
     for (d, demand) in demands.iter().enumerate() {
-        match packing.templates.any_takes(demand.pod) {
-            Ok(()) => open.push((
+        match Zones::of(packing.templates, demand.pod) {
+            Ok(zones) => open.push((
                 d,
                 Filling::new(demand.pod, demand.terms),
-                Zones::of(packing.templates, demand.pod),
+                zones,
                 shares(&demand.pod.demand, &full),
             )),
             Err(why) => unfit[d] = why,
@@ -902,11 +907,11 @@ fn node_score(ordering: Ordering, want: &Shares, room: &Shares) -> f64 {
 fn upstream(
     packing: &mut Packing,
     filling: &mut Filling,
+    zones: &Zones,
     d: usize,
     count: u64,
 ) -> (u64, Option<Unfit>) {
     let pod = filling.pod();
-    let zones = Zones::of(packing.templates, pod);
     let resources_only = filling.simple() && pod.extended.is_empty() && zones.all();
     let mut done = 0;
     // On the nodes added so far, one pod at a time.
@@ -920,8 +925,8 @@ fn upstream(
             packing.tree.first_from(start, &pod.demand)
         } else {
             let open = (packing.marks).open(&packing.topology, filling.terms(), len);
-            (packing.first_taking(filling, &zones, &open, start, len))
-                .or_else(|| packing.first_taking(filling, &zones, &open, 0, start))
+            (packing.first_taking(filling, zones, &open, start, len))
+                .or_else(|| packing.first_taking(filling, zones, &open, 0, start))
         };
         let Some(n) = found else { break };
         let (k, _) = packing.fill(filling, d, n, 1);
@@ -934,7 +939,7 @@ fn upstream(
     // The rest on the node added last, or on new ones.
     while done < count {
         let last = packing.nodes.len().checked_sub(1);
-        if let Some(last) = last.filter(|&n| packing.in_zones(&zones, n)) {
+        if let Some(last) = last.filter(|&n| packing.in_zones(zones, n)) {
             // Only what this group's pods can take: the node is theirs alone from here on.
             let (k, _) = packing.fill(filling, d, last, count - done);
             done += k;
