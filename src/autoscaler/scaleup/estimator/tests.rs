@@ -1,0 +1,1111 @@
+//! The estimator's tests: hand-computed mixes for each search, and properties over random ones.
+
+use super::*;
+use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
+use crate::model::pod::{HostPort, PodAffinityTerm, Scheduling, SpreadConstraint};
+use crate::model::selector::LabelSelector;
+use crate::model::{Node, Resources};
+use crate::simulator::predicates::Unfit;
+use crate::simulator::topology::{PlaceKind, PodTerms};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+const GI: u64 = 1 << 30;
+
+fn node(cpu: u64, mem_gi: u64, pods: u64) -> Arc<Node> {
+    Arc::new(Node {
+        name: "template".into(),
+        labels: [
+            (HOSTNAME_LABEL.to_string(), "template".to_string()),
+            (ZONE_LABEL.to_string(), "us-east-1a".to_string()),
+        ]
+        .into(),
+        allocatable: Resources {
+            cpu_millis: cpu,
+            memory_bytes: mem_gi * GI,
+            pods,
+            ..Default::default()
+        },
+        ready: true,
+        ..Default::default()
+    })
+}
+
+fn pod(app: &str, cpu: u64, mem_mi: u64, scheduling: Scheduling) -> Pod {
+    Pod {
+        demand: Resources {
+            cpu_millis: cpu,
+            memory_bytes: mem_mi << 20,
+            pods: 1,
+            ..Default::default()
+        },
+        scheduling: Arc::new(scheduling),
+        ..crate::simulator::equivalence::tests::pod(app, app, 0)
+    }
+}
+
+/// A pod affinity (or anti-affinity) term on pods labelled `app: app` in `default`, per `key` domain.
+fn term(app: &str, key: &str) -> PodAffinityTerm {
+    PodAffinityTerm {
+        selector: app_selector(app),
+        namespaces: Some(vec!["default".into()]),
+        topology_key: key.into(),
+    }
+}
+
+/// `count` pods that ask for resources only.
+fn plain(app: &str, cpu: u64, mem_mi: u64, count: u64) -> (Pod, u64) {
+    (pod(app, cpu, mem_mi, Scheduling::default()), count)
+}
+
+/// `groups` packed in `ordering` alone, onto at most 100 copies of `template`.
+fn alone(template: &Arc<Node>, groups: &[(Pod, u64)], ordering: Ordering) -> Estimate {
+    run_with(template.clone(), groups, 100, 0, Some(ordering))
+}
+
+/// Packs `groups` (pod, count) onto copies of `template` with no other nodes around.
+fn run(template: Arc<Node>, groups: &[(Pod, u64)], max_nodes: u64) -> Estimate {
+    run_beside(template, groups, max_nodes, 0)
+}
+
+/// The same beside `full` existing nodes like the template but with no room left.
+fn run_beside(template: Arc<Node>, groups: &[(Pod, u64)], max_nodes: u64, full: usize) -> Estimate {
+    run_with(template, groups, max_nodes, full, None)
+}
+
+/// The same in one `ordering` only, or in the estimator's choice of them.
+fn run_with(
+    template: Arc<Node>,
+    groups: &[(Pod, u64)],
+    max_nodes: u64,
+    full: usize,
+    ordering: Option<Ordering>,
+) -> Estimate {
+    let mut topology = Topology::default();
+    for (p, _) in groups {
+        topology.register(p);
+    }
+    let terms: Vec<PodTerms> = groups.iter().map(|(p, _)| topology.resolve(p)).collect();
+    let existing: Vec<Place> = (0..full)
+        .map(|_| {
+            let mut place = topology.place(template.clone(), None, PlaceKind::Existing);
+            place.free = Resources::default();
+            place
+        })
+        .collect();
+    let template = topology.place(template, Some(0), PlaceKind::Planned);
+    let demands = demands(groups, &terms);
+    let limits = Limits {
+        max_nodes,
+        deadline: None,
+    };
+    let templates = Templates::one(&template);
+    match ordering {
+        None => estimate(&topology, &existing, templates, &demands, limits),
+        Some(o) => pack(&topology, &existing, templates, &demands, limits, o),
+    }
+}
+
+/// Each (pod, count) with its terms, as the estimator takes them.
+fn demands<'a>(groups: &'a [(Pod, u64)], terms: &'a [PodTerms]) -> Vec<Demand<'a>> {
+    groups
+        .iter()
+        .zip(terms)
+        .map(|((pod, count), terms)| Demand {
+            pod,
+            terms,
+            count: *count,
+        })
+        .collect()
+}
+
+fn lower_bound(template: &Node, groups: &[(Pod, u64)]) -> u64 {
+    let sum = |f: fn(&Resources) -> u64| groups.iter().map(|(p, n)| f(&p.demand) * n).sum::<u64>();
+    let a = template.allocatable;
+    [
+        sum(|r| r.cpu_millis).div_ceil(a.cpu_millis),
+        sum(|r| r.memory_bytes).div_ceil(a.memory_bytes),
+        sum(|r| r.pods).div_ceil(a.pods),
+    ]
+    .into_iter()
+    .max()
+    .unwrap()
+}
+
+#[test]
+fn identical_pods_pack_to_the_lower_bound_in_closed_form() {
+    let template = node(4000, 16, 110);
+    let groups = [plain("web", 500, 1024, 10_000)];
+    let estimate = run(template.clone(), &groups, 100_000);
+    assert_eq!(estimate.pods_placed(), 10_000);
+    assert_eq!(
+        estimate.node_count() as u64,
+        lower_bound(&template, &groups)
+    );
+    assert_eq!(estimate.node_count(), 1250, "8 per node by cpu");
+    // The nodes were planned into one vector sized once (1,250 and a sixteenth, and 8), never regrown.
+    assert_eq!(estimate.nodes.capacity(), 1250 + 78 + 8);
+    // Where the limit is lower, it is the size.
+    assert_eq!(run(template.clone(), &groups, 300).nodes.capacity(), 300);
+    // Upstream's search meets the bound here: nothing can beat it, and nothing else is packed. One pod
+    // fewer placed, or one node more, and another ordering might.
+    let upstream = run_with(template, &groups, 100_000, 0, Some(Ordering::Upstream));
+    assert!(unbeatable(&upstream, 10_000, 1250));
+    assert!(!unbeatable(&upstream, 10_001, 1250));
+    assert!(!unbeatable(&upstream, 10_000, 1249));
+}
+
+#[test]
+fn mixed_sizes_pack_as_hand_computed() {
+    // 4 CPU nodes. 3 x 2500m and 3 x 1500m pair up perfectly: 3 nodes, the lower bound.
+    let template = node(4000, 64, 110);
+    let groups = [plain("small", 1500, 100, 3), plain("big", 2500, 100, 3)];
+    let estimate = run(template.clone(), &groups, 100);
+    assert_eq!(estimate.node_count(), 3);
+    assert_eq!(lower_bound(&template, &groups), 3);
+    // Memory-bound and cpu-bound pods share nodes: 2 nodes by either resource's sum.
+    let template = node(4000, 8, 110);
+    let groups = [plain("cpu", 1800, 512, 4), plain("mem", 100, 3584, 4)];
+    let estimate = run(template.clone(), &groups, 100);
+    assert_eq!(estimate.pods_placed(), 8);
+    assert_eq!(
+        estimate.node_count() as u64,
+        lower_bound(&template, &groups)
+    );
+}
+
+#[test]
+fn pods_per_node_bind_too() {
+    let template = node(64_000, 256, 29);
+    let groups = [plain("tiny", 10, 10, 100)];
+    assert_eq!(
+        run(template, &groups, 100).node_count(),
+        4,
+        "29 pods a node"
+    );
+}
+
+#[test]
+fn limits_stop_adding_nodes_and_say_so() {
+    let template = node(4000, 16, 110);
+    let groups = [plain("web", 1000, 100, 100)];
+    let estimate = run(template, &groups, 5);
+    assert_eq!(estimate.node_count(), 5);
+    assert_eq!(estimate.pods_placed(), 20);
+    assert_eq!(estimate.stopped, Some(Stop::NodeLimit));
+}
+
+#[test]
+fn pods_too_big_for_an_empty_node_are_unfit_with_the_reason() {
+    let template = node(2000, 8, 110);
+    let groups = [plain("huge", 3000, 100, 2)];
+    let estimate = run(template, &groups, 100);
+    assert_eq!(estimate.node_count(), 0);
+    assert_eq!(
+        estimate.unfit[0],
+        Some(Unfit::Insufficient(vec!["cpu".into()]))
+    );
+}
+
+fn app_selector(app: &str) -> LabelSelector {
+    LabelSelector {
+        match_labels: [("app".to_string(), app.to_string())].into(),
+        expressions: vec![],
+    }
+}
+
+#[test]
+fn hostname_anti_affinity_puts_one_pod_per_node() {
+    let anti = Scheduling {
+        anti_affinity: vec![term("db", HOSTNAME_LABEL)],
+        ..Default::default()
+    };
+    let groups = [(pod("db", 100, 100, anti), 5), plain("web", 100, 100, 10)];
+    let estimate = run(node(4000, 16, 110), &groups, 100);
+    assert_eq!(estimate.node_count(), 5);
+    assert_eq!(estimate.pods_placed(), 15, "web pods fill the db nodes");
+}
+
+#[test]
+fn zone_anti_affinity_allows_one_pod_in_the_templates_zone() {
+    let anti = Scheduling {
+        anti_affinity: vec![term("zk", ZONE_LABEL)],
+        ..Default::default()
+    };
+    let estimate = run(node(4000, 16, 110), &[(pod("zk", 100, 100, anti), 3)], 100);
+    assert_eq!((estimate.node_count(), estimate.pods_placed()), (1, 1));
+    assert_eq!(estimate.unfit[0], Some(Unfit::AntiAffinity));
+}
+
+#[test]
+fn hostname_spread_caps_pods_per_node_at_max_skew() {
+    let spread = Scheduling {
+        spread: vec![SpreadConstraint::new(
+            2,
+            HOSTNAME_LABEL,
+            app_selector("api"),
+        )],
+        ..Default::default()
+    };
+    // A full node that matches counts as a domain with none of the pods: the minimum stays 0.
+    let groups = [(pod("api", 100, 100, spread), 10)];
+    let estimate = run_beside(node(8000, 32, 110), &groups, 100, 1);
+    assert_eq!((estimate.pods_placed(), estimate.node_count()), (10, 5));
+}
+
+#[test]
+fn host_ports_keep_pods_apart_and_affinity_keeps_them_together() {
+    let port = Scheduling {
+        host_ports: vec![HostPort {
+            protocol: "TCP".into(),
+            port: 9100,
+            ip: String::new(),
+        }],
+        ..Default::default()
+    };
+    let estimate = run(
+        node(4000, 16, 110),
+        &[(pod("exporter", 100, 100, port), 3)],
+        100,
+    );
+    assert_eq!(estimate.node_count(), 3);
+
+    let with_cache = Scheduling {
+        affinity: vec![term("cache", HOSTNAME_LABEL)],
+        ..Default::default()
+    };
+    let groups = [
+        plain("cache", 1000, 100, 1),
+        (pod("app", 1000, 100, with_cache), 5),
+    ];
+    let estimate = run(node(4000, 16, 110), &groups, 100);
+    // Only the cache's node satisfies the affinity: 3 apps join it, 2 cannot go anywhere new.
+    assert_eq!(estimate.node_count(), 1);
+    assert_eq!(estimate.placed, [1, 3]);
+    assert_eq!(estimate.unfit[1], Some(Unfit::Affinity));
+}
+
+#[test]
+fn pods_wanting_partners_packed_after_them_are_offered_the_plan_again() {
+    // Each link wants, on its node, a pod of the next link, which is smaller and so packed after it:
+    // tried in score order, every link but the last finds no partner yet.
+    let wanting = |next: &str| Scheduling {
+        affinity: vec![term(next, HOSTNAME_LABEL)],
+        ..Default::default()
+    };
+    let groups = [
+        (pod("a", 1500, 100, wanting("b")), 2),
+        (pod("b", 1000, 100, wanting("c")), 2),
+        plain("c", 500, 100, 2),
+    ];
+    for ordering in ORDERINGS {
+        let estimate = run_with(node(16000, 64, 110), &groups, 100, 0, Some(ordering));
+        assert_eq!(estimate.placed, [2, 2, 2], "{ordering:?}");
+        assert_eq!(estimate.unfit, [None, None, None], "{ordering:?}");
+        // One node holds them all, every link beside its partner.
+        assert_eq!(estimate.node_count(), 1, "{ordering:?}");
+        for place in &estimate.nodes {
+            let apps: Vec<&str> = (place.contents.iter())
+                .map(|&(d, _)| groups[d].0.labels["app"].as_str())
+                .collect();
+            assert!(!apps.contains(&"a") || apps.contains(&"b"), "{apps:?}");
+            assert!(!apps.contains(&"b") || apps.contains(&"c"), "{apps:?}");
+        }
+    }
+    assert_eq!(run(node(16000, 64, 110), &groups, 100).placed, [2, 2, 2]);
+}
+
+#[test]
+fn pods_wanting_a_zone_partner_placed_after_them_get_new_nodes_in_its_zone() {
+    // Three big pods want a `cache` pod in their zone; the cache pod is small and packed after them.
+    // Offered the plan again, two join the cache pod's node and the third needs a node of its own.
+    let in_zone_of_cache = Scheduling {
+        affinity: vec![term("cache", ZONE_LABEL)],
+        ..Default::default()
+    };
+    let groups = [
+        (pod("web", 1000, 6000, in_zone_of_cache), 3),
+        plain("cache", 100, 100, 1),
+    ];
+    for ordering in ORDERINGS {
+        let estimate = run_with(node(4000, 16, 110), &groups, 10, 0, Some(ordering));
+        assert_eq!(estimate.placed, [3, 1], "{ordering:?}");
+        assert_eq!(estimate.unfit, [None, None], "{ordering:?}");
+        assert_eq!(estimate.node_count(), 2, "{ordering:?}");
+    }
+}
+
+#[test]
+fn self_affinity_lets_the_first_pod_start_a_node() {
+    let together = Scheduling {
+        affinity: vec![term("gang", HOSTNAME_LABEL)],
+        ..Default::default()
+    };
+    let estimate = run(
+        node(4000, 16, 110),
+        &[(pod("gang", 1000, 100, together), 4)],
+        100,
+    );
+    assert_eq!((estimate.node_count(), estimate.pods_placed()), (1, 4));
+}
+
+#[test]
+fn upstreams_search_rotates_and_first_fit_beats_it_on_this_mix() {
+    // Two big pods take a node each (1500m / 7Gi left on both). Upstream's rotating search then puts
+    // the two 500m pods one on each node; first fit puts both on the first, which leaves the second
+    // node room for the 1100m pod (whose lower score orders it last) where upstream needs a third.
+    let template = node(4000, 16, 110);
+    let groups = [
+        plain("big", 2500, 9 * 1024, 2),
+        plain("mid", 500, 3 * 1024, 2),
+        plain("cpu", 1100, 0, 1),
+    ];
+    let upstream = alone(&template, &groups, Ordering::Upstream);
+    let first_fit = alone(&template, &groups, Ordering::SumOfShares);
+    assert_eq!((upstream.pods_placed(), upstream.node_count()), (5, 3));
+    assert_eq!((first_fit.pods_placed(), first_fit.node_count()), (5, 2));
+    let mids: Vec<u64> = upstream
+        .nodes
+        .iter()
+        .map(|n| {
+            n.contents
+                .iter()
+                .filter(|(d, _)| *d == 1)
+                .map(|(_, k)| k)
+                .sum()
+        })
+        .collect();
+    assert_eq!(
+        mids,
+        [1, 1, 0],
+        "one mid pod on each of the first two nodes"
+    );
+    let chosen = run(template, &groups, 100);
+    assert_eq!(chosen.node_count(), 2);
+    assert_ne!(chosen.ordering, Ordering::Upstream);
+}
+
+/// Pods placed per node, as (demand, count) in the order put there.
+fn contents(estimate: &Estimate) -> Vec<Vec<(usize, u64)>> {
+    estimate.nodes.iter().map(|n| n.contents.clone()).collect()
+}
+
+#[test]
+fn best_fit_puts_a_pod_where_it_leaves_the_least_room() {
+    // 4 cpu / 16Gi. By score: P, the two S, Q, the two R. First fit puts Q beside P, where it takes the
+    // cpu an R needed, and needs a third node; best fit puts Q beside the S pods (it leaves 0m / 1Gi
+    // there, against 0m / 10Gi beside P), and both R fit beside P.
+    let template = node(4000, 16, 110);
+    let groups = [
+        plain("p", 3000, 3 * 1024, 1),
+        plain("q", 1000, 3 * 1024, 1),
+        plain("r", 500, 4 * 1024, 2),
+        plain("s", 1500, 6 * 1024, 2),
+    ];
+    let first_fit = alone(&template, &groups, Ordering::SumOfShares);
+    assert_eq!(first_fit.node_count(), 3);
+    let best_fit = alone(&template, &groups, Ordering::BestFit);
+    assert_eq!(
+        contents(&best_fit),
+        [vec![(0, 1), (2, 2)], vec![(3, 2), (1, 1)]]
+    );
+    assert_eq!(run(template, &groups, 100).node_count(), 2);
+}
+
+/// Pods per demand on each node.
+fn per_node(estimate: &Estimate) -> Vec<BTreeMap<usize, u64>> {
+    (contents(estimate).iter())
+        .map(|c| {
+            let mut pods = BTreeMap::new();
+            for &(d, k) in c {
+                *pods.entry(d).or_default() += k;
+            }
+            pods
+        })
+        .collect()
+}
+
+#[test]
+fn node_by_node_fills_each_node_with_the_pods_that_suit_its_room() {
+    // 4 cpu / 16Gi; 2 x 500m/3Gi, 3 x 1000m/4Gi, 2 x 2000m/1Gi: 8 cpu, two full nodes (2000 + 1000 + 500
+    // + 500, and 2000 + 1000 + 1000). Every search that takes the shapes in an order needs three; node by
+    // node by the dot product takes, after a 2000m pod, the pods the node's room points to.
+    let template = node(4000, 16, 110);
+    let groups = [
+        plain("a", 500, 3 * 1024, 2),
+        plain("b", 1000, 4 * 1024, 3),
+        plain("c", 2000, 1024, 2),
+    ];
+    for ordering in ORDERINGS.into_iter().filter(|o| !o.node_by_node()) {
+        let other = alone(&template, &groups, ordering);
+        assert_eq!(other.node_count(), 3, "{ordering:?}");
+    }
+    let dot = alone(&template, &groups, Ordering::NodeDotProduct);
+    assert_eq!(
+        per_node(&dot),
+        [[(1, 2), (2, 1)].into(), [(0, 2), (1, 1), (2, 1)].into()]
+    );
+    let chosen = run(template, &groups, 100);
+    assert_eq!(
+        (chosen.node_count(), chosen.ordering),
+        (2, Ordering::NodeDotProduct)
+    );
+}
+
+#[test]
+fn node_by_node_by_the_room_left_packs_where_the_dot_product_does_not() {
+    // 3 x 1000m/3Gi, 2 x 1500m/2Gi, 1 x 2000m/1Gi: two full nodes (2000 + 1000 + 1000, 1500 + 1500 +
+    // 1000), which only the pod that leaves the least room finds.
+    let template = node(4000, 16, 110);
+    let groups = [
+        plain("a", 1000, 3 * 1024, 3),
+        plain("b", 1500, 2 * 1024, 2),
+        plain("c", 2000, 1024, 1),
+    ];
+    let l2 = run_with(
+        template.clone(),
+        &groups,
+        100,
+        0,
+        Some(Ordering::NodeL2Norm),
+    );
+    let dot = alone(&template, &groups, Ordering::NodeDotProduct);
+    assert_eq!((l2.node_count(), dot.node_count()), (2, 3));
+    assert_eq!(
+        per_node(&l2),
+        [[(0, 2), (2, 1)].into(), [(0, 1), (1, 2)].into()]
+    );
+    let chosen = run(template, &groups, 100);
+    assert_eq!(
+        (chosen.node_count(), chosen.ordering),
+        (2, Ordering::NodeL2Norm)
+    );
+}
+
+#[test]
+fn pods_that_depend_on_other_pods_are_not_picked_by_requests() {
+    // Hostname anti-affinity: the searches that pick by requests would not see it, so they do not run.
+    let anti = Scheduling {
+        anti_affinity: vec![term("a", HOSTNAME_LABEL)],
+        ..Default::default()
+    };
+    let template = node(4000, 16, 110);
+    let groups = [
+        (pod("a", 2000, 2 * 1024, anti), 2),
+        plain("b", 1500, 4 * 1024, 2),
+        plain("c", 500, 6 * 1024, 2),
+    ];
+    let chosen = run(template, &groups, 100);
+    assert!(!chosen.ordering.by_requests(), "{:?}", chosen.ordering);
+    assert_eq!(chosen.pods_placed(), 6);
+}
+
+#[test]
+fn upstreams_search_fills_the_last_node_before_adding_one() {
+    // Within one group, once the older nodes are full, upstream tries only the node added last.
+    let template = node(4000, 16, 110);
+    let groups = [plain("web", 1000, 1024, 10)];
+    let upstream = alone(&template, &groups, Ordering::Upstream);
+    let per_node: Vec<u64> = upstream.nodes.iter().map(|n| n.contents[0].1).collect();
+    assert_eq!(per_node, [4, 4, 2]);
+}
+
+/// A group in three zones with `nodes` nodes in each already.
+fn zoned(groups: &[(Pod, u64)], nodes: [u64; 3]) -> Estimate {
+    zoned_with(groups, nodes, None)
+}
+
+/// [`zoned`], in one ordering alone when one is given.
+fn zoned_with(groups: &[(Pod, u64)], nodes: [u64; 3], ordering: Option<Ordering>) -> Estimate {
+    let mut topology = Topology::default();
+    for (p, _) in groups {
+        topology.register(p);
+    }
+    let terms: Vec<PodTerms> = groups.iter().map(|(p, _)| topology.resolve(p)).collect();
+    let zones: Vec<Place> = ["us-east-1a", "us-east-1b", "us-east-1c"]
+        .iter()
+        .map(|zone| {
+            let mut n = (*node(4000, 16, 110)).clone();
+            n.labels.insert(ZONE_LABEL.into(), zone.to_string());
+            topology.place(Arc::new(n), Some(0), PlaceKind::Planned)
+        })
+        .collect();
+    let demands = demands(groups, &terms);
+    let templates = Templates {
+        zones: &zones,
+        nodes: &nodes,
+    };
+    let limits = Limits {
+        max_nodes: 100,
+        deadline: None,
+    };
+    match ordering {
+        None => estimate(&topology, &[], templates, &demands, limits),
+        Some(o) => pack(&topology, &[], templates, &demands, limits, o),
+    }
+}
+
+fn zones_of(estimate: &Estimate) -> Vec<&str> {
+    estimate
+        .nodes
+        .iter()
+        .map(|n| n.node.labels[ZONE_LABEL].as_str())
+        .collect()
+}
+
+#[test]
+fn a_multi_zone_group_launches_in_the_zone_with_the_fewest_nodes() {
+    let groups = [plain("web", 3000, 1024, 4)];
+    let estimate = zoned(&groups, [1, 0, 0]);
+    assert_eq!(
+        zones_of(&estimate),
+        ["us-east-1b", "us-east-1c", "us-east-1a", "us-east-1b"]
+    );
+    // Zonal anti-affinity, which one zone can hold once, is planned across the three.
+    let anti = Scheduling {
+        anti_affinity: vec![term("zk", ZONE_LABEL)],
+        ..Default::default()
+    };
+    let estimate = zoned(&[(pod("zk", 100, 100, anti), 3)], [0, 0, 0]);
+    assert_eq!((estimate.pods_placed(), estimate.node_count()), (3, 3));
+    assert_eq!(
+        zones_of(&estimate),
+        ["us-east-1a", "us-east-1b", "us-east-1c"]
+    );
+    // A pod pinned to one zone gets its node there, whatever the balance.
+    let pinned = Scheduling {
+        node_selector: [(ZONE_LABEL.to_string(), "us-east-1a".to_string())].into(),
+        ..Default::default()
+    };
+    let estimate = zoned(&[(pod("a", 3000, 100, pinned), 2)], [5, 0, 0]);
+    assert_eq!(zones_of(&estimate), ["us-east-1a", "us-east-1a"]);
+}
+
+#[test]
+fn a_pod_pinned_to_a_zone_shares_no_node_in_another() {
+    // The unpinned pod's node goes to the emptiest zone; the pinned pod would fit beside it by its
+    // requests, but not by its node selector.
+    let pinned = Scheduling {
+        node_selector: [(ZONE_LABEL.to_string(), "us-east-1a".to_string())].into(),
+        ..Default::default()
+    };
+    let groups = [plain("big", 3000, 1024, 1), (pod("a", 500, 100, pinned), 1)];
+    let estimate = zoned(&groups, [5, 0, 0]);
+    for place in &estimate.nodes {
+        for &(d, _) in &place.contents {
+            let pod = &groups[d].0;
+            assert!(
+                predicates::node_fit(&pod.scheduling, &place.node).is_ok(),
+                "{} on a node in {} ({:?})",
+                pod.name,
+                place.node.labels[ZONE_LABEL],
+                estimate.ordering
+            );
+        }
+    }
+    assert_eq!(zones_of(&estimate), ["us-east-1b", "us-east-1a"]);
+}
+
+#[test]
+fn a_zone_spread_packs_new_nodes_evenly_across_zones() {
+    let spread = Scheduling {
+        spread: vec![SpreadConstraint::new(1, ZONE_LABEL, app_selector("api"))],
+        ..Default::default()
+    };
+    // 12 pods, 4 a node by cpu: one node in each zone, 4 pods each.
+    let estimate = zoned(&[(pod("api", 1000, 100, spread), 12)], [0, 0, 0]);
+    assert_eq!((estimate.pods_placed(), estimate.node_count()), (12, 3));
+    let per_node: Vec<u64> = estimate
+        .nodes
+        .iter()
+        .map(|n| n.contents.iter().map(|c| c.1).sum())
+        .collect();
+    assert_eq!(per_node, [4, 4, 4]);
+}
+
+mod properties {
+    //! Whatever the pods and the template, the estimator never breaks a predicate and never adds a node
+    //! without a pod on it.
+    use super::*;
+    use crate::model::taint::{Taint, TaintEffect, Toleration};
+    use proptest::prelude::*;
+
+    /// One equivalence group: cpu, memory (MiB), count, and which constraints it carries.
+    #[derive(Clone, Debug)]
+    struct Group {
+        cpu: u64,
+        mem_mi: u64,
+        count: u64,
+        selector: Option<&'static str>,
+        tolerates: bool,
+        host_port: bool,
+        anti_affinity: bool,
+    }
+
+    fn group() -> impl Strategy<Value = Group> {
+        (
+            0u64..5000,
+            0u64..20_000,
+            1u64..40,
+            prop::option::of(prop::sample::select(vec!["a", "b"])),
+            any::<bool>(),
+            prop::bool::weighted(0.2),
+            prop::bool::weighted(0.2),
+        )
+            .prop_map(
+                |(cpu, mem_mi, count, selector, tolerates, host_port, anti_affinity)| Group {
+                    cpu,
+                    mem_mi,
+                    count,
+                    selector,
+                    tolerates,
+                    host_port,
+                    anti_affinity,
+                },
+            )
+    }
+
+    fn template(cpu: u64, mem_gi: u64, pods: u64, tier: &str, tainted: bool) -> Arc<Node> {
+        let mut n = (*node(cpu, mem_gi, pods)).clone();
+        n.labels.insert("tier".into(), tier.into());
+        if tainted {
+            n.taints.push(Taint {
+                key: "dedicated".into(),
+                value: "batch".into(),
+                effect: TaintEffect::NoSchedule,
+            });
+        }
+        Arc::new(n)
+    }
+
+    fn to_pod(i: usize, g: &Group) -> Pod {
+        let app = format!("app-{i}");
+        let scheduling = Scheduling {
+            node_selector: g
+                .selector
+                .map(|t| [("tier".to_string(), t.to_string())].into())
+                .unwrap_or_default(),
+            tolerations: if g.tolerates {
+                vec![Toleration {
+                    key: Some("dedicated".into()),
+                    exists: true,
+                    value: String::new(),
+                    effect: None,
+                }]
+            } else {
+                vec![]
+            },
+            host_ports: if g.host_port {
+                vec![HostPort {
+                    protocol: "TCP".into(),
+                    port: 9100,
+                    ip: String::new(),
+                }]
+            } else {
+                vec![]
+            },
+            anti_affinity: if g.anti_affinity {
+                vec![term(&app, HOSTNAME_LABEL)]
+            } else {
+                vec![]
+            },
+            ..Default::default()
+        };
+        pod(&app, g.cpu, g.mem_mi, scheduling)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+        /// Never more nodes than cluster-autoscaler's own search run alone, never fewer pods placed, and
+        /// never below the lower bound, on random resource-only mixes.
+        #[test]
+        fn never_more_nodes_than_upstreams_search(
+            cpu in 1000u64..16_000,
+            mem_gi in 2u64..64,
+            max_pods in 8u64..110,
+            shapes in prop::collection::vec((50u64..4000, 64u64..16_384, 1u64..60), 1..12),
+        ) {
+            let node = node(cpu, mem_gi, max_pods);
+            let pods: Vec<(Pod, u64)> = shapes
+                .iter()
+                .enumerate()
+                .map(|(i, (c, m, n))| (pod(&format!("s{i}"), *c, *m, Scheduling::default()), *n))
+                .collect();
+            let ours = run(node.clone(), &pods, 10_000);
+            let upstream = run_with(node.clone(), &pods, 10_000, 0, Some(Ordering::Upstream));
+            prop_assert!(ours.pods_placed() >= upstream.pods_placed());
+            // The orderings skipped as repeats lose nothing: the estimate is the best of every ordering
+            // packed alone.
+            let alone = ORDERINGS.map(|o| run_with(node.clone(), &pods, 10_000, 0, Some(o)));
+            let rank = |e: &Estimate| (e.pods_placed(), std::cmp::Reverse(e.node_count()));
+            prop_assert_eq!(Some(rank(&ours)), alone.iter().map(rank).max());
+            if ours.pods_placed() == upstream.pods_placed() {
+                prop_assert!(
+                    ours.node_count() <= upstream.node_count(),
+                    "ours {} nodes ({:?}), upstream {}", ours.node_count(), ours.ordering,
+                    upstream.node_count()
+                );
+            }
+            let fitting: Vec<(Pod, u64)> = pods
+                .iter()
+                .filter(|(p, _)| node.allocatable.fits(&p.demand))
+                .cloned()
+                .collect();
+            prop_assert!(ours.node_count() as u64 >= lower_bound(&node, &fitting));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// In a group of three zones, every search puts a pod pinned to a zone on nodes of that zone only,
+        /// however the pods that may go anywhere spread the group's new nodes.
+        #[test]
+        fn pods_pinned_to_a_zone_stay_in_it(
+            shapes in prop::collection::vec(
+                (50u64..4000, 64u64..16_384, 1u64..20, prop::option::of(0usize..3)),
+                1..8,
+            ),
+            nodes in prop::array::uniform3(0u64..4),
+        ) {
+            let zones = ["us-east-1a", "us-east-1b", "us-east-1c"];
+            let pods: Vec<(Pod, u64)> = (shapes.iter().enumerate())
+                .map(|(i, &(cpu, mem, count, zone))| {
+                    let scheduling = Scheduling {
+                        node_selector: zone
+                            .map(|z| [(ZONE_LABEL.to_string(), zones[z].to_string())].into())
+                            .unwrap_or_default(),
+                        ..Default::default()
+                    };
+                    (pod(&format!("s{i}"), cpu, mem, scheduling), count)
+                })
+                .collect();
+            for ordering in ORDERINGS {
+                let estimate = zoned_with(&pods, nodes, Some(ordering));
+                prop_assert_eq!(estimate.pods_placed(), pods.iter().map(|(_, n)| n).sum::<u64>());
+                for place in &estimate.nodes {
+                    for &(d, _) in &place.contents {
+                        let pod = &pods[d].0;
+                        prop_assert!(
+                            predicates::node_fit(&pod.scheduling, &place.node).is_ok(),
+                            "{:?}: {} on a node in {}", ordering, pod.name, place.node.labels[ZONE_LABEL]
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn no_predicate_broken_and_no_node_without_a_pod(
+            cpu in 500u64..16_000,
+            mem_gi in 1u64..64,
+            max_pods in 1u64..110,
+            tier in prop::sample::select(vec!["a", "b"]),
+            tainted in any::<bool>(),
+            groups in prop::collection::vec(group(), 1..5),
+            max_nodes in 0u64..50,
+        ) {
+            let node = template(cpu, mem_gi, max_pods, tier, tainted);
+            let pods: Vec<(Pod, u64)> =
+                groups.iter().enumerate().map(|(i, g)| (to_pod(i, g), g.count)).collect();
+            let estimate = run(node.clone(), &pods, max_nodes);
+
+            prop_assert!(estimate.node_count() as u64 <= max_nodes);
+            prop_assert!(estimate.node_count() as u64 <= estimate.pods_placed());
+            for (placed, (_, count)) in estimate.placed.iter().zip(&pods) {
+                prop_assert!(placed <= count);
+            }
+            let mut per_demand = vec![0u64; pods.len()];
+            for place in &estimate.nodes {
+                prop_assert!(place.contents.iter().any(|(_, n)| *n > 0), "a node with no pod");
+                let mut used = Resources::default();
+                let mut port_users = 0;
+                for &(d, n) in &place.contents {
+                    let (p, _) = &pods[d];
+                    per_demand[d] += n;
+                    prop_assert!(
+                        predicates::node_fit(&p.scheduling, &node).is_ok(),
+                        "{} placed on a node it does not fit: selector {:?}, taints {:?}",
+                        p.name, p.scheduling.node_selector, node.taints
+                    );
+                    if groups[d].anti_affinity {
+                        prop_assert!(n <= 1, "{n} pods of {} with hostname anti-affinity", p.name);
+                    }
+                    if groups[d].host_port {
+                        port_users += n;
+                    }
+                    used.cpu_millis += p.demand.cpu_millis * n;
+                    used.memory_bytes += p.demand.memory_bytes * n;
+                    used.pods += n;
+                }
+                prop_assert!(port_users <= 1, "{port_users} pods on one host port");
+                let a = node.allocatable;
+                prop_assert!(
+                    used.cpu_millis <= a.cpu_millis
+                        && used.memory_bytes <= a.memory_bytes
+                        && used.pods <= a.pods,
+                    "overcommitted: {used:?} on {a:?}"
+                );
+            }
+            prop_assert_eq!(per_demand, estimate.placed.clone());
+        }
+    }
+}
+
+mod completeness {
+    //! Karpenter's benchmark mix in small: pods with hostname and zone affinity to other pods' labels,
+    //! hostname anti-affinity, zone and hostname spread, and none. Whatever the estimator leaves
+    //! unplaced would fit on no node of its plan, and on no further new node while the limit allows one:
+    //! a pod reported "no scale-up" is one the plan could not hold. And what it places, replayed step by
+    //! step, the scheduler's predicates allow.
+    use super::*;
+    use crate::simulator::world;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Copy, Debug)]
+    enum Constraint {
+        None,
+        /// Wants a pod labelled `my-label=<value>` on its node, or in its zone.
+        Affinity {
+            value: usize,
+            zone: bool,
+        },
+        /// One per node with its own app.
+        AntiAffinity,
+        /// Its own app spread by zone or by node, max skew 1.
+        Spread {
+            zone: bool,
+        },
+    }
+
+    fn constraint() -> impl Strategy<Value = Constraint> {
+        prop_oneof![
+            Just(Constraint::None),
+            (0usize..3, any::<bool>())
+                .prop_map(|(value, zone)| Constraint::Affinity { value, zone }),
+            Just(Constraint::AntiAffinity),
+            any::<bool>().prop_map(|zone| Constraint::Spread { zone }),
+        ]
+    }
+
+    const VALUES: [&str; 3] = ["a", "b", "c"];
+
+    fn to_pod(i: usize, cpu: u64, mem_mi: u64, label: usize, constraint: Constraint) -> Pod {
+        let app = format!("app-{i}");
+        let key = |zone: bool| if zone { ZONE_LABEL } else { HOSTNAME_LABEL };
+        let term = |selector: LabelSelector, zone: bool| PodAffinityTerm {
+            selector,
+            namespaces: Some(vec!["default".into()]),
+            topology_key: key(zone).into(),
+        };
+        let scheduling = match constraint {
+            Constraint::None => Scheduling::default(),
+            Constraint::Affinity { value, zone } => Scheduling {
+                affinity: vec![term(
+                    LabelSelector {
+                        match_labels: [("my-label".into(), VALUES[value].into())].into(),
+                        expressions: vec![],
+                    },
+                    zone,
+                )],
+                ..Default::default()
+            },
+            Constraint::AntiAffinity => Scheduling {
+                anti_affinity: vec![term(app_selector(&app), false)],
+                ..Default::default()
+            },
+            Constraint::Spread { zone } => Scheduling {
+                spread: vec![SpreadConstraint::new(1, key(zone), app_selector(&app))],
+                ..Default::default()
+            },
+        };
+        let mut pod = pod(&app, cpu, mem_mi, scheduling);
+        pod.labels.insert("my-label".into(), VALUES[label].into());
+        pod
+    }
+
+    type Group = (u64, u64, u64, usize, Constraint);
+
+    /// The groups' pods (cpu, memory in MiB, count, label, constraint), the topology they registered
+    /// and their terms.
+    fn mix(groups: &[Group]) -> (Vec<(Pod, u64)>, Topology, Vec<PodTerms>) {
+        let pods: Vec<(Pod, u64)> = groups
+            .iter()
+            .enumerate()
+            .map(|(i, &(cpu, mem, count, label, c))| (to_pod(i, cpu, mem, label, c), count))
+            .collect();
+        let mut topology = Topology::default();
+        for (p, _) in &pods {
+            topology.register(p);
+        }
+        let terms = pods.iter().map(|(p, _)| topology.resolve(p)).collect();
+        (pods, topology, terms)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn no_pod_left_unplaced_fits_the_plan(
+            groups in prop::collection::vec(
+                (50u64..3000, 64u64..8000, 1u64..12, 0usize..3, constraint()), 1..8),
+            max_nodes in 1u64..40,
+        ) {
+            let (pods, mut topology, terms) = mix(&groups);
+            let template = topology.place(node(4000, 16, 30), Some(0), PlaceKind::Planned);
+            let demands = demands(&pods, &terms);
+            let limits = Limits { max_nodes, deadline: None };
+            let estimate =
+                estimate(&topology, &[], Templates::one(&template), &demands, limits);
+            let mut after = estimate.topology.clone();
+            let another = after.copy(&template, PlaceKind::Planned);
+            let room_for_another = (estimate.node_count() as u64) < max_nodes;
+            for (d, (pod, count)) in pods.iter().enumerate() {
+                if estimate.placed[d] == *count {
+                    continue;
+                }
+                for (n, place) in estimate.nodes.iter().enumerate() {
+                    let why = world::unfit(&estimate.topology, &estimate.nodes, pod, &terms[d], place);
+                    prop_assert!(
+                        !why.is_empty(),
+                        "{} of {} {} left unplaced, though one fits on plan node {n} of {}",
+                        count - estimate.placed[d], count, pod.name, estimate.node_count()
+                    );
+                }
+                if room_for_another {
+                    let mut places = estimate.nodes.clone();
+                    places.push(another.clone());
+                    let why = world::unfit(&after, &places, pod, &terms[d], &another);
+                    prop_assert!(
+                        !why.is_empty(),
+                        "{} of {} {} left unplaced, though one fits on a new node ({} of at most {})",
+                        count - estimate.placed[d], count, pod.name, estimate.node_count(), max_nodes
+                    );
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// The plan, replayed step by step from the cluster as it was (nodes beside it with pods of the
+        /// same groups, a group in up to three zones): each pod is one the scheduler's predicates admit
+        /// on its node given the pods and nodes before it.
+        #[test]
+        fn every_step_of_the_plan_is_one_the_scheduler_allows(
+            groups in prop::collection::vec(
+                (50u64..3000, 64u64..8000, 1u64..12, 0usize..3, constraint()), 1..8),
+            max_nodes in 1u64..40,
+            zones in 1usize..=3,
+            beside in prop::collection::vec((0usize..3, 0usize..8), 0..4),
+        ) {
+            let (pods, mut topology, terms) = mix(&groups);
+            let in_zone = |zone: usize| {
+                let mut n = (*node(4000, 16, 30)).clone();
+                n.labels.insert(ZONE_LABEL.into(), format!("us-east-1{}", ["a", "b", "c"][zone]));
+                Arc::new(n)
+            };
+            // Nodes already there, each with one pod of a group on it.
+            let mut existing = Vec::new();
+            for &(zone, group) in &beside {
+                let mut place = topology.place(in_zone(zone), None, PlaceKind::Existing);
+                let (pod, _) = &pods[group % pods.len()];
+                topology.put(pod, &topology.resolve_placed(pod), &mut place, 1);
+                existing.push(place);
+            }
+            let templates: Vec<Place> = (0..zones)
+                .map(|z| topology.place(in_zone(z), Some(0), PlaceKind::Planned))
+                .collect();
+            let demands = demands(&pods, &terms);
+            let limits = Limits { max_nodes, deadline: None };
+            let nodes = vec![0; zones];
+            let templates_of = Templates { zones: &templates, nodes: &nodes };
+            let estimate = estimate(&topology, &existing, templates_of, &demands, limits);
+
+            let mut replay = topology.clone();
+            let mut places = existing.clone();
+            let mut placed = vec![0u64; pods.len()];
+            for (i, step) in estimate.steps.iter().enumerate() {
+                match *step {
+                    Step::Add { zone } => {
+                        let fresh = replay.copy(&templates[zone], PlaceKind::Planned);
+                        places.push(fresh);
+                    }
+                    Step::Put { node, demand, count } => {
+                        let (pod, terms) = (&pods[demand].0, &terms[demand]);
+                        let at = existing.len() + node;
+                        for _ in 0..count {
+                            let why = world::unfit(&replay, &places, pod, terms, &places[at]);
+                            prop_assert!(
+                                why.is_empty(),
+                                "step {i}: {} on new node {node} breaks {why:?}", pod.name
+                            );
+                            replay.put(pod, terms, &mut places[at], 1);
+                        }
+                        placed[demand] += count;
+                    }
+                }
+            }
+            prop_assert_eq!(&placed, &estimate.placed);
+            let used = places[existing.len()..].iter().filter(|p| p.free != templates[0].free);
+            prop_assert_eq!(used.count(), estimate.node_count());
+        }
+    }
+}
+
+#[test]
+fn orderings_that_take_groups_in_the_same_runs_are_one_packing() {
+    let template = Topology::default().place(node(1000, 5, 100), Some(0), PlaceKind::Planned);
+    let runs_of = |groups: &[(Pod, u64)]| {
+        let terms: Vec<PodTerms> = groups.iter().map(|_| PodTerms::default()).collect();
+        let demands = demands(groups, &terms);
+        ORDERINGS.map(|o| runs(&demands, &template, o))
+    };
+    // Upstream's benchmark: two shapes of one proportion come first-big in every score.
+    let proportional = [
+        plain("small", 50, 100, 50_000),
+        plain("big", 95, 190, 1_000),
+    ];
+    let [upstream, sum, dominant, cpu, memory, ..] = runs_of(&proportional);
+    assert_eq!(upstream, [vec![1], vec![0]]);
+    assert_eq!([&dominant, &cpu, &memory], [&sum; 3]);
+    // A cpu-heavy and a memory-heavy shape: each resource's order puts its own heavy shape first.
+    let mixed = [plain("cpu", 600, 500, 10), plain("mem", 100, 3000, 10)];
+    let [_, _, _, cpu, memory, ..] = runs_of(&mixed);
+    assert_eq!(
+        (cpu, memory),
+        (vec![vec![0], vec![1]], vec![vec![1], vec![0]])
+    );
+}
+
+#[test]
+fn groups_that_score_alike_pack_as_tightly_as_single_pods() {
+    // 1,000 pods of 36 shapes (cpu 100m-4, memory 128Mi-8Gi), as equivalence groups collapse pods with
+    // per-pod labels, and as 1,000 groups of one: cpu-heavy and memory-heavy shapes with the same score
+    // must still share nodes.
+    const CPU: [u64; 6] = [100, 250, 500, 1000, 2000, 4000];
+    const MEM: [u64; 6] = [128, 512, 1024, 2048, 4096, 8192];
+    let shapes: Vec<(u64, u64)> = (0..1000)
+        .map(|i| (CPU[i * 7 % 6], MEM[i * 11 / 6 % 6]))
+        .collect();
+    let single: Vec<(Pod, u64)> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, &(c, m))| (pod(&format!("p-{i}"), c, m, Scheduling::default()), 1))
+        .collect();
+    let mut counts: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for shape in &shapes {
+        *counts.entry(*shape).or_default() += 1;
+    }
+    let grouped: Vec<(Pod, u64)> = counts
+        .iter()
+        .map(|(&(c, m), &n)| (pod("g", c, m, Scheduling::default()), n))
+        .collect();
+    let alone = run(node(16000, 64, 110), &single, 1000);
+    let together = run(node(16000, 64, 110), &grouped, 1000);
+    assert_eq!((alone.pods_placed(), together.pods_placed()), (1000, 1000));
+    // 1,308 cores of pods on 16-core nodes: 82 at the very least.
+    assert_eq!(alone.node_count(), 82);
+    assert_eq!(together.node_count(), 82, "{:?}", together.ordering);
+}
