@@ -12,8 +12,8 @@ use common::{HOT, call, percentiles};
 use criterion::{Criterion, criterion_group, criterion_main};
 use ekscale::clock::Clock;
 use ekscale::cloud::NodeGroupBackend;
-use ekscale::cloud::scenario::Scenario;
-use ekscale::cloud::sim::SimBackend;
+use ekscale::cloud::Scenario;
+use ekscale::cloud::SimulatedEks;
 use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use ekscale::proto::externalgrpc::*;
 use ekscale::provider::metrics::ProviderMetrics;
@@ -47,7 +47,7 @@ struct Fixture {
 fn start(rt: &tokio::runtime::Runtime) -> Fixture {
     rt.block_on(async {
         ekscale::tls::install_crypto_provider();
-        let sim = Arc::new(SimBackend::new(
+        let sim = Arc::new(SimulatedEks::new(
             Scenario::parse(&scenario()).unwrap(),
             Clock::real(),
         ));

@@ -19,8 +19,8 @@ use ekscale::autoscaler::cluster::{ClusterSource, Snapshot};
 use ekscale::autoscaler::core::runonce::RunOnce;
 use ekscale::autoscaler::settings::Settings;
 use ekscale::clock::Clock;
-use ekscale::cloud::scenario::Scenario;
-use ekscale::cloud::sim::SimBackend;
+use ekscale::cloud::Scenario;
+use ekscale::cloud::SimulatedEks;
 use ekscale::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
 use ekscale::provider::metrics::ProviderMetrics;
 use serde_json::{Value, json};
@@ -618,7 +618,7 @@ fn pending(c: &mut Criterion) {
     ];
     for (name, scenario, pods, settings) in cases {
         let metrics = Arc::new(ProviderMetrics::default());
-        let backend = SimBackend::new(Scenario::parse(scenario).unwrap(), Clock::manual());
+        let backend = SimulatedEks::new(Scenario::parse(scenario).unwrap(), Clock::manual());
         let addr = rt.block_on(common::sim_provider(scenario, metrics.clone()));
         let prepared = prepare(&rt, addr, cluster::list(pods));
         let Prepared {

@@ -116,8 +116,8 @@ async fn a_provider_without_the_fargate_extension_is_asked_once() {
     use std::sync::Arc;
 
     let sim = Server::start().await;
-    let backend: Arc<dyn NodeGroupBackend> = Arc::new(ekscale::cloud::sim::SimBackend::new(
-        ekscale::cloud::scenario::Scenario::built_in(),
+    let backend: Arc<dyn NodeGroupBackend> = Arc::new(ekscale::cloud::SimulatedEks::new(
+        ekscale::cloud::Scenario::built_in(),
         ekscale::clock::Clock::manual(),
     ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -157,8 +157,8 @@ async fn a_provider_that_is_down_fails_fast_and_the_client_recovers() {
     // The provider comes up on that address: the same client works, without reconnecting by hand.
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     let backend: std::sync::Arc<dyn ekscale::cloud::NodeGroupBackend> =
-        std::sync::Arc::new(ekscale::cloud::sim::SimBackend::new(
-            ekscale::cloud::scenario::Scenario::built_in(),
+        std::sync::Arc::new(ekscale::cloud::SimulatedEks::new(
+            ekscale::cloud::Scenario::built_in(),
             ekscale::clock::Clock::manual(),
         ));
     let metrics = std::sync::Arc::new(ekscale::provider::metrics::ProviderMetrics::default());

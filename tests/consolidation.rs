@@ -547,12 +547,12 @@ mod planner {
     };
     use ekscale::autoscaler::scaledown::drain::{PdbBudget, Rules};
     use ekscale::autoscaler::scaledown::removal::{GroupInfo, Input};
+    use ekscale::model::GroupOptions;
     use ekscale::model::Labels;
     use ekscale::model::node::{CAPACITY_TYPE_LABEL, HOSTNAME_LABEL, INSTANCE_TYPE_LABEL};
     use ekscale::model::pdb::Pdb;
     use ekscale::model::pod::{LabelProjection, Phase};
     use ekscale::model::selector::LabelSelector;
-    use ekscale::proto::options::GroupOptions;
     use ekscale::simulator::topology::PlaceKind;
     use ekscale::simulator::world;
     use proptest::prelude::*;

@@ -7,8 +7,8 @@ mod common;
 use async_trait::async_trait;
 use common::{SCENARIO, Server};
 use ekscale::clock::Clock;
-use ekscale::cloud::scenario::Scenario;
-use ekscale::cloud::sim::SimBackend;
+use ekscale::cloud::Scenario;
+use ekscale::cloud::SimulatedEks;
 use ekscale::cloud::{CloudError, FargateProfile, Instance, NodeGroupBackend, NodeGroupSpec};
 use ekscale::proto::ekscale::AtomicIncreaseSizeRequest;
 use ekscale::proto::ekscale::node_groups_client::NodeGroupsClient;
@@ -21,7 +21,7 @@ use tokio::sync::{Notify, Semaphore};
 
 /// The simulated EKS, except that size changes wait at a gate the test opens.
 struct Gated {
-    sim: Arc<SimBackend>,
+    sim: Arc<SimulatedEks>,
     gate: Semaphore,
     entered: Notify,
     in_flight: AtomicUsize,
@@ -96,7 +96,7 @@ fn with_deadline<T>(message: T) -> tonic::Request<T> {
 
 #[tokio::test]
 async fn case_33_34_hot_rpcs_answer_while_a_size_change_is_in_flight() {
-    let sim = Arc::new(SimBackend::new(
+    let sim = Arc::new(SimulatedEks::new(
         Scenario::parse(SCENARIO).unwrap(),
         Clock::manual(),
     ));

@@ -15,8 +15,8 @@ use ekscale::autoscaler::settings::Settings;
 use ekscale::autoscaler::status::Status;
 use ekscale::clock::Clock;
 use ekscale::cloud::NodeGroupBackend;
-use ekscale::cloud::scenario::Scenario;
-use ekscale::cloud::sim::SimBackend;
+use ekscale::cloud::Scenario;
+use ekscale::cloud::SimulatedEks;
 use ekscale::proto::ekscale::fargate_server::{Fargate, FargateServer};
 use ekscale::proto::ekscale::node_groups_server::NodeGroupsServer;
 use ekscale::proto::ekscale::*;
@@ -263,7 +263,7 @@ impl Fargate for BrokenMatch {
 #[tokio::test]
 async fn a_failing_match_pod_reports_fargate_pods_unpriced_and_scales_up_the_rest() {
     ekscale::tls::install_crypto_provider();
-    let sim = Arc::new(SimBackend::new(
+    let sim = Arc::new(SimulatedEks::new(
         Scenario::parse(SCENARIO).unwrap(),
         Clock::manual(),
     ));

@@ -4,8 +4,8 @@
 
 use ekscale::clock::Clock;
 use ekscale::cloud::NodeGroupBackend;
-use ekscale::cloud::scenario::Scenario;
-use ekscale::cloud::sim::SimBackend;
+use ekscale::cloud::Scenario;
+use ekscale::cloud::SimulatedEks;
 use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use ekscale::proto::externalgrpc::*;
 use ekscale::provider::metrics::ProviderMetrics;
@@ -139,7 +139,7 @@ pub async fn serve(
 
 /// The provider in-process on the simulated EKS of `scenario`, served on a loopback port.
 pub async fn sim_provider(scenario: &str, metrics: Arc<ProviderMetrics>) -> SocketAddr {
-    let sim = Arc::new(SimBackend::new(
+    let sim = Arc::new(SimulatedEks::new(
         Scenario::parse(scenario).unwrap(),
         Clock::manual(),
     ));

@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     };
     match which % 4 {
         0 => {
-            let _ = ekscale::cloud::scenario::Scenario::parse(text);
+            let _ = ekscale::cloud::Scenario::parse(text);
         }
         1 => {
             let _ =

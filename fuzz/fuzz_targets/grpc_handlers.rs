@@ -5,8 +5,8 @@
 #![no_main]
 
 use ekscale::clock::Clock;
-use ekscale::cloud::scenario::{BUILT_IN, Scenario};
-use ekscale::cloud::sim::SimBackend;
+use ekscale::cloud::{BUILT_IN_SCENARIO, Scenario};
+use ekscale::cloud::SimulatedEks;
 use ekscale::proto::ekscale::fargate_server::Fargate;
 use ekscale::proto::ekscale::node_groups_server::NodeGroups;
 use ekscale::proto::externalgrpc::cloud_provider_server::CloudProvider;
@@ -37,7 +37,7 @@ macro_rules! call {
 fuzz_target!(|data: &[u8]| {
     use ekscale::proto::ekscale::*;
     use ekscale::proto::externalgrpc::*;
-    let backend = Arc::new(SimBackend::new(
+    let backend = Arc::new(SimulatedEks::new(
         Scenario::parse(BUILT_IN).unwrap(),
         Clock::manual(),
     ));

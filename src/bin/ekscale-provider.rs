@@ -4,8 +4,8 @@ use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
 use ekscale::clock::Clock;
 use ekscale::cloud::NodeGroupBackend;
-use ekscale::cloud::scenario::Scenario;
-use ekscale::cloud::sim::SimBackend;
+use ekscale::cloud::Scenario;
+use ekscale::cloud::SimulatedEks;
 use ekscale::provider::metrics::ProviderMetrics;
 use ekscale::provider::{self, TlsFiles};
 use ekscale::telemetry::{self, LogFormat};
@@ -114,7 +114,7 @@ async fn main() -> anyhow::Result<()> {
                 node_groups = scenario.node_groups.len(),
                 "serving the embedded simulated EKS: no AWS account is used"
             );
-            Arc::new(SimBackend::new(scenario, Clock::real()))
+            Arc::new(SimulatedEks::new(scenario, Clock::real()))
         }
         Backend::Aws => aws_backend(&args, &metrics).await?,
     };

@@ -1,12 +1,15 @@
 //! Per-group overrides of cluster-autoscaler's options, from YAML (scenario, AWS config) or from the
 //! `k8s.io/cluster-autoscaler/node-template/autoscaling-options/<option>` tags upstream's AWS provider reads.
 
-use super::OptionOverrides;
+use super::node_group::OptionOverrides;
 use serde::Deserialize;
+#[cfg(any(feature = "aws", test))]
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// The tag prefix of per-group options on an EKS node group (or its Auto Scaling group).
+/// The tag prefix of per-group options on an EKS node group (or its Auto Scaling group). Only the AWS
+/// backend reads tags.
+#[cfg(any(feature = "aws", test))]
 pub const TAG_PREFIX: &str = "k8s.io/cluster-autoscaler/node-template/autoscaling-options/";
 
 /// Options as written in YAML, with cluster-autoscaler's option names.
@@ -67,6 +70,7 @@ fn check_thresholds(o: &OptionOverrides) -> Result<(), String> {
 
 /// Overrides from autoscaling-options tags (option names compared case-insensitively, as upstream writes
 /// them in lower case). `None` when no tag names an option; an unreadable value is an error naming the tag.
+#[cfg(any(feature = "aws", test))]
 pub fn from_tags(tags: &HashMap<String, String>) -> Result<Option<OptionOverrides>, String> {
     let mut o = OptionOverrides::default();
     let mut any = false;

@@ -1,11 +1,15 @@
 //! What nodes and pods cost, from the backend's node groups and list prices.
 
+use super::backend::NodeGroupBackend;
+use super::node_group::NodeGroupSpec;
 use super::template::GPU_LABEL;
-use super::{NodeGroupBackend, NodeGroupSpec};
 use crate::model::Resources;
 use crate::model::node::{INSTANCE_TYPE_LABEL, NODE_GROUP_LABEL};
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// Spot capacity costs this fraction of the on-demand price unless `pricePerHour` says otherwise.
+pub const DEFAULT_SPOT_PRICE_RATIO: f64 = 0.35;
 
 /// Why a price could not be given.
 #[derive(Debug, PartialEq, thiserror::Error)]
@@ -79,11 +83,11 @@ pub fn pod_price_per_hour(
 mod tests {
     use super::*;
     use crate::clock::Clock;
-    use crate::cloud::scenario::Scenario;
-    use crate::cloud::sim::SimBackend;
+    use crate::cloud::Scenario;
+    use crate::cloud::SimulatedEks;
 
-    fn sim() -> SimBackend {
-        SimBackend::new(Scenario::built_in(), Clock::manual())
+    fn sim() -> SimulatedEks {
+        SimulatedEks::new(Scenario::built_in(), Clock::manual())
     }
 
     #[test]
@@ -118,7 +122,7 @@ mod tests {
         };
         // general (m5.large, 1930m allocatable, $0.096) -> half the CPU -> $0.048; spot m5.xlarge is
         // cheaper per share: 965/3920 of 0.0672.
-        let spot = 0.192 * crate::cloud::scenario::DEFAULT_SPOT_PRICE_RATIO * 965.0 / 3920.0;
+        let spot = 0.192 * crate::cloud::pricing::DEFAULT_SPOT_PRICE_RATIO * 965.0 / 3920.0;
         assert!((pod_price_per_hour(&sim, &small).unwrap() - spot).abs() < 1e-9);
         let gpu = Resources { gpus: 1, ..small };
         assert!((pod_price_per_hour(&sim, &gpu).unwrap() - 0.526).abs() < 1e-9);

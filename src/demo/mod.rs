@@ -14,7 +14,7 @@ use crate::autoscaler::core::runonce::RunOnce;
 use crate::autoscaler::scaledown::consolidation::planner::Mode;
 use crate::autoscaler::settings::Settings;
 use crate::clock::Clock;
-use crate::cloud::sim::SimBackend;
+use crate::cloud::SimulatedEks;
 use crate::k8s::capacity_buffer::Scalable;
 use crate::k8s::objects;
 use crate::provider::metrics::ProviderMetrics;
@@ -182,7 +182,7 @@ async fn play(script: &Script, mode: Mode, speed: f64, show: bool) -> Result<Rec
 
 /// The provider, in-process on the script's simulated EKS, served on a loopback port until stopped.
 struct Provider {
-    backend: Arc<SimBackend>,
+    backend: Arc<SimulatedEks>,
     addr: std::net::SocketAddr,
     stop: tokio::sync::oneshot::Sender<()>,
     server: tokio::task::JoinHandle<Result<(), crate::provider::ServeError>>,
@@ -190,7 +190,7 @@ struct Provider {
 
 impl Provider {
     async fn start(script: &Script, clock: Clock) -> Result<Provider, DemoError> {
-        let backend = Arc::new(SimBackend::new(script.scenario.clone(), clock));
+        let backend = Arc::new(SimulatedEks::new(script.scenario.clone(), clock));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|e| DemoError::Provider(e.to_string()))?;
@@ -225,7 +225,7 @@ impl Provider {
 /// stand for.
 struct World<'a> {
     cluster: &'a SimCluster,
-    backend: &'a SimBackend,
+    backend: &'a SimulatedEks,
     /// Each workload owned by a ReplicaSet stands for a Deployment of its name, which buffers may follow.
     deployments: BTreeMap<String, Scalable>,
 }

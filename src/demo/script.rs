@@ -3,7 +3,7 @@
 //! same format.
 
 use crate::autoscaler::headroom::policy::{self as headroom, Policy};
-use crate::cloud::scenario::{self, Scenario};
+use crate::cloud::{self, Scenario};
 use crate::k8s::capacity_buffer::{Read, Template};
 use crate::k8s::objects;
 use crate::k8s::provisioning_request::Read as ProvisioningRequestRead;
@@ -24,7 +24,7 @@ pub enum ScriptError {
     #[error("{0}")]
     Yaml(#[from] serde_norway::Error),
     #[error("scenario: {0}")]
-    Scenario(#[from] scenario::ScenarioError),
+    Scenario(#[from] cloud::ScenarioError),
     #[error("reading {path}: {source}")]
     Read {
         path: String,

@@ -2,7 +2,9 @@
 //! the pricing of Fargate pods) and the companion (setting Fargate pods aside without asking) apply.
 //! Profiles are not node groups (docs/eks.md, "Fargate").
 
-use super::{FastMap, Labels, Pod};
+use super::fast_map::FastMap;
+use super::pod::Pod;
+use super::selector::Labels;
 use globset::{Glob, GlobMatcher};
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,6 +1,7 @@
 //! The internal model: compact integer types the decisions are made on, converted once at the edge.
 
 pub mod fargate; // which Fargate profile takes a pod, as EKS matches
+pub mod fast_map; // the hash maps of the hot paths
 pub mod node; // what a node offers and demands of pods
 pub mod node_group; // node groups, their instances and options, as a provider says them
 pub mod pdb; // disruption budgets
@@ -11,22 +12,12 @@ pub mod resources; // integer resources and a pod's demand
 pub mod selector; // label selectors and node selector terms
 pub mod taint; // taints and tolerations
 
-pub use node::Node;
+pub use fast_map::{FastMap, FastSet};
+pub use node::{GPU_LABEL, Node};
 pub use node_group::{GroupOptions, Instance, InstanceState, NodeGroup};
 pub use pod::Pod;
 pub use pod_names::PodNames;
 pub use pods::PodList;
-pub use resources::Resources;
+pub use resources::{GPU_RESOURCE, Resources};
 pub use selector::Labels;
 pub use taint::{Taint, TaintEffect, Toleration};
-
-/// A map looked up once per pod or node of the cluster: foldhash, the hasher hashbrown itself uses (seeded
-/// per process), where SipHash took a tenth of a 10,000-node loop. See docs/decisions.md.
-pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
-
-/// The label EKS puts on GPU nodes, naming the accelerator; also the answer to GPULabel.
-pub const GPU_LABEL: &str = "k8s.amazonaws.com/accelerator";
-
-/// The resource name of NVIDIA GPUs.
-pub const GPU_RESOURCE: &str = "nvidia.com/gpu";

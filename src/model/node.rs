@@ -1,10 +1,13 @@
 //! A node as decisions see it: what it offers and what it demands of pods.
 
-use super::Resources;
+use super::resources::Resources;
 use super::selector::Labels;
 use super::taint::Taint;
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
+
+/// The label EKS puts on GPU nodes, naming the accelerator; also the answer to GPULabel.
+pub const GPU_LABEL: &str = "k8s.amazonaws.com/accelerator";
 
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";

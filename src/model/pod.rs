@@ -1,6 +1,7 @@
 //! A pod as decisions see it: what it needs and where it may run.
 
-use super::Resources;
+use super::fast_map::FastMap;
+use super::resources::Resources;
 use super::selector::{LabelSelector, Labels, NodeSelector};
 use super::taint::Toleration;
 use std::collections::BTreeMap;
@@ -343,8 +344,8 @@ pub struct EquivalenceKey<'a> {
 pub struct SchedulingIds<'a> {
     /// The last pointer asked about and its number: pods of one workload come in a row.
     last: Option<(*const Scheduling, usize)>,
-    by_pointer: super::FastMap<*const Scheduling, usize>,
-    by_value: super::FastMap<&'a Scheduling, usize>,
+    by_pointer: FastMap<*const Scheduling, usize>,
+    by_value: FastMap<&'a Scheduling, usize>,
 }
 
 impl<'a> SchedulingIds<'a> {

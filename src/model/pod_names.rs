@@ -2,7 +2,8 @@
 //! is for, tens of thousands in a big one, and reading each name from its own allocation was a third of such
 //! a loop.
 
-use super::{Pod, PodList};
+use super::pod::Pod;
+use super::pods::PodList;
 use serde::{Serialize, Serializer};
 
 /// Pod names (`namespace/name`), written one after another into one string: a scale-up names every pod it

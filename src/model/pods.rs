@@ -2,7 +2,7 @@
 //! CapacityBuffers), indexed together without copying the view's. Cloning every pod of a large cluster to
 //! append a handful of virtual ones cost more than the rest of the loop.
 
-use super::Pod;
+use super::pod::Pod;
 use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug)]

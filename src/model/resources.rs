@@ -1,5 +1,8 @@
 //! Resources as integers: millicores, bytes, pod slots, GPUs.
 
+/// The resource name of NVIDIA GPUs.
+pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
+
 /// An amount of each resource a node offers or a pod asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Resources {

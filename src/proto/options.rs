@@ -5,8 +5,8 @@
 //! without a nil check and crash when they are missing, 1.34.2 falls back to them, and 1.35+ read only 8/9/10
 //! (docs/externalgrpc.md §2). Read options take the newer field first.
 
-use super::externalgrpc::{K8sDuration, NodeGroupAutoscalingOptions};
-pub use crate::model::GroupOptions;
+use super::generated::externalgrpc::{K8sDuration, NodeGroupAutoscalingOptions};
+use crate::model::GroupOptions;
 use std::time::Duration;
 
 impl GroupOptions {

@@ -3,6 +3,8 @@
 //! Every request is validated whole before anything changes, with a precise status code for each rule
 //! of docs/externalgrpc.md §5. Size changes of one node group are serialized; reads answer from memory.
 
+use super::metrics::ProviderMetrics;
+use super::observe::observe;
 use super::options;
 use super::sizes::{self, GroupLocks, Increase, status};
 use crate::cloud::fargate;
@@ -12,7 +14,6 @@ use crate::k8s;
 use crate::proto::externalgrpc::cloud_provider_server::CloudProvider;
 use crate::proto::externalgrpc::instance_status::InstanceState as WireState;
 use crate::proto::externalgrpc::*;
-use crate::provider::metrics::ProviderMetrics;
 use prost::Message;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -48,7 +49,7 @@ impl CloudProviderService {
         method: &'static str,
         rpc: impl Future<Output = Result<T, Status>>,
     ) -> Result<Response<T>, Status> {
-        super::observe(&self.metrics, method, rpc).await
+        observe(&self.metrics, method, rpc).await
     }
 
     fn group(&self, id: &str) -> Result<Arc<NodeGroupSpec>, Status> {

@@ -1,11 +1,12 @@
 //! The `ekscale.v1.Fargate` extension service: what the externalgrpc protocol cannot say about Fargate.
 
+use super::metrics::ProviderMetrics;
+use super::observe::observe;
 use crate::cloud::NodeGroupBackend;
 use crate::cloud::fargate::{self, PROFILE_LABEL, Selection};
 use crate::k8s;
 use crate::proto::ekscale::fargate_server::Fargate;
 use crate::proto::ekscale::*;
-use crate::provider::metrics::ProviderMetrics;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
@@ -72,7 +73,7 @@ impl Fargate for FargateService {
         &self,
         _: Request<ListProfilesRequest>,
     ) -> Result<Response<ListProfilesResponse>, Status> {
-        super::observe(&self.metrics, "ListProfiles", async {
+        observe(&self.metrics, "ListProfiles", async {
             let profiles = self
                 .backend
                 .fargate_profiles()
@@ -100,7 +101,7 @@ impl Fargate for FargateService {
         &self,
         request: Request<MatchPodRequest>,
     ) -> Result<Response<MatchPodResponse>, Status> {
-        super::observe(&self.metrics, "MatchPod", async {
+        observe(&self.metrics, "MatchPod", async {
             self.match_pod(request.get_ref())
         })
         .await

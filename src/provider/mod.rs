@@ -1,141 +1,23 @@
 //! The provider's gRPC server: CloudProvider and Fargate over a backend, with health and reflection, on
 //! one port, in plaintext h2c or TLS (optionally mutual).
 
-mod cloud_provider;
-mod fargate;
+mod cloud_provider; // cluster-autoscaler's externalgrpc protocol over a backend
+mod fargate; // ekscale.v1.Fargate: profiles and pod matching
 pub mod http; // /metrics and /healthz
 pub mod metrics; // ekscale_provider_* metrics: RPCs, instances, AWS calls
-mod node_groups;
-mod options;
+mod node_groups; // ekscale.v1.NodeGroups: zones, all-or-nothing increases
+mod observe; // every RPC counted and timed
+mod options; // NodeGroupGetOptions answers
+mod server; // every service on one port
 mod sizes; // what the services that change sizes share
-mod tls;
+mod tls; // TLS on the port, certificates read again when they change
 
 pub use cloud_provider::CloudProviderService;
 pub use fargate::FargateService;
 pub use node_groups::NodeGroupsService;
+pub use server::{
+    CLOUD_PROVIDER_SERVICE, FARGATE_SERVICE, MAX_DECODING_MESSAGE_SIZE, NODE_GROUPS_SERVICE,
+    ServeError, serve,
+};
 pub use sizes::GroupLocks;
-pub use tls::{Reloading, TlsFiles};
-
-use crate::cloud::NodeGroupBackend;
-use crate::proto::ekscale::fargate_server::FargateServer;
-use crate::proto::ekscale::node_groups_server::NodeGroupsServer;
-use crate::proto::externalgrpc::cloud_provider_server::CloudProviderServer;
-use crate::provider::metrics::ProviderMetrics;
-use std::future::Future;
-use std::path::PathBuf;
-use std::sync::Arc;
-use tokio::net::TcpListener;
-use tonic::transport::Server;
-use tonic::transport::server::TcpIncoming;
-use tonic_health::ServingStatus;
-
-/// cluster-autoscaler may send large DeleteNodes and pod requests: accept up to 32 MiB (tonic's default is 4).
-pub const MAX_DECODING_MESSAGE_SIZE: usize = 32 << 20;
-
-/// Service names as clients and grpcurl see them.
-pub const CLOUD_PROVIDER_SERVICE: &str =
-    "clusterautoscaler.cloudprovider.v1.externalgrpc.CloudProvider";
-pub const FARGATE_SERVICE: &str = "ekscale.v1.Fargate";
-pub const NODE_GROUPS_SERVICE: &str = "ekscale.v1.NodeGroups";
-
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    #[error("reading {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{path}: {reason}")]
-    Tls { path: PathBuf, reason: String },
-    #[error("gRPC server: {0}")]
-    Transport(#[from] tonic::transport::Error),
-    #[error("reflection: {0}")]
-    Reflection(#[from] tonic_reflection::server::Error),
-}
-
-/// Runs one RPC, counting it and its outcome.
-async fn observe<T>(
-    metrics: &ProviderMetrics,
-    method: &'static str,
-    rpc: impl Future<Output = Result<T, tonic::Status>>,
-) -> Result<tonic::Response<T>, tonic::Status> {
-    let start = std::time::Instant::now();
-    let result = rpc.await;
-    let code = result
-        .as_ref()
-        .map_or_else(tonic::Status::code, |_| tonic::Code::Ok);
-    metrics.observe_request(method, code, start.elapsed());
-    if let Err(status) = &result {
-        tracing::debug!(method, code = ?status.code(), message = status.message(), "request refused");
-    }
-    result.map(tonic::Response::new)
-}
-
-/// Serves every service on `listener` until `shutdown` completes, then drains in-flight requests.
-pub async fn serve(
-    listener: TcpListener,
-    backend: Arc<dyn NodeGroupBackend>,
-    metrics: Arc<ProviderMetrics>,
-    tls: Option<&TlsFiles>,
-    shutdown: impl Future<Output = ()> + Send,
-) -> Result<(), ServeError> {
-    let (health, health_service) = tonic_health::server::health_reporter();
-    for service in [
-        "",
-        CLOUD_PROVIDER_SERVICE,
-        FARGATE_SERVICE,
-        NODE_GROUPS_SERVICE,
-    ] {
-        health
-            .set_service_status(service, ServingStatus::Serving)
-            .await;
-    }
-    let reflection = || {
-        tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-    };
-
-    // Read before anything is served: bad TLS files stop the start with their name.
-    let tls = tls.cloned().map(Reloading::load).transpose()?;
-    // IncreaseSize and AtomicIncreaseSize of one group wait for each other.
-    let locks = Arc::new(sizes::GroupLocks::default());
-    let cloud_provider = CloudProviderServer::new(CloudProviderService::with_locks(
-        backend.clone(),
-        metrics.clone(),
-        locks.clone(),
-    ))
-    .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
-    let fargate = FargateServer::new(FargateService::new(backend.clone(), metrics.clone()))
-        .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
-    let node_groups = NodeGroupsServer::new(NodeGroupsService::with_locks(
-        backend,
-        metrics.clone(),
-        locks,
-    ));
-    let router = Server::builder()
-        .add_service(cloud_provider)
-        .add_service(fargate)
-        .add_service(node_groups)
-        .add_service(health_service)
-        .add_service(reflection().build_v1()?)
-        // grpcurl 1.8 speaks only v1alpha.
-        .add_service(reflection().build_v1alpha()?);
-    match tls {
-        Some(tls) => {
-            router
-                .serve_with_incoming_shutdown(Arc::new(tls).incoming(listener, metrics), shutdown)
-                .await?
-        }
-        // Without TCP_NODELAY, a response larger than one segment waits out the peer's delayed ACK (~40 ms).
-        None => {
-            router
-                .serve_with_incoming_shutdown(
-                    TcpIncoming::from(listener).with_nodelay(Some(true)),
-                    shutdown,
-                )
-                .await?
-        }
-    }
-    Ok(())
-}
+pub use tls::{Reloading, TlsError, TlsFiles};

@@ -3,6 +3,8 @@
 //! increase gives a gang of pods all its nodes or none (cluster-autoscaler's `AtomicIncreaseSize`, which
 //! externalgrpc has no call for).
 
+use super::metrics::ProviderMetrics;
+use super::observe::observe;
 use super::sizes::{self, GroupLocks, Increase};
 use crate::cloud::NodeGroupBackend;
 use crate::proto::ekscale::node_groups_server::NodeGroups;
@@ -10,7 +12,6 @@ use crate::proto::ekscale::{
     AtomicIncreaseSizeRequest, AtomicIncreaseSizeResponse, ListZonesRequest, ListZonesResponse,
     NodeGroupZones,
 };
-use crate::provider::metrics::ProviderMetrics;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
@@ -45,7 +46,7 @@ impl NodeGroups for NodeGroupsService {
         &self,
         _: Request<ListZonesRequest>,
     ) -> Result<Response<ListZonesResponse>, Status> {
-        super::observe(&self.metrics, "ListZones", async {
+        observe(&self.metrics, "ListZones", async {
             let node_groups = self
                 .backend
                 .node_groups()
@@ -64,7 +65,7 @@ impl NodeGroups for NodeGroupsService {
         &self,
         request: Request<AtomicIncreaseSizeRequest>,
     ) -> Result<Response<AtomicIncreaseSizeResponse>, Status> {
-        super::observe(&self.metrics, "AtomicIncreaseSize", async {
+        observe(&self.metrics, "AtomicIncreaseSize", async {
             let request = request.into_inner();
             let (backend, locks) = (self.backend.as_ref(), &self.locks);
             sizes::increase(backend, locks, &request.id, request.delta, Increase::Atomic).await?;

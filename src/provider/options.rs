@@ -4,8 +4,8 @@
 //! (`GroupOptions::to_wire`).
 
 use crate::cloud::OptionOverrides;
+use crate::model::GroupOptions;
 use crate::proto::externalgrpc::NodeGroupAutoscalingOptions;
-use crate::proto::options::GroupOptions;
 
 /// The options to answer for a group: `None` without overrides, otherwise every field set. Defaults the
 /// caller did not send are cluster-autoscaler's.
@@ -44,7 +44,7 @@ pub fn answer(
 mod tests {
     use super::*;
     use crate::proto::externalgrpc::K8sDuration;
-    use crate::proto::options::k8s_duration;
+    use crate::proto::k8s_duration;
     use std::time::Duration;
 
     fn old_defaults() -> NodeGroupAutoscalingOptions {

@@ -6,8 +6,7 @@
 //! (a half-written key, a certificate that does not match it) are refused with a warning and the old
 //! configuration stays.
 
-use super::ServeError;
-use crate::provider::metrics::ProviderMetrics;
+use super::metrics::ProviderMetrics;
 use futures::Stream;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -19,6 +18,18 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
+
+/// Why the TLS files could not be taken: read, or parsed into a server configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {reason}")]
+    Tls { path: PathBuf, reason: String },
+}
 
 /// How long a client has to finish its handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -36,9 +47,9 @@ pub struct TlsFiles {
 
 impl TlsFiles {
     /// The files' bytes, in a fixed order: what a change is detected on.
-    fn read(&self) -> Result<Vec<Vec<u8>>, ServeError> {
+    fn read(&self) -> Result<Vec<Vec<u8>>, TlsError> {
         let read = |path: &PathBuf| {
-            std::fs::read(path).map_err(|source| ServeError::Read {
+            std::fs::read(path).map_err(|source| TlsError::Read {
                 path: path.clone(),
                 source,
             })
@@ -51,8 +62,8 @@ impl TlsFiles {
     }
 
     /// A server configuration from the files' `contents` (as [`TlsFiles::read`] returns them).
-    fn config(&self, contents: &[Vec<u8>]) -> Result<ServerConfig, ServeError> {
-        let bad = |path: &PathBuf, reason: String| ServeError::Tls {
+    fn config(&self, contents: &[Vec<u8>]) -> Result<ServerConfig, TlsError> {
+        let bad = |path: &PathBuf, reason: String| TlsError::Tls {
             path: path.clone(),
             reason,
         };
@@ -99,7 +110,7 @@ pub struct Reloading {
 
 impl Reloading {
     /// Reads the files once; an error here stops the server from starting.
-    pub fn load(files: TlsFiles) -> Result<Reloading, ServeError> {
+    pub fn load(files: TlsFiles) -> Result<Reloading, TlsError> {
         let contents = files.read()?;
         let config = Arc::new(files.config(&contents)?);
         Ok(Reloading {
@@ -116,7 +127,7 @@ impl Reloading {
 
     /// Reads the files again and, when they changed and make a configuration, takes it. Returns whether it
     /// did; an error for files that changed into something unusable, once for the same contents.
-    pub fn reload(&self) -> Result<bool, ServeError> {
+    pub fn reload(&self) -> Result<bool, TlsError> {
         let contents = self.files.read()?;
         if self.current.read().unwrap_or_else(|p| p.into_inner()).0 == contents {
             return Ok(false);

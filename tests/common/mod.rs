@@ -15,8 +15,8 @@ pub use tools::tool;
 
 use ekscale::clock::Clock;
 use ekscale::cloud::NodeGroupBackend;
-use ekscale::cloud::scenario::Scenario;
-use ekscale::cloud::sim::SimBackend;
+use ekscale::cloud::Scenario;
+use ekscale::cloud::SimulatedEks;
 use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use ekscale::provider::TlsFiles;
 use ekscale::provider::metrics::ProviderMetrics;
@@ -87,7 +87,7 @@ fargateProfiles:
 /// A provider served in-process on a loopback port, on a simulated EKS with a manual clock.
 pub struct Server {
     pub addr: SocketAddr,
-    sim: Option<Arc<SimBackend>>,
+    sim: Option<Arc<SimulatedEks>>,
     /// What the provider counted, e.g. requests by method.
     pub metrics: Arc<ProviderMetrics>,
     stop: Option<oneshot::Sender<()>>,
@@ -109,7 +109,7 @@ impl Server {
 
     pub async fn start_with(scenario: &str, tls: Option<TlsFiles>) -> Server {
         let scenario = Scenario::parse(scenario).unwrap();
-        let sim = Arc::new(SimBackend::new(scenario, Clock::manual()));
+        let sim = Arc::new(SimulatedEks::new(scenario, Clock::manual()));
         Server::serve(sim.clone(), Some(sim), tls).await
     }
 
@@ -125,14 +125,14 @@ impl Server {
     }
 
     /// The simulated EKS behind this server, to serve it again from another.
-    pub fn shared_sim(&self) -> Arc<SimBackend> {
+    pub fn shared_sim(&self) -> Arc<SimulatedEks> {
         self.sim
             .clone()
             .expect("this server is not on the simulated EKS")
     }
 
     /// The simulated EKS behind this server (for its clock).
-    pub fn sim(&self) -> &SimBackend {
+    pub fn sim(&self) -> &SimulatedEks {
         self.sim
             .as_deref()
             .expect("this server is not on the simulated EKS")
@@ -141,7 +141,7 @@ impl Server {
     /// Serves `backend`, which may wrap `sim`.
     pub async fn serve(
         backend: Arc<dyn NodeGroupBackend>,
-        sim: Option<Arc<SimBackend>>,
+        sim: Option<Arc<SimulatedEks>>,
         tls: Option<TlsFiles>,
     ) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -149,15 +149,15 @@ impl Server {
     }
 
     /// Another provider process over the same simulated EKS, as if it were killed: no draining, every
-    /// connection dropped. Its state lives in the cloud (the `SimBackend`), so nothing else is lost.
-    pub fn kill(&mut self) -> Arc<SimBackend> {
+    /// connection dropped. Its state lives in the cloud (the `SimulatedEks`), so nothing else is lost.
+    pub fn kill(&mut self) -> Arc<SimulatedEks> {
         self.task.abort();
         self.stop.take();
         self.shared_sim()
     }
 
     /// Starts a provider again on the address a killed one had.
-    pub async fn restart(addr: SocketAddr, sim: Arc<SimBackend>) -> Server {
+    pub async fn restart(addr: SocketAddr, sim: Arc<SimulatedEks>) -> Server {
         let mut tries = 0;
         let listener = loop {
             match TcpListener::bind(addr).await {
@@ -176,7 +176,7 @@ impl Server {
     fn serve_on(
         listener: TcpListener,
         backend: Arc<dyn NodeGroupBackend>,
-        sim: Option<Arc<SimBackend>>,
+        sim: Option<Arc<SimulatedEks>>,
         tls: Option<TlsFiles>,
     ) -> Server {
         ekscale::tls::install_crypto_provider();

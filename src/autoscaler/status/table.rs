@@ -2,10 +2,10 @@
 //! section for each kind of decision that was made, what could not be helped and why, the errors, and the
 //! loop's times. A section with nothing to say is left out.
 
-use super::{
-    CapacityBufferStatus, DeletionStatus, FargatePod, HeadroomStatus, KeptNode, NoScaleUp,
-    ScaleDown, ScaleUp, Status,
-};
+use super::report::Status;
+use super::reservations::{CapacityBufferStatus, HeadroomStatus};
+use super::scale_down::{DeletionStatus, KeptNode, ScaleDown};
+use super::scale_up::{FargatePod, NoScaleUp, ScaleUp};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 

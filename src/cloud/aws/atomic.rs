@@ -5,44 +5,12 @@
 //! increase are terminated. Until it ends, the group takes no other size change: each instance that is not
 //! one of the group's earlier ones is the increase's.
 
-use super::AwsBackend;
-use super::view::{AsgInstance, Group};
-use crate::cloud::{CloudError, InstanceState, NodeGroupSpec};
+use super::state::{Increase, State};
+use crate::cloud::backend::CloudError;
+use crate::cloud::node_group::NodeGroupSpec;
 use crate::model::GroupOptions;
-use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
-
-/// One all-or-nothing increase the ASG has not yet launched whole.
-pub(super) struct Increase {
-    /// The group's instances (providerIDs) before the increase.
-    before: HashSet<String>,
-    desired_before: i32,
-    delta: usize,
-    deadline: Instant,
-}
-
-/// The increases in flight, by node group id.
-pub(super) type Increases = std::sync::Mutex<HashMap<String, Increase>>;
-
-impl Increase {
-    /// The group's instances launched since the increase: not one of its earlier ones, not terminating.
-    fn launched<'a>(&'a self, group: &'a Group) -> impl Iterator<Item = &'a AsgInstance> + 'a {
-        group
-            .instances
-            .iter()
-            .filter(|i| i.state != InstanceState::Deleting)
-            .filter(|i| !self.before.contains(&i.provider_id))
-    }
-
-    /// Whether every instance it added is in service.
-    fn whole(&self, group: &Group) -> bool {
-        let in_service = self
-            .launched(group)
-            .filter(|i| i.state == InstanceState::Running);
-        in_service.count() >= self.delta
-    }
-}
 
 /// What a check found an increase to be.
 enum Verdict {
@@ -58,7 +26,20 @@ fn provision_time(spec: &NodeGroupSpec) -> Duration {
         .unwrap_or_else(|| GroupOptions::default().provision)
 }
 
-impl AwsBackend {
+impl State {
+    /// Refuses a change to a group whose last change has an unknown outcome, or with an all-or-nothing
+    /// increase in flight.
+    pub(super) fn settled(&self, id: &str) -> Result<(), CloudError> {
+        self.no_increase_in_flight(id)?;
+        if self.read().group(id)?.uncertain {
+            return Err(CloudError::Unavailable(format!(
+                "node group {id}: an earlier change went unanswered by AWS and its outcome is still being \
+                 read back; try again after the next refresh"
+            )));
+        }
+        Ok(())
+    }
+
     fn increases(&self) -> std::sync::MutexGuard<'_, HashMap<String, Increase>> {
         self.atomic
             .lock()
@@ -116,11 +97,11 @@ impl AwsBackend {
             }
             return Err(error);
         }
-        let backend = Arc::downgrade(&self.0);
+        let state = self.me.clone();
         tokio::spawn(async move {
             tokio::time::sleep_until(deadline.into()).await;
-            if let Some(state) = backend.upgrade() {
-                AwsBackend(state).check_increases().await;
+            if let Some(state) = state.upgrade() {
+                state.check_increases().await;
             }
         });
         Ok(())

@@ -2,7 +2,9 @@
 //! what the provider answers (throttling and outages -> UNAVAILABLE, denials -> PERMISSION_DENIED, ...).
 //! Retries with backoff are the SDK's own standard retry; nothing here retries again.
 
-use crate::cloud::{CloudError, CloudObserver};
+use crate::cloud::backend::CloudError;
+
+use crate::cloud::backend::CloudObserver;
 use aws_sdk_eks::error::{ProvideErrorMetadata, SdkError};
 use std::future::Future;
 use std::sync::Arc;

@@ -1,9 +1,9 @@
 //! The provider's configuration for the AWS backend (`--config FILE`, with `--cluster`/`--region` on top).
 
-use crate::cloud::OptionOverrides;
 use crate::cloud::fargate::FargateRates;
+use crate::cloud::node_group::OptionOverrides;
 use crate::cloud::options::OptionsFile;
-use crate::cloud::scenario::DEFAULT_SPOT_PRICE_RATIO;
+use crate::cloud::pricing::DEFAULT_SPOT_PRICE_RATIO;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};

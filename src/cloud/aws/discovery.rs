@@ -3,31 +3,25 @@
 //! A node group is served whole or not at all: one that is not ACTIVE/UPDATING, whose ASG cannot be
 //! found, or whose instance type EC2 does not know is left out, with a log line and a metric.
 
-use super::AwsBackend;
 use super::calls::sdk_error;
 use super::instance_types::InstanceFacts;
+use super::state::{Memory, State};
 use super::view::{AsgInstance, Group};
+use crate::cloud::backend::CloudError;
+use crate::cloud::node_group::InstanceError;
+use crate::cloud::node_group::InstanceErrorClass;
+use crate::cloud::node_group::NodeGroupSpec;
+use crate::cloud::node_group::OptionOverrides;
+use crate::cloud::options;
 use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
-use crate::cloud::{
-    CloudError, FargateProfile, FargateSelector, InstanceError, InstanceErrorClass,
-    NodeGroupBackend, NodeGroupSpec, OptionOverrides, options,
-};
+use crate::model::fargate::FargateProfile;
+use crate::model::fargate::FargateSelector;
 use aws_sdk_autoscaling::types::{AutoScalingGroup, Filter, ScalingActivityStatusCode};
 use aws_sdk_eks::error::ProvideErrorMetadata;
 use aws_sdk_eks::types::{Nodegroup, NodegroupStatus};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-
-/// What refreshes remember between runs.
-#[derive(Default)]
-pub(super) struct Memory {
-    pub last: Option<Instant>,
-    /// EKS descriptions by node group name, with when they were read.
-    described: HashMap<String, (Instant, Nodegroup)>,
-    /// Fargate profiles by name, with when they were read.
-    profiles: HashMap<String, (Instant, FargateProfile)>,
-}
 
 /// What one refresh found.
 pub(super) struct Discovery {
@@ -42,7 +36,7 @@ const FAILURE_HORIZON: Duration = Duration::from_secs(15 * 60);
 /// The error code of placeholders for capacity the ASG could not launch, as upstream's AWS provider uses.
 pub const PLACEHOLDER_ERROR_CODE: &str = "placeholder-cannot-be-fulfilled";
 
-impl AwsBackend {
+impl State {
     /// Reads the cloud: the groups to serve, and how many were left out for which reason.
     pub(super) async fn discover(&self, memory: &mut Memory) -> Result<Discovery, CloudError> {
         let names = self.list_node_groups().await?;
@@ -385,7 +379,7 @@ impl AwsBackend {
             capacity,
             allocatable,
         });
-        let on_demand = self.price_of_instance_type(&smallest.name);
+        let on_demand = self.price_of(&smallest.name);
         let price_per_hour = if capacity_type == "SPOT" {
             on_demand.map(|p| p * self.config.spot_price_ratio)
         } else {

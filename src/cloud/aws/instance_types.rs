@@ -1,7 +1,7 @@
 //! Instance type facts from `ec2:DescribeInstanceTypes`, asked once per type for the life of the process.
 
 use super::calls::{Calls, sdk_error};
-use crate::cloud::CloudError;
+use crate::cloud::backend::CloudError;
 use crate::cloud::instance_types::Arch;
 use aws_sdk_ec2::types::{ArchitectureType, InstanceType, InstanceTypeInfo};
 use aws_sdk_eks::error::ProvideErrorMetadata;

@@ -1,7 +1,9 @@
 //! The backend's memory of the cloud: each node group's Auto Scaling group as last read (desired capacity,
 //! instances, the last launch failure) and the indexes the hot RPCs answer from.
 
-use super::super::{CloudError, FargateProfile, InstanceError, InstanceState, NodeGroupSpec};
+use crate::cloud::backend::CloudError;
+use crate::cloud::node_group::{InstanceError, InstanceState, NodeGroupSpec};
+use crate::model::fargate::FargateProfile;
 use aws_sdk_autoscaling::types::{AutoScalingGroup, LifecycleState};
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -10,8 +10,5 @@ pub mod ekscale {
     tonic::include_proto!("ekscale.v1");
 }
 
-/// NodeGroupAutoscalingOptions in plain values, both generations' fields.
-pub mod options;
-
 /// The encoded `FileDescriptorSet` of both packages, for server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("descriptor");

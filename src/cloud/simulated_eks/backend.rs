@@ -6,13 +6,15 @@
 //! it cannot launch is listed as placeholder instances with an out-of-resources error, exactly as the AWS
 //! backend reports unfulfillable desired capacity, and is launched as soon as capacity frees up.
 
-use super::fargate::FargateRates;
 use super::scenario::{Scenario, SimNodeGroup};
-use super::{
-    CloudError, FargateProfile, Instance, InstanceError, InstanceErrorClass, InstanceState,
-    NodeGroupBackend, NodeGroupSpec, instance_types,
-};
 use crate::clock::Clock;
+use crate::cloud::backend::{CloudError, NodeGroupBackend};
+use crate::cloud::fargate::FargateRates;
+use crate::cloud::instance_types;
+use crate::cloud::node_group::{
+    Instance, InstanceError, InstanceErrorClass, InstanceState, NodeGroupSpec,
+};
+use crate::model::fargate::FargateProfile;
 use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -23,7 +25,7 @@ use std::time::Duration;
 /// The error code of placeholder instances, the same as the AWS provider's.
 pub const PLACEHOLDER_ERROR_CODE: &str = "placeholder-cannot-be-fulfilled";
 
-pub struct SimBackend {
+pub struct SimulatedEks {
     clock: Clock,
     specs: Vec<Arc<NodeGroupSpec>>,
     by_id: HashMap<String, usize>,
@@ -63,9 +65,9 @@ impl SimInstance {
     }
 }
 
-impl SimBackend {
+impl SimulatedEks {
     /// A simulated EKS serving `scenario`, with its clock.
-    pub fn new(scenario: Scenario, clock: Clock) -> SimBackend {
+    pub fn new(scenario: Scenario, clock: Clock) -> SimulatedEks {
         let specs: Vec<_> = scenario
             .node_groups
             .iter()
@@ -92,7 +94,7 @@ impl SimBackend {
             // The scenario's desired instances are already running when the provider starts.
             state.launch(idx, Duration::ZERO, Duration::ZERO);
         }
-        SimBackend {
+        SimulatedEks {
             clock,
             specs,
             by_id,
@@ -253,7 +255,7 @@ fn placeholder_group(id: &str) -> Option<&str> {
 }
 
 #[async_trait]
-impl NodeGroupBackend for SimBackend {
+impl NodeGroupBackend for SimulatedEks {
     fn name(&self) -> &'static str {
         "sim"
     }
@@ -426,11 +428,11 @@ nodeGroups:
     availableCapacity: 2
 "#;
 
-    fn backend() -> SimBackend {
-        SimBackend::new(Scenario::parse(SCENARIO).unwrap(), Clock::manual())
+    fn backend() -> SimulatedEks {
+        SimulatedEks::new(Scenario::parse(SCENARIO).unwrap(), Clock::manual())
     }
 
-    fn states(backend: &SimBackend, id: &str) -> Vec<InstanceState> {
+    fn states(backend: &SimulatedEks, id: &str) -> Vec<InstanceState> {
         backend
             .instances(id)
             .unwrap()

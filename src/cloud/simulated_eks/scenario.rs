@@ -3,23 +3,22 @@
 //! Parsing is strict (unknown keys are errors) and validation is whole: a scenario that loads is one the
 //! simulator can serve, with every template already built and checked.
 
-use super::fargate::FargateRates;
-use super::instance_types::{self, Arch};
-use super::options::OptionsFile;
-use super::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
-use super::{FargateProfile, NodeGroupSpec};
+use crate::cloud::fargate::FargateRates;
+use crate::cloud::instance_types::{self, Arch};
+use crate::cloud::node_group::NodeGroupSpec;
+use crate::cloud::options::OptionsFile;
+use crate::cloud::pricing::DEFAULT_SPOT_PRICE_RATIO;
+use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
 use crate::k8s::quantity::Quantity;
 use crate::model::Resources;
+use crate::model::fargate::FargateProfile;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The scenario the simulator serves when no file is given.
-pub const BUILT_IN: &str = include_str!("scenario.yaml");
-
-/// Spot capacity costs this fraction of the on-demand price unless `pricePerHour` says otherwise.
-pub const DEFAULT_SPOT_PRICE_RATIO: f64 = 0.35;
+pub const BUILT_IN_SCENARIO: &str = include_str!("../scenario.yaml");
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -130,7 +129,7 @@ pub enum ScenarioError {
 impl Scenario {
     /// The built-in scenario.
     pub fn built_in() -> Scenario {
-        Scenario::parse(BUILT_IN).expect("the built-in scenario is valid")
+        Scenario::parse(BUILT_IN_SCENARIO).expect("the built-in scenario is valid")
     }
 
     /// Parses and validates a scenario file's text.

@@ -1,0 +1,95 @@
+//! The whole report of one loop: each stage's part, the groups as the loop found them, the cluster's health,
+//! the errors, the times.
+
+use super::reservations::{CapacityBufferStatus, HeadroomStatus, ProvisioningRequestStatus};
+use super::scale_down::{Consolidation, DeletionStatus, KeptNode, ReplacementStatus, ScaleDown};
+use super::scale_up::{FargatePod, NoScaleUp, Placed, ScaleUp};
+use serde::Serialize;
+
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub scale_up: Vec<ScaleUp>,
+    pub scale_down: Vec<ScaleDown>,
+    /// Nodes of the cluster that stay, with why (every node not in `scale_down` and not being deleted).
+    pub unremovable: Vec<KeptNode>,
+    /// Deletions in progress or finished this loop.
+    pub deletions: Vec<DeletionStatus>,
+    /// Replacements by cheaper nodes (`--consolidation replace`): planned (`simulate`), or started this loop.
+    pub consolidation: Vec<Consolidation>,
+    /// With `--consolidation replace`: the nodes not replaced, with why.
+    pub not_consolidated: Vec<KeptNode>,
+    /// Replacements in progress, and those that ended this loop.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replacements: Vec<ReplacementStatus>,
+    pub fargate: Vec<FargatePod>,
+    /// Headroom policies: what each reserves and where that room is.
+    pub headroom: Vec<HeadroomStatus>,
+    /// CapacityBuffers: what each asks for, where its chunks are, the status it is given.
+    pub capacity_buffers: Vec<CapacityBufferStatus>,
+    /// ProvisioningRequests of a class served: their pods, conditions, and this loop's scale-ups for them.
+    pub provisioning_requests: Vec<ProvisioningRequestStatus>,
+    pub no_scale_up: Vec<NoScaleUp>,
+    /// Pending pods that fit on existing nodes or on nodes already requested: no new node for them.
+    pub placed: Vec<Placed>,
+    pub node_groups: Vec<GroupStatus>,
+    /// Ready and unready nodes; an unhealthy cluster stops the loop before scale-up and scale-down.
+    pub cluster_health: ClusterHealth,
+    /// Problems that stopped part of the loop (a provider call that failed, a rejected scale-up).
+    pub errors: Vec<String>,
+    /// The whole RunOnce, from Refresh to the last decision.
+    pub elapsed_ms: f64,
+    /// The estimator alone.
+    pub estimate_ms: f64,
+    /// Scale-down planning alone (candidates, rules, removal simulation).
+    pub scale_down_ms: f64,
+    /// Consolidation planning alone (candidates, one new node for their pods, savings).
+    pub consolidation_ms: f64,
+}
+
+/// The cluster's health this loop, as `simulate`, `/snapshotz` and the status ConfigMap report it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterHealth {
+    pub healthy: bool,
+    pub ready_nodes: usize,
+    pub unready_nodes: usize,
+    /// Not Ready but younger than `--max-node-startup-time`: starting, not unready.
+    pub not_started_nodes: usize,
+    /// Why the loop stopped, when it did.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+impl Default for ClusterHealth {
+    /// An empty cluster is healthy.
+    fn default() -> ClusterHealth {
+        ClusterHealth {
+            healthy: true,
+            ready_nodes: 0,
+            unready_nodes: 0,
+            not_started_nodes: 0,
+            reason: String::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupStatus {
+    pub id: String,
+    pub min_size: i32,
+    pub max_size: i32,
+    pub target_size: i32,
+    pub registered: usize,
+    pub upcoming: usize,
+    /// Why it is not considered for scale-up this loop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+impl Status {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("status serializes")
+    }
+}

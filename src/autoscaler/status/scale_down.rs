@@ -1,0 +1,104 @@
+//! What scale-down and consolidation decided and did: the nodes that go, the nodes that stay and why, the
+//! deletions and replacements in progress.
+
+use crate::model::PodNames;
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleDown {
+    pub node: String,
+    pub node_group: String,
+    /// `empty` (no pod needs a new place) or `underutilized`.
+    pub reason: String,
+    /// Utilization against the threshold, and where its pods go.
+    pub detail: String,
+    /// The pods its removal evicts.
+    pub pods: PodNames,
+    /// Evicting them all at once exceeds a PodDisruptionBudget: the drain waits for replacements.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub risky: bool,
+}
+
+/// Nodes replaced by one cheaper node.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Consolidation {
+    pub nodes: Vec<String>,
+    pub from_node_groups: Vec<String>,
+    /// Where the new node launches, and as what.
+    pub node_group: String,
+    pub instance_type: String,
+    /// The pods that move to it.
+    pub pods: Vec<String>,
+    pub price_per_hour_before: f64,
+    pub price_per_hour_after: f64,
+    pub saving_per_hour: f64,
+    /// Set when the provider refused the new node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Consolidation {
+    /// `ip-a, ip-b (general, general) -> a new spot node (m5.xlarge): $0.1920/h -> $0.0672/h`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({}) -> a new {} node ({}): ${:.4}/h -> ${:.4}/h",
+            self.nodes.join(", "),
+            self.from_node_groups.join(", "),
+            self.node_group,
+            self.instance_type,
+            self.price_per_hour_before,
+            self.price_per_hour_after
+        )
+    }
+
+    /// ` (FAILED: why)` when the provider refused the new node.
+    pub fn failure(&self) -> String {
+        (self.error.as_ref()).map_or(String::new(), |e| format!(" (FAILED: {e})"))
+    }
+}
+
+/// A replacement in progress, or one that ended this loop.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplacementStatus {
+    /// The nodes it replaces.
+    pub nodes: Vec<String>,
+    pub node_group: String,
+    /// The new node, once it is Ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_node: Option<String>,
+    /// `single` (one node replaced) or `multi` (several merged into one).
+    pub kind: String,
+    /// `launching` (waiting for the new node to be Ready), `replacing` (it is: the old nodes' drains start),
+    /// `draining` (they go on), `done` (the old nodes are gone), `abandoned` (the new node never turned Ready, or the pods no longer fit: the old nodes
+    /// stay) or `failed` (a drain failed: the old node stays).
+    pub state: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    pub saving_per_hour: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeptNode {
+    pub node: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_group: Option<String>,
+    /// cluster-autoscaler's name for the reason (`NotUnderutilized`, `BlockedByPod`, `NoPlaceToMovePods`, ...).
+    pub reason: String,
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletionStatus {
+    pub node: String,
+    pub node_group: String,
+    /// `started`, `draining`, `paused` (the view lost its pods), `deleted`, `failed` or `restored`.
+    pub state: String,
+    /// What it waits for, why it failed, or, once deleted, why it went (`empty` or `underutilized`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}

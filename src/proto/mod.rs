@@ -1,0 +1,8 @@
+//! The wire: code generated from `proto/` (the externalgrpc protocol, every generation's fields, and the
+//! `ekscale.v1` extension services), and the options both sides read and write in every generation's fields.
+
+mod generated; // tonic-prost-build's output, by package
+mod options; // NodeGroupAutoscalingOptions as plain values, both generations' fields
+
+pub use generated::{FILE_DESCRIPTOR_SET, ekscale, externalgrpc};
+pub use options::k8s_duration;
