@@ -286,22 +286,22 @@ use ekscale::model::node::NODE_GROUP_LABEL;
 use ekscale::model::pod::Controller;
 use ekscale::model::taint::TO_BE_DELETED_TAINT;
 use ekscale::model::{Node, Pod, Resources};
-use ekscale::sim::SimCluster;
-use ekscale::sim::cluster::Broken;
+use ekscale::simulated_cluster::Broken;
+use ekscale::simulated_cluster::SimulatedCluster;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// An in-process provider on `scenario` and a simulated cluster over it, on the provider's clock.
-async fn simulated(scenario: &str) -> (Server, ProviderConfig, Arc<SimCluster>) {
+async fn simulated(scenario: &str) -> (Server, ProviderConfig, Arc<SimulatedCluster>) {
     let server = Server::start_with(scenario, None).await;
     let config = ProviderConfig::plaintext(server.addr.to_string());
-    let cluster = SimCluster::new(&config, server.sim().clock().clone()).unwrap();
+    let cluster = SimulatedCluster::new(&config, server.sim().clock().clone()).unwrap();
     (server, config, Arc::new(cluster))
 }
 
 /// Acting, with consolidation replacing nodes stable for two minutes.
-fn replacing(config: &ProviderConfig, cluster: &Arc<SimCluster>, mode: Mode) -> RunOnce {
+fn replacing(config: &ProviderConfig, cluster: &Arc<SimulatedCluster>, mode: Mode) -> RunOnce {
     let mut settings = Settings {
         act: true,
         remove_unregistered: true,
@@ -367,7 +367,7 @@ async fn a_node_is_replaced_by_a_cheaper_one_that_is_ready_before_any_pod_is_evi
     let clock = server.sim().clock().clone();
     let mut once = replacing(&config, &cluster, Mode::Replace);
     cluster.create_pods(owned("api", 3, 400));
-    cluster.create_pdb(ekscale::sim::cluster::Budget {
+    cluster.create_pdb(ekscale::simulated_cluster::Budget {
         namespace: "default".into(),
         name: "api".into(),
         selector: ekscale::model::selector::LabelSelector {

@@ -17,7 +17,7 @@ use ekscale::autoscaler::status::{ProvisioningRequestStatus, Status};
 use ekscale::k8s::capacity_buffer::Template;
 use ekscale::k8s::provisioning_request::Read;
 use ekscale::model::{Pod, Resources};
-use ekscale::sim::SimCluster;
+use ekscale::simulated_cluster::SimulatedCluster;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -189,7 +189,7 @@ fn of<'a>(status: &'a Status, name: &str) -> &'a ProvisioningRequestStatus {
 }
 
 /// `Provisioned`'s status and reason, as the cluster holds them (what was written back).
-fn written(cluster: &SimCluster, name: &str, kind: &str) -> Option<(String, String)> {
+fn written(cluster: &SimulatedCluster, name: &str, kind: &str) -> Option<(String, String)> {
     let read = cluster
         .requests()
         .into_iter()
@@ -204,7 +204,7 @@ async fn an_atomic_request_is_whole_or_nothing_and_its_booking_ends_when_its_pod
     let server = Server::start_with(SCENARIO, None).await;
     let config = ProviderConfig::plaintext(server.addr.to_string());
     let clock = server.sim().clock().clone();
-    let cluster = Arc::new(SimCluster::new(&config, clock.clone()).unwrap());
+    let cluster = Arc::new(SimulatedCluster::new(&config, clock.clone()).unwrap());
     let client = ProviderClient::new(&config).unwrap();
     let settings = Settings {
         act: true,

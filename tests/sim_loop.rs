@@ -11,7 +11,7 @@ use ekscale::autoscaler::core::runonce::RunOnce;
 use ekscale::autoscaler::settings::Settings;
 use ekscale::cloud::NodeGroupBackend;
 use ekscale::model::{Pod, Resources};
-use ekscale::sim::SimCluster;
+use ekscale::simulated_cluster::SimulatedCluster;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,15 +24,15 @@ nodeGroups:
 ";
 
 /// An in-process provider on `scenario` and a simulated cluster over it, on the provider's clock.
-async fn simulated(scenario: &str) -> (Server, ProviderConfig, Arc<SimCluster>) {
+async fn simulated(scenario: &str) -> (Server, ProviderConfig, Arc<SimulatedCluster>) {
     let server = Server::start_with(scenario, None).await;
     let config = ProviderConfig::plaintext(server.addr.to_string());
-    let cluster = SimCluster::new(&config, server.sim().clock().clone()).unwrap();
+    let cluster = SimulatedCluster::new(&config, server.sim().clock().clone()).unwrap();
     (server, config, Arc::new(cluster))
 }
 
 /// A cluster of one group, `general` (m5.large in us-east-1a, 0 to 5 nodes), with `desired` nodes running.
-async fn general(desired: u32) -> (Server, ProviderConfig, Arc<SimCluster>) {
+async fn general(desired: u32) -> (Server, ProviderConfig, Arc<SimulatedCluster>) {
     let scenario = format!(
         "cluster: general\nregion: us-east-1\nnodeGroups:\n  - {{name: general, instanceType: m5.large, \
          zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: {desired}}}\n"
@@ -325,8 +325,8 @@ fn owned(app: &str, n: usize, cpu: u64) -> Vec<Pod> {
 }
 
 /// A PodDisruptionBudget over the pods of `app` allowing `max_unavailable` of them not running.
-fn budget(app: &str, max_unavailable: i32) -> ekscale::sim::cluster::Budget {
-    ekscale::sim::cluster::Budget {
+fn budget(app: &str, max_unavailable: i32) -> ekscale::simulated_cluster::Budget {
+    ekscale::simulated_cluster::Budget {
         namespace: "default".into(),
         name: app.into(),
         selector: ekscale::model::selector::LabelSelector {
@@ -344,7 +344,7 @@ fn names<P: std::borrow::Borrow<Pod>>(pods: &[P]) -> std::collections::BTreeSet<
 /// The cluster after one more step (`view` steps the simulator), checked to hold exactly the pods
 /// `expected`: none lost.
 async fn view_losing_nothing(
-    cluster: &SimCluster,
+    cluster: &SimulatedCluster,
     expected: &std::collections::BTreeSet<String>,
     when: String,
 ) -> Arc<ekscale::autoscaler::cluster::ClusterView> {
@@ -355,7 +355,10 @@ async fn view_losing_nothing(
 
 /// The companion acting on `cluster` through the provider at `config`, unneeded nodes going after a
 /// minute; and its provider client, to act beside it as another actor would.
-fn acting_quickly(config: &ProviderConfig, cluster: &Arc<SimCluster>) -> (ProviderClient, RunOnce) {
+fn acting_quickly(
+    config: &ProviderConfig,
+    cluster: &Arc<SimulatedCluster>,
+) -> (ProviderClient, RunOnce) {
     let client = ProviderClient::new(config).unwrap();
     let mut fast = settings();
     fast.scale_down.unneeded_time = Duration::from_secs(60);
@@ -825,12 +828,12 @@ nodeGroups:
 
 /// The provider the companion talks to, and a second one over the same simulated EKS for the cluster's
 /// own view of it (kubelets and EKS do not stop when the provider process does).
-async fn with_a_killable_provider(scenario: &str) -> (Server, Server, Arc<SimCluster>) {
+async fn with_a_killable_provider(scenario: &str) -> (Server, Server, Arc<SimulatedCluster>) {
     let cloud = Server::start_with(scenario, None).await;
     let sim = cloud.shared_sim();
     let provider = Server::serve(sim.clone(), Some(sim), None).await;
     let config = ProviderConfig::plaintext(cloud.addr.to_string());
-    let cluster = SimCluster::new(&config, cloud.sim().clock().clone()).unwrap();
+    let cluster = SimulatedCluster::new(&config, cloud.sim().clock().clone()).unwrap();
     (cloud, provider, Arc::new(cluster))
 }
 
@@ -1252,7 +1255,7 @@ async fn a_view_that_lost_its_pods_taints_and_deletes_nothing() {
     let t0 = cluster.now();
     let status = once.run(&view, t0).await.unwrap();
     assert!(status.scale_down.is_empty(), "{:?}", status.scale_down);
-    let untouched = |cluster: &SimCluster| {
+    let untouched = |cluster: &SimulatedCluster| {
         let nodes = cluster.nodes();
         assert_eq!(nodes.len(), 3, "a node went");
         for node in &nodes {
@@ -1501,7 +1504,7 @@ nodeGroups:
 /// loop runs every simulated minute for an hour. The broken group must peak at `peak` nodes and be skipped at
 /// some point for a reason containing `skipped_for`; every pod must end up on the other group.
 async fn an_hour_with_a_broken_group(
-    how: ekscale::sim::cluster::Broken,
+    how: ekscale::simulated_cluster::Broken,
     peak: i32,
     skipped_for: &str,
 ) {
@@ -1572,7 +1575,7 @@ nodeGroups:
 /// scale-up, and the other group takes the pods.
 #[tokio::test]
 async fn nodes_that_never_turn_ready_do_not_run_away_and_another_group_takes_the_pods() {
-    use ekscale::sim::cluster::Broken;
+    use ekscale::simulated_cluster::Broken;
     an_hour_with_a_broken_group(Broken::NeverReady, 6, "not ready for scale-up").await;
 }
 
@@ -1580,7 +1583,7 @@ async fn nodes_that_never_turn_ready_do_not_run_away_and_another_group_takes_the
 /// --max-node-provision-time, the group backed off, and the other group takes the pods.
 #[tokio::test]
 async fn instances_that_never_register_do_not_run_away_and_another_group_takes_the_pods() {
-    use ekscale::sim::cluster::Broken;
+    use ekscale::simulated_cluster::Broken;
     an_hour_with_a_broken_group(Broken::NeverRegister, 3, "did not register within").await;
 }
 

@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
         }
         1 => {
             let _ =
-                ekscale::demo::script::Script::parse(text, std::path::Path::new("/nonexistent"));
+                ekscale::demo::Script::parse(text, std::path::Path::new("/nonexistent"));
         }
         2 => {
             let _ = ekscale::autoscaler::headroom::policy::parse(text);

@@ -19,3 +19,9 @@ pub mod group; // a node group as the planners see it
 pub mod planning; // CPU-bound planning off the Tokio worker
 pub mod settings; // the loop's decision flags, each stage's part
 pub mod status; // what a loop decided and why: the report, as JSON and as a table
+
+pub use client::{ClientError, ProviderClient, ProviderConfig};
+pub use cluster::{ClusterError, ClusterSource, ClusterView, Snapshot};
+pub use core::runonce::RunOnce;
+pub use scaledown::consolidation::planner::Mode as ConsolidationMode;
+pub use settings::Settings;

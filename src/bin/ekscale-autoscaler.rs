@@ -4,7 +4,7 @@
 use clap::{Args, Parser, Subcommand};
 use ekscale::autoscaler::control::controller::{self, Failure};
 use ekscale::autoscaler::control::flags::{RunArgs, SimulateArgs};
-use ekscale::demo::{self, script::Script};
+use ekscale::demo::{self, Script};
 use ekscale::telemetry::{self, LogFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -4,6 +4,7 @@
 use super::chart::Chart;
 use super::record::Record;
 use super::script::Script;
+use super::summary::hms;
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -19,7 +20,7 @@ pub struct Comparison {
 impl Comparison {
     pub fn new(off: Record, on: Record, day: &Script) -> Comparison {
         let story = (day.timeline.iter())
-            .filter_map(|e| Some(format!("{} {}", super::hms(e.at), e.say.as_deref()?)))
+            .filter_map(|e| Some(format!("{} {}", hms(e.at), e.say.as_deref()?)))
             .collect();
         Comparison {
             off,
@@ -75,11 +76,11 @@ impl Comparison {
         );
         for r in replaced {
             let ended = match &r.ended {
-                Some((at, state, _)) if state == "done" => format!("done at {}", super::hms(*at)),
-                Some((at, state, why)) => format!("{state} at {}: {why}", super::hms(*at)),
+                Some((at, state, _)) if state == "done" => format!("done at {}", hms(*at)),
+                Some((at, state, why)) => format!("{state} at {}: {why}", hms(*at)),
                 None => "still in progress when the day ended".into(),
             };
-            let _ = writeln!(out, "    {} {}; {ended}", super::hms(r.at), r.what);
+            let _ = writeln!(out, "    {} {}; {ended}", hms(r.at), r.what);
         }
         out
     }

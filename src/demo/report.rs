@@ -4,6 +4,7 @@
 use super::chart::{Chart, escape};
 use super::compare::Comparison;
 use super::record::Record;
+use super::summary::hms;
 use std::fmt::Write;
 
 fn minutes(d: std::time::Duration) -> f64 {
@@ -103,7 +104,7 @@ fn decisions(page: &mut String, log: &[super::record::Entry]) {
         let _ = write!(
             page,
             "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-            super::hms(entry.at),
+            hms(entry.at),
             escape(entry.kind),
             escape(&entry.text)
         );

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The script the demo plays without `--scenario`.
-pub const BUILT_IN: &str = include_str!("demo.yaml");
+pub const BUILT_IN_SCRIPT: &str = include_str!("demo.yaml");
 /// The built-in demo's second day, played with consolidation off and on.
 pub const SECOND_DAY: &str = include_str!("day2.yaml");
 
@@ -167,7 +167,7 @@ pub struct Script {
 
 impl Script {
     pub fn built_in() -> Script {
-        Script::parse(BUILT_IN, Path::new(".")).expect("the built-in demo script is valid")
+        Script::parse(BUILT_IN_SCRIPT, Path::new(".")).expect("the built-in demo script is valid")
     }
 
     /// The built-in second day: a burst on on-demand nodes, spot capacity freeing up later.

@@ -14,6 +14,7 @@ mod tls; // TLS on the port, certificates read again when they change
 
 pub use cloud_provider::CloudProviderService;
 pub use fargate::FargateService;
+pub use metrics::ProviderMetrics;
 pub use node_groups::NodeGroupsService;
 pub use server::{
     CLOUD_PROVIDER_SERVICE, FARGATE_SERVICE, MAX_DECODING_MESSAGE_SIZE, NODE_GROUPS_SERVICE,

@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-pub struct SimCluster {
+pub struct SimulatedCluster {
     client: ProviderClient,
     clock: Clock,
     /// The wall-clock time the simulated clock's zero stands for.
@@ -86,10 +86,10 @@ impl State {
     }
 }
 
-impl SimCluster {
+impl SimulatedCluster {
     /// A cluster with no nodes and no pods yet, on `clock` (the provider's, so both agree on time).
-    pub fn new(provider: &ProviderConfig, clock: Clock) -> Result<SimCluster, ClientError> {
-        Ok(SimCluster {
+    pub fn new(provider: &ProviderConfig, clock: Clock) -> Result<SimulatedCluster, ClientError> {
+        Ok(SimulatedCluster {
             client: ProviderClient::new(provider)?,
             clock,
             epoch: SystemTime::now(),
@@ -106,7 +106,7 @@ impl SimCluster {
         self.epoch + self.clock.now()
     }
 
-    /// Creates pods, pending until the next [`SimCluster::step`] schedules them.
+    /// Creates pods, pending until the next [`SimulatedCluster::step`] schedules them.
     pub fn create_pods(&self, pods: impl IntoIterator<Item = Pod>) {
         let now = self.now();
         self.state().pods.extend(pods.into_iter().map(|mut pod| {
@@ -254,7 +254,7 @@ impl SimCluster {
     }
 }
 
-impl SimCluster {
+impl SimulatedCluster {
     /// For each Fargate-bound pod still waiting, whether a profile takes it (asked of the provider, as EKS
     /// decides): pod key -> profile.
     async fn fargate_profiles(&self) -> Result<HashMap<String, String>, ClientError> {
@@ -466,7 +466,7 @@ fn preempt(nodes: &[Arc<Node>], pods: &mut [Pod]) {
 }
 
 #[async_trait::async_trait]
-impl ClusterSource for SimCluster {
+impl ClusterSource for SimulatedCluster {
     async fn view(&self) -> Result<Arc<ClusterView>, ClusterError> {
         self.step()
             .await
@@ -565,7 +565,7 @@ impl ClusterSource for SimCluster {
     }
 }
 
-impl SimCluster {
+impl SimulatedCluster {
     fn change_node(&self, name: &str, change: impl FnOnce(&mut Node)) -> Result<(), ClusterError> {
         let mut state = self.state();
         let node = state

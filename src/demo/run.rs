@@ -1,0 +1,68 @@
+//! The demo as the binary runs it: the script's day, then the second day with consolidation off and on, the
+//! summary of both, and the report.
+
+use super::compare::Comparison;
+use super::day::play;
+use super::error::DemoError;
+use super::record::Record;
+use super::report;
+use super::script::Script;
+use super::summary::{summary, summary_line};
+use crate::autoscaler::ConsolidationMode as Mode;
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub struct Options {
+    pub script: Script,
+    /// A second day, played after the first with consolidation off and then on; `None` plays one day.
+    pub second_day: Option<Script>,
+    /// Simulated seconds per real second; 0 plays as fast as the machine goes.
+    pub speed: f64,
+    pub report: Option<PathBuf>,
+    /// Overrides the scenario's seed (instance ids).
+    pub seed: Option<u64>,
+}
+
+/// [`run`] to completion on a new multi-thread runtime, for the binary (see
+/// [`crate::autoscaler::control::controller::simulate_blocking`] for why it is here).
+pub fn run_blocking(options: Options) -> Result<(Record, String), DemoError> {
+    crate::autoscaler::control::controller::runtime().block_on(run(options))
+}
+
+/// Plays the script's day (printing progress and decisions as they happen), then the second day, if there is
+/// one, with consolidation off and on; returns the first day's record and the summary of both, which ends
+/// with the one-line `demo summary:` scripts read.
+pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
+    let started = Instant::now();
+    let Options {
+        mut script,
+        second_day,
+        speed,
+        report,
+        seed,
+    } = options;
+    if let Some(seed) = seed {
+        script.scenario.seed = seed;
+    }
+    let record = play(&script, Mode::Off, speed, true).await?;
+    let mut text = summary(&record, script.duration, started.elapsed());
+    let second = match second_day {
+        Some(mut day) => {
+            if let Some(seed) = seed {
+                day.scenario.seed = seed;
+            }
+            let off = play(&day, Mode::Off, 0.0, false).await?;
+            let on = play(&day, Mode::Replace, 0.0, false).await?;
+            let day = Comparison::new(off, on, &day);
+            text.push_str(&day.summary());
+            Some(day)
+        }
+        None => None,
+    };
+    text.push_str(&summary_line(&record));
+    if let Some(path) = report {
+        std::fs::write(&path, report::html(&record, second.as_ref(), &text))
+            .map_err(|source| DemoError::Report { path, source })?;
+    }
+    Ok((record, text))
+}

@@ -1,8 +1,0 @@
-//! The cluster simulator: the Kubernetes side that `demo`, tests and benchmarks run the companion on when
-//! there is no API server. Nodes register when the provider's instances run and leave when they are gone; a
-//! scheduler binds pending pods with the same predicates the autoscaler simulates with, so the two never
-//! disagree about what fits.
-
-pub mod cluster;
-
-pub use cluster::SimCluster;
