@@ -179,7 +179,7 @@ fn scale_down(c: &mut Criterion) {
     let Prepared { view, client, .. } = prepare(&rt, addr, rt.block_on(quiet_snapshot(addr)));
     // As `simulate` plans: every unneeded node listed, timers taken as elapsed.
     let settings = Settings {
-        scale_down: ekscale::autoscaler::scaledown::planner::Settings {
+        scale_down: ekscale::autoscaler::ScaleDownSettings {
             timers_elapsed: true,
             ..Default::default()
         },
@@ -215,7 +215,7 @@ fn scale_down(c: &mut Criterion) {
         now,
     );
     let off = Settings {
-        scale_down: ekscale::autoscaler::scaledown::planner::Settings {
+        scale_down: ekscale::autoscaler::ScaleDownSettings {
             enabled: false,
             ..Default::default()
         },
@@ -247,15 +247,14 @@ fn consolidation(c: &mut Criterion) {
         ("consolidation/quiet afternoon, every node a candidate", 0.1),
     ] {
         let mut settings = Settings {
-            scale_down: ekscale::autoscaler::scaledown::planner::Settings {
+            scale_down: ekscale::autoscaler::ScaleDownSettings {
                 timers_elapsed: true,
                 utilization_threshold: threshold,
                 ..Default::default()
             },
             ..Settings::default()
         };
-        settings.consolidation.mode =
-            ekscale::autoscaler::scaledown::consolidation::planner::Mode::Replace;
+        settings.consolidation.mode = ekscale::autoscaler::ConsolidationMode::Replace;
         let mut once = RunOnce::new(client.clone(), settings.clone());
         let status = rt.block_on(once.run(&view, now)).unwrap();
         let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();

@@ -989,7 +989,7 @@ async fn a_placeholder_id_seen_again_after_a_while_is_a_new_instance() {
     let settings = Settings {
         act: true,
         remove_unregistered: true,
-        scale_down: ekscale::autoscaler::scaledown::planner::Settings {
+        scale_down: ekscale::autoscaler::ScaleDownSettings {
             enabled: false,
             ..Default::default()
         },

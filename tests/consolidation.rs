@@ -276,10 +276,10 @@ async fn bad_consolidation_flags_are_refused_with_what_is_wrong() {
 }
 
 use common::Server;
+use ekscale::autoscaler::ConsolidationMode as Mode;
 use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
 use ekscale::autoscaler::cluster::ClusterSource;
 use ekscale::autoscaler::core::runonce::RunOnce;
-use ekscale::autoscaler::scaledown::consolidation::planner::Mode;
 use ekscale::autoscaler::settings::Settings;
 use ekscale::autoscaler::status::Status;
 use ekscale::model::node::NODE_GROUP_LABEL;
@@ -542,8 +542,9 @@ async fn a_replacement_whose_node_never_turns_ready_is_abandoned_and_its_group_b
 /// m5.xlarge-like nodes) with pods of three apps, each app under a PodDisruptionBudget.
 mod planner {
     use super::*;
+    use ekscale::autoscaler::MinSaving;
     use ekscale::autoscaler::scaledown::consolidation::planner::{
-        self as consolidation, Ask, MinSaving, Plan, Target,
+        self as consolidation, Ask, Plan, Target,
     };
     use ekscale::autoscaler::scaledown::drain::{PdbBudget, Rules};
     use ekscale::autoscaler::scaledown::removal::{GroupInfo, Input};

@@ -5,6 +5,8 @@
 //! stages (`headroom`, `scaleup`, `scaledown`), the stages read `status`, `group`, `settings`, `cluster` and
 //! the provider `client`.
 
+pub mod clustersnapshot; // the world the loop plans in, and the pending pods that fit in it as it is
+pub mod clusterstate; // the groups as the provider says them this loop, nodes matched to them, backoff
 pub mod control; // the commands: `simulate` once, `run` as the controller; flags, kube source, Lease, events, endpoints, metrics
 pub mod core; // one loop (upstream's core and clusterstate): cluster state, health, pods sorted, the snapshot, RunOnce
 pub mod headroom; // capacity kept free ahead of demand: headroom policies and CapacityBuffers, as virtual pods
@@ -23,5 +25,7 @@ pub mod status; // what a loop decided and why: the report, as JSON and as a tab
 pub use client::{ClientError, ProviderClient, ProviderConfig};
 pub use cluster::{ClusterError, ClusterSource, ClusterView, Snapshot};
 pub use core::runonce::RunOnce;
-pub use scaledown::consolidation::planner::Mode as ConsolidationMode;
+pub use scaledown::settings::{
+    ConsolidationMode, ConsolidationSettings, MinSaving, ScaleDownSettings,
+};
 pub use settings::Settings;

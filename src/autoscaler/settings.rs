@@ -2,12 +2,12 @@
 //! upstream's AutoscalingOptions. The flags (`control/flags.rs`) build them; the loop hands each stage its
 //! part, so no stage reads this file.
 
+use crate::autoscaler::clusterstate::backoff::BackoffSettings;
 use crate::autoscaler::headroom::policy::Policy;
-use crate::autoscaler::scaledown::consolidation::planner as consolidation;
-use crate::autoscaler::scaledown::planner as scaledown;
-use crate::autoscaler::scaleup::backoff::BackoffSettings;
+use crate::autoscaler::scaledown::settings::{ConsolidationSettings, ScaleDownSettings};
 use crate::autoscaler::scaleup::expander::{Expander, Strategy};
 use crate::autoscaler::scaleup::planner::Limits;
+use crate::model::GroupOptions;
 use std::time::Duration;
 
 /// The decision flags of `run` and `simulate`.
@@ -31,9 +31,9 @@ pub struct Settings {
     /// under 2 s old, or the oldest GPU pod under 30 s). Off for `simulate`, which plans as if time had passed.
     pub wait_for_new_pods: bool,
     pub new_pod_scale_up_delay: Duration,
-    pub scale_down: scaledown::Settings,
+    pub scale_down: ScaleDownSettings,
     /// `--consolidation` and its guards.
-    pub consolidation: consolidation::Settings,
+    pub consolidation: ConsolidationSettings,
     /// Capacity kept free ahead of demand, as virtual pending pods.
     pub headroom: Vec<Policy>,
 }
@@ -56,9 +56,27 @@ impl Default for Settings {
             remove_unregistered: false,
             wait_for_new_pods: false,
             new_pod_scale_up_delay: Duration::ZERO,
-            scale_down: scaledown::Settings::default(),
-            consolidation: consolidation::Settings::default(),
+            scale_down: ScaleDownSettings::default(),
+            consolidation: ConsolidationSettings::default(),
             headroom: Vec::new(),
+        }
+    }
+}
+
+impl Settings {
+    /// The options of a group the provider gives none for: upstream's defaults, with the companion's own
+    /// provision and startup times and scale-down thresholds.
+    pub fn group_defaults(&self) -> GroupOptions {
+        let down = &self.scale_down;
+        GroupOptions {
+            provision: self.max_node_provision_time,
+            startup: self.max_node_startup_time,
+            utilization: down.utilization_threshold,
+            gpu_utilization: down.gpu_utilization_threshold,
+            unneeded: down.unneeded_time,
+            unready: down.unready_time,
+            ignore_daemon_sets: down.ignore_daemonsets_utilization,
+            ..GroupOptions::default()
         }
     }
 }

@@ -2,14 +2,13 @@
 //! how they become the loop's settings. The binary parses them; `controller` runs what they ask.
 
 use crate::autoscaler::client::{ProviderClient, ProviderConfig};
+use crate::autoscaler::clusterstate::backoff::BackoffSettings;
 use crate::autoscaler::headroom::policy as headroom;
 use crate::autoscaler::scaledown::actuation::Pacing;
-use crate::autoscaler::scaledown::consolidation::planner::{
-    self as consolidation, MinSaving, Mode,
-};
 use crate::autoscaler::scaledown::drain::Rules;
-use crate::autoscaler::scaledown::planner as scaledown;
-use crate::autoscaler::scaleup::backoff::BackoffSettings;
+use crate::autoscaler::scaledown::settings::{
+    ConsolidationMode as Mode, ConsolidationSettings, MinSaving, ScaleDownSettings,
+};
 use crate::autoscaler::scaleup::expander::{self, Expander, Strategy};
 use crate::autoscaler::scaleup::planner::Limits;
 use crate::autoscaler::settings::HealthSettings;
@@ -249,7 +248,7 @@ impl DecisionArgs {
                 Some(path) => headroom::read(path).map_err(|e| e.to_string())?,
                 None => Vec::new(),
             },
-            scale_down: scaledown::Settings {
+            scale_down: ScaleDownSettings {
                 enabled: self.scale_down_enabled,
                 rules: Rules {
                     skip_system_pods: self.skip_nodes_with_system_pods,
@@ -281,7 +280,7 @@ impl DecisionArgs {
                 // `simulate` lists every node that would go; `run` paces itself.
                 timers_elapsed: !live,
             },
-            consolidation: consolidation::Settings {
+            consolidation: ConsolidationSettings {
                 mode: self.consolidation,
                 min_saving: self.consolidation_min_saving,
                 max_parallelism: usize::from(self.max_consolidation_parallelism),

@@ -19,11 +19,11 @@
 
 use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
+use crate::autoscaler::clustersnapshot::snapshot::{self as cluster_snapshot, ClusterSnapshot};
+use crate::autoscaler::clusterstate::backoff::Backoff;
+use crate::autoscaler::clusterstate::state::{self as cluster_state, ClusterState, Counts};
 use crate::autoscaler::core::classify::{self, Sorted};
-use crate::autoscaler::core::cluster_snapshot::{self, ClusterSnapshot};
-use crate::autoscaler::core::cluster_state::{self, ClusterState, Counts};
 use crate::autoscaler::core::health::Judge;
-use crate::autoscaler::core::increase::Increaser;
 use crate::autoscaler::fargate::FargateAnswers;
 use crate::autoscaler::group::{Group, GroupFacts};
 use crate::autoscaler::headroom::buffers::Resolved;
@@ -35,7 +35,7 @@ use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::policy::{ScaleDownPolicy, Scene};
 use crate::autoscaler::scaledown::report::Report;
-use crate::autoscaler::scaleup::backoff::Backoff;
+use crate::autoscaler::scaleup::executor::Increaser;
 use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
 use crate::autoscaler::scaleup::planner::{self as scaleup, Pending};
 use crate::autoscaler::scaleup::pricing::{self, PriceBook};
@@ -228,7 +228,7 @@ impl RunOnce {
         self.client.refresh().await?;
         self.state.backoff.forget_old(now);
         let (facts, profiles) = futures::join!(
-            cluster_state::read_groups(&self.client, &self.settings),
+            cluster_state::read_groups(&self.client, self.settings.group_defaults()),
             self.client.fargate_profiles()
         );
         let facts = facts?;

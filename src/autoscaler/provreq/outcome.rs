@@ -3,7 +3,7 @@
 //! the end each request's status as `simulate` prints it and the API server gets it.
 
 use crate::autoscaler::cluster::{ClusterView, RequestStatus};
-use crate::autoscaler::core::cluster_snapshot::ClusterSnapshot;
+use crate::autoscaler::clustersnapshot::snapshot::ClusterSnapshot;
 use crate::autoscaler::group::Group;
 use crate::autoscaler::provreq::requests::{self, Request, Want};
 use crate::autoscaler::status::{ConditionStatus, ProvisioningRequestStatus, RequestScaleUp};

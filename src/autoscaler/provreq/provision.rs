@@ -3,13 +3,13 @@
 //! it is, best-effort-atomic there or in one group's all-or-nothing increase (asked for when acting). Their
 //! conditions are set here; the scale-ups made for them are returned.
 
-use crate::autoscaler::core::cluster_snapshot::ClusterSnapshot;
-use crate::autoscaler::core::increase::Increaser;
+use crate::autoscaler::clustersnapshot::snapshot::ClusterSnapshot;
 use crate::autoscaler::group::Group;
 use crate::autoscaler::planning::planning;
 use crate::autoscaler::provreq::outcome::Requests;
 use crate::autoscaler::provreq::requests::{CAPACITY_IS_FOUND, CAPACITY_IS_PROVISIONED, Want};
 use crate::autoscaler::provreq::trial::{self, MAX_TRIALS_PER_LOOP, Tried};
+use crate::autoscaler::scaleup::executor::Increaser;
 use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
 use crate::autoscaler::scaleup::planner::Limits;
 use crate::autoscaler::status::{RequestScaleUp, ScaleUp};

@@ -3,7 +3,7 @@
 //! at the cluster as it is (and the nodes already coming); best-effort-atomic places what fits there and
 //! plans one scale-up of one node group for the rest, within the group's and the cluster's limits.
 
-use crate::autoscaler::core::cluster_snapshot::ClusterSnapshot;
+use crate::autoscaler::clustersnapshot::snapshot::ClusterSnapshot;
 use crate::autoscaler::group::Group;
 use crate::autoscaler::provreq::requests::Class;
 use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};

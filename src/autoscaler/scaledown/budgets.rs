@@ -3,8 +3,9 @@
 //! `--max-empty-bulk-delete` empty nodes a loop; a zeroOrMaxNodeScaling group is admitted whole or not at all.
 
 use crate::autoscaler::scaledown::actuation::Actuator;
-use crate::autoscaler::scaledown::planner::{Held, Removable, Settings, Unremovable};
+use crate::autoscaler::scaledown::planner::{Held, Removable, Unremovable};
 use crate::autoscaler::scaledown::removal::GroupInfo;
+use crate::autoscaler::scaledown::settings::ScaleDownSettings;
 use std::collections::HashMap;
 
 /// The nodes whose deletion starts this loop, and those the budgets hold back.
@@ -27,7 +28,7 @@ struct Room {
 pub fn admit<'p>(
     ready: Vec<&'p Removable>,
     groups: &[GroupInfo],
-    sd: &Settings,
+    sd: &ScaleDownSettings,
     actuator: &Actuator,
 ) -> Admitted<'p> {
     let mut room = Room {
@@ -95,7 +96,7 @@ impl Room {
     }
 
     /// Which budget a node that did not fit ran into.
-    fn why_full(&self, empty: bool, sd: &Settings, actuator: &Actuator) -> String {
+    fn why_full(&self, empty: bool, sd: &ScaleDownSettings, actuator: &Actuator) -> String {
         if empty && self.empties == 0 && self.slots > 0 {
             format!(
                 "{} empty node(s) already go this loop (--max-empty-bulk-delete)",

@@ -3,15 +3,14 @@
 
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::ClusterSource;
-use crate::autoscaler::scaledown::consolidation::planner as consolidation;
-use crate::autoscaler::scaledown::planner as scaledown;
+use crate::autoscaler::scaledown::settings::{ConsolidationSettings, ScaleDownSettings};
 use crate::autoscaler::scaleup::planner::Limits;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub struct Context<'a> {
-    pub scale_down: &'a scaledown::Settings,
-    pub consolidation: &'a consolidation::Settings,
+    pub scale_down: &'a ScaleDownSettings,
+    pub consolidation: &'a ConsolidationSettings,
     /// The cluster's limits: a removal keeps the MIN totals, a replacement's new node fits the MAX ones.
     pub limits: &'a Limits,
     /// `--max-node-startup-time`: a node not Ready yet and younger is still starting.

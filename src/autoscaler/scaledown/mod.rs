@@ -13,5 +13,6 @@ pub mod policy; // around the planner: the decision and its carrying out, cooldo
 mod reference; // the planner held to a plain scale-down on random clusters
 pub mod removal; // the removal simulation: pods moved off a node, undone when one fits nowhere
 pub mod report; // what the stage hands the loop's report: decisions, deletions, replacements, errors
+pub mod settings; // what the scale-down and consolidation flags say
 pub mod unneeded; // unneeded timers, and the wait of a zeroOrMax group for all its nodes
 pub mod view_check; // whether a view can be trusted to say which nodes are empty

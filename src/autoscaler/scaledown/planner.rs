@@ -5,72 +5,12 @@
 //! and the removed node takes no one, so the whole list can go together and nothing depends on a node that
 //! goes too.
 
-use crate::autoscaler::scaledown::actuation::Pacing;
 use crate::autoscaler::scaledown::drain::{self, Coverage, PdbBudget, Rules, Verdict};
 use crate::autoscaler::scaledown::removal::{Input, Mover, Undo};
 use crate::model::{Node, Pod, Resources};
 use crate::simulator::topology::{Place, Topology};
 use std::collections::HashMap;
 use std::fmt;
-use std::time::Duration;
-
-/// The scale-down flags.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// `--scale-down-enabled`.
-    pub enabled: bool,
-    pub rules: Rules,
-    /// Defaults of the per-group options (GetOptions overrides them): `--scale-down-utilization-threshold`,
-    /// `--scale-down-gpu-utilization-threshold`, `--scale-down-unneeded-time`, `--scale-down-unready-time`,
-    /// `--ignore-daemonsets-utilization`.
-    pub utilization_threshold: f64,
-    pub gpu_utilization_threshold: f64,
-    pub unneeded_time: Duration,
-    pub unready_time: Duration,
-    pub ignore_daemonsets_utilization: bool,
-    /// `--scale-down-unready-enabled`.
-    pub unready_enabled: bool,
-    /// `--scale-down-delay-after-add`, `-after-delete`, `-after-failure`.
-    pub delay_after_add: Duration,
-    pub delay_after_delete: Duration,
-    pub delay_after_failure: Duration,
-    /// `--max-scale-down-parallelism`, `--max-drain-parallelism`.
-    pub max_parallelism: usize,
-    pub max_drain_parallelism: usize,
-    /// `--max-empty-bulk-delete`: empty nodes whose deletion may start in one loop.
-    pub max_empty_bulk_delete: usize,
-    pub pacing: Pacing,
-    /// `--max-bulk-soft-taint-count`: soft taints added or removed per loop; 0 turns them off.
-    pub max_soft_taints: usize,
-    /// Take unneeded timers as elapsed and pacing (cooldowns, parallelism) as no obstacle: `simulate` lists
-    /// every node that would go.
-    pub timers_elapsed: bool,
-}
-
-impl Default for Settings {
-    /// cluster-autoscaler's defaults.
-    fn default() -> Settings {
-        Settings {
-            enabled: true,
-            rules: Rules::default(),
-            utilization_threshold: 0.5,
-            gpu_utilization_threshold: 0.5,
-            unneeded_time: Duration::from_secs(600),
-            unready_time: Duration::from_secs(1200),
-            ignore_daemonsets_utilization: false,
-            unready_enabled: true,
-            delay_after_add: Duration::from_secs(600),
-            delay_after_delete: Duration::ZERO,
-            delay_after_failure: Duration::from_secs(180),
-            max_parallelism: 10,
-            max_drain_parallelism: 1,
-            max_empty_bulk_delete: 10,
-            pacing: Pacing::default(),
-            max_soft_taints: 10,
-            timers_elapsed: false,
-        }
-    }
-}
 
 /// Why a node stays. The names are upstream's (`simulator.UnremovableReason`), stable for scripts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,12 +2,11 @@
 //! estimate each node group, let the expander choose, balance across similar groups, within the limits.
 
 pub mod alike; // node groups whose estimates are one, estimated once
-pub mod backoff; // node group backoff after failed scale-ups
 pub mod balance; // similar node groups, and a scale-up spread over them
 pub mod estimator; // the binpacking estimator: first-fit decreasing, several orderings, the tightest kept
+pub mod executor; // the scale-ups asked of the provider, plainly or all or nothing; a refusal backs off
 pub mod expander; // least-waste, most-pods, least-nodes, price, priority, random
 pub mod parallel; // a round's estimates on every core, in the order of the jobs
 pub mod planner; // plans expansions for all pending pods, round after round, within the limits
 pub mod pricing; // node and pod prices for the price expander, pod prices kept by demand
 pub mod statics; // the checks that hold on every node of a group, once per class of alike groups
-pub mod zones; // multi-zone node groups: a template per zone, where the next node launches

@@ -14,127 +14,13 @@ use crate::autoscaler::scaledown::drain::{self, Blocking, Coverage, PdbBudget, R
 use crate::autoscaler::scaledown::planner::{self as scaledown, Candidate, Unremovable};
 use crate::autoscaler::scaledown::removal::Input;
 use crate::autoscaler::scaledown::removal::{Mover, Undo};
+use crate::autoscaler::scaledown::settings::MinSaving;
 use crate::model::Labels;
 use crate::model::node::{CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL};
 use crate::simulator::topology::{Place, PlaceKind, Topology};
 use std::collections::HashMap;
 use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
-
-/// `--consolidation`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Mode {
-    /// Upstream's behaviour: scale-down removes nodes whose pods fit elsewhere, nothing is replaced.
-    #[default]
-    Off,
-    /// The same as `off`, said explicitly: nodes are only deleted (scale-down).
-    Delete,
-    /// Scale-down, and replacements of nodes by cheaper ones.
-    Replace,
-}
-
-/// `--consolidation-min-saving`: a replacement must save both this share of the price of what it replaces
-/// and this much per hour.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct MinSaving {
-    pub fraction: f64,
-    pub per_hour: f64,
-}
-
-impl Default for MinSaving {
-    fn default() -> MinSaving {
-        MinSaving {
-            fraction: 0.2,
-            per_hour: 0.01,
-        }
-    }
-}
-
-impl MinSaving {
-    /// Whether going from `before` to `after` (per hour) saves enough.
-    pub fn met(&self, before: f64, after: f64) -> bool {
-        let saving = before - after;
-        saving > 0.0 && saving >= self.fraction * before && saving >= self.per_hour
-    }
-}
-
-impl fmt::Display for MinSaving {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}%,${}", self.fraction * 100.0, self.per_hour)
-    }
-}
-
-impl FromStr for MinSaving {
-    type Err = String;
-
-    /// `20%,0.01`: a percentage, a dollar amount per hour (`$` optional), or both, comma-separated; a part
-    /// not given keeps its default (20%, $0.01).
-    fn from_str(text: &str) -> Result<MinSaving, String> {
-        let mut saving = MinSaving::default();
-        let (mut percent, mut dollars) = (false, false);
-        for part in text.split(',').map(str::trim) {
-            let number = |s: &str| {
-                s.parse::<f64>()
-                    .ok()
-                    .filter(|v| v.is_finite() && *v >= 0.0)
-                    .ok_or_else(|| {
-                        format!(
-                            "{part:?} in {text:?}: expected a percentage (20%) or dollars per hour \
-                             (0.01 or $0.01), at least 0"
-                        )
-                    })
-            };
-            if let Some(p) = part.strip_suffix('%') {
-                let p = number(p)?;
-                if p > 100.0 || percent {
-                    return Err(format!(
-                        "{text:?}: one percentage between 0% and 100%, please"
-                    ));
-                }
-                saving.fraction = p / 100.0;
-                percent = true;
-            } else {
-                let d = number(part.strip_prefix('$').unwrap_or(part))?;
-                if dollars {
-                    return Err(format!("{text:?}: one dollar amount, please"));
-                }
-                saving.per_hour = d;
-                dollars = true;
-            }
-        }
-        Ok(saving)
-    }
-}
-
-/// The consolidation flags.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    pub mode: Mode,
-    pub min_saving: MinSaving,
-    /// `--max-consolidation-parallelism`: replacements in progress at once.
-    pub max_parallelism: usize,
-    /// `--consolidation-stable-time`: how long a node must have been a candidate, with no pod scheduled to it,
-    /// before it is replaced.
-    pub stable_time: Duration,
-}
-
-impl Default for Settings {
-    fn default() -> Settings {
-        Settings {
-            mode: Mode::Off,
-            min_saving: MinSaving::default(),
-            max_parallelism: 1,
-            stable_time: Duration::from_secs(600),
-        }
-    }
-}
-
-impl Settings {
-    pub fn replaces(&self) -> bool {
-        self.mode == Mode::Replace
-    }
-}
 
 /// How long a node launched by a replacement is left alone: at most one consolidation a node a day.
 pub const ONCE_A_DAY: Duration = Duration::from_secs(24 * 3600);

@@ -11,8 +11,9 @@
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::group::GroupFacts;
-use crate::autoscaler::scaledown::consolidation::planner::{ONCE_A_DAY, Reason, Settings};
+use crate::autoscaler::scaledown::consolidation::planner::{ONCE_A_DAY, Reason};
 use crate::autoscaler::scaledown::report::Report;
+use crate::autoscaler::scaledown::settings::ConsolidationSettings;
 use crate::autoscaler::status::ReplacementStatus;
 use crate::model::{Node, Pod, PodList};
 use std::collections::{HashMap, HashSet};
@@ -155,7 +156,7 @@ impl Replacements {
     pub fn held(
         &self,
         nodes: &[Arc<Node>],
-        settings: &Settings,
+        settings: &ConsolidationSettings,
         timers_elapsed: bool,
         now: SystemTime,
     ) -> HashMap<usize, (Reason, String)> {

@@ -5,9 +5,9 @@
 //! rest, and scale-down later finds the room they took.
 
 use crate::autoscaler::cluster::ClusterView;
-use crate::autoscaler::core::cluster_state::Counts;
+use crate::autoscaler::clustersnapshot::zones;
+use crate::autoscaler::clusterstate::state::Counts;
 use crate::autoscaler::group::{Group, GroupFacts, Totals};
-use crate::autoscaler::scaleup::zones;
 use crate::autoscaler::status::Placed;
 use crate::model::node::ZONE_LABEL;
 use crate::model::pod::LabelProjection;

@@ -3,7 +3,7 @@
 //! all-or-nothing increase is remembered, so that one the provider later sets back backs the group off too.
 
 use crate::autoscaler::client::ProviderClient;
-use crate::autoscaler::core::cluster_state::ClusterState;
+use crate::autoscaler::clusterstate::state::ClusterState;
 use crate::autoscaler::group::Group;
 use std::time::SystemTime;
 

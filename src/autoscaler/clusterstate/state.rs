@@ -5,9 +5,8 @@
 
 use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::clusterstate::backoff::Backoff;
 use crate::autoscaler::group::{Group, GroupFacts};
-use crate::autoscaler::scaleup::backoff::Backoff;
-use crate::autoscaler::settings::Settings;
 use crate::k8s::objects;
 use crate::model::GroupOptions;
 use crate::model::{FastMap, FastSet};
@@ -237,23 +236,12 @@ impl ClusterState {
 
 /// Every group's size, instances and template, asked concurrently. A group the provider cannot describe
 /// is kept with the problem, so that it is reported and skipped rather than failing the loop.
+/// `defaults` are the options of a group the provider gives none for.
 pub async fn read_groups(
     client: &ProviderClient,
-    settings: &Settings,
+    defaults: GroupOptions,
 ) -> Result<Vec<GroupFacts>, ClientError> {
     let groups = client.node_groups().await?;
-    // Our defaults: upstream's, with the companion's own provision and startup times.
-    let down = &settings.scale_down;
-    let defaults = GroupOptions {
-        provision: settings.max_node_provision_time,
-        startup: settings.max_node_startup_time,
-        utilization: down.utilization_threshold,
-        gpu_utilization: down.gpu_utilization_threshold,
-        unneeded: down.unneeded_time,
-        unready: down.unready_time,
-        ignore_daemon_sets: down.ignore_daemonsets_utilization,
-        ..GroupOptions::default()
-    };
     // Every call of this stage is independent of the others: they go out together.
     let reads = groups.iter().map(|group| async move {
         let read = futures::future::try_join4(
