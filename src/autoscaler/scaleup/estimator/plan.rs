@@ -150,7 +150,7 @@ pub enum Ordering {
 }
 
 impl Ordering {
-    /// Whether the ordering's search takes its pods in runs by [`score`](super::score) and first fit over
+    /// Whether the ordering's search takes its pods in runs by [`score`](super::estimate::score) and first fit over
     /// the nodes.
     pub(super) fn first_fit(self) -> bool {
         matches!(
@@ -160,7 +160,7 @@ impl Ordering {
     }
 
     /// Whether the ordering's search picks nodes or pods by their requests alone: it is run only when every
-    /// pod's fit depends on nothing else ([`requests_alone`](super::requests_alone)).
+    /// pod's fit depends on nothing else ([`requests_alone`](super::estimate::requests_alone)).
     pub(super) fn by_requests(self) -> bool {
         self == Ordering::BestFit || self.node_by_node()
     }

@@ -1,0 +1,6 @@
+//! The estimator's tests: hand-computed mixes for each search, and properties over random ones.
+
+mod completeness; // whatever is left unplaced fits nowhere in the plan; what is placed, the predicates allow
+mod helpers; // nodes, pods and terms made plainly; estimates run a few ways
+mod properties; // no predicate broken, no node without a pod
+mod searches; // hand-computed mixes for each search
