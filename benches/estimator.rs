@@ -11,16 +11,15 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use ekscale::autoscaler::group::{Group, Totals};
 use ekscale::autoscaler::scaleup::estimator::{self as binpack, Demand, Ordering};
-use ekscale::autoscaler::scaleup::expander::{Expander, Strategy};
-use ekscale::autoscaler::scaleup::planner::{self as scaleup, Limits, Pending};
-use ekscale::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
-use ekscale::model::pod::{PodAffinityTerm, Scheduling, SpreadConstraint};
-use ekscale::model::selector::LabelSelector;
-use ekscale::model::{Node, Pod, PodNames, Resources};
-use ekscale::simulator::equivalence::{self, EquivalenceGroup};
-use ekscale::simulator::topology::{PlaceKind, PodTerms, Topology};
+use ekscale::autoscaler::scaleup::{self, ClusterLimits, Pending};
+use ekscale::autoscaler::scaleup::{Expander, Strategy};
+use ekscale::autoscaler::{Group, Totals};
+use ekscale::model::{
+    HOSTNAME_LABEL, LabelSelector, Node, Pod, PodAffinityTerm, PodNames, Resources, Scheduling,
+    SpreadConstraint, ZONE_LABEL,
+};
+use ekscale::simulator::{EquivalenceGroup, PlaceKind, PodTerms, Topology, group_pods};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
@@ -168,11 +167,7 @@ struct Input {
 
 fn input(count: usize, node_groups: usize, mix: Mix) -> Input {
     let pods = pods(count, mix);
-    let groups = equivalence::group(
-        &pods,
-        0..pods.len(),
-        &ekscale::model::pod::LabelProjection::All,
-    );
+    let groups = group_pods(&pods, 0..pods.len(), &ekscale::model::LabelProjection::All);
     let mut topology = Topology::default();
     for pod in &pods {
         topology.register(pod);
@@ -203,10 +198,10 @@ fn input(count: usize, node_groups: usize, mix: Mix) -> Input {
     }
 }
 
-fn limits() -> Limits {
-    Limits {
+fn limits() -> ClusterLimits {
+    ClusterLimits {
         max_nodes_per_scaleup: 10_000,
-        ..Limits::default()
+        ..ClusterLimits::default()
     }
 }
 
@@ -288,7 +283,7 @@ fn quality() {
                     count: g.pods.len() as u64,
                 })
                 .collect();
-            let limits = binpack::Limits {
+            let limits = binpack::EstimateLimits {
                 max_nodes: u64::MAX,
                 deadline: None,
             };
@@ -378,7 +373,7 @@ fn memory_heavy_quality() {
                 count: *count,
             })
             .collect();
-        let limits = binpack::Limits {
+        let limits = binpack::EstimateLimits {
             max_nodes: u64::MAX,
             deadline: None,
         };

@@ -14,8 +14,8 @@ mod kube_api;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ekscale::autoscaler::cluster::ClusterSource;
-use ekscale::autoscaler::control::kube::{Kube, RateLimits};
+use ekscale::autoscaler::ClusterSource;
+use ekscale::autoscaler::control::{Kube, RateLimits};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 

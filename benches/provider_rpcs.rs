@@ -16,7 +16,7 @@ use ekscale::cloud::Scenario;
 use ekscale::cloud::SimulatedEks;
 use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use ekscale::proto::externalgrpc::*;
-use ekscale::provider::metrics::ProviderMetrics;
+use ekscale::provider::ProviderMetrics;
 use rss::rss_mib;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -14,15 +14,15 @@ mod cluster;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
-use ekscale::autoscaler::cluster::{ClusterSource, Snapshot};
-use ekscale::autoscaler::core::runonce::RunOnce;
-use ekscale::autoscaler::settings::Settings;
+use ekscale::autoscaler::RunOnce;
+use ekscale::autoscaler::Settings;
+use ekscale::autoscaler::{ClusterSource, Snapshot};
+use ekscale::autoscaler::{ProviderClient, ProviderConfig};
 use ekscale::clock::Clock;
 use ekscale::cloud::Scenario;
 use ekscale::cloud::SimulatedEks;
-use ekscale::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
-use ekscale::provider::metrics::ProviderMetrics;
+use ekscale::model::{HOSTNAME_LABEL, ZONE_LABEL};
+use ekscale::provider::ProviderMetrics;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -151,7 +151,7 @@ async fn quiet_snapshot(addr: SocketAddr) -> Value {
 
 /// `snapshot` written to a file and read back as `simulate` reads it, with a client of the provider.
 struct Prepared {
-    view: Arc<ekscale::autoscaler::cluster::ClusterView>,
+    view: Arc<ekscale::autoscaler::ClusterView>,
     path: std::path::PathBuf,
     client: ProviderClient,
     _dir: tempfile::TempDir,
@@ -323,10 +323,8 @@ fn runonce(c: &mut Criterion) {
     );
     // Headroom's virtual pods join the view's pods for the loop: that must not cost a copy of every pod.
     let spare = Settings {
-        headroom: ekscale::autoscaler::headroom::policy::parse(
-            "headroom: [{name: spare, pods: 3}]",
-        )
-        .unwrap(),
+        headroom: ekscale::autoscaler::headroom::parse("headroom: [{name: spare, pods: 3}]")
+            .unwrap(),
         ..Settings::default()
     };
     bench_loop(
@@ -373,7 +371,7 @@ fn bench_loop(
     c: &mut Criterion,
     rt: &tokio::runtime::Runtime,
     name: &str,
-    view: &Arc<ekscale::autoscaler::cluster::ClusterView>,
+    view: &Arc<ekscale::autoscaler::ClusterView>,
     client: &ProviderClient,
     settings: &Settings,
     now: SystemTime,
@@ -560,7 +558,7 @@ fn pending(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     // Settings that let one scale-up add `nodes` nodes, and otherwise the defaults.
     let up_to = |nodes: u64| Settings {
-        limits: ekscale::autoscaler::scaleup::planner::Limits {
+        limits: ekscale::autoscaler::ClusterLimits {
             max_nodes_per_scaleup: nodes,
             ..Default::default()
         },

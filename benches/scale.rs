@@ -22,19 +22,16 @@ mod common;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
-use ekscale::autoscaler::cluster::ClusterView;
-use ekscale::autoscaler::core::runonce::RunOnce;
-use ekscale::autoscaler::settings::Settings;
-use ekscale::k8s::capacity_buffer::Template;
-use ekscale::k8s::objects;
-use ekscale::k8s::provisioning_request::{Read, RequestObjects};
-use ekscale::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
-use ekscale::model::pdb::Pdb;
-use ekscale::model::pod::{Alike, Controller, Phase};
-use ekscale::model::selector::LabelSelector;
-use ekscale::model::{Labels, Node, Pod, PodNames, Resources};
-use ekscale::provider::metrics::ProviderMetrics;
+use ekscale::autoscaler::ClusterView;
+use ekscale::autoscaler::RunOnce;
+use ekscale::autoscaler::Settings;
+use ekscale::autoscaler::{ProviderClient, ProviderConfig};
+use ekscale::k8s::{RequestObjects, Template, VersionedRequest, node_from_pb};
+use ekscale::model::{
+    Alike, Controller, HOSTNAME_LABEL, LabelSelector, Labels, Node, Pdb, Phase, Pod, PodNames,
+    Resources, ZONE_LABEL,
+};
+use ekscale::provider::ProviderMetrics;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -119,7 +116,7 @@ async fn nodes(client: &ProviderClient, groups: usize, created: SystemTime) -> V
     for g in 0..groups {
         let group = format!("team-{g}");
         let template = client.template(&group).await.unwrap().expect("a template");
-        let template = objects::node_from_pb(&template).unwrap();
+        let template = node_from_pb(&template).unwrap();
         for instance in client.nodes(&group).await.unwrap() {
             let zone = instance.id.split('/').nth(3).unwrap().to_string();
             let name = format!("ip-{}", instance.id.rsplit('/').next().unwrap());
@@ -233,7 +230,7 @@ fn unfit_requests(n: usize) -> RequestObjects {
     .unwrap();
     let requests = (0..n)
         .map(|i| {
-            Read::from_value(json!({
+            VersionedRequest::from_value(json!({
                 "apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
                 "metadata": {"name": format!("job-{i}"), "namespace": "batch"},
                 "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io",

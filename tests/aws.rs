@@ -8,9 +8,9 @@ use common::moto::{self, Moto, NodeGroup};
 use common::{Binary, Server, grpcurl};
 use ekscale::cloud::NodeGroupBackend;
 use ekscale::cloud::aws::AwsBackend;
-use ekscale::cloud::aws::config::AwsConfig;
+use ekscale::cloud::aws::AwsConfig;
 use ekscale::proto::externalgrpc::*;
-use ekscale::provider::metrics::ProviderMetrics;
+use ekscale::provider::ProviderMetrics;
 use k8s_pb::api::core::v1::Node;
 use prost::Message;
 use std::collections::HashMap;
@@ -953,7 +953,7 @@ async fn refreshed(c: &Cluster) {
 }
 
 /// The group's instances as nodes of a view, placeholders left out (they never register).
-async fn view_of(c: &Cluster) -> Arc<ekscale::autoscaler::cluster::ClusterView> {
+async fn view_of(c: &Cluster) -> Arc<ekscale::autoscaler::ClusterView> {
     let nodes: Vec<serde_json::Value> = common::cluster::nodes_of(c.server.addr, &["web"])
         .await
         .into_iter()
@@ -967,8 +967,8 @@ async fn view_of(c: &Cluster) -> Arc<ekscale::autoscaler::cluster::ClusterView> 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("view.json");
     std::fs::write(&path, common::cluster::list(nodes).to_string()).unwrap();
-    use ekscale::autoscaler::cluster::ClusterSource;
-    ekscale::autoscaler::cluster::Snapshot::read(&path)
+    use ekscale::autoscaler::ClusterSource;
+    ekscale::autoscaler::Snapshot::read(&path)
         .unwrap()
         .view()
         .await
@@ -980,9 +980,9 @@ async fn view_of(c: &Cluster) -> Arc<ekscale::autoscaler::cluster::ClusterView> 
 /// placeholder as "unregistered for too long" (which lowers the ASG's desired capacity).
 #[tokio::test]
 async fn a_placeholder_id_seen_again_after_a_while_is_a_new_instance() {
-    use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
-    use ekscale::autoscaler::core::runonce::RunOnce;
-    use ekscale::autoscaler::settings::Settings;
+    use ekscale::autoscaler::RunOnce;
+    use ekscale::autoscaler::Settings;
+    use ekscale::autoscaler::{ProviderClient, ProviderConfig};
     // Placeholders stay until the next full refresh, at most 5 s away.
     let c = cluster(&CONFIG.replace("refreshInterval: 0s", "refreshInterval: 5s")).await;
     let mut client = c.server.client().await;

@@ -10,11 +10,11 @@ use aws_smithy_mocks::{MockResponseInterceptor, Rule, RuleMode, create_mock_http
 use common::Server;
 use ekscale::cloud::NodeGroupBackend;
 use ekscale::cloud::aws::AwsBackend;
-use ekscale::cloud::aws::calls::Calls;
-use ekscale::cloud::aws::config::AwsConfig;
+use ekscale::cloud::aws::AwsConfig;
+use ekscale::cloud::aws::Calls;
 use ekscale::proto::externalgrpc::instance_status::InstanceState;
 use ekscale::proto::externalgrpc::*;
-use ekscale::provider::metrics::ProviderMetrics;
+use ekscale::provider::ProviderMetrics;
 use std::sync::Arc;
 use std::time::Duration;
 

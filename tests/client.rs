@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Server, pod};
-use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
+use ekscale::autoscaler::{ProviderClient, ProviderConfig};
 use ekscale::proto::externalgrpc::NodeGroupAutoscalingOptions;
 use prost::Message;
 use std::time::Duration;
@@ -161,7 +161,7 @@ async fn a_provider_that_is_down_fails_fast_and_the_client_recovers() {
             ekscale::cloud::Scenario::built_in(),
             ekscale::clock::Clock::manual(),
         ));
-    let metrics = std::sync::Arc::new(ekscale::provider::metrics::ProviderMetrics::default());
+    let metrics = std::sync::Arc::new(ekscale::provider::ProviderMetrics::default());
     tokio::spawn(ekscale::provider::serve(
         listener,
         backend,

@@ -276,16 +276,13 @@ async fn bad_consolidation_flags_are_refused_with_what_is_wrong() {
 }
 
 use common::Server;
+use ekscale::autoscaler::ClusterSource;
 use ekscale::autoscaler::ConsolidationMode as Mode;
-use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
-use ekscale::autoscaler::cluster::ClusterSource;
-use ekscale::autoscaler::core::runonce::RunOnce;
-use ekscale::autoscaler::settings::Settings;
+use ekscale::autoscaler::RunOnce;
+use ekscale::autoscaler::Settings;
 use ekscale::autoscaler::status::Status;
-use ekscale::model::node::NODE_GROUP_LABEL;
-use ekscale::model::pod::Controller;
-use ekscale::model::taint::TO_BE_DELETED_TAINT;
-use ekscale::model::{Node, Pod, Resources};
+use ekscale::autoscaler::{ProviderClient, ProviderConfig};
+use ekscale::model::{Controller, NODE_GROUP_LABEL, Node, Pod, Resources, TO_BE_DELETED_TAINT};
 use ekscale::simulated_cluster::Broken;
 use ekscale::simulated_cluster::SimulatedCluster;
 use std::collections::BTreeSet;
@@ -370,7 +367,7 @@ async fn a_node_is_replaced_by_a_cheaper_one_that_is_ready_before_any_pod_is_evi
     cluster.create_pdb(ekscale::simulated_cluster::Budget {
         namespace: "default".into(),
         name: "api".into(),
-        selector: ekscale::model::selector::LabelSelector {
+        selector: ekscale::model::LabelSelector {
             match_labels: [("app".to_string(), "api".to_string())].into(),
             expressions: vec![],
         },
@@ -388,7 +385,7 @@ async fn a_node_is_replaced_by_a_cheaper_one_that_is_ready_before_any_pod_is_evi
 
     let (mut launches, mut launched_at, mut seen) = (Vec::new(), None, Vec::new());
     let mut evicting_seen = false;
-    let metrics = ekscale::autoscaler::control::metrics::AutoscalerMetrics::default();
+    let metrics = ekscale::autoscaler::control::AutoscalerMetrics::default();
     for step in 0..120u64 {
         let view = cluster.view().await.unwrap();
         assert_eq!(names(&view.pods), expected, "step {step}: a pod was lost");
@@ -543,19 +540,14 @@ async fn a_replacement_whose_node_never_turns_ready_is_abandoned_and_its_group_b
 mod planner {
     use super::*;
     use ekscale::autoscaler::MinSaving;
-    use ekscale::autoscaler::scaledown::consolidation::planner::{
-        self as consolidation, Ask, Plan, Target,
+    use ekscale::autoscaler::scaledown::consolidation::{self, Ask, Plan, Target};
+    use ekscale::autoscaler::scaledown::{GroupInfo, Input};
+    use ekscale::autoscaler::scaledown::{PdbBudget, Rules};
+    use ekscale::model::{
+        CAPACITY_TYPE_LABEL, GroupOptions, HOSTNAME_LABEL, INSTANCE_TYPE_LABEL, LabelProjection,
+        LabelSelector, Labels, Pdb, Phase,
     };
-    use ekscale::autoscaler::scaledown::drain::{PdbBudget, Rules};
-    use ekscale::autoscaler::scaledown::removal::{GroupInfo, Input};
-    use ekscale::model::GroupOptions;
-    use ekscale::model::Labels;
-    use ekscale::model::node::{CAPACITY_TYPE_LABEL, HOSTNAME_LABEL, INSTANCE_TYPE_LABEL};
-    use ekscale::model::pdb::Pdb;
-    use ekscale::model::pod::{LabelProjection, Phase};
-    use ekscale::model::selector::LabelSelector;
-    use ekscale::simulator::topology::PlaceKind;
-    use ekscale::simulator::world;
+    use ekscale::simulator::{PlaceKind, build_places, pods_by_node};
     use proptest::prelude::*;
     use std::collections::{HashMap, HashSet};
     use std::time::SystemTime;
@@ -637,10 +629,10 @@ mod planner {
             })
             .collect();
         let bound: Vec<usize> = (0..pods.len()).collect();
-        let on_node = world::pods_by_node(&nodes, &pods, &bound);
+        let on_node = pods_by_node(&nodes, &pods, &bound);
         let projection = LabelProjection::All;
         let (mut topology, mut places) =
-            world::build(&nodes, &node_group, &pods, &on_node, &[], &projection);
+            build_places(&nodes, &node_group, &pods, &on_node, &[], &projection);
         let templates: Vec<_> = (0..GROUPS.len())
             .map(|g| {
                 let template = Arc::new(node(&format!("template-{g}"), g));
@@ -840,7 +832,7 @@ async fn week(seed: u64, days: u64, mode: Mode) -> Week {
     settings
         .expander
         .chain
-        .push(ekscale::autoscaler::scaleup::expander::Strategy::Priority);
+        .push(ekscale::autoscaler::scaleup::Strategy::Priority);
     settings.expander.priorities = Some(priorities);
     let client = ProviderClient::new(&config).unwrap();
     let mut once = RunOnce::new(client, settings).acting_on(cluster.clone());

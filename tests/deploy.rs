@@ -219,13 +219,10 @@ fn the_autoscaler_may_watch_its_custom_resources_and_write_their_status() {
                 && has("verbs", verb)
         })
     };
-    use ekscale::k8s::{capacity_buffer, provisioning_request};
+    use ekscale::k8s::{CapacityBuffer, ProvisioningRequest};
     for (plural, versions) in [
-        (capacity_buffer::PLURAL, &capacity_buffer::VERSIONS),
-        (
-            provisioning_request::PLURAL,
-            &provisioning_request::VERSIONS,
-        ),
+        (CapacityBuffer::PLURAL, &CapacityBuffer::VERSIONS),
+        (ProvisioningRequest::PLURAL, &ProvisioningRequest::VERSIONS),
     ] {
         for verb in ["list", "watch"] {
             assert!(allows(plural, verb), "{plural}: {verb}");

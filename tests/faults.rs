@@ -12,10 +12,10 @@ use common::Server;
 use common::faults::{AwsError, Fault, FaultProxy};
 use common::moto::{self, Moto, NodeGroup};
 use ekscale::cloud::aws::AwsBackend;
-use ekscale::cloud::aws::config::AwsConfig;
+use ekscale::cloud::aws::AwsConfig;
 use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use ekscale::proto::externalgrpc::*;
-use ekscale::provider::metrics::ProviderMetrics;
+use ekscale::provider::ProviderMetrics;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -320,10 +320,10 @@ async fn slower_aws_than_the_deadline_still_gets_an_answer_to_every_rpc() {
 
 #[tokio::test]
 async fn a_group_aws_keeps_throttling_is_backed_off_and_the_companion_scales_another() {
-    use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
-    use ekscale::autoscaler::cluster::ClusterView;
-    use ekscale::autoscaler::core::runonce::RunOnce;
-    use ekscale::autoscaler::settings::Settings;
+    use ekscale::autoscaler::ClusterView;
+    use ekscale::autoscaler::RunOnce;
+    use ekscale::autoscaler::Settings;
+    use ekscale::autoscaler::{ProviderClient, ProviderConfig};
     use ekscale::model::{Pod, Resources};
     let rig = rig(CONFIG).await;
     // Eight pods of 1.5 CPU: the three instances running (not registered as nodes here) take three.
@@ -348,8 +348,8 @@ async fn a_group_aws_keeps_throttling_is_backed_off_and_the_companion_scales_ano
 
     // Which group the expander wants, from a loop that does not act. The price expander decides alone
     // (least-waste may tie between the two, and ties are broken at random).
-    let expander = ekscale::autoscaler::scaleup::expander::Expander {
-        chain: vec![ekscale::autoscaler::scaleup::expander::Strategy::Price],
+    let expander = ekscale::autoscaler::scaleup::Expander {
+        chain: vec![ekscale::autoscaler::scaleup::Strategy::Price],
         priorities: None,
     };
     let looking = Settings {

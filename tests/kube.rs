@@ -6,11 +6,11 @@
 mod common;
 
 use common::kube_api::{self, Fake, Objects, node, pod};
-use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
-use ekscale::autoscaler::cluster::{ClusterError, ClusterSource};
-use ekscale::autoscaler::control::kube::Kube;
-use ekscale::autoscaler::core::runonce::RunOnce;
-use ekscale::autoscaler::settings::Settings;
+use ekscale::autoscaler::RunOnce;
+use ekscale::autoscaler::Settings;
+use ekscale::autoscaler::control::Kube;
+use ekscale::autoscaler::{ClusterError, ClusterSource};
+use ekscale::autoscaler::{ProviderClient, ProviderConfig};
 use ekscale::model::{Taint, TaintEffect};
 use serde_json::json;
 use std::time::Duration;
@@ -110,7 +110,7 @@ async fn the_view_after_a_stream_of_watch_events_equals_one_built_from_scratch()
         .await
         .expect("the last pod event wakes the loop");
     // The nodes' watch is a stream of its own: wait until its three events are in.
-    let names = |view: &ekscale::autoscaler::cluster::ClusterView| {
+    let names = |view: &ekscale::autoscaler::ClusterView| {
         let mut names: Vec<String> = view.nodes.iter().map(|n| n.name.clone()).collect();
         names.sort();
         names
@@ -140,12 +140,12 @@ async fn the_view_after_a_stream_of_watch_events_equals_one_built_from_scratch()
     })
     .await;
     let fresh = fresh.view().await.unwrap();
-    let sorted_nodes = |view: &ekscale::autoscaler::cluster::ClusterView| {
+    let sorted_nodes = |view: &ekscale::autoscaler::ClusterView| {
         let mut nodes: Vec<_> = view.nodes.iter().map(|n| (**n).clone()).collect();
         nodes.sort_by(|a, b| a.name.cmp(&b.name));
         nodes
     };
-    let sorted_pods = |view: &ekscale::autoscaler::cluster::ClusterView| {
+    let sorted_pods = |view: &ekscale::autoscaler::ClusterView| {
         let mut pods: Vec<_> = view.pods.iter().map(|p| (**p).clone()).collect();
         pods.sort_by_key(|p| p.key());
         pods
@@ -228,7 +228,7 @@ async fn taints_are_patched_against_the_version_read_and_evictions_answer_as_the
 #[tokio::test]
 async fn one_candidate_holds_the_lease_another_takes_it_once_it_expires_and_a_leader_that_cannot_renew_loses_it()
  {
-    use ekscale::autoscaler::control::leader::{Election, Elector};
+    use ekscale::autoscaler::control::{Election, Elector};
     ekscale::tls::install_crypto_provider();
     let fake = Fake::new(Objects::default());
     let addr = kube_api::serve(fake.clone()).await;
@@ -291,7 +291,7 @@ async fn one_candidate_holds_the_lease_another_takes_it_once_it_expires_and_a_le
 
 #[tokio::test]
 async fn a_loops_decisions_become_events_and_the_status_config_map() {
-    use ekscale::autoscaler::control::events::{Publisher, STATUS_CONFIG_MAP};
+    use ekscale::autoscaler::control::{Publisher, STATUS_CONFIG_MAP};
     use ekscale::autoscaler::status::{DeletionStatus, GroupStatus, NoScaleUp, ScaleUp, Status};
     ekscale::tls::install_crypto_provider();
     let fake = Fake::new(Objects::default());

@@ -9,13 +9,13 @@ mod common;
 use common::cluster::{readme_shows, scale_ups, simulate_json};
 use common::kube_api;
 use common::{Binary, Server};
-use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
-use ekscale::autoscaler::cluster::ClusterSource;
-use ekscale::autoscaler::core::runonce::RunOnce;
-use ekscale::autoscaler::settings::Settings;
+use ekscale::autoscaler::ClusterSource;
+use ekscale::autoscaler::RunOnce;
+use ekscale::autoscaler::Settings;
 use ekscale::autoscaler::status::{ProvisioningRequestStatus, Status};
-use ekscale::k8s::capacity_buffer::Template;
-use ekscale::k8s::provisioning_request::Read;
+use ekscale::autoscaler::{ProviderClient, ProviderConfig};
+use ekscale::k8s::Template;
+use ekscale::k8s::VersionedRequest;
 use ekscale::model::{Pod, Resources};
 use ekscale::simulated_cluster::SimulatedCluster;
 use serde_json::{Value, json};
@@ -155,8 +155,8 @@ fn gpu_worker() -> Template {
     Template::from_api(&template)
 }
 
-fn atomic(name: &str, count: u32, created: &str) -> Read {
-    Read::from_value(json!({
+fn atomic(name: &str, count: u32, created: &str) -> VersionedRequest {
+    VersionedRequest::from_value(json!({
         "apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
         "metadata": {"name": name, "namespace": "ml", "generation": 1, "creationTimestamp": created},
         "spec": {"provisioningClassName": "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
@@ -413,9 +413,9 @@ async fn statuses_are_written_once_in_the_version_served() {
 /// their virtual pods, none on a request it left as it was) and the requests-by-state metric.
 #[tokio::test]
 async fn changed_requests_get_events_and_every_request_is_counted_by_state() {
-    use ekscale::autoscaler::cluster::Snapshot;
-    use ekscale::autoscaler::control::events::Publisher;
-    use ekscale::autoscaler::control::metrics::AutoscalerMetrics;
+    use ekscale::autoscaler::Snapshot;
+    use ekscale::autoscaler::control::AutoscalerMetrics;
+    use ekscale::autoscaler::control::Publisher;
     let provider = Server::start_with(include_str!("../src/cloud/scenario.yaml"), None).await;
     let client =
         ProviderClient::new(&ProviderConfig::plaintext(provider.addr.to_string())).unwrap();

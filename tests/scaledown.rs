@@ -2,18 +2,14 @@
 //! min sizes, nodes whose pods fit only if another candidate stays, GPU nodes, zeroOrMax groups, and a pass
 //! whose failed simulation must leave the cluster as it was.
 
-use ekscale::autoscaler::scaledown::drain::Rules;
-use ekscale::autoscaler::scaledown::planner::{self as scaledown, Plan};
-use ekscale::autoscaler::scaledown::removal::{GroupInfo, Input};
-use ekscale::model::GroupOptions;
-use ekscale::model::node::HOSTNAME_LABEL;
-use ekscale::model::pdb::Pdb;
-use ekscale::model::pod::{
-    Controller, LabelProjection, Phase, PodAffinityTerm, SafeToEvict, Scheduling,
+use ekscale::autoscaler::scaledown::Rules;
+use ekscale::autoscaler::scaledown::{self, Plan};
+use ekscale::autoscaler::scaledown::{GroupInfo, Input};
+use ekscale::model::{
+    Controller, GPU_LABEL, GroupOptions, HOSTNAME_LABEL, LabelProjection, LabelSelector, Labels,
+    Node, Pdb, Phase, Pod, PodAffinityTerm, Resources, SafeToEvict, Scheduling,
 };
-use ekscale::model::selector::LabelSelector;
-use ekscale::model::{GPU_LABEL, Labels, Node, Pod, Resources};
-use ekscale::simulator::world;
+use ekscale::simulator::{build_places, pods_by_node};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -129,8 +125,8 @@ impl Cluster {
 
     fn plan_with(&self, rules: &Rules) -> Plan {
         let bound: Vec<usize> = (0..self.pods.len()).collect();
-        let on_node = world::pods_by_node(&self.nodes, &self.pods, &bound);
-        let (mut topology, mut places) = world::build(
+        let on_node = pods_by_node(&self.nodes, &self.pods, &bound);
+        let (mut topology, mut places) = build_places(
             &self.nodes,
             &self.node_group,
             &self.pods,

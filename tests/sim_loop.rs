@@ -5,10 +5,10 @@
 mod common;
 
 use common::Server;
-use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
-use ekscale::autoscaler::cluster::ClusterSource;
-use ekscale::autoscaler::core::runonce::RunOnce;
-use ekscale::autoscaler::settings::Settings;
+use ekscale::autoscaler::ClusterSource;
+use ekscale::autoscaler::RunOnce;
+use ekscale::autoscaler::Settings;
+use ekscale::autoscaler::{ProviderClient, ProviderConfig};
 use ekscale::cloud::NodeGroupBackend;
 use ekscale::model::{Pod, Resources};
 use ekscale::simulated_cluster::SimulatedCluster;
@@ -135,7 +135,7 @@ async fn scale_up_then_nodes_register_and_pods_bind() {
 async fn removed_instances_take_their_nodes_and_controllers_recreate_pods() {
     let (server, config, cluster) = simulated(SCENARIO).await;
     let mut owned = web(1, 500);
-    owned[0].controller = Some(ekscale::model::pod::Controller {
+    owned[0].controller = Some(ekscale::model::Controller {
         kind: "ReplicaSet".into(),
         name: "web".into(),
         uid: "u".into(),
@@ -174,7 +174,7 @@ nodeGroups:
     let config = ProviderConfig::plaintext(server.addr.to_string());
     let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
     // The instance runs but its node has not registered: it is upcoming, and the pod waits for it.
-    let view = ekscale::autoscaler::cluster::ClusterView {
+    let view = ekscale::autoscaler::ClusterView {
         pods: web(1, 500).into_iter().map(Arc::new).collect(),
         ..Default::default()
     };
@@ -190,7 +190,7 @@ async fn instances_that_never_register_are_removed_and_their_group_backed_off() 
     let config = ProviderConfig::plaintext(server.addr.to_string());
     let client = ProviderClient::new(&config).unwrap();
     let mut once = RunOnce::new(client.clone(), settings());
-    let view = ekscale::autoscaler::cluster::ClusterView::default();
+    let view = ekscale::autoscaler::ClusterView::default();
     let start = std::time::SystemTime::now();
     once.run(&view, start).await.unwrap();
     client.refresh().await.unwrap();
@@ -234,7 +234,7 @@ async fn new_pods_are_batched_and_their_delays_honoured() {
     for pod in &mut pods {
         pod.created = created(1);
     }
-    let view = |pods: Vec<Pod>| ekscale::autoscaler::cluster::ClusterView {
+    let view = |pods: Vec<Pod>| ekscale::autoscaler::ClusterView {
         pods: pods.into_iter().map(Arc::new).collect(),
         ..Default::default()
     };
@@ -314,7 +314,7 @@ fn owned(app: &str, n: usize, cpu: u64) -> Vec<Pod> {
         .map(|(i, mut pod)| {
             pod.name = format!("{app}-{i}");
             pod.labels.insert("app".into(), app.into());
-            pod.controller = Some(ekscale::model::pod::Controller {
+            pod.controller = Some(ekscale::model::Controller {
                 kind: "ReplicaSet".into(),
                 name: app.into(),
                 uid: format!("uid-{app}"),
@@ -329,7 +329,7 @@ fn budget(app: &str, max_unavailable: i32) -> ekscale::simulated_cluster::Budget
     ekscale::simulated_cluster::Budget {
         namespace: "default".into(),
         name: app.into(),
-        selector: ekscale::model::selector::LabelSelector {
+        selector: ekscale::model::LabelSelector {
             match_labels: [("app".to_string(), app.to_string())].into(),
             expressions: vec![],
         },
@@ -347,7 +347,7 @@ async fn view_losing_nothing(
     cluster: &SimulatedCluster,
     expected: &std::collections::BTreeSet<String>,
     when: String,
-) -> Arc<ekscale::autoscaler::cluster::ClusterView> {
+) -> Arc<ekscale::autoscaler::ClusterView> {
     let view = cluster.view().await.unwrap();
     assert_eq!(&names(&view.pods), expected, "{when}: a pod was lost");
     view
@@ -437,7 +437,7 @@ nodeGroups:
     // No taint of ours is left behind on the nodes that stay.
     for node in &view.nodes {
         assert!(
-            !node.tainted(ekscale::model::taint::TO_BE_DELETED_TAINT),
+            !node.tainted(ekscale::model::TO_BE_DELETED_TAINT),
             "{:?}",
             node.taints
         );
@@ -462,7 +462,7 @@ async fn the_simulator_refuses_evictions_a_budget_forbids() {
     assert!(
         matches!(
             refused,
-            Err(ekscale::autoscaler::cluster::ClusterError::EvictionRefused { .. })
+            Err(ekscale::autoscaler::ClusterError::EvictionRefused { .. })
         ),
         "{refused:?}"
     );
@@ -498,7 +498,7 @@ nodeGroups:
     assert_eq!(status.scale_down[0].reason, "empty");
     let tainted = cluster.nodes();
     let tainted = tainted.iter().find(|n| n.name == empty.name).unwrap();
-    assert!(tainted.tainted(ekscale::model::taint::TO_BE_DELETED_TAINT));
+    assert!(tainted.tainted(ekscale::model::TO_BE_DELETED_TAINT));
 
     // Meanwhile someone else removes the busy node: the group is at its min, so our delete must fail.
     let busy_node = view.nodes.iter().find(|n| n.name == busy).unwrap();
@@ -524,7 +524,7 @@ nodeGroups:
     let view = cluster.view().await.unwrap();
     assert_eq!(view.nodes.len(), 1);
     assert_eq!(view.nodes[0].name, empty.name);
-    assert!(!view.nodes[0].tainted(ekscale::model::taint::TO_BE_DELETED_TAINT));
+    assert!(!view.nodes[0].tainted(ekscale::model::TO_BE_DELETED_TAINT));
     assert_eq!(view.pods[0].node_name.as_deref(), Some(empty.name.as_str()));
     // And the loop does not try again during the failure cooldown, nor below min size afterwards.
     let status = once.run(&view, cluster.now()).await.unwrap();
@@ -540,13 +540,13 @@ async fn soft_taints_follow_unneeded_nodes_and_stale_taints_are_removed_at_start
     cluster
         .taint(
             &a,
-            &ekscale::autoscaler::scaledown::actuation::to_be_deleted(cluster.now()),
+            &ekscale::autoscaler::scaledown::to_be_deleted(cluster.now()),
         )
         .await
         .unwrap();
     // `b` is busy (a 1500m pod), `a` is empty.
     let mut busy = owned("busy", 1, 1500);
-    busy[0].scheduling = Arc::new(ekscale::model::pod::Scheduling {
+    busy[0].scheduling = Arc::new(ekscale::model::Scheduling {
         node_selector: [("kubernetes.io/hostname".to_string(), b.clone())].into(),
         ..Default::default()
     });
@@ -596,11 +596,11 @@ async fn soft_taints_follow_unneeded_nodes_and_stale_taints_are_removed_at_start
     assert!(taints(&a).is_empty(), "{:?}", taints(&a));
 }
 
-const DELETION_CANDIDATE: &str = ekscale::model::taint::DELETION_CANDIDATE_TAINT;
+const DELETION_CANDIDATE: &str = ekscale::model::DELETION_CANDIDATE_TAINT;
 
 #[tokio::test]
 async fn refused_evictions_are_retried_then_the_node_is_given_back() {
-    use ekscale::autoscaler::scaledown::actuation::{Actuator, Outcome, Pacing};
+    use ekscale::autoscaler::scaledown::{Actuator, Outcome, Pacing};
     let (server, config, cluster) = general(1).await;
     let client = ProviderClient::new(&config).unwrap();
     cluster.create_pods(owned("api", 1, 300));
@@ -609,7 +609,7 @@ async fn refused_evictions_are_retried_then_the_node_is_given_back() {
     let node = view.nodes[0].clone();
     let mut actuator = Actuator::default();
     let pacing = Pacing::default();
-    let rules = ekscale::autoscaler::scaledown::drain::Rules::default();
+    let rules = ekscale::autoscaler::scaledown::Rules::default();
     actuator
         .start(&*cluster, &node, "general", false, cluster.now())
         .await
@@ -646,7 +646,7 @@ async fn refused_evictions_are_retried_then_the_node_is_given_back() {
 }
 
 /// How many pods of `cpu` millicores and `memory` bytes fit in the free room of the view's nodes.
-fn room_for(view: &ekscale::autoscaler::cluster::ClusterView, cpu: u64, memory: u64) -> u64 {
+fn room_for(view: &ekscale::autoscaler::ClusterView, cpu: u64, memory: u64) -> u64 {
     view.nodes
         .iter()
         .map(|node| {
@@ -674,12 +674,12 @@ nodeGroups:
   - {name: general, instanceType: m5.2xlarge, zones: [us-east-1a], minSize: 1, maxSize: 5, desiredSize: 1, provisioningDelay: 30s}
 ";
     let (server, config, cluster) = simulated(scenario).await;
-    let policy: ekscale::autoscaler::headroom::policy::PolicyFile = serde_norway::from_str(
+    let policy: ekscale::autoscaler::headroom::PolicyFile = serde_norway::from_str(
         "{name: buffer, nodeGroup: general, pods: 5, shape: {cpu: '1', memory: 2Gi}}",
     )
     .unwrap();
     let settings = Settings {
-        headroom: vec![ekscale::autoscaler::headroom::policy::Policy::from_file(policy).unwrap()],
+        headroom: vec![ekscale::autoscaler::headroom::Policy::from_file(policy).unwrap()],
         ..settings()
     };
     let mut once =
@@ -797,13 +797,13 @@ nodeGroups:
     let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
     let mut exporter = web(1, 500).remove(0);
     exporter.name = "exporter-template".into();
-    exporter.controller = Some(ekscale::model::pod::Controller {
+    exporter.controller = Some(ekscale::model::Controller {
         kind: "DaemonSet".into(),
         name: "exporter".into(),
         uid: "ds".into(),
     });
     // A 1600m pod fits an empty m5.large (1930m) but not beside the 500m DaemonSet pod every node runs.
-    let view = |daemonsets: Vec<Pod>| ekscale::autoscaler::cluster::ClusterView {
+    let view = |daemonsets: Vec<Pod>| ekscale::autoscaler::ClusterView {
         pods: web(1, 1600).into_iter().map(Arc::new).collect(),
         daemonsets,
         ..Default::default()
@@ -963,7 +963,7 @@ async fn scale_down_across_a_provider_restart(restart_companion: bool) {
     assert!(view.pods.iter().all(|p| p.node_name.is_some()));
     for node in &view.nodes {
         assert!(
-            !node.tainted(ekscale::model::taint::TO_BE_DELETED_TAINT),
+            !node.tainted(ekscale::model::TO_BE_DELETED_TAINT),
             "{}: {:?}",
             node.name,
             node.taints
@@ -988,7 +988,7 @@ async fn a_companion_and_provider_killed_mid_drain_leave_no_taint_behind() {
 /// `EKSCALE_SOAK_SEED` picks another week; `EKSCALE_SOAK_DAYS` another length.
 #[tokio::test]
 async fn a_seeded_week_of_random_workloads_loses_nothing() {
-    use ekscale::model::pod::SafeToEvict;
+    use ekscale::model::SafeToEvict;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
     let seed: u64 = std::env::var("EKSCALE_SOAK_SEED").map_or(7, |s| s.parse().unwrap());
@@ -1203,7 +1203,7 @@ nodeGroups:
         .iter()
         .find(|n| n.name == drained)
         .expect("the drained node is still in the cluster");
-    assert!(!node.tainted(ekscale::model::taint::TO_BE_DELETED_TAINT));
+    assert!(!node.tainted(ekscale::model::TO_BE_DELETED_TAINT));
     assert!(
         view.pods.iter().all(|p| p.node_name.is_some()),
         "{:#?}",
@@ -1220,10 +1220,8 @@ nodeGroups:
 }
 
 /// `view` as a cache that lost every pod shows it: the same nodes and DaemonSets, no pods.
-fn without_pods(
-    view: &ekscale::autoscaler::cluster::ClusterView,
-) -> ekscale::autoscaler::cluster::ClusterView {
-    ekscale::autoscaler::cluster::ClusterView {
+fn without_pods(view: &ekscale::autoscaler::ClusterView) -> ekscale::autoscaler::ClusterView {
+    ekscale::autoscaler::ClusterView {
         nodes: view.nodes.clone(),
         daemonsets: view.daemonsets.clone(),
         now: view.now,
@@ -1337,10 +1335,10 @@ async fn a_view_that_lost_its_pods_taints_and_deletes_nothing() {
 
 /// A copy of `view` whose nodes `down` says so of are NotReady.
 fn with_unready(
-    view: &ekscale::autoscaler::cluster::ClusterView,
+    view: &ekscale::autoscaler::ClusterView,
     mut down: impl FnMut(&ekscale::model::Node) -> bool,
-) -> ekscale::autoscaler::cluster::ClusterView {
-    ekscale::autoscaler::cluster::ClusterView {
+) -> ekscale::autoscaler::ClusterView {
+    ekscale::autoscaler::ClusterView {
         nodes: view
             .nodes
             .iter()
@@ -1375,7 +1373,7 @@ nodeGroups:
     let (_, mut once) = acting_quickly(&config, &cluster);
     let view = cluster.view().await.unwrap();
     assert_eq!(view.nodes.len(), 6);
-    let zone = |n: &ekscale::model::Node| n.labels[ekscale::model::node::ZONE_LABEL].clone();
+    let zone = |n: &ekscale::model::Node| n.labels[ekscale::model::ZONE_LABEL].clone();
     let zone_b: Vec<_> = view
         .nodes
         .iter()
@@ -1452,7 +1450,7 @@ nodeGroups:
         pod[0].unschedulable = true;
         pod
     };
-    let mut pending = ekscale::autoscaler::cluster::ClusterView {
+    let mut pending = ekscale::autoscaler::ClusterView {
         nodes: view.nodes.clone(),
         pods: pod().into_iter().map(Arc::new).collect(),
         now: view.now,
@@ -1526,10 +1524,10 @@ nodeGroups:
     let priorities = dir.path().join("priorities.yaml");
     std::fs::write(&priorities, "10: [broken]\n1: [good]\n").unwrap();
     let mut s = settings();
-    s.expander = ekscale::autoscaler::scaleup::expander::Expander {
+    s.expander = ekscale::autoscaler::scaleup::Expander {
         chain: vec![
-            ekscale::autoscaler::scaleup::expander::Strategy::Priority,
-            ekscale::autoscaler::scaleup::expander::Strategy::LeastWaste,
+            ekscale::autoscaler::scaleup::Strategy::Priority,
+            ekscale::autoscaler::scaleup::Strategy::LeastWaste,
         ],
         priorities: Some(priorities),
     };

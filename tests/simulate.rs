@@ -596,8 +596,8 @@ async fn simulate_changes_nothing_and_prints_a_table_for_people() {
     assert!(table.contains("    large: Insufficient cpu"), "{table}");
 
     // The provider's sizes are untouched.
-    let client = ekscale::autoscaler::client::ProviderClient::new(
-        &ekscale::autoscaler::client::ProviderConfig::plaintext(cluster.provider.grpc.to_string()),
+    let client = ekscale::autoscaler::ProviderClient::new(
+        &ekscale::autoscaler::ProviderConfig::plaintext(cluster.provider.grpc.to_string()),
     )
     .unwrap();
     assert_eq!(client.target_size("large").await.unwrap(), 0);
@@ -677,8 +677,8 @@ async fn run_acts_through_the_provider_and_dry_run_does_not() {
         cluster.snapshot(replicas(6, "web", "1", "1Gi")).to_string(),
     )
     .unwrap();
-    let client = ekscale::autoscaler::client::ProviderClient::new(
-        &ekscale::autoscaler::client::ProviderConfig::plaintext(cluster.provider.grpc.to_string()),
+    let client = ekscale::autoscaler::ProviderClient::new(
+        &ekscale::autoscaler::ProviderConfig::plaintext(cluster.provider.grpc.to_string()),
     )
     .unwrap();
     let args = |dry: bool| {

@@ -4,7 +4,7 @@
 mod common;
 
 use common::Server;
-use ekscale::k8s::quantity::Quantity;
+use ekscale::k8s::Quantity;
 use ekscale::proto::externalgrpc::NodeGroupTemplateNodeInfoRequest;
 use k8s_pb::api::core::v1::Node;
 use prost::Message;

@@ -222,7 +222,7 @@ async fn the_server_negotiates_alpn_h2() {
 /// The companion's client, with `--provider-tls-cert/-key/-ca`, against the same mTLS provider.
 #[tokio::test]
 async fn the_companions_client_speaks_mtls() {
-    use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
+    use ekscale::autoscaler::{ProviderClient, ProviderConfig};
     let dir = tempfile::tempdir().unwrap();
     let pki = Pki::new("ekscale test CA");
     let server = mtls_server(dir.path(), &pki).await;

@@ -8,7 +8,7 @@ use ekscale::cloud::Scenario;
 use ekscale::cloud::SimulatedEks;
 use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use ekscale::proto::externalgrpc::*;
-use ekscale::provider::metrics::ProviderMetrics;
+use ekscale::provider::ProviderMetrics;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Output};

@@ -20,10 +20,10 @@ fuzz_target!(|data: &[u8]| {
                 ekscale::demo::Script::parse(text, std::path::Path::new("/nonexistent"));
         }
         2 => {
-            let _ = ekscale::autoscaler::headroom::policy::parse(text);
+            let _ = ekscale::autoscaler::headroom::parse(text);
         }
         _ => {
-            let _ = ekscale::autoscaler::scaleup::expander::parse_priorities(text);
+            let _ = ekscale::autoscaler::scaleup::parse_priorities(text);
         }
     }
 });

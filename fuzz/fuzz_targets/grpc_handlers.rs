@@ -10,7 +10,7 @@ use ekscale::cloud::SimulatedEks;
 use ekscale::proto::ekscale::fargate_server::Fargate;
 use ekscale::proto::ekscale::node_groups_server::NodeGroups;
 use ekscale::proto::externalgrpc::cloud_provider_server::CloudProvider;
-use ekscale::provider::metrics::ProviderMetrics;
+use ekscale::provider::ProviderMetrics;
 use ekscale::provider::{CloudProviderService, FargateService, GroupLocks, NodeGroupsService};
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
@@ -38,7 +38,7 @@ fuzz_target!(|data: &[u8]| {
     use ekscale::proto::ekscale::*;
     use ekscale::proto::externalgrpc::*;
     let backend = Arc::new(SimulatedEks::new(
-        Scenario::parse(BUILT_IN).unwrap(),
+        Scenario::parse(BUILT_IN_SCENARIO).unwrap(),
         Clock::manual(),
     ));
     let metrics = Arc::new(ProviderMetrics::default());

@@ -7,6 +7,6 @@ use prost::Message;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(node) = k8s_pb::api::core::v1::Node::decode(data) {
-        let _ = ekscale::k8s::objects::node_from_pb(&node);
+        let _ = ekscale::k8s::node_from_pb(&node);
     }
 });

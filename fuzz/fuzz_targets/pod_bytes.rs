@@ -5,8 +5,8 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = ekscale::k8s::pod::from_bytes(data);
+    let _ = ekscale::k8s::PodFacts::from_bytes(data);
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = ekscale::k8s::pod::from_text(text);
+        let _ = ekscale::k8s::PodFacts::from_text(text);
     }
 });

@@ -7,9 +7,10 @@
 //! profiles (`ekscale.v1.Fargate`), where the provider serves them, once. Sizes and instances are never cached. Every call carries a
 //! deadline, sent to the provider as `grpc-timeout` like cluster-autoscaler's.
 
-use crate::model::GroupOptions;
-use crate::model::fargate::{FargateProfile, FargateSelector, PodMatch};
-use crate::model::node_group::{Instance, InstanceError, InstanceState, NodeGroup};
+use crate::model::{
+    FargateProfile, FargateSelector, GroupOptions, Instance, InstanceError, InstanceState,
+    NodeGroup, PodMatch,
+};
 use crate::proto::ekscale::fargate_client::FargateClient;
 use crate::proto::ekscale::node_groups_client::NodeGroupsClient;
 use crate::proto::ekscale::{

@@ -1,11 +1,13 @@
 //! Where the companion reads the cluster from. Every source hands out the same converted view; the live
 //! one (kube) keeps it current from watches, so asking is cheap and a loop never waits on the API server.
 
-use crate::k8s::capacity_buffer::{self as api, BufferObjects};
-use crate::k8s::provisioning_request::{self as provreq, RequestObjects};
-use crate::k8s::snapshot::{self, SnapshotError};
-use crate::model::pdb::Pdb;
-use crate::model::{Node, Pod, PodNames, Taint};
+use crate::k8s::capacity_buffer as api;
+
+use crate::k8s::provisioning_request as provreq;
+use crate::k8s::{
+    BufferObjects, RequestObjects, SnapshotError, parse_snapshot, read_snapshot_text,
+};
+use crate::model::{Node, Pdb, Pod, PodNames, Taint};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -166,11 +168,11 @@ pub struct Snapshot {
 
 impl Snapshot {
     pub fn read(path: &Path) -> Result<Snapshot, ClusterError> {
-        let text = snapshot::read_text(path).map_err(|source| ClusterError::Read {
+        let text = read_snapshot_text(path).map_err(|source| ClusterError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        let parsed = snapshot::parse(&text).map_err(|source| ClusterError::Snapshot {
+        let parsed = parse_snapshot(&text).map_err(|source| ClusterError::Snapshot {
             path: path.to_path_buf(),
             source,
         })?;

@@ -9,9 +9,9 @@
 
 use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::status::FargatePod;
-use crate::k8s::{objects, pod::PodFacts};
-use crate::model::fargate::{FargateProfile, Matcher, PodMatch, SCHEDULER_NAME, Selection};
-use crate::model::{Pod, PodList};
+use crate::k8s::{PodFacts, objects};
+use crate::model::fargate::{Matcher, SCHEDULER_NAME, Selection};
+use crate::model::{FargateProfile, Pod, PodList, PodMatch};
 use crate::simulator::equivalence::EquivalenceGroup;
 use std::collections::HashMap;
 
@@ -160,8 +160,8 @@ impl FargateAnswers {
 /// does not happen to a pod the loop read; it is then asked about every time.
 fn shape(pod: &Pod, selection: &Selection) -> Option<String> {
     let facts = match &pod.json {
-        Some(json) => crate::k8s::pod::from_text(json),
-        None => crate::k8s::pod::from_bytes(&objects::pod_to_pb_bytes(pod)),
+        Some(json) => crate::k8s::PodFacts::from_text(json),
+        None => crate::k8s::PodFacts::from_bytes(&objects::pod_to_pb_bytes(pod)),
     }
     .ok()?;
     let facts = PodFacts {

@@ -2,8 +2,7 @@
 //! cluster state, scale-down and consolidation), and as the planners see it (`Group`: its templates with
 //! their DaemonSet pods, and why it may not grow; scale-up, consolidation and the health check share it).
 
-use crate::model::node::ZONE_LABEL;
-use crate::model::{GroupOptions, Instance, Node, NodeGroup};
+use crate::model::{GroupOptions, Instance, Node, NodeGroup, ZONE_LABEL};
 use crate::simulator::topology::Place;
 use std::sync::Arc;
 

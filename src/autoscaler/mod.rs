@@ -5,27 +5,29 @@
 //! stages (`headroom`, `scaleup`, `scaledown`), the stages read `status`, `group`, `settings`, `cluster` and
 //! the provider `client`.
 
-pub mod clustersnapshot; // the world the loop plans in, and the pending pods that fit in it as it is
-pub mod clusterstate; // the groups as the provider says them this loop, nodes matched to them, backoff
+pub(crate) mod client; // the provider client, with cluster-autoscaler's caching rules: the only speaker of the wire types
+pub(crate) mod cluster; // where the cluster is read from: the ClusterSource trait, the view, snapshot files
+pub(crate) mod clustersnapshot; // the world the loop plans in, and the pending pods that fit in it as it is
+pub(crate) mod clusterstate; // the groups as the provider says them this loop, nodes matched to them, backoff
 pub mod control; // the commands: `simulate` once, `run` as the controller; flags, kube source, Lease, events, endpoints, metrics
-pub mod core; // one loop (upstream's core and clusterstate): cluster state, health, pods sorted, the snapshot, RunOnce
+pub(crate) mod core; // one loop: health, pods sorted, RunOnce
+pub(crate) mod fargate; // Fargate pods set aside, matched to profiles here, MatchPod once per pod shape
+pub(crate) mod group; // a node group as the planners see it
 pub mod headroom; // capacity kept free ahead of demand: headroom policies and CapacityBuffers, as virtual pods
-pub mod provreq; // ProvisioningRequests: check-capacity and best-effort-atomic, booked room as virtual pods
+pub(crate) mod planning; // CPU-bound planning off the Tokio worker
+pub(crate) mod provreq; // ProvisioningRequests: check-capacity and best-effort-atomic, booked room as virtual pods
 pub mod scaledown; // unneeded nodes: planner, removal simulation, drainability, timers, budgets, actuation; consolidation
-pub mod scaleup; // new nodes: planner, estimator, expanders, balancing, zones, prices, backoff
-
-pub mod client; // the provider client, with cluster-autoscaler's caching rules: the only speaker of the wire types
-pub mod cluster; // where the cluster is read from: the ClusterSource trait, the view, snapshot files
-pub mod fargate; // Fargate pods set aside, matched to profiles here, MatchPod once per pod shape
-pub mod group; // a node group as the planners see it
-pub mod planning; // CPU-bound planning off the Tokio worker
-pub mod settings; // the loop's decision flags, each stage's part
+pub mod scaleup; // new nodes: planner, estimator, expanders, balancing, prices, the increase
+pub(crate) mod settings; // the loop's decision flags, each stage's part
 pub mod status; // what a loop decided and why: the report, as JSON and as a table
 
 pub use client::{ClientError, ProviderClient, ProviderConfig};
-pub use cluster::{ClusterError, ClusterSource, ClusterView, Snapshot};
-pub use core::runonce::RunOnce;
-pub use scaledown::settings::{
-    ConsolidationMode, ConsolidationSettings, MinSaving, ScaleDownSettings,
+pub use cluster::{
+    BufferStatus, ClusterError, ClusterSource, ClusterView, RequestStatus, Snapshot,
 };
-pub use settings::Settings;
+pub use core::runonce::RunOnce;
+pub use group::{Group, Totals};
+pub use provreq::requests::read as read_provisioning_requests;
+pub use scaledown::{ConsolidationMode, ConsolidationSettings, MinSaving, ScaleDownSettings};
+pub use scaleup::{ClusterLimits, Expander, Strategy as ExpanderStrategy};
+pub use settings::{HealthSettings, Settings};

@@ -6,7 +6,7 @@ use crate::autoscaler::clusterstate::backoff::BackoffSettings;
 use crate::autoscaler::headroom::policy::Policy;
 use crate::autoscaler::scaledown::settings::{ConsolidationSettings, ScaleDownSettings};
 use crate::autoscaler::scaleup::expander::{Expander, Strategy};
-use crate::autoscaler::scaleup::planner::Limits;
+use crate::autoscaler::scaleup::limits::ClusterLimits;
 use crate::model::GroupOptions;
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub expander: Expander,
-    pub limits: Limits,
+    pub limits: ClusterLimits,
     pub expendable_pods_priority_cutoff: i32,
     pub max_node_provision_time: Duration,
     pub max_node_startup_time: Duration,
@@ -46,7 +46,7 @@ impl Default for Settings {
                 chain: vec![Strategy::LeastWaste],
                 priorities: None,
             },
-            limits: Limits::default(),
+            limits: ClusterLimits::default(),
             expendable_pods_priority_cutoff: -10,
             max_node_provision_time: Duration::from_secs(15 * 60),
             max_node_startup_time: Duration::from_secs(15 * 60),

@@ -2,8 +2,8 @@
 //! live in the library (`ekscale::autoscaler::control::flags`, `ekscale::autoscaler::control::controller`).
 
 use clap::{Args, Parser, Subcommand};
-use ekscale::autoscaler::control::controller::{self, Failure};
-use ekscale::autoscaler::control::flags::{RunArgs, SimulateArgs};
+use ekscale::autoscaler::control::{self, Failure};
+use ekscale::autoscaler::control::{RunArgs, SimulateArgs};
 use ekscale::demo::{self, Script};
 use ekscale::telemetry::{self, LogFormat};
 use std::path::PathBuf;
@@ -62,8 +62,8 @@ fn main() -> ExitCode {
     telemetry::init_at(cli.log_format, level);
     ekscale::tls::install_crypto_provider();
     let result = match cli.command {
-        Command::Simulate(args) => controller::simulate_blocking(*args),
-        Command::Run(args) => controller::run_blocking(*args),
+        Command::Simulate(args) => control::simulate_blocking(*args),
+        Command::Run(args) => control::run_blocking(*args),
         Command::Demo(args) => demo(args),
     };
     match result {

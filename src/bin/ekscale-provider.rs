@@ -6,7 +6,7 @@ use ekscale::clock::Clock;
 use ekscale::cloud::NodeGroupBackend;
 use ekscale::cloud::Scenario;
 use ekscale::cloud::SimulatedEks;
-use ekscale::provider::metrics::ProviderMetrics;
+use ekscale::provider::ProviderMetrics;
 use ekscale::provider::{self, TlsFiles};
 use ekscale::telemetry::{self, LogFormat};
 use std::path::PathBuf;
@@ -157,7 +157,7 @@ async fn main() -> anyhow::Result<()> {
         let _ = stop.send(true);
     });
 
-    let router = ekscale::provider::http::router(metrics.clone(), backend.clone());
+    let router = ekscale::provider::http_router(metrics.clone(), backend.clone());
     let http_server = tokio::spawn(ekscale::http::serve(
         http,
         router,
@@ -177,7 +177,7 @@ async fn aws_backend(
     metrics: &Arc<ProviderMetrics>,
 ) -> anyhow::Result<Arc<dyn NodeGroupBackend>> {
     use ekscale::cloud::aws::AwsBackend;
-    use ekscale::cloud::aws::config::AwsConfig;
+    use ekscale::cloud::aws::AwsConfig;
     if args.sim_file.is_some() {
         bail!("--sim-file is for --backend sim");
     }

@@ -3,7 +3,7 @@
 
 use super::fargate::FargateRates;
 use super::node_group::{Instance, NodeGroupSpec};
-use crate::model::fargate::FargateProfile;
+use crate::model::FargateProfile;
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;

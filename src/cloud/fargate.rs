@@ -1,8 +1,8 @@
 //! Fargate as EKS runs it: which profile takes a pod, the size it is billed for, what it costs, and why it
 //! could not run there. Profiles are not node groups (docs/eks.md, "Fargate"): nothing here resizes anything.
 
-use crate::k8s::pod::PodFacts;
-use crate::model::fargate::FargateProfile;
+use crate::k8s::PodFacts;
+use crate::model::FargateProfile;
 use serde::Deserialize;
 
 pub use crate::model::fargate::{PROFILE_LABEL, SCHEDULER_NAME, Selection, select};

@@ -15,7 +15,7 @@ pub(crate) mod pricing; // node and pod prices
 mod simulated_eks; // the embedded simulated EKS and its scenario file
 pub(crate) mod template; // instance facts -> the template node of a group
 
-pub use crate::model::fargate::{FargateProfile, FargateSelector};
+pub use crate::model::{FargateProfile, FargateSelector};
 pub use backend::{CloudError, CloudObserver, NodeGroupBackend};
 pub use node_group::{
     Instance, InstanceError, InstanceErrorClass, InstanceState, NodeGroupSpec, OptionOverrides,

@@ -3,8 +3,7 @@
 use super::backend::NodeGroupBackend;
 use super::node_group::NodeGroupSpec;
 use super::template::GPU_LABEL;
-use crate::model::Resources;
-use crate::model::node::{INSTANCE_TYPE_LABEL, NODE_GROUP_LABEL};
+use crate::model::{INSTANCE_TYPE_LABEL, NODE_GROUP_LABEL, Resources};
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -4,8 +4,7 @@
 //! leaves after its reservations, the same well-known labels, the group's taints, and Ready.
 
 use crate::k8s::quantity;
-use crate::model::Resources;
-use crate::model::node::{CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NODE_GROUP_LABEL};
+use crate::model::{CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NODE_GROUP_LABEL, Resources};
 pub use crate::model::{GPU_RESOURCE, Taint, TaintEffect};
 use k8s_pb::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Taint as PbTaint};
 use k8s_pb::apimachinery::pkg::api::resource::Quantity;

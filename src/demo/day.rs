@@ -12,7 +12,7 @@ use crate::autoscaler::{
     Settings,
 };
 use crate::clock::Clock;
-use crate::k8s::objects;
+use crate::k8s::node_from_pb;
 use crate::simulated_cluster::SimulatedCluster;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
@@ -134,7 +134,7 @@ async fn prices(client: &ProviderClient) -> Result<Record, ClientError> {
     let mut prices = Vec::new();
     for group in client.node_groups().await?.iter() {
         let template = client.template(&group.id).await?;
-        let price = match template.as_deref().map(objects::node_from_pb) {
+        let price = match template.as_deref().map(node_from_pb) {
             Some(Ok(template)) => {
                 let price = client
                     .node_price(&template.name, &template.labels, 1.0)

@@ -1,10 +1,9 @@
 //! What the demo saw, loop by loop: samples for the charts, the decision log, and what the summary needs.
 
-use crate::autoscaler::cluster::ClusterView;
-use crate::autoscaler::headroom::policy as headroom;
+use crate::autoscaler::ClusterView;
+use crate::autoscaler::headroom;
 use crate::autoscaler::status::Status;
-use crate::model::node::NODE_GROUP_LABEL;
-use crate::model::pod::FARGATE_SCHEDULER;
+use crate::model::{FARGATE_SCHEDULER, NODE_GROUP_LABEL};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 

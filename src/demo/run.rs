@@ -24,9 +24,9 @@ pub struct Options {
 }
 
 /// [`run`] to completion on a new multi-thread runtime, for the binary (see
-/// [`crate::autoscaler::control::controller::simulate_blocking`] for why it is here).
+/// [`crate::autoscaler::control::simulate_blocking`] for why it is here).
 pub fn run_blocking(options: Options) -> Result<(Record, String), DemoError> {
-    crate::autoscaler::control::controller::runtime().block_on(run(options))
+    crate::autoscaler::control::runtime().block_on(run(options))
 }
 
 /// Plays the script's day (printing progress and decisions as they happen), then the second day, if there is

@@ -2,11 +2,9 @@
 //! and the headroom to keep. The built-in one is `demo.yaml` beside this file; `--scenario FILE` reads the
 //! same format.
 
-use crate::autoscaler::headroom::policy::{self as headroom, Policy};
+use crate::autoscaler::headroom::{self, Policy};
 use crate::cloud::{self, Scenario};
-use crate::k8s::capacity_buffer::{Read, Template};
-use crate::k8s::objects;
-use crate::k8s::provisioning_request::Read as ProvisioningRequestRead;
+use crate::k8s::{Template, VersionedBuffer, VersionedRequest, pod_from_api};
 use crate::model::Pod;
 use serde::Deserialize;
 use serde_json::json;
@@ -142,7 +140,7 @@ pub enum Action {
     Create(Box<Workload>, Vec<Pod>),
     Delete(String),
     Capacity(CapacityChange),
-    Request(Box<ProvisioningRequestRead>),
+    Request(Box<VersionedRequest>),
 }
 
 #[derive(Clone, Debug)]
@@ -161,7 +159,7 @@ pub struct Script {
     /// In time order.
     pub timeline: Vec<Event>,
     pub headroom: Vec<Policy>,
-    pub buffers: Vec<Read>,
+    pub buffers: Vec<VersionedBuffer>,
     pub templates: Vec<Template>,
 }
 
@@ -223,7 +221,7 @@ impl Script {
                 }
                 (None, Some(name), None, None) => Action::Delete(name),
                 (None, None, None, Some(request)) => {
-                    let read = ProvisioningRequestRead::from_value(request)
+                    let read = VersionedRequest::from_value(request)
                         .map_err(|e| fail(format!("request: {e}")))?;
                     Action::Request(Box::new(read))
                 }
@@ -263,7 +261,7 @@ impl Script {
             .collect::<Result<_, _>>()?;
         let buffers = (file.capacity_buffers.into_iter().enumerate())
             .map(|(index, object)| {
-                Read::from_value(object)
+                VersionedBuffer::from_value(object)
                     .map_err(|e| ScriptError::Invalid(format!("capacityBuffers[{index}]: {e}")))
             })
             .collect::<Result<_, _>>()?;
@@ -291,7 +289,7 @@ fn pods_of(w: &Workload) -> Result<Vec<Pod>, String> {
         requests[crate::model::GPU_RESOURCE] = json!(w.gpu.to_string());
     }
     let annotations = match &w.consumes {
-        Some(request) => json!({crate::k8s::provisioning_request::CONSUME_ANNOTATION: request}),
+        Some(request) => json!({crate::k8s::CONSUME_ANNOTATION: request}),
         None => json!({}),
     };
     let owner = match w.owner.as_str() {
@@ -316,7 +314,7 @@ fn pods_of(w: &Workload) -> Result<Vec<Pod>, String> {
             });
             let pod: k8s_openapi::api::core::v1::Pod =
                 serde_json::from_value(pod).map_err(|e| format!("{}: {e}", w.name))?;
-            objects::pod_from_api(&pod, true).map_err(|e| e.to_string())
+            pod_from_api(&pod, true).map_err(|e| e.to_string())
         })
         .collect()
 }

@@ -43,7 +43,7 @@ pub fn summary(record: &Record, day: Duration, took: Duration) -> String {
     let unplaced: Vec<_> = record
         .not_helped
         .iter()
-        .filter(|(pod, _)| !crate::autoscaler::headroom::policy::is_virtual(pod))
+        .filter(|(pod, _)| !crate::autoscaler::headroom::is_virtual(pod))
         .collect();
     if unplaced.is_empty() {
         let _ = writeln!(out, "  every pod found a place");
@@ -104,7 +104,7 @@ pub fn summary_line(record: &Record) -> String {
     let created: usize = record.arrivals.iter().map(|a| a.pods).sum();
     let ran = record.ran_on_ec2.len() + record.fargate.len();
     let unschedulable = (record.not_helped.keys())
-        .filter(|pod| !crate::autoscaler::headroom::policy::is_virtual(pod))
+        .filter(|pod| !crate::autoscaler::headroom::is_virtual(pod))
         .count();
     format!(
         "demo summary: added={} removed={} placed={}/{created} fargate={} unschedulable={unschedulable} \

@@ -4,7 +4,7 @@ use super::error::DemoError;
 use super::record::{Arrival, Record};
 use super::script::Action;
 use crate::cloud::SimulatedEks;
-use crate::k8s::capacity_buffer::Scalable;
+use crate::k8s::Scalable;
 use crate::simulated_cluster::SimulatedCluster;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -66,7 +66,7 @@ impl Targets<'_> {
                 let pods: i32 = request.spec.pod_sets.iter().map(|s| s.count).sum();
                 Ok(format!(
                     "ProvisioningRequest {} ({}) for {pods} pod(s)",
-                    crate::k8s::provisioning_request::key(request),
+                    crate::k8s::request_key(request),
                     request.spec.provisioning_class_name
                 ))
             }

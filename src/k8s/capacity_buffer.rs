@@ -34,6 +34,12 @@ pub struct CapacityBuffer {
     pub status: Option<Status>,
 }
 
+impl CapacityBuffer {
+    /// The resource's plural and the versions served, as the RBAC and the CRD in `deploy/` name them.
+    pub const PLURAL: &'static str = PLURAL;
+    pub const VERSIONS: [&'static str; 2] = VERSIONS;
+}
+
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Spec {
@@ -97,14 +103,14 @@ impl CapacityBuffer {
 /// with a scale subresource whose pod templates buffers may take.
 #[derive(Clone, Debug, Default)]
 pub struct BufferObjects {
-    pub buffers: Vec<Read>,
+    pub buffers: Vec<VersionedBuffer>,
     pub templates: Vec<Template>,
     pub scalables: Vec<Scalable>,
 }
 
 /// A buffer as read, with the version it was read as (its status is written back in that version).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Read {
+pub struct VersionedBuffer {
     pub version: &'static str,
     pub buffer: CapacityBuffer,
 }
@@ -223,12 +229,12 @@ impl Scalable {
     }
 }
 
-impl Read {
+impl VersionedBuffer {
     /// A buffer as a file writes it (a snapshot's item, a demo script's): its `apiVersion` must be one of ours
     /// and it must have a name.
-    pub fn from_value(object: serde_json::Value) -> Result<Read, String> {
+    pub fn from_value(object: serde_json::Value) -> Result<VersionedBuffer, String> {
         let (version, buffer) = read_object(object, KIND, &VERSIONS)?;
-        Ok(Read { version, buffer })
+        Ok(VersionedBuffer { version, buffer })
     }
 }
 
@@ -255,12 +261,6 @@ pub fn read_object<T: serde::de::DeserializeOwned>(
     }
     let read = serde_json::from_value(object).map_err(|e| e.to_string())?;
     Ok((version, read))
-}
-
-/// The API version of a buffer read from a snapshot or a watch (`autoscaling.x-k8s.io/v1beta1`): its
-/// version if it is one of ours.
-pub fn version_of(api_version: &str) -> Option<&'static str> {
-    version_in(api_version, &VERSIONS)
 }
 
 /// `api_version`'s version when it is `autoscaling.x-k8s.io/` and one of `versions`.
@@ -291,10 +291,10 @@ mod tests {
         assert_eq!(buffer.spec.replicas, Some(5));
         assert_eq!(buffer.spec.limits.unwrap()["cpu"].0, "10");
         assert_eq!(
-            version_of("autoscaling.x-k8s.io/v1alpha1"),
+            version_in("autoscaling.x-k8s.io/v1alpha1", &VERSIONS),
             Some("v1alpha1")
         );
-        assert_eq!(version_of("autoscaling.x-k8s.io/v2"), None);
-        assert_eq!(version_of("apps/v1"), None);
+        assert_eq!(version_in("autoscaling.x-k8s.io/v2", &VERSIONS), None);
+        assert_eq!(version_in("apps/v1", &VERSIONS), None);
     }
 }

@@ -1,11 +1,12 @@
 //! Nodes and pods read once into the model: from the kube API's types (k8s-openapi; snapshots and the live
 //! cluster) and, for template nodes, from cluster-autoscaler's protobuf (k8s-pb).
 
-use crate::k8s::pod;
+use crate::k8s::pod::PodFacts;
 use crate::k8s::quantity::Quantity;
-use crate::model::pdb::Pdb;
-use crate::model::pod::{Controller, Disruption, Phase, SafeToEvict};
-use crate::model::{GPU_RESOURCE, Node, Pod, Resources, Taint, TaintEffect};
+use crate::model::{
+    Controller, Disruption, GPU_RESOURCE, Node, Pdb, Phase, Pod, Resources, SafeToEvict, Taint,
+    TaintEffect,
+};
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use std::collections::BTreeMap;
@@ -18,7 +19,7 @@ use super::scheduling::{label_selector, scheduling};
 
 /// A pod from the kube API. `keep_json` keeps its JSON when it is pending, for the provider's MatchPod.
 pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError> {
-    let facts = pod::from_api(pod)?;
+    let facts = PodFacts::from_api(pod)?;
     let key = facts.key();
     let default_spec = api::PodSpec::default();
     let spec = pod.spec.as_ref().unwrap_or(&default_spec);

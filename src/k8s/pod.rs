@@ -79,145 +79,147 @@ struct Parts<'a> {
     ebs_volumes: Vec<String>,
 }
 
-/// Reads `Pod.Marshal()` bytes.
-pub fn from_bytes(bytes: &[u8]) -> Result<PodFacts, PodError> {
-    use k8s_pb::api::core::v1 as pb;
-    fn quantities(
-        map: &BTreeMap<String, k8s_pb::apimachinery::pkg::api::resource::Quantity>,
-    ) -> List<'_> {
-        map.iter()
-            .map(|(k, v)| (k.as_str(), v.string.as_deref().unwrap_or_default()))
-            .collect()
+impl PodFacts {
+    /// Reads `Pod.Marshal()` bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Result<PodFacts, PodError> {
+        use k8s_pb::api::core::v1 as pb;
+        fn quantities(
+            map: &BTreeMap<String, k8s_pb::apimachinery::pkg::api::resource::Quantity>,
+        ) -> List<'_> {
+            map.iter()
+                .map(|(k, v)| (k.as_str(), v.string.as_deref().unwrap_or_default()))
+                .collect()
+        }
+        // Requests and limits, of a container or of the whole pod.
+        fn requirements(r: Option<&pb::ResourceRequirements>) -> Lists<'_> {
+            r.map(|r| (quantities(&r.requests), quantities(&r.limits)))
+                .unwrap_or_default()
+        }
+        fn container(c: &pb::Container) -> Container<'_> {
+            Container {
+                name: c.name.as_deref().unwrap_or_default(),
+                resources: requirements(c.resources.as_ref()),
+                sidecar: c.restart_policy.as_deref() == Some("Always"),
+                host_port: c.ports.iter().any(|p| p.host_port.unwrap_or(0) > 0),
+                privileged: c
+                    .security_context
+                    .as_ref()
+                    .and_then(|s| s.privileged)
+                    .unwrap_or(false),
+            }
+        }
+        let pod = pb::Pod::decode(bytes)?;
+        let meta = pod.metadata.unwrap_or_default();
+        let spec = pod.spec.unwrap_or_default();
+        let ebs_volumes = spec
+            .volumes
+            .iter()
+            .filter(|v| {
+                let source = v.volume_source.as_ref();
+                source.is_some_and(|s| {
+                    s.aws_elastic_block_store.is_some()
+                        || s.csi
+                            .as_ref()
+                            .is_some_and(|c| c.driver.as_deref() == Some(EBS_CSI_DRIVER))
+                })
+            })
+            .map(|v| v.name.clone().unwrap_or_default())
+            .collect();
+        assemble(Parts {
+            namespace: meta.namespace.as_deref().unwrap_or_default(),
+            name: meta.name.as_deref().unwrap_or_default(),
+            labels: meta.labels.clone(),
+            scheduler_name: spec.scheduler_name.as_deref().unwrap_or_default(),
+            owner_kinds: meta
+                .owner_references
+                .iter()
+                .filter_map(|o| o.kind.clone())
+                .collect(),
+            host_network: spec.host_network.unwrap_or(false),
+            init: spec.init_containers.iter().map(container).collect(),
+            containers: spec.containers.iter().map(container).collect(),
+            overhead: quantities(&spec.overhead),
+            pod_resources: requirements(spec.resources.as_ref()),
+            ebs_volumes,
+        })
     }
-    // Requests and limits, of a container or of the whole pod.
-    fn requirements(r: Option<&pb::ResourceRequirements>) -> Lists<'_> {
-        r.map(|r| (quantities(&r.requests), quantities(&r.limits)))
-            .unwrap_or_default()
+
+    /// Reads a pod as kubectl prints it, in JSON or YAML.
+    pub fn from_text(text: &str) -> Result<PodFacts, PodError> {
+        let pod: k8s_openapi::api::core::v1::Pod = serde_norway::from_str(text)?;
+        PodFacts::from_api(&pod)
     }
-    fn container(c: &pb::Container) -> Container<'_> {
-        Container {
-            name: c.name.as_deref().unwrap_or_default(),
+
+    /// Reads a pod the kube API or a snapshot gave.
+    pub fn from_api<'a>(pod: &'a k8s_openapi::api::core::v1::Pod) -> Result<PodFacts, PodError> {
+        use k8s_openapi::api::core::v1 as api;
+        let quantities = |map: &'a Option<
+            BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+        >|
+         -> List<'a> {
+            map.iter()
+                .flatten()
+                .map(|(k, v)| (k.as_str(), v.0.as_str()))
+                .collect()
+        };
+        // Requests and limits, of a container or of the whole pod.
+        let requirements = |r: Option<&'a api::ResourceRequirements>| {
+            r.map(|r| (quantities(&r.requests), quantities(&r.limits)))
+                .unwrap_or_default()
+        };
+        let container = |c: &'a api::Container| Container {
+            name: &c.name,
             resources: requirements(c.resources.as_ref()),
             sidecar: c.restart_policy.as_deref() == Some("Always"),
-            host_port: c.ports.iter().any(|p| p.host_port.unwrap_or(0) > 0),
+            host_port: c
+                .ports
+                .iter()
+                .flatten()
+                .any(|p| p.host_port.unwrap_or(0) > 0),
             privileged: c
                 .security_context
                 .as_ref()
                 .and_then(|s| s.privileged)
                 .unwrap_or(false),
-        }
-    }
-    let pod = pb::Pod::decode(bytes)?;
-    let meta = pod.metadata.unwrap_or_default();
-    let spec = pod.spec.unwrap_or_default();
-    let ebs_volumes = spec
-        .volumes
-        .iter()
-        .filter(|v| {
-            let source = v.volume_source.as_ref();
-            source.is_some_and(|s| {
-                s.aws_elastic_block_store.is_some()
-                    || s.csi
-                        .as_ref()
-                        .is_some_and(|c| c.driver.as_deref() == Some(EBS_CSI_DRIVER))
+        };
+        let meta = &pod.metadata;
+        static DEFAULT_SPEC: std::sync::LazyLock<api::PodSpec> =
+            std::sync::LazyLock::new(Default::default);
+        let spec = pod.spec.as_ref().unwrap_or(&DEFAULT_SPEC);
+        let ebs_volumes = spec
+            .volumes
+            .iter()
+            .flatten()
+            .filter(|v| {
+                v.aws_elastic_block_store.is_some()
+                    || v.csi.as_ref().is_some_and(|c| c.driver == EBS_CSI_DRIVER)
             })
+            .map(|v| v.name.clone())
+            .collect();
+        assemble(Parts {
+            namespace: meta.namespace.as_deref().unwrap_or_default(),
+            name: meta.name.as_deref().unwrap_or_default(),
+            labels: meta.labels.clone().unwrap_or_default(),
+            scheduler_name: spec.scheduler_name.as_deref().unwrap_or_default(),
+            owner_kinds: meta
+                .owner_references
+                .iter()
+                .flatten()
+                .map(|o| o.kind.clone())
+                .collect(),
+            host_network: spec.host_network.unwrap_or(false),
+            init: spec
+                .init_containers
+                .iter()
+                .flatten()
+                .map(container)
+                .collect(),
+            containers: spec.containers.iter().map(container).collect(),
+            overhead: quantities(&spec.overhead),
+            pod_resources: requirements(spec.resources.as_ref()),
+            ebs_volumes,
         })
-        .map(|v| v.name.clone().unwrap_or_default())
-        .collect();
-    assemble(Parts {
-        namespace: meta.namespace.as_deref().unwrap_or_default(),
-        name: meta.name.as_deref().unwrap_or_default(),
-        labels: meta.labels.clone(),
-        scheduler_name: spec.scheduler_name.as_deref().unwrap_or_default(),
-        owner_kinds: meta
-            .owner_references
-            .iter()
-            .filter_map(|o| o.kind.clone())
-            .collect(),
-        host_network: spec.host_network.unwrap_or(false),
-        init: spec.init_containers.iter().map(container).collect(),
-        containers: spec.containers.iter().map(container).collect(),
-        overhead: quantities(&spec.overhead),
-        pod_resources: requirements(spec.resources.as_ref()),
-        ebs_volumes,
-    })
-}
-
-/// Reads a pod as kubectl prints it, in JSON or YAML.
-pub fn from_text(text: &str) -> Result<PodFacts, PodError> {
-    let pod: k8s_openapi::api::core::v1::Pod = serde_norway::from_str(text)?;
-    from_api(&pod)
-}
-
-/// Reads a pod the kube API or a snapshot gave.
-pub fn from_api<'a>(pod: &'a k8s_openapi::api::core::v1::Pod) -> Result<PodFacts, PodError> {
-    use k8s_openapi::api::core::v1 as api;
-    let quantities = |map: &'a Option<
-        BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
-    >|
-     -> List<'a> {
-        map.iter()
-            .flatten()
-            .map(|(k, v)| (k.as_str(), v.0.as_str()))
-            .collect()
-    };
-    // Requests and limits, of a container or of the whole pod.
-    let requirements = |r: Option<&'a api::ResourceRequirements>| {
-        r.map(|r| (quantities(&r.requests), quantities(&r.limits)))
-            .unwrap_or_default()
-    };
-    let container = |c: &'a api::Container| Container {
-        name: &c.name,
-        resources: requirements(c.resources.as_ref()),
-        sidecar: c.restart_policy.as_deref() == Some("Always"),
-        host_port: c
-            .ports
-            .iter()
-            .flatten()
-            .any(|p| p.host_port.unwrap_or(0) > 0),
-        privileged: c
-            .security_context
-            .as_ref()
-            .and_then(|s| s.privileged)
-            .unwrap_or(false),
-    };
-    let meta = &pod.metadata;
-    static DEFAULT_SPEC: std::sync::LazyLock<api::PodSpec> =
-        std::sync::LazyLock::new(Default::default);
-    let spec = pod.spec.as_ref().unwrap_or(&DEFAULT_SPEC);
-    let ebs_volumes = spec
-        .volumes
-        .iter()
-        .flatten()
-        .filter(|v| {
-            v.aws_elastic_block_store.is_some()
-                || v.csi.as_ref().is_some_and(|c| c.driver == EBS_CSI_DRIVER)
-        })
-        .map(|v| v.name.clone())
-        .collect();
-    assemble(Parts {
-        namespace: meta.namespace.as_deref().unwrap_or_default(),
-        name: meta.name.as_deref().unwrap_or_default(),
-        labels: meta.labels.clone().unwrap_or_default(),
-        scheduler_name: spec.scheduler_name.as_deref().unwrap_or_default(),
-        owner_kinds: meta
-            .owner_references
-            .iter()
-            .flatten()
-            .map(|o| o.kind.clone())
-            .collect(),
-        host_network: spec.host_network.unwrap_or(false),
-        init: spec
-            .init_containers
-            .iter()
-            .flatten()
-            .map(container)
-            .collect(),
-        containers: spec.containers.iter().map(container).collect(),
-        overhead: quantities(&spec.overhead),
-        pod_resources: requirements(spec.resources.as_ref()),
-        ebs_volumes,
-    })
+    }
 }
 
 const EBS_CSI_DRIVER: &str = "ebs.csi.aws.com";
@@ -380,7 +382,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let facts = from_bytes(&pod.encode_to_vec()).unwrap();
+        let facts = PodFacts::from_bytes(&pod.encode_to_vec()).unwrap();
         assert_eq!(
             (
                 facts.demand.cpu_millis,
@@ -404,7 +406,7 @@ mod tests {
                     "volumes":[{"name":"data","awsElasticBlockStore":{"volumeID":"vol-1"}},
                                {"name":"csi","csi":{"driver":"ebs.csi.aws.com"}},
                                {"name":"tmp","emptyDir":{}}]}}"#;
-        let facts = from_text(json).unwrap();
+        let facts = PodFacts::from_text(json).unwrap();
         assert_eq!(facts.key(), "serverless/api");
         assert_eq!(facts.labels["app"], "api");
         assert_eq!(facts.owner_kinds, ["ReplicaSet"]);
@@ -419,7 +421,7 @@ mod tests {
         assert_eq!(facts.ebs_volumes, ["data", "csi"]);
 
         let yaml = "metadata: {name: api, namespace: serverless}\nspec:\n  containers:\n  - name: app\n    resources: {requests: {cpu: 500m}}\n";
-        assert_eq!(from_text(yaml).unwrap().demand.cpu_millis, 500);
+        assert_eq!(PodFacts::from_text(yaml).unwrap().demand.cpu_millis, 500);
 
         // Pod-level resources (PodLevelResources) decide cpu and memory; overhead still comes on top.
         let pod_level = r#"{"metadata":{"name":"p"},"spec":{
@@ -427,7 +429,7 @@ mod tests {
             "overhead":{"cpu":"250m"},
             "containers":[{"name":"a","resources":{"requests":{"cpu":"100m","memory":"1Gi","ephemeral-storage":"1Gi"}}},
                           {"name":"b","resources":{"requests":{"cpu":"100m"}}}]}}"#;
-        let facts = from_text(pod_level).unwrap();
+        let facts = PodFacts::from_text(pod_level).unwrap();
         assert_eq!(facts.demand.cpu_millis, 2250);
         assert_eq!(
             facts.demand.memory_bytes,
@@ -450,12 +452,14 @@ mod tests {
             }),
             ..Default::default()
         };
-        let error = from_bytes(&pod.encode_to_vec()).unwrap_err().to_string();
+        let error = PodFacts::from_bytes(&pod.encode_to_vec())
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("cpu: invalid quantity \"lots\""), "{error}");
-        assert!(from_bytes(&[0xff, 0xff, 0xff]).is_err());
+        assert!(PodFacts::from_bytes(&[0xff, 0xff, 0xff]).is_err());
         let limit = r#"{"metadata":{"name":"x"},"spec":{"containers":[{"name":"web",
             "resources":{"requests":{"cpu":"1"},"limits":{"cpu":"lots"}}}]}}"#;
-        let error = from_text(limit).unwrap_err().to_string();
+        let error = PodFacts::from_text(limit).unwrap_err().to_string();
         assert!(
             error.starts_with(
                 "pod default/x: container web: resources.limits.cpu: invalid quantity \"lots\""
@@ -464,17 +468,17 @@ mod tests {
         );
         let init = r#"{"metadata":{"name":"x"},"spec":{"initContainers":[{"name":"setup",
             "resources":{"requests":{"memory":"-1Gi"}}}],"containers":[]}}"#;
-        let error = from_text(init).unwrap_err().to_string();
+        let error = PodFacts::from_text(init).unwrap_err().to_string();
         assert!(
             error.starts_with("pod default/x: init container setup: resources.requests.memory:"),
             "{error}"
         );
         assert!(
-            from_text("{not json")
+            PodFacts::from_text("{not json")
                 .unwrap_err()
                 .to_string()
                 .contains("JSON or YAML")
         );
-        assert!(from_text("spec: {containers: 3}").is_err());
+        assert!(PodFacts::from_text("spec: {containers: 3}").is_err());
     }
 }

@@ -3,7 +3,7 @@
 //! room for all N pods of this job?" and "give me room for all of them or none". Only the wire types and
 //! upstream's names live here; what the loop does with a request is in `autoscaler::provreq`.
 
-use crate::k8s::capacity_buffer::{LocalObjectRef, Template, read_object, version_in};
+use crate::k8s::capacity_buffer::{LocalObjectRef, Template, read_object};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -17,9 +17,6 @@ pub const VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 /// them at once.
 pub const CHECK_CAPACITY: &str = "check-capacity.autoscaling.x-k8s.io";
 pub const BEST_EFFORT_ATOMIC: &str = "best-effort-atomic-scale-up.autoscaling.x-k8s.io";
-
-/// The annotations a pod names the request it consumes in (read with the pod, `k8s/objects.rs`).
-pub use crate::k8s::objects::{CONSUME_ANNOTATION, CONSUME_ANNOTATION_OLD};
 
 /// Condition types, as upstream's API names them.
 pub const ACCEPTED: &str = "Accepted";
@@ -39,6 +36,12 @@ pub struct ProvisioningRequest {
     pub spec: Spec,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
+}
+
+impl ProvisioningRequest {
+    /// The resource's plural and the versions served, as the RBAC and the CRD in `deploy/` name them.
+    pub const PLURAL: &'static str = PLURAL;
+    pub const VERSIONS: [&'static str; 2] = VERSIONS;
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -73,28 +76,28 @@ pub struct Status {
 /// What the requests of a cluster refer to, read with them: the requests and the PodTemplates they name.
 #[derive(Clone, Debug, Default)]
 pub struct RequestObjects {
-    pub requests: Vec<Read>,
+    pub requests: Vec<VersionedRequest>,
     pub templates: Vec<Template>,
 }
 
 /// A request as read, with the version it was read as (its status is written back in that version).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Read {
+pub struct VersionedRequest {
     pub version: &'static str,
     pub request: ProvisioningRequest,
 }
 
-impl Read {
+impl VersionedRequest {
     /// A request as a file writes it (a snapshot's item, a demo script's): its `apiVersion` must be one of
     /// ours and it must have a name.
-    pub fn from_value(object: serde_json::Value) -> Result<Read, String> {
+    pub fn from_value(object: serde_json::Value) -> Result<VersionedRequest, String> {
         let (version, request) = read_object(object, KIND, &VERSIONS)?;
-        Ok(Read { version, request })
+        Ok(VersionedRequest { version, request })
     }
 }
 
 /// `namespace/name` of a request.
-pub fn key(request: &ProvisioningRequest) -> String {
+pub fn request_key(request: &ProvisioningRequest) -> String {
     let metadata = &request.metadata;
     let namespace = metadata.namespace.as_deref().unwrap_or("default");
     format!(
@@ -103,18 +106,14 @@ pub fn key(request: &ProvisioningRequest) -> String {
     )
 }
 
-/// The API version of a request read from a snapshot or a watch: its version if it is one of ours.
-pub fn version_of(api_version: &str) -> Option<&'static str> {
-    version_in(api_version, &VERSIONS)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::k8s::capacity_buffer::version_in;
 
     #[test]
     fn reads_a_request_as_kueue_writes_it() {
-        let read = Read::from_value(serde_json::json!({
+        let read = VersionedRequest::from_value(serde_json::json!({
             "apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
             "metadata": {"name": "train", "namespace": "ml", "generation": 2},
             "spec": {"provisioningClassName": "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
@@ -128,9 +127,12 @@ mod tests {
         assert_eq!(spec.pod_sets[0].pod_template_ref.name, "worker");
         assert_eq!(spec.pod_sets[0].count, 8);
         assert_eq!(spec.parameters[NO_RETRY], "true");
-        assert_eq!(version_of("autoscaling.x-k8s.io/v1beta1"), Some("v1beta1"));
-        assert_eq!(version_of("autoscaling.x-k8s.io/v1alpha1"), None);
-        let wrong = Read::from_value(serde_json::json!({
+        assert_eq!(
+            version_in("autoscaling.x-k8s.io/v1beta1", &VERSIONS),
+            Some("v1beta1")
+        );
+        assert_eq!(version_in("autoscaling.x-k8s.io/v1alpha1", &VERSIONS), None);
+        let wrong = VersionedRequest::from_value(serde_json::json!({
             "apiVersion": "autoscaling.x-k8s.io/v2", "kind": "ProvisioningRequest",
             "metadata": {"name": "x"}
         }));

@@ -2,11 +2,11 @@
 //! and anti-affinity, tolerations, host ports and topology spread, each checked as the API server validates it.
 
 use super::object_error::{ObjectError, invalid};
-use crate::model::pod::{HostPort, PodAffinityTerm, Scheduling, SpreadConstraint};
-use crate::model::selector::{
-    LabelSelector, NODE_NAME_FIELD, NodeSelector, NodeSelectorTerm, Operator, Requirement,
+use crate::model::selector::NODE_NAME_FIELD;
+use crate::model::{
+    HostPort, LabelSelector, NodeSelector, NodeSelectorTerm, Operator, PodAffinityTerm,
+    Requirement, Scheduling, SpreadConstraint, TaintEffect, Toleration,
 };
-use crate::model::{TaintEffect, Toleration};
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use std::collections::BTreeMap;

@@ -7,16 +7,14 @@ use crate::k8s::capacity_buffer::{self, BufferObjects, Scalable, Template};
 use crate::k8s::objects::{self, ObjectError};
 use crate::k8s::provisioning_request;
 use crate::k8s::snapshot_pod::SnapshotPod;
-use crate::model::pdb::Pdb;
-use crate::model::pod::Alike;
-use crate::model::{Node, Pod};
+use crate::model::{Alike, Node, Pdb, Pod};
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 #[derive(Debug, Default)]
-pub struct Snapshot {
+pub struct SnapshotObjects {
     pub nodes: Vec<Node>,
     /// Held in `Arc`s as the loop's view holds them, made where each pod is read (on the converter that
     /// reads it, not one by one at the end).
@@ -27,7 +25,7 @@ pub struct Snapshot {
     /// CapacityBuffers and what they may name: PodTemplates, Deployments, StatefulSets, ReplicaSets, Jobs.
     pub buffers: BufferObjects,
     /// ProvisioningRequests (the PodTemplates they name are with the buffers' objects).
-    pub requests: Vec<provisioning_request::Read>,
+    pub requests: Vec<provisioning_request::VersionedRequest>,
     /// The newest timestamp anywhere in it (creations, conditions, heartbeats, taints): when it was taken.
     pub newest: Option<SystemTime>,
     /// The constraints and namespaces its pods share so far ([`Alike`]). Parts read apart share within
@@ -73,7 +71,7 @@ const READ: &str = "Node, Pod, PodDisruptionBudget, DaemonSet, CapacityBuffer, P
 /// A snapshot file's text, read on every core: one core copying a 400 MB file from the page cache (and
 /// faulting in the buffer) was a tenth of `simulate` on a 10,000-node cluster, the other core idle. What is
 /// not a plain file (a pipe, `<(kubectl get ...)`) is read as a stream.
-pub fn read_text(path: &std::path::Path) -> std::io::Result<String> {
+pub fn read_snapshot_text(path: &std::path::Path) -> std::io::Result<String> {
     use std::io::{Read, Seek, SeekFrom};
     let file = std::fs::File::open(path)?;
     let metadata = file.metadata()?;
@@ -108,7 +106,7 @@ pub fn read_text(path: &std::path::Path) -> std::io::Result<String> {
 /// Reads a snapshot. Items are converted one at a time as the parser reaches them, so a large cluster's
 /// JSON never exists whole as a tree in memory. JSON goes through serde_json (much faster on large
 /// clusters), anything else is YAML, one document or several.
-pub fn parse(text: &str) -> Result<Snapshot, SnapshotError> {
+pub fn parse_snapshot(text: &str) -> Result<SnapshotObjects, SnapshotError> {
     let mut reader = Reader::default();
     // Counted only for the message that needs it: a pass over a 400 MB file is not free.
     let lines = || text.lines().count();
@@ -155,7 +153,7 @@ pub fn parse(text: &str) -> Result<Snapshot, SnapshotError> {
 
 #[derive(Default)]
 struct Reader<'t> {
-    snapshot: Snapshot,
+    snapshot: SnapshotObjects,
     /// The file is JSON: each item's text is handed, in batches, to converters that read it straight into
     /// its type (no tree of it built), and their work comes back, by batch, in `converted`.
     batches: Option<std::sync::mpsc::Sender<Batch<'t>>>,
@@ -298,7 +296,7 @@ struct Batch<'t> {
 /// What a converter made of one batch: its objects, the items without a kind, and the first error.
 struct Converted {
     batch: usize,
-    part: Snapshot,
+    part: SnapshotObjects,
     kindless: Vec<(usize, serde_json::Value)>,
     done: Result<(), SnapshotError>,
 }
@@ -311,7 +309,7 @@ fn convert_batches(
     loop {
         let next = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
         let Ok(batch) = next else { return converted };
-        let mut part = Snapshot::default();
+        let mut part = SnapshotObjects::default();
         let mut kindless = Vec::new();
         let done = (batch.items.iter()).try_for_each(|&(index, text)| {
             read_item(&mut part, &mut kindless, index, Item::Raw(text))
@@ -327,7 +325,7 @@ fn convert_batches(
 
 /// One item: converted into `into` when it names its kind, else kept in `kindless` until its list says it.
 fn read_item(
-    into: &mut Snapshot,
+    into: &mut SnapshotObjects,
     kindless: &mut Vec<(usize, serde_json::Value)>,
     index: usize,
     item: Item<'_>,
@@ -390,9 +388,9 @@ fn plain_string(text: &str) -> Option<(&str, &str)> {
         .then(|| (&body[..end], &body[end + 1..]))
 }
 
-impl Snapshot {
+impl SnapshotObjects {
     /// `part`'s objects after this one's.
-    fn append(&mut self, part: Snapshot) {
+    fn append(&mut self, part: SnapshotObjects) {
         self.nodes.extend(part.nodes);
         self.pods.extend(part.pods);
         self.pdbs.extend(part.pdbs);
@@ -440,12 +438,13 @@ impl Snapshot {
             }
             "CapacityBuffer" => {
                 let tree = item.tree().map_err(|e| fail(e.to_string()))?;
-                let read = capacity_buffer::Read::from_value(tree).map_err(fail)?;
+                let read = capacity_buffer::VersionedBuffer::from_value(tree).map_err(fail)?;
                 self.buffers.buffers.push(read);
             }
             "ProvisioningRequest" => {
                 let tree = item.tree().map_err(|e| fail(e.to_string()))?;
-                let read = provisioning_request::Read::from_value(tree).map_err(fail)?;
+                let read =
+                    provisioning_request::VersionedRequest::from_value(tree).map_err(fail)?;
                 self.requests.push(read);
             }
             "PodTemplate" => {
@@ -655,13 +654,13 @@ mod tests {
         assert_eq!(leading_kind(r#"{"k\u0069nd":"Pod"}"#), None);
         assert_eq!(leading_kind(r#"["kind","Pod"]"#), None);
         let snapshot =
-            parse(r#"{"kind":"List","items":[{"metadata":{"name":"n"},"kind":"Node"}]}"#);
+            parse_snapshot(r#"{"kind":"List","items":[{"metadata":{"name":"n"},"kind":"Node"}]}"#);
         assert_eq!(snapshot.unwrap().nodes[0].name, "n");
     }
 
     #[test]
     fn reads_what_kubectl_prints() {
-        let snapshot = parse(LIST).unwrap();
+        let snapshot = parse_snapshot(LIST).unwrap();
         let node = &snapshot.nodes[0];
         assert_eq!(node.provider_id, "aws:///us-east-1a/i-1");
         assert_eq!(
@@ -719,13 +718,13 @@ mod tests {
     fn yaml_reads_the_same() {
         let value: serde_json::Value = serde_json::from_str(LIST).unwrap();
         let yaml = serde_norway::to_string(&value).unwrap();
-        let snapshot = parse(&yaml).unwrap();
-        assert_eq!(snapshot.pods, parse(LIST).unwrap().pods);
+        let snapshot = parse_snapshot(&yaml).unwrap();
+        assert_eq!(snapshot.pods, parse_snapshot(LIST).unwrap().pods);
     }
 
     #[test]
     fn errors_name_the_item_and_the_problem() {
-        let error = |text: &str| parse(text).unwrap_err().to_string();
+        let error = |text: &str| parse_snapshot(text).unwrap_err().to_string();
         assert!(error("[1, 2]").contains("not a kubectl List"));
         assert!(error(r#"{"kind":"List"}"#).contains("a List without `items`"));
         let bad_operator = LIST.replace(r#""operator":"Gt""#, r#""operator":"Within""#);
@@ -791,7 +790,7 @@ mod tests {
         assert!(yaml.find("\nkind: List") > yaml.find("\nitems:"), "{yaml}");
         let cut = yaml.find("- apiVersion: policy/v1").expect("the pdb item");
         let truncated = &yaml[..cut];
-        let error = parse(truncated).unwrap_err().to_string();
+        let error = parse_snapshot(truncated).unwrap_err().to_string();
         let lines = truncated.lines().count();
         assert!(
             error.contains(&format!("looks truncated (it ends at line {lines})")),
@@ -805,44 +804,44 @@ mod tests {
         let nodes = r#"{"apiVersion":"v1","kind":"NodeList","metadata":{},"items":[
             {"metadata":{"name":"n1"},"status":{"allocatable":{"cpu":"2","pods":"10"}}},
             {"metadata":{"name":"n2"},"status":{"allocatable":{"cpu":"2","pods":"10"}}}]}"#;
-        let snapshot = parse(nodes).unwrap();
+        let snapshot = parse_snapshot(nodes).unwrap();
         assert_eq!(snapshot.nodes.len(), 2);
         assert_eq!(snapshot.nodes[1].name, "n2");
         // A kind-less item in a plain List is an error that names it.
-        let error = parse(&nodes.replace("NodeList", "List"))
+        let error = parse_snapshot(&nodes.replace("NodeList", "List"))
             .unwrap_err()
             .to_string();
         assert!(error.starts_with("item 0 (): no `kind`"), "{error}");
         // `"items": null` is an empty list.
-        let empty = parse(r#"{"apiVersion":"v1","kind":"List","items":null}"#).unwrap();
+        let empty = parse_snapshot(r#"{"apiVersion":"v1","kind":"List","items":null}"#).unwrap();
         assert!(empty.nodes.is_empty() && empty.pods.is_empty());
         // One object, and YAML documents each a List or an object.
-        let one = parse(r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"solo"},"spec":{"containers":[]}}"#)
+        let one = parse_snapshot(r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"solo"},"spec":{"containers":[]}}"#)
             .unwrap();
         assert_eq!(one.pods[0].key(), "default/solo");
         let documents = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: []}}\n";
-        let both = parse(documents).unwrap();
+        let both = parse_snapshot(documents).unwrap();
         assert_eq!((both.nodes.len(), both.pods.len()), (1, 1));
         // A single object with items, and an unknown kind, are refused.
-        let error = parse(r#"{"kind":"Pod","items":[]}"#)
+        let error = parse_snapshot(r#"{"kind":"Pod","items":[]}"#)
             .unwrap_err()
             .to_string();
         assert!(
             error.contains("top-level kind \"Pod\" with `items`"),
             "{error}"
         );
-        let error = parse("kind: ConfigMap\nmetadata: {name: c}\n")
+        let error = parse_snapshot("kind: ConfigMap\nmetadata: {name: c}\n")
             .unwrap_err()
             .to_string();
         assert!(error.contains("kind \"ConfigMap\""), "{error}");
-        let error = parse("kind: Node\nmetadata: {name: a}\n---\nkind: Secret\n")
+        let error = parse_snapshot("kind: Node\nmetadata: {name: a}\n---\nkind: Secret\n")
             .unwrap_err()
             .to_string();
         assert!(
             error.starts_with("not a kubectl List in JSON or YAML: document 2:"),
             "{error}"
         );
-        assert!(parse("").is_err());
+        assert!(parse_snapshot("").is_err());
     }
 
     /// A file large enough to be read in parts reads as one: characters of several bytes cut by the parts'
@@ -857,12 +856,12 @@ mod tests {
             text.push_str(pieces.next().expect("a cycle does not end"));
         }
         std::fs::write(&path, &text).unwrap();
-        assert!(read_text(&path).unwrap() == text);
+        assert!(read_snapshot_text(&path).unwrap() == text);
         let mut bytes = text.into_bytes();
         let middle = bytes.len() / 2;
         bytes[middle] = 0xff;
         std::fs::write(&path, &bytes).unwrap();
-        let error = read_text(&path).unwrap_err();
+        let error = read_snapshot_text(&path).unwrap_err();
         assert_eq!(error.kind(), std::io::ErrorKind::InvalidData);
     }
 
@@ -878,7 +877,7 @@ mod tests {
            "spec":{"containers":[]},
            "status":{"conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable",
              "lastTransitionTime":"2026-11-30T11:30:00Z"}]}}]}"#;
-        let snapshot = parse(list).unwrap();
+        let snapshot = parse_snapshot(list).unwrap();
         let newest = k8s_openapi::jiff::Timestamp::from_second(
             snapshot
                 .newest
@@ -905,7 +904,7 @@ mod tests {
           {"apiVersion":"v1","kind":"PodTemplate","metadata":{"name":"chunk","namespace":"shop","generation":2},
            "template":{"spec":{"containers":[{"name":"c","resources":{"requests":{"memory":"1Gi"}}}]}}}],
           "kind":"List"}"#;
-        let buffers = parse(list).unwrap().buffers;
+        let buffers = parse_snapshot(list).unwrap().buffers;
         assert_eq!(buffers.buffers.len(), 1);
         assert_eq!(buffers.buffers[0].version, "v1alpha1");
         assert_eq!(buffers.buffers[0].buffer.key(), "shop/web-burst");

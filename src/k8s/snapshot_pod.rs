@@ -274,7 +274,7 @@ mod tests {
         let mut from_cut = crate::k8s::objects::pod_from_api(&cut, true).unwrap();
         // A pending pod keeps its JSON for MatchPod: what MatchPod reads of it is the same.
         let facts = |pod: &mut crate::model::Pod| {
-            crate::k8s::pod::from_text(&pod.json.take().expect("a pending pod keeps its JSON"))
+            crate::k8s::PodFacts::from_text(&pod.json.take().expect("a pending pod keeps its JSON"))
                 .unwrap()
         };
         assert_eq!(facts(&mut from_cut), facts(&mut from_whole));

@@ -1,23 +1,31 @@
 //! The internal model: compact integer types the decisions are made on, converted once at the edge.
 
-pub mod fargate; // which Fargate profile takes a pod, as EKS matches
-pub mod fast_map; // the hash maps of the hot paths
-pub mod node; // what a node offers and demands of pods
-pub mod node_group; // node groups, their instances and options, as a provider says them
-pub mod pdb; // disruption budgets
-pub mod pod; // what a pod needs and where it may run
-pub mod pod_names; // pods' names packed into one string, as the view reads them and a scale-up lists them
-pub mod pods; // the view's pods and a loop's virtual ones, as one list
-pub mod resources; // integer resources and a pod's demand
-pub mod selector; // label selectors and node selector terms
-pub mod taint; // taints and tolerations
+pub(crate) mod fargate; // which Fargate profile takes a pod, as EKS matches
+mod fast_map; // the hash maps of the hot paths
+pub(crate) mod node; // what a node offers and demands of pods
+mod node_group; // node groups, their instances and options, as a provider says them
+mod pdb; // disruption budgets
+pub(crate) mod pod; // what a pod needs and where it may run
+mod pod_names; // pods' names packed into one string, as the view reads them and a scale-up lists them
+pub(crate) mod pods; // the view's pods and a loop's virtual ones, as one list
+pub(crate) mod resources; // integer resources and a pod's demand
+pub(crate) mod selector; // label selectors and node selector terms
+pub(crate) mod taint; // taints and tolerations
 
+pub use fargate::{FargateProfile, FargateSelector, PodMatch};
 pub use fast_map::{FastMap, FastSet};
-pub use node::{GPU_LABEL, Node};
-pub use node_group::{GroupOptions, Instance, InstanceState, NodeGroup};
-pub use pod::Pod;
+pub use node::{
+    CAPACITY_TYPE_LABEL, FARGATE_COMPUTE_LABEL, GPU_LABEL, HOSTNAME_LABEL, INSTANCE_TYPE_LABEL,
+    NODE_GROUP_LABEL, Node, ZONE_LABEL,
+};
+pub use node_group::{GroupOptions, Instance, InstanceError, InstanceState, NodeGroup};
+pub use pdb::Pdb;
+pub use pod::{
+    Alike, Controller, Disruption, EquivalenceKey, FARGATE_SCHEDULER, HostPort, LabelProjection,
+    Phase, Pod, PodAffinityTerm, SafeToEvict, Scheduling, SchedulingIds, SpreadConstraint,
+};
 pub use pod_names::PodNames;
 pub use pods::PodList;
 pub use resources::{GPU_RESOURCE, Resources};
-pub use selector::Labels;
-pub use taint::{Taint, TaintEffect, Toleration};
+pub use selector::{LabelSelector, Labels, NodeSelector, NodeSelectorTerm, Operator, Requirement};
+pub use taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, Taint, TaintEffect, Toleration};

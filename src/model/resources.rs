@@ -41,6 +41,20 @@ impl Resources {
     }
 
     /// `n` times these resources, saturating.
+    /// Each resource less `used`'s, never below zero: the room left (a node can be overcommitted by pods
+    /// bound before a resize).
+    pub fn minus(self, used: &Resources) -> Resources {
+        Resources {
+            cpu_millis: self.cpu_millis.saturating_sub(used.cpu_millis),
+            memory_bytes: self.memory_bytes.saturating_sub(used.memory_bytes),
+            ephemeral_storage_bytes: self
+                .ephemeral_storage_bytes
+                .saturating_sub(used.ephemeral_storage_bytes),
+            pods: self.pods.saturating_sub(used.pods),
+            gpus: self.gpus.saturating_sub(used.gpus),
+        }
+    }
+
     pub fn times(self, n: u64) -> Resources {
         Resources {
             cpu_millis: self.cpu_millis.saturating_mul(n),

@@ -221,8 +221,8 @@ impl CloudProviderService {
             request.start_timestamp.or(request.start_time),
             request.end_timestamp.or(request.end_time),
         )?;
-        let pod =
-            k8s::pod::from_bytes(bytes).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let pod = k8s::PodFacts::from_bytes(bytes)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
         // A pod Fargate would run costs what Fargate bills for its rounded size.
         let rates = self.backend.fargate_rates();
         let assessment = fargate::assess(&self.backend.fargate_profiles(), &pod, &rates);
@@ -305,7 +305,7 @@ fn check_provider_id(node: &ExternalGrpcNode) -> Result<(), Status> {
 
 fn is_fargate(node: &ExternalGrpcNode) -> bool {
     node.labels
-        .get(crate::model::node::FARGATE_COMPUTE_LABEL)
+        .get(crate::model::FARGATE_COMPUTE_LABEL)
         .is_some_and(|v| v == "fargate")
         || node
             .provider_id

@@ -25,8 +25,8 @@ impl FargateService {
             request.pod_bytes.is_empty(),
             request.pod_json.trim().is_empty(),
         ) {
-            (false, true) => k8s::pod::from_bytes(&request.pod_bytes),
-            (true, false) => k8s::pod::from_text(&request.pod_json),
+            (false, true) => k8s::PodFacts::from_bytes(&request.pod_bytes),
+            (true, false) => k8s::PodFacts::from_text(&request.pod_json),
             _ => {
                 return Err(Status::invalid_argument(
                     "set exactly one of pod_bytes and pod_json",

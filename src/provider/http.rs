@@ -16,7 +16,7 @@ struct Provider {
 }
 
 /// The provider's routes.
-pub fn router(metrics: Arc<ProviderMetrics>, backend: Arc<dyn NodeGroupBackend>) -> Router {
+pub fn http_router(metrics: Arc<ProviderMetrics>, backend: Arc<dyn NodeGroupBackend>) -> Router {
     Router::new()
         .route("/metrics", get(metrics_text))
         .route("/healthz", get(|| async { "ok\n" }))

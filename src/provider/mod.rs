@@ -3,8 +3,8 @@
 
 mod cloud_provider; // cluster-autoscaler's externalgrpc protocol over a backend
 mod fargate; // ekscale.v1.Fargate: profiles and pod matching
-pub mod http; // /metrics and /healthz
-pub mod metrics; // ekscale_provider_* metrics: RPCs, instances, AWS calls
+mod http; // /metrics and /healthz
+mod metrics; // ekscale_provider_* metrics: RPCs, instances, AWS calls
 mod node_groups; // ekscale.v1.NodeGroups: zones, all-or-nothing increases
 mod observe; // every RPC counted and timed
 mod options; // NodeGroupGetOptions answers
@@ -14,6 +14,7 @@ mod tls; // TLS on the port, certificates read again when they change
 
 pub use cloud_provider::CloudProviderService;
 pub use fargate::FargateService;
+pub use http::http_router;
 pub use metrics::ProviderMetrics;
 pub use node_groups::NodeGroupsService;
 pub use server::{

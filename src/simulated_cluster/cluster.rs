@@ -1,20 +1,18 @@
 //! A simulated cluster over any externalgrpc provider, read through its own provider client (the way
 //! kubelets and the cloud controller learn about instances: from the cloud, not from the autoscaler).
 
-use crate::autoscaler::client::{ClientError, ProviderClient, ProviderConfig};
-use crate::autoscaler::cluster::{
-    BufferStatus, ClusterError, ClusterSource, ClusterView, RequestStatus,
-};
+use crate::autoscaler::{BufferStatus, ClusterError, ClusterSource, ClusterView, RequestStatus};
+use crate::autoscaler::{ClientError, ProviderClient, ProviderConfig};
 use crate::clock::Clock;
-use crate::k8s::capacity_buffer::{BufferObjects, Read, Scalable, Template};
-use crate::k8s::objects;
-use crate::k8s::provisioning_request::{self as provreq, RequestObjects};
-use crate::model::node::{FARGATE_COMPUTE_LABEL, HOSTNAME_LABEL, ZONE_LABEL};
-use crate::model::pdb::Pdb;
-use crate::model::pod::{FARGATE_SCHEDULER, LabelProjection, Phase};
-use crate::model::selector::LabelSelector;
-use crate::model::{InstanceState, Node, Pod, PodNames, Taint};
-use crate::simulator::{equivalence, world};
+use crate::k8s::{
+    BufferObjects, RequestObjects, Scalable, Template, VersionedBuffer, VersionedRequest,
+    node_from_pb, pod_to_pb_bytes, request_key,
+};
+use crate::model::{
+    FARGATE_COMPUTE_LABEL, FARGATE_SCHEDULER, HOSTNAME_LABEL, InstanceState, LabelProjection,
+    LabelSelector, Node, Pdb, Phase, Pod, PodNames, Taint, ZONE_LABEL,
+};
+use crate::simulator::{build_places, group_pods, place_all, pods_by_node};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -39,7 +37,7 @@ struct State {
     /// CapacityBuffers (with the status last written) and what they name.
     buffers: BufferObjects,
     /// ProvisioningRequests, with the status last written (the PodTemplates they name are the buffers').
-    requests: Vec<provreq::Read>,
+    requests: Vec<VersionedRequest>,
 }
 
 /// How a node group's instances fail to become nodes.
@@ -134,7 +132,7 @@ impl SimulatedCluster {
     }
 
     /// Adds CapacityBuffers.
-    pub fn create_buffers(&self, buffers: Vec<Read>) {
+    pub fn create_buffers(&self, buffers: Vec<VersionedBuffer>) {
         self.state().buffers.buffers.extend(buffers);
     }
 
@@ -166,17 +164,17 @@ impl SimulatedCluster {
     }
 
     /// Adds a ProvisioningRequest.
-    pub fn create_request(&self, request: provreq::Read) {
+    pub fn create_request(&self, request: VersionedRequest) {
         self.state().requests.push(request);
     }
 
     /// The ProvisioningRequests, with their statuses as last written.
-    pub fn requests(&self) -> Vec<provreq::Read> {
+    pub fn requests(&self) -> Vec<VersionedRequest> {
         self.state().requests.clone()
     }
 
     /// The buffers, with their statuses as last written.
-    pub fn buffers(&self) -> Vec<Read> {
+    pub fn buffers(&self) -> Vec<VersionedBuffer> {
         self.state().buffers.buffers.clone()
     }
 
@@ -200,7 +198,7 @@ impl SimulatedCluster {
             let Some(template) = self.client.template(&group.id).await? else {
                 continue;
             };
-            let template = match objects::node_from_pb(&template) {
+            let template = match node_from_pb(&template) {
                 Ok(node) => Arc::new(node),
                 Err(e) => {
                     tracing::warn!(group = %group.id, error = %e, "simulated cluster: unreadable template");
@@ -271,11 +269,7 @@ impl SimulatedCluster {
         for pod in unasked {
             let answer = match &pod.json {
                 Some(json) => self.client.match_pod_json(json.clone()).await?,
-                None => {
-                    self.client
-                        .match_pod(objects::pod_to_pb_bytes(&pod))
-                        .await?
-                }
+                None => self.client.match_pod(pod_to_pb_bytes(&pod)).await?,
             };
             let profile = answer.map(|a| a.profile).filter(|p| !p.is_empty());
             self.state().fargate.insert(pod.key(), profile);
@@ -374,10 +368,10 @@ fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod]) {
         return;
     }
     let bound: Vec<usize> = (0..pods.len()).filter(|&i| pods[i].holds_room()).collect();
-    let groups = equivalence::group(&*pods, pending, &LabelProjection::All);
+    let groups = group_pods(&*pods, pending, &LabelProjection::All);
     let exemplars: Vec<&Pod> = groups.iter().map(|g| g.exemplar(&*pods)).collect();
-    let on_node = world::pods_by_node(nodes, &*pods, &bound);
-    let (mut topology, mut places) = world::build(
+    let on_node = pods_by_node(nodes, &*pods, &bound);
+    let (mut topology, mut places) = build_places(
         nodes,
         &vec![None; nodes.len()],
         &*pods,
@@ -388,7 +382,7 @@ fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod]) {
     let mut binding: HashMap<usize, String> = HashMap::new();
     for group in &groups {
         let terms = topology.resolve(group.exemplar(&*pods));
-        let placed = world::place_all(&mut topology, &mut places, &*pods, &group.pods, &terms);
+        let placed = place_all(&mut topology, &mut places, &*pods, &group.pods, &terms);
         for (k, p) in placed.into_iter().enumerate() {
             binding.insert(group.pods[k], places[p].node.name.clone());
         }
@@ -422,7 +416,7 @@ fn preempt(nodes: &[Arc<Node>], pods: &mut [Pod]) {
     for i in waiting {
         let priority = pods[i].priority.unwrap_or(0);
         for node in nodes.iter().filter(|n| n.accepts_pods()) {
-            if crate::simulator::predicates::node_fit(&pods[i].scheduling, node).is_err() {
+            if crate::simulator::node_fit(&pods[i].scheduling, node).is_err() {
                 continue;
             }
             let on: Vec<usize> = (0..pods.len())
@@ -433,7 +427,7 @@ fn preempt(nodes: &[Arc<Node>], pods: &mut [Pod]) {
             let used = on.iter().fold(crate::model::Resources::default(), |r, &j| {
                 r.plus(pods[j].demand)
             });
-            let mut free = crate::simulator::predicates::minus(node.allocatable, &used);
+            let mut free = node.allocatable.minus(&used);
             let mut lower: Vec<usize> = on
                 .into_iter()
                 .filter(|&j| pods[j].priority.unwrap_or(0) < priority)
@@ -505,7 +499,7 @@ impl ClusterSource for SimulatedCluster {
         let mut state = self.state();
         let key = request.key();
         let read = (state.requests.iter_mut())
-            .find(|r| provreq::key(&r.request) == key)
+            .find(|r| request_key(&r.request) == key)
             .ok_or_else(|| ClusterError::Sim(format!("no ProvisioningRequest {key}")))?;
         read.request.status = Some(request.status.clone());
         Ok(())

@@ -6,8 +6,7 @@
 //! read (namespace, labels, demand, priority and the scheduling constraints), so identical pods from
 //! different controllers, or with no controller, share a group too.
 
-use crate::model::pod::{LabelProjection, SchedulingIds};
-use crate::model::{FastMap, Pod, PodList};
+use crate::model::{FastMap, LabelProjection, Pod, PodList, SchedulingIds};
 
 /// Pods that schedule identically. `pods` index the pod list they were grouped from; the first is the
 /// exemplar that the predicates are run on.
@@ -25,21 +24,21 @@ impl EquivalenceGroup {
 /// Groups `members` (indices into `pods`), keeping the order in which each group first appears, then
 /// ordering groups by priority, highest first, as cluster-autoscaler tries pods. Labels count as far as
 /// `projection` keeps them.
-pub fn group<'a>(
+pub fn group_pods<'a>(
     pods: impl Into<PodList<'a>>,
     members: impl IntoIterator<Item = usize>,
     projection: &LabelProjection,
 ) -> Vec<EquivalenceGroup> {
     let pods = pods.into();
     let mut ids = SchedulingIds::default();
-    group_by(pods, members, |i| {
+    group_pods_by(pods, members, |i| {
         pods.get(i).equivalence_key(projection, &mut ids)
     })
 }
 
 /// Groups `members` as [`group`] does, by a key `key_of` gives each (one that stands for the equivalence
 /// key: the removal simulation keeps a number per pod).
-pub fn group_by<'a, K: Clone + Eq + std::hash::Hash>(
+pub fn group_pods_by<'a, K: Clone + Eq + std::hash::Hash>(
     pods: impl Into<PodList<'a>>,
     members: impl IntoIterator<Item = usize>,
     mut key_of: impl FnMut(usize) -> K,
@@ -71,8 +70,7 @@ pub fn group_by<'a, K: Clone + Eq + std::hash::Hash>(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::model::Resources;
-    use crate::model::pod::Scheduling;
+    use crate::model::{Resources, Scheduling};
     use std::sync::Arc;
 
     pub(crate) fn pod(name: &str, app: &str, cpu: u64) -> Pod {
@@ -99,7 +97,7 @@ pub(crate) mod tests {
             priority: Some(100),
             ..pod("urgent", "a", 100)
         });
-        let groups = group(&pods, 0..pods.len(), &LabelProjection::All);
+        let groups = group_pods(&pods, 0..pods.len(), &LabelProjection::All);
         let names: Vec<Vec<&str>> = groups
             .iter()
             .map(|g| g.pods.iter().map(|&i| pods[i].name.as_str()).collect())
@@ -121,13 +119,13 @@ pub(crate) mod tests {
             .map(|i| pod(&format!("job-{i}"), &format!("index-{i}"), 100))
             .collect();
         let nothing_selects = LabelProjection::of(&pods, []);
-        assert_eq!(group(&pods, 0..100, &nothing_selects).len(), 1);
+        assert_eq!(group_pods(&pods, 0..100, &nothing_selects).len(), 1);
         // A running pod that selects on `app` anywhere makes every value of it count.
         let mut guard = pod("guard", "guard", 100);
         guard.node_name = Some("node".into());
         guard.scheduling = Arc::new(Scheduling {
-            anti_affinity: vec![crate::model::pod::PodAffinityTerm {
-                selector: crate::model::selector::LabelSelector {
+            anti_affinity: vec![crate::model::PodAffinityTerm {
+                selector: crate::model::LabelSelector {
                     match_labels: [("app".to_string(), "index-7".to_string())].into(),
                     expressions: Vec::new(),
                 },
@@ -139,7 +137,7 @@ pub(crate) mod tests {
         let all: Vec<&Pod> = pods.iter().chain([&guard]).collect();
         let app_selected = LabelProjection::of(all, []);
         assert_eq!(app_selected, LabelProjection::Keys(vec!["app".into()]));
-        assert_eq!(group(&pods, 0..100, &app_selected).len(), 100);
+        assert_eq!(group_pods(&pods, 0..100, &app_selected).len(), 100);
     }
 
     #[test]
@@ -159,12 +157,12 @@ pub(crate) mod tests {
             ["compute".to_string()].into(),
             ["serverless".to_string()].into(),
         );
-        let groups = group(&pods, 0..4, &scoped);
+        let groups = group_pods(&pods, 0..4, &scoped);
         let members: Vec<&[usize]> = groups.iter().map(|g| g.pods.as_slice()).collect();
         assert_eq!(members, [&[0, 1][..], &[2], &[3]]);
         // Read everywhere, the label splits `default` too.
         let everywhere = LabelProjection::of(&pods, ["compute".to_string()]);
-        assert_eq!(group(&pods, 0..4, &everywhere).len(), 4);
+        assert_eq!(group_pods(&pods, 0..4, &everywhere).len(), 4);
     }
 
     #[test]
@@ -175,6 +173,6 @@ pub(crate) mod tests {
             ..Default::default()
         });
         let pods = vec![pod("p", "a", 100), tolerant];
-        assert_eq!(group(&pods, 0..2, &LabelProjection::All).len(), 2);
+        assert_eq!(group_pods(&pods, 0..2, &LabelProjection::All).len(), 2);
     }
 }

@@ -125,20 +125,19 @@ impl Open {
             current = *bits.get(w)?;
         }
     }
-
-    /// The open nodes from `from` on, in order.
-    pub fn from(&self, from: usize) -> impl Iterator<Item = usize> + '_ {
-        std::iter::successors(self.next(from), |&n| self.next(n + 1))
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::node::HOSTNAME_LABEL;
-    use crate::model::pod::{PodAffinityTerm, Scheduling};
-    use crate::model::selector::LabelSelector;
-    use crate::model::{Pod, Resources};
+
+    /// The open nodes from `from` on, in order.
+    fn from(open: &Open, from: usize) -> impl Iterator<Item = usize> + '_ {
+        std::iter::successors(open.next(from), |&n| open.next(n + 1))
+    }
+    use crate::model::{
+        HOSTNAME_LABEL, LabelSelector, Pod, PodAffinityTerm, Resources, Scheduling,
+    };
     use std::sync::Arc;
 
     fn term(app: &str, key: &str) -> PodAffinityTerm {
@@ -161,7 +160,7 @@ mod tests {
     }
 
     fn opened(open: &Open) -> Vec<usize> {
-        open.from(0).collect()
+        from(open, 0).collect()
     }
 
     #[test]
@@ -212,9 +211,9 @@ mod tests {
             [3, 64]
         );
         let open = marks.open(&topology, &terms(&beside), len);
-        assert_eq!(open.from(4).collect::<Vec<_>>(), [64, 129]);
-        assert_eq!(open.from(130).next(), None);
+        assert_eq!(from(&open, 4).collect::<Vec<_>>(), [64, 129]);
+        assert_eq!(from(&open, 130).next(), None);
         let open = marks.open(&topology, &terms(&plain), 3);
-        assert_eq!(open.from(1).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(from(&open, 1).collect::<Vec<_>>(), [1, 2]);
     }
 }

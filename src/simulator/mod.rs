@@ -1,11 +1,16 @@
 //! The scheduling simulator: where pods fit, as kube-scheduler's filters decide, over an in-memory cluster.
-//! Below both the companion (scale-up and scale-down simulate on it) and the cluster simulator (which
+//! Below both the companion (scale-up and scale-down simulate on it) and the simulated cluster (which
 //! schedules its pods with it), as upstream's `simulator/` is below its core.
 
-pub mod equivalence; // pending pods grouped by what scheduling reads
-pub mod free_tree; // first fit and best fit in log time over the nodes an estimation adds
-pub mod host_marks; // the nodes hostname affinity and anti-affinity refuse, skipped a word at a time
-pub mod predicates; // filters on one pod and one node, with the scheduler's reasons
-pub mod spread_mins; // the least-filled domain of each topology spread, kept as pods are placed
-pub mod topology; // places and pods per topology domain: the counts the pod-dependent predicates read
-pub mod world; // the in-memory cluster: places built from a view, pods placed as the scheduler would
+pub(crate) mod equivalence; // pending pods grouped by what scheduling reads
+pub(crate) mod free_tree; // first fit and best fit in log time over the nodes an estimation adds
+pub(crate) mod host_marks; // the nodes hostname affinity and anti-affinity refuse, skipped a word at a time
+pub(crate) mod predicates; // filters on one pod and one node, with the scheduler's reasons
+pub(crate) mod spread_mins; // the least-filled domain of each topology spread, kept as pods are placed
+pub(crate) mod topology; // places and pods per topology domain: the counts the pod-dependent predicates read
+pub(crate) mod world; // the in-memory cluster: places built from a view, pods placed as the scheduler would
+
+pub use equivalence::{EquivalenceGroup, group_pods};
+pub use predicates::{Unfit, node_fit};
+pub use topology::{Place, PlaceKind, PodTerms, Topology};
+pub use world::{build_places, place_all, pods_by_node};

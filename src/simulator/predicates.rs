@@ -2,8 +2,7 @@
 //! resources. The ones that depend on where other pods sit (ports, pod affinity, topology spread) live with
 //! the placement state in `world.rs`. Reasons read like the scheduler's own messages.
 
-use crate::model::pod::Scheduling;
-use crate::model::{Node, Resources, Taint};
+use crate::model::{Node, Resources, Scheduling, Taint};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -133,24 +132,12 @@ pub fn how_many(
     n
 }
 
-/// `free - used`, never below zero (a node can be overcommitted by pods bound before a resize).
-pub fn minus(free: Resources, used: &Resources) -> Resources {
-    Resources {
-        cpu_millis: free.cpu_millis.saturating_sub(used.cpu_millis),
-        memory_bytes: free.memory_bytes.saturating_sub(used.memory_bytes),
-        ephemeral_storage_bytes: free
-            .ephemeral_storage_bytes
-            .saturating_sub(used.ephemeral_storage_bytes),
-        pods: free.pods.saturating_sub(used.pods),
-        gpus: free.gpus.saturating_sub(used.gpus),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::selector::{NodeSelector, NodeSelectorTerm, Operator, Requirement};
-    use crate::model::{TaintEffect, Toleration};
+    use crate::model::{
+        NodeSelector, NodeSelectorTerm, Operator, Requirement, TaintEffect, Toleration,
+    };
 
     fn node() -> Node {
         Node {

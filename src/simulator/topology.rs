@@ -5,12 +5,12 @@
 //! reduced to term ids ([`PodTerms`]) so that a placement check is a few array reads. The counts are a
 //! small clonable [`Topology`], so an estimation forks it instead of copying the cluster.
 
-use super::predicates::{self, Unfit};
+use super::predicates::Unfit;
 use super::spread_mins::{Domains, SpreadMins};
-use crate::model::node::HOSTNAME_LABEL;
-use crate::model::pod::{HostPort, PodAffinityTerm, Scheduling};
-use crate::model::selector::{LabelSelector, Labels};
-use crate::model::{Node, Pod, Resources};
+use crate::model::{
+    HOSTNAME_LABEL, HostPort, LabelSelector, Labels, Node, Pod, PodAffinityTerm, Resources,
+    Scheduling,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -490,7 +490,7 @@ impl Topology {
 
     /// Puts `n` pods with these terms on `place`.
     pub fn put(&mut self, pod: &Pod, terms: &PodTerms, place: &mut Place, n: u64) {
-        place.free = predicates::minus(place.free, &pod.demand.times(n));
+        place.free = place.free.minus(&pod.demand.times(n));
         for (name, amount) in &pod.extended {
             if let Some(free) = place.free_extended.get_mut(name) {
                 *free = free.saturating_sub(amount.saturating_mul(n));

@@ -6,8 +6,7 @@
 use super::predicates::{self, Unfit};
 use super::spread_mins::SpreadMins;
 use super::topology::{Place, PlaceKind, PodTerms, Topology};
-use crate::model::pod::{LabelProjection, Scheduling, SchedulingIds};
-use crate::model::{FastMap, Node, Pod, PodList};
+use crate::model::{FastMap, LabelProjection, Node, Pod, PodList, Scheduling, SchedulingIds};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
@@ -140,7 +139,7 @@ pub fn pods_by_node<'a>(
 /// index, from [`pods_by_node`]) put on them. Terms are registered first: those of `pending` pods and those
 /// of pods already placed (their anti-affinity keeps matching pods away; all of them matter when scale-down
 /// moves those pods), once per distinct set of constraints.
-pub fn build<'a>(
+pub fn build_places<'a>(
     nodes: &[Arc<Node>],
     group_of: &[Option<usize>],
     pods: impl Into<PodList<'a>>,
@@ -167,7 +166,7 @@ pub fn build<'a>(
         .collect();
     // Where no pod has a constraint on other pods, every pod's terms are empty: it takes room, nothing else.
     let counted = topology.has_terms();
-    let mut resolved: FastMap<crate::model::pod::EquivalenceKey, PodTerms> = FastMap::default();
+    let mut resolved: FastMap<crate::model::EquivalenceKey, PodTerms> = FastMap::default();
     let mut ids = SchedulingIds::default();
     let none = PodTerms::default();
     for (place, on) in places.iter_mut().zip(on_node) {
@@ -365,10 +364,9 @@ impl<'a> Filling<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Resources;
-    use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
-    use crate::model::pod::{PodAffinityTerm, SpreadConstraint};
-    use crate::model::selector::LabelSelector;
+    use crate::model::{
+        HOSTNAME_LABEL, LabelSelector, PodAffinityTerm, Resources, SpreadConstraint, ZONE_LABEL,
+    };
 
     fn node(name: &str, zone: &str) -> Arc<Node> {
         Arc::new(Node {
@@ -555,7 +553,7 @@ mod tests {
             })
             .collect();
         let members: Vec<usize> = (0..pods.len()).collect();
-        let (mut topology, mut places) = build(
+        let (mut topology, mut places) = build_places(
             &nodes,
             &[None; 3],
             &pods,
@@ -633,7 +631,7 @@ mod tests {
         };
         let pending = pod("web", Scheduling::default());
         let nodes = [node("a1", "a")];
-        let (topology, places) = build(
+        let (topology, places) = build_places(
             &nodes,
             &[None],
             &[running],

@@ -1,7 +1,7 @@
 //! Cluster snapshots made in tests: nodes copied from what a provider runs, pods written as kubectl prints
 //! them, and the `ekscale-autoscaler` binary run over them.
 
-use ekscale::autoscaler::client::{ProviderClient, ProviderConfig};
+use ekscale::autoscaler::{ProviderClient, ProviderConfig};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::path::Path;

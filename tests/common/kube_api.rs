@@ -459,12 +459,12 @@ impl Fake {
 }
 
 /// Serves `objects` and connects the kube-rs source to it, its caches filled.
-pub async fn connect(objects: Objects) -> (ekscale::autoscaler::control::kube::Kube, Fake) {
+pub async fn connect(objects: Objects) -> (ekscale::autoscaler::control::Kube, Fake) {
     ekscale::tls::install_crypto_provider();
     let fake = Fake::new(objects);
     let addr = serve(fake.clone()).await;
     let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
-    let connecting = ekscale::autoscaler::control::kube::Kube::connect(config, Default::default());
+    let connecting = ekscale::autoscaler::control::Kube::connect(config, Default::default());
     let kube = tokio::time::timeout(std::time::Duration::from_secs(10), connecting)
         .await
         .expect("the caches fill")

@@ -9,9 +9,7 @@ use crate::autoscaler::clustersnapshot::zones;
 use crate::autoscaler::clusterstate::state::Counts;
 use crate::autoscaler::group::{Group, GroupFacts, Totals};
 use crate::autoscaler::status::Placed;
-use crate::model::node::ZONE_LABEL;
-use crate::model::pod::LabelProjection;
-use crate::model::{Node, Pod, PodList};
+use crate::model::{LabelProjection, Node, Pod, PodList, ZONE_LABEL};
 use crate::simulator::equivalence::EquivalenceGroup;
 use crate::simulator::predicates;
 use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
@@ -73,7 +71,7 @@ impl ClusterSnapshot {
         } = *input;
         let exemplars: Vec<&Pod> = pending.into_iter().map(|eg| eg.exemplar(pods)).collect();
         let on_node = world::pods_by_node(&view.nodes, pods, bound);
-        let (mut topology, mut places) = world::build(
+        let (mut topology, mut places) = world::build_places(
             &view.nodes,
             input.node_group,
             pods,
@@ -215,7 +213,7 @@ fn template_place(
     let mut template = topology.place(node.clone(), Some(group), PlaceKind::Planned);
     for ds in daemonsets {
         if predicates::node_fit(&ds.scheduling, node).is_ok() {
-            template.free = predicates::minus(template.free, &ds.demand);
+            template.free = template.free.minus(&ds.demand);
             template
                 .ports
                 .extend(ds.scheduling.host_ports.iter().cloned());

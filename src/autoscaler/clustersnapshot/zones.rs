@@ -4,8 +4,7 @@
 //! zones (`ekscale.v1.NodeGroups`); a group in one zone, or a provider that does not say, gets every new
 //! node in its template's zone, as upstream plans them.
 
-use crate::model::Node;
-use crate::model::node::ZONE_LABEL;
+use crate::model::{Node, ZONE_LABEL};
 use std::sync::Arc;
 
 /// The label older nodes carry beside `topology.kubernetes.io/zone`; kept in step where present.

@@ -10,7 +10,7 @@ use crate::autoscaler::scaledown::settings::{
     ConsolidationMode as Mode, ConsolidationSettings, MinSaving, ScaleDownSettings,
 };
 use crate::autoscaler::scaleup::expander::{self, Expander, Strategy};
-use crate::autoscaler::scaleup::planner::Limits;
+use crate::autoscaler::scaleup::limits::ClusterLimits;
 use crate::autoscaler::settings::HealthSettings;
 use crate::autoscaler::settings::Settings;
 use clap::{Args, ValueEnum};
@@ -217,7 +217,7 @@ impl DecisionArgs {
         }
         Ok(Settings {
             expander,
-            limits: Limits {
+            limits: ClusterLimits {
                 max_nodes_total: self.max_nodes_total,
                 max_cores: self.cores_total.1,
                 max_memory_gib: self.memory_total.1,

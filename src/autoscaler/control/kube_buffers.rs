@@ -5,10 +5,8 @@
 
 use crate::autoscaler::cluster::{BufferStatus, ClusterError};
 use crate::autoscaler::control::watch::{reflect, served, write_status};
-use crate::k8s::capacity_buffer::{
-    self as api, BufferObjects, CapacityBuffer, GROUP, KIND, PLURAL, Read, Scalable, Template,
-    VERSIONS,
-};
+use crate::k8s::capacity_buffer::{self as api, GROUP, KIND, PLURAL, VERSIONS};
+use crate::k8s::{BufferObjects, CapacityBuffer, Scalable, Template, VersionedBuffer};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::PodTemplate;
@@ -113,7 +111,7 @@ impl BufferWatches {
                 let scalable = self.scalable(&namespace, r);
                 objects.scalables.extend(scalable);
             }
-            objects.buffers.push(Read {
+            objects.buffers.push(VersionedBuffer {
                 version: self.version,
                 buffer,
             });

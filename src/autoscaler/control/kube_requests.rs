@@ -5,10 +5,9 @@
 
 use crate::autoscaler::cluster::{ClusterError, RequestStatus};
 use crate::autoscaler::control::watch::{reflect, served, write_status};
-use crate::k8s::capacity_buffer::{GROUP, Template};
-use crate::k8s::provisioning_request::{
-    KIND, PLURAL, ProvisioningRequest, Read, RequestObjects, VERSIONS,
-};
+use crate::k8s::capacity_buffer::GROUP;
+use crate::k8s::provisioning_request::{KIND, PLURAL, VERSIONS};
+use crate::k8s::{ProvisioningRequest, RequestObjects, Template, VersionedRequest};
 use k8s_openapi::api::core::v1::PodTemplate;
 use kube::api::Api;
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
@@ -90,7 +89,7 @@ impl RequestWatches {
                     objects.templates.push(Template::from_api(&template));
                 }
             }
-            objects.requests.push(Read {
+            objects.requests.push(VersionedRequest {
                 version: self.version,
                 request,
             });

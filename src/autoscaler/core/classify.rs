@@ -6,10 +6,9 @@
 //! count, the DaemonSet pods, the constraints that select by label): each pass over tens of thousands of
 //! pods is a cache miss a pod, and separate passes were a fifth of a 51,000-pod loop.
 
-use crate::autoscaler::scaleup::planner::Pending;
+use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::status::NoScaleUp;
-use crate::model::pod::{FARGATE_SCHEDULER, Phase, Scheduling};
-use crate::model::{Pod, PodList};
+use crate::model::{FARGATE_SCHEDULER, Phase, Pod, PodList, Scheduling};
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, SystemTime};
 
@@ -175,9 +174,7 @@ pub fn batching(pending: &Pending, now: SystemTime) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Resources;
-    use crate::model::pod::{Controller, PodAffinityTerm};
-    use crate::model::selector::LabelSelector;
+    use crate::model::{Controller, LabelSelector, PodAffinityTerm, Resources};
     use std::sync::Arc;
 
     fn on(node: &str, pod: Pod) -> Pod {

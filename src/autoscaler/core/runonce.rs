@@ -37,14 +37,12 @@ use crate::autoscaler::scaledown::policy::{ScaleDownPolicy, Scene};
 use crate::autoscaler::scaledown::report::Report;
 use crate::autoscaler::scaleup::executor::Increaser;
 use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
-use crate::autoscaler::scaleup::planner::{self as scaleup, Pending};
+use crate::autoscaler::scaleup::orchestrator as scaleup;
+use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::scaleup::pricing::{self, PriceBook};
 use crate::autoscaler::settings::Settings;
 use crate::autoscaler::status::{ClusterHealth, GroupStatus, NoScaleUp, ScaleUp, Status};
-use crate::model::PodList;
-use crate::model::fargate::{self, FargateProfile};
-use crate::model::pod::LabelProjection;
-use crate::model::taint::TO_BE_DELETED_TAINT;
+use crate::model::{FargateProfile, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate};
 use crate::simulator::equivalence::{self, EquivalenceGroup};
 use crate::simulator::topology::PodTerms;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -145,8 +143,9 @@ impl RunOnce {
             ),
             None => projection,
         };
-        let help = equivalence::group(pods, std::mem::take(&mut sorted.to_help), &projection);
-        let on_fargate = equivalence::group(pods, std::mem::take(&mut sorted.fargate), &projection);
+        let help = equivalence::group_pods(pods, std::mem::take(&mut sorted.to_help), &projection);
+        let on_fargate =
+            equivalence::group_pods(pods, std::mem::take(&mut sorted.fargate), &projection);
         let client = &self.client;
         let found = (self.fargate).report(client, profiles, pods, &on_fargate, &help);
         let found = found.await;

@@ -6,11 +6,9 @@
 
 use crate::autoscaler::cluster::BufferStatus;
 use crate::k8s::capacity_buffer::{
-    self as api, ACTIVE_CAPACITY, BufferObjects, LocalObjectRef, PROVISIONING,
-    READY_FOR_PROVISIONING, Read,
+    self as api, ACTIVE_CAPACITY, LocalObjectRef, PROVISIONING, READY_FOR_PROVISIONING,
 };
-use crate::k8s::conditions;
-use crate::k8s::quantity::Quantity;
+use crate::k8s::{BufferObjects, Quantity, VersionedBuffer, conditions};
 use crate::model::Pod;
 use std::time::SystemTime;
 
@@ -43,7 +41,7 @@ const UNSUPPORTED_STRATEGY: &str = "UnsupportedProvisioningStrategy";
 const NO_NODE_GROUP_FITS: &str = "NoNodeGroupFits";
 
 /// Resolves `read` against the PodTemplates and scalable objects of its cluster.
-pub fn resolve(read: &Read, objects: &BufferObjects, now: SystemTime) -> Resolved {
+pub fn resolve(read: &VersionedBuffer, objects: &BufferObjects, now: SystemTime) -> Resolved {
     let buffer = &read.buffer;
     let namespace = (buffer.metadata.namespace.clone()).unwrap_or_else(|| "default".into());
     let strategy = match buffer.spec.provisioning_strategy.as_deref() {
@@ -270,8 +268,8 @@ impl Resolved {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::k8s::capacity_buffer::{CapacityBuffer, Scalable, Template};
     use crate::k8s::conditions::time;
+    use crate::k8s::{CapacityBuffer, Scalable, Template};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
     use serde_json::json;
 
@@ -298,7 +296,7 @@ mod tests {
         let buffer: CapacityBuffer = serde_json::from_value(json!({
             "metadata": {"name": "b", "namespace": "shop", "generation": 2}, "spec": spec}))
         .unwrap();
-        let read = Read {
+        let read = VersionedBuffer {
             version: "v1beta1",
             buffer,
         };

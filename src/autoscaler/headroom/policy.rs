@@ -8,10 +8,8 @@
 //! cluster-proportional-autoscaler's `linear` and `ladder` modes, which people use today to size
 //! overprovisioning Deployments.
 
-use crate::k8s::quantity::Quantity;
-use crate::model::node::NODE_GROUP_LABEL;
-use crate::model::pod::Controller;
-use crate::model::{Labels, Node, Pod, Resources};
+use crate::k8s::Quantity;
+use crate::model::{Controller, Labels, NODE_GROUP_LABEL, Node, Pod, Resources};
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -327,7 +325,7 @@ impl Policy {
             name: self.name.clone(),
             uid: format!("headroom-{}", self.name),
         });
-        pod.scheduling = Arc::new(crate::model::pod::Scheduling {
+        pod.scheduling = Arc::new(crate::model::Scheduling {
             node_selector: self
                 .node_group
                 .iter()

@@ -7,8 +7,7 @@ use crate::autoscaler::clustersnapshot::snapshot::ClusterSnapshot;
 use crate::autoscaler::group::Group;
 use crate::autoscaler::provreq::requests::{self, Request, Want};
 use crate::autoscaler::status::{ConditionStatus, ProvisioningRequestStatus, RequestScaleUp};
-use crate::model::pod::LabelProjection;
-use crate::model::{Pod, PodList};
+use crate::model::{LabelProjection, Pod, PodList};
 use crate::simulator::equivalence::{self, EquivalenceGroup};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -106,7 +105,7 @@ impl Requests {
         projection: &LabelProjection,
     ) -> Vec<Vec<EquivalenceGroup>> {
         (self.ranges.iter())
-            .map(|range| equivalence::group(pods, range.clone(), projection))
+            .map(|range| equivalence::group_pods(pods, range.clone(), projection))
             .collect()
     }
 

@@ -11,7 +11,7 @@ use crate::autoscaler::provreq::requests::{CAPACITY_IS_FOUND, CAPACITY_IS_PROVIS
 use crate::autoscaler::provreq::trial::{self, MAX_TRIALS_PER_LOOP, Tried};
 use crate::autoscaler::scaleup::executor::Increaser;
 use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
-use crate::autoscaler::scaleup::planner::Limits;
+use crate::autoscaler::scaleup::limits::ClusterLimits;
 use crate::autoscaler::status::{RequestScaleUp, ScaleUp};
 use crate::model::{PodList, PodNames};
 use crate::simulator::equivalence::EquivalenceGroup;
@@ -25,7 +25,7 @@ pub struct Loop<'a> {
     pub pods: PodList<'a>,
     pub keys: &'a PodNames,
     pub asked: &'a [Vec<EquivalenceGroup>],
-    pub limits: &'a Limits,
+    pub limits: &'a ClusterLimits,
     pub expander: &'a Expander,
 }
 

@@ -4,12 +4,14 @@
 //! naming a missing or unreadable template fails, as upstream's "pods cannot be created". The conditions
 //! are upstream's, with its reasons, messages and times (10 minutes of booking, 7 days to be provisioned).
 
-use crate::k8s::capacity_buffer::Template;
-use crate::k8s::conditions::{self, Set};
-use crate::k8s::objects;
 use crate::k8s::provisioning_request::{
     self as api, ACCEPTED, BEST_EFFORT_ATOMIC, BOOKING_EXPIRED, CHECK_CAPACITY, FAILED, NO_RETRY,
-    PROVISIONED, Read,
+    PROVISIONED,
+};
+use crate::k8s::{
+    Template, VersionedRequest,
+    conditions::{self, Set},
+    objects,
 };
 use crate::model::Pod;
 use std::time::{Duration, SystemTime};
@@ -97,7 +99,7 @@ pub struct Request {
 /// Reads every request of a served class (others are left alone), at `now`, given how many of each one's
 /// consuming pods run (`running`, by `namespace/name`).
 pub fn read(
-    requests: &[Read],
+    requests: &[VersionedRequest],
     templates: &[Template],
     running: impl Fn(&str) -> u32,
     now: SystemTime,
@@ -114,7 +116,7 @@ pub fn read(
 }
 
 fn resolve(
-    read: &Read,
+    read: &VersionedRequest,
     class: Class,
     templates: &[Template],
     running: &impl Fn(&str) -> u32,
@@ -289,8 +291,8 @@ mod tests {
         vec![Template::from_api(&template)]
     }
 
-    fn request(class: &str, template: &str, conditions: serde_json::Value) -> Read {
-        Read::from_value(json!({
+    fn request(class: &str, template: &str, conditions: serde_json::Value) -> VersionedRequest {
+        VersionedRequest::from_value(json!({
             "apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
             "metadata": {"name": "train", "namespace": "ml", "generation": 3,
                          "creationTimestamp": "2026-01-01T00:00:00Z"},
@@ -306,7 +308,7 @@ mod tests {
         SystemTime::UNIX_EPOCH + Duration::from_secs(stamp.as_second() as u64)
     }
 
-    fn one(read: Read, running: u32, now: &str) -> Request {
+    fn one(read: VersionedRequest, running: u32, now: &str) -> Request {
         let mut all = super::read(&[read], &templates(), |_| running, at(now));
         assert_eq!(all.len(), 1);
         all.remove(0)

@@ -7,7 +7,9 @@ use crate::autoscaler::clustersnapshot::snapshot::ClusterSnapshot;
 use crate::autoscaler::group::Group;
 use crate::autoscaler::provreq::requests::Class;
 use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
-use crate::autoscaler::scaleup::planner::{self, Limits, Pending};
+use crate::autoscaler::scaleup::limits::ClusterLimits;
+use crate::autoscaler::scaleup::orchestrator as planner;
+use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::status::{ScaleUp, describe_reasons};
 use crate::model::{PodList, PodNames};
 use crate::simulator::equivalence::EquivalenceGroup;
@@ -34,7 +36,7 @@ pub struct Loop<'a> {
     pub pods: PodList<'a>,
     pub keys: &'a PodNames,
     pub groups: &'a [Group],
-    pub limits: &'a Limits,
+    pub limits: &'a ClusterLimits,
     pub expander: &'a Expander,
 }
 
@@ -75,7 +77,7 @@ pub fn try_on(
         stabilizer: 0.0,
     };
     // All of it in one group's increase: balancing would split it over groups whose increases are not one.
-    let limits = Limits {
+    let limits = ClusterLimits {
         balance_similar_node_groups: false,
         ..world.limits.clone()
     };

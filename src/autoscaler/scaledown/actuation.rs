@@ -7,9 +7,9 @@
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::{ClusterError, ClusterSource, ClusterView};
 use crate::autoscaler::scaledown::drain::{self, Blocking, PdbBudget, Rules, Verdict};
-use crate::model::pod::Phase;
-use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
-use crate::model::{Node, Pod, PodList, Taint, TaintEffect};
+use crate::model::{
+    DELETION_CANDIDATE_TAINT, Node, Phase, Pod, PodList, TO_BE_DELETED_TAINT, Taint, TaintEffect,
+};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -4,7 +4,7 @@
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::ClusterSource;
 use crate::autoscaler::scaledown::settings::{ConsolidationSettings, ScaleDownSettings};
-use crate::autoscaler::scaleup::planner::Limits;
+use crate::autoscaler::scaleup::limits::ClusterLimits;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ pub struct Context<'a> {
     pub scale_down: &'a ScaleDownSettings,
     pub consolidation: &'a ConsolidationSettings,
     /// The cluster's limits: a removal keeps the MIN totals, a replacement's new node fits the MAX ones.
-    pub limits: &'a Limits,
+    pub limits: &'a ClusterLimits,
     /// `--max-node-startup-time`: a node not Ready yet and younger is still starting.
     pub max_node_startup_time: Duration,
     /// Whether the loop acts at all (not `simulate`, not `--dry-run`).

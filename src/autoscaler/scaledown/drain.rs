@@ -1,9 +1,7 @@
 //! cluster-autoscaler's drainability rules: what each pod on a node means for removing that node. The first
 //! rule with an answer wins, in upstream's order, so a node is kept for the same reason upstream would give.
 
-use crate::model::pdb::Pdb;
-use crate::model::pod::{Phase, SafeToEvict};
-use crate::model::{FastMap, Labels, Pod};
+use crate::model::{FastMap, Labels, Pdb, Phase, Pod, SafeToEvict};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -302,9 +300,7 @@ pub fn classify(pod: &Pod, rules: &Rules, pdbs: &PdbBudget, now: SystemTime) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::pod::Controller;
-    use crate::model::selector::LabelSelector;
-    use crate::model::{Labels, Resources};
+    use crate::model::{Controller, LabelSelector, Labels, Resources};
 
     fn pod(namespace: &str, kind: Option<&str>) -> Pod {
         let demand = Resources {
@@ -486,7 +482,7 @@ mod tests {
     /// checking the pod against every one.
     #[test]
     fn indexed_budgets_cover_what_every_budget_checked_covers() {
-        use crate::model::selector::{Operator, Requirement};
+        use crate::model::{Operator, Requirement};
         let labels = |pairs: &[(&str, &str)]| -> Labels {
             (pairs.iter())
                 .map(|(k, v)| (k.to_string(), v.to_string()))

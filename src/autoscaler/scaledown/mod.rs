@@ -2,17 +2,23 @@
 //! drainability, a removal simulation), the policy runs their timers and budgets, the actuator carries the
 //! deletions out. Consolidation plans over the world scale-down leaves and ends in the same deletions.
 
-pub mod actuation; // carries out a scale-down: taint, evict, delete, one step per loop
-pub mod budgets; // the deletions a loop may start: parallelism, drains, empty nodes, zero-or-max groups whole
+pub(crate) mod actuation; // carries out a scale-down: taint, evict, delete, one step per loop
+pub(crate) mod budgets; // the deletions a loop may start: parallelism, drains, empty nodes, zero-or-max groups whole
 pub mod consolidation; // replacing nodes with cheaper ones: plan, launch, hand Ready replacements over
-pub mod context; // what the policy needs of the loop: settings, provider, the cluster it may act on
-pub mod drain; // what each pod on a node means for removing it (upstream's drainability rules)
-pub mod planner; // finds unneeded nodes: utilization, drainability, removal simulation
-pub mod policy; // around the planner: the decision and its carrying out, cooldowns, soft taints, deletions
+pub(crate) mod context; // what the policy needs of the loop: settings, provider, the cluster it may act on
+pub(crate) mod drain; // what each pod on a node means for removing it (upstream's drainability rules)
+pub(crate) mod planner; // finds unneeded nodes: utilization, drainability, removal simulation
+pub(crate) mod policy; // around the planner: the decision and its carrying out, cooldowns, soft taints, deletions
 #[cfg(test)]
 mod reference; // the planner held to a plain scale-down on random clusters
-pub mod removal; // the removal simulation: pods moved off a node, undone when one fits nowhere
-pub mod report; // what the stage hands the loop's report: decisions, deletions, replacements, errors
-pub mod settings; // what the scale-down and consolidation flags say
-pub mod unneeded; // unneeded timers, and the wait of a zeroOrMax group for all its nodes
-pub mod view_check; // whether a view can be trusted to say which nodes are empty
+pub(crate) mod removal; // the removal simulation: pods moved off a node, undone when one fits nowhere
+pub(crate) mod report; // what the stage hands the loop's report: decisions, deletions, replacements, errors
+pub(crate) mod settings; // what the scale-down and consolidation flags say
+pub(crate) mod unneeded; // unneeded timers, and the wait of a zeroOrMax group for all its nodes
+pub(crate) mod view_check; // whether a view can be trusted to say which nodes are empty
+
+pub use actuation::{Actuator, Outcome, Pacing, to_be_deleted};
+pub use drain::{PdbBudget, Rules};
+pub use planner::{Plan, plan};
+pub use removal::{GroupInfo, Input};
+pub use settings::{ConsolidationMode, ConsolidationSettings, MinSaving, ScaleDownSettings};

@@ -19,9 +19,9 @@ use crate::autoscaler::scaledown::report::Report;
 use crate::autoscaler::scaledown::unneeded::UnneededTimers;
 use crate::autoscaler::scaledown::view_check::ViewCheck;
 use crate::autoscaler::status::{Consolidation, KeptNode, ScaleDown};
-use crate::model::pod::LabelProjection;
-use crate::model::taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
-use crate::model::{PodList, PodNames};
+use crate::model::{
+    DELETION_CANDIDATE_TAINT, LabelProjection, PodList, PodNames, TO_BE_DELETED_TAINT,
+};
 use crate::simulator::topology::{Place, Topology};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;

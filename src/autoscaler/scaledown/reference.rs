@@ -7,13 +7,10 @@ use super::drain::{Coverage, PdbBudget, Rules};
 use super::planner::{self, Candidate, Plan, Unremovable};
 use super::removal::tests::node;
 use super::removal::{GroupInfo, Input};
-use crate::model::node::HOSTNAME_LABEL;
-use crate::model::pdb::Pdb;
-use crate::model::pod::{
-    Controller, Disruption, LabelProjection, Phase, PodAffinityTerm, SafeToEvict, Scheduling,
+use crate::model::{
+    Controller, Disruption, GroupOptions, HOSTNAME_LABEL, LabelProjection, LabelSelector, Labels,
+    Node, Pdb, Phase, Pod, PodAffinityTerm, Resources, SafeToEvict, Scheduling,
 };
-use crate::model::selector::LabelSelector;
-use crate::model::{GroupOptions, Labels, Node, Pod, Resources};
 use crate::simulator::{equivalence, predicates, world};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashSet};
@@ -47,7 +44,7 @@ fn fits(pods: &[Pod], pod: &Pod, node: &Node, on: &[usize]) -> bool {
     let used = on
         .iter()
         .fold(Resources::default(), |u, &q| u.plus(pods[q].demand));
-    let free = predicates::minus(node.allocatable, &used);
+    let free = node.allocatable.minus(&used);
     let room = predicates::resources_fit(&pod.demand, &pod.extended, &free, &BTreeMap::new());
     let refuses = |by: &Pod, other: &Pod| {
         by.scheduling.anti_affinity.iter().any(|term| {
@@ -118,7 +115,7 @@ fn plain(input: &Input, pods: &[Pod], rules: &Rules) -> Answer {
         world[c.node].clear();
         let mut destinations = Vec::new();
         let moving = c.moving.iter().chain(&moved_onto[c.node]).copied();
-        let groups = equivalence::group(pods, moving, input.projection);
+        let groups = equivalence::group_pods(pods, moving, input.projection);
         let all_fit = groups.iter().flat_map(|g| &g.pods).all(|&p| {
             let to = (order.iter().copied()).find(|&n| {
                 n != c.node && !removed[n] && fits(pods, &pods[p], &input.nodes[n], &world[n])
@@ -296,7 +293,7 @@ proptest! {
         let rules = Rules::default();
         let expected = plain(&input, &pods, &rules);
         let (mut topology, mut places) =
-            world::build(&nodes, &group_of, &pods, &on_node, &[], &LabelProjection::All);
+            world::build_places(&nodes, &group_of, &pods, &on_node, &[], &LabelProjection::All);
         let plan = planner::plan(&input, &rules, &mut topology, &mut places);
         prop_assert_eq!(answer(&plan), expected);
     }

@@ -1,11 +1,10 @@
 //! The removal simulation of scale-down (upstream's RemovalSimulator): moves the pods of a node being removed
 //! onto the nodes that stay, as the scheduler would, and undoes it exactly when one of them fits nowhere.
 
-use crate::model::GroupOptions;
-use crate::model::Node;
-use crate::model::pdb::Pdb;
-use crate::model::pod::{EquivalenceKey, LabelProjection, SchedulingIds};
-use crate::model::{FastMap, Pod, PodList, Resources};
+use crate::model::{
+    EquivalenceKey, FastMap, GroupOptions, LabelProjection, Node, Pdb, Pod, PodList, Resources,
+    SchedulingIds,
+};
 use crate::simulator::equivalence;
 use crate::simulator::free_tree::FreeTree;
 use crate::simulator::spread_mins::SpreadMins;
@@ -278,7 +277,8 @@ impl<'a> Mover<'a> {
         }
         // Identical pods move together.
         let pods_of = self.pods;
-        for eg in equivalence::group_by(pods_of, moving.iter().copied(), |p| self.slot(topology, p))
+        for eg in
+            equivalence::group_pods_by(pods_of, moving.iter().copied(), |p| self.slot(topology, p))
         {
             let slot = self.slot(topology, eg.pods[0]);
             let pod = eg.exemplar(pods);
@@ -363,10 +363,7 @@ fn room(place: &Place) -> Resources {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::model::node::HOSTNAME_LABEL;
-    use crate::model::pod::Phase;
-    use crate::model::taint::{Taint, TaintEffect};
-    use crate::model::{Labels, Node};
+    use crate::model::{HOSTNAME_LABEL, Labels, Node, Phase, Taint, TaintEffect};
     use crate::simulator::predicates;
     use proptest::prelude::*;
 
@@ -431,7 +428,7 @@ pub(super) mod tests {
         moving: &[usize],
     ) -> Result<Vec<(usize, usize)>, String> {
         let mut destinations = Vec::new();
-        for eg in crate::simulator::equivalence::group(
+        for eg in crate::simulator::equivalence::group_pods(
             pods,
             moving.iter().copied(),
             &LabelProjection::All,
@@ -498,7 +495,7 @@ pub(super) mod tests {
             let on: Vec<usize> = (0..pods.len()).collect();
             let on_node = world::pods_by_node(&nodes, &pods, &on);
             let (mut topology, mut places) =
-                world::build(&nodes, &group_of, &pods, &on_node, &[], &LabelProjection::All);
+                world::build_places(&nodes, &group_of, &pods, &on_node, &[], &LabelProjection::All);
             let mut order: Vec<usize> = (0..nodes.len()).collect();
             let mut seed = order_seed;
             for i in (1..order.len()).rev() {

@@ -26,14 +26,6 @@ pub struct Report {
 }
 
 impl Report {
-    /// Only errors.
-    pub fn error(why: String) -> Report {
-        Report {
-            errors: vec![why],
-            ..Report::default()
-        }
-    }
-
     /// `other`'s entries after these (its times added).
     pub fn merge(&mut self, other: Report) {
         self.scale_down.extend(other.scale_down);

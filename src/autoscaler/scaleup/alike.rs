@@ -7,8 +7,7 @@
 //! availability zone) are alike for pods no zonal term, selector or spread reads.
 
 use crate::autoscaler::group::Group;
-use crate::model::Pod;
-use crate::model::node::HOSTNAME_LABEL;
+use crate::model::{HOSTNAME_LABEL, Pod};
 use crate::simulator::topology::Place;
 use std::collections::BTreeSet;
 use std::fmt::Write;

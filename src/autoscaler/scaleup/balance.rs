@@ -4,8 +4,7 @@
 use crate::autoscaler::group::Group;
 use crate::autoscaler::scaleup::estimator::Estimate;
 use crate::autoscaler::scaleup::statics::Statics;
-use crate::model::Resources;
-use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
+use crate::model::{HOSTNAME_LABEL, Resources, ZONE_LABEL};
 use crate::simulator::topology::Place;
 use std::collections::BTreeMap;
 

@@ -4,10 +4,10 @@
 
 use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::group::Group;
-use crate::autoscaler::scaleup::planner::Pending;
+use crate::autoscaler::scaleup::pending::Pending;
 use crate::k8s::objects;
-use crate::model::fargate::{FargateProfile, Matcher, SCHEDULER_NAME, Selection};
-use crate::model::{Pod, Resources};
+use crate::model::fargate::{Matcher, SCHEDULER_NAME, Selection};
+use crate::model::{FargateProfile, Pod, Resources};
 use futures::future::join_all;
 use std::collections::{BTreeMap, HashMap};
 

@@ -19,7 +19,7 @@ use crate::cloud::fargate::FargateRates;
 use crate::cloud::node_group::Instance;
 use crate::cloud::node_group::InstanceState;
 use crate::cloud::node_group::NodeGroupSpec;
-use crate::model::fargate::FargateProfile;
+use crate::model::FargateProfile;
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -2,11 +2,13 @@
 
 mod atomic; // all-or-nothing increases, kept until whole or set back
 mod backend; // the handle the provider serves from
-pub mod calls; // the SDK clients, each call counted and timed
-pub mod config; // the backend's configuration file
+mod calls; // the SDK clients, each call counted and timed
+mod config; // the backend's configuration file
 mod discovery; // refresh: EKS node groups and their Auto Scaling groups read into the view
-pub mod instance_types; // instance types from EC2, remembered
+mod instance_types; // instance types from EC2, remembered
 mod state; // what the backend keeps, and the calls that change an Auto Scaling group
 mod view; // the node groups as last read
 
 pub use backend::AwsBackend;
+pub use calls::Calls;
+pub use config::AwsConfig;

@@ -9,7 +9,7 @@ use super::view::{AsgInstance, Group, View};
 use crate::cloud::backend::CloudError;
 use crate::cloud::backend::CloudObserver;
 use crate::cloud::node_group::InstanceState;
-use crate::model::fargate::FargateProfile;
+use crate::model::FargateProfile;
 use aws_sdk_autoscaling::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_eks::types::Nodegroup;
 use std::collections::{HashMap, HashSet};

@@ -3,7 +3,7 @@
 
 use crate::cloud::backend::CloudError;
 use crate::cloud::node_group::{InstanceError, InstanceState, NodeGroupSpec};
-use crate::model::fargate::FargateProfile;
+use crate::model::FargateProfile;
 use aws_sdk_autoscaling::types::{AutoScalingGroup, LifecycleState};
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -14,7 +14,7 @@ use crate::cloud::instance_types;
 use crate::cloud::node_group::{
     Instance, InstanceError, InstanceErrorClass, InstanceState, NodeGroupSpec,
 };
-use crate::model::fargate::FargateProfile;
+use crate::model::FargateProfile;
 use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

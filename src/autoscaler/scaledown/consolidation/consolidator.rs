@@ -1,6 +1,6 @@
 //! Consolidation's part of the scale-down stage: which replacements this loop plans (over the world
 //! scale-down left), launching their new nodes, and handing the old nodes of replacements whose new node is
-//! Ready to scale-down's deletions. The planner is `planner.rs`; the replacements in progress and their timers
+//! Ready to scale-down's deletions. The search is `search.rs`; the replacements in progress and their timers
 //! are `replacement.rs`.
 
 use crate::autoscaler::client::ProviderClient;
@@ -8,17 +8,17 @@ use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::group::GroupFacts;
 use crate::autoscaler::group::{Group, Totals};
 use crate::autoscaler::scaledown::actuation::Actuator;
-use crate::autoscaler::scaledown::consolidation::planner::{self, Ask, Reason, Target};
 use crate::autoscaler::scaledown::consolidation::replacement::{InFlight, Replacements};
+use crate::autoscaler::scaledown::consolidation::search::{self, Ask, Reason, Target};
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::drain::{PdbBudget, Rules};
 use crate::autoscaler::scaledown::planner::Plan;
 use crate::autoscaler::scaledown::removal::Input;
 use crate::autoscaler::scaledown::report::Report;
-use crate::autoscaler::scaleup::planner::{self as scaleup, Limits};
+use crate::autoscaler::scaleup::limits::ClusterLimits;
+use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::status::{Consolidation, KeptNode};
-use crate::model::Pod;
-use crate::model::node::ZONE_LABEL;
+use crate::model::{Pod, ZONE_LABEL};
 use crate::simulator::topology::{Place, Topology};
 use std::collections::HashMap;
 use std::time::SystemTime;
@@ -77,7 +77,7 @@ impl Consolidator {
                 .iter()
                 .filter_map(|n| index.get(n.as_str()).copied())
                 .collect();
-            match planner::still_fits(input, rules, topology, places, &old) {
+            match search::still_fits(input, rules, topology, places, &old) {
                 Ok(()) => ready.hand_over.push(i),
                 Err(why) => ready.give_up.push((
                     i,
@@ -162,7 +162,7 @@ impl Consolidator {
             limit,
             over_limit,
         };
-        let found = planner::plan(input, &ask, &mut pdbs, topology, places);
+        let found = search::plan(input, &ask, &mut pdbs, topology, places);
         let group_id = |g: usize| fleet.groups[g].id.clone();
         let launches = (found.replacements.into_iter())
             .map(|r| Consolidation {
@@ -282,7 +282,7 @@ fn targets<'g>(
     input: &Input<'_>,
     facts: &[GroupFacts],
     fleet: &Fleet<'g>,
-    limits: &Limits,
+    limits: &ClusterLimits,
     totals: Totals,
 ) -> (Vec<Target<'g>>, Vec<String>) {
     let (mut targets, mut left_out) = (Vec::new(), Vec::new());

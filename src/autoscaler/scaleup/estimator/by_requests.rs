@@ -128,7 +128,7 @@ pub(super) fn node_by_node(
         taken.clear();
         while let Some(i) = pick(&open, placed, &free, zone) {
             let (d, filling, ..) = &open[i];
-            free = predicates::minus(free, &filling.pod().demand);
+            free = free.minus(&filling.pod().demand);
             placed[*d] += 1;
             match taken.iter_mut().find(|(j, _)| *j == i) {
                 Some((_, k)) => *k += 1,

@@ -5,7 +5,7 @@ use super::affinity::offer_again;
 use super::by_requests::{NODE_BY_NODE_WORK, best_fit, node_by_node};
 use super::first_fit::{first_fit, upstream};
 use super::packing::Packing;
-use super::plan::{Demand, Estimate, Limits, ORDERINGS, Ordering, Stop, Templates, Zones};
+use super::plan::{Demand, Estimate, EstimateLimits, ORDERINGS, Ordering, Stop, Templates, Zones};
 use crate::model::{Pod, Resources};
 use crate::simulator::free_tree::FreeTree;
 use crate::simulator::host_marks::HostMarks;
@@ -25,7 +25,7 @@ pub fn estimate(
     existing: &[Place],
     templates: Templates,
     demands: &[Demand],
-    limits: Limits,
+    limits: EstimateLimits,
 ) -> Estimate {
     let mut best: Option<Estimate> = None;
     let mut packed: Vec<Vec<Vec<usize>>> = Vec::new();
@@ -57,7 +57,7 @@ pub fn estimate(
             let now = Instant::now();
             now + d.saturating_duration_since(now) / (ORDERINGS.len() - i) as u32
         });
-        let share = Limits { deadline, ..limits };
+        let share = EstimateLimits { deadline, ..limits };
         let other = pack(topology, existing, templates, demands, share, ordering);
         let better = best.as_ref().is_none_or(|best| {
             (other.pods_placed(), std::cmp::Reverse(other.node_count()))
@@ -115,7 +115,7 @@ pub fn pack(
     existing: &[Place],
     templates: Templates,
     demands: &[Demand],
-    limits: Limits,
+    limits: EstimateLimits,
     ordering: Ordering,
 ) -> Estimate {
     let expected = expected_nodes(templates.first(), demands, limits.max_nodes);

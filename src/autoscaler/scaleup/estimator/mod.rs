@@ -29,4 +29,4 @@ mod plan; // what an estimation takes and gives
 mod tests;
 
 pub use estimate::{estimate, pack};
-pub use plan::{Demand, Estimate, Limits, ORDERINGS, Ordering, Step, Stop, Templates};
+pub use plan::{Demand, Estimate, EstimateLimits, ORDERINGS, Ordering, Step, Stop, Templates};

@@ -2,7 +2,7 @@
 //! marks, spread minimums), and the steps taken. Every search adds and fills nodes through it, so the indexes
 //! and the steps stay in step with the nodes.
 
-use super::plan::{Limits, Step, Stop, Templates, Zones};
+use super::plan::{EstimateLimits, Step, Stop, Templates, Zones};
 use crate::model::Pod;
 use crate::simulator::free_tree::FreeTree;
 use crate::simulator::host_marks::{HostMarks, Open};
@@ -17,7 +17,7 @@ pub(super) struct Packing<'a> {
     pub(super) topology: Topology,
     pub(super) existing: &'a [Place],
     pub(super) templates: Templates<'a>,
-    pub(super) limits: Limits,
+    pub(super) limits: EstimateLimits,
     pub(super) nodes: Vec<Place>,
     /// Over `nodes`, for the resource-only first fit.
     pub(super) tree: FreeTree,

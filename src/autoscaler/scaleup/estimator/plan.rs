@@ -184,7 +184,7 @@ pub const ORDERINGS: [Ordering; 8] = [
 
 /// Limits of one estimation.
 #[derive(Clone, Copy, Debug)]
-pub struct Limits {
+pub struct EstimateLimits {
     /// Most new nodes (per-scale-up limit, group max, cluster limits: the caller takes the smallest).
     pub max_nodes: u64,
     /// When the loop's binpacking must stop: `--max-nodegroup-binpacking-duration` from the start of the

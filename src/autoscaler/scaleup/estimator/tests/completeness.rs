@@ -6,10 +6,9 @@
 use super::helpers::*;
 use crate::autoscaler::scaleup::estimator::estimate::*;
 use crate::autoscaler::scaleup::estimator::plan::*;
-use crate::model::Pod;
-use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
-use crate::model::pod::{PodAffinityTerm, Scheduling, SpreadConstraint};
-use crate::model::selector::LabelSelector;
+use crate::model::{
+    HOSTNAME_LABEL, LabelSelector, Pod, PodAffinityTerm, Scheduling, SpreadConstraint, ZONE_LABEL,
+};
 use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
 use std::sync::Arc;
 
@@ -106,7 +105,7 @@ proptest! {
         let (pods, mut topology, terms) = mix(&groups);
         let template = topology.place(node(4000, 16, 30), Some(0), PlaceKind::Planned);
         let demands = demands(&pods, &terms);
-        let limits = Limits { max_nodes, deadline: None };
+        let limits = EstimateLimits { max_nodes, deadline: None };
         let estimate =
             estimate(&topology, &[], Templates::one(&template), &demands, limits);
         let mut after = estimate.topology.clone();
@@ -169,7 +168,7 @@ proptest! {
             .map(|z| topology.place(in_zone(z), Some(0), PlaceKind::Planned))
             .collect();
         let demands = demands(&pods, &terms);
-        let limits = Limits { max_nodes, deadline: None };
+        let limits = EstimateLimits { max_nodes, deadline: None };
         let nodes = vec![0; zones];
         let templates_of = Templates { zones: &templates, nodes: &nodes };
         let estimate = estimate(&topology, &existing, templates_of, &demands, limits);

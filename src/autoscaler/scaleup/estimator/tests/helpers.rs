@@ -2,10 +2,9 @@
 
 use crate::autoscaler::scaleup::estimator::estimate::*;
 use crate::autoscaler::scaleup::estimator::plan::*;
-use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
-use crate::model::pod::{PodAffinityTerm, Scheduling};
-use crate::model::selector::LabelSelector;
-use crate::model::{Node, Pod, Resources};
+use crate::model::{
+    HOSTNAME_LABEL, LabelSelector, Node, Pod, PodAffinityTerm, Resources, Scheduling, ZONE_LABEL,
+};
 use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -100,7 +99,7 @@ pub(super) fn run_with(
         .collect();
     let template = topology.place(template, Some(0), PlaceKind::Planned);
     let demands = demands(groups, &terms);
-    let limits = Limits {
+    let limits = EstimateLimits {
         max_nodes,
         deadline: None,
     };
@@ -191,7 +190,7 @@ pub(super) fn zoned_with(
         zones: &zones,
         nodes: &nodes,
     };
-    let limits = Limits {
+    let limits = EstimateLimits {
         max_nodes: 100,
         deadline: None,
     };

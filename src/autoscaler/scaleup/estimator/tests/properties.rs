@@ -2,13 +2,13 @@
 //! without a pod on it.
 use super::helpers::*;
 use crate::autoscaler::scaleup::estimator::plan::*;
-use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
-use crate::model::pod::{HostPort, Scheduling};
-use crate::model::{Node, Pod, Resources};
+use crate::model::{
+    HOSTNAME_LABEL, HostPort, Node, Pod, Resources, Scheduling, Taint, TaintEffect, Toleration,
+    ZONE_LABEL,
+};
 use crate::simulator::predicates::{self};
 use std::sync::Arc;
 
-use crate::model::taint::{Taint, TaintEffect, Toleration};
 use proptest::prelude::*;
 
 /// One equivalence group: cpu, memory (MiB), count, and which constraints it carries.

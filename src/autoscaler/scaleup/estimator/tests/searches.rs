@@ -3,9 +3,7 @@
 use super::helpers::*;
 use crate::autoscaler::scaleup::estimator::estimate::*;
 use crate::autoscaler::scaleup::estimator::plan::*;
-use crate::model::Pod;
-use crate::model::node::{HOSTNAME_LABEL, ZONE_LABEL};
-use crate::model::pod::{HostPort, Scheduling, SpreadConstraint};
+use crate::model::{HOSTNAME_LABEL, HostPort, Pod, Scheduling, SpreadConstraint, ZONE_LABEL};
 use crate::simulator::predicates::{self, Unfit};
 use crate::simulator::topology::{PlaceKind, PodTerms, Topology};
 use std::collections::BTreeMap;

@@ -15,8 +15,7 @@ use crate::autoscaler::scaledown::planner::{self as scaledown, Candidate, Unremo
 use crate::autoscaler::scaledown::removal::Input;
 use crate::autoscaler::scaledown::removal::{Mover, Undo};
 use crate::autoscaler::scaledown::settings::MinSaving;
-use crate::model::Labels;
-use crate::model::node::{CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL};
+use crate::model::{CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, Labels};
 use crate::simulator::topology::{Place, PlaceKind, Topology};
 use std::collections::HashMap;
 use std::fmt;

@@ -1,0 +1,33 @@
+//! The pending pods that need new nodes, as equivalence groups: what every scale-up round plans for.
+
+use crate::model::{Pod, PodList, PodNames};
+use crate::simulator::equivalence::EquivalenceGroup;
+use crate::simulator::topology::PodTerms;
+
+/// The pending pods that need new nodes, as equivalence groups.
+pub struct Pending<'a> {
+    pub pods: PodList<'a>,
+    /// The names of `pods` (all or the first of them) packed when they were read; see [`PodNames::push_pod`].
+    pub keys: &'a PodNames,
+    pub groups: Vec<EquivalenceGroup>,
+    pub terms: Vec<PodTerms>,
+    /// Per equivalence group: how many of its pods are already placed (they are taken from the front).
+    pub done: Vec<usize>,
+    /// Per equivalence group: the price of one pod, when the expander prices options.
+    pub prices: Vec<Option<f64>>,
+    /// The price of a 500m / 500MiB pod, the price expander's stabilizer.
+    pub stabilizer: f64,
+}
+
+impl Pending<'_> {
+    pub(crate) fn left(&self, g: usize) -> u64 {
+        (self.groups[g].pods.len() - self.done[g]) as u64
+    }
+
+    /// Each equivalence group's first pod, which stands for it.
+    pub(crate) fn exemplars(&self) -> Vec<&Pod> {
+        (self.groups.iter())
+            .map(|eg| eg.exemplar(self.pods))
+            .collect()
+    }
+}
