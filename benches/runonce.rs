@@ -188,22 +188,23 @@ fn scale_down(c: &mut Criterion) {
     let now = SystemTime::now();
     let mut once = RunOnce::new(client.clone(), settings.clone());
     let status = rt.block_on(once.run(&view, now)).unwrap();
-    let moved: usize = status.scale_down.iter().map(|s| s.pods.len()).sum();
+    let moved: usize = status.scale_down.nodes.iter().map(|s| s.pods.len()).sum();
     println!(
         "quiet cluster: {} nodes, {} pods; one RunOnce {:.1} ms, scale-down planning {:.1} ms: {} nodes \
          removable ({} empty), {} pods moved, {} kept",
         view.nodes.len(),
         view.pods.len(),
-        status.elapsed_ms,
-        status.scale_down_ms,
-        status.scale_down.len(),
+        status.times.elapsed_ms,
+        status.times.scale_down_ms,
+        status.scale_down.nodes.len(),
         status
             .scale_down
+            .nodes
             .iter()
             .filter(|s| s.reason == "empty")
             .count(),
         moved,
-        status.unremovable.len()
+        status.scale_down.unremovable.len()
     );
     bench_loop(
         c,
@@ -258,10 +259,11 @@ fn consolidation(c: &mut Criterion) {
         let mut once = RunOnce::new(client.clone(), settings.clone());
         let status = rt.block_on(once.run(&view, now)).unwrap();
         let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();
-        for n in &status.not_consolidated {
+        for n in &status.scale_down.not_consolidated {
             *reasons.entry(n.reason.as_str()).or_default() += 1;
         }
         let merged = status
+            .scale_down
             .consolidation
             .iter()
             .filter(|c| c.nodes.len() > 1)
@@ -270,12 +272,13 @@ fn consolidation(c: &mut Criterion) {
             "{name}: one RunOnce {:.1} ms, scale-down planning {:.1} ms ({} removable), consolidation \
              planning {:.1} ms: {} replacements ({merged} merging two or more nodes), saving ${:.2}/h; not \
              consolidated: {reasons:?}",
-            status.elapsed_ms,
-            status.scale_down_ms,
-            status.scale_down.len(),
-            status.consolidation_ms,
-            status.consolidation.len(),
+            status.times.elapsed_ms,
+            status.times.scale_down_ms,
+            status.scale_down.nodes.len(),
+            status.times.consolidation_ms,
+            status.scale_down.consolidation.len(),
             status
+                .scale_down
                 .consolidation
                 .iter()
                 .map(|c| c.saving_per_hour)
@@ -305,9 +308,9 @@ fn runonce(c: &mut Criterion) {
     let status = rt.block_on(once.run(&view, now)).unwrap();
     println!(
         "one RunOnce: {:.1} ms (estimator {:.1} ms, scale-down {:.1} ms); {} placed on existing nodes, scale-ups {:?}, {} cannot be helped",
-        status.elapsed_ms,
-        status.estimate_ms,
-        status.scale_down_ms,
+        status.times.elapsed_ms,
+        status.times.estimate_ms,
+        status.times.scale_down_ms,
         status.placed.len(),
         scale_ups(&status),
         status.no_scale_up.len()
@@ -631,8 +634,8 @@ fn pending(c: &mut Criterion) {
         let rpcs = requests(&metrics, &backend) - before;
         println!(
             "{name}: one RunOnce {:.1} ms (estimator {:.1} ms), {rpcs} RPCs; scale-ups {:?}, {} cannot be helped",
-            status.elapsed_ms,
-            status.estimate_ms,
+            status.times.elapsed_ms,
+            status.times.estimate_ms,
             scale_ups(&status),
             status.no_scale_up.len()
         );

@@ -326,11 +326,11 @@ fn build(
         "\n{name}: one RunOnce {:.0} ms (scale-down {:.0} ms, estimator {:.0} ms), {} removable, \
                  {} kept, {} scale-ups for {helped} pods, {} placed; resident: view {view_mib:.0} MiB \
                  ({:.0} bytes a pod), the loop's peak over it {loop_mib:.0} MiB",
-        status.elapsed_ms,
-        status.scale_down_ms,
-        status.estimate_ms,
-        status.scale_down.len(),
-        status.unremovable.len(),
+        status.times.elapsed_ms,
+        status.times.scale_down_ms,
+        status.times.estimate_ms,
+        status.scale_down.nodes.len(),
+        status.scale_down.unremovable.len(),
         status.scale_up.len(),
         status.placed.len(),
         view_mib * (1 << 20) as f64 / view.pods.len() as f64,

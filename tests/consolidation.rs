@@ -342,7 +342,7 @@ fn names<P: std::borrow::Borrow<Pod>>(pods: &[P]) -> BTreeSet<String> {
 
 /// The replacements' states this loop, as (state, nodes).
 fn states(status: &Status) -> Vec<(String, Vec<String>)> {
-    (status.replacements.iter())
+    (status.scale_down.replacements.iter())
         .map(|r| (r.state.clone(), r.nodes.clone()))
         .collect()
 }
@@ -406,7 +406,7 @@ async fn a_node_is_replaced_by_a_cheaper_one_that_is_ready_before_any_pod_is_evi
         let status = once.run(&view, cluster.now()).await.unwrap();
         assert!(status.errors.is_empty(), "step {step}: {status:#?}");
         metrics.observe_loop(&view, &status, true, cluster.now());
-        for c in &status.consolidation {
+        for c in &status.scale_down.consolidation {
             launches.push((c.nodes.clone(), c.node_group.clone(), c.error.clone()));
             launched_at.get_or_insert(step * 10);
         }
@@ -467,8 +467,8 @@ async fn a_node_is_replaced_by_a_cheaper_one_that_is_ready_before_any_pod_is_evi
         clock.advance(Duration::from_secs(10));
         let view = cluster.view().await.unwrap();
         let status = once.run(&view, cluster.now()).await.unwrap();
-        assert!(status.consolidation.is_empty(), "{status:#?}");
-        let spot = &status.not_consolidated[0];
+        assert!(status.scale_down.consolidation.is_empty(), "{status:#?}");
+        let spot = &status.scale_down.not_consolidated[0];
         assert_eq!(spot.reason, "ConsolidatedRecently", "{spot:?}");
     }
 }
@@ -504,8 +504,8 @@ async fn a_replacement_whose_node_never_turns_ready_is_abandoned_and_its_group_b
             .count();
         assert_eq!(on_old, 3, "step {step}: a pod left the old node");
         let status = once.run(&view, cluster.now()).await.unwrap();
-        launches += status.consolidation.len();
-        for r in &status.replacements {
+        launches += status.scale_down.consolidation.len();
+        for r in &status.scale_down.replacements {
             if r.state == "abandoned" {
                 assert!(
                     r.detail.contains("not Ready within 3m")
@@ -879,8 +879,8 @@ async fn week(seed: u64, days: u64, mode: Mode) -> Week {
         let hourly: f64 = view.nodes.iter().map(|n| price[group_of(n)]).sum();
         result.cost[day] += hourly * step as f64 / 3600.0;
         let status = once.run(&view, cluster.now()).await.unwrap();
-        result.launches += status.consolidation.len();
-        for r in &status.replacements {
+        result.launches += status.scale_down.consolidation.len();
+        for r in &status.scale_down.replacements {
             match r.state.as_str() {
                 "done" => result.done += 1,
                 "abandoned" => result.abandoned.push(r.detail.clone()),
@@ -959,14 +959,19 @@ async fn a_replacement_into_a_dry_pool_is_abandoned_at_once() {
         assert!(view.nodes.iter().all(|n| !n.tainted(TO_BE_DELETED_TAINT)));
         let status = once.run(&view, cluster.now()).await.unwrap();
         assert!(status.errors.is_empty(), "step {step}: {status:#?}");
-        if !status.consolidation.is_empty() {
+        if !status.scale_down.consolidation.is_empty() {
             assert!(
                 launched.is_none(),
                 "step {step}: launched again: {status:#?}"
             );
             launched = Some(step);
         }
-        if let Some(r) = status.replacements.iter().find(|r| r.state == "abandoned") {
+        if let Some(r) = status
+            .scale_down
+            .replacements
+            .iter()
+            .find(|r| r.state == "abandoned")
+        {
             assert_eq!(Some(step - 1), launched, "abandoned late: {r:?}");
             assert!(
                 r.detail.starts_with("the new node could not be launched"),
@@ -987,7 +992,7 @@ async fn a_replacement_into_a_dry_pool_is_abandoned_at_once() {
                 "{spot:?}"
             );
             assert_eq!(spot.target_size, 0, "the placeholder stays: {spot:?}");
-            assert!(status.consolidation.is_empty());
+            assert!(status.scale_down.consolidation.is_empty());
             return;
         }
         clock.advance(Duration::from_secs(10));

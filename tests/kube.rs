@@ -292,7 +292,9 @@ async fn one_candidate_holds_the_lease_another_takes_it_once_it_expires_and_a_le
 #[tokio::test]
 async fn a_loops_decisions_become_events_and_the_status_config_map() {
     use ekscale::autoscaler::control::{Publisher, STATUS_CONFIG_MAP};
-    use ekscale::autoscaler::status::{DeletionStatus, GroupStatus, NoScaleUp, ScaleUp, Status};
+    use ekscale::autoscaler::status::{
+        DeletionStatus, GroupStatus, NoScaleUp, ScaleDownStatus, ScaleUp, Status,
+    };
     ekscale::tls::install_crypto_provider();
     let fake = Fake::new(Objects::default());
     let publisher = Publisher::new(kube_api::client(&fake).await, "kube-system", "pod-a");
@@ -312,20 +314,23 @@ async fn a_loops_decisions_become_events_and_the_status_config_map() {
             pod: "default/huge".into(),
             reasons: [("general".to_string(), "Insufficient cpu".to_string())].into(),
         }],
-        deletions: vec![
-            DeletionStatus {
-                node: "ip-a".into(),
-                node_group: "general".into(),
-                state: "started".into(),
-                detail: String::new(),
-            },
-            DeletionStatus {
-                node: "ip-b".into(),
-                node_group: "general".into(),
-                state: "failed".into(),
-                detail: "NodeGroupDeleteNodes failed: min size reached".into(),
-            },
-        ],
+        scale_down: ScaleDownStatus {
+            deletions: vec![
+                DeletionStatus {
+                    node: "ip-a".into(),
+                    node_group: "general".into(),
+                    state: "started".into(),
+                    detail: String::new(),
+                },
+                DeletionStatus {
+                    node: "ip-b".into(),
+                    node_group: "general".into(),
+                    state: "failed".into(),
+                    detail: "NodeGroupDeleteNodes failed: min size reached".into(),
+                },
+            ],
+            ..ScaleDownStatus::default()
+        },
         node_groups: vec![GroupStatus {
             id: "general".into(),
             min_size: 1,
@@ -440,7 +445,11 @@ async fn pods_that_vanish_from_one_list_make_no_node_look_empty() {
     let view = kube.view().await.unwrap();
     assert_eq!(view.pods.len(), 12);
     let status = once.run(&view, now).await.unwrap();
-    assert!(status.scale_down.is_empty(), "{:?}", status.scale_down);
+    assert!(
+        status.scale_down.nodes.is_empty(),
+        "{:?}",
+        status.scale_down.nodes
+    );
 
     // The pods watch expires; the relist is answered without pods.
     fake.objects.lock().unwrap().empty_pod_lists = 1;
@@ -450,14 +459,15 @@ async fn pods_that_vanish_from_one_list_make_no_node_look_empty() {
     for minutes in [1, 5, 9] {
         let at = now + Duration::from_secs(minutes * 60);
         let status = once.run(&stale, at).await.unwrap();
-        assert!(status.scale_down.is_empty() && status.deletions.is_empty());
+        assert!(status.scale_down.nodes.is_empty() && status.scale_down.deletions.is_empty());
         assert!(
             status
+                .scale_down
                 .unremovable
                 .iter()
                 .all(|k| k.reason == "UntrustedClusterView"),
             "{:?}",
-            status.unremovable
+            status.scale_down.unremovable
         );
     }
     {
@@ -478,7 +488,11 @@ async fn pods_that_vanish_from_one_list_make_no_node_look_empty() {
         .run(&view, now + Duration::from_secs(11 * 60))
         .await
         .unwrap();
-    assert!(status.scale_down.is_empty(), "{:?}", status.scale_down);
+    assert!(
+        status.scale_down.nodes.is_empty(),
+        "{:?}",
+        status.scale_down.nodes
+    );
     assert_eq!(fake.objects.lock().unwrap().nodes.len(), 3);
     assert!(fake.objects.lock().unwrap().patches.is_empty());
 }
@@ -498,7 +512,7 @@ async fn a_pod_the_watch_has_not_delivered_keeps_its_node() {
         .run(&view, now + Duration::from_secs(11 * 60))
         .await
         .unwrap();
-    let started: Vec<(&str, &str)> = (status.deletions.iter())
+    let started: Vec<(&str, &str)> = (status.scale_down.deletions.iter())
         .map(|d| (d.node.as_str(), d.state.as_str()))
         .collect();
     assert_eq!(started, [("node-2", "started")]);
@@ -513,7 +527,7 @@ async fn a_pod_the_watch_has_not_delivered_keeps_its_node() {
         .run(&view, now + Duration::from_secs(12 * 60))
         .await
         .unwrap();
-    let ended: Vec<(&str, &str, &str)> = (status.deletions.iter())
+    let ended: Vec<(&str, &str, &str)> = (status.scale_down.deletions.iter())
         .map(|d| (d.node.as_str(), d.state.as_str(), d.detail.as_str()))
         .collect();
     assert_eq!(

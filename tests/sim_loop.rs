@@ -396,11 +396,12 @@ nodeGroups:
         let status = once.run(&view, cluster.now()).await.unwrap();
         assert!(status.errors.is_empty(), "loop {loop_number}: {status:#?}");
         most_nodes = most_nodes.max(view.nodes.len());
-        for d in &status.deletions {
+        for d in &status.scale_down.deletions {
             *states.entry(d.state.clone()).or_default() += 1;
         }
         drained += status
             .scale_down
+            .nodes
             .iter()
             .filter(|s| s.reason == "underutilized")
             .count();
@@ -489,13 +490,13 @@ nodeGroups:
     let busy = view.pods[0].node_name.clone().unwrap();
     let empty = view.nodes.iter().find(|n| n.name != busy).unwrap().clone();
     let status = once.run(&view, cluster.now()).await.unwrap();
-    assert!(status.deletions.is_empty(), "{status:#?}");
+    assert!(status.scale_down.deletions.is_empty(), "{status:#?}");
     clock.advance(Duration::from_secs(61));
     let view = cluster.view().await.unwrap();
     let status = once.run(&view, cluster.now()).await.unwrap();
-    assert_eq!(status.scale_down.len(), 1, "{status:#?}");
-    assert_eq!(status.scale_down[0].node, empty.name);
-    assert_eq!(status.scale_down[0].reason, "empty");
+    assert_eq!(status.scale_down.nodes.len(), 1, "{status:#?}");
+    assert_eq!(status.scale_down.nodes[0].node, empty.name);
+    assert_eq!(status.scale_down.nodes[0].reason, "empty");
     let tainted = cluster.nodes();
     let tainted = tainted.iter().find(|n| n.name == empty.name).unwrap();
     assert!(tainted.tainted(ekscale::model::TO_BE_DELETED_TAINT));
@@ -511,6 +512,7 @@ nodeGroups:
     let view = cluster.view().await.unwrap();
     let status = once.run(&view, cluster.now()).await.unwrap();
     let failed: Vec<_> = status
+        .scale_down
         .deletions
         .iter()
         .filter(|d| d.state == "failed")
@@ -528,7 +530,7 @@ nodeGroups:
     assert_eq!(view.pods[0].node_name.as_deref(), Some(empty.name.as_str()));
     // And the loop does not try again during the failure cooldown, nor below min size afterwards.
     let status = once.run(&view, cluster.now()).await.unwrap();
-    assert!(status.scale_down.is_empty(), "{status:#?}");
+    assert!(status.scale_down.nodes.is_empty(), "{status:#?}");
 }
 
 #[tokio::test]
@@ -558,6 +560,7 @@ async fn soft_taints_follow_unneeded_nodes_and_stale_taints_are_removed_at_start
     let status = once.run(&view, cluster.now()).await.unwrap();
     assert!(
         status
+            .scale_down
             .deletions
             .iter()
             .any(|d| d.node == a && d.state == "restored"),
@@ -581,7 +584,12 @@ async fn soft_taints_follow_unneeded_nodes_and_stale_taints_are_removed_at_start
         "{status:#?}"
     );
     assert!(taints(&b).is_empty());
-    let kept = status.unremovable.iter().find(|k| k.node == a).unwrap();
+    let kept = status
+        .scale_down
+        .unremovable
+        .iter()
+        .find(|k| k.node == a)
+        .unwrap();
     assert_eq!(kept.reason, "NotUnneededLongEnough");
     assert!(
         kept.detail.starts_with("unneeded for 0s of 10m"),
@@ -711,7 +719,7 @@ nodeGroups:
         clock.advance(Duration::from_secs(10));
         let view = cluster.view().await.unwrap();
         let status = once.run(&view, cluster.now()).await.unwrap();
-        assert!(status.scale_down.is_empty(), "{status:#?}");
+        assert!(status.scale_down.nodes.is_empty(), "{status:#?}");
         assert!(status.scale_up.is_empty(), "{status:#?}");
         nodes = view.nodes.len();
     }
@@ -942,12 +950,16 @@ async fn scale_down_across_a_provider_restart(restart_companion: bool) {
             _ => {}
         }
         let status = once.run(&view, cluster.now()).await.unwrap();
-        for d in &status.deletions {
+        for d in &status.scale_down.deletions {
             if d.state == "deleted" {
                 *deleted.entry(d.node.clone()).or_default() += 1;
             }
         }
-        let draining = status.deletions.iter().any(|d| d.state == "draining");
+        let draining = status
+            .scale_down
+            .deletions
+            .iter()
+            .any(|d| d.state == "draining");
         if draining && sim.is_none() {
             sim = Some(provider.kill());
             killed_at = Some(loop_number);
@@ -1096,6 +1108,7 @@ nodeGroups:
         let status = once.run(&view, cluster.now()).await.unwrap();
         scale_ups += status.scale_up.iter().map(|s| s.delta).sum::<u64>();
         nodes_removed += status
+            .scale_down
             .deletions
             .iter()
             .filter(|d| d.state == "deleted")
@@ -1156,7 +1169,11 @@ nodeGroups:
         let view = view_losing_nothing(&cluster, &expected, format!("loop {loop_number}")).await;
         let status = once.run(&view, cluster.now()).await.unwrap();
         if drained.is_none()
-            && let Some(d) = status.deletions.iter().find(|d| d.state == "draining")
+            && let Some(d) = status
+                .scale_down
+                .deletions
+                .iter()
+                .find(|d| d.state == "draining")
         {
             // The drain is under way (its pods evicted: none is left bound to it), and another actor removes
             // a node of the group, which is now at its min.
@@ -1184,7 +1201,12 @@ nodeGroups:
                 .unwrap();
             drained = Some(node);
         }
-        if let Some(d) = status.deletions.iter().find(|d| d.state == "failed") {
+        if let Some(d) = status
+            .scale_down
+            .deletions
+            .iter()
+            .find(|d| d.state == "failed")
+        {
             assert_eq!(Some(&d.node), drained.as_ref(), "{status:#?}");
             assert!(d.detail.contains("min size reached"), "{d:?}");
             failed = Some(loop_number);
@@ -1232,6 +1254,7 @@ fn without_pods(view: &ekscale::autoscaler::ClusterView) -> ekscale::autoscaler:
 /// A loop's deletions as (node, state).
 fn deletions(status: &ekscale::autoscaler::status::Status) -> Vec<(String, String)> {
     status
+        .scale_down
         .deletions
         .iter()
         .map(|d| (d.node.clone(), d.state.clone()))
@@ -1252,7 +1275,11 @@ async fn a_view_that_lost_its_pods_taints_and_deletes_nothing() {
     assert!(view.pods.iter().all(|p| p.node_name.is_some()));
     let t0 = cluster.now();
     let status = once.run(&view, t0).await.unwrap();
-    assert!(status.scale_down.is_empty(), "{:?}", status.scale_down);
+    assert!(
+        status.scale_down.nodes.is_empty(),
+        "{:?}",
+        status.scale_down.nodes
+    );
     let untouched = |cluster: &SimulatedCluster| {
         let nodes = cluster.nodes();
         assert_eq!(nodes.len(), 3, "a node went");
@@ -1273,10 +1300,18 @@ async fn a_view_that_lost_its_pods_taints_and_deletes_nothing() {
             .run(&stale, t0 + Duration::from_secs(seconds))
             .await
             .unwrap();
-        assert!(status.scale_down.is_empty(), "{:?}", status.scale_down);
-        assert!(status.deletions.is_empty(), "{:?}", status.deletions);
-        assert_eq!(status.unremovable.len(), 3);
-        for kept in &status.unremovable {
+        assert!(
+            status.scale_down.nodes.is_empty(),
+            "{:?}",
+            status.scale_down.nodes
+        );
+        assert!(
+            status.scale_down.deletions.is_empty(),
+            "{:?}",
+            status.scale_down.deletions
+        );
+        assert_eq!(status.scale_down.unremovable.len(), 3);
+        for kept in &status.scale_down.unremovable {
             assert_eq!(kept.reason, "UntrustedClusterView", "{kept:?}");
             assert!(
                 kept.detail
@@ -1289,7 +1324,11 @@ async fn a_view_that_lost_its_pods_taints_and_deletes_nothing() {
     let view = cluster.view().await.unwrap();
     assert_eq!(view.pods.len(), 12);
     let status = once.run(&view, t0 + Duration::from_secs(70)).await.unwrap();
-    assert!(status.scale_down.is_empty(), "{:?}", status.scale_down);
+    assert!(
+        status.scale_down.nodes.is_empty(),
+        "{:?}",
+        status.scale_down.nodes
+    );
     untouched(&cluster);
 
     // A real drop: held for the unneeded time, then believed; the nodes go after their own unneeded time,
@@ -1308,25 +1347,35 @@ async fn a_view_that_lost_its_pods_taints_and_deletes_nothing() {
     assert!(view.pods.is_empty());
     let at = |s: u64| t0 + Duration::from_secs(70 + s);
     let status = once.run(&view, at(10)).await.unwrap();
-    assert_eq!(status.unremovable[0].reason, "UntrustedClusterView");
+    assert_eq!(
+        status.scale_down.unremovable[0].reason,
+        "UntrustedClusterView"
+    );
     untouched(&cluster);
     let status = once.run(&view, at(71)).await.unwrap();
     assert!(
         status
+            .scale_down
             .unremovable
             .iter()
             .all(|k| k.reason == "NotUnneededLongEnough"),
         "{:?}",
-        status.unremovable
+        status.scale_down.unremovable
     );
     let status = once.run(&view, at(132)).await.unwrap();
-    assert_eq!(status.scale_down.len(), 2, "{:?}", status.scale_down);
+    assert_eq!(
+        status.scale_down.nodes.len(),
+        2,
+        "{:?}",
+        status.scale_down.nodes
+    );
     let capped: Vec<_> = status
+        .scale_down
         .unremovable
         .iter()
         .filter(|k| k.reason == "DeletionBudgetReached")
         .collect();
-    assert_eq!(capped.len(), 1, "{:?}", status.unremovable);
+    assert_eq!(capped.len(), 1, "{:?}", status.scale_down.unremovable);
     assert!(
         capped[0].detail.contains("--max-empty-bulk-delete"),
         "{capped:?}"
@@ -1403,7 +1452,7 @@ nodeGroups:
             "{health:?}"
         );
         assert!(status.scale_up.is_empty(), "{:?}", status.scale_up);
-        assert!(status.scale_down.is_empty() && status.deletions.is_empty());
+        assert!(status.scale_down.nodes.is_empty() && status.scale_down.deletions.is_empty());
         let json: serde_json::Value = serde_json::from_str(&status.to_json()).unwrap();
         assert_eq!(json["clusterHealth"]["healthy"], false);
         assert_eq!(json["clusterHealth"]["unreadyNodes"], 4);
@@ -1629,7 +1678,11 @@ async fn deletions_in_progress_pause_while_the_view_has_lost_its_pods() {
             deletions(&status),
             [(empty[0].clone(), "paused".to_string())]
         );
-        assert!(status.deletions[0].detail.contains("holds 0 pods on nodes"));
+        assert!(
+            status.scale_down.deletions[0]
+                .detail
+                .contains("holds 0 pods on nodes")
+        );
         assert_eq!(cluster.nodes().len(), 4, "nothing deleted");
     }
 
@@ -1641,7 +1694,7 @@ async fn deletions_in_progress_pause_while_the_view_has_lost_its_pods() {
             .run(&view, t0 + Duration::from_secs(100 + 10 * step))
             .await
             .unwrap();
-        states.extend(status.deletions.iter().map(|d| d.state.clone()));
+        states.extend(status.scale_down.deletions.iter().map(|d| d.state.clone()));
         if states.iter().any(|s| s == "deleted") {
             break;
         }

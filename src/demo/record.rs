@@ -122,7 +122,7 @@ impl Record {
         self.requests(at, status);
         self.headroom = status.headroom.clone();
         self.capacity_buffers = status.capacity_buffers.clone();
-        self.loop_ms.push(status.elapsed_ms);
+        self.loop_ms.push(status.times.elapsed_ms);
         self.sample(at, view, status);
         self.log[first..].to_vec()
     }
@@ -159,11 +159,11 @@ impl Record {
 
     /// Each node scale-down chose, and each deletion that ended (counted as a node removed from its group).
     fn removals(&mut self, at: Duration, status: &Status) {
-        for s in &status.scale_down {
+        for s in &status.scale_down.nodes {
             let text = format!("{} ({}): {}; {}", s.node, s.node_group, s.reason, s.detail);
             self.say(at, "scale-down", text);
         }
-        for d in &status.deletions {
+        for d in &status.scale_down.deletions {
             match d.state.as_str() {
                 "deleted" => {
                     if let Some(g) = self.group_index(&d.node_group) {
@@ -183,7 +183,12 @@ impl Record {
 
     /// Each replacement launched, and how each ended; the log says launches and the replacements' steps.
     fn consolidations(&mut self, at: Duration, status: &Status) {
-        for c in status.consolidation.iter().filter(|c| c.error.is_none()) {
+        for c in status
+            .scale_down
+            .consolidation
+            .iter()
+            .filter(|c| c.error.is_none())
+        {
             self.replacements.push(Replaced {
                 at,
                 nodes: c.nodes.clone(),
@@ -191,7 +196,7 @@ impl Record {
                 ended: None,
             });
         }
-        for r in &status.replacements {
+        for r in &status.scale_down.replacements {
             if !matches!(r.state.as_str(), "done" | "abandoned" | "failed") {
                 continue;
             }
@@ -201,14 +206,14 @@ impl Record {
                 open.ended = Some((at, r.state.clone(), r.detail.clone()));
             }
         }
-        for c in &status.consolidation {
+        for c in &status.scale_down.consolidation {
             self.say(
                 at,
                 "consolidation",
                 format!("{}{}", c.describe(), c.failure()),
             );
         }
-        let steps = (status.replacements.iter())
+        let steps = (status.scale_down.replacements.iter())
             .filter(|r| r.state != "launching" && r.state != "draining");
         for r in steps {
             let text = format!(

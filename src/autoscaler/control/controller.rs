@@ -3,7 +3,7 @@
 
 use crate::autoscaler::cluster::{ClusterSource, Snapshot};
 use crate::autoscaler::control::events::Publisher;
-use crate::autoscaler::control::flags::{Format, RunArgs, SimulateArgs};
+use crate::autoscaler::control::flags::{Acting, Cluster, Command, Format, RunArgs, SimulateArgs};
 use crate::autoscaler::control::kube::{Kube, RateLimits};
 use crate::autoscaler::control::last_loop::{LastLoop, Liveness};
 use crate::autoscaler::control::leader::{Election, Elector};
@@ -38,7 +38,7 @@ pub fn runtime() -> tokio::runtime::Runtime {
 pub async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
     let settings = args
         .decisions
-        .settings(false, false, false)
+        .settings(Command::Simulate)
         .map_err(Failure::Usage)?;
     let client = args.provider.client().map_err(Failure::Usage)?;
     // The provider is connected to while the snapshot is read (on this thread).
@@ -94,9 +94,16 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
     let client = args.provider.client().map_err(Failure::Usage)?;
     let sources = args.sources().await?;
     small_pages();
-    let settings = (args.decisions)
-        .settings(true, !args.dry_run, sources.kube.is_some())
-        .map_err(Failure::Usage)?;
+    let acting = match args.dry_run {
+        true => Acting::DryRun,
+        false => Acting::Act,
+    };
+    let cluster = match sources.kube {
+        Some(_) => Cluster::Live,
+        None => Cluster::Snapshot,
+    };
+    let command = Command::Run { acting, cluster };
+    let settings = (args.decisions.settings(command)).map_err(Failure::Usage)?;
     let mut once = RunOnce::new(client, settings);
     if !args.dry_run {
         once = once.acting_on(sources.source.clone());
@@ -363,10 +370,10 @@ fn log(status: &crate::autoscaler::status::Status, dry_run: bool) {
     for s in &status.scale_up {
         tracing::info!(node_group = %s.node_group, delta = s.delta, pods = s.pods.len(), reason = %s.reason, error = ?s.error, "scale-up");
     }
-    for s in &status.scale_down {
+    for s in &status.scale_down.nodes {
         tracing::info!(node = %s.node, node_group = %s.node_group, reason = %s.reason, detail = %s.detail, "scale-down");
     }
-    for d in &status.deletions {
+    for d in &status.scale_down.deletions {
         tracing::info!(node = %d.node, node_group = %d.node_group, state = %d.state, detail = %d.detail, "deletion");
     }
     for e in &status.errors {
@@ -375,9 +382,9 @@ fn log(status: &crate::autoscaler::status::Status, dry_run: bool) {
     tracing::info!(
         pending_helped = status.scale_up.iter().map(|s| s.pods.len()).sum::<usize>(),
         no_scale_up = status.no_scale_up.len(),
-        unneeded = status.scale_down.len(),
+        unneeded = status.scale_down.nodes.len(),
         fargate = status.fargate.len(),
-        elapsed_ms = status.elapsed_ms,
+        elapsed_ms = status.times.elapsed_ms,
         dry_run,
         "loop done"
     );

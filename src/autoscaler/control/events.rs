@@ -131,7 +131,7 @@ pub fn status_document(status: &Status, now: SystemTime) -> serde_json::Value {
         .iter()
         .map(|g| {
             let scaling_up = status.scale_up.iter().any(|s| s.node_group == g.id && s.error.is_none());
-            let candidates = status.scale_down.iter().filter(|s| s.node_group == g.id).count();
+            let candidates = status.scale_down.nodes.iter().filter(|s| s.node_group == g.id).count();
             json!({
                 "name": g.id,
                 "health": {
@@ -167,7 +167,7 @@ pub fn status_document(status: &Status, now: SystemTime) -> serde_json::Value {
             },
             "scaleUp": {"nodeGroups": status.scale_up.iter().map(|s| &s.node_group).collect::<Vec<_>>(),
                         "podsNotHelped": status.no_scale_up.len()},
-            "scaleDown": {"candidates": status.scale_down.len(), "deletions": status.deletions.len()},
+            "scaleDown": {"candidates": status.scale_down.nodes.len(), "deletions": status.scale_down.deletions.len()},
         },
         "nodeGroups": groups,
     })
@@ -264,7 +264,7 @@ fn request_events(status: &Status) -> Vec<(Event, ObjectReference)> {
 /// launched, handed over, abandoned or failed.
 fn scale_down_events(status: &Status) -> Vec<(Event, ObjectReference)> {
     let mut events = Vec::new();
-    for d in &status.deletions {
+    for d in &status.scale_down.deletions {
         let node = reference("Node", "v1", None, &d.node);
         match d.state.as_str() {
             "started" => {
@@ -280,7 +280,12 @@ fn scale_down_events(status: &Status) -> Vec<(Event, ObjectReference)> {
             _ => {}
         }
     }
-    for c in status.consolidation.iter().filter(|c| c.error.is_none()) {
+    for c in status
+        .scale_down
+        .consolidation
+        .iter()
+        .filter(|c| c.error.is_none())
+    {
         for node in &c.nodes {
             let note = format!(
                 "consolidation: launching a {} node ({}) to replace it: ${:.4}/h -> ${:.4}/h",
@@ -290,7 +295,7 @@ fn scale_down_events(status: &Status) -> Vec<(Event, ObjectReference)> {
             events.push((ev, reference("Node", "v1", None, node)));
         }
     }
-    for r in &status.replacements {
+    for r in &status.scale_down.replacements {
         let (kind, reason) = match r.state.as_str() {
             "abandoned" | "failed" => (EventType::Warning, "ConsolidationFailed"),
             "replacing" => (EventType::Normal, "Consolidation"),

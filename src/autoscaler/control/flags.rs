@@ -192,10 +192,42 @@ fn min_max(text: &str) -> Result<(u64, u64), String> {
     Ok((min, max))
 }
 
+/// What the loop is run for, which decides how it treats time, actions and instances.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// One loop over a snapshot, as if time had passed; nothing is changed.
+    Simulate,
+    /// The controller's loop, waiting for new pods as upstream does.
+    Run {
+        /// Whether it acts (IncreaseSize, deletions) or only plans (`--dry-run`).
+        acting: Acting,
+        /// Whether the cluster is a live one, where requested nodes register (so those that never do are
+        /// removed), or a static snapshot, where none ever does.
+        cluster: Cluster,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acting {
+    Act,
+    DryRun,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cluster {
+    Live,
+    Snapshot,
+}
+
 impl DecisionArgs {
-    /// The loop's settings; `live` for `run` (waiting for new pods), `act` unless dry, `cluster` when the
-    /// cluster is a live one (where requested nodes register, so those that never do are removed).
-    pub fn settings(&self, live: bool, act: bool, cluster: bool) -> Result<Settings, String> {
+    /// The loop's settings for `command`.
+    pub fn settings(&self, command: Command) -> Result<Settings, String> {
+        let (live, act, cluster) = match command {
+            Command::Simulate => (false, false, false),
+            Command::Run { acting, cluster } => {
+                (true, acting == Acting::Act, cluster == Cluster::Live)
+            }
+        };
         if self.consolidation == Mode::Replace && !self.scale_down_enabled {
             return Err(
                 "--consolidation replace needs --scale-down-enabled=true: replacements drain and delete \

@@ -203,7 +203,7 @@ impl AutoscalerMetrics {
         if acted && status.scale_up.iter().any(|s| s.error.is_none()) {
             activity.push("scaleUp");
         }
-        if !status.deletions.is_empty() {
+        if !status.scale_down.deletions.is_empty() {
             activity.push("scaleDown");
         }
         for a in activity {
@@ -301,14 +301,24 @@ impl AutoscalerMetrics {
             }
         }
         // A deletion finishes loops after it started; it carries its own reason.
-        for d in status.deletions.iter().filter(|d| d.state == "deleted") {
+        for d in status
+            .scale_down
+            .deletions
+            .iter()
+            .filter(|d| d.state == "deleted")
+        {
             self.scaled_down
                 .get_or_create(&ReasonLabels {
                     reason: d.detail.clone(),
                 })
                 .inc();
         }
-        for r in status.replacements.iter().filter(|r| r.state == "done") {
+        for r in status
+            .scale_down
+            .replacements
+            .iter()
+            .filter(|r| r.state == "done")
+        {
             self.consolidations
                 .get_or_create(&KindLabels {
                     kind: r.kind.clone(),
@@ -316,9 +326,9 @@ impl AutoscalerMetrics {
                 .inc();
             self.consolidation_savings.inc_by(r.saving_per_hour);
         }
-        self.unneeded.set(status.scale_down.len() as i64);
+        self.unneeded.set(status.scale_down.nodes.len() as i64);
         self.unremovable.clear();
-        for k in &status.unremovable {
+        for k in &status.scale_down.unremovable {
             self.unremovable
                 .get_or_create(&ReasonLabels {
                     reason: k.reason.clone(),
@@ -326,6 +336,7 @@ impl AutoscalerMetrics {
                 .inc();
         }
         let pending = status
+            .scale_down
             .deletions
             .iter()
             .filter(|d| matches!(d.state.as_str(), "started" | "draining"))
@@ -336,10 +347,10 @@ impl AutoscalerMetrics {
     /// How long the loop and its stages took, as upstream's function_duration_seconds.
     fn observe_durations(&self, status: &Status) {
         let ms = |ms: f64| Duration::from_secs_f64(ms / 1000.0);
-        self.observe_duration("main", ms(status.elapsed_ms));
-        self.observe_duration("estimate", ms(status.estimate_ms));
-        self.observe_duration("scaleDown", ms(status.scale_down_ms));
-        self.observe_duration("consolidation", ms(status.consolidation_ms));
+        self.observe_duration("main", ms(status.times.elapsed_ms));
+        self.observe_duration("estimate", ms(status.times.estimate_ms));
+        self.observe_duration("scaleDown", ms(status.times.scale_down_ms));
+        self.observe_duration("consolidation", ms(status.times.consolidation_ms));
     }
 
     /// A loop that could not decide (the provider or the cluster failed).

@@ -26,7 +26,6 @@ use crate::autoscaler::core::classify::{self, Sorted};
 use crate::autoscaler::core::health::Judge;
 use crate::autoscaler::fargate::FargateAnswers;
 use crate::autoscaler::group::{Group, GroupFacts};
-use crate::autoscaler::headroom::buffers::Resolved;
 use crate::autoscaler::headroom::outcome::{self as headroom, Decided};
 use crate::autoscaler::planning::planning;
 use crate::autoscaler::provreq::outcome::{self as provreq, Requests};
@@ -35,16 +34,17 @@ use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::policy::{ScaleDownPolicy, Scene};
 use crate::autoscaler::scaledown::report::Report;
-use crate::autoscaler::scaleup::executor::Increaser;
+use crate::autoscaler::scaleup::executor::Executor;
 use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
 use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::scaleup::pricing::{self, PriceBook};
 use crate::autoscaler::settings::Settings;
-use crate::autoscaler::status::{ClusterHealth, GroupStatus, NoScaleUp, ScaleUp, Status};
+use crate::autoscaler::status::{
+    ClusterHealth, FargatePod, GroupStatus, NoScaleUp, ScaleUp, Status,
+};
 use crate::model::{FargateProfile, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate};
 use crate::simulator::equivalence::{self, EquivalenceGroup};
-use crate::simulator::topology::PodTerms;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -115,28 +115,87 @@ impl RunOnce {
         let pods = PodList::new(&view.pods, &extra);
         let mut sorted = self.classify(view, pods, now);
 
-        // Cluster state; the deletions and replacements in progress take their next step.
+        // Cluster state, the deletions and replacements in progress a step on; health: an unhealthy
+        // cluster ends the loop, as upstream's does.
         let (mut read, mut groups) = self.cluster_state(view, sorted.on_nodes, now).await?;
         record_scale_down(&mut status, std::mem::take(&mut read.report));
-        // Health: an unhealthy cluster ends the loop, as upstream's does.
         status.cluster_health = self.health(view, &read, &mut groups, now);
         if !status.cluster_health.healthy {
             status.node_groups = group_statuses(&read, &groups);
             return Ok(finish(status, started));
         }
 
-        // Pods: those consuming a request set aside, the rest in equivalence groups.
+        // Pods: those consuming a request set aside, Fargate's reported, the rest in equivalence groups.
         requests.set_aside(&mut sorted.to_help, pods);
         status.no_scale_up.append(&mut sorted.said);
+        let grouped = self.group_pods(pods, &mut sorted, &mut read).await;
+        (status.fargate, status.errors) = (grouped.fargate, grouped.errors);
+
+        // The snapshot: the requests' booked room held first, then the pending pods that fit in it as it is.
+        let asked = requests.groups(pods, &grouped.projection);
+        let inputs = snapshot_inputs(view, pods, &sorted, &read, &grouped.projection);
+        let all = grouped.help.iter().chain(asked.iter().flatten());
+        let mut snapshot = planning(|| ClusterSnapshot::build(&inputs, all, &mut groups));
+        requests.hold_booked(&mut snapshot, pods, &asked, &groups, now);
+        let fitted = planning(|| snapshot.place_pending(pods, &grouped.help, &groups));
+        status.placed = fitted.placed;
+
+        // Scale-up: the requests not provisioned yet, each all or nothing; then planned for the rest.
+        let (keys, help) = (view.pod_keys(), grouped.help);
+        let mut pending = Pending::new(pods, keys, help, fitted.terms, fitted.done);
+        let paused = self.batching(&mut pending, now, &mut status.no_scale_up);
+        let profiles = grouped.profiles.as_deref().map(Vec::as_slice);
+        let (expander, unpriced) = self.expander(profiles, &mut groups, &mut pending).await;
+        status.errors.extend(unpriced);
+        let stage = (&mut snapshot, &mut groups[..], &asked[..], &expander);
+        let provisioned = self.provision(&mut requests, stage, view, pods, now);
+        let for_requests = provisioned.await?;
+        let up = self.scale_up(&mut snapshot, &groups, &mut pending, &expander, now);
+        let mut plan = up.await?;
+        plan.scale_ups.splice(0..0, for_requests);
+        record_scale_up(&mut status, plan, &pending);
+
+        // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
+        if self.settings.scale_down.enabled {
+            let stage = ScaleDownStage {
+                view,
+                pods,
+                snapshot,
+                read: &read,
+                groups: &mut groups,
+                scale_ups: &status.scale_up,
+                priced: expander.needs_prices(),
+                projection: &grouped.projection,
+                paused,
+            };
+            let report = self.scale_down(stage, now).await;
+            record_scale_down(&mut status, report);
+        }
+
+        // Where the virtual pods went; the buffers' and requests' statuses written back.
+        status.node_groups = group_statuses(&read, &groups);
+        self.outcomes(&mut status, reserved, &requests, now).await;
+        Ok(finish(status, started))
+    }
+
+    /// The pending pods in equivalence groups, on labels projected onto the keys some selector reads (and
+    /// Fargate's profiles, in the namespaces they take); Fargate's pods reported with their profile and price.
+    async fn group_pods(
+        &mut self,
+        pods: PodList<'_>,
+        sorted: &mut Sorted,
+        read: &mut Read,
+    ) -> Grouped {
+        let mut errors = Vec::new();
         let profiles = std::mem::replace(&mut read.profiles, Ok(None));
         let profiles = profiles.unwrap_or_else(|e| {
-            status.errors.push(format!("Fargate: {e}"));
+            errors.push(format!("Fargate: {e}"));
             None
         });
-        let profiles = profiles.as_deref().map(Vec::as_slice);
+        let in_use = profiles.as_deref().map(Vec::as_slice);
         let selecting = sorted.selecting.iter().map(|&i| pods.get(i));
         let projection = LabelProjection::of(selecting, []);
-        let projection = match profiles {
+        let projection = match in_use {
             Some(profiles) => projection.scoped(
                 fargate::label_keys(profiles),
                 fargate::namespaces_taken(profiles, pods),
@@ -147,57 +206,54 @@ impl RunOnce {
         let on_fargate =
             equivalence::group_pods(pods, std::mem::take(&mut sorted.fargate), &projection);
         let client = &self.client;
-        let found = (self.fargate).report(client, profiles, pods, &on_fargate, &help);
+        let found = (self.fargate).report(client, in_use, pods, &on_fargate, &help);
         let found = found.await;
-        status.fargate = found.pods;
-        status.errors.extend(found.errors);
+        errors.extend(found.errors);
+        Grouped {
+            help,
+            projection,
+            profiles,
+            fargate: found.pods,
+            errors,
+        }
+    }
 
-        // The snapshot: the requests' booked room held first, then the pending pods that fit in it as it is.
-        let asked = requests.groups(pods, &projection);
-        let inputs = snapshot_inputs(view, pods, &sorted, &read, &projection);
-        let all = help.iter().chain(asked.iter().flatten());
-        let mut snapshot = planning(|| ClusterSnapshot::build(&inputs, all, &mut groups));
-        requests.hold_booked(&mut snapshot, pods, &asked, &groups, now);
-        let fitted = planning(|| snapshot.place_pending(pods, &help, &groups));
-        status.placed = fitted.placed;
-
-        // Scale-up: planned for the rest, carried out, described.
-        let mut pending = pending(view, pods, help, fitted.terms, fitted.done);
-        let paused = self.batching(&mut pending, now, &mut status.no_scale_up);
-        let (expander, unpriced) = self.expander(profiles, &mut groups, &mut pending).await;
-        status.errors.extend(unpriced);
-        // The requests not provisioned yet, each all or nothing, before the rest of scale-up.
+    /// The ProvisioningRequests not provisioned yet, oldest first, each all or nothing on a fork of the
+    /// snapshot; an atomic one's increase asked for (when acting). Returns the scale-ups made for them.
+    async fn provision(
+        &mut self,
+        requests: &mut Requests,
+        (snapshot, groups, asked, expander): ProvisionStage<'_, '_>,
+        view: &ClusterView,
+        pods: PodList<'_>,
+        now: SystemTime,
+    ) -> Result<Vec<ScaleUp>, LoopError> {
         let world = provision::Loop {
-            snapshot: &mut snapshot,
-            groups: &mut groups,
+            snapshot,
+            groups,
             pods,
             keys: view.pod_keys(),
-            asked: &asked,
+            asked,
             limits: &self.settings.limits,
-            expander: &expander,
+            expander,
         };
-        let acting = self.settings.act.then_some(Increaser {
+        let acting = self.settings.act.then_some(Executor {
             client: &self.client,
             state: &mut self.state,
             last_scale_up: &mut self.down.last_scale_up,
         });
-        let for_requests = provision::provision(&mut requests, world, acting, now).await?;
-        let up = self.scale_up(&mut snapshot, &groups, &mut pending, &expander, now);
-        let mut plan = up.await?;
-        plan.scale_ups.splice(0..0, for_requests);
-        record_scale_up(&mut status, plan, &pending);
+        Ok(provision::provision(requests, world, acting, now).await?)
+    }
 
-        // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
-        if self.settings.scale_down.enabled {
-            let world = (snapshot, &read, &mut groups[..]);
-            let stage = (world, status.scale_up.as_slice(), expander.needs_prices());
-            let down = self.scale_down(view, pods, stage, &projection, paused, now);
-            let report = down.await;
-            record_scale_down(&mut status, report);
-        }
-
-        // Where the virtual pods went; the buffers' statuses written back.
-        status.node_groups = group_statuses(&read, &groups);
+    /// Where the virtual pods went (headroom's, the buffers', the requests'), their statuses in the report,
+    /// and written back when the loop acts.
+    async fn outcomes(
+        &self,
+        status: &mut Status,
+        reserved: headroom::Reserved,
+        requests: &Requests,
+        now: SystemTime,
+    ) {
         let decided = Decided {
             placed: &status.placed,
             scale_up: &status.scale_up,
@@ -207,12 +263,11 @@ impl RunOnce {
         (status.headroom, status.capacity_buffers) = (reserved.headroom, reserved.buffers);
         status.provisioning_requests = requests.statuses();
         if let Some(cluster) = self.actor() {
-            let errors = write_buffer_statuses(cluster.as_ref(), &reserved.resolved).await;
+            let errors = headroom::write_statuses(cluster.as_ref(), &reserved.resolved).await;
             status.errors.extend(errors);
-            let errors = write_request_statuses(cluster.as_ref(), &requests).await;
+            let errors = provreq::write_statuses(cluster.as_ref(), requests).await;
             status.errors.extend(errors);
         }
-        Ok(finish(status, started))
     }
 
     /// Cluster state: Refresh, every group as the provider says it (the Fargate profiles beside them), which
@@ -347,9 +402,7 @@ impl RunOnce {
             return None;
         }
         let why = classify::batching(pending, now)?;
-        said.extend(left_over(pending, |_| {
-            BTreeMap::from([(String::new(), why.clone())])
-        }));
+        said.extend(pending.left_over(|_| BTreeMap::from([(String::new(), why.clone())])));
         pending.done = pending.groups.iter().map(|g| g.pods.len()).collect();
         Some(format!("scale-up is {why}"))
     }
@@ -400,36 +453,29 @@ impl RunOnce {
         if !self.settings.act {
             return Ok(plan);
         }
-        let mut increaser = Increaser {
+        let mut executor = Executor {
             client: &self.client,
             state: &mut self.state,
             last_scale_up: &mut self.down.last_scale_up,
         };
-        for scale_up in &mut plan.scale_ups {
-            let Some(group) = groups.iter().find(|g| g.id == scale_up.node_group) else {
-                continue;
-            };
-            // A zero-or-max group is grown to its max or not at all: all of it in one all-or-nothing
-            // increase, as upstream's executor asks for it.
-            let atomic = group.zero_or_max;
-            if let Err(why) = increaser.increase(group, scale_up.delta, atomic, now).await {
-                scale_up.error = Some(why);
-            }
-        }
+        executor.execute(&mut plan.scale_ups, groups, now).await;
         Ok(plan)
     }
 
     /// Scale-down (and consolidation): decided over the snapshot scale-up left, then carried out. Returns
     /// its report; the groups it backs off are backed off here.
-    async fn scale_down(
-        &mut self,
-        view: &ClusterView,
-        pods: PodList<'_>,
-        ((mut snapshot, read, groups), scale_ups, priced): (World<'_>, &[ScaleUp], bool),
-        projection: &LabelProjection,
-        paused: Option<String>,
-        now: SystemTime,
-    ) -> Report {
+    async fn scale_down(&mut self, stage: ScaleDownStage<'_>, now: SystemTime) -> Report {
+        let ScaleDownStage {
+            view,
+            pods,
+            mut snapshot,
+            read,
+            groups,
+            scale_ups,
+            priced,
+            projection,
+            paused,
+        } = stage;
         let mut report = Report::default();
         if self.settings.consolidation.replaces()
             && !priced
@@ -487,8 +533,40 @@ struct Read {
     report: Report,
 }
 
-/// What scale-down plans over: the snapshot scale-up left, what the cluster state read, the groups.
-type World<'a> = (ClusterSnapshot, &'a Read, &'a mut [Group]);
+/// What the pods stage hands on: the pending pods in equivalence groups, the projection of labels they were
+/// grouped on, the Fargate profiles, and Fargate's pods for the report.
+struct Grouped {
+    help: Vec<EquivalenceGroup>,
+    projection: LabelProjection,
+    profiles: Option<Profiles>,
+    fargate: Vec<FargatePod>,
+    errors: Vec<String>,
+}
+
+/// What the requests' provisioning changes and reads: the snapshot, the groups, the requests' pods in
+/// equivalence groups, the expander.
+type ProvisionStage<'a, 'b> = (
+    &'a mut ClusterSnapshot,
+    &'a mut [Group],
+    &'a [Vec<EquivalenceGroup>],
+    &'b Expander,
+);
+
+/// What scale-down plans over: the snapshot scale-up left, what the cluster state read, the groups, this
+/// loop's scale-ups, and why it waits, if it does.
+struct ScaleDownStage<'a> {
+    view: &'a ClusterView,
+    pods: PodList<'a>,
+    snapshot: ClusterSnapshot,
+    read: &'a Read,
+    groups: &'a mut [Group],
+    scale_ups: &'a [ScaleUp],
+    /// Whether the expander asked for node prices already (consolidation needs them).
+    priced: bool,
+    projection: &'a LabelProjection,
+    /// Upstream's batching holds scale-up this loop, and scale-down waits with it.
+    paused: Option<String>,
+}
 
 /// What scale-down and consolidation need of the loop, acting on `actor` when there is one.
 fn context<'a>(
@@ -528,43 +606,10 @@ fn snapshot_inputs<'a>(
     }
 }
 
-/// The pods scale-up is for, in equivalence groups, with how many of each already found room.
-fn pending<'a>(
-    view: &'a ClusterView,
-    pods: PodList<'a>,
-    groups: Vec<EquivalenceGroup>,
-    terms: Vec<PodTerms>,
-    done: Vec<usize>,
-) -> Pending<'a> {
-    Pending {
-        pods,
-        keys: view.pod_keys(),
-        prices: vec![None; groups.len()],
-        groups,
-        terms,
-        done,
-        stabilizer: 0.0,
-    }
-}
-
-/// A line for each pod of `pending` no scale-up took, with its equivalence group's reasons.
-fn left_over<'p>(
-    pending: &'p Pending,
-    reasons: impl Fn(usize) -> BTreeMap<String, String> + 'p,
-) -> impl Iterator<Item = NoScaleUp> + 'p {
-    (pending.groups.iter().enumerate()).flat_map(move |(e, eg)| {
-        let why = reasons(e);
-        (eg.pods[pending.done[e]..].iter()).map(move |&p| NoScaleUp {
-            pod: pending.pods[p].key(),
-            reasons: why.clone(),
-        })
-    })
-}
-
 /// A scale-up plan, carried out, in the status: each scale-up with its outcome, and why no group helps each
 /// pod left.
 fn record_scale_up(status: &mut Status, plan: scaleup::Plan, pending: &Pending) {
-    status.estimate_ms = plan.estimate_time.as_secs_f64() * 1000.0;
+    status.times.estimate_ms = plan.estimate_time.as_secs_f64() * 1000.0;
     for failed in &plan.scale_ups {
         if let Some(why) = &failed.error {
             let group = &failed.node_group;
@@ -573,20 +618,14 @@ fn record_scale_up(status: &mut Status, plan: scaleup::Plan, pending: &Pending) 
     }
     status.scale_up = plan.scale_ups;
     let reasons = plan.reasons;
-    (status.no_scale_up).extend(left_over(pending, |e| reasons[e].clone()));
+    (status.no_scale_up).extend(pending.left_over(|e| reasons[e].clone()));
 }
 
 /// Scale-down's part of the report in the status.
 fn record_scale_down(status: &mut Status, report: Report) {
-    status.scale_down.extend(report.scale_down);
-    status.unremovable.extend(report.unremovable);
-    status.deletions.extend(report.deletions);
-    status.consolidation.extend(report.consolidation);
-    status.not_consolidated.extend(report.not_consolidated);
-    status.replacements.extend(report.replacements);
+    status.scale_down.merge(report.status);
     status.errors.extend(report.errors);
-    status.scale_down_ms += report.scale_down_ms;
-    status.consolidation_ms += report.consolidation_ms;
+    status.times.add(report.times);
 }
 
 /// Each group as the loop found it: sizes, nodes registered and coming, and why it could not grow.
@@ -606,33 +645,6 @@ fn group_statuses(read: &Read, groups: &[Group]) -> Vec<GroupStatus> {
 
 /// The status with the loop's whole time.
 fn finish(mut status: Status, started: Instant) -> Status {
-    status.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    status.times.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
     status
-}
-
-/// Writes each ProvisioningRequest's status where it changed; returns a line for each one not written.
-async fn write_request_statuses(cluster: &dyn ClusterSource, requests: &Requests) -> Vec<String> {
-    let mut errors = Vec::new();
-    for r in requests.written() {
-        if let Err(e) = cluster.write_request_status(r).await {
-            let key = r.key();
-            errors.push(format!(
-                "ProvisioningRequest {key}: status not written: {e}"
-            ));
-        }
-    }
-    errors
-}
-
-/// Writes each CapacityBuffer's status where it changed (the buffer controller's and the autoscaler's
-/// conditions at once); returns a line for each buffer whose status could not be written.
-async fn write_buffer_statuses(cluster: &dyn ClusterSource, resolved: &[Resolved]) -> Vec<String> {
-    let mut errors = Vec::new();
-    for r in resolved.iter().filter(|r| r.changed()) {
-        if let Err(e) = cluster.write_buffer_status(r.written()).await {
-            let key = r.key();
-            errors.push(format!("CapacityBuffer {key}: status not written: {e}"));
-        }
-    }
-    errors
 }

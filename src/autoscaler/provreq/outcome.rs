@@ -2,7 +2,7 @@
 //! run), their virtual pods after the loop's other pods, the consuming pods set aside from scale-up, and at
 //! the end each request's status as `simulate` prints it and the API server gets it.
 
-use crate::autoscaler::cluster::{ClusterView, RequestStatus};
+use crate::autoscaler::cluster::{ClusterSource, ClusterView, RequestStatus};
 use crate::autoscaler::clustersnapshot::snapshot::ClusterSnapshot;
 use crate::autoscaler::group::Group;
 use crate::autoscaler::provreq::requests::{self, Request, Want};
@@ -164,4 +164,18 @@ impl Requests {
             status: &r.status,
         })
     }
+}
+
+/// Writes each ProvisioningRequest's status where it changed; returns a line for each one not written.
+pub async fn write_statuses(cluster: &dyn ClusterSource, requests: &Requests) -> Vec<String> {
+    let mut errors = Vec::new();
+    for r in requests.written() {
+        if let Err(e) = cluster.write_request_status(r).await {
+            let key = r.key();
+            errors.push(format!(
+                "ProvisioningRequest {key}: status not written: {e}"
+            ));
+        }
+    }
+    errors
 }

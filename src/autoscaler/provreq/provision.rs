@@ -9,7 +9,7 @@ use crate::autoscaler::planning::planning;
 use crate::autoscaler::provreq::outcome::Requests;
 use crate::autoscaler::provreq::requests::{CAPACITY_IS_FOUND, CAPACITY_IS_PROVISIONED, Want};
 use crate::autoscaler::provreq::trial::{self, MAX_TRIALS_PER_LOOP, Tried};
-use crate::autoscaler::scaleup::executor::Increaser;
+use crate::autoscaler::scaleup::executor::{Executor, Increase};
 use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
 use crate::autoscaler::scaleup::limits::ClusterLimits;
 use crate::autoscaler::status::{RequestScaleUp, ScaleUp};
@@ -33,7 +33,7 @@ pub struct Loop<'a> {
 pub async fn provision(
     requests: &mut Requests,
     world: Loop<'_>,
-    mut acting: Option<Increaser<'_>>,
+    mut acting: Option<Executor<'_>>,
     now: SystemTime,
 ) -> Result<Vec<ScaleUp>, ExpanderError> {
     let Loop {
@@ -75,7 +75,10 @@ pub async fn provision(
             continue;
         };
         let asked = match &mut acting {
-            Some(increaser) => increaser.increase(&groups[g], delta, true, now).await,
+            Some(executor) => (executor
+                .increase(&groups[g], delta, Increase::AllOrNothing, now)
+                .await)
+                .map_err(|e| e.to_string()),
             None => Ok(()),
         };
         match asked {

@@ -10,7 +10,7 @@ use crate::autoscaler::planning::planning;
 use crate::autoscaler::scaledown::actuation::{self, Actuator, Outcome};
 use crate::autoscaler::scaledown::budgets;
 use crate::autoscaler::scaledown::consolidation::consolidator::{
-    Consolidator, Fleet, Readiness, World,
+    Consolidator, Fleet, Leftover, Readiness,
 };
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::planner::{self, Held, Plan, Removable, Unremovable};
@@ -18,7 +18,7 @@ use crate::autoscaler::scaledown::removal::{GroupInfo, Input};
 use crate::autoscaler::scaledown::report::Report;
 use crate::autoscaler::scaledown::unneeded::UnneededTimers;
 use crate::autoscaler::scaledown::view_check::ViewCheck;
-use crate::autoscaler::status::{Consolidation, KeptNode, ScaleDown};
+use crate::autoscaler::status::{Consolidation, KeptNode, ScaleDown, ScaleDownStatus, Times};
 use crate::model::{
     DELETION_CANDIDATE_TAINT, LabelProjection, PodList, PodNames, TO_BE_DELETED_TAINT,
 };
@@ -157,7 +157,7 @@ impl ScaleDownPolicy {
         let (consolidate, not_consolidated) = if cx.consolidation.replaces() {
             let (view, now) = (scene.view, scene.now);
             (self.consolidator.replacements).track(view, scene.on_node, scene.pods, now);
-            let world = World {
+            let leftover = Leftover {
                 facts: scene.facts,
                 fleet: &scene.fleet,
                 actuator: &self.actuator,
@@ -165,7 +165,7 @@ impl ScaleDownPolicy {
                 places,
             };
             let waits = waits.as_deref();
-            planning(|| (self.consolidator).plan(cx, &input, world, &plan, waits))
+            planning(|| (self.consolidator).plan(cx, &input, leftover, &plan, waits))
         } else {
             (Vec::new(), Vec::new())
         };
@@ -309,10 +309,16 @@ impl ScaleDownPolicy {
     ) -> Report {
         decision.kept.sort_by(|a, b| a.node.cmp(&b.node));
         let mut report = Report {
-            scale_down_ms: decision.planning_ms,
-            consolidation_ms: decision.consolidation_ms,
-            unremovable: decision.kept,
-            not_consolidated: decision.not_consolidated,
+            status: ScaleDownStatus {
+                unremovable: decision.kept,
+                not_consolidated: decision.not_consolidated,
+                ..ScaleDownStatus::default()
+            },
+            times: Times {
+                scale_down_ms: decision.planning_ms,
+                consolidation_ms: decision.consolidation_ms,
+                ..Times::default()
+            },
             ..Report::default()
         };
         let Some(cluster) = cx.actor.clone().filter(|_| decision.acts) else {
@@ -323,8 +329,8 @@ impl ScaleDownPolicy {
                         .into(),
                 );
             }
-            report.scale_down = decision.delete.into_iter().map(|d| d.report).collect();
-            report.consolidation = decision.consolidate;
+            report.status.nodes = decision.delete.into_iter().map(|d| d.report).collect();
+            report.status.consolidation = decision.consolidate;
             return report;
         };
         let (replaced, failed) = (self.consolidator)
@@ -365,7 +371,7 @@ impl ScaleDownPolicy {
                 Ok(()) => {
                     self.unneeded.remove(&node.name);
                     report.deletion(node.name.clone(), group, "started", String::new());
-                    report.scale_down.push(d.report);
+                    report.status.nodes.push(d.report);
                 }
                 Err(e) => {
                     self.last_failure = Some(now);
@@ -499,6 +505,7 @@ impl ScaleDownPolicy {
                 // Why it went, as scale-down (or consolidation) said when it started.
                 let reason = if replacements.draining(&node) {
                     report
+                        .status
                         .replacements
                         .extend(replacements.ended(&node, true, ""));
                     "consolidated"
@@ -512,6 +519,7 @@ impl ScaleDownPolicy {
             Outcome::Failed { node, group, why } => {
                 self.last_failure = Some(now);
                 report
+                    .status
                     .replacements
                     .extend(replacements.ended(&node, false, &why));
                 report.errors.push(format!(

@@ -1,8 +1,10 @@
 //! The pending pods that need new nodes, as equivalence groups: what every scale-up round plans for.
 
+use crate::autoscaler::status::NoScaleUp;
 use crate::model::{Pod, PodList, PodNames};
 use crate::simulator::equivalence::EquivalenceGroup;
 use crate::simulator::topology::PodTerms;
+use std::collections::BTreeMap;
 
 /// The pending pods that need new nodes, as equivalence groups.
 pub struct Pending<'a> {
@@ -19,7 +21,40 @@ pub struct Pending<'a> {
     pub stabilizer: f64,
 }
 
-impl Pending<'_> {
+impl<'a> Pending<'a> {
+    /// The pods scale-up is for, in equivalence groups, with how many of each already found room.
+    pub fn new(
+        pods: PodList<'a>,
+        keys: &'a PodNames,
+        groups: Vec<EquivalenceGroup>,
+        terms: Vec<PodTerms>,
+        done: Vec<usize>,
+    ) -> Pending<'a> {
+        Pending {
+            pods,
+            keys,
+            prices: vec![None; groups.len()],
+            groups,
+            terms,
+            done,
+            stabilizer: 0.0,
+        }
+    }
+
+    /// A line for each pod no scale-up took, with its equivalence group's reasons.
+    pub fn left_over<'p>(
+        &'p self,
+        reasons: impl Fn(usize) -> BTreeMap<String, String> + 'p,
+    ) -> impl Iterator<Item = NoScaleUp> + 'p {
+        (self.groups.iter().enumerate()).flat_map(move |(e, eg)| {
+            let why = reasons(e);
+            (eg.pods[self.done[e]..].iter()).map(move |&p| NoScaleUp {
+                pod: self.pods[p].key(),
+                reasons: why.clone(),
+            })
+        })
+    }
+
     pub(crate) fn left(&self, g: usize) -> u64 {
         (self.groups[g].pods.len() - self.done[g]) as u64
     }

@@ -7,10 +7,12 @@ mod scale_down; // nodes that go, nodes that stay, deletions and replacements
 mod scale_up; // scale-ups, pods placed, pods no group helps, Fargate pods
 mod table; // the same facts for people, a section at a time
 
-pub use report::{ClusterHealth, GroupStatus, Status};
+pub use report::{ClusterHealth, GroupStatus, Status, Times};
 pub use reservations::{
     CapacityBufferStatus, ConditionStatus, HeadroomStatus, ProvisioningRequestStatus,
     RequestScaleUp, Shape,
 };
-pub use scale_down::{Consolidation, DeletionStatus, KeptNode, ReplacementStatus, ScaleDown};
+pub use scale_down::{
+    Consolidation, DeletionStatus, KeptNode, ReplacementStatus, ScaleDown, ScaleDownStatus,
+};
 pub use scale_up::{FargatePod, NoScaleUp, Placed, ScaleUp, describe_reasons};

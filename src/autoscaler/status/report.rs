@@ -2,7 +2,7 @@
 //! the errors, the times.
 
 use super::reservations::{CapacityBufferStatus, HeadroomStatus, ProvisioningRequestStatus};
-use super::scale_down::{Consolidation, DeletionStatus, KeptNode, ReplacementStatus, ScaleDown};
+use super::scale_down::ScaleDownStatus;
 use super::scale_up::{FargatePod, NoScaleUp, Placed, ScaleUp};
 use serde::Serialize;
 
@@ -10,18 +10,9 @@ use serde::Serialize;
 #[serde(rename_all = "camelCase")]
 pub struct Status {
     pub scale_up: Vec<ScaleUp>,
-    pub scale_down: Vec<ScaleDown>,
-    /// Nodes of the cluster that stay, with why (every node not in `scale_down` and not being deleted).
-    pub unremovable: Vec<KeptNode>,
-    /// Deletions in progress or finished this loop.
-    pub deletions: Vec<DeletionStatus>,
-    /// Replacements by cheaper nodes (`--consolidation replace`): planned (`simulate`), or started this loop.
-    pub consolidation: Vec<Consolidation>,
-    /// With `--consolidation replace`: the nodes not replaced, with why.
-    pub not_consolidated: Vec<KeptNode>,
-    /// Replacements in progress, and those that ended this loop.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub replacements: Vec<ReplacementStatus>,
+    /// What scale-down and consolidation decided and did: its fields stand among the others.
+    #[serde(flatten)]
+    pub scale_down: ScaleDownStatus,
     pub fargate: Vec<FargatePod>,
     /// Headroom policies: what each reserves and where that room is.
     pub headroom: Vec<HeadroomStatus>,
@@ -37,6 +28,15 @@ pub struct Status {
     pub cluster_health: ClusterHealth,
     /// Problems that stopped part of the loop (a provider call that failed, a rejected scale-up).
     pub errors: Vec<String>,
+    /// How long the loop and its parts took.
+    #[serde(flatten)]
+    pub times: Times,
+}
+
+/// How long the loop and its parts took, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Times {
     /// The whole RunOnce, from Refresh to the last decision.
     pub elapsed_ms: f64,
     /// The estimator alone.
@@ -45,6 +45,16 @@ pub struct Status {
     pub scale_down_ms: f64,
     /// Consolidation planning alone (candidates, one new node for their pods, savings).
     pub consolidation_ms: f64,
+}
+
+impl Times {
+    /// These times and `other`'s, added.
+    pub fn add(&mut self, other: Times) {
+        self.elapsed_ms += other.elapsed_ms;
+        self.estimate_ms += other.estimate_ms;
+        self.scale_down_ms += other.scale_down_ms;
+        self.consolidation_ms += other.consolidation_ms;
+    }
 }
 
 /// The cluster's health this loop, as `simulate`, `/snapshotz` and the status ConfigMap report it.

@@ -4,6 +4,48 @@
 use crate::model::PodNames;
 use serde::Serialize;
 
+/// What scale-down (consolidation included) decided and did this loop. In the report its fields stand
+/// among the others', under these names.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleDownStatus {
+    /// The nodes that go.
+    #[serde(rename = "scaleDown")]
+    pub nodes: Vec<ScaleDown>,
+    /// Nodes of the cluster that stay, with why (every node not in `nodes` and not being deleted).
+    pub unremovable: Vec<KeptNode>,
+    /// Deletions in progress or finished this loop.
+    pub deletions: Vec<DeletionStatus>,
+    /// Replacements by cheaper nodes (`--consolidation replace`): planned (`simulate`), or started this loop.
+    pub consolidation: Vec<Consolidation>,
+    /// With `--consolidation replace`: the nodes not replaced, with why.
+    pub not_consolidated: Vec<KeptNode>,
+    /// Replacements in progress, and those that ended this loop.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replacements: Vec<ReplacementStatus>,
+}
+
+impl ScaleDownStatus {
+    /// `other`'s entries after these.
+    pub fn merge(&mut self, other: ScaleDownStatus) {
+        self.nodes.extend(other.nodes);
+        self.unremovable.extend(other.unremovable);
+        self.deletions.extend(other.deletions);
+        self.consolidation.extend(other.consolidation);
+        self.not_consolidated.extend(other.not_consolidated);
+        self.replacements.extend(other.replacements);
+    }
+
+    pub fn deletion(&mut self, node: String, node_group: String, state: &str, detail: String) {
+        self.deletions.push(DeletionStatus {
+            node,
+            node_group,
+            state: state.into(),
+            detail,
+        });
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScaleDown {

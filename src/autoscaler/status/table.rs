@@ -17,9 +17,9 @@ impl Status {
             let _ = writeln!(out, "Cluster unhealthy: {}\n", self.cluster_health.reason);
         }
         self.groups_table(&mut out);
-        scale_down_table(&self.scale_down, &mut out);
-        deletions_table(&self.deletions, &mut out);
-        kept_table(&self.unremovable, &mut out);
+        scale_down_table(&self.scale_down.nodes, &mut out);
+        deletions_table(&self.scale_down.deletions, &mut out);
+        kept_table(&self.scale_down.unremovable, &mut out);
         self.consolidation_table(&mut out);
         headroom_table(&self.headroom, &self.capacity_buffers, &mut out);
         if !self.provisioning_requests.is_empty() {
@@ -40,15 +40,17 @@ impl Status {
         for error in &self.errors {
             let _ = writeln!(out, "\nerror: {error}");
         }
-        let consolidation = if self.not_consolidated.is_empty() && self.consolidation.is_empty() {
+        let consolidation = if self.scale_down.not_consolidated.is_empty()
+            && self.scale_down.consolidation.is_empty()
+        {
             String::new()
         } else {
-            format!(", consolidation {:.1} ms", self.consolidation_ms)
+            format!(", consolidation {:.1} ms", self.times.consolidation_ms)
         };
         let _ = writeln!(
             out,
             "\ndecided in {:.1} ms (estimator {:.1} ms, scale-down {:.1} ms{consolidation})",
-            self.elapsed_ms, self.estimate_ms, self.scale_down_ms
+            self.times.elapsed_ms, self.times.estimate_ms, self.times.scale_down_ms
         );
         out
     }
@@ -109,9 +111,9 @@ impl Status {
     /// Consolidation for people: each replacement with what moves and what it saves, those in progress, and
     /// why the other nodes stay (reasons that hold for most nodes counted, not listed).
     fn consolidation_table(&self, out: &mut String) {
-        if !self.consolidation.is_empty() {
+        if !self.scale_down.consolidation.is_empty() {
             let _ = writeln!(out, "\nConsolidation");
-            for c in &self.consolidation {
+            for c in &self.scale_down.consolidation {
                 let _ = writeln!(
                     out,
                     "  {}, saves ${:.4}/h{}",
@@ -126,9 +128,9 @@ impl Status {
                 );
             }
         }
-        if !self.replacements.is_empty() {
+        if !self.scale_down.replacements.is_empty() {
             let _ = writeln!(out, "\nReplacements");
-            for r in &self.replacements {
+            for r in &self.scale_down.replacements {
                 let _ = writeln!(
                     out,
                     "  {} -> {} ({}): {} {}",
@@ -140,7 +142,7 @@ impl Status {
                 );
             }
         }
-        if !self.not_consolidated.is_empty() {
+        if !self.scale_down.not_consolidated.is_empty() {
             let _ = writeln!(out, "\nNot consolidated");
             let common = [
                 "NotAutoscaled",
@@ -148,7 +150,7 @@ impl Status {
                 "CurrentlyBeingDeleted",
                 "NotStableLongEnough",
             ];
-            for (reason, n) in kept_nodes(&self.not_consolidated, &common, out) {
+            for (reason, n) in kept_nodes(&self.scale_down.not_consolidated, &common, out) {
                 let _ = writeln!(out, "  {n} node(s): {reason}");
             }
         }

@@ -32,7 +32,7 @@ pub struct Fleet<'a> {
 }
 
 /// What consolidation plans over: the groups, the deletions in progress, and the world scale-down left.
-pub struct World<'w, 'a> {
+pub struct Leftover<'w, 'a> {
     pub facts: &'w [GroupFacts],
     pub fleet: &'w Fleet<'a>,
     pub actuator: &'w Actuator,
@@ -100,17 +100,17 @@ impl Consolidator {
         &self,
         cx: &Context<'_>,
         input: &Input<'_>,
-        world: World<'_, '_>,
+        leftover: Leftover<'_, '_>,
         plan: &Plan,
         waits: Option<&str>,
     ) -> (Vec<Consolidation>, Vec<KeptNode>) {
-        let World {
+        let Leftover {
             facts,
             fleet,
             actuator,
             topology,
             places,
-        } = world;
+        } = leftover;
         let settings = &cx.consolidation;
         let sd = &cx.scale_down;
         let nodes = input.nodes;
@@ -222,7 +222,7 @@ impl Consolidator {
                     report.error = Some(why);
                 }
             }
-            done.consolidation.push(report);
+            done.status.consolidation.push(report);
         }
         done
     }
@@ -244,12 +244,14 @@ impl Consolidator {
         for &i in &ready.hand_over {
             let (r, state) = self.replacements.hand_over(i, now);
             old.extend(r.old.iter().cloned().zip(r.old_groups.iter().cloned()));
-            done.replacements.push(state);
+            done.status.replacements.push(state);
         }
         let mut give_up = ready.give_up;
         give_up.sort_by_key(|(i, _)| std::cmp::Reverse(*i));
         for (i, why) in give_up {
-            done.replacements.push(self.replacements.give_up(i, why));
+            done.status
+                .replacements
+                .push(self.replacements.give_up(i, why));
         }
         for (name, group) in old {
             let Some(node) = view.nodes.iter().find(|n| n.name == name) else {
@@ -264,7 +266,8 @@ impl Consolidator {
                     failed = true;
                     let why = format!("tainting failed: {e}");
                     done.errors.push(format!("consolidation of {name}: {why}"));
-                    done.replacements
+                    done.status
+                        .replacements
                         .extend(self.replacements.ended(&name, false, &why));
                 }
             }

@@ -236,16 +236,22 @@ impl Replacements {
         for mut r in std::mem::take(&mut self.in_flight) {
             match follow(&mut r, view, &names, facts, &mut taken, now) {
                 Followed::Waiting(state, detail) => {
-                    report.replacements.push(r.report(state, detail));
+                    report.status.replacements.push(r.report(state, detail));
                     keep.push(r);
                 }
                 Followed::Ready => keep.push(r),
-                Followed::Gone(detail) => report.replacements.push(r.report("abandoned", detail)),
+                Followed::Gone(detail) => report
+                    .status
+                    .replacements
+                    .push(r.report("abandoned", detail)),
                 Followed::TooLate { why, cleaned_up } => {
                     let (detail, error) = abandon(client, act, &r, view, &why, cleaned_up).await;
                     report.errors.extend(error);
                     report.backoffs.push((r.group.clone(), why));
-                    report.replacements.push(r.report("abandoned", detail));
+                    report
+                        .status
+                        .replacements
+                        .push(r.report("abandoned", detail));
                 }
             }
         }

@@ -160,7 +160,7 @@ pub fn plan<'a>(
 
     let mut targets: Vec<&Target> = ask.targets.iter().collect();
     targets.sort_by(|a, b| a.price.total_cmp(&b.price).then(a.group.cmp(&b.group)));
-    let mut world = World::new(input, &targets, topology, places);
+    let mut world = FreshNodes::new(input, &targets, topology, places);
     let mut committed = 0;
     let mut room = ask.room.clone();
 
@@ -293,7 +293,7 @@ fn candidates(
 /// there is none. Never the same offering for itself (instance type and capacity type: on-demand may become
 /// spot of its type); never a node that costs as much (so never spot for spot at the same price).
 fn single(
-    world: &mut World<'_, '_>,
+    world: &mut FreshNodes<'_, '_>,
     ask: &Ask<'_>,
     pdbs: &PdbBudget,
     c: &Candidate,
@@ -423,7 +423,7 @@ fn blocked(input: &Input, rules: &Rules, pdbs: &PdbBudget, nodes: &[&Candidate])
 /// The largest run of the first candidates (two or more) whose pods fit on one new node that saves enough,
 /// and that fit, simulated; `None` when no two merge.
 fn best_merge(
-    world: &mut World<'_, '_>,
+    world: &mut FreshNodes<'_, '_>,
     ask: &Ask<'_>,
     pdbs: &PdbBudget,
     room: &[i64],
@@ -452,7 +452,7 @@ fn best_merge(
 
 /// The pods of all of `members` on one new node of the cheapest target that saves enough, simulated.
 fn merge(
-    world: &mut World<'_, '_>,
+    world: &mut FreshNodes<'_, '_>,
     ask: &Ask<'_>,
     pdbs: &PdbBudget,
     members: &[(Candidate, f64)],
@@ -483,7 +483,7 @@ struct Fit {
 }
 
 /// The world the planner moves pods in: one fresh node per target, each with its own mover.
-struct World<'i, 'a> {
+struct FreshNodes<'i, 'a> {
     input: &'i Input<'a>,
     targets: Vec<&'i Target<'i>>,
     topology: &'i mut Topology,
@@ -492,14 +492,14 @@ struct World<'i, 'a> {
     fresh: Vec<(usize, Mover<'a>)>,
 }
 
-impl<'i, 'a> World<'i, 'a> {
+impl<'i, 'a> FreshNodes<'i, 'a> {
     fn new(
         input: &'i Input<'a>,
         targets: &[&'i Target<'i>],
         topology: &'i mut Topology,
         places: &'i mut Vec<Place>,
-    ) -> World<'i, 'a> {
-        let mut world = World {
+    ) -> FreshNodes<'i, 'a> {
+        let mut world = FreshNodes {
             input,
             targets: targets.to_vec(),
             topology,

@@ -1,99 +1,24 @@
-//! The provider client: any externalgrpc provider, with cluster-autoscaler's caching rules
-//! (docs/externalgrpc.md §1) so that the companion puts the same load on a provider as upstream does.
-//!
-//! Refresh drops every cache and comes first in each loop. Until the next Refresh, NodeGroups is asked
-//! once, NodeGroupForNode once per node (answers for unmanaged nodes are not cached: a node can become
-//! managed), each group's template once, and the groups' zones (`ekscale.v1.NodeGroups`) and the Fargate
-//! profiles (`ekscale.v1.Fargate`), where the provider serves them, once. Sizes and instances are never cached. Every call carries a
-//! deadline, sent to the provider as `grpc-timeout` like cluster-autoscaler's.
+//! The client itself: every RPC the companion makes of a provider, each with a deadline, cached until the
+//! next Refresh where cluster-autoscaler caches it.
 
-use crate::model::{
-    FargateProfile, FargateSelector, GroupOptions, Instance, InstanceError, InstanceState,
-    NodeGroup, PodMatch,
-};
+use super::config::ProviderConfig;
+use super::convert::{decode_template, group_of, instance_of, match_of, optional, period};
+use super::error::ClientError;
+use crate::model::{FargateProfile, FargateSelector, GroupOptions, Instance, NodeGroup, PodMatch};
 use crate::proto::ekscale::fargate_client::FargateClient;
 use crate::proto::ekscale::node_groups_client::NodeGroupsClient;
 use crate::proto::ekscale::{
     AtomicIncreaseSizeRequest, ListProfilesRequest, ListZonesRequest, MatchPodRequest,
-    MatchPodResponse,
 };
 use crate::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
-use crate::proto::externalgrpc::instance_status::InstanceState as WireState;
 use crate::proto::externalgrpc::*;
 use k8s_pb::api::core::v1::Node;
-use prost::Message;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
-use tonic::{Code, Request, Status};
-
-/// How to reach the provider: cluster-autoscaler's cloud-config, as flags.
-#[derive(Clone, Debug)]
-pub struct ProviderConfig {
-    /// `host:port`, never a URL.
-    pub address: String,
-    /// Client certificate and key, offered to a provider that asks (mutual TLS).
-    pub identity: Option<(PathBuf, PathBuf)>,
-    /// CA that signed the provider's certificate; TLS is on when this or an identity is given.
-    pub ca: Option<PathBuf>,
-    /// Deadline of every call (cluster-autoscaler's `grpc_timeout`, 5 s by default).
-    pub timeout: Duration,
-}
-
-impl ProviderConfig {
-    pub fn plaintext(address: impl Into<String>) -> ProviderConfig {
-        ProviderConfig {
-            address: address.into(),
-            identity: None,
-            ca: None,
-            timeout: Duration::from_secs(5),
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ClientError {
-    #[error("provider address {0:?}: expected host:port")]
-    Address(String),
-    #[error("reading {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("provider TLS: {0}")]
-    Tls(tonic::transport::Error),
-    #[error("{method}: {code:?}: {message}")]
-    Rpc {
-        method: &'static str,
-        code: Code,
-        message: String,
-    },
-    #[error("{method}: the provider sent a template that is not a v1.Node: {source}")]
-    Template {
-        method: &'static str,
-        source: prost::DecodeError,
-    },
-}
-
-impl ClientError {
-    fn rpc(method: &'static str, status: Status) -> ClientError {
-        ClientError::Rpc {
-            method,
-            code: status.code(),
-            message: status.message().to_string(),
-        }
-    }
-
-    /// The gRPC code, for errors that came from the provider.
-    pub fn code(&self) -> Option<Code> {
-        match self {
-            ClientError::Rpc { code, .. } => Some(*code),
-            _ => None,
-        }
-    }
-}
+use tonic::{Code, Request};
 
 #[derive(Default)]
 struct Caches {
@@ -580,158 +505,5 @@ impl ProviderClient {
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = Some(answer.is_some());
         Ok(answer)
-    }
-}
-
-/// A node group in the model.
-fn group_of(group: crate::proto::externalgrpc::NodeGroup) -> NodeGroup {
-    NodeGroup {
-        id: group.id,
-        min_size: group.min_size,
-        max_size: group.max_size,
-    }
-}
-
-/// An instance in the model: its state, and why it could not be created.
-fn instance_of(instance: crate::proto::externalgrpc::Instance) -> Instance {
-    let status = instance.status.unwrap_or_default();
-    let state = match status.instance_state() {
-        WireState::Unspecified => InstanceState::Unknown,
-        WireState::InstanceRunning => InstanceState::Running,
-        WireState::InstanceCreating => InstanceState::Creating,
-        WireState::InstanceDeleting => InstanceState::Deleting,
-    };
-    Instance {
-        id: instance.id,
-        state,
-        error: status.error_info.map(|e| InstanceError {
-            code: e.error_code,
-            message: e.error_message,
-            class: e.instance_error_class,
-        }),
-    }
-}
-
-/// MatchPod's answer in the model.
-fn match_of(answer: MatchPodResponse) -> PodMatch {
-    PodMatch {
-        profile: answer.profile,
-        candidates: answer.candidates,
-        capacity_provisioned: answer.capacity_provisioned,
-        vcpu: answer.vcpu,
-        memory_gb: answer.memory_gb,
-        hourly_price: answer.hourly_price,
-        incompatibilities: answer.incompatibilities,
-        reason: answer.reason,
-    }
-}
-
-/// A failed call of an optional RPC: Unimplemented means "not offered" (`None`), anything else an error.
-fn optional<T>(method: &'static str, status: Status) -> Result<Option<T>, ClientError> {
-    if status.code() == Code::Unimplemented {
-        Ok(None)
-    } else {
-        Err(ClientError::rpc(method, status))
-    }
-}
-
-/// Now and `hours` later, in seconds as both generations of the pricing calls expect.
-fn period(hours: f64) -> (prost_types::Timestamp, prost_types::Timestamp) {
-    let now = std::time::SystemTime::now();
-    let later = now + Duration::from_secs_f64(hours.max(0.0) * 3600.0);
-    let seconds = |t: std::time::SystemTime| prost_types::Timestamp {
-        seconds: t
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64),
-        nanos: 0,
-    };
-    (seconds(now), seconds(later))
-}
-
-/// The template from whichever field the provider filled: `nodeBytes` (1.34.2+) or `nodeInfo` (before).
-/// An OK without either is a provider bug that upstream would crash on; we read it as "no template".
-fn decode_template(
-    response: NodeGroupTemplateNodeInfoResponse,
-) -> Result<Option<Node>, ClientError> {
-    let bytes = if response.node_bytes.is_empty() {
-        response.node_info
-    } else {
-        response.node_bytes
-    };
-    if bytes.is_empty() {
-        return Ok(None);
-    }
-    Node::decode(bytes.as_slice())
-        .map(Some)
-        .map_err(|source| ClientError::Template {
-            method: "NodeGroupTemplateNodeInfo",
-            source,
-        })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    fn node() -> Node {
-        Node {
-            metadata: Some(ObjectMeta {
-                name: Some("template".into()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn templates_are_read_from_either_generations_field() {
-        let bytes = node().encode_to_vec();
-        let old = NodeGroupTemplateNodeInfoResponse {
-            node_info: bytes.clone(),
-            node_bytes: vec![],
-        };
-        let new = NodeGroupTemplateNodeInfoResponse {
-            node_info: vec![],
-            node_bytes: bytes,
-        };
-        assert_eq!(decode_template(old).unwrap(), Some(node()));
-        assert_eq!(decode_template(new).unwrap(), Some(node()));
-        assert_eq!(
-            decode_template(NodeGroupTemplateNodeInfoResponse::default()).unwrap(),
-            None
-        );
-        let garbage = NodeGroupTemplateNodeInfoResponse {
-            node_info: vec![],
-            node_bytes: vec![0xff; 3],
-        };
-        assert!(decode_template(garbage).is_err());
-    }
-
-    #[tokio::test]
-    async fn addresses_are_host_port_never_urls() {
-        for good in [
-            "127.0.0.1:8086",
-            "ekscale-provider.kube-system.svc:8086",
-            "[::1]:8086",
-        ] {
-            assert!(
-                ProviderClient::new(&ProviderConfig::plaintext(good)).is_ok(),
-                "{good}"
-            );
-        }
-        for bad in [
-            "http://127.0.0.1:8086",
-            "127.0.0.1",
-            ":8086",
-            "host:port",
-            "",
-        ] {
-            let error = ProviderClient::new(&ProviderConfig::plaintext(bad))
-                .err()
-                .expect(bad)
-                .to_string();
-            assert!(error.contains("expected host:port"), "{bad}: {error}");
-        }
     }
 }

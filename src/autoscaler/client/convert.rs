@@ -1,0 +1,97 @@
+//! Wire types to the model, at the client's edge: node groups, instances, Fargate matches, templates.
+
+use super::error::ClientError;
+use crate::model::{Instance, InstanceError, InstanceState, NodeGroup, PodMatch};
+use crate::proto::ekscale::MatchPodResponse;
+use crate::proto::externalgrpc::instance_status::InstanceState as WireState;
+use crate::proto::externalgrpc::*;
+use k8s_pb::api::core::v1::Node;
+use prost::Message;
+use std::time::Duration;
+use tonic::{Code, Status};
+
+/// A node group in the model.
+pub(super) fn group_of(group: crate::proto::externalgrpc::NodeGroup) -> NodeGroup {
+    NodeGroup {
+        id: group.id,
+        min_size: group.min_size,
+        max_size: group.max_size,
+    }
+}
+
+/// An instance in the model: its state, and why it could not be created.
+pub(super) fn instance_of(instance: crate::proto::externalgrpc::Instance) -> Instance {
+    let status = instance.status.unwrap_or_default();
+    let state = match status.instance_state() {
+        WireState::Unspecified => InstanceState::Unknown,
+        WireState::InstanceRunning => InstanceState::Running,
+        WireState::InstanceCreating => InstanceState::Creating,
+        WireState::InstanceDeleting => InstanceState::Deleting,
+    };
+    Instance {
+        id: instance.id,
+        state,
+        error: status.error_info.map(|e| InstanceError {
+            code: e.error_code,
+            message: e.error_message,
+            class: e.instance_error_class,
+        }),
+    }
+}
+
+/// MatchPod's answer in the model.
+pub(super) fn match_of(answer: MatchPodResponse) -> PodMatch {
+    PodMatch {
+        profile: answer.profile,
+        candidates: answer.candidates,
+        capacity_provisioned: answer.capacity_provisioned,
+        vcpu: answer.vcpu,
+        memory_gb: answer.memory_gb,
+        hourly_price: answer.hourly_price,
+        incompatibilities: answer.incompatibilities,
+        reason: answer.reason,
+    }
+}
+
+/// A failed call of an optional RPC: Unimplemented means "not offered" (`None`), anything else an error.
+pub(super) fn optional<T>(method: &'static str, status: Status) -> Result<Option<T>, ClientError> {
+    if status.code() == Code::Unimplemented {
+        Ok(None)
+    } else {
+        Err(ClientError::rpc(method, status))
+    }
+}
+
+/// Now and `hours` later, in seconds as both generations of the pricing calls expect.
+pub(super) fn period(hours: f64) -> (prost_types::Timestamp, prost_types::Timestamp) {
+    let now = std::time::SystemTime::now();
+    let later = now + Duration::from_secs_f64(hours.max(0.0) * 3600.0);
+    let seconds = |t: std::time::SystemTime| prost_types::Timestamp {
+        seconds: t
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64),
+        nanos: 0,
+    };
+    (seconds(now), seconds(later))
+}
+
+/// The template from whichever field the provider filled: `nodeBytes` (1.34.2+) or `nodeInfo` (before).
+/// An OK without either is a provider bug that upstream would crash on; we read it as "no template".
+pub(super) fn decode_template(
+    response: NodeGroupTemplateNodeInfoResponse,
+) -> Result<Option<Node>, ClientError> {
+    let bytes = if response.node_bytes.is_empty() {
+        response.node_info
+    } else {
+        response.node_bytes
+    };
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    Node::decode(bytes.as_slice())
+        .map(Some)
+        .map_err(|source| ClientError::Template {
+            method: "NodeGroupTemplateNodeInfo",
+            source,
+        })
+}

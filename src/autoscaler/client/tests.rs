@@ -1,0 +1,70 @@
+//! The client against a provider that counts its calls: what is cached until the next Refresh.
+
+use super::config::ProviderConfig;
+use super::convert::*;
+use super::provider::*;
+use crate::proto::externalgrpc::*;
+use k8s_pb::api::core::v1::Node;
+use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use prost::Message;
+
+fn node() -> Node {
+    Node {
+        metadata: Some(ObjectMeta {
+            name: Some("template".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn templates_are_read_from_either_generations_field() {
+    let bytes = node().encode_to_vec();
+    let old = NodeGroupTemplateNodeInfoResponse {
+        node_info: bytes.clone(),
+        node_bytes: vec![],
+    };
+    let new = NodeGroupTemplateNodeInfoResponse {
+        node_info: vec![],
+        node_bytes: bytes,
+    };
+    assert_eq!(decode_template(old).unwrap(), Some(node()));
+    assert_eq!(decode_template(new).unwrap(), Some(node()));
+    assert_eq!(
+        decode_template(NodeGroupTemplateNodeInfoResponse::default()).unwrap(),
+        None
+    );
+    let garbage = NodeGroupTemplateNodeInfoResponse {
+        node_info: vec![],
+        node_bytes: vec![0xff; 3],
+    };
+    assert!(decode_template(garbage).is_err());
+}
+
+#[tokio::test]
+async fn addresses_are_host_port_never_urls() {
+    for good in [
+        "127.0.0.1:8086",
+        "ekscale-provider.kube-system.svc:8086",
+        "[::1]:8086",
+    ] {
+        assert!(
+            ProviderClient::new(&ProviderConfig::plaintext(good)).is_ok(),
+            "{good}"
+        );
+    }
+    for bad in [
+        "http://127.0.0.1:8086",
+        "127.0.0.1",
+        ":8086",
+        "host:port",
+        "",
+    ] {
+        let error = ProviderClient::new(&ProviderConfig::plaintext(bad))
+            .err()
+            .expect(bad)
+            .to_string();
+        assert!(error.contains("expected host:port"), "{bad}: {error}");
+    }
+}
