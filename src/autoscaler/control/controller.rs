@@ -39,8 +39,8 @@ pub async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
     let settings = args
         .decisions
         .settings(Command::Simulate)
-        .map_err(Failure::Usage)?;
-    let client = args.provider.client().map_err(Failure::Usage)?;
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    let client = (args.provider.client()).map_err(|e| Failure::Usage(e.to_string()))?;
     // The provider is connected to while the snapshot is read (on this thread).
     let connecting = tokio::spawn(client.connected());
     let started = std::time::Instant::now();
@@ -91,7 +91,7 @@ fn small_pages() {
 /// RunOnce every scan interval, and early when a pod turns Unschedulable. A snapshot cannot be changed, so
 /// over one scale-down is reported, never carried out.
 pub async fn run(args: RunArgs) -> Result<(), Failure> {
-    let client = args.provider.client().map_err(Failure::Usage)?;
+    let client = (args.provider.client()).map_err(|e| Failure::Usage(e.to_string()))?;
     let sources = args.sources().await?;
     small_pages();
     let acting = match args.dry_run {
@@ -103,7 +103,7 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
         None => Cluster::Snapshot,
     };
     let command = Command::Run { acting, cluster };
-    let settings = (args.decisions.settings(command)).map_err(Failure::Usage)?;
+    let settings = (args.decisions.settings(command)).map_err(|e| Failure::Usage(e.to_string()))?;
     let mut once = RunOnce::new(client, settings);
     if !args.dry_run {
         once = once.acting_on(sources.source.clone());

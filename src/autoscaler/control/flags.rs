@@ -1,15 +1,15 @@
 //! The companion's flags, with cluster-autoscaler's names and defaults where the meaning is the same, and
 //! how they become the loop's settings. The binary parses them; `controller` runs what they ask.
 
-use crate::autoscaler::client::{ProviderClient, ProviderConfig};
+use crate::autoscaler::client::{ClientError, ProviderClient, ProviderConfig};
 use crate::autoscaler::clusterstate::backoff::BackoffSettings;
-use crate::autoscaler::headroom::policy as headroom;
+use crate::autoscaler::headroom::policy::{self as headroom, PolicyError};
 use crate::autoscaler::scaledown::actuation::Pacing;
 use crate::autoscaler::scaledown::drain::Rules;
 use crate::autoscaler::scaledown::settings::{
     ConsolidationMode as Mode, ConsolidationSettings, MinSaving, ScaleDownSettings,
 };
-use crate::autoscaler::scaleup::expander::{self, Expander, Strategy};
+use crate::autoscaler::scaleup::expander::{self, ChainError, Expander, ExpanderError, Strategy};
 use crate::autoscaler::scaleup::limits::ClusterLimits;
 use crate::autoscaler::settings::HealthSettings;
 use crate::autoscaler::settings::Settings;
@@ -192,6 +192,24 @@ fn min_max(text: &str) -> Result<(u64, u64), String> {
     Ok((min, max))
 }
 
+/// Why the decision flags do not make settings.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error(
+        "--consolidation replace needs --scale-down-enabled=true: replacements drain and delete the nodes \
+         they replace as scale-down does"
+    )]
+    ConsolidationWithoutScaleDown,
+    #[error(transparent)]
+    Expander(#[from] ChainError),
+    #[error("--expander priority needs --expander-priority-config FILE")]
+    NoPriorityConfig,
+    #[error(transparent)]
+    Priorities(#[from] ExpanderError),
+    #[error(transparent)]
+    Headroom(#[from] PolicyError),
+}
+
 /// What the loop is run for, which decides how it treats time, actions and instances.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
@@ -221,7 +239,7 @@ pub enum Cluster {
 
 impl DecisionArgs {
     /// The loop's settings for `command`.
-    pub fn settings(&self, command: Command) -> Result<Settings, String> {
+    pub fn settings(&self, command: Command) -> Result<Settings, SettingsError> {
         let (live, act, cluster) = match command {
             Command::Simulate => (false, false, false),
             Command::Run { acting, cluster } => {
@@ -229,11 +247,7 @@ impl DecisionArgs {
             }
         };
         if self.consolidation == Mode::Replace && !self.scale_down_enabled {
-            return Err(
-                "--consolidation replace needs --scale-down-enabled=true: replacements drain and delete \
-                 the nodes they replace as scale-down does"
-                    .into(),
-            );
+            return Err(SettingsError::ConsolidationWithoutScaleDown);
         }
         let names: Vec<String> = self.expander.iter().map(|s| s.to_string()).collect();
         let expander = Expander {
@@ -244,8 +258,8 @@ impl DecisionArgs {
             let path = expander
                 .priorities
                 .as_ref()
-                .ok_or("--expander priority needs --expander-priority-config FILE")?;
-            expander::read_priorities(path).map_err(|e| e.to_string())?;
+                .ok_or(SettingsError::NoPriorityConfig)?;
+            expander::read_priorities(path)?;
         }
         Ok(Settings {
             expander,
@@ -277,7 +291,7 @@ impl DecisionArgs {
             wait_for_new_pods: live,
             new_pod_scale_up_delay: self.new_pod_scale_up_delay,
             headroom: match &self.headroom_config {
-                Some(path) => headroom::read(path).map_err(|e| e.to_string())?,
+                Some(path) => headroom::read(path)?,
                 None => Vec::new(),
             },
             scale_down: ScaleDownSettings {
@@ -393,7 +407,7 @@ pub enum Format {
 }
 
 impl ProviderArgs {
-    pub fn client(&self) -> Result<ProviderClient, String> {
+    pub fn client(&self) -> Result<ProviderClient, ClientError> {
         let config = ProviderConfig {
             identity: self
                 .provider_tls_cert
@@ -402,7 +416,7 @@ impl ProviderArgs {
             ca: self.provider_tls_ca.clone(),
             ..ProviderConfig::plaintext(&self.provider)
         };
-        ProviderClient::new(&config).map_err(|e| e.to_string())
+        ProviderClient::new(&config)
     }
 }
 

@@ -19,9 +19,20 @@ pub enum Strategy {
     Random,
 }
 
+/// Why `--expander` could not be read.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum ChainError {
+    #[error(
+        "unknown expander {0:?} (least-waste, most-pods, least-nodes, price, priority, random)"
+    )]
+    Unknown(String),
+    #[error("random always leaves one option: it can only come last in --expander")]
+    RandomNotLast,
+}
+
 impl FromStr for Strategy {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Strategy, String> {
+    type Err = ChainError;
+    fn from_str(text: &str) -> Result<Strategy, ChainError> {
         Ok(match text.trim() {
             "least-waste" => Strategy::LeastWaste,
             "most-pods" => Strategy::MostPods,
@@ -29,11 +40,7 @@ impl FromStr for Strategy {
             "price" => Strategy::Price,
             "priority" => Strategy::Priority,
             "random" => Strategy::Random,
-            other => {
-                return Err(format!(
-                    "unknown expander {other:?} (least-waste, most-pods, least-nodes, price, priority, random)"
-                ));
-            }
+            other => return Err(ChainError::Unknown(other.to_string())),
         })
     }
 }
@@ -52,7 +59,7 @@ impl std::fmt::Display for Strategy {
 }
 
 /// Parses `--expander`: one strategy or a comma-separated chain.
-pub fn parse_chain(text: &str) -> Result<Vec<Strategy>, String> {
+pub fn parse_chain(text: &str) -> Result<Vec<Strategy>, ChainError> {
     let chain = text
         .split(',')
         .map(Strategy::from_str)
@@ -60,7 +67,7 @@ pub fn parse_chain(text: &str) -> Result<Vec<Strategy>, String> {
     if let Some(i) = chain.iter().position(|s| *s == Strategy::Random)
         && i + 1 != chain.len()
     {
-        return Err("random always leaves one option: it can only come last in --expander".into());
+        return Err(ChainError::RandomNotLast);
     }
     Ok(chain)
 }
@@ -92,7 +99,10 @@ pub struct PriceContext {
 #[derive(Debug, thiserror::Error)]
 pub enum ExpanderError {
     #[error("priority expander config {path}: {reason}")]
-    Priorities { path: PathBuf, reason: String },
+    Priorities {
+        path: PathBuf,
+        reason: PrioritiesError,
+    },
     #[error("price expander: {0}")]
     Price(String),
 }
@@ -205,23 +215,34 @@ pub fn price_score(option: &ExpansionOption, context: PriceContext) -> Result<f6
 
 /// `{priority: [regex, ...]}`, cluster-autoscaler's priority expander format.
 pub fn read_priorities(path: &Path) -> Result<Vec<(i64, Vec<Regex>)>, ExpanderError> {
-    let fail = |reason: String| ExpanderError::Priorities {
+    let fail = |reason: PrioritiesError| ExpanderError::Priorities {
         path: path.to_path_buf(),
         reason,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| fail(PrioritiesError::Read(e)))?;
     parse_priorities(&text).map_err(fail)
 }
 
-pub fn parse_priorities(text: &str) -> Result<Vec<(i64, Vec<Regex>)>, String> {
-    let raw: BTreeMap<i64, Vec<String>> = serde_norway::from_str(text)
-        .map_err(|e| format!("expected {{priority: [regex, ...]}}: {e}"))?;
+/// Why the priority expander's configuration could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PrioritiesError {
+    #[error("{0}")]
+    Read(std::io::Error),
+    #[error("expected {{priority: [regex, ...]}}: {0}")]
+    Yaml(serde_norway::Error),
+    #[error("priority {priority}: {error}")]
+    Regex { priority: i64, error: regex::Error },
+}
+
+pub fn parse_priorities(text: &str) -> Result<Vec<(i64, Vec<Regex>)>, PrioritiesError> {
+    let raw: BTreeMap<i64, Vec<String>> =
+        serde_norway::from_str(text).map_err(PrioritiesError::Yaml)?;
     raw.into_iter()
         .rev()
         .map(|(priority, patterns)| {
             let regexes = patterns
                 .iter()
-                .map(|p| Regex::new(p).map_err(|e| format!("priority {priority}: {e}")))
+                .map(|p| Regex::new(p).map_err(|error| PrioritiesError::Regex { priority, error }))
                 .collect::<Result<_, _>>()?;
             Ok((priority, regexes))
         })
@@ -296,11 +317,13 @@ mod tests {
         assert!(
             parse_chain("random,least-waste")
                 .unwrap_err()
+                .to_string()
                 .contains("last")
         );
         assert!(
             parse_chain("cheapest")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown expander \"cheapest\"")
         );
     }
