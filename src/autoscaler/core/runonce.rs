@@ -129,7 +129,8 @@ impl RunOnce {
         requests.set_aside(&mut sorted.to_help, pods);
         status.no_scale_up.append(&mut sorted.said);
         let grouped = self.group_pods(pods, &mut sorted, &mut read).await;
-        (status.fargate, status.errors) = (grouped.fargate, grouped.errors);
+        status.fargate = grouped.fargate;
+        status.errors.extend(grouped.errors);
 
         // The snapshot: the requests' booked room held first, then the pending pods that fit in it as it is.
         let asked = requests.groups(pods, &grouped.projection);
