@@ -11,6 +11,8 @@ pub(crate) mod clustersnapshot; // the world the loop plans in, and the pending 
 pub(crate) mod clusterstate; // the groups as the provider says them this loop, nodes matched to them, backoff
 pub mod control; // the commands: `simulate` once, `run` as the controller; flags, kube source, Lease, events, endpoints, metrics
 pub(crate) mod core; // one loop: health, pods sorted, RunOnce
+#[cfg_attr(not(test), allow(dead_code, unused_imports))] // wired into the loop by the next commit
+pub(crate) mod disruption; // disruption control: budgets per node group, with schedules and reasons; expiry; grace periods
 pub(crate) mod fargate; // Fargate pods set aside, matched to profiles here, MatchPod once per pod shape
 pub(crate) mod group; // a node group as the planners see it
 pub mod headroom; // capacity kept free ahead of demand: headroom policies and CapacityBuffers, as virtual pods

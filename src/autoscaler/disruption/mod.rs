@@ -1,0 +1,6 @@
+//! Disruption control (issue 47), in Karpenter's words: per node group, budgets that limit how many nodes
+//! may be disrupted at once, for which reasons and when; when nodes expire; and how long a blocked drain
+//! waits before it is forced. The document is read here (`config.rs`) and each group's allowance computed
+//! once per loop (`allowance.rs`); the loop decides what to disrupt within it.
+
+mod duration; // durations as Karpenter writes them: 720h, 8h30m, 90s
