@@ -4,3 +4,4 @@
 //! once per loop (`allowance.rs`); the loop decides what to disrupt within it.
 
 mod duration; // durations as Karpenter writes them: 720h, 8h30m, 90s
+mod schedule; // cron in an IANA zone, and the window each firing opens
