@@ -3,5 +3,7 @@
 //! waits before it is forced. The document is read here (`config.rs`) and each group's allowance computed
 //! once per loop (`allowance.rs`); the loop decides what to disrupt within it.
 
+mod allowance; // how many nodes may start being disrupted now, for one reason, and which budget says so
+mod budget; // a budget: nodes (a count or a percent), reasons, an optional schedule
 mod duration; // durations as Karpenter writes them: 720h, 8h30m, 90s
 mod schedule; // cron in an IANA zone, and the window each firing opens
