@@ -6,4 +6,5 @@
 mod allowance; // how many nodes may start being disrupted now, for one reason, and which budget says so
 mod budget; // a budget: nodes (a count or a percent), reasons, an optional schedule
 mod duration; // durations as Karpenter writes them: 720h, 8h30m, 90s
+mod policy; // one entry's budgets, expiry and termination grace period
 mod schedule; // cron in an IANA zone, and the window each firing opens
