@@ -5,6 +5,16 @@
 
 mod allowance; // how many nodes may start being disrupted now, for one reason, and which budget says so
 mod budget; // a budget: nodes (a count or a percent), reasons, an optional schedule
+mod config; // the document: entries matched on group names, refused whole when anything is wrong
 mod duration; // durations as Karpenter writes them: 720h, 8h30m, 90s
 mod policy; // one entry's budgets, expiry and termination grace period
 mod schedule; // cron in an IANA zone, and the window each firing opens
+#[cfg(test)]
+mod tests; // the module through its face, as the loop will use it
+
+pub use allowance::{Allowance, Binding, Description, Evaluated, Limit};
+pub use budget::{Budget, Nodes, NodesError, Reason, Reasons};
+pub use config::{DisruptionConfig, DisruptionConfigError, EntryName, Problem};
+pub use duration::DurationError;
+pub use policy::GroupPolicy;
+pub use schedule::{Schedule, ScheduleError, WindowText};
