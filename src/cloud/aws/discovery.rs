@@ -1,7 +1,8 @@
 //! Refresh: EKS node groups and their Auto Scaling groups -> the node groups we serve.
 //!
 //! A node group is served whole or not at all: one that is not ACTIVE/UPDATING, whose ASG cannot be
-//! found, or whose instance type EC2 does not know is left out, with a log line and a metric.
+//! found, or whose instance type EC2 does not know is left out, with a log line and a metric. A served
+//! group reports its status (UPDATING while a managed node group update replaces its nodes) and its image.
 
 use super::calls::sdk_error;
 use super::instance_types::InstanceFacts;
@@ -14,7 +15,7 @@ use crate::cloud::node_group::NodeGroupSpec;
 use crate::cloud::node_group::OptionOverrides;
 use crate::cloud::options;
 use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
-use crate::model::{FargateProfile, FargateSelector};
+use crate::model::{FargateProfile, FargateSelector, NodeGroupStatus};
 use aws_sdk_autoscaling::types::{AutoScalingGroup, Filter, ScalingActivityStatusCode};
 use aws_sdk_eks::error::ProvideErrorMetadata;
 use aws_sdk_eks::types::{Nodegroup, NodegroupStatus};
@@ -373,6 +374,7 @@ impl State {
             region: &region,
             capacity_type: &capacity_type,
             gpu_type: smallest.gpu_type.as_deref(),
+            image: None,
             labels: &labels,
             taints: &taints,
             capacity,
@@ -405,6 +407,12 @@ impl State {
                 price_per_hour,
                 options,
                 zones: zones.clone(),
+                status: NodeGroupStatus::parse(ng.status().map_or("", |s| s.as_str())),
+                // EKS's releaseVersion: the EKS AMI release the group is on, or, for a custom AMI, its id.
+                image: ng
+                    .release_version()
+                    .filter(|image| !image.is_empty())
+                    .map(str::to_string),
             }),
             asg: asg_name,
             zones,

@@ -10,7 +10,7 @@ use crate::cloud::options::OptionsFile;
 use crate::cloud::pricing::DEFAULT_SPOT_PRICE_RATIO;
 use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
 use crate::k8s::Quantity;
-use crate::model::{FargateProfile, Resources};
+use crate::model::{FargateProfile, NODE_GROUP_IMAGE_LABEL, NodeGroupStatus, Resources};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -73,6 +73,12 @@ struct NodeGroupFile {
     price_per_hour: Option<f64>,
     #[serde(default)]
     options: Option<OptionsFile>,
+    /// EKS's status of the group, as DescribeNodeGroups reports it (default ACTIVE).
+    #[serde(default)]
+    status: Option<String>,
+    /// The image (AMI id) its nodes launch with (default `ami-<name>-1`).
+    #[serde(default)]
+    image: Option<String>,
 }
 
 fn on_demand() -> String {
@@ -229,6 +235,11 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
         (None, "SPOT") => on_demand.map(|p| p * file.spot_price_ratio),
         (None, _) => on_demand,
     };
+    let status = status(group)?;
+    let image = match &group.image {
+        Some(image) => image_problem(image).map_or(Ok(image.clone()), Err)?,
+        None => default_image(&group.name),
+    };
     let template = template::build(&TemplateSpec {
         node_group: &group.name,
         instance_type: &instance_type,
@@ -237,6 +248,7 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
         region: &file.region,
         capacity_type: &group.capacity_type,
         gpu_type: info.and_then(|i| i.gpu_type),
+        image: Some(&image),
         labels: &group.labels,
         taints: &taints,
         capacity,
@@ -265,6 +277,8 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
             price_per_hour,
             options,
             zones: group.zones.clone(),
+            status,
+            image: Some(image),
         }),
         zones: group.zones.clone(),
         desired_size: group.desired_size,
@@ -319,6 +333,40 @@ fn validate_group(file: &File, group: &NodeGroupFile) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The group's status: one of EKS's, ACTIVE when the scenario does not say. The simulated EKS serves a group
+/// whatever its status (so that a client can be tried against each), where the AWS backend serves only
+/// ACTIVE and UPDATING ones.
+fn status(group: &NodeGroupFile) -> Result<NodeGroupStatus, String> {
+    let Some(word) = &group.status else {
+        return Ok(NodeGroupStatus::Active);
+    };
+    match NodeGroupStatus::parse(word) {
+        NodeGroupStatus::Unknown(_) => Err(format!(
+            "status {word:?} must be one of {}",
+            NodeGroupStatus::KNOWN.map(|s| s.to_string()).join(", ")
+        )),
+        status => Ok(status),
+    }
+}
+
+/// The image of a group whose scenario names none: stable, and telling whose it is. The name is cut to 57
+/// characters so that the image stays a label value (at most 63).
+pub(super) fn default_image(group: &str) -> String {
+    let name: String = group.chars().take(57).collect();
+    format!("ami-{name}-1")
+}
+
+/// Why `image` cannot be a node group's image, if it cannot: it becomes its nodes'
+/// `eks.amazonaws.com/nodegroup-image` label, so it must be a non-empty label value (as AMI ids are).
+pub(super) fn image_problem(image: &str) -> Option<String> {
+    (image.is_empty() || !is_label_value(image)).then(|| {
+        format!(
+            "image {image:?} must be 1-63 characters of [A-Za-z0-9._-], starting and ending alphanumeric \
+             (it is the nodes' {NODE_GROUP_IMAGE_LABEL} label)"
+        )
+    })
 }
 
 /// The group's taints, each with a known effect and a key.
@@ -534,6 +582,34 @@ fargateProfiles:
         }
     }
 
+    #[test]
+    fn status_and_image_default_to_an_active_group_on_its_first_image() {
+        let sizes = "    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n";
+        let scenario = Scenario::parse(&format!("{GROUP}{sizes}")).unwrap();
+        let spec = &scenario.node_groups[0].spec;
+        assert_eq!(spec.status, NodeGroupStatus::Active);
+        assert_eq!(spec.image.as_deref(), Some("ami-g-1"));
+        let labels = &spec.template.metadata.as_ref().unwrap().labels;
+        assert_eq!(labels[NODE_GROUP_IMAGE_LABEL], "ami-g-1");
+
+        let given =
+            format!("{GROUP}{sizes}    status: DEGRADED\n    image: ami-0c1f2e3d4b5a69788\n");
+        let scenario = Scenario::parse(&given).unwrap();
+        let spec = &scenario.node_groups[0].spec;
+        assert_eq!(spec.status, NodeGroupStatus::Degraded);
+        assert_eq!(spec.image.as_deref(), Some("ami-0c1f2e3d4b5a69788"));
+        let labels = &spec.template.metadata.as_ref().unwrap().labels;
+        assert_eq!(labels[NODE_GROUP_IMAGE_LABEL], "ami-0c1f2e3d4b5a69788");
+
+        // A name of 63 characters still gives an image that is a label value.
+        let long = "n".repeat(63);
+        assert!(
+            image_problem(&default_image(&long)).is_none(),
+            "{}",
+            default_image(&long)
+        );
+    }
+
     fn error_of(yaml: &str) -> String {
         Scenario::parse(yaml).unwrap_err().to_string()
     }
@@ -584,6 +660,22 @@ fargateProfiles:
             error_of(&qty).contains("invalid quantity \"1GB\""),
             "{}",
             error_of(&qty)
+        );
+        let status = format!(
+            "{GROUP}    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n    status: PAUSED\n"
+        );
+        assert_eq!(
+            error_of(&status),
+            "scenario: node group \"g\": status \"PAUSED\" must be one of ACTIVE, UPDATING, CREATING, \
+             DELETING, CREATE_FAILED, DELETE_FAILED, DEGRADED"
+        );
+        let image = format!(
+            "{GROUP}    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n    image: \"ami 1\"\n"
+        );
+        assert!(
+            error_of(&image).starts_with("scenario: node group \"g\": image \"ami 1\" must be"),
+            "{}",
+            error_of(&image)
         );
         let twice = format!(
             "{GROUP}    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n  - name: g\n    instanceType: m5.large\n    zones: [us-east-1a]\n    minSize: 0\n    maxSize: 1\n    desiredSize: 0\n"
