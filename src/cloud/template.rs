@@ -172,6 +172,15 @@ pub fn build(spec: &TemplateSpec) -> Node {
     }
 }
 
+/// The same template for nodes launched with another image: what an update changes of a group's new nodes.
+pub fn with_image(template: &Node, image: &str) -> Node {
+    let mut node = template.clone();
+    let meta = node.metadata.get_or_insert_with(Default::default);
+    meta.labels
+        .insert(NODE_GROUP_IMAGE_LABEL.into(), image.into());
+    node
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,6 +271,31 @@ mod tests {
             .find(|c| c.r#type.as_deref() == Some("Ready"))
             .unwrap();
         assert_eq!(ready.status.as_deref(), Some("True"));
+    }
+
+    #[test]
+    fn another_image_changes_that_label_only() {
+        let labels = BTreeMap::new();
+        let node = build(&TemplateSpec {
+            node_group: "general",
+            instance_type: "m5.large",
+            arch: "amd64",
+            zone: "us-east-1a",
+            region: "us-east-1",
+            capacity_type: "ON_DEMAND",
+            gpu_type: None,
+            image: Some("ami-old"),
+            labels: &labels,
+            taints: &[],
+            capacity: m5_large(),
+            allocatable: eks_allocatable(&m5_large()),
+        });
+        let updated = with_image(&node, "ami-new");
+        let (before, after) = (node.metadata.as_ref(), updated.metadata.as_ref());
+        let mut expected = before.unwrap().labels.clone();
+        expected.insert(NODE_GROUP_IMAGE_LABEL.into(), "ami-new".into());
+        assert_eq!(after.unwrap().labels, expected);
+        assert_eq!((updated.spec, updated.status), (node.spec, node.status));
     }
 
     #[test]
