@@ -139,6 +139,50 @@ fn grpcurl_lists_and_calls_through_reflection() {
     );
 }
 
+/// `ekscale.v1.NodeGroups/DescribeNodeGroups`: each group's EKS status and the image of its new nodes, as the
+/// scenario gives them (ACTIVE and `ami-<group>-1` when it does not), counted like every RPC.
+#[test]
+fn grpcurl_describes_each_groups_status_and_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        "cluster: images\nregion: us-east-1\nnodeGroups:\n  \
+         - {name: web, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 4, desiredSize: 1}\n  \
+         - {name: legacy, instanceType: m5.large, zones: [us-east-1b], minSize: 0, maxSize: 4, desiredSize: 1,\n     \
+            status: DEGRADED, image: ami-0c1f2e3d4b5a69788}\n",
+    )
+    .unwrap();
+    let provider = Binary::start(&["--sim-file", scenario.to_str().unwrap()]);
+    let addr = provider.grpc.to_string();
+    let described = stdout(&run_grpcurl(&[
+        "-plaintext",
+        &addr,
+        "describe",
+        "ekscale.v1.NodeGroups",
+    ]));
+    assert!(
+        described.contains("rpc DescribeNodeGroups ( .ekscale.v1.DescribeNodeGroupsRequest )"),
+        "{described}"
+    );
+    let answer: serde_json::Value = serde_json::from_str(&stdout(&run_grpcurl(&[
+        "-plaintext",
+        &addr,
+        "ekscale.v1.NodeGroups/DescribeNodeGroups",
+    ])))
+    .unwrap();
+    assert_eq!(
+        answer["nodeGroups"],
+        serde_json::json!([
+            {"id": "web", "status": "ACTIVE", "image": "ami-web-1"},
+            {"id": "legacy", "status": "DEGRADED", "image": "ami-0c1f2e3d4b5a69788"},
+        ])
+    );
+    let metrics = http_get(provider.metrics, "/metrics");
+    let counted = r#"ekscale_provider_requests_total{method="DescribeNodeGroups",code="OK"} 1"#;
+    assert!(metrics.contains(counted), "{counted} missing");
+}
+
 /// `ekscale.v1.NodeGroups/AtomicIncreaseSize`, scripted as an operator would: all of the increase or none.
 #[test]
 fn grpcurl_calls_the_all_or_nothing_increase() {
