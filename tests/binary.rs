@@ -137,6 +137,24 @@ fn grpcurl_lists_and_calls_through_reflection() {
         general["zones"],
         serde_json::json!(["us-east-1a", "us-east-1b", "us-east-1c"])
     );
+
+    // Each group's status and image, as the README shows the built-in scenario's.
+    let described: serde_json::Value = serde_json::from_str(&stdout(&run_grpcurl(&[
+        "-plaintext",
+        &addr,
+        "ekscale.v1.NodeGroups/DescribeNodeGroups",
+    ])))
+    .unwrap();
+    let general = described["nodeGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["id"] == "general")
+        .unwrap_or_else(|| panic!("{described}"));
+    assert_eq!(
+        *general,
+        serde_json::json!({"id": "general", "status": "ACTIVE", "image": "ami-general-1"})
+    );
 }
 
 /// `ekscale.v1.NodeGroups/DescribeNodeGroups`: each group's EKS status and the image of its new nodes, as the
