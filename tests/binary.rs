@@ -153,12 +153,12 @@ fn grpcurl_lists_and_calls_through_reflection() {
         .unwrap_or_else(|| panic!("{described}"));
     assert_eq!(
         *general,
-        serde_json::json!({"id": "general", "status": "ACTIVE", "image": "ami-general-1"})
+        serde_json::json!({"id": "general", "status": "ACTIVE", "image": "ami-eks-amd64-1"})
     );
 }
 
 /// `ekscale.v1.NodeGroups/DescribeNodeGroups`: each group's EKS status and the image of its new nodes, as the
-/// scenario gives them (ACTIVE and `ami-<group>-1` when it does not), counted like every RPC.
+/// scenario gives them (ACTIVE and its AMI type's image when it does not), counted like every RPC.
 #[test]
 fn grpcurl_describes_each_groups_status_and_image() {
     let dir = tempfile::tempdir().unwrap();
@@ -192,7 +192,7 @@ fn grpcurl_describes_each_groups_status_and_image() {
     assert_eq!(
         answer["nodeGroups"],
         serde_json::json!([
-            {"id": "web", "status": "ACTIVE", "image": "ami-web-1"},
+            {"id": "web", "status": "ACTIVE", "image": "ami-eks-amd64-1"},
             {"id": "legacy", "status": "DEGRADED", "image": "ami-0c1f2e3d4b5a69788"},
         ])
     );

@@ -68,7 +68,10 @@ async fn node_group_states_are_asked_once_per_loop() {
     for _ in 0..3 {
         let states = client.node_group_states().await.unwrap().unwrap();
         assert_eq!(states.len(), 5);
-        assert_eq!(states["web"], state(NodeGroupStatus::Active, "ami-web-1"));
+        assert_eq!(
+            states["web"],
+            state(NodeGroupStatus::Active, "ami-eks-amd64-1")
+        );
     }
     assert_eq!(server.requests("DescribeNodeGroups"), 1, "once per loop");
 
@@ -82,7 +85,7 @@ async fn node_group_states_are_asked_once_per_loop() {
     assert_eq!(states["web"], updating);
     assert_eq!(
         states["batch"],
-        state(NodeGroupStatus::Active, "ami-batch-1")
+        state(NodeGroupStatus::Active, "ami-eks-amd64-1")
     );
     // New nodes get the new image: the template the cluster registers them from says it.
     let template = client.template("web").await.unwrap().unwrap();

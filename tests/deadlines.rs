@@ -184,7 +184,7 @@ async fn case_33_34_hot_rpcs_answer_while_a_size_change_is_in_flight() {
     let web = described.iter().find(|g| g.id == "web").unwrap();
     assert_eq!(
         (web.status.as_str(), web.image.as_str()),
-        ("ACTIVE", "ami-web-1")
+        ("ACTIVE", "ami-eks-amd64-1")
     );
     // Another group is not held up either.
     let other = NodeGroupIncreaseSizeRequest {

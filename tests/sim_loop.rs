@@ -182,7 +182,7 @@ async fn an_update_replaces_every_node_with_one_of_the_new_image() {
         images
     };
     let view = cluster.view().await.unwrap();
-    assert_eq!(images(&view), ["ami-general-1"; 2]);
+    assert_eq!(images(&view), ["ami-eks-amd64-1"; 2]);
 
     // One zone: a surge of one. Two old nodes over 300 s: replaced at 100 s and 200 s (each replacement
     // registering 30 s later), the surge off at 300 s; a terminated node leaves 10 s after.
@@ -197,7 +197,10 @@ async fn an_update_replaces_every_node_with_one_of_the_new_image() {
         fewest = fewest.min(view.nodes.len());
         if step == 4 {
             // 40 s: the surge has registered, on the new image.
-            assert_eq!(images(&view), ["ami-2", "ami-general-1", "ami-general-1"]);
+            assert_eq!(
+                images(&view),
+                ["ami-2", "ami-eks-amd64-1", "ami-eks-amd64-1"]
+            );
         }
     }
     assert_eq!(fewest, 2, "never below the group's size");

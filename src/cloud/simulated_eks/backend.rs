@@ -709,7 +709,10 @@ nodeGroups:
         use InstanceState::{Creating, Deleting, Running};
         let sim = backend();
         let old: Vec<String> = listed(&sim, "web").into_iter().map(|(id, _)| id).collect();
-        assert_eq!(image_label(&sim.node_group("web").unwrap()), "ami-web-1");
+        assert_eq!(
+            image_label(&sim.node_group("web").unwrap()),
+            "ami-eks-amd64-1"
+        );
 
         sim.start_update("web", "ami-0new", Duration::from_secs(90))
             .unwrap();

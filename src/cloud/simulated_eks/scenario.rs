@@ -76,7 +76,7 @@ struct NodeGroupFile {
     /// EKS's status of the group, as DescribeNodeGroups reports it (default ACTIVE).
     #[serde(default)]
     status: Option<String>,
-    /// The image (AMI id) its nodes launch with (default `ami-<name>-1`).
+    /// The image (AMI id) its nodes launch with (default: its AMI type's, `ami-eks-<arch>[-nvidia]-1`).
     #[serde(default)]
     image: Option<String>,
 }
@@ -236,14 +236,15 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
         (None, _) => on_demand,
     };
     let status = status(group)?;
+    let arch = info.map_or(Arch::Amd64, |i| i.arch);
     let image = match &group.image {
         Some(image) => image_problem(image).map_or(Ok(image.clone()), Err)?,
-        None => default_image(&group.name),
+        None => default_image(arch.label(), capacity.gpus > 0),
     };
     let template = template::build(&TemplateSpec {
         node_group: &group.name,
         instance_type: &instance_type,
-        arch: info.map_or(Arch::Amd64, |i| i.arch).label(),
+        arch: arch.label(),
         zone: &group.zones[0],
         region: &file.region,
         capacity_type: &group.capacity_type,
@@ -351,11 +352,12 @@ fn status(group: &NodeGroupFile) -> Result<NodeGroupStatus, String> {
     }
 }
 
-/// The image of a group whose scenario names none: stable, and telling whose it is. The name is cut to 57
-/// characters so that the image stays a label value (at most 63).
-pub(super) fn default_image(group: &str) -> String {
-    let name: String = group.chars().take(57).collect();
-    format!("ami-{name}-1")
+/// The image of a group whose scenario names none: that of its EKS-optimized AMI type, by architecture and GPU
+/// (`ami-eks-amd64-1`, `ami-eks-arm64-1`, `ami-eks-amd64-nvidia-1`). EKS gives every group of one AMI type and
+/// release the same AMI, so groups alike in all else stay alike (balancing similar groups compares labels).
+fn default_image(arch: &str, gpu: bool) -> String {
+    let nvidia = if gpu { "-nvidia" } else { "" };
+    format!("ami-eks-{arch}{nvidia}-1")
 }
 
 /// Why `image` cannot be a node group's image, if it cannot: it becomes its nodes'
@@ -583,14 +585,34 @@ fargateProfiles:
     }
 
     #[test]
-    fn status_and_image_default_to_an_active_group_on_its_first_image() {
+    fn status_and_image_default_to_an_active_group_on_its_ami_types_image() {
         let sizes = "    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n";
         let scenario = Scenario::parse(&format!("{GROUP}{sizes}")).unwrap();
         let spec = &scenario.node_groups[0].spec;
         assert_eq!(spec.status, NodeGroupStatus::Active);
-        assert_eq!(spec.image.as_deref(), Some("ami-g-1"));
+        assert_eq!(spec.image.as_deref(), Some("ami-eks-amd64-1"));
         let labels = &spec.template.metadata.as_ref().unwrap().labels;
-        assert_eq!(labels[NODE_GROUP_IMAGE_LABEL], "ami-g-1");
+        assert_eq!(labels[NODE_GROUP_IMAGE_LABEL], "ami-eks-amd64-1");
+        let arm =
+            Scenario::parse(&format!("{GROUP}{sizes}").replace("m5.large", "m6g.large")).unwrap();
+        assert_eq!(
+            arm.node_groups[0].spec.image.as_deref(),
+            Some("ami-eks-arm64-1")
+        );
+        // Each AMI type its own: by architecture, and GPU.
+        let built_in = Scenario::built_in();
+        let images: Vec<_> = (built_in.node_groups.iter())
+            .map(|g| (g.spec.id.as_str(), g.spec.image.as_deref().unwrap()))
+            .collect();
+        assert_eq!(
+            images,
+            [
+                ("general", "ami-eks-amd64-1"),
+                ("batch", "ami-eks-amd64-1"),
+                ("spot", "ami-eks-amd64-1"),
+                ("gpu", "ami-eks-amd64-nvidia-1")
+            ]
+        );
 
         let given =
             format!("{GROUP}{sizes}    status: DEGRADED\n    image: ami-0c1f2e3d4b5a69788\n");
@@ -600,14 +622,6 @@ fargateProfiles:
         assert_eq!(spec.image.as_deref(), Some("ami-0c1f2e3d4b5a69788"));
         let labels = &spec.template.metadata.as_ref().unwrap().labels;
         assert_eq!(labels[NODE_GROUP_IMAGE_LABEL], "ami-0c1f2e3d4b5a69788");
-
-        // A name of 63 characters still gives an image that is a label value.
-        let long = "n".repeat(63);
-        assert!(
-            image_problem(&default_image(&long)).is_none(),
-            "{}",
-            default_image(&long)
-        );
     }
 
     fn error_of(yaml: &str) -> String {
