@@ -330,7 +330,9 @@ fn image_label(node: &Node) -> Option<&str> {
 #[tokio::test]
 async fn a_groups_image_is_the_ami_of_its_launch_template_version() {
     // Descriptions and `$Latest` versions read again on every refresh.
-    let c = cluster("cluster: prod\nrefreshInterval: 0s\ndescribeInterval: 0s\nnodeGroups: {exclude: [\"canary-*\"]}\n").await;
+    const REREAD: &str = "cluster: prod\nrefreshInterval: 0s\ndescribeInterval: 0s\n\
+                          nodeGroups: {exclude: [\"canary-*\"]}\n";
+    let c = cluster(REREAD).await;
     let mut client = c.server.client().await;
     let first = described(&c).await;
     assert_eq!(first.len(), 3, "{first:?}");

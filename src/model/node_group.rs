@@ -12,13 +12,13 @@ pub struct NodeGroup {
     pub max_size: i32,
 }
 
-/// What the provider says of a node group's lifecycle (`ekscale.v1.NodeGroups/DescribeNodeGroups`): where it is
-/// in EKS's lifecycle, and the image its new nodes get.
+/// What the provider says of a node group's lifecycle (`ekscale.v1.NodeGroups/DescribeNodeGroups`): where it
+/// is in EKS's lifecycle, and the image its new nodes get.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeGroupState {
     pub status: NodeGroupStatus,
-    /// The image new nodes launch with (an AMI id on AWS), when the provider knows it. A node's own image is its
-    /// `eks.amazonaws.com/nodegroup-image` label ([`NODE_GROUP_IMAGE_LABEL`](super::NODE_GROUP_IMAGE_LABEL)).
+    /// The image new nodes launch with (an AMI id on AWS), when the provider knows it. A node's own image is
+    /// its `eks.amazonaws.com/nodegroup-image` label ([`super::NODE_GROUP_IMAGE_LABEL`]).
     pub image: Option<String>,
 }
 

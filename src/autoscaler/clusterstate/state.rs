@@ -1,7 +1,7 @@
 //! Cluster state, as cluster-autoscaler's clusterstate registry keeps it: every node group's size, instances,
-//! template, zones, EKS state and options as the provider says them this loop; which group each node is in; what is
-//! registered and what is still coming; instances that failed to start or never registered, and the backoff
-//! they earn their group. Only instances seen this loop are remembered.
+//! template, zones, EKS state and options as the provider says them this loop; which group each node is in;
+//! what is registered and what is still coming; instances that failed to start or never registered, and the
+//! backoff they earn their group. Only instances seen this loop are remembered.
 
 use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::cluster::ClusterView;

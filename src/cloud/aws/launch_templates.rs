@@ -1,5 +1,5 @@
-//! The AMI a node group's new instances launch with: the image of the launch template version its Auto Scaling
-//! group launches, from `ec2:DescribeLaunchTemplateVersions`, remembered between refreshes.
+//! The AMI a node group's new instances launch with: the image of the launch template version its Auto
+//! Scaling group launches, from `ec2:DescribeLaunchTemplateVersions`, remembered between refreshes.
 
 use super::calls::{Calls, sdk_error};
 use aws_sdk_autoscaling::types::AutoScalingGroup;
@@ -123,7 +123,12 @@ impl Images {
                 }
                 Err(error) => {
                     let error = sdk_error("ec2:DescribeLaunchTemplateVersions", error);
-                    tracing::warn!(%version, %error, "launch template version unknown: node groups launching it report their release version as their image");
+                    tracing::warn!(
+                        %version,
+                        %error,
+                        "launch template version unknown: the node groups launching it report their \
+                         release version as their image"
+                    );
                     None
                 }
             };

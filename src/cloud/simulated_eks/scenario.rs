@@ -352,9 +352,9 @@ fn status(group: &NodeGroupFile) -> Result<NodeGroupStatus, String> {
     }
 }
 
-/// The image of a group whose scenario names none: that of its EKS-optimized AMI type, by architecture and GPU
-/// (`ami-eks-amd64-1`, `ami-eks-arm64-1`, `ami-eks-amd64-nvidia-1`). EKS gives every group of one AMI type and
-/// release the same AMI, so groups alike in all else stay alike (balancing similar groups compares labels).
+/// The image of a group whose scenario names none: that of its EKS-optimized AMI type, by architecture and
+/// GPU (`ami-eks-amd64-1`, `ami-eks-arm64-1`, `ami-eks-amd64-nvidia-1`). EKS gives every group of one AMI type
+/// and release the same AMI, so groups alike in all else stay alike (balancing similar groups compares labels).
 fn default_image(arch: &str, gpu: bool) -> String {
     let nvidia = if gpu { "-nvidia" } else { "" };
     format!("ami-eks-{arch}{nvidia}-1")
