@@ -162,6 +162,53 @@ async fn removed_instances_take_their_nodes_and_controllers_recreate_pods() {
     assert!(view.pods[0].unschedulable && view.pods[0].node_name.is_none());
 }
 
+/// A managed node group update on the simulated EKS, as the cluster sees it: nodes register with the image
+/// their group has when they do, so the surge and the replacements carry the new one; the surge keeps the
+/// group at its size while old nodes go one at a time; at the end every node is on the new image.
+#[tokio::test]
+async fn an_update_replaces_every_node_with_one_of_the_new_image() {
+    use ekscale::model::NODE_GROUP_IMAGE_LABEL;
+    let (server, _, cluster) = general(2).await;
+    let images = |view: &ekscale::autoscaler::ClusterView| {
+        let mut images: Vec<String> = (view.nodes.iter())
+            .map(|n| {
+                n.labels
+                    .get(NODE_GROUP_IMAGE_LABEL)
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        images.sort();
+        images
+    };
+    let view = cluster.view().await.unwrap();
+    assert_eq!(images(&view), ["ami-eks-amd64-1"; 2]);
+
+    // One zone: a surge of one. Two old nodes over 300 s: replaced at 100 s and 200 s (each replacement
+    // registering 30 s later), the surge off at 300 s; a terminated node leaves 10 s after.
+    server
+        .sim()
+        .start_update("general", "ami-2", Duration::from_secs(300))
+        .unwrap();
+    let mut fewest = usize::MAX;
+    for step in 1..=32 {
+        server.sim().clock().advance(Duration::from_secs(10));
+        let view = cluster.view().await.unwrap();
+        fewest = fewest.min(view.nodes.len());
+        if step == 4 {
+            // 40 s: the surge has registered, on the new image.
+            assert_eq!(
+                images(&view),
+                ["ami-2", "ami-eks-amd64-1", "ami-eks-amd64-1"]
+            );
+        }
+    }
+    assert_eq!(fewest, 2, "never below the group's size");
+    let view = cluster.view().await.unwrap();
+    assert_eq!(images(&view), ["ami-2"; 2]);
+    assert_eq!(server.sim().target_size("general").unwrap(), 2);
+}
+
 #[tokio::test]
 async fn a_group_at_max_size_still_counts_its_upcoming_nodes() {
     let scenario = "

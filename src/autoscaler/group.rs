@@ -2,7 +2,7 @@
 //! cluster state, scale-down and consolidation), and as the planners see it (`Group`: its templates with
 //! their DaemonSet pods, and why it may not grow; scale-up, consolidation and the health check share it).
 
-use crate::model::{GroupOptions, Instance, Node, NodeGroup, ZONE_LABEL};
+use crate::model::{GroupOptions, Instance, Node, NodeGroup, NodeGroupState, ZONE_LABEL};
 use crate::simulator::topology::Place;
 use std::sync::Arc;
 
@@ -14,6 +14,9 @@ pub struct GroupFacts {
     pub template: Option<Arc<Node>>,
     /// Its Availability Zones, when the provider says them.
     pub zones: Vec<String>,
+    /// Its EKS status and the image of its new nodes, when the provider says them
+    /// (`ekscale.v1.NodeGroups/DescribeNodeGroups`).
+    pub state: Option<NodeGroupState>,
     /// What GetOptions says, over the companion's defaults.
     pub options: GroupOptions,
     pub problem: Option<String>,

@@ -13,6 +13,9 @@ pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 /// The node group of a managed node group's nodes (and of our templates).
 pub const NODE_GROUP_LABEL: &str = "eks.amazonaws.com/nodegroup";
+/// The image (AMI id) a managed node group's node was launched with; an update replaces the nodes whose image is
+/// not the group's.
+pub const NODE_GROUP_IMAGE_LABEL: &str = "eks.amazonaws.com/nodegroup-image";
 /// `fargate` on the node EKS runs each Fargate pod on (also a NoSchedule taint's key there).
 pub const FARGATE_COMPUTE_LABEL: &str = "eks.amazonaws.com/compute-type";
 /// The instance type, on real and template nodes alike.
