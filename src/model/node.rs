@@ -41,6 +41,9 @@ pub struct Node {
     pub created: Option<SystemTime>,
     /// `cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"`: never removed by scale-down.
     pub scale_down_disabled: bool,
+    /// `karpenter.sh/do-not-disrupt: "true"`: never removed, replaced or expired by us (Karpenter's
+    /// annotation, kept as scale-down-disabled is).
+    pub do_not_disrupt: bool,
 }
 
 impl Node {
