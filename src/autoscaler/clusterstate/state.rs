@@ -204,7 +204,9 @@ impl ClusterState {
                 );
                 self.backoff.fail(&f.group.id, why, now);
             }
-            if !act {
+            // EKS is replacing an updating group's nodes: its instances are its to remove, and lowering its
+            // target would fight the update.
+            if !act || f.updating() {
                 continue;
             }
             // An instance that was never created is no machine: cancelling it takes no node under the min size

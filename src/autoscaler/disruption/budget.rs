@@ -29,6 +29,16 @@ impl Reason {
         Reason::Expired,
     ];
 
+    /// How the report names a disruption of this reason (`expired`, `drifted`, ...).
+    pub fn word(self) -> &'static str {
+        match self {
+            Reason::Empty => "empty",
+            Reason::Underutilized => "underutilized",
+            Reason::Drifted => "drifted",
+            Reason::Expired => "expired",
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::Empty => "Empty",

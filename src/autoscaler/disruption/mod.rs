@@ -1,4 +1,4 @@
-//! Disruption control (issue 47), in Karpenter's words: per node group, budgets that limit how many nodes
+//! Disruption control, in Karpenter's words: per node group, budgets that limit how many nodes
 //! may be disrupted at once, for which reasons and when; when nodes expire; and how long a blocked drain
 //! waits before it is forced. The document is read here (`config.rs`) and each group's allowance computed
 //! once per loop (`allowance.rs`); the loop decides what to disrupt within it.
@@ -10,11 +10,9 @@ mod duration; // durations as Karpenter writes them: 720h, 8h30m, 90s
 mod policy; // one entry's budgets, expiry and termination grace period
 mod schedule; // cron in an IANA zone, and the window each firing opens
 #[cfg(test)]
-mod tests; // the module through its face, as the loop will use it
+mod tests; // the module as the loop uses it: the document read once, allowances used up loop after loop
 
-pub use allowance::{Allowance, Binding, Description, Evaluated, Limit};
-pub use budget::{Budget, Nodes, NodesError, Reason, Reasons};
-pub use config::{DisruptionConfig, DisruptionConfigError, EntryName, Problem};
-pub use duration::DurationError;
+pub use allowance::Evaluated;
+pub use budget::Reason;
+pub use config::{DisruptionConfig, DisruptionConfigError};
 pub use policy::GroupPolicy;
-pub use schedule::{Schedule, ScheduleError, WindowText};
