@@ -194,6 +194,22 @@ impl SimulatedEks {
         state.set_target(idx, now, target)
     }
 
+    /// Gives group `id`'s new instances `image` without an update, as a launch template version set on its
+    /// Auto Scaling group outside EKS does: the instances it has keep theirs, and their nodes drift.
+    pub fn set_image(&self, id: &str, image: &str) -> Result<(), CloudError> {
+        let idx = self.group_index(id)?;
+        if let Some(problem) = image_problem(image) {
+            return Err(CloudError::FailedPrecondition(format!(
+                "node group {id}: {problem}"
+            )));
+        }
+        let (mut state, _) = self.settled(idx);
+        let group = &mut state.groups[idx];
+        let status = group.config.spec.status.clone();
+        group.respec(status, image);
+        Ok(())
+    }
+
     fn group_index(&self, id: &str) -> Result<usize, CloudError> {
         self.by_id
             .get(id)
