@@ -12,8 +12,13 @@
 //! And ProvisioningRequests: the 10,000-node cluster with the most requests a loop tries (ten check-capacity
 //! requests of 100 pods no node has room for), each tried on its own copy of the snapshot.
 //!
+//! And disruption control: the 10,000-node cluster with every group under budgets (10% or 100% at once,
+//! and a weekend window in Berlin, inactive then) and `expireAfter: 720h`, one node in fifty (made 40 days
+//! before the others) expired.
+//!
 //! `cargo bench --bench scale` runs every case; `cargo bench --bench scale -- "10000 nodes"` one of them,
-//! `cargo bench --bench scale -- "simulate process"` the binary's, `-- requests` the requests'.
+//! `cargo bench --bench scale -- "simulate process"` the binary's, `-- requests` the requests',
+//! `-- disruption` disruption control's.
 
 mod common;
 
@@ -126,7 +131,9 @@ async fn nodes(client: &ProviderClient, groups: usize, created: SystemTime) -> V
             node.name = name;
             node.provider_id = instance.id;
             node.ready = true;
-            node.created = Some(created);
+            // One node in fifty is 40 days older: past a 720h expireAfter.
+            let old = Duration::from_secs(40 * 86_400) * u32::from(nodes.len() % 50 == 0);
+            node.created = Some(created - old);
             nodes.push(Arc::new(node));
         }
     }
@@ -263,6 +270,33 @@ fn settings() -> Settings {
     settings
 }
 
+/// Every group under budgets (`AT_ONCE` at once; none for empty or underused nodes on weekend days in
+/// Berlin, a schedule evaluated every loop and inactive at the bench's Wednesday noon) with nodes expiring
+/// after 30 days.
+const DISRUPTION: &str = r#"
+nodeGroups:
+  - match: "^team-"
+    budgets:
+      - nodes: "AT_ONCE"
+      - nodes: "0"
+        schedule: "0 0 * * sat,sun"
+        duration: 24h
+        timeZone: Europe/Berlin
+        reasons: [Empty, Underutilized]
+    expireAfter: 720h
+    terminationGracePeriod: 2h
+"#;
+
+/// The settings with `DISRUPTION`, `at_once` of each group disrupted at once.
+fn with_disruption(at_once: &str) -> Settings {
+    let text = DISRUPTION.replace("AT_ONCE", at_once);
+    let config = ekscale::autoscaler::DisruptionConfig::parse(&text).unwrap();
+    Settings {
+        disruption: Some(Arc::new(config)),
+        ..settings()
+    }
+}
+
 fn scale(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
@@ -277,15 +311,32 @@ fn scale(c: &mut Criterion) {
         &CASES[2],
         unfit_requests(10),
     );
-    for (name, case, requests) in cases.chain([requests]) {
+    // Budgets that hold most removals back (10% of a group at once), and budgets that hold none (100%): the
+    // cost of the machinery alone, over the same removals as without a configuration, 2% expired on top.
+    let disruption =
+        [("10%", "budgets of 10%"), ("100%", "budgets of 100%")].map(|(at_once, what)| {
+            let name = format!("disruption/{}, {what} and 2% expired", CASES[2].name());
+            (name, &CASES[2], none(), with_disruption(at_once))
+        });
+    let cases = (cases.map(|(name, case, requests)| (name, case, requests, settings())))
+        .chain([(requests.0, requests.1, requests.2, settings())])
+        .chain(disruption);
+    for (name, case, requests, settings) in cases {
         // Built once, and only when criterion runs the case (its filter matches): a big one takes a while.
         let mut built = None;
         c.bench_function(&name, |b| {
-            let (client, view) = built
-                .get_or_insert_with(|| build(&rt, (case, requests.clone()), &name, created, now));
+            let (client, view) = built.get_or_insert_with(|| {
+                build(
+                    &rt,
+                    (case, requests.clone(), &settings),
+                    &name,
+                    created,
+                    now,
+                )
+            });
             b.to_async(&rt).iter(|| {
                 let view = view.clone();
-                let mut once = RunOnce::new(client.clone(), settings());
+                let mut once = RunOnce::new(client.clone(), settings.clone());
                 async move { once.run(&view, now).await.unwrap() }
             })
         });
@@ -295,7 +346,7 @@ fn scale(c: &mut Criterion) {
 /// The provider and the view of `case`, and one loop over them: its stages and resident memory, printed.
 fn build(
     rt: &tokio::runtime::Runtime,
-    (case, requests): (&Case, RequestObjects),
+    (case, requests, settings): (&Case, RequestObjects, &Settings),
     name: &str,
     created: SystemTime,
     now: SystemTime,
@@ -317,15 +368,15 @@ fn build(
     });
     let before = resident_mib();
     let status = rt.block_on(async {
-        let mut once = RunOnce::new(client.clone(), settings());
+        let mut once = RunOnce::new(client.clone(), settings.clone());
         once.run(&view, now).await.unwrap()
     });
     let loop_mib = resident_mib() - before;
     let helped: usize = status.scale_up.iter().map(|s| s.pods.len()).sum();
     println!(
         "\n{name}: one RunOnce {:.0} ms (scale-down {:.0} ms, estimator {:.0} ms), {} removable, \
-                 {} kept, {} scale-ups for {helped} pods, {} placed; resident: view {view_mib:.0} MiB \
-                 ({:.0} bytes a pod), the loop's peak over it {loop_mib:.0} MiB",
+                 {} kept, {} scale-ups for {helped} pods, {} placed, {} expired or drifted; resident: view \
+                 {view_mib:.0} MiB ({:.0} bytes a pod), the loop's peak over it {loop_mib:.0} MiB",
         status.times.elapsed_ms,
         status.times.scale_down_ms,
         status.times.estimate_ms,
@@ -333,6 +384,7 @@ fn build(
         status.scale_down.unremovable.len(),
         status.scale_up.len(),
         status.placed.len(),
+        status.scale_down.disruptions.len(),
         view_mib * (1 << 20) as f64 / view.pods.len() as f64,
     );
     (client, view)

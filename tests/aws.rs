@@ -303,6 +303,138 @@ async fn templates_come_from_describe_instance_types() {
     );
 }
 
+/// Each group's status and image, as DescribeNodeGroups serves them: id -> (status, image).
+async fn described(c: &Cluster) -> HashMap<String, (String, String)> {
+    use ekscale::proto::ekscale::DescribeNodeGroupsRequest;
+    use ekscale::proto::ekscale::node_groups_client::NodeGroupsClient;
+    let answer = NodeGroupsClient::new(c.server.channel().await)
+        .describe_node_groups(DescribeNodeGroupsRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    (answer.node_groups.into_iter())
+        .map(|g| (g.id, (g.status, g.image)))
+        .collect()
+}
+
+fn image_label(node: &Node) -> Option<&str> {
+    let labels = &node.metadata.as_ref().unwrap().labels;
+    labels
+        .get("eks.amazonaws.com/nodegroup-image")
+        .map(String::as_str)
+}
+
+/// A group's image is the AMI of the launch template version its Auto Scaling group launches (what EKS labels
+/// its new nodes with), asked of EC2 once for a numbered version; when EC2 cannot say, the node group's
+/// releaseVersion. moto never reports a node group UPDATING: tests/aws_errors.rs shows that one.
+#[tokio::test]
+async fn a_groups_image_is_the_ami_of_its_launch_template_version() {
+    // Descriptions and `$Latest` versions read again on every refresh.
+    const REREAD: &str = "cluster: prod\nrefreshInterval: 0s\ndescribeInterval: 0s\n\
+                          nodeGroups: {exclude: [\"canary-*\"]}\n";
+    let c = cluster(REREAD).await;
+    let mut client = c.server.client().await;
+    let first = described(&c).await;
+    assert_eq!(first.len(), 3, "{first:?}");
+    for (status, image) in first.values() {
+        // The fixture's launch templates, launched at `$Latest`: version 1.
+        assert_eq!(
+            (status.as_str(), image.as_str()),
+            ("ACTIVE", "ami-12c6146b")
+        );
+    }
+    assert_eq!(
+        image_label(&template(&mut client, "web").await),
+        Some("ami-12c6146b")
+    );
+
+    // What an update of `web` starts with: a new launch template version on a new AMI, the Auto Scaling
+    // group switched to it by number.
+    let ec2 = aws_sdk_ec2::Client::new(&c.sdk);
+    ec2.create_launch_template_version()
+        .launch_template_name("lt-web")
+        .launch_template_data(
+            aws_sdk_ec2::types::RequestLaunchTemplateData::builder()
+                .image_id("ami-0c1f2e3d4b5a69788")
+                .instance_type(aws_sdk_ec2::types::InstanceType::M5Large)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    aws_sdk_autoscaling::Client::new(&c.sdk)
+        .update_auto_scaling_group()
+        .auto_scaling_group_name(&c.asgs["web"])
+        .launch_template(
+            aws_sdk_autoscaling::types::LaunchTemplateSpecification::builder()
+                .launch_template_name("lt-web")
+                .version("2")
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let calls = || {
+        metric(
+            &c.metrics.encode(&*c.backend),
+            "ec2",
+            "DescribeLaunchTemplateVersions",
+        )
+    };
+    let before = calls();
+    c.backend.refresh().await.unwrap();
+    assert_eq!(described(&c).await["web"].1, "ami-0c1f2e3d4b5a69788");
+    assert_eq!(
+        image_label(&template(&mut client, "web").await),
+        Some("ami-0c1f2e3d4b5a69788")
+    );
+    assert_eq!(
+        calls() - before,
+        3,
+        "web's version 2, batch's and gpu's $Latest"
+    );
+    let before = calls();
+    c.backend.refresh().await.unwrap();
+    assert_eq!(
+        calls() - before,
+        2,
+        "a numbered version never changes: only the two $Latest are asked again"
+    );
+
+    // batch's launch template is gone: EC2 cannot say its AMI, the release version stands in, and the
+    // template carries no image label (a release version is not the AMI id EKS labels nodes with).
+    ec2.delete_launch_template()
+        .launch_template_name("lt-batch")
+        .send()
+        .await
+        .unwrap();
+    c.backend.refresh().await.unwrap();
+    let release = aws_sdk_eks::Client::new(&c.sdk)
+        .describe_nodegroup()
+        .cluster_name("prod")
+        .nodegroup_name("batch")
+        .send()
+        .await
+        .unwrap()
+        .nodegroup()
+        .unwrap()
+        .release_version()
+        .unwrap()
+        .to_string();
+    let now = described(&c).await;
+    assert_eq!(now["batch"], ("ACTIVE".to_string(), release));
+    assert_eq!(image_label(&template(&mut client, "batch").await), None);
+    assert_eq!(
+        now["web"].1, "ami-0c1f2e3d4b5a69788",
+        "the others unchanged"
+    );
+    let text = c.metrics.encode(&*c.backend);
+    assert!(
+        text.contains(r#"operation="DescribeLaunchTemplateVersions",outcome="error"} 1"#),
+        "{text}"
+    );
+}
+
 #[tokio::test]
 async fn size_changes_reach_the_auto_scaling_group() {
     let c = cluster(CONFIG).await;
@@ -567,6 +699,11 @@ async fn refresh_makes_a_constant_handful_of_calls() {
         delta("ec2", "DescribeInstanceTypes"),
         0,
         "instance types are cached for the process"
+    );
+    assert_eq!(
+        delta("ec2", "DescribeLaunchTemplateVersions"),
+        0,
+        "launch template versions are re-read every describeInterval only"
     );
     assert_eq!(delta("eks", "ListFargateProfiles"), 1);
     assert_eq!(

@@ -58,6 +58,7 @@ fn describe_web(status: aws_sdk_eks::types::NodegroupStatus) -> Rule {
             let ng = Nodegroup::builder()
                 .nodegroup_name("web")
                 .status(status.clone())
+                .release_version("1.31.0-20250101")
                 .instance_types("m5.large")
                 .scaling_config(
                     NodegroupScalingConfig::builder()
@@ -92,6 +93,16 @@ fn asg_with(
     ids: &[&str],
 ) -> aws_sdk_autoscaling::operation::describe_auto_scaling_groups::DescribeAutoScalingGroupsOutput {
     use aws_sdk_autoscaling::operation::describe_auto_scaling_groups::DescribeAutoScalingGroupsOutput;
+    DescribeAutoScalingGroupsOutput::builder()
+        .auto_scaling_groups(asg_builder(desired, ids).build())
+        .build()
+}
+
+/// The ASG `eks-web` wanting `desired`, with these instances in service, to be built.
+fn asg_builder(
+    desired: i32,
+    ids: &[&str],
+) -> aws_sdk_autoscaling::types::builders::AutoScalingGroupBuilder {
     use aws_sdk_autoscaling::types::{AutoScalingGroup, Instance, LifecycleState};
     let instance = |id: &&str| {
         Instance::builder()
@@ -102,7 +113,7 @@ fn asg_with(
             .protected_from_scale_in(false)
             .build()
     };
-    let asg = AutoScalingGroup::builder()
+    AutoScalingGroup::builder()
         .auto_scaling_group_name("eks-web")
         .min_size(0)
         .max_size(5)
@@ -112,10 +123,6 @@ fn asg_with(
         .health_check_type("EC2")
         .created_time(aws_sdk_autoscaling::primitives::DateTime::from_secs(0))
         .set_instances(Some(ids.iter().map(instance).collect()))
-        .build();
-    DescribeAutoScalingGroupsOutput::builder()
-        .auto_scaling_groups(asg)
-        .build()
 }
 
 fn stockout() -> Rule {
@@ -426,6 +433,138 @@ async fn a_degraded_node_group_is_left_out_whole() {
     let text = m.metrics.encode(&*m.backend);
     assert!(
         text.contains(r#"ekscale_provider_node_groups_skipped{reason="status DEGRADED"} 1"#),
+        "{text}"
+    );
+}
+
+/// `eks-web` launching version 7 of launch template `lt-0web` through a mixed instances policy, as EKS sets up
+/// a managed node group of spot or of several instance types.
+fn describe_asg_on_template() -> Rule {
+    use aws_sdk_autoscaling::operation::describe_auto_scaling_groups::DescribeAutoScalingGroupsOutput;
+    use aws_sdk_autoscaling::types::{
+        LaunchTemplate, LaunchTemplateSpecification, MixedInstancesPolicy,
+    };
+    mock!(aws_sdk_autoscaling::Client::describe_auto_scaling_groups).then_output(|| {
+        let template = LaunchTemplateSpecification::builder()
+            .launch_template_id("lt-0web")
+            .launch_template_name("eks-web")
+            .version("7")
+            .build();
+        let policy = MixedInstancesPolicy::builder()
+            .launch_template(
+                LaunchTemplate::builder()
+                    .launch_template_specification(template)
+                    .build(),
+            )
+            .build();
+        let asg = asg_builder(2, &["i-0000000000000001a", "i-0000000000000002b"])
+            .mixed_instances_policy(policy)
+            .build();
+        DescribeAutoScalingGroupsOutput::builder()
+            .auto_scaling_groups(asg)
+            .build()
+    })
+}
+
+/// web's status and image, as DescribeNodeGroups serves them.
+async fn described_web(m: &Mocked) -> (String, String) {
+    use ekscale::proto::ekscale::DescribeNodeGroupsRequest;
+    use ekscale::proto::ekscale::node_groups_client::NodeGroupsClient;
+    let answer = NodeGroupsClient::new(m.server.channel().await)
+        .describe_node_groups(DescribeNodeGroupsRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let web = answer
+        .node_groups
+        .into_iter()
+        .find(|g| g.id == "web")
+        .unwrap();
+    (web.status, web.image)
+}
+
+/// A managed node group update under way: EKS reports the group UPDATING, and its ASG already launches the
+/// new launch template version. The group is still served, says so, and its image is that version's AMI,
+/// asked of EC2 once (a numbered version never changes).
+#[tokio::test]
+async fn an_updating_node_group_is_served_with_the_ami_its_asg_launches() {
+    use aws_sdk_ec2::operation::describe_launch_template_versions::DescribeLaunchTemplateVersionsOutput;
+    use aws_sdk_ec2::types::{LaunchTemplateVersion, ResponseLaunchTemplateData};
+    let (list, describe, asg) = (
+        list_web(),
+        describe_web(aws_sdk_eks::types::NodegroupStatus::Updating),
+        describe_asg_on_template(),
+    );
+    let versions = mock!(aws_sdk_ec2::Client::describe_launch_template_versions)
+        .match_requests(|r| {
+            r.launch_template_id() == Some("lt-0web") && r.versions() == ["7".to_string()]
+        })
+        .then_output(|| {
+            let version = LaunchTemplateVersion::builder()
+                .launch_template_id("lt-0web")
+                .version_number(7)
+                .launch_template_data(
+                    ResponseLaunchTemplateData::builder()
+                        .image_id("ami-0c1f2e3d4b5a69788")
+                        .build(),
+                )
+                .build();
+            DescribeLaunchTemplateVersionsOutput::builder()
+                .launch_template_versions(version)
+                .build()
+        });
+    let m = mocked_with_ec2(
+        &[&list, &describe],
+        &[&asg],
+        &[&m5_large(), &versions],
+        true,
+    )
+    .await;
+    assert_eq!(
+        described_web(&m).await,
+        ("UPDATING".to_string(), "ami-0c1f2e3d4b5a69788".to_string())
+    );
+    let template = m.backend.node_group("web").unwrap().template.clone();
+    let labels = &template.metadata.as_ref().unwrap().labels;
+    assert_eq!(
+        labels["eks.amazonaws.com/nodegroup-image"],
+        "ami-0c1f2e3d4b5a69788"
+    );
+    m.backend.refresh().await.unwrap();
+    assert_eq!(versions.num_calls(), 1, "version 7 is remembered");
+}
+
+/// A provider whose role may not describe launch templates (a policy from before this call) still serves
+/// every group: its image is then EKS's releaseVersion, and the denial is counted.
+#[tokio::test]
+async fn when_ec2_cannot_say_a_groups_ami_its_release_version_stands_in() {
+    let (list, describe, asg) = (
+        list_web(),
+        describe_web(aws_sdk_eks::types::NodegroupStatus::Active),
+        describe_asg_on_template(),
+    );
+    let denied = mock!(aws_sdk_ec2::Client::describe_launch_template_versions).then_error(|| {
+        aws_sdk_ec2::operation::describe_launch_template_versions::DescribeLaunchTemplateVersionsError::generic(
+            aws_sdk_ec2::error::ErrorMetadata::builder()
+                .code("UnauthorizedOperation")
+                .message("You are not authorized to perform this operation.")
+                .build(),
+        )
+    });
+    let m = mocked_with_ec2(&[&list, &describe], &[&asg], &[&m5_large(), &denied], true).await;
+    assert_eq!(
+        described_web(&m).await,
+        ("ACTIVE".to_string(), "1.31.0-20250101".to_string())
+    );
+    let template = m.backend.node_group("web").unwrap().template.clone();
+    let labels = &template.metadata.as_ref().unwrap().labels;
+    assert!(
+        !labels.contains_key("eks.amazonaws.com/nodegroup-image"),
+        "{labels:?}"
+    );
+    let text = m.metrics.encode(&*m.backend);
+    assert!(
+        text.contains(r#"operation="DescribeLaunchTemplateVersions",outcome="error"} 1"#),
         "{text}"
     );
 }

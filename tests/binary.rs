@@ -137,6 +137,68 @@ fn grpcurl_lists_and_calls_through_reflection() {
         general["zones"],
         serde_json::json!(["us-east-1a", "us-east-1b", "us-east-1c"])
     );
+
+    // Each group's status and image, as the README shows the built-in scenario's.
+    let described: serde_json::Value = serde_json::from_str(&stdout(&run_grpcurl(&[
+        "-plaintext",
+        &addr,
+        "ekscale.v1.NodeGroups/DescribeNodeGroups",
+    ])))
+    .unwrap();
+    let general = described["nodeGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["id"] == "general")
+        .unwrap_or_else(|| panic!("{described}"));
+    assert_eq!(
+        *general,
+        serde_json::json!({"id": "general", "status": "ACTIVE", "image": "ami-eks-amd64-1"})
+    );
+}
+
+/// `ekscale.v1.NodeGroups/DescribeNodeGroups`: each group's EKS status and the image of its new nodes, as the
+/// scenario gives them (ACTIVE and its AMI type's image when it does not), counted like every RPC.
+#[test]
+fn grpcurl_describes_each_groups_status_and_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        "cluster: images\nregion: us-east-1\nnodeGroups:\n  \
+         - {name: web, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 4, desiredSize: 1}\n  \
+         - {name: legacy, instanceType: m5.large, zones: [us-east-1b], minSize: 0, maxSize: 4, desiredSize: 1,\n     \
+            status: DEGRADED, image: ami-0c1f2e3d4b5a69788}\n",
+    )
+    .unwrap();
+    let provider = Binary::start(&["--sim-file", scenario.to_str().unwrap()]);
+    let addr = provider.grpc.to_string();
+    let described = stdout(&run_grpcurl(&[
+        "-plaintext",
+        &addr,
+        "describe",
+        "ekscale.v1.NodeGroups",
+    ]));
+    assert!(
+        described.contains("rpc DescribeNodeGroups ( .ekscale.v1.DescribeNodeGroupsRequest )"),
+        "{described}"
+    );
+    let answer: serde_json::Value = serde_json::from_str(&stdout(&run_grpcurl(&[
+        "-plaintext",
+        &addr,
+        "ekscale.v1.NodeGroups/DescribeNodeGroups",
+    ])))
+    .unwrap();
+    assert_eq!(
+        answer["nodeGroups"],
+        serde_json::json!([
+            {"id": "web", "status": "ACTIVE", "image": "ami-eks-amd64-1"},
+            {"id": "legacy", "status": "DEGRADED", "image": "ami-0c1f2e3d4b5a69788"},
+        ])
+    );
+    let metrics = http_get(provider.metrics, "/metrics");
+    let counted = r#"ekscale_provider_requests_total{method="DescribeNodeGroups",code="OK"} 1"#;
+    assert!(metrics.contains(counted), "{counted} missing");
 }
 
 /// `ekscale.v1.NodeGroups/AtomicIncreaseSize`, scripted as an operator would: all of the increase or none.

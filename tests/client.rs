@@ -53,6 +53,55 @@ async fn node_groups_node_group_for_node_and_templates_are_asked_once_per_loop()
     assert_eq!(server.requests("NodeGroupForNode"), 2 + 6);
 }
 
+/// Each group's EKS status and image: asked once per loop, what the provider last read, an update's as it
+/// starts and as it ends.
+#[tokio::test]
+async fn node_group_states_are_asked_once_per_loop() {
+    use ekscale::model::{NODE_GROUP_IMAGE_LABEL, NodeGroupState, NodeGroupStatus};
+    let server = Server::start().await;
+    let client = client(&server);
+    let state = |status, image: &str| NodeGroupState {
+        status,
+        image: Some(image.to_string()),
+    };
+    client.refresh().await.unwrap();
+    for _ in 0..3 {
+        let states = client.node_group_states().await.unwrap().unwrap();
+        assert_eq!(states.len(), 5);
+        assert_eq!(
+            states["web"],
+            state(NodeGroupStatus::Active, "ami-eks-amd64-1")
+        );
+    }
+    assert_eq!(server.requests("DescribeNodeGroups"), 1, "once per loop");
+
+    server
+        .sim()
+        .start_update("web", "ami-0c1f2e3d4b5a69788", Duration::from_secs(60))
+        .unwrap();
+    client.refresh().await.unwrap();
+    let states = client.node_group_states().await.unwrap().unwrap();
+    let updating = state(NodeGroupStatus::Updating, "ami-0c1f2e3d4b5a69788");
+    assert_eq!(states["web"], updating);
+    assert_eq!(
+        states["batch"],
+        state(NodeGroupStatus::Active, "ami-eks-amd64-1")
+    );
+    // New nodes get the new image: the template the cluster registers them from says it.
+    let template = client.template("web").await.unwrap().unwrap();
+    let labels = &template.metadata.as_ref().unwrap().labels;
+    assert_eq!(labels[NODE_GROUP_IMAGE_LABEL], "ami-0c1f2e3d4b5a69788");
+
+    server.sim().clock().advance(Duration::from_secs(60));
+    client.refresh().await.unwrap();
+    let states = client.node_group_states().await.unwrap().unwrap();
+    assert_eq!(
+        states["web"],
+        state(NodeGroupStatus::Active, "ami-0c1f2e3d4b5a69788")
+    );
+    assert_eq!(server.requests("DescribeNodeGroups"), 3);
+}
+
 #[tokio::test]
 async fn sizes_and_instances_are_never_cached() {
     let server = Server::start().await;
@@ -107,7 +156,8 @@ async fn fargate_is_asked_when_the_provider_serves_it() {
     );
 }
 
-/// Any externalgrpc provider: one without the Fargate extension is asked once, then not again.
+/// Any externalgrpc provider: one without the Fargate extension is asked once, then not again; one without
+/// the NodeGroups extension has no zones or states to give.
 #[tokio::test]
 async fn a_provider_without_the_fargate_extension_is_asked_once() {
     use ekscale::cloud::NodeGroupBackend;
@@ -132,6 +182,9 @@ async fn a_provider_without_the_fargate_extension_is_asked_once() {
     let bytes = pod("serverless", &[], "1", "1Gi").encode_to_vec();
     assert!(client.match_pod(bytes.clone()).await.unwrap().is_none());
     assert!(client.match_pod(bytes).await.unwrap().is_none());
+    // Nor does it serve `ekscale.v1.NodeGroups`: no zones, no states, and no error for it.
+    assert!(client.zones().await.unwrap().is_none());
+    assert!(client.node_group_states().await.unwrap().is_none());
     assert_eq!(
         client.node_groups().await.unwrap().len(),
         4,

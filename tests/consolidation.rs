@@ -626,6 +626,7 @@ mod planner {
                 target: node_group.iter().filter(|x| **x == Some(g)).count() as i32,
                 options: GroupOptions::default(),
                 deleting: 0,
+                updating: false,
             })
             .collect();
         let bound: Vec<usize> = (0..pods.len()).collect();

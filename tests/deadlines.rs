@@ -10,8 +10,8 @@ use ekscale::clock::Clock;
 use ekscale::cloud::Scenario;
 use ekscale::cloud::SimulatedEks;
 use ekscale::cloud::{CloudError, FargateProfile, Instance, NodeGroupBackend, NodeGroupSpec};
-use ekscale::proto::ekscale::AtomicIncreaseSizeRequest;
 use ekscale::proto::ekscale::node_groups_client::NodeGroupsClient;
+use ekscale::proto::ekscale::{AtomicIncreaseSizeRequest, DescribeNodeGroupsRequest};
 use ekscale::proto::externalgrpc::*;
 use std::future::Future;
 use std::sync::Arc;
@@ -174,6 +174,18 @@ async fn case_33_34_hot_rpcs_answer_while_a_size_change_is_in_flight() {
         .node_group_template_node_info(with_deadline(template))
         .await
         .unwrap();
+    let mut extension = NodeGroupsClient::new(server.channel().await);
+    let described = extension
+        .describe_node_groups(with_deadline(DescribeNodeGroupsRequest {}))
+        .await
+        .unwrap()
+        .into_inner()
+        .node_groups;
+    let web = described.iter().find(|g| g.id == "web").unwrap();
+    assert_eq!(
+        (web.status.as_str(), web.image.as_str()),
+        ("ACTIVE", "ami-eks-amd64-1")
+    );
     // Another group is not held up either.
     let other = NodeGroupIncreaseSizeRequest {
         id: "batch".into(),

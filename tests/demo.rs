@@ -240,8 +240,12 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
             .filter(|n| n.has_tag_name("polyline"))
             .collect();
         assert!(!lines.is_empty());
-        // The second day: 4 hours, a loop every 30 s.
-        let expected = if charts < 5 { loops } else { 4 * 120 + 1 };
+        // The second day: 4 hours, a loop every 30 s; the third: 17 hours, a loop a minute.
+        let expected = match charts {
+            0..5 => loops,
+            5 => 4 * 120 + 1,
+            _ => 17 * 60 + 1,
+        };
         for line in lines {
             let points = line.attribute("points").unwrap().split_whitespace().count();
             assert_eq!(points, expected, "a point per loop");
@@ -250,8 +254,8 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
         rest = &rest[end..];
     }
     assert_eq!(
-        charts, 6,
-        "nodes, pending, utilization, buffers, cost; day 2's cost"
+        charts, 7,
+        "nodes, pending, utilization, buffers, cost; day 2's cost; day 3's nodes"
     );
     for title in [
         "Nodes per node group",
@@ -261,17 +265,19 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
         "Cost",
         "Day 2: cost with consolidation off and on",
         "Decisions with consolidation on",
+        "Day 3: nodes per node group",
     ] {
         assert!(html.contains(title), "{title}");
     }
     assert!(html.contains("<td>scale-down</td>"));
     assert!(html.contains("never placed: default/huge-0"));
+    third_day_holds_and_replaces(summary, &html);
 
     // And it renders: headless Chromium builds the same six charts from it, and its screenshot holds far
     // more than an empty page's.
     let url = format!("file://{}", report.display());
     let dom = chromium(&["--dump-dom", &url]);
-    assert_eq!(dom.matches("<svg").count(), 6, "{dom}");
+    assert_eq!(dom.matches("<svg").count(), 7, "{dom}");
     assert!(dom.matches("<polyline").count() >= 6 + record_groups(&html));
     let blank = dir.path().join("blank.html");
     std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
@@ -291,6 +297,70 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
         page > 4 * empty,
         "report {page} bytes, blank page {empty} bytes"
     );
+}
+
+/// The third day, with disruption control: office hours (09:00 to 17:00 in Berlin, the day starting at 15:00
+/// there) hold general's idle nodes until 17:00, 02:00:00 into the day; nothing of batch goes while its
+/// update runs; the two general nodes made at the start pass their 12 hours and are replaced, each after a
+/// new node.
+fn third_day_holds_and_replaces(summary: &str, html: &str) {
+    let day = &summary[summary
+        .find("Day 3: disruption control")
+        .expect("a third day")..];
+    let span = |label: &str| -> (String, String) {
+        let line = (day.lines())
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label:?} in {day}"));
+        let times = line.split(" from ").nth(1).unwrap();
+        let (from, rest) = times.split_once(" to ").unwrap();
+        (from.to_string(), rest[..8].to_string())
+    };
+    let (held_from, held_to) = span("general: held by its budget");
+    assert!(
+        held_from.as_str() > "01:15:00" && held_from.as_str() < "02:00:00",
+        "{day}"
+    );
+    assert!(held_to.as_str() >= "02:00:00", "{day}");
+    assert_eq!(
+        span("batch UPDATING"),
+        ("03:55:00".into(), "04:35:00".into()),
+        "{day}"
+    );
+    let replaced: Vec<&str> = (day.lines())
+        .filter(|l| l.ends_with("(general) expired: replace"))
+        .collect();
+    assert_eq!(replaced.len(), 2, "{day}");
+    assert!(
+        replaced.iter().all(|l| l.trim_start() >= "12:00:00"),
+        "{day}"
+    );
+    // The day's own log, in the report: when nodes went.
+    let log = &html[html.find("<h2>Day 3").unwrap()..];
+    let removed: Vec<(&str, &str)> = log
+        .split("<tr><td>")
+        .filter_map(|row| {
+            let (at, rest) = row.split_once("</td><td>node removed</td><td>")?;
+            let group = rest.split_once(" (")?.1.split_once(')')?.0;
+            Some((at, group))
+        })
+        .collect();
+    assert!(
+        removed
+            .iter()
+            .any(|(at, g)| *g == "general" && *at < "03:00:00"),
+        "{removed:?}"
+    );
+    for (at, group) in &removed {
+        assert!(
+            !(*group == "general" && *at > "01:15:00" && *at < "02:00:00"),
+            "office hours: {at}"
+        );
+        assert!(
+            !(*group == "batch" && *at >= "03:55:00" && *at < "04:35:00"),
+            "mid-update: {at}"
+        );
+    }
+    assert!(day.contains("nodes: general +"), "{day}");
 }
 
 /// How many node groups the nodes chart draws (one line each).
@@ -370,6 +440,36 @@ timeline:
     assert!(
         stdout.contains("at the end: 0 node(s), 0 pending"),
         "{stdout}"
+    );
+    // The same day with a budget of no disruption: the nodes stay.
+    let budget = dir.path().join("budget.yaml");
+    std::fs::write(
+        &budget,
+        "nodeGroups:\n  - match: small\n    budgets: [{nodes: \"0\"}]\n",
+    )
+    .unwrap();
+    let (script_path, budget_path) = (script.to_str().unwrap(), budget.to_str().unwrap());
+    let args = [
+        "--speed",
+        "0",
+        "--scenario",
+        script_path,
+        "--disruption-config",
+        budget_path,
+    ];
+    let stdout = String::from_utf8(demo(&args).stdout).unwrap();
+    assert!(stdout.contains("small      +4 -0"), "{stdout}");
+    std::fs::write(
+        &budget,
+        "nodeGroups:\n  - match: small\n    expireAfter: 3d\n",
+    )
+    .unwrap();
+    let output = demo(&args);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--disruption-config") && stderr.contains("expireAfter"),
+        "{stderr}"
     );
 
     std::fs::write(

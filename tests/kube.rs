@@ -308,6 +308,7 @@ async fn a_loops_decisions_become_events_and_the_status_config_map() {
             reason: "least-waste chose it over spot".into(),
             zones: Default::default(),
             error: None,
+            replaces: Vec::new(),
             provisioning_request: None,
         }],
         no_scale_up: vec![NoScaleUp {
@@ -338,7 +339,7 @@ async fn a_loops_decisions_become_events_and_the_status_config_map() {
             target_size: 3,
             registered: 3,
             upcoming: 0,
-            skipped: None,
+            ..GroupStatus::default()
         }],
         ..Status::default()
     };

@@ -38,8 +38,10 @@ fargateProfiles:
   - {name: serverless, selectors: [{namespace: serverless}]}
 ";
 
-const METHODS: [&str; 8] = [
+const METHODS: [&str; 10] = [
     "NodeGroups",
+    "ListZones",
+    "DescribeNodeGroups",
     "NodeGroupTargetSize",
     "NodeGroupNodes",
     "NodeGroupTemplateNodeInfo",
@@ -136,6 +138,10 @@ async fn a_loops_rpcs_do_not_grow_with_pending_pods() {
             .iter()
             .all(|f| f.profile == "serverless" && f.hourly_price > 0.0)
     );
+    // One NodeGroups, one ListZones and one DescribeNodeGroups, whatever the groups.
+    for method in ["NodeGroups", "ListZones", "DescribeNodeGroups"] {
+        assert_eq!(of(&first, method), 1, "{method}");
+    }
     // One MatchPod for the one shape Fargate takes; three pod demands and the stabilizer priced.
     assert_eq!(of(&first, "MatchPod"), 1);
     assert_eq!(of(&first, "PricingPodPrice"), 4);
@@ -154,6 +160,9 @@ async fn a_loops_rpcs_do_not_grow_with_pending_pods() {
 
     // The next loop remembers what pods of these shapes cost and what MatchPod said.
     let (second, _) = counted(&server, async { fresh.run(&large, now).await.unwrap() }).await;
+    for method in ["NodeGroups", "ListZones", "DescribeNodeGroups"] {
+        assert_eq!(of(&second, method), 1, "{method}: once every loop");
+    }
     assert_eq!(of(&second, "MatchPod"), 0);
     assert_eq!(of(&second, "PricingPodPrice"), 0);
     assert_eq!(

@@ -43,6 +43,7 @@ impl Cluster {
                     target,
                     options: GroupOptions::default(),
                     deleting: 0,
+                    updating: false,
                 })
                 .collect(),
             pods: Vec::new(),

@@ -12,6 +12,7 @@ use ekscale::autoscaler::{ProviderClient, ProviderConfig};
 use ekscale::cloud::NodeGroupBackend;
 use ekscale::model::{Pod, Resources};
 use ekscale::simulated_cluster::SimulatedCluster;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -160,6 +161,53 @@ async fn removed_instances_take_their_nodes_and_controllers_recreate_pods() {
     let names: Vec<&str> = view.pods.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["web-0"], "the pod without a controller is gone");
     assert!(view.pods[0].unschedulable && view.pods[0].node_name.is_none());
+}
+
+/// A managed node group update on the simulated EKS, as the cluster sees it: nodes register with the image
+/// their group has when they do, so the surge and the replacements carry the new one; the surge keeps the
+/// group at its size while old nodes go one at a time; at the end every node is on the new image.
+#[tokio::test]
+async fn an_update_replaces_every_node_with_one_of_the_new_image() {
+    use ekscale::model::NODE_GROUP_IMAGE_LABEL;
+    let (server, _, cluster) = general(2).await;
+    let images = |view: &ekscale::autoscaler::ClusterView| {
+        let mut images: Vec<String> = (view.nodes.iter())
+            .map(|n| {
+                n.labels
+                    .get(NODE_GROUP_IMAGE_LABEL)
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        images.sort();
+        images
+    };
+    let view = cluster.view().await.unwrap();
+    assert_eq!(images(&view), ["ami-eks-amd64-1"; 2]);
+
+    // One zone: a surge of one. Two old nodes over 300 s: replaced at 100 s and 200 s (each replacement
+    // registering 30 s later), the surge off at 300 s; a terminated node leaves 10 s after.
+    server
+        .sim()
+        .start_update("general", "ami-2", Duration::from_secs(300))
+        .unwrap();
+    let mut fewest = usize::MAX;
+    for step in 1..=32 {
+        server.sim().clock().advance(Duration::from_secs(10));
+        let view = cluster.view().await.unwrap();
+        fewest = fewest.min(view.nodes.len());
+        if step == 4 {
+            // 40 s: the surge has registered, on the new image.
+            assert_eq!(
+                images(&view),
+                ["ami-2", "ami-eks-amd64-1", "ami-eks-amd64-1"]
+            );
+        }
+    }
+    assert_eq!(fewest, 2, "never below the group's size");
+    let view = cluster.view().await.unwrap();
+    assert_eq!(images(&view), ["ami-2"; 2]);
+    assert_eq!(server.sim().target_size("general").unwrap(), 2);
 }
 
 #[tokio::test]
@@ -608,7 +656,7 @@ const DELETION_CANDIDATE: &str = ekscale::model::DELETION_CANDIDATE_TAINT;
 
 #[tokio::test]
 async fn refused_evictions_are_retried_then_the_node_is_given_back() {
-    use ekscale::autoscaler::scaledown::{Actuator, Outcome, Pacing};
+    use ekscale::autoscaler::scaledown::{Actuator, Cause, Outcome, Pacing};
     let (server, config, cluster) = general(1).await;
     let client = ProviderClient::new(&config).unwrap();
     cluster.create_pods(owned("api", 1, 300));
@@ -618,18 +666,28 @@ async fn refused_evictions_are_retried_then_the_node_is_given_back() {
     let mut actuator = Actuator::default();
     let pacing = Pacing::default();
     let rules = ekscale::autoscaler::scaledown::Rules::default();
-    actuator
-        .start(&*cluster, &node, "general", false, cluster.now())
-        .await
+    let now = cluster.now();
+    (actuator
+        .start(&*cluster, &node, "general", false, Cause::ScaleDown, now)
+        .await)
         .unwrap();
     let clock = server.sim().clock().clone();
     let mut last = Vec::new();
+    let updating = HashSet::new();
     // Every 10 s for 2 minutes the eviction is refused and retried; then the node is given back.
     for _ in 0..14 {
         clock.advance(Duration::from_secs(10));
         let view = cluster.view().await.unwrap();
         last = actuator
-            .advance(&*cluster, &client, &view, &rules, &pacing, cluster.now())
+            .advance(
+                &*cluster,
+                &client,
+                &view,
+                &rules,
+                &pacing,
+                &updating,
+                cluster.now(),
+            )
             .await;
         if matches!(last[..], [Outcome::Failed { .. }]) {
             break;
@@ -651,6 +709,84 @@ async fn refused_evictions_are_retried_then_the_node_is_given_back() {
     assert_eq!(view.pods[0].node_name.as_deref(), Some(node.name.as_str()));
     client.refresh().await.unwrap();
     assert_eq!(client.target_size("general").await.unwrap(), 1);
+}
+
+/// An expired node's drain that a PodDisruptionBudget holds waits (it is not given back, as a scale-down's
+/// is), says when it will be forced, and once its group's terminationGracePeriod has passed since the drain
+/// began, the pod is deleted past its budget and the node goes.
+#[tokio::test]
+async fn a_grace_period_forces_a_drain_a_budget_holds() {
+    use ekscale::autoscaler::scaledown::{Actuator, Cause, Outcome, Pacing};
+    let (server, config, cluster) = general(1).await;
+    let client = ProviderClient::new(&config).unwrap();
+    cluster.create_pods(owned("db", 1, 300));
+    cluster.create_pdb(budget("db", 0));
+    let view = cluster.view().await.unwrap();
+    let node = view.nodes[0].clone();
+    let mut actuator = Actuator::default();
+    let (pacing, rules) = (Pacing::default(), Default::default());
+    let grace = Duration::from_secs(600);
+    let cause = Cause::Disruption {
+        reason: "expired",
+        grace: Some(grace),
+    };
+    let started = cluster.now();
+    (actuator
+        .start(&*cluster, &node, "general", false, cause, started)
+        .await)
+        .unwrap();
+    let clock = server.sim().clock().clone();
+    let updating = HashSet::new();
+    let mut held = false;
+    let mut steps = 0;
+    let deleted = loop {
+        steps += 1;
+        assert!(steps < 100, "the drain was never forced");
+        clock.advance(Duration::from_secs(10));
+        let now = cluster.now();
+        let view = cluster.view().await.unwrap();
+        let outcomes =
+            (actuator.advance(&*cluster, &client, &view, &rules, &pacing, &updating, now)).await;
+        match &outcomes[..] {
+            [
+                Outcome::Draining {
+                    held: Some("expired"),
+                    waiting,
+                    ..
+                },
+            ] => {
+                assert!(waiting.contains("forced at"), "{waiting}");
+                held = true;
+                // The pod stays where it is while the drain is held.
+                let db = view.pods.iter().find(|p| p.name == "db-0").unwrap();
+                assert_eq!(db.node_name.as_deref(), Some(node.name.as_str()));
+            }
+            [Outcome::Draining { held: None, .. }] => {}
+            [Outcome::Deleted { cause: c, .. }] => break (*c, now),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(deleted.0, cause);
+    assert!(
+        held,
+        "refused evictions past --max-pod-eviction-time hold the drain"
+    );
+    // Forced once the grace period passed since the drain began (the first step after the taint's delay),
+    // and gone at the steps after.
+    let took = deleted.1.duration_since(started).unwrap();
+    let (from, to) = (
+        grace + pacing.delay_after_taint,
+        grace + Duration::from_secs(40),
+    );
+    assert!(took >= from && took <= to, "{took:?}");
+    let view = cluster.view().await.unwrap();
+    assert!(
+        view.pods
+            .iter()
+            .all(|p| p.name != "db-0" || p.node_name.as_deref() != Some(node.name.as_str()))
+    );
+    client.refresh().await.unwrap();
+    assert_eq!(client.target_size("general").await.unwrap(), 0);
 }
 
 /// How many pods of `cpu` millicores and `memory` bytes fit in the free room of the view's nodes.

@@ -1,5 +1,6 @@
-//! The files users write: the simulated EKS scenario, demo scripts, headroom policies and the priority
-//! expander's ConfigMap. The first byte picks the reader; the rest is the text.
+//! The files users write: the simulated EKS scenario, demo scripts, headroom policies, the priority
+//! expander's ConfigMap and the disruption configuration (read, then its schedules evaluated). The first
+//! byte picks the reader; the rest is the text.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -11,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(rest) else {
         return;
     };
-    match which % 4 {
+    match which % 5 {
         0 => {
             let _ = ekscale::cloud::Scenario::parse(text);
         }
@@ -22,8 +23,25 @@ fuzz_target!(|data: &[u8]| {
         2 => {
             let _ = ekscale::autoscaler::headroom::parse(text);
         }
-        _ => {
+        3 => {
             let _ = ekscale::autoscaler::scaleup::parse_priorities(text);
+        }
+        _ => {
+            let Ok(config) = ekscale::autoscaler::DisruptionConfig::parse(text) else {
+                return;
+            };
+            // Each matching entry's schedules evaluated at instants around daylight-saving changes, and
+            // its expiry computed for a node of an extreme age.
+            let at = |secs: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+            for group in ["general", "team-1", "gpu", ""] {
+                let Some(policy) = config.policy_for(group) else {
+                    continue;
+                };
+                for secs in [0, 1_711_846_800, 1_730_000_000, 4_102_444_800, 253_402_300_000] {
+                    let _ = policy.evaluate(at(secs));
+                    let _ = policy.expired(at(0), at(secs));
+                }
+            }
         }
     }
 });

@@ -33,6 +33,9 @@ pub struct ClusterView {
     pub buffers: BufferObjects,
     /// ProvisioningRequests, and the PodTemplates they name.
     pub requests: RequestObjects,
+    /// The disruption configuration the cluster holds (`config.yaml` of the ConfigMap `ekscale-disruption`),
+    /// as written: the loop reads it again only when it changes.
+    pub disruption_config: Option<Arc<str>>,
     /// When this view was true: the clock ages are measured against.
     pub now: Option<SystemTime>,
 }
@@ -159,6 +162,18 @@ pub trait ClusterSource: Send + Sync {
         let _ = grace;
         Err(ClusterError::ReadOnly(format!("pod {namespace}/{name}")))
     }
+
+    /// Deletes pod `namespace/name` past its PodDisruptionBudgets, giving it `grace` to stop: what a drain
+    /// for expiry or drift does once its node's `terminationGracePeriod` has passed (Karpenter's rule).
+    async fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        grace: Duration,
+    ) -> Result<(), ClusterError> {
+        let _ = grace;
+        Err(ClusterError::ReadOnly(format!("pod {namespace}/{name}")))
+    }
 }
 
 /// A `kubectl get nodes,pods,pdb,daemonsets -A -o json` file, read once: the cluster never changes.
@@ -192,6 +207,7 @@ impl Snapshot {
                 daemonsets: parsed.daemonsets,
                 buffers: parsed.buffers,
                 now: parsed.newest,
+                disruption_config: parsed.disruption_config.map(Arc::from),
             }),
         })
     }

@@ -2,7 +2,9 @@
 //! cluster state, scale-down and consolidation), and as the planners see it (`Group`: its templates with
 //! their DaemonSet pods, and why it may not grow; scale-up, consolidation and the health check share it).
 
-use crate::model::{GroupOptions, Instance, Node, NodeGroup, ZONE_LABEL};
+use crate::model::{
+    GroupOptions, Instance, Node, NodeGroup, NodeGroupState, NodeGroupStatus, ZONE_LABEL,
+};
 use crate::simulator::topology::Place;
 use std::sync::Arc;
 
@@ -14,9 +16,25 @@ pub struct GroupFacts {
     pub template: Option<Arc<Node>>,
     /// Its Availability Zones, when the provider says them.
     pub zones: Vec<String>,
+    /// Its EKS status and the image of its new nodes, when the provider says them
+    /// (`ekscale.v1.NodeGroups/DescribeNodeGroups`).
+    pub state: Option<NodeGroupState>,
     /// What GetOptions says, over the companion's defaults.
     pub options: GroupOptions,
     pub problem: Option<String>,
+}
+
+impl GroupFacts {
+    /// A managed node group update is replacing its nodes: EKS's to remove, so nothing of it is scaled
+    /// down and its target is never lowered meanwhile.
+    pub fn updating(&self) -> bool {
+        (self.state.as_ref()).is_some_and(|s| s.status == NodeGroupStatus::Updating)
+    }
+
+    /// The image its new nodes get, when the provider says it.
+    pub fn image(&self) -> Option<&str> {
+        self.state.as_ref()?.image.as_deref()
+    }
 }
 
 /// A node group as the planner sees it.

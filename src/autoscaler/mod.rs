@@ -2,8 +2,8 @@
 //!
 //! Grouped as cluster-autoscaler groups its own: a folder per stage of the loop, with what every stage shares
 //! beside them. Imports go down this list and never back up: `control` drives `core`, `core` runs the
-//! stages (`headroom`, `scaleup`, `scaledown`), the stages read `status`, `group`, `settings`, `cluster` and
-//! the provider `client`.
+//! stages (`headroom`, `scaleup`, `scaledown`), the stages read `status`, `group`, `settings`, `cluster`,
+//! `disruption` and the provider `client`.
 
 pub(crate) mod client; // the provider client, with cluster-autoscaler's caching rules: the only speaker of the wire types
 pub(crate) mod cluster; // where the cluster is read from: the ClusterSource trait, the view, snapshot files
@@ -11,6 +11,7 @@ pub(crate) mod clustersnapshot; // the world the loop plans in, and the pending 
 pub(crate) mod clusterstate; // the groups as the provider says them this loop, nodes matched to them, backoff
 pub mod control; // the commands: `simulate` once, `run` as the controller; flags, kube source, Lease, events, endpoints, metrics
 pub(crate) mod core; // one loop: health, pods sorted, RunOnce
+pub(crate) mod disruption; // disruption control: budgets per node group, with schedules and reasons; expiry; grace periods
 pub(crate) mod fargate; // Fargate pods set aside, matched to profiles here, MatchPod once per pod shape
 pub(crate) mod group; // a node group as the planners see it
 pub mod headroom; // capacity kept free ahead of demand: headroom policies and CapacityBuffers, as virtual pods
@@ -26,6 +27,7 @@ pub use cluster::{
     BufferStatus, ClusterError, ClusterSource, ClusterView, RequestStatus, Snapshot,
 };
 pub use core::runonce::RunOnce;
+pub use disruption::{DisruptionConfig, DisruptionConfigError};
 pub use group::{Group, Totals};
 pub use provreq::requests::read as read_provisioning_requests;
 pub use scaledown::{ConsolidationMode, ConsolidationSettings, MinSaving, ScaleDownSettings};

@@ -3,11 +3,13 @@
 //! part, so no stage reads this file.
 
 use crate::autoscaler::clusterstate::backoff::BackoffSettings;
+use crate::autoscaler::disruption::DisruptionConfig;
 use crate::autoscaler::headroom::policy::Policy;
 use crate::autoscaler::scaledown::settings::{ConsolidationSettings, ScaleDownSettings};
 use crate::autoscaler::scaleup::expander::{Expander, Strategy};
 use crate::autoscaler::scaleup::limits::ClusterLimits;
 use crate::model::GroupOptions;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The decision flags of `run` and `simulate`.
@@ -36,6 +38,9 @@ pub struct Settings {
     pub consolidation: ConsolidationSettings,
     /// Capacity kept free ahead of demand, as virtual pending pods.
     pub headroom: Vec<Policy>,
+    /// `--disruption-config`: budgets, expiry and grace periods per node group (the cluster's ConfigMap
+    /// `ekscale-disruption`, when there is one, is read over it each loop).
+    pub disruption: Option<Arc<DisruptionConfig>>,
 }
 
 impl Default for Settings {
@@ -59,6 +64,7 @@ impl Default for Settings {
             scale_down: ScaleDownSettings::default(),
             consolidation: ConsolidationSettings::default(),
             headroom: Vec::new(),
+            disruption: None,
         }
     }
 }

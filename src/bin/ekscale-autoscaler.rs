@@ -8,6 +8,7 @@ use ekscale::demo::{self, Script};
 use ekscale::telemetry::{self, LogFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// mimalloc: a long-running loop over a 2 GB cluster view fragmented glibc's free lists until a 100,000-node
 /// loop took half again as long as the first (see Cargo.toml); mimalloc keeps steady loops at the first's pace.
@@ -51,6 +52,10 @@ struct DemoArgs {
     /// Seeds the simulated EKS's instance ids.
     #[arg(long)]
     seed: Option<u64>,
+    /// Disruption budgets, expiry and grace periods for the script's day (over the script's own
+    /// `disruption:`), as `run` and `simulate` take them.
+    #[arg(long, value_name = "FILE")]
+    disruption_config: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -86,19 +91,28 @@ fn demo(args: DemoArgs) -> Result<(), Failure> {
             args.speed
         )));
     }
-    // The built-in day comes with a second one, played with consolidation off and on; a user's script is
-    // played as it is.
-    let (script, second_day) = match &args.scenario {
+    // The built-in day comes with a second one, played with consolidation off and on, and a third, with
+    // disruption control; a user's script is played as it is.
+    let (mut script, second_day, third_day) = match &args.scenario {
         Some(path) => {
             let script = Script::read(path)
                 .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
-            (script, None)
+            (script, None, None)
         }
-        None => (Script::built_in(), Some(Script::second_day())),
+        None => (
+            Script::built_in(),
+            Some(Script::second_day()),
+            Some(Script::third_day()),
+        ),
     };
+    if let Some(path) = &args.disruption_config {
+        let config = control::read_disruption(path).map_err(|e| Failure::Usage(e.to_string()))?;
+        script.disruption = Some(Arc::new(config));
+    }
     let options = demo::Options {
         script,
         second_day,
+        third_day,
         speed: args.speed,
         report: args.report.clone(),
         seed: args.seed,

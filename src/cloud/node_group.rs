@@ -1,9 +1,15 @@
 //! Node groups and their instances as a backend knows them.
 
+use crate::model::NodeGroupStatus;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// What a backend knows about one node group that does not change between refreshes.
+///
+/// The group's lifecycle status and image are here rather than behind a backend method of their own because
+/// they change when the rest of the spec does: the AWS backend builds every spec anew from one refresh's
+/// DescribeNodegroup and Auto Scaling group, and the image is also a label of the template, so that one spec
+/// never pairs a template with another image than the one DescribeNodeGroups reports.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeGroupSpec {
     /// The node group id: the EKS node group name.
@@ -23,6 +29,11 @@ pub struct NodeGroupSpec {
     /// The Availability Zones its instances launch in (the Auto Scaling group's), sorted; the template's
     /// zone is the first.
     pub zones: Vec<String>,
+    /// EKS's status of the node group (ACTIVE, UPDATING, ...).
+    pub status: NodeGroupStatus,
+    /// The image its new instances launch with (an AMI id, or EKS's release version when the AMI is not
+    /// known), when known.
+    pub image: Option<String>,
 }
 
 /// Per-group overrides of cluster-autoscaler's options; unset fields keep the caller's defaults.

@@ -4,7 +4,9 @@
 //! leaves after its reservations, the same well-known labels, the group's taints, and Ready.
 
 use crate::k8s::quantity;
-use crate::model::{CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NODE_GROUP_LABEL, Resources};
+use crate::model::{
+    CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NODE_GROUP_IMAGE_LABEL, NODE_GROUP_LABEL, Resources,
+};
 pub use crate::model::{GPU_RESOURCE, Taint, TaintEffect};
 use k8s_pb::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Taint as PbTaint};
 use k8s_pb::apimachinery::pkg::api::resource::Quantity;
@@ -96,6 +98,8 @@ pub struct TemplateSpec<'a> {
     /// `ON_DEMAND` or `SPOT`, as EKS labels it.
     pub capacity_type: &'a str,
     pub gpu_type: Option<&'a str>,
+    /// The AMI id new nodes launch with, which EKS labels them with; `None` when it is not known.
+    pub image: Option<&'a str>,
     pub labels: &'a BTreeMap<String, String>,
     pub taints: &'a [Taint],
     pub capacity: Resources,
@@ -120,6 +124,9 @@ pub fn build(spec: &TemplateSpec) -> Node {
     .collect();
     if let Some(gpu_type) = spec.gpu_type {
         labels.insert(GPU_LABEL.into(), gpu_type.into());
+    }
+    if let Some(image) = spec.image {
+        labels.insert(NODE_GROUP_IMAGE_LABEL.into(), image.into());
     }
     labels.extend(spec.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
 
@@ -163,6 +170,15 @@ pub fn build(spec: &TemplateSpec) -> Node {
             ..Default::default()
         }),
     }
+}
+
+/// The same template for nodes launched with another image: what an update changes of a group's new nodes.
+pub fn with_image(template: &Node, image: &str) -> Node {
+    let mut node = template.clone();
+    let meta = node.metadata.get_or_insert_with(Default::default);
+    meta.labels
+        .insert(NODE_GROUP_IMAGE_LABEL.into(), image.into());
+    node
 }
 
 #[cfg(test)]
@@ -221,6 +237,7 @@ mod tests {
             region: "us-east-1",
             capacity_type: "SPOT",
             gpu_type: Some("nvidia-tesla-t4"),
+            image: Some("ami-0c1f2e3d4b5a69788"),
             labels: &labels,
             taints: &taints,
             capacity: Resources {
@@ -236,6 +253,7 @@ mod tests {
         assert_eq!(meta.labels["team"], "web");
         assert_eq!(meta.labels["eks.amazonaws.com/capacityType"], "SPOT");
         assert_eq!(meta.labels[GPU_LABEL], "nvidia-tesla-t4");
+        assert_eq!(meta.labels[NODE_GROUP_IMAGE_LABEL], "ami-0c1f2e3d4b5a69788");
         let spec = node.spec.unwrap();
         assert_eq!(spec.taints[0].effect.as_deref(), Some("NoSchedule"));
         let status = node.status.unwrap();
@@ -253,6 +271,31 @@ mod tests {
             .find(|c| c.r#type.as_deref() == Some("Ready"))
             .unwrap();
         assert_eq!(ready.status.as_deref(), Some("True"));
+    }
+
+    #[test]
+    fn another_image_changes_that_label_only() {
+        let labels = BTreeMap::new();
+        let node = build(&TemplateSpec {
+            node_group: "general",
+            instance_type: "m5.large",
+            arch: "amd64",
+            zone: "us-east-1a",
+            region: "us-east-1",
+            capacity_type: "ON_DEMAND",
+            gpu_type: None,
+            image: Some("ami-old"),
+            labels: &labels,
+            taints: &[],
+            capacity: m5_large(),
+            allocatable: eks_allocatable(&m5_large()),
+        });
+        let updated = with_image(&node, "ami-new");
+        let (before, after) = (node.metadata.as_ref(), updated.metadata.as_ref());
+        let mut expected = before.unwrap().labels.clone();
+        expected.insert(NODE_GROUP_IMAGE_LABEL.into(), "ami-new".into());
+        assert_eq!(after.unwrap().labels, expected);
+        assert_eq!((updated.spec, updated.status), (node.spec, node.status));
     }
 
     #[test]

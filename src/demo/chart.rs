@@ -14,11 +14,15 @@ const COLORS: [&str; 8] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
 ];
 
-/// A line chart: named series of (minutes, value).
+/// A line chart: named series of (minutes, value), with spans of time shaded (from, to, label) and moments
+/// marked by a line (at, label).
+#[derive(Default)]
 pub struct Chart {
     pub title: String,
     pub unit: String,
     pub series: Vec<(String, Vec<(f64, f64)>)>,
+    pub spans: Vec<(f64, f64, String)>,
+    pub moments: Vec<(f64, String)>,
 }
 
 /// Text safe inside HTML and SVG.
@@ -104,6 +108,27 @@ impl Chart {
             b = TOP + plot_h,
             r = WIDTH - RIGHT
         );
+        // Spans under the lines, each a shade with its label at its top; moments as dashed lines.
+        for (i, (from, to, label)) in self.spans.iter().enumerate() {
+            let _ = write!(
+                svg,
+                r##"<rect x="{sx:.1}" y="{TOP}" width="{w:.1}" height="{plot_h:.1}" fill="#f2c744" fill-opacity="0.25"><title>{label}</title></rect><text x="{tx:.1}" y="{ty:.1}" font-size="10" fill="#7a5c00">{label}</text>"##,
+                sx = x(*from),
+                w = (x(*to) - x(*from)).max(1.0),
+                tx = x(*from) + 2.0,
+                ty = TOP + 10.0 + (i % 3) as f64 * 11.0,
+                label = escape(label)
+            );
+        }
+        for (at, label) in &self.moments {
+            let _ = write!(
+                svg,
+                r##"<line x1="{mx:.1}" y1="{TOP}" x2="{mx:.1}" y2="{b:.1}" stroke="#b33" stroke-dasharray="3,3"><title>{label}</title></line>"##,
+                mx = x(*at),
+                b = TOP + plot_h,
+                label = escape(label)
+            );
+        }
         for (i, (name, points)) in self.series.iter().enumerate() {
             let color = COLORS[i % COLORS.len()];
             let path: Vec<String> = points
@@ -159,9 +184,13 @@ mod tests {
                 ("a".into(), vec![(0.0, 1.0), (1.0, 2.0), (2.0, 0.0)]),
                 ("b<".into(), vec![(0.0, 0.0), (2.0, 5.0)]),
             ],
+            spans: vec![(0.5, 1.5, "held".into())],
+            moments: vec![(1.0, "replaced".into())],
         };
         let svg = chart.to_svg();
         assert_eq!(svg.matches("<polyline").count(), 2);
+        assert_eq!(svg.matches("<title>held</title></rect>").count(), 1);
+        assert_eq!(svg.matches("stroke-dasharray").count(), 1);
         assert!(svg.contains("A &amp; B"));
         assert!(svg.contains("b&lt;"));
         assert!(!svg.contains("NaN"));

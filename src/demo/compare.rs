@@ -99,6 +99,7 @@ impl Comparison {
                 ("consolidation off".into(), series(&self.off)),
                 ("consolidation replace".into(), series(&self.on)),
             ],
+            ..Chart::default()
         }
     }
 }

@@ -32,12 +32,17 @@ pub(super) async fn play(
     let provider = InProcessProvider::start(script, clock.clone()).await?;
     let config = ProviderConfig::plaintext(provider.addr.to_string());
     let client = ProviderClient::new(&config)?;
-    let cluster = Arc::new(SimulatedCluster::new(&config, clock.clone())?);
+    let mut cluster = SimulatedCluster::new(&config, clock.clone())?;
+    if let Some(start) = script.start {
+        cluster = cluster.starting_at(start);
+    }
+    let cluster = Arc::new(cluster);
     let mut settings = Settings {
         act: true,
         remove_unregistered: true,
         wait_for_new_pods: true,
         headroom: script.headroom.clone(),
+        disruption: script.disruption.clone(),
         ..Settings::default()
     };
     settings.consolidation.mode = mode;

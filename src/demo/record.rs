@@ -1,5 +1,6 @@
 //! What the demo saw, loop by loop: samples for the charts, the decision log, and what the summary needs.
 
+use super::marks::Marks;
 use crate::autoscaler::ClusterView;
 use crate::autoscaler::headroom;
 use crate::autoscaler::status::Status;
@@ -89,6 +90,8 @@ pub struct Record {
     buffer_chunks: BTreeMap<String, u32>,
     /// ProvisioningRequests and where they stand, from the last loop.
     pub provisioning_requests: Vec<crate::autoscaler::status::ProvisioningRequestStatus>,
+    /// Nodes held by disruption budgets or node group updates, and expired or drifted nodes acted on.
+    pub marks: Marks,
 }
 
 impl Record {
@@ -120,6 +123,9 @@ impl Record {
         }
         self.buffers(at, status);
         self.requests(at, status);
+        for (kind, text) in self.marks.observe(at, status) {
+            self.say(at, kind, text);
+        }
         self.headroom = status.headroom.clone();
         self.capacity_buffers = status.capacity_buffers.clone();
         self.loop_ms.push(status.times.elapsed_ms);

@@ -3,6 +3,7 @@
 
 use super::chart::{Chart, escape};
 use super::compare::Comparison;
+use super::night::Night;
 use super::record::Record;
 use super::summary::hms;
 use std::fmt::Write;
@@ -27,6 +28,7 @@ pub fn charts(record: &Record) -> Vec<Chart> {
                 .enumerate()
                 .map(|(g, name)| (name.clone(), series(&|i| record.samples[i].nodes[g] as f64)))
                 .collect(),
+            ..Chart::default()
         },
         Chart {
             title: "Pending pods".into(),
@@ -35,6 +37,7 @@ pub fn charts(record: &Record) -> Vec<Chart> {
                 "pending".into(),
                 series(&|i| record.samples[i].pending as f64),
             )],
+            ..Chart::default()
         },
         Chart {
             title: "CPU utilization of the EC2 nodes".into(),
@@ -43,6 +46,7 @@ pub fn charts(record: &Record) -> Vec<Chart> {
                 "cpu".into(),
                 series(&|i| record.samples[i].utilization * 100.0),
             )],
+            ..Chart::default()
         },
         Chart {
             title: "Capacity buffers".into(),
@@ -57,6 +61,7 @@ pub fn charts(record: &Record) -> Vec<Chart> {
                     series(&|i| record.samples[i].buffer_free as f64),
                 ),
             ],
+            ..Chart::default()
         },
         Chart {
             title: "Cost".into(),
@@ -68,13 +73,20 @@ pub fn charts(record: &Record) -> Vec<Chart> {
                     series(&|i| record.samples[i].fargate_cost),
                 ),
             ],
+            ..Chart::default()
         },
     ]
 }
 
 /// The whole page; `summary` is the text summary the terminal showed; `second_day`, when played, adds its
-/// cost both ways and its decisions with consolidation on.
-pub fn html(record: &Record, second_day: Option<&Comparison>, summary: &str) -> String {
+/// cost both ways and its decisions with consolidation on; `third_day` its nodes with what held them and
+/// what was replaced marked, and its decisions.
+pub fn html(
+    record: &Record,
+    second_day: Option<&Comparison>,
+    third_day: Option<&Night>,
+    summary: &str,
+) -> String {
     let mut page = String::from(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ekscale demo</title>\
          <style>body{font-family:sans-serif;margin:2em;max-width:60em}td,th{padding:2px 8px;text-align:left;\
@@ -93,6 +105,15 @@ pub fn html(record: &Record, second_day: Option<&Comparison>, summary: &str) -> 
         let _ = write!(page, "<figure>{}</figure>", day.chart().to_svg());
         page.push_str("<h3>Decisions with consolidation on</h3>");
         decisions(&mut page, &day.on.log);
+    }
+    if let Some(night) = third_day {
+        page.push_str("<h2>Day 3: disruption budgets, a node group update, expiry</h2>");
+        page.push_str(
+            "<p>Shaded: when a group's nodes were kept by its disruption budget or its update; dashed: \
+             an expired or drifted node removed or replaced.</p>",
+        );
+        let _ = write!(page, "<figure>{}</figure>", night.chart().to_svg());
+        decisions(&mut page, &night.record.log);
     }
     page.push_str("</body></html>\n");
     page

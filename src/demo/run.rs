@@ -1,9 +1,10 @@
-//! The demo as the binary runs it: the script's day, then the second day with consolidation off and on, the
-//! summary of both, and the report.
+//! The demo as the binary runs it: the script's day, then the second day with consolidation off and on and
+//! the third with disruption control, the summary of them all, and the report.
 
 use super::compare::Comparison;
 use super::day::play;
 use super::error::DemoError;
+use super::night::Night;
 use super::record::Record;
 use super::report;
 use super::script::Script;
@@ -16,6 +17,8 @@ pub struct Options {
     pub script: Script,
     /// A second day, played after the first with consolidation off and then on; `None` plays one day.
     pub second_day: Option<Script>,
+    /// A third, played after them with its disruption configuration.
+    pub third_day: Option<Script>,
     /// Simulated seconds per real second; 0 plays as fast as the machine goes.
     pub speed: f64,
     pub report: Option<PathBuf>,
@@ -30,13 +33,14 @@ pub fn run_blocking(options: Options) -> Result<(Record, String), DemoError> {
 }
 
 /// Plays the script's day (printing progress and decisions as they happen), then the second day, if there is
-/// one, with consolidation off and on; returns the first day's record and the summary of both, which ends
-/// with the one-line `demo summary:` scripts read.
+/// one, with consolidation off and on, and the third, if there is one; returns the first day's record and
+/// the summary of all, which ends with the one-line `demo summary:` scripts read.
 pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
     let started = Instant::now();
     let Options {
         mut script,
         second_day,
+        third_day,
         speed,
         report,
         seed,
@@ -59,10 +63,21 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
         }
         None => None,
     };
+    let third = match third_day {
+        Some(mut day) => {
+            if let Some(seed) = seed {
+                day.scenario.seed = seed;
+            }
+            let night = Night::new(play(&day, Mode::Off, 0.0, false).await?, &day);
+            text.push_str(&night.summary());
+            Some(night)
+        }
+        None => None,
+    };
     text.push_str(&summary_line(&record));
     if let Some(path) = report {
-        std::fs::write(&path, report::html(&record, second.as_ref(), &text))
-            .map_err(|source| DemoError::Report { path, source })?;
+        let page = report::html(&record, second.as_ref(), third.as_ref(), &text);
+        std::fs::write(&path, page).map_err(|source| DemoError::Report { path, source })?;
     }
     Ok((record, text))
 }

@@ -3,6 +3,7 @@
 //! same format.
 
 use crate::autoscaler::headroom::{self, Policy};
+use crate::autoscaler::{DisruptionConfig, DisruptionConfigError};
 use crate::cloud::{self, Scenario};
 use crate::k8s::{Template, VersionedBuffer, VersionedRequest, pod_from_api};
 use crate::model::Pod;
@@ -10,12 +11,15 @@ use serde::Deserialize;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 /// The script the demo plays without `--scenario`.
 pub const BUILT_IN_SCRIPT: &str = include_str!("demo.yaml");
 /// The built-in demo's second day, played with consolidation off and on.
 pub const SECOND_DAY: &str = include_str!("day2.yaml");
+/// The built-in demo's third day (a night, in fact): disruption budgets, a node group update, expiry.
+pub const THIRD_DAY: &str = include_str!("day3.yaml");
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
@@ -36,6 +40,10 @@ pub enum ScriptError {
     },
     #[error("headroom: {0}")]
     Headroom(#[from] headroom::PolicyError),
+    #[error("disruption: {0}")]
+    Disruption(#[from] DisruptionConfigError),
+    #[error("start: {0}")]
+    Start(humantime::TimestampError),
     #[error("{0}")]
     Invalid(String),
 }
@@ -61,6 +69,13 @@ struct File {
     /// The PodTemplates buffers and ProvisioningRequests name.
     #[serde(default)]
     pod_templates: Vec<k8s_openapi::api::core::v1::PodTemplate>,
+    /// The simulated wall clock when the day starts (RFC 3339, `2026-03-02T14:00:00Z`): what budget
+    /// schedules and node ages are read against. Now, when left out.
+    #[serde(default)]
+    start: Option<String>,
+    /// Disruption budgets, expiry and grace periods, as `--disruption-config` takes them.
+    #[serde(default)]
+    disruption: Option<serde_norway::Value>,
 }
 
 fn ten_seconds() -> Duration {
@@ -86,6 +101,20 @@ struct EventFile {
     /// Creates a ProvisioningRequest (as Kueue does for a job it queues), as `kubectl apply` takes it.
     #[serde(default)]
     request: Option<serde_json::Value>,
+    /// Starts a managed node group update (a new AMI), as `aws eks update-nodegroup-version` does.
+    #[serde(default)]
+    update: Option<Update>,
+}
+
+/// `update: {nodeGroup: batch, image: ami-eks-amd64-2, duration: 40m}`: the group turns UPDATING, EKS
+/// surges new nodes on the image and replaces the old ones over `duration`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Update {
+    pub node_group: String,
+    pub image: String,
+    #[serde(with = "humantime_serde")]
+    pub duration: Duration,
 }
 
 /// `capacity: {nodeGroup: spot, available: 10}`; without `available`, no limit.
@@ -141,6 +170,7 @@ pub enum Action {
     Delete(String),
     Capacity(CapacityChange),
     Request(Box<VersionedRequest>),
+    Update(Update),
 }
 
 #[derive(Clone, Debug)]
@@ -161,6 +191,9 @@ pub struct Script {
     pub headroom: Vec<Policy>,
     pub buffers: Vec<VersionedBuffer>,
     pub templates: Vec<Template>,
+    /// The simulated wall clock at the start, when the script sets it.
+    pub start: Option<SystemTime>,
+    pub disruption: Option<Arc<DisruptionConfig>>,
 }
 
 impl Script {
@@ -171,6 +204,11 @@ impl Script {
     /// The built-in second day: a burst on on-demand nodes, spot capacity freeing up later.
     pub fn second_day() -> Script {
         Script::parse(SECOND_DAY, Path::new(".")).expect("the built-in second day is valid")
+    }
+
+    /// The built-in third day: office hours hold scale-down, a node group update, nodes expiring overnight.
+    pub fn third_day() -> Script {
+        Script::parse(THIRD_DAY, Path::new(".")).expect("the built-in third day is valid")
     }
 
     /// Reads a script file; a scenario path in it is taken relative to the file.
@@ -214,35 +252,45 @@ impl Script {
                 at: humantime::format_duration(event.at).to_string(),
                 reason,
             };
-            let action = match (event.create, event.delete, event.capacity, event.request) {
-                (Some(workload), None, None, None) => {
-                    let pods = pods_of(&workload).map_err(fail)?;
-                    Action::Create(Box::new(workload), pods)
+            let given = [
+                event.create.is_some(),
+                event.delete.is_some(),
+                event.capacity.is_some(),
+                event.request.is_some(),
+                event.update.is_some(),
+            ];
+            if given.iter().filter(|g| **g).count() != 1 {
+                let why =
+                    "give exactly one of `create`, `delete`, `capacity`, `request` and `update`";
+                return Err(fail(why.into()));
+            }
+            let known = |group: &str| scenario.node_groups.iter().any(|g| g.spec.id == group);
+            let action = if let Some(workload) = event.create {
+                let pods = pods_of(&workload).map_err(fail)?;
+                Action::Create(Box::new(workload), pods)
+            } else if let Some(name) = event.delete {
+                Action::Delete(name)
+            } else if let Some(request) = event.request {
+                let read = VersionedRequest::from_value(request)
+                    .map_err(|e| fail(format!("request: {e}")))?;
+                Action::Request(Box::new(read))
+            } else if let Some(change) = event.capacity {
+                if !known(&change.node_group) {
+                    let group = &change.node_group;
+                    return Err(fail(format!(
+                        "capacity: no node group {group:?} in the scenario"
+                    )));
                 }
-                (None, Some(name), None, None) => Action::Delete(name),
-                (None, None, None, Some(request)) => {
-                    let read = VersionedRequest::from_value(request)
-                        .map_err(|e| fail(format!("request: {e}")))?;
-                    Action::Request(Box::new(read))
+                Action::Capacity(change)
+            } else {
+                let update = event.update.expect("one was given");
+                if !known(&update.node_group) {
+                    let group = &update.node_group;
+                    return Err(fail(format!(
+                        "update: no node group {group:?} in the scenario"
+                    )));
                 }
-                (None, None, Some(change), None) => {
-                    let known = scenario
-                        .node_groups
-                        .iter()
-                        .any(|g| g.spec.id == change.node_group);
-                    if !known {
-                        let why = format!(
-                            "capacity: no node group {:?} in the scenario",
-                            change.node_group
-                        );
-                        return Err(fail(why));
-                    }
-                    Action::Capacity(change)
-                }
-                _ => {
-                    let why = "give exactly one of `create`, `delete`, `capacity` and `request`";
-                    return Err(fail(why.into()));
-                }
+                Action::Update(update)
             };
             if event.at > file.duration {
                 return Err(fail("after the end of the day (`duration`)".into()));
@@ -266,6 +314,16 @@ impl Script {
             })
             .collect::<Result<_, _>>()?;
         let templates = file.pod_templates.iter().map(Template::from_api).collect();
+        let start = (file.start.as_deref())
+            .map(humantime::parse_rfc3339_weak)
+            .transpose()
+            .map_err(ScriptError::Start)?;
+        let disruption = match &file.disruption {
+            Some(value) => Some(Arc::new(DisruptionConfig::parse(
+                &serde_norway::to_string(value)?,
+            )?)),
+            None => None,
+        };
         Ok(Script {
             scenario,
             duration: file.duration,
@@ -274,6 +332,8 @@ impl Script {
             headroom,
             buffers,
             templates,
+            start,
+            disruption,
         })
     }
 }
@@ -329,6 +389,11 @@ mod tests {
         assert_eq!(script.scenario.cluster, "demo");
         assert!(script.timeline.len() >= 5);
         assert!(script.timeline.windows(2).all(|w| w[0].at <= w[1].at));
+        let third = Script::third_day();
+        assert!(third.disruption.is_some() && third.start.is_some());
+        assert!(
+            matches!(&third.timeline.last().unwrap().action, Action::Update(u) if u.node_group == "batch")
+        );
         let second = Script::second_day();
         assert_eq!(second.scenario.cluster, "demo-day-2");
         assert!(matches!(
@@ -347,7 +412,7 @@ mod tests {
             ),
             (
                 "timeline: [{at: 1m}]",
-                "give exactly one of `create`, `delete`, `capacity` and `request`",
+                "give exactly one of `create`, `delete`, `capacity`, `request` and `update`",
             ),
             (
                 "timeline: [{at: 1m, capacity: {nodeGroup: nowhere, available: 1}}]",
@@ -358,6 +423,15 @@ mod tests {
                 "timeline entry 0 (at 1m): pod default/w-0: container main: resources.requests.cpu: invalid quantity \"lots\"",
             ),
             ("timeline: []\nextra: 1", "unknown field `extra`"),
+            (
+                "timeline: [{at: 1m, update: {nodeGroup: nowhere, image: ami-2, duration: 10m}}]",
+                "timeline entry 0 (at 1m): update: no node group \"nowhere\" in the scenario",
+            ),
+            ("start: yesterday\ntimeline: []", "start: "),
+            (
+                "timeline: []\ndisruption: {nodeGroups: [{match: general, expireAfter: soon}]}",
+                "disruption: ",
+            ),
         ];
         for (rest, expected) in cases {
             let error = Script::parse(&format!("{base}{rest}"), Path::new("."))

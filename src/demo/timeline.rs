@@ -70,6 +70,14 @@ impl Targets<'_> {
                     request.spec.provisioning_class_name
                 ))
             }
+            Action::Update(update) => {
+                let (group, image) = (&update.node_group, &update.image);
+                (self.backend)
+                    .start_update(group, image, update.duration)
+                    .map_err(|e| DemoError::Cloud(e.to_string()))?;
+                let took = humantime::format_duration(update.duration);
+                Ok(format!("{group} UPDATING to {image} for {took}"))
+            }
             Action::Capacity(change) => {
                 (self.backend)
                     .set_available_capacity(&change.node_group, change.available)

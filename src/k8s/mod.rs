@@ -22,4 +22,7 @@ pub use provisioning_request::{
     ProvisioningRequest, RequestObjects, VersionedRequest, request_key,
 };
 pub use quantity::{Quantity, QuantityError};
-pub use snapshot::{SnapshotError, SnapshotObjects, parse_snapshot, read_snapshot_text};
+pub use snapshot::{
+    DISRUPTION_CONFIG_KEY, DISRUPTION_CONFIG_MAP, SnapshotError, SnapshotObjects, parse_snapshot,
+    read_snapshot_text,
+};

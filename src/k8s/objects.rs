@@ -236,14 +236,17 @@ pub fn node_from_api(node: &api::Node) -> Result<Node, ObjectError> {
             .any(|c| c.type_ == "Ready" && c.status == "True"),
         unschedulable: spec.unschedulable.unwrap_or(false),
         created: node.metadata.creation_timestamp.as_ref().map(time),
-        scale_down_disabled: node
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(SCALE_DOWN_DISABLED_ANNOTATION))
-            .is_some_and(|v| v == "true"),
+        scale_down_disabled: annotated(node, SCALE_DOWN_DISABLED_ANNOTATION),
+        do_not_disrupt: annotated(node, DO_NOT_DISRUPT_ANNOTATION),
         name,
     })
+}
+
+/// Whether `node` carries `key: "true"`.
+fn annotated(node: &api::Node, key: &str) -> bool {
+    (node.metadata.annotations.as_ref())
+        .and_then(|a| a.get(key))
+        .is_some_and(|v| v == "true")
 }
 
 /// The pod a DaemonSet would run on a new node: its template, owned by it.
@@ -342,6 +345,7 @@ pub fn node_from_pb(node: &k8s_pb::api::core::v1::Node) -> Result<Node, ObjectEr
         unschedulable: spec.unschedulable.unwrap_or(false),
         created: None,
         scale_down_disabled: false,
+        do_not_disrupt: false,
         name,
     })
 }

@@ -26,6 +26,9 @@ pub struct SnapshotObjects {
     pub buffers: BufferObjects,
     /// ProvisioningRequests (the PodTemplates they name are with the buffers' objects).
     pub requests: Vec<provisioning_request::VersionedRequest>,
+    /// The disruption configuration: `config.yaml` of the ConfigMap `ekscale-disruption` (other
+    /// ConfigMaps are read past), in the text it was written in.
+    pub disruption_config: Option<String>,
     /// The newest timestamp anywhere in it (creations, conditions, heartbeats, taints): when it was taken.
     pub newest: Option<SystemTime>,
     /// The constraints and namespaces its pods share so far ([`Alike`]). Parts read apart share within
@@ -48,7 +51,7 @@ pub enum SnapshotError {
 }
 
 /// The kinds read, as items or as single objects.
-const KINDS: [&str; 11] = [
+const KINDS: [&str; 12] = [
     "Node",
     "Pod",
     "PodDisruptionBudget",
@@ -60,13 +63,18 @@ const KINDS: [&str; 11] = [
     "StatefulSet",
     "ReplicaSet",
     "Job",
+    "ConfigMap",
 ];
 
 /// What a file is expected to be, for errors.
 const READ: &str = "Node, Pod, PodDisruptionBudget, DaemonSet, CapacityBuffer, ProvisioningRequest, \
-                    PodTemplate, Deployment, StatefulSet, ReplicaSet and Job are read (kubectl get \
-                    nodes,pods,pdb,daemonsets,capacitybuffers,provisioningrequests,podtemplates,deployments \
-                    -A -o json)";
+                    PodTemplate, Deployment, StatefulSet, ReplicaSet, Job and ConfigMap are read (kubectl \
+                    get nodes,pods,pdb,daemonsets,capacitybuffers,provisioningrequests,podtemplates,\
+                    deployments,configmaps -A -o json)";
+
+/// The ConfigMap that holds the disruption configuration, and its key.
+pub const DISRUPTION_CONFIG_MAP: &str = "ekscale-disruption";
+pub const DISRUPTION_CONFIG_KEY: &str = "config.yaml";
 
 /// A snapshot file's text, read on every core: one core copying a 400 MB file from the page cache (and
 /// faulting in the buffer) was a tenth of `simulate` on a 10,000-node cluster, the other core idle. What is
@@ -399,6 +407,7 @@ impl SnapshotObjects {
         self.buffers.templates.extend(part.buffers.templates);
         self.buffers.scalables.extend(part.buffers.scalables);
         self.requests.extend(part.requests);
+        self.disruption_config = self.disruption_config.take().or(part.disruption_config);
         self.newest = self.newest.max(part.newest);
     }
 
@@ -460,6 +469,18 @@ impl SnapshotObjects {
                     return Err(fail("no metadata.name".into()));
                 }
                 self.buffers.scalables.push(scalable);
+            }
+            "ConfigMap" => {
+                let map: api::ConfigMap = item.read().map_err(|e| fail(e.to_string()))?;
+                if map.metadata.name.as_deref() == Some(DISRUPTION_CONFIG_MAP) {
+                    let text = map.data.and_then(|mut d| d.remove(DISRUPTION_CONFIG_KEY));
+                    let text = text.ok_or_else(|| {
+                        fail(format!(
+                            "{DISRUPTION_CONFIG_MAP} has no {DISRUPTION_CONFIG_KEY}"
+                        ))
+                    })?;
+                    self.disruption_config = Some(text);
+                }
             }
             _ => return Err(fail(format!("only {READ}"))),
         }

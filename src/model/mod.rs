@@ -16,9 +16,12 @@ pub use fargate::{FargateProfile, FargateSelector, PodMatch};
 pub use fast_map::{FastMap, FastSet};
 pub use node::{
     CAPACITY_TYPE_LABEL, FARGATE_COMPUTE_LABEL, GPU_LABEL, HOSTNAME_LABEL, INSTANCE_TYPE_LABEL,
-    NODE_GROUP_LABEL, Node, ZONE_LABEL,
+    NODE_GROUP_IMAGE_LABEL, NODE_GROUP_LABEL, Node, ZONE_LABEL,
 };
-pub use node_group::{GroupOptions, Instance, InstanceError, InstanceState, NodeGroup};
+pub use node_group::{
+    GroupOptions, Instance, InstanceError, InstanceState, NodeGroup, NodeGroupState,
+    NodeGroupStatus,
+};
 pub use pdb::Pdb;
 pub use pod::{
     Alike, Controller, Disruption, EquivalenceKey, FARGATE_SCHEDULER, HostPort, LabelProjection,

@@ -13,6 +13,9 @@ pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 /// The node group of a managed node group's nodes (and of our templates).
 pub const NODE_GROUP_LABEL: &str = "eks.amazonaws.com/nodegroup";
+/// The image (AMI id) a managed node group's node was launched with; an update replaces the nodes whose image is
+/// not the group's.
+pub const NODE_GROUP_IMAGE_LABEL: &str = "eks.amazonaws.com/nodegroup-image";
 /// `fargate` on the node EKS runs each Fargate pod on (also a NoSchedule taint's key there).
 pub const FARGATE_COMPUTE_LABEL: &str = "eks.amazonaws.com/compute-type";
 /// The instance type, on real and template nodes alike.
@@ -38,6 +41,9 @@ pub struct Node {
     pub created: Option<SystemTime>,
     /// `cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"`: never removed by scale-down.
     pub scale_down_disabled: bool,
+    /// `karpenter.sh/do-not-disrupt: "true"`: never removed, replaced or expired by us (Karpenter's
+    /// annotation, kept as scale-down-disabled is).
+    pub do_not_disrupt: bool,
 }
 
 impl Node {

@@ -12,6 +12,72 @@ pub struct NodeGroup {
     pub max_size: i32,
 }
 
+/// What the provider says of a node group's lifecycle (`ekscale.v1.NodeGroups/DescribeNodeGroups`): where it
+/// is in EKS's lifecycle, and the image its new nodes get.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeGroupState {
+    pub status: NodeGroupStatus,
+    /// The image new nodes launch with (an AMI id on AWS), when the provider knows it. A node's own image is
+    /// its `eks.amazonaws.com/nodegroup-image` label ([`super::NODE_GROUP_IMAGE_LABEL`]).
+    pub image: Option<String>,
+}
+
+/// An EKS managed node group's status, as DescribeNodegroup spells it; `Unknown` keeps any other word a
+/// provider sends, so that a newer EKS status is shown as it is rather than mistaken for one of these.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum NodeGroupStatus {
+    Active,
+    /// A managed node group update (new AMI, Kubernetes version or launch template) is replacing its nodes.
+    Updating,
+    Creating,
+    Deleting,
+    CreateFailed,
+    DeleteFailed,
+    /// EKS found a health issue (see the node group's `health.issues`).
+    Degraded,
+    Unknown(String),
+}
+
+impl NodeGroupStatus {
+    /// Every status EKS documents, in its order.
+    pub const KNOWN: [NodeGroupStatus; 7] = [
+        NodeGroupStatus::Active,
+        NodeGroupStatus::Updating,
+        NodeGroupStatus::Creating,
+        NodeGroupStatus::Deleting,
+        NodeGroupStatus::CreateFailed,
+        NodeGroupStatus::DeleteFailed,
+        NodeGroupStatus::Degraded,
+    ];
+
+    /// The status EKS's word names (exactly as EKS writes it: `ACTIVE`, `CREATE_FAILED`, ...).
+    pub fn parse(word: &str) -> NodeGroupStatus {
+        Self::KNOWN
+            .into_iter()
+            .find(|s| s.as_str() == word)
+            .unwrap_or_else(|| NodeGroupStatus::Unknown(word.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            NodeGroupStatus::Active => "ACTIVE",
+            NodeGroupStatus::Updating => "UPDATING",
+            NodeGroupStatus::Creating => "CREATING",
+            NodeGroupStatus::Deleting => "DELETING",
+            NodeGroupStatus::CreateFailed => "CREATE_FAILED",
+            NodeGroupStatus::DeleteFailed => "DELETE_FAILED",
+            NodeGroupStatus::Degraded => "DEGRADED",
+            NodeGroupStatus::Unknown(word) => word,
+        }
+    }
+}
+
+impl std::fmt::Display for NodeGroupStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One instance of a node group, as its provider lists it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Instance {
@@ -83,5 +149,27 @@ impl Default for GroupOptions {
             startup: provision,
             non_atomic_to_max: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_read_back_as_eks_writes_them() {
+        for status in NodeGroupStatus::KNOWN {
+            assert_eq!(NodeGroupStatus::parse(status.as_str()), status);
+        }
+        assert_eq!(
+            NodeGroupStatus::parse("CREATE_FAILED"),
+            NodeGroupStatus::CreateFailed
+        );
+        // Only EKS's own spelling: anything else is kept, not guessed.
+        assert_eq!(
+            NodeGroupStatus::parse("active"),
+            NodeGroupStatus::Unknown("active".into())
+        );
+        assert_eq!(NodeGroupStatus::parse("PAUSED").to_string(), "PAUSED");
     }
 }

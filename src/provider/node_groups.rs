@@ -1,7 +1,7 @@
 //! The `ekscale.v1.NodeGroups` extension service: what the externalgrpc protocol cannot say about a node
 //! group. Its zones let a companion plan new nodes where the Auto Scaling group will launch them; its atomic
 //! increase gives a gang of pods all its nodes or none (cluster-autoscaler's `AtomicIncreaseSize`, which
-//! externalgrpc has no call for).
+//! externalgrpc has no call for); its status and image tell a companion when EKS is replacing its nodes.
 
 use super::metrics::ProviderMetrics;
 use super::observe::observe;
@@ -9,7 +9,8 @@ use super::sizes::{self, GroupLocks, Increase};
 use crate::cloud::NodeGroupBackend;
 use crate::proto::ekscale::node_groups_server::NodeGroups;
 use crate::proto::ekscale::{
-    AtomicIncreaseSizeRequest, AtomicIncreaseSizeResponse, ListZonesRequest, ListZonesResponse,
+    AtomicIncreaseSizeRequest, AtomicIncreaseSizeResponse, DescribeNodeGroupsRequest,
+    DescribeNodeGroupsResponse, ListZonesRequest, ListZonesResponse, NodeGroupDescription,
     NodeGroupZones,
 };
 use std::sync::Arc;
@@ -57,6 +58,26 @@ impl NodeGroups for NodeGroupsService {
                 })
                 .collect();
             Ok(ListZonesResponse { node_groups })
+        })
+        .await
+    }
+
+    async fn describe_node_groups(
+        &self,
+        _: Request<DescribeNodeGroupsRequest>,
+    ) -> Result<Response<DescribeNodeGroupsResponse>, Status> {
+        observe(&self.metrics, "DescribeNodeGroups", async {
+            let node_groups = self
+                .backend
+                .node_groups()
+                .iter()
+                .map(|g| NodeGroupDescription {
+                    id: g.id.clone(),
+                    status: g.status.to_string(),
+                    image: g.image.clone().unwrap_or_default(),
+                })
+                .collect();
+            Ok(DescribeNodeGroupsResponse { node_groups })
         })
         .await
     }

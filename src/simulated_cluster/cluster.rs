@@ -38,6 +38,8 @@ struct State {
     buffers: BufferObjects,
     /// ProvisioningRequests, with the status last written (the PodTemplates they name are the buffers').
     requests: Vec<VersionedRequest>,
+    /// `config.yaml` of the ConfigMap `ekscale-disruption`, when there is one.
+    disruption_config: Option<Arc<str>>,
 }
 
 /// How a node group's instances fail to become nodes.
@@ -59,6 +61,18 @@ pub struct Budget {
 }
 
 impl State {
+    /// Pod `i` leaves its node: a controller's pod is made again, pending; any other is gone.
+    fn leave(&mut self, i: usize) {
+        if self.pods[i].controller.is_some() {
+            let pod = &mut self.pods[i];
+            pod.node_name = None;
+            pod.phase = Phase::Pending;
+            pod.unschedulable = false;
+        } else {
+            self.pods.remove(i);
+        }
+    }
+
     /// The budgets with `disruptionsAllowed` as the disruption controller computes it now.
     fn pdbs(&self) -> Vec<Pdb> {
         self.budgets
@@ -95,6 +109,12 @@ impl SimulatedCluster {
         })
     }
 
+    /// The same cluster with its wall clock starting at `epoch` (budget schedules and node ages are read
+    /// against it) instead of now.
+    pub fn starting_at(self, epoch: SystemTime) -> SimulatedCluster {
+        SimulatedCluster { epoch, ..self }
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -129,6 +149,11 @@ impl SimulatedCluster {
     /// Adds a PodDisruptionBudget, enforced on evictions.
     pub fn create_pdb(&self, budget: Budget) {
         self.state().budgets.push(budget);
+    }
+
+    /// Writes (or, with `None`, deletes) the ConfigMap `ekscale-disruption`: its `config.yaml`.
+    pub fn set_disruption_config(&self, text: Option<&str>) {
+        self.state().disruption_config = text.map(Arc::from);
     }
 
     /// Adds CapacityBuffers.
@@ -478,6 +503,7 @@ impl ClusterSource for SimulatedCluster {
                 templates: state.buffers.templates.clone(),
             },
             now: Some(self.now()),
+            disruption_config: state.disruption_config.clone(),
         }))
     }
 
@@ -547,14 +573,23 @@ impl ClusterSource for SimulatedCluster {
                 ),
             });
         }
-        if pod.controller.is_some() {
-            let pod = &mut state.pods[i];
-            pod.node_name = None;
-            pod.phase = Phase::Pending;
-            pod.unschedulable = false;
-        } else {
-            state.pods.remove(i);
-        }
+        state.leave(i);
+        Ok(())
+    }
+
+    async fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        _grace: Duration,
+    ) -> Result<(), ClusterError> {
+        let mut state = self.state();
+        let Some(i) =
+            (state.pods.iter()).position(|p| &*p.namespace == namespace && p.name == name)
+        else {
+            return Err(ClusterError::NoPod(format!("{namespace}/{name}")));
+        };
+        state.leave(i);
         Ok(())
     }
 }

@@ -110,7 +110,16 @@ impl Fake {
         };
         let from = param("continue").unwrap_or(0);
         let mut objects = self.objects.lock().unwrap();
+        // ConfigMaps are watched by name (`fieldSelector=metadata.name=...`).
+        let named = query
+            .split('&')
+            .find_map(|p| p.strip_prefix("fieldSelector=metadata.name%3D"));
+        let maps: Vec<Value> = (objects.config_maps.iter())
+            .filter(|(name, _)| named.is_none_or(|n| n == name.as_str()))
+            .map(|(_, map)| map.clone())
+            .collect();
         let all = match resource {
+            "configmaps" => &maps,
             "nodes" => &objects.nodes,
             "pods" if objects.empty_pod_lists > 0 && from == 0 => {
                 objects.empty_pod_lists -= 1;
@@ -378,7 +387,10 @@ pub async fn serve(fake: Fake) -> std::net::SocketAddr {
         )
         .route(
             "/api/v1/namespaces/{namespace}/configmaps",
-            post(|State(f): State<Fake>, body: String| async move {
+            get(|State(f): State<Fake>, RawQuery(q): RawQuery| async move {
+                f.list_or_watch("configmaps", "ConfigMapList", q)
+            })
+            .post(|State(f): State<Fake>, body: String| async move {
                 let mut map: Value = serde_json::from_str(&body).unwrap();
                 map["metadata"]["resourceVersion"] = json!("1");
                 let name = map["metadata"]["name"].as_str().unwrap().to_string();

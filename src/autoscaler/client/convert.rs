@@ -1,8 +1,11 @@
-//! Wire types to the model, at the client's edge: node groups, instances, Fargate matches, templates.
+//! Wire types to the model, at the client's edge: node groups, their EKS states, instances, Fargate matches,
+//! templates.
 
 use super::error::ClientError;
-use crate::model::{Instance, InstanceError, InstanceState, NodeGroup, PodMatch};
-use crate::proto::ekscale::MatchPodResponse;
+use crate::model::{
+    Instance, InstanceError, InstanceState, NodeGroup, NodeGroupState, NodeGroupStatus, PodMatch,
+};
+use crate::proto::ekscale::{MatchPodResponse, NodeGroupDescription};
 use crate::proto::externalgrpc::instance_status::InstanceState as WireState;
 use crate::proto::externalgrpc::*;
 use k8s_pb::api::core::v1::Node;
@@ -17,6 +20,15 @@ pub(super) fn group_of(group: crate::proto::externalgrpc::NodeGroup) -> NodeGrou
         min_size: group.min_size,
         max_size: group.max_size,
     }
+}
+
+/// A group's EKS status and image in the model, by its id; an empty image is no image.
+pub(super) fn state_of(described: NodeGroupDescription) -> (String, NodeGroupState) {
+    let state = NodeGroupState {
+        status: NodeGroupStatus::parse(&described.status),
+        image: Some(described.image).filter(|image| !image.is_empty()),
+    };
+    (described.id, state)
 }
 
 /// An instance in the model: its state, and why it could not be created.

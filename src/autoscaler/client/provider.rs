@@ -2,13 +2,18 @@
 //! next Refresh where cluster-autoscaler caches it.
 
 use super::config::ProviderConfig;
-use super::convert::{decode_template, group_of, instance_of, match_of, optional, period};
+use super::convert::{
+    decode_template, group_of, instance_of, match_of, optional, period, state_of,
+};
 use super::error::ClientError;
-use crate::model::{FargateProfile, FargateSelector, GroupOptions, Instance, NodeGroup, PodMatch};
+use crate::model::{
+    FargateProfile, FargateSelector, GroupOptions, Instance, NodeGroup, NodeGroupState, PodMatch,
+};
 use crate::proto::ekscale::fargate_client::FargateClient;
 use crate::proto::ekscale::node_groups_client::NodeGroupsClient;
 use crate::proto::ekscale::{
-    AtomicIncreaseSizeRequest, ListProfilesRequest, ListZonesRequest, MatchPodRequest,
+    AtomicIncreaseSizeRequest, DescribeNodeGroupsRequest, ListProfilesRequest, ListZonesRequest,
+    MatchPodRequest,
 };
 use crate::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use crate::proto::externalgrpc::*;
@@ -28,6 +33,8 @@ struct Caches {
     templates: HashMap<String, Option<Arc<Node>>>,
     /// Each group's zones; `Some(None)` when the provider does not serve them.
     zones: Option<Option<Zones>>,
+    /// Each group's EKS status and image; `Some(None)` when the provider does not serve them.
+    states: Option<Option<States>>,
     /// The Fargate profiles; `Some(None)` when the provider does not serve them.
     profiles: Option<Option<Profiles>>,
 }
@@ -37,6 +44,9 @@ pub type Profiles = Arc<Vec<FargateProfile>>;
 
 /// Each node group's Availability Zones, by group id.
 pub type Zones = Arc<HashMap<String, Vec<String>>>;
+
+/// Each node group's EKS status and image, by group id.
+pub type States = Arc<HashMap<String, NodeGroupState>>;
 
 /// A connection to one provider. Cheap to clone; clones share the caches.
 #[derive(Clone)]
@@ -201,6 +211,26 @@ impl ProviderClient {
         };
         self.caches().zones = Some(zones.clone());
         Ok(zones)
+    }
+
+    /// Each node group's EKS status and the image its new nodes get, asked once per loop; `None` when the
+    /// provider does not serve `ekscale.v1.NodeGroups/DescribeNodeGroups` (any other externalgrpc provider,
+    /// or an ekscale-provider from before it).
+    pub async fn node_group_states(&self) -> Result<Option<States>, ClientError> {
+        if let Some(states) = self.caches().states.clone() {
+            return Ok(states);
+        }
+        let request = self.request(DescribeNodeGroupsRequest {});
+        let states = match self.node_groups.clone().describe_node_groups(request).await {
+            Ok(response) => Some(Arc::new(
+                (response.into_inner().node_groups.into_iter())
+                    .map(state_of)
+                    .collect(),
+            )),
+            Err(status) => optional("DescribeNodeGroups", status)?,
+        };
+        self.caches().states = Some(states.clone());
+        Ok(states)
     }
 
     /// The cluster's Fargate profiles, asked once per loop; `None` when the provider does not serve

@@ -3,6 +3,8 @@
 use super::config::ProviderConfig;
 use super::convert::*;
 use super::provider::*;
+use crate::model::{NodeGroupState, NodeGroupStatus};
+use crate::proto::ekscale::NodeGroupDescription;
 use crate::proto::externalgrpc::*;
 use k8s_pb::api::core::v1::Node;
 use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -67,4 +69,26 @@ async fn addresses_are_host_port_never_urls() {
             .to_string();
         assert!(error.contains("expected host:port"), "{bad}: {error}");
     }
+}
+
+#[test]
+fn a_groups_state_keeps_an_unknown_status_and_reads_no_image_from_an_empty_one() {
+    let described = |status: &str, image: &str| NodeGroupDescription {
+        id: "web".into(),
+        status: status.into(),
+        image: image.into(),
+    };
+    assert_eq!(
+        state_of(described("UPDATING", "ami-0c1f2e3d4b5a69788")),
+        (
+            "web".to_string(),
+            NodeGroupState {
+                status: NodeGroupStatus::Updating,
+                image: Some("ami-0c1f2e3d4b5a69788".into()),
+            }
+        )
+    );
+    let (_, state) = state_of(described("PAUSED", ""));
+    assert_eq!(state.status, NodeGroupStatus::Unknown("PAUSED".into()));
+    assert_eq!(state.image, None);
 }

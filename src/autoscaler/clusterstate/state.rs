@@ -1,7 +1,7 @@
 //! Cluster state, as cluster-autoscaler's clusterstate registry keeps it: every node group's size, instances,
-//! template, zones and options as the provider says them this loop; which group each node is in; what is
-//! registered and what is still coming; instances that failed to start or never registered, and the backoff
-//! they earn their group. Only instances seen this loop are remembered.
+//! template, zones, EKS state and options as the provider says them this loop; which group each node is in;
+//! what is registered and what is still coming; instances that failed to start or never registered, and the
+//! backoff they earn their group. Only instances seen this loop are remembered.
 
 use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::cluster::ClusterView;
@@ -204,7 +204,9 @@ impl ClusterState {
                 );
                 self.backoff.fail(&f.group.id, why, now);
             }
-            if !act {
+            // EKS is replacing an updating group's nodes: its instances are its to remove, and lowering its
+            // target would fight the update.
+            if !act || f.updating() {
                 continue;
             }
             // An instance that was never created is no machine: cancelling it takes no node under the min size
@@ -233,8 +235,9 @@ impl ClusterState {
     }
 }
 
-/// Every group's size, instances and template, asked concurrently. A group the provider cannot describe
-/// is kept with the problem, so that it is reported and skipped rather than failing the loop.
+/// Every group's size, instances and template, asked concurrently, and every group's zones and EKS state in
+/// one call each. A group the provider cannot describe is kept with the problem, so that it is reported and
+/// skipped rather than failing the loop.
 /// `defaults` are the options of a group the provider gives none for.
 pub async fn read_groups(
     client: &ProviderClient,
@@ -262,6 +265,7 @@ pub async fn read_groups(
                     instances,
                     template,
                     zones: Vec::new(),
+                    state: None,
                     options,
                     problem,
                 }
@@ -273,14 +277,24 @@ pub async fn read_groups(
                 instances: Vec::new(),
                 template: None,
                 zones: Vec::new(),
+                state: None,
                 options: defaults,
             },
         }
     });
-    let (zones, mut facts) = futures::join!(client.zones(), futures::future::join_all(reads));
+    let (zones, states, mut facts) = futures::join!(
+        client.zones(),
+        client.node_group_states(),
+        futures::future::join_all(reads)
+    );
     // Zones are an extension: without them every new node is planned in its template's zone.
     let zones = zones.unwrap_or_else(|e| {
         tracing::warn!(error = %e, "node group zones unknown this loop");
+        None
+    });
+    // So are the groups' EKS states: without them no group is known to be updating.
+    let states = states.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "node group states unknown this loop");
         None
     });
     for f in &mut facts {
@@ -288,6 +302,7 @@ pub async fn read_groups(
             .as_ref()
             .and_then(|z| z.get(&f.group.id).cloned())
             .unwrap_or_default();
+        f.state = states.as_ref().and_then(|s| s.get(&f.group.id).cloned());
     }
     Ok(facts)
 }

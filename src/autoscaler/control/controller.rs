@@ -53,7 +53,7 @@ pub async fn simulate(args: SimulateArgs) -> Result<(), Failure> {
     let client = connecting.await.map_err(|e| Failure::Loop(e.to_string()))?;
     small_pages();
     let mut once = RunOnce::new(client, settings);
-    let now = view.now.unwrap_or_else(SystemTime::now);
+    let now = (args.now).or(view.now).unwrap_or_else(SystemTime::now);
     let status = once
         .run(&view, now)
         .await
@@ -276,8 +276,10 @@ impl RunArgs {
             let events = Publisher::new(client, &self.namespace, &identity());
             publisher = Some(Arc::new(events));
         }
-        let kube = Kube::connect(config, limits)
+        let mut kube = Kube::connect(config, limits)
             .await
+            .map_err(|e| Failure::Loop(e.to_string()))?;
+        (kube.watch_disruption_config(&self.namespace).await)
             .map_err(|e| Failure::Loop(e.to_string()))?;
         let kube = Arc::new(kube);
         Ok(Sources {

@@ -1,12 +1,15 @@
 //! What a loop tells the cluster, as cluster-autoscaler does: Kubernetes Events on the pods it scaled up for
 //! (TriggeredScaleUp) or could not help (NotTriggerScaleUp), on the nodes it removes (ScaleDown,
 //! ScaleDownFailed) or replaces (Consolidation, ConsolidationFailed), on the ProvisioningRequests whose status
-//! changed (the condition's reason) and on its status ConfigMap (ScaledUpGroup); and that ConfigMap,
+//! changed (the condition's reason) and on its status ConfigMap (ScaledUpGroup); with `--disruption-config`,
+//! on expired and drifted nodes (Expired, Drifted, DisruptionBlocked) and on a refused disruption ConfigMap
+//! (DisruptionConfigRefused); and the status ConfigMap,
 //! `ekscale-autoscaler-status`, with per-group health and the last activity. Repeated events are folded into
 //! a series by kube-rs's recorder, as client-go does.
 
 use crate::autoscaler::headroom::policy as headroom;
 use crate::autoscaler::status::{GroupStatus, Status};
+use crate::k8s::DISRUPTION_CONFIG_MAP;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -72,6 +75,7 @@ impl Publisher {
         let mut events = scale_up_events(status, &config_map);
         events.extend(scale_down_events(status));
         events.extend(request_events(status));
+        events.extend(disruption_events(status, &self.namespace));
         for (ev, at) in events {
             if let Err(e) = self.recorder.publish(&ev, &at).await {
                 problems.push(format!("event {} on {:?}: {e}", ev.reason, at.name));
@@ -132,6 +136,10 @@ pub fn status_document(status: &Status, now: SystemTime) -> serde_json::Value {
         .map(|g| {
             let scaling_up = status.scale_up.iter().any(|s| s.node_group == g.id && s.error.is_none());
             let candidates = status.scale_down.nodes.iter().filter(|s| s.node_group == g.id).count();
+            let allowed: serde_json::Map<String, serde_json::Value> = (status.scale_down.disruption_budgets.iter())
+                .filter(|b| b.node_group == g.id)
+                .map(|b| (b.reason.clone(), json!(b.allowed)))
+                .collect();
             json!({
                 "name": g.id,
                 "health": {
@@ -150,6 +158,8 @@ pub fn status_document(status: &Status, now: SystemTime) -> serde_json::Value {
                     "status": if candidates > 0 { "CandidatesPresent" } else { "NoCandidates" },
                     "candidates": candidates,
                 },
+                "disruption": {"allowed": allowed},
+                "eksStatus": g.eks_status,
             })
         })
         .collect();
@@ -168,6 +178,10 @@ pub fn status_document(status: &Status, now: SystemTime) -> serde_json::Value {
             "scaleUp": {"nodeGroups": status.scale_up.iter().map(|s| &s.node_group).collect::<Vec<_>>(),
                         "podsNotHelped": status.no_scale_up.len()},
             "scaleDown": {"candidates": status.scale_down.nodes.len(), "deletions": status.scale_down.deletions.len()},
+            "disruption": {
+                "expiredOrDrifted": status.scale_down.disruptions.len(),
+                "configRefused": status.disruption_config_refused,
+            },
         },
         "nodeGroups": groups,
     })
@@ -306,6 +320,34 @@ fn scale_down_events(status: &Status) -> Vec<(Event, ObjectReference)> {
             let ev = event(kind, reason, "Consolidate", note);
             events.push((ev, reference("Node", "v1", None, node)));
         }
+    }
+    events
+}
+
+/// Disruption control's events: on each expired or drifted node decided this loop, `Expired` or `Drifted`
+/// when it is removed or replaced, `DisruptionBlocked` when it waits (as Karpenter's); a Warning
+/// `DisruptionConfigRefused` on the disruption ConfigMap while it is refused.
+fn disruption_events(status: &Status, namespace: &str) -> Vec<(Event, ObjectReference)> {
+    let mut events = Vec::new();
+    for d in &status.scale_down.disruptions {
+        let node = reference("Node", "v1", None, &d.node);
+        let (reason, note) = match (d.action.as_str(), d.reason.as_str()) {
+            ("wait", _) => ("DisruptionBlocked", format!("{}: {}", d.reason, d.detail)),
+            (action, "expired") => ("Expired", format!("{action}: {}", d.detail)),
+            (action, _) => ("Drifted", format!("{action}: {}", d.detail)),
+        };
+        events.push((event(EventType::Normal, reason, "Disrupt", note), node));
+    }
+    if let Some(why) = &status.disruption_config_refused {
+        let at = reference("ConfigMap", "v1", Some(namespace), DISRUPTION_CONFIG_MAP);
+        let note = format!("refused, the last good configuration is kept: {why}");
+        let ev = event(
+            EventType::Warning,
+            "DisruptionConfigRefused",
+            "Configure",
+            note,
+        );
+        events.push((ev, at));
     }
     events
 }

@@ -3,6 +3,7 @@
 
 use crate::autoscaler::client::{ClientError, ProviderClient, ProviderConfig};
 use crate::autoscaler::clusterstate::backoff::BackoffSettings;
+use crate::autoscaler::disruption::{DisruptionConfig, DisruptionConfigError};
 use crate::autoscaler::headroom::policy::{self as headroom, PolicyError};
 use crate::autoscaler::scaledown::actuation::Pacing;
 use crate::autoscaler::scaledown::drain::Rules;
@@ -14,9 +15,10 @@ use crate::autoscaler::scaleup::limits::ClusterLimits;
 use crate::autoscaler::settings::HealthSettings;
 use crate::autoscaler::settings::Settings;
 use clap::{Args, ValueEnum};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 #[derive(Args, Debug)]
 pub struct ProviderArgs {
@@ -45,6 +47,11 @@ pub struct DecisionArgs {
     /// demo script; see README).
     #[arg(long, value_name = "FILE")]
     pub headroom_config: Option<PathBuf>,
+    /// Disruption control per node group: budgets (with maintenance windows), expireAfter and
+    /// terminationGracePeriod, in Karpenter's words (see README). With `run`, the ConfigMap
+    /// `ekscale-disruption` in --namespace is read over it.
+    #[arg(long, value_name = "FILE")]
+    pub disruption_config: Option<PathBuf>,
     /// Most nodes in all node groups together; 0 means no limit.
     #[arg(long, default_value_t = 0)]
     pub max_nodes_total: u64,
@@ -208,6 +215,30 @@ pub enum SettingsError {
     Priorities(#[from] ExpanderError),
     #[error(transparent)]
     Headroom(#[from] PolicyError),
+    #[error("--disruption-config {path}: {source}")]
+    Disruption {
+        path: PathBuf,
+        source: Box<DisruptionFileError>,
+    },
+}
+
+/// Why a `--disruption-config` file was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum DisruptionFileError {
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    #[error(transparent)]
+    Config(#[from] DisruptionConfigError),
+}
+
+/// Reads and checks a `--disruption-config` file, refused whole when anything in it is wrong.
+pub fn read_disruption(path: &Path) -> Result<DisruptionConfig, SettingsError> {
+    let fail = |source: DisruptionFileError| SettingsError::Disruption {
+        path: path.to_path_buf(),
+        source: Box::new(source),
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.into()))?;
+    DisruptionConfig::parse(&text).map_err(|e| fail(e.into()))
 }
 
 /// What the loop is run for, which decides how it treats time, actions and instances.
@@ -293,6 +324,10 @@ impl DecisionArgs {
             headroom: match &self.headroom_config {
                 Some(path) => headroom::read(path)?,
                 None => Vec::new(),
+            },
+            disruption: match &self.disruption_config {
+                Some(path) => Some(Arc::new(read_disruption(path)?)),
+                None => None,
             },
             scale_down: ScaleDownSettings {
                 enabled: self.scale_down_enabled,
@@ -398,6 +433,10 @@ pub struct SimulateArgs {
     pub snapshot: PathBuf,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// The moment the loop plans at (RFC 3339, e.g. 2026-12-01T09:30:00Z): schedules and ages are
+    /// evaluated then. Without it, the snapshot's newest timestamp.
+    #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
+    pub now: Option<SystemTime>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

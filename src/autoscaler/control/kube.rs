@@ -12,12 +12,12 @@ use crate::autoscaler::control::kube_buffers::BufferWatches;
 use crate::autoscaler::control::kube_requests::RequestWatches;
 use crate::autoscaler::control::mirror::Mirror;
 use crate::autoscaler::control::watch::{MANAGER, drive};
-use crate::k8s::objects;
+use crate::k8s::{DISRUPTION_CONFIG_KEY, DISRUPTION_CONFIG_MAP, objects};
 use crate::model::{Alike, Taint};
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use std::sync::Arc;
@@ -37,6 +37,8 @@ pub struct Kube {
     buffers: Option<BufferWatches>,
     /// ProvisioningRequests and the PodTemplates they name, when the cluster serves them.
     requests: Option<RequestWatches>,
+    /// The ConfigMap `ekscale-disruption` of the companion's namespace, once asked for.
+    disruption: Option<Store<ConfigMap>>,
     unschedulable: Arc<Notify>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -164,6 +166,7 @@ impl Kube {
             daemonsets,
             buffers,
             requests,
+            disruption: None,
             unschedulable: unschedulable_pods,
             tasks,
         };
@@ -182,6 +185,24 @@ impl Kube {
     /// Completes when a pod turns Unschedulable (wakes one waiter; notifications before the wait count).
     pub async fn unschedulable_pod(&self) {
         self.unschedulable.notified().await;
+    }
+
+    /// Watches the ConfigMap `ekscale-disruption` of `namespace` (the companion's): each view carries its
+    /// `config.yaml`, and the loop reads it again when it changes. Waits for the first list, so that the
+    /// first loop already keeps its budgets.
+    pub async fn watch_disruption_config(&mut self, namespace: &str) -> Result<(), ClusterError> {
+        let (store, writer) = reflector::store();
+        let fields = format!("metadata.name={DISRUPTION_CONFIG_MAP}");
+        let config = watcher::Config::default().fields(&fields);
+        let api = Api::<ConfigMap>::namespaced(self.client.clone(), namespace);
+        let stream = reflector::reflector(writer, watcher(api, config));
+        self.tasks
+            .push(tokio::spawn(drive(stream.applied_objects(), |_| {})));
+        store.wait_until_ready().await.map_err(|e| {
+            ClusterError::Kube(format!("the {DISRUPTION_CONFIG_MAP} watch stopped: {e}"))
+        })?;
+        self.disruption = Some(store);
+        Ok(())
     }
 }
 
@@ -262,6 +283,16 @@ impl ClusterSource for Kube {
         }
         if let Some(requests) = &self.requests {
             view.requests = requests.objects();
+        }
+        if let Some(store) = &self.disruption {
+            let maps = store.state();
+            let ours = maps
+                .iter()
+                .find(|m| m.metadata.name.as_deref() == Some(DISRUPTION_CONFIG_MAP));
+            let data = ours.and_then(|m| m.data.as_ref());
+            view.disruption_config = data
+                .and_then(|d| d.get(DISRUPTION_CONFIG_KEY))
+                .map(|text| Arc::from(text.as_str()));
         }
         Ok(Arc::new(view))
     }
@@ -362,6 +393,27 @@ impl ClusterSource for Kube {
             }
             Err(kube::Error::Api(status)) if status.code == 404 => Err(ClusterError::NoPod(key)),
             Err(e) => Err(ClusterError::Kube(format!("evicting {key}: {e}"))),
+        }
+    }
+
+    async fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        grace: Duration,
+    ) -> Result<(), ClusterError> {
+        let key = format!("{namespace}/{name}");
+        let params = DeleteParams {
+            grace_period_seconds: Some(u32::try_from(grace.as_secs()).unwrap_or(u32::MAX)),
+            ..DeleteParams::default()
+        };
+        match Api::<Pod>::namespaced(self.client.clone(), namespace)
+            .delete(name, &params)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => Err(ClusterError::NoPod(key)),
+            Err(e) => Err(ClusterError::Kube(format!("deleting {key}: {e}"))),
         }
     }
 }

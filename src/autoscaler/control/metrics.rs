@@ -53,6 +53,24 @@ struct GroupLabels {
     node_group: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BudgetLabels {
+    node_group: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecisionLabels {
+    reason: String,
+    decision: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    kind: String,
+    outcome: String,
+}
+
 /// Every metric the companion exports, registered once.
 pub struct AutoscalerMetrics {
     registry: Registry,
@@ -76,6 +94,11 @@ pub struct AutoscalerMetrics {
     consolidations: Family<KindLabels, Counter>,
     consolidation_savings: Gauge<f64, AtomicU64>,
     provisioning_requests: Family<RequestLabels, Gauge>,
+    replacements: Family<OutcomeLabels, Counter>,
+    disruption_allowed: Family<BudgetLabels, Gauge>,
+    disruption_eligible: Family<ReasonLabels, Gauge>,
+    disruption_decisions: Family<DecisionLabels, Counter>,
+    disruption_config_refused: Gauge,
 }
 
 fn duration_histogram() -> Histogram {
@@ -181,6 +204,33 @@ impl Default for AutoscalerMetrics {
                  bookingExpired, failed)",
                 Family::default()
             ),
+            replacements: register!(
+                "replacements",
+                "Replacements that ended, by kind (single, multi, expired, drifted) and outcome (done, \
+                 abandoned, failed)",
+                Family::default()
+            ),
+            disruption_allowed: register!(
+                "disruption_budget_allowed_disruptions",
+                "How many nodes of a group its active disruption budgets let be disrupted at once for a \
+                 reason, before the loop's own removals; no series while no budget names the reason",
+                Family::default()
+            ),
+            disruption_eligible: register!(
+                "disruption_eligible_nodes",
+                "Nodes expired or drifted the last loop decided on, by reason",
+                Family::default()
+            ),
+            disruption_decisions: register!(
+                "disruption_decisions",
+                "Expired or drifted nodes acted on, by reason and decision (remove, replace)",
+                Family::default()
+            ),
+            disruption_config_refused: register!(
+                "disruption_config_refused",
+                "1 while the cluster's disruption ConfigMap is refused (the last good one is kept)",
+                Gauge::default()
+            ),
             registry,
         }
     }
@@ -198,6 +248,7 @@ impl AutoscalerMetrics {
     pub fn observe_loop(&self, view: &ClusterView, status: &Status, acted: bool, now: SystemTime) {
         self.observe_cluster(view, status);
         self.observe_scaling(status, acted);
+        self.observe_disruption(status, acted);
         self.observe_durations(status);
         let mut activity = vec!["main", "mainSuccessful"];
         if acted && status.scale_up.iter().any(|s| s.error.is_none()) {
@@ -326,6 +377,17 @@ impl AutoscalerMetrics {
                 .inc();
             self.consolidation_savings.inc_by(r.saving_per_hour);
         }
+        let ended = ["done", "abandoned", "failed"];
+        for r in
+            (status.scale_down.replacements.iter()).filter(|r| ended.contains(&r.state.as_str()))
+        {
+            self.replacements
+                .get_or_create(&OutcomeLabels {
+                    kind: r.kind.clone(),
+                    outcome: r.state.clone(),
+                })
+                .inc();
+        }
         self.unneeded.set(status.scale_down.nodes.len() as i64);
         self.unremovable.clear();
         for k in &status.scale_down.unremovable {
@@ -342,6 +404,40 @@ impl AutoscalerMetrics {
             .filter(|d| matches!(d.state.as_str(), "started" | "draining"))
             .count();
         self.pending_deletions.set(pending as i64);
+    }
+
+    /// Disruption control (`--disruption-config`), after Karpenter's `nodepools_allowed_disruptions` and
+    /// `voluntary_disruption_*`: what the budgets allow, the expired and drifted nodes and what was done.
+    fn observe_disruption(&self, status: &Status, acted: bool) {
+        let down = &status.scale_down;
+        self.disruption_allowed.clear();
+        for b in &down.disruption_budgets {
+            let Some(allowed) = b.allowed else {
+                continue;
+            };
+            let labels = BudgetLabels {
+                node_group: b.node_group.clone(),
+                reason: b.reason.clone(),
+            };
+            (self.disruption_allowed.get_or_create(&labels)).set(allowed as i64);
+        }
+        self.disruption_eligible.clear();
+        for d in &down.disruptions {
+            let labels = ReasonLabels {
+                reason: d.reason.clone(),
+            };
+            self.disruption_eligible.get_or_create(&labels).inc();
+        }
+        let acted_on = down.disruptions.iter().filter(|d| d.action != "wait");
+        for d in acted_on.filter(|_| acted) {
+            let labels = DecisionLabels {
+                reason: d.reason.clone(),
+                decision: d.action.clone(),
+            };
+            self.disruption_decisions.get_or_create(&labels).inc();
+        }
+        let refused = status.disruption_config_refused.is_some();
+        self.disruption_config_refused.set(i64::from(refused));
     }
 
     /// How long the loop and its stages took, as upstream's function_duration_seconds.

@@ -23,7 +23,9 @@ use crate::autoscaler::clustersnapshot::snapshot::{self as cluster_snapshot, Clu
 use crate::autoscaler::clusterstate::backoff::Backoff;
 use crate::autoscaler::clusterstate::state::{self as cluster_state, ClusterState, Counts};
 use crate::autoscaler::core::classify::{self, Sorted};
+use crate::autoscaler::core::disruption_source::DisruptionSource;
 use crate::autoscaler::core::health::Judge;
+use crate::autoscaler::disruption::DisruptionConfig;
 use crate::autoscaler::fargate::FargateAnswers;
 use crate::autoscaler::group::{Group, GroupFacts};
 use crate::autoscaler::headroom::outcome::{self as headroom, Decided};
@@ -71,11 +73,14 @@ pub struct RunOnce {
     fargate: FargateAnswers,
     /// Pod prices by demand, for the price expander.
     prices: PriceBook,
+    /// The disruption configuration: the file's, or the cluster's, the last good one kept.
+    disruption: DisruptionSource,
 }
 
 impl RunOnce {
     pub fn new(client: ProviderClient, mut settings: Settings) -> RunOnce {
         settings.scale_down.rules.expendable_cutoff = settings.expendable_pods_priority_cutoff;
+        let disruption = DisruptionSource::new(settings.disruption.clone());
         RunOnce {
             client,
             state: ClusterState::new(Backoff::new(settings.backoff)),
@@ -84,6 +89,7 @@ impl RunOnce {
             down: ScaleDownPolicy::default(),
             fargate: FargateAnswers::default(),
             prices: PriceBook::default(),
+            disruption,
         }
     }
 
@@ -114,6 +120,8 @@ impl RunOnce {
         requests.add_pods(&mut extra, view.pods.len());
         let pods = PodList::new(&view.pods, &extra);
         let mut sorted = self.classify(view, pods, now);
+        let disruption = self.disruption.keep(view.disruption_config.as_ref());
+        status.disruption_config_refused = disruption.stale;
 
         // Cluster state, the deletions and replacements in progress a step on; health: an unhealthy
         // cluster ends the loop, as upstream's does.
@@ -168,6 +176,7 @@ impl RunOnce {
                 priced: expander.needs_prices(),
                 projection: &grouped.projection,
                 paused,
+                disruption: disruption.config.as_deref(),
             };
             let report = self.scale_down(stage, now).await;
             record_scale_down(&mut status, report);
@@ -351,7 +360,9 @@ impl RunOnce {
             let cx = context(&self.settings, &self.client, Some(cluster.clone()));
             let stale = self.down.remove_stale_taints(&*cluster, view, facts).await;
             (restored, report) = stale;
-            let advanced = self.down.advance_deletions(&cx, &*cluster, view, now).await;
+            let advanced = (self.down)
+                .advance_deletions(&cx, &*cluster, view, facts, now)
+                .await;
             report.merge(advanced);
         }
         // Replacements waiting for their new node: which is theirs, whether it is Ready, or too late.
@@ -476,6 +487,7 @@ impl RunOnce {
             priced,
             projection,
             paused,
+            disruption,
         } = stage;
         let mut report = Report::default();
         if self.settings.consolidation.replaces()
@@ -489,7 +501,8 @@ impl RunOnce {
             .filter(|s| s.error.is_none())
             .map(|s| (s.node_group.clone(), s.delta))
             .collect();
-        let cx = context(&self.settings, &self.client, self.actor());
+        let mut cx = context(&self.settings, &self.client, self.actor());
+        cx.disruption = disruption;
         let ClusterSnapshot {
             topology,
             places,
@@ -567,6 +580,8 @@ struct ScaleDownStage<'a> {
     projection: &'a LabelProjection,
     /// Upstream's batching holds scale-up this loop, and scale-down waits with it.
     paused: Option<String>,
+    /// Budgets, expiry and grace periods per group, when a configuration applies.
+    disruption: Option<&'a DisruptionConfig>,
 }
 
 /// What scale-down and consolidation need of the loop, acting on `actor` when there is one.
@@ -583,6 +598,7 @@ fn context<'a>(
         act: settings.act,
         client,
         actor,
+        disruption: None,
     }
 }
 
@@ -625,6 +641,7 @@ fn record_scale_up(status: &mut Status, plan: scaleup::Plan, pending: &Pending) 
 /// Scale-down's part of the report in the status.
 fn record_scale_down(status: &mut Status, report: Report) {
     status.scale_down.merge(report.status);
+    status.scale_up.extend(report.scale_ups);
     status.errors.extend(report.errors);
     status.times.add(report.times);
 }
@@ -640,6 +657,8 @@ fn group_statuses(read: &Read, groups: &[Group]) -> Vec<GroupStatus> {
             registered: c.registered,
             upcoming: c.upcoming,
             skipped: g.skip.clone(),
+            eks_status: f.state.as_ref().map(|s| s.status.to_string()),
+            image: f.image().map(str::to_string),
         })
         .collect()
 }

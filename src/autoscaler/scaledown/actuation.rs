@@ -3,6 +3,11 @@
 //! pods through the Eviction API (PDBs are the API server's to enforce; refusals are retried up to
 //! `--max-pod-eviction-time`), wait for them to go, then NodeGroupDeleteNodes over gRPC. Any failure takes
 //! our taint back off and says why; the node is back in service.
+//!
+//! A node that goes for a disruption (expiry, drift) is drained as Karpenter drains it: a pod no eviction
+//! may move (do-not-disrupt, safe-to-evict "false", an exhausted PodDisruptionBudget) holds the drain
+//! instead of ending it, and once its group's `terminationGracePeriod` has passed since the drain began, the
+//! pods still there are deleted past their budgets and the node goes.
 
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::{ClusterError, ClusterSource, ClusterView};
@@ -10,7 +15,7 @@ use crate::autoscaler::scaledown::drain::{self, Blocking, PdbBudget, Rules, Verd
 use crate::model::{
     DELETION_CANDIDATE_TAINT, Node, Phase, Pod, PodList, TO_BE_DELETED_TAINT, Taint, TaintEffect,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Pacing of deletions.
@@ -34,6 +39,19 @@ impl Default for Pacing {
     }
 }
 
+/// Why a node goes, which decides what a pod that cannot leave does to its drain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// Unneeded (scale-down, consolidation): such a pod ends the deletion, and the node stays.
+    ScaleDown,
+    /// Expired or drifted: such a pod holds the drain until `grace` (none: until it leaves) has passed
+    /// since the drain began, and is then deleted.
+    Disruption {
+        reason: &'static str,
+        grace: Option<Duration>,
+    },
+}
+
 /// One node on its way out.
 #[derive(Clone, Debug)]
 pub struct Deletion {
@@ -43,7 +61,8 @@ pub struct Deletion {
     /// Planned with no pod to move: it is aborted if pods arrive.
     pub empty: bool,
     pub tainted_at: SystemTime,
-    /// When the first eviction was tried.
+    pub cause: Cause,
+    /// When the first eviction was tried (for a disruption: when the drain could first begin).
     drain_started: Option<SystemTime>,
     /// Why the last evictions were refused.
     refused: Vec<String>,
@@ -57,6 +76,7 @@ pub enum Outcome {
         node: String,
         group: String,
         empty: bool,
+        cause: Cause,
     },
     /// The node is back in service (taint removed); why it could not go.
     Failed {
@@ -64,11 +84,20 @@ pub enum Outcome {
         group: String,
         why: String,
     },
-    /// Still draining; what it waits for.
+    /// The node is back in service, nothing failed: its group started a managed node group update, whose
+    /// nodes are EKS's to replace.
+    Stopped {
+        node: String,
+        group: String,
+        why: String,
+    },
+    /// Still draining; what it waits for, and for a disruption's drain a pod holds, the disruption's
+    /// reason (`expired`, `drifted`).
     Draining {
         node: String,
         group: String,
         waiting: String,
+        held: Option<&'static str>,
     },
 }
 
@@ -121,6 +150,7 @@ impl Actuator {
         node: &Node,
         group: &str,
         empty: bool,
+        cause: Cause,
         now: SystemTime,
     ) -> Result<(), ClusterError> {
         cluster.taint(&node.name, &to_be_deleted(now)).await?;
@@ -132,6 +162,7 @@ impl Actuator {
                 group: group.into(),
                 empty,
                 tainted_at: now,
+                cause,
                 drain_started: None,
                 refused: Vec::new(),
             },
@@ -139,7 +170,9 @@ impl Actuator {
         Ok(())
     }
 
-    /// Moves every deletion one step on, over the cluster as `view` shows it.
+    /// Moves every deletion one step on, over the cluster as `view` shows it; a deletion in one of the
+    /// `updating` groups is given up, its node back in service.
+    #[allow(clippy::too_many_arguments)]
     pub async fn advance(
         &mut self,
         cluster: &dyn ClusterSource,
@@ -147,35 +180,62 @@ impl Actuator {
         view: &ClusterView,
         rules: &Rules,
         pacing: &Pacing,
+        updating: &HashSet<&str>,
         now: SystemTime,
     ) -> Vec<Outcome> {
         let mut outcomes = Vec::new();
         let names: Vec<String> = self.in_flight.keys().cloned().collect();
         for name in names {
             let deletion = self.in_flight.get_mut(&name).expect("in flight");
-            let step = step(cluster, client, view, rules, pacing, deletion, now).await;
-            let (node, group, empty) = (
+            let step = if updating.contains(deletion.group.as_str()) {
+                let why = format!(
+                    "{} started a managed node group update: EKS replaces its nodes",
+                    deletion.group
+                );
+                Step::Stop(why)
+            } else {
+                step(cluster, client, view, rules, pacing, deletion, now).await
+            };
+            let (node, group, empty, cause) = (
                 deletion.node.clone(),
                 deletion.group.clone(),
                 deletion.empty,
+                deletion.cause,
             );
             match step {
                 Step::Wait(waiting) => outcomes.push(Outcome::Draining {
                     node,
                     group,
                     waiting,
+                    held: None,
+                }),
+                Step::Held(waiting) => outcomes.push(Outcome::Draining {
+                    node,
+                    group,
+                    waiting,
+                    held: match cause {
+                        Cause::Disruption { reason, .. } => Some(reason),
+                        Cause::ScaleDown => None,
+                    },
                 }),
                 Step::Deleted => {
                     self.in_flight.remove(&name);
-                    outcomes.push(Outcome::Deleted { node, group, empty });
+                    outcomes.push(Outcome::Deleted {
+                        node,
+                        group,
+                        empty,
+                        cause,
+                    });
                 }
                 Step::Abort(why) => {
                     self.in_flight.remove(&name);
-                    let why = match cluster.untaint(&node, TO_BE_DELETED_TAINT).await {
-                        Ok(()) | Err(ClusterError::NoNode(_)) => why,
-                        Err(e) => format!("{why}; removing the taint failed too: {e}"),
-                    };
+                    let why = back_in_service(cluster, &node, why).await;
                     outcomes.push(Outcome::Failed { node, group, why });
+                }
+                Step::Stop(why) => {
+                    self.in_flight.remove(&name);
+                    let why = back_in_service(cluster, &node, why).await;
+                    outcomes.push(Outcome::Stopped { node, group, why });
                 }
             }
         }
@@ -183,8 +243,20 @@ impl Actuator {
     }
 }
 
+/// Takes our taint off `node`, back in service; `why` it stays, with the taint's failure if it failed.
+async fn back_in_service(cluster: &dyn ClusterSource, node: &str, why: String) -> String {
+    match cluster.untaint(node, TO_BE_DELETED_TAINT).await {
+        Ok(()) | Err(ClusterError::NoNode(_)) => why,
+        Err(e) => format!("{why}; removing the taint failed too: {e}"),
+    }
+}
+
 enum Step {
     Wait(String),
+    /// Given up, not failed: its group started a managed node group update.
+    Stop(String),
+    /// A disruption's drain held by a pod that cannot leave (until its grace period, if it has one).
+    Held(String),
     Deleted,
     Abort(String),
 }
@@ -198,10 +270,13 @@ struct Leaving<'a> {
     blocked: Vec<(&'a Pod, String)>,
 }
 
+/// A disruption's drain also leaves Karpenter's `karpenter.sh/do-not-disrupt` pods in place (upstream's
+/// rules, which scale-down follows, do not read that annotation).
 fn leaving<'a>(
     pods: impl Iterator<Item = &'a Pod>,
     rules: &Rules,
     pdbs: &PdbBudget,
+    cause: Cause,
     now: SystemTime,
 ) -> Leaving<'a> {
     let mut sorted = Leaving {
@@ -210,6 +285,11 @@ fn leaving<'a>(
         blocked: Vec::new(),
     };
     for pod in pods {
+        if pod.disruption.do_not_disrupt && matches!(cause, Cause::Disruption { .. }) {
+            let why = format!("{}: annotated karpenter.sh/do-not-disrupt", pod.key());
+            sorted.blocked.push((pod, why));
+            continue;
+        }
         match drain::classify(pod, rules, pdbs, now) {
             Verdict::Stays => {}
             // The API server enforces budgets; a refusal is retried.
@@ -244,6 +324,10 @@ async fn step(
     if now < d.tainted_at + pacing.delay_after_taint {
         return Step::Wait("the scheduler to see the taint".into());
     }
+    if d.holds() {
+        d.drain_started.get_or_insert(now);
+    }
+    let forced = d.forced_at().is_some_and(|at| now >= at);
     // What must still leave: re-checked now, as pods may have arrived before the taint did.
     let pdbs = PdbBudget::new(&view.pdbs);
     let on_node = PodList::from(&view.pods)
@@ -253,9 +337,12 @@ async fn step(
         to_evict,
         terminating,
         blocked,
-    } = leaving(on_node, rules, &pdbs, now);
-    if let Some((_, why)) = blocked.first() {
-        return Step::Abort(format!("a pod that cannot be evicted arrived: {why}"));
+    } = leaving(on_node, rules, &pdbs, d.cause, now);
+    if let Some((_, why)) = blocked.first().filter(|_| !forced) {
+        if !d.holds() {
+            return Step::Abort(format!("a pod that cannot be evicted arrived: {why}"));
+        }
+        return Step::Held(format!("{why} ({})", d.until()));
     }
     if d.empty && !(to_evict.is_empty() && terminating.is_empty()) {
         return Step::Abort(format!(
@@ -267,6 +354,14 @@ async fn step(
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+    }
+    // Past the grace period, what is still there is deleted; once nothing is, the node goes.
+    let remaining: Vec<&Pod> = (blocked.iter().map(|(p, _)| *p))
+        .chain(to_evict.iter().copied())
+        .chain(terminating.iter().copied())
+        .collect();
+    if forced && !remaining.is_empty() {
+        return force(cluster, remaining).await;
     }
     if !to_evict.is_empty() {
         let started = *d.drain_started.get_or_insert(now);
@@ -283,7 +378,13 @@ async fn step(
             }
         }
         if !d.refused.is_empty() {
-            if now.duration_since(started).unwrap_or_default() > pacing.max_pod_eviction_time {
+            let late =
+                now.duration_since(started).unwrap_or_default() > pacing.max_pod_eviction_time;
+            if late && d.holds() {
+                let refused = d.refused.join("; ");
+                return Step::Held(format!("refused evictions: {refused} ({})", d.until()));
+            }
+            if late {
                 return Step::Abort(format!(
                     "evictions still refused after --max-pod-eviction-time {}: {}",
                     humantime::format_duration(pacing.max_pod_eviction_time),
@@ -299,7 +400,7 @@ async fn step(
         let limit = pacing.max_pod_eviction_time
             + pacing.max_graceful_termination
             + Duration::from_secs(30);
-        if now.duration_since(started).unwrap_or_default() > limit {
+        if now.duration_since(started).unwrap_or_default() > limit && !d.holds() {
             return Step::Abort(format!(
                 "pods still terminating after {}: {}",
                 humantime::format_duration(limit),
@@ -312,8 +413,11 @@ async fn step(
         }
         return Step::Wait(format!("{} evicted pod(s) to stop", terminating.len()));
     }
-    if let Some(step) = unseen_pods(cluster, &d.node, rules, &pdbs, now).await {
-        return step;
+    match unseen_pods(cluster, &d.node, rules, &pdbs, d.cause, now).await {
+        // A disruption drains what the view missed at the next step instead of giving up.
+        Some(Step::Abort(why)) if d.holds() => return Step::Wait(why),
+        Some(step) => return step,
+        None => {}
     }
     match client
         .delete_nodes(&d.group, &[(d.node.clone(), d.provider_id.clone())])
@@ -324,6 +428,51 @@ async fn step(
     }
 }
 
+impl Deletion {
+    /// Whether a pod that cannot leave holds this deletion (a disruption) instead of ending it.
+    fn holds(&self) -> bool {
+        matches!(self.cause, Cause::Disruption { .. })
+    }
+
+    /// When the pods still on the node are deleted past their budgets: the drain's start plus the group's
+    /// `terminationGracePeriod`, for a disruption that has one.
+    fn forced_at(&self) -> Option<SystemTime> {
+        match self.cause {
+            Cause::Disruption { grace: Some(g), .. } => self.drain_started.map(|s| s + g),
+            _ => None,
+        }
+    }
+
+    /// Until when a held drain waits, for the status.
+    fn until(&self) -> String {
+        match self.forced_at() {
+            Some(at) => format!(
+                "forced at {} by its terminationGracePeriod",
+                humantime::format_rfc3339_seconds(at)
+            ),
+            None => "no terminationGracePeriod: the drain waits for it".into(),
+        }
+    }
+}
+
+/// Deletes `pods` past their PodDisruptionBudgets: the grace period of a disruption's drain has run out, so
+/// they get a second to stop (Karpenter gives what is left of the deadline, at least a second).
+async fn force(cluster: &dyn ClusterSource, pods: Vec<&Pod>) -> Step {
+    let mut deleted = 0;
+    for pod in pods {
+        match cluster
+            .delete_pod(&pod.namespace, &pod.name, Duration::from_secs(1))
+            .await
+        {
+            Ok(()) | Err(ClusterError::NoPod(_)) => deleted += 1,
+            Err(e) => return Step::Wait(format!("deleting {}: {e}", pod.key())),
+        }
+    }
+    Step::Wait(format!(
+        "{deleted} pod(s) deleted past their budgets: the terminationGracePeriod ended"
+    ))
+}
+
 /// The view comes from a cache: a pod bound since its last event would be deleted with the node. What the
 /// cluster says now decides; a pod the view missed ends this deletion as a pod that arrived would. `None`
 /// when nothing stands in the way.
@@ -332,13 +481,14 @@ async fn unseen_pods(
     node: &str,
     rules: &Rules,
     pdbs: &PdbBudget<'_>,
+    cause: Cause,
     now: SystemTime,
 ) -> Option<Step> {
     match cluster.pods_on(node).await {
         Ok(None) => None,
         Ok(Some(pods)) => {
             let running = pods.iter().filter(|p| p.phase != Phase::Terminal);
-            let found = leaving(running, rules, pdbs, now);
+            let found = leaving(running, rules, pdbs, cause, now);
             let blocked = found.blocked.iter().map(|(p, _)| *p);
             // Any pod on its way out, blocked or not, is waited for.
             let stopping = (found.terminating.iter().copied())

@@ -3,6 +3,7 @@
 
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::ClusterSource;
+use crate::autoscaler::disruption::DisruptionConfig;
 use crate::autoscaler::scaledown::settings::{ConsolidationSettings, ScaleDownSettings};
 use crate::autoscaler::scaleup::limits::ClusterLimits;
 use std::sync::Arc;
@@ -20,4 +21,6 @@ pub struct Context<'a> {
     pub client: &'a ProviderClient,
     /// Where deletions are carried out (taints, evictions); `None` plans them only.
     pub actor: Option<Arc<dyn ClusterSource>>,
+    /// Budgets, expiry and grace periods per group (`--disruption-config`); `None` changes nothing.
+    pub disruption: Option<&'a DisruptionConfig>,
 }

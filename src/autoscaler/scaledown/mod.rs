@@ -4,9 +4,12 @@
 
 pub(crate) mod actuation; // carries out a scale-down: taint, evict, delete, one step per loop
 pub(crate) mod budgets; // the deletions a loop may start: parallelism, drains, empty nodes, zero-or-max groups whole
+pub(crate) mod carry_out; // the decision carried out, and the deletions in progress a step on
 pub mod consolidation; // replacing nodes with cheaper ones: plan, launch, hand Ready replacements over
 pub(crate) mod context; // what the policy needs of the loop: settings, provider, the cluster it may act on
+pub(crate) mod disruption_budgets; // each group's disruption budgets this loop, shared by every stage
 pub(crate) mod drain; // what each pod on a node means for removing it (upstream's drainability rules)
+pub(crate) mod expiry; // expired and drifted nodes: removed, replaced surge-first, or held
 pub(crate) mod planner; // finds unneeded nodes: utilization, drainability, removal simulation
 pub(crate) mod policy; // around the planner: the decision and its carrying out, cooldowns, soft taints, deletions
 #[cfg(test)]
@@ -17,7 +20,7 @@ pub(crate) mod settings; // what the scale-down and consolidation flags say
 pub(crate) mod unneeded; // unneeded timers, and the wait of a zeroOrMax group for all its nodes
 pub(crate) mod view_check; // whether a view can be trusted to say which nodes are empty
 
-pub use actuation::{Actuator, Outcome, Pacing, to_be_deleted};
+pub use actuation::{Actuator, Cause, Outcome, Pacing, to_be_deleted};
 pub use drain::{PdbBudget, Rules};
 pub use planner::{Plan, plan};
 pub use removal::{GroupInfo, Input};

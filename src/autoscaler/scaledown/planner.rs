@@ -6,7 +6,7 @@
 //! goes too.
 
 use crate::autoscaler::scaledown::drain::{self, Coverage, PdbBudget, Rules, Verdict};
-use crate::autoscaler::scaledown::removal::{Input, Mover, Undo};
+use crate::autoscaler::scaledown::removal::{GroupInfo, Input, Mover, Undo};
 use crate::model::{Node, Pod, Resources};
 use crate::simulator::topology::{Place, Topology};
 use std::collections::HashMap;
@@ -43,6 +43,12 @@ pub enum Unremovable {
     /// The cluster view lost most of its pods since the last loop (a relist answered empty, a cache not yet
     /// synced): scale-down waits for a view it can trust. Not one of upstream's reasons.
     UntrustedClusterView,
+    /// A disruption budget of its group has no room for its reason now (`--disruption-config`). Not one of
+    /// upstream's reasons: Karpenter's `spec.disruption.budgets`.
+    DisruptionBudget,
+    /// Its managed node group is being updated (status UPDATING): EKS replaces the group's nodes itself, and
+    /// removing any of them (or its surge nodes) would fight the update. Not one of upstream's reasons.
+    NodeGroupUpdating,
 }
 
 impl fmt::Display for Unremovable {
@@ -114,6 +120,20 @@ pub struct Held<'p> {
 pub struct Plan {
     pub removable: Vec<Removable>,
     pub kept: Vec<Kept>,
+}
+
+impl Plan {
+    /// How many more nodes each group may lose this loop: over its min size, after the deletions in
+    /// progress and this plan's removals (consolidation and expiry take from what is left).
+    pub fn room_to_lose(&self, groups: &[GroupInfo]) -> Vec<i64> {
+        let mut room: Vec<i64> = (groups.iter())
+            .map(|g| i64::from(g.target) - i64::from(g.min_size) - g.deleting as i64)
+            .collect();
+        for r in &self.removable {
+            room[r.group] -= 1;
+        }
+        room
+    }
 }
 
 /// A candidate after the checks that need no simulation.
@@ -294,10 +314,25 @@ pub(super) fn candidate<'a>(
         ));
     };
     let group = &input.groups[g];
+    if group.updating {
+        return Err((
+            Unremovable::NodeGroupUpdating,
+            format!(
+                "{} is UPDATING: its nodes stay until the update ends",
+                group.id
+            ),
+        ));
+    }
     if node.scale_down_disabled {
         return Err((
             Unremovable::ScaleDownDisabledAnnotation,
             "annotated cluster-autoscaler.kubernetes.io/scale-down-disabled: \"true\"".into(),
+        ));
+    }
+    if node.do_not_disrupt {
+        return Err((
+            Unremovable::ScaleDownDisabledAnnotation,
+            "annotated karpenter.sh/do-not-disrupt: \"true\"".into(),
         ));
     }
     if input.deleting.contains(&node.name) {

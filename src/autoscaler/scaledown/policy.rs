@@ -4,52 +4,90 @@
 //! earlier run left. With `--consolidation replace`, consolidation plans over the same world and its
 //! replacements end in the same deletions (`consolidation/`). Each step returns its part of the report.
 
-use crate::autoscaler::cluster::{ClusterSource, ClusterView};
-use crate::autoscaler::group::GroupFacts;
+use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::disruption::Reason;
+use crate::autoscaler::group::{GroupFacts, Totals};
 use crate::autoscaler::planning::planning;
-use crate::autoscaler::scaledown::actuation::{self, Actuator, Outcome};
+use crate::autoscaler::scaledown::actuation::{Actuator, Cause};
 use crate::autoscaler::scaledown::budgets;
 use crate::autoscaler::scaledown::consolidation::consolidator::{
     Consolidator, Fleet, Leftover, Readiness,
 };
 use crate::autoscaler::scaledown::context::Context;
+use crate::autoscaler::scaledown::disruption_budgets::DisruptionBudgets;
+use crate::autoscaler::scaledown::expiry;
 use crate::autoscaler::scaledown::planner::{self, Held, Plan, Removable, Unremovable};
 use crate::autoscaler::scaledown::removal::{GroupInfo, Input};
-use crate::autoscaler::scaledown::report::Report;
 use crate::autoscaler::scaledown::unneeded::UnneededTimers;
 use crate::autoscaler::scaledown::view_check::ViewCheck;
-use crate::autoscaler::status::{Consolidation, KeptNode, ScaleDown, ScaleDownStatus, Times};
-use crate::model::{
-    DELETION_CANDIDATE_TAINT, LabelProjection, PodList, PodNames, TO_BE_DELETED_TAINT,
+use crate::autoscaler::scaleup::orchestrator as scaleup;
+use crate::autoscaler::status::{
+    Consolidation, DisruptionBudgetStatus, DisruptionStatus, KeptNode, ScaleDown, ScaleUp,
 };
+use crate::model::{LabelProjection, Node, PodList, PodNames};
 use crate::simulator::topology::{Place, Topology};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime};
 
 /// What scale-down decided this loop, for [`ScaleDownPolicy::carry_out`] to act on and report.
+#[derive(Default)]
 pub struct Decision {
     /// The deletions to start (when only planning: every node that may go).
     pub delete: Vec<Deletion>,
     /// The nodes that stay, and why.
     pub kept: Vec<KeptNode>,
     /// The unneeded nodes (by node index), for the soft taints; `None` leaves them as they are.
-    unneeded: Option<HashSet<usize>>,
+    pub(super) unneeded: Option<HashSet<usize>>,
     /// Whether there is a cluster to act on.
-    acts: bool,
-    planning_ms: f64,
-    consolidation_ms: f64,
+    pub(super) acts: bool,
+    pub(super) planning_ms: f64,
+    pub(super) consolidation_ms: f64,
     /// Consolidation: replacements to launch, and the nodes not replaced with why.
-    consolidate: Vec<Consolidation>,
-    not_consolidated: Vec<KeptNode>,
+    pub(super) consolidate: Vec<Consolidation>,
+    pub(super) not_consolidated: Vec<KeptNode>,
     /// Replacements in progress whose old nodes drain now, and those given up.
-    ready: Readiness,
+    pub(super) ready: Readiness,
+    /// Expired and drifted nodes whose replacement is asked for this loop.
+    pub(super) surges: Vec<Surge>,
+    /// Every expired or drifted node, and what happens to it.
+    pub(super) disruptions: Vec<DisruptionStatus>,
+    /// What each configured group's budgets allow this loop.
+    pub(super) budgets: Vec<DisruptionBudgetStatus>,
 }
 
-/// A node whose deletion scale-down starts, with its report.
+/// A replacement asked for an expired or drifted node: a new node of its group, before it drains.
+pub struct Surge {
+    pub node: String,
+    pub group: String,
+    pub cause: Cause,
+}
+
+impl Surge {
+    /// The scale-up it makes, as the report lists it.
+    pub fn scale_up(&self) -> ScaleUp {
+        let reason = match self.cause {
+            Cause::Disruption { reason, .. } => reason,
+            Cause::ScaleDown => "replaced",
+        };
+        ScaleUp {
+            node_group: self.group.clone(),
+            delta: 1,
+            pods: PodNames::default(),
+            reason: format!("replaces {reason} node {} before it drains", self.node),
+            zones: Default::default(),
+            error: None,
+            replaces: vec![self.node.clone()],
+            provisioning_request: None,
+        }
+    }
+}
+
+/// A node whose deletion scale-down (or expiry) starts, with its report.
 pub struct Deletion {
     pub node: usize,
     pub empty: bool,
+    pub cause: Cause,
     pub report: ScaleDown,
 }
 
@@ -74,21 +112,21 @@ pub struct Scene<'a> {
 /// The scale-down state kept between loops.
 #[derive(Default)]
 pub struct ScaleDownPolicy {
-    actuator: Actuator,
-    unneeded: UnneededTimers,
+    pub(super) actuator: Actuator,
+    pub(super) unneeded: UnneededTimers,
     /// The last successful scale-up, for `--scale-down-delay-after-add`.
     pub last_scale_up: Option<SystemTime>,
-    last_delete: Option<SystemTime>,
-    last_failure: Option<SystemTime>,
+    pub(super) last_delete: Option<SystemTime>,
+    pub(super) last_failure: Option<SystemTime>,
     /// Our ToBeDeleted taints left by an earlier run are removed in the first loop that acts.
-    stale_taints_checked: bool,
-    view: ViewCheck,
+    pub(super) stale_taints_checked: bool,
+    pub(super) view: ViewCheck,
     /// Why this loop's view is not trusted, if it is not: set by [`ScaleDownPolicy::check_view`].
-    doubt: Option<String>,
+    pub(super) doubt: Option<String>,
     /// Consolidation's replacements in progress and per-node timers.
     pub consolidator: Consolidator,
     /// Nodes deleted this loop, by group: the target sizes read before they went are one too high each.
-    deleted: HashMap<String, i32>,
+    pub(super) deleted: HashMap<String, i32>,
 }
 
 impl ScaleDownPolicy {
@@ -129,10 +167,17 @@ impl ScaleDownPolicy {
         let sd = &cx.scale_down;
         let previously = self.unneeded.nodes();
         // The old nodes of replacements in progress are on their way out: scale-down neither removes them
-        // nor moves pods onto them.
+        // nor moves pods onto them; nor the expired and drifted nodes, which expiry decides below.
         let mut excluded = scene.deleting.clone();
         let replacements = &self.consolidator.replacements;
         excluded.extend(replacements.old_nodes().map(str::to_string));
+        let mut budgets = self.budgets(cx, scene, &groups);
+        let images: Vec<Option<&str>> = scene.facts.iter().map(GroupFacts::image).collect();
+        let (nodes, node_group, now) = (&scene.view.nodes, scene.node_group, scene.now);
+        let aging = expiry::find(
+            nodes, node_group, &groups, &budgets, &images, &excluded, now,
+        );
+        excluded.extend(aging.iter().map(|a| scene.view.nodes[a.node].name.clone()));
         let input = input(cx, scene, &groups, &excluded, &previously);
         let started = Instant::now();
         let existing = scene.view.nodes.len();
@@ -169,9 +214,21 @@ impl ScaleDownPolicy {
         } else {
             (Vec::new(), Vec::new())
         };
+        // Expiry and drift over the world scale-down and consolidation left: they take their budgets first.
+        let mut totals = Totals::of(places);
+        let mut surged = vec![0; groups.len()];
+        let room = expiry::Room {
+            lose: &mut plan.room_to_lose(&groups),
+            grow: &mut |g| {
+                can_grow(cx, scene, g, surged[g], &mut totals)?;
+                surged[g] += 1;
+                Ok(())
+            },
+        };
+        let rules = &sd.rules;
+        let expired = expiry::plan(&input, rules, aging, &mut budgets, room, topology, places);
         let mut decision = Decision {
-            delete: Vec::new(),
-            kept: self.kept(scene, &groups, &plan),
+            kept: self.kept(scene, &groups, &plan, &excluded),
             unneeded: Some(plan.removable.iter().map(|r| r.node).collect()),
             acts,
             planning_ms,
@@ -179,9 +236,51 @@ impl ScaleDownPolicy {
             consolidate,
             not_consolidated,
             ready,
+            ..Decision::default()
         };
-        self.admit(cx, scene, &groups, &plan, waits, &mut decision);
+        record_expiry(scene, &groups, expired, &mut decision);
+        self.admit(
+            cx,
+            scene,
+            &groups,
+            &plan,
+            waits,
+            &mut budgets,
+            &mut decision,
+        );
+        consolidation_budgets(scene, &mut budgets, &mut decision);
+        decision.budgets = budgets.statuses();
         decision
+    }
+
+    /// Each group's disruption budgets this loop, over its nodes already on their way out (being deleted,
+    /// the old nodes of replacements) or NotReady.
+    fn budgets<'c>(
+        &self,
+        cx: &Context<'c>,
+        scene: &Scene<'_>,
+        groups: &[GroupInfo],
+    ) -> DisruptionBudgets<'c> {
+        let Some(config) = cx.disruption else {
+            return DisruptionBudgets::none(groups.len());
+        };
+        let leaving: HashSet<&str> = self.consolidator.replacements.old_nodes().collect();
+        let disrupting = |n: &Node| {
+            !n.ready
+                || scene.deleting.contains(&n.name)
+                || self.actuator.contains(&n.name)
+                || leaving.contains(n.name.as_str())
+        };
+        let nodes = &scene.view.nodes;
+        let now = scene.now;
+        DisruptionBudgets::new(
+            Some(config),
+            groups,
+            nodes,
+            scene.node_group,
+            disrupting,
+            now,
+        )
     }
 
     /// Each group as scale-down sees it: its target less the nodes deleted this loop, and its nodes on their
@@ -194,6 +293,7 @@ impl ScaleDownPolicy {
                 min_size: f.group.min_size,
                 target: f.target - self.deleted.get(&f.group.id).copied().unwrap_or(0),
                 options: f.options,
+                updating: f.updating(),
                 deleting: (self.actuator.in_flight())
                     .filter(|d| d.group == f.group.id)
                     .count()
@@ -221,23 +321,30 @@ impl ScaleDownPolicy {
             })
             .collect();
         Decision {
-            delete: Vec::new(),
             kept,
-            unneeded: None,
             acts,
-            planning_ms: 0.0,
-            consolidation_ms: 0.0,
-            consolidate: Vec::new(),
-            not_consolidated: Vec::new(),
-            ready: Readiness::default(),
+            ..Decision::default()
         }
     }
 
     /// The nodes the planner keeps, with why; our own deletions are reported in `deletions` instead.
-    fn kept(&self, scene: &Scene<'_>, groups: &[GroupInfo], plan: &Plan) -> Vec<KeptNode> {
+    /// Nodes left out of the plan on purpose (replacements' old nodes, expired and drifted nodes) are said
+    /// elsewhere; the deletions in progress too.
+    fn kept(
+        &self,
+        scene: &Scene<'_>,
+        groups: &[GroupInfo],
+        plan: &Plan,
+        excluded: &HashSet<String>,
+    ) -> Vec<KeptNode> {
         let nodes = &scene.view.nodes;
+        let said = |n: usize| {
+            let name = &nodes[n].name;
+            self.actuator.contains(name)
+                || (excluded.contains(name) && !scene.deleting.contains(name))
+        };
         (plan.kept.iter())
-            .filter(|k| !self.actuator.contains(&nodes[k.node].name))
+            .filter(|k| !said(k.node))
             .map(|k| KeptNode {
                 node: nodes[k.node].name.clone(),
                 node_group: k.group.map(|g| groups[g].id.clone()),
@@ -250,6 +357,7 @@ impl ScaleDownPolicy {
     /// The removable nodes through their timers, the cooldowns and the budgets, into the decision: deletions
     /// to start, and the nodes held back with why. Planned only (no cluster to act on), every node whose
     /// timer has run out is reported and no budget applies.
+    #[allow(clippy::too_many_arguments)]
     fn admit(
         &mut self,
         cx: &Context<'_>,
@@ -257,6 +365,7 @@ impl ScaleDownPolicy {
         groups: &[GroupInfo],
         plan: &Plan,
         waits: Option<String>,
+        disruption: &mut DisruptionBudgets<'_>,
         decision: &mut Decision,
     ) {
         let sd = &cx.scale_down;
@@ -279,6 +388,24 @@ impl ScaleDownPolicy {
             ready = admitted.start;
             held.extend(admitted.held);
         }
+        // The groups' disruption budgets hold whether or not there is a cluster to act on: they are the
+        // user's, and `simulate` shows what they let go.
+        let mut within = Vec::with_capacity(ready.len());
+        for r in ready {
+            let reason = match r.empty {
+                true => Reason::Empty,
+                false => Reason::Underutilized,
+            };
+            match disruption.take(r.group, reason) {
+                Ok(()) => within.push(r),
+                Err(why) => held.push(Held {
+                    removable: r,
+                    reason: Unremovable::DisruptionBudget,
+                    detail: why,
+                }),
+            }
+        }
+        ready = within;
         let kept = held.into_iter().map(|h| KeptNode {
             node: nodes[h.removable.node].name.clone(),
             node_group: Some(groups[h.removable.group].id.clone()),
@@ -286,101 +413,16 @@ impl ScaleDownPolicy {
             detail: h.detail,
         });
         decision.kept.extend(kept);
-        decision.delete = (ready.into_iter())
+        // After expiry's removals, which were decided first.
+        let admitted = (ready.into_iter())
             .map(|r| Deletion {
                 node: r.node,
                 empty: r.empty,
+                cause: Cause::ScaleDown,
                 report: describe(scene.view, scene.pods, groups, r),
             })
-            .collect();
-    }
-
-    /// Carries a decision out on the cluster (when there is one to act on): hands Ready replacements over,
-    /// starts its deletions, moves the soft taints, launches consolidation's new nodes. Returns the report
-    /// of it all, with the groups to back off (those that refused a replacement's new node).
-    pub async fn carry_out(
-        &mut self,
-        cx: &Context<'_>,
-        view: &ClusterView,
-        mut decision: Decision,
-        deleting: &HashSet<String>,
-        facts: &[GroupFacts],
-        now: SystemTime,
-    ) -> Report {
-        decision.kept.sort_by(|a, b| a.node.cmp(&b.node));
-        let mut report = Report {
-            status: ScaleDownStatus {
-                unremovable: decision.kept,
-                not_consolidated: decision.not_consolidated,
-                ..ScaleDownStatus::default()
-            },
-            times: Times {
-                scale_down_ms: decision.planning_ms,
-                consolidation_ms: decision.consolidation_ms,
-                ..Times::default()
-            },
-            ..Report::default()
-        };
-        let Some(cluster) = cx.actor.clone().filter(|_| decision.acts) else {
-            if cx.act && !(decision.delete.is_empty() && decision.consolidate.is_empty()) {
-                report.errors.push(
-                    "scale-down planned but not carried out: this cluster source cannot evict pods or \
-                     taint nodes"
-                        .into(),
-                );
-            }
-            report.status.nodes = decision.delete.into_iter().map(|d| d.report).collect();
-            report.status.consolidation = decision.consolidate;
-            return report;
-        };
-        let (replaced, failed) = (self.consolidator)
-            .replace(&*cluster, &mut self.actuator, view, decision.ready, now)
-            .await;
-        if failed {
-            self.last_failure = Some(now);
-        }
-        report.merge(replaced);
-        report.merge(self.start(&*cluster, view, decision.delete, now).await);
-        if let Some(unneeded) = &decision.unneeded {
-            let errors = self.soft_taints(cx, view, unneeded, deleting, now).await;
-            report.errors.extend(errors);
-        }
-        let launched = (self.consolidator)
-            .launch(cx.client, decision.consolidate, facts, now)
-            .await;
-        report.merge(launched);
-        report
-    }
-
-    /// Starts each deletion (the ToBeDeleted taint goes on); one whose taint fails sets the failure cooldown.
-    async fn start(
-        &mut self,
-        cluster: &dyn ClusterSource,
-        view: &ClusterView,
-        deletions: Vec<Deletion>,
-        now: SystemTime,
-    ) -> Report {
-        let mut report = Report::default();
-        for d in deletions {
-            let node = &view.nodes[d.node];
-            let group = d.report.node_group.clone();
-            match (self.actuator)
-                .start(cluster, node, &group, d.empty, now)
-                .await
-            {
-                Ok(()) => {
-                    self.unneeded.remove(&node.name);
-                    report.deletion(node.name.clone(), group, "started", String::new());
-                    report.status.nodes.push(d.report);
-                }
-                Err(e) => {
-                    self.last_failure = Some(now);
-                    let why = format!("scale-down of {}: tainting failed: {e}", node.name);
-                    report.errors.push(why);
-                }
-            }
-        }
-        report
+            .collect::<Vec<_>>();
+        decision.delete.extend(admitted);
     }
 
     /// Why deletions wait this loop, if they do: a scale-up, deletion or failure too recent.
@@ -418,161 +460,159 @@ impl ScaleDownPolicy {
         }
         None
     }
+}
 
-    /// Soft taints (PreferNoSchedule) on unneeded nodes, off nodes needed again; a few per loop. Returns the
-    /// taints that could not be changed.
-    async fn soft_taints(
-        &self,
-        cx: &Context<'_>,
-        view: &ClusterView,
-        unneeded: &HashSet<usize>,
-        deleting: &HashSet<String>,
-        now: SystemTime,
-    ) -> Vec<String> {
-        let mut errors = Vec::new();
-        let Some(cluster) = cx.actor.as_deref() else {
-            return errors;
-        };
-        let mut budget = cx.scale_down.max_soft_taints;
-        for (n, node) in view.nodes.iter().enumerate() {
-            if budget == 0 {
+/// Whether group `g` may grow by one more node now, for a replacement (`surged` asked already this loop):
+/// not held back (backoff, failed instances), under its max size after this loop's scale-ups, and within the
+/// cluster's limits (the new node runs beside the old one until that one is gone), which it then takes from
+/// `totals`.
+fn can_grow(
+    cx: &Context<'_>,
+    scene: &Scene<'_>,
+    g: usize,
+    surged: u64,
+    totals: &mut Totals,
+) -> Result<(), String> {
+    let group = &scene.fleet.groups[g];
+    if let Some(why) = &group.skip {
+        return Err(why.clone());
+    }
+    let template = group.template.as_ref().ok_or("it has no template")?;
+    let grown = scene.fleet.grown.get(&group.id).copied().unwrap_or(0) + surged;
+    let (room, limit) = scaleup::node_limit(group, grown, template, cx.limits, *totals);
+    if room == 0 {
+        return Err(limit.to_string());
+    }
+    let capacity = template.node.capacity;
+    totals.nodes += 1;
+    totals.cpu_millis += capacity.cpu_millis;
+    totals.memory_bytes += capacity.memory_bytes;
+    Ok(())
+}
+
+/// Consolidation's replacements take their old nodes from the groups' `Underutilized` budgets, after expiry,
+/// drift and scale-down took theirs; a replacement a budget holds is not made, and says why.
+fn consolidation_budgets(
+    scene: &Scene<'_>,
+    budgets: &mut DisruptionBudgets<'_>,
+    decision: &mut Decision,
+) {
+    if !budgets.any() || decision.consolidate.is_empty() {
+        return;
+    }
+    let index: HashMap<&str, usize> = (scene.view.nodes.iter().enumerate())
+        .map(|(n, node)| (node.name.as_str(), n))
+        .collect();
+    let group_of = |name: &str| scene.node_group[*index.get(name)?];
+    let mut kept = Vec::new();
+    decision.consolidate.retain(|c| {
+        let mut held = None;
+        for node in &c.nodes {
+            let Some(g) = group_of(node) else { continue };
+            if let Err(why) = budgets.check(g, Reason::Underutilized) {
+                held = Some((node.clone(), g, why));
                 break;
             }
-            if self.actuator.contains(&node.name) || deleting.contains(&node.name) {
-                continue;
-            }
-            let has = node.tainted(DELETION_CANDIDATE_TAINT);
-            let should = unneeded.contains(&n);
-            let result = if should && !has {
-                let taint = actuation::deletion_candidate(now);
-                cluster.taint(&node.name, &taint).await
-            } else if has && !should {
-                cluster.untaint(&node.name, DELETION_CANDIDATE_TAINT).await
-            } else {
-                continue;
-            };
-            budget -= 1;
-            if let Err(e) = result {
-                errors.push(format!("soft taint on {}: {e}", node.name));
-            }
         }
-        errors
-    }
-
-    /// One step of every deletion in progress.
-    pub async fn advance_deletions(
-        &mut self,
-        cx: &Context<'_>,
-        cluster: &dyn ClusterSource,
-        view: &ClusterView,
-        now: SystemTime,
-    ) -> Report {
-        let mut report = Report::default();
-        if let Some(why) = &self.doubt {
-            // A drain would find its node empty in this view: every deletion waits for a view to trust.
-            for d in self.actuator.in_flight() {
-                let (node, group) = (d.node.clone(), d.group.clone());
-                report.deletion(node, group, "paused", why.clone());
-            }
-            return report;
-        }
-        let sd = &cx.scale_down;
-        self.deleted.clear();
-        let outcomes = self
-            .actuator
-            .advance(cluster, cx.client, view, &sd.rules, &sd.pacing, now)
-            .await;
-        for outcome in outcomes {
-            let (node, node_group, state, detail) = self.ended(outcome, now, &mut report);
-            report.deletion(node, node_group, state, detail);
-        }
-        report
-    }
-
-    /// What a deletion's step means for the policy: a deletion counts for its group and the cooldown, a
-    /// failure sets the failure cooldown; a replacement's old node ends its part. Returns the deletion's row.
-    fn ended(
-        &mut self,
-        outcome: Outcome,
-        now: SystemTime,
-        report: &mut Report,
-    ) -> (String, String, &'static str, String) {
-        let replacements = &mut self.consolidator.replacements;
-        match outcome {
-            Outcome::Deleted { node, group, empty } => {
-                self.last_delete = Some(now);
-                *self.deleted.entry(group.clone()).or_default() += 1;
-                // Why it went, as scale-down (or consolidation) said when it started.
-                let reason = if replacements.draining(&node) {
-                    report
-                        .status
-                        .replacements
-                        .extend(replacements.ended(&node, true, ""));
-                    "consolidated"
-                } else if empty {
-                    "empty"
-                } else {
-                    "underutilized"
-                };
-                (node, group, "deleted", reason.to_string())
-            }
-            Outcome::Failed { node, group, why } => {
-                self.last_failure = Some(now);
-                report
-                    .status
-                    .replacements
-                    .extend(replacements.ended(&node, false, &why));
-                report.errors.push(format!(
-                    "scale-down of {node} failed, it stays in service: {why}"
-                ));
-                (node, group, "failed", why)
-            }
-            Outcome::Draining {
+        if let Some((node, g, why)) = held {
+            kept.push(KeptNode {
                 node,
-                group,
-                waiting,
-            } => (node, group, "draining", format!("waiting for {waiting}")),
+                node_group: Some(scene.facts[g].group.id.clone()),
+                reason: Unremovable::DisruptionBudget.to_string(),
+                detail: why,
+            });
+            return false;
         }
-    }
+        for node in &c.nodes {
+            if let Some(g) = group_of(node) {
+                let _ = budgets.take(g, Reason::Underutilized);
+            }
+        }
+        true
+    });
+    decision.not_consolidated.extend(kept);
+}
 
-    /// Our ToBeDeleted taints that an earlier run left (it stopped mid-deletion) come off in the first loop,
-    /// except on nodes whose instance the provider is already deleting. Returns the nodes put back.
-    pub async fn remove_stale_taints(
-        &mut self,
-        cluster: &dyn ClusterSource,
-        view: &ClusterView,
-        facts: &[GroupFacts],
-    ) -> (HashSet<String>, Report) {
-        let mut restored = HashSet::new();
-        let mut report = Report::default();
-        if std::mem::replace(&mut self.stale_taints_checked, true) {
-            return (restored, report);
-        }
-        let going: HashSet<&str> = (facts.iter())
-            .flat_map(|f| &f.instances)
-            .filter(|i| i.deleting())
-            .map(|i| i.id.as_str())
-            .collect();
-        for node in view.nodes.iter() {
-            if !node.tainted(TO_BE_DELETED_TAINT)
-                || self.actuator.contains(&node.name)
-                || going.contains(node.provider_id.as_str())
-            {
-                continue;
+/// Expiry's decisions into scale-down's: removals start as deletions (with their drain's grace period),
+/// replacements are asked for, and nodes held are kept with why; every one is in the disruptions list.
+fn record_expiry(
+    scene: &Scene<'_>,
+    groups: &[GroupInfo],
+    expired: Vec<expiry::Decided>,
+    decision: &mut Decision,
+) {
+    let nodes = &scene.view.nodes;
+    for d in expired {
+        let (node, group) = (&nodes[d.aging.node], &groups[d.aging.group]);
+        let image = scene.facts[d.aging.group].image();
+        let reason = d.aging.reason.word();
+        let cause = Cause::Disruption {
+            reason,
+            grace: d.grace,
+        };
+        let (action, detail) = match d.action {
+            expiry::Action::Remove => {
+                let report = ScaleDown {
+                    node: node.name.clone(),
+                    node_group: group.id.clone(),
+                    reason: reason.into(),
+                    detail: expiry::describe(&d.aging, node, &group.id, image, scene.now),
+                    pods: evicted_from(scene, d.aging.node),
+                    risky: false,
+                };
+                decision.delete.push(Deletion {
+                    node: d.aging.node,
+                    empty: false,
+                    cause,
+                    report,
+                });
+                (
+                    "remove",
+                    "its pods fit on the other nodes: it drains now".to_string(),
+                )
             }
-            match cluster.untaint(&node.name, TO_BE_DELETED_TAINT).await {
-                Ok(()) => {
-                    restored.insert(node.name.clone());
-                    let why = "a ToBeDeleted taint left by an earlier run was removed";
-                    report.deletion(node.name.clone(), String::new(), "restored", why.into());
-                }
-                Err(e) => {
-                    (report.errors).push(format!("removing a stale taint from {}: {e}", node.name))
-                }
+            expiry::Action::Replace => {
+                decision.surges.push(Surge {
+                    node: node.name.clone(),
+                    group: group.id.clone(),
+                    cause,
+                });
+                let why = format!(
+                    "a new {} node first; it drains once that node is Ready",
+                    group.id
+                );
+                ("replace", why)
             }
-        }
-        (restored, report)
+            expiry::Action::Wait(hold, why) => {
+                decision.kept.push(KeptNode {
+                    node: node.name.clone(),
+                    node_group: Some(group.id.clone()),
+                    reason: hold.unremovable().to_string(),
+                    detail: why.clone(),
+                });
+                ("wait", why)
+            }
+        };
+        decision.disruptions.push(DisruptionStatus {
+            node: node.name.clone(),
+            node_group: group.id.clone(),
+            reason: reason.into(),
+            action: action.into(),
+            detail,
+        });
     }
+}
+
+/// The pods a removal evicts from node `n` (those bound there, not pending pods placed there this loop).
+fn evicted_from(scene: &Scene<'_>, n: usize) -> PodNames {
+    let mut names = PodNames::default();
+    for &p in &scene.on_node[n] {
+        let pod = scene.pods.get(p);
+        if pod.node_name.is_some() {
+            names.push(pod);
+        }
+    }
+    names
 }
 
 /// Scale-down's planner input over this loop's scene.

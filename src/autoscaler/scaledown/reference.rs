@@ -263,6 +263,7 @@ proptest! {
                 target: group_of.iter().filter(|x| **x == Some(g)).count() as i32,
                 options: GroupOptions::default(),
                 deleting: 0,
+                updating: false,
             })
             .collect();
         let pdbs: Vec<Pdb> = (budgets.iter().enumerate())

@@ -23,6 +23,8 @@ pub struct GroupInfo {
     pub options: GroupOptions,
     /// Nodes of the group whose deletion is in progress.
     pub deleting: usize,
+    /// The managed node group is being updated: none of its nodes is removed, its target never lowered.
+    pub updating: bool,
 }
 
 /// The cluster as the planner reads it.
@@ -508,6 +510,7 @@ pub(super) mod tests {
                 target: nodes.len() as i32,
                 options: GroupOptions::default(),
                 deleting: 0,
+                updating: false,
             }];
             let none = HashSet::new();
             let input = Input {

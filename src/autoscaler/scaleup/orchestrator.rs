@@ -372,6 +372,7 @@ impl Planner<'_> {
                 reason: why,
                 zones: BTreeMap::new(),
                 error: None,
+                replaces: Vec::new(),
                 provisioning_request: None,
             });
             scale_ups.len() - 1

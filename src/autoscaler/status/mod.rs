@@ -13,6 +13,7 @@ pub use reservations::{
     RequestScaleUp, Shape,
 };
 pub use scale_down::{
-    Consolidation, DeletionStatus, KeptNode, ReplacementStatus, ScaleDown, ScaleDownStatus,
+    Consolidation, DeletionStatus, DisruptionBudgetStatus, DisruptionStatus, KeptNode,
+    ReplacementStatus, ScaleDown, ScaleDownStatus,
 };
 pub use scale_up::{FargatePod, NoScaleUp, Placed, ScaleUp, describe_reasons};

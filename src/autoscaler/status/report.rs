@@ -28,6 +28,10 @@ pub struct Status {
     pub cluster_health: ClusterHealth,
     /// Problems that stopped part of the loop (a provider call that failed, a rejected scale-up).
     pub errors: Vec<String>,
+    /// Why the cluster's disruption configuration (the ConfigMap `ekscale-disruption`) was refused, while
+    /// it is: the last good one is kept meanwhile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disruption_config_refused: Option<String>,
     /// How long the loop and its parts took.
     #[serde(flatten)]
     pub times: Times,
@@ -84,7 +88,7 @@ impl Default for ClusterHealth {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GroupStatus {
     pub id: String,
@@ -96,6 +100,12 @@ pub struct GroupStatus {
     /// Why it is not considered for scale-up this loop.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
+    /// Its EKS status (`ACTIVE`, `UPDATING`, ...) and the image its new nodes get, when the provider says
+    /// them (`ekscale.v1.NodeGroups/DescribeNodeGroups`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eks_status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
 }
 
 impl Status {

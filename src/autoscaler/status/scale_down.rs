@@ -23,6 +23,13 @@ pub struct ScaleDownStatus {
     /// Replacements in progress, and those that ended this loop.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub replacements: Vec<ReplacementStatus>,
+    /// Nodes past their group's `expireAfter` or drifted from its image (`--disruption-config`), each with
+    /// what happens to it this loop.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub disruptions: Vec<DisruptionStatus>,
+    /// For each group a disruption configuration names, and each reason: what its active budgets allow.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub disruption_budgets: Vec<DisruptionBudgetStatus>,
 }
 
 impl ScaleDownStatus {
@@ -34,6 +41,8 @@ impl ScaleDownStatus {
         self.consolidation.extend(other.consolidation);
         self.not_consolidated.extend(other.not_consolidated);
         self.replacements.extend(other.replacements);
+        self.disruptions.extend(other.disruptions);
+        self.disruption_budgets.extend(other.disruption_budgets);
     }
 
     pub fn deletion(&mut self, node: String, node_group: String, state: &str, detail: String) {
@@ -111,11 +120,13 @@ pub struct ReplacementStatus {
     /// The new node, once it is Ready.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub new_node: Option<String>,
-    /// `single` (one node replaced) or `multi` (several merged into one).
+    /// `single` (one node replaced) or `multi` (several merged into one) for a consolidation; `expired` or
+    /// `drifted` for a node replaced surge-first (`--disruption-config`).
     pub kind: String,
     /// `launching` (waiting for the new node to be Ready), `replacing` (it is: the old nodes' drains start),
-    /// `draining` (they go on), `done` (the old nodes are gone), `abandoned` (the new node never turned Ready, or the pods no longer fit: the old nodes
-    /// stay) or `failed` (a drain failed: the old node stays).
+    /// `draining` (they go on), `done` (the old nodes are gone), `abandoned` (the new node never turned
+    /// Ready, or the pods no longer fit: the old nodes stay) or `failed` (a drain failed: the old node
+    /// stays).
     pub state: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub detail: String,
@@ -138,9 +149,39 @@ pub struct KeptNode {
 pub struct DeletionStatus {
     pub node: String,
     pub node_group: String,
-    /// `started`, `draining`, `paused` (the view lost its pods), `deleted`, `failed` or `restored`.
+    /// `started`, `draining`, `paused` (the view lost its pods), `deleted`, `failed`, `stopped` (its group
+    /// started a managed node group update: it stays, nothing failed) or `restored`.
     pub state: String,
     /// What it waits for, why it failed, or, once deleted, why it went (`empty` or `underutilized`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub detail: String,
+}
+
+/// An expired or drifted node, and what happens to it this loop.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DisruptionStatus {
+    pub node: String,
+    pub node_group: String,
+    /// `expired` (older than its group's `expireAfter`) or `drifted` (its image is not its group's).
+    pub reason: String,
+    /// `remove` (its pods fit on the other nodes: it is drained and removed), `replace` (a new node of its
+    /// group comes first; it drains once that node is Ready) or `wait` (a budget, a do-not-disrupt pod or a
+    /// PodDisruptionBudget holds it, or its group cannot grow for a replacement).
+    pub action: String,
+    pub detail: String,
+}
+
+/// What a group's active disruption budgets allow for one reason this loop.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DisruptionBudgetStatus {
+    pub node_group: String,
+    /// `Empty`, `Underutilized`, `Drifted` or `Expired`.
+    pub reason: String,
+    /// How many of its nodes may be disrupted at once for this reason, before this loop's own removals;
+    /// null when no active budget names the reason.
+    pub allowed: Option<u64>,
+    /// Its nodes being disrupted already: being deleted, or NotReady.
+    pub disrupting: u64,
 }

@@ -20,6 +20,10 @@ pub struct ScaleUp {
     /// Set when the provider refused the increase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The nodes it replaces (expired or drifted nodes whose pods fit nowhere else): each drains once its new
+    /// node is Ready.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<String>,
     /// The ProvisioningRequest (`namespace/name`) it is all for, made in one all-or-nothing increase; its
     /// pods are the request's virtual pods.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -4,7 +4,7 @@
 
 use super::report::Status;
 use super::reservations::{CapacityBufferStatus, HeadroomStatus};
-use super::scale_down::{DeletionStatus, KeptNode, ScaleDown};
+use super::scale_down::{DeletionStatus, KeptNode, ScaleDown, ScaleDownStatus};
 use super::scale_up::{FargatePod, NoScaleUp, ScaleUp};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -20,6 +20,7 @@ impl Status {
         scale_down_table(&self.scale_down.nodes, &mut out);
         deletions_table(&self.scale_down.deletions, &mut out);
         kept_table(&self.scale_down.unremovable, &mut out);
+        disruptions_table(&self.scale_down, &mut out);
         self.consolidation_table(&mut out);
         headroom_table(&self.headroom, &self.capacity_buffers, &mut out);
         if !self.provisioning_requests.is_empty() {
@@ -205,6 +206,41 @@ fn kept_table(unremovable: &[KeptNode], out: &mut String) {
             _ => "in no node group",
         };
         let _ = writeln!(out, "  {n} node(s) {what} ({reason})");
+    }
+}
+
+/// The expired and drifted nodes with what happens to each, and what each group's budgets allow.
+fn disruptions_table(down: &ScaleDownStatus, out: &mut String) {
+    if !down.disruptions.is_empty() {
+        let _ = writeln!(out, "\nDisruptions");
+        for d in &down.disruptions {
+            let _ = writeln!(
+                out,
+                "  {} ({}): {}, {}: {}",
+                d.node, d.node_group, d.reason, d.action, d.detail
+            );
+        }
+    }
+    if !down.disruption_budgets.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nDisruption budgets (allowed before this loop's removals)"
+        );
+        let mut groups: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for b in &down.disruption_budgets {
+            let allowed = b.allowed.map_or("no limit".to_string(), |a| a.to_string());
+            (groups.entry(&b.node_group).or_default()).push(format!("{} {allowed}", b.reason));
+        }
+        for (group, reasons) in groups {
+            let disrupting = (down.disruption_budgets.iter())
+                .find(|b| b.node_group == group)
+                .map_or(0, |b| b.disrupting);
+            let _ = writeln!(
+                out,
+                "  {group}: {}; {disrupting} disrupting",
+                reasons.join(", ")
+            );
+        }
     }
 }
 

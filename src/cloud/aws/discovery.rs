@@ -1,10 +1,12 @@
 //! Refresh: EKS node groups and their Auto Scaling groups -> the node groups we serve.
 //!
 //! A node group is served whole or not at all: one that is not ACTIVE/UPDATING, whose ASG cannot be
-//! found, or whose instance type EC2 does not know is left out, with a log line and a metric.
+//! found, or whose instance type EC2 does not know is left out, with a log line and a metric. A served
+//! group reports its status (UPDATING while a managed node group update replaces its nodes) and its image.
 
 use super::calls::sdk_error;
 use super::instance_types::InstanceFacts;
+use super::launch_templates::TemplateVersion;
 use super::state::{Memory, State};
 use super::view::{AsgInstance, Group};
 use crate::cloud::backend::CloudError;
@@ -14,11 +16,11 @@ use crate::cloud::node_group::NodeGroupSpec;
 use crate::cloud::node_group::OptionOverrides;
 use crate::cloud::options;
 use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
-use crate::model::{FargateProfile, FargateSelector};
+use crate::model::{FargateProfile, FargateSelector, NodeGroupStatus};
 use aws_sdk_autoscaling::types::{AutoScalingGroup, Filter, ScalingActivityStatusCode};
 use aws_sdk_eks::error::ProvideErrorMetadata;
 use aws_sdk_eks::types::{Nodegroup, NodegroupStatus};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -80,6 +82,12 @@ impl State {
             .flat_map(|ng| ng.instance_types().iter().map(String::as_str))
             .collect();
         let facts = self.instance_types.lookup(&self.calls, types).await?;
+        let versions: HashSet<TemplateVersion> = (usable.iter())
+            .filter_map(|ng| asgs.get(ng.nodegroup_name()?))
+            .filter_map(TemplateVersion::of)
+            .collect();
+        let again = self.config.describe_interval;
+        let images = memory.images.lookup(&self.calls, &versions, again).await;
 
         let mut groups = Vec::new();
         for ng in usable {
@@ -88,7 +96,8 @@ impl State {
                 skip(name, "auto scaling group not found".into(), String::new());
                 continue;
             };
-            match self.group(ng, asg, &facts) {
+            let ami = TemplateVersion::of(asg).and_then(|v| images.get(&v));
+            match self.group(ng, asg, &facts, ami.map(String::as_str)) {
                 Ok(group) => groups.push(group),
                 Err(reason) => skip(name, reason, String::new()),
             }
@@ -320,12 +329,14 @@ impl State {
         Ok(groups)
     }
 
-    /// One served group, or why it cannot be served.
+    /// One served group, or why it cannot be served. `ami` is the AMI id of the launch template version its
+    /// ASG launches, when EC2 said it.
     fn group(
         &self,
         ng: &Nodegroup,
         asg: &AutoScalingGroup,
         facts: &HashMap<String, Option<InstanceFacts>>,
+        ami: Option<&str>,
     ) -> Result<Group, String> {
         let name = ng.nodegroup_name().unwrap_or_default();
         let scaling = ng.scaling_config().ok_or("no scaling config")?;
@@ -373,6 +384,8 @@ impl State {
             region: &region,
             capacity_type: &capacity_type,
             gpu_type: smallest.gpu_type.as_deref(),
+            // Only an AMI id: the release version names a release, not the image label EKS puts on nodes.
+            image: ami,
             labels: &labels,
             taints: &taints,
             capacity,
@@ -405,6 +418,15 @@ impl State {
                 price_per_hour,
                 options,
                 zones: zones.clone(),
+                status: NodeGroupStatus::parse(ng.status().map_or("", |s| s.as_str())),
+                // The AMI of the launch template version the ASG launches is what new nodes get, and what EKS
+                // labels them with. When it is not known (an ASG on a launch configuration, EC2 not answering,
+                // an image resolved only at launch), EKS's releaseVersion stands in: the EKS AMI release the
+                // group is on, or, for a custom AMI, its id.
+                image: ami
+                    .or(ng.release_version())
+                    .filter(|image| !image.is_empty())
+                    .map(str::to_string),
             }),
             asg: asg_name,
             zones,

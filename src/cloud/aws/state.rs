@@ -5,6 +5,7 @@
 use super::calls::{Calls, sdk_error};
 use super::config::AwsConfig;
 use super::instance_types::InstanceTypes;
+use super::launch_templates::Images;
 use super::view::{AsgInstance, Group, View};
 use crate::cloud::backend::CloudError;
 use crate::cloud::backend::CloudObserver;
@@ -50,6 +51,8 @@ pub(super) struct Memory {
     pub(super) described: HashMap<String, (Instant, Nodegroup)>,
     /// Fargate profiles by name, with when they were read.
     pub(super) profiles: HashMap<String, (Instant, FargateProfile)>,
+    /// The AMI of each launch template version the groups launch.
+    pub(super) images: Images,
 }
 
 /// One all-or-nothing increase the ASG has not yet launched whole.

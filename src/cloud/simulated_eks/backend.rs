@@ -5,8 +5,11 @@
 //! are gone. A group with `availableCapacity` behaves like an Auto Scaling group hitting a stockout: what
 //! it cannot launch is listed as placeholder instances with an out-of-resources error, exactly as the AWS
 //! backend reports unfulfillable desired capacity, and is launched as soon as capacity frees up.
+//!
+//! A managed node group update (`SimulatedEks::start_update`) replaces a group's instances with ones of a
+//! new image the way EKS does, on the same clock: surge, replace one by one, scale back down.
 
-use super::scenario::{Scenario, SimNodeGroup};
+use super::scenario::{Scenario, SimNodeGroup, image_problem};
 use crate::clock::Clock;
 use crate::cloud::backend::{CloudError, NodeGroupBackend};
 use crate::cloud::fargate::FargateRates;
@@ -14,7 +17,8 @@ use crate::cloud::instance_types;
 use crate::cloud::node_group::{
     Instance, InstanceError, InstanceErrorClass, InstanceState, NodeGroupSpec,
 };
-use crate::model::FargateProfile;
+use crate::cloud::template;
+use crate::model::{FargateProfile, NodeGroupStatus};
 use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -27,7 +31,7 @@ pub const PLACEHOLDER_ERROR_CODE: &str = "placeholder-cannot-be-fulfilled";
 
 pub struct SimulatedEks {
     clock: Clock,
-    specs: Vec<Arc<NodeGroupSpec>>,
+    /// Group id -> index of the group (ids never change; a group's spec does, in an update).
     by_id: HashMap<String, usize>,
     fargate_profiles: Vec<FargateProfile>,
     fargate_rates: FargateRates,
@@ -42,10 +46,40 @@ struct State {
 }
 
 struct Group {
+    /// What the scenario says, with the spec served now (an update changes its status, image and template).
     config: SimNodeGroup,
     target: i32,
     /// Real instances, deleting ones included until they are gone.
     instances: Vec<SimInstance>,
+    update: Option<Update>,
+}
+
+/// A managed node group update under way, as EKS carries one out: the target raised by a surge of new-image
+/// instances, then each instance that was there before terminated in turn (the Auto Scaling group launches a
+/// new-image one in its place, the target unchanged), then the target lowered by the surge again. EKS picks
+/// the old nodes at random and waits for their pods to leave; here they go in launch order, at even steps
+/// over the update's duration, so that a run is reproducible.
+struct Update {
+    started: Duration,
+    duration: Duration,
+    /// How much the target was raised (max(1, zones), capped by the max size).
+    surge: i32,
+    /// The instances there when it started, in launch order.
+    old: Vec<String>,
+    /// How many of them have been replaced (or were gone by their turn).
+    replaced: usize,
+}
+
+impl Update {
+    /// When its next step is due: the next replacement, or its end.
+    fn next_at(&self) -> Duration {
+        if self.replaced == self.old.len() {
+            return self.started + self.duration;
+        }
+        let steps = u32::try_from(self.old.len() + 1).unwrap_or(u32::MAX);
+        let step = self.duration / steps;
+        self.started + step * u32::try_from(self.replaced + 1).unwrap_or(u32::MAX)
+    }
 }
 
 struct SimInstance {
@@ -68,18 +102,11 @@ impl SimInstance {
 impl SimulatedEks {
     /// A simulated EKS serving `scenario`, with its clock.
     pub fn new(scenario: Scenario, clock: Clock) -> SimulatedEks {
-        let specs: Vec<_> = scenario
-            .node_groups
-            .iter()
-            .map(|g| g.spec.clone())
-            .collect();
-        let by_id = specs
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.id.clone(), i))
+        let by_id = (scenario.node_groups.iter().enumerate())
+            .map(|(i, g)| (g.spec.id.clone(), i))
             .collect();
         let mut state = State {
-            groups: Vec::with_capacity(specs.len()),
+            groups: Vec::with_capacity(scenario.node_groups.len()),
             index: HashMap::new(),
             rng: StdRng::seed_from_u64(scenario.seed),
         };
@@ -89,6 +116,7 @@ impl SimulatedEks {
                 config,
                 target,
                 instances: Vec::new(),
+                update: None,
             });
             let idx = state.groups.len() - 1;
             // The scenario's desired instances are already running when the provider starts.
@@ -96,7 +124,6 @@ impl SimulatedEks {
         }
         SimulatedEks {
             clock,
-            specs,
             by_id,
             fargate_profiles: scenario.fargate_profiles,
             fargate_rates: scenario.fargate_rates,
@@ -121,6 +148,68 @@ impl SimulatedEks {
         Ok(())
     }
 
+    /// Starts a managed node group update of group `id` to `image`, which takes `duration`, as EKS's
+    /// UpdateNodegroupVersion does: the group turns UPDATING and its new instances get `image` at once; its
+    /// target rises by a surge of max(1, its zones) (less if that would pass its max size), launched with
+    /// `image`; over `duration` each instance it had when the update started is terminated in turn and
+    /// another launched in its place; at the end the target comes down by the surge again (never below
+    /// the min size, the newest instances removed first when there are more than that) and the group is
+    /// ACTIVE. Only an ACTIVE group can start one.
+    pub fn start_update(
+        &self,
+        id: &str,
+        image: &str,
+        duration: Duration,
+    ) -> Result<(), CloudError> {
+        let idx = self.group_index(id)?;
+        if let Some(problem) = image_problem(image) {
+            return Err(CloudError::FailedPrecondition(format!(
+                "node group {id}: {problem}"
+            )));
+        }
+        let (mut state, now) = self.settled(idx);
+        let group = &mut state.groups[idx];
+        let spec = &group.config.spec;
+        if spec.status != NodeGroupStatus::Active {
+            return Err(CloudError::FailedPrecondition(format!(
+                "node group {id} is {}: an update starts only on an ACTIVE node group",
+                spec.status
+            )));
+        }
+        let zones = i32::try_from(group.config.zones.len()).unwrap_or(i32::MAX);
+        let surge = zones.max(1).min((spec.max_size - group.target).max(0));
+        let old = (group.instances.iter())
+            .filter(|i| i.deleting_since.is_none())
+            .map(|i| i.id.clone())
+            .collect();
+        group.respec(NodeGroupStatus::Updating, image);
+        group.update = Some(Update {
+            started: now,
+            duration,
+            surge,
+            old,
+            replaced: 0,
+        });
+        let target = group.target + surge;
+        state.set_target(idx, now, target)
+    }
+
+    /// Gives group `id`'s new instances `image` without an update, as a launch template version set on its
+    /// Auto Scaling group outside EKS does: the instances it has keep theirs, and their nodes drift.
+    pub fn set_image(&self, id: &str, image: &str) -> Result<(), CloudError> {
+        let idx = self.group_index(id)?;
+        if let Some(problem) = image_problem(image) {
+            return Err(CloudError::FailedPrecondition(format!(
+                "node group {id}: {problem}"
+            )));
+        }
+        let (mut state, _) = self.settled(idx);
+        let group = &mut state.groups[idx];
+        let status = group.config.spec.status.clone();
+        group.respec(status, image);
+        Ok(())
+    }
+
     fn group_index(&self, id: &str) -> Result<usize, CloudError> {
         self.by_id
             .get(id)
@@ -131,12 +220,16 @@ impl SimulatedEks {
     /// Locks the state with group `idx` brought up to the clock's present.
     fn settled(&self, idx: usize) -> (MutexGuard<'_, State>, Duration) {
         let now = self.clock.now();
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut state = self.lock();
         state.settle(idx, now);
         (state, now)
+    }
+
+    /// Locks the state as it is.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -156,8 +249,51 @@ impl State {
         Ok(())
     }
 
-    /// Removes instances whose deletion finished and launches what the target asks for and capacity allows.
+    /// Brings group `idx` up to `now`: each step of an update under way at its own time, then what
+    /// [`State::settle_at`] does.
     fn settle(&mut self, idx: usize, now: Duration) {
+        while let Some(at) = (self.groups[idx].update.as_ref())
+            .map(Update::next_at)
+            .filter(|&at| at <= now)
+        {
+            self.settle_at(idx, at);
+            self.update_step(idx, at);
+        }
+        self.settle_at(idx, now);
+    }
+
+    /// The next step of group `idx`'s update, at `at`: one instance of those it had before replaced, or
+    /// the end of the update.
+    fn update_step(&mut self, idx: usize, at: Duration) {
+        let group = &mut self.groups[idx];
+        let Some(update) = group.update.as_mut() else {
+            return;
+        };
+        let live = |i: &&mut SimInstance| i.deleting_since.is_none();
+        if let Some(id) = update.old.get(update.replaced).cloned() {
+            update.replaced += 1;
+            // Terminated without lowering the target: the Auto Scaling group launches its replacement. One
+            // deleted meanwhile (by a scale-down) needs none.
+            if let Some(old) = (group.instances.iter_mut().filter(live)).find(|i| i.id == id) {
+                old.deleting_since = Some(at);
+            }
+        } else {
+            let surge = update.surge;
+            group.update = None;
+            group.target = (group.target - surge).max(group.config.spec.min_size);
+            let surplus = group.live().saturating_sub(group.target as usize);
+            for newest in group.instances.iter_mut().rev().filter(live).take(surplus) {
+                newest.deleting_since = Some(at);
+            }
+            let image = group.config.spec.image.clone().unwrap_or_default();
+            group.respec(NodeGroupStatus::Active, &image);
+        }
+        let delay = group.config.provisioning_delay;
+        self.launch(idx, at, delay);
+    }
+
+    /// Removes instances whose deletion finished and launches what the target asks for and capacity allows.
+    fn settle_at(&mut self, idx: usize, now: Duration) {
         let group = &mut self.groups[idx];
         let delay = group.config.deletion_delay;
         let index = &mut self.index;
@@ -222,6 +358,17 @@ impl State {
 }
 
 impl Group {
+    /// Serves the group with this status and image from now on (its template labelled with the image).
+    fn respec(&mut self, status: NodeGroupStatus, image: &str) {
+        let spec = &self.config.spec;
+        self.config.spec = Arc::new(NodeGroupSpec {
+            status,
+            image: Some(image.to_string()),
+            template: Arc::new(template::with_image(&spec.template, image)),
+            ..NodeGroupSpec::clone(spec)
+        });
+    }
+
     /// Instances not being deleted.
     fn live(&self) -> usize {
         self.instances
@@ -262,10 +409,7 @@ impl NodeGroupBackend for SimulatedEks {
 
     async fn refresh(&self) -> Result<(), CloudError> {
         let now = self.clock.now();
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut state = self.lock();
         for idx in 0..state.groups.len() {
             state.settle(idx, now);
         }
@@ -273,20 +417,19 @@ impl NodeGroupBackend for SimulatedEks {
     }
 
     fn node_groups(&self) -> Vec<Arc<NodeGroupSpec>> {
-        self.specs.clone()
+        let state = self.lock();
+        state.groups.iter().map(|g| g.config.spec.clone()).collect()
     }
 
     fn node_group(&self, id: &str) -> Option<Arc<NodeGroupSpec>> {
-        self.by_id.get(id).map(|&idx| self.specs[idx].clone())
+        let &idx = self.by_id.get(id)?;
+        Some(self.lock().groups[idx].config.spec.clone())
     }
 
     fn node_group_of(&self, instance_id: &str) -> Option<String> {
-        let state = self
-            .state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let state = self.lock();
         if let Some(&idx) = state.index.get(instance_id) {
-            return Some(self.specs[idx].id.clone());
+            return Some(state.groups[idx].config.spec.id.clone());
         }
         let group = placeholder_group(instance_id)?;
         let idx = *self.by_id.get(group)?;
@@ -563,6 +706,141 @@ nodeGroups:
         // Without a capacity limit it is a plain increase.
         sim.atomic_increase("web", 5).await.unwrap();
         assert_eq!(sim.instances("web").unwrap().len(), 5);
+    }
+
+    /// Each instance of `id` with its state, in launch order.
+    fn listed(backend: &SimulatedEks, id: &str) -> Vec<(String, InstanceState)> {
+        (backend.instances(id).unwrap().into_iter())
+            .map(|i| (i.id, i.state))
+            .collect()
+    }
+
+    fn image_label(spec: &NodeGroupSpec) -> &str {
+        let labels = &spec.template.metadata.as_ref().unwrap().labels;
+        &labels[crate::model::NODE_GROUP_IMAGE_LABEL]
+    }
+
+    #[tokio::test]
+    async fn an_update_surges_replaces_each_old_instance_in_turn_and_scales_back() {
+        use InstanceState::{Creating, Deleting, Running};
+        let sim = backend();
+        let old: Vec<String> = listed(&sim, "web").into_iter().map(|(id, _)| id).collect();
+        assert_eq!(
+            image_label(&sim.node_group("web").unwrap()),
+            "ami-eks-amd64-1"
+        );
+
+        sim.start_update("web", "ami-0new", Duration::from_secs(90))
+            .unwrap();
+        let spec = sim.node_group("web").unwrap();
+        assert_eq!(spec.status, NodeGroupStatus::Updating);
+        assert_eq!(spec.image.as_deref(), Some("ami-0new"));
+        assert_eq!(
+            image_label(&spec),
+            "ami-0new",
+            "new nodes get the new image"
+        );
+        // A surge of one per zone (two), launched now.
+        assert_eq!(sim.target_size("web").unwrap(), 4);
+        let states: Vec<_> = listed(&sim, "web").into_iter().map(|(_, s)| s).collect();
+        assert_eq!(states, [Running, Running, Creating, Creating]);
+
+        // Two old instances over 90 s: one replaced at 30 s, the other at 60 s, the end at 90 s. Read late,
+        // each step still happens at its own time: the replacement launched at 30 s runs at 60 s, the one
+        // launched at 60 s is still starting at 62 s.
+        sim.clock().advance(Duration::from_secs(29));
+        assert!(listed(&sim, "web").iter().all(|(_, s)| *s != Deleting));
+        sim.clock().advance(Duration::from_secs(33));
+        let now = listed(&sim, "web");
+        assert_eq!(
+            sim.target_size("web").unwrap(),
+            4,
+            "a replacement keeps the target"
+        );
+        assert!(
+            !now.iter().any(|(id, _)| *id == old[0]),
+            "the first old instance is gone (deleting 5 s from 30 s)"
+        );
+        assert_eq!(
+            now.iter().find(|(id, _)| *id == old[1]).unwrap().1,
+            Deleting
+        );
+        let new: Vec<_> = now.iter().filter(|(id, _)| !old.contains(id)).collect();
+        let states: Vec<_> = new.iter().map(|(_, s)| *s).collect();
+        assert_eq!(states, [Running, Running, Running, Creating]);
+        assert_eq!(
+            sim.node_group("web").unwrap().status,
+            NodeGroupStatus::Updating
+        );
+
+        // At 90 s the surge comes off: the newest two go, the group is ACTIVE on the new image.
+        sim.clock().advance(Duration::from_secs(28));
+        assert_eq!(sim.target_size("web").unwrap(), 2);
+        let spec = sim.node_group("web").unwrap();
+        assert_eq!(spec.status, NodeGroupStatus::Active);
+        assert_eq!(image_label(&spec), "ami-0new");
+        sim.clock().advance(Duration::from_secs(5));
+        let end = listed(&sim, "web");
+        assert_eq!(end.len(), 2);
+        assert!(end.iter().all(|(id, s)| !old.contains(id) && *s == Running));
+        let kept: Vec<_> = end.iter().map(|(id, _)| id.clone()).collect();
+        let surge: Vec<_> = new.iter().take(2).map(|(id, _)| id.clone()).collect();
+        assert_eq!(kept, surge, "the surge, launched first, stays");
+    }
+
+    #[tokio::test]
+    async fn an_update_starts_only_on_an_active_group_and_surges_no_further_than_max() {
+        let sim = backend();
+        sim.set_target_size("web", 9).await.unwrap();
+        sim.start_update("web", "ami-2", Duration::from_secs(60))
+            .unwrap();
+        assert_eq!(
+            sim.target_size("web").unwrap(),
+            10,
+            "max size 10: a surge of one"
+        );
+        let again = sim
+            .start_update("web", "ami-3", Duration::from_secs(60))
+            .unwrap_err();
+        assert!(
+            matches!(&again, CloudError::FailedPrecondition(m) if m.contains("web is UPDATING")),
+            "{again}"
+        );
+        let bad = sim
+            .start_update("tight", "ami 3", Duration::from_secs(60))
+            .unwrap_err();
+        assert!(bad.to_string().contains("image \"ami 3\" must be"), "{bad}");
+        assert_eq!(
+            sim.node_group("tight").unwrap().status,
+            NodeGroupStatus::Active
+        );
+        assert!(matches!(
+            sim.start_update("nope", "ami-3", Duration::ZERO),
+            Err(CloudError::NodeGroupNotFound(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn an_old_instance_scaled_down_during_an_update_is_not_replaced() {
+        let sim = backend();
+        sim.start_update("web", "ami-2", Duration::from_secs(90))
+            .unwrap();
+        // A scale-down takes the first old instance and one of the surge: 2 live, target 2.
+        let listed_now = listed(&sim, "web");
+        let gone = [listed_now[0].0.clone(), listed_now[2].0.clone()];
+        sim.delete_instances("web", &gone).await.unwrap();
+        assert_eq!(sim.target_size("web").unwrap(), 2);
+        // Its turn comes at 30 s: nothing to terminate, nothing launched.
+        sim.clock().advance(Duration::from_secs(31));
+        assert_eq!(sim.target_size("web").unwrap(), 2);
+        assert_eq!(sim.instances("web").unwrap().len(), 2);
+        // At the end the surge of two comes off the target of two, but not below the min size of one.
+        sim.clock().advance(Duration::from_secs(60));
+        assert_eq!(sim.target_size("web").unwrap(), 1);
+        assert_eq!(
+            sim.node_group("web").unwrap().status,
+            NodeGroupStatus::Active
+        );
     }
 
     #[tokio::test]

@@ -10,7 +10,7 @@ use crate::cloud::options::OptionsFile;
 use crate::cloud::pricing::DEFAULT_SPOT_PRICE_RATIO;
 use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
 use crate::k8s::Quantity;
-use crate::model::{FargateProfile, Resources};
+use crate::model::{FargateProfile, NODE_GROUP_IMAGE_LABEL, NodeGroupStatus, Resources};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -73,6 +73,12 @@ struct NodeGroupFile {
     price_per_hour: Option<f64>,
     #[serde(default)]
     options: Option<OptionsFile>,
+    /// EKS's status of the group, as DescribeNodeGroups reports it (default ACTIVE).
+    #[serde(default)]
+    status: Option<String>,
+    /// The image (AMI id) its nodes launch with (default: its AMI type's, `ami-eks-<arch>[-nvidia]-1`).
+    #[serde(default)]
+    image: Option<String>,
 }
 
 fn on_demand() -> String {
@@ -229,14 +235,21 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
         (None, "SPOT") => on_demand.map(|p| p * file.spot_price_ratio),
         (None, _) => on_demand,
     };
+    let status = status(group)?;
+    let arch = info.map_or(Arch::Amd64, |i| i.arch);
+    let image = match &group.image {
+        Some(image) => image_problem(image).map_or(Ok(image.clone()), Err)?,
+        None => default_image(arch.label(), capacity.gpus > 0),
+    };
     let template = template::build(&TemplateSpec {
         node_group: &group.name,
         instance_type: &instance_type,
-        arch: info.map_or(Arch::Amd64, |i| i.arch).label(),
+        arch: arch.label(),
         zone: &group.zones[0],
         region: &file.region,
         capacity_type: &group.capacity_type,
         gpu_type: info.and_then(|i| i.gpu_type),
+        image: Some(&image),
         labels: &group.labels,
         taints: &taints,
         capacity,
@@ -265,6 +278,8 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
             price_per_hour,
             options,
             zones: group.zones.clone(),
+            status,
+            image: Some(image),
         }),
         zones: group.zones.clone(),
         desired_size: group.desired_size,
@@ -319,6 +334,41 @@ fn validate_group(file: &File, group: &NodeGroupFile) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The group's status: one of EKS's, ACTIVE when the scenario does not say. The simulated EKS serves a group
+/// whatever its status (so that a client can be tried against each), where the AWS backend serves only
+/// ACTIVE and UPDATING ones.
+fn status(group: &NodeGroupFile) -> Result<NodeGroupStatus, String> {
+    let Some(word) = &group.status else {
+        return Ok(NodeGroupStatus::Active);
+    };
+    match NodeGroupStatus::parse(word) {
+        NodeGroupStatus::Unknown(_) => Err(format!(
+            "status {word:?} must be one of {}",
+            NodeGroupStatus::KNOWN.map(|s| s.to_string()).join(", ")
+        )),
+        status => Ok(status),
+    }
+}
+
+/// The image of a group whose scenario names none: that of its EKS-optimized AMI type, by architecture and
+/// GPU (`ami-eks-amd64-1`, `ami-eks-arm64-1`, `ami-eks-amd64-nvidia-1`). EKS gives every group of one AMI type
+/// and release the same AMI, so groups alike in all else stay alike (balancing similar groups compares labels).
+fn default_image(arch: &str, gpu: bool) -> String {
+    let nvidia = if gpu { "-nvidia" } else { "" };
+    format!("ami-eks-{arch}{nvidia}-1")
+}
+
+/// Why `image` cannot be a node group's image, if it cannot: it becomes its nodes'
+/// `eks.amazonaws.com/nodegroup-image` label, so it must be a non-empty label value (as AMI ids are).
+pub(super) fn image_problem(image: &str) -> Option<String> {
+    (image.is_empty() || !is_label_value(image)).then(|| {
+        format!(
+            "image {image:?} must be 1-63 characters of [A-Za-z0-9._-], starting and ending alphanumeric \
+             (it is the nodes' {NODE_GROUP_IMAGE_LABEL} label)"
+        )
+    })
 }
 
 /// The group's taints, each with a known effect and a key.
@@ -534,6 +584,46 @@ fargateProfiles:
         }
     }
 
+    #[test]
+    fn status_and_image_default_to_an_active_group_on_its_ami_types_image() {
+        let sizes = "    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n";
+        let scenario = Scenario::parse(&format!("{GROUP}{sizes}")).unwrap();
+        let spec = &scenario.node_groups[0].spec;
+        assert_eq!(spec.status, NodeGroupStatus::Active);
+        assert_eq!(spec.image.as_deref(), Some("ami-eks-amd64-1"));
+        let labels = &spec.template.metadata.as_ref().unwrap().labels;
+        assert_eq!(labels[NODE_GROUP_IMAGE_LABEL], "ami-eks-amd64-1");
+        let arm =
+            Scenario::parse(&format!("{GROUP}{sizes}").replace("m5.large", "m6g.large")).unwrap();
+        assert_eq!(
+            arm.node_groups[0].spec.image.as_deref(),
+            Some("ami-eks-arm64-1")
+        );
+        // Each AMI type its own: by architecture, and GPU.
+        let built_in = Scenario::built_in();
+        let images: Vec<_> = (built_in.node_groups.iter())
+            .map(|g| (g.spec.id.as_str(), g.spec.image.as_deref().unwrap()))
+            .collect();
+        assert_eq!(
+            images,
+            [
+                ("general", "ami-eks-amd64-1"),
+                ("batch", "ami-eks-amd64-1"),
+                ("spot", "ami-eks-amd64-1"),
+                ("gpu", "ami-eks-amd64-nvidia-1")
+            ]
+        );
+
+        let given =
+            format!("{GROUP}{sizes}    status: DEGRADED\n    image: ami-0c1f2e3d4b5a69788\n");
+        let scenario = Scenario::parse(&given).unwrap();
+        let spec = &scenario.node_groups[0].spec;
+        assert_eq!(spec.status, NodeGroupStatus::Degraded);
+        assert_eq!(spec.image.as_deref(), Some("ami-0c1f2e3d4b5a69788"));
+        let labels = &spec.template.metadata.as_ref().unwrap().labels;
+        assert_eq!(labels[NODE_GROUP_IMAGE_LABEL], "ami-0c1f2e3d4b5a69788");
+    }
+
     fn error_of(yaml: &str) -> String {
         Scenario::parse(yaml).unwrap_err().to_string()
     }
@@ -584,6 +674,22 @@ fargateProfiles:
             error_of(&qty).contains("invalid quantity \"1GB\""),
             "{}",
             error_of(&qty)
+        );
+        let status = format!(
+            "{GROUP}    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n    status: PAUSED\n"
+        );
+        assert_eq!(
+            error_of(&status),
+            "scenario: node group \"g\": status \"PAUSED\" must be one of ACTIVE, UPDATING, CREATING, \
+             DELETING, CREATE_FAILED, DELETE_FAILED, DEGRADED"
+        );
+        let image = format!(
+            "{GROUP}    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n    image: \"ami 1\"\n"
+        );
+        assert!(
+            error_of(&image).starts_with("scenario: node group \"g\": image \"ami 1\" must be"),
+            "{}",
+            error_of(&image)
         );
         let twice = format!(
             "{GROUP}    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n  - name: g\n    instanceType: m5.large\n    zones: [us-east-1a]\n    minSize: 0\n    maxSize: 1\n    desiredSize: 0\n"

@@ -233,10 +233,24 @@ fn typed_lists_single_objects_and_several_documents_are_read() {
         error.contains("top-level kind \"Pod\" with `items`"),
         "{error}"
     );
-    let error = parse_snapshot("kind: ConfigMap\nmetadata: {name: c}\n")
+    let error = parse_snapshot("kind: Secret\nmetadata: {name: c}\n")
         .unwrap_err()
         .to_string();
-    assert!(error.contains("kind \"ConfigMap\""), "{error}");
+    assert!(error.contains("kind \"Secret\""), "{error}");
+    // ConfigMaps other than the disruption configuration are there to be ignored (`kubectl get cm -A`).
+    let other =
+        parse_snapshot("kind: ConfigMap\nmetadata: {name: c}\ndata: {config.yaml: x}\n").unwrap();
+    assert_eq!(other.disruption_config, None);
+    let ours = "kind: ConfigMap\nmetadata: {name: ekscale-disruption}\ndata: {config.yaml: \"nodeGroups: []\"}\n";
+    let ours = parse_snapshot(ours).unwrap();
+    assert_eq!(ours.disruption_config.as_deref(), Some("nodeGroups: []"));
+    let error = parse_snapshot("kind: ConfigMap\nmetadata: {name: ekscale-disruption}\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("ekscale-disruption has no config.yaml"),
+        "{error}"
+    );
     let error = parse_snapshot("kind: Node\nmetadata: {name: a}\n---\nkind: Secret\n")
         .unwrap_err()
         .to_string();

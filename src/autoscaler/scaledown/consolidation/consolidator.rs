@@ -7,7 +7,7 @@ use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::group::GroupFacts;
 use crate::autoscaler::group::{Group, Totals};
-use crate::autoscaler::scaledown::actuation::Actuator;
+use crate::autoscaler::scaledown::actuation::{Actuator, Cause};
 use crate::autoscaler::scaledown::consolidation::replacement::{InFlight, Replacements};
 use crate::autoscaler::scaledown::consolidation::search::{self, Ask, Reason, Target};
 use crate::autoscaler::scaledown::context::Context;
@@ -77,7 +77,7 @@ impl Consolidator {
                 .iter()
                 .filter_map(|n| index.get(n.as_str()).copied())
                 .collect();
-            match search::still_fits(input, rules, topology, places, &old) {
+            match search::still_fits(input, rules, topology, places, &old, r.cause) {
                 Ok(()) => ready.hand_over.push(i),
                 Err(why) => ready.give_up.push((
                     i,
@@ -130,12 +130,7 @@ impl Consolidator {
         let totals = Totals::of(places);
         let (targets, left_out) = targets(input, facts, fleet, cx.limits, totals);
         // How many nodes each group may lose, after the deletions in progress and scale-down's removals.
-        let mut room: Vec<i64> = (input.groups.iter())
-            .map(|g| i64::from(g.target) - i64::from(g.min_size) - g.deleting as i64)
-            .collect();
-        for r in &plan.removable {
-            room[r.group] -= 1;
-        }
+        let room = plan.room_to_lose(input.groups);
         let in_progress = format!(
             "{} replacement(s) in progress (--max-consolidation-parallelism {})",
             self.replacements.count(),
@@ -243,7 +238,9 @@ impl Consolidator {
         let mut old = Vec::new();
         for &i in &ready.hand_over {
             let (r, state) = self.replacements.hand_over(i, now);
-            old.extend(r.old.iter().cloned().zip(r.old_groups.iter().cloned()));
+            let cause = r.cause;
+            let nodes = r.old.iter().cloned().zip(r.old_groups.iter().cloned());
+            old.extend(nodes.map(|(node, group)| (node, group, cause)));
             done.status.replacements.push(state);
         }
         let mut give_up = ready.give_up;
@@ -253,13 +250,21 @@ impl Consolidator {
                 .replacements
                 .push(self.replacements.give_up(i, why));
         }
-        for (name, group) in old {
+        for (name, group, cause) in old {
             let Some(node) = view.nodes.iter().find(|n| n.name == name) else {
                 continue;
             };
-            match actuator.start(cluster, node, &group, false, now).await {
+            match actuator
+                .start(cluster, node, &group, false, cause, now)
+                .await
+            {
                 Ok(()) => {
-                    let why = "consolidated: replaced by a cheaper node".to_string();
+                    let why = match cause {
+                        Cause::Disruption { reason, .. } => {
+                            format!("{reason}: replaced by a new node")
+                        }
+                        Cause::ScaleDown => "consolidated: replaced by a cheaper node".to_string(),
+                    };
                     done.deletion(name, group, "started", why);
                 }
                 Err(e) => {

@@ -1,4 +1,5 @@
-//! Replacements in progress (consolidation's actuation) and the per-node timers consolidation keeps.
+//! Replacements in progress (consolidation's actuation, and expiry's and drift's surge-first replacements)
+//! and the per-node timers consolidation keeps.
 //!
 //! A replacement launches its new node first (IncreaseSize +1 on the target group) and waits. Only once that
 //! node is Ready, and the old nodes' pods are simulated again and still fit, are the old nodes handed to
@@ -11,6 +12,7 @@
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::group::GroupFacts;
+use crate::autoscaler::scaledown::actuation::Cause;
 use crate::autoscaler::scaledown::consolidation::search::{ONCE_A_DAY, Reason};
 use crate::autoscaler::scaledown::report::Report;
 use crate::autoscaler::scaledown::settings::ConsolidationSettings;
@@ -29,6 +31,9 @@ pub struct InFlight {
     pub old_groups: Vec<String>,
     pub group: String,
     pub saving: f64,
+    /// Why the old nodes go: consolidation (scale-down's drain) or expiry and drift (a drain that waits
+    /// for blocked pods until its grace period).
+    pub cause: Cause,
     pub launched_at: SystemTime,
     /// The group's instances when the new node was asked for: the new one is the first not among them.
     known: HashSet<String>,
@@ -54,6 +59,7 @@ impl InFlight {
             old_groups,
             group,
             saving,
+            cause: Cause::ScaleDown,
             launched_at: now,
             known: HashSet::new(),
             instance: None,
@@ -62,11 +68,17 @@ impl InFlight {
         }
     }
 
+    /// The same replacement, of an expired or drifted node.
+    pub fn for_disruption(self, cause: Cause) -> InFlight {
+        InFlight { cause, ..self }
+    }
+
+    /// `single` or `multi` (consolidation), `expired` or `drifted`.
     pub fn kind(&self) -> &'static str {
-        if self.old.len() > 1 {
-            "multi"
-        } else {
-            "single"
+        match self.cause {
+            Cause::Disruption { reason, .. } => reason,
+            Cause::ScaleDown if self.old.len() > 1 => "multi",
+            Cause::ScaleDown => "single",
         }
     }
 
@@ -245,6 +257,9 @@ impl Replacements {
                     .replacements
                     .push(r.report("abandoned", detail)),
                 Followed::TooLate { why, cleaned_up } => {
+                    // A group being updated keeps its target: its new node stays, as any other.
+                    let updating = facts.iter().any(|f| f.group.id == r.group && f.updating());
+                    let act = act && !updating;
                     let (detail, error) = abandon(client, act, &r, view, &why, cleaned_up).await;
                     report.errors.extend(error);
                     report.backoffs.push((r.group.clone(), why));

@@ -10,6 +10,7 @@
 //! are left to scale-down. Replacements found are committed as they are found (the old nodes take no pods,
 //! their pods live on the new node, their PDB budget is spent), so that a list of them holds together.
 
+use crate::autoscaler::scaledown::actuation::Cause;
 use crate::autoscaler::scaledown::drain::{self, Blocking, Coverage, PdbBudget, Rules, Verdict};
 use crate::autoscaler::scaledown::planner::{self as scaledown, Candidate, Unremovable};
 use crate::autoscaler::scaledown::removal::Input;
@@ -365,23 +366,30 @@ fn single(
 
 /// Before a replacement's old nodes drain (its new node is Ready): whether their pods still fit on the nodes
 /// that stay, the new one among them. Committed when they do (the old nodes take no pods), undone when not.
-/// `places` are the view's nodes.
+/// `places` are the view's nodes. A pod no eviction may move ends a consolidation; an expired or drifted
+/// node's drain waits for it until its grace period, after which its controller makes it again elsewhere:
+/// it needs a place too.
 pub fn still_fits<'a>(
     input: &Input<'a>,
     rules: &Rules,
     topology: &mut Topology,
     places: &mut [Place],
     old: &[usize],
+    cause: Cause,
 ) -> Result<(), String> {
+    let holds = matches!(cause, Cause::Disruption { .. });
     let pdbs = PdbBudget::new(input.pdbs);
     let mut moving = Vec::new();
     for &n in old {
         let mut must_move = Vec::new();
         for &p in &input.on_node[n] {
-            match drain::classify(&input.pods[p], rules, &pdbs, input.now) {
+            let pod = &input.pods[p];
+            match drain::classify(pod, rules, &pdbs, input.now) {
                 // The API server enforces budgets: the drain waits for them.
                 Verdict::Evicted { needs_place: true }
                 | Verdict::Blocks(Blocking::NotEnoughPdb, _) => must_move.push(p),
+                Verdict::Blocks(..) if holds && pod.controller.is_some() => must_move.push(p),
+                Verdict::Blocks(..) if holds => {}
                 Verdict::Blocks(reason, why) => return Err(format!("{reason}: {why}")),
                 Verdict::Evicted { .. } | Verdict::Stays => {}
             }

@@ -1,0 +1,673 @@
+//! The disruption document (issue 47), in Karpenter's words: for the node groups whose names an entry's
+//! `match` finds, the budgets that limit how many nodes may be disrupted at once, when nodes expire, and how
+//! long a blocked drain waits before it is forced.
+//!
+//! ```yaml
+//! nodeGroups:
+//!   - match: "^general$"
+//!     budgets:
+//!       - nodes: "20%"
+//!       - nodes: "0"
+//!         schedule: "0 9 * * mon-fri"
+//!         duration: 8h
+//!         timeZone: Europe/Berlin
+//!         reasons: [Underutilized, Empty]
+//!     expireAfter: 720h
+//!     terminationGracePeriod: 2h
+//! ```
+//!
+//! The document is refused whole when any part of it is wrong, naming the entry (its index and its match)
+//! and the field, so that a typo never leaves a group with less protection than was written.
+
+use super::budget::{Budget, Nodes, NodesError, Reason, Reasons};
+use super::duration::{self, DurationError};
+use super::policy::GroupPolicy;
+use super::schedule::{Schedule, ScheduleError};
+use regex::Regex;
+use serde::Deserialize;
+use std::fmt;
+use std::time::Duration;
+
+/// The document as written.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Document {
+    #[serde(default)]
+    node_groups: Option<Vec<EntryText>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EntryText {
+    #[serde(rename = "match")]
+    pattern: String,
+    #[serde(default)]
+    budgets: Option<Vec<BudgetText>>,
+    #[serde(default)]
+    expire_after: Option<String>,
+    #[serde(default)]
+    termination_grace_period: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BudgetText {
+    /// A string in Karpenter (`"20%"`, `"5"`); a bare YAML number is taken as a count too.
+    nodes: serde_norway::Value,
+    #[serde(default)]
+    schedule: Option<String>,
+    #[serde(default)]
+    duration: Option<String>,
+    #[serde(default)]
+    time_zone: Option<String>,
+    #[serde(default)]
+    reasons: Option<Vec<Reason>>,
+}
+
+/// An entry of `nodeGroups`, as errors name it: `nodeGroups[1] (match "^gpu-")`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryName {
+    pub index: usize,
+    /// Its `match`, when it has one that is a string.
+    pub pattern: Option<String>,
+}
+
+impl fmt::Display for EntryName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "nodeGroups[{}]", self.index)?;
+        match &self.pattern {
+            Some(pattern) => write!(f, " (match {pattern:?})"),
+            None => Ok(()),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DisruptionConfigError {
+    /// Not the document: YAML syntax, a value of the wrong type, a key it does not have. `message` is
+    /// serde_norway's, with the path inside the entry and the line.
+    #[error("{}{message}", entry.as_ref().map(|e| format!("{e}: ")).unwrap_or_default())]
+    Yaml {
+        entry: Option<EntryName>,
+        message: String,
+    },
+    /// A value the document does not take, in `field` of `entry` (as `budgets[1].schedule`).
+    #[error("{entry}: {field}: {problem}")]
+    Invalid {
+        entry: EntryName,
+        field: String,
+        problem: Problem,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    #[error("not a regular expression: {0}")]
+    Match(#[from] regex::Error),
+    #[error(transparent)]
+    Nodes(#[from] NodesError),
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error(transparent)]
+    Duration(#[from] DurationError),
+    #[error("schedule without duration: each firing opens a window of `duration`")]
+    ScheduleWithoutDuration,
+    #[error("duration without schedule: the window opens when `schedule` fires")]
+    DurationWithoutSchedule,
+    #[error("timeZone without schedule: the zone is the one the schedule is read in")]
+    TimeZoneWithoutSchedule,
+    #[error("{0} is listed twice")]
+    RepeatedReason(Reason),
+    #[error("0 would replace every node as soon as it is up: write Never to turn expiry off")]
+    ZeroExpiry,
+    #[error(
+        "Never is for expireAfter: leave terminationGracePeriod out to let a drain wait for as long as it takes"
+    )]
+    NeverGrace,
+}
+
+/// The disruption document, read and checked: the entries in the order written.
+#[derive(Clone, Debug, Default)]
+pub struct DisruptionConfig {
+    entries: Vec<(Regex, GroupPolicy)>,
+}
+
+impl DisruptionConfig {
+    /// Reads the document. An empty one, or `nodeGroups: []`, is valid and says nothing.
+    pub fn parse(text: &str) -> Result<DisruptionConfig, DisruptionConfigError> {
+        let document: Option<Document> =
+            serde_norway::from_str(text).map_err(|e| yaml_error(text, &e))?;
+        let entries = (document.and_then(|d| d.node_groups).unwrap_or_default())
+            .into_iter()
+            .enumerate()
+            .map(|(index, entry)| read_entry(index, entry))
+            .collect::<Result<_, _>>()?;
+        Ok(DisruptionConfig { entries })
+    }
+
+    /// The policy of the first entry whose `match` finds `group` (anywhere in the name, as Go's and Rust's
+    /// regular expressions search: anchor with `^` and `$` to match the whole name). `None` when no entry
+    /// matches: the group is disrupted as it would be without the document.
+    pub fn policy_for(&self, group: &str) -> Option<&GroupPolicy> {
+        (self.entries.iter())
+            .find(|(pattern, _)| pattern.is_match(group))
+            .map(|(_, policy)| policy)
+    }
+
+    /// Whether the document has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+fn read_entry(
+    index: usize,
+    entry: EntryText,
+) -> Result<(Regex, GroupPolicy), DisruptionConfigError> {
+    let name = EntryName {
+        index,
+        pattern: Some(entry.pattern.clone()),
+    };
+    let invalid = |field: &str, problem: Problem| DisruptionConfigError::Invalid {
+        entry: name.clone(),
+        field: field.to_string(),
+        problem,
+    };
+    let pattern = Regex::new(&entry.pattern).map_err(|e| invalid("match", e.into()))?;
+    // Budgets left out mean no limit, not Karpenter's default of one 10% budget: a document with no entry for a
+    // group, or an entry that only sets expireAfter, must leave scale-down exactly as it is today.
+    let budgets = (entry.budgets.unwrap_or_default().into_iter().enumerate())
+        .map(|(i, budget)| {
+            read_budget(budget).map_err(|(field, p)| invalid(&format!("budgets[{i}]{field}"), p))
+        })
+        .collect::<Result<_, _>>()?;
+    let expire_after = match entry.expire_after.as_deref() {
+        None | Some("Never") => None,
+        Some(text) => match duration::parse(text).map_err(|e| invalid("expireAfter", e.into()))? {
+            Duration::ZERO => return Err(invalid("expireAfter", Problem::ZeroExpiry)),
+            after => Some(after),
+        },
+    };
+    let termination_grace_period = match entry.termination_grace_period.as_deref() {
+        None => None,
+        Some("Never") => return Err(invalid("terminationGracePeriod", Problem::NeverGrace)),
+        // 0s is taken: the drain is forced at once, as Karpenter does.
+        Some(text) => {
+            Some(duration::parse(text).map_err(|e| invalid("terminationGracePeriod", e.into()))?)
+        }
+    };
+    let policy = GroupPolicy::new(budgets, expire_after, termination_grace_period);
+    Ok((pattern, policy))
+}
+
+/// One budget, or the field inside it that is wrong (`""` for the budget itself, `.nodes` for a field) and why.
+fn read_budget(budget: BudgetText) -> Result<Budget, (&'static str, Problem)> {
+    let nodes = read_nodes(&budget.nodes).map_err(|e| (".nodes", e.into()))?;
+    let mut listed: Vec<Reason> = budget.reasons.unwrap_or_default();
+    listed.sort();
+    if let Some(pair) = listed.windows(2).find(|pair| pair[0] == pair[1]) {
+        return Err((".reasons", Problem::RepeatedReason(pair[0])));
+    }
+    let schedule = match (budget.schedule, budget.duration) {
+        (None, None) if budget.time_zone.is_some() => {
+            return Err((".timeZone", Problem::TimeZoneWithoutSchedule));
+        }
+        (None, None) => None,
+        (Some(_), None) => return Err(("", Problem::ScheduleWithoutDuration)),
+        (None, Some(_)) => return Err(("", Problem::DurationWithoutSchedule)),
+        (Some(cron), Some(duration)) => {
+            let duration = duration::parse(&duration).map_err(|e| (".duration", e.into()))?;
+            let schedule =
+                Schedule::new(&cron, duration, budget.time_zone.as_deref()).map_err(|e| {
+                    let field = match e {
+                        ScheduleError::Zone(_) => ".timeZone",
+                        ScheduleError::EmptyWindow | ScheduleError::PartMinute(_) => ".duration",
+                        _ => ".schedule",
+                    };
+                    (field, Problem::Schedule(e))
+                })?;
+            Some(schedule)
+        }
+    };
+    Ok(Budget {
+        nodes,
+        schedule,
+        reasons: Reasons::of(&listed),
+    })
+}
+
+/// `nodes` as Karpenter writes it (a string), or a bare YAML number of nodes.
+fn read_nodes(value: &serde_norway::Value) -> Result<Nodes, NodesError> {
+    match value {
+        serde_norway::Value::String(text) => text.parse(),
+        serde_norway::Value::Number(n) => match n.as_u64() {
+            Some(count) => Ok(Nodes::Count(count)),
+            None => Err(NodesError::Syntax(n.to_string())), // negative, or a fraction
+        },
+        other => Err(NodesError::Syntax(
+            serde_norway::to_string(other)
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+        )),
+    }
+}
+
+/// serde_norway's error, with the entry it is in named by its match as well as its index. serde_norway starts
+/// its message with the path of the value it refused (`nodeGroups[2].budgets[0].reasons[0]: unknown variant
+/// ...`); the entry's match is read again from the text, leniently, since the text did not read as the document.
+fn yaml_error(text: &str, error: &serde_norway::Error) -> DisruptionConfigError {
+    let message = error.to_string();
+    let entry = (message.strip_prefix("nodeGroups["))
+        .and_then(|rest| rest.split_once(']'))
+        .and_then(|(index, rest)| Some((index.parse::<usize>().ok()?, rest)));
+    let Some((index, rest)) = entry else {
+        return DisruptionConfigError::Yaml {
+            entry: None,
+            message,
+        };
+    };
+    let pattern = serde_norway::from_str::<serde_norway::Value>(text)
+        .ok()
+        .and_then(|doc| {
+            Some(
+                doc.get("nodeGroups")?
+                    .get(index)?
+                    .get("match")?
+                    .as_str()?
+                    .to_string(),
+            )
+        });
+    DisruptionConfigError::Yaml {
+        entry: Some(EntryName { index, pattern }),
+        message: (rest
+            .strip_prefix('.')
+            .or_else(|| rest.strip_prefix(": "))
+            .unwrap_or(rest))
+        .to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::budget::Reason::*;
+    use super::*;
+    use std::time::SystemTime;
+
+    const H: Duration = Duration::from_secs(3600);
+
+    const EXAMPLE: &str = r#"
+nodeGroups:
+  - match: "^general$"          # the first entry that matches applies
+    budgets:
+      - nodes: "20%"
+      - nodes: "0"
+        schedule: "0 9 * * mon-fri"
+        duration: 8h
+        timeZone: Europe/Berlin
+        reasons: [Underutilized, Empty]
+    expireAfter: 720h
+    terminationGracePeriod: 2h
+  - match: "^gpu-"
+    expireAfter: Never
+  - match: ""
+    budgets:
+      - nodes: 3
+"#;
+
+    fn at(text: &str) -> SystemTime {
+        SystemTime::from(text.parse::<jiff::Timestamp>().unwrap())
+    }
+
+    /// The error's message for `text`, which must be refused.
+    fn refused(text: &str) -> String {
+        DisruptionConfig::parse(text).unwrap_err().to_string()
+    }
+
+    /// A document of one entry, `match: "^general$"`, with `budget` as its one budget.
+    fn with_budget(budget: &str) -> String {
+        format!("nodeGroups:\n  - match: \"^general$\"\n    budgets:\n      - {budget}\n")
+    }
+
+    #[test]
+    fn reads_the_example_of_the_issue() {
+        let config = DisruptionConfig::parse(EXAMPLE).unwrap();
+        let general = config.policy_for("general").unwrap();
+        assert_eq!(general.expire_after(), Some(720 * H));
+        assert_eq!(general.termination_grace_period(), Some(2 * H));
+        let [always, office] = general.budgets() else {
+            panic!("two budgets")
+        };
+        assert_eq!(always.nodes, Nodes::Percent(20));
+        assert!(always.schedule.is_none() && always.reasons == Reasons::ALL);
+        assert_eq!(office.nodes, Nodes::Count(0));
+        assert_eq!(office.reasons, Reasons::of(&[Underutilized, Empty]));
+        let schedule = office.schedule.as_ref().unwrap();
+        assert_eq!(
+            (schedule.cron(), schedule.duration(), schedule.time_zone()),
+            ("0 9 * * mon-fri", 8 * H, "Europe/Berlin")
+        );
+        // Monday at 10:00 in Berlin: nothing may be consolidated; drift has its 20%.
+        let evaluated = general.evaluate(at("2024-06-10T08:00:00Z"));
+        assert_eq!(
+            evaluated
+                .allowance(Underutilized, 4, 0)
+                .describe("general")
+                .to_string(),
+            "general: 0 allowed from 09:00 to 17:00 Europe/Berlin"
+        );
+        assert_eq!(
+            evaluated
+                .allowance(Drifted, 4, 1)
+                .describe("general")
+                .to_string(),
+            "general: Drifted, 1 of 1 allowed in use (20% of 4 nodes)"
+        );
+    }
+
+    #[test]
+    fn the_first_entry_that_matches_applies() {
+        let config = DisruptionConfig::parse(EXAMPLE).unwrap();
+        let gpu = config.policy_for("gpu-a100").unwrap();
+        assert!(gpu.budgets().is_empty() && gpu.expire_after().is_none());
+        // `^general$` matches the whole name only; the catch-all `""` takes the rest.
+        let other = config.policy_for("general-2").unwrap();
+        assert_eq!(other.budgets()[0].nodes, Nodes::Count(3));
+        assert!(
+            config
+                .policy_for("general")
+                .unwrap()
+                .expire_after()
+                .is_some()
+        );
+        // Unanchored, a match finds the pattern anywhere in the name.
+        let config = DisruptionConfig::parse("nodeGroups: [{match: spot}]").unwrap();
+        assert!(config.policy_for("eu-spot-large").is_some());
+        assert!(config.policy_for("on-demand").is_none());
+    }
+
+    #[test]
+    fn an_empty_document_says_nothing() {
+        for text in [
+            "",
+            "# nothing yet\n",
+            "nodeGroups: []",
+            "nodeGroups:",
+            "---\n",
+        ] {
+            let config = DisruptionConfig::parse(text).unwrap();
+            assert!(config.is_empty(), "{text:?}");
+            assert!(config.policy_for("general").is_none());
+        }
+    }
+
+    #[test]
+    fn an_entry_without_budgets_limits_nothing() {
+        let config =
+            DisruptionConfig::parse("nodeGroups: [{match: general, expireAfter: 24h}]").unwrap();
+        let policy = config.policy_for("general").unwrap();
+        let evaluated = policy.evaluate(at("2024-06-10T08:00:00Z"));
+        for reason in Reason::ALL {
+            assert_eq!(evaluated.allowance(reason, 10, 0).allowed, None, "{reason}");
+        }
+        assert_eq!(policy.expire_after(), Some(24 * H));
+        let empty = DisruptionConfig::parse("nodeGroups: [{match: general, budgets: []}]").unwrap();
+        assert!(empty.policy_for("general").unwrap().budgets().is_empty());
+    }
+
+    #[test]
+    fn empty_reasons_are_all_reasons() {
+        let config = DisruptionConfig::parse(&with_budget("{nodes: \"1\", reasons: []}")).unwrap();
+        assert_eq!(
+            config.policy_for("general").unwrap().budgets()[0].reasons,
+            Reasons::ALL
+        );
+    }
+
+    #[test]
+    fn refuses_bad_cron_naming_the_entry_and_field() {
+        assert_eq!(
+            refused(&with_budget(
+                "{nodes: \"0\", schedule: \"0 0 9 * * mon\", duration: 8h}"
+            )),
+            r#"nodeGroups[0] (match "^general$"): budgets[0].schedule: "0 0 9 * * mon" is not a cron schedule (minute hour day-of-month month day-of-week): Invalid pattern: Pattern must have 5 fields when seconds are disallowed."#
+        );
+        assert_eq!(
+            refused(&with_budget(
+                "{nodes: \"0\", schedule: \"0 9 * * tue-mon\", duration: 8h}"
+            )),
+            r#"nodeGroups[0] (match "^general$"): budgets[0].schedule: "0 9 * * tue-mon" is not a cron schedule (minute hour day-of-month month day-of-week): Component error: Range out of bounds."#
+        );
+        assert_eq!(
+            refused(&with_budget(
+                "{nodes: \"0\", schedule: \"0 0 30 2 *\", duration: 8h}"
+            )),
+            r#"nodeGroups[0] (match "^general$"): budgets[0].schedule: "0 0 30 2 *" never fires"#
+        );
+    }
+
+    #[test]
+    fn refuses_an_unknown_time_zone_and_a_zone_without_schedule() {
+        assert_eq!(
+            refused(&with_budget(
+                "{nodes: \"0\", schedule: \"@daily\", duration: 8h, timeZone: Mars/Olympus_Mons}"
+            )),
+            r#"nodeGroups[0] (match "^general$"): budgets[0].timeZone: "Mars/Olympus_Mons" is not an IANA time zone, as Europe/Berlin or America/New_York"#
+        );
+        assert_eq!(
+            refused(&with_budget("{nodes: \"0\", timeZone: Europe/Berlin}")),
+            r#"nodeGroups[0] (match "^general$"): budgets[0].timeZone: timeZone without schedule: the zone is the one the schedule is read in"#
+        );
+    }
+
+    #[test]
+    fn refuses_a_schedule_without_duration_and_a_duration_without_schedule() {
+        assert_eq!(
+            refused(&with_budget("{nodes: \"0\", schedule: \"@daily\"}")),
+            r#"nodeGroups[0] (match "^general$"): budgets[0]: schedule without duration: each firing opens a window of `duration`"#
+        );
+        assert_eq!(
+            refused(&with_budget("{nodes: \"0\", duration: 8h}")),
+            r#"nodeGroups[0] (match "^general$"): budgets[0]: duration without schedule: the window opens when `schedule` fires"#
+        );
+    }
+
+    #[test]
+    fn refuses_bad_nodes() {
+        for (nodes, problem) in [
+            (r#""150%""#, r#""150%" is over 100%"#),
+            (
+                r#""1.5%""#,
+                r#""1.5%" is neither a count nor a percent: write a whole number of nodes, as "5", or a whole percent, as "20%""#,
+            ),
+            (
+                r#""-5%""#,
+                r#""-5%" is neither a count nor a percent: write a whole number of nodes, as "5", or a whole percent, as "20%""#,
+            ),
+            (
+                "-1",
+                r#""-1" is neither a count nor a percent: write a whole number of nodes, as "5", or a whole percent, as "20%""#,
+            ),
+            (
+                "2.5",
+                r#""2.5" is neither a count nor a percent: write a whole number of nodes, as "5", or a whole percent, as "20%""#,
+            ),
+            (
+                "five",
+                r#""five" is neither a count nor a percent: write a whole number of nodes, as "5", or a whole percent, as "20%""#,
+            ),
+            (
+                "true",
+                r#""true" is neither a count nor a percent: write a whole number of nodes, as "5", or a whole percent, as "20%""#,
+            ),
+        ] {
+            assert_eq!(
+                refused(&with_budget(&format!("{{nodes: {nodes}}}"))),
+                format!(r#"nodeGroups[0] (match "^general$"): budgets[0].nodes: {problem}"#),
+                "{nodes}"
+            );
+        }
+        // A bare number is a count, as Karpenter's quoted "5".
+        let config = DisruptionConfig::parse(&with_budget("{nodes: 5}")).unwrap();
+        assert_eq!(
+            config.policy_for("general").unwrap().budgets()[0].nodes,
+            Nodes::Count(5)
+        );
+    }
+
+    #[test]
+    fn refuses_unknown_and_repeated_reasons() {
+        assert_eq!(
+            refused(&with_budget(
+                "{nodes: \"1\", reasons: [Empty, Consolidated]}"
+            )),
+            "nodeGroups[0] (match \"^general$\"): budgets[0].reasons[1]: unknown variant `Consolidated`, expected one of \
+             `Empty`, `Underutilized`, `Drifted`, `Expired` at line 4 column 39"
+        );
+        assert_eq!(
+            refused(&with_budget(
+                "{nodes: \"1\", reasons: [Empty, Drifted, Empty]}"
+            )),
+            r#"nodeGroups[0] (match "^general$"): budgets[0].reasons: Empty is listed twice"#
+        );
+    }
+
+    #[test]
+    fn refuses_unknown_keys_anywhere() {
+        assert_eq!(
+            refused("nodegroups: []"),
+            "unknown field `nodegroups`, expected `nodeGroups`"
+        );
+        assert_eq!(
+            refused("nodeGroups:\n  - match: \"^general$\"\n    expiresAfter: 1h\n"),
+            "nodeGroups[0] (match \"^general$\"): unknown field `expiresAfter`, expected one of `match`, `budgets`, \
+             `expireAfter`, `terminationGracePeriod` at line 3 column 5"
+        );
+        assert_eq!(
+            refused(&with_budget("{node: \"1\"}")),
+            "nodeGroups[0] (match \"^general$\"): budgets[0]: unknown field `node`, expected one of `nodes`, `schedule`, \
+             `duration`, `timeZone`, `reasons` at line 4 column 10"
+        );
+        // An entry past the first is named by its own index and match.
+        assert_eq!(
+            refused(
+                "nodeGroups:\n  - match: a\n  - match: b\n    budgets: [{nodes: \"1\", timezone: UTC}]\n"
+            ),
+            "nodeGroups[1] (match \"b\"): budgets[0]: unknown field `timezone`, expected one of `nodes`, `schedule`, \
+             `duration`, `timeZone`, `reasons` at line 4 column 28"
+        );
+    }
+
+    #[test]
+    fn refuses_what_is_not_the_document() {
+        assert_eq!(
+            refused("nodeGroups:\n  - budgets: []\n"),
+            "nodeGroups[0]: missing field `match` at line 2 column 5"
+        );
+        assert_eq!(
+            refused("nodeGroups: {general: {}}"),
+            "nodeGroups: invalid type: map, expected a sequence at line 1 column 13"
+        );
+        assert_eq!(
+            refused("- match: general"),
+            "invalid type: sequence, expected struct Document"
+        );
+        assert_eq!(
+            refused(
+                "nodeGroups:\n  - match: a\n    budgets:\n      - nodes: \"1\"\n        schedule: @daily\n"
+            ),
+            "found character that cannot start any token at line 5 column 19, while scanning for the next token"
+        );
+    }
+
+    #[test]
+    fn refuses_an_invalid_regular_expression() {
+        assert_eq!(
+            refused("nodeGroups: [{match: \"gen(eral\"}]"),
+            "nodeGroups[0] (match \"gen(eral\"): match: not a regular expression: regex parse error:\n    gen(eral\n       \
+             ^\nerror: unclosed group"
+        );
+    }
+
+    #[test]
+    fn refuses_bad_durations() {
+        let entry = |field: &str| format!("nodeGroups: [{{match: general, {field}}}]");
+        assert_eq!(
+            refused(&entry("expireAfter: 30d")),
+            r#"nodeGroups[0] (match "general"): expireAfter: "30d" is not a duration: write whole hours, minutes and seconds, as 720h, 8h30m or 90s"#
+        );
+        assert_eq!(
+            refused(&entry("expireAfter: 0s")),
+            r#"nodeGroups[0] (match "general"): expireAfter: 0 would replace every node as soon as it is up: write Never to turn expiry off"#
+        );
+        assert_eq!(
+            refused(&entry("terminationGracePeriod: Never")),
+            r#"nodeGroups[0] (match "general"): terminationGracePeriod: Never is for expireAfter: leave terminationGracePeriod out to let a drain wait for as long as it takes"#
+        );
+        assert_eq!(
+            refused(&entry("terminationGracePeriod: 1.5h")),
+            r#"nodeGroups[0] (match "general"): terminationGracePeriod: "1.5h" is not a duration: write whole hours, minutes and seconds, as 720h, 8h30m or 90s"#
+        );
+        assert_eq!(
+            refused(&with_budget(
+                "{nodes: \"0\", schedule: \"@daily\", duration: 8 hours}"
+            )),
+            r#"nodeGroups[0] (match "^general$"): budgets[0].duration: "8 hours" is not a duration: write whole hours, minutes and seconds, as 720h, 8h30m or 90s"#
+        );
+        assert_eq!(
+            refused(&with_budget(
+                "{nodes: \"0\", schedule: \"@daily\", duration: 90s}"
+            )),
+            r#"nodeGroups[0] (match "^general$"): budgets[0].duration: "90s" is not whole minutes: a window is hours and minutes, as cron fires on minutes (Karpenter's rule)"#
+        );
+        assert_eq!(
+            refused(&with_budget(
+                "{nodes: \"0\", schedule: \"@daily\", duration: 0m}"
+            )),
+            r#"nodeGroups[0] (match "^general$"): budgets[0].duration: a window of no length is never open"#
+        );
+        // 0s grace is taken: the drain is forced at once.
+        let config = DisruptionConfig::parse(&entry("terminationGracePeriod: 0s")).unwrap();
+        assert_eq!(
+            config
+                .policy_for("general")
+                .unwrap()
+                .termination_grace_period(),
+            Some(Duration::ZERO)
+        );
+    }
+
+    #[test]
+    fn one_wrong_entry_refuses_the_whole_document() {
+        let text = format!("{EXAMPLE}  - match: \"^late$\"\n    expireAfter: soon\n");
+        assert_eq!(
+            refused(&text),
+            r#"nodeGroups[3] (match "^late$"): expireAfter: "soon" is not a duration: write whole hours, minutes and seconds, as 720h, 8h30m or 90s"#
+        );
+    }
+
+    #[test]
+    fn errors_are_typed() {
+        let error = DisruptionConfig::parse(&with_budget("{nodes: \"101%\"}")).unwrap_err();
+        let DisruptionConfigError::Invalid {
+            entry,
+            field,
+            problem,
+        } = error
+        else {
+            panic!("{error}")
+        };
+        assert_eq!(
+            entry,
+            EntryName {
+                index: 0,
+                pattern: Some("^general$".into())
+            }
+        );
+        assert_eq!(field, "budgets[0].nodes");
+        assert!(matches!(
+            problem,
+            Problem::Nodes(NodesError::OverHundred(_))
+        ));
+    }
+}

@@ -1,0 +1,18 @@
+//! Disruption control, in Karpenter's words: per node group, budgets that limit how many nodes
+//! may be disrupted at once, for which reasons and when; when nodes expire; and how long a blocked drain
+//! waits before it is forced. The document is read here (`config.rs`) and each group's allowance computed
+//! once per loop (`allowance.rs`); the loop decides what to disrupt within it.
+
+mod allowance; // how many nodes may start being disrupted now, for one reason, and which budget says so
+mod budget; // a budget: nodes (a count or a percent), reasons, an optional schedule
+mod config; // the document: entries matched on group names, refused whole when anything is wrong
+mod duration; // durations as Karpenter writes them: 720h, 8h30m, 90s
+mod policy; // one entry's budgets, expiry and termination grace period
+mod schedule; // cron in an IANA zone, and the window each firing opens
+#[cfg(test)]
+mod tests; // the module as the loop uses it: the document read once, allowances used up loop after loop
+
+pub use allowance::Evaluated;
+pub use budget::Reason;
+pub use config::{DisruptionConfig, DisruptionConfigError};
+pub use policy::GroupPolicy;
