@@ -7,6 +7,7 @@ mod common;
 
 use common::Binary;
 use common::cluster::*;
+use common::simulated::{owned, simulated};
 use serde_json::{Value, json};
 
 /// Writes `scenario` and starts the provider binary on it.
@@ -275,27 +276,18 @@ async fn bad_consolidation_flags_are_refused_with_what_is_wrong() {
     }
 }
 
-use common::Server;
 use ekscale::autoscaler::ClusterSource;
 use ekscale::autoscaler::ConsolidationMode as Mode;
 use ekscale::autoscaler::RunOnce;
 use ekscale::autoscaler::Settings;
 use ekscale::autoscaler::status::Status;
 use ekscale::autoscaler::{ProviderClient, ProviderConfig};
-use ekscale::model::{Controller, NODE_GROUP_LABEL, Node, Pod, Resources, TO_BE_DELETED_TAINT};
+use ekscale::model::{NODE_GROUP_LABEL, Node, Pod, Resources, TO_BE_DELETED_TAINT};
 use ekscale::simulated_cluster::Broken;
 use ekscale::simulated_cluster::SimulatedCluster;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// An in-process provider on `scenario` and a simulated cluster over it, on the provider's clock.
-async fn simulated(scenario: &str) -> (Server, ProviderConfig, Arc<SimulatedCluster>) {
-    let server = Server::start_with(scenario, None).await;
-    let config = ProviderConfig::plaintext(server.addr.to_string());
-    let cluster = SimulatedCluster::new(&config, server.sim().clock().clone()).unwrap();
-    (server, config, Arc::new(cluster))
-}
 
 /// Acting, with consolidation replacing nodes stable for two minutes.
 fn replacing(config: &ProviderConfig, cluster: &Arc<SimulatedCluster>, mode: Mode) -> RunOnce {
@@ -308,28 +300,6 @@ fn replacing(config: &ProviderConfig, cluster: &Arc<SimulatedCluster>, mode: Mod
     settings.consolidation.stable_time = Duration::from_secs(120);
     settings.max_node_provision_time = Duration::from_secs(180);
     RunOnce::new(ProviderClient::new(config).unwrap(), settings).acting_on(cluster.clone())
-}
-
-/// `n` pods of `app` asking `cpu` millicores and 512 MiB, owned by a ReplicaSet (evicted ones come back).
-fn owned(app: &str, n: usize, cpu: u64) -> Vec<Pod> {
-    (0..n)
-        .map(|i| {
-            let demand = Resources {
-                cpu_millis: cpu,
-                memory_bytes: 512 << 20,
-                pods: 1,
-                ..Default::default()
-            };
-            let mut pod = Pod::pending("default", &format!("{app}-{i}"), demand);
-            pod.labels.insert("app".into(), app.into());
-            pod.controller = Some(Controller {
-                kind: "ReplicaSet".into(),
-                name: app.into(),
-                uid: format!("uid-{app}"),
-            });
-            pod
-        })
-        .collect()
 }
 
 fn group_of(node: &Node) -> &str {
@@ -363,7 +333,7 @@ async fn a_node_is_replaced_by_a_cheaper_one_that_is_ready_before_any_pod_is_evi
     let (server, config, cluster) = simulated(ONE_ON_DEMAND).await;
     let clock = server.sim().clock().clone();
     let mut once = replacing(&config, &cluster, Mode::Replace);
-    cluster.create_pods(owned("api", 3, 400));
+    cluster.create_pods(owned("api", 3, 400, 512 << 20));
     cluster.create_pdb(ekscale::simulated_cluster::Budget {
         namespace: "default".into(),
         name: "api".into(),
@@ -481,7 +451,7 @@ async fn a_replacement_whose_node_never_turns_ready_is_abandoned_and_its_group_b
     let clock = server.sim().clock().clone();
     let mut once = replacing(&config, &cluster, Mode::Replace);
     cluster.break_nodes("spot", Broken::NeverReady);
-    cluster.create_pods(owned("api", 3, 400));
+    cluster.create_pods(owned("api", 3, 400, 512 << 20));
     let first = cluster.view().await.unwrap();
     let old = first.nodes[0].name.clone();
 
@@ -600,7 +570,7 @@ mod planner {
             nodes.push(Arc::new(node(&name, *g)));
             node_group.push(Some(*g));
             for (i, &(cpu, app)) in on.iter().enumerate() {
-                let mut pod = owned(&format!("app{app}"), 1, cpu * 100).remove(0);
+                let mut pod = owned(&format!("app{app}"), 1, cpu * 100, 512 << 20).remove(0);
                 pod.name = format!("{name}-{i}");
                 pod.node_name = Some(name.clone());
                 pod.phase = Phase::Running;
@@ -854,7 +824,12 @@ async fn week(seed: u64, days: u64, mode: Mode) -> Week {
         if rng.random_bool(0.1) {
             if rng.random_range(0..10) < 5 {
                 let app = format!("app{minute}");
-                let mut pods = owned(&app, rng.random_range(1..8), rng.random_range(1..16) * 100);
+                let mut pods = owned(
+                    &app,
+                    rng.random_range(1..8),
+                    rng.random_range(1..16) * 100,
+                    512 << 20,
+                );
                 for pod in &mut pods {
                     pod.demand.memory_bytes = rng.random_range(1..24) << 28;
                 }
@@ -953,7 +928,7 @@ async fn a_replacement_into_a_dry_pool_is_abandoned_at_once() {
     let (server, config, cluster) = simulated(&dry).await;
     let clock = server.sim().clock().clone();
     let mut once = replacing(&config, &cluster, Mode::Replace);
-    cluster.create_pods(owned("api", 3, 400));
+    cluster.create_pods(owned("api", 3, 400, 512 << 20));
     let mut launched = None;
     for step in 0..30u64 {
         let view = cluster.view().await.unwrap();

@@ -6,11 +6,12 @@ mod common;
 
 use common::Server;
 use common::cluster::{list, nodes_of, running, simulate, simulate_json};
+use common::simulated::{owned, simulated};
 use ekscale::autoscaler::status::Status;
 use ekscale::autoscaler::{
     ClusterSource, DisruptionConfig, ProviderClient, ProviderConfig, RunOnce, Settings,
 };
-use ekscale::model::{Controller, NODE_GROUP_IMAGE_LABEL, Pod, Resources, TO_BE_DELETED_TAINT};
+use ekscale::model::{NODE_GROUP_IMAGE_LABEL, TO_BE_DELETED_TAINT};
 use ekscale::simulated_cluster::SimulatedCluster;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -342,13 +343,6 @@ async fn a_bad_configuration_or_time_is_refused_whole() {
 
 // The loop acting on the cluster simulator.
 
-async fn simulated(scenario: &str) -> (Server, ProviderConfig, Arc<SimulatedCluster>) {
-    let server = Server::start_with(scenario, None).await;
-    let config = ProviderConfig::plaintext(server.addr.to_string());
-    let cluster = SimulatedCluster::new(&config, server.sim().clock().clone()).unwrap();
-    (server, config, Arc::new(cluster))
-}
-
 /// The loop acting, unneeded nodes going after a minute, with `disruption` as `--disruption-config`.
 fn acting(disruption: Option<&str>) -> Settings {
     let parse = |text| Arc::new(DisruptionConfig::parse(text).unwrap());
@@ -360,28 +354,6 @@ fn acting(disruption: Option<&str>) -> Settings {
     };
     settings.scale_down.unneeded_time = Duration::from_secs(60);
     settings
-}
-
-/// `n` pods of `cpu` millicores owned by a ReplicaSet `app`: evicted, they are made again elsewhere.
-fn owned(app: &str, n: usize, cpu: u64) -> Vec<Pod> {
-    (0..n)
-        .map(|i| {
-            let demand = Resources {
-                cpu_millis: cpu,
-                memory_bytes: 1 << 30,
-                pods: 1,
-                ..Default::default()
-            };
-            let mut pod = Pod::pending("default", &format!("{app}-{i}"), demand);
-            pod.labels.insert("app".into(), app.into());
-            pod.controller = Some(Controller {
-                kind: "ReplicaSet".into(),
-                name: app.into(),
-                uid: format!("uid-{app}"),
-            });
-            pod
-        })
-        .collect()
 }
 
 fn pod_names(cluster: &SimulatedCluster) -> BTreeSet<String> {
@@ -460,7 +432,7 @@ nodeGroups:
         "nodeGroups:\n  - match: general\n    expireAfter: 1h\n    terminationGracePeriod: 10m\n";
     let mut once = RunOnce::new(client.clone(), acting(Some(policy))).acting_on(cluster.clone());
     // Two 700m pods fill the one node: no other node could take them.
-    cluster.create_pods(owned("db", 2, 700));
+    cluster.create_pods(owned("db", 2, 700, 1 << 30));
     let first = cluster.view().await.unwrap().nodes[0].name.clone();
     server.sim().clock().advance(Duration::from_secs(3600));
     let mut replaced_by = None;
@@ -518,7 +490,7 @@ nodeGroups:
     let (server, config, cluster) = simulated(scenario).await;
     let client = ProviderClient::new(&config).unwrap();
     let mut once = RunOnce::new(client.clone(), acting(None)).acting_on(cluster.clone());
-    cluster.create_pods(owned("web", 1, 500));
+    cluster.create_pods(owned("web", 1, 500, 1 << 30));
     // Loops until the first deletion starts, then the update starts before the next loop.
     play(&server, &cluster, &mut once, 30, |_, status, _| {
         (status.scale_down.deletions.iter()).any(|d| d.state == "started")
@@ -600,7 +572,7 @@ nodeGroups:
     let policy =
         "nodeGroups:\n  - match: general\n    budgets: [{nodes: \"1\", reasons: [Drifted]}]\n";
     let mut once = RunOnce::new(client.clone(), acting(Some(policy))).acting_on(cluster.clone());
-    cluster.create_pods(owned("web", 3, 1200));
+    cluster.create_pods(owned("web", 3, 1200, 1 << 30));
     let old: BTreeSet<String> = (cluster.view().await.unwrap().nodes.iter())
         .map(|n| n.name.clone())
         .collect();

@@ -5,6 +5,7 @@
 mod common;
 
 use common::Server;
+use common::simulated::{owned, simulated};
 use ekscale::autoscaler::ClusterSource;
 use ekscale::autoscaler::RunOnce;
 use ekscale::autoscaler::Settings;
@@ -23,14 +24,6 @@ nodeGroups:
   - {name: general, instanceType: m5.large, zones: [us-east-1a, us-east-1b], minSize: 0, maxSize: 10, desiredSize: 1, provisioningDelay: 30s}
   - {name: tight, instanceType: m5.xlarge, zones: [us-east-1c], minSize: 0, maxSize: 10, desiredSize: 0, availableCapacity: 1}
 ";
-
-/// An in-process provider on `scenario` and a simulated cluster over it, on the provider's clock.
-async fn simulated(scenario: &str) -> (Server, ProviderConfig, Arc<SimulatedCluster>) {
-    let server = Server::start_with(scenario, None).await;
-    let config = ProviderConfig::plaintext(server.addr.to_string());
-    let cluster = SimulatedCluster::new(&config, server.sim().clock().clone()).unwrap();
-    (server, config, Arc::new(cluster))
-}
 
 /// A cluster of one group, `general` (m5.large in us-east-1a, 0 to 5 nodes), with `desired` nodes running.
 async fn general(desired: u32) -> (Server, ProviderConfig, Arc<SimulatedCluster>) {
@@ -354,24 +347,6 @@ fargateProfiles:
     assert_eq!(status.fargate[0].capacity_provisioned, "1vCPU 2GB");
 }
 
-/// `n` pods of `app` asking `cpu` millicores, owned by a ReplicaSet (evicted ones come back).
-fn owned(app: &str, n: usize, cpu: u64) -> Vec<Pod> {
-    web(n, cpu)
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut pod)| {
-            pod.name = format!("{app}-{i}");
-            pod.labels.insert("app".into(), app.into());
-            pod.controller = Some(ekscale::model::Controller {
-                kind: "ReplicaSet".into(),
-                name: app.into(),
-                uid: format!("uid-{app}"),
-            });
-            pod
-        })
-        .collect()
-}
-
 /// A PodDisruptionBudget over the pods of `app` allowing `max_unavailable` of them not running.
 fn budget(app: &str, max_unavailable: i32) -> ekscale::simulated_cluster::Budget {
     ekscale::simulated_cluster::Budget {
@@ -431,9 +406,9 @@ nodeGroups:
     // A steady service, then a burst of six 1-CPU pods: one m5.large (1930m) holds one of them. Once the
     // burst runs, a cache of four 500m pods lands one per burst node (first fit); when the burst ends, those
     // nodes are underutilized and must be drained, not just deleted.
-    cluster.create_pods(owned("api", 2, 300));
+    cluster.create_pods(owned("api", 2, 300, 1 << 30));
     cluster.view().await.unwrap();
-    cluster.create_pods(owned("web", 6, 1000));
+    cluster.create_pods(owned("web", 6, 1000, 1 << 30));
     let mut expected = names(&cluster.pods());
     let mut most_nodes = 0;
     let mut states: std::collections::BTreeMap<String, usize> = Default::default();
@@ -455,7 +430,7 @@ nodeGroups:
             .count();
         let all_running = view.pods.iter().all(|p| p.node_name.is_some());
         if phase == 0 && all_running && view.pods.len() == 8 {
-            cluster.create_pods(owned("cache", 4, 500));
+            cluster.create_pods(owned("cache", 4, 500, 1 << 30));
             phase = 1;
         } else if phase == 1 && all_running {
             // The burst ends: its pods go, as an HPA scaling in would delete them.
@@ -496,7 +471,7 @@ nodeGroups:
 #[tokio::test]
 async fn the_simulator_refuses_evictions_a_budget_forbids() {
     let (_server, _config, cluster) = simulated(SCENARIO).await;
-    cluster.create_pods(owned("api", 2, 300));
+    cluster.create_pods(owned("api", 2, 300, 1 << 30));
     cluster.create_pdb(budget("api", 1));
     let view = cluster.view().await.unwrap();
     assert_eq!(view.pdbs[0].disruptions_allowed, 1);
@@ -531,7 +506,7 @@ nodeGroups:
     let (server, config, cluster) = simulated(scenario).await;
     let (client, mut once) = acting_quickly(&config, &cluster);
     let clock = server.sim().clock().clone();
-    cluster.create_pods(owned("api", 1, 300));
+    cluster.create_pods(owned("api", 1, 300, 1 << 30));
 
     // The pod's node stays (the group may lose one node only); the empty one is unneeded, then tainted.
     let view = cluster.view().await.unwrap();
@@ -595,7 +570,7 @@ async fn soft_taints_follow_unneeded_nodes_and_stale_taints_are_removed_at_start
         .await
         .unwrap();
     // `b` is busy (a 1500m pod), `a` is empty.
-    let mut busy = owned("busy", 1, 1500);
+    let mut busy = owned("busy", 1, 1500, 1 << 30);
     busy[0].scheduling = Arc::new(ekscale::model::Scheduling {
         node_selector: [("kubernetes.io/hostname".to_string(), b.clone())].into(),
         ..Default::default()
@@ -645,7 +620,7 @@ async fn soft_taints_follow_unneeded_nodes_and_stale_taints_are_removed_at_start
     );
 
     // Pods arrive that need `a`: the soft taint comes off.
-    cluster.create_pods(owned("more", 1, 1500));
+    cluster.create_pods(owned("more", 1, 1500, 1 << 30));
     let view = cluster.view().await.unwrap();
     assert!(view.pods.iter().all(|p| p.node_name.is_some()));
     once.run(&view, cluster.now()).await.unwrap();
@@ -659,7 +634,7 @@ async fn refused_evictions_are_retried_then_the_node_is_given_back() {
     use ekscale::autoscaler::scaledown::{Actuator, Cause, Outcome, Pacing};
     let (server, config, cluster) = general(1).await;
     let client = ProviderClient::new(&config).unwrap();
-    cluster.create_pods(owned("api", 1, 300));
+    cluster.create_pods(owned("api", 1, 300, 1 << 30));
     cluster.create_pdb(budget("api", 0));
     let view = cluster.view().await.unwrap();
     let node = view.nodes[0].clone();
@@ -719,7 +694,7 @@ async fn a_grace_period_forces_a_drain_a_budget_holds() {
     use ekscale::autoscaler::scaledown::{Actuator, Cause, Outcome, Pacing};
     let (server, config, cluster) = general(1).await;
     let client = ProviderClient::new(&config).unwrap();
-    cluster.create_pods(owned("db", 1, 300));
+    cluster.create_pods(owned("db", 1, 300, 1 << 30));
     cluster.create_pdb(budget("db", 0));
     let view = cluster.view().await.unwrap();
     let node = view.nodes[0].clone();
@@ -833,7 +808,7 @@ nodeGroups:
 
     // Four steady 1-CPU pods on the one m5.2xlarge leave room for three more: the policy wants five, so
     // one node is added for the other two.
-    cluster.create_pods(owned("steady", 4, 1000).into_iter().map(|mut p| {
+    cluster.create_pods(owned("steady", 4, 1000, 1 << 30).into_iter().map(|mut p| {
         p.demand.memory_bytes = 2 << 30;
         p
     }));
@@ -867,7 +842,7 @@ nodeGroups:
     // second node had room for seven, so after the first burst there is still room for five; after the
     // second there is not, and the room is made again, ahead of the next burst.
     for (burst, made_again) in [("burst-a", false), ("burst-b", true)] {
-        cluster.create_pods(owned(burst, 5, 1000).into_iter().map(|mut p| {
+        cluster.create_pods(owned(burst, 5, 1000, 1 << 30).into_iter().map(|mut p| {
             p.demand.memory_bytes = 2 << 30;
             p
         }));
@@ -902,10 +877,14 @@ nodeGroups:
     let mut once =
         RunOnce::new(ProviderClient::new(&config).unwrap(), settings()).acting_on(cluster.clone());
     // The overprovisioning Deployment: one 1500m pod at priority -1 holds most of the node.
-    cluster.create_pods(owned("placeholder", 1, 1500).into_iter().map(|mut p| {
-        p.priority = Some(-1);
-        p
-    }));
+    cluster.create_pods(
+        owned("placeholder", 1, 1500, 1 << 30)
+            .into_iter()
+            .map(|mut p| {
+                p.priority = Some(-1);
+                p
+            }),
+    );
     let view = cluster.view().await.unwrap();
     assert!(view.pods[0].node_name.is_some());
     let status = once.run(&view, cluster.now()).await.unwrap();
@@ -913,7 +892,7 @@ nodeGroups:
 
     // A real pod comes: it takes the placeholder's room at once, and the placeholder, pending now, gets a
     // node of its own (priority -1 is above the expendable cutoff of -10).
-    cluster.create_pods(owned("real", 1, 1000));
+    cluster.create_pods(owned("real", 1, 1000, 1 << 30));
     let view = cluster.view().await.unwrap();
     let by_name = |name: &str| view.pods.iter().find(|p| p.name == name).unwrap();
     assert!(
@@ -997,7 +976,7 @@ async fn a_provider_killed_mid_scale_up_stops_the_companion_until_it_is_back_and
     let mut once = RunOnce::new(client, settings()).acting_on(cluster.clone());
     let clock = cloud.sim().clock().clone();
     // Six 1-CPU pods: an m5.large (1930m) holds one; the group's first instance is starting, so five new.
-    cluster.create_pods(owned("web", 6, 1000));
+    cluster.create_pods(owned("web", 6, 1000, 1 << 30));
     let view = cluster.view().await.unwrap();
     let status = once.run(&view, cluster.now()).await.unwrap();
     assert_eq!(scale_ups(&status), [("general", 5)]);
@@ -1046,8 +1025,8 @@ async fn scale_down_across_a_provider_restart(restart_companion: bool) {
     let mut once =
         RunOnce::new(ProviderClient::new(&config).unwrap(), settings()).acting_on(cluster.clone());
     let clock = cloud.sim().clock().clone();
-    cluster.create_pods(owned("api", 2, 300));
-    cluster.create_pods(owned("web", 6, 1000));
+    cluster.create_pods(owned("api", 2, 300, 1 << 30));
+    cluster.create_pods(owned("web", 6, 1000, 1 << 30));
     let mut expected = names(&cluster.pods());
     let mut deleted: std::collections::BTreeMap<String, usize> = Default::default();
     let mut phase = 0;
@@ -1057,7 +1036,7 @@ async fn scale_down_across_a_provider_restart(restart_companion: bool) {
         let view = view_losing_nothing(&cluster, &expected, format!("loop {loop_number}")).await;
         let all_running = view.pods.iter().all(|p| p.node_name.is_some());
         if phase == 0 && all_running && view.pods.len() == 8 {
-            cluster.create_pods(owned("cache", 4, 500));
+            cluster.create_pods(owned("cache", 4, 500, 1 << 30));
             phase = 1;
         } else if phase == 1 && all_running {
             cluster.delete_pods(|p| p.name.starts_with("web-"));
@@ -1175,7 +1154,7 @@ nodeGroups:
                     let app = format!("app{minute}");
                     let count = rng.random_range(1..8);
                     let cpu = rng.random_range(1..16) * 100;
-                    let mut pods = owned(&app, count, cpu);
+                    let mut pods = owned(&app, count, cpu, 1 << 30);
                     for pod in &mut pods {
                         pod.demand.memory_bytes = rng.random_range(1..24) << 28;
                     }
@@ -1188,7 +1167,7 @@ nodeGroups:
                 }
                 4 => {
                     // A pod nothing may move: bare, or annotated not safe to evict.
-                    let mut pod = owned(&format!("pinned{minute}"), 1, 200).remove(0);
+                    let mut pod = owned(&format!("pinned{minute}"), 1, 200, 1 << 30).remove(0);
                     if rng.random_bool(0.5) {
                         pod.controller = None;
                     } else {
@@ -1295,9 +1274,9 @@ nodeGroups:
 
     // Two small pods on the first node, a big one on the second, another big one on a third (scaled up
     // for): the first node is underutilized (600m of 1930m) and its pods fit beside the big ones.
-    cluster.create_pods(owned("small", 2, 300));
+    cluster.create_pods(owned("small", 2, 300, 1 << 30));
     cluster.view().await.unwrap();
-    cluster.create_pods(owned("big", 2, 1500));
+    cluster.create_pods(owned("big", 2, 1500, 1 << 30));
     let mut expected = names(&cluster.pods());
     let mut drained = None;
     let mut failed = None;
@@ -1405,7 +1384,7 @@ fn deletions(status: &ekscale::autoscaler::status::Status) -> Vec<(String, Strin
 async fn a_view_that_lost_its_pods_taints_and_deletes_nothing() {
     let (_server, config, cluster) = general(3).await;
     // Four 400m pods per node: every node is needed.
-    cluster.create_pods(owned("web", 12, 400));
+    cluster.create_pods(owned("web", 12, 400, 1 << 30));
     let (_, mut once) = acting_quickly(&config, &cluster);
     let view = cluster.view().await.unwrap();
     assert!(view.pods.iter().all(|p| p.node_name.is_some()));
@@ -1554,7 +1533,7 @@ nodeGroups:
 ";
     let (_server, config, cluster) = simulated(scenario).await;
     // One 1500m pod per node, and a seventh that needs a new node.
-    cluster.create_pods(owned("web", 7, 1500));
+    cluster.create_pods(owned("web", 7, 1500, 1 << 30));
     let (_, mut once) = acting_quickly(&config, &cluster);
     let view = cluster.view().await.unwrap();
     assert_eq!(view.nodes.len(), 6);
@@ -1631,7 +1610,7 @@ nodeGroups:
         s.node_groups.iter().find(|g| g.id == id).unwrap().clone()
     };
     let pod = || {
-        let mut pod = owned("one", 1, 1500);
+        let mut pod = owned("one", 1, 1500, 1 << 30);
         pod[0].unschedulable = true;
         pod
     };
@@ -1700,11 +1679,11 @@ nodeGroups:
 ";
     let (server, config, cluster) = simulated(scenario).await;
     // `good`'s ten nodes are full (3800m of 3920m each): ten 400m pods need new nodes, 4 to an m5.large.
-    cluster.create_pods(owned("base", 10, 3800));
+    cluster.create_pods(owned("base", 10, 3800, 1 << 30));
     let view = cluster.view().await.unwrap();
     assert!(view.pods.iter().all(|p| p.node_name.is_some()));
     cluster.break_nodes("broken", how);
-    cluster.create_pods(owned("web", 10, 400));
+    cluster.create_pods(owned("web", 10, 400, 1 << 30));
     let dir = tempfile::tempdir().unwrap();
     let priorities = dir.path().join("priorities.yaml");
     std::fs::write(&priorities, "10: [broken]\n1: [good]\n").unwrap();
@@ -1776,7 +1755,7 @@ async fn instances_that_never_register_do_not_run_away_and_another_group_takes_t
 async fn deletions_in_progress_pause_while_the_view_has_lost_its_pods() {
     let (_server, config, cluster) = general(4).await;
     // Three nodes with four 400m pods each; the fourth stays empty.
-    cluster.create_pods(owned("web", 12, 400));
+    cluster.create_pods(owned("web", 12, 400, 1 << 30));
     let (_, mut once) = acting_quickly(&config, &cluster);
     let t0 = cluster.now();
     let view = cluster.view().await.unwrap();

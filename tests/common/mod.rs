@@ -8,6 +8,7 @@ pub mod kube_api;
 #[cfg(feature = "aws")]
 pub mod moto;
 pub mod rss;
+pub mod simulated;
 pub mod tools;
 pub mod wire;
 
