@@ -1,5 +1,6 @@
 //! The internal model: compact integer types the decisions are made on, converted once at the edge.
 
+pub(crate) mod dra; // Dynamic Resource Allocation: devices, classes, claims, what a pod claims
 pub(crate) mod fargate; // which Fargate profile takes a pod, as EKS matches
 mod fast_map; // the hash maps of the hot paths
 pub(crate) mod node; // what a node offers and demands of pods
@@ -8,10 +9,17 @@ mod pdb; // disruption budgets
 pub(crate) mod pod; // what a pod needs and where it may run
 mod pod_names; // pods' names packed into one string, as the view reads them and a scale-up lists them
 pub(crate) mod pods; // the view's pods and a loop's virtual ones, as one list
+mod quantity; // Kubernetes quantities, read exactly
 pub(crate) mod resources; // integer resources and a pod's demand
 pub(crate) mod selector; // label selectors and node selector terms
 pub(crate) mod taint; // taints and tolerations
 
+pub use dra::{
+    AllocatedDevice, Allocation, AllocationMode, AttrValue, ClaimSource, ClaimSpec, ClaimTemplate,
+    CounterConsumption, CounterSet, Device, DeviceAsk, DeviceClass, DeviceId, DeviceRequest,
+    DeviceTaint, DeviceTaintEffect, DeviceToleration, DraObjects, MatchAttribute, Name, NodeScope,
+    PodClaim, PoolRef, QualifiedName, ResourceClaim, ResourceSlice,
+};
 pub use fargate::{FargateProfile, FargateSelector, PodMatch};
 pub use fast_map::{FastMap, FastSet};
 pub use node::{
@@ -29,6 +37,7 @@ pub use pod::{
 };
 pub use pod_names::PodNames;
 pub use pods::PodList;
+pub use quantity::{Quantity, QuantityError};
 pub use resources::{GPU_RESOURCE, Resources};
 pub use selector::{LabelSelector, Labels, NodeSelector, NodeSelectorTerm, Operator, Requirement};
 pub use taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, Taint, TaintEffect, Toleration};
