@@ -93,9 +93,17 @@ fn health_check_fails_while_the_provider_is_unreachable() {
         200,
         "still starting"
     );
-    std::thread::sleep(Duration::from_millis(1500));
-    let (code, body) = get(companion.http, "/health-check");
-    assert_eq!(code, 500, "{body}");
+    // Past --max-startup-time with no loop done, the check turns failed.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let body = loop {
+        let (code, body) = get(companion.http, "/health-check");
+        if code == 500 {
+            break body;
+        }
+        assert_eq!(code, 200, "{body}");
+        assert!(Instant::now() < deadline, "never failed: {body}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
     assert!(body.starts_with("started 1s ago, more than 1s"), "{body}");
     let (_, snapshotz) = get(companion.http, "/snapshotz");
     assert!(snapshotz.contains("lastFailure"), "{snapshotz}");
@@ -235,9 +243,16 @@ async fn one_replica_acts_and_a_standby_takes_over_when_it_goes() {
 
     // A second replica waits: healthy, no loop.
     let second = replica();
-    std::thread::sleep(Duration::from_millis(800));
-    let (_, snapshotz) = get(second.http, "/snapshotz");
-    assert!(snapshotz.contains("standby"), "{snapshotz}");
+    // Standby once its first attempt finds the lease held.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !get(second.http, "/snapshotz").1.contains("standby") {
+        assert!(
+            Instant::now() < deadline,
+            "the second replica never tried the lease"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(holder(fake), first_holder);
     assert_eq!(get(second.http, "/health-check"), (200, "OK".into()));
 
     // The leader goes: once its lease expires the standby takes it and acts.

@@ -322,9 +322,10 @@ async fn lead(
     last: &LastLoop,
 ) -> Result<tokio::sync::watch::Receiver<bool>, Failure> {
     let retry = elector.retry_period();
-    last.standby(true, SystemTime::now());
     tracing::info!("waiting for the lease");
     while !elector.try_once(SystemTime::now()).await {
+        // Only a refused attempt says that another replica holds the lease: a standby from then on.
+        last.standby(true, SystemTime::now());
         tokio::time::sleep(retry).await;
     }
     last.standby(false, SystemTime::now());
