@@ -115,6 +115,13 @@ pub fn read_snapshot_text(path: &std::path::Path) -> std::io::Result<String> {
 /// JSON never exists whole as a tree in memory. JSON goes through serde_json (much faster on large
 /// clusters), anything else is YAML, one document or several.
 pub fn parse_snapshot(text: &str) -> Result<SnapshotObjects, SnapshotError> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    parse_with_converters(text, cores)
+}
+
+/// [`parse_snapshot`] with `converters` threads converting a JSON file's items (tests force several on a
+/// machine with one core).
+fn parse_with_converters(text: &str, converters: usize) -> Result<SnapshotObjects, SnapshotError> {
     let mut reader = Reader::default();
     // Counted only for the message that needs it: a pass over a 400 MB file is not free.
     let lines = || text.lines().count();
@@ -125,8 +132,7 @@ pub fn parse_snapshot(text: &str) -> Result<SnapshotObjects, SnapshotError> {
         let (batches, queue) = std::sync::mpsc::channel::<Batch<'_>>();
         let queue = std::sync::Mutex::new(queue);
         let document = std::thread::scope(|scope| {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let converters: Vec<_> = (0..cores)
+            let converters: Vec<_> = (0..converters.max(1))
                 .map(|_| scope.spawn(|| convert_batches(&queue)))
                 .collect();
             reader.batches = Some(batches);

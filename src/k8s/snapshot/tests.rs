@@ -339,3 +339,63 @@ fn buffers_and_what_they_name_are_read_from_kubectls_list() {
     assert_eq!((chunk.name.as_str(), chunk.generation), ("chunk", 2));
     assert_eq!(chunk.pod.as_ref().unwrap().demand.memory_bytes, 1 << 30);
 }
+
+/// A List of `pods` small pods with a node after every hundredth, as kubectl prints it.
+fn many_items(pods: usize) -> String {
+    let mut items = Vec::new();
+    for i in 0..pods {
+        items.push(format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"p{i}","namespace":"default"}},
+              "spec":{{"containers":[{{"name":"a","resources":{{"requests":{{"cpu":"{}m"}}}}}}]}},
+              "status":{{"phase":"Pending"}}}}"#,
+            i % 1000 + 1
+        ));
+        if i % 100 == 99 {
+            items.push(format!(
+                r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"n{i}"}},
+                  "status":{{"allocatable":{{"cpu":"4","memory":"16Gi","pods":"110"}},
+                  "conditions":[{{"type":"Ready","status":"True"}}]}}}}"#
+            ));
+        }
+    }
+    format!(
+        r#"{{"apiVersion":"v1","kind":"List","items":[{}]}}"#,
+        items.join(",\n")
+    )
+}
+
+#[test]
+fn items_converted_on_many_cores_come_back_in_the_files_order() {
+    // Eleven batches and a part of one, so every converter takes several and they finish out of order.
+    let pods = 11 * BATCH + 300;
+    let text = many_items(pods);
+    // The YAML path reads item by item on one thread: what every split across converters must equal.
+    let serial = parse_snapshot(&format!("---\n{text}")).unwrap();
+    assert_eq!(serial.pods.len(), pods);
+    assert_eq!(serial.nodes.len(), pods / 100);
+    for converters in [1, 2, 3, 8] {
+        let parallel = parse_with_converters(&text, converters).unwrap();
+        assert_eq!(parallel.pods, serial.pods, "{converters} converters");
+        assert_eq!(parallel.nodes, serial.nodes, "{converters} converters");
+    }
+}
+
+#[test]
+fn an_unreadable_item_deep_in_a_file_is_named_whatever_converter_read_it() {
+    let bad = 7 * BATCH + 5;
+    let text = many_items(9 * BATCH).replace(
+        &format!(r#""name":"p{bad}""#),
+        &format!(r#""name":"p{bad}","creationTimestamp":"yesterday""#),
+    );
+    // Items are numbered from 0 with the nodes among them: a node follows every hundredth pod.
+    let item = bad + bad / 100;
+    for converters in [1, 3, 8] {
+        let error = parse_with_converters(&text, converters)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with(&format!("item {item} (Pod)")),
+            "{converters} converters: {error}"
+        );
+    }
+}
