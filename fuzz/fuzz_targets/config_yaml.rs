@@ -17,8 +17,7 @@ fuzz_target!(|data: &[u8]| {
             let _ = ekscale::cloud::Scenario::parse(text);
         }
         1 => {
-            let _ =
-                ekscale::demo::Script::parse(text, std::path::Path::new("/nonexistent"));
+            let _ = ekscale::demo::Script::parse(text, std::path::Path::new("/nonexistent"));
         }
         2 => {
             let _ = ekscale::autoscaler::headroom::parse(text);
@@ -37,7 +36,13 @@ fuzz_target!(|data: &[u8]| {
                 let Some(policy) = config.policy_for(group) else {
                     continue;
                 };
-                for secs in [0, 1_711_846_800, 1_730_000_000, 4_102_444_800, 253_402_300_000] {
+                for secs in [
+                    0,
+                    1_711_846_800,
+                    1_730_000_000,
+                    4_102_444_800,
+                    253_402_300_000,
+                ] {
                     let _ = policy.evaluate(at(secs));
                     let _ = policy.expired(at(0), at(secs));
                 }

@@ -5,8 +5,8 @@
 #![no_main]
 
 use ekscale::clock::Clock;
-use ekscale::cloud::{BUILT_IN_SCENARIO, Scenario};
 use ekscale::cloud::SimulatedEks;
+use ekscale::cloud::{BUILT_IN_SCENARIO, Scenario};
 use ekscale::proto::ekscale::fargate_server::Fargate;
 use ekscale::proto::ekscale::node_groups_server::NodeGroups;
 use ekscale::proto::externalgrpc::cloud_provider_server::CloudProvider;
