@@ -1,0 +1,11 @@
+//! Dynamic Resource Allocation in the simulation: kube-scheduler's stable structured allocator (which
+//! devices of a node a pod's ResourceClaims get), its CEL selectors, and cluster-autoscaler's DRA
+//! utilization.
+
+mod cel_library; // Kubernetes' quantity() and semver() in CEL
+mod classes; // DeviceClasses with compiled selectors, and the selector sets of asks
+mod device_value; // the `device` variable selectors read
+mod selector; // CEL expressions compiled once and evaluated against a device
+
+pub use classes::DeviceClasses;
+pub use selector::{SelectorError, SelectorErrorKind};
