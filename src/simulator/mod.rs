@@ -11,7 +11,9 @@ pub(crate) mod spread_mins; // the least-filled domain of each topology spread, 
 pub(crate) mod topology; // places and pods per topology domain: the counts the pod-dependent predicates read
 pub(crate) mod world; // the in-memory cluster: places built from a view, pods placed as the scheduler would
 
-pub use dra::{DeviceClasses, SelectorError, SelectorErrorKind};
+pub use dra::{
+    DeviceClasses, InUse, NodePools, Pools, SelectorError, SelectorErrorKind, utilization,
+};
 pub use equivalence::{EquivalenceGroup, group_pods};
 pub use predicates::{Unfit, node_fit};
 pub use topology::{Place, PlaceKind, PodTerms, Topology};
