@@ -12,7 +12,8 @@ pub(crate) mod topology; // places and pods per topology domain: the counts the 
 pub(crate) mod world; // the in-memory cluster: places built from a view, pods placed as the scheduler would
 
 pub use dra::{
-    DeviceClasses, InUse, NodePools, Pools, SelectorError, SelectorErrorKind, utilization,
+    DeviceClasses, InUse, NodePools, Pools, RequestRef, SelectorError, SelectorErrorKind,
+    Unallocatable, Wanted, allocate, allocation_usable_on, utilization,
 };
 pub use equivalence::{EquivalenceGroup, group_pods};
 pub use predicates::{Unfit, node_fit};
