@@ -19,6 +19,9 @@ mod taints; // device taints against request tolerations
 mod unallocatable; // why claims cannot be allocated, in the scheduler's words
 mod utilization; // a node's DRA utilization, as cluster-autoscaler computes it
 
+#[cfg(test)]
+mod tests;
+
 pub use allocate::allocate;
 pub use classes::DeviceClasses;
 pub use in_use::InUse;
