@@ -39,5 +39,7 @@ pub use pod_names::PodNames;
 pub use pods::PodList;
 pub use quantity::{Quantity, QuantityError};
 pub use resources::{GPU_RESOURCE, Resources};
-pub use selector::{LabelSelector, Labels, NodeSelector, NodeSelectorTerm, Operator, Requirement};
+pub use selector::{
+    LabelSelector, Labels, NODE_NAME_FIELD, NodeSelector, NodeSelectorTerm, Operator, Requirement,
+};
 pub use taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, Taint, TaintEffect, Toleration};

@@ -1,0 +1,171 @@
+//! Why a pod's claims cannot be allocated on a node, in the scheduler's words. The variants tell "does not
+//! fit here" (another node, or a new one, may do) from "can never fit" (a selector that fails, a class that
+//! does not exist, more devices than a claim may hold): see [`Unallocatable::never_fits`].
+
+use super::selector::SelectorError;
+use crate::model::{DeviceId, Name};
+use std::fmt;
+
+/// How many devices a request wants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wanted {
+    Count(u32),
+    All,
+}
+
+/// Which request of which claim (`claim` is the index in the claims given to `allocate`; `request` is
+/// `request` or `request/sub-request`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestRef {
+    pub claim: usize,
+    /// How many claims were allocated together (the claim is named only when there were several).
+    pub claims: usize,
+    pub request: Name,
+}
+
+impl fmt::Display for RequestRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.claims > 1 {
+            write!(f, "claim #{}, ", self.claim + 1)?;
+        }
+        write!(f, "request {:?}", self.request)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unallocatable {
+    /// The node has too few free devices for one request.
+    NoFit {
+        request: RequestRef,
+        class: Name,
+        wanted: Wanted,
+        matching: usize,
+        free: usize,
+    },
+    /// Each request could be met alone, but not all at once (devices, counters or constraints shared).
+    NotTogether,
+    /// Nothing fit, and some of the node's pools are invalid (`ErrFailedAllocationOnNode`).
+    InvalidPools(Vec<String>),
+    /// An "All" request over a pool that is being updated (incomplete) or is invalid.
+    PoolNotReady {
+        request: RequestRef,
+        pool: String,
+    },
+    /// An "All" request's devices break a constraint of the claim.
+    ConstraintViolated {
+        request: RequestRef,
+        device: DeviceId,
+    },
+    /// A selector does not compile, fails at run time or is not a bool.
+    Selector {
+        request: RequestRef,
+        class: Name,
+        in_class: bool,
+        error: SelectorError,
+    },
+    UnknownClass {
+        request: RequestRef,
+        class: Name,
+    },
+    /// A claim asks for more devices than an allocation may hold (32).
+    TooManyDevices {
+        claim: usize,
+        devices: usize,
+    },
+    /// A request the API would not have accepted.
+    InvalidRequest {
+        request: RequestRef,
+        reason: String,
+    },
+}
+
+impl Unallocatable {
+    /// Whether no node can help: the claims are wrong, not the node.
+    pub fn never_fits(&self) -> bool {
+        matches!(
+            self,
+            Unallocatable::Selector { .. }
+                | Unallocatable::UnknownClass { .. }
+                | Unallocatable::TooManyDevices { .. }
+                | Unallocatable::InvalidRequest { .. }
+        )
+    }
+}
+
+fn devices(n: usize) -> String {
+    if n == 1 {
+        "1 matching device".to_string()
+    } else {
+        format!("{n} matching devices")
+    }
+}
+
+impl fmt::Display for Unallocatable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unallocatable::NoFit {
+                request,
+                class,
+                wanted,
+                matching,
+                free,
+            } => {
+                let wanted = match wanted {
+                    Wanted::Count(1) => "1 device".to_string(),
+                    Wanted::Count(n) => format!("{n} devices"),
+                    Wanted::All => "all devices".to_string(),
+                };
+                write!(
+                    f,
+                    "cannot allocate all claims: {request} (class {class}, {wanted}): the node has {}, \
+                     {free} free",
+                    devices(*matching)
+                )
+            }
+            Unallocatable::NotTogether => write!(
+                f,
+                "cannot allocate all claims: each request has free matching devices, but not all at \
+                 once (devices, counters or constraints they share)"
+            ),
+            Unallocatable::InvalidPools(pools) => write!(
+                f,
+                "cannot allocate all claims: invalid resource pools were encountered: {}",
+                pools.join("; ")
+            ),
+            Unallocatable::PoolNotReady { request, pool } => write!(
+                f,
+                "{request}: asks for all devices, but resource pool {pool} is currently being \
+                 updated or is invalid"
+            ),
+            Unallocatable::ConstraintViolated { request, device } => write!(
+                f,
+                "{request}: cannot add device {}/{}/{} because a claim constraint would not be \
+                 satisfied",
+                device.driver, device.pool, device.device
+            ),
+            Unallocatable::Selector {
+                request,
+                class,
+                in_class,
+                error,
+            } => {
+                if *in_class {
+                    write!(f, "{request}: class {class}: {error}")
+                } else {
+                    write!(f, "{request}: {error}")
+                }
+            }
+            Unallocatable::UnknownClass { request, class } => {
+                write!(f, "{request}: device class {class} not found")
+            }
+            Unallocatable::TooManyDevices { claim, devices } => write!(
+                f,
+                "claim #{}: number of requested devices {devices} exceeds the claim limit of 32",
+                claim + 1
+            ),
+            Unallocatable::InvalidRequest { request, reason } => write!(f, "{request}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for Unallocatable {}
