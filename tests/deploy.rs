@@ -247,3 +247,23 @@ fn the_autoscaler_may_watch_its_custom_resources_and_write_their_status() {
         }
     }
 }
+
+/// The companion's ClusterRole lets it watch every kind of Dynamic Resource Allocation it reads.
+#[test]
+fn the_autoscaler_may_watch_dra_objects() {
+    let (_, docs) = render("autoscaler");
+    let role = kind(&docs, "ClusterRole").next().expect("a ClusterRole");
+    for (kind, plural) in ekscale::k8s::DRA_KINDS {
+        for verb in ["list", "watch"] {
+            let allowed = (role["rules"].as_array().unwrap().iter()).any(|rule| {
+                let has = |field: &str, value: &str| {
+                    (rule[field].as_array().unwrap().iter()).any(|v| v == value)
+                };
+                has("apiGroups", ekscale::k8s::DRA_GROUP)
+                    && has("resources", plural)
+                    && has("verbs", verb)
+            });
+            assert!(allowed, "{kind}: {verb} {plural}");
+        }
+    }
+}

@@ -7,7 +7,7 @@ use crate::k8s::provisioning_request as provreq;
 use crate::k8s::{
     BufferObjects, RequestObjects, SnapshotError, parse_snapshot, read_snapshot_text,
 };
-use crate::model::{Node, Pdb, Pod, PodNames, Taint};
+use crate::model::{DraObjects, Node, Pdb, Pod, PodNames, Taint};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -33,6 +33,10 @@ pub struct ClusterView {
     pub buffers: BufferObjects,
     /// ProvisioningRequests, and the PodTemplates they name.
     pub requests: RequestObjects,
+    /// Dynamic Resource Allocation's objects: DeviceClasses, ResourceClaims, ResourceClaimTemplates and
+    /// ResourceSlices (those the API server would refuse left out, with a warning), behind an `Arc`: what
+    /// a loop plans with shares them, not copies them.
+    pub dra: Arc<DraObjects>,
     /// The disruption configuration the cluster holds (`config.yaml` of the ConfigMap `ekscale-disruption`),
     /// as written: the loop reads it again only when it changes.
     pub disruption_config: Option<Arc<str>>,
@@ -197,6 +201,9 @@ impl Snapshot {
             requests: parsed.requests,
             templates: parsed.buffers.templates.clone(),
         };
+        for skipped in &parsed.skipped {
+            tracing::warn!(error = %skipped, "left out of the snapshot");
+        }
         Ok(Snapshot {
             view: Arc::new(ClusterView {
                 requests,
@@ -206,6 +213,7 @@ impl Snapshot {
                 pdbs: parsed.pdbs,
                 daemonsets: parsed.daemonsets,
                 buffers: parsed.buffers,
+                dra: Arc::new(parsed.dra),
                 now: parsed.newest,
                 disruption_config: parsed.disruption_config.map(Arc::from),
             }),

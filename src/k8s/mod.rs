@@ -2,6 +2,7 @@
 
 pub(crate) mod capacity_buffer; // CapacityBuffers (autoscaling.x-k8s.io) and the PodTemplates and scalable objects they name
 pub(crate) mod conditions; // status conditions as SetStatusCondition keeps them
+pub(crate) mod dra; // DeviceClasses, ResourceClaims (and templates), ResourceSlices, a pod's claims
 mod object_error; // why an object could not be read
 pub(crate) mod objects; // k8s-openapi nodes, pods, PDBs and k8s-pb template nodes -> the model
 mod pod; // the facts of one pod (demand, Fargate traits) from protobuf bytes or kubectl JSON/YAML
@@ -12,6 +13,10 @@ mod snapshot; // `kubectl get nodes,pods,pdb -A -o json` files, read item by ite
 mod snapshot_pod; // a snapshot's pod, its status read only for what is used
 
 pub use capacity_buffer::{BufferObjects, CapacityBuffer, Scalable, Template, VersionedBuffer};
+pub use dra::{
+    DRA_GROUP, DRA_KINDS, DRA_VERSIONS, claim_template, device_class, read_dra_object,
+    resource_claim, resource_slice, slice_from_spec,
+};
 pub use object_error::ObjectError;
 pub use objects::{
     CONSUME_ANNOTATION, daemonset_pod, node_from_api, node_from_pb, pdb_from_api, pod_from_api,

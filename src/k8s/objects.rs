@@ -43,6 +43,12 @@ pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError>
             name: o.name.clone(),
             uid: o.uid.clone(),
         });
+    let claims = crate::k8s::dra::pod_claims(&key, spec, status)?;
+    // The uid is what claims name their pod by (owner, reservations): kept for pods with claims only.
+    let uid = match claims.is_empty() {
+        true => None,
+        false => pod.metadata.uid.as_deref().map(Into::into),
+    };
     let json = if keep_json && node_name.is_none() {
         Some(serde_json::to_string(pod).map_err(|e| invalid(&key, e.to_string()))?)
     } else {
@@ -82,6 +88,8 @@ pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError>
         consumes: (pod.metadata.annotations.as_ref())
             .and_then(consumed)
             .map(str::to_string),
+        claims,
+        uid,
     })
 }
 

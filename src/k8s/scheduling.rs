@@ -156,7 +156,10 @@ fn operator(key: &str, text: &str) -> Result<Operator, ObjectError> {
     Operator::parse(text).ok_or_else(|| invalid(key, format!("unknown operator {text:?}")))
 }
 
-fn node_selector(key: &str, selector: &api::NodeSelector) -> Result<NodeSelector, ObjectError> {
+pub(super) fn node_selector(
+    key: &str,
+    selector: &api::NodeSelector,
+) -> Result<NodeSelector, ObjectError> {
     let requirements = |list: Option<&Vec<api::NodeSelectorRequirement>>, fields: bool| {
         list.into_iter()
             .flatten()

@@ -1,13 +1,15 @@
 //! Cluster snapshots: what `kubectl get nodes,pods,pdb,daemonsets -A -o json` prints (a `List`), in JSON or
 //! YAML, with `capacitybuffers,podtemplates,deployments` (and statefulsets, replicasets, jobs) when buffers
-//! matter; also a typed list (`NodeList`, `PodList`, ..., whose items may leave out their `kind`), a single
-//! object, and YAML with several documents, each of these.
+//! matter, and `deviceclasses,resourceclaims,resourceclaimtemplates,resourceslices` when pods claim devices
+//! (Dynamic Resource Allocation); also a typed list (`NodeList`, `PodList`, ..., whose items may leave out
+//! their `kind`), a single object, and YAML with several documents, each of these.
 
 use crate::k8s::capacity_buffer::{self, BufferObjects, Scalable, Template};
+use crate::k8s::dra::{DRA_KINDS, read_dra_object};
 use crate::k8s::objects::{self, ObjectError};
 use crate::k8s::provisioning_request;
 use crate::k8s::snapshot_pod::SnapshotPod;
-use crate::model::{Alike, Node, Pdb, Pod};
+use crate::model::{Alike, DraObjects, Node, Pdb, Pod};
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use std::sync::Arc;
@@ -26,6 +28,11 @@ pub struct SnapshotObjects {
     pub buffers: BufferObjects,
     /// ProvisioningRequests (the PodTemplates they name are with the buffers' objects).
     pub requests: Vec<provisioning_request::VersionedRequest>,
+    /// DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices.
+    pub dra: DraObjects,
+    /// The objects left out, each with why: a DRA object the API server would refuse is read past (the
+    /// cluster's allocator would not see it either), where any other unreadable item stops the reading.
+    pub skipped: Vec<ObjectError>,
     /// The disruption configuration: `config.yaml` of the ConfigMap `ekscale-disruption` (other
     /// ConfigMaps are read past), in the text it was written in.
     pub disruption_config: Option<String>,
@@ -51,7 +58,7 @@ pub enum SnapshotError {
 }
 
 /// The kinds read, as items or as single objects.
-const KINDS: [&str; 12] = [
+const KINDS: [&str; 16] = [
     "Node",
     "Pod",
     "PodDisruptionBudget",
@@ -64,13 +71,19 @@ const KINDS: [&str; 12] = [
     "ReplicaSet",
     "Job",
     "ConfigMap",
+    "DeviceClass",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "ResourceSlice",
 ];
 
 /// What a file is expected to be, for errors.
 const READ: &str = "Node, Pod, PodDisruptionBudget, DaemonSet, CapacityBuffer, ProvisioningRequest, \
-                    PodTemplate, Deployment, StatefulSet, ReplicaSet, Job and ConfigMap are read (kubectl \
-                    get nodes,pods,pdb,daemonsets,capacitybuffers,provisioningrequests,podtemplates,\
-                    deployments,configmaps -A -o json)";
+                    PodTemplate, Deployment, StatefulSet, ReplicaSet, Job, ConfigMap, DeviceClass, \
+                    ResourceClaim, ResourceClaimTemplate and ResourceSlice are read (kubectl get \
+                    nodes,pods,pdb,daemonsets,capacitybuffers,provisioningrequests,podtemplates,\
+                    deployments,configmaps,deviceclasses,resourceclaims,resourceclaimtemplates,\
+                    resourceslices -A -o json)";
 
 /// The ConfigMap that holds the disruption configuration, and its key.
 pub const DISRUPTION_CONFIG_MAP: &str = "ekscale-disruption";
@@ -413,6 +426,11 @@ impl SnapshotObjects {
         self.buffers.templates.extend(part.buffers.templates);
         self.buffers.scalables.extend(part.buffers.scalables);
         self.requests.extend(part.requests);
+        self.dra.classes.extend(part.dra.classes);
+        self.dra.claims.extend(part.dra.claims);
+        self.dra.templates.extend(part.dra.templates);
+        self.dra.slices.extend(part.dra.slices);
+        self.skipped.extend(part.skipped);
         self.disruption_config = self.disruption_config.take().or(part.disruption_config);
         self.newest = self.newest.max(part.newest);
     }
@@ -486,6 +504,12 @@ impl SnapshotObjects {
                         ))
                     })?;
                     self.disruption_config = Some(text);
+                }
+            }
+            _ if DRA_KINDS.iter().any(|(k, _)| *k == kind) => {
+                let tree = item.tree().map_err(|e| fail(e.to_string()))?;
+                if let Err(e) = read_dra_object(&mut self.dra, kind, tree) {
+                    self.skipped.push(e);
                 }
             }
             _ => return Err(fail(format!("only {READ}"))),

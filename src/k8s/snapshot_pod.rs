@@ -1,5 +1,6 @@
 //! A pod as a snapshot file holds it, read only for what is used: the metadata, spec and containers fields
-//! the model reads (as k8s-openapi's types), the status cut to phase, conditions and the nominated node, and
+//! the model reads (as k8s-openapi's types), the status cut to phase, conditions, the nominated node and the
+//! names of the claims made for it, and
 //! the times that date the snapshot. The rest is skipped, not built: a running pod's container statuses
 //! (image, image id, container id, states) were a seventh of reading a 10,000-node cluster's file, and
 //! k8s-openapi's whole `Container` and `PodSpec` (every field an `Option`, moved whole) a tenth; kubectl's
@@ -32,6 +33,7 @@ struct Metadata {
     labels: Option<BTreeMap<String, String>>,
     annotations: Option<BTreeMap<String, String>>,
     owner_references: Option<Vec<meta::OwnerReference>>,
+    uid: Option<String>,
     creation_timestamp: Option<meta::Time>,
     deletion_timestamp: Option<meta::Time>,
 }
@@ -54,6 +56,7 @@ struct Spec {
     overhead: Option<BTreeMap<String, Quantity>>,
     resources: Option<api::ResourceRequirements>,
     termination_grace_period_seconds: Option<i64>,
+    resource_claims: Option<Vec<api::PodResourceClaim>>,
 }
 
 #[derive(Deserialize)]
@@ -98,6 +101,7 @@ impl Spec {
             overhead: self.overhead,
             resources: self.resources,
             termination_grace_period_seconds: self.termination_grace_period_seconds,
+            resource_claims: self.resource_claims,
             ..api::PodSpec::default()
         }
     }
@@ -112,6 +116,7 @@ struct Status {
     start_time: Option<meta::Time>,
     container_statuses: Option<Vec<ContainerTimes>>,
     init_container_statuses: Option<Vec<ContainerTimes>>,
+    resource_claim_statuses: Option<Vec<api::PodResourceClaimStatus>>,
 }
 
 /// A container status's states, for their times.
@@ -177,6 +182,7 @@ impl SnapshotPod {
                 labels: metadata.labels,
                 annotations: metadata.annotations,
                 owner_references: metadata.owner_references,
+                uid: metadata.uid,
                 creation_timestamp: metadata.creation_timestamp,
                 deletion_timestamp: metadata.deletion_timestamp,
                 ..meta::ObjectMeta::default()
@@ -187,6 +193,7 @@ impl SnapshotPod {
                 nominated_node_name: s.nominated_node_name,
                 conditions: s.conditions,
                 start_time: s.start_time,
+                resource_claim_statuses: s.resource_claim_statuses,
                 ..api::PodStatus::default()
             }),
         })
@@ -246,6 +253,8 @@ mod tests {
             "terminationGracePeriodSeconds":45,"overhead":{"cpu":"250m"},
             "resources":{"requests":{"memory":"1Gi"}},
             "nodeSelector":{"team":"t"},
+            "resourceClaims":[{"name":"gpu","resourceClaimTemplateName":"one-gpu"},
+              {"name":"nic","resourceClaimName":"shared-nic"}],
             "tolerations":[{"key":"gpu","operator":"Exists","effect":"NoSchedule"}],
             "affinity":{
               "nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
@@ -262,10 +271,11 @@ mod tests {
               "resources":{"requests":{"cpu":"100m"}}}],
             "containers":[{"name":"c","image":"i","env":[{"name":"A","value":"1"}],
               "resources":{"requests":{"cpu":"1","nvidia.com/gpu":"1"},"limits":{"memory":"2Gi",
-                "nvidia.com/gpu":"1"}},
+                "nvidia.com/gpu":"1"},"claims":[{"name":"gpu"}]},
               "ports":[{"containerPort":80,"hostPort":8080,"protocol":"TCP"}],
               "securityContext":{"privileged":true}}]},
           "status":{"phase":"Pending","nominatedNodeName":"n2",
+            "resourceClaimStatuses":[{"name":"gpu","resourceClaimName":"p-gpu-x7k2p"}],
             "conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]}}"#;
         let whole: api::Pod = serde_json::from_str(json).unwrap();
         let cut: SnapshotPod = serde_json::from_str(json).unwrap();
@@ -282,6 +292,8 @@ mod tests {
         // And the pod is not a default one: the fields above were read.
         assert_eq!(from_cut.scheduling.anti_affinity.len(), 1);
         assert_eq!(from_cut.disruption.local_volumes, ["logs"]);
+        assert_eq!(from_cut.claims.len(), 2);
+        assert_eq!(from_cut.uid.as_deref(), Some("u1"));
     }
 
     #[test]

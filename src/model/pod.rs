@@ -1,5 +1,6 @@
 //! A pod as decisions see it: what it needs and where it may run.
 
+use super::dra::{ClaimSource, Name, PodClaim};
 use super::fast_map::FastMap;
 use super::resources::Resources;
 use super::selector::{LabelSelector, Labels, NodeSelector};
@@ -49,6 +50,13 @@ pub struct Pod {
     /// The ProvisioningRequest (in its namespace) whose room it takes (`autoscaling.x-k8s.io/
     /// consume-provisioning-request`): it is not scaled up for on its own.
     pub consumes: Option<String>,
+    /// The ResourceClaims it names (`spec.resourceClaims`), each resolved to its claim where the pod says
+    /// (a shared claim's name, or the claim made from a template once `status.resourceClaimStatuses` names
+    /// it); entries the claim controller found no claim needed for are left out.
+    pub claims: Vec<PodClaim>,
+    /// Its `metadata.uid`, kept for pods with claims only: what a claim's owner and `reservedFor` name (a
+    /// million pods without claims do not carry it).
+    pub uid: Option<Name>,
 }
 
 /// What cluster-autoscaler's drainability rules read of a pod besides its owner and namespace.
@@ -248,6 +256,8 @@ impl Pod {
                 ..Disruption::default()
             },
             consumes: None,
+            claims: Vec::new(),
+            uid: None,
         }
     }
 
@@ -267,6 +277,14 @@ impl Pod {
         pod.disruption.safe_to_evict = SafeToEvict::Yes;
         pod.json = None;
         pod.consumes = None;
+        // A pod of its own gets a claim of its own from each template (shared claims stay shared), and
+        // no claim is reserved for it yet.
+        for claim in &mut pod.claims {
+            if let ClaimSource::Template { made, .. } = &mut claim.source {
+                *made = None;
+            }
+        }
+        pod.uid = None;
         pod
     }
 
@@ -322,6 +340,7 @@ impl Pod {
             extended: &self.extended,
             priority: self.priority,
             scheduling: ids.id(&self.scheduling),
+            claims: ClaimsKey(&self.claims),
         }
     }
 }
@@ -335,6 +354,40 @@ pub struct EquivalenceKey<'a> {
     extended: &'a BTreeMap<String, u64>,
     priority: Option<i32>,
     scheduling: usize,
+    claims: ClaimsKey<'a>,
+}
+
+/// A pod's claims as far as they make pods alike: each entry's name and where its claim comes from, a
+/// template's claim without the name it was made under (pods of one ReplicaSet each have their own claim
+/// from the same template, and are alike), a shared claim by its name (pods naming different claims are
+/// not).
+#[derive(Clone, Copy)]
+struct ClaimsKey<'a>(&'a [PodClaim]);
+
+impl ClaimsKey<'_> {
+    fn parts(&self) -> impl Iterator<Item = (&str, bool, &str)> {
+        self.0.iter().map(|c| match &c.source {
+            ClaimSource::Claim(claim) => (&*c.name, false, &**claim),
+            ClaimSource::Template { template, .. } => (&*c.name, true, &**template),
+        })
+    }
+}
+
+impl PartialEq for ClaimsKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len() && self.parts().eq(other.parts())
+    }
+}
+
+impl Eq for ClaimsKey<'_> {}
+
+impl std::hash::Hash for ClaimsKey<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_usize(self.0.len());
+        for part in self.parts() {
+            part.hash(state);
+        }
+    }
 }
 
 /// Numbers for scheduling constraints, equal numbers for equal constraints. Pods read together share one

@@ -504,6 +504,7 @@ impl ClusterSource for SimulatedCluster {
             },
             now: Some(self.now()),
             disruption_config: state.disruption_config.clone(),
+            dra: Default::default(),
         }))
     }
 

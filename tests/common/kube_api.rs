@@ -1,7 +1,7 @@
 //! A fake Kubernetes API server on loopback, at the HTTP layer, for the kube-rs source: lists, watches that
 //! stream the events a test sends, node GETs and PATCHes, evictions answered 201, 429 (a PDB) or 404, and
 //! CapacityBuffers and ProvisioningRequests in the versions a test serves (404 in the others) with their
-//! status subresource.
+//! status subresource, and Dynamic Resource Allocation's objects (`resource.k8s.io`) likewise.
 
 use axum::Router;
 use axum::body::Body;
@@ -45,6 +45,12 @@ pub struct Objects {
     /// `status_writes` too.
     pub request_versions: Vec<&'static str>,
     pub provisioning_requests: Vec<Value>,
+    /// The `resource.k8s.io` versions served (none: a cluster before DRA) and its objects.
+    pub dra_versions: Vec<&'static str>,
+    pub device_classes: Vec<Value>,
+    pub resource_claims: Vec<Value>,
+    pub resource_claim_templates: Vec<Value>,
+    pub resource_slices: Vec<Value>,
 }
 
 #[derive(Clone)]
@@ -131,6 +137,10 @@ impl Fake {
             "capacitybuffers" => &objects.capacity_buffers,
             "provisioningrequests" => &objects.provisioning_requests,
             "podtemplates" => &objects.pod_templates,
+            "deviceclasses" => &objects.device_classes,
+            "resourceclaims" => &objects.resource_claims,
+            "resourceclaimtemplates" => &objects.resource_claim_templates,
+            "resourceslices" => &objects.resource_slices,
             "deployments" => &objects.deployments,
             _ => &Vec::new(),
         };
@@ -230,6 +240,37 @@ pub async fn serve(fake: Fake) -> std::net::SocketAddr {
                 },
             ),
         );
+    }
+    for (resource, kind) in [
+        ("deviceclasses", "DeviceClassList"),
+        ("resourceclaims", "ResourceClaimList"),
+        ("resourceclaimtemplates", "ResourceClaimTemplateList"),
+        ("resourceslices", "ResourceSliceList"),
+    ] {
+        router =
+            router.route(
+                &format!("/apis/resource.k8s.io/{{version}}/{resource}"),
+                get(
+                    move |State(f): State<Fake>,
+                          Path(version): Path<String>,
+                          RawQuery(q): RawQuery| async move {
+                        if !f
+                            .objects
+                            .lock()
+                            .unwrap()
+                            .dra_versions
+                            .contains(&version.as_str())
+                        {
+                            return status(
+                                404,
+                                "NotFound",
+                                "the server could not find the requested resource",
+                            );
+                        }
+                        f.list_or_watch(resource, kind, q)
+                    },
+                ),
+            );
     }
     let router = router
         .route(

@@ -1,14 +1,15 @@
 //! The live cluster, through kube-rs: nodes and pods (all namespaces) kept converted into the model from
 //! their watches (`mirror.rs`), reflector caches of PodDisruptionBudgets and DaemonSets (and CapacityBuffers
-//! with what they name, in kube_buffers), so that a loop reads memory and never waits on the API server; a
-//! trigger that fires when a pod turns Unschedulable (to start a loop early, as
-//! cluster-autoscaler's frequent loops do); and the actions scale-down needs: node taints (patched against the
+//! with what they name, in kube_buffers; ProvisioningRequests, in kube_requests; DRA's objects, in
+//! kube_dra), so that a loop reads memory and never waits on the API server; a trigger that fires when a
+//! pod turns Unschedulable (to start a loop early, as cluster-autoscaler's frequent loops do); and the actions scale-down needs: node taints (patched against the
 //! version read, so a concurrent change is not overwritten) and evictions through the Eviction API.
 
 use crate::autoscaler::cluster::{
     BufferStatus, ClusterError, ClusterSource, ClusterView, RequestStatus,
 };
 use crate::autoscaler::control::kube_buffers::BufferWatches;
+use crate::autoscaler::control::kube_dra::DraWatches;
 use crate::autoscaler::control::kube_requests::RequestWatches;
 use crate::autoscaler::control::mirror::Mirror;
 use crate::autoscaler::control::watch::{MANAGER, drive};
@@ -37,6 +38,9 @@ pub struct Kube {
     buffers: Option<BufferWatches>,
     /// ProvisioningRequests and the PodTemplates they name, when the cluster serves them.
     requests: Option<RequestWatches>,
+    /// DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices, when the cluster serves
+    /// them.
+    dra: Option<DraWatches>,
     /// The ConfigMap `ekscale-disruption` of the companion's namespace, once asked for.
     disruption: Option<Store<ConfigMap>>,
     unschedulable: Arc<Notify>,
@@ -158,6 +162,7 @@ impl Kube {
         let templates = buffers.as_ref().map(BufferWatches::templates);
         let spawn = |task| tasks.push(tokio::spawn(task));
         let requests = RequestWatches::start(&client, templates, spawn).await?;
+        let dra = DraWatches::start(&client, |task| tasks.push(tokio::spawn(task))).await?;
         let source = Kube {
             client,
             nodes,
@@ -166,6 +171,7 @@ impl Kube {
             daemonsets,
             buffers,
             requests,
+            dra,
             disruption: None,
             unschedulable: unschedulable_pods,
             tasks,
@@ -283,6 +289,9 @@ impl ClusterSource for Kube {
         }
         if let Some(requests) = &self.requests {
             view.requests = requests.objects();
+        }
+        if let Some(dra) = &self.dra {
+            view.dra = Arc::new(dra.objects());
         }
         if let Some(store) = &self.disruption {
             let maps = store.state();

@@ -398,4 +398,65 @@ fn an_unreadable_item_deep_in_a_file_is_named_whatever_converter_read_it() {
             "{converters} converters: {error}"
         );
     }
+
+/// DRA's four kinds beside the rest: a template's claim (made for a pod, which its status names) and a
+/// shared claim, a class and a slice; a claim the API server would refuse is left out with why, and the rest
+/// read on.
+const DRA: &str = r#"{"apiVersion":"v1","kind":"List","items":[
+  {"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass","metadata":{"name":"gpu.nvidia.com"},
+   "spec":{"selectors":[{"cel":{"expression":"device.driver == 'gpu.nvidia.com'"}}]}},
+  {"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate","metadata":{"name":"one-gpu","namespace":"ml"},
+   "spec":{"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com"}}]}}}},
+  {"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"trainer-0-gpu-x7k2p","namespace":"ml",
+    "ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"trainer-0","uid":"pod-1","controller":true}]},
+   "spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com"}}]}}},
+  {"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"shared-nic","namespace":"ml"},
+   "spec":{"devices":{"requests":[{"name":"nic","exactly":{"deviceClassName":"nic","allocationMode":"All"}}]}}},
+  {"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"broken","namespace":"ml"},
+   "spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com","count":-2}}]}}},
+  {"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"node-1-gpu"},
+   "spec":{"driver":"gpu.nvidia.com","nodeName":"node-1","pool":{"name":"node-1","generation":1,"resourceSliceCount":1},
+     "devices":[{"name":"gpu-0","attributes":{"type":{"string":"gpu"}}}]}},
+  {"apiVersion":"v1","kind":"Pod","metadata":{"name":"trainer-0","namespace":"ml","uid":"pod-1"},
+   "spec":{"containers":[{"name":"c","resources":{"claims":[{"name":"gpu"}]}}],
+     "resourceClaims":[{"name":"gpu","resourceClaimTemplateName":"one-gpu"},
+       {"name":"nic","resourceClaimName":"shared-nic"}]},
+   "status":{"phase":"Pending","resourceClaimStatuses":[{"name":"gpu","resourceClaimName":"trainer-0-gpu-x7k2p"}]}}]}"#;
+
+#[test]
+fn dra_objects_are_read_beside_the_rest_and_a_refused_one_is_left_out() {
+    use crate::model::{ClaimSource, Name};
+    let snapshot = parse_snapshot(DRA).unwrap();
+    let dra = &snapshot.dra;
+    assert_eq!(&*dra.classes[0].name, "gpu.nvidia.com");
+    assert_eq!(&*dra.templates[0].name, "one-gpu");
+    let claims: Vec<&str> = dra.claims.iter().map(|c| &*c.name).collect();
+    assert_eq!(claims, ["trainer-0-gpu-x7k2p", "shared-nic"]);
+    assert_eq!(dra.claims[0].owner_pod.as_deref(), Some("pod-1"));
+    assert_eq!(&*dra.slices[0].devices[0].name, "gpu-0");
+    let skipped: Vec<String> = snapshot.skipped.iter().map(|e| e.to_string()).collect();
+    assert_eq!(
+        skipped,
+        [
+            "ResourceClaim ml/broken: spec.devices.requests[0].exactly.count: -2: must be greater than zero"
+        ]
+    );
+    let pod = &snapshot.pods[0];
+    assert_eq!(pod.uid.as_deref(), Some("pod-1"));
+    let sources: Vec<&ClaimSource> = pod.claims.iter().map(|c| &c.source).collect();
+    assert_eq!(
+        sources,
+        [
+            &ClaimSource::Template {
+                template: "one-gpu".into(),
+                made: Some(Name::from("trainer-0-gpu-x7k2p"))
+            },
+            &ClaimSource::Claim("shared-nic".into())
+        ]
+    );
+    // The same in YAML, and as typed lists (a kind's items may leave their kind out).
+    let typed = r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSliceList","items":[
+      {"metadata":{"name":"s"},"spec":{"driver":"d.example.com","allNodes":true,
+        "pool":{"name":"p","generation":0,"resourceSliceCount":1}}}]}"#;
+    assert_eq!(&*parse_snapshot(typed).unwrap().dra.slices[0].name, "s");
 }
