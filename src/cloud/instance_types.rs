@@ -210,19 +210,19 @@ const KNOWN: &[InstanceTypeInfo] = &[
     gpu(t("g4dn.2xlarge", 8, 32, Amd64, 3, 10, 0.752), 1, &T4),
     gpu(t("g5.xlarge", 4, 16, Amd64, 4, 15, 1.006), 1, &A10G),
     gpu(t("g5.2xlarge", 8, 32, Amd64, 4, 15, 1.212), 1, &A10G),
-    gpu(t("g5.12xlarge", 48, 192, Amd64, 8, 30, 5.672), 4, &A10G),
+    gpu(t("g5.12xlarge", 48, 192, Amd64, 15, 50, 5.672), 4, &A10G),
     gpu(t("g5.48xlarge", 192, 768, Amd64, 7, 50, 16.288), 8, &A10G),
     gpu(t("g6.xlarge", 4, 16, Amd64, 4, 15, 0.8048), 1, &L4),
     gpu(t("g6.12xlarge", 48, 192, Amd64, 8, 30, 4.6016), 4, &L4),
     gpu(t("p3.2xlarge", 8, 61, Amd64, 4, 15, 3.06), 1, &V100),
-    // P4d and P5: the ENIs of the first network card, as EKS counts max pods; list prices before AWS's
-    // June 2025 reduction.
+    // P4d and P5: the network interfaces of all their network cards, as DescribeInstanceTypes gives them to
+    // the AWS backend; list prices before AWS's June 2025 reduction.
     gpu(
-        t("p4d.24xlarge", 96, 1152, Amd64, 15, 50, 32.7726),
+        t("p4d.24xlarge", 96, 1152, Amd64, 60, 50, 32.7726),
         8,
         &A100,
     ),
-    gpu(t("p5.48xlarge", 192, 2048, Amd64, 2, 50, 98.32), 8, &H100),
+    gpu(t("p5.48xlarge", 192, 2048, Amd64, 64, 50, 98.32), 8, &H100),
 ];
 
 /// Facts of a known instance type.
