@@ -607,6 +607,75 @@ async fn an_all_or_nothing_increase_is_kept_whole_or_set_back() {
     assert_eq!(moto::asg_state(&c.sdk, &asg).await.0, 5);
 }
 
+/// A node group tagged `ekscale.io/dra-drivers` publishes, on its template node, the slices NVIDIA's driver
+/// would for the GPUs DescribeInstanceTypes gives its instance type; a tag that cannot be followed (a driver
+/// we do not know, an instance type without GPUs) leaves the group served, without slices.
+#[tokio::test]
+async fn dra_drivers_tags_give_templates_their_resource_slices() {
+    use ekscale::autoscaler::{ProviderClient, ProviderConfig};
+    use ekscale::model::{AttrValue, NodeScope, QualifiedName, Quantity};
+    const DRA_TAG: &str = "ekscale.io/dra-drivers";
+    let moto = Moto::start();
+    let sdk = moto.sdk().await;
+    let group = |name, instance_types, tags| NodeGroup {
+        name,
+        instance_types,
+        desired: 0,
+        tags,
+        ..Default::default()
+    };
+    moto::create_cluster(
+        &sdk,
+        "prod",
+        &[
+            group("a10g", &["g5.12xlarge"], &[(DRA_TAG, "gpu.nvidia.com")]),
+            group("typo", &["g5.xlarge"], &[(DRA_TAG, "gpu.nvidia.co")]),
+            group("cpu", &["m5.large"], &[(DRA_TAG, "gpu.nvidia.com")]),
+            group("plain", &["g4dn.xlarge"], &[]),
+        ],
+    )
+    .await;
+    let config = AwsConfig::load("cluster: prod\nrefreshInterval: 0s\n", None, None).unwrap();
+    let metrics = Arc::new(ProviderMetrics::default());
+    let backend = Arc::new(AwsBackend::new(config, &sdk, metrics.clone()));
+    backend.refresh().await.unwrap();
+    let server = Server::serve(backend.clone(), None, None).await;
+    let client = ProviderClient::new(&ProviderConfig::plaintext(server.addr.to_string())).unwrap();
+    client.refresh().await.unwrap();
+    let served: Vec<String> = (client.node_groups().await.unwrap().iter())
+        .map(|g| g.id.clone())
+        .collect();
+    assert_eq!(served.len(), 4, "every group served: {served:?}");
+
+    let template = client.template("a10g").await.unwrap().unwrap();
+    let node = template.metadata.as_ref().unwrap().name.clone().unwrap();
+    let [slice] = client
+        .template_slices("a10g")
+        .await
+        .unwrap()
+        .try_into()
+        .unwrap();
+    assert_eq!(&*slice.driver, "gpu.nvidia.com");
+    assert_eq!(slice.scope, NodeScope::Node(node.as_str().into()));
+    assert_eq!(&*slice.pool.name, node);
+    let nvidia = |id: &str| QualifiedName {
+        domain: "gpu.nvidia.com".into(),
+        id: id.into(),
+    };
+    let names: Vec<&str> = slice.devices.iter().map(|d| &*d.name).collect();
+    assert_eq!(names, ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]);
+    let memory: Quantity = "23028Mi".parse().unwrap();
+    for device in &slice.devices {
+        let product = &device.attributes[&nvidia("productName")];
+        assert_eq!(product, &AttrValue::Str("NVIDIA A10G".into()));
+        assert_eq!(device.capacity[&nvidia("memory")], memory);
+    }
+    for id in ["typo", "cpu", "plain"] {
+        assert!(client.template_slices(id).await.unwrap().is_empty(), "{id}");
+    }
+    drop(moto);
+}
+
 #[tokio::test]
 async fn options_from_tags_and_config_and_prices() {
     let c = cluster(CONFIG).await;

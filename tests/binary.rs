@@ -201,6 +201,63 @@ fn grpcurl_describes_each_groups_status_and_image() {
     assert!(metrics.contains(counted), "{counted} missing");
 }
 
+/// `ekscale.v1.NodeGroups/TemplateResourceSlices`, as an operator checks what a DRA group's new nodes will
+/// publish: one ResourceSlice (Kubernetes' protobuf, base64 in grpcurl's JSON) per driver; NotFound for a
+/// group that does not exist.
+#[test]
+fn grpcurl_shows_a_groups_template_resource_slices() {
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(
+        &scenario,
+        "cluster: dra\nregion: us-east-1\nnodeGroups:\n  \
+         - {name: web, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 4, desiredSize: 1}\n  \
+         - {name: a10g, instanceType: g5.12xlarge, zones: [us-east-1a], minSize: 0, maxSize: 4, desiredSize: 0,\n     \
+            draDrivers: [gpu.nvidia.com]}\n",
+    )
+    .unwrap();
+    let provider = Binary::start(&["--sim-file", scenario.to_str().unwrap()]);
+    let addr = provider.grpc.to_string();
+    let answer: serde_json::Value = serde_json::from_str(&stdout(&run_grpcurl(&[
+        "-plaintext",
+        &addr,
+        "ekscale.v1.NodeGroups/TemplateResourceSlices",
+    ])))
+    .unwrap();
+    let groups = answer["nodeGroups"].as_array().unwrap();
+    assert_eq!(groups[0], serde_json::json!({"id": "web"}), "no slices");
+    assert_eq!(groups[1]["id"], "a10g");
+    let [bytes] = groups[1]["resourceSliceBytes"]
+        .as_array()
+        .unwrap()
+        .as_slice()
+    else {
+        panic!("one slice: {answer}")
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(bytes.as_str().unwrap())
+        .unwrap();
+    let slice = ekscale::k8s::resource_slice_from_pb_bytes(&bytes).unwrap();
+    assert_eq!(&*slice.driver, "gpu.nvidia.com");
+    assert_eq!(&*slice.pool.name, "template-node-for-a10g");
+    assert_eq!(slice.devices.len(), 4);
+
+    let missing = run_grpcurl(&[
+        "-plaintext",
+        "-d",
+        r#"{"ids":["a10g","h100"]}"#,
+        &addr,
+        "ekscale.v1.NodeGroups/TemplateResourceSlices",
+    ]);
+    assert!(!missing.status.success());
+    let message = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        message.contains("NotFound") && message.contains(r#"node group "h100" not found"#),
+        "{message}"
+    );
+}
+
 /// `ekscale.v1.NodeGroups/AtomicIncreaseSize`, scripted as an operator would: all of the increase or none.
 #[test]
 fn grpcurl_calls_the_all_or_nothing_increase() {

@@ -102,6 +102,88 @@ async fn node_group_states_are_asked_once_per_loop() {
     assert_eq!(server.requests("DescribeNodeGroups"), 3);
 }
 
+/// A DRA group's template slices, as the provider derives them, through the client: every group's in one
+/// RPC per loop, node-local to the group's template node.
+#[tokio::test]
+async fn template_slices_are_asked_once_per_loop_for_every_group() {
+    use ekscale::model::{AttrValue, NodeScope, QualifiedName, Quantity};
+    let scenario = common::SCENARIO.replace(
+        "    instanceType: g4dn.xlarge\n",
+        "    instanceType: g5.12xlarge\n    draDrivers: [gpu.nvidia.com]\n",
+    );
+    let server = Server::start_with(&scenario, None).await;
+    let client = client(&server);
+    for _ in 0..2 {
+        client.refresh().await.unwrap();
+        for _ in 0..2 {
+            for group in client.node_groups().await.unwrap().iter() {
+                let slices = client.template_slices(&group.id).await.unwrap();
+                assert_eq!(slices.is_empty(), group.id != "gpu", "{}", group.id);
+            }
+        }
+    }
+    assert_eq!(
+        server.requests("TemplateResourceSlices"),
+        2,
+        "once per loop"
+    );
+
+    let template = client.template("gpu").await.unwrap().unwrap();
+    let node = template.metadata.as_ref().unwrap().name.clone().unwrap();
+    let [slice] = client
+        .template_slices("gpu")
+        .await
+        .unwrap()
+        .try_into()
+        .unwrap();
+    assert_eq!(slice.scope, NodeScope::Node(node.as_str().into()));
+    assert_eq!(&*slice.pool.name, node);
+    assert_eq!((slice.pool.generation, slice.pool.slice_count), (0, 1));
+    assert_eq!(slice.devices.len(), 4);
+    let nvidia = |id: &str| QualifiedName {
+        domain: "gpu.nvidia.com".into(),
+        id: id.into(),
+    };
+    let memory: Quantity = "23028Mi".parse().unwrap();
+    for device in &slice.devices {
+        let product = &device.attributes[&nvidia("productName")];
+        assert_eq!(product, &AttrValue::Str("NVIDIA A10G".into()));
+        assert_eq!(device.capacity[&nvidia("memory")], memory);
+    }
+    assert!(
+        client
+            .template_slices("no-such-group")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// Asked for groups by id, the provider answers for those, in order, and NotFound names an unknown one.
+#[tokio::test]
+async fn template_slices_of_an_unknown_group_are_not_found() {
+    use ekscale::proto::ekscale::TemplateResourceSlicesRequest;
+    use ekscale::proto::ekscale::node_groups_client::NodeGroupsClient;
+    let server = Server::start().await;
+    let mut node_groups = NodeGroupsClient::new(server.channel().await);
+    let ids = |ids: &[&str]| TemplateResourceSlicesRequest {
+        ids: ids.iter().map(|id| id.to_string()).collect(),
+    };
+    let answer = node_groups
+        .template_resource_slices(ids(&["gpu", "web"]))
+        .await
+        .unwrap()
+        .into_inner();
+    let answered: Vec<&str> = answer.node_groups.iter().map(|g| g.id.as_str()).collect();
+    assert_eq!(answered, ["gpu", "web"]);
+    let status = node_groups
+        .template_resource_slices(ids(&["web", "h100"]))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::NotFound);
+    assert_eq!(status.message(), r#"node group "h100" not found"#);
+}
+
 #[tokio::test]
 async fn sizes_and_instances_are_never_cached() {
     let server = Server::start().await;
@@ -185,6 +267,9 @@ async fn a_provider_without_the_fargate_extension_is_asked_once() {
     // Nor does it serve `ekscale.v1.NodeGroups`: no zones, no states, and no error for it.
     assert!(client.zones().await.unwrap().is_none());
     assert!(client.node_group_states().await.unwrap().is_none());
+    // Nor template slices: none, asked once a loop.
+    assert!(client.all_template_slices().await.unwrap().is_none());
+    assert!(client.template_slices("gpu").await.unwrap().is_empty());
     assert_eq!(
         client.node_groups().await.unwrap().len(),
         4,

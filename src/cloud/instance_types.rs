@@ -14,12 +14,115 @@ pub struct InstanceTypeInfo {
     pub gpus: u32,
     /// The `k8s.amazonaws.com/accelerator` label value of its GPU.
     pub gpu_type: Option<&'static str>,
+    /// Its GPU, as the GPU's driver describes it.
+    pub gpu_model: Option<&'static GpuModel>,
     /// Network interfaces and IPv4 addresses per interface: they bound the pods a node can run.
     pub enis: u32,
     pub ipv4_per_eni: u32,
     /// us-east-1 Linux on-demand price per hour, in USD.
     pub price_per_hour: f64,
 }
+
+/// A GPU as NVIDIA's driver (NVML) describes it on a node: what NVIDIA's DRA driver publishes of each of an
+/// instance's GPUs. The figures are NVML's on EC2 (`nvidia-smi -q`), written down by us.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuModel {
+    /// EC2's name of it (`DescribeInstanceTypes`' `GpuInfo.Gpus[].Name`): how the AWS backend finds it.
+    pub ec2_name: &'static str,
+    /// The `k8s.amazonaws.com/accelerator` label value EKS's GPU AMIs give its nodes.
+    pub accelerator: &'static str,
+    /// NVML's device name (`productName`).
+    pub product_name: &'static str,
+    /// NVML's brand, as the driver spells it (`brand`).
+    pub brand: &'static str,
+    /// NVML's architecture, as the driver spells it (`architecture`).
+    pub architecture: &'static str,
+    /// CUDA compute capability, major.minor (`cudaComputeCapability`, published as a version).
+    pub compute_capability: &'static str,
+    /// NVML's total memory in MiB (`memory` capacity): less than the marketed size, which counts memory
+    /// the driver reserves.
+    pub memory_mib: u64,
+}
+
+const fn model(
+    ec2_name: &'static str,
+    accelerator: &'static str,
+    product_name: &'static str,
+    brand: &'static str,
+    architecture: &'static str,
+    compute_capability: &'static str,
+    memory_mib: u64,
+) -> GpuModel {
+    GpuModel {
+        ec2_name,
+        accelerator,
+        product_name,
+        brand,
+        architecture,
+        compute_capability,
+        memory_mib,
+    }
+}
+
+/// The GPUs of the instance types below. Current NVIDIA drivers give data-center GPUs NVML's `NVIDIA` brand
+/// (the driver's "Nvidia"); the V100's is still `Tesla`.
+const T4: GpuModel = model(
+    "T4",
+    "nvidia-tesla-t4",
+    "Tesla T4",
+    "Nvidia",
+    "Turing",
+    "7.5",
+    15360,
+);
+const A10G: GpuModel = model(
+    "A10G",
+    "nvidia-a10g",
+    "NVIDIA A10G",
+    "Nvidia",
+    "Ampere",
+    "8.6",
+    23028,
+);
+const L4: GpuModel = model(
+    "L4",
+    "nvidia-l4",
+    "NVIDIA L4",
+    "Nvidia",
+    "Ada Lovelace",
+    "8.9",
+    23034,
+);
+const V100: GpuModel = model(
+    "V100",
+    "nvidia-tesla-v100",
+    "Tesla V100-SXM2-16GB",
+    "Tesla",
+    "Volta",
+    "7.0",
+    16384,
+);
+const A100: GpuModel = model(
+    "A100",
+    "nvidia-tesla-a100",
+    "NVIDIA A100-SXM4-40GB",
+    "Nvidia",
+    "Ampere",
+    "8.0",
+    40960,
+);
+const H100: GpuModel = model(
+    "H100",
+    "nvidia-h100",
+    "NVIDIA H100 80GB HBM3",
+    "Nvidia",
+    "Hopper",
+    "9.0",
+    81559,
+);
+/// Every GPU model known, for the AWS backend, which learns an instance type's GPU by its EC2 name.
+#[cfg(feature = "aws")]
+const GPU_MODELS: &[GpuModel] = &[T4, A10G, L4, V100, A100, H100];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arch {
@@ -60,16 +163,18 @@ const fn t(
         arch,
         gpus: 0,
         gpu_type: None,
+        gpu_model: None,
         enis,
         ipv4_per_eni,
         price_per_hour,
     }
 }
 
-const fn gpu(base: InstanceTypeInfo, gpus: u32, gpu_type: &'static str) -> InstanceTypeInfo {
+const fn gpu(base: InstanceTypeInfo, gpus: u32, model: &'static GpuModel) -> InstanceTypeInfo {
     InstanceTypeInfo {
         gpus,
-        gpu_type: Some(gpu_type),
+        gpu_type: Some(model.accelerator),
+        gpu_model: Some(model),
         ..base
     }
 }
@@ -103,32 +208,36 @@ const KNOWN: &[InstanceTypeInfo] = &[
     t("r5.large", 2, 16, Amd64, 3, 10, 0.126),
     t("r5.xlarge", 4, 32, Amd64, 4, 15, 0.252),
     t("r5.2xlarge", 8, 64, Amd64, 4, 15, 0.504),
+    gpu(t("g4dn.xlarge", 4, 16, Amd64, 3, 10, 0.526), 1, &T4),
+    gpu(t("g4dn.2xlarge", 8, 32, Amd64, 3, 10, 0.752), 1, &T4),
+    gpu(t("g5.xlarge", 4, 16, Amd64, 4, 15, 1.006), 1, &A10G),
+    gpu(t("g5.2xlarge", 8, 32, Amd64, 4, 15, 1.212), 1, &A10G),
+    gpu(t("g5.12xlarge", 48, 192, Amd64, 15, 50, 5.672), 4, &A10G),
+    gpu(t("g5.48xlarge", 192, 768, Amd64, 7, 50, 16.288), 8, &A10G),
+    gpu(t("g6.xlarge", 4, 16, Amd64, 4, 15, 0.8048), 1, &L4),
+    gpu(t("g6.12xlarge", 48, 192, Amd64, 8, 30, 4.6016), 4, &L4),
+    gpu(t("p3.2xlarge", 8, 61, Amd64, 4, 15, 3.06), 1, &V100),
+    // P4d and P5: the network interfaces of all their network cards, as DescribeInstanceTypes gives them to
+    // the AWS backend; list prices before AWS's June 2025 reduction.
     gpu(
-        t("g4dn.xlarge", 4, 16, Amd64, 3, 10, 0.526),
-        1,
-        "nvidia-tesla-t4",
+        t("p4d.24xlarge", 96, 1152, Amd64, 60, 50, 32.7726),
+        8,
+        &A100,
     ),
-    gpu(
-        t("g4dn.2xlarge", 8, 32, Amd64, 3, 10, 0.752),
-        1,
-        "nvidia-tesla-t4",
-    ),
-    gpu(t("g5.xlarge", 4, 16, Amd64, 4, 15, 1.006), 1, "nvidia-a10g"),
-    gpu(
-        t("g5.2xlarge", 8, 32, Amd64, 4, 15, 1.212),
-        1,
-        "nvidia-a10g",
-    ),
-    gpu(
-        t("p3.2xlarge", 8, 61, Amd64, 4, 15, 3.06),
-        1,
-        "nvidia-tesla-v100",
-    ),
+    gpu(t("p5.48xlarge", 192, 2048, Amd64, 64, 50, 98.32), 8, &H100),
 ];
 
 /// Facts of a known instance type.
 pub fn lookup(name: &str) -> Option<&'static InstanceTypeInfo> {
     KNOWN.iter().find(|info| info.name == name)
+}
+
+/// A GPU by EC2's name of it ("A10G"), for instance types the table does not list.
+#[cfg(feature = "aws")]
+pub fn gpu_model(ec2_name: &str) -> Option<&'static GpuModel> {
+    GPU_MODELS
+        .iter()
+        .find(|model| model.ec2_name.eq_ignore_ascii_case(ec2_name))
 }
 
 /// The GPU types that known instance types carry (the keys of GetAvailableGPUTypes).
@@ -163,7 +272,34 @@ mod tests {
     fn gpu_types_are_listed_once() {
         assert_eq!(
             gpu_types(),
-            ["nvidia-a10g", "nvidia-tesla-t4", "nvidia-tesla-v100"]
+            [
+                "nvidia-a10g",
+                "nvidia-h100",
+                "nvidia-l4",
+                "nvidia-tesla-a100",
+                "nvidia-tesla-t4",
+                "nvidia-tesla-v100"
+            ]
         );
+    }
+
+    #[test]
+    fn gpu_instance_types_name_their_gpu() {
+        for info in KNOWN {
+            assert_eq!(info.gpus > 0, info.gpu_model.is_some(), "{}", info.name);
+            if let Some(model) = info.gpu_model {
+                assert_eq!(info.gpu_type, Some(model.accelerator));
+            }
+        }
+    }
+
+    #[cfg(feature = "aws")]
+    #[test]
+    fn gpu_models_are_found_by_their_ec2_names() {
+        for model in KNOWN.iter().filter_map(|info| info.gpu_model) {
+            assert_eq!(gpu_model(model.ec2_name), Some(model));
+        }
+        assert_eq!(gpu_model("a10g").unwrap().memory_mib, 23028);
+        assert_eq!(gpu_model("Gaudi HL-205"), None);
     }
 }

@@ -7,6 +7,7 @@
 #[cfg(feature = "aws")]
 pub mod aws; // EKS managed node groups on AWS
 mod backend; // the NodeGroupBackend trait, its errors, the observer of cloud calls
+pub(crate) mod dra; // the ResourceSlices a new node of a group publishes, from its instance type's GPUs
 pub(crate) mod fargate; // Fargate's matching, sizing and prices
 pub(crate) mod instance_types; // the instance types the simulated EKS and templates know
 mod node_group; // node groups and their instances as a backend knows them
@@ -17,6 +18,7 @@ pub(crate) mod template; // instance facts -> the template node of a group
 
 pub use crate::model::{FargateProfile, FargateSelector};
 pub use backend::{CloudError, CloudObserver, NodeGroupBackend};
+pub use dra::{DraError, KNOWN_DRIVERS, NVIDIA_GPU_DRIVER};
 pub use node_group::{
     Instance, InstanceError, InstanceErrorClass, InstanceState, NodeGroupSpec, OptionOverrides,
 };

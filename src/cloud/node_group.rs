@@ -20,6 +20,9 @@ pub struct NodeGroupSpec {
     pub debug: String,
     /// The template node for scale-from-zero, built and checked when the group was loaded.
     pub template: Arc<k8s_pb::api::core::v1::Node>,
+    /// The ResourceSlices a new node of the group will publish (DRA drivers' devices), node-local to the
+    /// template node: pool and node name are the template's name. Empty when its nodes run no DRA driver.
+    pub resource_slices: Vec<crate::model::ResourceSlice>,
     /// What a new node of the group offers to pods (the template's allocatable).
     pub allocatable: crate::model::Resources,
     /// On-demand (or spot) price of one instance, when known.

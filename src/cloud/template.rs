@@ -172,6 +172,13 @@ pub fn build(spec: &TemplateSpec) -> Node {
     }
 }
 
+/// A template's node name: the pool and node of the slices its node publishes.
+pub fn name_of(template: &Node) -> &str {
+    (template.metadata.as_ref())
+        .and_then(|meta| meta.name.as_deref())
+        .unwrap_or_default()
+}
+
 /// The same template for nodes launched with another image: what an update changes of a group's new nodes.
 pub fn with_image(template: &Node, image: &str) -> Node {
     let mut node = template.clone();

@@ -37,6 +37,21 @@ pub fn count(n: u64) -> String {
     n.to_string()
 }
 
+/// Any parsed quantity written back (a device's capacity, a counter): thousandths as "1500m"; whole values of
+/// a mebibyte or more with the largest binary suffix that divides them ("23028Mi", "15Gi"), as drivers
+/// publish memory; other whole values as plain digits ("4", "1000"). Each reads back to the same value.
+pub fn quantity(q: Quantity) -> String {
+    let millis = q.millis();
+    if millis % 1000 != 0 {
+        return format!("{millis}m");
+    }
+    let units = millis / 1000;
+    match u64::try_from(units) {
+        Ok(whole) if whole >= 1 << 20 && whole.trailing_zeros() >= 20 => bytes(whole),
+        _ => units.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,5 +67,39 @@ mod tests {
         assert_eq!(bytes(1000), "1000");
         assert_eq!(bytes(0), "0");
         assert_eq!(count(110), "110");
+    }
+
+    #[test]
+    fn any_quantity_reads_back_to_its_value() {
+        let written = |text: &str| quantity(text.parse().unwrap());
+        assert_eq!(written("23028Mi"), "23028Mi");
+        assert_eq!(written("15360Mi"), "15Gi");
+        assert_eq!(written("24146608128"), "23028Mi");
+        assert_eq!(
+            written("1024"),
+            "1024",
+            "counts below a mebibyte stay digits"
+        );
+        assert_eq!(written("4"), "4");
+        assert_eq!(written("1k"), "1000");
+        assert_eq!(written("1500m"), "1500m");
+        assert_eq!(written("-2"), "-2");
+        assert_eq!(written("0"), "0");
+        for text in [
+            "23028Mi",
+            "1.5",
+            "100u",
+            "7",
+            "-3Gi",
+            "1e20",
+            "123456789012345678901234",
+        ] {
+            let value: Quantity = text.parse().unwrap();
+            assert_eq!(
+                quantity(value).parse::<Quantity>().unwrap(),
+                value,
+                "{text}"
+            );
+        }
     }
 }

@@ -35,6 +35,18 @@ impl Operator {
             _ => return None,
         })
     }
+
+    /// The API's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operator::In => "In",
+            Operator::NotIn => "NotIn",
+            Operator::Exists => "Exists",
+            Operator::DoesNotExist => "DoesNotExist",
+            Operator::Gt => "Gt",
+            Operator::Lt => "Lt",
+        }
+    }
 }
 
 impl Requirement {

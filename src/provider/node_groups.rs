@@ -1,17 +1,20 @@
 //! The `ekscale.v1.NodeGroups` extension service: what the externalgrpc protocol cannot say about a node
 //! group. Its zones let a companion plan new nodes where the Auto Scaling group will launch them; its atomic
 //! increase gives a gang of pods all its nodes or none (cluster-autoscaler's `AtomicIncreaseSize`, which
-//! externalgrpc has no call for); its status and image tell a companion when EKS is replacing its nodes.
+//! externalgrpc has no call for); its status and image tell a companion when EKS is replacing its nodes; its
+//! template ResourceSlices let a companion scale it from zero for pods that claim DRA devices.
 
 use super::metrics::ProviderMetrics;
 use super::observe::observe;
 use super::sizes::{self, GroupLocks, Increase};
 use crate::cloud::NodeGroupBackend;
+use crate::k8s::resource_slice_to_pb_bytes;
 use crate::proto::ekscale::node_groups_server::NodeGroups;
 use crate::proto::ekscale::{
     AtomicIncreaseSizeRequest, AtomicIncreaseSizeResponse, DescribeNodeGroupsRequest,
     DescribeNodeGroupsResponse, ListZonesRequest, ListZonesResponse, NodeGroupDescription,
-    NodeGroupZones,
+    NodeGroupResourceSlices, NodeGroupZones, TemplateResourceSlicesRequest,
+    TemplateResourceSlicesResponse,
 };
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
@@ -78,6 +81,32 @@ impl NodeGroups for NodeGroupsService {
                 })
                 .collect();
             Ok(DescribeNodeGroupsResponse { node_groups })
+        })
+        .await
+    }
+
+    async fn template_resource_slices(
+        &self,
+        request: Request<TemplateResourceSlicesRequest>,
+    ) -> Result<Response<TemplateResourceSlicesResponse>, Status> {
+        observe(&self.metrics, "TemplateResourceSlices", async {
+            let ids = request.into_inner().ids;
+            let groups = if ids.is_empty() {
+                self.backend.node_groups()
+            } else {
+                (ids.iter())
+                    .map(|id| sizes::group(self.backend.as_ref(), id))
+                    .collect::<Result<_, _>>()?
+            };
+            let node_groups = (groups.iter())
+                .map(|group| NodeGroupResourceSlices {
+                    id: group.id.clone(),
+                    resource_slice_bytes: (group.resource_slices.iter())
+                        .map(resource_slice_to_pb_bytes)
+                        .collect(),
+                })
+                .collect();
+            Ok(TemplateResourceSlicesResponse { node_groups })
         })
         .await
     }

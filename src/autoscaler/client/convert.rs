@@ -1,9 +1,10 @@
 //! Wire types to the model, at the client's edge: node groups, their EKS states, instances, Fargate matches,
-//! templates.
+//! templates, template ResourceSlices.
 
 use super::error::ClientError;
 use crate::model::{
     Instance, InstanceError, InstanceState, NodeGroup, NodeGroupState, NodeGroupStatus, PodMatch,
+    ResourceSlice,
 };
 use crate::proto::ekscale::{MatchPodResponse, NodeGroupDescription};
 use crate::proto::externalgrpc::instance_status::InstanceState as WireState;
@@ -106,4 +107,18 @@ pub(super) fn decode_template(
             method: "NodeGroupTemplateNodeInfo",
             source,
         })
+}
+
+/// A group's template slices from their `ResourceSlice.Marshal()` bytes; one the model cannot read fails the
+/// call, naming the slice and why.
+pub(super) fn decode_slices(
+    method: &'static str,
+    slices: &[Vec<u8>],
+) -> Result<Vec<ResourceSlice>, ClientError> {
+    (slices.iter())
+        .map(|bytes| {
+            crate::k8s::resource_slice_from_pb_bytes(bytes)
+                .map_err(|source| ClientError::Slice { method, source })
+        })
+        .collect()
 }

@@ -25,6 +25,11 @@ pub enum ClientError {
         method: &'static str,
         source: prost::DecodeError,
     },
+    #[error("{method}: the provider sent a ResourceSlice that cannot be read: {source}")]
+    Slice {
+        method: &'static str,
+        source: crate::k8s::ObjectError,
+    },
 }
 
 impl ClientError {

@@ -4,7 +4,8 @@
 //! Refresh drops every cache and comes first in each loop. Until the next Refresh, NodeGroups is asked
 //! once, NodeGroupForNode once per node (answers for unmanaged nodes are not cached: a node can become
 //! managed), each group's template once, and the groups' zones and EKS states (`ekscale.v1.NodeGroups`) and
-//! the Fargate profiles (`ekscale.v1.Fargate`), where the provider serves them, once. Sizes and instances are never cached. Every call carries a
+//! the Fargate profiles (`ekscale.v1.Fargate`) and every group's template ResourceSlices, where the provider
+//! serves them, once. Sizes and instances are never cached. Every call carries a
 //! deadline, sent to the provider as `grpc-timeout` like cluster-autoscaler's.
 
 mod config; // where the provider is and how to reach it
@@ -16,4 +17,4 @@ mod tests;
 
 pub use config::ProviderConfig;
 pub use error::ClientError;
-pub use provider::{Profiles, ProviderClient};
+pub use provider::{Profiles, ProviderClient, TemplateSlices};

@@ -3,17 +3,18 @@
 
 use super::config::ProviderConfig;
 use super::convert::{
-    decode_template, group_of, instance_of, match_of, optional, period, state_of,
+    decode_slices, decode_template, group_of, instance_of, match_of, optional, period, state_of,
 };
 use super::error::ClientError;
 use crate::model::{
     FargateProfile, FargateSelector, GroupOptions, Instance, NodeGroup, NodeGroupState, PodMatch,
+    ResourceSlice,
 };
 use crate::proto::ekscale::fargate_client::FargateClient;
 use crate::proto::ekscale::node_groups_client::NodeGroupsClient;
 use crate::proto::ekscale::{
     AtomicIncreaseSizeRequest, DescribeNodeGroupsRequest, ListProfilesRequest, ListZonesRequest,
-    MatchPodRequest,
+    MatchPodRequest, TemplateResourceSlicesRequest,
 };
 use crate::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use crate::proto::externalgrpc::*;
@@ -37,6 +38,8 @@ struct Caches {
     states: Option<Option<States>>,
     /// The Fargate profiles; `Some(None)` when the provider does not serve them.
     profiles: Option<Option<Profiles>>,
+    /// Every group's template slices; `Some(None)` when the provider does not serve them.
+    slices: Option<Option<TemplateSlices>>,
 }
 
 /// The cluster's Fargate profiles, as the provider last read them.
@@ -47,6 +50,9 @@ pub type Zones = Arc<HashMap<String, Vec<String>>>;
 
 /// Each node group's EKS status and image, by group id.
 pub type States = Arc<HashMap<String, NodeGroupState>>;
+
+/// The ResourceSlices a new node of each node group publishes, by group id (groups without are left out).
+pub type TemplateSlices = Arc<HashMap<String, Vec<ResourceSlice>>>;
 
 /// A connection to one provider. Cheap to clone; clones share the caches.
 #[derive(Clone)]
@@ -60,6 +66,8 @@ pub struct ProviderClient {
     caches: Arc<Mutex<Caches>>,
     /// Whether the provider serves `ekscale.v1.Fargate`; unknown until asked.
     fargate_served: Arc<Mutex<Option<bool>>>,
+    /// Whether it was logged that the provider serves no template slices (logged once per client).
+    no_slices_logged: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Every service's stub over `channel`: one connection for all of them.
@@ -120,6 +128,7 @@ impl ProviderClient {
             endpoint,
             caches: Arc::default(),
             fargate_served: Arc::default(),
+            no_slices_logged: Arc::default(),
         })
     }
 
@@ -350,6 +359,58 @@ impl ProviderClient {
             .templates
             .insert(id.to_string(), template.clone());
         Ok(template)
+    }
+
+    /// The ResourceSlices a new node of the group will publish (DRA devices, node-local to the group's
+    /// template node), for scaling it from zero for pods that claim devices. Every group's are asked in one
+    /// `ekscale.v1.NodeGroups/TemplateResourceSlices` once per loop, so RPCs grow with loops, not groups. A
+    /// provider that does not serve it (another externalgrpc provider, or an ekscale-provider from before
+    /// it) gives none, which is logged once.
+    pub async fn template_slices(&self, id: &str) -> Result<Vec<ResourceSlice>, ClientError> {
+        let slices = self.all_template_slices().await?;
+        Ok((slices.and_then(|slices| slices.get(id).cloned())).unwrap_or_default())
+    }
+
+    /// Every group's template slices, asked once per loop; `None` when the provider does not serve them.
+    pub async fn all_template_slices(&self) -> Result<Option<TemplateSlices>, ClientError> {
+        if let Some(slices) = self.caches().slices.clone() {
+            return Ok(slices);
+        }
+        const METHOD: &str = "TemplateResourceSlices";
+        let request = self.request(TemplateResourceSlicesRequest { ids: Vec::new() });
+        let slices = match self
+            .node_groups
+            .clone()
+            .template_resource_slices(request)
+            .await
+        {
+            Ok(response) => Some(Arc::new(
+                (response.into_inner().node_groups.into_iter())
+                    .filter(|group| !group.resource_slice_bytes.is_empty())
+                    .map(|group| {
+                        Ok((
+                            group.id,
+                            decode_slices(METHOD, &group.resource_slice_bytes)?,
+                        ))
+                    })
+                    .collect::<Result<_, ClientError>>()?,
+            )),
+            Err(status) => {
+                let slices = optional(METHOD, status)?;
+                if !self
+                    .no_slices_logged
+                    .swap(true, std::sync::atomic::Ordering::Relaxed)
+                {
+                    tracing::info!(
+                        "the provider serves no template ResourceSlices ({METHOD}): node groups at zero \
+                         nodes are planned without DRA devices"
+                    );
+                }
+                slices
+            }
+        };
+        self.caches().slices = Some(slices.clone());
+        Ok(slices)
     }
 
     /// The group's options: what GetOptions says over `defaults`, which are sent, or `defaults` when the

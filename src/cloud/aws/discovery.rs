@@ -10,6 +10,7 @@ use super::launch_templates::TemplateVersion;
 use super::state::{Memory, State};
 use super::view::{AsgInstance, Group};
 use crate::cloud::backend::CloudError;
+use crate::cloud::dra::{self, InstanceGpus};
 use crate::cloud::node_group::InstanceError;
 use crate::cloud::node_group::InstanceErrorClass;
 use crate::cloud::node_group::NodeGroupSpec;
@@ -33,6 +34,11 @@ pub(super) struct Discovery {
 
 /// Failed scaling activities older than this are not news, if we never scaled the group ourselves.
 const FAILURE_HORIZON: Duration = Duration::from_secs(15 * 60);
+
+/// The node group tag naming the DRA drivers its nodes run, separated by spaces (tag values cannot hold
+/// commas): `gpu.nvidia.com`. Each publishes, on a new node, the slices its instance type's devices make,
+/// which the group's template carries (scale from zero with DRA).
+const DRA_DRIVERS_TAG: &str = "ekscale.io/dra-drivers";
 
 /// The error code of placeholders for capacity the ASG could not launch, as upstream's AWS provider uses.
 pub const PLACEHOLDER_ERROR_CODE: &str = "placeholder-cannot-be-fulfilled";
@@ -391,6 +397,7 @@ impl State {
             capacity,
             allocatable,
         });
+        let resource_slices = resource_slices(ng, smallest, template::name_of(&template));
         let on_demand = self.price_of(&smallest.name);
         let price_per_hour = if capacity_type == "SPOT" {
             on_demand.map(|p| p * self.config.spot_price_ratio)
@@ -414,6 +421,7 @@ impl State {
                     zones.join(",")
                 ),
                 template: Arc::new(template),
+                resource_slices,
                 allocatable,
                 price_per_hour,
                 options,
@@ -545,6 +553,35 @@ fn instance_types(
             (facts.get(t).cloned().flatten()).ok_or_else(|| format!("unknown instance type {t}"))
         })
         .collect()
+}
+
+/// The slices a new node of the group publishes, for the drivers its `ekscale.io/dra-drivers` tag names,
+/// from the instance type its template is made of. A tag that cannot be followed (an unknown driver, a type
+/// without GPUs) is logged and the group served without slices, as its autoscaling-options tags are: the
+/// group still scales for pods that claim no devices.
+fn resource_slices(
+    ng: &Nodegroup,
+    facts: &InstanceFacts,
+    node_name: &str,
+) -> Vec<crate::model::ResourceSlice> {
+    let Some(value) = ng.tags().and_then(|tags| tags.get(DRA_DRIVERS_TAG)) else {
+        return Vec::new();
+    };
+    let drivers: Vec<String> = value.split_whitespace().map(str::to_string).collect();
+    let gpus = InstanceGpus {
+        instance_type: &facts.name,
+        count: facts.gpus,
+        model: (facts.gpu_name.as_deref()).and_then(crate::cloud::instance_types::gpu_model),
+    };
+    dra::template_slices(node_name, &drivers, gpus).unwrap_or_else(|error| {
+        tracing::warn!(
+            node_group = ng.nodegroup_name().unwrap_or_default(),
+            tag = DRA_DRIVERS_TAG,
+            %error,
+            "ignoring the node group's DRA drivers tag: its template publishes no ResourceSlices"
+        );
+        Vec::new()
+    })
 }
 
 /// The node group's taints, as its nodes get them.

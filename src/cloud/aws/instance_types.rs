@@ -18,6 +18,8 @@ pub struct InstanceFacts {
     pub gpus: u32,
     /// The `k8s.amazonaws.com/accelerator` value of its GPU, as EKS's GPU AMIs label nodes.
     pub gpu_type: Option<String>,
+    /// EC2's name of its GPU ("A10G"), which names its model in `cloud::instance_types`.
+    pub gpu_name: Option<String>,
     pub enis: u32,
     pub ipv4_per_eni: u32,
 }
@@ -47,6 +49,7 @@ impl InstanceFacts {
                 .map(|c| c.max(0) as u32)
                 .sum(),
             gpu_type: gpus.first().and_then(|g| g.name()).map(accelerator_label),
+            gpu_name: gpus.first().and_then(|g| g.name()).map(str::to_string),
             enis: u32::try_from(network.maximum_network_interfaces()?).ok()?,
             ipv4_per_eni: u32::try_from(network.ipv4_addresses_per_interface()?).ok()?,
         })

@@ -3,6 +3,7 @@
 //! Parsing is strict (unknown keys are errors) and validation is whole: a scenario that loads is one the
 //! simulator can serve, with every template already built and checked.
 
+use crate::cloud::dra::{self, InstanceGpus};
 use crate::cloud::fargate::FargateRates;
 use crate::cloud::instance_types::{self, Arch};
 use crate::cloud::node_group::NodeGroupSpec;
@@ -79,6 +80,12 @@ struct NodeGroupFile {
     /// The image (AMI id) its nodes launch with (default: its AMI type's, `ami-eks-<arch>[-nvidia]-1`).
     #[serde(default)]
     image: Option<String>,
+    /// The DRA drivers its nodes run (`[gpu.nvidia.com]`): each publishes, on a new node, the slices the
+    /// instance type's devices make (`cloud::dra`), which the group's template carries.
+    #[serde(default)]
+    dra_drivers: Vec<String>,
+    // `resourceSlices` (ResourceSlice specs given as they are, for drivers no instance type describes) is to
+    // be read here, beside `draDrivers`, by the k8s reader of ResourceSlices; until then it is an unknown key.
 }
 
 fn on_demand() -> String {
@@ -260,6 +267,14 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
         .as_ref()
         .map(OptionsFile::overrides)
         .transpose()?;
+    let gpus = InstanceGpus {
+        instance_type: &instance_type,
+        count: capacity.gpus.try_into().unwrap_or(u32::MAX),
+        model: info.and_then(|i| i.gpu_model),
+    };
+    let node_name = template::name_of(&template);
+    let resource_slices = dra::template_slices(node_name, &group.dra_drivers, gpus)
+        .map_err(|error| format!("draDrivers: {error}"))?;
     let debug = format!(
         "sim node group {}: {} {} in {}",
         group.name,
@@ -274,6 +289,7 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
             max_size: group.max_size,
             debug,
             template: Arc::new(template),
+            resource_slices,
             allocatable,
             price_per_hour,
             options,
@@ -622,6 +638,57 @@ fargateProfiles:
         assert_eq!(spec.image.as_deref(), Some("ami-0c1f2e3d4b5a69788"));
         let labels = &spec.template.metadata.as_ref().unwrap().labels;
         assert_eq!(labels[NODE_GROUP_IMAGE_LABEL], "ami-0c1f2e3d4b5a69788");
+    }
+
+    #[test]
+    fn dra_drivers_give_the_template_its_slices() {
+        let yaml = GROUP.replace("m5.large", "g5.12xlarge")
+            + "    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n    draDrivers: [gpu.nvidia.com]\n";
+        let scenario = Scenario::parse(&yaml).unwrap();
+        let spec = &scenario.node_groups[0].spec;
+        let name = template::name_of(&spec.template);
+        assert_eq!(name, "template-node-for-g");
+        let [slice] = spec.resource_slices.as_slice() else {
+            panic!("one slice: {:?}", spec.resource_slices)
+        };
+        assert_eq!(&*slice.pool.name, name);
+        assert_eq!(slice.scope, crate::model::NodeScope::Node(name.into()));
+        assert_eq!(slice.devices.len(), 4);
+        let product = crate::model::QualifiedName {
+            domain: "gpu.nvidia.com".into(),
+            id: "productName".into(),
+        };
+        let memory = crate::model::QualifiedName {
+            domain: "gpu.nvidia.com".into(),
+            id: "memory".into(),
+        };
+        for device in &slice.devices {
+            let a10g = crate::model::AttrValue::Str("NVIDIA A10G".into());
+            assert_eq!(device.attributes[&product], a10g);
+            assert_eq!(device.capacity[&memory], "23028Mi".parse().unwrap());
+        }
+        let without = GROUP.replace("m5.large", "g5.12xlarge")
+            + "    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n";
+        let scenario = Scenario::parse(&without).unwrap();
+        assert!(scenario.node_groups[0].spec.resource_slices.is_empty());
+    }
+
+    #[test]
+    fn dra_drivers_that_cannot_be_derived_name_the_group_and_the_key() {
+        let sizes = "    minSize: 0\n    maxSize: 2\n    desiredSize: 0\n";
+        let unknown = format!("{GROUP}{sizes}    draDrivers: [gpu.amd.com]\n")
+            .replace("m5.large", "g5.xlarge");
+        assert_eq!(
+            error_of(&unknown),
+            "scenario: node group \"g\": draDrivers: unknown DRA driver \"gpu.amd.com\": the known \
+             drivers are gpu.nvidia.com"
+        );
+        let no_gpu = format!("{GROUP}{sizes}    draDrivers: [gpu.nvidia.com]\n");
+        assert_eq!(
+            error_of(&no_gpu),
+            "scenario: node group \"g\": draDrivers: DRA driver \"gpu.nvidia.com\" needs GPUs, and \
+             instance type \"m5.large\" has none"
+        );
     }
 
     fn error_of(yaml: &str) -> String {
