@@ -2,7 +2,7 @@
 //! fit here" (another node, or a new one, may do) from "can never fit" (a selector that fails, a class that
 //! does not exist, more devices than a claim may hold): see [`Unallocatable::never_fits`].
 
-use super::selector::SelectorError;
+use super::selector::{SelectorError, SelectorErrorKind};
 use crate::model::{DeviceId, Name};
 use std::fmt;
 
@@ -80,15 +80,17 @@ pub enum Unallocatable {
 }
 
 impl Unallocatable {
-    /// Whether no node can help: the claims are wrong, not the node.
+    /// Whether no node can help: the claims are wrong, not the node. A selector that fails at run time
+    /// fails on some devices only (an attribute one device type lacks), so it is not counted here; note
+    /// that kube-scheduler aborts the pod's scheduling cycle on it wherever it happens.
     pub fn never_fits(&self) -> bool {
-        matches!(
-            self,
-            Unallocatable::Selector { .. }
-                | Unallocatable::UnknownClass { .. }
-                | Unallocatable::TooManyDevices { .. }
-                | Unallocatable::InvalidRequest { .. }
-        )
+        match self {
+            Unallocatable::Selector { error, .. } => error.kind == SelectorErrorKind::Compile,
+            Unallocatable::UnknownClass { .. }
+            | Unallocatable::TooManyDevices { .. }
+            | Unallocatable::InvalidRequest { .. } => true,
+            _ => false,
+        }
     }
 }
 

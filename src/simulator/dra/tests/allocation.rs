@@ -470,3 +470,13 @@ fn node_selector_slices_reach_labelled_nodes_and_merge_into_the_allocation() {
     assert!(!allocation_usable_on(&got[0], &in_b));
     assert_eq!(selector.terms.len(), 1);
 }
+
+#[test]
+fn what_a_loop_shares_across_threads_is_send_and_sync() {
+    fn shared<T: Send + Sync>() {}
+    shared::<DeviceClasses>();
+    shared::<Pools>();
+    shared::<crate::simulator::dra::pools::NodePools>();
+    shared::<InUse>();
+    shared::<Unallocatable>();
+}

@@ -1,9 +1,12 @@
-//! The allocator against a plain exhaustive search over small random nodes: whenever some assignment of
+//! The allocator against a plain exhaustive search over small random nodes (ExactCount requests, some
+//! with firstAvailable, attribute selectors, matchAttribute, devices in use): whenever some assignment of
 //! devices meets every request, selector and constraint, `allocate` finds one (and what it finds is valid);
 //! when none exists, it fails.
 
 use super::fixtures::*;
-use crate::model::{AttrValue, ClaimSpec, Device, DeviceId, ResourceSlice};
+use crate::model::{
+    AllocationMode, AttrValue, ClaimSpec, Device, DeviceAsk, DeviceId, DeviceRequest, ResourceSlice,
+};
 use crate::simulator::dra::allocate::allocate;
 use crate::simulator::dra::classes::DeviceClasses;
 use crate::simulator::dra::in_use::InUse;
@@ -23,11 +26,17 @@ struct Dev {
     in_use: bool,
 }
 
-/// A request: `count` devices, optionally with `a == value`.
+/// One way to meet a request: `count` devices, optionally with `a == value`.
 #[derive(Clone, Debug)]
-struct Req {
+struct Sub {
     count: u32,
     a: Option<i64>,
+}
+
+/// A request: `exactly` (one sub) or `firstAvailable` (two).
+#[derive(Clone, Debug)]
+struct Req {
+    subs: Vec<Sub>,
 }
 
 /// A claim: requests, optionally all matching attribute `a` or `b`.
@@ -48,7 +57,8 @@ fn dev() -> impl Strategy<Value = Dev> {
 }
 
 fn req() -> impl Strategy<Value = Req> {
-    (1..3u32, proptest::option::of(0..3i64)).prop_map(|(count, a)| Req { count, a })
+    let sub = (1..3u32, proptest::option::of(0..3i64)).prop_map(|(count, a)| Sub { count, a });
+    proptest::collection::vec(sub, 1..3).prop_map(|subs| Req { subs })
 }
 
 fn claim_strategy() -> impl Strategy<Value = Claim> {
@@ -63,49 +73,65 @@ fn attr(d: &Dev, which: &str) -> Option<i64> {
     if which == "a" { Some(d.a) } else { d.b }
 }
 
-/// Plain search: every request slot, in order, takes any unused free device passing its selector; at the
-/// end every claim's constraint is checked.
+/// Plain search: each request picks any of its subs; then every slot, in order, takes any unused free
+/// device passing its selector; at the end every claim's constraint is checked.
 fn exists(devs: &[Dev], claims: &[Claim]) -> bool {
-    let slots: Vec<(usize, &Req)> = (claims.iter().enumerate())
-        .flat_map(|(c, claim)| {
-            claim
-                .requests
-                .iter()
-                .flat_map(move |r| (0..r.count).map(move |_| (c, r)))
-        })
+    let requests: Vec<(usize, &Req)> = (claims.iter().enumerate())
+        .flat_map(|(c, claim)| claim.requests.iter().map(move |r| (c, r)))
         .collect();
-    fn go(
-        devs: &[Dev],
-        claims: &[Claim],
-        slots: &[(usize, &Req)],
-        chosen: &mut Vec<(usize, usize)>,
-    ) -> bool {
-        let Some(&(c, r)) = slots.get(chosen.len()) else {
-            return claims.iter().enumerate().all(|(ci, claim)| {
-                let Some(which) = claim.match_on else {
-                    return true;
-                };
-                let values: Vec<Option<i64>> = (chosen.iter())
-                    .filter(|(cc, _)| *cc == ci)
-                    .map(|(_, d)| attr(&devs[*d], which))
-                    .collect();
-                values.iter().all(|v| v.is_some() && *v == values[0])
-            });
-        };
-        for (d, dev) in devs.iter().enumerate() {
-            if dev.in_use || chosen.iter().any(|(_, x)| *x == d) || r.a.is_some_and(|a| a != dev.a)
-            {
-                continue;
-            }
-            chosen.push((c, d));
-            if go(devs, claims, slots, chosen) {
-                return true;
-            }
-            chosen.pop();
+    let mut choice = vec![0usize; requests.len()];
+    loop {
+        let slots: Vec<(usize, &Sub)> = (requests.iter().zip(&choice))
+            .flat_map(|(&(c, r), &k)| (0..r.subs[k].count).map(move |_| (c, &r.subs[k])))
+            .collect();
+        if assign(devs, claims, &slots, &mut Vec::new()) {
+            return true;
         }
-        false
+        // The next combination of sub choices, as an odometer.
+        let mut i = 0;
+        loop {
+            let Some(&(_, r)) = requests.get(i) else {
+                return false;
+            };
+            choice[i] += 1;
+            if choice[i] < r.subs.len() {
+                break;
+            }
+            choice[i] = 0;
+            i += 1;
+        }
     }
-    go(devs, claims, &slots, &mut Vec::new())
+}
+
+fn assign(
+    devs: &[Dev],
+    claims: &[Claim],
+    slots: &[(usize, &Sub)],
+    chosen: &mut Vec<(usize, usize)>,
+) -> bool {
+    let Some(&(c, r)) = slots.get(chosen.len()) else {
+        return claims.iter().enumerate().all(|(ci, claim)| {
+            let Some(which) = claim.match_on else {
+                return true;
+            };
+            let values: Vec<Option<i64>> = (chosen.iter())
+                .filter(|(cc, _)| *cc == ci)
+                .map(|(_, d)| attr(&devs[*d], which))
+                .collect();
+            values.iter().all(|v| v.is_some() && *v == values[0])
+        });
+    };
+    for (d, dev) in devs.iter().enumerate() {
+        if dev.in_use || chosen.iter().any(|(_, x)| *x == d) || r.a.is_some_and(|a| a != dev.a) {
+            continue;
+        }
+        chosen.push((c, d));
+        if assign(devs, claims, slots, chosen) {
+            return true;
+        }
+        chosen.pop();
+    }
+    false
 }
 
 fn slices(devs: &[Dev]) -> Vec<Arc<ResourceSlice>> {
@@ -140,10 +166,24 @@ fn specs(claims: &[Claim]) -> Vec<ClaimSpec> {
         .map(|c| {
             let requests = (c.requests.iter().enumerate())
                 .map(|(i, r)| {
-                    let selector =
-                        r.a.map(|a| format!("device.attributes['{DRIVER}'].a == {a}"));
-                    let selectors: Vec<&str> = selector.iter().map(String::as_str).collect();
-                    exact(&format!("r{i}"), "dev", r.count, &selectors)
+                    let asks: Vec<DeviceAsk> = (r.subs.iter().enumerate())
+                        .map(|(j, sub)| {
+                            let selector = sub
+                                .a
+                                .map(|a| format!("device.attributes['{DRIVER}'].a == {a}"));
+                            let selectors: Vec<&str> =
+                                selector.iter().map(String::as_str).collect();
+                            let mut ask =
+                                ask("dev", AllocationMode::ExactCount(sub.count), &selectors);
+                            ask.name = format!("s{j}").into();
+                            ask
+                        })
+                        .collect();
+                    DeviceRequest {
+                        name: format!("r{i}").into(),
+                        first_available: asks.len() > 1,
+                        asks,
+                    }
                 })
                 .collect();
             let mut spec = claim(requests);
@@ -185,14 +225,26 @@ proptest! {
         let mut used = BTreeSet::new();
         for (allocation, claim) in allocations.iter().zip(&claims) {
             for (i, r) in claim.requests.iter().enumerate() {
+                // Which sub-request was chosen: results name it `r<i>/s<j>` (`r<i>` for exactly).
+                let names: Vec<String> = if r.subs.len() > 1 {
+                    (0..r.subs.len()).map(|j| format!("r{i}/s{j}")).collect()
+                } else {
+                    vec![format!("r{i}")]
+                };
+                let chosen: BTreeSet<usize> = (allocation.devices.iter())
+                    .filter_map(|d| names.iter().position(|n| *n == *d.request))
+                    .collect();
+                prop_assert_eq!(chosen.len(), 1, "one sub-request of r{} chosen", i);
+                let j = *chosen.first().unwrap();
+                let sub = &r.subs[j];
                 let mine: Vec<usize> = (allocation.devices.iter())
-                    .filter(|d| *d.request == *format!("r{i}"))
+                    .filter(|d| *d.request == *names[j])
                     .map(|d| index(&d.device))
                     .collect();
-                prop_assert_eq!(mine.len(), r.count as usize);
+                prop_assert_eq!(mine.len(), sub.count as usize);
                 for d in mine {
                     prop_assert!(!devs[d].in_use, "dev-{} is in use", d);
-                    prop_assert!(r.a.is_none_or(|a| a == devs[d].a), "dev-{} fails the selector", d);
+                    prop_assert!(sub.a.is_none_or(|a| a == devs[d].a), "dev-{} fails the selector", d);
                     prop_assert!(used.insert(d), "dev-{} used twice", d);
                 }
             }

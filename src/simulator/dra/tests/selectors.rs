@@ -135,6 +135,10 @@ fn runtime_errors_and_non_bool_results_are_reported_not_matched() {
         "{text}"
     );
     assert!(text.contains("has()"), "the scheduler's hint: {text}");
+    assert!(
+        !missing.never_fits(),
+        "another node's devices may have the attribute"
+    );
     let not_bool = matching(
         a10g_and_t4(),
         "device.attributes['gpu.nvidia.com'].productName",
