@@ -94,6 +94,26 @@ async fn the_api_servers_dra_objects_and_pod_claims_reach_the_view() {
     );
 }
 
+/// A Kubernetes 1.33 serves `resource.k8s.io` in v1beta2 only, with the same fields: read as v1 is.
+#[tokio::test]
+async fn a_cluster_serving_v1beta2_is_read_in_it() {
+    let beta = |mut object: Value| {
+        object["apiVersion"] = json!("resource.k8s.io/v1beta2");
+        object
+    };
+    let objects = Objects {
+        nodes: vec![node("a")],
+        dra_versions: vec!["v1beta2"],
+        device_classes: vec![beta(class())],
+        resource_slices: vec![beta(slice("a"))],
+        ..Objects::default()
+    };
+    let (kube, _fake) = kube_api::connect(objects).await;
+    let view = kube.view().await.unwrap();
+    assert_eq!(&*view.dra.classes[0].name, "gpu.nvidia.com");
+    assert_eq!(&*view.dra.slices[0].devices[0].name, "gpu-0");
+}
+
 #[tokio::test]
 async fn a_cluster_without_dra_has_none_in_its_view() {
     let objects = Objects {

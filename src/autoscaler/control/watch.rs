@@ -51,8 +51,9 @@ where
     (store, drive(stream.applied_objects(), |_| {}))
 }
 
-/// The version of custom resource `kind` (at `resource(version)`) the API server serves, the preferred of
-/// `versions` first; none when it serves none of them (no CRD) or this client may not list them.
+/// The version of resource `kind` (at `resource(version)`, a custom resource's or a built-in group's such as
+/// `resource.k8s.io`) the API server serves, the preferred of `versions` first; none when it serves none of
+/// them (no CRD, or a Kubernetes before the group) or this client may not list them.
 pub async fn served(
     client: &kube::Client,
     kind: &str,
@@ -71,7 +72,7 @@ pub async fn served(
             Err(e) => return Err(ClusterError::Kube(format!("listing {kind}s: {e}"))),
         }
     }
-    tracing::info!("no {kind} CRD served: {kind}s are ignored");
+    tracing::info!("the API server serves no {kind}s (in {versions:?}): they are ignored");
     Ok(None)
 }
 
