@@ -90,6 +90,7 @@ pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError>
             .map(str::to_string),
         claims,
         uid,
+        needs: None,
     })
 }
 

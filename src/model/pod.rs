@@ -1,5 +1,6 @@
 //! A pod as decisions see it: what it needs and where it may run.
 
+use super::claims::ClaimNeeds;
 use super::dra::{ClaimSource, Name, PodClaim};
 use super::fast_map::FastMap;
 use super::resources::Resources;
@@ -57,6 +58,9 @@ pub struct Pod {
     /// Its `metadata.uid`, kept for pods with claims only: what a claim's owner and `reservedFor` name (a
     /// million pods without claims do not carry it).
     pub uid: Option<Name>,
+    /// What its claims ask of the node it goes on, found once a loop from the cluster's claims and
+    /// templates ([`super::claims::ClaimIndex`]); `None` for a pod that claims nothing.
+    pub needs: Option<Arc<ClaimNeeds>>,
 }
 
 /// What cluster-autoscaler's drainability rules read of a pod besides its owner and namespace.
@@ -258,6 +262,7 @@ impl Pod {
             consumes: None,
             claims: Vec::new(),
             uid: None,
+            needs: None,
         }
     }
 
