@@ -2,6 +2,7 @@
 //! Below both the companion (scale-up and scale-down simulate on it) and the simulated cluster (which
 //! schedules its pods with it), as upstream's `simulator/` is below its core.
 
+pub(crate) mod devices; // the devices of each place, and a pod's claims allocated there
 pub(crate) mod dra; // Dynamic Resource Allocation: which devices a pod's claims get on a node
 pub(crate) mod equivalence; // pending pods grouped by what scheduling reads
 pub(crate) mod free_tree; // first fit and best fit in log time over the nodes an estimation adds
@@ -11,6 +12,7 @@ pub(crate) mod spread_mins; // the least-filled domain of each topology spread, 
 pub(crate) mod topology; // places and pods per topology domain: the counts the pod-dependent predicates read
 pub(crate) mod world; // the in-memory cluster: places built from a view, pods placed as the scheduler would
 
+pub use devices::{Dra, PlaceDevices};
 pub use dra::{
     DeviceClasses, InUse, NodePools, Pools, RequestRef, SelectorError, SelectorErrorKind,
     Unallocatable, Wanted, allocate, allocation_usable_on, utilization,

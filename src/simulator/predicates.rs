@@ -21,6 +21,8 @@ pub enum Unfit {
     AntiAffinity,
     Spread,
     MissingTopology(String),
+    /// Its ResourceClaims cannot be allocated (or used) on the node: why, in the scheduler's words.
+    Claims(String),
 }
 
 impl fmt::Display for Unfit {
@@ -58,6 +60,7 @@ impl fmt::Display for Unfit {
             Unfit::Affinity => write!(f, "node(s) didn't match pod affinity rules"),
             Unfit::AntiAffinity => write!(f, "node(s) didn't match pod anti-affinity rules"),
             Unfit::Spread => write!(f, "node(s) didn't match pod topology spread constraints"),
+            Unfit::Claims(why) => f.write_str(why),
             Unfit::MissingTopology(key) => write!(
                 f,
                 "node(s) didn't match pod topology spread constraints (missing required label {key})"

@@ -5,6 +5,7 @@
 //! reduced to term ids ([`PodTerms`]) so that a placement check is a few array reads. The counts are a
 //! small clonable [`Topology`], so an estimation forks it instead of copying the cluster.
 
+use super::devices::{self, PlaceDevices};
 use super::predicates::Unfit;
 use super::spread_mins::{Domains, SpreadMins};
 use crate::model::{
@@ -41,6 +42,8 @@ pub struct Place {
     pub ports: Vec<HostPort>,
     /// On nodes an estimation adds: (demand index, pods) it put here.
     pub contents: Vec<(usize, u64)>,
+    /// The devices its node publishes (DRA), when it publishes any.
+    pub devices: Option<Box<PlaceDevices>>,
     /// Its domain for each registered topology key.
     domains: Vec<u32>,
 }
@@ -303,7 +306,8 @@ impl Topology {
             }
         }
         PodTerms {
-            simple: !s.has_pod_constraints() && blocked_by.is_empty(),
+            // A pod's claims are allocated device by device: pods that claim go one at a time.
+            simple: !s.has_pod_constraints() && blocked_by.is_empty() && pod.needs.is_none(),
             affinity,
             anti,
             spread,
@@ -343,6 +347,7 @@ impl Topology {
             free_extended: node.extended.clone(),
             ports: Vec::new(),
             contents: Vec::new(),
+            devices: None,
             node,
             group,
             kind,
@@ -354,6 +359,7 @@ impl Topology {
     /// of its own.
     pub fn copy(&mut self, template: &Place, kind: PlaceKind) -> Place {
         let mut place = self.place(template.node.clone(), template.group, kind);
+        place.devices = template.devices.clone();
         place.free = template.free;
         place.free_extended = template.free_extended.clone();
         place.ports = template.ports.clone();
@@ -501,6 +507,11 @@ impl Topology {
                 .ports
                 .extend(pod.scheduling.host_ports.iter().cloned());
         }
+        if pod.needs.is_some() {
+            for _ in 0..n {
+                devices::reserve(pod, &place.node, place.devices.as_deref_mut());
+            }
+        }
         self.count(terms, place, n);
     }
 
@@ -552,6 +563,11 @@ impl Topology {
                 if let Some(i) = place.ports.iter().position(|p| p == port) {
                     place.ports.swap_remove(i);
                 }
+            }
+        }
+        if pod.needs.is_some() {
+            for _ in 0..n {
+                devices::release(pod, place.devices.as_deref_mut());
             }
         }
         self.uncount(terms, place, n);

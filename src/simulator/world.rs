@@ -3,6 +3,7 @@
 //! scheduler would, with its reasons when they fit nowhere. What is free on a place and the counts per
 //! topology domain are in [`super::topology`].
 
+use super::devices;
 use super::predicates::{self, Unfit};
 use super::spread_mins::SpreadMins;
 use super::topology::{Place, PlaceKind, PodTerms, Topology};
@@ -107,7 +108,8 @@ fn fits(
     if terms.simple {
         return Ok(());
     }
-    topology.allows(terms, &pod.scheduling, place, mins, others, places)
+    topology.allows(terms, &pod.scheduling, place, mins, others, places)?;
+    devices::claims_fit(pod, &place.node, place.devices.as_deref()).map(drop)
 }
 
 /// The pods of `members` on each of `nodes` (bound, or nominated to it), by node index; pods on no node of

@@ -317,6 +317,11 @@ impl NodePools {
             .sum()
     }
 
+    /// The (driver, pool) of each pool the node reaches.
+    pub fn keys(&self) -> impl Iterator<Item = (Name, Name)> + '_ {
+        (self.pools.iter()).map(|p| (p.pool.driver.clone(), p.pool.name.clone()))
+    }
+
     /// The drivers whose devices the node reaches, each once, sorted.
     pub fn drivers(&self) -> Vec<Name> {
         let set: BTreeSet<Name> = self.pools.iter().map(|p| p.pool.driver.clone()).collect();

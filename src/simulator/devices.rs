@@ -1,0 +1,167 @@
+//! Devices on the places of the simulation (kube-scheduler's DRA plugin, over cluster-autoscaler's
+//! snapshot): the pools a node reaches and which of their devices are allocated; whether a pod's claims can
+//! be allocated there (the plugin's Filter: claims already allocated must be usable on the node, the others
+//! are allocated by the structured allocator); and the allocation taken when the pod is put there (its
+//! Reserve), given back when it is taken off.
+
+use super::dra::{DeviceClasses, InUse, NodePools, Pools, allocate, allocation_usable_on};
+use super::predicates::Unfit;
+use crate::model::ResourceSlice;
+use crate::model::{Allocation, ClaimNeeds, ClaimSpec, DraObjects, FastMap, Name, Node, Pod};
+use std::sync::Arc;
+
+/// The cluster's DRA state for one loop: its classes with their selectors compiled, its pools, and the
+/// allocations already made, by the pools their devices are in.
+pub struct Dra {
+    classes: Arc<DeviceClasses>,
+    pools: Pools,
+    allocated: FastMap<(Name, Name), Vec<Allocation>>,
+}
+
+/// What a place's node has of devices and what of them is taken.
+#[derive(Clone, Debug)]
+pub struct PlaceDevices {
+    classes: Arc<DeviceClasses>,
+    pools: NodePools,
+    in_use: InUse,
+    /// The allocations made for pods put here in the simulation, latest last, by the needs they were for.
+    reserved: Vec<(Arc<ClaimNeeds>, Vec<Allocation>)>,
+}
+
+impl Dra {
+    pub fn new(objects: &DraObjects) -> Dra {
+        let mut allocated: FastMap<(Name, Name), Vec<Allocation>> = FastMap::default();
+        for allocation in objects.claims.iter().filter_map(|c| c.allocation.as_ref()) {
+            let mut pools: Vec<(Name, Name)> = (allocation.devices.iter())
+                .map(|d| (d.device.driver.clone(), d.device.pool.clone()))
+                .collect();
+            pools.sort_unstable();
+            pools.dedup();
+            for pool in pools {
+                allocated.entry(pool).or_default().push(allocation.clone());
+            }
+        }
+        Dra {
+            classes: Arc::new(DeviceClasses::new(&objects.classes)),
+            pools: Pools::new(&objects.slices),
+            allocated,
+        }
+    }
+
+    /// A registered node's devices, with what the cluster's claims have allocated of them; `None` when it
+    /// reaches no pool.
+    pub fn devices_of(&self, node: &Node) -> Option<Box<PlaceDevices>> {
+        let pools = self.pools.for_node(node);
+        if pools.is_empty() {
+            return None;
+        }
+        let mut in_use = InUse::new();
+        for key in pools.keys() {
+            for allocation in self.allocated.get(&key).into_iter().flatten() {
+                in_use.add(allocation);
+            }
+        }
+        Some(Box::new(PlaceDevices {
+            classes: self.classes.clone(),
+            pools,
+            in_use,
+            reserved: Vec::new(),
+        }))
+    }
+
+    /// A node group's template node's devices: the slices its provider says a new node publishes, none in
+    /// use. Each copy of the template (each node the plan adds) takes its own.
+    pub fn template_devices(
+        &self,
+        slices: &[Arc<ResourceSlice>],
+        node: &Node,
+    ) -> Option<Box<PlaceDevices>> {
+        let pools = Pools::new(slices).for_node(node);
+        (!pools.is_empty()).then(|| {
+            Box::new(PlaceDevices {
+                classes: self.classes.clone(),
+                pools,
+                in_use: InUse::new(),
+                reserved: Vec::new(),
+            })
+        })
+    }
+}
+
+impl PlaceDevices {
+    /// How used the node's devices are, as cluster-autoscaler counts it (its busiest pool).
+    pub fn utilization(&self) -> f64 {
+        super::dra::utilization(&self.pools, &self.in_use)
+    }
+}
+
+/// Whether `pod`'s claims can be allocated on `node` with its `devices`: the allocations its unallocated
+/// claims would get, or why not in the scheduler's words.
+pub fn claims_fit(
+    pod: &Pod,
+    node: &Node,
+    devices: Option<&PlaceDevices>,
+) -> Result<Vec<Allocation>, Unfit> {
+    let Some(needs) = pod.needs.as_deref() else {
+        return Ok(Vec::new());
+    };
+    if let Some(missing) = &needs.missing {
+        return Err(Unfit::Claims(missing.to_string()));
+    }
+    for (name, allocation) in &needs.allocated {
+        if !allocation_usable_on(allocation, node) {
+            return Err(Unfit::Claims(format!(
+                "resourceclaim {name} is allocated on another node"
+            )));
+        }
+    }
+    if needs.unallocated.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(devices) = devices else {
+        return Err(Unfit::Claims(
+            "cannot allocate all claims: the node has no devices".into(),
+        ));
+    };
+    let specs: Vec<&ClaimSpec> = needs.unallocated.iter().map(|c| &*c.spec).collect();
+    allocate(
+        &devices.classes,
+        &devices.pools,
+        &devices.in_use,
+        node,
+        &specs,
+    )
+    .map_err(|why| Unfit::Claims(format!("cannot allocate all claims: {why}")))
+}
+
+/// Takes the devices `pod`'s claims get on the place (after [`claims_fit`] said they fit).
+pub fn reserve(pod: &Pod, node: &Node, devices: Option<&mut PlaceDevices>) {
+    let (Some(needs), Some(devices)) = (pod.needs.as_ref(), devices) else {
+        return;
+    };
+    if needs.unallocated.is_empty() {
+        return;
+    }
+    let specs: Vec<&ClaimSpec> = needs.unallocated.iter().map(|c| &*c.spec).collect();
+    let classes = devices.classes.clone();
+    if let Ok(allocations) = allocate(&classes, &devices.pools, &devices.in_use, node, &specs) {
+        for allocation in &allocations {
+            devices.in_use.add(allocation);
+        }
+        devices.reserved.push((needs.clone(), allocations));
+    }
+}
+
+/// Gives back the devices the latest pod like `pod` put on the place took.
+pub fn release(pod: &Pod, devices: Option<&mut PlaceDevices>) {
+    let (Some(needs), Some(devices)) = (pod.needs.as_ref(), devices) else {
+        return;
+    };
+    let Some(at) = (devices.reserved.iter()).rposition(|(n, _)| Arc::ptr_eq(n, needs)) else {
+        return;
+    };
+    let (_, allocations) = devices.reserved.remove(at);
+    for allocation in &allocations {
+        devices.in_use.remove(allocation);
+    }
+}
