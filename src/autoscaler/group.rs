@@ -3,7 +3,8 @@
 //! their DaemonSet pods, and why it may not grow; scale-up, consolidation and the health check share it).
 
 use crate::model::{
-    GroupOptions, Instance, Node, NodeGroup, NodeGroupState, NodeGroupStatus, ZONE_LABEL,
+    GroupOptions, Instance, Node, NodeGroup, NodeGroupState, NodeGroupStatus, ResourceSlice,
+    ZONE_LABEL,
 };
 use crate::simulator::topology::Place;
 use std::sync::Arc;
@@ -14,6 +15,9 @@ pub struct GroupFacts {
     pub target: i32,
     pub instances: Vec<Instance>,
     pub template: Option<Arc<Node>>,
+    /// The ResourceSlices a new node of it publishes (DRA), when the provider says them
+    /// (`ekscale.v1.NodeGroups/TemplateResourceSlices`).
+    pub template_slices: Vec<Arc<ResourceSlice>>,
     /// Its Availability Zones, when the provider says them.
     pub zones: Vec<String>,
     /// Its EKS status and the image of its new nodes, when the provider says them

@@ -10,6 +10,7 @@ use crate::autoscaler::clusterstate::state::Counts;
 use crate::autoscaler::group::{Group, GroupFacts, Totals};
 use crate::autoscaler::status::Placed;
 use crate::model::{LabelProjection, Node, Pod, PodList, ZONE_LABEL};
+use crate::simulator::Dra;
 use crate::simulator::equivalence::EquivalenceGroup;
 use crate::simulator::predicates;
 use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
@@ -79,9 +80,15 @@ impl ClusterSnapshot {
             &exemplars,
             input.projection,
         );
+        // Devices (DRA) only where the cluster has any: a cluster without them pays nothing here.
+        let with_templates = input.facts.iter().any(|f| !f.template_slices.is_empty());
+        let dra = (!view.dra.is_empty() || with_templates).then(|| Dra::new(&view.dra));
         for (place, node) in places.iter_mut().zip(view.nodes.iter()) {
             if input.deleting.contains(&node.name) {
                 place.accepts = false;
+            }
+            if let Some(dra) = &dra {
+                place.devices = dra.devices_of(node);
             }
         }
         let daemonsets = daemonset_exemplars(pods, daemonsets, &view.daemonsets);
@@ -94,10 +101,17 @@ impl ClusterSnapshot {
         }
         for (gi, f) in input.facts.iter().enumerate() {
             let Some(node) = &f.template else { continue };
-            let template = template_place(&mut topology, node, gi, &daemonsets);
+            // Every zone's template publishes what the group's template does.
+            let devices = (dra.as_ref()).and_then(|d| d.template_devices(&f.template_slices, node));
+            let mut place = |n: &Arc<Node>| {
+                let mut template = template_place(&mut topology, n, gi, &daemonsets);
+                template.devices = devices.clone();
+                template
+            };
+            let template = place(node);
             let variants: Vec<Place> = zones::templates(node, &f.zones)
                 .iter()
-                .map(|n| template_place(&mut topology, n, gi, &daemonsets))
+                .map(&mut place)
                 .collect();
             let upcoming = input.counts[gi].upcoming;
             if variants.is_empty() {

@@ -264,6 +264,7 @@ pub async fn read_groups(
                     target,
                     instances,
                     template,
+                    template_slices: Vec::new(),
                     zones: Vec::new(),
                     state: None,
                     options,
@@ -276,15 +277,17 @@ pub async fn read_groups(
                 target: 0,
                 instances: Vec::new(),
                 template: None,
+                template_slices: Vec::new(),
                 zones: Vec::new(),
                 state: None,
                 options: defaults,
             },
         }
     });
-    let (zones, states, mut facts) = futures::join!(
+    let (zones, states, slices, mut facts) = futures::join!(
         client.zones(),
         client.node_group_states(),
+        client.all_template_slices(),
         futures::future::join_all(reads)
     );
     // Zones are an extension: without them every new node is planned in its template's zone.
@@ -297,7 +300,15 @@ pub async fn read_groups(
         tracing::warn!(error = %e, "node group states unknown this loop");
         None
     });
+    // And the slices of the groups' new nodes: without them no group at zero offers devices.
+    let slices = slices.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "node group template ResourceSlices unknown this loop");
+        None
+    });
     for f in &mut facts {
+        if let Some(of_group) = slices.as_ref().and_then(|s| s.get(&f.group.id)) {
+            f.template_slices = of_group.iter().cloned().map(Arc::new).collect();
+        }
         f.zones = zones
             .as_ref()
             .and_then(|z| z.get(&f.group.id).cloned())

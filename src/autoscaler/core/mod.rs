@@ -2,6 +2,7 @@
 //! sorted by what the loop does with them, and RunOnce, which runs the stages in order and assembles the
 //! report.
 
+pub(crate) mod claim_needs; // what each pod's claims ask of its node, found once a loop
 pub(crate) mod classify;
 pub(crate) mod disruption_source; // the disruption configuration a loop keeps: the cluster's, the file's, the last good // pods by what the loop does with them; batching of new pods
 pub(crate) mod health; // cluster and node group health: unready nodes stop the loop or a group's scale-up

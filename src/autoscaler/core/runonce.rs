@@ -22,6 +22,7 @@ use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::clustersnapshot::snapshot::{self as cluster_snapshot, ClusterSnapshot};
 use crate::autoscaler::clusterstate::backoff::Backoff;
 use crate::autoscaler::clusterstate::state::{self as cluster_state, ClusterState, Counts};
+use crate::autoscaler::core::claim_needs;
 use crate::autoscaler::core::classify::{self, Sorted};
 use crate::autoscaler::core::disruption_source::DisruptionSource;
 use crate::autoscaler::core::health::Judge;
@@ -118,7 +119,8 @@ impl RunOnce {
         let mut requests = provreq::read(view, now);
         let mut extra = std::mem::take(&mut reserved.pods);
         requests.add_pods(&mut extra, view.pods.len());
-        let pods = PodList::new(&view.pods, &extra);
+        let claimed = claim_needs::with_needs(view, &mut extra);
+        let pods = PodList::new(claimed.as_deref().unwrap_or(&view.pods), &extra);
         let mut sorted = self.classify(view, pods, now);
         let disruption = self.disruption.keep(view.disruption_config.as_ref());
         status.disruption_config_refused = disruption.stale;

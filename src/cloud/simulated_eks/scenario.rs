@@ -11,7 +11,9 @@ use crate::cloud::options::OptionsFile;
 use crate::cloud::pricing::DEFAULT_SPOT_PRICE_RATIO;
 use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
 use crate::k8s::Quantity;
-use crate::model::{FargateProfile, NODE_GROUP_IMAGE_LABEL, NodeGroupStatus, Resources};
+use crate::model::{
+    FargateProfile, NODE_GROUP_IMAGE_LABEL, NodeGroupStatus, ResourceSlice, Resources,
+};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -84,8 +86,32 @@ struct NodeGroupFile {
     /// instance type's devices make (`cloud::dra`), which the group's template carries.
     #[serde(default)]
     dra_drivers: Vec<String>,
-    // `resourceSlices` (ResourceSlice specs given as they are, for drivers no instance type describes) is to
-    // be read here, beside `draDrivers`, by the k8s reader of ResourceSlices; until then it is an unknown key.
+    /// ResourceSlice `spec`s a new node publishes as they are (`driver`, `devices`, `sharedCounters`), for
+    /// drivers no instance type describes: their pool and node are the new node's.
+    #[serde(default)]
+    resource_slices: Vec<serde_json::Value>,
+}
+
+/// The `resourceSlices` a group lists, after the slices its drivers derive: each its own pool, named after
+/// the node as drivers name theirs (`<node>`, then `<node>-1`, ... for more pools of one driver).
+fn given_slices(
+    node: &str,
+    specs: &[serde_json::Value],
+    slices: &mut Vec<ResourceSlice>,
+) -> Result<(), String> {
+    for (i, spec) in specs.iter().enumerate() {
+        let driver = spec.get("driver").and_then(|d| d.as_str()).unwrap_or("");
+        let same = slices.iter().filter(|s| &*s.driver == driver).count();
+        let pool = match same {
+            0 => node.to_string(),
+            n => format!("{node}-{n}"),
+        };
+        let name = format!("{node}-{driver}-{i}");
+        let slice = crate::k8s::slice_from_spec(spec.clone(), &name, &pool, node)
+            .map_err(|e| format!("resourceSlices[{i}]: {e}"))?;
+        slices.push(slice);
+    }
+    Ok(())
 }
 
 fn on_demand() -> String {
@@ -273,8 +299,9 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
         model: info.and_then(|i| i.gpu_model),
     };
     let node_name = template::name_of(&template);
-    let resource_slices = dra::template_slices(node_name, &group.dra_drivers, gpus)
+    let mut resource_slices = dra::template_slices(node_name, &group.dra_drivers, gpus)
         .map_err(|error| format!("draDrivers: {error}"))?;
+    given_slices(node_name, &group.resource_slices, &mut resource_slices)?;
     let debug = format!(
         "sim node group {}: {} {} in {}",
         group.name,
