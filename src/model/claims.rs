@@ -26,13 +26,25 @@ pub struct NeededClaim {
     pub spec: Arc<ClaimSpec>,
 }
 
+/// A claim of the pod that is allocated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AllocatedClaim {
+    pub name: Name,
+    pub allocation: Allocation,
+    /// The claim's spec when the claim is the pod's own (made from a template for it): what a move
+    /// allocates again where the pod goes. A shared claim stays where it is allocated.
+    pub own: Option<Arc<ClaimSpec>>,
+}
+
 /// What a pod's claims ask of its node.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClaimNeeds {
     /// Claims to allocate on the pod's node, in the pod's order.
     pub unallocated: Vec<NeededClaim>,
-    /// Claims already allocated: the pod may go only where each allocation is usable.
-    pub allocated: Vec<(Name, Allocation)>,
+    /// Claims already allocated: the pod may go only where each allocation is usable, except that a claim
+    /// made for the pod alone moves with it (cluster-autoscaler's scale-down deallocates it and the
+    /// destination allocates it again).
+    pub allocated: Vec<AllocatedClaim>,
     /// A claim it names that the cluster does not have: no node takes the pod.
     pub missing: Option<ClaimError>,
 }
@@ -139,7 +151,11 @@ impl<'a> ClaimIndex<'a> {
             }
             let name: Name = format!("{namespace}/{claim}").into();
             match &found.allocation {
-                Some(allocation) => needs.allocated.push((name, allocation.clone())),
+                Some(allocation) => needs.allocated.push(AllocatedClaim {
+                    name,
+                    allocation: allocation.clone(),
+                    own: (owned && found.owner_pod.is_some()).then(|| Arc::clone(&found.spec)),
+                }),
                 None => needs.unallocated.push(NeededClaim {
                     name,
                     spec: Arc::clone(&found.spec),

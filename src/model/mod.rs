@@ -15,7 +15,7 @@ pub(crate) mod resources; // integer resources and a pod's demand
 pub(crate) mod selector; // label selectors and node selector terms
 pub(crate) mod taint; // taints and tolerations
 
-pub use claims::{ClaimError, ClaimIndex, ClaimNeeds, NeededClaim};
+pub use claims::{AllocatedClaim, ClaimError, ClaimIndex, ClaimNeeds, NeededClaim};
 pub use dra::{
     AllocatedDevice, Allocation, AllocationMode, AttrValue, ClaimSource, ClaimSpec, ClaimTemplate,
     CounterConsumption, CounterSet, Device, DeviceAsk, DeviceClass, DeviceId, DeviceRequest,

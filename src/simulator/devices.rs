@@ -95,8 +95,29 @@ impl PlaceDevices {
     }
 }
 
-/// Whether `pod`'s claims can be allocated on `node` with its `devices`: the allocations its unallocated
-/// claims would get, or why not in the scheduler's words.
+/// The claims `pod` needs allocated on `node`: those not allocated yet, and its own allocated claims whose
+/// devices are elsewhere (it is moving); `Err` when an allocation it cannot take along pins it elsewhere.
+fn to_allocate<'a>(needs: &'a ClaimNeeds, node: &Node) -> Result<Vec<&'a ClaimSpec>, Unfit> {
+    let mut specs: Vec<&ClaimSpec> = needs.unallocated.iter().map(|c| &*c.spec).collect();
+    for claim in &needs.allocated {
+        if allocation_usable_on(&claim.allocation, node) {
+            continue;
+        }
+        match &claim.own {
+            Some(spec) => specs.push(spec),
+            None => {
+                return Err(Unfit::Claims(format!(
+                    "resourceclaim {} is allocated on another node",
+                    claim.name
+                )));
+            }
+        }
+    }
+    Ok(specs)
+}
+
+/// Whether `pod`'s claims can be allocated on `node` with its `devices`: the allocations they would get,
+/// or why not in the scheduler's words.
 pub fn claims_fit(
     pod: &Pod,
     node: &Node,
@@ -108,14 +129,8 @@ pub fn claims_fit(
     if let Some(missing) = &needs.missing {
         return Err(Unfit::Claims(missing.to_string()));
     }
-    for (name, allocation) in &needs.allocated {
-        if !allocation_usable_on(allocation, node) {
-            return Err(Unfit::Claims(format!(
-                "resourceclaim {name} is allocated on another node"
-            )));
-        }
-    }
-    if needs.unallocated.is_empty() {
+    let specs = to_allocate(needs, node)?;
+    if specs.is_empty() {
         return Ok(Vec::new());
     }
     let Some(devices) = devices else {
@@ -123,7 +138,6 @@ pub fn claims_fit(
             "cannot allocate all claims: the node has no devices".into(),
         ));
     };
-    let specs: Vec<&ClaimSpec> = needs.unallocated.iter().map(|c| &*c.spec).collect();
     allocate(
         &devices.classes,
         &devices.pools,
@@ -139,10 +153,12 @@ pub fn reserve(pod: &Pod, node: &Node, devices: Option<&mut PlaceDevices>) {
     let (Some(needs), Some(devices)) = (pod.needs.as_ref(), devices) else {
         return;
     };
-    if needs.unallocated.is_empty() {
+    let Ok(specs) = to_allocate(needs, node) else {
+        return;
+    };
+    if specs.is_empty() {
         return;
     }
-    let specs: Vec<&ClaimSpec> = needs.unallocated.iter().map(|c| &*c.spec).collect();
     let classes = devices.classes.clone();
     if let Ok(allocations) = allocate(&classes, &devices.pools, &devices.in_use, node, &specs) {
         for allocation in &allocations {

@@ -398,6 +398,7 @@ fn an_unreadable_item_deep_in_a_file_is_named_whatever_converter_read_it() {
             "{converters} converters: {error}"
         );
     }
+}
 
 /// DRA's four kinds beside the rest: a template's claim (made for a pod, which its status names) and a
 /// shared claim, a class and a slice; a claim the API server would refuse is left out with why, and the rest
