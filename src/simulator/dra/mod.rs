@@ -4,6 +4,7 @@
 
 mod allocate; // Allocate for one node: validate, search, build the allocations or say why not
 mod cel_library; // Kubernetes' quantity() and semver() in CEL
+mod cel_regex; // CEL's matches(), each pattern compiled once
 mod classes; // DeviceClasses with compiled selectors, and the selector sets of asks
 mod constraint; // matchAttribute while devices are added and removed
 mod counters; // shared counters of partitionable devices during one allocation

@@ -3,8 +3,8 @@
 //! `cel.bind`). A compile error, a runtime error or a result that is not a bool is a [`SelectorError`]
 //! naming the expression, never a panic.
 
-use super::cel_library;
 use super::device_value::{DeviceRef, DeviceValue};
+use super::{cel_library, cel_regex};
 use crate::model::{FastMap, Name};
 use cel::{Context, Env, Program, Value};
 use std::fmt;
@@ -133,10 +133,12 @@ impl CompileCache {
     }
 }
 
-/// The environment: the standard library, the strings extension (`lowerAscii`, `upperAscii`, ...) and
-/// `cel.bind`, as Kubernetes' base environment has them.
+/// The environment: the standard library, `matches()` with its patterns compiled once, the strings
+/// extension (`lowerAscii`, `upperAscii`, ...) and `cel.bind`, as Kubernetes' base environment has them.
 static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let mut env = Env::stdlib();
+    env.add_extension(cel_regex::library)
+        .expect("matches() registers on the standard library without cel's regex feature");
     env.add_extension(cel::extensions::strings)
         .expect("the strings extension registers on the standard library");
     env.add_macro(cel_bind_macro())

@@ -169,6 +169,22 @@ fn runtime_errors_and_non_bool_results_are_reported_not_matched() {
 }
 
 #[test]
+fn a_bad_regex_is_a_runtime_error_of_its_selector() {
+    let selector = "device.attributes['gpu.nvidia.com'].productName.matches('(a10g')";
+    let err = matching(a10g_and_t4(), selector).unwrap_err();
+    let Unallocatable::Selector { error, .. } = &err else {
+        panic!("expected a selector error, got {err}");
+    };
+    assert_eq!(error.kind, SelectorErrorKind::Runtime);
+    assert_eq!(error.expression.as_ref(), selector);
+    assert!(error.message.contains("'(a10g' not a valid regex"), "{err}");
+    // Global form, and a good pattern after the bad one is cached: each selector gets its own answer.
+    let global = "matches(device.attributes['gpu.nvidia.com'].productName, '(?i)^nvidia a10g$')";
+    assert_eq!(matching(a10g_and_t4(), global).unwrap(), ["gpu-1"]);
+    assert!(matching(a10g_and_t4(), selector).is_err());
+}
+
+#[test]
 fn a_version_that_is_not_semver_fails_the_selectors_that_reach_it() {
     let mut bad = gpu("gpu-0", "Tesla T4", "15Gi", "pci0000:00");
     bad.attributes.insert(
