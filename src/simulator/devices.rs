@@ -10,6 +10,9 @@ use crate::model::ResourceSlice;
 use crate::model::{Allocation, ClaimNeeds, ClaimSpec, DraObjects, FastMap, Name, Node, Pod};
 use std::sync::Arc;
 
+/// What kube-scheduler's DRA plugin says of a node where a pod's claims cannot be allocated.
+const NO_ALLOCATION: &str = "cannot allocate all claims";
+
 /// The cluster's DRA state for one loop: its classes with their selectors compiled, its pools, and the
 /// allocations already made, by the pools their devices are in.
 pub struct Dra {
@@ -134,18 +137,19 @@ pub fn claims_fit(
         return Ok(Vec::new());
     }
     let Some(devices) = devices else {
-        return Err(Unfit::Claims(
-            "cannot allocate all claims: the node has no devices".into(),
-        ));
+        return Err(Unfit::Claims(format!(
+            "{NO_ALLOCATION}: the node has no devices"
+        )));
     };
-    allocate(
-        &devices.classes,
-        &devices.pools,
-        &devices.in_use,
-        node,
-        &specs,
-    )
-    .map_err(|why| Unfit::Claims(format!("cannot allocate all claims: {why}")))
+    let (classes, pools, in_use) = (&devices.classes, &devices.pools, &devices.in_use);
+    allocate(classes, pools, in_use, node, &specs).map_err(|why| {
+        // The scheduler's words first, whatever the allocator found.
+        let why = why.to_string();
+        Unfit::Claims(match why.starts_with(NO_ALLOCATION) {
+            true => why,
+            false => format!("{NO_ALLOCATION}: {why}"),
+        })
+    })
 }
 
 /// Takes the devices `pod`'s claims get on the place (after [`claims_fit`] said they fit).

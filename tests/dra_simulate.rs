@@ -1,0 +1,211 @@
+//! Dynamic Resource Allocation in `simulate`, end to end: the real provider binary on a simulated EKS whose
+//! GPU groups publish template ResourceSlices (derived from the instance type, or listed as they are),
+//! snapshots holding DeviceClasses and claim templates, and `simulate` deciding which group's new nodes can
+//! allocate the pods' claims.
+
+mod common;
+
+use common::Binary;
+use common::cluster::*;
+use serde_json::{Value, json};
+
+const SCENARIO: &str = r#"
+cluster: dra
+region: us-east-1
+nodeGroups:
+  - name: general
+    instanceType: m5.2xlarge
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 10
+    desiredSize: 0
+  - name: t4
+    instanceType: g4dn.xlarge
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 4
+    desiredSize: 0
+    draDrivers: [gpu.nvidia.com]
+  - name: a10g-quad
+    instanceType: g5.12xlarge
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 4
+    desiredSize: 0
+    draDrivers: [gpu.nvidia.com]
+  - name: fpga
+    instanceType: m5.2xlarge
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 2
+    desiredSize: 0
+    labels: {accelerator: fpga}
+    resourceSlices:
+      - driver: fpga.example.com
+        devices:
+          - {name: fpga-0, attributes: {model: {string: u250}}}
+          - {name: fpga-1, attributes: {model: {string: u250}}}
+"#;
+
+/// NVIDIA's chart's class, and one for the example FPGA driver.
+fn classes() -> Vec<Value> {
+    let class = |name: &str, expression: &str| {
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+               "spec": {"selectors": [{"cel": {"expression": expression}}]}})
+    };
+    vec![
+        class(
+            "gpu.nvidia.com",
+            "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+        ),
+        class("fpga.example.com", "device.driver == 'fpga.example.com'"),
+    ]
+}
+
+/// A claim template asking `count` devices of `class`, with `selector` when given.
+fn template(name: &str, class: &str, count: u32, selector: Option<&str>) -> Value {
+    let selectors: Vec<Value> = selector
+        .map(|e| json!({"cel": {"expression": e}}))
+        .into_iter()
+        .collect();
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+           "metadata": {"name": name, "namespace": "default"},
+           "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+               "deviceClassName": class, "count": count, "selectors": selectors}}]}}}})
+}
+
+/// A pending pod claiming a device from `template`.
+fn claiming(name: &str, template: &str) -> Value {
+    let mut pod = pending("default", name, name, "1", "2Gi");
+    pod["spec"]["resourceClaims"] = json!([{"name": "dev", "resourceClaimTemplateName": template}]);
+    pod["spec"]["containers"][0]["resources"]["claims"] = json!([{"name": "dev"}]);
+    pod
+}
+
+fn group_of(result: &Value, pod: &str) -> Option<String> {
+    result["scaleUp"].as_array().unwrap().iter().find_map(|s| {
+        (s["pods"].as_array().unwrap().iter().any(|p| p == pod))
+            .then(|| s["nodeGroup"].as_str().unwrap().to_string())
+    })
+}
+
+fn provider() -> (Binary, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario.yaml");
+    std::fs::write(&scenario, SCENARIO).unwrap();
+    (
+        Binary::start(&["--sim-file", scenario.to_str().unwrap()]),
+        dir,
+    )
+}
+
+#[test]
+fn pods_that_claim_gpus_scale_the_groups_whose_new_nodes_have_them_from_zero() {
+    let (provider, _dir) = provider();
+    let mut items = classes();
+    items.push(template("any-gpu", "gpu.nvidia.com", 1, None));
+    // By product name, as NVIDIA's own examples select.
+    items.push(template(
+        "a10g",
+        "gpu.nvidia.com",
+        1,
+        Some("device.attributes['gpu.nvidia.com'].productName.lowerAscii().matches('^.*a10g.*$')"),
+    ));
+    // By memory: a T4 has 15Gi, an A10G 23028Mi.
+    items.push(template(
+        "big-memory",
+        "gpu.nvidia.com",
+        1,
+        Some("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('20Gi')) >= 0"),
+    ));
+    items.push(template("two-fpgas", "fpga.example.com", 2, None));
+    items.push(template("three-fpgas", "fpga.example.com", 3, None));
+    items.push(claiming("a10g-job", "a10g"));
+    items.push(claiming("memory-job", "big-memory"));
+    items.push(claiming("fpga-job", "two-fpgas"));
+    items.push(claiming("too-many-fpgas", "three-fpgas"));
+    items.push(pending("default", "plain", "plain", "1", "2Gi"));
+    let result = simulate_json(provider.grpc, &list(items), &[]);
+
+    // Only a group whose template publishes matching devices takes a claiming pod.
+    assert_eq!(
+        group_of(&result, "default/a10g-job").as_deref(),
+        Some("a10g-quad")
+    );
+    assert_eq!(
+        group_of(&result, "default/memory-job").as_deref(),
+        Some("a10g-quad")
+    );
+    assert_eq!(
+        group_of(&result, "default/fpga-job").as_deref(),
+        Some("fpga")
+    );
+    // A pod without claims still goes where it always did.
+    assert!(group_of(&result, "default/plain").is_some());
+
+    // Three FPGAs: no group's new node has them, and each group says why in the scheduler's words.
+    let why = reasons(&result, "default/too-many-fpgas");
+    let fpga = why["fpga"].as_str().unwrap();
+    assert!(fpga.contains("cannot allocate all claims"), "{fpga}");
+    let general = why["general"].as_str().unwrap();
+    assert!(general.contains("cannot allocate all claims"), "{general}");
+}
+
+#[test]
+fn a_missing_claim_template_is_named_and_nothing_is_scaled_for_it() {
+    let (provider, _dir) = provider();
+    let mut items = classes();
+    items.push(claiming("orphan", "no-such-template"));
+    let result = simulate_json(provider.grpc, &list(items), &[]);
+    assert_eq!(scale_ups(&result), Vec::<(String, u64)>::new());
+    let why = reasons(&result, "default/orphan");
+    let t4 = why["t4"].as_str().unwrap();
+    assert!(
+        t4.contains("resourceclaimtemplate \"default/no-such-template\" not found"),
+        "{t4}"
+    );
+}
+
+#[test]
+fn a_selector_that_does_not_compile_is_the_pods_reason_and_the_loop_goes_on() {
+    let (provider, _dir) = provider();
+    let mut items = classes();
+    items.push(template(
+        "broken",
+        "gpu.nvidia.com",
+        1,
+        Some("device.attributes["),
+    ));
+    items.push(claiming("broken-job", "broken"));
+    items.push(claiming("fine-job", "any-gpu"));
+    items.push(template("any-gpu", "gpu.nvidia.com", 1, None));
+    let result = simulate_json(provider.grpc, &list(items), &[]);
+    assert!(
+        group_of(&result, "default/fine-job").is_some(),
+        "{result:#}"
+    );
+    let why = reasons(&result, "default/broken-job");
+    let t4 = why["t4"].as_str().unwrap();
+    assert!(t4.contains("device.attributes["), "{t4}");
+}
+
+#[test]
+fn the_readmes_example_prints_what_the_readme_shows() {
+    let provider = Binary::start(&[]);
+    let snapshot = "tests/data/dra.yaml";
+    let lines = readme_shows(provider.grpc, snapshot, &[], "Pods no node group can help");
+    assert_eq!(lines, 6);
+    // And the gpu group's scale-up, with its pods.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(snapshot);
+    let table = String::from_utf8(simulate(provider.grpc, &path, &[]).stdout).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let up: Vec<&str> = (table.lines())
+        .skip_while(|l| !l.starts_with("gpu "))
+        .take(2)
+        .collect();
+    assert_eq!(up.len(), 2, "{table}");
+    for line in up {
+        assert!(readme.contains(line), "README lacks: {line}");
+    }
+}
