@@ -625,6 +625,7 @@ mod planner {
             node_group: &node_group,
             groups: &groups,
             on_node: &on_node,
+            device_use: &[],
             deleting: &HashSet::new(),
             previously_unneeded: &HashSet::new(),
             projection: &projection,

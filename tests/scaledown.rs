@@ -142,6 +142,7 @@ impl Cluster {
             node_group: &self.node_group,
             groups: &self.groups,
             on_node: &on_node,
+            device_use: &[],
             deleting: &HashSet::new(),
             previously_unneeded: &HashSet::new(),
             projection: &LabelProjection::All,

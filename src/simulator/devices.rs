@@ -92,9 +92,11 @@ impl Dra {
 }
 
 impl PlaceDevices {
-    /// How used the node's devices are, as cluster-autoscaler counts it (its busiest pool).
-    pub fn utilization(&self) -> f64 {
-        super::dra::utilization(&self.pools, &self.in_use)
+    /// How used the node's devices are, as cluster-autoscaler counts it (its busiest pool); `None` when it
+    /// reaches no pool of its own (devices on every node are no reason to keep one).
+    pub fn utilization(&self) -> Option<f64> {
+        let local = self.pools.pools.iter().any(|p| p.pool.node_local());
+        local.then(|| super::dra::utilization(&self.pools, &self.in_use))
     }
 }
 

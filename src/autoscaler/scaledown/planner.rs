@@ -63,15 +63,20 @@ pub struct Utilization {
     pub cpu: f64,
     pub memory: f64,
     pub gpu: Option<f64>,
+    /// Its own devices' (DRA), as cluster-autoscaler counts them: when it has any, all that counts.
+    pub devices: Option<f64>,
 }
 
 impl Utilization {
     /// What the threshold is compared with.
     pub fn value(&self) -> f64 {
-        self.gpu.unwrap_or(self.cpu.max(self.memory))
+        (self.devices.or(self.gpu)).unwrap_or(self.cpu.max(self.memory))
     }
 
     pub fn describe(&self) -> String {
+        if let Some(devices) = self.devices {
+            return format!("devices {:.0}%", devices * 100.0);
+        }
         match self.gpu {
             Some(gpu) => format!("gpu {:.0}%", gpu * 100.0),
             None => format!(
@@ -177,6 +182,7 @@ pub fn utilization(node: &Node, pods: &[&Pod], ignore_daemonsets: bool) -> Utili
             ignored.memory_bytes,
         ),
         gpu: gpu_node.then(|| ratio(used.gpus, allocatable.gpus, ignored.gpus)),
+        devices: None,
     }
 }
 
@@ -369,7 +375,10 @@ pub(super) fn candidate<'a>(
         .map(|&p| &input.pods[p])
         .filter(|p| !drain::long_terminating(p, input.now))
         .collect();
-    let used = utilization(node, &on_node, group.options.ignore_daemon_sets);
+    let used = Utilization {
+        devices: input.device_use.get(n).copied().flatten(),
+        ..utilization(node, &on_node, group.options.ignore_daemon_sets)
+    };
     let limit = if used.gpu.is_some() {
         group.options.gpu_utilization
     } else {

@@ -178,9 +178,12 @@ impl ScaleDownPolicy {
             nodes, node_group, &groups, &budgets, &images, &excluded, now,
         );
         excluded.extend(aging.iter().map(|a| scene.view.nodes[a.node].name.clone()));
-        let input = input(cx, scene, &groups, &excluded, &previously);
-        let started = Instant::now();
         let existing = scene.view.nodes.len();
+        let device_use: Vec<Option<f64>> = (places[..existing].iter())
+            .map(|p| p.devices.as_ref().and_then(|d| d.utilization()))
+            .collect();
+        let input = input(cx, scene, &groups, &excluded, &previously, &device_use);
+        let started = Instant::now();
         let ready = (self.consolidator).check_ready(
             scene.view,
             &input,
@@ -622,6 +625,7 @@ fn input<'a>(
     groups: &'a [GroupInfo],
     excluded: &'a HashSet<String>,
     previously: &'a HashSet<String>,
+    device_use: &'a [Option<f64>],
 ) -> Input<'a> {
     Input {
         nodes: &scene.view.nodes,
@@ -630,6 +634,7 @@ fn input<'a>(
         node_group: scene.node_group,
         groups,
         on_node: scene.on_node,
+        device_use,
         deleting: excluded,
         previously_unneeded: previously,
         projection: scene.projection,

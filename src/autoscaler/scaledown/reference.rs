@@ -282,6 +282,7 @@ proptest! {
             node_group: &group_of,
             groups: &groups,
             on_node: &on_node,
+            device_use: &[],
             deleting: &none,
             previously_unneeded: &none,
             projection: &LabelProjection::All,

@@ -37,6 +37,8 @@ pub struct Input<'a> {
     pub groups: &'a [GroupInfo],
     /// Pods on each node: bound (or nominated) and pending pods this loop found room for there.
     pub on_node: &'a [Vec<usize>],
+    /// How used each node's own devices are (DRA), for nodes that publish any: then alone their utilization.
+    pub device_use: &'a [Option<f64>],
     /// Nodes being removed (by name; ours, or carrying a ToBeDeleted taint): never candidates, never
     /// destinations.
     pub deleting: &'a HashSet<String>,
@@ -520,6 +522,7 @@ pub(super) mod tests {
                 node_group: &group_of,
                 groups: &groups,
                 on_node: &on_node,
+                device_use: &[],
                 deleting: &none,
                 previously_unneeded: &none,
                 projection: &LabelProjection::All,
