@@ -547,3 +547,70 @@ fn how_far_from_the_optimum() {
     assert!(at(&|u, o| u == 0 && o == 0) * 100 >= cases * 95, "{seen:?}");
     assert!(at(&|u, _| u == 0) * 100 >= cases * 97, "{seen:?}");
 }
+
+fn plain_group(count: u64, label: usize, constraint: Constraint, pin: Option<usize>) -> Group {
+    Group {
+        cpu: 100,
+        mem_mi: 128,
+        count,
+        label,
+        constraint,
+        tolerates: false,
+        host_port: false,
+        pin,
+    }
+}
+
+/// The smallest mixes on which this test failed with an earlier fix of the estimator taken out, kept so
+/// that it fails on them whatever the random mixes.
+#[test]
+fn the_mixes_that_caught_earlier_bugs() {
+    let one = |groups: Vec<Group>, shape, zones| Mix {
+        shape,
+        zones,
+        tainted: false,
+        groups,
+        beside: vec![],
+    };
+    let cases = [
+        // A pod wanting a partner in its zone, packed before the partners that then filled the node: a
+        // new node in that zone holds it ("pods wanting a partner placed after them get new nodes").
+        one(
+            vec![
+                plain_group(1, 2, Constraint::None, None),
+                plain_group(1, 1, Constraint::None, None),
+                Group {
+                    mem_mi: 238,
+                    ..plain_group(
+                        1,
+                        0,
+                        Constraint::Affinity {
+                            value: 1,
+                            zone: true,
+                        },
+                        None,
+                    )
+                },
+            ],
+            (1722, 4, 2),
+            1,
+        ),
+        // Pods pinned to zone a beside pods that spread the group's nodes over three zones: none may go on
+        // a planned node of another zone ("pods pinned to a zone kept off other zones' planned nodes").
+        one(
+            vec![
+                plain_group(3, 0, Constraint::None, Some(0)),
+                Group {
+                    mem_mi: 129,
+                    ..plain_group(2, 0, Constraint::AntiAffinity { zone: false }, None)
+                },
+            ],
+            (1000, 11, 2),
+            3,
+        ),
+    ];
+    for mix in &cases {
+        let (ours, best) = check(mix).unwrap_or_else(|e| panic!("{e}: {mix:?}"));
+        assert_eq!(ours, best, "{mix:?}");
+    }
+}
