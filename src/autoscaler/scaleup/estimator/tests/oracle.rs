@@ -497,7 +497,7 @@ fn wants_partners(mix: &Mix) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(128))]
     /// Every step of the plan passes the plain filters, no pod left over fits the plan or a new node, and
     /// (see the file's comment) at most one node more than the optimum; as many pods as the optimum when
     /// no group asks for pod affinity.
