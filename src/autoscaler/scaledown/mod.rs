@@ -10,6 +10,8 @@ pub(crate) mod context; // what the policy needs of the loop: settings, provider
 pub(crate) mod disruption_budgets; // each group's disruption budgets this loop, shared by every stage
 pub(crate) mod drain; // what each pod on a node means for removing it (upstream's drainability rules)
 pub(crate) mod expiry; // expired and drifted nodes: removed, replaced surge-first, or held
+#[cfg(test)]
+mod oracle; // the planner held to an exhaustive search, with the scheduler's rules written plainly
 pub(crate) mod planner; // finds unneeded nodes: utilization, drainability, removal simulation
 pub(crate) mod policy; // around the planner: the decision and its carrying out, cooldowns, soft taints, deletions
 #[cfg(test)]

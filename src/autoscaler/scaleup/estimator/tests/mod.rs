@@ -2,5 +2,6 @@
 
 mod completeness; // whatever is left unplaced fits nowhere in the plan; what is placed, the predicates allow
 mod helpers; // nodes, pods and terms made plainly; estimates run a few ways
+mod oracle; // held to an exhaustive search over small mixes, with the scheduler's rules written plainly
 mod properties; // no predicate broken, no node without a pod
 mod searches; // hand-computed mixes for each search

@@ -1,0 +1,628 @@
+//! The estimator held to an exhaustive search that shares nothing with it but the model: on small mixes
+//! (up to ten pods in up to four groups with pod affinity, anti-affinity, zone and hostname spread, taints,
+//! host ports and zone pins, a group in one to three zones, pods of those groups already on nodes beside
+//! it), the search tries every pod next onto every node of the plan or onto one new node in any zone of
+//! the group, asking kube-scheduler's filters written plainly (`autoscaler::oracle`), and finds the most
+//! pods that can be placed and, for those, the fewest new nodes.
+//!
+//! Held on every mix: each step of the plan passes the plain filters; no pod left unplaced fits a node of
+//! the plan or a new node in any zone; when no group asks for pod affinity, as many pods as the optimum;
+//! when as many pods and no group spreads by node, at most the optimum + 1 nodes. Measured over 400 mixes
+//! from a fixed seed (`how_far_from_the_optimum`, which holds these numbers within a little): the optimum's
+//! pods and nodes on 386 (96.5%), one node over on 8, two over on 1, fewer pods on 5 (over 1000 mixes
+//! from each of two other seeds: 96.2% and 96.5%, two over on 3 each, fewer pods on 2% at most). Both
+//! gaps are the greedy searches', as upstream's, not the filters': a pod placed is never moved.
+//! - Fewer pods, only with pod affinity: a pod whose partners went first to nodes (or a zone) it cannot
+//!   join stays out, where the search puts the partners with it (the smallest: a plain pod put in zone a,
+//!   then a pod pinned to zone b that wants it on its node).
+//! - Two nodes over, only with a spread by node: pods are taken by size, and the node a bigger pod got
+//!   first is a domain holding none of the spread's pods, which then go one to a node (the smallest: one
+//!   pod of 1613m and four of 632m spread by node, on nodes of 2244m and two pods: five nodes, where
+//!   putting the four two to a node first and the big one last takes three).
+
+use super::helpers::{app_selector, demands, node, pod};
+use crate::autoscaler::oracle::{self, Cluster};
+use crate::autoscaler::scaleup::estimator::estimate::*;
+use crate::autoscaler::scaleup::estimator::plan::*;
+use crate::model::{
+    HOSTNAME_LABEL, HostPort, LabelSelector, Node, Pod, PodAffinityTerm, Scheduling,
+    SpreadConstraint, Taint, TaintEffect, Toleration, ZONE_LABEL,
+};
+use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+const ZONES: [&str; 3] = ["us-east-1a", "us-east-1b", "us-east-1c"];
+const VALUES: [&str; 3] = ["a", "b", "c"];
+/// The most pods a mix holds: the search's states grow fast past it.
+const MOST_PODS: u64 = 10;
+
+#[derive(Clone, Copy, Debug)]
+enum Constraint {
+    None,
+    /// Wants a pod labelled `my-label=<value>` on its node, or in its zone.
+    Affinity {
+        value: usize,
+        zone: bool,
+    },
+    /// One per node, or per zone, of its own app.
+    AntiAffinity {
+        zone: bool,
+    },
+    /// Its own app spread by zone or by node.
+    Spread {
+        zone: bool,
+        max_skew: u32,
+    },
+}
+
+fn constraint() -> impl Strategy<Value = Constraint> {
+    prop_oneof![
+        Just(Constraint::None),
+        (0usize..3, any::<bool>()).prop_map(|(value, zone)| Constraint::Affinity { value, zone }),
+        any::<bool>().prop_map(|zone| Constraint::AntiAffinity { zone }),
+        (any::<bool>(), 1u32..=2)
+            .prop_map(|(zone, max_skew)| Constraint::Spread { zone, max_skew }),
+    ]
+}
+
+#[derive(Clone, Debug)]
+struct Group {
+    cpu: u64,
+    mem_mi: u64,
+    count: u64,
+    label: usize,
+    constraint: Constraint,
+    tolerates: bool,
+    host_port: bool,
+    /// Pinned by its node selector to one of the three zones (maybe one the group is not in).
+    pin: Option<usize>,
+}
+
+fn group() -> impl Strategy<Value = Group> {
+    (
+        (100u64..2500, 128u64..6000, 1u64..=4, 0usize..3),
+        constraint(),
+        (
+            prop::bool::weighted(0.8),
+            prop::bool::weighted(0.2),
+            prop::option::weighted(0.35, 0usize..3),
+        ),
+    )
+        .prop_map(
+            |((cpu, mem_mi, count, label), constraint, (tolerates, host_port, pin))| Group {
+                cpu,
+                mem_mi,
+                count,
+                label,
+                constraint,
+                tolerates,
+                host_port,
+                pin,
+            },
+        )
+}
+
+/// One estimation: the group's shape (cpu, GiB, pods) in `zones` zones, maybe tainted, the pending groups,
+/// and nodes beside it (zone, group of the one pod on it).
+#[derive(Clone, Debug)]
+struct Mix {
+    shape: (u64, u64, u64),
+    zones: usize,
+    tainted: bool,
+    groups: Vec<Group>,
+    beside: Vec<(usize, usize)>,
+}
+
+fn mix() -> impl Strategy<Value = Mix> {
+    (
+        (1000u64..=4000, 2u64..=16, 2u64..=8),
+        1usize..=3,
+        prop::bool::weighted(0.2),
+        prop::collection::vec(group(), 1..=4),
+        prop::collection::vec((0usize..3, 0usize..4), 0..=2),
+    )
+        .prop_map(|(shape, zones, tainted, mut groups, beside)| {
+            // At most MOST_PODS pods: later groups give up what earlier ones took.
+            let mut left = MOST_PODS;
+            for g in &mut groups {
+                g.count = g.count.min(left).max(1);
+                left = left.saturating_sub(g.count);
+            }
+            groups.retain(|g| g.count > 0);
+            Mix {
+                shape,
+                zones,
+                tainted,
+                groups,
+                beside,
+            }
+        })
+        .prop_filter("at most MOST_PODS pods", |m| {
+            m.groups.iter().map(|g| g.count).sum::<u64>() <= MOST_PODS
+        })
+}
+
+fn to_pod(i: usize, g: &Group) -> Pod {
+    let app = format!("app-{i}");
+    let key = |zone: bool| if zone { ZONE_LABEL } else { HOSTNAME_LABEL };
+    let term = |selector: LabelSelector, zone: bool| PodAffinityTerm {
+        selector,
+        namespaces: Some(vec!["default".into()]),
+        topology_key: key(zone).into(),
+    };
+    let mut scheduling = Scheduling::default();
+    match g.constraint {
+        Constraint::None => {}
+        Constraint::Affinity { value, zone } => scheduling.affinity.push(term(
+            LabelSelector {
+                match_labels: [("my-label".into(), VALUES[value].into())].into(),
+                expressions: vec![],
+            },
+            zone,
+        )),
+        Constraint::AntiAffinity { zone } => scheduling
+            .anti_affinity
+            .push(term(app_selector(&app), zone)),
+        Constraint::Spread { zone, max_skew } => scheduling.spread.push(SpreadConstraint::new(
+            max_skew,
+            key(zone),
+            app_selector(&app),
+        )),
+    }
+    if g.tolerates {
+        scheduling.tolerations.push(Toleration {
+            key: Some("dedicated".into()),
+            exists: true,
+            value: String::new(),
+            effect: None,
+        });
+    }
+    if g.host_port {
+        scheduling.host_ports.push(HostPort {
+            protocol: "TCP".into(),
+            port: 9100,
+            ip: String::new(),
+        });
+    }
+    if let Some(z) = g.pin {
+        scheduling.node_selector = [(ZONE_LABEL.to_string(), ZONES[z].to_string())].into();
+    }
+    let mut pod = pod(&app, g.cpu, g.mem_mi, scheduling);
+    pod.labels.insert("my-label".into(), VALUES[g.label].into());
+    pod
+}
+
+/// The group's template in zone `zone`, named `name` (its hostname too).
+fn in_zone(mix: &Mix, zone: usize, name: &str) -> Node {
+    let (cpu, gi, pods) = mix.shape;
+    let mut n = (*node(cpu, gi, pods)).clone();
+    n.name = name.into();
+    n.labels.insert(HOSTNAME_LABEL.into(), name.into());
+    n.labels.insert(ZONE_LABEL.into(), ZONES[zone].into());
+    n
+}
+
+fn template(mix: &Mix, zone: usize, name: &str) -> Node {
+    let mut n = in_zone(mix, zone, name);
+    if mix.tainted {
+        n.taints.push(Taint {
+            key: "dedicated".into(),
+            value: "batch".into(),
+            effect: TaintEffect::NoSchedule,
+        });
+    }
+    n
+}
+
+/// The estimator's answer: pods placed and nodes added.
+fn estimated(mix: &Mix, pods: &[(Pod, u64)]) -> Estimate {
+    let mut topology = Topology::default();
+    for (p, _) in pods {
+        topology.register(p);
+    }
+    let terms: Vec<PodTerms> = pods.iter().map(|(p, _)| topology.resolve(p)).collect();
+    let mut existing = Vec::new();
+    for (i, &(zone, g)) in mix.beside.iter().enumerate() {
+        let node = Arc::new(in_zone(mix, zone, &format!("beside-{i}")));
+        let mut place = topology.place(node, None, PlaceKind::Existing);
+        let (pod, _) = &pods[g % pods.len()];
+        topology.put(pod, &topology.resolve_placed(pod), &mut place, 1);
+        existing.push(place);
+    }
+    let templates: Vec<Place> = (0..mix.zones)
+        .map(|z| {
+            topology.place(
+                Arc::new(template(mix, z, "template")),
+                Some(0),
+                PlaceKind::Planned,
+            )
+        })
+        .collect();
+    let nodes = vec![0; mix.zones];
+    let templates = Templates {
+        zones: &templates,
+        nodes: &nodes,
+    };
+    let limits = EstimateLimits {
+        max_nodes: 100,
+        deadline: None,
+    };
+    estimate(
+        &topology,
+        &existing,
+        templates,
+        &demands(pods, &terms),
+        limits,
+    )
+}
+
+/// A plan in the search: each new node's zone and pods per group, and the pods of each group not yet placed.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct State {
+    nodes: Vec<(usize, Vec<u64>)>,
+    left: Vec<u64>,
+}
+
+/// What the search found best: the most pods placed, then the fewest nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Optimum {
+    pods: u64,
+    nodes: usize,
+}
+
+struct Search<'a> {
+    pods: &'a [(Pod, u64)],
+    beside: Vec<(Node, usize)>,
+    /// The new nodes a plan may hold, by zone and then in order of addition.
+    fresh: Vec<Vec<Node>>,
+    seen: HashSet<State>,
+    best: Optimum,
+}
+
+impl Search<'_> {
+    /// The cluster of the nodes beside and `state`'s, with a new node of `zone` at the end when asked.
+    fn cluster(&self, state: &State, extra: Option<usize>) -> Cluster<'_> {
+        let mut cluster = Cluster {
+            nodes: Vec::new(),
+            pods: Vec::new(),
+        };
+        for (node, g) in &self.beside {
+            cluster.pods.push((&self.pods[*g].0, cluster.nodes.len()));
+            cluster.nodes.push(node);
+        }
+        let mut taken = [0usize; 3];
+        let zones = state.nodes.iter().map(|(z, _)| *z).chain(extra);
+        let contents = state.nodes.iter().map(|(_, c)| Some(c)).chain([None]);
+        for (zone, contents) in zones.zip(contents) {
+            let at = cluster.nodes.len();
+            cluster.nodes.push(&self.fresh[zone][taken[zone]]);
+            taken[zone] += 1;
+            for (g, &k) in contents.into_iter().flatten().enumerate() {
+                (0..k).for_each(|_| cluster.pods.push((&self.pods[g].0, at)));
+            }
+        }
+        cluster
+    }
+
+    fn visit(&mut self, mut state: State) {
+        state.nodes.sort();
+        let placed: u64 =
+            self.pods.iter().map(|(_, n)| n).sum::<u64>() - state.left.iter().sum::<u64>();
+        let here = Optimum {
+            pods: placed,
+            nodes: state.nodes.len(),
+        };
+        if (here.pods, std::cmp::Reverse(here.nodes))
+            > (self.best.pods, std::cmp::Reverse(self.best.nodes))
+        {
+            self.best = here;
+        }
+        // Nothing below can place more than every pod left, and no node goes away.
+        let most = placed + state.left.iter().sum::<u64>();
+        if most < self.best.pods
+            || (most == self.best.pods && here.nodes >= self.best.nodes && placed < most)
+        {
+            return;
+        }
+        if !self.seen.insert(state.clone()) {
+            return;
+        }
+        let beside = self.beside.len();
+        for g in 0..self.pods.len() {
+            if state.left[g] == 0 {
+                continue;
+            }
+            let pod = &self.pods[g].0;
+            let mut tried = HashSet::new();
+            for n in 0..state.nodes.len() {
+                // Nodes alike (zone and pods) are one choice.
+                if !tried.insert(&state.nodes[n]) {
+                    continue;
+                }
+                let cluster = self.cluster(&state, None);
+                if oracle::admits(&cluster, pod, beside + n).is_ok() {
+                    let mut next = state.clone();
+                    next.nodes[n].1[g] += 1;
+                    next.left[g] -= 1;
+                    self.visit(next);
+                }
+            }
+            for zone in 0..self.fresh.len() {
+                if state.nodes.iter().filter(|(z, _)| *z == zone).count() >= self.fresh[zone].len()
+                {
+                    continue;
+                }
+                let cluster = self.cluster(&state, Some(zone));
+                if oracle::admits(&cluster, pod, cluster.nodes.len() - 1).is_ok() {
+                    let mut next = state.clone();
+                    let mut contents = vec![0; self.pods.len()];
+                    contents[g] = 1;
+                    next.nodes.push((zone, contents));
+                    next.left[g] -= 1;
+                    self.visit(next);
+                }
+            }
+        }
+    }
+}
+
+/// The most pods that can be placed and the fewest new nodes that hold them, every order tried.
+fn optimum(mix: &Mix, pods: &[(Pod, u64)]) -> Optimum {
+    let total = pods.iter().map(|(_, n)| *n as usize).sum::<usize>();
+    let mut search = Search {
+        pods,
+        beside: (mix.beside.iter().enumerate())
+            .map(|(i, &(zone, g))| (in_zone(mix, zone, &format!("beside-{i}")), g % pods.len()))
+            .collect(),
+        fresh: (0..mix.zones)
+            .map(|z| {
+                (0..total)
+                    .map(|i| template(mix, z, &format!("new-{z}-{i}")))
+                    .collect()
+            })
+            .collect(),
+        seen: HashSet::new(),
+        best: Optimum { pods: 0, nodes: 0 },
+    };
+    search.visit(State {
+        nodes: Vec::new(),
+        left: pods.iter().map(|(_, n)| *n).collect(),
+    });
+    search.best
+}
+
+fn pods_of(mix: &Mix) -> Vec<(Pod, u64)> {
+    (mix.groups.iter().enumerate())
+        .map(|(i, g)| (to_pod(i, g), g.count))
+        .collect()
+}
+
+/// The plan replayed from the cluster as it was, each pod asked of the plain filters on its node given
+/// the pods and nodes before it; then each pod left unplaced asked of every node of the plan and of a new
+/// node in every zone of the group: none may take it. Returns the estimate against the optimum.
+fn check(mix: &Mix) -> Result<(Optimum, Optimum), TestCaseError> {
+    let pods = pods_of(mix);
+    let estimate = estimated(mix, &pods);
+    let beside: Vec<(Node, usize)> = (mix.beside.iter().enumerate())
+        .map(|(i, &(zone, g))| (in_zone(mix, zone, &format!("beside-{i}")), g % pods.len()))
+        .collect();
+    let added: Vec<Node> = (estimate.steps.iter())
+        .filter_map(|s| match *s {
+            Step::Add { zone } => Some(zone),
+            Step::Put { .. } => None,
+        })
+        .enumerate()
+        .map(|(i, zone)| template(mix, zone, &format!("planned-{i}")))
+        .collect();
+    let extra: Vec<Node> = (0..mix.zones)
+        .map(|z| template(mix, z, &format!("one-more-{z}")))
+        .collect();
+    let mut cluster = Cluster {
+        nodes: beside.iter().map(|(n, _)| n).collect(),
+        pods: Vec::new(),
+    };
+    for (n, (_, g)) in beside.iter().enumerate() {
+        cluster.pods.push((&pods[*g].0, n));
+    }
+    for (i, step) in estimate.steps.iter().enumerate() {
+        match *step {
+            Step::Add { .. } => cluster
+                .nodes
+                .push(&added[cluster.nodes.len() - beside.len()]),
+            Step::Put {
+                node,
+                demand,
+                count,
+            } => {
+                let pod = &pods[demand].0;
+                for _ in 0..count {
+                    let at = beside.len() + node;
+                    let admitted = oracle::admits(&cluster, pod, at);
+                    prop_assert!(
+                        admitted.is_ok(),
+                        "step {i}: {} on planned node {node}: {admitted:?}",
+                        pod.name
+                    );
+                    cluster.pods.push((pod, at));
+                }
+            }
+        }
+    }
+    // The plan as it is handed on: the nodes that took a pod.
+    let used: HashSet<usize> = cluster.pods.iter().map(|(_, at)| *at).collect();
+    let keep: Vec<usize> = (0..cluster.nodes.len())
+        .filter(|n| *n < beside.len() || used.contains(n))
+        .collect();
+    let mut plan = Cluster {
+        nodes: keep.iter().map(|&n| cluster.nodes[n]).collect(),
+        pods: (cluster.pods.iter())
+            .map(|&(p, at)| (p, keep.iter().position(|&n| n == at).unwrap()))
+            .collect(),
+    };
+    prop_assert_eq!(plan.nodes.len() - beside.len(), estimate.node_count());
+    for (d, (pod, count)) in pods.iter().enumerate() {
+        if estimate.placed[d] == *count {
+            continue;
+        }
+        for n in beside.len()..plan.nodes.len() {
+            let admitted = oracle::admits(&plan, pod, n);
+            prop_assert!(
+                admitted.is_err(),
+                "{} left unplaced, though it fits on planned node {}",
+                pod.name,
+                n - beside.len()
+            );
+        }
+        for node in &extra {
+            plan.nodes.push(node);
+            let admitted = oracle::admits(&plan, pod, plan.nodes.len() - 1);
+            plan.nodes.pop();
+            prop_assert!(
+                admitted.is_err(),
+                "{} left unplaced, though it fits on a new node in {}",
+                pod.name,
+                node.labels[ZONE_LABEL]
+            );
+        }
+    }
+    let ours = Optimum {
+        pods: estimate.pods_placed(),
+        nodes: estimate.node_count(),
+    };
+    Ok((ours, optimum(mix, &pods)))
+}
+
+/// Whether some group asks for pod affinity: then the estimator, which never moves a pod it placed, may
+/// have put the partners where the pod cannot join them.
+fn wants_partners(mix: &Mix) -> bool {
+    (mix.groups.iter()).any(|g| matches!(g.constraint, Constraint::Affinity { .. }))
+}
+
+/// Whether some group spreads its pods by node: then a node the estimator added first for another pod is a
+/// domain with none of them, and keeps them one to a node.
+fn spreads_by_node(mix: &Mix) -> bool {
+    (mix.groups.iter()).any(|g| matches!(g.constraint, Constraint::Spread { zone: false, .. }))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+    /// Every step of the plan passes the plain filters, no pod left over fits the plan or a new node, and
+    /// (see the file's comment) at most one node more than the optimum; as many pods as the optimum when
+    /// no group asks for pod affinity.
+    #[test]
+    fn the_estimate_is_within_a_node_of_the_optimum(mix in mix()) {
+        let (ours, best) = check(&mix)?;
+        if !wants_partners(&mix) {
+            prop_assert_eq!(ours.pods, best.pods, "pods placed: ours {:?}, the optimum {:?}", ours, best);
+        }
+        if ours.pods == best.pods && !spreads_by_node(&mix) {
+            prop_assert!(ours.nodes <= best.nodes + 1, "ours {:?}, the optimum {:?}", ours, best);
+        }
+    }
+}
+
+/// The margin stated above, measured over mixes from a fixed seed: printed as a histogram of (pods under,
+/// nodes over) the optimum, and held.
+#[test]
+fn how_far_from_the_optimum() {
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
+    );
+    let strategy = mix();
+    let mut seen: BTreeMap<(u64, i64), usize> = BTreeMap::new();
+    let cases = 400;
+    for _ in 0..cases {
+        let mix = strategy.new_tree(&mut runner).unwrap().current();
+        let (ours, best) = check(&mix).unwrap();
+        let under = best.pods - ours.pods;
+        assert!(
+            under == 0 || wants_partners(&mix),
+            "{under} pods under the optimum: {mix:?}"
+        );
+        *seen
+            .entry((under, ours.nodes as i64 - best.nodes as i64))
+            .or_default() += 1;
+    }
+    println!("(pods under, nodes over) the optimum, over {cases} mixes: {seen:?}");
+    let at = |f: &dyn Fn(u64, i64) -> bool| {
+        (seen.iter())
+            .filter(|((u, o), _)| f(*u, *o))
+            .map(|(_, n)| n)
+            .sum::<usize>()
+    };
+    assert!(at(&|u, o| u == 0 && o > 1) <= 2, "{seen:?}");
+    assert!(at(&|u, o| u == 0 && o == 0) * 100 >= cases * 95, "{seen:?}");
+    assert!(at(&|u, _| u == 0) * 100 >= cases * 97, "{seen:?}");
+}
+
+fn plain_group(count: u64, label: usize, constraint: Constraint, pin: Option<usize>) -> Group {
+    Group {
+        cpu: 100,
+        mem_mi: 128,
+        count,
+        label,
+        constraint,
+        tolerates: false,
+        host_port: false,
+        pin,
+    }
+}
+
+/// The smallest mixes on which this test failed with an earlier fix of the estimator taken out, kept so
+/// that it fails on them whatever the random mixes.
+#[test]
+fn the_mixes_that_caught_earlier_bugs() {
+    let one = |groups: Vec<Group>, shape, zones| Mix {
+        shape,
+        zones,
+        tainted: false,
+        groups,
+        beside: vec![],
+    };
+    let cases = [
+        // A pod wanting a partner in its zone, packed before the partners that then filled the node: a
+        // new node in that zone holds it ("pods wanting a partner placed after them get new nodes").
+        one(
+            vec![
+                plain_group(1, 2, Constraint::None, None),
+                plain_group(1, 1, Constraint::None, None),
+                Group {
+                    mem_mi: 238,
+                    ..plain_group(
+                        1,
+                        0,
+                        Constraint::Affinity {
+                            value: 1,
+                            zone: true,
+                        },
+                        None,
+                    )
+                },
+            ],
+            (1722, 4, 2),
+            1,
+        ),
+        // Pods pinned to zone a beside pods that spread the group's nodes over three zones: none may go on
+        // a planned node of another zone ("pods pinned to a zone kept off other zones' planned nodes").
+        one(
+            vec![
+                plain_group(3, 0, Constraint::None, Some(0)),
+                Group {
+                    mem_mi: 129,
+                    ..plain_group(2, 0, Constraint::AntiAffinity { zone: false }, None)
+                },
+            ],
+            (1000, 11, 2),
+            3,
+        ),
+    ];
+    for mix in &cases {
+        let (ours, best) = check(mix).unwrap_or_else(|e| panic!("{e}: {mix:?}"));
+        assert_eq!(ours, best, "{mix:?}");
+    }
+}
