@@ -209,3 +209,114 @@ fn the_readmes_example_prints_what_the_readme_shows() {
         assert!(readme.contains(line), "README lacks: {line}");
     }
 }
+
+/// Two g5.12xlarge nodes of one group, each publishing its four A10Gs as NVIDIA's driver does (one pool named
+/// after the node), a pod on the first holding one GPU by a claim made for it, and a pod on the second holding
+/// `second` GPUs.
+async fn two_gpu_nodes(provider: &Binary, second: u32) -> Value {
+    let nodes = nodes_of(provider.grpc, &["a10g-quad"]).await;
+    let names: Vec<String> = (nodes.iter())
+        .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    let mut items = nodes.clone();
+    items.extend(classes());
+    for node in &names {
+        let devices: Vec<Value> = (0..4)
+            .map(|i| {
+                json!({"name": format!("gpu-{i}"), "attributes": {
+                "type": {"string": "gpu"}, "productName": {"string": "NVIDIA A10G"}},
+                "capacity": {"memory": {"value": "23028Mi"}}})
+            })
+            .collect();
+        items.push(
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": format!("{node}-gpu.nvidia.com")},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": node,
+                     "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
+                     "devices": devices}}),
+        );
+    }
+    let mut holder = |pod: &str, node: &str, gpus: u32| {
+        let claim = format!("{pod}-gpu-x7k2p");
+        let results: Vec<Value> = (0..gpus)
+            .map(|i| {
+                json!({"request": "gpu", "driver": "gpu.nvidia.com", "pool": node,
+                            "device": format!("gpu-{i}")})
+            })
+            .collect();
+        items.push(
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": claim, "namespace": "default",
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod,
+                                     "uid": format!("uid-{pod}"), "controller": true}]},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu.nvidia.com", "count": gpus}}]}},
+            "status": {"allocation": {
+                "devices": {"results": results},
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
+                "reservedFor": [{"resource": "pods", "name": pod, "uid": format!("uid-{pod}")}]}}),
+        );
+        let mut running = running(node, pod, pod, "4", "16Gi");
+        running["metadata"]["uid"] = json!(format!("uid-{pod}"));
+        running["spec"]["resourceClaims"] =
+            json!([{"name": "gpu", "resourceClaimTemplateName": format!("{pod}-gpus")}]);
+        running["spec"]["containers"][0]["resources"]["claims"] = json!([{"name": "gpu"}]);
+        running["status"]["resourceClaimStatuses"] =
+            json!([{"name": "gpu", "resourceClaimName": claim}]);
+        items.push(running);
+    };
+    holder("one", &names[0], 1);
+    holder("many", &names[1], second);
+    list(items)
+}
+
+fn provider_with_two_gpu_nodes() -> (Binary, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario.yaml");
+    let two = SCENARIO.replace(
+        "  - name: a10g-quad\n    instanceType: g5.12xlarge\n    zones: [us-east-1a]\n    minSize: 0\n    maxSize: 4\n    desiredSize: 0",
+        "  - name: a10g-quad\n    instanceType: g5.12xlarge\n    zones: [us-east-1a]\n    minSize: 0\n    maxSize: 4\n    desiredSize: 2",
+    );
+    assert_ne!(two, SCENARIO);
+    std::fs::write(&scenario, two).unwrap();
+    (
+        Binary::start(&["--sim-file", scenario.to_str().unwrap()]),
+        dir,
+    )
+}
+
+#[tokio::test]
+async fn a_gpu_node_goes_when_its_pods_claim_can_be_allocated_again_elsewhere() {
+    let (provider, _dir) = provider_with_two_gpu_nodes();
+    // The second node holds two of its four GPUs: room for the first node's one.
+    let result = simulate_json(provider.grpc, &two_gpu_nodes(&provider, 2).await, &[]);
+    let down = result["scaleDown"].as_array().unwrap();
+    assert_eq!(down.len(), 1, "{result:#}");
+    let detail = down[0]["detail"].as_str().unwrap();
+    // Utilization is the devices': one GPU in four, whatever the CPU; its pod's claim goes to the other node.
+    assert!(
+        detail.starts_with("utilization devices 25% (threshold 50%)"),
+        "{detail}"
+    );
+    let other = result["unremovable"][0]["node"].as_str().unwrap();
+    assert!(
+        detail.ends_with(&format!("default/one -> {other}")),
+        "{detail}"
+    );
+}
+
+#[tokio::test]
+async fn a_gpu_node_stays_when_its_pods_claim_fits_nowhere_else() {
+    let (provider, _dir) = provider_with_two_gpu_nodes();
+    // The second node's four GPUs are all held: the first node's pod has nowhere to take its claim.
+    let result = simulate_json(provider.grpc, &two_gpu_nodes(&provider, 4).await, &[]);
+    assert_eq!(result["scaleDown"], json!([]), "{result:#}");
+    let kept = result["unremovable"].as_array().unwrap();
+    let first = kept
+        .iter()
+        .find(|k| k["reason"] == "NoPlaceToMovePods")
+        .unwrap_or_else(|| panic!("{result:#}"));
+    let detail = first["detail"].as_str().unwrap();
+    assert!(detail.contains("cannot allocate all claims"), "{detail}");
+}
