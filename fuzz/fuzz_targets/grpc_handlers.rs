@@ -53,7 +53,7 @@ fuzz_target!(|data: &[u8]| {
             let len = (*len as usize).min(tail.len());
             let (bytes, next) = tail.split_at(len);
             rest = next;
-            match method % 21 {
+            match method % 22 {
                 0 => call!(cloud, node_groups, NodeGroupsRequest, bytes),
                 1 => call!(cloud, node_group_for_node, NodeGroupForNodeRequest, bytes),
                 2 => call!(cloud, pricing_node_price, PricingNodePriceRequest, bytes),
@@ -114,6 +114,18 @@ fuzz_target!(|data: &[u8]| {
                     node_groups,
                     atomic_increase_size,
                     AtomicIncreaseSizeRequest,
+                    bytes
+                ),
+                20 => call!(
+                    node_groups,
+                    describe_node_groups,
+                    DescribeNodeGroupsRequest,
+                    bytes
+                ),
+                21 => call!(
+                    node_groups,
+                    template_resource_slices,
+                    TemplateResourceSlicesRequest,
                     bytes
                 ),
                 _ => {}
