@@ -4,10 +4,10 @@
 //! already allocated pins the pod to where its devices are; one not allocated yet is allocated on the node
 //! the pod goes to.
 
-use super::dra::{Allocation, ClaimSource, ClaimSpec, DraObjects, Name, ResourceClaim};
+use super::claim_needs::{AllocatedClaim, ClaimError, ClaimNeeds, NeededClaim};
+use super::dra::{ClaimSource, ClaimSpec, DraObjects, Name, ResourceClaim};
 use super::fast_map::FastMap;
 use super::pod::Pod;
-use std::fmt;
 use std::sync::Arc;
 
 /// The cluster's claims and templates by namespace and name, made once a loop.
@@ -16,80 +16,6 @@ pub struct ClaimIndex<'a> {
     claims: FastMap<(&'a str, &'a str), &'a ResourceClaim>,
     templates: FastMap<(&'a str, &'a str), &'a Arc<ClaimSpec>>,
 }
-
-/// One claim a pod needs allocated where it goes.
-#[derive(Clone, Debug, PartialEq)]
-pub struct NeededClaim {
-    /// How reasons name it: `namespace/claim`, or for a claim still to be made, `namespace/template
-    /// (template)`.
-    pub name: Name,
-    pub spec: Arc<ClaimSpec>,
-}
-
-/// A claim of the pod that is allocated.
-#[derive(Clone, Debug, PartialEq)]
-pub struct AllocatedClaim {
-    pub name: Name,
-    pub allocation: Allocation,
-    /// The claim's spec when the claim is the pod's own (made from a template for it): what a move
-    /// allocates again where the pod goes. A shared claim stays where it is allocated.
-    pub own: Option<Arc<ClaimSpec>>,
-}
-
-/// What a pod's claims ask of its node.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ClaimNeeds {
-    /// Claims to allocate on the pod's node, in the pod's order.
-    pub unallocated: Vec<NeededClaim>,
-    /// Claims already allocated: the pod may go only where each allocation is usable, except that a claim
-    /// made for the pod alone moves with it (cluster-autoscaler's scale-down deallocates it and the
-    /// destination allocates it again).
-    pub allocated: Vec<AllocatedClaim>,
-    /// A claim it names that the cluster does not have: no node takes the pod.
-    pub missing: Option<ClaimError>,
-}
-
-/// A claim a pod names that the cluster does not have: the scheduler leaves such a pod pending, and no node
-/// added changes that.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ClaimError {
-    ClaimMissing {
-        namespace: Name,
-        claim: Name,
-    },
-    TemplateMissing {
-        namespace: Name,
-        template: Name,
-    },
-    /// The claim the pod's status names was made for another pod.
-    NotOwned {
-        namespace: Name,
-        claim: Name,
-    },
-}
-
-impl fmt::Display for ClaimError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ClaimError::ClaimMissing { namespace, claim } => {
-                write!(f, "resourceclaim \"{namespace}/{claim}\" not found")
-            }
-            ClaimError::TemplateMissing {
-                namespace,
-                template,
-            } => write!(
-                f,
-                "resourceclaimtemplate \"{namespace}/{template}\" not found"
-            ),
-            ClaimError::NotOwned { namespace, claim } => write!(
-                f,
-                "resourceclaim \"{namespace}/{claim}\" was not created for the pod"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ClaimError {}
 
 impl<'a> ClaimIndex<'a> {
     pub fn new(objects: &'a DraObjects) -> ClaimIndex<'a> {
@@ -163,5 +89,105 @@ impl<'a> ClaimIndex<'a> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Allocation, PodClaim, Resources};
+
+    fn claim(name: &str, owner: Option<&str>, allocated: bool) -> Arc<ResourceClaim> {
+        Arc::new(ResourceClaim {
+            namespace: "ml".into(),
+            name: name.into(),
+            spec: Arc::new(ClaimSpec::default()),
+            owner_pod: owner.map(Into::into),
+            allocation: allocated.then(|| Allocation {
+                devices: Vec::new(),
+                node_selector: None,
+            }),
+            reserved_for: Vec::new(),
+        })
+    }
+
+    fn pod(uid: &str, claims: Vec<PodClaim>) -> Pod {
+        Pod {
+            uid: Some(uid.into()),
+            claims,
+            ..Pod::pending("ml", "p", Resources::default())
+        }
+    }
+
+    fn entry(name: &str, source: ClaimSource) -> PodClaim {
+        PodClaim {
+            name: name.into(),
+            source,
+        }
+    }
+
+    fn template(made: Option<&str>) -> ClaimSource {
+        ClaimSource::Template {
+            template: "one-gpu".into(),
+            made: made.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn each_kind_of_entry_asks_what_the_scheduler_would() {
+        let objects = DraObjects {
+            claims: vec![
+                claim("mine", Some("uid-p"), true),
+                claim("shared", None, true),
+                claim("fresh", Some("uid-p"), false),
+                claim("theirs", Some("uid-q"), false),
+            ],
+            templates: vec![Arc::new(crate::model::ClaimTemplate {
+                namespace: "ml".into(),
+                name: "one-gpu".into(),
+                spec: Arc::new(ClaimSpec::default()),
+            })],
+            ..DraObjects::default()
+        };
+        let index = ClaimIndex::new(&objects);
+        let needs = index.needs(&pod(
+            "uid-p",
+            vec![
+                entry("a", template(None)),
+                entry("b", template(Some("mine"))),
+                entry("c", ClaimSource::Claim("shared".into())),
+                entry("d", template(Some("fresh"))),
+            ],
+        ));
+        assert_eq!(needs.missing, None);
+        // Not made yet: from the template; made and unallocated: the claim's own spec.
+        let unallocated: Vec<&str> = needs.unallocated.iter().map(|c| &*c.name).collect();
+        assert_eq!(unallocated, ["ml/one-gpu (template)", "ml/fresh"]);
+        // Allocated: the pod's own claim moves with it, the shared one does not.
+        let allocated: Vec<(&str, bool)> = (needs.allocated.iter())
+            .map(|c| (&*c.name, c.own.is_some()))
+            .collect();
+        assert_eq!(allocated, [("ml/mine", true), ("ml/shared", false)]);
+
+        let missing =
+            |source: ClaimSource| index.needs(&pod("uid-p", vec![entry("x", source)])).missing;
+        assert_eq!(
+            missing(ClaimSource::Claim("gone".into()))
+                .unwrap()
+                .to_string(),
+            "resourceclaim \"ml/gone\" not found"
+        );
+        assert_eq!(
+            missing(template(Some("theirs"))).unwrap().to_string(),
+            "resourceclaim \"ml/theirs\" was not created for the pod"
+        );
+        let no_template = ClaimSource::Template {
+            template: "nope".into(),
+            made: None,
+        };
+        assert!(matches!(
+            missing(no_template),
+            Some(ClaimError::TemplateMissing { .. })
+        ));
     }
 }

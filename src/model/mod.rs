@@ -1,6 +1,7 @@
 //! The internal model: compact integer types the decisions are made on, converted once at the edge.
 
-mod claims; // what a pod's claims ask of its node, found in the cluster's claims and templates
+mod claim_needs; // what a pod's claims ask of its node
+mod claims; // those needs found in the cluster's claims and templates
 pub(crate) mod dra; // Dynamic Resource Allocation: devices, classes, claims, what a pod claims
 pub(crate) mod fargate; // which Fargate profile takes a pod, as EKS matches
 mod fast_map; // the hash maps of the hot paths
@@ -15,7 +16,8 @@ pub(crate) mod resources; // integer resources and a pod's demand
 pub(crate) mod selector; // label selectors and node selector terms
 pub(crate) mod taint; // taints and tolerations
 
-pub use claims::{AllocatedClaim, ClaimError, ClaimIndex, ClaimNeeds, NeededClaim};
+pub use claim_needs::{AllocatedClaim, ClaimError, ClaimNeeds, NeededClaim};
+pub use claims::ClaimIndex;
 pub use dra::{
     AllocatedDevice, Allocation, AllocationMode, AttrValue, ClaimSource, ClaimSpec, ClaimTemplate,
     CounterConsumption, CounterSet, Device, DeviceAsk, DeviceClass, DeviceId, DeviceRequest,

@@ -1,6 +1,6 @@
 //! A pod as decisions see it: what it needs and where it may run.
 
-use super::claims::ClaimNeeds;
+use super::claim_needs::ClaimNeeds;
 use super::dra::{ClaimSource, Name, PodClaim};
 use super::fast_map::FastMap;
 use super::resources::Resources;
@@ -59,7 +59,7 @@ pub struct Pod {
     /// million pods without claims do not carry it).
     pub uid: Option<Name>,
     /// What its claims ask of the node it goes on, found once a loop from the cluster's claims and
-    /// templates ([`super::claims::ClaimIndex`]); `None` for a pod that claims nothing.
+    /// templates ([`super::ClaimIndex`]); `None` for a pod that claims nothing.
     pub needs: Option<Arc<ClaimNeeds>>,
 }
 
