@@ -320,3 +320,30 @@ async fn a_gpu_node_stays_when_its_pods_claim_fits_nowhere_else() {
     let detail = first["detail"].as_str().unwrap();
     assert!(detail.contains("cannot allocate all claims"), "{detail}");
 }
+
+#[test]
+fn run_counts_pending_pods_that_claim_devices_by_outcome() {
+    let provider = Binary::start(&[]);
+    let snapshot = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/dra.yaml");
+    let grpc = provider.grpc.to_string();
+    let companion = common::companion::start(&[
+        "--provider",
+        &grpc,
+        "--snapshot",
+        snapshot,
+        "--dry-run",
+        "--scan-interval",
+        "1h",
+    ]);
+    common::companion::decisions_when(&companion, |d| d["scaleUp"].as_array().is_some());
+    let (code, metrics) = common::companion::get(companion.http, "/metrics");
+    assert_eq!(code, 200);
+    for line in [
+        "ekscale_pending_pods_with_claims{outcome=\"scaled_up\"} 3",
+        "ekscale_pending_pods_with_claims{outcome=\"no_scale_up\"} 1",
+        "ekscale_pending_pods_with_claims{outcome=\"placed\"} 0",
+        "ekscale_pending_pods_with_claims{outcome=\"waiting\"} 0",
+    ] {
+        assert!(metrics.contains(line), "no {line} in\n{metrics}");
+    }
+}

@@ -18,6 +18,11 @@ struct TypeLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeOnlyLabels {
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabels {
     state: &'static str,
 }
@@ -75,6 +80,7 @@ struct OutcomeLabels {
 pub struct AutoscalerMetrics {
     registry: Registry,
     unschedulable: Family<TypeLabels, Gauge>,
+    claiming: Family<OutcomeOnlyLabels, Gauge>,
     nodes: Family<StateLabels, Gauge>,
     node_groups: Gauge,
     cpu_cores: Gauge<f64, AtomicU64>,
@@ -221,6 +227,12 @@ impl Default for AutoscalerMetrics {
                 "Nodes expired or drifted the last loop decided on, by reason",
                 Family::default()
             ),
+            claiming: register!(
+                "pending_pods_with_claims",
+                "Pending pods that claim devices (DRA), by what the loop did for them: placed (on room there is \
+                 or is coming), scaled_up, no_scale_up (no node group helps), waiting (said otherwise)",
+                Family::default()
+            ),
             disruption_decisions: register!(
                 "disruption_decisions",
                 "Expired or drifted nodes acted on, by reason and decision (remove, replace)",
@@ -271,8 +283,36 @@ impl AutoscalerMetrics {
         }
     }
 
+    /// Pending pods with ResourceClaims, by outcome.
+    fn observe_claiming(&self, view: &ClusterView, status: &Status) {
+        let mut claiming: std::collections::HashSet<String> = (view.pods.iter())
+            .filter(|p| p.node_name.is_none() && !p.claims.is_empty())
+            .map(|p| p.key())
+            .collect();
+        let mut count = |outcome: &'static str, keys: &mut dyn Iterator<Item = &str>| {
+            let n = keys.filter(|k| claiming.remove(*k)).count();
+            self.claiming
+                .get_or_create(&OutcomeOnlyLabels { outcome })
+                .set(n as i64);
+        };
+        count("placed", &mut status.placed.iter().map(|p| p.pod.as_str()));
+        count(
+            "scaled_up",
+            &mut status.scale_up.iter().flat_map(|s| s.pods.iter()),
+        );
+        count(
+            "no_scale_up",
+            &mut status.no_scale_up.iter().map(|p| p.pod.as_str()),
+        );
+        let waiting = claiming.len() as i64;
+        self.claiming
+            .get_or_create(&OutcomeOnlyLabels { outcome: "waiting" })
+            .set(waiting);
+    }
+
     /// The cluster as the loop read it: pods waiting, nodes by state, capacity, node groups and their sizes.
     fn observe_cluster(&self, view: &ClusterView, status: &Status) {
+        self.observe_claiming(view, status);
         let unschedulable = view
             .pods
             .iter()
