@@ -6,8 +6,9 @@
 
 use super::dra::{DeviceClasses, InUse, NodePools, Pools, allocate, allocation_usable_on};
 use super::predicates::Unfit;
-use crate::model::ResourceSlice;
-use crate::model::{Allocation, ClaimNeeds, ClaimSpec, DraObjects, FastMap, Name, Node, Pod};
+use crate::model::{
+    Allocation, ClaimNeeds, ClaimSpec, DraObjects, FastMap, Name, Node, Pod, ResourceSlice,
+};
 use std::sync::Arc;
 
 /// What kube-scheduler's DRA plugin says of a node where a pod's claims cannot be allocated.
