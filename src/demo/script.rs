@@ -447,6 +447,16 @@ mod tests {
         assert_eq!(script.scenario.cluster, "demo");
         assert!(script.timeline.len() >= 5);
         assert!(script.timeline.windows(2).all(|w| w[0].at <= w[1].at));
+        // The DRA scene's class and template, and its job's pods claiming from the template.
+        assert_eq!(script.device_classes.len(), 1);
+        assert_eq!(&*script.claim_templates[0].name, "turing-gpu");
+        let render = (script.timeline.iter())
+            .find_map(|e| match &e.action {
+                Action::Create(w, pods) if w.name == "render" => Some(pods),
+                _ => None,
+            })
+            .expect("the render job");
+        assert!(render.iter().all(|p| p.claims.len() == 1));
         let third = Script::third_day();
         assert!(third.disruption.is_some() && third.start.is_some());
         assert!(
