@@ -3,11 +3,11 @@
 //! scheduler's DRA plugin writes the allocations it chose, and a pod's own claims go with the pod.
 
 use crate::model::{
-    AllocatedClaim, ClaimIndex, ClaimSource, DraObjects, Name, Node, NodeScope, Pod, PoolRef,
-    ResourceClaim, ResourceSlice,
+    AllocatedClaim, Allocation, ClaimIndex, ClaimSource, DraObjects, Name, Node, NodeScope, Pod,
+    PoolRef, ResourceClaim, ResourceSlice,
 };
 use crate::simulator::{Dra, PlaceDevices, allocation_usable_on, claims_fit, reserve};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// The slices node `node` of a group publishes: the group's template slices with the node as their pool and
@@ -32,7 +32,7 @@ pub fn published(template: &[ResourceSlice], node: &str) -> Vec<Arc<ResourceSlic
 }
 
 /// Removes the slices published by nodes `gone` (their drivers went with them).
-pub fn unpublish(dra: &mut DraObjects, gone: &std::collections::HashSet<String>) {
+pub fn unpublish(dra: &mut DraObjects, gone: &HashSet<String>) {
     dra.slices
         .retain(|s| !matches!(&s.scope, NodeScope::Node(n) if gone.contains(&**n)));
 }
@@ -135,7 +135,7 @@ pub fn allocate_bound(
     let state = Dra::new(dra);
     let mut devices: HashMap<&str, Option<Box<PlaceDevices>>> = HashMap::new();
     let mut refused = Vec::new();
-    let mut writes: Vec<(Name, Name, Option<crate::model::Allocation>, Name)> = Vec::new();
+    let mut writes: Vec<(Name, Name, Option<Allocation>, Name)> = Vec::new();
     for i in with_claims {
         let pod = &pods[i];
         let (Some(name), Some(uid), Some(needs)) = (
