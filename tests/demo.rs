@@ -58,7 +58,7 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
         assert!(!line.contains("never"), "{line}");
     }
     assert!(
-        summary.contains("pods placed on EC2 nodes: 27; on Fargate: 3"),
+        summary.contains("pods placed on EC2 nodes: 29; on Fargate: 3"),
         "{summary}"
     );
     assert!(summary.contains("serverless/fn-0 on Fargate (profile serverless): 0.5vCPU 2GB"));
@@ -134,13 +134,26 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
         .lines()
         .filter(|l| l.contains("] scale-up          gpu "))
         .collect();
-    assert_eq!(gpu_scale_ups.len(), 1, "{gpu_scale_ups:?}");
+    assert_eq!(gpu_scale_ups.len(), 2, "{gpu_scale_ups:?}");
     assert!(
         gpu_scale_ups[0]
             .contains("gpu +4 node(s) for 4 pod(s): ProvisioningRequest ml/train (all or nothing)")
     );
-    assert_eq!(added_removed(summary, "gpu"), (4, 4), "{summary}");
     assert!(summary.contains("ml/trainer (4 pods): 0s"), "{summary}");
+    // The DRA scene: once the training nodes are gone, the render job's pods claim a Turing GPU each from a
+    // template; gpu scales from zero for their claims (one T4 a node: two nodes), they run, and the nodes go
+    // after the job. gpu added 6 nodes in all, and removed them.
+    assert!(
+        gpu_scale_ups[1].starts_with("[01:01:00]")
+            && gpu_scale_ups[1].contains("gpu +2 node(s) for 2 pod(s)"),
+        "{gpu_scale_ups:?}"
+    );
+    let render = summary
+        .lines()
+        .find(|l| l.trim_start().starts_with("ml/render (2 pods)"))
+        .unwrap_or_else(|| panic!("no render job in {summary}"));
+    assert!(!render.contains("never"), "{render}");
+    assert_eq!(added_removed(summary, "gpu"), (6, 6), "{summary}");
 
     // Decisions were printed as they happened, with their reasons.
     assert!(stdout.contains("scale-up          general +"), "{stdout}");
@@ -199,7 +212,7 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
     let value = |k: usize| fields[k].split('=').nth(1).unwrap();
     assert_eq!(
         value(2),
-        "30/31",
+        "32/33",
         "every pod but the 64-CPU one ran: {last}"
     );
     assert_eq!((value(3), value(4)), ("3", "1"), "{last}");

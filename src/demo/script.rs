@@ -5,8 +5,10 @@
 use crate::autoscaler::headroom::{self, Policy};
 use crate::autoscaler::{DisruptionConfig, DisruptionConfigError};
 use crate::cloud::{self, Scenario};
-use crate::k8s::{Template, VersionedBuffer, VersionedRequest, pod_from_api};
-use crate::model::Pod;
+use crate::k8s::{
+    Template, VersionedBuffer, VersionedRequest, claim_template, device_class, pod_from_api,
+};
+use crate::model::{ClaimTemplate, DeviceClass, Pod};
 use serde::Deserialize;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -76,6 +78,12 @@ struct File {
     /// Disruption budgets, expiry and grace periods, as `--disruption-config` takes them.
     #[serde(default)]
     disruption: Option<serde_norway::Value>,
+    /// DeviceClasses (DRA), as `kubectl apply` takes them (`resource.k8s.io/v1`).
+    #[serde(default)]
+    device_classes: Vec<serde_json::Value>,
+    /// ResourceClaimTemplates, which workloads' `claims` name, as `kubectl apply` takes them.
+    #[serde(default)]
+    resource_claim_templates: Vec<serde_json::Value>,
 }
 
 fn ten_seconds() -> Duration {
@@ -153,6 +161,19 @@ pub struct Workload {
     /// The ProvisioningRequest (in the workload's namespace) whose room its pods take.
     #[serde(default)]
     pub consumes: Option<String>,
+    /// DRA claims each pod makes from a ResourceClaimTemplate (`resourceClaims` of the pod, each used by its
+    /// container): `[{name: gpu, template: t4}]`.
+    #[serde(default)]
+    pub claims: Vec<WorkloadClaim>,
+}
+
+/// `{name: gpu, template: t4}`: the pod's `spec.resourceClaims` entry `gpu`, its claim made from the
+/// ResourceClaimTemplate `t4` of the workload's namespace.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkloadClaim {
+    pub name: String,
+    pub template: String,
 }
 
 fn default_namespace() -> String {
@@ -194,6 +215,8 @@ pub struct Script {
     /// The simulated wall clock at the start, when the script sets it.
     pub start: Option<SystemTime>,
     pub disruption: Option<Arc<DisruptionConfig>>,
+    pub device_classes: Vec<Arc<DeviceClass>>,
+    pub claim_templates: Vec<Arc<ClaimTemplate>>,
 }
 
 impl Script {
@@ -245,6 +268,21 @@ impl Script {
         if file.scan_interval.is_zero() {
             return Err(ScriptError::Invalid("scanInterval must be above 0".into()));
         }
+        let device_classes: Vec<Arc<DeviceClass>> = (file.device_classes.into_iter().enumerate())
+            .map(|(index, object)| {
+                device_class(object)
+                    .map(Arc::new)
+                    .map_err(|e| ScriptError::Invalid(format!("deviceClasses[{index}]: {e}")))
+            })
+            .collect::<Result<_, _>>()?;
+        let claim_templates: Vec<Arc<ClaimTemplate>> =
+            (file.resource_claim_templates.into_iter().enumerate())
+                .map(|(index, object)| {
+                    claim_template(object).map(Arc::new).map_err(|e| {
+                        ScriptError::Invalid(format!("resourceClaimTemplates[{index}]: {e}"))
+                    })
+                })
+                .collect::<Result<_, _>>()?;
         let mut timeline = Vec::with_capacity(file.timeline.len());
         for (index, event) in file.timeline.into_iter().enumerate() {
             let fail = |reason: String| ScriptError::Timeline {
@@ -266,6 +304,17 @@ impl Script {
             }
             let known = |group: &str| scenario.node_groups.iter().any(|g| g.spec.id == group);
             let action = if let Some(workload) = event.create {
+                for claim in &workload.claims {
+                    let declared = (claim_templates.iter())
+                        .any(|t| *t.namespace == workload.namespace && *t.name == claim.template);
+                    if !declared {
+                        return Err(fail(format!(
+                            "create: claims: {}: no ResourceClaimTemplate \"{}/{}\" in \
+                             resourceClaimTemplates",
+                            claim.name, workload.namespace, claim.template
+                        )));
+                    }
+                }
                 let pods = pods_of(&workload).map_err(fail)?;
                 Action::Create(Box::new(workload), pods)
             } else if let Some(name) = event.delete {
@@ -334,6 +383,8 @@ impl Script {
             templates,
             start,
             disruption,
+            device_classes,
+            claim_templates,
         })
     }
 }
@@ -357,6 +408,11 @@ fn pods_of(w: &Workload) -> Result<Vec<Pod>, String> {
         kind => json!([{"apiVersion": "apps/v1", "kind": kind, "name": w.name,
                         "uid": format!("uid-{}", w.name), "controller": true}]),
     };
+    // Each claim used by the container, as a pod that asks for devices through DRA does.
+    let resource_claims: Vec<serde_json::Value> = (w.claims.iter())
+        .map(|c| json!({"name": c.name, "resourceClaimTemplateName": c.template}))
+        .collect();
+    let used: Vec<serde_json::Value> = (w.claims.iter()).map(|c| json!({"name": c.name})).collect();
     (0..w.count)
         .map(|i| {
             let pod = json!({
@@ -365,7 +421,9 @@ fn pods_of(w: &Workload) -> Result<Vec<Pod>, String> {
                              "labels": {"app": w.name}, "ownerReferences": owner,
                              "annotations": annotations},
                 "spec": {
-                    "containers": [{"name": "main", "image": w.name, "resources": {"requests": requests}}],
+                    "containers": [{"name": "main", "image": w.name,
+                                    "resources": {"requests": requests, "claims": used}}],
+                    "resourceClaims": resource_claims,
                     "nodeSelector": w.node_selector,
                     "tolerations": w.tolerations,
                     "priority": w.priority,
@@ -389,6 +447,16 @@ mod tests {
         assert_eq!(script.scenario.cluster, "demo");
         assert!(script.timeline.len() >= 5);
         assert!(script.timeline.windows(2).all(|w| w[0].at <= w[1].at));
+        // The DRA scene's class and template, and its job's pods claiming from the template.
+        assert_eq!(script.device_classes.len(), 1);
+        assert_eq!(&*script.claim_templates[0].name, "turing-gpu");
+        let render = (script.timeline.iter())
+            .find_map(|e| match &e.action {
+                Action::Create(w, pods) if w.name == "render" => Some(pods),
+                _ => None,
+            })
+            .expect("the render job");
+        assert!(render.iter().all(|p| p.claims.len() == 1));
         let third = Script::third_day();
         assert!(third.disruption.is_some() && third.start.is_some());
         assert!(
@@ -428,6 +496,18 @@ mod tests {
                 "timeline entry 0 (at 1m): update: no node group \"nowhere\" in the scenario",
             ),
             ("start: yesterday\ntimeline: []", "start: "),
+            (
+                "timeline: [{at: 1m, create: {name: w, count: 1, cpu: 1, memory: 1Gi, claims: [{name: gpu, template: t4}]}}]",
+                "timeline entry 0 (at 1m): create: claims: gpu: no ResourceClaimTemplate \"default/t4\" in resourceClaimTemplates",
+            ),
+            (
+                "deviceClasses: [{apiVersion: resource.k8s.io/v1alpha3, kind: DeviceClass, metadata: {name: gpu}}]\ntimeline: []",
+                "deviceClasses[0]: ",
+            ),
+            (
+                "resourceClaimTemplates: [{kind: ResourceClaimTemplate, metadata: {name: Bad_Name}, spec: {spec: {}}}]\ntimeline: []",
+                "resourceClaimTemplates[0]: ",
+            ),
             (
                 "timeline: []\ndisruption: {nodeGroups: [{match: general, expireAfter: soon}]}",
                 "disruption: ",

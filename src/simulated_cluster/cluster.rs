@@ -1,6 +1,7 @@
 //! A simulated cluster over any externalgrpc provider, read through its own provider client (the way
 //! kubelets and the cloud controller learn about instances: from the cloud, not from the autoscaler).
 
+use super::claims;
 use crate::autoscaler::{BufferStatus, ClusterError, ClusterSource, ClusterView, RequestStatus};
 use crate::autoscaler::{ClientError, ProviderClient, ProviderConfig};
 use crate::clock::Clock;
@@ -9,10 +10,11 @@ use crate::k8s::{
     node_from_pb, pod_to_pb_bytes, request_key,
 };
 use crate::model::{
-    FARGATE_COMPUTE_LABEL, FARGATE_SCHEDULER, HOSTNAME_LABEL, InstanceState, LabelProjection,
-    LabelSelector, Node, Pdb, Phase, Pod, PodNames, Taint, ZONE_LABEL,
+    ClaimSource, ClaimTemplate, DeviceClass, DraObjects, FARGATE_COMPUTE_LABEL, FARGATE_SCHEDULER,
+    HOSTNAME_LABEL, InstanceState, LabelProjection, LabelSelector, Node, Pdb, Phase, Pod, PodNames,
+    Taint, ZONE_LABEL,
 };
-use crate::simulator::{build_places, group_pods, place_all, pods_by_node};
+use crate::simulator::{Dra, build_places, group_pods, place_all, pods_by_node};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -40,6 +42,10 @@ struct State {
     requests: Vec<VersionedRequest>,
     /// `config.yaml` of the ConfigMap `ekscale-disruption`, when there is one.
     disruption_config: Option<Arc<str>>,
+    /// DeviceClasses and claim templates as created, claims the claim controller made, slices nodes publish.
+    dra: DraObjects,
+    /// Counts the uids and claim names made, as the API server generates them.
+    serial: u64,
 }
 
 /// How a node group's instances fail to become nodes.
@@ -63,11 +69,13 @@ pub struct Budget {
 impl State {
     /// Pod `i` leaves its node: a controller's pod is made again, pending; any other is gone.
     fn leave(&mut self, i: usize) {
+        claims::release(&mut self.dra, &self.pods[i]);
         if self.pods[i].controller.is_some() {
             let pod = &mut self.pods[i];
             pod.node_name = None;
             pod.phase = Phase::Pending;
             pod.unschedulable = false;
+            renew(pod, &mut self.serial);
         } else {
             self.pods.remove(i);
         }
@@ -124,21 +132,53 @@ impl SimulatedCluster {
         self.epoch + self.clock.now()
     }
 
-    /// Creates pods, pending until the next [`SimulatedCluster::step`] schedules them.
+    /// Creates pods, pending until the next [`SimulatedCluster::step`] schedules them. A pod with claims
+    /// and no uid gets one (what its claims are owned by and reserved for).
     pub fn create_pods(&self, pods: impl IntoIterator<Item = Pod>) {
         let now = self.now();
-        self.state().pods.extend(pods.into_iter().map(|mut pod| {
+        let mut state = self.state();
+        let State {
+            pods: all, serial, ..
+        } = &mut *state;
+        all.extend(pods.into_iter().map(|mut pod| {
             pod.created = Some(now);
             pod.node_name = None;
             pod.phase = Phase::Pending;
             pod.unschedulable = false;
+            if !pod.claims.is_empty() && pod.uid.is_none() {
+                *serial += 1;
+                pod.uid = Some(format!("uid-{}-{}-{serial}", pod.namespace, pod.name).into());
+            }
             pod
         }));
     }
 
-    /// Deletes the pods `matching` says so of, wherever they are.
+    /// Deletes the pods `matching` says so of, wherever they are, and the claims made for them.
     pub fn delete_pods(&self, matching: impl Fn(&Pod) -> bool) {
-        self.state().pods.retain(|p| !matching(p));
+        let mut state = self.state();
+        let State { pods, dra, .. } = &mut *state;
+        pods.retain(|p| {
+            let delete = matching(p);
+            if delete {
+                claims::release(dra, p);
+            }
+            !delete
+        });
+    }
+
+    /// Adds DeviceClasses.
+    pub fn create_device_classes(&self, classes: impl IntoIterator<Item = Arc<DeviceClass>>) {
+        self.state().dra.classes.extend(classes);
+    }
+
+    /// Adds ResourceClaimTemplates, from which the claim controller makes pods their claims.
+    pub fn create_claim_templates(&self, templates: impl IntoIterator<Item = Arc<ClaimTemplate>>) {
+        self.state().dra.templates.extend(templates);
+    }
+
+    /// The DRA objects: classes, templates, claims with their allocations, the slices nodes publish.
+    pub fn dra(&self) -> DraObjects {
+        self.state().dra.clone()
     }
 
     /// From now on, the instances of node group `group` that start fail as `how` says.
@@ -216,6 +256,9 @@ impl SimulatedCluster {
     pub async fn step(&self) -> Result<(), ClientError> {
         self.client.refresh().await?;
         let fargate = self.fargate_profiles().await?;
+        let registered: HashSet<String> = (self.state().nodes.iter())
+            .map(|n| n.provider_id.clone())
+            .collect();
         let mut running: Vec<(String, Arc<Node>, String)> = Vec::new();
         let mut known: HashSet<String> = HashSet::new();
         for group in self.client.node_groups().await?.iter() {
@@ -237,12 +280,19 @@ impl SimulatedCluster {
                 }
             }
         }
+        // The devices new nodes publish (DRA drivers' slices), asked only when a node is about to register.
+        let slices = match running.iter().any(|(id, ..)| !registered.contains(id)) {
+            true => self.client.all_template_slices().await?,
+            false => None,
+        };
         let now = self.now();
         let mut state = self.state();
         let State {
             nodes,
             pods,
             broken,
+            dra,
+            serial,
             ..
         } = &mut *state;
         // Nodes whose instance is gone leave; so do their pods, which controllers recreate.
@@ -252,13 +302,16 @@ impl SimulatedCluster {
             .map(|n| n.name.clone())
             .collect();
         nodes.retain(|n| !gone.contains(&n.name));
+        claims::unpublish(dra, &gone);
         pods.retain_mut(|pod| {
             if !pod.node_name.as_ref().is_some_and(|n| gone.contains(n)) {
                 return true;
             }
+            claims::release(dra, pod);
             pod.node_name = None;
             pod.phase = Phase::Pending;
             pod.unschedulable = false;
+            renew(pod, serial);
             pod.controller.is_some() && !pod.daemonset()
         });
         let registered: HashSet<String> = nodes.iter().map(|n| n.provider_id.clone()).collect();
@@ -267,11 +320,17 @@ impl SimulatedCluster {
             if !registered.contains(&id) && broken != Some(Broken::NeverRegister) {
                 let mut node = node_for(&id, &template, now);
                 node.ready = broken != Some(Broken::NeverReady);
+                if let Some(template) = slices.as_ref().and_then(|s| s.get(&group)) {
+                    dra.slices.extend(claims::published(template, &node.name));
+                }
                 nodes.push(Arc::new(node));
             }
         }
         run_on_fargate(nodes, pods, &fargate, now);
-        schedule(nodes, pods);
+        // Claims even without DRA objects: a pod naming a template the cluster lacks stays pending, saying so.
+        claims::make_claims(dra, pods, serial);
+        claims::find_needs(dra, pods);
+        schedule(nodes, pods, dra);
         preempt(nodes, pods);
         Ok(())
     }
@@ -361,6 +420,22 @@ fn run_on_fargate(
     });
 }
 
+/// A pod lost and made again by its controller is a new pod: a new uid, and claims still to be made from its
+/// templates.
+fn renew(pod: &mut Pod, serial: &mut u64) {
+    if pod.claims.is_empty() {
+        return;
+    }
+    *serial += 1;
+    pod.uid = Some(format!("uid-{}-{}-{serial}", pod.namespace, pod.name).into());
+    for entry in &mut pod.claims {
+        if let ClaimSource::Template { made, .. } = &mut entry.source {
+            *made = None;
+        }
+    }
+    pod.needs = None;
+}
+
 /// The node kubelet would register for instance `id` of a group with `template`.
 fn node_for(id: &str, template: &Node, now: SystemTime) -> Node {
     let name = format!("ip-{}", id.rsplit('/').next().unwrap_or(id));
@@ -379,9 +454,9 @@ fn node_for(id: &str, template: &Node, now: SystemTime) -> Node {
     node
 }
 
-/// Binds every pending pod that fits somewhere (highest priority first); the rest are marked
-/// Unschedulable, as kube-scheduler marks them.
-fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod]) {
+/// Binds every pending pod that fits somewhere (highest priority first), its claims allocated where it goes;
+/// the rest are marked Unschedulable, as kube-scheduler marks them.
+fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod], dra: &mut DraObjects) {
     let waiting = |p: &Pod| {
         p.node_name.is_none()
             && p.phase != Phase::Terminal
@@ -404,6 +479,13 @@ fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod]) {
         &exemplars,
         &LabelProjection::All,
     );
+    // Each node's devices and what claims hold of them, only where there are DRA objects.
+    if !dra.is_empty() {
+        let devices = Dra::new(dra);
+        for (place, node) in places.iter_mut().zip(nodes) {
+            place.devices = devices.devices_of(node);
+        }
+    }
     let mut binding: HashMap<usize, String> = HashMap::new();
     for group in &groups {
         let terms = topology.resolve(group.exemplar(&*pods));
@@ -412,6 +494,7 @@ fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod]) {
             binding.insert(group.pods[k], places[p].node.name.clone());
         }
     }
+    let mut bound = Vec::new();
     for group in &groups {
         for &i in &group.pods {
             let pod = &mut pods[i];
@@ -420,10 +503,17 @@ fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod]) {
                     pod.node_name = Some(node);
                     pod.phase = Phase::Running;
                     pod.unschedulable = false;
+                    bound.push(i);
                 }
                 None => pod.unschedulable = true,
             }
         }
+    }
+    for i in claims::allocate_bound(dra, nodes, pods, &bound) {
+        let pod = &mut pods[i];
+        pod.node_name = None;
+        pod.phase = Phase::Pending;
+        pod.unschedulable = true;
     }
 }
 
@@ -439,6 +529,10 @@ fn preempt(nodes: &[Arc<Node>], pods: &mut [Pod]) {
         .collect();
     waiting.sort_by_key(|&i| std::cmp::Reverse(pods[i].priority.unwrap_or(0)));
     for i in waiting {
+        // Preemption here weighs resources only: a pod that claims devices waits for a node that has them.
+        if pods[i].needs.is_some() {
+            continue;
+        }
         let priority = pods[i].priority.unwrap_or(0);
         for node in nodes.iter().filter(|n| n.accepts_pods()) {
             if crate::simulator::node_fit(&pods[i].scheduling, node).is_err() {
@@ -504,7 +598,7 @@ impl ClusterSource for SimulatedCluster {
             },
             now: Some(self.now()),
             disruption_config: state.disruption_config.clone(),
-            dra: Default::default(),
+            dra: Arc::new(state.dra.clone()),
         }))
     }
 

@@ -1,0 +1,212 @@
+//! Dynamic Resource Allocation in the simulated cluster, with the loop over it: nodes of a DRA group publish
+//! their GPUs when they register, the claim controller makes each pod its claim from a template, the
+//! scheduler binds a pod only where its claim can be allocated and writes the allocation, and the claims
+//! go with their pods.
+
+mod common;
+
+use common::simulated::simulated;
+use ekscale::autoscaler::{ClusterSource, ProviderClient, RunOnce, Settings};
+use ekscale::k8s::{claim_template, device_class, pod_from_api};
+use ekscale::model::{ClaimSource, NodeScope, Pod};
+use ekscale::simulated_cluster::SimulatedCluster;
+use ekscale::simulator::allocation_usable_on;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One general node, and a gpu group at zero whose nodes (one T4 each) run NVIDIA's DRA driver.
+const SCENARIO: &str = "
+cluster: dra
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 1}
+  - name: gpu
+    instanceType: g4dn.xlarge
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 4
+    desiredSize: 0
+    taints: [{key: nvidia.com/gpu, value: 'true', effect: NoSchedule}]
+    provisioningDelay: 30s
+    draDrivers: [gpu.nvidia.com]
+";
+
+/// NVIDIA's DeviceClass, and templates for one Turing GPU (by CEL) and for two GPUs on one node.
+fn dra_objects(cluster: &SimulatedCluster) {
+    let class = device_class(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": "gpu.nvidia.com"},
+        "spec": {"selectors": [{"cel": {"expression":
+            "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}}]},
+    }))
+    .unwrap();
+    let template = |name: &str, exactly: serde_json::Value| {
+        claim_template(json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": "ml"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}},
+        }))
+        .unwrap()
+    };
+    cluster.create_device_classes([Arc::new(class)]);
+    cluster.create_claim_templates([
+        Arc::new(template(
+            "turing-gpu",
+            json!({"deviceClassName": "gpu.nvidia.com", "selectors": [{"cel": {"expression":
+                "device.attributes['gpu.nvidia.com'].architecture == 'Turing'"}}]}),
+        )),
+        Arc::new(template(
+            "two-gpus",
+            json!({"deviceClassName": "gpu.nvidia.com", "count": 2}),
+        )),
+    ]);
+}
+
+/// `n` pods of a Job `job` whose entry `gpu` claims from `template`.
+fn claiming(job: &str, n: usize, template: &str) -> Vec<Pod> {
+    (0..n)
+        .map(|i| {
+            let pod = json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("{job}-{i}"), "namespace": "ml",
+                             "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": job,
+                                                  "uid": format!("uid-{job}"), "controller": true}]},
+                "spec": {
+                    "containers": [{"name": "main", "image": job, "resources": {
+                        "requests": {"cpu": "1", "memory": "4Gi"}, "claims": [{"name": "gpu"}]}}],
+                    "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                },
+            });
+            pod_from_api(&serde_json::from_value(pod).unwrap(), false).unwrap()
+        })
+        .collect()
+}
+
+fn settings() -> Settings {
+    Settings {
+        act: true,
+        remove_unregistered: true,
+        ..Settings::default()
+    }
+}
+
+#[tokio::test]
+async fn pods_claiming_a_turing_gpu_scale_the_gpu_group_from_zero_and_run_on_its_nodes() {
+    let (server, config, cluster) = simulated(SCENARIO).await;
+    dra_objects(&cluster);
+    let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
+    cluster.create_pods(claiming("render", 2, "turing-gpu"));
+
+    // The claim controller made each pod its own claim, named in the pod's status; none fits the general
+    // node (it has no devices), so both wait and the loop adds a GPU node for each (one T4 a node).
+    let view = cluster.view().await.unwrap();
+    assert_eq!(view.dra.claims.len(), 2, "{:?}", view.dra.claims);
+    for pod in view.pods.iter() {
+        let ClaimSource::Template {
+            made: Some(made), ..
+        } = &pod.claims[0].source
+        else {
+            panic!("no claim made for {}: {:?}", pod.name, pod.claims);
+        };
+        assert!(made.starts_with(&format!("{}-gpu-", pod.name)), "{made}");
+        let claim = view.dra.claims.iter().find(|c| c.name == *made).unwrap();
+        assert_eq!(claim.owner_pod, pod.uid);
+        assert!(pod.unschedulable && claim.allocation.is_none());
+    }
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    let ups: Vec<(&str, u64)> = (status.scale_up.iter())
+        .map(|s| (s.node_group.as_str(), s.delta))
+        .collect();
+    assert_eq!(ups, [("gpu", 2)], "{status:#?}");
+
+    // The nodes register and publish their T4s, each its own pool; the pods bind there with their claims
+    // allocated on their node and reserved for them.
+    for _ in 0..4 {
+        server.sim().clock().advance(Duration::from_secs(31));
+        let view = cluster.view().await.unwrap();
+        once.run(&view, cluster.now()).await.unwrap();
+    }
+    let view = cluster.view().await.unwrap();
+    let gpu_nodes: Vec<_> = (view.nodes.iter())
+        .filter(|n| n.taints.iter().any(|t| t.key == "nvidia.com/gpu"))
+        .collect();
+    assert_eq!(gpu_nodes.len(), 2);
+    for node in &gpu_nodes {
+        let slice = (view.dra.slices.iter())
+            .find(|s| s.scope == NodeScope::Node(node.name.as_str().into()))
+            .unwrap_or_else(|| panic!("{} publishes no slice: {:?}", node.name, view.dra.slices));
+        assert_eq!(&*slice.pool.name, node.name.as_str());
+        assert_eq!(slice.devices.len(), 1);
+    }
+    let mut on: Vec<&str> = Vec::new();
+    for pod in view.pods.iter() {
+        let node = pod.node_name.as_deref().expect("every render pod runs");
+        let node = gpu_nodes
+            .iter()
+            .find(|n| n.name == node)
+            .expect("on a GPU node");
+        on.push(&node.name);
+        let ClaimSource::Template {
+            made: Some(made), ..
+        } = &pod.claims[0].source
+        else {
+            panic!("{:?}", pod.claims);
+        };
+        let claim = view.dra.claims.iter().find(|c| c.name == *made).unwrap();
+        let allocation = claim.allocation.as_ref().expect("allocated");
+        assert_eq!(allocation.devices.len(), 1);
+        assert_eq!(&*allocation.devices[0].device.pool, node.name.as_str());
+        assert!(allocation_usable_on(allocation, node));
+        assert_eq!(claim.reserved_for, [pod.uid.clone().unwrap()]);
+    }
+    on.sort_unstable();
+    on.dedup();
+    assert_eq!(on.len(), 2, "one T4 each: {on:?}");
+
+    // The job finishes: its claims go with its pods.
+    cluster.delete_pods(|p| p.name.starts_with("render-"));
+    assert!(cluster.dra().claims.is_empty());
+}
+
+#[tokio::test]
+async fn a_pod_claiming_two_gpus_where_nodes_have_one_stays_pending_saying_why() {
+    let (server, config, cluster) = simulated(SCENARIO).await;
+    dra_objects(&cluster);
+    let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
+    // One GPU node runs already (from a pod claiming one Turing GPU).
+    cluster.create_pods(claiming("render", 1, "turing-gpu"));
+    for _ in 0..4 {
+        let view = cluster.view().await.unwrap();
+        once.run(&view, cluster.now()).await.unwrap();
+        server.sim().clock().advance(Duration::from_secs(31));
+    }
+    cluster.delete_pods(|p| p.name.starts_with("render-"));
+    cluster.create_pods(claiming("big", 1, "two-gpus"));
+
+    let view = cluster.view().await.unwrap();
+    assert_eq!(
+        (view.nodes.iter())
+            .filter(|n| n.taints.iter().any(|t| t.key == "nvidia.com/gpu"))
+            .count(),
+        1,
+        "a GPU node is there, free"
+    );
+    let big = view.pods.iter().find(|p| p.name == "big-0").unwrap();
+    assert!(big.node_name.is_none() && big.unschedulable, "{big:?}");
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    assert!(status.scale_up.is_empty(), "{status:#?}");
+    let why = (status.no_scale_up.iter())
+        .find(|n| n.pod == "ml/big-0")
+        .unwrap_or_else(|| panic!("{status:#?}"));
+    assert!(
+        why.reasons["gpu"].starts_with("cannot allocate all claims"),
+        "{why:?}"
+    );
+    // The scheduler never bound it, and its claim stays unallocated.
+    let view = cluster.view().await.unwrap();
+    let big = view.pods.iter().find(|p| p.name == "big-0").unwrap();
+    assert!(big.node_name.is_none() && big.unschedulable);
+    assert!(view.dra.claims.iter().all(|c| c.allocation.is_none()));
+}
