@@ -22,16 +22,18 @@ const PRODUCT: &str = "NVIDIA A100-SXM4-40GB";
 /// bench's other groups (16 CPU / 64 GiB / 110 pods) so that the pods on them are the same: with the NVIDIA
 /// DRA driver (its slices in the template, no device plugin), or with the device plugin's 8 GPUs.
 pub fn scenario(groups: usize, nodes: usize, dra: bool) -> String {
+    // The driver derives its slices from the instance type's GPUs, which the DRA nodes also keep as a
+    // capacity no pod asks for: the device plugin's count is stated only where it is what pods ask.
     let (gpus, drivers) = match dra {
-        true => ("0", "draDrivers: [gpu.nvidia.com], "),
-        false => ("8", ""),
+        true => ("", "draDrivers: [gpu.nvidia.com], "),
+        false => (", nvidia.com/gpu: '8'", ""),
     };
     let mut text = String::from("cluster: bench\nregion: us-east-1\nnodeGroups:\n");
     for g in 0..groups {
         text.push_str(&format!(
             "  - {{name: team-{g}, instanceType: p4d.24xlarge, zones: [us-east-1a, us-east-1b, us-east-1c], \
              minSize: 0, maxSize: 2000, desiredSize: {nodes}, labels: {{team: team-{g}}}, {drivers}\
-             allocatable: {{cpu: '16', memory: 64Gi, pods: '110', nvidia.com/gpu: '{gpus}'}}}}\n"
+             allocatable: {{cpu: '16', memory: 64Gi, pods: '110'{gpus}}}}}\n"
         ));
     }
     text
