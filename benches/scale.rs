@@ -16,11 +16,16 @@
 //! and a weekend window in Berlin, inactive then) and `expireAfter: 720h`, one node in fifty (made 40 days
 //! before the others) expired.
 //!
-//! `cargo bench --bench scale` runs every case; `cargo bench --bench scale -- "10000 nodes"` one of them,
-//! `cargo bench --bench scale -- "simulate process"` the binary's, `-- requests` the requests',
-//! `-- disruption` disruption control's.
+//! And GPUs (`dra_cluster`): the 10,000-node cluster's nodes publishing 8 GPUs each through a DRA driver
+//! and 1,000 pending pods claiming one by a CEL selector, against the same nodes and pods through the device
+//! plugin's `nvidia.com/gpu`; each loop by a new companion, and the next loops of one.
+//!
+//! `cargo bench --bench scale` runs every case; `cargo bench --bench scale -- "^scale/10000 nodes"` one of
+//! them, `cargo bench --bench scale -- "simulate process"` the binary's, `-- requests` the requests',
+//! `-- disruption` disruption control's, `-- "^dra/"` the GPUs'.
 
 mod common;
+mod dra_cluster;
 
 // The allocator the shipped companion runs with (src/bin/ekscale-autoscaler.rs).
 #[global_allocator]
@@ -158,8 +163,9 @@ fn pod(name: String, app: &str, kind: &str, cpu: u64, memory: u64) -> Pod {
     }
 }
 
-/// The cluster of `case`: its nodes with their pods, the pending pods, and PDBs on three apps.
-fn view(case: &Case, nodes: Vec<Arc<Node>>, now: SystemTime) -> ClusterView {
+/// The cluster of `case`: its nodes with their pods, the pending pods, `extra` pods after them, and PDBs on
+/// three apps.
+fn view(case: &Case, nodes: Vec<Arc<Node>>, now: SystemTime, extra: Vec<Pod>) -> ClusterView {
     // Three shapes whose average is 30% of 16 CPU over the node's pods: 4.8 CPU in all.
     let average = 4800 / case.pods_per_node as u64;
     let shapes = [
@@ -202,6 +208,7 @@ fn view(case: &Case, nodes: Vec<Arc<Node>>, now: SystemTime) -> ClusterView {
         burst.created = Some(now);
         pods.push(burst);
     }
+    pods.extend(extra);
     let mut alike = Alike::default();
     pods.iter_mut().for_each(|pod| alike.share(pod));
     let pdbs = (0..3)
@@ -343,6 +350,63 @@ fn scale(c: &mut Criterion) {
     }
 }
 
+/// GPUs claimed through DRA against GPUs asked of the device plugin, on the same 10,000 nodes, their pods
+/// and 1,000 pending GPU pods (`dra_cluster`), back to back: a loop by a new companion each time (what
+/// `simulate` runs), then the loops after the first of one companion (what `run` runs, with what it keeps
+/// between loops).
+fn dra(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+    let case = &CASES[2];
+    for (dra, how) in [
+        (true, "GPUs claimed (DRA)"),
+        (false, "nvidia.com/gpu (device plugin)"),
+    ] {
+        let cluster = format!(
+            "dra/{}, {} pending: {how}",
+            case.name(),
+            dra_cluster::GPU_PODS
+        );
+        let mut built = None;
+        let mut build = || {
+            let groups = case.nodes / GROUP_NODES;
+            let (client, view) = rt.block_on(async {
+                let metrics = Arc::new(ProviderMetrics::default());
+                let scenario = dra_cluster::scenario(groups, GROUP_NODES, dra);
+                let addr = common::sim_provider(&scenario, metrics).await;
+                let client =
+                    ProviderClient::new(&ProviderConfig::plaintext(addr.to_string())).unwrap();
+                let nodes = nodes(&client, groups, now - Duration::from_secs(3600)).await;
+                let objects = match dra {
+                    true => dra_cluster::objects(&client, &nodes).await,
+                    false => Default::default(),
+                };
+                let pods = dra_cluster::pods(dra, now);
+                let view = ClusterView {
+                    dra: Arc::new(objects),
+                    ..view(case, nodes, now, pods)
+                };
+                (client, Arc::new(view))
+            });
+            first_loop(&rt, (&client, &view, &settings()), &cluster, 0.0);
+            (client, view)
+        };
+        c.bench_function(&format!("{cluster}, a new companion each loop"), |b| {
+            let (client, view) = built.get_or_insert_with(&mut build);
+            b.to_async(&rt).iter(|| {
+                let view = view.clone();
+                let mut once = RunOnce::new(client.clone(), settings());
+                async move { once.run(&view, now).await.unwrap() }
+            })
+        });
+        c.bench_function(&format!("{cluster}, one companion's next loops"), |b| {
+            let (client, view) = built.get_or_insert_with(&mut build);
+            let mut once = RunOnce::new(client.clone(), settings());
+            b.iter(|| rt.block_on(once.run(view, now)).unwrap())
+        });
+    }
+}
+
 /// The provider and the view of `case`, and one loop over them: its stages and resident memory, printed.
 fn build(
     rt: &tokio::runtime::Runtime,
@@ -361,15 +425,26 @@ fn build(
         let before = resident_mib();
         let view = ClusterView {
             requests,
-            ..view(case, nodes, now)
+            ..view(case, nodes, now, Vec::new())
         };
         let view_mib = resident_mib() - before;
         (client, Arc::new(view), view_mib)
     });
+    first_loop(rt, (&client, &view, settings), name, view_mib);
+    (client, view)
+}
+
+/// One loop over `view`, by a new companion: its stages and resident memory, printed.
+fn first_loop(
+    rt: &tokio::runtime::Runtime,
+    (client, view, settings): (&ProviderClient, &ClusterView, &Settings),
+    name: &str,
+    view_mib: f64,
+) {
     let before = resident_mib();
     let status = rt.block_on(async {
         let mut once = RunOnce::new(client.clone(), settings.clone());
-        once.run(&view, now).await.unwrap()
+        once.run(view, view.now.unwrap()).await.unwrap()
     });
     let loop_mib = resident_mib() - before;
     let helped: usize = status.scale_up.iter().map(|s| s.pods.len()).sum();
@@ -387,7 +462,6 @@ fn build(
         status.scale_down.disruptions.len(),
         view_mib * (1 << 20) as f64 / view.pods.len() as f64,
     );
-    (client, view)
 }
 
 /// RFC 3339, as the API server prints times.
@@ -493,7 +567,7 @@ fn simulate_process(c: &mut Criterion) {
                 let client =
                     ProviderClient::new(&ProviderConfig::plaintext(addr.to_string())).unwrap();
                 let nodes = nodes(&client, groups, now - Duration::from_secs(3600)).await;
-                (addr, view(case, nodes, now))
+                (addr, view(case, nodes, now, Vec::new()))
             });
             let path =
                 std::env::temp_dir().join(format!("ekscale-scale-{}.json", std::process::id()));
@@ -524,6 +598,6 @@ fn simulate_process(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(20));
-    targets = scale, simulate_process
+    targets = scale, dra, simulate_process
 }
 criterion_main!(benches);

@@ -2,14 +2,17 @@
 //! snapshot): the pools a node reaches and which of their devices are allocated; whether a pod's claims can
 //! be allocated there (the plugin's Filter: claims already allocated must be usable on the node, the others
 //! are allocated by the structured allocator); and the allocation taken when the pod is put there (its
-//! Reserve), given back when it is taken off.
+//! Reserve), given back when it is taken off. Each loop's state takes from the last loop's what did not
+//! change: the classes (their selectors compiled), each pool (its devices' CEL values and verdicts), the
+//! allocations by pool, the templates' pools.
 
 use super::dra::{DeviceClasses, InUse, NodePools, Pools, allocate, allocation_usable_on};
 use super::predicates::Unfit;
 use crate::model::{
-    Allocation, ClaimNeeds, ClaimSpec, DraObjects, FastMap, Name, Node, Pod, ResourceSlice,
+    Allocation, ClaimNeeds, ClaimSpec, DraObjects, FastMap, Name, Node, Pod, ResourceClaim,
+    ResourceSlice,
 };
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// What kube-scheduler's DRA plugin says of a node where a pod's claims cannot be allocated.
 const NO_ALLOCATION: &str = "cannot allocate all claims";
@@ -18,8 +21,25 @@ const NO_ALLOCATION: &str = "cannot allocate all claims";
 /// allocations already made, by the pools their devices are in.
 pub struct Dra {
     classes: Arc<DeviceClasses>,
-    pools: Pools,
-    allocated: FastMap<(Name, Name), Vec<Allocation>>,
+    pools: Arc<Pools>,
+    allocated: Arc<Allocated>,
+    /// The slices and claims it was made from, for the next loop's to compare with.
+    slices: Vec<Arc<ResourceSlice>>,
+    claims: Vec<Arc<ResourceClaim>>,
+    /// The templates' pools asked for this loop, by their slices; and the last loop's, to take from.
+    templates: Mutex<Vec<TemplatePools>>,
+    last_templates: Vec<TemplatePools>,
+}
+
+/// The allocations of the cluster's claims, by the (driver, pool) of their devices.
+type Allocated = FastMap<(Name, Name), Vec<Allocation>>;
+
+/// A template's slices and their pools.
+type TemplatePools = (Vec<Arc<ResourceSlice>>, Arc<Pools>);
+
+/// Whether two lists hold the same objects, or equal ones.
+fn same<T: PartialEq>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y) || x == y)
 }
 
 /// What a place's node has of devices and what of them is taken.
@@ -34,22 +54,62 @@ pub struct PlaceDevices {
 
 impl Dra {
     pub fn new(objects: &DraObjects) -> Dra {
-        let mut allocated: FastMap<(Name, Name), Vec<Allocation>> = FastMap::default();
-        for allocation in objects.claims.iter().filter_map(|c| c.allocation.as_ref()) {
-            let mut pools: Vec<(Name, Name)> = (allocation.devices.iter())
-                .map(|d| (d.device.driver.clone(), d.device.pool.clone()))
-                .collect();
-            pools.sort_unstable();
-            pools.dedup();
-            for pool in pools {
-                allocated.entry(pool).or_default().push(allocation.clone());
+        Dra::after(objects, None)
+    }
+
+    /// This loop's state, taking from `last` (the last loop's) what did not change: its classes when
+    /// they are the same, else the expressions it compiled; each pool whose slices are the same (all of
+    /// them when every slice is: a watch hands unchanged objects over as they were); the allocations
+    /// when the claims are the same; the templates' pools.
+    pub fn after(objects: &DraObjects, last: Option<&Dra>) -> Dra {
+        let classes = match last {
+            Some(l) if l.classes.made_from(&objects.classes) => l.classes.clone(),
+            _ => Arc::new(DeviceClasses::reusing(
+                &objects.classes,
+                last.map(|l| &*l.classes),
+            )),
+        };
+        let pools = match last {
+            Some(l)
+                if l.slices.len() == objects.slices.len()
+                    && (l.slices.iter().zip(&objects.slices)).all(|(a, b)| Arc::ptr_eq(a, b)) =>
+            {
+                l.pools.clone()
             }
-        }
+            Some(l) => Arc::new(Pools::reusing(&objects.slices, &l.pools)),
+            None => Arc::new(Pools::new(&objects.slices)),
+        };
+        let allocated = match last {
+            Some(l) if same(&l.claims, &objects.claims) => l.allocated.clone(),
+            _ => Arc::new(allocated(&objects.claims)),
+        };
+        let last_templates = match last {
+            Some(l) => std::mem::take(&mut *l.templates.lock().unwrap_or_else(|p| p.into_inner())),
+            None => Vec::new(),
+        };
         Dra {
-            classes: Arc::new(DeviceClasses::new(&objects.classes)),
-            pools: Pools::new(&objects.slices),
+            classes,
+            pools,
             allocated,
+            slices: objects.slices.clone(),
+            claims: objects.claims.clone(),
+            templates: Mutex::default(),
+            last_templates,
         }
+    }
+
+    /// A template's pools, built once for equal slices.
+    fn template_pools(&self, slices: &[Arc<ResourceSlice>]) -> Arc<Pools> {
+        let mut templates = self.templates.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, pools)) = templates.iter().find(|(s, _)| same(s, slices)) {
+            return pools.clone();
+        }
+        let pools = match self.last_templates.iter().find(|(s, _)| same(s, slices)) {
+            Some((_, pools)) => pools.clone(),
+            None => Arc::new(Pools::new(slices)),
+        };
+        templates.push((slices.to_vec(), pools.clone()));
+        pools
     }
 
     /// A registered node's devices, with what the cluster's claims have allocated of them; `None` when it
@@ -80,7 +140,7 @@ impl Dra {
         slices: &[Arc<ResourceSlice>],
         node: &Node,
     ) -> Option<Box<PlaceDevices>> {
-        let pools = Pools::new(slices).for_node(node);
+        let pools = self.template_pools(slices).for_node(node);
         (!pools.is_empty()).then(|| {
             Box::new(PlaceDevices {
                 classes: self.classes.clone(),
@@ -90,6 +150,22 @@ impl Dra {
             })
         })
     }
+}
+
+/// The allocations of `claims`, by the pools their devices are in.
+fn allocated(claims: &[Arc<ResourceClaim>]) -> Allocated {
+    let mut allocated: Allocated = FastMap::default();
+    for allocation in claims.iter().filter_map(|c| c.allocation.as_ref()) {
+        let mut pools: Vec<(Name, Name)> = (allocation.devices.iter())
+            .map(|d| (d.device.driver.clone(), d.device.pool.clone()))
+            .collect();
+        pools.sort_unstable();
+        pools.dedup();
+        for pool in pools {
+            allocated.entry(pool).or_default().push(allocation.clone());
+        }
+    }
+    allocated
 }
 
 impl PlaceDevices {

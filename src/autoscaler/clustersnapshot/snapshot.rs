@@ -34,6 +34,8 @@ pub struct Inputs<'a> {
     /// Nodes on their way out: they take no pod.
     pub deleting: &'a HashSet<String>,
     pub projection: &'a LabelProjection,
+    /// The last loop's DRA state, to take what did not change from (`ClusterSnapshot::dra`).
+    pub last_dra: Option<&'a Dra>,
 }
 
 /// The pending pods that fit in the snapshot as it is.
@@ -53,6 +55,8 @@ pub struct ClusterSnapshot {
     pub places: Vec<Place>,
     /// The pods on each of the view's nodes (bound, nominated, or placed there this loop), by node index.
     pub on_node: Vec<Vec<usize>>,
+    /// The cluster's DRA state this loop, when it has devices: the next loop's `last_dra`.
+    pub dra: Option<Arc<Dra>>,
 }
 
 impl ClusterSnapshot {
@@ -82,7 +86,8 @@ impl ClusterSnapshot {
         );
         // Devices (DRA) only where the cluster has any: a cluster without them pays nothing here.
         let with_templates = input.facts.iter().any(|f| !f.template_slices.is_empty());
-        let dra = (!view.dra.is_empty() || with_templates).then(|| Dra::new(&view.dra));
+        let dra = (!view.dra.is_empty() || with_templates)
+            .then(|| Arc::new(Dra::after(&view.dra, input.last_dra)));
         for (place, node) in places.iter_mut().zip(view.nodes.iter()) {
             if input.deleting.contains(&node.name) {
                 place.accepts = false;
@@ -146,6 +151,7 @@ impl ClusterSnapshot {
             on_node,
             topology,
             places,
+            dra,
         }
     }
 

@@ -47,6 +47,7 @@ use crate::autoscaler::status::{
     ClusterHealth, FargatePod, GroupStatus, NoScaleUp, ScaleUp, Status,
 };
 use crate::model::{FargateProfile, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate};
+use crate::simulator::Dra;
 use crate::simulator::equivalence::{self, EquivalenceGroup};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -76,6 +77,9 @@ pub struct RunOnce {
     prices: PriceBook,
     /// The disruption configuration: the file's, or the cluster's, the last good one kept.
     disruption: DisruptionSource,
+    /// The last loop's DRA state (classes with their selectors compiled, pools with their devices'
+    /// verdicts), of which the next loop rebuilds only what changed.
+    dra: Option<Arc<Dra>>,
 }
 
 impl RunOnce {
@@ -91,6 +95,7 @@ impl RunOnce {
             fargate: FargateAnswers::default(),
             prices: PriceBook::default(),
             disruption,
+            dra: None,
         }
     }
 
@@ -145,8 +150,14 @@ impl RunOnce {
         // The snapshot: the requests' booked room held first, then the pending pods that fit in it as it is.
         let asked = requests.groups(pods, &grouped.projection);
         let inputs = snapshot_inputs(view, pods, &sorted, &read, &grouped.projection);
+        let last_dra = self.dra.take();
+        let inputs = cluster_snapshot::Inputs {
+            last_dra: last_dra.as_deref(),
+            ..inputs
+        };
         let all = grouped.help.iter().chain(asked.iter().flatten());
         let mut snapshot = planning(|| ClusterSnapshot::build(&inputs, all, &mut groups));
+        self.dra = snapshot.dra.clone();
         requests.hold_booked(&mut snapshot, pods, &asked, &groups, now);
         let fitted = planning(|| snapshot.place_pending(pods, &grouped.help, &groups));
         status.placed = fitted.placed;
@@ -509,6 +520,7 @@ impl RunOnce {
             topology,
             places,
             on_node,
+            ..
         } = &mut snapshot;
         let scene = Scene {
             view,
@@ -622,6 +634,7 @@ fn snapshot_inputs<'a>(
         counts: &read.counts,
         deleting: &read.deleting,
         projection,
+        last_dra: None,
     }
 }
 
