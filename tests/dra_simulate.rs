@@ -151,6 +151,58 @@ fn pods_that_claim_gpus_scale_the_groups_whose_new_nodes_have_them_from_zero() {
     assert!(general.contains("cannot allocate all claims"), "{general}");
 }
 
+/// A claim `name` not allocated yet, asking one T4 (only the t4 group's nodes have one), and `n` pending pods
+/// of `cpu` that all name it.
+fn sharing(name: &str, n: usize, cpu: &str) -> Vec<Value> {
+    let mut items = vec![
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.nvidia.com", "selectors": [{"cel": {"expression":
+                "device.attributes['gpu.nvidia.com'].productName == 'Tesla T4'"}}]}}]}}}),
+    ];
+    for i in 0..n {
+        let mut pod = pending("default", &format!("{name}-{i}"), name, cpu, "2Gi");
+        pod["spec"]["resourceClaims"] = json!([{"name": "gpu", "resourceClaimName": name}]);
+        pod["spec"]["containers"][0]["resources"]["claims"] = json!([{"name": "gpu"}]);
+        items.push(pod);
+    }
+    items
+}
+
+#[test]
+fn pods_sharing_a_claim_are_planned_on_the_one_node_its_allocation_takes() {
+    let (provider, _dir) = provider();
+    let mut items = classes();
+    // One T4 for three pods of one CPU: one node of t4 holds them all (each allocating it would need three).
+    items.extend(sharing("shared-t4", 3, "1"));
+    let result = simulate_json(provider.grpc, &list(items), &[]);
+    assert_eq!(scale_ups(&result), [("t4".to_string(), 1)], "{result:#}");
+    for i in 0..3 {
+        let pod = format!("default/shared-t4-{i}");
+        assert_eq!(group_of(&result, &pod).as_deref(), Some("t4"), "{pod}");
+    }
+}
+
+#[test]
+fn a_pod_whose_shared_claim_is_allocated_on_a_full_node_is_not_scaled_for() {
+    let (provider, _dir) = provider();
+    let mut items = classes();
+    // Three CPUs each: a g4dn.xlarge (4 vCPUs) takes one. The first pod's node has the claim's T4; the
+    // second may go only there, so a second node would not help it.
+    items.extend(sharing("big-t4", 2, "3"));
+    let result = simulate_json(provider.grpc, &list(items), &[]);
+    assert_eq!(scale_ups(&result), [("t4".to_string(), 1)], "{result:#}");
+    assert_eq!(group_of(&result, "default/big-t4-0").as_deref(), Some("t4"));
+    assert_eq!(group_of(&result, "default/big-t4-1"), None, "{result:#}");
+    let why = reasons(&result, "default/big-t4-1");
+    let t4 = why["t4"].as_str().unwrap();
+    assert!(
+        t4.contains("resourceclaim default/big-t4 is allocated on another node"),
+        "{t4}"
+    );
+}
+
 #[test]
 fn a_missing_claim_template_is_named_and_nothing_is_scaled_for_it() {
     let (provider, _dir) = provider();

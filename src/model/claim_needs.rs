@@ -13,6 +13,9 @@ pub struct NeededClaim {
     /// (template)`.
     pub name: Name,
     pub spec: Arc<ClaimSpec>,
+    /// A claim the pod names itself (`resourceClaimName`), which other pods may name too: allocated once,
+    /// by the first of them placed, and the others go where that allocation is usable.
+    pub shared: bool,
 }
 
 /// A claim of the pod that is allocated.

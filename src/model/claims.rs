@@ -60,6 +60,7 @@ impl<'a> ClaimIndex<'a> {
                 needs.unallocated.push(NeededClaim {
                     name: format!("{namespace}/{template} (template)").into(),
                     spec: Arc::clone(spec),
+                    shared: false,
                 });
                 continue;
             };
@@ -85,6 +86,7 @@ impl<'a> ClaimIndex<'a> {
                 None => needs.unallocated.push(NeededClaim {
                     name,
                     spec: Arc::clone(&found.spec),
+                    shared: !owned,
                 }),
             }
         }
@@ -141,6 +143,7 @@ mod tests {
                 claim("shared", None, true),
                 claim("fresh", Some("uid-p"), false),
                 claim("theirs", Some("uid-q"), false),
+                claim("open", None, false),
             ],
             templates: vec![Arc::new(crate::model::ClaimTemplate {
                 namespace: "ml".into(),
@@ -157,12 +160,23 @@ mod tests {
                 entry("b", template(Some("mine"))),
                 entry("c", ClaimSource::Claim("shared".into())),
                 entry("d", template(Some("fresh"))),
+                entry("e", ClaimSource::Claim("open".into())),
             ],
         ));
         assert_eq!(needs.missing, None);
-        // Not made yet: from the template; made and unallocated: the claim's own spec.
-        let unallocated: Vec<&str> = needs.unallocated.iter().map(|c| &*c.name).collect();
-        assert_eq!(unallocated, ["ml/one-gpu (template)", "ml/fresh"]);
+        // Not made yet: from the template; made and unallocated: the claim's own spec; a claim the pod names
+        // itself is shared (allocated once for all the pods that name it).
+        let unallocated: Vec<(&str, bool)> = (needs.unallocated.iter())
+            .map(|c| (&*c.name, c.shared))
+            .collect();
+        assert_eq!(
+            unallocated,
+            [
+                ("ml/one-gpu (template)", false),
+                ("ml/fresh", false),
+                ("ml/open", true)
+            ]
+        );
         // Allocated: the pod's own claim moves with it, the shared one does not.
         let allocated: Vec<(&str, bool)> = (needs.allocated.iter())
             .map(|c| (&*c.name, c.own.is_some()))

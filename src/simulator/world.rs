@@ -109,7 +109,8 @@ fn fits(
         return Ok(());
     }
     topology.allows(terms, &pod.scheduling, place, mins, others, places)?;
-    devices::claims_fit(pod, &place.node, place.devices.as_deref()).map(drop)
+    let shared = topology.shared_claims();
+    devices::claims_fit(pod, &place.node, place.devices.as_deref(), shared).map(drop)
 }
 
 /// The pods of `members` on each of `nodes` (bound, or nominated to it), by node index; pods on no node of
