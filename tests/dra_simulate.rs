@@ -203,6 +203,59 @@ fn a_pod_whose_shared_claim_is_allocated_on_a_full_node_is_not_scaled_for() {
     );
 }
 
+/// A pending pod whose container asks `amount` of `resource` (an extended resource).
+fn asking(name: &str, resource: &str, amount: &str) -> Value {
+    let mut pod = pending("default", name, name, "1", "2Gi");
+    pod["spec"]["containers"][0]["resources"]["requests"][resource] = json!(amount);
+    pod["spec"]["containers"][0]["resources"]["limits"] = json!({resource: amount});
+    pod
+}
+
+#[test]
+fn a_plain_extended_resource_request_is_served_by_the_devices_of_the_class_that_stands_for_it() {
+    let (provider, _dir) = provider();
+    let mut items = classes();
+    // KEP-5004: the FPGA class stands for `example.com/fpga`; no node has it in its allocatable (no device
+    // plugin), so the fpga group's devices serve it. The GPU class stands for `nvidia.com/gpu`, which the
+    // GPU groups' nodes have in their allocatable: their device plugin serves it as before.
+    items[0]["spec"]["extendedResourceName"] = json!("nvidia.com/gpu");
+    items[1]["spec"]["extendedResourceName"] = json!("example.com/fpga");
+    items.push(asking("two-fpgas", "example.com/fpga", "2"));
+    // Every class stands for `deviceclass.resource.kubernetes.io/<class>` too.
+    items.push(asking(
+        "three-fpgas",
+        "deviceclass.resource.kubernetes.io/fpga.example.com",
+        "3",
+    ));
+    items.push(asking("one-gpu", "nvidia.com/gpu", "1"));
+    let result = simulate_json(provider.grpc, &list(items), &[]);
+    assert_eq!(
+        group_of(&result, "default/two-fpgas").as_deref(),
+        Some("fpga"),
+        "{result:#}"
+    );
+    assert!(group_of(&result, "default/one-gpu").is_some(), "{result:#}");
+    // Three: a node of the fpga group has two, and the reason says which claim and request.
+    assert_eq!(group_of(&result, "default/three-fpgas"), None);
+    let why = reasons(&result, "default/three-fpgas");
+    let fpga = why["fpga"].as_str().unwrap();
+    assert!(
+        fpga.contains(
+            "request \"deviceclass.resource.kubernetes.io/fpga.example.com\" (class fpga.example.com, \
+             3 devices): the node has 2 matching devices, 2 free"
+        ),
+        "{fpga}"
+    );
+    // Without a class standing for it, nothing serves a resource no node has.
+    let mut items = classes();
+    items.push(asking("two-fpgas", "example.com/fpga", "2"));
+    let result = simulate_json(provider.grpc, &list(items), &[]);
+    assert_eq!(group_of(&result, "default/two-fpgas"), None, "{result:#}");
+    let why = reasons(&result, "default/two-fpgas");
+    let fpga = why["fpga"].as_str().unwrap();
+    assert!(fpga.contains("Insufficient example.com/fpga"), "{fpga}");
+}
+
 #[test]
 fn a_missing_claim_template_is_named_and_nothing_is_scaled_for_it() {
     let (provider, _dir) = provider();

@@ -7,9 +7,10 @@
 use super::dra::{DeviceClasses, InUse, NodePools, Pools, allocate, allocation_usable_on};
 use super::predicates::Unfit;
 use crate::model::{
-    Allocation, ClaimNeeds, ClaimSpec, DraObjects, FastMap, NODE_NAME_FIELD, Name, Node, Pod,
-    ResourceSlice,
+    Allocation, ClaimNeeds, ClaimSpec, DraObjects, FastMap, GPU_RESOURCE, NODE_NAME_FIELD, Name,
+    Node, Pod, ResourceSlice, Resources,
 };
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// What kube-scheduler's DRA plugin says of a node where a pod's claims cannot be allocated.
@@ -164,6 +165,14 @@ fn to_allocate<'a>(
             }),
         }
     }
+    // Extended resources a device plugin does not serve here: the scheduler's claim for them.
+    for claim in (needs.extended.iter()).filter(|c| !plugin_serves(node, &c.resource)) {
+        claims.push(ToAllocate {
+            name: &claim.name,
+            spec: &claim.spec,
+            shared: false,
+        });
+    }
     for claim in &needs.allocated {
         if allocation_usable_on(&claim.allocation, node) {
             continue;
@@ -178,6 +187,32 @@ fn to_allocate<'a>(
         }
     }
     Ok(claims)
+}
+
+/// Whether `node` has `resource` in its allocatable: a device plugin serves it there, and a pod's request
+/// of it is not for DRA (KEP-5004).
+fn plugin_serves(node: &Node, resource: &str) -> bool {
+    match resource == GPU_RESOURCE {
+        true => node.allocatable.gpus > 0,
+        false => node.extended.get(resource).is_some_and(|&n| n > 0),
+    }
+}
+
+/// What of `pod`'s requests of extended resources a class stands for the device plugins of `node` serve
+/// (taken from its room as any extended resource); `None` when none.
+pub fn served_by_plugins(pod: &Pod, node: &Node) -> Option<(Resources, BTreeMap<String, u64>)> {
+    let needs = pod.needs.as_deref()?;
+    let mut served: Option<(Resources, BTreeMap<String, u64>)> = None;
+    for claim in (needs.extended.iter()).filter(|c| plugin_serves(node, &c.resource)) {
+        let (demand, extended) = served.get_or_insert_default();
+        match &*claim.resource == GPU_RESOURCE {
+            true => demand.gpus += claim.count,
+            false => {
+                extended.insert(claim.resource.to_string(), claim.count);
+            }
+        }
+    }
+    served
 }
 
 /// Whether `pod`'s claims can be allocated on `node` with its `devices`, given the shared claims the

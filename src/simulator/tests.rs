@@ -56,6 +56,7 @@ fn objects(slices: Vec<Arc<ResourceSlice>>) -> DraObjects {
             name: "gpu.nvidia.com".into(),
             selectors: Vec::new(),
             extended_resource_name: None,
+            created: None,
         })],
         slices,
         ..DraObjects::default()

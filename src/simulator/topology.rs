@@ -515,6 +515,14 @@ impl Topology {
                 .extend(pod.scheduling.host_ports.iter().cloned());
         }
         if pod.needs.is_some() {
+            if let Some((demand, extended)) = devices::served_by_plugins(pod, &place.node) {
+                place.free = place.free.minus(&demand.times(n));
+                for (name, amount) in &extended {
+                    if let Some(free) = place.free_extended.get_mut(name) {
+                        *free = free.saturating_sub(amount.saturating_mul(n));
+                    }
+                }
+            }
             for _ in 0..n {
                 devices::reserve(
                     pod,
@@ -578,6 +586,14 @@ impl Topology {
             }
         }
         if pod.needs.is_some() {
+            if let Some((demand, extended)) = devices::served_by_plugins(pod, &place.node) {
+                place.free = place.free.plus(demand.times(n));
+                for (name, amount) in &extended {
+                    if let Some(free) = place.free_extended.get_mut(name) {
+                        *free = free.saturating_add(amount.saturating_mul(n));
+                    }
+                }
+            }
             for _ in 0..n {
                 devices::release(pod, place.devices.as_deref_mut(), &mut self.claims);
             }
