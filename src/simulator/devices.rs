@@ -7,8 +7,8 @@
 use super::dra::{DeviceClasses, InUse, NodePools, Pools, allocate, allocation_usable_on};
 use super::predicates::Unfit;
 use crate::model::{
-    Allocation, ClaimNeeds, ClaimSpec, DraObjects, FastMap, GPU_RESOURCE, NODE_NAME_FIELD, Name,
-    Node, Pod, ResourceSlice, Resources,
+    Allocation, AttrValue, ClaimNeeds, ClaimSpec, DeviceId, DraObjects, FastMap, GPU_RESOURCE,
+    NODE_NAME_FIELD, Name, Node, Pod, QualifiedName, ResourceSlice, Resources,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -213,6 +213,40 @@ pub fn served_by_plugins(pod: &Pod, node: &Node) -> Option<(Resources, BTreeMap<
         }
     }
     served
+}
+
+/// NVIDIA's DRA driver; its whole GPUs publish `type: gpu` (a MIG device, `mig`, is part of one).
+const NVIDIA_DRIVER: &str = "gpu.nvidia.com";
+
+/// How many whole GPUs `pod` takes on a new node of a group (`node` and `devices`: its template): those its
+/// claims get there, and those a device plugin serves of its extended resources. The price expander prices
+/// the pod as requesting them (a GPU claimed costs as a GPU requested); 0 where they cannot be allocated.
+pub fn claimed_gpus(pod: &Pod, node: &Node, devices: Option<&PlaceDevices>) -> u64 {
+    let served = served_by_plugins(pod, node).map_or(0, |(demand, _)| demand.gpus);
+    let Some(devices) = devices else {
+        return served;
+    };
+    let Ok(allocations) = claims_fit(pod, node, Some(devices), &SharedClaims::default()) else {
+        return served;
+    };
+    let gpu_type = QualifiedName {
+        domain: NVIDIA_DRIVER.into(),
+        id: "type".into(),
+    };
+    let whole_gpu = |id: &DeviceId| {
+        (devices.pools.pools.iter())
+            .filter(|p| p.pool.driver == id.driver && p.pool.name == id.pool)
+            .flat_map(|p| p.pool.devices.iter())
+            .find(|d| d.id == *id)
+            .is_some_and(|d| {
+                d.device().attributes.get(&gpu_type) == Some(&AttrValue::Str("gpu".into()))
+            })
+    };
+    let claimed = (allocations.iter())
+        .flat_map(|(_, allocation)| &allocation.devices)
+        .filter(|d| !d.admin_access && &*d.device.driver == NVIDIA_DRIVER && whole_gpu(&d.device))
+        .count();
+    served + claimed as u64
 }
 
 /// Whether `pod`'s claims can be allocated on `node` with its `devices`, given the shared claims the

@@ -15,7 +15,9 @@ pub(crate) mod world; // the in-memory cluster: places built from a view, pods p
 #[cfg(test)]
 mod tests; // devices across places: a shared claim allocated once pins its other pods
 
-pub use devices::{Dra, PlaceDevices, SharedClaims, claims_fit, reserve, served_by_plugins};
+pub use devices::{
+    Dra, PlaceDevices, SharedClaims, claimed_gpus, claims_fit, reserve, served_by_plugins,
+};
 pub use dra::{
     DeviceClasses, InUse, NodePools, Pools, RequestRef, SelectorError, SelectorErrorKind,
     Unallocatable, Wanted, allocate, allocation_usable_on, utilization,

@@ -1,13 +1,14 @@
 //! Devices across places: a claim several pods share, allocated once by the simulation, pins the pods after
 //! the first to where its devices are, on registered nodes and on the copies of a group's template alike
-//! (which share their node's name).
+//! (which share their node's name). And the whole GPUs a pod takes on a group's node, as it is priced.
 
-use super::devices::Dra;
+use super::devices::{Dra, claimed_gpus};
 use super::topology::{Place, PlaceKind, Topology};
 use super::world::place_all;
 use crate::model::{
-    AllocationMode, ClaimNeeds, ClaimSpec, Device, DeviceAsk, DeviceClass, DeviceRequest,
-    DraObjects, NeededClaim, Node, NodeScope, Pod, PoolRef, ResourceSlice, Resources,
+    AllocationMode, AttrValue, ClaimNeeds, ClaimSpec, Device, DeviceAsk, DeviceClass,
+    DeviceRequest, DraObjects, ExtendedClaim, NeededClaim, Node, NodeScope, Pod, PoolRef,
+    QualifiedName, ResourceSlice, Resources,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -37,17 +38,26 @@ fn gpu_slice(node: &str) -> Arc<ResourceSlice> {
             slice_count: 1,
         },
         scope: NodeScope::Node(node.into()),
-        devices: vec![Device {
-            name: "gpu-0".into(),
-            attributes: BTreeMap::new(),
-            capacity: BTreeMap::new(),
-            consumes: Vec::new(),
-            taints: Vec::new(),
-            scope: None,
-            binding_conditions: false,
-        }],
+        devices: vec![nvidia_device("gpu-0", "gpu")],
         shared_counters: Vec::new(),
     })
+}
+
+/// A device of NVIDIA's driver of `kind` (`gpu`, `mig`).
+fn nvidia_device(name: &str, kind: &str) -> Device {
+    let kind_name = QualifiedName {
+        domain: "gpu.nvidia.com".into(),
+        id: "type".into(),
+    };
+    Device {
+        name: name.into(),
+        attributes: [(kind_name, AttrValue::Str(kind.into()))].into(),
+        capacity: BTreeMap::new(),
+        consumes: Vec::new(),
+        taints: Vec::new(),
+        scope: None,
+        binding_conditions: false,
+    }
 }
 
 fn objects(slices: Vec<Arc<ResourceSlice>>) -> DraObjects {
@@ -187,4 +197,51 @@ fn a_pod_pinned_by_its_shared_claim_to_a_full_node_goes_nowhere_else() {
         assert_eq!(again.len(), 1, "{what}: a GPU is free on another node");
         assert_ne!(again, at, "{what}");
     }
+}
+
+#[test]
+fn a_pod_is_priced_with_the_whole_gpus_it_takes_on_a_groups_node() {
+    let node = node("template-gpu");
+    let mut slice = (*gpu_slice("template-gpu")).clone();
+    slice.devices = vec![
+        nvidia_device("gpu-0", "gpu"),
+        nvidia_device("gpu-1", "gpu"),
+        nvidia_device("gpu-2-mig-1g", "mig"),
+    ];
+    let dra = Dra::new(&objects(Vec::new()));
+    let devices = dra.template_devices(&[Arc::new(slice)], &node);
+    let devices = devices.as_deref();
+    let asking = |count: u32| {
+        let mut spec = (*one_gpu()).clone();
+        spec.requests[0].asks[0].mode = AllocationMode::ExactCount(count);
+        let mut pod = pods(1, 1000, "own", false).remove(0);
+        pod.needs = Some(Arc::new(ClaimNeeds {
+            unallocated: vec![NeededClaim {
+                name: "ml/own".into(),
+                spec: Arc::new(spec),
+                shared: false,
+            }],
+            ..ClaimNeeds::default()
+        }));
+        pod
+    };
+    // Two whole GPUs; with three devices the third is a MIG slice, not a whole GPU.
+    assert_eq!(claimed_gpus(&asking(2), &node, devices), 2);
+    assert_eq!(claimed_gpus(&asking(3), &node, devices), 2);
+    // Four: they cannot be allocated on this group's node, so it is priced as asking none.
+    assert_eq!(claimed_gpus(&asking(4), &node, devices), 0);
+    // A device plugin's GPUs serve a plain request where the node has them in its allocatable.
+    let mut plugin = (*node).clone();
+    plugin.allocatable.gpus = 4;
+    let mut plain = pods(1, 1000, "own", false).remove(0);
+    plain.needs = Some(Arc::new(ClaimNeeds {
+        extended: vec![ExtendedClaim {
+            resource: "nvidia.com/gpu".into(),
+            count: 3,
+            name: "for extended resource nvidia.com/gpu".into(),
+            spec: one_gpu(),
+        }],
+        ..ClaimNeeds::default()
+    }));
+    assert_eq!(claimed_gpus(&plain, &plugin, devices), 3);
 }
