@@ -423,7 +423,10 @@ async fn a_gpu_node_stays_when_its_pods_claim_fits_nowhere_else() {
         .find(|k| k["reason"] == "NoPlaceToMovePods")
         .unwrap_or_else(|| panic!("{result:#}"));
     let detail = first["detail"].as_str().unwrap();
-    assert!(detail.contains("cannot allocate all claims"), "{detail}");
+    // The claim that cannot go, by its name, its request and class, and what the other node has.
+    let why = "cannot allocate all claims: resourceclaim default/one-gpu-x7k2p, request \"gpu\" \
+               (class gpu.nvidia.com, 1 device): the node has 4 matching devices, 0 free";
+    assert!(detail.contains(why), "{detail}");
 }
 
 #[test]

@@ -280,8 +280,9 @@ pub fn claims_fit(
             .zip(allocations)
             .collect()),
         Err(why) => {
-            // The scheduler's words first, whatever the allocator found.
-            let why = why.to_string();
+            // The scheduler's words first, whatever the allocator found; then which claim, by its name.
+            let names: Vec<Name> = claims.iter().map(|c| c.name.clone()).collect();
+            let why = why.named(&names).to_string();
             Err(Unfit::Claims(match why.starts_with(NO_ALLOCATION) {
                 true => why,
                 false => format!("{NO_ALLOCATION}: {why}"),
