@@ -415,7 +415,8 @@ async fn a_gpu_node_goes_when_its_pods_claim_can_be_allocated_again_elsewhere() 
 async fn a_gpu_node_stays_when_its_pods_claim_fits_nowhere_else() {
     let (provider, _dir) = provider_with_two_gpu_nodes();
     // The second node's four GPUs are all held: the first node's pod has nowhere to take its claim.
-    let result = simulate_json(provider.grpc, &two_gpu_nodes(&provider, 4).await, &[]);
+    let snapshot = two_gpu_nodes(&provider, 4).await;
+    let result = simulate_json(provider.grpc, &snapshot, &[]);
     assert_eq!(result["scaleDown"], json!([]), "{result:#}");
     let kept = result["unremovable"].as_array().unwrap();
     let first = kept
@@ -427,6 +428,21 @@ async fn a_gpu_node_stays_when_its_pods_claim_fits_nowhere_else() {
     let why = "cannot allocate all claims: resourceclaim default/one-gpu-x7k2p, request \"gpu\" \
                (class gpu.nvidia.com, 1 device): the node has 4 matching devices, 0 free";
     assert!(detail.contains(why), "{detail}");
+    // The table says the same, in its list of nodes kept.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snapshot.json");
+    std::fs::write(&path, snapshot.to_string()).unwrap();
+    let table = String::from_utf8(simulate(provider.grpc, &path, &[]).stdout).unwrap();
+    let kept: Vec<&str> = (table.lines())
+        .skip_while(|l| *l != "Nodes kept")
+        .filter(|l| l.contains("NoPlaceToMovePods"))
+        .collect();
+    let node = first["node"].as_str().unwrap();
+    assert!(
+        kept.iter()
+            .any(|l| l.starts_with(&format!("  {node} ")) && l.contains(why)),
+        "{table}"
+    );
 }
 
 #[test]
