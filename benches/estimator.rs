@@ -220,6 +220,7 @@ fn plan(input: &Input) -> u64 {
         terms: input.terms.clone(),
         done: vec![0; input.groups.len()],
         prices: vec![None; input.groups.len()],
+        device_prices: Default::default(),
         stabilizer: 0.0,
     };
     let plan = scaleup::plan(

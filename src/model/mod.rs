@@ -16,13 +16,14 @@ pub(crate) mod resources; // integer resources and a pod's demand
 pub(crate) mod selector; // label selectors and node selector terms
 pub(crate) mod taint; // taints and tolerations
 
-pub use claim_needs::{AllocatedClaim, ClaimError, ClaimNeeds, NeededClaim};
+pub use claim_needs::{AllocatedClaim, ClaimError, ClaimNeeds, ExtendedClaim, NeededClaim};
 pub use claims::ClaimIndex;
 pub use dra::{
     AllocatedDevice, Allocation, AllocationMode, AttrValue, ClaimSource, ClaimSpec, ClaimTemplate,
     CounterConsumption, CounterSet, Device, DeviceAsk, DeviceClass, DeviceId, DeviceRequest,
-    DeviceTaint, DeviceTaintEffect, DeviceToleration, DraObjects, MatchAttribute, Name, NodeScope,
-    PodClaim, PoolRef, QualifiedName, ResourceClaim, ResourceSlice,
+    DeviceTaint, DeviceTaintEffect, DeviceToleration, DraObjects,
+    IMPLICIT_EXTENDED_RESOURCE_PREFIX, MatchAttribute, Name, NodeScope, PodClaim, PoolRef,
+    QualifiedName, ResourceClaim, ResourceSlice,
 };
 pub use fargate::{FargateProfile, FargateSelector, PodMatch};
 pub use fast_map::{FastMap, FastSet};

@@ -13,7 +13,7 @@ use crate::k8s::{
 };
 use crate::model::{
     ClaimSource, ClaimTemplate, DeviceClass, DraObjects, FARGATE_SCHEDULER, HOSTNAME_LABEL,
-    InstanceState, LabelSelector, Node, Pdb, Phase, Pod, PodNames, Taint, ZONE_LABEL,
+    InstanceState, LabelSelector, Node, Pdb, Phase, Pod, PodNames, ResourceClaim, Taint, ZONE_LABEL,
 };
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -174,6 +174,11 @@ impl SimulatedCluster {
     /// Adds ResourceClaimTemplates, from which the claim controller makes pods their claims.
     pub fn create_claim_templates(&self, templates: impl IntoIterator<Item = Arc<ClaimTemplate>>) {
         self.state().dra.templates.extend(templates);
+    }
+
+    /// Adds ResourceClaims (claims pods name themselves, which several may share).
+    pub fn create_claims(&self, claims: impl IntoIterator<Item = Arc<ResourceClaim>>) {
+        self.state().dra.claims.extend(claims);
     }
 
     /// The DRA objects: classes, templates, claims with their allocations, the slices nodes publish.

@@ -209,7 +209,7 @@ impl Planner<'_> {
                 let short = (0..job.members.len())
                     .filter(|&k| estimate.placed[k] < pending.left(job.members[k]))
                     .collect();
-                let (requests, pods_price) = asked(&estimate, &job.members, pending);
+                let (requests, pods_price) = asked(&estimate, &job.members, pending, job.group);
                 (short, requests, pods_price)
             });
             for &k in short.iter() {
@@ -575,15 +575,22 @@ pub fn node_limit(
     best
 }
 
-/// What the pods `estimate` places for `members` request, and their price when pods are priced.
-fn asked(estimate: &Estimate, members: &[usize], pending: &Pending) -> (Resources, Option<f64>) {
+/// What the pods `estimate` places for `members` on node group `group` request, and their price when pods
+/// are priced (as requesting the GPUs their claims take there, where they take some).
+fn asked(
+    estimate: &Estimate,
+    members: &[usize],
+    pending: &Pending,
+    group: usize,
+) -> (Resources, Option<f64>) {
     let mut requests = Resources::default();
     let mut pods_price = Some(0.0);
     for (k, &e) in members.iter().enumerate() {
         let n = estimate.placed[k];
         requests = requests.plus(pending.groups[e].exemplar(pending.pods).demand.times(n));
+        let each = (pending.device_prices.get(&(e, group))).map_or(pending.prices[e], |&p| p);
         pods_price = pods_price
-            .zip(pending.prices[e])
+            .zip(each)
             .map(|(sum, each)| sum + each * n as f64);
     }
     (requests, pods_price)

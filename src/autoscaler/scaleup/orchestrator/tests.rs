@@ -83,6 +83,7 @@ fn pending<'a>(pods: &'a [Pod], topology: &Topology, keys: &'a PodNames) -> Pend
         keys,
         done: vec![0; groups.len()],
         prices: vec![None; groups.len()],
+        device_prices: Default::default(),
         groups,
         terms,
         stabilizer: 0.0,
