@@ -109,7 +109,10 @@ pub fn micros(d: Duration) -> f64 {
 }
 
 /// Serves `backend` in-process on a loopback port for as long as the runtime lives; its address.
-async fn listen(backend: Arc<dyn NodeGroupBackend>, metrics: Arc<ProviderMetrics>) -> SocketAddr {
+pub async fn listen(
+    backend: Arc<dyn NodeGroupBackend>,
+    metrics: Arc<ProviderMetrics>,
+) -> SocketAddr {
     ekscale::tls::install_crypto_provider();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
