@@ -11,9 +11,9 @@
 #
 # MIX names the files to run (e.g. memory-heavy-3); all of MIX_DIR's *.json when none is given.
 # GO (default: go on PATH, else /usr/lib/go-1.23/bin/go) is the Go toolchain; it must be at least
-# the go.mod's version. The build goes to WORK (default: a temporary folder under /var/tmp), never
-# into the checkout's tracked files: the harness is copied to a folder of its own inside the module,
-# removed on exit.
+# the go.mod's version. The binary and Go's build cache go to WORK (default /var/tmp/upstream-estimator,
+# kept, so that a second run builds nothing again); the harness is copied to a folder of its own inside
+# the checkout's module, as Go's vendor mode needs, and removed on exit.
 set -euo pipefail
 
 usage() {
@@ -39,7 +39,7 @@ go=${GO:-$(command -v go || echo /usr/lib/go-1.23/bin/go)}
 [ -x "$go" ] || { echo "no Go toolchain at '$go' (set GO)" >&2; exit 2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
-work=${WORK:-$(mktemp -d /var/tmp/upstream-estimator.XXXXXX)}
+work=${WORK:-/var/tmp/upstream-estimator}
 mkdir -p "$work"
 harness=$module/ekscale-upstream-estimator
 trap 'rm -rf "$harness"' EXIT
