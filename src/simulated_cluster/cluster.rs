@@ -13,7 +13,8 @@ use crate::k8s::{
 };
 use crate::model::{
     ClaimSource, ClaimTemplate, DeviceClass, DraObjects, FARGATE_SCHEDULER, HOSTNAME_LABEL,
-    InstanceState, LabelSelector, Node, Pdb, Phase, Pod, PodNames, ResourceClaim, Taint, ZONE_LABEL,
+    InstanceState, LabelSelector, Node, Pdb, Phase, Pod, PodNames, ResourceClaim, Taint,
+    ZONE_LABEL,
 };
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
