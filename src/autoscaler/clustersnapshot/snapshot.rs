@@ -8,8 +8,9 @@ use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::clustersnapshot::zones;
 use crate::autoscaler::clusterstate::state::Counts;
 use crate::autoscaler::group::{Group, GroupFacts, Totals};
+use crate::autoscaler::quotas::QuotaBook;
 use crate::autoscaler::status::Placed;
-use crate::model::{LabelProjection, Node, Pod, PodList, ZONE_LABEL};
+use crate::model::{CapacityQuota, LabelProjection, Node, Pod, PodList, ZONE_LABEL};
 use crate::simulator::Dra;
 use crate::simulator::equivalence::EquivalenceGroup;
 use crate::simulator::predicates;
@@ -34,6 +35,8 @@ pub struct Inputs<'a> {
     /// Nodes on their way out: they take no pod.
     pub deleting: &'a HashSet<String>,
     pub projection: &'a LabelProjection,
+    /// The CapacityQuotas enforced (none with `--capacity-quotas-enabled=false`); invalid ones are left out.
+    pub quotas: &'a [CapacityQuota],
 }
 
 /// The pending pods that fit in the snapshot as it is.
@@ -53,6 +56,9 @@ pub struct ClusterSnapshot {
     pub places: Vec<Place>,
     /// The pods on each of the view's nodes (bound, nominated, or placed there this loop), by node index.
     pub on_node: Vec<Vec<usize>>,
+    /// The valid CapacityQuotas, what the view's nodes use of them, and what each template adds: the
+    /// quota part of [`ClusterSnapshot::totals`].
+    pub quotas: Arc<QuotaBook>,
 }
 
 impl ClusterSnapshot {
@@ -142,10 +148,13 @@ impl ClusterSnapshot {
             groups[gi].template = Some(template);
             groups[gi].zones = variants;
         }
+        let templates = groups.iter().map(|g| g.templates());
+        let quotas = Arc::new(QuotaBook::new(input.quotas, &view.nodes, templates));
         ClusterSnapshot {
             on_node,
             topology,
             places,
+            quotas,
         }
     }
 
@@ -211,9 +220,10 @@ impl ClusterSnapshot {
         }
     }
 
-    /// The nodes, cores and memory the cluster has or has asked for, for the cluster-wide limits.
+    /// The nodes, cores and memory the cluster has or has asked for, for the cluster-wide limits, and what
+    /// the nodes each CapacityQuota matches use.
     pub fn totals(&self) -> Totals {
-        Totals::of(&self.places)
+        Totals::of(&self.places, &self.quotas)
     }
 }
 
