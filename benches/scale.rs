@@ -16,13 +16,16 @@
 //! and a weekend window in Berlin, inactive then) and `expireAfter: 720h`, one node in fifty (made 40 days
 //! before the others) expired.
 //!
+//! And CapacityQuotas: the 10,000-node cluster with 2% pending and 100 quotas (one per team and zone, and
+//! per zone, none of them binding), the same loop held to all of them.
+//!
 //! And GPUs (`dra_cluster`): the 10,000-node cluster's nodes publishing 8 GPUs each through a DRA driver
 //! and 1,000 pending pods claiming one by a CEL selector, against the same nodes and pods through the device
 //! plugin's `nvidia.com/gpu`; each loop by a new companion, and the next loops of one.
 //!
 //! `cargo bench --bench scale` runs every case; `cargo bench --bench scale -- "^scale/10000 nodes"` one of
 //! them, `cargo bench --bench scale -- "simulate process"` the binary's, `-- requests` the requests',
-//! `-- disruption` disruption control's, `-- "^dra/"` the GPUs'.
+//! `-- disruption` disruption control's, `-- "^dra/"` the GPUs', `-- quotas` the quotas'.
 
 mod common;
 mod dra_cluster;
@@ -38,8 +41,8 @@ use ekscale::autoscaler::Settings;
 use ekscale::autoscaler::{ProviderClient, ProviderConfig};
 use ekscale::k8s::{RequestObjects, Template, VersionedRequest, node_from_pb};
 use ekscale::model::{
-    Alike, Controller, HOSTNAME_LABEL, LabelSelector, Labels, Node, Pdb, Phase, Pod, PodNames,
-    Resources, ZONE_LABEL,
+    Alike, CapacityQuota, Controller, HOSTNAME_LABEL, LabelSelector, Labels, Node, Pdb, Phase, Pod,
+    PodNames, Resources, ZONE_LABEL,
 };
 use ekscale::provider::ProviderMetrics;
 use std::sync::Arc;
@@ -325,9 +328,16 @@ fn scale(c: &mut Criterion) {
             let name = format!("disruption/{}, {what} and 2% expired", CASES[2].name());
             (name, &CASES[2], none(), with_disruption(at_once))
         });
+    let quotas = (
+        format!("quotas/{}, 100 quotas", CASES[3].name()),
+        &CASES[3],
+        none(),
+        settings(),
+    );
     let cases = (cases.map(|(name, case, requests)| (name, case, requests, settings())))
         .chain([(requests.0, requests.1, requests.2, settings())])
-        .chain(disruption);
+        .chain(disruption)
+        .chain([quotas]);
     for (name, case, requests, settings) in cases {
         // Built once, and only when criterion runs the case (its filter matches): a big one takes a while.
         let mut built = None;
@@ -423,8 +433,14 @@ fn build(
         let client = ProviderClient::new(&config).unwrap();
         let nodes = nodes(&client, groups, created).await;
         let before = resident_mib();
+        let quotas = if name.starts_with("quotas/") {
+            hundred_quotas(groups)
+        } else {
+            Arc::default()
+        };
         let view = ClusterView {
             requests,
+            quotas,
             ..view(case, nodes, now, Vec::new())
         };
         let view_mib = resident_mib() - before;
@@ -462,6 +478,30 @@ fn first_loop(
         status.scale_down.disruptions.len(),
         view_mib * (1 << 20) as f64 / view.pods.len() as f64,
     );
+}
+
+/// A hundred CapacityQuotas over `groups` teams: one per team and zone (the rest of the hundred on the zones
+/// alone, round the three), with limits on cpu, memory, nodes and GPUs well above what the cluster asks, so
+/// that the loop decides the same as without them and only their cost shows.
+fn hundred_quotas(groups: usize) -> Arc<[CapacityQuota]> {
+    let zones = ["us-east-1a", "us-east-1b", "us-east-1c"];
+    (0..100)
+        .map(|i| {
+            let zone = zones[i % 3];
+            let selector = if i < groups * 3 {
+                serde_json::json!({"matchLabels": {"team": format!("team-{}", i / 3)},
+                    "matchExpressions": [{"key": ZONE_LABEL, "operator": "In", "values": [zone]}]})
+            } else {
+                serde_json::json!({"matchExpressions": [{"key": ZONE_LABEL, "operator": "In", "values": [zone]}]})
+            };
+            let object = serde_json::json!({
+                "apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityQuota",
+                "metadata": {"name": format!("quota-{i}")},
+                "spec": {"selector": selector, "limits": {"resources": {
+                    "cpu": 1_000_000, "memory": "1Pi", "nodes": 100_000, "nvidia.com/gpu": 1000}}}});
+            ekscale::k8s::quota_from_value(object).unwrap()
+        })
+        .collect()
 }
 
 /// RFC 3339, as the API server prints times.

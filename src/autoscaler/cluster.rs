@@ -7,7 +7,7 @@ use crate::k8s::provisioning_request as provreq;
 use crate::k8s::{
     BufferObjects, RequestObjects, SnapshotError, parse_snapshot, read_snapshot_text,
 };
-use crate::model::{DraObjects, Node, Pdb, Pod, PodNames, Taint};
+use crate::model::{CapacityQuota, DraObjects, Node, Pdb, Pod, PodNames, Taint};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -40,6 +40,9 @@ pub struct ClusterView {
     /// The disruption configuration the cluster holds (`config.yaml` of the ConfigMap `ekscale-disruption`),
     /// as written: the loop reads it again only when it changes.
     pub disruption_config: Option<Arc<str>>,
+    /// CapacityQuotas, each valid or carrying its problem (a snapshot's; a live source fills it from its
+    /// watch).
+    pub quotas: Arc<[CapacityQuota]>,
     /// When this view was true: the clock ages are measured against.
     pub now: Option<SystemTime>,
 }
@@ -216,6 +219,7 @@ impl Snapshot {
                 dra: Arc::new(parsed.dra),
                 now: parsed.newest,
                 disruption_config: parsed.disruption_config.map(Arc::from),
+                quotas: parsed.quotas.into(),
             }),
         })
     }

@@ -12,6 +12,7 @@ pub(crate) mod pod; // what a pod needs and where it may run
 mod pod_names; // pods' names packed into one string, as the view reads them and a scale-up lists them
 pub(crate) mod pods; // the view's pods and a loop's virtual ones, as one list
 mod quantity; // Kubernetes quantities, read exactly
+mod quota; // CapacityQuotas: limits on what the nodes a selector matches add up to
 pub(crate) mod resources; // integer resources and a pod's demand
 pub(crate) mod selector; // label selectors and node selector terms
 pub(crate) mod taint; // taints and tolerations
@@ -43,6 +44,11 @@ pub use pod::{
 pub use pod_names::PodNames;
 pub use pods::PodList;
 pub use quantity::{Quantity, QuantityError};
+pub use quota::{
+    CapacityQuota, MAX_LIMITS, MAX_RESOURCE_NAME, NODES_RESOURCE, QuotaCondition, QuotaSpec,
+    QuotaStatus, QuotaVersion, VIRTUAL_KUBELET_LABEL, WrittenLimit, WrittenRequirement,
+    quota_amount, quota_id, quota_resources, read_limits, read_selector,
+};
 pub use resources::{GPU_RESOURCE, Resources};
 pub use selector::{
     LabelSelector, Labels, NODE_NAME_FIELD, NodeSelector, NodeSelectorTerm, Operator, Requirement,

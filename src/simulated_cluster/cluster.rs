@@ -431,6 +431,8 @@ impl ClusterSource for SimulatedCluster {
             now: Some(self.now()),
             disruption_config: state.disruption_config.clone(),
             dra: Arc::new(state.dra.clone()),
+            // The simulated cluster serves no CapacityQuotas.
+            quotas: Arc::default(),
         }))
     }
 

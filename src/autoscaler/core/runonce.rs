@@ -33,6 +33,7 @@ use crate::autoscaler::headroom::outcome::{self as headroom, Decided};
 use crate::autoscaler::planning::planning;
 use crate::autoscaler::provreq::outcome::{self as provreq, Requests};
 use crate::autoscaler::provreq::provision;
+use crate::autoscaler::quotas::{QuotaLedger, QuotaUsage};
 use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::policy::{ScaleDownPolicy, Scene};
@@ -44,9 +45,11 @@ use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::scaleup::pricing::{self, PriceBook};
 use crate::autoscaler::settings::Settings;
 use crate::autoscaler::status::{
-    ClusterHealth, FargatePod, GroupStatus, NoScaleUp, ScaleUp, Status,
+    ClusterHealth, FargatePod, GroupStatus, NoScaleUp, QuotaReport, ScaleUp, Status,
 };
-use crate::model::{FargateProfile, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate};
+use crate::model::{
+    CapacityQuota, FargateProfile, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate,
+};
 use crate::simulator::Dra;
 use crate::simulator::equivalence::{self, EquivalenceGroup};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -149,7 +152,12 @@ impl RunOnce {
 
         // The snapshot: the requests' booked room held first, then the pending pods that fit in it as it is.
         let asked = requests.groups(pods, &grouped.projection);
-        let inputs = snapshot_inputs(view, pods, &sorted, &read, &grouped.projection);
+        let quotas = if self.settings.capacity_quotas {
+            &view.quotas[..]
+        } else {
+            &[]
+        };
+        let inputs = snapshot_inputs(view, pods, &sorted, &read, &grouped.projection, quotas);
         let last_dra = self.dra.take();
         let inputs = cluster_snapshot::Inputs {
             last_dra: last_dra.as_deref(),
@@ -161,6 +169,8 @@ impl RunOnce {
         requests.hold_booked(&mut snapshot, pods, &asked, &groups, now);
         let fitted = planning(|| snapshot.place_pending(pods, &grouped.help, &groups));
         status.placed = fitted.placed;
+        let quotas_before =
+            (self.settings.capacity_quotas).then(|| snapshot.totals().quotas.usage());
 
         // Scale-up: the requests not provisioned yet, each all or nothing; then planned for the rest.
         let (keys, help) = (view.pod_keys(), grouped.help);
@@ -175,6 +185,10 @@ impl RunOnce {
         let up = self.scale_up(&mut snapshot, &groups, &mut pending, &expander, now);
         let mut plan = up.await?;
         plan.scale_ups.splice(0..0, for_requests);
+        if let Some(before) = quotas_before {
+            let after = QuotaLedger::of(&snapshot.quotas, &snapshot.places).usage();
+            status.capacity_quotas = quota_reports(&view.quotas, before, after, &groups);
+        }
         record_scale_up(&mut status, plan, &pending);
 
         // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
@@ -516,6 +530,7 @@ impl RunOnce {
             .collect();
         let mut cx = context(&self.settings, &self.client, self.actor());
         cx.disruption = disruption;
+        cx.quotas = snapshot.quotas.clone();
         let ClusterSnapshot {
             topology,
             places,
@@ -613,6 +628,7 @@ fn context<'a>(
         client,
         actor,
         disruption: None,
+        quotas: Arc::default(),
     }
 }
 
@@ -623,6 +639,7 @@ fn snapshot_inputs<'a>(
     sorted: &'a Sorted,
     read: &'a Read,
     projection: &'a LabelProjection,
+    quotas: &'a [CapacityQuota],
 ) -> cluster_snapshot::Inputs<'a> {
     cluster_snapshot::Inputs {
         view,
@@ -635,7 +652,50 @@ fn snapshot_inputs<'a>(
         deleting: &read.deleting,
         projection,
         last_dra: None,
+        quotas,
     }
+}
+
+/// Every CapacityQuota of the view in the report: an enforced one with its figures before and after this
+/// loop's scale-ups (`before`, `after`: the enforced ones, in the view's order), one carrying a problem with it.
+fn quota_reports(
+    quotas: &[CapacityQuota],
+    before: Vec<QuotaUsage>,
+    after: Vec<QuotaUsage>,
+    groups: &[Group],
+) -> Vec<QuotaReport> {
+    let mut figures = before.into_iter().zip(after);
+    let by_resource = |u: &QuotaUsage, of: &[u64]| -> BTreeMap<String, u64> {
+        u.resources
+            .iter()
+            .cloned()
+            .zip(of.iter().copied())
+            .collect()
+    };
+    (quotas.iter())
+        .map(|quota| match quota.problem() {
+            Some(problem) => QuotaReport {
+                name: quota.name.clone(),
+                problem: Some(problem.to_string()),
+                ..QuotaReport::default()
+            },
+            None => {
+                let (before, after) = figures.next().expect("one usage per valid quota");
+                QuotaReport {
+                    name: quota.name.clone(),
+                    problem: None,
+                    limits: by_resource(&before, &before.limits),
+                    used: by_resource(&before, &before.used),
+                    after_scale_up: by_resource(&after, &after.used),
+                    node_groups: before
+                        .groups
+                        .iter()
+                        .map(|&g| groups[g].id.clone())
+                        .collect(),
+                }
+            }
+        })
+        .collect()
 }
 
 /// A scale-up plan, carried out, in the status: each scale-up with its outcome, and why no group helps each
