@@ -7,7 +7,7 @@ use crate::k8s::provisioning_request as provreq;
 use crate::k8s::{
     BufferObjects, RequestObjects, SnapshotError, parse_snapshot, read_snapshot_text,
 };
-use crate::model::{DraObjects, Node, Pdb, Pod, PodNames, Taint};
+use crate::model::{CapacityQuota, DraObjects, Node, Pdb, Pod, PodNames, Taint};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -37,6 +37,9 @@ pub struct ClusterView {
     /// ResourceSlices (those the API server would refuse left out, with a warning), behind an `Arc`: what
     /// a loop plans with shares them, not copies them.
     pub dra: Arc<DraObjects>,
+    /// CapacityQuotas (cluster-scoped), each valid or carrying its problem, with the status each was read
+    /// with: what the status written back is compared with.
+    pub capacity_quotas: Vec<CapacityQuota>,
     /// The disruption configuration the cluster holds (`config.yaml` of the ConfigMap `ekscale-disruption`),
     /// as written: the loop reads it again only when it changes.
     pub disruption_config: Option<Arc<str>>,
@@ -63,6 +66,8 @@ pub struct StatusWrite<'a, S> {
 
 pub type BufferStatus<'a> = StatusWrite<'a, api::Status>;
 pub type RequestStatus<'a> = StatusWrite<'a, provreq::Status>;
+/// A CapacityQuota's status: cluster-scoped, so its namespace is empty.
+pub type QuotaStatusWrite<'a> = StatusWrite<'a, crate::k8s::CapacityQuotaStatus>;
 
 // By hand: the derives would ask `S: Copy`, where only references are copied.
 impl<S> Clone for StatusWrite<'_, S> {
@@ -74,9 +79,12 @@ impl<S> Clone for StatusWrite<'_, S> {
 impl<S> Copy for StatusWrite<'_, S> {}
 
 impl<S> StatusWrite<'_, S> {
-    /// `namespace/name`.
+    /// `namespace/name`, or `name` for a cluster-scoped object.
     pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+        match self.namespace {
+            "" => self.name.to_string(),
+            namespace => format!("{namespace}/{}", self.name),
+        }
     }
 }
 
@@ -147,6 +155,14 @@ pub trait ClusterSource: Send + Sync {
         )))
     }
 
+    /// Writes a CapacityQuota's status subresource, in the version it was read as.
+    async fn write_quota_status(&self, quota: QuotaStatusWrite<'_>) -> Result<(), ClusterError> {
+        Err(ClusterError::ReadOnly(format!(
+            "CapacityQuota {}",
+            quota.key()
+        )))
+    }
+
     /// The pods bound to node `node` as the cluster holds them now, read past the view's cache; `None` when
     /// the source has nothing fresher than its view (a snapshot, the simulated cluster). Asked right before
     /// a node is deleted: a watch event not yet delivered must not make a node look empty.
@@ -214,6 +230,7 @@ impl Snapshot {
                 daemonsets: parsed.daemonsets,
                 buffers: parsed.buffers,
                 dra: Arc::new(parsed.dra),
+                capacity_quotas: parsed.quotas,
                 now: parsed.newest,
                 disruption_config: parsed.disruption_config.map(Arc::from),
             }),

@@ -170,7 +170,8 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
                 last.succeeded(&view, status.clone(), now);
                 log(&status, args.dry_run);
                 if let Some(publisher) = &sources.publisher {
-                    publish(publisher, &mut publishing, status, now);
+                    let quotas = view.capacity_quotas.clone();
+                    publish(publisher, &mut publishing, (status, quotas), now);
                 }
             }
             Err(e) => {
@@ -190,7 +191,10 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
 fn publish(
     publisher: &Arc<Publisher>,
     publishing: &mut Option<tokio::task::JoinHandle<()>>,
-    status: Arc<crate::autoscaler::status::Status>,
+    (status, quotas): (
+        Arc<crate::autoscaler::status::Status>,
+        Vec<crate::model::CapacityQuota>,
+    ),
     now: SystemTime,
 ) {
     if publishing.as_ref().is_some_and(|p| !p.is_finished()) {
@@ -198,7 +202,9 @@ fn publish(
     }
     let publisher = publisher.clone();
     *publishing = Some(tokio::spawn(async move {
-        for problem in publisher.publish(&status, now).await {
+        let mut problems = publisher.publish(&status, now).await;
+        problems.extend(publisher.publish_quota_problems(&quotas).await);
+        for problem in problems {
             tracing::warn!(%problem, "events and status");
         }
     }));
