@@ -320,3 +320,36 @@ async fn an_invalid_quota_gets_one_event() {
         "{note}"
     );
 }
+
+/// The simulated cluster (the demo's) keeps what the loop writes as the API server would: a valid quota's
+/// status with its used figures, an invalid one's conditions with the used it had left as it was.
+#[tokio::test]
+async fn the_simulated_cluster_keeps_the_status_as_a_merge_patch_leaves_it() {
+    let (_server, config, cluster) = common::simulated::simulated(SCENARIO).await;
+    let read = |object: Value| ekscale::k8s::quota_from_value(object).unwrap();
+    let mut bad = read(quotas("v1beta1").remove(2));
+    let before: ekscale::model::Quantity = "3".parse().unwrap();
+    bad.status.used = Some([("nodes".to_string(), before)].into());
+    cluster.create_quotas(vec![read(quotas("v1beta1").remove(1)), bad]);
+    let client = ProviderClient::new(&config).unwrap();
+    let mut once = RunOnce::new(client, acting()).acting_on(cluster.clone());
+    let view = cluster.view().await.unwrap();
+    let status = once.run(&view, SystemTime::now()).await.unwrap();
+    assert!(status.errors.is_empty(), "{:?}", status.errors);
+
+    let kept = cluster.quotas();
+    let everything = kept.iter().find(|q| q.name == "everything").unwrap();
+    let used = everything.status.used.as_ref().expect("used written");
+    let pods: u64 = view.nodes.iter().map(|n| n.capacity.pods).sum();
+    assert_eq!(
+        used["pods"],
+        ekscale::model::Quantity::from_millis(i128::from(pods) * 1000)
+    );
+    assert_eq!(everything.status.observed_generation, Some(1));
+    let bad = kept.iter().find(|q| q.name == "bad").unwrap();
+    assert_eq!(bad.status.conditions[0].reason, "ValidationFailed");
+    assert_eq!(
+        bad.status.used,
+        Some([("nodes".to_string(), before)].into())
+    );
+}
