@@ -449,7 +449,7 @@ mod tests {
 
         // Another problem is told; fixed and broken again, told again.
         let other = quota("bad", "Bar");
-        assert_eq!(told(&[other.clone()], &mut memory).len(), 1);
+        assert_eq!(told(std::slice::from_ref(&other), &mut memory).len(), 1);
         assert!(told(&[quota("bad", "In")], &mut memory).is_empty());
         assert_eq!(told(&[other], &mut memory).len(), 1);
 
