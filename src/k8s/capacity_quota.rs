@@ -111,7 +111,7 @@ pub fn quota_from_value(object: serde_json::Value) -> Result<model::CapacityQuot
         version,
         generation: read.metadata.generation.unwrap_or(0),
         spec,
-        status: read.status.as_ref().map(status).unwrap_or_default(),
+        status: read.status.as_ref().map(read_status).unwrap_or_default(),
     })
 }
 
@@ -184,9 +184,11 @@ fn quantity(value: &serde_json::Value) -> Option<Quantity> {
     }
 }
 
-fn status(written: &CapacityQuotaStatus) -> QuotaStatus {
+/// A status as written, read into the model (a null figure, a merge patch's removal, is no figure).
+pub fn read_status(written: &CapacityQuotaStatus) -> QuotaStatus {
     let used = written.used.as_ref().and_then(|used| {
         (used.resources.iter())
+            .filter(|(_, v)| !v.is_null())
             .map(|(k, v)| Some((k.clone(), quantity(v)?)))
             .collect::<Option<BTreeMap<_, _>>>()
     });

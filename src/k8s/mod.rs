@@ -17,8 +17,8 @@ mod snapshot_pod; // a snapshot's pod, its status read only for what is used
 pub use capacity_buffer::{BufferObjects, CapacityBuffer, Scalable, Template, VersionedBuffer};
 pub use capacity_quota::{
     CapacityQuotaObject, CapacityQuotaStatus, RECONCILED_CONDITION, RECONCILIATION_FAILED,
-    RECONCILIATION_SUCCEEDED, VALID_CONDITION, VALIDATION_FAILED, VALIDATION_SUCCEEDED,
-    quota_from_value,
+    RECONCILIATION_SUCCEEDED, Usage as QuotaUsage, VALID_CONDITION, VALIDATION_FAILED,
+    VALIDATION_SUCCEEDED, quota_from_value, read_status as read_quota_status,
 };
 pub use dra::{
     DRA_GROUP, DRA_KINDS, DRA_VERSIONS, claim_template, device_class, read_dra_object,

@@ -4,17 +4,19 @@
 use super::claims;
 use super::fargate::run_on_fargate;
 use super::scheduler::{preempt, schedule};
-use crate::autoscaler::{BufferStatus, ClusterError, ClusterSource, ClusterView, RequestStatus};
+use crate::autoscaler::{
+    BufferStatus, ClusterError, ClusterSource, ClusterView, QuotaStatusWrite, RequestStatus,
+};
 use crate::autoscaler::{ClientError, ProviderClient, ProviderConfig};
 use crate::clock::Clock;
 use crate::k8s::{
     BufferObjects, RequestObjects, Scalable, Template, VersionedBuffer, VersionedRequest,
-    node_from_pb, pod_to_pb_bytes, request_key,
+    node_from_pb, pod_to_pb_bytes, read_quota_status, request_key,
 };
 use crate::model::{
-    ClaimSource, ClaimTemplate, DeviceClass, DraObjects, FARGATE_SCHEDULER, HOSTNAME_LABEL,
-    InstanceState, LabelSelector, Node, Pdb, Phase, Pod, PodNames, ResourceClaim, Taint,
-    ZONE_LABEL,
+    CapacityQuota, ClaimSource, ClaimTemplate, DeviceClass, DraObjects, FARGATE_SCHEDULER,
+    HOSTNAME_LABEL, InstanceState, LabelSelector, Node, Pdb, Phase, Pod, PodNames, ResourceClaim,
+    Taint, ZONE_LABEL,
 };
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -41,6 +43,8 @@ struct State {
     buffers: BufferObjects,
     /// ProvisioningRequests, with the status last written (the PodTemplates they name are the buffers').
     requests: Vec<VersionedRequest>,
+    /// CapacityQuotas, with the status last written.
+    quotas: Vec<CapacityQuota>,
     /// `config.yaml` of the ConfigMap `ekscale-disruption`, when there is one.
     disruption_config: Option<Arc<str>>,
     /// DeviceClasses and claim templates as created, claims the claim controller made, slices nodes publish.
@@ -244,6 +248,16 @@ impl SimulatedCluster {
         self.state().requests.clone()
     }
 
+    /// Adds CapacityQuotas.
+    pub fn create_quotas(&self, quotas: Vec<CapacityQuota>) {
+        self.state().quotas.extend(quotas);
+    }
+
+    /// The CapacityQuotas, with their statuses as last written.
+    pub fn quotas(&self) -> Vec<CapacityQuota> {
+        self.state().quotas.clone()
+    }
+
     /// The buffers, with their statuses as last written.
     pub fn buffers(&self) -> Vec<VersionedBuffer> {
         self.state().buffers.buffers.clone()
@@ -431,8 +445,7 @@ impl ClusterSource for SimulatedCluster {
             now: Some(self.now()),
             disruption_config: state.disruption_config.clone(),
             dra: Arc::new(state.dra.clone()),
-            // The simulated cluster serves no CapacityQuotas.
-            quotas: Arc::default(),
+            quotas: state.quotas.clone().into(),
         }))
     }
 
@@ -457,6 +470,21 @@ impl ClusterSource for SimulatedCluster {
             .find(|r| request_key(&r.request) == key)
             .ok_or_else(|| ClusterError::Sim(format!("no ProvisioningRequest {key}")))?;
         read.request.status = Some(request.status.clone());
+        Ok(())
+    }
+
+    /// A merge patch of the status, as the API server applies it: a status without `used` keeps the one
+    /// there, a null figure is removed.
+    async fn write_quota_status(&self, quota: QuotaStatusWrite<'_>) -> Result<(), ClusterError> {
+        let mut state = self.state();
+        let read = (state.quotas.iter_mut())
+            .find(|q| q.name == quota.name)
+            .ok_or_else(|| ClusterError::Sim(format!("no CapacityQuota {}", quota.name)))?;
+        let mut written = read_quota_status(quota.status);
+        if quota.status.used.is_none() {
+            written.used = read.status.used.take();
+        }
+        read.status = written;
         Ok(())
     }
 

@@ -16,6 +16,9 @@
 //!    rest (`scaleup/`), carried out (unless dry);
 //! 6. scale-down and consolidation (`scaledown/`): decided over the world scale-up left, carried out;
 //! 7. where the virtual pods went, and the buffers' and requests' statuses written back.
+//!
+//! The CapacityQuotas' statuses (`quota_status.rs`, upstream's controller's part) are written first, from the
+//! view alone: they say what the registered nodes hold, whatever this loop decides or whether it gets far.
 
 use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
@@ -33,6 +36,7 @@ use crate::autoscaler::headroom::outcome::{self as headroom, Decided};
 use crate::autoscaler::planning::planning;
 use crate::autoscaler::provreq::outcome::{self as provreq, Requests};
 use crate::autoscaler::provreq::provision;
+use crate::autoscaler::quota_status;
 use crate::autoscaler::quotas::{QuotaLedger, QuotaUsage};
 use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
 use crate::autoscaler::scaledown::context::Context;
@@ -120,6 +124,7 @@ impl RunOnce {
     pub async fn run(&mut self, view: &ClusterView, now: SystemTime) -> Result<Status, LoopError> {
         let started = Instant::now();
         let mut status = Status::default();
+        self.quota_statuses(view, &mut status, now).await;
 
         // Every pod in one pass: headroom's virtual pods after the real ones (which keep their indices); what
         // needs help, what Fargate takes, what holds room, and what the later stages read of all pods.
@@ -305,6 +310,19 @@ impl RunOnce {
             let errors = provreq::write_statuses(cluster.as_ref(), requests).await;
             status.errors.extend(errors);
         }
+    }
+
+    /// Each CapacityQuota's status as upstream's controller writes it, written back where it changed, when
+    /// the loop acts (a status is the cluster's; `simulate` and a dry run leave it as it is).
+    async fn quota_statuses(&self, view: &ClusterView, status: &mut Status, now: SystemTime) {
+        // `--capacity-quotas-enabled=false`: quotas are not the companion's to keep, nor to report on.
+        let keeps = self.settings.capacity_quotas && !view.quotas.is_empty();
+        let Some(cluster) = self.actor().filter(|_| keeps) else {
+            return;
+        };
+        let reconciled = quota_status::reconcile(&view.quotas, &view.nodes, now);
+        let errors = quota_status::write_statuses(cluster.as_ref(), &reconciled).await;
+        status.errors.extend(errors);
     }
 
     /// Cluster state: Refresh, every group as the provider says it (the Fargate profiles beside them), which
