@@ -322,3 +322,25 @@ async fn a_replacement_node_that_would_cross_a_quota_is_not_made() {
     );
     assert_eq!(quota_entry(&with, "spot-nodes")["used"]["nodes"], 1);
 }
+
+#[test]
+fn the_readmes_example_prints_what_the_readme_shows() {
+    let provider = Binary::start(&[]);
+    let snapshot = "tests/data/capacity-quota.yaml";
+    // From the quotas' section to the end: the quota's figures, and the pod it stops with the reason.
+    let lines = readme_shows(provider.grpc, snapshot, &[], "Capacity quotas");
+    assert_eq!(lines, 8);
+    // And the gpu group's scale-up, cut to what the quota lets in.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(snapshot);
+    let table = String::from_utf8(simulate(provider.grpc, &path, &[]).stdout).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let up: Vec<&str> = (table.lines())
+        .skip_while(|l| !l.starts_with("gpu "))
+        .take(2)
+        .collect();
+    assert_eq!(up.len(), 2, "{table}");
+    for line in up {
+        assert!(readme.contains(line), "README lacks: {line}");
+    }
+}
