@@ -262,17 +262,6 @@ fn unfit_requests(n: usize) -> RequestObjects {
     }
 }
 
-/// The process's resident memory, in MiB.
-fn resident_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0.0);
-    kib / 1024.0
-}
-
 /// What `simulate` decides with: cluster-autoscaler's defaults, the timers taken as run out.
 fn settings() -> Settings {
     let mut settings = Settings::default();
@@ -432,7 +421,7 @@ fn build(
         let config = ProviderConfig::plaintext(addr.to_string());
         let client = ProviderClient::new(&config).unwrap();
         let nodes = nodes(&client, groups, created).await;
-        let before = resident_mib();
+        let before = common::resident_mib();
         let quotas = if name.starts_with("quotas/") {
             hundred_quotas(groups)
         } else {
@@ -443,7 +432,7 @@ fn build(
             quotas,
             ..view(case, nodes, now, Vec::new())
         };
-        let view_mib = resident_mib() - before;
+        let view_mib = common::resident_mib() - before;
         (client, Arc::new(view), view_mib)
     });
     first_loop(rt, (&client, &view, settings), name, view_mib);
@@ -457,12 +446,12 @@ fn first_loop(
     name: &str,
     view_mib: f64,
 ) {
-    let before = resident_mib();
+    let before = common::resident_mib();
     let status = rt.block_on(async {
         let mut once = RunOnce::new(client.clone(), settings.clone());
         once.run(view, view.now.unwrap()).await.unwrap()
     });
-    let loop_mib = resident_mib() - before;
+    let loop_mib = common::resident_mib() - before;
     let helped: usize = status.scale_up.iter().map(|s| s.pods.len()).sum();
     println!(
         "\n{name}: one RunOnce {:.0} ms (scale-down {:.0} ms, estimator {:.0} ms), {} removable, \

@@ -181,17 +181,6 @@ impl Soak {
     }
 }
 
-/// The process's resident memory, in MiB.
-fn resident_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0.0);
-    kib / 1024.0
-}
-
 fn soak(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut soak = rt.block_on(async {
@@ -207,7 +196,7 @@ fn soak(c: &mut Criterion) {
         }
         soak
     });
-    let warm = resident_mib();
+    let warm = common::resident_mib();
     let (warm_nodes, warm_pods) = (soak.nodes, soak.pods);
     let (mut highest, mut last) = (warm, warm);
     c.bench_function("soak/a loop of run's over a changing cluster", |b| {
@@ -216,7 +205,7 @@ fn soak(c: &mut Criterion) {
                 let mut took = Duration::ZERO;
                 for _ in 0..iters {
                     took += soak.step().await;
-                    last = resident_mib();
+                    last = common::resident_mib();
                     highest = highest.max(last);
                 }
                 took

@@ -331,16 +331,5 @@ fn the_readmes_example_prints_what_the_readme_shows() {
     let lines = readme_shows(provider.grpc, snapshot, &[], "Capacity quotas");
     assert_eq!(lines, 8);
     // And the gpu group's scale-up, cut to what the quota lets in.
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(snapshot);
-    let table = String::from_utf8(simulate(provider.grpc, &path, &[]).stdout).unwrap();
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let up: Vec<&str> = (table.lines())
-        .skip_while(|l| !l.starts_with("gpu "))
-        .take(2)
-        .collect();
-    assert_eq!(up.len(), 2, "{table}");
-    for line in up {
-        assert!(readme.contains(line), "README lacks: {line}");
-    }
+    readme_shows_scale_up(provider.grpc, snapshot, "gpu");
 }

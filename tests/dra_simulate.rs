@@ -301,18 +301,7 @@ fn the_readmes_example_prints_what_the_readme_shows() {
     let lines = readme_shows(provider.grpc, snapshot, &[], "Pods no node group can help");
     assert_eq!(lines, 6);
     // And the gpu group's scale-up, with its pods.
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(snapshot);
-    let table = String::from_utf8(simulate(provider.grpc, &path, &[]).stdout).unwrap();
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let up: Vec<&str> = (table.lines())
-        .skip_while(|l| !l.starts_with("gpu "))
-        .take(2)
-        .collect();
-    assert_eq!(up.len(), 2, "{table}");
-    for line in up {
-        assert!(readme.contains(line), "README lacks: {line}");
-    }
+    readme_shows_scale_up(provider.grpc, snapshot, "gpu");
 }
 
 /// Two g5.12xlarge nodes of one group, each publishing its four A10Gs as NVIDIA's driver does (one pool named

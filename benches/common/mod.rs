@@ -168,3 +168,14 @@ pub fn simulate(addr: &str, snapshot: &Path, args: &[String]) -> Output {
     );
     output
 }
+
+/// The process's resident memory, in MiB.
+pub fn resident_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
