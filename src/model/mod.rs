@@ -52,5 +52,6 @@ pub use quota::{
 pub use resources::{GPU_RESOURCE, Resources};
 pub use selector::{
     LabelSelector, Labels, NODE_NAME_FIELD, NodeSelector, NodeSelectorTerm, Operator, Requirement,
+    is_dns_subdomain, is_label_name,
 };
 pub use taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, Taint, TaintEffect, Toleration};

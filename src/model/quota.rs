@@ -8,7 +8,9 @@
 
 use super::node::{GPU_LABEL, Node};
 use super::resources::GPU_RESOURCE;
-use super::selector::{LabelSelector, Labels, Operator, Requirement};
+use super::selector::{
+    LabelSelector, Labels, Operator, Requirement, is_dns_subdomain, is_label_name,
+};
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
@@ -318,23 +320,12 @@ pub fn read_selector(
 /// A label key: an optional DNS subdomain prefix and `/`, then a name of at most 63 characters.
 fn label_key(key: &str) -> Result<(), String> {
     let (prefix, name) = key.rsplit_once('/').unwrap_or(("", key));
-    let dns = |p: &str| {
-        p.len() <= 253
-            && p.split('.').all(|part| {
-                !part.is_empty()
-                    && part
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                    && !part.starts_with('-')
-                    && !part.ends_with('-')
-            })
-    };
-    if key.contains('/') && !dns(prefix) {
+    if key.contains('/') && !is_dns_subdomain(prefix) {
         return Err(format!(
             "key: Invalid value: {key:?}: prefix part must be a lowercase RFC 1123 subdomain"
         ));
     }
-    if name.is_empty() || !label_name(name) {
+    if name.is_empty() || !is_label_name(name) {
         return Err(format!(
             "key: Invalid value: {key:?}: name part must be no more than 63 characters, consist of \
              alphanumeric characters, '-', '_' or '.', and start and end with an alphanumeric character"
@@ -345,7 +336,7 @@ fn label_key(key: &str) -> Result<(), String> {
 
 /// A label value: empty, or a name as [`label_key`]'s name part.
 fn label_value(value: &str) -> Result<(), String> {
-    if value.is_empty() || label_name(value) {
+    if value.is_empty() || is_label_name(value) {
         return Ok(());
     }
     Err(format!(
@@ -353,16 +344,6 @@ fn label_value(value: &str) -> Result<(), String> {
          characters, consist of alphanumeric characters, '-', '_' or '.', and start and end with an \
          alphanumeric character"
     ))
-}
-
-fn label_name(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    text.len() <= 63
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocat
 use crate::k8s::Quantity;
 use crate::model::{
     FargateProfile, NODE_GROUP_IMAGE_LABEL, NodeGroupStatus, ResourceSlice, Resources,
+    is_dns_subdomain, is_label_name,
 };
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
@@ -533,31 +534,12 @@ fn is_label_key(key: &str) -> bool {
     let (prefix, name) = key
         .rsplit_once('/')
         .map_or((None, key), |(p, n)| (Some(p), n));
-    let prefix_ok = prefix.is_none_or(|p| {
-        !p.is_empty()
-            && p.len() <= 253
-            && p.split('.').all(|part| {
-                !part.is_empty()
-                    && part
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                    && !part.starts_with('-')
-                    && !part.ends_with('-')
-            })
-    });
-    prefix_ok && !name.is_empty() && is_label_value(name)
+    prefix.is_none_or(is_dns_subdomain) && is_label_name(name)
 }
 
-/// A Kubernetes label value: at most 63 characters of `[A-Za-z0-9._-]`, alphanumeric at both ends.
+/// A Kubernetes label value: empty, or a label key's name.
 fn is_label_value(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    value.is_empty()
-        || (bytes.len() <= 63
-            && bytes
-                .iter()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-            && bytes[0].is_ascii_alphanumeric()
-            && bytes[bytes.len() - 1].is_ascii_alphanumeric())
+    value.is_empty() || is_label_name(value)
 }
 
 #[cfg(test)]
