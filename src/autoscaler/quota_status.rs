@@ -11,6 +11,7 @@
 //! write the same status and never undo each other's writes.
 
 use crate::autoscaler::cluster::{ClusterSource, QuotaStatusWrite};
+use crate::autoscaler::quotas::matching_nodes;
 use crate::k8s::{
     CapacityQuotaStatus, QuotaUsage as Usage, RECONCILED_CONDITION, RECONCILIATION_FAILED,
     RECONCILIATION_SUCCEEDED, VALID_CONDITION, VALIDATION_FAILED, VALIDATION_SUCCEEDED, conditions,
@@ -61,16 +62,26 @@ pub fn reconcile(
     nodes: &[Arc<Node>],
     now: SystemTime,
 ) -> Vec<Reconciled> {
-    quotas
-        .iter()
-        .filter_map(|q| Some(reconcile_one(q, q.version?.as_str(), nodes, now)))
+    let read: Vec<(&CapacityQuota, &'static str)> = (quotas.iter())
+        .filter_map(|q| Some((q, q.version?.as_str())))
+        .collect();
+    let specs: Vec<&QuotaSpec> = (read.iter())
+        .filter_map(|(q, _)| q.spec.as_ref().ok())
+        .collect();
+    let mut matched = matching_nodes(&specs, nodes).into_iter();
+    (read.into_iter())
+        .map(|(q, version)| {
+            let nodes = (q.spec.is_ok()).then(|| matched.next().expect("one list per valid spec"));
+            reconcile_one(q, version, nodes.unwrap_or_default(), now)
+        })
         .collect()
 }
 
+/// One quota's status; `nodes` are the registered nodes its selector matches (none when it is invalid).
 fn reconcile_one(
     quota: &CapacityQuota,
     version: &'static str,
-    nodes: &[Arc<Node>],
+    nodes: Vec<&Node>,
     now: SystemTime,
 ) -> Reconciled {
     let read = &quota.status;
@@ -94,7 +105,7 @@ fn reconcile_one(
                 RECONCILIATION_SUCCEEDED,
                 RECONCILED_MESSAGE,
             );
-            Some(used(spec, nodes))
+            Some(used(spec, &nodes))
         }
         Err(problem) => {
             set(VALID_CONDITION, false, VALIDATION_FAILED, problem);
@@ -131,11 +142,11 @@ fn reconcile_one(
     }
 }
 
-/// `used.resources`: for each resource the quota limits, what the registered nodes it matches hold of it
-/// (upstream's `calculateUsage`).
-pub fn used(spec: &QuotaSpec, nodes: &[Arc<Node>]) -> BTreeMap<String, Quantity> {
+/// `used.resources`: for each resource the quota limits, what the registered nodes it matches (`matched`)
+/// hold of it (upstream's `calculateUsage`).
+fn used(spec: &QuotaSpec, matched: &[&Node]) -> BTreeMap<String, Quantity> {
     let mut sums: BTreeMap<&str, i128> = spec.limits.keys().map(|k| (k.as_str(), 0)).collect();
-    for node in nodes.iter().filter(|n| spec.matches(&n.labels)) {
+    for node in matched {
         for (resource, sum) in sums.iter_mut() {
             *sum += capacity_millis(node, resource);
         }

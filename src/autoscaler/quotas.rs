@@ -65,7 +65,7 @@ impl QuotaBook {
             return QuotaBook::default();
         }
         let mut existing: Vec<Vec<u64>> = quotas.iter().map(|q| vec![0; q.limits.len()]).collect();
-        let mut matcher = Matcher::new(&quotas);
+        let mut matcher = Matcher::new(quotas.iter().map(|q| &q.spec).collect());
         for node in nodes {
             for &q in matcher.matching(&node.labels) {
                 let quota = &quotas[q];
@@ -138,22 +138,22 @@ fn amounts(quota: &Quota, node: &Node) -> Vec<u64> {
 /// selector reads: a loop's nodes fall in few such sets, so each quota's selector runs a few times, not once
 /// per node.
 struct Matcher<'q, 'n> {
-    quotas: &'q [Quota],
+    specs: Vec<&'q QuotaSpec>,
     keys: Vec<&'q str>,
     seen: FastMap<Vec<Option<&'n str>>, Vec<usize>>,
 }
 
 impl<'q, 'n> Matcher<'q, 'n> {
-    fn new(quotas: &'q [Quota]) -> Matcher<'q, 'n> {
-        let mut keys: Vec<&str> = (quotas.iter())
-            .filter_map(|q| q.spec.selector.as_ref())
+    fn new(specs: Vec<&'q QuotaSpec>) -> Matcher<'q, 'n> {
+        let mut keys: Vec<&str> = (specs.iter())
+            .filter_map(|spec| spec.selector.as_ref())
             .flat_map(|s| s.keys())
             .chain([crate::model::VIRTUAL_KUBELET_LABEL.0])
             .collect();
         keys.sort_unstable();
         keys.dedup();
         Matcher {
-            quotas,
+            specs,
             keys,
             seen: FastMap::default(),
         }
@@ -163,14 +163,28 @@ impl<'q, 'n> Matcher<'q, 'n> {
         let values: Vec<Option<&str>> = (self.keys.iter())
             .map(|k| labels.get(*k).map(String::as_str))
             .collect();
-        let quotas = self.quotas;
+        let specs = &self.specs;
         self.seen.entry(values).or_insert_with(|| {
-            (quotas.iter().enumerate())
-                .filter(|(_, q)| q.spec.matches(labels))
+            (specs.iter().enumerate())
+                .filter(|(_, spec)| spec.matches(labels))
                 .map(|(q, _)| q)
                 .collect()
         })
     }
+}
+
+/// For each of `specs`, the nodes among `nodes` its selector matches, in their order, each selector run once
+/// per set of label values (as the book counts them): what a quota's status and metrics sum, every loop,
+/// without matching every quota against every node.
+pub fn matching_nodes<'n>(specs: &[&QuotaSpec], nodes: &'n [Arc<Node>]) -> Vec<Vec<&'n Node>> {
+    let mut matched = vec![Vec::new(); specs.len()];
+    let mut matcher = Matcher::new(specs.to_vec());
+    for node in nodes {
+        for &q in matcher.matching(&node.labels) {
+            matched[q].push(&**node);
+        }
+    }
+    matched
 }
 
 /// What each quota's matching nodes use, per resource, as the loop plans: the book's registered nodes, with

@@ -2,7 +2,9 @@
 //! the same (`unschedulable_pods_count`, `scaled_up_nodes_total`, `function_duration_seconds`, ...).
 
 use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::quotas::matching_nodes;
 use crate::autoscaler::status::Status;
+use crate::model::QuotaSpec;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -340,16 +342,16 @@ impl AutoscalerMetrics {
     fn observe_quotas(&self, view: &ClusterView) {
         self.quota_used.clear();
         self.quota_limit.clear();
-        let mut invalid = 0;
-        for quota in view.quotas.iter() {
-            let Some(spec) = quota.valid() else {
-                invalid += 1;
-                continue;
-            };
-            let used = spec.usage(view.nodes.iter().map(|n| &**n));
+        let valid: Vec<(&str, &QuotaSpec)> = (view.quotas.iter())
+            .filter_map(|q| Some((q.name.as_str(), q.valid()?)))
+            .collect();
+        let specs: Vec<&QuotaSpec> = valid.iter().map(|(_, spec)| *spec).collect();
+        let matched = matching_nodes(&specs, &view.nodes);
+        for ((name, spec), nodes) in valid.iter().zip(matched) {
+            let used = spec.usage(nodes);
             for (resource, limit) in &spec.limits {
                 let labels = QuotaLabels {
-                    quota: quota.name.clone(),
+                    quota: name.to_string(),
                     resource: resource.clone(),
                 };
                 let gauge = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
@@ -358,7 +360,9 @@ impl AutoscalerMetrics {
                 self.quota_used.get_or_create(&labels).set(gauge(used));
             }
         }
-        self.quotas_invalid.set(invalid);
+        let invalid = view.quotas.len() - valid.len();
+        self.quotas_invalid
+            .set(i64::try_from(invalid).unwrap_or(i64::MAX));
     }
 
     /// The cluster as the loop read it: pods waiting, nodes by state, capacity, node groups and their sizes.
