@@ -16,8 +16,9 @@
 //! and a weekend window in Berlin, inactive then) and `expireAfter: 720h`, one node in fifty (made 40 days
 //! before the others) expired.
 //!
-//! And CapacityQuotas: the 10,000-node cluster with 2% pending and 100 quotas (one per team and zone, and
-//! per zone, none of them binding), the same loop held to all of them.
+//! And CapacityQuotas: the 10,000-node cluster with 2% pending, without quotas and with 100 (one per team
+//! and zone, and per zone, none of them binding), back to back: as `simulate` loops, with 1,000 pods that
+//! need new nodes, and as `run` loops (statuses written, metrics observed).
 //!
 //! And GPUs (`dra_cluster`): the 10,000-node cluster's nodes publishing 8 GPUs each through a DRA driver
 //! and 1,000 pending pods claiming one by a CEL selector, against the same nodes and pods through the device
@@ -29,6 +30,7 @@
 
 mod common;
 mod dra_cluster;
+mod quota_cluster;
 
 // The allocator the shipped companion runs with (src/bin/ekscale-autoscaler.rs).
 #[global_allocator]
@@ -38,11 +40,12 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use ekscale::autoscaler::ClusterView;
 use ekscale::autoscaler::RunOnce;
 use ekscale::autoscaler::Settings;
+use ekscale::autoscaler::control::AutoscalerMetrics;
 use ekscale::autoscaler::{ProviderClient, ProviderConfig};
 use ekscale::k8s::{RequestObjects, Template, VersionedRequest, node_from_pb};
 use ekscale::model::{
-    Alike, CapacityQuota, Controller, HOSTNAME_LABEL, LabelSelector, Labels, Node, Pdb, Phase, Pod,
-    PodNames, Resources, ZONE_LABEL,
+    Alike, Controller, HOSTNAME_LABEL, LabelSelector, Labels, Node, Pdb, Phase, Pod, PodNames,
+    Resources, ZONE_LABEL,
 };
 use ekscale::provider::ProviderMetrics;
 use std::sync::Arc;
@@ -317,16 +320,9 @@ fn scale(c: &mut Criterion) {
             let name = format!("disruption/{}, {what} and 2% expired", CASES[2].name());
             (name, &CASES[2], none(), with_disruption(at_once))
         });
-    let quotas = (
-        format!("quotas/{}, 100 quotas", CASES[3].name()),
-        &CASES[3],
-        none(),
-        settings(),
-    );
     let cases = (cases.map(|(name, case, requests)| (name, case, requests, settings())))
         .chain([(requests.0, requests.1, requests.2, settings())])
-        .chain(disruption)
-        .chain([quotas]);
+        .chain(disruption);
     for (name, case, requests, settings) in cases {
         // Built once, and only when criterion runs the case (its filter matches): a big one takes a while.
         let mut built = None;
@@ -406,6 +402,81 @@ fn dra(c: &mut Criterion) {
     }
 }
 
+/// CapacityQuotas (`quota_cluster`) on the 10,000-node cluster with 2% pending, each case without quotas and
+/// then with the hundred, back to back: the loop as `simulate` runs it (the pending pods fit where they are:
+/// no new node), the same with 1,000 pods that each need a new node (every planned node moves the quotas
+/// its template matches), and `run`'s loop: acting (scale-down off, so that nothing else is acted on), the
+/// quotas' statuses reconciled and written to a cluster that takes them, then the loop's metrics observed.
+fn quotas(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+    let case = &CASES[3];
+    let groups = case.nodes / GROUP_NODES;
+    let mut acting = settings();
+    acting.act = true;
+    acting.scale_down.enabled = false;
+    let kinds = [
+        ("", 0, false),
+        (", 1000 pods needing new nodes", 1000, false),
+        (", run's loop (statuses written, metrics observed)", 0, true),
+    ];
+    for (what, big, run) in kinds {
+        let mut built = None;
+        for with in [false, true] {
+            let name = format!(
+                "quotas/{}{what}, {}",
+                case.name(),
+                if with { "100 quotas" } else { "no quotas" }
+            );
+            let (client, plain) = built.get_or_insert_with(|| {
+                rt.block_on(async {
+                    let metrics = Arc::new(ProviderMetrics::default());
+                    let addr = common::sim_provider(&scenario(groups), metrics).await;
+                    let config = ProviderConfig::plaintext(addr.to_string());
+                    let client = ProviderClient::new(&config).unwrap();
+                    let nodes = nodes(&client, groups, now - Duration::from_secs(3600)).await;
+                    let pods = quota_cluster::big_pods(big, now);
+                    (client, view(case, nodes, now, pods))
+                })
+            });
+            let view = Arc::new(ClusterView {
+                quotas: if with {
+                    quota_cluster::hundred(groups)
+                } else {
+                    Arc::default()
+                },
+                ..plain.clone()
+            });
+            let settings = if run { acting.clone() } else { settings() };
+            first_loop(&rt, (client, &view, &settings), &name, 0.0);
+            let sink = Arc::new(quota_cluster::TakesStatuses {
+                view: view.clone(),
+                written: Default::default(),
+            });
+            let metrics = AutoscalerMetrics::default();
+            c.bench_function(&name, |b| {
+                b.to_async(&rt).iter(|| {
+                    let view = view.clone();
+                    let mut once = RunOnce::new(client.clone(), settings.clone());
+                    if run {
+                        once = once.acting_on(sink.clone());
+                    }
+                    let metrics = &metrics;
+                    async move {
+                        let status = once.run(&view, now).await.unwrap();
+                        if run {
+                            metrics.observe_loop(&view, &status, true, now);
+                        }
+                        status
+                    }
+                })
+            });
+            let written = sink.written.load(std::sync::atomic::Ordering::Relaxed);
+            println!("{name}: {written} quota statuses written over the bench's loops");
+        }
+    }
+}
+
 /// The provider and the view of `case`, and one loop over them: its stages and resident memory, printed.
 fn build(
     rt: &tokio::runtime::Runtime,
@@ -422,14 +493,8 @@ fn build(
         let client = ProviderClient::new(&config).unwrap();
         let nodes = nodes(&client, groups, created).await;
         let before = common::resident_mib();
-        let quotas = if name.starts_with("quotas/") {
-            hundred_quotas(groups)
-        } else {
-            Arc::default()
-        };
         let view = ClusterView {
             requests,
-            quotas,
             ..view(case, nodes, now, Vec::new())
         };
         let view_mib = common::resident_mib() - before;
@@ -467,30 +532,6 @@ fn first_loop(
         status.scale_down.disruptions.len(),
         view_mib * (1 << 20) as f64 / view.pods.len() as f64,
     );
-}
-
-/// A hundred CapacityQuotas over `groups` teams: one per team and zone (the rest of the hundred on the zones
-/// alone, round the three), with limits on cpu, memory, nodes and GPUs well above what the cluster asks, so
-/// that the loop decides the same as without them and only their cost shows.
-fn hundred_quotas(groups: usize) -> Arc<[CapacityQuota]> {
-    let zones = ["us-east-1a", "us-east-1b", "us-east-1c"];
-    (0..100)
-        .map(|i| {
-            let zone = zones[i % 3];
-            let selector = if i < groups * 3 {
-                serde_json::json!({"matchLabels": {"team": format!("team-{}", i / 3)},
-                    "matchExpressions": [{"key": ZONE_LABEL, "operator": "In", "values": [zone]}]})
-            } else {
-                serde_json::json!({"matchExpressions": [{"key": ZONE_LABEL, "operator": "In", "values": [zone]}]})
-            };
-            let object = serde_json::json!({
-                "apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityQuota",
-                "metadata": {"name": format!("quota-{i}")},
-                "spec": {"selector": selector, "limits": {"resources": {
-                    "cpu": 1_000_000, "memory": "1Pi", "nodes": 100_000, "nvidia.com/gpu": 1000}}}});
-            ekscale::k8s::quota_from_value(object).unwrap()
-        })
-        .collect()
 }
 
 /// RFC 3339, as the API server prints times.
@@ -627,6 +668,6 @@ fn simulate_process(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(20));
-    targets = scale, dra, simulate_process
+    targets = scale, dra, quotas, simulate_process
 }
 criterion_main!(benches);
