@@ -105,7 +105,8 @@ struct EventFile {
     say: Option<String>,
     #[serde(default)]
     create: Option<Workload>,
-    /// Deletes the pods of the workload with this name (as an HPA scaling in, or a job finishing).
+    /// Deletes the pods of the workload with this name (as an HPA scaling in, or a job finishing), and the
+    /// ProvisioningRequest of that name if there is one (Kueue's requests are owned by their workload).
     #[serde(default)]
     delete: Option<String>,
     /// Changes how many instances a node group can have, as a spot pool drying up or freeing up.

@@ -243,6 +243,15 @@ impl SimulatedCluster {
         self.state().requests.push(request);
     }
 
+    /// Deletes the ProvisioningRequests named `name` (in any namespace), as deleting the workload that owns
+    /// one does; says how many went.
+    pub fn delete_requests(&self, name: &str) -> usize {
+        let requests = &mut self.state().requests;
+        let before = requests.len();
+        requests.retain(|r| r.request.metadata.name.as_deref() != Some(name));
+        before - requests.len()
+    }
+
     /// The ProvisioningRequests, with their statuses as last written.
     pub fn requests(&self) -> Vec<VersionedRequest> {
         self.state().requests.clone()
