@@ -618,22 +618,11 @@ mod planner {
             })
             .collect();
         let prices: Vec<Option<f64>> = GROUPS.iter().map(|g| Some(g.4)).collect();
+        let (pods_of, now) = ((&pods).into(), SystemTime::now());
         let input = Input {
-            nodes: &nodes,
-            pods: (&pods).into(),
             pdbs: &pdbs,
-            node_group: &node_group,
-            groups: &groups,
-            on_node: &on_node,
-            device_use: &[],
-            deleting: &HashSet::new(),
-            previously_unneeded: &HashSet::new(),
             projection: &projection,
-            min_cores: 0,
-            min_memory_gib: 0,
-            max_node_startup_time: Duration::from_secs(900),
-            unready_enabled: true,
-            now: SystemTime::now(),
+            ..Input::new(&nodes, pods_of, &node_group, &groups, &on_node, now)
         };
         let rules = Rules::default();
         let ask = Ask {

@@ -135,22 +135,18 @@ impl Cluster {
             &[],
             &LabelProjection::All,
         );
+        let (pods, now) = ((&self.pods).into(), SystemTime::now());
         let input = Input {
-            nodes: &self.nodes,
-            pods: (&self.pods).into(),
             pdbs: &self.pdbs,
-            node_group: &self.node_group,
-            groups: &self.groups,
-            on_node: &on_node,
-            device_use: &[],
-            deleting: &HashSet::new(),
-            previously_unneeded: &HashSet::new(),
-            projection: &LabelProjection::All,
             min_cores: self.min_cores,
-            min_memory_gib: 0,
-            max_node_startup_time: Duration::from_secs(900),
-            unready_enabled: true,
-            now: SystemTime::now(),
+            ..Input::new(
+                &self.nodes,
+                pods,
+                &self.node_group,
+                &self.groups,
+                &on_node,
+                now,
+            )
         };
         scaledown::plan(&input, rules, &mut topology, &mut places)
     }

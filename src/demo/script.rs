@@ -254,25 +254,7 @@ impl Script {
     /// Parses a script's text; `dir` is where relative scenario paths start.
     pub fn parse(text: &str, dir: &Path) -> Result<Script, ScriptError> {
         let file: File = serde_norway::from_str(text)?;
-        let scenario = match &file.scenario {
-            serde_norway::Value::String(s) if s == "builtin" => Scenario::built_in(),
-            serde_norway::Value::String(path) => {
-                let path = dir.join(path);
-                let text = std::fs::read_to_string(&path).map_err(|source| ScriptError::Read {
-                    path: path.display().to_string(),
-                    source,
-                })?;
-                Scenario::parse(&text)?
-            }
-            inline @ serde_norway::Value::Mapping(_) => {
-                Scenario::parse(&serde_norway::to_string(inline)?)?
-            }
-            _ => {
-                return Err(ScriptError::Invalid(
-                    "scenario: `builtin`, a file name, or the scenario itself".into(),
-                ));
-            }
-        };
+        let scenario = read_scenario(&file.scenario, dir)?;
         if file.scan_interval.is_zero() {
             return Err(ScriptError::Invalid("scanInterval must be above 0".into()));
         }
@@ -291,74 +273,7 @@ impl Script {
                     })
                 })
                 .collect::<Result<_, _>>()?;
-        let mut timeline = Vec::with_capacity(file.timeline.len());
-        for (index, event) in file.timeline.into_iter().enumerate() {
-            let fail = |reason: String| ScriptError::Timeline {
-                index,
-                at: humantime::format_duration(event.at).to_string(),
-                reason,
-            };
-            let given = [
-                event.create.is_some(),
-                event.delete.is_some(),
-                event.capacity.is_some(),
-                event.request.is_some(),
-                event.update.is_some(),
-            ];
-            if given.iter().filter(|g| **g).count() != 1 {
-                let why =
-                    "give exactly one of `create`, `delete`, `capacity`, `request` and `update`";
-                return Err(fail(why.into()));
-            }
-            let known = |group: &str| scenario.node_groups.iter().any(|g| g.spec.id == group);
-            let action = if let Some(workload) = event.create {
-                for claim in &workload.claims {
-                    let declared = (claim_templates.iter())
-                        .any(|t| *t.namespace == workload.namespace && *t.name == claim.template);
-                    if !declared {
-                        return Err(fail(format!(
-                            "create: claims: {}: no ResourceClaimTemplate \"{}/{}\" in \
-                             resourceClaimTemplates",
-                            claim.name, workload.namespace, claim.template
-                        )));
-                    }
-                }
-                let pods = pods_of(&workload).map_err(fail)?;
-                Action::Create(Box::new(workload), pods)
-            } else if let Some(name) = event.delete {
-                Action::Delete(name)
-            } else if let Some(request) = event.request {
-                let read = VersionedRequest::from_value(request)
-                    .map_err(|e| fail(format!("request: {e}")))?;
-                Action::Request(Box::new(read))
-            } else if let Some(change) = event.capacity {
-                if !known(&change.node_group) {
-                    let group = &change.node_group;
-                    return Err(fail(format!(
-                        "capacity: no node group {group:?} in the scenario"
-                    )));
-                }
-                Action::Capacity(change)
-            } else {
-                let update = event.update.expect("one was given");
-                if !known(&update.node_group) {
-                    let group = &update.node_group;
-                    return Err(fail(format!(
-                        "update: no node group {group:?} in the scenario"
-                    )));
-                }
-                Action::Update(update)
-            };
-            if event.at > file.duration {
-                return Err(fail("after the end of the day (`duration`)".into()));
-            }
-            timeline.push(Event {
-                at: event.at,
-                say: event.say,
-                action,
-            });
-        }
-        timeline.sort_by_key(|e| e.at);
+        let timeline = read_timeline(file.timeline, &scenario, &claim_templates, file.duration)?;
         let headroom = file
             .headroom
             .into_iter()
@@ -371,17 +286,7 @@ impl Script {
             })
             .collect::<Result<_, _>>()?;
         let templates = file.pod_templates.iter().map(Template::from_api).collect();
-        let quotas = (file.capacity_quotas.into_iter().enumerate())
-            .map(|(index, object)| {
-                let fail =
-                    |e: String| ScriptError::Invalid(format!("capacityQuotas[{index}]: {e}"));
-                let quota = quota_from_value(object).map_err(fail)?;
-                match quota.problem() {
-                    Some(problem) => Err(fail(format!("{}: {problem}", quota.name))),
-                    None => Ok(quota),
-                }
-            })
-            .collect::<Result<_, _>>()?;
+        let quotas = read_quotas(file.capacity_quotas)?;
         let start = (file.start.as_deref())
             .map(humantime::parse_rfc3339_weak)
             .transpose()
@@ -407,6 +312,124 @@ impl Script {
             claim_templates,
         })
     }
+}
+
+/// The script's `scenario`: `builtin`, a scenario file's path (relative to `dir`), or the scenario itself.
+fn read_scenario(value: &serde_norway::Value, dir: &Path) -> Result<Scenario, ScriptError> {
+    let scenario = match value {
+        serde_norway::Value::String(s) if s == "builtin" => Scenario::built_in(),
+        serde_norway::Value::String(path) => {
+            let path = dir.join(path);
+            let text = std::fs::read_to_string(&path).map_err(|source| ScriptError::Read {
+                path: path.display().to_string(),
+                source,
+            })?;
+            Scenario::parse(&text)?
+        }
+        inline @ serde_norway::Value::Mapping(_) => {
+            Scenario::parse(&serde_norway::to_string(inline)?)?
+        }
+        _ => {
+            return Err(ScriptError::Invalid(
+                "scenario: `builtin`, a file name, or the scenario itself".into(),
+            ));
+        }
+    };
+    Ok(scenario)
+}
+
+/// The timeline, sorted by time: each entry one action, checked against the scenario's node groups, the
+/// script's ResourceClaimTemplates and the day's `duration`.
+fn read_timeline(
+    events: Vec<EventFile>,
+    scenario: &Scenario,
+    claim_templates: &[Arc<ClaimTemplate>],
+    duration: Duration,
+) -> Result<Vec<Event>, ScriptError> {
+    let mut timeline = Vec::with_capacity(events.len());
+    for (index, event) in events.into_iter().enumerate() {
+        let fail = |reason: String| ScriptError::Timeline {
+            index,
+            at: humantime::format_duration(event.at).to_string(),
+            reason,
+        };
+        let given = [
+            event.create.is_some(),
+            event.delete.is_some(),
+            event.capacity.is_some(),
+            event.request.is_some(),
+            event.update.is_some(),
+        ];
+        if given.iter().filter(|g| **g).count() != 1 {
+            let why = "give exactly one of `create`, `delete`, `capacity`, `request` and `update`";
+            return Err(fail(why.into()));
+        }
+        let known = |group: &str| scenario.node_groups.iter().any(|g| g.spec.id == group);
+        let action = if let Some(workload) = event.create {
+            for claim in &workload.claims {
+                let declared = (claim_templates.iter())
+                    .any(|t| *t.namespace == workload.namespace && *t.name == claim.template);
+                if !declared {
+                    return Err(fail(format!(
+                        "create: claims: {}: no ResourceClaimTemplate \"{}/{}\" in \
+                         resourceClaimTemplates",
+                        claim.name, workload.namespace, claim.template
+                    )));
+                }
+            }
+            let pods = pods_of(&workload).map_err(fail)?;
+            Action::Create(Box::new(workload), pods)
+        } else if let Some(name) = event.delete {
+            Action::Delete(name)
+        } else if let Some(request) = event.request {
+            let read =
+                VersionedRequest::from_value(request).map_err(|e| fail(format!("request: {e}")))?;
+            Action::Request(Box::new(read))
+        } else if let Some(change) = event.capacity {
+            if !known(&change.node_group) {
+                let group = &change.node_group;
+                return Err(fail(format!(
+                    "capacity: no node group {group:?} in the scenario"
+                )));
+            }
+            Action::Capacity(change)
+        } else {
+            let update = event.update.expect("one was given");
+            if !known(&update.node_group) {
+                let group = &update.node_group;
+                return Err(fail(format!(
+                    "update: no node group {group:?} in the scenario"
+                )));
+            }
+            Action::Update(update)
+        };
+        if event.at > duration {
+            return Err(fail("after the end of the day (`duration`)".into()));
+        }
+        timeline.push(Event {
+            at: event.at,
+            say: event.say,
+            action,
+        });
+    }
+    timeline.sort_by_key(|e| e.at);
+    timeline.sort_by_key(|e| e.at);
+    Ok(timeline)
+}
+
+/// The script's CapacityQuotas, each read as the API server's object; an invalid one is refused with its
+/// problem (the demo plays what it enforces).
+fn read_quotas(objects: Vec<serde_json::Value>) -> Result<Vec<CapacityQuota>, ScriptError> {
+    (objects.into_iter().enumerate())
+        .map(|(index, object)| {
+            let fail = |e: String| ScriptError::Invalid(format!("capacityQuotas[{index}]: {e}"));
+            let quota = quota_from_value(object).map_err(fail)?;
+            match quota.problem() {
+                Some(problem) => Err(fail(format!("{}: {problem}", quota.name))),
+                None => Ok(quota),
+            }
+        })
+        .collect()
 }
 
 /// The workload's pods, built as the API server would hold them and read through the same conversion

@@ -3,6 +3,7 @@
 //! capacity. Only the wire types live here; what a buffer asks for is worked out in
 //! `autoscaler::buffers`.
 
+use crate::k8s::autoscaling_group::read_object;
 use crate::k8s::objects;
 use crate::model::Pod;
 use k8s_openapi::api::core::v1::{PodTemplate, PodTemplateSpec};
@@ -11,7 +12,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Owne
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const GROUP: &str = "autoscaling.x-k8s.io";
 pub const KIND: &str = "CapacityBuffer";
 pub const PLURAL: &str = "capacitybuffers";
 /// The versions read, the preferred first.
@@ -238,40 +238,10 @@ impl VersionedBuffer {
     }
 }
 
-/// A SIG Autoscaling object of `kind` as a file writes it: its `apiVersion` must be one of `versions` of
-/// `autoscaling.x-k8s.io` and it must have a name. Returns the version it was read as.
-pub fn read_object<T: serde::de::DeserializeOwned>(
-    object: serde_json::Value,
-    kind: &str,
-    versions: &[&'static str],
-) -> Result<(&'static str, T), String> {
-    let api_version = object["apiVersion"].as_str().unwrap_or_default();
-    let version = version_in(api_version, versions).ok_or_else(|| {
-        let read: Vec<String> = versions.iter().map(|v| format!("{GROUP}/{v}")).collect();
-        format!(
-            "apiVersion {api_version:?}: {kind}s are read as {}",
-            read.join(" or ")
-        )
-    })?;
-    if object["metadata"]["name"]
-        .as_str()
-        .is_none_or(str::is_empty)
-    {
-        return Err("no metadata.name".into());
-    }
-    let read = serde_json::from_value(object).map_err(|e| e.to_string())?;
-    Ok((version, read))
-}
-
-/// `api_version`'s version when it is `autoscaling.x-k8s.io/` and one of `versions`.
-pub fn version_in(api_version: &str, versions: &[&'static str]) -> Option<&'static str> {
-    let version = api_version.strip_prefix(GROUP)?.strip_prefix('/')?;
-    versions.iter().copied().find(|v| *v == version)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::k8s::autoscaling_group::version_in;
 
     #[test]
     fn reads_a_buffer_as_upstreams_documentation_writes_it() {

@@ -3,7 +3,7 @@
 //! reads it: the wire types, and each object read once into `model::CapacityQuota`, valid or carrying its
 //! problem. What the loop does with a quota is the companion's.
 
-use crate::k8s::capacity_buffer::{GROUP, version_in};
+use crate::k8s::autoscaling_group::read_version;
 use crate::k8s::objects;
 use crate::model::{
     self, Labels, Quantity, QuotaCondition, QuotaSpec, QuotaStatus, QuotaVersion, WrittenLimit,
@@ -95,17 +95,9 @@ pub fn quota_from_value(object: serde_json::Value) -> Result<model::CapacityQuot
     if name.is_empty() {
         return Err("no metadata.name".into());
     }
-    let version = version_in(&api_version, &VERSIONS).and_then(QuotaVersion::parse);
-    let spec = match version {
-        Some(_) => spec(read.spec.as_ref()),
-        None => {
-            let read: Vec<String> = VERSIONS.iter().map(|v| format!("{GROUP}/{v}")).collect();
-            Err(format!(
-                "apiVersion {api_version:?}: {KIND}s are read as {}",
-                read.join(" or ")
-            ))
-        }
-    };
+    let read_as = read_version(&api_version, KIND, &VERSIONS);
+    let version = read_as.as_ref().ok().and_then(|v| QuotaVersion::parse(v));
+    let spec = read_as.and_then(|_| spec(read.spec.as_ref()));
     Ok(model::CapacityQuota {
         name,
         version,

@@ -1,5 +1,6 @@
 //! Conversions at the edge between Kubernetes' wire formats and our own types.
 
+pub(crate) mod autoscaling_group; // autoscaling.x-k8s.io: an object's version among a resource's, an object read from a file
 pub(crate) mod capacity_buffer; // CapacityBuffers (autoscaling.x-k8s.io) and the PodTemplates and scalable objects they name
 pub(crate) mod capacity_quota; // CapacityQuotas (autoscaling.x-k8s.io) read into the model, with their problems
 pub(crate) mod conditions; // status conditions as SetStatusCondition keeps them

@@ -3,7 +3,8 @@
 //! room for all N pods of this job?" and "give me room for all of them or none". Only the wire types and
 //! upstream's names live here; what the loop does with a request is in `autoscaler::provreq`.
 
-use crate::k8s::capacity_buffer::{LocalObjectRef, Template, read_object};
+use crate::k8s::autoscaling_group::read_object;
+use crate::k8s::capacity_buffer::{LocalObjectRef, Template};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -109,7 +110,7 @@ pub fn request_key(request: &ProvisioningRequest) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::k8s::capacity_buffer::version_in;
+    use crate::k8s::autoscaling_group::version_in;
 
     #[test]
     fn reads_a_request_as_kueue_writes_it() {

@@ -2,6 +2,7 @@
 
 mod claim_needs; // what a pod's claims ask of its node
 mod claims; // those needs found in the cluster's claims and templates
+mod claims_key; // a pod's claims and DRA-served extended resources (KEP-5004) in its equivalence key
 pub(crate) mod dra; // Dynamic Resource Allocation: devices, classes, claims, what a pod claims
 pub(crate) mod fargate; // which Fargate profile takes a pod, as EKS matches
 mod fast_map; // the hash maps of the hot paths

@@ -1,6 +1,7 @@
 //! A pod as decisions see it: what it needs and where it may run.
 
-use super::claim_needs::{ClaimNeeds, ExtendedClaim};
+use super::claim_needs::ClaimNeeds;
+use super::claims_key::{ClaimsKey, ExtendedKey};
 use super::dra::{ClaimSource, Name, PodClaim};
 use super::fast_map::FastMap;
 use super::resources::Resources;
@@ -345,8 +346,8 @@ impl Pod {
             extended: &self.extended,
             priority: self.priority,
             scheduling: ids.id(&self.scheduling),
-            claims: ClaimsKey(&self.claims),
-            extended_claims: ExtendedKey(self.needs.as_deref().map_or(&[], |n| &n.extended)),
+            claims: ClaimsKey::of(&self.claims),
+            extended_claims: ExtendedKey::of(self.needs.as_deref()),
         }
     }
 }
@@ -363,67 +364,6 @@ pub struct EquivalenceKey<'a> {
     claims: ClaimsKey<'a>,
     /// Extended resources devices may serve, taken out of `demand` and `extended`.
     extended_claims: ExtendedKey<'a>,
-}
-
-/// A pod's requests of extended resources that devices may serve (its planned needs'), by resource and
-/// count: the class that serves a resource is the cluster's choice, the same for every pod.
-#[derive(Clone, Copy)]
-struct ExtendedKey<'a>(&'a [ExtendedClaim]);
-
-impl ExtendedKey<'_> {
-    fn parts(&self) -> impl Iterator<Item = (&str, u64)> {
-        self.0.iter().map(|c| (&*c.resource, c.count))
-    }
-}
-
-impl PartialEq for ExtendedKey<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.len() == other.0.len() && self.parts().eq(other.parts())
-    }
-}
-
-impl Eq for ExtendedKey<'_> {}
-
-impl std::hash::Hash for ExtendedKey<'_> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_usize(self.0.len());
-        for part in self.parts() {
-            part.hash(state);
-        }
-    }
-}
-
-/// A pod's claims as far as they make pods alike: each entry's name and where its claim comes from, a
-/// template's claim without the name it was made under (pods of one ReplicaSet each have their own claim
-/// from the same template, and are alike), a shared claim by its name (pods naming different claims are
-/// not).
-#[derive(Clone, Copy)]
-struct ClaimsKey<'a>(&'a [PodClaim]);
-
-impl ClaimsKey<'_> {
-    fn parts(&self) -> impl Iterator<Item = (&str, bool, &str)> {
-        self.0.iter().map(|c| match &c.source {
-            ClaimSource::Claim(claim) => (&*c.name, false, &**claim),
-            ClaimSource::Template { template, .. } => (&*c.name, true, &**template),
-        })
-    }
-}
-
-impl PartialEq for ClaimsKey<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.len() == other.0.len() && self.parts().eq(other.parts())
-    }
-}
-
-impl Eq for ClaimsKey<'_> {}
-
-impl std::hash::Hash for ClaimsKey<'_> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_usize(self.0.len());
-        for part in self.parts() {
-            part.hash(state);
-        }
-    }
 }
 
 /// Numbers for scheduling constraints, equal numbers for equal constraints. Pods read together share one

@@ -161,59 +161,51 @@ impl Fake {
         )
     }
 
-    /// A custom resource's status subresource patched: it takes the status and nothing else, and the watch
-    /// sees the change.
+    /// A namespaced custom resource's status subresource patched: it takes the status and nothing else.
     fn patch_status(
         &self,
         plural: &'static str,
         (version, ns, name): (String, String, String),
         body: &str,
     ) -> Response {
+        let key = format!("{ns}/{name}");
+        let found = |o: &Value| {
+            o["metadata"]["name"] == name.as_str() && o["metadata"]["namespace"] == ns.as_str()
+        };
+        let replace = |status: &mut Value, patch: &Value| *status = patch.clone();
+        self.write_status(plural, (version, key), body, found, replace)
+    }
+
+    /// A CapacityQuota's status subresource merge-patched (RFC 7386, as the API server applies a merge
+    /// patch): only the status changes.
+    fn patch_quota_status(&self, (version, name): (String, String), body: &str) -> Response {
+        let found = |q: &Value| q["metadata"]["name"] == name.as_str();
+        let at = (version, name.clone());
+        self.write_status("capacityquotas", at, body, found, merge)
+    }
+
+    /// A status patch of one of `plural` (the object `found` picks) recorded in `status_writes` under
+    /// `(version, key)` and applied by `apply`; the resourceVersion moves on and the watch sees the change.
+    fn write_status(
+        &self,
+        plural: &'static str,
+        (version, key): (String, String),
+        body: &str,
+        found: impl Fn(&Value) -> bool,
+        apply: impl FnOnce(&mut Value, &Value),
+    ) -> Response {
         let patch: Value = serde_json::from_str(body).unwrap();
         let mut objects = self.objects.lock().unwrap();
-        let key = format!("{ns}/{name}");
         objects.status_writes.push((version, key, patch.clone()));
         let all = match plural {
             "capacitybuffers" => &mut objects.capacity_buffers,
+            "capacityquotas" => &mut objects.capacity_quotas,
             _ => &mut objects.provisioning_requests,
         };
-        let Some(object) = all.iter_mut().find(|b| {
-            b["metadata"]["name"] == name.as_str() && b["metadata"]["namespace"] == ns.as_str()
-        }) else {
+        let Some(object) = all.iter_mut().find(|o| found(o)) else {
             return status(404, "NotFound", &format!("{plural} not found"));
         };
-        object["status"] = patch["status"].clone();
-        let version: u64 = object["metadata"]["resourceVersion"]
-            .as_str()
-            .unwrap_or("1")
-            .parse()
-            .unwrap();
-        object["metadata"]["resourceVersion"] = json!((version + 1).to_string());
-        let object = object.clone();
-        drop(objects);
-        let _ = self.events.send((
-            plural,
-            json!({"type": "MODIFIED", "object": object.clone()}),
-        ));
-        reply(StatusCode::OK, object)
-    }
-}
-
-impl Fake {
-    /// A CapacityQuota's status subresource merge-patched (RFC 7386, as the API server applies a merge
-    /// patch): only the status changes, the resourceVersion moves on, and the watch sees the change.
-    fn patch_quota_status(&self, (version, name): (String, String), body: &str) -> Response {
-        let patch: Value = serde_json::from_str(body).unwrap();
-        let mut objects = self.objects.lock().unwrap();
-        objects
-            .status_writes
-            .push((version, name.clone(), patch.clone()));
-        let Some(object) =
-            (objects.capacity_quotas.iter_mut()).find(|q| q["metadata"]["name"] == name.as_str())
-        else {
-            return status(404, "NotFound", "capacityquotas not found");
-        };
-        merge(&mut object["status"], &patch["status"]);
+        apply(&mut object["status"], &patch["status"]);
         let version: u64 = object["metadata"]["resourceVersion"]
             .as_str()
             .unwrap_or("1")
@@ -223,7 +215,7 @@ impl Fake {
         let object = object.clone();
         drop(objects);
         let modified = json!({"type": "MODIFIED", "object": object.clone()});
-        let _ = self.events.send(("capacityquotas", modified));
+        let _ = self.events.send((plural, modified));
         reply(StatusCode::OK, object)
     }
 }

@@ -5,7 +5,8 @@
 
 use crate::autoscaler::cluster::{BufferStatus, ClusterError};
 use crate::autoscaler::control::watch::{reflect, served, write_status};
-use crate::k8s::capacity_buffer::{self as api, GROUP, KIND, PLURAL, VERSIONS};
+use crate::k8s::autoscaling_group::GROUP;
+use crate::k8s::capacity_buffer::{self as api, KIND, PLURAL, VERSIONS};
 use crate::k8s::{BufferObjects, CapacityBuffer, Scalable, Template, VersionedBuffer};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;

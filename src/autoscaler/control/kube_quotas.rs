@@ -5,7 +5,7 @@
 
 use crate::autoscaler::cluster::{ClusterError, QuotaStatusWrite};
 use crate::autoscaler::control::watch::{reflect, served, write_status};
-use crate::k8s::capacity_buffer::GROUP;
+use crate::k8s::autoscaling_group::GROUP;
 use crate::k8s::capacity_quota::{KIND, PLURAL, VERSIONS};
 use crate::k8s::quota_from_value;
 use crate::model::CapacityQuota;

@@ -5,7 +5,7 @@
 
 use crate::autoscaler::cluster::{ClusterError, RequestStatus};
 use crate::autoscaler::control::watch::{reflect, served, write_status};
-use crate::k8s::capacity_buffer::GROUP;
+use crate::k8s::autoscaling_group::GROUP;
 use crate::k8s::provisioning_request::{KIND, PLURAL, VERSIONS};
 use crate::k8s::{ProvisioningRequest, RequestObjects, Template, VersionedRequest};
 use k8s_openapi::api::core::v1::PodTemplate;

@@ -10,7 +10,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -102,9 +102,7 @@ pub struct AutoscalerMetrics {
     durations: Family<FunctionLabels, Histogram>,
     last_activity: Family<ActivityLabels, Gauge<f64, AtomicU64>>,
     errors: Family<TypeLabels, Counter>,
-    group_target: Family<GroupLabels, Gauge>,
-    group_min: Family<GroupLabels, Gauge>,
-    group_max: Family<GroupLabels, Gauge>,
+    group_sizes: GroupSizeMetrics,
     consolidations: Family<KindLabels, Counter>,
     consolidation_savings: Gauge<f64, AtomicU64>,
     provisioning_requests: Family<RequestLabels, Gauge>,
@@ -113,9 +111,28 @@ pub struct AutoscalerMetrics {
     disruption_eligible: Family<ReasonLabels, Gauge>,
     disruption_decisions: Family<DecisionLabels, Counter>,
     disruption_config_refused: Gauge,
-    quota_used: Family<QuotaLabels, Gauge>,
-    quota_limit: Family<QuotaLabels, Gauge>,
-    quotas_invalid: Gauge,
+    quotas: QuotaMetrics,
+}
+
+/// The CapacityQuotas' metrics: each valid quota's usage and limits, and how many are invalid.
+struct QuotaMetrics {
+    used: Family<QuotaLabels, Gauge>,
+    limit: Family<QuotaLabels, Gauge>,
+    invalid: Gauge,
+}
+
+/// The node groups' sizes: target, min and max.
+struct GroupSizeMetrics {
+    target: Family<GroupLabels, Gauge>,
+    min: Family<GroupLabels, Gauge>,
+    max: Family<GroupLabels, Gauge>,
+}
+
+/// `metric` registered as `name` (with the registry's prefix), and handed back: a metric is a shared handle,
+/// the registry encodes the clone it keeps.
+fn register<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
+    registry.register(name, help, metric.clone());
+    metric
 }
 
 fn duration_histogram() -> Histogram {
@@ -127,11 +144,9 @@ impl Default for AutoscalerMetrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("ekscale");
         macro_rules! register {
-            ($name:literal, $help:literal, $metric:expr) => {{
-                let metric = $metric;
-                registry.register($name, $help, metric.clone());
-                metric
-            }};
+            ($name:literal, $help:literal, $metric:expr) => {
+                register(&mut registry, $name, $help, $metric)
+            };
         }
         AutoscalerMetrics {
             unschedulable: register!(
@@ -190,21 +205,7 @@ impl Default for AutoscalerMetrics {
                 Family::default()
             ),
             errors: register!("errors", "Problems by type", Family::default()),
-            group_target: register!(
-                "node_group_target_count",
-                "Target size per node group",
-                Family::default()
-            ),
-            group_min: register!(
-                "node_group_min_count",
-                "Min size per node group",
-                Family::default()
-            ),
-            group_max: register!(
-                "node_group_max_count",
-                "Max size per node group",
-                Family::default()
-            ),
+            group_sizes: GroupSizeMetrics::register(&mut registry),
             consolidations: register!(
                 "consolidations",
                 "Replacements done (the old nodes gone), by kind: single, multi",
@@ -249,28 +250,105 @@ impl Default for AutoscalerMetrics {
                 "Expired or drifted nodes acted on, by reason and decision (remove, replace)",
                 Family::default()
             ),
-            quota_used: register!(
-                "capacity_quota_used",
-                "What the registered nodes a valid CapacityQuota matches hold of each resource it limits, as \
-                 enforcement counts it (cpu in cores, each node's rounded up; memory in bytes)",
-                Family::default()
-            ),
-            quota_limit: register!(
-                "capacity_quota_limit",
-                "A valid CapacityQuota's limit on each resource it names",
-                Family::default()
-            ),
-            quotas_invalid: register!(
-                "capacity_quotas_invalid",
-                "CapacityQuotas not enforced because they are invalid (each has a ValidationFailed condition)",
-                Gauge::default()
-            ),
+            quotas: QuotaMetrics::register(&mut registry),
             disruption_config_refused: register!(
                 "disruption_config_refused",
                 "1 while the cluster's disruption ConfigMap is refused (the last good one is kept)",
                 Gauge::default()
             ),
             registry,
+        }
+    }
+}
+
+impl QuotaMetrics {
+    fn register(registry: &mut Registry) -> QuotaMetrics {
+        QuotaMetrics {
+            used: register(
+                registry,
+                "capacity_quota_used",
+                "What the registered nodes a valid CapacityQuota matches hold of each resource it limits, as \
+                 enforcement counts it (cpu in cores, each node's rounded up; memory in bytes)",
+                Family::default(),
+            ),
+            limit: register(
+                registry,
+                "capacity_quota_limit",
+                "A valid CapacityQuota's limit on each resource it names",
+                Family::default(),
+            ),
+            invalid: register(
+                registry,
+                "capacity_quotas_invalid",
+                "CapacityQuotas not enforced because they are invalid (each has a ValidationFailed condition)",
+                Gauge::default(),
+            ),
+        }
+    }
+
+    /// Each valid CapacityQuota's usage and limits over the registered nodes; the series of a quota gone or
+    /// turned invalid, or of a limit removed, go with it.
+    fn observe(&self, view: &ClusterView) {
+        self.used.clear();
+        self.limit.clear();
+        let valid: Vec<(&str, &QuotaSpec)> = (view.quotas.iter())
+            .filter_map(|q| Some((q.name.as_str(), q.valid()?)))
+            .collect();
+        let specs: Vec<&QuotaSpec> = valid.iter().map(|(_, spec)| *spec).collect();
+        let matched = matching_nodes(&specs, &view.nodes);
+        for ((name, spec), nodes) in valid.iter().zip(matched) {
+            let used = spec.usage(nodes);
+            for (resource, limit) in &spec.limits {
+                let labels = QuotaLabels {
+                    quota: name.to_string(),
+                    resource: resource.clone(),
+                };
+                let gauge = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+                self.limit.get_or_create(&labels).set(gauge(*limit));
+                let used = used.get(resource).copied().unwrap_or(0);
+                self.used.get_or_create(&labels).set(gauge(used));
+            }
+        }
+        let invalid = view.quotas.len() - valid.len();
+        self.invalid.set(i64::try_from(invalid).unwrap_or(i64::MAX));
+    }
+}
+
+impl GroupSizeMetrics {
+    fn register(registry: &mut Registry) -> GroupSizeMetrics {
+        GroupSizeMetrics {
+            target: register(
+                registry,
+                "node_group_target_count",
+                "Target size per node group",
+                Family::default(),
+            ),
+            min: register(
+                registry,
+                "node_group_min_count",
+                "Min size per node group",
+                Family::default(),
+            ),
+            max: register(
+                registry,
+                "node_group_max_count",
+                "Max size per node group",
+                Family::default(),
+            ),
+        }
+    }
+
+    /// Each node group's target, min and max size as the loop found them.
+    fn observe(&self, status: &Status) {
+        for g in &status.node_groups {
+            let labels = GroupLabels {
+                node_group: g.id.clone(),
+            };
+            self.target
+                .get_or_create(&labels)
+                .set(i64::from(g.target_size));
+            self.min.get_or_create(&labels).set(i64::from(g.min_size));
+            self.max.get_or_create(&labels).set(i64::from(g.max_size));
         }
     }
 }
@@ -337,38 +415,10 @@ impl AutoscalerMetrics {
             .set(waiting);
     }
 
-    /// Each valid CapacityQuota's usage and limits over the registered nodes; the series of a quota gone or
-    /// turned invalid, or of a limit removed, go with it.
-    fn observe_quotas(&self, view: &ClusterView) {
-        self.quota_used.clear();
-        self.quota_limit.clear();
-        let valid: Vec<(&str, &QuotaSpec)> = (view.quotas.iter())
-            .filter_map(|q| Some((q.name.as_str(), q.valid()?)))
-            .collect();
-        let specs: Vec<&QuotaSpec> = valid.iter().map(|(_, spec)| *spec).collect();
-        let matched = matching_nodes(&specs, &view.nodes);
-        for ((name, spec), nodes) in valid.iter().zip(matched) {
-            let used = spec.usage(nodes);
-            for (resource, limit) in &spec.limits {
-                let labels = QuotaLabels {
-                    quota: name.to_string(),
-                    resource: resource.clone(),
-                };
-                let gauge = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-                self.quota_limit.get_or_create(&labels).set(gauge(*limit));
-                let used = used.get(resource).copied().unwrap_or(0);
-                self.quota_used.get_or_create(&labels).set(gauge(used));
-            }
-        }
-        let invalid = view.quotas.len() - valid.len();
-        self.quotas_invalid
-            .set(i64::try_from(invalid).unwrap_or(i64::MAX));
-    }
-
     /// The cluster as the loop read it: pods waiting, nodes by state, capacity, node groups and their sizes.
     fn observe_cluster(&self, view: &ClusterView, status: &Status) {
         self.observe_claiming(view, status);
-        self.observe_quotas(view);
+        self.quotas.observe(view);
         let unschedulable = view
             .pods
             .iter()
@@ -414,20 +464,7 @@ impl AutoscalerMetrics {
             };
             self.provisioning_requests.get_or_create(&labels).inc();
         }
-        for g in &status.node_groups {
-            let labels = GroupLabels {
-                node_group: g.id.clone(),
-            };
-            self.group_target
-                .get_or_create(&labels)
-                .set(i64::from(g.target_size));
-            self.group_min
-                .get_or_create(&labels)
-                .set(i64::from(g.min_size));
-            self.group_max
-                .get_or_create(&labels)
-                .set(i64::from(g.max_size));
-        }
+        self.group_sizes.observe(status);
     }
 
     /// What the loop did: scale-ups made or failed, deletions finished, replacements done, nodes unneeded and
@@ -616,7 +653,7 @@ mod tests {
             ..ClusterView::default()
         };
         let metrics = AutoscalerMetrics::default();
-        metrics.observe_quotas(&view);
+        metrics.quotas.observe(&view);
         let seen = lines(&metrics);
         for expected in [
             r#"ekscale_capacity_quota_used{quota="gpu-pool",resource="nvidia.com/gpu"} 8"#,
@@ -631,7 +668,7 @@ mod tests {
             );
         }
         view.quotas = Default::default();
-        metrics.observe_quotas(&view);
+        metrics.quotas.observe(&view);
         let seen = lines(&metrics);
         assert!(!seen.iter().any(|l| l.contains("gpu-pool")), "{seen:#?}");
         assert!(

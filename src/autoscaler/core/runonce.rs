@@ -17,8 +17,9 @@
 //! 6. scale-down and consolidation (`scaledown/`): decided over the world scale-up left, carried out;
 //! 7. where the virtual pods went, and the buffers' and requests' statuses written back.
 //!
-//! The CapacityQuotas' statuses (`quota_status.rs`, upstream's controller's part) are written first, from the
-//! view alone: they say what the registered nodes hold, whatever this loop decides or whether it gets far.
+//! The CapacityQuotas' statuses (`quotas.rs`, upstream's controller's part) are written first, from the view
+//! alone: they say what the registered nodes hold, whatever this loop decides or whether it gets far; their
+//! figures before and after scale-up (`quotas.rs` too) go in the report.
 
 use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
@@ -29,6 +30,8 @@ use crate::autoscaler::core::claim_needs;
 use crate::autoscaler::core::classify::{self, Sorted};
 use crate::autoscaler::core::disruption_source::DisruptionSource;
 use crate::autoscaler::core::health::Judge;
+use crate::autoscaler::core::quotas;
+use crate::autoscaler::core::record;
 use crate::autoscaler::disruption::DisruptionConfig;
 use crate::autoscaler::fargate::FargateAnswers;
 use crate::autoscaler::group::{Group, GroupFacts};
@@ -36,11 +39,10 @@ use crate::autoscaler::headroom::outcome::{self as headroom, Decided};
 use crate::autoscaler::planning::planning;
 use crate::autoscaler::provreq::outcome::{self as provreq, Requests};
 use crate::autoscaler::provreq::provision;
-use crate::autoscaler::quota_status;
-use crate::autoscaler::quotas::{QuotaLedger, QuotaUsage};
 use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
 use crate::autoscaler::scaledown::context::Context;
-use crate::autoscaler::scaledown::policy::{ScaleDownPolicy, Scene};
+use crate::autoscaler::scaledown::decision::Scene;
+use crate::autoscaler::scaledown::policy::ScaleDownPolicy;
 use crate::autoscaler::scaledown::report::Report;
 use crate::autoscaler::scaleup::executor::Executor;
 use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
@@ -48,9 +50,7 @@ use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::scaleup::pricing::{self, PriceBook};
 use crate::autoscaler::settings::Settings;
-use crate::autoscaler::status::{
-    ClusterHealth, FargatePod, GroupStatus, NoScaleUp, QuotaReport, ScaleUp, Status,
-};
+use crate::autoscaler::status::{ClusterHealth, FargatePod, NoScaleUp, ScaleUp, Status};
 use crate::model::{
     CapacityQuota, FargateProfile, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate,
 };
@@ -124,7 +124,9 @@ impl RunOnce {
     pub async fn run(&mut self, view: &ClusterView, now: SystemTime) -> Result<Status, LoopError> {
         let started = Instant::now();
         let mut status = Status::default();
-        self.quota_statuses(view, &mut status, now).await;
+        let quotas_enabled = self.settings.capacity_quotas;
+        let errors = quotas::write_statuses(quotas_enabled, self.actor(), view, now).await;
+        status.errors.extend(errors);
 
         // Every pod in one pass: headroom's virtual pods after the real ones (which keep their indices); what
         // needs help, what Fargate takes, what holds room, and what the later stages read of all pods.
@@ -141,11 +143,11 @@ impl RunOnce {
         // Cluster state, the deletions and replacements in progress a step on; health: an unhealthy
         // cluster ends the loop, as upstream's does.
         let (mut read, mut groups) = self.cluster_state(view, sorted.on_nodes, now).await?;
-        record_scale_down(&mut status, std::mem::take(&mut read.report));
+        record::scale_down(&mut status, std::mem::take(&mut read.report));
         status.cluster_health = self.health(view, &read, &mut groups, now);
         if !status.cluster_health.healthy {
-            status.node_groups = group_statuses(&read, &groups);
-            return Ok(finish(status, started));
+            status.node_groups = record::group_statuses(&read.facts, &read.counts, &groups);
+            return Ok(record::finish(status, started));
         }
 
         // Pods: those consuming a request set aside, Fargate's reported, the rest in equivalence groups.
@@ -157,12 +159,8 @@ impl RunOnce {
 
         // The snapshot: the requests' booked room held first, then the pending pods that fit in it as it is.
         let asked = requests.groups(pods, &grouped.projection);
-        let quotas = if self.settings.capacity_quotas {
-            &view.quotas[..]
-        } else {
-            &[]
-        };
-        let inputs = snapshot_inputs(view, pods, &sorted, &read, &grouped.projection, quotas);
+        let enforced = quotas::enforced(quotas_enabled, view);
+        let inputs = snapshot_inputs(view, pods, &sorted, &read, &grouped.projection, enforced);
         let last_dra = self.dra.take();
         let inputs = cluster_snapshot::Inputs {
             last_dra: last_dra.as_deref(),
@@ -174,8 +172,7 @@ impl RunOnce {
         requests.hold_booked(&mut snapshot, pods, &asked, &groups, now);
         let fitted = planning(|| snapshot.place_pending(pods, &grouped.help, &groups));
         status.placed = fitted.placed;
-        let quotas_before =
-            (self.settings.capacity_quotas).then(|| snapshot.totals().quotas.usage());
+        let quotas_before = quotas::Before::read(quotas_enabled, &snapshot);
 
         // Scale-up: the requests not provisioned yet, each all or nothing; then planned for the rest.
         let (keys, help) = (view.pod_keys(), grouped.help);
@@ -191,10 +188,9 @@ impl RunOnce {
         let mut plan = up.await?;
         plan.scale_ups.splice(0..0, for_requests);
         if let Some(before) = quotas_before {
-            let after = QuotaLedger::of(&snapshot.quotas, &snapshot.places).usage();
-            status.capacity_quotas = quota_reports(&view.quotas, before, after, &groups);
+            status.capacity_quotas = before.report(&view.quotas, &snapshot, &groups);
         }
-        record_scale_up(&mut status, plan, &pending);
+        record::scale_up(&mut status, plan, &pending);
 
         // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
         if self.settings.scale_down.enabled {
@@ -211,13 +207,13 @@ impl RunOnce {
                 disruption: disruption.config.as_deref(),
             };
             let report = self.scale_down(stage, now).await;
-            record_scale_down(&mut status, report);
+            record::scale_down(&mut status, report);
         }
 
         // Where the virtual pods went; the buffers' and requests' statuses written back.
-        status.node_groups = group_statuses(&read, &groups);
+        status.node_groups = record::group_statuses(&read.facts, &read.counts, &groups);
         self.outcomes(&mut status, reserved, &requests, now).await;
-        Ok(finish(status, started))
+        Ok(record::finish(status, started))
     }
 
     /// The pending pods in equivalence groups, on labels projected onto the keys some selector reads (and
@@ -310,19 +306,6 @@ impl RunOnce {
             let errors = provreq::write_statuses(cluster.as_ref(), requests).await;
             status.errors.extend(errors);
         }
-    }
-
-    /// Each CapacityQuota's status as upstream's controller writes it, written back where it changed, when
-    /// the loop acts (a status is the cluster's; `simulate` and a dry run leave it as it is).
-    async fn quota_statuses(&self, view: &ClusterView, status: &mut Status, now: SystemTime) {
-        // `--capacity-quotas-enabled=false`: quotas are not the companion's to keep, nor to report on.
-        let keeps = self.settings.capacity_quotas && !view.quotas.is_empty();
-        let Some(cluster) = self.actor().filter(|_| keeps) else {
-            return;
-        };
-        let reconciled = quota_status::reconcile(&view.quotas, &view.nodes, now);
-        let errors = quota_status::write_statuses(cluster.as_ref(), &reconciled).await;
-        status.errors.extend(errors);
     }
 
     /// Cluster state: Refresh, every group as the provider says it (the Fargate profiles beside them), which
@@ -672,92 +655,4 @@ fn snapshot_inputs<'a>(
         last_dra: None,
         quotas,
     }
-}
-
-/// Every CapacityQuota of the view in the report: an enforced one with its figures before and after this
-/// loop's scale-ups (`before`, `after`: the enforced ones, in the view's order), one carrying a problem with it.
-fn quota_reports(
-    quotas: &[CapacityQuota],
-    before: Vec<QuotaUsage>,
-    after: Vec<QuotaUsage>,
-    groups: &[Group],
-) -> Vec<QuotaReport> {
-    let mut figures = before.into_iter().zip(after);
-    let by_resource = |u: &QuotaUsage, of: &[u64]| -> BTreeMap<String, u64> {
-        u.resources
-            .iter()
-            .cloned()
-            .zip(of.iter().copied())
-            .collect()
-    };
-    (quotas.iter())
-        .map(|quota| match quota.problem() {
-            Some(problem) => QuotaReport {
-                name: quota.name.clone(),
-                problem: Some(problem.to_string()),
-                ..QuotaReport::default()
-            },
-            None => {
-                let (before, after) = figures.next().expect("one usage per valid quota");
-                QuotaReport {
-                    name: quota.name.clone(),
-                    problem: None,
-                    limits: by_resource(&before, &before.limits),
-                    used: by_resource(&before, &before.used),
-                    after_scale_up: by_resource(&after, &after.used),
-                    node_groups: before
-                        .groups
-                        .iter()
-                        .map(|&g| groups[g].id.clone())
-                        .collect(),
-                }
-            }
-        })
-        .collect()
-}
-
-/// A scale-up plan, carried out, in the status: each scale-up with its outcome, and why no group helps each
-/// pod left.
-fn record_scale_up(status: &mut Status, plan: scaleup::Plan, pending: &Pending) {
-    status.times.estimate_ms = plan.estimate_time.as_secs_f64() * 1000.0;
-    for failed in &plan.scale_ups {
-        if let Some(why) = &failed.error {
-            let group = &failed.node_group;
-            status.errors.push(format!("scale-up of {group}: {why}"));
-        }
-    }
-    status.scale_up = plan.scale_ups;
-    let reasons = plan.reasons;
-    (status.no_scale_up).extend(pending.left_over(|e| reasons[e].clone()));
-}
-
-/// Scale-down's part of the report in the status.
-fn record_scale_down(status: &mut Status, report: Report) {
-    status.scale_down.merge(report.status);
-    status.scale_up.extend(report.scale_ups);
-    status.errors.extend(report.errors);
-    status.times.add(report.times);
-}
-
-/// Each group as the loop found it: sizes, nodes registered and coming, and why it could not grow.
-fn group_statuses(read: &Read, groups: &[Group]) -> Vec<GroupStatus> {
-    (read.facts.iter().zip(&read.counts).zip(groups))
-        .map(|((f, c), g)| GroupStatus {
-            id: f.group.id.clone(),
-            min_size: f.group.min_size,
-            max_size: f.group.max_size,
-            target_size: f.target,
-            registered: c.registered,
-            upcoming: c.upcoming,
-            skipped: g.skip.clone(),
-            eks_status: f.state.as_ref().map(|s| s.status.to_string()),
-            image: f.image().map(str::to_string),
-        })
-        .collect()
-}
-
-/// The status with the loop's whole time.
-fn finish(mut status: Status, started: Instant) -> Status {
-    status.times.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-    status
 }

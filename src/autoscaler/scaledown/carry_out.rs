@@ -2,7 +2,8 @@
 //! deletions start (the ToBeDeleted taint), soft taints follow the unneeded nodes, consolidation's new nodes
 //! are launched; and the deletions in progress, with the taints an earlier run left, take their next step.
 
-use super::policy::{Decision, Deletion, ScaleDownPolicy, Surge};
+use super::decision::{Decision, Deletion, Surge};
+use super::policy::ScaleDownPolicy;
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::group::GroupFacts;
 use crate::autoscaler::scaledown::actuation::Cause;

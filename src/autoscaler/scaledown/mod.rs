@@ -7,6 +7,8 @@ pub(crate) mod budgets; // the deletions a loop may start: parallelism, drains, 
 pub(crate) mod carry_out; // the decision carried out, and the deletions in progress a step on
 pub mod consolidation; // replacing nodes with cheaper ones: plan, launch, hand Ready replacements over
 pub(crate) mod context; // what the policy needs of the loop: settings, provider, the cluster it may act on
+pub(crate) mod decision; // what the decision reads of the loop and hands back for carrying out
+pub(crate) mod describe; // a removal as the report says it: why it may go, where its pods go
 pub(crate) mod disruption_budgets; // each group's disruption budgets this loop, shared by every stage
 pub(crate) mod drain; // what each pod on a node means for removing it (upstream's drainability rules)
 pub(crate) mod expiry; // expired and drifted nodes: removed, replaced surge-first, or held

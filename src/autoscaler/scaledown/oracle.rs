@@ -34,7 +34,7 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 const GIB: u64 = 1 << 30;
 const ZONES: [&str; 3] = ["us-east-1a", "us-east-1b", "us-east-1c"];
@@ -329,23 +329,10 @@ fn planned(nodes: &[Arc<Node>], pods: &[Pod], on: &[usize]) -> (BTreeSet<usize>,
     for (p, &n) in on.iter().enumerate() {
         on_node[n].push(p);
     }
-    let none = HashSet::new();
+    let now = SystemTime::now();
     let input = Input {
-        nodes,
-        pods: pods.into(),
-        pdbs: &[],
-        node_group: &group_of,
-        groups: &groups,
-        on_node: &on_node,
-        device_use: &[],
         deleting: &deleting,
-        previously_unneeded: &none,
-        projection: &LabelProjection::All,
-        min_cores: 0,
-        min_memory_gib: 0,
-        max_node_startup_time: Duration::from_secs(900),
-        unready_enabled: true,
-        now: SystemTime::now(),
+        ..Input::new(nodes, pods.into(), &group_of, &groups, &on_node, now)
     };
     let (mut topology, mut places) =
         world::build_places(nodes, &group_of, pods, &on_node, &[], &LabelProjection::All);

@@ -2,112 +2,30 @@
 //! cooldowns after a scale-up, deletion or failure, the deletion and drain budgets (`budgets.rs`), soft taints
 //! on unneeded nodes; and the deletions in progress, one step per loop, with the ToBeDeleted taints an
 //! earlier run left. With `--consolidation replace`, consolidation plans over the same world and its
-//! replacements end in the same deletions (`consolidation/`). Each step returns its part of the report.
+//! replacements end in the same deletions (`consolidation/`). Each step returns its part of the report; what
+//! the decision reads and hands back is in `decision.rs`, how a removal is described in `describe.rs`.
 
-use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::disruption::Reason;
 use crate::autoscaler::group::{GroupFacts, Totals};
 use crate::autoscaler::planning::planning;
 use crate::autoscaler::scaledown::actuation::{Actuator, Cause};
 use crate::autoscaler::scaledown::budgets;
-use crate::autoscaler::scaledown::consolidation::consolidator::{
-    Consolidator, Fleet, Leftover, Readiness,
-};
+use crate::autoscaler::scaledown::consolidation::consolidator::{Consolidator, Leftover};
 use crate::autoscaler::scaledown::context::Context;
+use crate::autoscaler::scaledown::decision::{Decision, Deletion, Scene, record_expiry};
+use crate::autoscaler::scaledown::describe::describe;
 use crate::autoscaler::scaledown::disruption_budgets::DisruptionBudgets;
 use crate::autoscaler::scaledown::expiry;
-use crate::autoscaler::scaledown::planner::{self, Held, Plan, Removable, Unremovable};
+use crate::autoscaler::scaledown::planner::{self, Held, Plan, Unremovable};
 use crate::autoscaler::scaledown::removal::{GroupInfo, Input};
 use crate::autoscaler::scaledown::unneeded::UnneededTimers;
 use crate::autoscaler::scaledown::view_check::ViewCheck;
 use crate::autoscaler::scaleup::orchestrator as scaleup;
-use crate::autoscaler::status::{
-    Consolidation, DisruptionBudgetStatus, DisruptionStatus, KeptNode, ScaleDown, ScaleUp,
-};
-use crate::model::{LabelProjection, Node, PodList, PodNames};
+use crate::autoscaler::status::KeptNode;
+use crate::model::Node;
 use crate::simulator::topology::{Place, Topology};
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
 use std::time::{Duration, Instant, SystemTime};
-
-/// What scale-down decided this loop, for [`ScaleDownPolicy::carry_out`] to act on and report.
-#[derive(Default)]
-pub struct Decision {
-    /// The deletions to start (when only planning: every node that may go).
-    pub delete: Vec<Deletion>,
-    /// The nodes that stay, and why.
-    pub kept: Vec<KeptNode>,
-    /// The unneeded nodes (by node index), for the soft taints; `None` leaves them as they are.
-    pub(super) unneeded: Option<HashSet<usize>>,
-    /// Whether there is a cluster to act on.
-    pub(super) acts: bool,
-    pub(super) planning_ms: f64,
-    pub(super) consolidation_ms: f64,
-    /// Consolidation: replacements to launch, and the nodes not replaced with why.
-    pub(super) consolidate: Vec<Consolidation>,
-    pub(super) not_consolidated: Vec<KeptNode>,
-    /// Replacements in progress whose old nodes drain now, and those given up.
-    pub(super) ready: Readiness,
-    /// Expired and drifted nodes whose replacement is asked for this loop.
-    pub(super) surges: Vec<Surge>,
-    /// Every expired or drifted node, and what happens to it.
-    pub(super) disruptions: Vec<DisruptionStatus>,
-    /// What each configured group's budgets allow this loop.
-    pub(super) budgets: Vec<DisruptionBudgetStatus>,
-}
-
-/// A replacement asked for an expired or drifted node: a new node of its group, before it drains.
-pub struct Surge {
-    pub node: String,
-    pub group: String,
-    pub cause: Cause,
-}
-
-impl Surge {
-    /// The scale-up it makes, as the report lists it.
-    pub fn scale_up(&self) -> ScaleUp {
-        let reason = match self.cause {
-            Cause::Disruption { reason, .. } => reason,
-            Cause::ScaleDown => "replaced",
-        };
-        ScaleUp {
-            node_group: self.group.clone(),
-            delta: 1,
-            pods: PodNames::default(),
-            reason: format!("replaces {reason} node {} before it drains", self.node),
-            zones: Default::default(),
-            error: None,
-            replaces: vec![self.node.clone()],
-            provisioning_request: None,
-        }
-    }
-}
-
-/// A node whose deletion scale-down (or expiry) starts, with its report.
-pub struct Deletion {
-    pub node: usize,
-    pub empty: bool,
-    pub cause: Cause,
-    pub report: ScaleDown,
-}
-
-/// What the decision reads of this loop: the view, the groups, the world scale-up left.
-pub struct Scene<'a> {
-    pub view: &'a ClusterView,
-    pub pods: PodList<'a>,
-    pub facts: &'a [GroupFacts],
-    pub fleet: Fleet<'a>,
-    /// Each node's group index.
-    pub node_group: &'a [Option<usize>],
-    /// Pods on each node, pending pods this loop found room for there included.
-    pub on_node: &'a [Vec<usize>],
-    /// Nodes on their way out: ours, and any carrying a ToBeDeleted taint.
-    pub deleting: &'a HashSet<String>,
-    pub projection: &'a LabelProjection,
-    /// Why scale-up waits this loop (new pods still arriving): deletions wait too.
-    pub paused: Option<String>,
-    pub now: SystemTime,
-}
 
 /// The scale-down state kept between loops.
 #[derive(Default)]
@@ -533,88 +451,6 @@ fn consolidation_budgets(
     decision.not_consolidated.extend(kept);
 }
 
-/// Expiry's decisions into scale-down's: removals start as deletions (with their drain's grace period),
-/// replacements are asked for, and nodes held are kept with why; every one is in the disruptions list.
-fn record_expiry(
-    scene: &Scene<'_>,
-    groups: &[GroupInfo],
-    expired: Vec<expiry::Decided>,
-    decision: &mut Decision,
-) {
-    let nodes = &scene.view.nodes;
-    for d in expired {
-        let (node, group) = (&nodes[d.aging.node], &groups[d.aging.group]);
-        let image = scene.facts[d.aging.group].image();
-        let reason = d.aging.reason.word();
-        let cause = Cause::Disruption {
-            reason,
-            grace: d.grace,
-        };
-        let (action, detail) = match d.action {
-            expiry::Action::Remove => {
-                let report = ScaleDown {
-                    node: node.name.clone(),
-                    node_group: group.id.clone(),
-                    reason: reason.into(),
-                    detail: expiry::describe(&d.aging, node, &group.id, image, scene.now),
-                    pods: evicted_from(scene, d.aging.node),
-                    risky: false,
-                };
-                decision.delete.push(Deletion {
-                    node: d.aging.node,
-                    empty: false,
-                    cause,
-                    report,
-                });
-                (
-                    "remove",
-                    "its pods fit on the other nodes: it drains now".to_string(),
-                )
-            }
-            expiry::Action::Replace => {
-                decision.surges.push(Surge {
-                    node: node.name.clone(),
-                    group: group.id.clone(),
-                    cause,
-                });
-                let why = format!(
-                    "a new {} node first; it drains once that node is Ready",
-                    group.id
-                );
-                ("replace", why)
-            }
-            expiry::Action::Wait(hold, why) => {
-                decision.kept.push(KeptNode {
-                    node: node.name.clone(),
-                    node_group: Some(group.id.clone()),
-                    reason: hold.unremovable().to_string(),
-                    detail: why.clone(),
-                });
-                ("wait", why)
-            }
-        };
-        decision.disruptions.push(DisruptionStatus {
-            node: node.name.clone(),
-            node_group: group.id.clone(),
-            reason: reason.into(),
-            action: action.into(),
-            detail,
-        });
-    }
-}
-
-/// The pods a removal evicts from node `n` (those bound there, not pending pods placed there this loop).
-fn evicted_from(scene: &Scene<'_>, n: usize) -> PodNames {
-    let mut names = PodNames::default();
-    for &p in &scene.on_node[n] {
-        let pod = scene.pods.get(p);
-        if pod.node_name.is_some() {
-            names.push(pod);
-        }
-    }
-    names
-}
-
 /// Scale-down's planner input over this loop's scene.
 fn input<'a>(
     cx: &Context<'_>,
@@ -640,64 +476,5 @@ fn input<'a>(
         max_node_startup_time: cx.max_node_startup_time,
         unready_enabled: cx.scale_down.unready_enabled,
         now: scene.now,
-    }
-}
-
-/// A removable node as the status reports it: why it may go and where its pods go.
-fn describe(
-    view: &ClusterView,
-    pods: PodList<'_>,
-    groups: &[GroupInfo],
-    r: &Removable,
-) -> ScaleDown {
-    let options = &groups[r.group].options;
-    let threshold = if r.utilization.gpu.is_some() {
-        options.gpu_utilization
-    } else {
-        options.utilization
-    };
-    ScaleDown {
-        node: view.nodes[r.node].name.clone(),
-        node_group: groups[r.group].id.clone(),
-        reason: if r.empty { "empty" } else { "underutilized" }.into(),
-        detail: format!(
-            "utilization {} (threshold {:.0}%); {}",
-            r.utilization.describe(),
-            threshold * 100.0,
-            destinations(view, pods, r)
-        ),
-        pods: evicted(view, pods, r),
-        risky: r.risky,
-    }
-}
-
-/// The pods a removal evicts, named from the view's packed names (pending pods found room on the node this
-/// loop are not on it: nothing to evict).
-fn evicted(view: &ClusterView, pods: PodList<'_>, r: &Removable) -> PodNames {
-    let mut names = PodNames::with_capacity(r.evicted.len());
-    for &p in r.evicted.iter().filter(|&&p| pods[p].node_name.is_some()) {
-        names.push_pod(view.pod_keys(), pods, p);
-    }
-    names
-}
-
-/// Where a removable node's pods go, for people: `default/api-0 -> ip-a` or `12 pods -> ip-a (5), ip-b (7)`.
-fn destinations(view: &ClusterView, pods: PodList<'_>, r: &Removable) -> String {
-    match r.destinations.as_slice() {
-        [] => "no pod needs a new place".into(),
-        [(pod, node)] => format!("{} -> {}", pods[*pod].key(), view.nodes[*node].name),
-        many => {
-            // Written straight into one string: a 100,000-node loop describes 70,000 removable nodes.
-            let mut to: Vec<&str> = (many.iter())
-                .map(|&(_, node)| view.nodes[node].name.as_str())
-                .collect();
-            to.sort_unstable();
-            let mut text = format!("{} pods -> ", many.len());
-            for (i, run) in to.chunk_by(|a, b| a == b).enumerate() {
-                let comma = if i == 0 { "" } else { ", " };
-                let _ = write!(text, "{comma}{} ({})", run[0], run.len());
-            }
-            text
-        }
     }
 }

@@ -15,7 +15,7 @@ use crate::simulator::{equivalence, predicates, world};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 const GIB: u64 = 1 << 30;
 
@@ -274,23 +274,10 @@ proptest! {
                 disruptions_allowed: allowed,
             })
             .collect();
-        let none = HashSet::new();
+        let (pods_of, now) = ((&pods).into(), SystemTime::now());
         let input = Input {
-            nodes: &nodes,
-            pods: (&pods).into(),
             pdbs: &pdbs,
-            node_group: &group_of,
-            groups: &groups,
-            on_node: &on_node,
-            device_use: &[],
-            deleting: &none,
-            previously_unneeded: &none,
-            projection: &LabelProjection::All,
-            min_cores: 0,
-            min_memory_gib: 0,
-            max_node_startup_time: Duration::from_secs(900),
-            unready_enabled: true,
-            now: SystemTime::now(),
+            ..Input::new(&nodes, pods_of, &group_of, &groups, &on_node, now)
         };
         let rules = Rules::default();
         let expected = plain(&input, &pods, &rules);

@@ -11,7 +11,7 @@ use crate::simulator::spread_mins::SpreadMins;
 use crate::simulator::topology::{Place, PodTerms, Topology};
 use crate::simulator::world::{self, Filling};
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, SystemTime};
 
 /// A node group as scale-down sees it.
@@ -52,6 +52,44 @@ pub struct Input<'a> {
     pub max_node_startup_time: Duration,
     pub unready_enabled: bool,
     pub now: SystemTime,
+}
+
+/// Nothing being deleted and nothing unneeded before, for [`Input::new`].
+static NONE: LazyLock<HashSet<String>> = LazyLock::new(HashSet::new);
+/// Every label counts, for [`Input::new`].
+static ALL_LABELS: LabelProjection = LabelProjection::All;
+
+impl<'a> Input<'a> {
+    /// An input over these nodes, pods and groups at `now`, and nothing else: no PDBs, no device use,
+    /// nothing being deleted or unneeded before, every label counted, no cluster minimums, upstream's
+    /// default `--max-node-startup-time` (15 minutes), unready nodes removable. For the tests and the
+    /// reference searches, which set what else they need (`Input { pdbs, ..Input::new(..) }`).
+    pub fn new(
+        nodes: &'a [Arc<Node>],
+        pods: PodList<'a>,
+        node_group: &'a [Option<usize>],
+        groups: &'a [GroupInfo],
+        on_node: &'a [Vec<usize>],
+        now: SystemTime,
+    ) -> Input<'a> {
+        Input {
+            nodes,
+            pods,
+            pdbs: &[],
+            node_group,
+            groups,
+            on_node,
+            device_use: &[],
+            deleting: &NONE,
+            previously_unneeded: &NONE,
+            projection: &ALL_LABELS,
+            min_cores: 0,
+            min_memory_gib: 0,
+            max_node_startup_time: Duration::from_secs(15 * 60),
+            unready_enabled: true,
+            now,
+        }
+    }
 }
 
 /// What a removal simulation changed, to put back when it fails.
@@ -514,24 +552,8 @@ pub(super) mod tests {
                 deleting: 0,
                 updating: false,
             }];
-            let none = HashSet::new();
-            let input = Input {
-                nodes: &nodes,
-                pods: (&pods).into(),
-                pdbs: &[],
-                node_group: &group_of,
-                groups: &groups,
-                on_node: &on_node,
-                device_use: &[],
-                deleting: &none,
-                previously_unneeded: &none,
-                projection: &LabelProjection::All,
-                min_cores: 0,
-                min_memory_gib: 0,
-                max_node_startup_time: Duration::from_secs(900),
-                unready_enabled: true,
-                now: SystemTime::now(),
-            };
+            let (pods_of, now) = ((&pods).into(), SystemTime::now());
+            let input = Input::new(&nodes, pods_of, &group_of, &groups, &on_node, now);
             let mut mover = Mover::new(order.clone(), &places, &input);
             let (mut plain_topology, mut plain_places) = (topology.clone(), places.clone());
             // Candidates from the back of the order, as scale-down tries them.

@@ -2,19 +2,15 @@
 //! can rely on them: DNS labels and subdomains, C identifiers, qualified names (a name without a domain is
 //! in the domain of the driver that published it), label keys and values (device taints).
 
-use crate::model::{Name, QualifiedName};
+use crate::model::{Name, QualifiedName, is_dns_subdomain, is_label_name};
 use regex::Regex;
 use std::sync::LazyLock;
 
 const DNS_LABEL: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 
 static LABEL: LazyLock<Regex> = LazyLock::new(|| Regex::new(&format!("^{DNS_LABEL}$")).unwrap());
-static SUBDOMAIN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(&format!(r"^{DNS_LABEL}(\.{DNS_LABEL})*$")).unwrap());
 static C_IDENTIFIER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new("^[A-Za-z_][A-Za-z0-9_]*$").unwrap());
-static LABEL_NAME: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new("^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$").unwrap());
 /// Semantic Versioning 2.0.0's own expression (semver.org).
 static SEMVER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
@@ -44,7 +40,7 @@ pub fn dns_subdomain(text: &str, max: usize) -> Result<(), String> {
     if text.is_empty() {
         return Err("must not be empty".into());
     }
-    if text.len() > max || !SUBDOMAIN.is_match(text) {
+    if text.len() > max || !is_dns_subdomain(text) {
         return Err(format!(
             "{text:?} is not a DNS subdomain of at most {max} characters (lower-case DNS labels \
              joined by '.')"
@@ -133,7 +129,7 @@ pub fn label_key(text: &str) -> Result<(), String> {
     if let Some(prefix) = prefix {
         dns_subdomain(prefix, 253).map_err(|e| format!("prefix of {text:?}: {e}"))?;
     }
-    if name.len() > 63 || !LABEL_NAME.is_match(name) {
+    if !is_label_name(name) {
         return Err(format!(
             "{text:?} is not a label key (a name of at most 63 letters, digits, '-', '_' and '.', \
              starting and ending with a letter or digit, after an optional DNS subdomain and '/')"
@@ -144,7 +140,7 @@ pub fn label_key(text: &str) -> Result<(), String> {
 
 /// A label value, as a device taint's value is: empty, or as a label key's name.
 pub fn label_value(text: &str) -> Result<(), String> {
-    if !text.is_empty() && (text.len() > 63 || !LABEL_NAME.is_match(text)) {
+    if !text.is_empty() && !is_label_name(text) {
         return Err(format!(
             "{text:?} is not a label value (at most 63 letters, digits, '-', '_' and '.', starting \
              and ending with a letter or digit)"

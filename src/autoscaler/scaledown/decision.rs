@@ -1,0 +1,166 @@
+//! What scale-down's decision reads of the loop (the scene) and what it hands back for carrying out (the
+//! decision: deletions to start, nodes kept, replacements asked for, consolidation's plan), with expiry's
+//! decisions written into it.
+
+use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::group::GroupFacts;
+use crate::autoscaler::scaledown::actuation::Cause;
+use crate::autoscaler::scaledown::consolidation::consolidator::{Fleet, Readiness};
+use crate::autoscaler::scaledown::describe::evicted_from;
+use crate::autoscaler::scaledown::expiry;
+use crate::autoscaler::scaledown::removal::GroupInfo;
+use crate::autoscaler::status::{
+    Consolidation, DisruptionBudgetStatus, DisruptionStatus, KeptNode, ScaleDown, ScaleUp,
+};
+use crate::model::{LabelProjection, PodList, PodNames};
+use std::collections::HashSet;
+use std::time::SystemTime;
+
+/// What scale-down decided this loop, for `ScaleDownPolicy::carry_out` to act on and report.
+#[derive(Default)]
+pub struct Decision {
+    /// The deletions to start (when only planning: every node that may go).
+    pub delete: Vec<Deletion>,
+    /// The nodes that stay, and why.
+    pub kept: Vec<KeptNode>,
+    /// The unneeded nodes (by node index), for the soft taints; `None` leaves them as they are.
+    pub(super) unneeded: Option<HashSet<usize>>,
+    /// Whether there is a cluster to act on.
+    pub(super) acts: bool,
+    pub(super) planning_ms: f64,
+    pub(super) consolidation_ms: f64,
+    /// Consolidation: replacements to launch, and the nodes not replaced with why.
+    pub(super) consolidate: Vec<Consolidation>,
+    pub(super) not_consolidated: Vec<KeptNode>,
+    /// Replacements in progress whose old nodes drain now, and those given up.
+    pub(super) ready: Readiness,
+    /// Expired and drifted nodes whose replacement is asked for this loop.
+    pub(super) surges: Vec<Surge>,
+    /// Every expired or drifted node, and what happens to it.
+    pub(super) disruptions: Vec<DisruptionStatus>,
+    /// What each configured group's budgets allow this loop.
+    pub(super) budgets: Vec<DisruptionBudgetStatus>,
+}
+
+/// A replacement asked for an expired or drifted node: a new node of its group, before it drains.
+pub struct Surge {
+    pub node: String,
+    pub group: String,
+    pub cause: Cause,
+}
+
+impl Surge {
+    /// The scale-up it makes, as the report lists it.
+    pub fn scale_up(&self) -> ScaleUp {
+        let reason = match self.cause {
+            Cause::Disruption { reason, .. } => reason,
+            Cause::ScaleDown => "replaced",
+        };
+        ScaleUp {
+            node_group: self.group.clone(),
+            delta: 1,
+            pods: PodNames::default(),
+            reason: format!("replaces {reason} node {} before it drains", self.node),
+            zones: Default::default(),
+            error: None,
+            replaces: vec![self.node.clone()],
+            provisioning_request: None,
+        }
+    }
+}
+
+/// A node whose deletion scale-down (or expiry) starts, with its report.
+pub struct Deletion {
+    pub node: usize,
+    pub empty: bool,
+    pub cause: Cause,
+    pub report: ScaleDown,
+}
+
+/// What the decision reads of this loop: the view, the groups, the world scale-up left.
+pub struct Scene<'a> {
+    pub view: &'a ClusterView,
+    pub pods: PodList<'a>,
+    pub facts: &'a [GroupFacts],
+    pub fleet: Fleet<'a>,
+    /// Each node's group index.
+    pub node_group: &'a [Option<usize>],
+    /// Pods on each node, pending pods this loop found room for there included.
+    pub on_node: &'a [Vec<usize>],
+    /// Nodes on their way out: ours, and any carrying a ToBeDeleted taint.
+    pub deleting: &'a HashSet<String>,
+    pub projection: &'a LabelProjection,
+    /// Why scale-up waits this loop (new pods still arriving): deletions wait too.
+    pub paused: Option<String>,
+    pub now: SystemTime,
+}
+
+/// Expiry's decisions into scale-down's: removals start as deletions (with their drain's grace period),
+/// replacements are asked for, and nodes held are kept with why; every one is in the disruptions list.
+pub(super) fn record_expiry(
+    scene: &Scene<'_>,
+    groups: &[GroupInfo],
+    expired: Vec<expiry::Decided>,
+    decision: &mut Decision,
+) {
+    let nodes = &scene.view.nodes;
+    for d in expired {
+        let (node, group) = (&nodes[d.aging.node], &groups[d.aging.group]);
+        let image = scene.facts[d.aging.group].image();
+        let reason = d.aging.reason.word();
+        let cause = Cause::Disruption {
+            reason,
+            grace: d.grace,
+        };
+        let (action, detail) = match d.action {
+            expiry::Action::Remove => {
+                let report = ScaleDown {
+                    node: node.name.clone(),
+                    node_group: group.id.clone(),
+                    reason: reason.into(),
+                    detail: expiry::describe(&d.aging, node, &group.id, image, scene.now),
+                    pods: evicted_from(scene.pods, &scene.on_node[d.aging.node]),
+                    risky: false,
+                };
+                decision.delete.push(Deletion {
+                    node: d.aging.node,
+                    empty: false,
+                    cause,
+                    report,
+                });
+                (
+                    "remove",
+                    "its pods fit on the other nodes: it drains now".to_string(),
+                )
+            }
+            expiry::Action::Replace => {
+                decision.surges.push(Surge {
+                    node: node.name.clone(),
+                    group: group.id.clone(),
+                    cause,
+                });
+                let why = format!(
+                    "a new {} node first; it drains once that node is Ready",
+                    group.id
+                );
+                ("replace", why)
+            }
+            expiry::Action::Wait(hold, why) => {
+                decision.kept.push(KeptNode {
+                    node: node.name.clone(),
+                    node_group: Some(group.id.clone()),
+                    reason: hold.unremovable().to_string(),
+                    detail: why.clone(),
+                });
+                ("wait", why)
+            }
+        };
+        decision.disruptions.push(DisruptionStatus {
+            node: node.name.clone(),
+            node_group: group.id.clone(),
+            reason: reason.into(),
+            action: action.into(),
+            detail,
+        });
+    }
+}
