@@ -4,6 +4,7 @@
 use super::affinity::offer_again;
 use super::by_requests::{NODE_BY_NODE_WORK, best_fit, node_by_node};
 use super::first_fit::{first_fit, upstream};
+use super::improve::improve;
 use super::packing::Packing;
 use super::plan::{Demand, Estimate, EstimateLimits, ORDERINGS, Ordering, Stop, Templates, Zones};
 use crate::model::{Pod, Resources};
@@ -15,12 +16,24 @@ use crate::simulator::topology::{Place, Topology};
 use crate::simulator::world::Filling;
 use std::time::Instant;
 
-/// Estimates the nodes of the group whose templates are `templates`. `existing` are the cluster's places,
-/// read for topology spread minimums. Upstream's estimate is the first taken: another ordering replaces it
+/// Estimates the nodes of the group whose templates are `templates`: the best of the searches ([`search`]),
+/// improved after ([`improve`]). `existing` are the cluster's places, read for topology spread minimums.
+pub fn estimate(
+    topology: &Topology,
+    existing: &[Place],
+    templates: Templates,
+    demands: &[Demand],
+    limits: EstimateLimits,
+) -> Estimate {
+    let best = search(topology, existing, templates, demands, limits);
+    improve(topology, existing, templates, demands, limits, best)
+}
+
+/// The best of the searches, as they packed it. Upstream's estimate is the first taken: another ordering replaces it
 /// only by placing more pods, or as many on fewer nodes. A first-fit ordering that would take the groups in
 /// the same runs as one already packed packs the same way, so it is not packed again (two shapes of one
 /// proportion, as upstream's own benchmark has, come in one order whatever the score).
-pub fn estimate(
+pub fn search(
     topology: &Topology,
     existing: &[Place],
     templates: Templates,
