@@ -19,6 +19,10 @@ const PASSES: usize = 24;
 /// fuller and fail more.
 const FAILED_DRAINS: usize = 3;
 
+/// Most work one improvement does, in exchanges weighed and nodes looked at: a bound on its time whatever
+/// the plan's size (about 10 ms on this machine), below the binpacking deadline.
+const WORK: u64 = 1 << 24;
+
 /// One planned node: its zone (of the group's templates), its free room, its movable pods per demand.
 #[derive(Clone, Debug)]
 pub(super) struct Bin {
@@ -67,6 +71,8 @@ pub(super) struct Drain<'a> {
     /// Existing nodes of the group per zone (zone balance, see [`Drain::may_drain`]).
     existing: &'a [u64],
     deadline: Option<Instant>,
+    /// Work done so far, as [`WORK`] counts it.
+    work: u64,
 }
 
 impl<'a> Drain<'a> {
@@ -101,6 +107,7 @@ impl<'a> Drain<'a> {
             bins,
             existing,
             deadline,
+            work: 0,
         }
     }
 
@@ -132,7 +139,7 @@ impl<'a> Drain<'a> {
     }
 
     fn late(&self) -> bool {
-        self.deadline.is_some_and(|d| Instant::now() >= d)
+        self.work >= WORK || self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
     /// The least-full node that may be drained and has not failed since the last drain.
@@ -197,6 +204,7 @@ impl<'a> Drain<'a> {
         order.sort_by(|&a, &b| self.size[b].total_cmp(&self.size[a]));
         for d in order {
             while self.pool[d] > 0 {
+                self.work += self.bins.len() as u64;
                 let requests = &self.requests[d];
                 let best = (0..self.bins.len())
                     .filter(|&b| !self.bins[b].gone && self.bins[b].free.fits(requests))
@@ -219,7 +227,9 @@ impl<'a> Drain<'a> {
             if self.bins[b].gone {
                 continue;
             }
-            if let Some(swap) = self.best_swap(&self.bins[b]) {
+            let (swap, weighed) = self.best_swap(&self.bins[b]);
+            self.work += weighed;
+            if let Some(swap) = swap {
                 for &d in swap.out.iter().flatten() {
                     self.bins[b].take(d, &self.requests[d]);
                     self.pool[d] += 1;
@@ -236,7 +246,8 @@ impl<'a> Drain<'a> {
 
     /// The exchange of one or two of the node's pods for one or two of the pool's (not two for two) that
     /// fits and adds the most size to the node.
-    fn best_swap(&self, bin: &Bin) -> Option<Swap> {
+    /// With the exchanges weighed.
+    fn best_swap(&self, bin: &Bin) -> (Option<Swap>, u64) {
         let mine: Vec<(usize, u64)> = bin.pods.clone();
         let pool: Vec<(usize, u64)> = (0..self.pool.len())
             .filter(|&d| self.pool[d] > 0)
@@ -276,6 +287,7 @@ impl<'a> Drain<'a> {
             pairs
         };
         let (my_pairs, pool_pairs) = (pairs(&mine), pairs(&pool));
+        let weighed = mine.len() * (pool.len() + pool_pairs.len()) + my_pairs.len() * pool.len();
         for &(a, _) in &mine {
             for &(p, _) in &pool {
                 consider([Some(a), None], [Some(p), None]);
@@ -289,7 +301,7 @@ impl<'a> Drain<'a> {
                 consider(two, [Some(p), None]);
             }
         }
-        best.map(|(_, swap)| swap)
+        (best.map(|(_, swap)| swap), weighed as u64)
     }
 }
 

@@ -16,7 +16,8 @@ use crate::simulator::topology::{Place, Topology};
 /// `estimate` with as many nodes taken off as the local search finds within the limits' deadline, every pod
 /// still placed, every step still allowed by the predicates; `estimate` itself when none comes off. A plan
 /// that leaves pods unplaced, or stopped at a limit, is not touched: room freed on a node could take a pod
-/// left out, which the plan would then wrongly say fits nowhere.
+/// left out, which the plan would then wrongly say fits nowhere. Nor is a plan within half a percent of the
+/// fewest nodes the requests allow, or one holding a pod that may not move.
 pub fn improve(
     topology: &Topology,
     existing: &[Place],
@@ -26,9 +27,13 @@ pub fn improve(
     estimate: Estimate,
 ) -> Estimate {
     let pods: u64 = demands.iter().map(|d| d.count).sum();
+    // Within half a percent of the bound the drains fail and each failed one passes over every node (10,000
+    // distinct-label pods, 819 nodes against 818: 60 ms for none taken off).
+    let nodes = estimate.node_count() as u64;
     if estimate.stopped.is_some()
         || estimate.pods_placed() < pods
-        || estimate.node_count() as u64 <= nodes_at_least(templates.first(), demands)
+        || nodes.saturating_mul(200)
+            <= nodes_at_least(templates.first(), demands).saturating_mul(201)
     {
         return estimate;
     }
@@ -39,7 +44,9 @@ pub fn improve(
                 && Zones::of(templates, d.pod).is_ok_and(|z| z.all())
         })
         .collect();
-    if !movable.contains(&true) {
+    // Only plans every pod of which may move: with pods that may not, moves that the replay then refused
+    // cost the most and gained the least (20,000 pods of Karpenter's mix: a loop of 94 ms took 1.3 s).
+    if movable.contains(&false) {
         return estimate;
     }
     let requests: Vec<Resources> = demands.iter().map(|d| d.pod.demand).collect();
