@@ -1,10 +1,11 @@
 //! After the searches: the best packing improved, nodes taken off it by moving their pods into the other
-//! nodes' free room ([`Drain`]). The searches never move a pod they placed; this phase moves only pods whose
-//! fit depends on their requests alone (no pod affinity, anti-affinity, spread or host port of their own, no
-//! one else's anti-affinity against them, no DRA claim or extended resource) and that may go on a node of
-//! any of the group's zones; every other pod stays where its search put it. The improved plan is then taken
-//! again, step by step, through the same predicates the searches ask ([`replay`]): if any step no longer
-//! fits (a moved pod counted by another pod's spread or affinity term, say), the searches' plan is kept.
+//! nodes' free room ([`Drain`]). The searches never move a pod they placed; this phase moves pods whose fit
+//! depends on their requests alone (no pod affinity, anti-affinity, spread or host port of their own, no one
+//! else's anti-affinity against them, no DRA claim or extended resource) and that may go on a node of any of
+//! the group's zones, and runs only when every pod of the plan is such a pod: moves beside pods that may not
+//! move were measured costly and mostly refused. The improved plan is then taken again, step by step,
+//! through the same predicates the searches ask ([`replay`]): if any step no longer fits, the searches' plan
+//! is kept.
 
 use super::drain::{Bin, Drain};
 use super::estimate::nodes_at_least;

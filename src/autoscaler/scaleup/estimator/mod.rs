@@ -17,9 +17,9 @@
 //!
 //! No search moves a pod it placed, so the best packing is then improved ([`improve`]): the least-full
 //! planned nodes are drained into the others' free room, pods exchanged for smaller ones where that makes
-//! room, within the binpacking time budget. Only pods whose fit depends on their requests alone and that may
-//! go on any of the group's zones move; the improved plan is taken again through the searches' predicates,
-//! and kept only when every step holds.
+//! room, within the binpacking time budget and a bound on its work. It runs on plans whose pods all fit by
+//! their requests alone and may go on any of the group's zones; the improved plan is taken again through the
+//! searches' predicates, and kept only when every step holds.
 //!
 //! A group that spans several zones gets its new nodes where its Auto Scaling group would launch them:
 //! in the zone with the fewest of the group's nodes first ([`Templates`]).
