@@ -6,8 +6,10 @@ use super::by_requests::{NODE_BY_NODE_WORK, best_fit, node_by_node};
 use super::first_fit::{first_fit, upstream};
 use super::improve::improve;
 use super::packing::Packing;
-use super::plan::{Demand, Estimate, EstimateLimits, ORDERINGS, Ordering, Stop, Templates, Zones};
-use crate::model::{Pod, Resources};
+use super::plan::{
+    Demand, Estimate, EstimateLimits, ORDERINGS, Ordering, Stop, Templates, Zones, nodes_at_least,
+};
+use crate::model::Pod;
 use crate::simulator::free_tree::FreeTree;
 use crate::simulator::host_marks::HostMarks;
 use crate::simulator::predicates;
@@ -214,25 +216,6 @@ pub fn pack(
         topology: packing.topology,
         ordering,
     }
-}
-
-/// The fewest nodes of `template` that can hold every pod of `demands`: the most asked of cpu, memory and pod
-/// slots over what an empty node has free. Constraints only ever ask for more.
-pub(super) fn nodes_at_least(template: &Place, demands: &[Demand]) -> u64 {
-    let need = |f: fn(&Resources) -> u64| {
-        let asked = (demands.iter())
-            .map(|d| f(&d.pod.demand).saturating_mul(d.count))
-            .fold(0, u64::saturating_add);
-        asked.div_ceil(f(&template.free).max(1))
-    };
-    [
-        need(|r| r.cpu_millis),
-        need(|r| r.memory_bytes),
-        need(|r| r.pods),
-    ]
-    .into_iter()
-    .max()
-    .unwrap_or(0)
 }
 
 /// Whether no ordering can do better than `estimate`: it places all `pods` on the fewest nodes any packing

@@ -8,8 +8,7 @@
 //! is kept.
 
 use super::drain::{Bin, Drain};
-use super::estimate::nodes_at_least;
-use super::plan::{Demand, Estimate, EstimateLimits, Step, Templates, Zones};
+use super::plan::{Demand, Estimate, EstimateLimits, Step, Templates, Zones, nodes_at_least};
 use super::replay::replay;
 use crate::model::Resources;
 use crate::simulator::topology::{Place, Topology};
