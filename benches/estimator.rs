@@ -2,9 +2,10 @@
 //! 50 node groups, on two pod mixes: "deployments" (20 shapes, as replicas of Deployments are) and
 //! "distinct" (every pod a shape of its own, the worst case for equivalence groups). Then the packing
 //! quality: nodes ours vs cluster-autoscaler's ordering vs the lower bound, on those mixes, Karpenter's
-//! scheduling-benchmark mix and memory-heavy mixes on r5.xlarge. With `ESTIMATOR_MIX_DIR=<dir>` the
-//! memory-heavy mixes are also written there as JSON (`{"node": [cpu m, MiB, pods], "groups": [[cpu m,
-//! bytes, count], ...]}`), so that cluster-autoscaler's own estimator can be run on the same pods.
+//! scheduling-benchmark mix and memory-heavy mixes on r5.xlarge (two families: 12 and 40 seeds). With
+//! `ESTIMATOR_MIX_DIR=<dir>` the memory-heavy mixes are also written there as JSON (`{"node": [cpu m,
+//! MiB, pods], "groups": [[cpu m, bytes, count], ...]}`), so that cluster-autoscaler's own estimator can
+//! be run on the same pods (`benches/upstream/`).
 
 // The allocator the shipped companion runs with (src/bin/ekscale-autoscaler.rs).
 #[global_allocator]
@@ -220,6 +221,7 @@ fn plan(input: &Input) -> u64 {
         terms: input.terms.clone(),
         done: vec![0; input.groups.len()],
         prices: vec![None; input.groups.len()],
+        device_prices: Default::default(),
         stabilizer: 0.0,
     };
     let plan = scaleup::plan(
@@ -346,18 +348,52 @@ fn memory_heavy(seed: u64) -> Vec<(Resources, u64)> {
     shapes.into_iter().zip(counts).collect()
 }
 
-/// Nodes for the memory-heavy mixes on r5.xlarge: ours, the searches' best before the improvement phase,
-/// upstream's search alone, the lower bound; and the improvement phase's time.
+/// Memory-heavy mix `seed` of the second family: the same kind (1,884 pods in 16 shapes, cpu 50-1000m in
+/// 50m steps, memory from the same eleven sizes) drawn another way, so that a packing tuned on the first
+/// twelve is tried on pods it was not tuned on: each shape gets a random weight of 1-100 and the 1,884
+/// pods are split in proportion to the weights (largest remainders first) instead of at random cuts.
+fn memory_heavy_weighted(seed: u64) -> Vec<(Resources, u64)> {
+    const GIB_HALVES: [u64; 11] = [2, 3, 4, 6, 8, 10, 12, 16, 20, 24, 28];
+    const PODS: u64 = 1884;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let shapes: Vec<(Resources, u64)> = (0..16)
+        .map(|_| {
+            let demand = Resources {
+                cpu_millis: rng.random_range(1..=20) * 50,
+                memory_bytes: GIB_HALVES[rng.random_range(0..GIB_HALVES.len())] * 512 * MI,
+                pods: 1,
+                ..Default::default()
+            };
+            (demand, rng.random_range(1..=100))
+        })
+        .collect();
+    let weights: u64 = shapes.iter().map(|(_, w)| w).sum();
+    let mut counts: Vec<u64> = shapes.iter().map(|(_, w)| PODS * w / weights).collect();
+    // The pods the floors left go one each to the largest remainders (the first shape on a tie).
+    let mut by_remainder: Vec<usize> = (0..shapes.len()).collect();
+    by_remainder.sort_by_key(|&i| std::cmp::Reverse(PODS * shapes[i].1 % weights));
+    let left = PODS - counts.iter().sum::<u64>();
+    for &i in &by_remainder[..left as usize] {
+        counts[i] += 1;
+    }
+    shapes.into_iter().map(|(r, _)| r).zip(counts).collect()
+}
+
+/// Nodes for the memory-heavy mixes on r5.xlarge, both families: ours, the searches' best before the
+/// improvement phase, upstream's search alone, the lower bound; and the improvement phase's time.
 fn memory_heavy_quality() {
     let dump = std::env::var_os("ESTIMATOR_MIX_DIR").map(std::path::PathBuf::from);
-    println!("\nmemory-heavy mixes (1,884 pods, one r5.xlarge group):");
-    println!(
-        "seed | pods placed | ours | the searches alone (before the improvement) | upstream | lower bound | ours over bound | improvement ms"
-    );
     let shape = 4;
     let (cpu, mem, slots) = SHAPES[shape];
-    for seed in 0..12 {
-        let mix = memory_heavy(seed);
+    let first = (0..12).map(|seed| ("memory-heavy", seed, memory_heavy(seed)));
+    let weighted = (0..40).map(|seed| ("memory-heavy-weighted", seed, memory_heavy_weighted(seed)));
+    for (family, seed, mix) in first.chain(weighted) {
+        if seed == 0 {
+            println!("\n{family} mixes (1,884 pods, one r5.xlarge group):");
+            println!(
+                "seed | pods placed | ours | the searches alone (before the improvement) | upstream | lower bound | ours over bound | improvement ms"
+            );
+        }
         let pods: Vec<(Pod, u64)> = (mix.iter().enumerate())
             .map(|(i, &(demand, count))| {
                 (Pod::pending("default", &format!("m-{i}"), demand), count)
@@ -412,7 +448,7 @@ fn memory_heavy_quality() {
                 .map(|(r, c)| [r.cpu_millis, r.memory_bytes, *c])
                 .collect();
             let json = serde_json::json!({"node": [cpu, mem, slots], "groups": groups});
-            let path = dir.join(format!("memory-heavy-{seed}.json"));
+            let path = dir.join(format!("{family}-{seed}.json"));
             std::fs::write(&path, json.to_string()).expect("ESTIMATOR_MIX_DIR is writable");
         }
     }

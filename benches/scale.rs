@@ -16,11 +16,21 @@
 //! and a weekend window in Berlin, inactive then) and `expireAfter: 720h`, one node in fifty (made 40 days
 //! before the others) expired.
 //!
-//! `cargo bench --bench scale` runs every case; `cargo bench --bench scale -- "10000 nodes"` one of them,
-//! `cargo bench --bench scale -- "simulate process"` the binary's, `-- requests` the requests',
-//! `-- disruption` disruption control's.
+//! And CapacityQuotas: the 10,000-node cluster with 2% pending, without quotas and with 100 (one per team
+//! and zone, and per zone, none of them binding), back to back: as `simulate` loops, with 1,000 pods that
+//! need new nodes, and as `run` loops (statuses written, metrics observed).
+//!
+//! And GPUs (`dra_cluster`): the 10,000-node cluster's nodes publishing 8 GPUs each through a DRA driver
+//! and 1,000 pending pods claiming one by a CEL selector, against the same nodes and pods through the device
+//! plugin's `nvidia.com/gpu`; each loop by a new companion, and the next loops of one.
+//!
+//! `cargo bench --bench scale` runs every case; `cargo bench --bench scale -- "^scale/10000 nodes"` one of
+//! them, `cargo bench --bench scale -- "simulate process"` the binary's, `-- requests` the requests',
+//! `-- disruption` disruption control's, `-- "^dra/"` the GPUs', `-- quotas` the quotas'.
 
 mod common;
+mod dra_cluster;
+mod quota_cluster;
 
 // The allocator the shipped companion runs with (src/bin/ekscale-autoscaler.rs).
 #[global_allocator]
@@ -30,6 +40,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use ekscale::autoscaler::ClusterView;
 use ekscale::autoscaler::RunOnce;
 use ekscale::autoscaler::Settings;
+use ekscale::autoscaler::control::AutoscalerMetrics;
 use ekscale::autoscaler::{ProviderClient, ProviderConfig};
 use ekscale::k8s::{RequestObjects, Template, VersionedRequest, node_from_pb};
 use ekscale::model::{
@@ -158,8 +169,9 @@ fn pod(name: String, app: &str, kind: &str, cpu: u64, memory: u64) -> Pod {
     }
 }
 
-/// The cluster of `case`: its nodes with their pods, the pending pods, and PDBs on three apps.
-fn view(case: &Case, nodes: Vec<Arc<Node>>, now: SystemTime) -> ClusterView {
+/// The cluster of `case`: its nodes with their pods, the pending pods, `extra` pods after them, and PDBs on
+/// three apps.
+fn view(case: &Case, nodes: Vec<Arc<Node>>, now: SystemTime, extra: Vec<Pod>) -> ClusterView {
     // Three shapes whose average is 30% of 16 CPU over the node's pods: 4.8 CPU in all.
     let average = 4800 / case.pods_per_node as u64;
     let shapes = [
@@ -202,6 +214,7 @@ fn view(case: &Case, nodes: Vec<Arc<Node>>, now: SystemTime) -> ClusterView {
         burst.created = Some(now);
         pods.push(burst);
     }
+    pods.extend(extra);
     let mut alike = Alike::default();
     pods.iter_mut().for_each(|pod| alike.share(pod));
     let pdbs = (0..3)
@@ -250,17 +263,6 @@ fn unfit_requests(n: usize) -> RequestObjects {
         requests,
         templates: vec![Template::from_api(&template)],
     }
-}
-
-/// The process's resident memory, in MiB.
-fn resident_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0.0);
-    kib / 1024.0
 }
 
 /// What `simulate` decides with: cluster-autoscaler's defaults, the timers taken as run out.
@@ -343,6 +345,138 @@ fn scale(c: &mut Criterion) {
     }
 }
 
+/// GPUs claimed through DRA against GPUs asked of the device plugin, on the same 10,000 nodes, their pods
+/// and 1,000 pending GPU pods (`dra_cluster`), back to back: a loop by a new companion each time (what
+/// `simulate` runs), then the loops after the first of one companion (what `run` runs, with what it keeps
+/// between loops).
+fn dra(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+    let case = &CASES[2];
+    for (dra, how) in [
+        (true, "GPUs claimed (DRA)"),
+        (false, "nvidia.com/gpu (device plugin)"),
+    ] {
+        let cluster = format!(
+            "dra/{}, {} pending: {how}",
+            case.name(),
+            dra_cluster::GPU_PODS
+        );
+        let mut built = None;
+        let mut build = || {
+            let groups = case.nodes / GROUP_NODES;
+            let (client, view) = rt.block_on(async {
+                let metrics = Arc::new(ProviderMetrics::default());
+                let scenario = dra_cluster::scenario(groups, GROUP_NODES, dra);
+                let addr = common::sim_provider(&scenario, metrics).await;
+                let client =
+                    ProviderClient::new(&ProviderConfig::plaintext(addr.to_string())).unwrap();
+                let nodes = nodes(&client, groups, now - Duration::from_secs(3600)).await;
+                let objects = match dra {
+                    true => dra_cluster::objects(&client, &nodes).await,
+                    false => Default::default(),
+                };
+                let pods = dra_cluster::pods(dra, now);
+                let view = ClusterView {
+                    dra: Arc::new(objects),
+                    ..view(case, nodes, now, pods)
+                };
+                (client, Arc::new(view))
+            });
+            first_loop(&rt, (&client, &view, &settings()), &cluster, 0.0);
+            (client, view)
+        };
+        c.bench_function(&format!("{cluster}, a new companion each loop"), |b| {
+            let (client, view) = built.get_or_insert_with(&mut build);
+            b.to_async(&rt).iter(|| {
+                let view = view.clone();
+                let mut once = RunOnce::new(client.clone(), settings());
+                async move { once.run(&view, now).await.unwrap() }
+            })
+        });
+        c.bench_function(&format!("{cluster}, one companion's next loops"), |b| {
+            let (client, view) = built.get_or_insert_with(&mut build);
+            let mut once = RunOnce::new(client.clone(), settings());
+            b.iter(|| rt.block_on(once.run(view, now)).unwrap())
+        });
+    }
+}
+
+/// CapacityQuotas (`quota_cluster`) on the 10,000-node cluster with 2% pending, each case without quotas and
+/// then with the hundred, back to back: the loop as `simulate` runs it (the pending pods fit where they are:
+/// no new node), the same with 1,000 pods that each need a new node (every planned node moves the quotas
+/// its template matches), and `run`'s loop: acting (scale-down off, so that nothing else is acted on), the
+/// quotas' statuses reconciled and written to a cluster that takes them, then the loop's metrics observed.
+fn quotas(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+    let case = &CASES[3];
+    let groups = case.nodes / GROUP_NODES;
+    let mut acting = settings();
+    acting.act = true;
+    acting.scale_down.enabled = false;
+    let kinds = [
+        ("", 0, false),
+        (", 1000 pods needing new nodes", 1000, false),
+        (", run's loop (statuses written, metrics observed)", 0, true),
+    ];
+    for (what, big, run) in kinds {
+        let mut built = None;
+        for with in [false, true] {
+            let name = format!(
+                "quotas/{}{what}, {}",
+                case.name(),
+                if with { "100 quotas" } else { "no quotas" }
+            );
+            let (client, plain) = built.get_or_insert_with(|| {
+                rt.block_on(async {
+                    let metrics = Arc::new(ProviderMetrics::default());
+                    let addr = common::sim_provider(&scenario(groups), metrics).await;
+                    let config = ProviderConfig::plaintext(addr.to_string());
+                    let client = ProviderClient::new(&config).unwrap();
+                    let nodes = nodes(&client, groups, now - Duration::from_secs(3600)).await;
+                    let pods = quota_cluster::big_pods(big, now);
+                    (client, view(case, nodes, now, pods))
+                })
+            });
+            let view = Arc::new(ClusterView {
+                quotas: if with {
+                    quota_cluster::hundred(groups)
+                } else {
+                    Arc::default()
+                },
+                ..plain.clone()
+            });
+            let settings = if run { acting.clone() } else { settings() };
+            first_loop(&rt, (client, &view, &settings), &name, 0.0);
+            let sink = Arc::new(quota_cluster::TakesStatuses {
+                view: view.clone(),
+                written: Default::default(),
+            });
+            let metrics = AutoscalerMetrics::default();
+            c.bench_function(&name, |b| {
+                b.to_async(&rt).iter(|| {
+                    let view = view.clone();
+                    let mut once = RunOnce::new(client.clone(), settings.clone());
+                    if run {
+                        once = once.acting_on(sink.clone());
+                    }
+                    let metrics = &metrics;
+                    async move {
+                        let status = once.run(&view, now).await.unwrap();
+                        if run {
+                            metrics.observe_loop(&view, &status, true, now);
+                        }
+                        status
+                    }
+                })
+            });
+            let written = sink.written.load(std::sync::atomic::Ordering::Relaxed);
+            println!("{name}: {written} quota statuses written over the bench's loops");
+        }
+    }
+}
+
 /// The provider and the view of `case`, and one loop over them: its stages and resident memory, printed.
 fn build(
     rt: &tokio::runtime::Runtime,
@@ -358,20 +492,31 @@ fn build(
         let config = ProviderConfig::plaintext(addr.to_string());
         let client = ProviderClient::new(&config).unwrap();
         let nodes = nodes(&client, groups, created).await;
-        let before = resident_mib();
+        let before = common::resident_mib();
         let view = ClusterView {
             requests,
-            ..view(case, nodes, now)
+            ..view(case, nodes, now, Vec::new())
         };
-        let view_mib = resident_mib() - before;
+        let view_mib = common::resident_mib() - before;
         (client, Arc::new(view), view_mib)
     });
-    let before = resident_mib();
+    first_loop(rt, (&client, &view, settings), name, view_mib);
+    (client, view)
+}
+
+/// One loop over `view`, by a new companion: its stages and resident memory, printed.
+fn first_loop(
+    rt: &tokio::runtime::Runtime,
+    (client, view, settings): (&ProviderClient, &ClusterView, &Settings),
+    name: &str,
+    view_mib: f64,
+) {
+    let before = common::resident_mib();
     let status = rt.block_on(async {
         let mut once = RunOnce::new(client.clone(), settings.clone());
-        once.run(&view, now).await.unwrap()
+        once.run(view, view.now.unwrap()).await.unwrap()
     });
-    let loop_mib = resident_mib() - before;
+    let loop_mib = common::resident_mib() - before;
     let helped: usize = status.scale_up.iter().map(|s| s.pods.len()).sum();
     println!(
         "\n{name}: one RunOnce {:.0} ms (scale-down {:.0} ms, estimator {:.0} ms), {} removable, \
@@ -387,7 +532,6 @@ fn build(
         status.scale_down.disruptions.len(),
         view_mib * (1 << 20) as f64 / view.pods.len() as f64,
     );
-    (client, view)
 }
 
 /// RFC 3339, as the API server prints times.
@@ -493,7 +637,7 @@ fn simulate_process(c: &mut Criterion) {
                 let client =
                     ProviderClient::new(&ProviderConfig::plaintext(addr.to_string())).unwrap();
                 let nodes = nodes(&client, groups, now - Duration::from_secs(3600)).await;
-                (addr, view(case, nodes, now))
+                (addr, view(case, nodes, now, Vec::new()))
             });
             let path =
                 std::env::temp_dir().join(format!("ekscale-scale-{}.json", std::process::id()));
@@ -524,6 +668,6 @@ fn simulate_process(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(20));
-    targets = scale, simulate_process
+    targets = scale, dra, quotas, simulate_process
 }
 criterion_main!(benches);

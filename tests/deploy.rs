@@ -219,10 +219,11 @@ fn the_autoscaler_may_watch_its_custom_resources_and_write_their_status() {
                 && has("verbs", verb)
         })
     };
-    use ekscale::k8s::{CapacityBuffer, ProvisioningRequest};
+    use ekscale::k8s::{CapacityBuffer, CapacityQuotaObject, ProvisioningRequest};
     for (plural, versions) in [
         (CapacityBuffer::PLURAL, &CapacityBuffer::VERSIONS),
         (ProvisioningRequest::PLURAL, &ProvisioningRequest::VERSIONS),
+        (CapacityQuotaObject::PLURAL, &CapacityQuotaObject::VERSIONS),
     ] {
         for verb in ["list", "watch"] {
             assert!(allows(plural, verb), "{plural}: {verb}");
@@ -246,6 +247,46 @@ fn the_autoscaler_may_watch_its_custom_resources_and_write_their_status() {
             );
         }
     }
+}
+
+/// The CapacityQuota CRD is upstream's: cluster-scoped, shortName cq, v1beta1 stored, v1alpha1 served and
+/// deprecated, the two schemas the same (no conversion), the limits checked as upstream's CRD checks them.
+#[test]
+fn the_capacity_quota_crd_is_upstreams() {
+    let (_, docs) = render("autoscaler");
+    let crd = (kind(&docs, "CustomResourceDefinition"))
+        .find(|c| c["metadata"]["name"] == "capacityquotas.autoscaling.x-k8s.io")
+        .expect("the CapacityQuota CRD");
+    let spec = &crd["spec"];
+    assert_eq!(spec["scope"], "Cluster");
+    assert_eq!(spec["names"]["shortNames"], serde_json::json!(["cq"]));
+    assert!(spec.get("conversion").is_none());
+    let versions = spec["versions"].as_array().unwrap();
+    let named = |name: &str| versions.iter().find(|v| v["name"] == name).unwrap();
+    let (beta, alpha) = (named("v1beta1"), named("v1alpha1"));
+    assert_eq!(
+        (beta["storage"].clone(), alpha["storage"].clone()),
+        (true.into(), false.into())
+    );
+    assert_eq!(alpha["deprecated"], true);
+    assert!(beta.get("deprecated").is_none());
+    assert_eq!(beta["schema"], alpha["schema"]);
+    let resources = &beta["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["limits"]
+        ["properties"]["resources"];
+    assert_eq!(resources["maxProperties"], 20);
+    let messages: Vec<&str> = (resources["x-kubernetes-validations"]
+        .as_array()
+        .unwrap()
+        .iter())
+    .map(|r| r["message"].as_str().unwrap())
+    .collect();
+    assert_eq!(
+        messages,
+        [
+            "Resource names must be 63 characters or less.",
+            "All resource quantities must be non-negative integers."
+        ]
+    );
 }
 
 /// The companion's ClusterRole lets it watch every kind of Dynamic Resource Allocation it reads.

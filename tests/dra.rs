@@ -1,13 +1,21 @@
 //! Dynamic Resource Allocation's objects reach the loop's view from every source that reads a cluster: a
-//! snapshot file, and the API server's watches (only where it serves `resource.k8s.io`), objects the API
-//! server would refuse left out; and pods that claim devices are alike only when their claims are.
+//! snapshot file, and the API server's watches (only where it serves `resource.k8s.io`, each event
+//! converted once), objects the API server would refuse left out; pods that claim devices are alike only
+//! when their claims are; and one companion's next loop plans on the slice, class or claim that changed,
+//! not on what it kept from the loop before.
 
 mod common;
 
 use common::kube_api::{self, Objects, node, pod};
-use ekscale::autoscaler::{ClusterSource, Snapshot};
-use ekscale::model::{Alike, ClaimSource, LabelProjection, Pod, SchedulingIds};
+use ekscale::autoscaler::{
+    ClusterSource, ClusterView, ProviderClient, ProviderConfig, RunOnce, Settings, Snapshot,
+};
+use ekscale::model::{
+    Alike, ClaimSource, DraObjects, LabelProjection, Node, Pod, PodClaim, Resources, SchedulingIds,
+};
 use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
 
 fn class() -> Value {
     json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
@@ -198,4 +206,201 @@ fn pods_are_alike_only_when_their_claims_are() {
     assert!(keys[2] == keys[4], "the same shared claim");
     assert!(keys[2] != keys[3], "different shared claims");
     assert!(keys[0] != keys[2] && keys[0] != keys[5] && keys[2] != keys[5]);
+}
+
+/// Objects that change after the first list (a slice added, a class's selector changed) reach the next
+/// view, and those no event touched are handed over as they were: the same `Arc`, converted once when it
+/// was listed, not again for every loop (which is what lets the loop's DRA state take them as unchanged).
+#[tokio::test]
+async fn dra_watch_events_after_the_first_list_reach_the_next_view() {
+    let objects = Objects {
+        nodes: vec![node("a"), node("b")],
+        dra_versions: vec!["v1"],
+        device_classes: vec![class()],
+        resource_claim_templates: vec![template()],
+        resource_slices: vec![slice("a")],
+        ..Objects::default()
+    };
+    let (kube, fake) = kube_api::connect(objects).await;
+    let first = kube.view().await.unwrap();
+    let slices = |view: &ClusterView| -> Vec<String> {
+        (view.dra.slices.iter())
+            .map(|s| s.name.to_string())
+            .collect()
+    };
+    assert_eq!(slices(&first), ["a-gpu.nvidia.com"]);
+
+    // Each watch opens once its list is applied: send the events when both are open.
+    let mut opened = fake.watches.subscribe();
+    let watching = opened.wait_for(|w| {
+        w.get("resourceslices").is_some_and(|&n| n > 0)
+            && w.get("deviceclasses").is_some_and(|&n| n > 0)
+    });
+    tokio::time::timeout(Duration::from_secs(5), watching)
+        .await
+        .expect("the DRA watches open")
+        .unwrap();
+    // A watch event carries the object's resourceVersion (the watch resumes from it).
+    let mut added = slice("b");
+    added["metadata"]["resourceVersion"] = json!("11");
+    let mut changed = class();
+    changed["metadata"]["resourceVersion"] = json!("12");
+    changed["spec"]["selectors"] = json!([{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && \
+        device.attributes['gpu.nvidia.com'].type == 'gpu'"}}]);
+    let events = [
+        ("resourceslices", json!({"type": "ADDED", "object": added})),
+        (
+            "deviceclasses",
+            json!({"type": "MODIFIED", "object": changed}),
+        ),
+    ];
+    for (resource, event) in events {
+        fake.events
+            .send((resource, event))
+            .expect("a watch is open");
+    }
+    let next = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let view = kube.view().await.unwrap();
+            if view.dra.slices.len() == 2 && view.dra.classes[0].selectors[0].contains("type") {
+                return view;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the events reach the view");
+    assert_eq!(slices(&next), ["a-gpu.nvidia.com", "b-gpu.nvidia.com"]);
+    assert!(!Arc::ptr_eq(&first.dra.classes[0], &next.dra.classes[0]));
+    assert!(
+        Arc::ptr_eq(&first.dra.slices[0], &next.dra.slices[0]),
+        "the slice no event touched is the one converted at the list"
+    );
+    assert!(Arc::ptr_eq(&first.dra.templates[0], &next.dra.templates[0]));
+}
+
+/// A node `gpu-a` whose slice (generation `generation`) has one GPU of `product`.
+fn gpu_slice(product: &str, generation: i64) -> Value {
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"name": "gpu-a-gpu.nvidia.com"},
+        "spec": {"driver": "gpu.nvidia.com", "nodeName": "gpu-a",
+            "pool": {"name": "gpu-a", "generation": generation, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0", "attributes": {"type": {"string": "gpu"},
+                "productName": {"string": product}}, "capacity": {"memory": {"value": "15Gi"}}}]}})
+}
+
+/// The DRA objects of one loop: NVIDIA's class selecting devices of `class_type`, a template asking for a
+/// Tesla T4, `gpu-a`'s slice, and a claim holding its GPU when `held`.
+fn loop_objects(product: &str, generation: i64, class_type: &str, held: bool) -> DraObjects {
+    let class = json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+    "metadata": {"name": "gpu.nvidia.com"},
+    "spec": {"selectors": [{"cel": {"expression": format!(
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == '{class_type}'"
+    )}}]}});
+    let template = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "t4", "namespace": "ml"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.nvidia.com", "selectors": [{"cel": {"expression":
+                "device.attributes['gpu.nvidia.com'].productName == 'Tesla T4'"}}]}}]}}}});
+    let mut objects = DraObjects {
+        classes: vec![Arc::new(ekscale::k8s::device_class(class).unwrap())],
+        templates: vec![Arc::new(ekscale::k8s::claim_template(template).unwrap())],
+        slices: vec![Arc::new(
+            ekscale::k8s::resource_slice(gpu_slice(product, generation)).unwrap(),
+        )],
+        ..DraObjects::default()
+    };
+    if held {
+        let claim = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "held", "namespace": "ml"},
+            "spec": {"devices": {"requests": [{"name": "gpu",
+                "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
+            "status": {"allocation": {"devices": {"results": [{"request": "gpu",
+                "driver": "gpu.nvidia.com", "pool": "gpu-a", "device": "gpu-0"}]}}}});
+        let claim = ekscale::k8s::resource_claim(claim).unwrap();
+        objects.claims.push(Arc::new(claim));
+    }
+    objects
+}
+
+/// One companion, loop after loop, over a node with one GPU and a pending pod claiming a Tesla T4 from a
+/// template, as the slice, the class and the claims change between loops: each loop places the pod on the
+/// node exactly when that loop's objects let its claim be allocated there. A loop that kept the last
+/// loop's pools (and their devices' verdicts), classes or allocations past a change would place it where
+/// it no longer fits, or not where it fits again.
+#[tokio::test]
+async fn one_companions_next_loop_sees_the_slice_class_or_claim_that_changed() {
+    const SCENARIO: &str = "
+cluster: dra
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 1, desiredSize: 0}
+";
+    let server = common::Server::start_with(SCENARIO, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), Settings::default());
+    let node = Node {
+        name: "gpu-a".into(),
+        ready: true,
+        allocatable: Resources {
+            cpu_millis: 4000,
+            memory_bytes: 16 << 30,
+            pods: 110,
+            ..Resources::default()
+        },
+        ..Node::default()
+    };
+    let pod = Pod {
+        uid: Some("uid-trainer-0".into()),
+        claims: vec![PodClaim {
+            name: "gpu".into(),
+            source: ClaimSource::Template {
+                template: "t4".into(),
+                made: None,
+            },
+        }],
+        ..Pod::pending(
+            "ml",
+            "trainer-0",
+            Resources {
+                cpu_millis: 1000,
+                memory_bytes: 1 << 30,
+                pods: 1,
+                ..Resources::default()
+            },
+        )
+    };
+    let now = std::time::SystemTime::now();
+    let loops = [
+        (("Tesla T4", 0, "gpu", false), true),
+        // The driver republished the pool: another GPU, which the template's selector refuses.
+        (("NVIDIA A10G", 1, "gpu", false), false),
+        (("Tesla T4", 2, "gpu", false), true),
+        // The class now selects MIG devices only.
+        (("Tesla T4", 2, "mig", false), false),
+        // Another claim holds the node's only GPU.
+        (("Tesla T4", 2, "gpu", true), false),
+        (("Tesla T4", 2, "gpu", false), true),
+    ];
+    for (i, ((product, generation, class_type, held), fits)) in loops.into_iter().enumerate() {
+        let view = ClusterView {
+            nodes: vec![Arc::new(node.clone())],
+            pods: vec![Arc::new(pod.clone())],
+            dra: Arc::new(loop_objects(product, generation, class_type, held)),
+            now: Some(now),
+            ..ClusterView::default()
+        };
+        let status = once.run(&view, now).await.unwrap();
+        let placed: Vec<(&str, &str)> = (status.placed.iter())
+            .map(|p| (p.pod.as_str(), p.node.as_str()))
+            .collect();
+        let expected = match fits {
+            true => vec![("ml/trainer-0", "gpu-a")],
+            false => Vec::new(),
+        };
+        assert_eq!(
+            placed, expected,
+            "loop {i}: {product} (generation {generation}), class selecting {class_type}, held {held}"
+        );
+    }
 }

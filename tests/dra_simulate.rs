@@ -151,6 +151,111 @@ fn pods_that_claim_gpus_scale_the_groups_whose_new_nodes_have_them_from_zero() {
     assert!(general.contains("cannot allocate all claims"), "{general}");
 }
 
+/// A claim `name` not allocated yet, asking one T4 (only the t4 group's nodes have one), and `n` pending pods
+/// of `cpu` that all name it.
+fn sharing(name: &str, n: usize, cpu: &str) -> Vec<Value> {
+    let mut items = vec![
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.nvidia.com", "selectors": [{"cel": {"expression":
+                "device.attributes['gpu.nvidia.com'].productName == 'Tesla T4'"}}]}}]}}}),
+    ];
+    for i in 0..n {
+        let mut pod = pending("default", &format!("{name}-{i}"), name, cpu, "2Gi");
+        pod["spec"]["resourceClaims"] = json!([{"name": "gpu", "resourceClaimName": name}]);
+        pod["spec"]["containers"][0]["resources"]["claims"] = json!([{"name": "gpu"}]);
+        items.push(pod);
+    }
+    items
+}
+
+#[test]
+fn pods_sharing_a_claim_are_planned_on_the_one_node_its_allocation_takes() {
+    let (provider, _dir) = provider();
+    let mut items = classes();
+    // One T4 for three pods of one CPU: one node of t4 holds them all (each allocating it would need three).
+    items.extend(sharing("shared-t4", 3, "1"));
+    let result = simulate_json(provider.grpc, &list(items), &[]);
+    assert_eq!(scale_ups(&result), [("t4".to_string(), 1)], "{result:#}");
+    for i in 0..3 {
+        let pod = format!("default/shared-t4-{i}");
+        assert_eq!(group_of(&result, &pod).as_deref(), Some("t4"), "{pod}");
+    }
+}
+
+#[test]
+fn a_pod_whose_shared_claim_is_allocated_on_a_full_node_is_not_scaled_for() {
+    let (provider, _dir) = provider();
+    let mut items = classes();
+    // Three CPUs each: a g4dn.xlarge (4 vCPUs) takes one. The first pod's node has the claim's T4; the
+    // second may go only there, so a second node would not help it.
+    items.extend(sharing("big-t4", 2, "3"));
+    let result = simulate_json(provider.grpc, &list(items), &[]);
+    assert_eq!(scale_ups(&result), [("t4".to_string(), 1)], "{result:#}");
+    assert_eq!(group_of(&result, "default/big-t4-0").as_deref(), Some("t4"));
+    assert_eq!(group_of(&result, "default/big-t4-1"), None, "{result:#}");
+    let why = reasons(&result, "default/big-t4-1");
+    let t4 = why["t4"].as_str().unwrap();
+    assert!(
+        t4.contains("resourceclaim default/big-t4 is allocated on another node"),
+        "{t4}"
+    );
+}
+
+/// A pending pod whose container asks `amount` of `resource` (an extended resource).
+fn asking(name: &str, resource: &str, amount: &str) -> Value {
+    let mut pod = pending("default", name, name, "1", "2Gi");
+    pod["spec"]["containers"][0]["resources"]["requests"][resource] = json!(amount);
+    pod["spec"]["containers"][0]["resources"]["limits"] = json!({resource: amount});
+    pod
+}
+
+#[test]
+fn a_plain_extended_resource_request_is_served_by_the_devices_of_the_class_that_stands_for_it() {
+    let (provider, _dir) = provider();
+    let mut items = classes();
+    // KEP-5004: the FPGA class stands for `example.com/fpga`; no node has it in its allocatable (no device
+    // plugin), so the fpga group's devices serve it. The GPU class stands for `nvidia.com/gpu`, which the
+    // GPU groups' nodes have in their allocatable: their device plugin serves it as before.
+    items[0]["spec"]["extendedResourceName"] = json!("nvidia.com/gpu");
+    items[1]["spec"]["extendedResourceName"] = json!("example.com/fpga");
+    items.push(asking("two-fpgas", "example.com/fpga", "2"));
+    // Every class stands for `deviceclass.resource.kubernetes.io/<class>` too.
+    items.push(asking(
+        "three-fpgas",
+        "deviceclass.resource.kubernetes.io/fpga.example.com",
+        "3",
+    ));
+    items.push(asking("one-gpu", "nvidia.com/gpu", "1"));
+    let result = simulate_json(provider.grpc, &list(items), &[]);
+    assert_eq!(
+        group_of(&result, "default/two-fpgas").as_deref(),
+        Some("fpga"),
+        "{result:#}"
+    );
+    assert!(group_of(&result, "default/one-gpu").is_some(), "{result:#}");
+    // Three: a node of the fpga group has two, and the reason says which claim and request.
+    assert_eq!(group_of(&result, "default/three-fpgas"), None);
+    let why = reasons(&result, "default/three-fpgas");
+    let fpga = why["fpga"].as_str().unwrap();
+    assert!(
+        fpga.contains(
+            "request \"deviceclass.resource.kubernetes.io/fpga.example.com\" (class fpga.example.com, \
+             3 devices): the node has 2 matching devices, 2 free"
+        ),
+        "{fpga}"
+    );
+    // Without a class standing for it, nothing serves a resource no node has.
+    let mut items = classes();
+    items.push(asking("two-fpgas", "example.com/fpga", "2"));
+    let result = simulate_json(provider.grpc, &list(items), &[]);
+    assert_eq!(group_of(&result, "default/two-fpgas"), None, "{result:#}");
+    let why = reasons(&result, "default/two-fpgas");
+    let fpga = why["fpga"].as_str().unwrap();
+    assert!(fpga.contains("Insufficient example.com/fpga"), "{fpga}");
+}
+
 #[test]
 fn a_missing_claim_template_is_named_and_nothing_is_scaled_for_it() {
     let (provider, _dir) = provider();
@@ -196,18 +301,7 @@ fn the_readmes_example_prints_what_the_readme_shows() {
     let lines = readme_shows(provider.grpc, snapshot, &[], "Pods no node group can help");
     assert_eq!(lines, 6);
     // And the gpu group's scale-up, with its pods.
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(snapshot);
-    let table = String::from_utf8(simulate(provider.grpc, &path, &[]).stdout).unwrap();
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let up: Vec<&str> = (table.lines())
-        .skip_while(|l| !l.starts_with("gpu "))
-        .take(2)
-        .collect();
-    assert_eq!(up.len(), 2, "{table}");
-    for line in up {
-        assert!(readme.contains(line), "README lacks: {line}");
-    }
+    readme_shows_scale_up(provider.grpc, snapshot, "gpu");
 }
 
 /// Two g5.12xlarge nodes of one group, each publishing its four A10Gs as NVIDIA's driver does (one pool named
@@ -310,7 +404,8 @@ async fn a_gpu_node_goes_when_its_pods_claim_can_be_allocated_again_elsewhere() 
 async fn a_gpu_node_stays_when_its_pods_claim_fits_nowhere_else() {
     let (provider, _dir) = provider_with_two_gpu_nodes();
     // The second node's four GPUs are all held: the first node's pod has nowhere to take its claim.
-    let result = simulate_json(provider.grpc, &two_gpu_nodes(&provider, 4).await, &[]);
+    let snapshot = two_gpu_nodes(&provider, 4).await;
+    let result = simulate_json(provider.grpc, &snapshot, &[]);
     assert_eq!(result["scaleDown"], json!([]), "{result:#}");
     let kept = result["unremovable"].as_array().unwrap();
     let first = kept
@@ -318,7 +413,25 @@ async fn a_gpu_node_stays_when_its_pods_claim_fits_nowhere_else() {
         .find(|k| k["reason"] == "NoPlaceToMovePods")
         .unwrap_or_else(|| panic!("{result:#}"));
     let detail = first["detail"].as_str().unwrap();
-    assert!(detail.contains("cannot allocate all claims"), "{detail}");
+    // The claim that cannot go, by its name, its request and class, and what the other node has.
+    let why = "cannot allocate all claims: resourceclaim default/one-gpu-x7k2p, request \"gpu\" \
+               (class gpu.nvidia.com, 1 device): the node has 4 matching devices, 0 free";
+    assert!(detail.contains(why), "{detail}");
+    // The table says the same, in its list of nodes kept.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snapshot.json");
+    std::fs::write(&path, snapshot.to_string()).unwrap();
+    let table = String::from_utf8(simulate(provider.grpc, &path, &[]).stdout).unwrap();
+    let kept: Vec<&str> = (table.lines())
+        .skip_while(|l| *l != "Nodes kept")
+        .filter(|l| l.contains("NoPlaceToMovePods"))
+        .collect();
+    let node = first["node"].as_str().unwrap();
+    assert!(
+        kept.iter()
+            .any(|l| l.starts_with(&format!("  {node} ")) && l.contains(why)),
+        "{table}"
+    );
 }
 
 #[test]

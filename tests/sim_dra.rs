@@ -7,7 +7,7 @@ mod common;
 
 use common::simulated::simulated;
 use ekscale::autoscaler::{ClusterSource, ProviderClient, RunOnce, Settings};
-use ekscale::k8s::{claim_template, device_class, pod_from_api};
+use ekscale::k8s::{claim_template, device_class, pod_from_api, resource_claim};
 use ekscale::model::{ClaimSource, NodeScope, Pod};
 use ekscale::simulated_cluster::SimulatedCluster;
 use ekscale::simulator::allocation_usable_on;
@@ -209,4 +209,58 @@ async fn a_pod_claiming_two_gpus_where_nodes_have_one_stays_pending_saying_why()
     let big = view.pods.iter().find(|p| p.name == "big-0").unwrap();
     assert!(big.node_name.is_none() && big.unschedulable);
     assert!(view.dra.claims.iter().all(|c| c.allocation.is_none()));
+}
+
+#[tokio::test]
+async fn pods_sharing_a_claim_run_on_the_one_node_its_allocation_is_on() {
+    let (server, config, cluster) = simulated(SCENARIO).await;
+    dra_objects(&cluster);
+    let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
+    // One Turing GPU for two pods that name the claim themselves.
+    let claim = resource_claim(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "shared-gpu", "namespace": "ml"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.nvidia.com"}}]}},
+    }))
+    .unwrap();
+    cluster.create_claims([Arc::new(claim)]);
+    let pods: Vec<Pod> = (claiming("pair", 2, "unused").into_iter())
+        .map(|mut pod| {
+            pod.claims[0].source = ClaimSource::Claim("shared-gpu".into());
+            pod
+        })
+        .collect();
+    cluster.create_pods(pods);
+
+    // One node for both: the claim is allocated once, where the first pod goes.
+    let view = cluster.view().await.unwrap();
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    let ups: Vec<(&str, u64)> = (status.scale_up.iter())
+        .map(|s| (s.node_group.as_str(), s.delta))
+        .collect();
+    assert_eq!(ups, [("gpu", 1)], "{status:#?}");
+    for _ in 0..4 {
+        server.sim().clock().advance(Duration::from_secs(31));
+        let view = cluster.view().await.unwrap();
+        once.run(&view, cluster.now()).await.unwrap();
+    }
+    // The scheduler binds both there, writes the allocation once and reserves it for each.
+    let view = cluster.view().await.unwrap();
+    let nodes: Vec<&str> = (view.pods.iter())
+        .map(|p| p.node_name.as_deref().expect("both pods run"))
+        .collect();
+    assert_eq!(nodes.len(), 2);
+    assert_eq!(nodes[0], nodes[1], "one GPU, one node");
+    let claim = (view.dra.claims.iter())
+        .find(|c| &*c.name == "shared-gpu")
+        .unwrap();
+    let allocation = claim.allocation.as_ref().expect("allocated");
+    assert_eq!(allocation.devices.len(), 1);
+    assert_eq!(&*allocation.devices[0].device.pool, nodes[0]);
+    let mut reserved = claim.reserved_for.clone();
+    reserved.sort();
+    let mut uids: Vec<_> = view.pods.iter().map(|p| p.uid.clone().unwrap()).collect();
+    uids.sort();
+    assert_eq!(reserved, uids);
 }

@@ -109,7 +109,10 @@ pub fn micros(d: Duration) -> f64 {
 }
 
 /// Serves `backend` in-process on a loopback port for as long as the runtime lives; its address.
-async fn listen(backend: Arc<dyn NodeGroupBackend>, metrics: Arc<ProviderMetrics>) -> SocketAddr {
+pub async fn listen(
+    backend: Arc<dyn NodeGroupBackend>,
+    metrics: Arc<ProviderMetrics>,
+) -> SocketAddr {
     ekscale::tls::install_crypto_provider();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -164,4 +167,15 @@ pub fn simulate(addr: &str, snapshot: &Path, args: &[String]) -> Output {
         String::from_utf8_lossy(&output.stderr)
     );
     output
+}
+
+/// The process's resident memory, in MiB.
+pub fn resident_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
 }

@@ -7,13 +7,13 @@ use crate::k8s::provisioning_request as provreq;
 use crate::k8s::{
     BufferObjects, RequestObjects, SnapshotError, parse_snapshot, read_snapshot_text,
 };
-use crate::model::{DraObjects, Node, Pdb, Pod, PodNames, Taint};
+use crate::model::{CapacityQuota, DraObjects, Node, Pdb, Pod, PodNames, Taint};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// The cluster at one moment, in the internal model.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ClusterView {
     /// Shared, not copied, into each loop's world.
     pub nodes: Vec<Arc<Node>>,
@@ -40,6 +40,9 @@ pub struct ClusterView {
     /// The disruption configuration the cluster holds (`config.yaml` of the ConfigMap `ekscale-disruption`),
     /// as written: the loop reads it again only when it changes.
     pub disruption_config: Option<Arc<str>>,
+    /// CapacityQuotas (cluster-scoped), each valid or carrying its problem, with the status each was read
+    /// with (what the status written back is compared with); a snapshot's, or a live source's watch.
+    pub quotas: Arc<[CapacityQuota]>,
     /// When this view was true: the clock ages are measured against.
     pub now: Option<SystemTime>,
 }
@@ -63,6 +66,8 @@ pub struct StatusWrite<'a, S> {
 
 pub type BufferStatus<'a> = StatusWrite<'a, api::Status>;
 pub type RequestStatus<'a> = StatusWrite<'a, provreq::Status>;
+/// A CapacityQuota's status: cluster-scoped, so its namespace is empty.
+pub type QuotaStatusWrite<'a> = StatusWrite<'a, crate::k8s::CapacityQuotaStatus>;
 
 // By hand: the derives would ask `S: Copy`, where only references are copied.
 impl<S> Clone for StatusWrite<'_, S> {
@@ -74,9 +79,12 @@ impl<S> Clone for StatusWrite<'_, S> {
 impl<S> Copy for StatusWrite<'_, S> {}
 
 impl<S> StatusWrite<'_, S> {
-    /// `namespace/name`.
+    /// `namespace/name`, or `name` for a cluster-scoped object.
     pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+        match self.namespace {
+            "" => self.name.to_string(),
+            namespace => format!("{namespace}/{}", self.name),
+        }
     }
 }
 
@@ -144,6 +152,14 @@ pub trait ClusterSource: Send + Sync {
         Err(ClusterError::ReadOnly(format!(
             "ProvisioningRequest {}",
             request.key()
+        )))
+    }
+
+    /// Writes a CapacityQuota's status subresource, in the version it was read as.
+    async fn write_quota_status(&self, quota: QuotaStatusWrite<'_>) -> Result<(), ClusterError> {
+        Err(ClusterError::ReadOnly(format!(
+            "CapacityQuota {}",
+            quota.key()
         )))
     }
 
@@ -216,6 +232,7 @@ impl Snapshot {
                 dra: Arc::new(parsed.dra),
                 now: parsed.newest,
                 disruption_config: parsed.disruption_config.map(Arc::from),
+                quotas: parsed.quotas.into(),
             }),
         })
     }

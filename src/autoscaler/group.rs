@@ -2,6 +2,7 @@
 //! cluster state, scale-down and consolidation), and as the planners see it (`Group`: its templates with
 //! their DaemonSet pods, and why it may not grow; scale-up, consolidation and the health check share it).
 
+use crate::autoscaler::quotas::{QuotaBook, QuotaLedger};
 use crate::model::{
     GroupOptions, Instance, Node, NodeGroup, NodeGroupState, NodeGroupStatus, ResourceSlice,
     ZONE_LABEL,
@@ -73,22 +74,37 @@ impl Group {
     }
 }
 
-/// Nodes, cores and memory the cluster has or has asked for.
-#[derive(Clone, Copy, Debug, Default)]
+/// Nodes, cores and memory the cluster has or has asked for, and what the nodes each CapacityQuota matches
+/// use: what the cluster-wide flags and the quotas are checked against.
+#[derive(Clone, Debug, Default)]
 pub struct Totals {
     pub nodes: u64,
     pub cpu_millis: u64,
     pub memory_bytes: u64,
+    pub quotas: QuotaLedger,
 }
 
 impl Totals {
-    /// The nodes, cores and memory of `places`: what the cluster limits are checked against.
-    pub fn of(places: &[Place]) -> Totals {
-        places.iter().fold(Totals::default(), |t, p| Totals {
-            nodes: t.nodes + 1,
-            cpu_millis: t.cpu_millis + p.node.capacity.cpu_millis,
-            memory_bytes: t.memory_bytes + p.node.capacity.memory_bytes,
-        })
+    /// The nodes, cores and memory of `places`, and their use of `quotas`' limits.
+    pub fn of(places: &[Place], quotas: &Arc<QuotaBook>) -> Totals {
+        let mut totals = Totals {
+            quotas: QuotaLedger::of(quotas, places),
+            ..Totals::default()
+        };
+        for p in places {
+            totals.nodes += 1;
+            totals.cpu_millis += p.node.capacity.cpu_millis;
+            totals.memory_bytes += p.node.capacity.memory_bytes;
+        }
+        totals
+    }
+
+    /// One more node of group `group` from `template`, counted everywhere it counts.
+    pub fn add(&mut self, group: usize, template: &Node) {
+        self.nodes += 1;
+        self.cpu_millis += template.capacity.cpu_millis;
+        self.memory_bytes += template.capacity.memory_bytes;
+        self.quotas.add(Some(group), template, 1);
     }
 }
 

@@ -19,6 +19,8 @@ pub mod headroom; // capacity kept free ahead of demand: headroom policies and C
 pub(crate) mod oracle; // kube-scheduler's filters written plainly, for the tests that search exhaustively
 pub(crate) mod planning; // CPU-bound planning off the Tokio worker
 pub(crate) mod provreq; // ProvisioningRequests: check-capacity and best-effort-atomic, booked room as virtual pods
+pub(crate) mod quota_status; // CapacityQuotas' status as upstream's controller writes it, written where it changed
+pub(crate) mod quotas; // CapacityQuotas enforced: what each quota's nodes use, how many more nodes fit
 pub mod scaledown; // unneeded nodes: planner, removal simulation, drainability, timers, budgets, actuation; consolidation
 pub mod scaleup; // new nodes: planner, estimator, expanders, balancing, prices, the increase
 pub(crate) mod settings; // the loop's decision flags, each stage's part
@@ -26,7 +28,8 @@ pub mod status; // what a loop decided and why: the report, as JSON and as a tab
 
 pub use client::{ClientError, ProviderClient, ProviderConfig, TemplateSlices};
 pub use cluster::{
-    BufferStatus, ClusterError, ClusterSource, ClusterView, RequestStatus, Snapshot,
+    BufferStatus, ClusterError, ClusterSource, ClusterView, QuotaStatusWrite, RequestStatus,
+    Snapshot,
 };
 pub use core::runonce::RunOnce;
 pub use disruption::{DisruptionConfig, DisruptionConfigError};

@@ -41,6 +41,9 @@ pub struct Settings {
     /// `--disruption-config`: budgets, expiry and grace periods per node group (the cluster's ConfigMap
     /// `ekscale-disruption`, when there is one, is read over it each loop).
     pub disruption: Option<Arc<DisruptionConfig>>,
+    /// `--capacity-quotas-enabled`: each valid CapacityQuota's limits are kept wherever nodes are added
+    /// (on by default, unlike upstream: a quota someone created is meant to hold); off, quotas are ignored.
+    pub capacity_quotas: bool,
 }
 
 impl Default for Settings {
@@ -65,6 +68,7 @@ impl Default for Settings {
             consolidation: ConsolidationSettings::default(),
             headroom: Vec::new(),
             disruption: None,
+            capacity_quotas: true,
         }
     }
 }

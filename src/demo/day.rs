@@ -49,6 +49,7 @@ pub(super) async fn play(
     let mut once = RunOnce::new(client.clone(), settings).acting_on(cluster.clone());
     cluster.create_buffers(script.buffers.clone());
     cluster.create_templates(script.templates.clone());
+    cluster.create_quotas(script.quotas.clone());
     cluster.create_device_classes(script.device_classes.iter().cloned());
     cluster.create_claim_templates(script.claim_templates.iter().cloned());
     let mut targets = Targets {

@@ -7,8 +7,9 @@ use crate::autoscaler::{DisruptionConfig, DisruptionConfigError};
 use crate::cloud::{self, Scenario};
 use crate::k8s::{
     Template, VersionedBuffer, VersionedRequest, claim_template, device_class, pod_from_api,
+    quota_from_value,
 };
-use crate::model::{ClaimTemplate, DeviceClass, Pod};
+use crate::model::{CapacityQuota, ClaimTemplate, DeviceClass, Pod};
 use serde::Deserialize;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -68,6 +69,10 @@ struct File {
     /// timeline creates (each `create` owned by a ReplicaSet is a Deployment of that name).
     #[serde(default)]
     capacity_buffers: Vec<serde_json::Value>,
+    /// CapacityQuotas (cluster-scoped), as `kubectl apply` takes them: limits on what the nodes a selector
+    /// matches add up to.
+    #[serde(default)]
+    capacity_quotas: Vec<serde_json::Value>,
     /// The PodTemplates buffers and ProvisioningRequests name.
     #[serde(default)]
     pod_templates: Vec<k8s_openapi::api::core::v1::PodTemplate>,
@@ -100,7 +105,8 @@ struct EventFile {
     say: Option<String>,
     #[serde(default)]
     create: Option<Workload>,
-    /// Deletes the pods of the workload with this name (as an HPA scaling in, or a job finishing).
+    /// Deletes the pods of the workload with this name (as an HPA scaling in, or a job finishing), and the
+    /// ProvisioningRequest of that name if there is one (Kueue's requests are owned by their workload).
     #[serde(default)]
     delete: Option<String>,
     /// Changes how many instances a node group can have, as a spot pool drying up or freeing up.
@@ -212,6 +218,8 @@ pub struct Script {
     pub headroom: Vec<Policy>,
     pub buffers: Vec<VersionedBuffer>,
     pub templates: Vec<Template>,
+    /// CapacityQuotas, each valid (a script's invalid quota is refused with its problem).
+    pub quotas: Vec<CapacityQuota>,
     /// The simulated wall clock at the start, when the script sets it.
     pub start: Option<SystemTime>,
     pub disruption: Option<Arc<DisruptionConfig>>,
@@ -363,6 +371,17 @@ impl Script {
             })
             .collect::<Result<_, _>>()?;
         let templates = file.pod_templates.iter().map(Template::from_api).collect();
+        let quotas = (file.capacity_quotas.into_iter().enumerate())
+            .map(|(index, object)| {
+                let fail =
+                    |e: String| ScriptError::Invalid(format!("capacityQuotas[{index}]: {e}"));
+                let quota = quota_from_value(object).map_err(fail)?;
+                match quota.problem() {
+                    Some(problem) => Err(fail(format!("{}: {problem}", quota.name))),
+                    None => Ok(quota),
+                }
+            })
+            .collect::<Result<_, _>>()?;
         let start = (file.start.as_deref())
             .map(humantime::parse_rfc3339_weak)
             .transpose()
@@ -381,6 +400,7 @@ impl Script {
             headroom,
             buffers,
             templates,
+            quotas,
             start,
             disruption,
             device_classes,
@@ -457,6 +477,10 @@ mod tests {
             })
             .expect("the render job");
         assert!(render.iter().all(|p| p.claims.len() == 1));
+        // The GPU pool's quota.
+        assert_eq!(script.quotas.len(), 1);
+        let pool = script.quotas[0].valid().expect("a valid quota");
+        assert_eq!(pool.limits[crate::model::GPU_RESOURCE], 4);
         let third = Script::third_day();
         assert!(third.disruption.is_some() && third.start.is_some());
         assert!(
@@ -511,6 +535,17 @@ mod tests {
             (
                 "timeline: []\ndisruption: {nodeGroups: [{match: general, expireAfter: soon}]}",
                 "disruption: ",
+            ),
+            (
+                "capacityQuotas: [{apiVersion: autoscaling.x-k8s.io/v1beta1, kind: CapacityQuota, \
+                 metadata: {name: gpu-pool}, spec: {limits: {resources: {cpu: 500m}}}}]\ntimeline: []",
+                "capacityQuotas[0]: gpu-pool: spec.limits.resources[cpu]: Invalid value: \"500m\": All \
+                 resource quantities must be non-negative integers.",
+            ),
+            (
+                "capacityQuotas: [{apiVersion: autoscaling.x-k8s.io/v1beta1, kind: CapacityQuota, \
+                 metadata: {}, spec: {limits: {resources: {cpu: 1}}}}]\ntimeline: []",
+                "capacityQuotas[0]: no metadata.name",
             ),
         ];
         for (rest, expected) in cases {

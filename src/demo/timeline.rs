@@ -58,7 +58,10 @@ impl Targets<'_> {
                     deployment.replicas = 0;
                     cluster.scale(deployment.clone());
                 }
-                Ok(format!("{name} pods deleted"))
+                Ok(match cluster.delete_requests(name) {
+                    0 => format!("{name} pods deleted"),
+                    _ => format!("{name} pods and ProvisioningRequest deleted"),
+                })
             }
             Action::Request(read) => {
                 cluster.create_request(read.as_ref().clone());

@@ -1,6 +1,7 @@
 //! Conversions at the edge between Kubernetes' wire formats and our own types.
 
 pub(crate) mod capacity_buffer; // CapacityBuffers (autoscaling.x-k8s.io) and the PodTemplates and scalable objects they name
+pub(crate) mod capacity_quota; // CapacityQuotas (autoscaling.x-k8s.io) read into the model, with their problems
 pub(crate) mod conditions; // status conditions as SetStatusCondition keeps them
 pub(crate) mod dra; // DeviceClasses, ResourceClaims (and templates), ResourceSlices, a pod's claims
 mod object_error; // why an object could not be read
@@ -14,6 +15,11 @@ mod snapshot; // `kubectl get nodes,pods,pdb -A -o json` files, read item by ite
 mod snapshot_pod; // a snapshot's pod, its status read only for what is used
 
 pub use capacity_buffer::{BufferObjects, CapacityBuffer, Scalable, Template, VersionedBuffer};
+pub use capacity_quota::{
+    CapacityQuotaObject, CapacityQuotaStatus, RECONCILED_CONDITION, RECONCILIATION_FAILED,
+    RECONCILIATION_SUCCEEDED, Usage as QuotaUsage, VALID_CONDITION, VALIDATION_FAILED,
+    VALIDATION_SUCCEEDED, quota_from_value, read_status as read_quota_status,
+};
 pub use dra::{
     DRA_GROUP, DRA_KINDS, DRA_VERSIONS, claim_template, device_class, read_dra_object,
     resource_claim, resource_slice, slice_from_spec,

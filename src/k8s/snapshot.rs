@@ -5,11 +5,12 @@
 //! their `kind`), a single object, and YAML with several documents, each of these.
 
 use crate::k8s::capacity_buffer::{self, BufferObjects, Scalable, Template};
+use crate::k8s::capacity_quota;
 use crate::k8s::dra::{DRA_KINDS, read_dra_object};
 use crate::k8s::objects::{self, ObjectError};
 use crate::k8s::provisioning_request;
 use crate::k8s::snapshot_pod::SnapshotPod;
-use crate::model::{Alike, DraObjects, Node, Pdb, Pod};
+use crate::model::{Alike, CapacityQuota, DraObjects, Node, Pdb, Pod};
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use std::sync::Arc;
@@ -28,6 +29,8 @@ pub struct SnapshotObjects {
     pub buffers: BufferObjects,
     /// ProvisioningRequests (the PodTemplates they name are with the buffers' objects).
     pub requests: Vec<provisioning_request::VersionedRequest>,
+    /// CapacityQuotas, each valid or carrying its problem (an invalid one is reported, not enforced).
+    pub quotas: Vec<CapacityQuota>,
     /// DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices.
     pub dra: DraObjects,
     /// The objects left out, each with why: a DRA object the API server would refuse is read past (the
@@ -58,13 +61,14 @@ pub enum SnapshotError {
 }
 
 /// The kinds read, as items or as single objects.
-const KINDS: [&str; 16] = [
+const KINDS: [&str; 17] = [
     "Node",
     "Pod",
     "PodDisruptionBudget",
     "DaemonSet",
     "CapacityBuffer",
     "ProvisioningRequest",
+    "CapacityQuota",
     "PodTemplate",
     "Deployment",
     "StatefulSet",
@@ -79,9 +83,9 @@ const KINDS: [&str; 16] = [
 
 /// What a file is expected to be, for errors.
 const READ: &str = "Node, Pod, PodDisruptionBudget, DaemonSet, CapacityBuffer, ProvisioningRequest, \
-                    PodTemplate, Deployment, StatefulSet, ReplicaSet, Job, ConfigMap, DeviceClass, \
+                    CapacityQuota, PodTemplate, Deployment, StatefulSet, ReplicaSet, Job, ConfigMap, DeviceClass, \
                     ResourceClaim, ResourceClaimTemplate and ResourceSlice are read (kubectl get \
-                    nodes,pods,pdb,daemonsets,capacitybuffers,provisioningrequests,podtemplates,\
+                    nodes,pods,pdb,daemonsets,capacitybuffers,provisioningrequests,capacityquotas,podtemplates,\
                     deployments,configmaps,deviceclasses,resourceclaims,resourceclaimtemplates,\
                     resourceslices -A -o json)";
 
@@ -426,6 +430,7 @@ impl SnapshotObjects {
         self.buffers.templates.extend(part.buffers.templates);
         self.buffers.scalables.extend(part.buffers.scalables);
         self.requests.extend(part.requests);
+        self.quotas.extend(part.quotas);
         self.dra.classes.extend(part.dra.classes);
         self.dra.claims.extend(part.dra.claims);
         self.dra.templates.extend(part.dra.templates);
@@ -479,6 +484,11 @@ impl SnapshotObjects {
                 let read =
                     provisioning_request::VersionedRequest::from_value(tree).map_err(fail)?;
                 self.requests.push(read);
+            }
+            "CapacityQuota" => {
+                let tree = item.tree().map_err(|e| fail(e.to_string()))?;
+                self.quotas
+                    .push(capacity_quota::quota_from_value(tree).map_err(fail)?);
             }
             "PodTemplate" => {
                 let template: api::PodTemplate = item.read().map_err(|e| fail(e.to_string()))?;

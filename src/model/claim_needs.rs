@@ -13,6 +13,9 @@ pub struct NeededClaim {
     /// (template)`.
     pub name: Name,
     pub spec: Arc<ClaimSpec>,
+    /// A claim the pod names itself (`resourceClaimName`), which other pods may name too: allocated once,
+    /// by the first of them placed, and the others go where that allocation is usable.
+    pub shared: bool,
 }
 
 /// A claim of the pod that is allocated.
@@ -36,6 +39,23 @@ pub struct ClaimNeeds {
     pub allocated: Vec<AllocatedClaim>,
     /// A claim it names that the cluster does not have: no node takes the pod.
     pub missing: Option<ClaimError>,
+    /// Extended resources it requests (`nvidia.com/gpu: 1`) that a DeviceClass stands for (KEP-5004): a
+    /// node whose allocatable has the resource (a device plugin serves it) gives it as any extended
+    /// resource; on any other node devices of the class are allocated for it, as a claim of its own.
+    pub extended: Vec<ExtendedClaim>,
+}
+
+/// A pod's request of an extended resource that devices of a class may serve.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExtendedClaim {
+    /// The resource, as the pod requests it.
+    pub resource: Name,
+    /// How many, the pod's demand of it (as for cpu: its containers' sum, or its largest init container).
+    pub count: u64,
+    /// How reasons name the claim the scheduler makes for it.
+    pub name: Name,
+    /// `count` devices of the class, one request named after the resource.
+    pub spec: Arc<ClaimSpec>,
 }
 
 /// A claim a pod names that the cluster does not have: the scheduler leaves such a pod pending, and no node

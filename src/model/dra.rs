@@ -124,7 +124,13 @@ pub struct DeviceClass {
     pub name: Name,
     pub selectors: Vec<Name>,
     pub extended_resource_name: Option<Name>,
+    /// Its creationTimestamp: of two classes that stand for one extended resource, the newer serves it.
+    pub created: Option<std::time::SystemTime>,
 }
+
+/// The extended resource every DeviceClass stands for by its name (`deviceclass.resource.kubernetes.io/
+/// <class>`), besides the one its `extendedResourceName` gives (KEP-5004).
+pub const IMPLICIT_EXTENDED_RESOURCE_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AllocationMode {

@@ -12,17 +12,19 @@ pub(crate) mod pod; // what a pod needs and where it may run
 mod pod_names; // pods' names packed into one string, as the view reads them and a scale-up lists them
 pub(crate) mod pods; // the view's pods and a loop's virtual ones, as one list
 mod quantity; // Kubernetes quantities, read exactly
+mod quota; // CapacityQuotas: limits on what the nodes a selector matches add up to
 pub(crate) mod resources; // integer resources and a pod's demand
 pub(crate) mod selector; // label selectors and node selector terms
 pub(crate) mod taint; // taints and tolerations
 
-pub use claim_needs::{AllocatedClaim, ClaimError, ClaimNeeds, NeededClaim};
+pub use claim_needs::{AllocatedClaim, ClaimError, ClaimNeeds, ExtendedClaim, NeededClaim};
 pub use claims::ClaimIndex;
 pub use dra::{
     AllocatedDevice, Allocation, AllocationMode, AttrValue, ClaimSource, ClaimSpec, ClaimTemplate,
     CounterConsumption, CounterSet, Device, DeviceAsk, DeviceClass, DeviceId, DeviceRequest,
-    DeviceTaint, DeviceTaintEffect, DeviceToleration, DraObjects, MatchAttribute, Name, NodeScope,
-    PodClaim, PoolRef, QualifiedName, ResourceClaim, ResourceSlice,
+    DeviceTaint, DeviceTaintEffect, DeviceToleration, DraObjects,
+    IMPLICIT_EXTENDED_RESOURCE_PREFIX, MatchAttribute, Name, NodeScope, PodClaim, PoolRef,
+    QualifiedName, ResourceClaim, ResourceSlice,
 };
 pub use fargate::{FargateProfile, FargateSelector, PodMatch};
 pub use fast_map::{FastMap, FastSet};
@@ -42,8 +44,14 @@ pub use pod::{
 pub use pod_names::PodNames;
 pub use pods::PodList;
 pub use quantity::{Quantity, QuantityError};
+pub use quota::{
+    CapacityQuota, MAX_LIMITS, MAX_RESOURCE_NAME, NODES_RESOURCE, QuotaCondition, QuotaSpec,
+    QuotaStatus, QuotaVersion, VIRTUAL_KUBELET_LABEL, WrittenLimit, WrittenRequirement,
+    quota_amount, quota_id, quota_resources, read_limits, read_selector,
+};
 pub use resources::{GPU_RESOURCE, Resources};
 pub use selector::{
     LabelSelector, Labels, NODE_NAME_FIELD, NodeSelector, NodeSelectorTerm, Operator, Requirement,
+    is_dns_subdomain, is_label_name,
 };
 pub use taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, Taint, TaintEffect, Toleration};

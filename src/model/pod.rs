@@ -1,6 +1,6 @@
 //! A pod as decisions see it: what it needs and where it may run.
 
-use super::claim_needs::ClaimNeeds;
+use super::claim_needs::{ClaimNeeds, ExtendedClaim};
 use super::dra::{ClaimSource, Name, PodClaim};
 use super::fast_map::FastMap;
 use super::resources::Resources;
@@ -346,6 +346,7 @@ impl Pod {
             priority: self.priority,
             scheduling: ids.id(&self.scheduling),
             claims: ClaimsKey(&self.claims),
+            extended_claims: ExtendedKey(self.needs.as_deref().map_or(&[], |n| &n.extended)),
         }
     }
 }
@@ -360,6 +361,36 @@ pub struct EquivalenceKey<'a> {
     priority: Option<i32>,
     scheduling: usize,
     claims: ClaimsKey<'a>,
+    /// Extended resources devices may serve, taken out of `demand` and `extended`.
+    extended_claims: ExtendedKey<'a>,
+}
+
+/// A pod's requests of extended resources that devices may serve (its planned needs'), by resource and
+/// count: the class that serves a resource is the cluster's choice, the same for every pod.
+#[derive(Clone, Copy)]
+struct ExtendedKey<'a>(&'a [ExtendedClaim]);
+
+impl ExtendedKey<'_> {
+    fn parts(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.0.iter().map(|c| (&*c.resource, c.count))
+    }
+}
+
+impl PartialEq for ExtendedKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len() && self.parts().eq(other.parts())
+    }
+}
+
+impl Eq for ExtendedKey<'_> {}
+
+impl std::hash::Hash for ExtendedKey<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_usize(self.0.len());
+        for part in self.parts() {
+            part.hash(state);
+        }
+    }
 }
 
 /// A pod's claims as far as they make pods alike: each entry's name and where its claim comes from, a

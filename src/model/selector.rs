@@ -173,6 +173,31 @@ impl NodeSelector {
     }
 }
 
+/// A lowercase RFC 1123 DNS subdomain, as a label key's prefix must be.
+pub fn is_dns_subdomain(text: &str) -> bool {
+    text.len() <= 253
+        && text.split('.').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !part.starts_with('-')
+                && !part.ends_with('-')
+        })
+}
+
+/// A label key's name part, as a non-empty label value is: at most 63 of `[A-Za-z0-9._-]`, alphanumeric at
+/// both ends.
+pub fn is_label_name(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    text.len() <= 63
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

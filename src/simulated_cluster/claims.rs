@@ -3,10 +3,10 @@
 //! scheduler's DRA plugin writes the allocations it chose, and a pod's own claims go with the pod.
 
 use crate::model::{
-    AllocatedClaim, Allocation, ClaimIndex, ClaimSource, DraObjects, Name, Node, NodeScope, Pod,
-    PoolRef, ResourceClaim, ResourceSlice,
+    Allocation, ClaimIndex, ClaimSource, DraObjects, Name, Node, NodeScope, Pod, PoolRef,
+    ResourceClaim, ResourceSlice,
 };
-use crate::simulator::{Dra, PlaceDevices, allocation_usable_on, claims_fit, reserve};
+use crate::simulator::{Dra, PlaceDevices, SharedClaims, claims_fit, reserve};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -134,6 +134,8 @@ pub fn allocate_bound(
     }
     let state = Dra::new(dra);
     let mut devices: HashMap<&str, Option<Box<PlaceDevices>>> = HashMap::new();
+    // A shared claim the first of its pods allocates, the others are bound where it is.
+    let mut shared = SharedClaims::default();
     let mut refused = Vec::new();
     let mut writes: Vec<(Name, Name, Option<Allocation>, Name)> = Vec::new();
     for i in with_claims {
@@ -152,29 +154,19 @@ pub fn allocate_bound(
         let place = devices
             .entry(name)
             .or_insert_with(|| state.devices_of(node));
-        let Ok(allocations) = claims_fit(pod, node, place.as_deref()) else {
+        let Ok(allocations) = claims_fit(pod, node, place.as_deref(), &shared) else {
             refused.push(i);
             continue;
         };
-        reserve(pod, node, place.as_deref_mut());
-        // The allocator's order: claims not allocated yet, then the pod's own that move with it.
-        let moving = (needs.allocated.iter())
-            .filter(|c| c.own.is_some() && !allocation_usable_on(&c.allocation, node));
-        let to_allocate = (needs.unallocated.iter().map(|c| &c.name)).chain(moving.map(name_of));
-        for (claim, allocation) in to_allocate.zip(allocations) {
-            writes.push((
-                pod.namespace.clone(),
-                claim.clone(),
-                Some(allocation),
-                uid.clone(),
-            ));
+        reserve(pod, node, place.as_deref_mut(), &mut shared);
+        for (claim, allocation) in allocations {
+            writes.push((pod.namespace.clone(), claim, Some(allocation), uid.clone()));
         }
-        for claim in needs
-            .allocated
-            .iter()
-            .filter(|c| allocation_usable_on(&c.allocation, node))
-        {
-            writes.push((pod.namespace.clone(), claim.name.clone(), None, uid.clone()));
+        // Every claim the pod names is reserved for it.
+        let names = (needs.unallocated.iter().map(|c| &c.name))
+            .chain(needs.allocated.iter().map(|c| &c.name));
+        for claim in names {
+            writes.push((pod.namespace.clone(), claim.clone(), None, uid.clone()));
         }
     }
     for (namespace, qualified, allocation, uid) in writes {
@@ -194,8 +186,4 @@ pub fn allocate_bound(
         }
     }
     refused
-}
-
-fn name_of(claim: &AllocatedClaim) -> &Name {
-    &claim.name
 }

@@ -2,19 +2,22 @@
 //! kubelets and the cloud controller learn about instances: from the cloud, not from the autoscaler).
 
 use super::claims;
-use crate::autoscaler::{BufferStatus, ClusterError, ClusterSource, ClusterView, RequestStatus};
+use super::fargate::run_on_fargate;
+use super::scheduler::{preempt, schedule};
+use crate::autoscaler::{
+    BufferStatus, ClusterError, ClusterSource, ClusterView, QuotaStatusWrite, RequestStatus,
+};
 use crate::autoscaler::{ClientError, ProviderClient, ProviderConfig};
 use crate::clock::Clock;
 use crate::k8s::{
     BufferObjects, RequestObjects, Scalable, Template, VersionedBuffer, VersionedRequest,
-    node_from_pb, pod_to_pb_bytes, request_key,
+    node_from_pb, pod_to_pb_bytes, read_quota_status, request_key,
 };
 use crate::model::{
-    ClaimSource, ClaimTemplate, DeviceClass, DraObjects, FARGATE_COMPUTE_LABEL, FARGATE_SCHEDULER,
-    HOSTNAME_LABEL, InstanceState, LabelProjection, LabelSelector, Node, Pdb, Phase, Pod, PodNames,
+    CapacityQuota, ClaimSource, ClaimTemplate, DeviceClass, DraObjects, FARGATE_SCHEDULER,
+    HOSTNAME_LABEL, InstanceState, LabelSelector, Node, Pdb, Phase, Pod, PodNames, ResourceClaim,
     Taint, ZONE_LABEL,
 };
-use crate::simulator::{Dra, build_places, group_pods, place_all, pods_by_node};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -40,6 +43,8 @@ struct State {
     buffers: BufferObjects,
     /// ProvisioningRequests, with the status last written (the PodTemplates they name are the buffers').
     requests: Vec<VersionedRequest>,
+    /// CapacityQuotas, with the status last written.
+    quotas: Vec<CapacityQuota>,
     /// `config.yaml` of the ConfigMap `ekscale-disruption`, when there is one.
     disruption_config: Option<Arc<str>>,
     /// DeviceClasses and claim templates as created, claims the claim controller made, slices nodes publish.
@@ -176,6 +181,11 @@ impl SimulatedCluster {
         self.state().dra.templates.extend(templates);
     }
 
+    /// Adds ResourceClaims (claims pods name themselves, which several may share).
+    pub fn create_claims(&self, claims: impl IntoIterator<Item = Arc<ResourceClaim>>) {
+        self.state().dra.claims.extend(claims);
+    }
+
     /// The DRA objects: classes, templates, claims with their allocations, the slices nodes publish.
     pub fn dra(&self) -> DraObjects {
         self.state().dra.clone()
@@ -233,9 +243,28 @@ impl SimulatedCluster {
         self.state().requests.push(request);
     }
 
+    /// Deletes the ProvisioningRequests named `name` (in any namespace), as deleting the workload that owns
+    /// one does; says how many went.
+    pub fn delete_requests(&self, name: &str) -> usize {
+        let requests = &mut self.state().requests;
+        let before = requests.len();
+        requests.retain(|r| r.request.metadata.name.as_deref() != Some(name));
+        before - requests.len()
+    }
+
     /// The ProvisioningRequests, with their statuses as last written.
     pub fn requests(&self) -> Vec<VersionedRequest> {
         self.state().requests.clone()
+    }
+
+    /// Adds CapacityQuotas.
+    pub fn create_quotas(&self, quotas: Vec<CapacityQuota>) {
+        self.state().quotas.extend(quotas);
+    }
+
+    /// The CapacityQuotas, with their statuses as last written.
+    pub fn quotas(&self) -> Vec<CapacityQuota> {
+        self.state().quotas.clone()
     }
 
     /// The buffers, with their statuses as last written.
@@ -370,56 +399,6 @@ impl SimulatedCluster {
     }
 }
 
-/// How long Fargate takes to start a pod (about a minute on EKS; the simulator keeps it short).
-pub const FARGATE_STARTUP: Duration = Duration::from_secs(30);
-
-/// Fargate runs each pod a profile takes on a node of its own; nodes whose pod is gone leave.
-fn run_on_fargate(
-    nodes: &mut Vec<Arc<Node>>,
-    pods: &mut [Pod],
-    profiles: &HashMap<String, String>,
-    now: SystemTime,
-) {
-    for pod in pods.iter_mut() {
-        if pod.node_name.is_some() || pod.deleted.is_some() || !profiles.contains_key(&pod.key()) {
-            continue;
-        }
-        let waited = pod
-            .created
-            .and_then(|c| now.duration_since(c).ok())
-            .unwrap_or(Duration::MAX);
-        if waited < FARGATE_STARTUP {
-            continue;
-        }
-        let name = format!("fargate-ip-{}-{}", pod.namespace, pod.name);
-        nodes.push(Arc::new(Node {
-            name: name.clone(),
-            labels: [
-                (FARGATE_COMPUTE_LABEL.to_string(), "fargate".to_string()),
-                (HOSTNAME_LABEL.to_string(), name.clone()),
-            ]
-            .into(),
-            taints: vec![crate::model::Taint {
-                key: FARGATE_COMPUTE_LABEL.into(),
-                value: "fargate".into(),
-                effect: crate::model::TaintEffect::NoSchedule,
-            }],
-            capacity: pod.demand,
-            allocatable: pod.demand,
-            ready: true,
-            created: Some(now),
-            ..Node::default()
-        }));
-        pod.node_name = Some(name);
-        pod.phase = Phase::Running;
-        pod.unschedulable = false;
-    }
-    let used: HashSet<&str> = pods.iter().filter_map(|p| p.node_name.as_deref()).collect();
-    nodes.retain(|n| {
-        !n.labels.contains_key(FARGATE_COMPUTE_LABEL) || used.contains(n.name.as_str())
-    });
-}
-
 /// A pod lost and made again by its controller is a new pod: a new uid, and claims still to be made from its
 /// templates.
 fn renew(pod: &mut Pod, serial: &mut u64) {
@@ -454,130 +433,6 @@ fn node_for(id: &str, template: &Node, now: SystemTime) -> Node {
     node
 }
 
-/// Binds every pending pod that fits somewhere (highest priority first), its claims allocated where it goes;
-/// the rest are marked Unschedulable, as kube-scheduler marks them.
-fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod], dra: &mut DraObjects) {
-    let waiting = |p: &Pod| {
-        p.node_name.is_none()
-            && p.phase != Phase::Terminal
-            && p.deleted.is_none()
-            && p.scheduler_name != FARGATE_SCHEDULER
-    };
-    let pending: Vec<usize> = (0..pods.len()).filter(|&i| waiting(&pods[i])).collect();
-    if pending.is_empty() {
-        return;
-    }
-    let bound: Vec<usize> = (0..pods.len()).filter(|&i| pods[i].holds_room()).collect();
-    let groups = group_pods(&*pods, pending, &LabelProjection::All);
-    let exemplars: Vec<&Pod> = groups.iter().map(|g| g.exemplar(&*pods)).collect();
-    let on_node = pods_by_node(nodes, &*pods, &bound);
-    let (mut topology, mut places) = build_places(
-        nodes,
-        &vec![None; nodes.len()],
-        &*pods,
-        &on_node,
-        &exemplars,
-        &LabelProjection::All,
-    );
-    // Each node's devices and what claims hold of them, only where there are DRA objects.
-    if !dra.is_empty() {
-        let devices = Dra::new(dra);
-        for (place, node) in places.iter_mut().zip(nodes) {
-            place.devices = devices.devices_of(node);
-        }
-    }
-    let mut binding: HashMap<usize, String> = HashMap::new();
-    for group in &groups {
-        let terms = topology.resolve(group.exemplar(&*pods));
-        let placed = place_all(&mut topology, &mut places, &*pods, &group.pods, &terms);
-        for (k, p) in placed.into_iter().enumerate() {
-            binding.insert(group.pods[k], places[p].node.name.clone());
-        }
-    }
-    let mut bound = Vec::new();
-    for group in &groups {
-        for &i in &group.pods {
-            let pod = &mut pods[i];
-            match binding.remove(&i) {
-                Some(node) => {
-                    pod.node_name = Some(node);
-                    pod.phase = Phase::Running;
-                    pod.unschedulable = false;
-                    bound.push(i);
-                }
-                None => pod.unschedulable = true,
-            }
-        }
-    }
-    for i in claims::allocate_bound(dra, nodes, pods, &bound) {
-        let pod = &mut pods[i];
-        pod.node_name = None;
-        pod.phase = Phase::Pending;
-        pod.unschedulable = true;
-    }
-}
-
-/// kube-scheduler's preemption, as far as resources go: a pod left unschedulable takes the place of pods of
-/// lower priority on the first node where evicting the lowest of them makes room (cluster-autoscaler's
-/// overprovisioning pattern relies on it). The evicted go back to pending.
-fn preempt(nodes: &[Arc<Node>], pods: &mut [Pod]) {
-    let mut waiting: Vec<usize> = (0..pods.len())
-        .filter(|&i| {
-            let p = &pods[i];
-            p.node_name.is_none() && p.unschedulable && p.scheduler_name != FARGATE_SCHEDULER
-        })
-        .collect();
-    waiting.sort_by_key(|&i| std::cmp::Reverse(pods[i].priority.unwrap_or(0)));
-    for i in waiting {
-        // Preemption here weighs resources only: a pod that claims devices waits for a node that has them.
-        if pods[i].needs.is_some() {
-            continue;
-        }
-        let priority = pods[i].priority.unwrap_or(0);
-        for node in nodes.iter().filter(|n| n.accepts_pods()) {
-            if crate::simulator::node_fit(&pods[i].scheduling, node).is_err() {
-                continue;
-            }
-            let on: Vec<usize> = (0..pods.len())
-                .filter(|&j| {
-                    pods[j].holds_room() && pods[j].node_name.as_deref() == Some(&node.name)
-                })
-                .collect();
-            let used = on.iter().fold(crate::model::Resources::default(), |r, &j| {
-                r.plus(pods[j].demand)
-            });
-            let mut free = node.allocatable.minus(&used);
-            let mut lower: Vec<usize> = on
-                .into_iter()
-                .filter(|&j| pods[j].priority.unwrap_or(0) < priority)
-                .collect();
-            lower.sort_by_key(|&j| pods[j].priority.unwrap_or(0));
-            let mut victims = Vec::new();
-            for j in lower {
-                if free.fits(&pods[i].demand) {
-                    break;
-                }
-                free = free.plus(pods[j].demand);
-                victims.push(j);
-            }
-            if victims.is_empty() || !free.fits(&pods[i].demand) {
-                continue;
-            }
-            for j in victims {
-                let victim = &mut pods[j];
-                victim.node_name = None;
-                victim.phase = Phase::Pending;
-                victim.unschedulable = true;
-            }
-            let pod = &mut pods[i];
-            pod.node_name = Some(node.name.clone());
-            pod.phase = Phase::Running;
-            pod.unschedulable = false;
-            break;
-        }
-    }
-}
-
 #[async_trait::async_trait]
 impl ClusterSource for SimulatedCluster {
     async fn view(&self) -> Result<Arc<ClusterView>, ClusterError> {
@@ -599,6 +454,7 @@ impl ClusterSource for SimulatedCluster {
             now: Some(self.now()),
             disruption_config: state.disruption_config.clone(),
             dra: Arc::new(state.dra.clone()),
+            quotas: state.quotas.clone().into(),
         }))
     }
 
@@ -623,6 +479,21 @@ impl ClusterSource for SimulatedCluster {
             .find(|r| request_key(&r.request) == key)
             .ok_or_else(|| ClusterError::Sim(format!("no ProvisioningRequest {key}")))?;
         read.request.status = Some(request.status.clone());
+        Ok(())
+    }
+
+    /// A merge patch of the status, as the API server applies it: a status without `used` keeps the one
+    /// there, a null figure is removed.
+    async fn write_quota_status(&self, quota: QuotaStatusWrite<'_>) -> Result<(), ClusterError> {
+        let mut state = self.state();
+        let read = (state.quotas.iter_mut())
+            .find(|q| q.name == quota.name)
+            .ok_or_else(|| ClusterError::Sim(format!("no CapacityQuota {}", quota.name)))?;
+        let mut written = read_quota_status(quota.status);
+        if quota.status.used.is_none() {
+            written.used = read.status.used.take();
+        }
+        read.status = written;
         Ok(())
     }
 

@@ -4,6 +4,8 @@
 //! never disagree about what fits (devices claimed through DRA included).
 
 mod claims; // DRA: slices nodes publish, claims made from templates, allocations the scheduler writes
-mod cluster; // nodes, pods and the objects the companion reads; a scheduler; faults to inject
+mod cluster; // nodes, pods and the objects the companion reads; faults to inject
+mod fargate; // pods a Fargate profile takes, each on a node of its own
+mod scheduler; // binding and preemption, with the autoscaler's own predicates
 
 pub use cluster::{Broken, Budget, SimulatedCluster};

@@ -2,14 +2,18 @@
 //! snapshot): the pools a node reaches and which of their devices are allocated; whether a pod's claims can
 //! be allocated there (the plugin's Filter: claims already allocated must be usable on the node, the others
 //! are allocated by the structured allocator); and the allocation taken when the pod is put there (its
-//! Reserve), given back when it is taken off.
+//! Reserve), given back when it is taken off. Each loop's state takes from the last loop's what did not
+//! change: the classes (their selectors compiled), each pool (its devices' CEL values and verdicts), the
+//! allocations by pool, the templates' pools.
 
 use super::dra::{DeviceClasses, InUse, NodePools, Pools, allocate, allocation_usable_on};
 use super::predicates::Unfit;
 use crate::model::{
-    Allocation, ClaimNeeds, ClaimSpec, DraObjects, FastMap, Name, Node, Pod, ResourceSlice,
+    Allocation, AttrValue, ClaimNeeds, ClaimSpec, DeviceId, DraObjects, FastMap, GPU_RESOURCE,
+    NODE_NAME_FIELD, Name, Node, Pod, QualifiedName, ResourceClaim, ResourceSlice, Resources,
 };
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 /// What kube-scheduler's DRA plugin says of a node where a pod's claims cannot be allocated.
 const NO_ALLOCATION: &str = "cannot allocate all claims";
@@ -18,8 +22,25 @@ const NO_ALLOCATION: &str = "cannot allocate all claims";
 /// allocations already made, by the pools their devices are in.
 pub struct Dra {
     classes: Arc<DeviceClasses>,
-    pools: Pools,
-    allocated: FastMap<(Name, Name), Vec<Allocation>>,
+    pools: Arc<Pools>,
+    allocated: Arc<Allocated>,
+    /// The slices and claims it was made from, for the next loop's to compare with.
+    slices: Vec<Arc<ResourceSlice>>,
+    claims: Vec<Arc<ResourceClaim>>,
+    /// The templates' pools asked for this loop, by their slices; and the last loop's, to take from.
+    templates: Mutex<Vec<TemplatePools>>,
+    last_templates: Vec<TemplatePools>,
+}
+
+/// The allocations of the cluster's claims, by the (driver, pool) of their devices.
+type Allocated = FastMap<(Name, Name), Vec<Allocation>>;
+
+/// A template's slices and their pools.
+type TemplatePools = (Vec<Arc<ResourceSlice>>, Arc<Pools>);
+
+/// Whether two lists hold the same objects, or equal ones.
+fn same<T: PartialEq>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y) || x == y)
 }
 
 /// What a place's node has of devices and what of them is taken.
@@ -30,26 +51,96 @@ pub struct PlaceDevices {
     in_use: InUse,
     /// The allocations made for pods put here in the simulation, latest last, by the needs they were for.
     reserved: Vec<(Arc<ClaimNeeds>, Vec<Allocation>)>,
+    /// The shared claims whose devices a pod put here allocated (their allocations are in [`SharedClaims`]).
+    holds: Vec<Name>,
+}
+
+/// The shared claims (named by pods' `resourceClaimName`) that the cluster had not allocated and the
+/// simulation did: once, on the node of the first pod placed that names one, as the scheduler writes the
+/// allocation it chose; the pods placed after it go only where that allocation is usable.
+#[derive(Clone, Debug, Default)]
+pub struct SharedClaims {
+    claims: FastMap<Name, SharedAllocation>,
+}
+
+#[derive(Clone, Debug)]
+struct SharedAllocation {
+    allocation: Allocation,
+    /// The pods placed that use it: the last one taken off gives its devices back.
+    users: u32,
+}
+
+impl SharedAllocation {
+    /// Whether a pod may use it on `node`. Node-local devices are usable on the place that holds them
+    /// alone: the copies of a group's template share their node's name, which the allocation's node
+    /// selector names.
+    fn usable_on(&self, name: &Name, node: &Node, devices: Option<&PlaceDevices>) -> bool {
+        let by_name = (self.allocation.node_selector.iter())
+            .flat_map(|s| &s.terms)
+            .any(|t| t.fields.iter().any(|r| r.key == NODE_NAME_FIELD));
+        allocation_usable_on(&self.allocation, node)
+            && (!by_name || devices.is_some_and(|d| d.holds.contains(name)))
+    }
 }
 
 impl Dra {
     pub fn new(objects: &DraObjects) -> Dra {
-        let mut allocated: FastMap<(Name, Name), Vec<Allocation>> = FastMap::default();
-        for allocation in objects.claims.iter().filter_map(|c| c.allocation.as_ref()) {
-            let mut pools: Vec<(Name, Name)> = (allocation.devices.iter())
-                .map(|d| (d.device.driver.clone(), d.device.pool.clone()))
-                .collect();
-            pools.sort_unstable();
-            pools.dedup();
-            for pool in pools {
-                allocated.entry(pool).or_default().push(allocation.clone());
+        Dra::after(objects, None)
+    }
+
+    /// This loop's state, taking from `last` (the last loop's) what did not change: its classes when
+    /// they are the same, else the expressions it compiled; each pool whose slices are the same (all of
+    /// them when every slice is: a watch hands unchanged objects over as they were); the allocations
+    /// when the claims are the same; the templates' pools.
+    pub fn after(objects: &DraObjects, last: Option<&Dra>) -> Dra {
+        let classes = match last {
+            Some(l) if l.classes.made_from(&objects.classes) => l.classes.clone(),
+            _ => Arc::new(DeviceClasses::reusing(
+                &objects.classes,
+                last.map(|l| &*l.classes),
+            )),
+        };
+        let pools = match last {
+            Some(l)
+                if l.slices.len() == objects.slices.len()
+                    && (l.slices.iter().zip(&objects.slices)).all(|(a, b)| Arc::ptr_eq(a, b)) =>
+            {
+                l.pools.clone()
             }
-        }
+            Some(l) => Arc::new(Pools::reusing(&objects.slices, &l.pools)),
+            None => Arc::new(Pools::new(&objects.slices)),
+        };
+        let allocated = match last {
+            Some(l) if same(&l.claims, &objects.claims) => l.allocated.clone(),
+            _ => Arc::new(allocated(&objects.claims)),
+        };
+        let last_templates = match last {
+            Some(l) => std::mem::take(&mut *l.templates.lock().unwrap_or_else(|p| p.into_inner())),
+            None => Vec::new(),
+        };
         Dra {
-            classes: Arc::new(DeviceClasses::new(&objects.classes)),
-            pools: Pools::new(&objects.slices),
+            classes,
+            pools,
             allocated,
+            slices: objects.slices.clone(),
+            claims: objects.claims.clone(),
+            templates: Mutex::default(),
+            last_templates,
         }
+    }
+
+    /// A template's pools, built once for equal slices.
+    fn template_pools(&self, slices: &[Arc<ResourceSlice>]) -> Arc<Pools> {
+        let mut templates = self.templates.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, pools)) = templates.iter().find(|(s, _)| same(s, slices)) {
+            return pools.clone();
+        }
+        let pools = match self.last_templates.iter().find(|(s, _)| same(s, slices)) {
+            Some((_, pools)) => pools.clone(),
+            None => Arc::new(Pools::new(slices)),
+        };
+        templates.push((slices.to_vec(), pools.clone()));
+        pools
     }
 
     /// A registered node's devices, with what the cluster's claims have allocated of them; `None` when it
@@ -70,6 +161,7 @@ impl Dra {
             pools,
             in_use,
             reserved: Vec::new(),
+            holds: Vec::new(),
         }))
     }
 
@@ -80,16 +172,33 @@ impl Dra {
         slices: &[Arc<ResourceSlice>],
         node: &Node,
     ) -> Option<Box<PlaceDevices>> {
-        let pools = Pools::new(slices).for_node(node);
+        let pools = self.template_pools(slices).for_node(node);
         (!pools.is_empty()).then(|| {
             Box::new(PlaceDevices {
                 classes: self.classes.clone(),
                 pools,
                 in_use: InUse::new(),
                 reserved: Vec::new(),
+                holds: Vec::new(),
             })
         })
     }
+}
+
+/// The allocations of `claims`, by the pools their devices are in.
+fn allocated(claims: &[Arc<ResourceClaim>]) -> Allocated {
+    let mut allocated: Allocated = FastMap::default();
+    for allocation in claims.iter().filter_map(|c| c.allocation.as_ref()) {
+        let mut pools: Vec<(Name, Name)> = (allocation.devices.iter())
+            .map(|d| (d.device.driver.clone(), d.device.pool.clone()))
+            .collect();
+        pools.sort_unstable();
+        pools.dedup();
+        for pool in pools {
+            allocated.entry(pool).or_default().push(allocation.clone());
+        }
+    }
+    allocated
 }
 
 impl PlaceDevices {
@@ -101,42 +210,137 @@ impl PlaceDevices {
     }
 }
 
-/// The claims `pod` needs allocated on `node`: those not allocated yet, and its own allocated claims whose
-/// devices are elsewhere (it is moving); `Err` when an allocation it cannot take along pins it elsewhere.
-fn to_allocate<'a>(needs: &'a ClaimNeeds, node: &Node) -> Result<Vec<&'a ClaimSpec>, Unfit> {
-    let mut specs: Vec<&ClaimSpec> = needs.unallocated.iter().map(|c| &*c.spec).collect();
+/// One claim to allocate where the pod goes.
+struct ToAllocate<'a> {
+    name: &'a Name,
+    spec: &'a ClaimSpec,
+    shared: bool,
+}
+
+/// The claims `pod` needs allocated on `node`: those not allocated yet (but for shared claims the
+/// simulation allocated already, which pin it instead), and its own allocated claims whose devices are
+/// elsewhere (it is moving); `Err` when an allocation it cannot take along pins it elsewhere.
+fn to_allocate<'a>(
+    needs: &'a ClaimNeeds,
+    node: &Node,
+    devices: Option<&PlaceDevices>,
+    shared: &SharedClaims,
+) -> Result<Vec<ToAllocate<'a>>, Unfit> {
+    let elsewhere =
+        |name: &Name| Unfit::Claims(format!("resourceclaim {name} is allocated on another node"));
+    let mut claims = Vec::with_capacity(needs.unallocated.len());
+    for claim in &needs.unallocated {
+        match shared.claims.get(&claim.name).filter(|_| claim.shared) {
+            Some(made) if made.usable_on(&claim.name, node, devices) => {}
+            Some(_) => return Err(elsewhere(&claim.name)),
+            None => claims.push(ToAllocate {
+                name: &claim.name,
+                spec: &claim.spec,
+                shared: claim.shared,
+            }),
+        }
+    }
+    // Extended resources a device plugin does not serve here: the scheduler's claim for them.
+    for claim in (needs.extended.iter()).filter(|c| !plugin_serves(node, &c.resource)) {
+        claims.push(ToAllocate {
+            name: &claim.name,
+            spec: &claim.spec,
+            shared: false,
+        });
+    }
     for claim in &needs.allocated {
         if allocation_usable_on(&claim.allocation, node) {
             continue;
         }
         match &claim.own {
-            Some(spec) => specs.push(spec),
-            None => {
-                return Err(Unfit::Claims(format!(
-                    "resourceclaim {} is allocated on another node",
-                    claim.name
-                )));
+            Some(spec) => claims.push(ToAllocate {
+                name: &claim.name,
+                spec,
+                shared: false,
+            }),
+            None => return Err(elsewhere(&claim.name)),
+        }
+    }
+    Ok(claims)
+}
+
+/// Whether `node` has `resource` in its allocatable: a device plugin serves it there, and a pod's request
+/// of it is not for DRA (KEP-5004).
+fn plugin_serves(node: &Node, resource: &str) -> bool {
+    match resource == GPU_RESOURCE {
+        true => node.allocatable.gpus > 0,
+        false => node.extended.get(resource).is_some_and(|&n| n > 0),
+    }
+}
+
+/// What of `pod`'s requests of extended resources a class stands for the device plugins of `node` serve
+/// (taken from its room as any extended resource); `None` when none.
+pub fn served_by_plugins(pod: &Pod, node: &Node) -> Option<(Resources, BTreeMap<String, u64>)> {
+    let needs = pod.needs.as_deref()?;
+    let mut served: Option<(Resources, BTreeMap<String, u64>)> = None;
+    for claim in (needs.extended.iter()).filter(|c| plugin_serves(node, &c.resource)) {
+        let (demand, extended) = served.get_or_insert_default();
+        match &*claim.resource == GPU_RESOURCE {
+            true => demand.gpus += claim.count,
+            false => {
+                extended.insert(claim.resource.to_string(), claim.count);
             }
         }
     }
-    Ok(specs)
+    served
 }
 
-/// Whether `pod`'s claims can be allocated on `node` with its `devices`: the allocations they would get,
-/// or why not in the scheduler's words.
+/// NVIDIA's DRA driver; its whole GPUs publish `type: gpu` (a MIG device, `mig`, is part of one).
+const NVIDIA_DRIVER: &str = "gpu.nvidia.com";
+
+/// How many whole GPUs `pod` takes on a new node of a group (`node` and `devices`: its template): those its
+/// claims get there, and those a device plugin serves of its extended resources. The price expander prices
+/// the pod as requesting them (a GPU claimed costs as a GPU requested); 0 where they cannot be allocated.
+pub fn claimed_gpus(pod: &Pod, node: &Node, devices: Option<&PlaceDevices>) -> u64 {
+    let served = served_by_plugins(pod, node).map_or(0, |(demand, _)| demand.gpus);
+    let Some(devices) = devices else {
+        return served;
+    };
+    let Ok(allocations) = claims_fit(pod, node, Some(devices), &SharedClaims::default()) else {
+        return served;
+    };
+    let gpu_type = QualifiedName {
+        domain: NVIDIA_DRIVER.into(),
+        id: "type".into(),
+    };
+    let whole_gpu = |id: &DeviceId| {
+        (devices.pools.pools.iter())
+            .filter(|p| p.pool.driver == id.driver && p.pool.name == id.pool)
+            .flat_map(|p| p.pool.devices.iter())
+            .find(|d| d.id == *id)
+            .is_some_and(|d| {
+                d.device().attributes.get(&gpu_type) == Some(&AttrValue::Str("gpu".into()))
+            })
+    };
+    let claimed = (allocations.iter())
+        .flat_map(|(_, allocation)| &allocation.devices)
+        .filter(|d| !d.admin_access && &*d.device.driver == NVIDIA_DRIVER && whole_gpu(&d.device))
+        .count();
+    served + claimed as u64
+}
+
+/// Whether `pod`'s claims can be allocated on `node` with its `devices`, given the shared claims the
+/// simulation allocated already: the allocations the claims to allocate would get (each with the claim's
+/// name), or why not in the scheduler's words.
 pub fn claims_fit(
     pod: &Pod,
     node: &Node,
     devices: Option<&PlaceDevices>,
-) -> Result<Vec<Allocation>, Unfit> {
+    shared: &SharedClaims,
+) -> Result<Vec<(Name, Allocation)>, Unfit> {
     let Some(needs) = pod.needs.as_deref() else {
         return Ok(Vec::new());
     };
     if let Some(missing) = &needs.missing {
         return Err(Unfit::Claims(missing.to_string()));
     }
-    let specs = to_allocate(needs, node)?;
-    if specs.is_empty() {
+    let claims = to_allocate(needs, node, devices, shared)?;
+    if claims.is_empty() {
         return Ok(Vec::new());
     }
     let Some(devices) = devices else {
@@ -144,40 +348,98 @@ pub fn claims_fit(
             "{NO_ALLOCATION}: the node has no devices"
         )));
     };
+    let specs: Vec<&ClaimSpec> = claims.iter().map(|c| c.spec).collect();
     let (classes, pools, in_use) = (&devices.classes, &devices.pools, &devices.in_use);
-    allocate(classes, pools, in_use, node, &specs).map_err(|why| {
-        // The scheduler's words first, whatever the allocator found.
-        let why = why.to_string();
-        Unfit::Claims(match why.starts_with(NO_ALLOCATION) {
-            true => why,
-            false => format!("{NO_ALLOCATION}: {why}"),
-        })
-    })
-}
-
-/// Takes the devices `pod`'s claims get on the place (after [`claims_fit`] said they fit).
-pub fn reserve(pod: &Pod, node: &Node, devices: Option<&mut PlaceDevices>) {
-    let (Some(needs), Some(devices)) = (pod.needs.as_ref(), devices) else {
-        return;
-    };
-    let Ok(specs) = to_allocate(needs, node) else {
-        return;
-    };
-    if specs.is_empty() {
-        return;
-    }
-    let classes = devices.classes.clone();
-    if let Ok(allocations) = allocate(&classes, &devices.pools, &devices.in_use, node, &specs) {
-        for allocation in &allocations {
-            devices.in_use.add(allocation);
+    match allocate(classes, pools, in_use, node, &specs) {
+        Ok(allocations) => Ok((claims.iter().map(|c| c.name.clone()))
+            .zip(allocations)
+            .collect()),
+        Err(why) => {
+            // The scheduler's words first, whatever the allocator found; then which claim, by its name.
+            let names: Vec<Name> = claims.iter().map(|c| c.name.clone()).collect();
+            let why = why.named(&names).to_string();
+            Err(Unfit::Claims(match why.starts_with(NO_ALLOCATION) {
+                true => why,
+                false => format!("{NO_ALLOCATION}: {why}"),
+            }))
         }
-        devices.reserved.push((needs.clone(), allocations));
     }
 }
 
-/// Gives back the devices the latest pod like `pod` put on the place took.
-pub fn release(pod: &Pod, devices: Option<&mut PlaceDevices>) {
-    let (Some(needs), Some(devices)) = (pod.needs.as_ref(), devices) else {
+/// Takes the devices `pod`'s claims get on the place (after [`claims_fit`] said they fit): its own claims'
+/// are kept with the pod, a shared claim's in `shared` for the pods that name it after it.
+pub fn reserve(
+    pod: &Pod,
+    node: &Node,
+    devices: Option<&mut PlaceDevices>,
+    shared: &mut SharedClaims,
+) {
+    let Some(needs) = pod.needs.as_ref() else {
+        return;
+    };
+    let Ok(claims) = to_allocate(needs, node, devices.as_deref(), shared) else {
+        return;
+    };
+    // The shared claims allocated already that the pod uses where it goes.
+    for claim in needs.unallocated.iter().filter(|c| c.shared) {
+        if let Some(made) = shared.claims.get_mut(&claim.name) {
+            made.users += 1;
+        }
+    }
+    let Some(devices) = devices.filter(|_| !claims.is_empty()) else {
+        return;
+    };
+    let specs: Vec<&ClaimSpec> = claims.iter().map(|c| c.spec).collect();
+    let classes = devices.classes.clone();
+    let Ok(allocations) = allocate(&classes, &devices.pools, &devices.in_use, node, &specs) else {
+        return;
+    };
+    let mut own = Vec::with_capacity(allocations.len());
+    for (claim, allocation) in claims.iter().zip(allocations) {
+        devices.in_use.add(&allocation);
+        if claim.shared {
+            devices.holds.push(claim.name.clone());
+            shared.claims.insert(
+                claim.name.clone(),
+                SharedAllocation {
+                    allocation,
+                    users: 1,
+                },
+            );
+        } else {
+            own.push(allocation);
+        }
+    }
+    devices.reserved.push((needs.clone(), own));
+}
+
+/// Gives back the devices the latest pod like `pod` put on the place took, and its use of shared claims:
+/// the last pod using one takes its allocation with it.
+pub fn release(pod: &Pod, mut devices: Option<&mut PlaceDevices>, shared: &mut SharedClaims) {
+    let Some(needs) = pod.needs.as_ref() else {
+        return;
+    };
+    for claim in needs.unallocated.iter().filter(|c| c.shared) {
+        let Some(made) = shared.claims.get_mut(&claim.name) else {
+            continue;
+        };
+        made.users -= 1;
+        if made.users > 0 {
+            continue;
+        }
+        let Some(made) = shared.claims.remove(&claim.name) else {
+            continue;
+        };
+        // Its devices are on the place that allocated it; a pod pinned elsewhere (devices every node
+        // reaches) was the last to go: those stay counted there, on the safe side.
+        if let Some(devices) = devices.as_deref_mut()
+            && let Some(at) = devices.holds.iter().position(|n| *n == claim.name)
+        {
+            devices.holds.swap_remove(at);
+            devices.in_use.remove(&made.allocation);
+        }
+    }
+    let Some(devices) = devices else {
         return;
     };
     let Some(at) = (devices.reserved.iter()).rposition(|(n, _)| Arc::ptr_eq(n, needs)) else {

@@ -12,7 +12,12 @@ pub(crate) mod spread_mins; // the least-filled domain of each topology spread, 
 pub(crate) mod topology; // places and pods per topology domain: the counts the pod-dependent predicates read
 pub(crate) mod world; // the in-memory cluster: places built from a view, pods placed as the scheduler would
 
-pub use devices::{Dra, PlaceDevices, claims_fit, reserve};
+#[cfg(test)]
+mod tests; // devices across places: a shared claim allocated once pins its other pods
+
+pub use devices::{
+    Dra, PlaceDevices, SharedClaims, claimed_gpus, claims_fit, reserve, served_by_plugins,
+};
 pub use dra::{
     DeviceClasses, InUse, NodePools, Pools, RequestRef, SelectorError, SelectorErrorKind,
     Unallocatable, Wanted, allocate, allocation_usable_on, utilization,

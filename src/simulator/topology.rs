@@ -5,7 +5,7 @@
 //! reduced to term ids ([`PodTerms`]) so that a placement check is a few array reads. The counts are a
 //! small clonable [`Topology`], so an estimation forks it instead of copying the cluster.
 
-use super::devices::{self, PlaceDevices};
+use super::devices::{self, PlaceDevices, SharedClaims};
 use super::predicates::Unfit;
 use super::spread_mins::{Domains, SpreadMins};
 use crate::model::{
@@ -84,6 +84,8 @@ pub struct Topology {
     changes: Vec<u64>,
     /// Places made so far: a list of places that grew by as many as were made only had places added.
     made: u64,
+    /// Shared claims the simulation allocated: where the first pod that names one went pins the others.
+    claims: SharedClaims,
 }
 
 /// A pod's constraints as term ids.
@@ -366,6 +368,11 @@ impl Topology {
         place
     }
 
+    /// The shared claims allocated so far in this simulation.
+    pub fn shared_claims(&self) -> &SharedClaims {
+        &self.claims
+    }
+
     /// The topology keys registered: the node labels whose values are domains.
     pub fn keys(&self) -> &[String] {
         &self.keys
@@ -508,8 +515,21 @@ impl Topology {
                 .extend(pod.scheduling.host_ports.iter().cloned());
         }
         if pod.needs.is_some() {
+            if let Some((demand, extended)) = devices::served_by_plugins(pod, &place.node) {
+                place.free = place.free.minus(&demand.times(n));
+                for (name, amount) in &extended {
+                    if let Some(free) = place.free_extended.get_mut(name) {
+                        *free = free.saturating_sub(amount.saturating_mul(n));
+                    }
+                }
+            }
             for _ in 0..n {
-                devices::reserve(pod, &place.node, place.devices.as_deref_mut());
+                devices::reserve(
+                    pod,
+                    &place.node,
+                    place.devices.as_deref_mut(),
+                    &mut self.claims,
+                );
             }
         }
         self.count(terms, place, n);
@@ -566,8 +586,16 @@ impl Topology {
             }
         }
         if pod.needs.is_some() {
+            if let Some((demand, extended)) = devices::served_by_plugins(pod, &place.node) {
+                place.free = place.free.plus(demand.times(n));
+                for (name, amount) in &extended {
+                    if let Some(free) = place.free_extended.get_mut(name) {
+                        *free = free.saturating_add(amount.saturating_mul(n));
+                    }
+                }
+            }
             for _ in 0..n {
-                devices::release(pod, place.devices.as_deref_mut());
+                devices::release(pod, place.devices.as_deref_mut(), &mut self.claims);
             }
         }
         self.uncount(terms, place, n);

@@ -108,8 +108,13 @@ fn fits(
     if terms.simple {
         return Ok(());
     }
+    // Extended resources devices could serve, where a device plugin serves them instead.
+    if let Some((demand, extended)) = devices::served_by_plugins(pod, &place.node) {
+        predicates::resources_fit(&demand, &extended, &place.free, &place.free_extended)?;
+    }
     topology.allows(terms, &pod.scheduling, place, mins, others, places)?;
-    devices::claims_fit(pod, &place.node, place.devices.as_deref()).map(drop)
+    let shared = topology.shared_claims();
+    devices::claims_fit(pod, &place.node, place.devices.as_deref(), shared).map(drop)
 }
 
 /// The pods of `members` on each of `nodes` (bound, or nominated to it), by node index; pods on no node of

@@ -192,3 +192,20 @@ pub fn readme_shows(provider: SocketAddr, snapshot: &str, args: &[&str], section
     }
     lines.len()
 }
+
+/// Runs `simulate` (table output) over `snapshot` and checks that `group`'s line and the pods line under it
+/// are in the README.
+pub fn readme_shows_scale_up(provider: SocketAddr, snapshot: &str, group: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(snapshot);
+    let table = String::from_utf8(simulate(provider, &path, &[]).stdout).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let up: Vec<&str> = (table.lines())
+        .skip_while(|l| !l.starts_with(&format!("{group} ")))
+        .take(2)
+        .collect();
+    assert_eq!(up.len(), 2, "{table}");
+    for line in up {
+        assert!(readme.contains(line), "README lacks: {line}");
+    }
+}

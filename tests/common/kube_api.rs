@@ -1,7 +1,7 @@
 //! A fake Kubernetes API server on loopback, at the HTTP layer, for the kube-rs source: lists, watches that
 //! stream the events a test sends, node GETs and PATCHes, evictions answered 201, 429 (a PDB) or 404, and
-//! CapacityBuffers and ProvisioningRequests in the versions a test serves (404 in the others) with their
-//! status subresource, and Dynamic Resource Allocation's objects (`resource.k8s.io`) likewise.
+//! CapacityBuffers, ProvisioningRequests and CapacityQuotas (cluster-scoped) in the versions a test serves
+//! (404 in the others) with their status subresource, and Dynamic Resource Allocation's objects (`resource.k8s.io`) likewise.
 
 use axum::Router;
 use axum::body::Body;
@@ -45,6 +45,10 @@ pub struct Objects {
     /// `status_writes` too.
     pub request_versions: Vec<&'static str>,
     pub provisioning_requests: Vec<Value>,
+    /// The CapacityQuota versions served (none: no CRD) and the quotas; their status patches (merge
+    /// patches, applied as the API server applies them) go to `status_writes` too, under the quota's name.
+    pub quota_versions: Vec<&'static str>,
+    pub capacity_quotas: Vec<Value>,
     /// The `resource.k8s.io` versions served (none: a cluster before DRA) and its objects.
     pub dra_versions: Vec<&'static str>,
     pub device_classes: Vec<Value>,
@@ -136,6 +140,7 @@ impl Fake {
             "pdbs" => &objects.pdbs,
             "capacitybuffers" => &objects.capacity_buffers,
             "provisioningrequests" => &objects.provisioning_requests,
+            "capacityquotas" => &objects.capacity_quotas,
             "podtemplates" => &objects.pod_templates,
             "deviceclasses" => &objects.device_classes,
             "resourceclaims" => &objects.resource_claims,
@@ -191,6 +196,54 @@ impl Fake {
             json!({"type": "MODIFIED", "object": object.clone()}),
         ));
         reply(StatusCode::OK, object)
+    }
+}
+
+impl Fake {
+    /// A CapacityQuota's status subresource merge-patched (RFC 7386, as the API server applies a merge
+    /// patch): only the status changes, the resourceVersion moves on, and the watch sees the change.
+    fn patch_quota_status(&self, (version, name): (String, String), body: &str) -> Response {
+        let patch: Value = serde_json::from_str(body).unwrap();
+        let mut objects = self.objects.lock().unwrap();
+        objects
+            .status_writes
+            .push((version, name.clone(), patch.clone()));
+        let Some(object) =
+            (objects.capacity_quotas.iter_mut()).find(|q| q["metadata"]["name"] == name.as_str())
+        else {
+            return status(404, "NotFound", "capacityquotas not found");
+        };
+        merge(&mut object["status"], &patch["status"]);
+        let version: u64 = object["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or("1")
+            .parse()
+            .unwrap();
+        object["metadata"]["resourceVersion"] = json!((version + 1).to_string());
+        let object = object.clone();
+        drop(objects);
+        let modified = json!({"type": "MODIFIED", "object": object.clone()});
+        let _ = self.events.send(("capacityquotas", modified));
+        reply(StatusCode::OK, object)
+    }
+}
+
+/// RFC 7386: objects merged key by key, null removes, anything else replaces.
+fn merge(target: &mut Value, patch: &Value) {
+    let Value::Object(entries) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let fields = target.as_object_mut().unwrap();
+    for (key, value) in entries {
+        if value.is_null() {
+            fields.remove(key);
+        } else {
+            merge(fields.entry(key.clone()).or_insert(Value::Null), value);
+        }
     }
 }
 
@@ -289,6 +342,25 @@ pub async fn serve(fake: Fake) -> std::net::SocketAddr {
             axum::routing::patch(
                 |State(f): State<Fake>, Path(at): Path<(String, String, String)>, body: String| async move {
                     f.patch_status("capacitybuffers", at, &body)
+                },
+            ),
+        )
+        .route(
+            "/apis/autoscaling.x-k8s.io/{version}/capacityquotas",
+            get(
+                |State(f): State<Fake>, Path(version): Path<String>, RawQuery(q): RawQuery| async move {
+                    if !f.objects.lock().unwrap().quota_versions.contains(&version.as_str()) {
+                        return status(404, "NotFound", "the server could not find the requested resource");
+                    }
+                    f.list_or_watch("capacityquotas", "CapacityQuotaList", q)
+                },
+            ),
+        )
+        .route(
+            "/apis/autoscaling.x-k8s.io/{version}/capacityquotas/{name}/status",
+            axum::routing::patch(
+                |State(f): State<Fake>, Path(at): Path<(String, String)>, body: String| async move {
+                    f.patch_quota_status(at, &body)
                 },
             ),
         )

@@ -8,8 +8,9 @@ use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::clustersnapshot::zones;
 use crate::autoscaler::clusterstate::state::Counts;
 use crate::autoscaler::group::{Group, GroupFacts, Totals};
+use crate::autoscaler::quotas::QuotaBook;
 use crate::autoscaler::status::Placed;
-use crate::model::{LabelProjection, Node, Pod, PodList, ZONE_LABEL};
+use crate::model::{CapacityQuota, LabelProjection, Node, Pod, PodList, ZONE_LABEL};
 use crate::simulator::Dra;
 use crate::simulator::equivalence::EquivalenceGroup;
 use crate::simulator::predicates;
@@ -34,6 +35,10 @@ pub struct Inputs<'a> {
     /// Nodes on their way out: they take no pod.
     pub deleting: &'a HashSet<String>,
     pub projection: &'a LabelProjection,
+    /// The last loop's DRA state, to take what did not change from (`ClusterSnapshot::dra`).
+    pub last_dra: Option<&'a Dra>,
+    /// The CapacityQuotas enforced (none with `--capacity-quotas-enabled=false`); invalid ones are left out.
+    pub quotas: &'a [CapacityQuota],
 }
 
 /// The pending pods that fit in the snapshot as it is.
@@ -53,6 +58,11 @@ pub struct ClusterSnapshot {
     pub places: Vec<Place>,
     /// The pods on each of the view's nodes (bound, nominated, or placed there this loop), by node index.
     pub on_node: Vec<Vec<usize>>,
+    /// The cluster's DRA state this loop, when it has devices: the next loop's `last_dra`.
+    pub dra: Option<Arc<Dra>>,
+    /// The valid CapacityQuotas, what the view's nodes use of them, and what each template adds: the
+    /// quota part of [`ClusterSnapshot::totals`].
+    pub quotas: Arc<QuotaBook>,
 }
 
 impl ClusterSnapshot {
@@ -82,7 +92,8 @@ impl ClusterSnapshot {
         );
         // Devices (DRA) only where the cluster has any: a cluster without them pays nothing here.
         let with_templates = input.facts.iter().any(|f| !f.template_slices.is_empty());
-        let dra = (!view.dra.is_empty() || with_templates).then(|| Dra::new(&view.dra));
+        let dra = (!view.dra.is_empty() || with_templates)
+            .then(|| Arc::new(Dra::after(&view.dra, input.last_dra)));
         for (place, node) in places.iter_mut().zip(view.nodes.iter()) {
             if input.deleting.contains(&node.name) {
                 place.accepts = false;
@@ -142,10 +153,14 @@ impl ClusterSnapshot {
             groups[gi].template = Some(template);
             groups[gi].zones = variants;
         }
+        let templates = groups.iter().map(|g| g.templates());
+        let quotas = Arc::new(QuotaBook::new(input.quotas, &view.nodes, templates));
         ClusterSnapshot {
             on_node,
             topology,
             places,
+            dra,
+            quotas,
         }
     }
 
@@ -211,9 +226,10 @@ impl ClusterSnapshot {
         }
     }
 
-    /// The nodes, cores and memory the cluster has or has asked for, for the cluster-wide limits.
+    /// The nodes, cores and memory the cluster has or has asked for, for the cluster-wide limits, and what
+    /// the nodes each CapacityQuota matches use.
     pub fn totals(&self) -> Totals {
-        Totals::of(&self.places)
+        Totals::of(&self.places, &self.quotas)
     }
 }
 

@@ -104,6 +104,7 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
     };
     let command = Command::Run { acting, cluster };
     let settings = (args.decisions.settings(command)).map_err(|e| Failure::Usage(e.to_string()))?;
+    let keeps_quotas = settings.capacity_quotas;
     let mut once = RunOnce::new(client, settings);
     if !args.dry_run {
         once = once.acting_on(sources.source.clone());
@@ -160,7 +161,12 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
             _ = term.recv() => break,
             _ = interrupt.recv() => break,
         }
-        let view = (sources.source.view().await).map_err(|e| Failure::Loop(e.to_string()))?;
+        let mut view = (sources.source.view().await).map_err(|e| Failure::Loop(e.to_string()))?;
+        if !keeps_quotas && !view.quotas.is_empty() {
+            // `--capacity-quotas-enabled=false`: no quota is enforced, measured or told about.
+            let all = Arc::make_mut(&mut view);
+            all.quotas = Arc::default();
+        }
         let now = SystemTime::now();
         match once.run(&view, now).await {
             Ok(status) => {
@@ -170,7 +176,8 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
                 last.succeeded(&view, status.clone(), now);
                 log(&status, args.dry_run);
                 if let Some(publisher) = &sources.publisher {
-                    publish(publisher, &mut publishing, status, now);
+                    let quotas = view.quotas.clone();
+                    publish(publisher, &mut publishing, (status, quotas), now);
                 }
             }
             Err(e) => {
@@ -190,7 +197,10 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
 fn publish(
     publisher: &Arc<Publisher>,
     publishing: &mut Option<tokio::task::JoinHandle<()>>,
-    status: Arc<crate::autoscaler::status::Status>,
+    (status, quotas): (
+        Arc<crate::autoscaler::status::Status>,
+        Arc<[crate::model::CapacityQuota]>,
+    ),
     now: SystemTime,
 ) {
     if publishing.as_ref().is_some_and(|p| !p.is_finished()) {
@@ -198,7 +208,9 @@ fn publish(
     }
     let publisher = publisher.clone();
     *publishing = Some(tokio::spawn(async move {
-        for problem in publisher.publish(&status, now).await {
+        let mut problems = publisher.publish(&status, now).await;
+        problems.extend(publisher.publish_quota_problems(&quotas).await);
+        for problem in problems {
             tracing::warn!(%problem, "events and status");
         }
     }));

@@ -3,18 +3,23 @@
 //! ScaleDownFailed) or replaces (Consolidation, ConsolidationFailed), on the ProvisioningRequests whose status
 //! changed (the condition's reason) and on its status ConfigMap (ScaledUpGroup); with `--disruption-config`,
 //! on expired and drifted nodes (Expired, Drifted, DisruptionBlocked) and on a refused disruption ConfigMap
-//! (DisruptionConfigRefused); and the status ConfigMap,
+//! (DisruptionConfigRefused); on an invalid CapacityQuota, once per problem (ValidationFailed); and the
+//! status ConfigMap,
 //! `ekscale-autoscaler-status`, with per-group health and the last activity. Repeated events are folded into
 //! a series by kube-rs's recorder, as client-go does.
 
 use crate::autoscaler::headroom::policy as headroom;
+use crate::autoscaler::quota_status;
 use crate::autoscaler::status::{GroupStatus, Status};
-use crate::k8s::DISRUPTION_CONFIG_MAP;
+use crate::k8s::capacity_buffer::GROUP;
+use crate::k8s::{DISRUPTION_CONFIG_MAP, VALIDATION_FAILED};
+use crate::model::CapacityQuota;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The status ConfigMap's name, after upstream's `cluster-autoscaler-status`.
@@ -26,6 +31,8 @@ pub struct Publisher {
     client: kube::Client,
     recorder: Recorder,
     namespace: String,
+    /// The problem last told of each invalid CapacityQuota, by name: told once, not every loop.
+    told: Mutex<HashMap<String, String>>,
 }
 
 fn reference(
@@ -65,6 +72,7 @@ impl Publisher {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             namespace: namespace.into(),
+            told: Mutex::default(),
         }
     }
 
@@ -83,6 +91,27 @@ impl Publisher {
         }
         if let Err(e) = self.write_status(status, now).await {
             problems.push(format!("status ConfigMap: {e}"));
+        }
+        problems
+    }
+
+    /// A Warning `ValidationFailed` on each invalid CapacityQuota, once per problem: not when this replica
+    /// told it already, nor when the quota's status already says it (told before a restart, or by another
+    /// controller); told again if the quota turns valid and then invalid. Returns what could not be written
+    /// (told again next loop).
+    pub async fn publish_quota_problems(&self, quotas: &[CapacityQuota]) -> Vec<String> {
+        let mut told = self.told.lock().map(|t| t.clone()).unwrap_or_default();
+        let events = quota_events(quotas, &mut told);
+        let mut problems = Vec::new();
+        for (ev, at) in events {
+            if let Err(e) = self.recorder.publish(&ev, &at).await {
+                let name = at.name.clone().unwrap_or_default();
+                problems.push(format!("event {} on CapacityQuota {name}: {e}", ev.reason));
+                told.remove(&name);
+            }
+        }
+        if let Ok(mut kept) = self.told.lock() {
+            *kept = told;
         }
         problems
     }
@@ -350,4 +379,93 @@ fn disruption_events(status: &Status, namespace: &str) -> Vec<(Event, ObjectRefe
         events.push((ev, at));
     }
     events
+}
+
+/// The events to publish for `quotas`' problems, `told` kept to the quotas invalid now.
+fn quota_events(
+    quotas: &[CapacityQuota],
+    told: &mut HashMap<String, String>,
+) -> Vec<(Event, ObjectReference)> {
+    told.retain(|name, _| {
+        quotas
+            .iter()
+            .any(|q| &q.name == name && q.problem().is_some())
+    });
+    let mut events = Vec::new();
+    for q in quotas {
+        let (Some(problem), Some(version)) = (q.problem(), q.version) else {
+            continue;
+        };
+        let fresh = told.get(&q.name).is_none_or(|t| t.as_str() != problem)
+            && !quota_status::reported(&q.status, q.generation, problem);
+        told.insert(q.name.clone(), problem.to_string());
+        if fresh {
+            let api_version = format!("{GROUP}/{}", version.as_str());
+            let at = reference("CapacityQuota", &api_version, None, &q.name);
+            let note = format!("not enforced: {problem}");
+            let ev = event(EventType::Warning, VALIDATION_FAILED, "Validate", note);
+            events.push((ev, at));
+        }
+    }
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::quota_from_value;
+    use serde_json::json;
+
+    fn quota(name: &str, operator: &str) -> CapacityQuota {
+        quota_from_value(json!({
+            "apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityQuota",
+            "metadata": {"name": name, "generation": 1},
+            "spec": {"selector": {"matchExpressions": [{"key": "pool", "operator": operator,
+                                                         "values": ["gpu"]}]},
+                     "limits": {"resources": {"nodes": 4}}}}))
+        .unwrap()
+    }
+
+    fn told(quotas: &[CapacityQuota], told: &mut HashMap<String, String>) -> Vec<String> {
+        (quota_events(quotas, told).into_iter())
+            .map(|(e, at)| format!("{} {} {}", e.reason, at.name.unwrap(), e.note.unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn an_invalid_quota_is_told_once_per_problem() {
+        let mut memory = HashMap::new();
+        let (bad, good) = (quota("bad", "Foo"), quota("good", "In"));
+        let quotas = [bad.clone(), good.clone()];
+        let first = told(&quotas, &mut memory);
+        assert_eq!(first.len(), 1, "{first:?}");
+        assert!(
+            first[0]
+                .starts_with("ValidationFailed bad not enforced: spec.selector: Invalid value:"),
+            "{first:?}"
+        );
+        assert!(first[0].ends_with("\"Foo\" is not a valid label selector operator"));
+        assert!(told(&quotas, &mut memory).is_empty(), "not every loop");
+
+        // Another problem is told; fixed and broken again, told again.
+        let other = quota("bad", "Bar");
+        assert_eq!(told(std::slice::from_ref(&other), &mut memory).len(), 1);
+        assert!(told(&[quota("bad", "In")], &mut memory).is_empty());
+        assert_eq!(told(&[other], &mut memory).len(), 1);
+
+        // A status that already says it (a restart): not told again.
+        let mut reported = bad.clone();
+        reported
+            .status
+            .conditions
+            .push(crate::model::QuotaCondition {
+                kind: crate::k8s::VALID_CONDITION.into(),
+                status: "False".into(),
+                reason: VALIDATION_FAILED.into(),
+                message: bad.problem().unwrap().into(),
+                observed_generation: Some(1),
+                last_transition: None,
+            });
+        assert!(told(&[reported], &mut HashMap::new()).is_empty());
+    }
 }

@@ -69,6 +69,10 @@ pub struct DecisionArgs {
     /// Split scale-ups across node groups that look alike (zones of one shape, say).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub balance_similar_node_groups: bool,
+    /// Whether to enable CapacityQuota CRD support: every valid quota's limits kept wherever nodes are
+    /// added (on by default, unlike upstream's flag; false ignores quotas).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub capacity_quotas_enabled: bool,
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub scale_down_enabled: bool,
     /// Nodes whose requests are at most this share of allocatable (cpu and memory) are candidates.
@@ -329,6 +333,7 @@ impl DecisionArgs {
                 Some(path) => Some(Arc::new(read_disruption(path)?)),
                 None => None,
             },
+            capacity_quotas: self.capacity_quotas_enabled,
             scale_down: ScaleDownSettings {
                 enabled: self.scale_down_enabled,
                 rules: Rules {

@@ -1,15 +1,16 @@
 //! The live cluster, through kube-rs: nodes and pods (all namespaces) kept converted into the model from
 //! their watches (`mirror.rs`), reflector caches of PodDisruptionBudgets and DaemonSets (and CapacityBuffers
-//! with what they name, in kube_buffers; ProvisioningRequests, in kube_requests; DRA's objects, in
-//! kube_dra), so that a loop reads memory and never waits on the API server; a trigger that fires when a
+//! with what they name, in kube_buffers; ProvisioningRequests, in kube_requests; CapacityQuotas, in
+//! kube_quotas; DRA's objects, in kube_dra), so that a loop reads memory and never waits on the API server; a trigger that fires when a
 //! pod turns Unschedulable (to start a loop early, as cluster-autoscaler's frequent loops do); and the actions scale-down needs: node taints (patched against the
 //! version read, so a concurrent change is not overwritten) and evictions through the Eviction API.
 
 use crate::autoscaler::cluster::{
-    BufferStatus, ClusterError, ClusterSource, ClusterView, RequestStatus,
+    BufferStatus, ClusterError, ClusterSource, ClusterView, QuotaStatusWrite, RequestStatus,
 };
 use crate::autoscaler::control::kube_buffers::BufferWatches;
 use crate::autoscaler::control::kube_dra::DraWatches;
+use crate::autoscaler::control::kube_quotas::QuotaWatches;
 use crate::autoscaler::control::kube_requests::RequestWatches;
 use crate::autoscaler::control::mirror::Mirror;
 use crate::autoscaler::control::watch::{MANAGER, drive};
@@ -38,6 +39,8 @@ pub struct Kube {
     buffers: Option<BufferWatches>,
     /// ProvisioningRequests and the PodTemplates they name, when the cluster serves them.
     requests: Option<RequestWatches>,
+    /// CapacityQuotas, when the cluster serves them.
+    quotas: Option<QuotaWatches>,
     /// DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices, when the cluster serves
     /// them.
     dra: Option<DraWatches>,
@@ -162,6 +165,7 @@ impl Kube {
         let templates = buffers.as_ref().map(BufferWatches::templates);
         let spawn = |task| tasks.push(tokio::spawn(task));
         let requests = RequestWatches::start(&client, templates, spawn).await?;
+        let quotas = QuotaWatches::start(&client, |task| tasks.push(tokio::spawn(task))).await?;
         let dra = DraWatches::start(&client, |task| tasks.push(tokio::spawn(task))).await?;
         let source = Kube {
             client,
@@ -171,6 +175,7 @@ impl Kube {
             daemonsets,
             buffers,
             requests,
+            quotas,
             dra,
             disruption: None,
             unschedulable: unschedulable_pods,
@@ -290,6 +295,9 @@ impl ClusterSource for Kube {
         if let Some(requests) = &self.requests {
             view.requests = requests.objects();
         }
+        if let Some(quotas) = &self.quotas {
+            view.quotas = quotas.quotas().into();
+        }
         if let Some(dra) = &self.dra {
             view.dra = Arc::new(dra.objects());
         }
@@ -343,6 +351,15 @@ impl ClusterSource for Kube {
             Some(watches) => watches.write_status(request).await,
             None => Err(ClusterError::Kube(
                 "the cluster serves no ProvisioningRequests".into(),
+            )),
+        }
+    }
+
+    async fn write_quota_status(&self, quota: QuotaStatusWrite<'_>) -> Result<(), ClusterError> {
+        match &self.quotas {
+            Some(watches) => watches.write_status(quota).await,
+            None => Err(ClusterError::Kube(
+                "the cluster serves no CapacityQuotas".into(),
             )),
         }
     }

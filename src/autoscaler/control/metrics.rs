@@ -2,7 +2,9 @@
 //! the same (`unschedulable_pods_count`, `scaled_up_nodes_total`, `function_duration_seconds`, ...).
 
 use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::quotas::matching_nodes;
 use crate::autoscaler::status::Status;
+use crate::model::QuotaSpec;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -76,6 +78,12 @@ struct OutcomeLabels {
     outcome: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QuotaLabels {
+    quota: String,
+    resource: String,
+}
+
 /// Every metric the companion exports, registered once.
 pub struct AutoscalerMetrics {
     registry: Registry,
@@ -105,6 +113,9 @@ pub struct AutoscalerMetrics {
     disruption_eligible: Family<ReasonLabels, Gauge>,
     disruption_decisions: Family<DecisionLabels, Counter>,
     disruption_config_refused: Gauge,
+    quota_used: Family<QuotaLabels, Gauge>,
+    quota_limit: Family<QuotaLabels, Gauge>,
+    quotas_invalid: Gauge,
 }
 
 fn duration_histogram() -> Histogram {
@@ -238,6 +249,22 @@ impl Default for AutoscalerMetrics {
                 "Expired or drifted nodes acted on, by reason and decision (remove, replace)",
                 Family::default()
             ),
+            quota_used: register!(
+                "capacity_quota_used",
+                "What the registered nodes a valid CapacityQuota matches hold of each resource it limits, as \
+                 enforcement counts it (cpu in cores, each node's rounded up; memory in bytes)",
+                Family::default()
+            ),
+            quota_limit: register!(
+                "capacity_quota_limit",
+                "A valid CapacityQuota's limit on each resource it names",
+                Family::default()
+            ),
+            quotas_invalid: register!(
+                "capacity_quotas_invalid",
+                "CapacityQuotas not enforced because they are invalid (each has a ValidationFailed condition)",
+                Gauge::default()
+            ),
             disruption_config_refused: register!(
                 "disruption_config_refused",
                 "1 while the cluster's disruption ConfigMap is refused (the last good one is kept)",
@@ -310,9 +337,38 @@ impl AutoscalerMetrics {
             .set(waiting);
     }
 
+    /// Each valid CapacityQuota's usage and limits over the registered nodes; the series of a quota gone or
+    /// turned invalid, or of a limit removed, go with it.
+    fn observe_quotas(&self, view: &ClusterView) {
+        self.quota_used.clear();
+        self.quota_limit.clear();
+        let valid: Vec<(&str, &QuotaSpec)> = (view.quotas.iter())
+            .filter_map(|q| Some((q.name.as_str(), q.valid()?)))
+            .collect();
+        let specs: Vec<&QuotaSpec> = valid.iter().map(|(_, spec)| *spec).collect();
+        let matched = matching_nodes(&specs, &view.nodes);
+        for ((name, spec), nodes) in valid.iter().zip(matched) {
+            let used = spec.usage(nodes);
+            for (resource, limit) in &spec.limits {
+                let labels = QuotaLabels {
+                    quota: name.to_string(),
+                    resource: resource.clone(),
+                };
+                let gauge = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+                self.quota_limit.get_or_create(&labels).set(gauge(*limit));
+                let used = used.get(resource).copied().unwrap_or(0);
+                self.quota_used.get_or_create(&labels).set(gauge(used));
+            }
+        }
+        let invalid = view.quotas.len() - valid.len();
+        self.quotas_invalid
+            .set(i64::try_from(invalid).unwrap_or(i64::MAX));
+    }
+
     /// The cluster as the loop read it: pods waiting, nodes by state, capacity, node groups and their sizes.
     fn observe_cluster(&self, view: &ClusterView, status: &Status) {
         self.observe_claiming(view, status);
+        self.observe_quotas(view);
         let unschedulable = view
             .pods
             .iter()
@@ -511,5 +567,76 @@ impl AutoscalerMetrics {
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .expect("writing to a String cannot fail");
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::quota_from_value;
+    use crate::model::{Node, Resources};
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn quota(name: &str, spec: serde_json::Value) -> crate::model::CapacityQuota {
+        quota_from_value(json!({"apiVersion": "autoscaling.x-k8s.io/v1beta1",
+            "kind": "CapacityQuota", "metadata": {"name": name}, "spec": spec}))
+        .unwrap()
+    }
+
+    fn lines(metrics: &AutoscalerMetrics) -> Vec<String> {
+        (metrics.encode().lines())
+            .filter(|l| l.starts_with("ekscale_capacity_quota"))
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn quotas_used_and_limits_by_resource_and_stale_series_go() {
+        let gpu = Arc::new(Node {
+            labels: [("pool".to_string(), "gpu".to_string())].into(),
+            capacity: Resources {
+                cpu_millis: 3500,
+                gpus: 4,
+                ..Resources::default()
+            },
+            ..Node::default()
+        });
+        let mut view = ClusterView {
+            nodes: vec![gpu.clone(), gpu],
+            quotas: [
+                quota(
+                    "gpu-pool",
+                    json!({"selector": {"matchLabels": {"pool": "gpu"}},
+                           "limits": {"resources": {"nvidia.com/gpu": 16, "cpu": 64}}}),
+                ),
+                quota("broken", json!({"limits": {"resources": {"cpu": "500m"}}})),
+            ]
+            .into(),
+            ..ClusterView::default()
+        };
+        let metrics = AutoscalerMetrics::default();
+        metrics.observe_quotas(&view);
+        let seen = lines(&metrics);
+        for expected in [
+            r#"ekscale_capacity_quota_used{quota="gpu-pool",resource="nvidia.com/gpu"} 8"#,
+            r#"ekscale_capacity_quota_used{quota="gpu-pool",resource="cpu"} 8"#,
+            r#"ekscale_capacity_quota_limit{quota="gpu-pool",resource="nvidia.com/gpu"} 16"#,
+            r#"ekscale_capacity_quota_limit{quota="gpu-pool",resource="cpu"} 64"#,
+            "ekscale_capacity_quotas_invalid 1",
+        ] {
+            assert!(
+                seen.iter().any(|l| l == expected),
+                "{expected} in {seen:#?}"
+            );
+        }
+        view.quotas = Default::default();
+        metrics.observe_quotas(&view);
+        let seen = lines(&metrics);
+        assert!(!seen.iter().any(|l| l.contains("gpu-pool")), "{seen:#?}");
+        assert!(
+            seen.iter()
+                .any(|l| l == "ekscale_capacity_quotas_invalid 0")
+        );
     }
 }

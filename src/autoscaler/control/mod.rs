@@ -9,6 +9,7 @@ pub(crate) mod http; // /metrics, /health-check, /snapshotz
 pub(crate) mod kube; // the live cluster: watched caches, an unschedulable-pod trigger, taints and evictions
 pub(crate) mod kube_buffers; // CapacityBuffers, PodTemplates and scalable objects watched; buffer status written
 pub(crate) mod kube_dra; // DeviceClasses, ResourceClaims and their templates, ResourceSlices watched
+pub(crate) mod kube_quotas; // CapacityQuotas watched (cluster-scoped); quota status written
 pub(crate) mod kube_requests; // ProvisioningRequests and the PodTemplates they name watched; request status written
 pub(crate) mod last_loop; // what /health-check and /snapshotz serve: liveness and the last decisions
 pub(crate) mod leader; // leader election on a Lease: one replica acts, and stops at once when it loses

@@ -1,7 +1,7 @@
 //! What the live cluster's sources share: the field manager they write as, the loop that keeps a
 //! reflector's watch running, and which version of a custom resource the API server serves. The
-//! PodDisruptionBudgets' and DaemonSets' watches (`kube.rs`), the CapacityBuffers' (`kube_buffers.rs`) and
-//! the ProvisioningRequests' (`kube_requests.rs`) use them; nodes and pods have their own (`mirror.rs`).
+//! PodDisruptionBudgets' and DaemonSets' watches (`kube.rs`), the CapacityBuffers' (`kube_buffers.rs`),
+//! the ProvisioningRequests' (`kube_requests.rs`) and the CapacityQuotas' (`kube_quotas.rs`) use them; nodes and pods have their own (`mirror.rs`).
 
 use crate::autoscaler::cluster::{ClusterError, StatusWrite};
 use futures::StreamExt;
@@ -85,11 +85,12 @@ pub async fn write_status<S: serde::Serialize>(
     resource: impl Fn(&str) -> ApiResource,
     write: StatusWrite<'_, S>,
 ) -> Result<(), ClusterError> {
-    let api = Api::<DynamicObject>::namespaced_with(
-        client.clone(),
-        write.namespace,
-        &resource(write.version),
-    );
+    let resource = resource(write.version);
+    // A cluster-scoped object (a CapacityQuota) has no namespace in its path.
+    let api = match write.namespace {
+        "" => Api::<DynamicObject>::all_with(client.clone(), &resource),
+        namespace => Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &resource),
+    };
     let patch = serde_json::json!({"status": write.status});
     let params = PatchParams {
         field_manager: Some(MANAGER.into()),

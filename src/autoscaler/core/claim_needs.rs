@@ -1,5 +1,6 @@
 //! What each pod's ResourceClaims ask of the node it goes on, found once a loop in the cluster's claims and
-//! templates before anything is simulated: the simulation reads it from the pod. Only where the cluster
+//! templates before anything is simulated (and its requests of extended resources a DeviceClass stands
+//! for, KEP-5004): the simulation reads it from the pod. Only where the cluster
 //! has DRA objects: a cluster without them pays nothing, and a pod naming claims there has nothing to
 //! allocate them from.
 
@@ -14,19 +15,13 @@ pub fn with_needs(view: &ClusterView, extra: &mut [Pod]) -> Option<Vec<Arc<Pod>>
         return None;
     }
     let index = ClaimIndex::new(&view.dra);
-    for pod in extra.iter_mut().filter(|p| !p.claims.is_empty()) {
-        pod.needs = Some(Arc::new(index.needs(pod)));
+    for pod in extra.iter_mut() {
+        if let Some(planned) = index.plan(pod) {
+            *pod = planned;
+        }
     }
     let pods = (view.pods.iter())
-        .map(|pod| {
-            if pod.claims.is_empty() {
-                return pod.clone();
-            }
-            Arc::new(Pod {
-                needs: Some(Arc::new(index.needs(pod))),
-                ..(**pod).clone()
-            })
-        })
+        .map(|pod| index.plan(pod).map_or_else(|| pod.clone(), Arc::new))
         .collect();
     Some(pods)
 }

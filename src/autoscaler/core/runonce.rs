@@ -16,6 +16,9 @@
 //!    rest (`scaleup/`), carried out (unless dry);
 //! 6. scale-down and consolidation (`scaledown/`): decided over the world scale-up left, carried out;
 //! 7. where the virtual pods went, and the buffers' and requests' statuses written back.
+//!
+//! The CapacityQuotas' statuses (`quota_status.rs`, upstream's controller's part) are written first, from the
+//! view alone: they say what the registered nodes hold, whatever this loop decides or whether it gets far.
 
 use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
@@ -33,6 +36,8 @@ use crate::autoscaler::headroom::outcome::{self as headroom, Decided};
 use crate::autoscaler::planning::planning;
 use crate::autoscaler::provreq::outcome::{self as provreq, Requests};
 use crate::autoscaler::provreq::provision;
+use crate::autoscaler::quota_status;
+use crate::autoscaler::quotas::{QuotaLedger, QuotaUsage};
 use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::policy::{ScaleDownPolicy, Scene};
@@ -44,9 +49,12 @@ use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::scaleup::pricing::{self, PriceBook};
 use crate::autoscaler::settings::Settings;
 use crate::autoscaler::status::{
-    ClusterHealth, FargatePod, GroupStatus, NoScaleUp, ScaleUp, Status,
+    ClusterHealth, FargatePod, GroupStatus, NoScaleUp, QuotaReport, ScaleUp, Status,
 };
-use crate::model::{FargateProfile, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate};
+use crate::model::{
+    CapacityQuota, FargateProfile, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate,
+};
+use crate::simulator::Dra;
 use crate::simulator::equivalence::{self, EquivalenceGroup};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -76,6 +84,9 @@ pub struct RunOnce {
     prices: PriceBook,
     /// The disruption configuration: the file's, or the cluster's, the last good one kept.
     disruption: DisruptionSource,
+    /// The last loop's DRA state (classes with their selectors compiled, pools with their devices'
+    /// verdicts), of which the next loop rebuilds only what changed.
+    dra: Option<Arc<Dra>>,
 }
 
 impl RunOnce {
@@ -91,6 +102,7 @@ impl RunOnce {
             fargate: FargateAnswers::default(),
             prices: PriceBook::default(),
             disruption,
+            dra: None,
         }
     }
 
@@ -112,6 +124,7 @@ impl RunOnce {
     pub async fn run(&mut self, view: &ClusterView, now: SystemTime) -> Result<Status, LoopError> {
         let started = Instant::now();
         let mut status = Status::default();
+        self.quota_statuses(view, &mut status, now).await;
 
         // Every pod in one pass: headroom's virtual pods after the real ones (which keep their indices); what
         // needs help, what Fargate takes, what holds room, and what the later stages read of all pods.
@@ -144,12 +157,25 @@ impl RunOnce {
 
         // The snapshot: the requests' booked room held first, then the pending pods that fit in it as it is.
         let asked = requests.groups(pods, &grouped.projection);
-        let inputs = snapshot_inputs(view, pods, &sorted, &read, &grouped.projection);
+        let quotas = if self.settings.capacity_quotas {
+            &view.quotas[..]
+        } else {
+            &[]
+        };
+        let inputs = snapshot_inputs(view, pods, &sorted, &read, &grouped.projection, quotas);
+        let last_dra = self.dra.take();
+        let inputs = cluster_snapshot::Inputs {
+            last_dra: last_dra.as_deref(),
+            ..inputs
+        };
         let all = grouped.help.iter().chain(asked.iter().flatten());
         let mut snapshot = planning(|| ClusterSnapshot::build(&inputs, all, &mut groups));
+        self.dra = snapshot.dra.clone();
         requests.hold_booked(&mut snapshot, pods, &asked, &groups, now);
         let fitted = planning(|| snapshot.place_pending(pods, &grouped.help, &groups));
         status.placed = fitted.placed;
+        let quotas_before =
+            (self.settings.capacity_quotas).then(|| snapshot.totals().quotas.usage());
 
         // Scale-up: the requests not provisioned yet, each all or nothing; then planned for the rest.
         let (keys, help) = (view.pod_keys(), grouped.help);
@@ -164,6 +190,10 @@ impl RunOnce {
         let up = self.scale_up(&mut snapshot, &groups, &mut pending, &expander, now);
         let mut plan = up.await?;
         plan.scale_ups.splice(0..0, for_requests);
+        if let Some(before) = quotas_before {
+            let after = QuotaLedger::of(&snapshot.quotas, &snapshot.places).usage();
+            status.capacity_quotas = quota_reports(&view.quotas, before, after, &groups);
+        }
         record_scale_up(&mut status, plan, &pending);
 
         // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
@@ -280,6 +310,19 @@ impl RunOnce {
             let errors = provreq::write_statuses(cluster.as_ref(), requests).await;
             status.errors.extend(errors);
         }
+    }
+
+    /// Each CapacityQuota's status as upstream's controller writes it, written back where it changed, when
+    /// the loop acts (a status is the cluster's; `simulate` and a dry run leave it as it is).
+    async fn quota_statuses(&self, view: &ClusterView, status: &mut Status, now: SystemTime) {
+        // `--capacity-quotas-enabled=false`: quotas are not the companion's to keep, nor to report on.
+        let keeps = self.settings.capacity_quotas && !view.quotas.is_empty();
+        let Some(cluster) = self.actor().filter(|_| keeps) else {
+            return;
+        };
+        let reconciled = quota_status::reconcile(&view.quotas, &view.nodes, now);
+        let errors = quota_status::write_statuses(cluster.as_ref(), &reconciled).await;
+        status.errors.extend(errors);
     }
 
     /// Cluster state: Refresh, every group as the provider says it (the Fargate profiles beside them), which
@@ -505,10 +548,12 @@ impl RunOnce {
             .collect();
         let mut cx = context(&self.settings, &self.client, self.actor());
         cx.disruption = disruption;
+        cx.quotas = snapshot.quotas.clone();
         let ClusterSnapshot {
             topology,
             places,
             on_node,
+            ..
         } = &mut snapshot;
         let scene = Scene {
             view,
@@ -601,6 +646,7 @@ fn context<'a>(
         client,
         actor,
         disruption: None,
+        quotas: Arc::default(),
     }
 }
 
@@ -611,6 +657,7 @@ fn snapshot_inputs<'a>(
     sorted: &'a Sorted,
     read: &'a Read,
     projection: &'a LabelProjection,
+    quotas: &'a [CapacityQuota],
 ) -> cluster_snapshot::Inputs<'a> {
     cluster_snapshot::Inputs {
         view,
@@ -622,7 +669,51 @@ fn snapshot_inputs<'a>(
         counts: &read.counts,
         deleting: &read.deleting,
         projection,
+        last_dra: None,
+        quotas,
     }
+}
+
+/// Every CapacityQuota of the view in the report: an enforced one with its figures before and after this
+/// loop's scale-ups (`before`, `after`: the enforced ones, in the view's order), one carrying a problem with it.
+fn quota_reports(
+    quotas: &[CapacityQuota],
+    before: Vec<QuotaUsage>,
+    after: Vec<QuotaUsage>,
+    groups: &[Group],
+) -> Vec<QuotaReport> {
+    let mut figures = before.into_iter().zip(after);
+    let by_resource = |u: &QuotaUsage, of: &[u64]| -> BTreeMap<String, u64> {
+        u.resources
+            .iter()
+            .cloned()
+            .zip(of.iter().copied())
+            .collect()
+    };
+    (quotas.iter())
+        .map(|quota| match quota.problem() {
+            Some(problem) => QuotaReport {
+                name: quota.name.clone(),
+                problem: Some(problem.to_string()),
+                ..QuotaReport::default()
+            },
+            None => {
+                let (before, after) = figures.next().expect("one usage per valid quota");
+                QuotaReport {
+                    name: quota.name.clone(),
+                    problem: None,
+                    limits: by_resource(&before, &before.limits),
+                    used: by_resource(&before, &before.used),
+                    after_scale_up: by_resource(&after, &after.used),
+                    node_groups: before
+                        .groups
+                        .iter()
+                        .map(|&g| groups[g].id.clone())
+                        .collect(),
+                }
+            }
+        })
+        .collect()
 }
 
 /// A scale-up plan, carried out, in the status: each scale-up with its outcome, and why no group helps each

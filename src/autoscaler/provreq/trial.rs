@@ -74,6 +74,7 @@ pub fn try_on(
         terms: fitted.terms,
         done: fitted.done,
         prices: vec![None; pending.len()],
+        device_prices: Default::default(),
         stabilizer: 0.0,
     };
     // All of it in one group's increase: balancing would split it over groups whose increases are not one.

@@ -364,54 +364,10 @@ async fn step(
         return force(cluster, remaining).await;
     }
     if !to_evict.is_empty() {
-        let started = *d.drain_started.get_or_insert(now);
-        d.refused.clear();
-        for pod in &to_evict {
-            let grace = Duration::from_secs(pod.disruption.grace_period_seconds)
-                .min(pacing.max_graceful_termination);
-            match cluster.evict(&pod.namespace, &pod.name, grace).await {
-                Ok(()) | Err(ClusterError::NoPod(_)) => {}
-                Err(ClusterError::EvictionRefused { pod, why }) => {
-                    d.refused.push(format!("{pod}: {why}"));
-                }
-                Err(e) => return Step::Abort(format!("evicting {}: {e}", pod.key())),
-            }
-        }
-        if !d.refused.is_empty() {
-            let late =
-                now.duration_since(started).unwrap_or_default() > pacing.max_pod_eviction_time;
-            if late && d.holds() {
-                let refused = d.refused.join("; ");
-                return Step::Held(format!("refused evictions: {refused} ({})", d.until()));
-            }
-            if late {
-                return Step::Abort(format!(
-                    "evictions still refused after --max-pod-eviction-time {}: {}",
-                    humantime::format_duration(pacing.max_pod_eviction_time),
-                    d.refused.join("; ")
-                ));
-            }
-            return Step::Wait(format!("refused evictions: {}", d.refused.join("; ")));
-        }
-        return Step::Wait(format!("{} evicted pod(s) to stop", to_evict.len()));
+        return evict(cluster, pacing, d, &to_evict, now).await;
     }
     if !terminating.is_empty() {
-        let started = d.drain_started.unwrap_or(d.tainted_at);
-        let limit = pacing.max_pod_eviction_time
-            + pacing.max_graceful_termination
-            + Duration::from_secs(30);
-        if now.duration_since(started).unwrap_or_default() > limit && !d.holds() {
-            return Step::Abort(format!(
-                "pods still terminating after {}: {}",
-                humantime::format_duration(limit),
-                terminating
-                    .iter()
-                    .map(|p| p.key())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        return Step::Wait(format!("{} evicted pod(s) to stop", terminating.len()));
+        return still_terminating(pacing, d, &terminating, now);
     }
     match unseen_pods(cluster, &d.node, rules, &pdbs, d.cause, now).await {
         // A disruption drains what the view missed at the next step instead of giving up.
@@ -426,6 +382,65 @@ async fn step(
         Ok(()) => Step::Deleted,
         Err(e) => Step::Abort(format!("NodeGroupDeleteNodes failed: {e}")),
     }
+}
+
+/// Evicts what must leave, within the grace each pod allows; refusals are retried until
+/// `--max-pod-eviction-time`, then end the deletion (or hold a disruption's).
+async fn evict(
+    cluster: &dyn ClusterSource,
+    pacing: &Pacing,
+    d: &mut Deletion,
+    to_evict: &[&Pod],
+    now: SystemTime,
+) -> Step {
+    let started = *d.drain_started.get_or_insert(now);
+    d.refused.clear();
+    for pod in to_evict {
+        let grace = Duration::from_secs(pod.disruption.grace_period_seconds)
+            .min(pacing.max_graceful_termination);
+        match cluster.evict(&pod.namespace, &pod.name, grace).await {
+            Ok(()) | Err(ClusterError::NoPod(_)) => {}
+            Err(ClusterError::EvictionRefused { pod, why }) => {
+                d.refused.push(format!("{pod}: {why}"));
+            }
+            Err(e) => return Step::Abort(format!("evicting {}: {e}", pod.key())),
+        }
+    }
+    if !d.refused.is_empty() {
+        let late = now.duration_since(started).unwrap_or_default() > pacing.max_pod_eviction_time;
+        if late && d.holds() {
+            let refused = d.refused.join("; ");
+            return Step::Held(format!("refused evictions: {refused} ({})", d.until()));
+        }
+        if late {
+            return Step::Abort(format!(
+                "evictions still refused after --max-pod-eviction-time {}: {}",
+                humantime::format_duration(pacing.max_pod_eviction_time),
+                d.refused.join("; ")
+            ));
+        }
+        return Step::Wait(format!("refused evictions: {}", d.refused.join("; ")));
+    }
+    Step::Wait(format!("{} evicted pod(s) to stop", to_evict.len()))
+}
+
+/// Waits for evicted pods to stop, up to the eviction time and the longest grace period (plus a margin).
+fn still_terminating(pacing: &Pacing, d: &Deletion, terminating: &[&Pod], now: SystemTime) -> Step {
+    let started = d.drain_started.unwrap_or(d.tainted_at);
+    let limit =
+        pacing.max_pod_eviction_time + pacing.max_graceful_termination + Duration::from_secs(30);
+    if now.duration_since(started).unwrap_or_default() > limit && !d.holds() {
+        return Step::Abort(format!(
+            "pods still terminating after {}: {}",
+            humantime::format_duration(limit),
+            terminating
+                .iter()
+                .map(|p| p.key())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Step::Wait(format!("{} evicted pod(s) to stop", terminating.len()))
 }
 
 impl Deletion {

@@ -4,6 +4,7 @@
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::ClusterSource;
 use crate::autoscaler::disruption::DisruptionConfig;
+use crate::autoscaler::quotas::QuotaBook;
 use crate::autoscaler::scaledown::settings::{ConsolidationSettings, ScaleDownSettings};
 use crate::autoscaler::scaleup::limits::ClusterLimits;
 use std::sync::Arc;
@@ -23,4 +24,6 @@ pub struct Context<'a> {
     pub actor: Option<Arc<dyn ClusterSource>>,
     /// Budgets, expiry and grace periods per group (`--disruption-config`); `None` changes nothing.
     pub disruption: Option<&'a DisruptionConfig>,
+    /// The loop's CapacityQuotas: a replacement's new node fits them too (a removal is never held by one).
+    pub quotas: Arc<QuotaBook>,
 }

@@ -218,7 +218,7 @@ impl ScaleDownPolicy {
             (Vec::new(), Vec::new())
         };
         // Expiry and drift over the world scale-down and consolidation left: they take their budgets first.
-        let mut totals = Totals::of(places);
+        let mut totals = Totals::of(places, &cx.quotas);
         let mut surged = vec![0; groups.len()];
         let room = expiry::Room {
             lose: &mut plan.room_to_lose(&groups),
@@ -482,14 +482,11 @@ fn can_grow(
     }
     let template = group.template.as_ref().ok_or("it has no template")?;
     let grown = scene.fleet.grown.get(&group.id).copied().unwrap_or(0) + surged;
-    let (room, limit) = scaleup::node_limit(group, grown, template, cx.limits, *totals);
+    let (room, limit) = scaleup::node_limit(group, grown, template, cx.limits, totals);
     if room == 0 {
         return Err(limit.to_string());
     }
-    let capacity = template.node.capacity;
-    totals.nodes += 1;
-    totals.cpu_millis += capacity.cpu_millis;
-    totals.memory_bytes += capacity.memory_bytes;
+    totals.add(g, &template.node);
     Ok(())
 }
 

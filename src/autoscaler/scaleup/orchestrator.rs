@@ -3,6 +3,7 @@
 //! makes one expansion per loop; planning them all at once answers a burst in one loop.)
 
 use crate::autoscaler::group::{Group, Totals, nodes_per_zone};
+use crate::autoscaler::quotas::QuotaLimit;
 use crate::autoscaler::scaleup::alike;
 use crate::autoscaler::scaleup::balance::balance;
 use crate::autoscaler::scaleup::estimator::{self as binpack, Demand, Estimate, Stop};
@@ -166,7 +167,7 @@ impl Planner<'_> {
             }
             let planned = self.planned[gi];
             let (mut limit, limited_by) =
-                node_limit(group, planned, template, self.limits, self.totals);
+                node_limit(group, planned, template, self.limits, &self.totals);
             if group.zero_or_max && limit < headroom(group, planned) {
                 // All or nothing: a limit that stops short of max stops it altogether.
                 limit = 0;
@@ -209,7 +210,7 @@ impl Planner<'_> {
                 let short = (0..job.members.len())
                     .filter(|&k| estimate.placed[k] < pending.left(job.members[k]))
                     .collect();
-                let (requests, pods_price) = asked(&estimate, &job.members, pending);
+                let (requests, pods_price) = asked(&estimate, &job.members, pending, job.group);
                 (short, requests, pods_price)
             });
             for &k in short.iter() {
@@ -336,11 +337,8 @@ impl Planner<'_> {
                 if let Some(zone) = zone.filter(|_| !group.zones.is_empty()) {
                     *zones.entry(zone.clone()).or_default() += 1;
                 }
-                let capacity = node.node.capacity;
+                self.totals.add(target, &node.node);
                 places.push(node);
-                self.totals.nodes += 1;
-                self.totals.cpu_millis += capacity.cpu_millis;
-                self.totals.memory_bytes += capacity.memory_bytes;
             }
             self.planned[target] += count;
             let why = if target == gi && group.zero_or_max {
@@ -511,13 +509,15 @@ fn explain(why: &Unfit, pod: &Pod, template: &Place) -> String {
     format!("{why}: the pod requests {asked}, an empty node has {free} free after its DaemonSets")
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum Limited {
     GroupMax,
     PerScaleUp,
     NodesTotal,
     Cores,
     Memory,
+    /// A CapacityQuota matching the group's template: upstream's reason with the figures behind it.
+    Quota(Box<QuotaLimit>),
 }
 
 impl std::fmt::Display for Limited {
@@ -528,6 +528,7 @@ impl std::fmt::Display for Limited {
             Limited::NodesTotal => "max total nodes in cluster reached (--max-nodes-total)",
             Limited::Cores => "max cluster cpu limit reached (--cores-total)",
             Limited::Memory => "max cluster memory limit reached (--memory-total)",
+            Limited::Quota(limit) => return limit.fmt(f),
         })
     }
 }
@@ -537,13 +538,15 @@ fn headroom(group: &Group, planned: u64) -> u64 {
     (i64::from(group.max_size) - i64::from(group.target_size) - planned as i64).max(0) as u64
 }
 
-/// The most nodes this group may add now, and which limit that is.
+/// The most nodes this group may add now, and which limit that is: the tightest of its max size, the
+/// cluster-wide flags and every CapacityQuota matching the template's labels (on a tie, the one first in
+/// that order says why).
 pub fn node_limit(
     group: &Group,
     planned: u64,
     template: &Place,
     limits: &ClusterLimits,
-    totals: Totals,
+    totals: &Totals,
 ) -> (u64, Limited) {
     let mut best = (headroom(group, planned), Limited::GroupMax);
     let mut consider = |n: u64, why: Limited| {
@@ -572,18 +575,31 @@ pub fn node_limit(
     if let Some(n) = memory_left.checked_div(capacity.memory_bytes) {
         consider(n, Limited::Memory);
     }
+    if let Some(g) = template.group
+        && let Some((n, quota)) = totals.quotas.room(g, &template.node)
+        && n < best.0
+    {
+        best = (n, Limited::Quota(Box::new(quota)));
+    }
     best
 }
 
-/// What the pods `estimate` places for `members` request, and their price when pods are priced.
-fn asked(estimate: &Estimate, members: &[usize], pending: &Pending) -> (Resources, Option<f64>) {
+/// What the pods `estimate` places for `members` on node group `group` request, and their price when pods
+/// are priced (as requesting the GPUs their claims take there, where they take some).
+fn asked(
+    estimate: &Estimate,
+    members: &[usize],
+    pending: &Pending,
+    group: usize,
+) -> (Resources, Option<f64>) {
     let mut requests = Resources::default();
     let mut pods_price = Some(0.0);
     for (k, &e) in members.iter().enumerate() {
         let n = estimate.placed[k];
         requests = requests.plus(pending.groups[e].exemplar(pending.pods).demand.times(n));
+        let each = (pending.device_prices.get(&(e, group))).map_or(pending.prices[e], |&p| p);
         pods_price = pods_price
-            .zip(pending.prices[e])
+            .zip(each)
             .map(|(sum, each)| sum + each * n as f64);
     }
     (requests, pods_price)

@@ -1,7 +1,7 @@
 //! The pending pods that need new nodes, as equivalence groups: what every scale-up round plans for.
 
 use crate::autoscaler::status::NoScaleUp;
-use crate::model::{Pod, PodList, PodNames};
+use crate::model::{FastMap, Pod, PodList, PodNames};
 use crate::simulator::equivalence::EquivalenceGroup;
 use crate::simulator::topology::PodTerms;
 use std::collections::BTreeMap;
@@ -17,6 +17,9 @@ pub struct Pending<'a> {
     pub done: Vec<usize>,
     /// Per equivalence group: the price of one pod, when the expander prices options.
     pub prices: Vec<Option<f64>>,
+    /// Per (equivalence group, node group), where the pods' claims take GPUs on the group's new node: the
+    /// price of one pod requesting them, which the option of that group counts instead.
+    pub device_prices: FastMap<(usize, usize), Option<f64>>,
     /// The price of a 500m / 500MiB pod, the price expander's stabilizer.
     pub stabilizer: f64,
 }
@@ -34,6 +37,7 @@ impl<'a> Pending<'a> {
             pods,
             keys,
             prices: vec![None; groups.len()],
+            device_prices: FastMap::default(),
             groups,
             terms,
             done,

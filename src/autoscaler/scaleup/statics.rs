@@ -7,6 +7,7 @@ use crate::autoscaler::group::Group;
 use crate::autoscaler::scaleup::alike::{self, Reads};
 use crate::model::Pod;
 use crate::simulator::predicates::{self, Unfit};
+use crate::simulator::served_by_plugins;
 use crate::simulator::topology::Place;
 use std::collections::HashMap;
 
@@ -79,6 +80,10 @@ pub fn static_fit(pod: &Pod, template: &Place) -> Result<(), Unfit> {
         &template.free,
         &template.free_extended,
     )?;
+    // Extended resources devices could serve, where the group's device plugin serves them instead.
+    if let Some((demand, extended)) = served_by_plugins(pod, &template.node) {
+        predicates::resources_fit(&demand, &extended, &template.free, &template.free_extended)?;
+    }
     if pod
         .scheduling
         .host_ports

@@ -1,6 +1,7 @@
 //! The whole report of one loop: each stage's part, the groups as the loop found them, the cluster's health,
 //! the errors, the times.
 
+use super::quotas::QuotaReport;
 use super::reservations::{CapacityBufferStatus, HeadroomStatus, ProvisioningRequestStatus};
 use super::scale_down::ScaleDownStatus;
 use super::scale_up::{FargatePod, NoScaleUp, Placed, ScaleUp};
@@ -20,6 +21,8 @@ pub struct Status {
     pub capacity_buffers: Vec<CapacityBufferStatus>,
     /// ProvisioningRequests of a class served: their pods, conditions, and this loop's scale-ups for them.
     pub provisioning_requests: Vec<ProvisioningRequestStatus>,
+    /// CapacityQuotas (with `--capacity-quotas-enabled`): limits, use, the node groups held to each.
+    pub capacity_quotas: Vec<QuotaReport>,
     pub no_scale_up: Vec<NoScaleUp>,
     /// Pending pods that fit on existing nodes or on nodes already requested: no new node for them.
     pub placed: Vec<Placed>,

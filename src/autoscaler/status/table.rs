@@ -23,6 +23,12 @@ impl Status {
         disruptions_table(&self.scale_down, &mut out);
         self.consolidation_table(&mut out);
         headroom_table(&self.headroom, &self.capacity_buffers, &mut out);
+        if !self.capacity_quotas.is_empty() {
+            let _ = writeln!(out, "\nCapacity quotas");
+            for q in &self.capacity_quotas {
+                let _ = writeln!(out, "  {}", q.describe());
+            }
+        }
         if !self.provisioning_requests.is_empty() {
             let _ = writeln!(out, "\nProvisioning requests");
             for r in &self.provisioning_requests {

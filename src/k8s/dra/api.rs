@@ -16,6 +16,7 @@ pub struct Meta {
     pub namespace: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
     pub owner_references: Vec<OwnerReference>,
+    pub creation_timestamp: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -31,6 +31,10 @@ pub fn device_class(value: serde_json::Value) -> Result<DeviceClass, ObjectError
         name,
         selectors,
         extended_resource_name,
+        created: (class.metadata.creation_timestamp.as_ref()).map(|t| {
+            let seconds = u64::try_from(t.0.as_second()).unwrap_or(0);
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)
+        }),
     })
 }
 
@@ -43,7 +47,7 @@ mod tests {
     fn a_class_is_its_selectors() {
         let class = device_class(
             json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-            "metadata": {"name": "gpu.nvidia.com"},
+            "metadata": {"name": "gpu.nvidia.com", "creationTimestamp": "2026-12-01T10:00:00Z"},
             "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
                      "extendedResourceName": "nvidia.com/gpu",
                      "config": [{"opaque": {"driver": "gpu.nvidia.com", "parameters": {}}}]}}),
@@ -54,6 +58,15 @@ mod tests {
         assert_eq!(
             class.extended_resource_name.as_deref(),
             Some("nvidia.com/gpu")
+        );
+        // Which of two classes for one resource serves it: the newer.
+        let created = class.created.unwrap();
+        assert_eq!(
+            created
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs(),
+            1_796_119_200
         );
     }
 

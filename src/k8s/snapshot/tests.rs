@@ -461,3 +461,30 @@ fn dra_objects_are_read_beside_the_rest_and_a_refused_one_is_left_out() {
         "pool":{"name":"p","generation":0,"resourceSliceCount":1}}}]}"#;
     assert_eq!(&*parse_snapshot(typed).unwrap().dra.slices[0].name, "s");
 }
+
+#[test]
+fn capacity_quotas_are_read_beside_the_rest_an_invalid_one_with_its_problem() {
+    let text = r#"{"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityQuota",
+         "metadata": {"name": "gpu-pool", "generation": 2},
+         "spec": {"selector": {"matchLabels": {"pool": "gpu"}},
+                  "limits": {"resources": {"nvidia.com/gpu": 8, "nodes": "4"}}}},
+        {"apiVersion": "autoscaling.x-k8s.io/v1alpha1", "kind": "CapacityQuota",
+         "metadata": {"name": "bad"},
+         "spec": {"limits": {"resources": {"cpu": "500m"}}}}
+    ]}"#;
+    let read = parse_snapshot(text).unwrap();
+    assert_eq!(read.quotas.len(), 2);
+    assert_eq!(read.quotas[0].generation, 2);
+    assert_eq!(read.quotas[0].valid().unwrap().limits["nodes"], 4);
+    assert!(
+        read.quotas[1]
+            .problem()
+            .unwrap()
+            .contains("non-negative integers")
+    );
+    let nameless = r#"{"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityQuota",
+        "metadata": {}, "spec": {"limits": {"resources": {"cpu": 1}}}}"#;
+    let err = parse_snapshot(nameless).unwrap_err().to_string();
+    assert!(err.contains("no metadata.name"), "{err}");
+}

@@ -1,5 +1,6 @@
 //! DeviceClasses by name, with their selectors compiled once, and the selector sets of the asks that name
 //! them: a class's selectors then the ask's own, interned so that a device remembers its verdict per set.
+//! Built again only when the classes change, and then with the expressions compiled before kept.
 
 use super::device_value::DeviceValue;
 use super::selector::{CompileCache, Compiled, SelectorError};
@@ -13,6 +14,8 @@ type SetKey = (Name, Vec<Name>);
 #[derive(Debug, Default)]
 pub struct DeviceClasses {
     classes: FastMap<Name, (Arc<DeviceClass>, Vec<Arc<Compiled>>)>,
+    /// The classes as given: what a later loop's must equal to keep these.
+    sources: Vec<Arc<DeviceClass>>,
     cache: CompileCache,
     sets: Mutex<FastMap<SetKey, Arc<SelectorSet>>>,
 }
@@ -66,7 +69,13 @@ impl SelectorSet {
 
 impl DeviceClasses {
     pub fn new(classes: &[Arc<DeviceClass>]) -> DeviceClasses {
-        let cache = CompileCache::default();
+        DeviceClasses::reusing(classes, None)
+    }
+
+    /// The classes, with the expressions `last` (an earlier loop's classes) compiled taken from it.
+    pub fn reusing(classes: &[Arc<DeviceClass>], last: Option<&DeviceClasses>) -> DeviceClasses {
+        let cache = last.map(|l| l.cache.carried()).unwrap_or_default();
+        let sources = classes.to_vec();
         let classes = (classes.iter())
             .map(|class| {
                 let compiled = class.selectors.iter().map(|s| cache.get(s)).collect();
@@ -75,9 +84,17 @@ impl DeviceClasses {
             .collect();
         DeviceClasses {
             classes,
+            sources,
             cache,
             sets: Mutex::default(),
         }
+    }
+
+    /// Whether these were made from `classes` (the same objects, or equal ones): then they serve as they
+    /// are, selector sets and all.
+    pub fn made_from(&self, classes: &[Arc<DeviceClass>]) -> bool {
+        self.sources.len() == classes.len()
+            && (self.sources.iter().zip(classes)).all(|(a, b)| Arc::ptr_eq(a, b) || a == b)
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<DeviceClass>> {

@@ -2,7 +2,8 @@
 //! only the newest generation kept, complete when all `slice_count` slices of that generation are there,
 //! invalid when device names repeat or counters are referenced that the pool does not have. Indexed once so
 //! that the pools a node reaches are a cheap look-up: node-local pools by node name, the others (allNodes,
-//! nodeSelector, per-device node selection) matched against the node's labels.
+//! nodeSelector, per-device node selection) matched against the node's labels. A pool whose slices did not
+//! change since the last loop's pools is taken from them as it is, with what selectors made of its devices.
 
 use super::classes::{SelectorFailure, SelectorSet};
 use super::device_value::DeviceValue;
@@ -49,10 +50,16 @@ pub(crate) struct Pool {
     pub(crate) counters: BTreeMap<Name, BTreeMap<Name, Quantity>>,
     /// All device indices, shared by the nodes that reach every device.
     all: Arc<[u32]>,
+    /// The slices it was built from, every generation, as given: what a later loop's must equal to reuse it.
+    sources: Vec<Arc<ResourceSlice>>,
 }
 
 /// Whether a device passes a selector set.
 type Verdict = (Arc<SelectorSet>, Result<bool, SelectorFailure>);
+
+/// Verdicts a device keeps: a pool lives across loops, and the selector sets asked of it come and go with
+/// claims; past this many the oldest is forgotten (evaluated again if asked again).
+const MAX_VERDICTS: usize = 32;
 
 /// A device of a pool, with what selectors make of it remembered.
 #[derive(Debug)]
@@ -84,6 +91,9 @@ impl PooledDevice {
             .get_or_init(|| DeviceValue::new(&self.id.driver, self.device()));
         let verdict = set.matches(value);
         let mut verdicts = self.verdicts.lock().unwrap_or_else(|p| p.into_inner());
+        if verdicts.len() >= MAX_VERDICTS {
+            drop(verdicts.remove(0));
+        }
         verdicts.push((set.clone(), verdict.clone()));
         verdict
     }
@@ -100,7 +110,8 @@ pub(crate) fn scope_matches(scope: &NodeScope, node: &Node) -> bool {
 }
 
 impl Pool {
-    fn build(driver: Name, name: Name, mut slices: Vec<Arc<ResourceSlice>>) -> Pool {
+    fn build(driver: Name, name: Name, sources: Vec<Arc<ResourceSlice>>) -> Pool {
+        let mut slices = sources.clone();
         let newest = slices.iter().map(|s| s.pool.generation).max().unwrap_or(0);
         slices.retain(|s| s.pool.generation == newest);
         slices.sort_by(|a, b| a.name.cmp(&b.name));
@@ -187,7 +198,14 @@ impl Pool {
             slices: ranges,
             counters,
             all,
+            sources,
         }
+    }
+
+    /// Whether it was built from `slices` (the same objects, or equal ones).
+    fn built_from(&self, slices: &[Arc<ResourceSlice>]) -> bool {
+        self.sources.len() == slices.len()
+            && (self.sources.iter().zip(slices)).all(|(a, b)| Arc::ptr_eq(a, b) || a == b)
     }
 
     /// The devices `node` reaches, and whether any slice of the pool targets it at all.
@@ -224,6 +242,12 @@ impl Pool {
 
 impl Pools {
     pub fn new(slices: &[Arc<ResourceSlice>]) -> Pools {
+        Pools::reusing(slices, &Pools::default())
+    }
+
+    /// The pools of `slices`, each taken from `last` (an earlier loop's) when its slices are the same: its
+    /// devices keep their CEL values and verdicts, so an unchanged cluster evaluates no selector again.
+    pub fn reusing(slices: &[Arc<ResourceSlice>], last: &Pools) -> Pools {
         let mut grouped: BTreeMap<(Name, Name), Vec<Arc<ResourceSlice>>> = BTreeMap::new();
         for slice in slices {
             (grouped
@@ -233,7 +257,12 @@ impl Pools {
         }
         let mut pools = Pools::default();
         for (i, ((driver, name), slices)) in grouped.into_iter().enumerate() {
-            let pool = Pool::build(driver, name, slices);
+            let found =
+                (last.pools).binary_search_by(|p| (&*p.driver, &*p.name).cmp(&(&*driver, &*name)));
+            let pool = match found {
+                Ok(at) if last.pools[at].built_from(&slices) => last.pools[at].clone(),
+                _ => Arc::new(Pool::build(driver, name, slices)),
+            };
             let local: BTreeSet<Name> = (pool.slices.iter())
                 .filter_map(|(scope, _)| match scope {
                     NodeScope::Node(node) => Some(node.clone()),
@@ -247,7 +276,7 @@ impl Pools {
             } else if !pool.slices.is_empty() {
                 pools.elsewhere.push(i as u32);
             }
-            pools.pools.push(Arc::new(pool));
+            pools.pools.push(pool);
         }
         pools
     }

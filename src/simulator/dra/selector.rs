@@ -121,7 +121,23 @@ pub(crate) struct CompileCache {
     programs: Mutex<FastMap<Name, Arc<Compiled>>>,
 }
 
+/// Expressions a cache carries into the next loop's: claims' selectors come and go, so past this many
+/// the next loop starts afresh rather than keep every expression ever seen.
+const CARRIED_MAX: usize = 1024;
+
 impl CompileCache {
+    /// A cache for the next loop's classes, with what this one compiled (unless it grew past
+    /// [`CARRIED_MAX`]).
+    pub(crate) fn carried(&self) -> CompileCache {
+        let programs = self.programs.lock().unwrap_or_else(|p| p.into_inner());
+        CompileCache {
+            programs: Mutex::new(match programs.len() <= CARRIED_MAX {
+                true => programs.clone(),
+                false => FastMap::default(),
+            }),
+        }
+    }
+
     pub(crate) fn get(&self, expression: &Name) -> Arc<Compiled> {
         let mut programs = self.programs.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(found) = programs.get(expression) {

@@ -25,8 +25,18 @@ pub struct RequestRef {
 
 impl fmt::Display for RequestRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.claims > 1 {
-            write!(f, "claim #{}, ", self.claim + 1)?;
+        self.write(f, &[])
+    }
+}
+
+impl RequestRef {
+    /// The request, after its claim: by the claim's name when `names` (the claims given to `allocate`, in
+    /// order) has it, else by its place among several.
+    fn write(&self, f: &mut fmt::Formatter<'_>, names: &[Name]) -> fmt::Result {
+        match names.get(self.claim) {
+            Some(name) => write!(f, "resourceclaim {name}, ")?,
+            None if self.claims > 1 => write!(f, "claim #{}, ", self.claim + 1)?,
+            None => {}
         }
         write!(f, "request {:?}", self.request)
     }
@@ -102,9 +112,37 @@ fn devices(n: usize) -> String {
     }
 }
 
+/// [`Unallocatable`] with each claim named (see [`Unallocatable::named`]).
+pub struct Named<'a> {
+    why: &'a Unallocatable,
+    names: &'a [Name],
+}
+
+impl Unallocatable {
+    /// The reason with its claim named as `names` (the claims given to `allocate`, in order) name them
+    /// (`resourceclaim ml/train-0-gpu-x7k2p, request "gpu"`): what a user looks for among a pod's claims.
+    pub fn named<'a>(&'a self, names: &'a [Name]) -> Named<'a> {
+        Named { why: self, names }
+    }
+}
+
 impl fmt::Display for Unallocatable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+        self.named(&[]).fmt(f)
+    }
+}
+
+impl fmt::Display for Named<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = self.names;
+        // `{request}` below: the request after its claim's name.
+        struct At<'r>(&'r RequestRef, &'r [Name]);
+        impl fmt::Display for At<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.write(f, self.1)
+            }
+        }
+        match self.why {
             Unallocatable::NoFit {
                 request,
                 class,
@@ -112,6 +150,7 @@ impl fmt::Display for Unallocatable {
                 matching,
                 free,
             } => {
+                let request = At(request, names);
                 let wanted = match wanted {
                     Wanted::Count(1) => "1 device".to_string(),
                     Wanted::Count(n) => format!("{n} devices"),
@@ -137,13 +176,17 @@ impl fmt::Display for Unallocatable {
             Unallocatable::PoolNotReady { request, pool } => write!(
                 f,
                 "{request}: asks for all devices, but resource pool {pool} is currently being \
-                 updated or is invalid"
+                 updated or is invalid",
+                request = At(request, names)
             ),
             Unallocatable::ConstraintViolated { request, device } => write!(
                 f,
                 "{request}: cannot add device {}/{}/{} because a claim constraint would not be \
                  satisfied",
-                device.driver, device.pool, device.device
+                device.driver,
+                device.pool,
+                device.device,
+                request = At(request, names)
             ),
             Unallocatable::Selector {
                 request,
@@ -151,6 +194,7 @@ impl fmt::Display for Unallocatable {
                 in_class,
                 error,
             } => {
+                let request = At(request, names);
                 if *in_class {
                     write!(f, "{request}: class {class}: {error}")
                 } else {
@@ -158,14 +202,22 @@ impl fmt::Display for Unallocatable {
                 }
             }
             Unallocatable::UnknownClass { request, class } => {
+                let request = At(request, names);
                 write!(f, "{request}: device class {class} not found")
             }
-            Unallocatable::TooManyDevices { claim, devices } => write!(
-                f,
-                "claim #{}: number of requested devices {devices} exceeds the claim limit of 32",
-                claim + 1
-            ),
-            Unallocatable::InvalidRequest { request, reason } => write!(f, "{request}: {reason}"),
+            Unallocatable::TooManyDevices { claim, devices } => {
+                match names.get(*claim) {
+                    Some(name) => write!(f, "resourceclaim {name}")?,
+                    None => write!(f, "claim #{}", claim + 1)?,
+                }
+                write!(
+                    f,
+                    ": number of requested devices {devices} exceeds the claim limit of 32"
+                )
+            }
+            Unallocatable::InvalidRequest { request, reason } => {
+                write!(f, "{}: {reason}", At(request, names))
+            }
         }
     }
 }

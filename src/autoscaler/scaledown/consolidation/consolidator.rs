@@ -127,8 +127,8 @@ impl Consolidator {
         }
         let prices: Vec<Option<f64>> = fleet.groups.iter().map(|g| g.node_price).collect();
         // What the cluster holds and has coming (scale-up's plan included): a new node must fit the limits.
-        let totals = Totals::of(places);
-        let (targets, left_out) = targets(input, facts, fleet, cx.limits, totals);
+        let totals = Totals::of(places, &cx.quotas);
+        let (targets, left_out) = targets(input, facts, fleet, cx.limits, &totals);
         // How many nodes each group may lose, after the deletions in progress and scale-down's removals.
         let room = plan.room_to_lose(input.groups);
         let in_progress = format!(
@@ -291,7 +291,7 @@ fn targets<'g>(
     facts: &[GroupFacts],
     fleet: &Fleet<'g>,
     limits: &ClusterLimits,
-    totals: Totals,
+    totals: &Totals,
 ) -> (Vec<Target<'g>>, Vec<String>) {
     let (mut targets, mut left_out) = (Vec::new(), Vec::new());
     let per_zone = nodes_per_zone(input);

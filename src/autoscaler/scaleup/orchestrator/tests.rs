@@ -83,6 +83,7 @@ fn pending<'a>(pods: &'a [Pod], topology: &Topology, keys: &'a PodNames) -> Pend
         keys,
         done: vec![0; groups.len()],
         prices: vec![None; groups.len()],
+        device_prices: Default::default(),
         groups,
         terms,
         stabilizer: 0.0,
@@ -241,8 +242,9 @@ fn cluster_limits_cap_nodes_and_say_which() {
         nodes: 2,
         cpu_millis: 4000,
         memory_bytes: 16 * GI,
+        ..Totals::default()
     };
-    let (plan, _) = run(&mut s, &limits, existing);
+    let (plan, _) = run(&mut s, &limits, existing.clone());
     assert_eq!(deltas(&plan), [("small".into(), 3, 6)]);
     assert_eq!(
         plan.reasons[0]["small"],
@@ -253,7 +255,7 @@ fn cluster_limits_cap_nodes_and_say_which() {
         ..ClusterLimits::default()
     };
     let mut s = setup(&[(template("small", 2000, 8, "a"), 0, 100)], pods(10, 1000));
-    let (plan, _) = run(&mut s, &limits, existing);
+    let (plan, _) = run(&mut s, &limits, existing.clone());
     assert_eq!(
         deltas(&plan),
         [("small".into(), 2, 4)],

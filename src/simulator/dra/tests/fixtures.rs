@@ -139,6 +139,7 @@ pub(super) fn class(name: &str, selectors: &[&str]) -> Arc<DeviceClass> {
         name: name.into(),
         selectors: selectors.iter().map(|s| Name::from(*s)).collect(),
         extended_resource_name: None,
+        created: None,
     })
 }
 
