@@ -20,14 +20,15 @@ function median(list, n,    i, j, t, a) {
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 BEGIN {
-    # The bench tables: a "<family> mixes (...)" title, then "seed | placed | ours | upstream | bound | %" rows.
+    # The bench tables: a "<family> mixes (...)" title, then "seed | placed | ours | searches alone | upstream |
+    # bound | % | ms" rows.
     while ((getline line < bench) > 0) {
         if (line ~ /^memory-heavy[a-z-]* mixes /) { split(line, w, " "); family = w[1]; continue }
         if (line !~ /^[0-9]+ \| /) { if (line !~ /^seed /) family = ""; continue }
         if (family == "") continue
         split(line, f, " \\| ")
         key = family "-" f[1]
-        ours[key] = f[3]; bound[key] = f[5]; order[++mixes] = key
+        ours[key] = f[3]; bound[key] = f[6]; order[++mixes] = key
     }
     if (mixes == 0) { print bench ": no memory-heavy table (run the estimator bench with -- nomatch)" > "/dev/stderr"; exit 2 }
 }

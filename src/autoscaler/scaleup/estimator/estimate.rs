@@ -4,9 +4,12 @@
 use super::affinity::offer_again;
 use super::by_requests::{NODE_BY_NODE_WORK, best_fit, node_by_node};
 use super::first_fit::{first_fit, upstream};
+use super::improve::improve;
 use super::packing::Packing;
-use super::plan::{Demand, Estimate, EstimateLimits, ORDERINGS, Ordering, Stop, Templates, Zones};
-use crate::model::{Pod, Resources};
+use super::plan::{
+    Demand, Estimate, EstimateLimits, ORDERINGS, Ordering, Stop, Templates, Zones, nodes_at_least,
+};
+use crate::model::Pod;
 use crate::simulator::free_tree::FreeTree;
 use crate::simulator::host_marks::HostMarks;
 use crate::simulator::predicates;
@@ -15,12 +18,24 @@ use crate::simulator::topology::{Place, Topology};
 use crate::simulator::world::Filling;
 use std::time::Instant;
 
-/// Estimates the nodes of the group whose templates are `templates`. `existing` are the cluster's places,
-/// read for topology spread minimums. Upstream's estimate is the first taken: another ordering replaces it
+/// Estimates the nodes of the group whose templates are `templates`: the best of the searches ([`search`]),
+/// improved after ([`improve`]). `existing` are the cluster's places, read for topology spread minimums.
+pub fn estimate(
+    topology: &Topology,
+    existing: &[Place],
+    templates: Templates,
+    demands: &[Demand],
+    limits: EstimateLimits,
+) -> Estimate {
+    let best = search(topology, existing, templates, demands, limits);
+    improve(topology, existing, templates, demands, limits, best)
+}
+
+/// The best of the searches, as they packed it. Upstream's estimate is the first taken: another ordering replaces it
 /// only by placing more pods, or as many on fewer nodes. A first-fit ordering that would take the groups in
 /// the same runs as one already packed packs the same way, so it is not packed again (two shapes of one
 /// proportion, as upstream's own benchmark has, come in one order whatever the score).
-pub fn estimate(
+pub fn search(
     topology: &Topology,
     existing: &[Place],
     templates: Templates,
@@ -201,25 +216,6 @@ pub fn pack(
         topology: packing.topology,
         ordering,
     }
-}
-
-/// The fewest nodes of `template` that can hold every pod of `demands`: the most asked of cpu, memory and pod
-/// slots over what an empty node has free. Constraints only ever ask for more.
-pub(super) fn nodes_at_least(template: &Place, demands: &[Demand]) -> u64 {
-    let need = |f: fn(&Resources) -> u64| {
-        let asked = (demands.iter())
-            .map(|d| f(&d.pod.demand).saturating_mul(d.count))
-            .fold(0, u64::saturating_add);
-        asked.div_ceil(f(&template.free).max(1))
-    };
-    [
-        need(|r| r.cpu_millis),
-        need(|r| r.memory_bytes),
-        need(|r| r.pods),
-    ]
-    .into_iter()
-    .max()
-    .unwrap_or(0)
 }
 
 /// Whether no ordering can do better than `estimate`: it places all `pods` on the fewest nodes any packing

@@ -15,18 +15,28 @@
 //! the first node with room (or the one with the least room, for best fit) is found in a tree
 //! ([`FreeTree`]), not by a scan.
 //!
+//! No search moves a pod it placed, so the best packing is then improved ([`improve`]): the least-full
+//! planned nodes are drained into the others' free room, pods exchanged for smaller ones where that makes
+//! room, within the binpacking time budget and a bound on its work. It runs on plans whose pods all fit by
+//! their requests alone and may go on any of the group's zones; the improved plan is taken again through the
+//! searches' predicates, and kept only when every step holds.
+//!
 //! A group that spans several zones gets its new nodes where its Auto Scaling group would launch them:
 //! in the zone with the fewest of the group's nodes first ([`Templates`]).
 
 mod affinity; // pods their pod affinity refused, offered the plan again
 mod by_requests; // best fit and node by node, for pods that depend on their requests alone
+mod drain; // the improvement's local search: nodes drained into the others' room, pods exchanged
 mod estimate; // the searches run in turn, the best kept
 mod first_fit; // upstream's search and first fit, demands in an order
+mod improve; // after the searches: the best packing improved, pods that may move moved, nodes taken off
 mod packing; // one estimation in progress: the nodes added, their indexes, the steps
 mod plan; // what an estimation takes and gives
+mod replay; // a plan's steps taken again through the predicates: the check of an improved plan
 
 #[cfg(test)]
 mod tests;
 
-pub use estimate::{estimate, pack};
+pub use estimate::{estimate, pack, search};
+pub use improve::improve;
 pub use plan::{Demand, Estimate, EstimateLimits, ORDERINGS, Ordering, Step, Stop, Templates};

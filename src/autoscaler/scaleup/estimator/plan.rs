@@ -1,7 +1,7 @@
 //! What one estimation takes and gives: the demands, the group's templates and limits, the orderings it
 //! may search in, and the estimate with its steps. Below every file of the estimator.
 
-use crate::model::Pod;
+use crate::model::{Pod, Resources};
 use crate::simulator::predicates::{self, Unfit};
 use crate::simulator::topology::{Place, PodTerms, Topology};
 use std::sync::Arc;
@@ -190,4 +190,23 @@ pub struct EstimateLimits {
     /// When the loop's binpacking must stop: `--max-nodegroup-binpacking-duration` from the start of the
     /// loop's scale-up planning, shared by every group and ordering.
     pub deadline: Option<Instant>,
+}
+
+/// The fewest nodes of `template` that can hold every pod of `demands`: the most asked of cpu, memory and pod
+/// slots over what an empty node has free. Constraints only ever ask for more.
+pub(super) fn nodes_at_least(template: &Place, demands: &[Demand]) -> u64 {
+    let need = |f: fn(&Resources) -> u64| {
+        let asked = (demands.iter())
+            .map(|d| f(&d.pod.demand).saturating_mul(d.count))
+            .fold(0, u64::saturating_add);
+        asked.div_ceil(f(&template.free).max(1))
+    };
+    [
+        need(|r| r.cpu_millis),
+        need(|r| r.memory_bytes),
+        need(|r| r.pods),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0)
 }

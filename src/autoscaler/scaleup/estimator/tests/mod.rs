@@ -2,6 +2,7 @@
 
 mod completeness; // whatever is left unplaced fits nowhere in the plan; what is placed, the predicates allow
 mod helpers; // nodes, pods and terms made plainly; estimates run a few ways
+mod improvement; // the improvement phase: no node more, no pod fewer, no filter broken; a node taken off
 mod oracle; // held to an exhaustive search over small mixes, with the scheduler's rules written plainly
 mod properties; // no predicate broken, no node without a pod
 mod searches; // hand-computed mixes for each search

@@ -116,10 +116,14 @@ proptest! {
         let upstream = run_with(node.clone(), &pods, 10_000, 0, Some(Ordering::Upstream));
         prop_assert!(ours.pods_placed() >= upstream.pods_placed());
         // The orderings skipped as repeats lose nothing: the estimate is the best of every ordering
-        // packed alone.
+        // packed alone, or as many pods on fewer nodes once improved.
         let alone = ORDERINGS.map(|o| run_with(node.clone(), &pods, 10_000, 0, Some(o)));
-        let rank = |e: &Estimate| (e.pods_placed(), std::cmp::Reverse(e.node_count()));
-        prop_assert_eq!(Some(rank(&ours)), alone.iter().map(rank).max());
+        let best = alone
+            .iter()
+            .max_by_key(|e| (e.pods_placed(), std::cmp::Reverse(e.node_count())))
+            .expect("eight orderings");
+        prop_assert_eq!(ours.pods_placed(), best.pods_placed());
+        prop_assert!(ours.node_count() <= best.node_count());
         if ours.pods_placed() == upstream.pods_placed() {
             prop_assert!(
                 ours.node_count() <= upstream.node_count(),
