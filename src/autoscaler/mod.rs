@@ -20,6 +20,7 @@ pub(crate) mod oracle; // kube-scheduler's filters written plainly, for the test
 pub(crate) mod planning; // CPU-bound planning off the Tokio worker
 pub(crate) mod provreq; // ProvisioningRequests: check-capacity and best-effort-atomic, booked room as virtual pods
 pub(crate) mod quota_status; // CapacityQuotas' status as upstream's controller writes it, written where it changed
+pub(crate) mod quota_usage; // what each CapacityQuota's nodes hold, summed once per set of label values
 pub(crate) mod quotas; // CapacityQuotas enforced: what each quota's nodes use, how many more nodes fit
 pub mod scaledown; // unneeded nodes: planner, removal simulation, drainability, timers, budgets, actuation; consolidation
 pub mod scaleup; // new nodes: planner, estimator, expanders, balancing, prices, the increase

@@ -11,7 +11,7 @@
 //! write the same status and never undo each other's writes.
 
 use crate::autoscaler::cluster::{ClusterSource, QuotaStatusWrite};
-use crate::autoscaler::quotas::matching_nodes;
+use crate::autoscaler::quota_usage::usage_by_quota;
 use crate::k8s::{
     CapacityQuotaStatus, QuotaUsage as Usage, RECONCILED_CONDITION, RECONCILIATION_FAILED,
     RECONCILIATION_SUCCEEDED, VALID_CONDITION, VALIDATION_FAILED, VALIDATION_SUCCEEDED, conditions,
@@ -68,20 +68,22 @@ pub fn reconcile(
     let specs: Vec<&QuotaSpec> = (read.iter())
         .filter_map(|(q, _)| q.spec.as_ref().ok())
         .collect();
-    let mut matched = matching_nodes(&specs, nodes).into_iter();
+    let add = |a: i128, b: i128| a + b;
+    let mut used = usage_by_quota(&specs, nodes, capacity_millis, add).into_iter();
     (read.into_iter())
         .map(|(q, version)| {
-            let nodes = (q.spec.is_ok()).then(|| matched.next().expect("one list per valid spec"));
-            reconcile_one(q, version, nodes.unwrap_or_default(), now)
+            let used = (q.spec.is_ok()).then(|| used.next().expect("one usage per valid spec"));
+            reconcile_one(q, version, used, now)
         })
         .collect()
 }
 
-/// One quota's status; `nodes` are the registered nodes its selector matches (none when it is invalid).
+/// One quota's status; `used` is what the registered nodes its selector matches hold, in thousandths, of
+/// each resource it limits (none when it is invalid).
 fn reconcile_one(
     quota: &CapacityQuota,
     version: &'static str,
-    nodes: Vec<&Node>,
+    used: Option<Vec<i128>>,
     now: SystemTime,
 ) -> Reconciled {
     let read = &quota.status;
@@ -105,7 +107,7 @@ fn reconcile_one(
                 RECONCILIATION_SUCCEEDED,
                 RECONCILED_MESSAGE,
             );
-            Some(used(spec, &nodes))
+            Some(as_quantities(spec, used.unwrap_or_default()))
         }
         Err(problem) => {
             set(VALID_CONDITION, false, VALIDATION_FAILED, problem);
@@ -142,17 +144,11 @@ fn reconcile_one(
     }
 }
 
-/// `used.resources`: for each resource the quota limits, what the registered nodes it matches (`matched`)
-/// hold of it (upstream's `calculateUsage`).
-fn used(spec: &QuotaSpec, matched: &[&Node]) -> BTreeMap<String, Quantity> {
-    let mut sums: BTreeMap<&str, i128> = spec.limits.keys().map(|k| (k.as_str(), 0)).collect();
-    for node in matched {
-        for (resource, sum) in sums.iter_mut() {
-            *sum += capacity_millis(node, resource);
-        }
-    }
-    (sums.into_iter())
-        .map(|(k, millis)| (k.to_string(), Quantity::from_millis(millis)))
+/// `used.resources`: for each resource the quota limits, what the registered nodes it matches hold of it
+/// (upstream's `calculateUsage`), from their sums in thousandths.
+fn as_quantities(spec: &QuotaSpec, millis: Vec<i128>) -> BTreeMap<String, Quantity> {
+    (spec.limits.keys().zip(millis))
+        .map(|(k, millis)| (k.clone(), Quantity::from_millis(millis)))
         .collect()
 }
 

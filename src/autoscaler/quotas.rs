@@ -3,12 +3,13 @@
 //! template fit under every quota that matches the template's labels: upstream's `checkQuota`, the floor of
 //! what is left over what one node adds, the tightest quota and resource winning.
 //!
-//! The cost is kept to one selector match per quota and node a loop, and per quota and template: the
-//! existing nodes are counted once into the [`QuotaBook`], whose ledger is then moved by group as nodes are
-//! planned, wherever the cluster's totals move.
+//! The cost is kept to one selector match per quota and set of label values a loop (`quota_usage.rs`), and
+//! per quota and template: the existing nodes are counted once into the [`QuotaBook`], whose ledger is then
+//! moved by group as nodes are planned, wherever the cluster's totals move.
 
+use crate::autoscaler::quota_usage::usage_by_quota;
 use crate::k8s::quantity;
-use crate::model::{CapacityQuota, FastMap, Labels, Node, QuotaSpec, ZONE_LABEL, quota_amount};
+use crate::model::{CapacityQuota, Node, QuotaSpec, ZONE_LABEL, quota_amount};
 use crate::simulator::topology::{Place, PlaceKind};
 use std::sync::Arc;
 
@@ -64,16 +65,8 @@ impl QuotaBook {
         if quotas.is_empty() {
             return QuotaBook::default();
         }
-        let mut existing: Vec<Vec<u64>> = quotas.iter().map(|q| vec![0; q.limits.len()]).collect();
-        let mut matcher = Matcher::new(quotas.iter().map(|q| &q.spec).collect());
-        for node in nodes {
-            for &q in matcher.matching(&node.labels) {
-                let quota = &quotas[q];
-                for (sum, r) in existing[q].iter_mut().zip(&quota.resources) {
-                    *sum = sum.saturating_add(quota_amount(node, r));
-                }
-            }
-        }
+        let specs: Vec<&QuotaSpec> = quotas.iter().map(|q| &q.spec).collect();
+        let existing = usage_by_quota(&specs, nodes, quota_amount, u64::saturating_add);
         let groups = (templates.into_iter())
             .map(|places| {
                 (places.iter())
@@ -132,59 +125,6 @@ fn amounts(quota: &Quota, node: &Node) -> Vec<u64> {
     (quota.resources.iter())
         .map(|r| quota_amount(node, r))
         .collect()
-}
-
-/// The quotas matching a node's labels, found once for each set of values of the label keys any quota's
-/// selector reads: a loop's nodes fall in few such sets, so each quota's selector runs a few times, not once
-/// per node.
-struct Matcher<'q, 'n> {
-    specs: Vec<&'q QuotaSpec>,
-    keys: Vec<&'q str>,
-    seen: FastMap<Vec<Option<&'n str>>, Vec<usize>>,
-}
-
-impl<'q, 'n> Matcher<'q, 'n> {
-    fn new(specs: Vec<&'q QuotaSpec>) -> Matcher<'q, 'n> {
-        let mut keys: Vec<&str> = (specs.iter())
-            .filter_map(|spec| spec.selector.as_ref())
-            .flat_map(|s| s.keys())
-            .chain([crate::model::VIRTUAL_KUBELET_LABEL.0])
-            .collect();
-        keys.sort_unstable();
-        keys.dedup();
-        Matcher {
-            specs,
-            keys,
-            seen: FastMap::default(),
-        }
-    }
-
-    fn matching(&mut self, labels: &'n Labels) -> &[usize] {
-        let values: Vec<Option<&str>> = (self.keys.iter())
-            .map(|k| labels.get(*k).map(String::as_str))
-            .collect();
-        let specs = &self.specs;
-        self.seen.entry(values).or_insert_with(|| {
-            (specs.iter().enumerate())
-                .filter(|(_, spec)| spec.matches(labels))
-                .map(|(q, _)| q)
-                .collect()
-        })
-    }
-}
-
-/// For each of `specs`, the nodes among `nodes` its selector matches, in their order, each selector run once
-/// per set of label values (as the book counts them): what a quota's status and metrics sum, every loop,
-/// without matching every quota against every node.
-pub fn matching_nodes<'n>(specs: &[&QuotaSpec], nodes: &'n [Arc<Node>]) -> Vec<Vec<&'n Node>> {
-    let mut matched = vec![Vec::new(); specs.len()];
-    let mut matcher = Matcher::new(specs.to_vec());
-    for node in nodes {
-        for &q in matcher.matching(&node.labels) {
-            matched[q].push(&**node);
-        }
-    }
-    matched
 }
 
 /// What each quota's matching nodes use, per resource, as the loop plans: the book's registered nodes, with

@@ -2,9 +2,9 @@
 //! the same (`unschedulable_pods_count`, `scaled_up_nodes_total`, `function_duration_seconds`, ...).
 
 use crate::autoscaler::cluster::ClusterView;
-use crate::autoscaler::quotas::matching_nodes;
+use crate::autoscaler::quota_usage::usage_by_quota;
 use crate::autoscaler::status::Status;
-use crate::model::QuotaSpec;
+use crate::model::{QuotaSpec, quota_amount};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -295,17 +295,15 @@ impl QuotaMetrics {
             .filter_map(|q| Some((q.name.as_str(), q.valid()?)))
             .collect();
         let specs: Vec<&QuotaSpec> = valid.iter().map(|(_, spec)| *spec).collect();
-        let matched = matching_nodes(&specs, &view.nodes);
-        for ((name, spec), nodes) in valid.iter().zip(matched) {
-            let used = spec.usage(nodes);
-            for (resource, limit) in &spec.limits {
+        let usage = usage_by_quota(&specs, &view.nodes, quota_amount, u64::saturating_add);
+        for ((name, spec), used) in valid.iter().zip(usage) {
+            for ((resource, limit), used) in spec.limits.iter().zip(used) {
                 let labels = QuotaLabels {
                     quota: name.to_string(),
                     resource: resource.clone(),
                 };
                 let gauge = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
                 self.limit.get_or_create(&labels).set(gauge(*limit));
-                let used = used.get(resource).copied().unwrap_or(0);
                 self.used.get_or_create(&labels).set(gauge(used));
             }
         }
