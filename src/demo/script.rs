@@ -503,7 +503,7 @@ mod tests {
         // The GPU pool's quota.
         assert_eq!(script.quotas.len(), 1);
         let pool = script.quotas[0].valid().expect("a valid quota");
-        assert_eq!(pool.limits[crate::model::GPU_RESOURCE], 4);
+        assert_eq!(pool.limits[crate::model::GPU_RESOURCE], 3);
         let third = Script::third_day();
         assert!(third.disruption.is_some() && third.start.is_some());
         assert!(
