@@ -14,6 +14,25 @@ pub struct Resources {
 }
 
 impl Resources {
+    /// Each resource as a share of `full`'s (an empty node's): cpu, memory, ephemeral storage, pod slots,
+    /// GPUs; 0 for a resource `full` has none of. What vector bin packing weighs pods and room by.
+    pub fn shares_of(&self, full: &Resources) -> [f64; 5] {
+        let share = |have: u64, of: u64| {
+            if of == 0 {
+                0.0
+            } else {
+                have as f64 / of as f64
+            }
+        };
+        [
+            share(self.cpu_millis, full.cpu_millis),
+            share(self.memory_bytes, full.memory_bytes),
+            share(self.ephemeral_storage_bytes, full.ephemeral_storage_bytes),
+            share(self.pods, full.pods),
+            share(self.gpus, full.gpus),
+        ]
+    }
+
     /// The larger of each resource.
     pub fn max(self, other: Resources) -> Resources {
         Resources {

@@ -150,19 +150,8 @@ pub(super) fn node_by_node(
 type Shares = [f64; 4];
 
 fn shares(r: &Resources, full: &Resources) -> Shares {
-    let share = |have: u64, of: u64| {
-        if of == 0 {
-            0.0
-        } else {
-            have as f64 / of as f64
-        }
-    };
-    [
-        share(r.cpu_millis, full.cpu_millis),
-        share(r.memory_bytes, full.memory_bytes),
-        share(r.ephemeral_storage_bytes, full.ephemeral_storage_bytes),
-        share(r.gpus, full.gpus),
-    ]
+    let [cpu, memory, storage, _, gpus] = r.shares_of(full);
+    [cpu, memory, storage, gpus]
 }
 
 /// How well a pod asking `want` suits a node with `room` left, as `ordering` weighs it: the dot product of

@@ -88,7 +88,7 @@ impl<'a> Drain<'a> {
         // resource nothing asks for weighs nothing.
         let mut weights = [0.0; 5];
         for bin in &bins {
-            let used = shares(&full.minus(&bin.free), &full);
+            let used = full.minus(&bin.free).shares_of(&full);
             weights.iter_mut().zip(used).for_each(|(w, u)| *w += u);
         }
         let most = weights.iter().copied().fold(0.0, f64::max);
@@ -96,7 +96,7 @@ impl<'a> Drain<'a> {
             weights.iter_mut().for_each(|w| *w /= most);
         }
         let size = (requests.iter())
-            .map(|r| weigh(&weights, &shares(r, &full)))
+            .map(|r| weigh(&weights, &r.shares_of(&full)))
             .collect();
         Drain {
             requests,
@@ -180,7 +180,7 @@ impl<'a> Drain<'a> {
     fn fill(&self, bin: &Bin) -> f64 {
         weigh(
             &self.weights,
-            &shares(&self.full.minus(&bin.free), &self.full),
+            &self.full.minus(&bin.free).shares_of(&self.full),
         )
     }
 
@@ -309,25 +309,6 @@ impl<'a> Drain<'a> {
 struct Swap {
     out: [Option<usize>; 2],
     into: [Option<usize>; 2],
-}
-
-/// Resources as shares of an empty node's: cpu, memory, ephemeral storage, pod slots, GPUs (0 where the
-/// node has none).
-fn shares(r: &Resources, full: &Resources) -> [f64; 5] {
-    let share = |have: u64, of: u64| {
-        if of == 0 {
-            0.0
-        } else {
-            have as f64 / of as f64
-        }
-    };
-    [
-        share(r.cpu_millis, full.cpu_millis),
-        share(r.memory_bytes, full.memory_bytes),
-        share(r.ephemeral_storage_bytes, full.ephemeral_storage_bytes),
-        share(r.pods, full.pods),
-        share(r.gpus, full.gpus),
-    ]
 }
 
 fn weigh(weights: &[f64; 5], shares: &[f64; 5]) -> f64 {
