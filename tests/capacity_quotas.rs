@@ -37,13 +37,7 @@ nodeGroups:
 "#;
 
 fn provider() -> (Binary, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("scenario.yaml");
-    std::fs::write(&scenario, SCENARIO).unwrap();
-    (
-        Binary::start(&["--sim-file", scenario.to_str().unwrap()]),
-        dir,
-    )
+    Binary::on_scenario(SCENARIO)
 }
 
 fn quota(version: &str, name: &str, selector: Value, limits: Value) -> Value {
@@ -272,10 +266,7 @@ nodeGroups:
 /// more cheaply (tests/consolidation.rs's case): a quota of no spot nodes refuses that replacement, and says so.
 #[tokio::test]
 async fn a_replacement_node_that_would_cross_a_quota_is_not_made() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("scenario.yaml");
-    std::fs::write(&path, MERGE).unwrap();
-    let provider = Binary::start(&["--sim-file", path.to_str().unwrap()]);
+    let (provider, _dir) = Binary::on_scenario(MERGE);
     let mut items = Vec::new();
     for group in ["ondemand", "spot"] {
         let mut nodes = nodes_of(provider.grpc, &[group]).await;

@@ -10,14 +10,6 @@ use common::cluster::*;
 use common::simulated::{owned, simulated};
 use serde_json::{Value, json};
 
-/// Writes `scenario` and starts the provider binary on it.
-fn provider(scenario: &str) -> (Binary, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("scenario.yaml");
-    std::fs::write(&path, scenario).unwrap();
-    (Binary::start(&["--sim-file", path.to_str().unwrap()]), dir)
-}
-
 /// The nodes of `group` in the snapshot, named `<prefix>-0`, `<prefix>-1`, ...
 async fn named(provider: &Binary, group: &str, prefix: &str) -> Vec<Value> {
     let mut nodes = nodes_of(provider.grpc, &[group]).await;
@@ -68,7 +60,7 @@ nodeGroups:
 /// spot m5.xlarge ($0.0672/h); the other three each carry something consolidation must respect.
 #[tokio::test]
 async fn simulate_merges_nodes_onto_one_cheaper_node_and_says_why_the_others_stay() {
-    let (provider, _dir) = provider(MERGE);
+    let (provider, _dir) = Binary::on_scenario(MERGE);
     let mut items = named(&provider, "ondemand", "od").await;
     items.extend(named(&provider, "spot", "sp").await);
     for n in 0..3 {
@@ -168,7 +160,7 @@ nodeGroups:
 /// its own, 65% cheaper. Another group of the same offering is never a replacement; the thresholds decide.
 #[tokio::test]
 async fn simulate_replaces_single_nodes_only_when_the_saving_meets_both_thresholds() {
-    let (provider, _dir) = provider(SINGLE);
+    let (provider, _dir) = Binary::on_scenario(SINGLE);
     let mut items = named(&provider, "ondemand", "od").await;
     items.extend(on("od-0", "a", 3, "350m"));
     items.extend(on("od-1", "b", 2, "700m"));
@@ -234,7 +226,7 @@ async fn simulate_replaces_single_nodes_only_when_the_saving_meets_both_threshol
 
 #[tokio::test]
 async fn bad_consolidation_flags_are_refused_with_what_is_wrong() {
-    let (provider, _dir) = provider(SINGLE);
+    let (provider, _dir) = Binary::on_scenario(SINGLE);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("snapshot.json");
     std::fs::write(&path, list(Vec::new()).to_string()).unwrap();
@@ -989,7 +981,7 @@ nodeGroups:
   - {name: reserved, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 10, desiredSize: 0, capacityType: ON_DEMAND, pricePerHour: 0.05}
   - {name: big-spot, instanceType: m5.xlarge, zones: [us-east-1a], minSize: 0, maxSize: 10, desiredSize: 0, capacityType: SPOT}
 ";
-    let (provider, _dir) = provider(scenario);
+    let (provider, _dir) = Binary::on_scenario(scenario);
     let mut items = named(&provider, "ondemand", "od").await;
     items.extend(on("od-0", "a", 3, "350m"));
     let args = ["--consolidation", "replace"];

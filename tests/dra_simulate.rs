@@ -90,13 +90,7 @@ fn group_of(result: &Value, pod: &str) -> Option<String> {
 }
 
 fn provider() -> (Binary, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("scenario.yaml");
-    std::fs::write(&scenario, SCENARIO).unwrap();
-    (
-        Binary::start(&["--sim-file", scenario.to_str().unwrap()]),
-        dir,
-    )
+    Binary::on_scenario(SCENARIO)
 }
 
 #[test]
@@ -366,18 +360,12 @@ async fn two_gpu_nodes(provider: &Binary, second: u32) -> Value {
 }
 
 fn provider_with_two_gpu_nodes() -> (Binary, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("scenario.yaml");
     let two = SCENARIO.replace(
         "  - name: a10g-quad\n    instanceType: g5.12xlarge\n    zones: [us-east-1a]\n    minSize: 0\n    maxSize: 4\n    desiredSize: 0",
         "  - name: a10g-quad\n    instanceType: g5.12xlarge\n    zones: [us-east-1a]\n    minSize: 0\n    maxSize: 4\n    desiredSize: 2",
     );
     assert_ne!(two, SCENARIO);
-    std::fs::write(&scenario, two).unwrap();
-    (
-        Binary::start(&["--sim-file", scenario.to_str().unwrap()]),
-        dir,
-    )
+    Binary::on_scenario(&two)
 }
 
 #[tokio::test]

@@ -22,13 +22,7 @@ nodeGroups:
 "#;
 
 fn provider() -> (Binary, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("scenario.yaml");
-    std::fs::write(&scenario, SCENARIO).unwrap();
-    (
-        Binary::start(&["--sim-file", scenario.to_str().unwrap()]),
-        dir,
-    )
+    Binary::on_scenario(SCENARIO)
 }
 
 fn fixture(name: &str) -> PathBuf {

@@ -229,6 +229,15 @@ impl Binary {
         Binary::start_with_env(args, &[])
     }
 
+    /// Writes `scenario` (a simulated EKS's YAML) to a temporary file and starts the provider on it; the
+    /// file's folder lives as long as the caller keeps it.
+    pub fn on_scenario(scenario: &str) -> (Binary, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scenario.yaml");
+        std::fs::write(&path, scenario).unwrap();
+        (Binary::start(&["--sim-file", path.to_str().unwrap()]), dir)
+    }
+
     /// Starts the binary with extra environment variables (the AWS SDK reads its own).
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Binary {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ekscale-provider"))
