@@ -188,7 +188,7 @@ fn view(case: &Case, nodes: Vec<Arc<Node>>, now: SystemTime, extra: Vec<Pod>) ->
             100,
             128 * MI,
         );
-        exporter.node_name = Some(node.name.clone());
+        exporter.node_name = Some(node.name.as_str().into());
         exporter.phase = Phase::Running;
         exporter.unschedulable = false;
         pods.push(exporter);
@@ -201,7 +201,7 @@ fn view(case: &Case, nodes: Vec<Arc<Node>>, now: SystemTime, extra: Vec<Pod>) ->
             let app = format!("app-{}", k % 50);
             let (cpu, memory) = shapes[k % 3];
             let mut running = pod(format!("{app}-{k}"), &app, "ReplicaSet", cpu, memory);
-            running.node_name = Some(node.name.clone());
+            running.node_name = Some(node.name.as_str().into());
             running.phase = Phase::Running;
             running.unschedulable = false;
             running.created = Some(now);

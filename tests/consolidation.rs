@@ -342,7 +342,7 @@ async fn a_node_is_replaced_by_a_cheaper_one_that_is_ready_before_any_pod_is_evi
         first
             .pods
             .iter()
-            .all(|p| p.node_name.as_ref() == Some(&old))
+            .all(|p| p.node_name.as_deref() == Some(old.as_str()))
     );
 
     let (mut launches, mut launched_at, mut seen) = (Vec::new(), None, Vec::new());
@@ -352,7 +352,7 @@ async fn a_node_is_replaced_by_a_cheaper_one_that_is_ready_before_any_pod_is_evi
         let view = cluster.view().await.unwrap();
         assert_eq!(names(&view.pods), expected, "step {step}: a pod was lost");
         let on_old = (view.pods.iter())
-            .filter(|p| p.node_name.as_ref() == Some(&old))
+            .filter(|p| p.node_name.as_deref() == Some(old.as_str()))
             .count();
         let tainted = (view.nodes.iter()).any(|n| n.name == old && n.tainted(TO_BE_DELETED_TAINT));
         let gone = !view.nodes.iter().any(|n| n.name == old);
@@ -417,7 +417,7 @@ async fn a_node_is_replaced_by_a_cheaper_one_that_is_ready_before_any_pod_is_evi
     assert!(
         view.pods
             .iter()
-            .all(|p| p.node_name.as_ref() == Some(&spot[0].name))
+            .all(|p| p.node_name.as_deref() == Some(spot[0].name.as_str()))
     );
     let client = ProviderClient::new(&config).unwrap();
     client.refresh().await.unwrap();
@@ -462,7 +462,7 @@ async fn a_replacement_whose_node_never_turns_ready_is_abandoned_and_its_group_b
             "step {step}: tainted"
         );
         let on_old = (view.pods.iter())
-            .filter(|p| p.node_name.as_ref() == Some(&old))
+            .filter(|p| p.node_name.as_deref() == Some(old.as_str()))
             .count();
         assert_eq!(on_old, 3, "step {step}: a pod left the old node");
         let status = once.run(&view, cluster.now()).await.unwrap();
@@ -564,7 +564,7 @@ mod planner {
             for (i, &(cpu, app)) in on.iter().enumerate() {
                 let mut pod = owned(&format!("app{app}"), 1, cpu * 100, 512 << 20).remove(0);
                 pod.name = format!("{name}-{i}");
-                pod.node_name = Some(name.clone());
+                pod.node_name = Some(name.as_str().into());
                 pod.phase = Phase::Running;
                 pod.unschedulable = false;
                 pods.push(pod);

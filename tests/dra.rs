@@ -11,7 +11,8 @@ use ekscale::autoscaler::{
     ClusterSource, ClusterView, ProviderClient, ProviderConfig, RunOnce, Settings, Snapshot,
 };
 use ekscale::model::{
-    Alike, ClaimSource, DraObjects, LabelProjection, Node, Pod, PodClaim, Resources, SchedulingIds,
+    Alike, ClaimSource, DraObjects, LabelProjection, Node, Pod, PodClaim, PodDra, Resources,
+    SchedulingIds,
 };
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -88,16 +89,16 @@ async fn the_api_servers_dra_objects_and_pod_claims_reach_the_view() {
     );
     assert_eq!(&*dra.slices[0].pool.name, "a");
     let pod = &view.pods[0];
-    assert_eq!(pod.uid.as_deref(), Some("uid-trainer-0"));
+    assert_eq!(pod.uid().map(|u| &**u), Some("uid-trainer-0"));
     assert_eq!(
-        pod.claims[0].source,
+        pod.claims()[0].source,
         ClaimSource::Template {
             template: "one-gpu".into(),
             made: Some("trainer-0-gpu-x7k2p".into())
         }
     );
     assert_eq!(
-        pod.claims[1].source,
+        pod.claims()[1].source,
         ClaimSource::Claim("shared-gpu".into())
     );
 }
@@ -351,14 +352,17 @@ nodeGroups:
         ..Node::default()
     };
     let pod = Pod {
-        uid: Some("uid-trainer-0".into()),
-        claims: vec![PodClaim {
-            name: "gpu".into(),
-            source: ClaimSource::Template {
-                template: "t4".into(),
-                made: None,
-            },
-        }],
+        dra: Some(Box::new(PodDra {
+            uid: Some("uid-trainer-0".into()),
+            claims: vec![PodClaim {
+                name: "gpu".into(),
+                source: ClaimSource::Template {
+                    template: "t4".into(),
+                    made: None,
+                },
+            }],
+            needs: None,
+        })),
         ..Pod::pending(
             "ml",
             "trainer-0",

@@ -106,13 +106,13 @@ async fn pods_claiming_a_turing_gpu_scale_the_gpu_group_from_zero_and_run_on_its
     for pod in view.pods.iter() {
         let ClaimSource::Template {
             made: Some(made), ..
-        } = &pod.claims[0].source
+        } = &pod.claims()[0].source
         else {
-            panic!("no claim made for {}: {:?}", pod.name, pod.claims);
+            panic!("no claim made for {}: {:?}", pod.name, pod.claims());
         };
         assert!(made.starts_with(&format!("{}-gpu-", pod.name)), "{made}");
         let claim = view.dra.claims.iter().find(|c| c.name == *made).unwrap();
-        assert_eq!(claim.owner_pod, pod.uid);
+        assert_eq!(claim.owner_pod.as_ref(), pod.uid());
         assert!(pod.unschedulable && claim.allocation.is_none());
     }
     let status = once.run(&view, cluster.now()).await.unwrap();
@@ -150,16 +150,16 @@ async fn pods_claiming_a_turing_gpu_scale_the_gpu_group_from_zero_and_run_on_its
         on.push(&node.name);
         let ClaimSource::Template {
             made: Some(made), ..
-        } = &pod.claims[0].source
+        } = &pod.claims()[0].source
         else {
-            panic!("{:?}", pod.claims);
+            panic!("{:?}", pod.claims());
         };
         let claim = view.dra.claims.iter().find(|c| c.name == *made).unwrap();
         let allocation = claim.allocation.as_ref().expect("allocated");
         assert_eq!(allocation.devices.len(), 1);
         assert_eq!(&*allocation.devices[0].device.pool, node.name.as_str());
         assert!(allocation_usable_on(allocation, node));
-        assert_eq!(claim.reserved_for, [pod.uid.clone().unwrap()]);
+        assert_eq!(claim.reserved_for, [pod.uid().cloned().unwrap()]);
     }
     on.sort_unstable();
     on.dedup();
@@ -227,7 +227,7 @@ async fn pods_sharing_a_claim_run_on_the_one_node_its_allocation_is_on() {
     cluster.create_claims([Arc::new(claim)]);
     let pods: Vec<Pod> = (claiming("pair", 2, "unused").into_iter())
         .map(|mut pod| {
-            pod.claims[0].source = ClaimSource::Claim("shared-gpu".into());
+            pod.dra_mut().claims[0].source = ClaimSource::Claim("shared-gpu".into());
             pod
         })
         .collect();
@@ -260,7 +260,11 @@ async fn pods_sharing_a_claim_run_on_the_one_node_its_allocation_is_on() {
     assert_eq!(&*allocation.devices[0].device.pool, nodes[0]);
     let mut reserved = claim.reserved_for.clone();
     reserved.sort();
-    let mut uids: Vec<_> = view.pods.iter().map(|p| p.uid.clone().unwrap()).collect();
+    let mut uids: Vec<_> = view
+        .pods
+        .iter()
+        .map(|p| p.uid().cloned().unwrap())
+        .collect();
     uids.sort();
     assert_eq!(reserved, uids);
 }

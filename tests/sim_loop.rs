@@ -510,7 +510,7 @@ nodeGroups:
 
     // The pod's node stays (the group may lose one node only); the empty one is unneeded, then tainted.
     let view = cluster.view().await.unwrap();
-    let busy = view.pods[0].node_name.clone().unwrap();
+    let busy = view.pods[0].node_name.as_deref().unwrap().to_string();
     let empty = view.nodes.iter().find(|n| n.name != busy).unwrap().clone();
     let status = once.run(&view, cluster.now()).await.unwrap();
     assert!(status.scale_down.deletions.is_empty(), "{status:#?}");
@@ -1240,7 +1240,10 @@ nodeGroups:
         pinned_on.clear();
         for pod in view.pods.iter().filter(|p| p.name.starts_with("pinned")) {
             if let Some(node) = &pod.node_name {
-                pinned_on.entry(node.clone()).or_default().push(pod.key());
+                pinned_on
+                    .entry(node.to_string())
+                    .or_default()
+                    .push(pod.key());
             }
         }
         expected = names(&cluster.pods());
@@ -1766,7 +1769,7 @@ async fn deletions_in_progress_pause_while_the_view_has_lost_its_pods() {
             !view
                 .pods
                 .iter()
-                .any(|p| p.node_name.as_ref() == Some(&n.name))
+                .any(|p| p.node_name.as_deref() == Some(n.name.as_str()))
         })
         .map(|n| n.name.clone())
         .collect();

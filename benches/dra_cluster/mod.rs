@@ -63,8 +63,9 @@ pub fn pods(dra: bool, now: SystemTime) -> Vec<Pod> {
                 ..Pod::pending("default", &name, demand)
             };
             if dra {
-                pod.uid = Some(format!("uid-{name}").into());
-                pod.claims = vec![PodClaim {
+                let dra = pod.dra_mut();
+                dra.uid = Some(format!("uid-{name}").into());
+                dra.claims = vec![PodClaim {
                     name: "gpu".into(),
                     source: ClaimSource::Template {
                         template: "a100".into(),

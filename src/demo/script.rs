@@ -499,7 +499,7 @@ mod tests {
                 _ => None,
             })
             .expect("the render job");
-        assert!(render.iter().all(|p| p.claims.len() == 1));
+        assert!(render.iter().all(|p| p.claims().len() == 1));
         // The GPU pool's quota.
         assert_eq!(script.quotas.len(), 1);
         let pool = script.quotas[0].valid().expect("a valid quota");

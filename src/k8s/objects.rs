@@ -4,8 +4,8 @@
 use crate::k8s::pod::PodFacts;
 use crate::k8s::quantity::Quantity;
 use crate::model::{
-    Controller, Disruption, GPU_RESOURCE, Node, Pdb, Phase, Pod, Resources, SafeToEvict, Taint,
-    TaintEffect,
+    Controller, Disruption, GPU_RESOURCE, Node, Pdb, Phase, Pod, PodDra, Resources, SafeToEvict,
+    Taint, TaintEffect,
 };
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
@@ -45,9 +45,13 @@ pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError>
         });
     let claims = crate::k8s::dra::pod_claims(&key, spec, status)?;
     // The uid is what claims name their pod by (owner, reservations): kept for pods with claims only.
-    let uid = match claims.is_empty() {
+    let dra = match claims.is_empty() {
         true => None,
-        false => pod.metadata.uid.as_deref().map(Into::into),
+        false => Some(Box::new(PodDra {
+            claims,
+            uid: pod.metadata.uid.as_deref().map(Into::into),
+            needs: None,
+        })),
     };
     let json = if keep_json && node_name.is_none() {
         Some(serde_json::to_string(pod).map_err(|e| invalid(&key, e.to_string()))?)
@@ -64,7 +68,7 @@ pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError>
         priority: spec.priority,
         controller,
         scheduler_name: facts.scheduler_name,
-        node_name,
+        node_name: node_name.map(Into::into),
         nominated_node: status
             .and_then(|s| s.nominated_node_name.clone())
             .filter(|n| !n.is_empty()),
@@ -88,9 +92,7 @@ pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError>
         consumes: (pod.metadata.annotations.as_ref())
             .and_then(consumed)
             .map(str::to_string),
-        claims,
-        uid,
-        needs: None,
+        dra,
     })
 }
 

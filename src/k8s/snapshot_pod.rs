@@ -292,8 +292,8 @@ mod tests {
         // And the pod is not a default one: the fields above were read.
         assert_eq!(from_cut.scheduling.anti_affinity.len(), 1);
         assert_eq!(from_cut.disruption.local_volumes, ["logs"]);
-        assert_eq!(from_cut.claims.len(), 2);
-        assert_eq!(from_cut.uid.as_deref(), Some("u1"));
+        assert_eq!(from_cut.claims().len(), 2);
+        assert_eq!(from_cut.uid().map(|u| &**u), Some("u1"));
     }
 
     #[test]

@@ -49,7 +49,7 @@ impl<'a> ClaimIndex<'a> {
         let extended = pending
             && ((pod.demand.gpus > 0 && backed(GPU_RESOURCE))
                 || pod.extended.keys().any(|r| backed(r)));
-        if pod.claims.is_empty() && !extended {
+        if pod.claims().is_empty() && !extended {
             return None;
         }
         let mut planned = pod.clone();
@@ -72,7 +72,7 @@ impl<'a> ClaimIndex<'a> {
                 .map(|(resource, count)| self.extended_claim(resource, count))
                 .collect();
         }
-        planned.needs = Some(Arc::new(needs));
+        planned.dra_mut().needs = Some(Arc::new(needs));
         Some(planned)
     }
 
@@ -115,7 +115,7 @@ impl<'a> ClaimIndex<'a> {
 
     fn add_needs(&self, pod: &Pod, needs: &mut ClaimNeeds) -> Result<(), ClaimError> {
         let namespace: &str = &pod.namespace;
-        for entry in &pod.claims {
+        for entry in pod.claims() {
             let (claim, owned) = match &entry.source {
                 ClaimSource::Claim(name) => (Some(name), false),
                 ClaimSource::Template { made, .. } => (made.as_ref(), true),
@@ -143,7 +143,7 @@ impl<'a> ClaimIndex<'a> {
                     claim: claim.clone(),
                 }
             })?;
-            if owned && found.owner_pod.is_some() && found.owner_pod != pod.uid {
+            if owned && found.owner_pod.is_some() && found.owner_pod.as_ref() != pod.uid() {
                 return Err(ClaimError::NotOwned {
                     namespace: namespace.into(),
                     claim: claim.clone(),
@@ -194,7 +194,7 @@ fn by_resource(classes: &[Arc<DeviceClass>]) -> FastMap<String, &DeviceClass> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Allocation, PodClaim, Resources};
+    use crate::model::{Allocation, PodClaim, PodDra, Resources};
 
     fn claim(name: &str, owner: Option<&str>, allocated: bool) -> Arc<ResourceClaim> {
         Arc::new(ResourceClaim {
@@ -212,8 +212,11 @@ mod tests {
 
     fn pod(uid: &str, claims: Vec<PodClaim>) -> Pod {
         Pod {
-            uid: Some(uid.into()),
-            claims,
+            dra: Some(Box::new(PodDra {
+                claims,
+                uid: Some(uid.into()),
+                needs: None,
+            })),
             ..Pod::pending("ml", "p", Resources::default())
         }
     }
@@ -332,7 +335,7 @@ mod tests {
             .insert("deviceclass.resource.kubernetes.io/old-gpu".into(), 3);
         asking.extended.insert("example.com/other".into(), 4);
         let planned = index.plan(&asking).expect("it asks for devices");
-        let needs = planned.needs.as_deref().unwrap();
+        let needs = planned.needs().unwrap();
         let claims: Vec<(&str, u64, &str)> = (needs.extended.iter())
             .map(|c| {
                 let ask = &c.spec.requests[0].asks[0];

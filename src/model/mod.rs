@@ -10,6 +10,7 @@ pub(crate) mod node; // what a node offers and demands of pods
 mod node_group; // node groups, their instances and options, as a provider says them
 mod pdb; // disruption budgets
 pub(crate) mod pod; // what a pod needs and where it may run
+mod pod_dra; // a pod's claims, uid and needs, boxed apart from the rest
 mod pod_names; // pods' names packed into one string, as the view reads them and a scale-up lists them
 pub(crate) mod pods; // the view's pods and a loop's virtual ones, as one list
 mod quantity; // Kubernetes quantities, read exactly
@@ -42,6 +43,7 @@ pub use pod::{
     Alike, Controller, Disruption, EquivalenceKey, FARGATE_SCHEDULER, HostPort, LabelProjection,
     Phase, Pod, PodAffinityTerm, SafeToEvict, Scheduling, SchedulingIds, SpreadConstraint,
 };
+pub use pod_dra::PodDra;
 pub use pod_names::PodNames;
 pub use pods::PodList;
 pub use quantity::{Quantity, QuantityError};

@@ -43,10 +43,13 @@ pub fn unpublish(dra: &mut DraObjects, gone: &HashSet<String>) {
 /// controller retries; the scheduler says why the pod cannot go anywhere.
 pub fn make_claims(dra: &mut DraObjects, pods: &mut [Pod], serial: &mut u64) {
     for pod in pods.iter_mut().filter(|p| p.deleted.is_none()) {
-        let Some(uid) = pod.uid.clone() else {
+        let Some(claims) = pod.dra.as_deref_mut() else {
             continue;
         };
-        for entry in pod.claims.iter_mut() {
+        let Some(uid) = claims.uid.clone() else {
+            continue;
+        };
+        for entry in claims.claims.iter_mut() {
             let ClaimSource::Template { template, made } = &mut entry.source else {
                 continue;
             };
@@ -90,8 +93,8 @@ fn suffix(mut n: u64) -> String {
 /// What each pod's claims ask of its node, found as the scheduler's DRA plugin finds them.
 pub fn find_needs(dra: &DraObjects, pods: &mut [Pod]) {
     let index = ClaimIndex::new(dra);
-    for pod in pods.iter_mut().filter(|p| !p.claims.is_empty()) {
-        pod.needs = Some(Arc::new(index.needs(pod)));
+    for pod in pods.iter_mut().filter(|p| !p.claims().is_empty()) {
+        pod.dra_mut().needs = Some(Arc::new(index.needs(pod)));
     }
 }
 
@@ -99,7 +102,7 @@ pub fn find_needs(dra: &DraObjects, pods: &mut [Pod]) {
 /// devices, and shared claims are no longer reserved for it (deallocated once no pod holds them, as the
 /// claim controller does).
 pub fn release(dra: &mut DraObjects, pod: &Pod) {
-    let Some(uid) = &pod.uid else {
+    let Some(uid) = pod.uid() else {
         return;
     };
     dra.claims.retain(|c| c.owner_pod.as_ref() != Some(uid));
@@ -127,7 +130,7 @@ pub fn allocate_bound(
     bound: &[usize],
 ) -> Vec<usize> {
     let with_claims: Vec<usize> = (bound.iter().copied())
-        .filter(|&i| pods[i].needs.is_some())
+        .filter(|&i| pods[i].needs().is_some())
         .collect();
     if with_claims.is_empty() {
         return Vec::new();
@@ -142,8 +145,8 @@ pub fn allocate_bound(
         let pod = &pods[i];
         let (Some(name), Some(uid), Some(needs)) = (
             pod.node_name.as_deref(),
-            pod.uid.clone(),
-            pod.needs.as_deref(),
+            pod.uid().cloned(),
+            pod.needs().map(|n| &**n),
         ) else {
             continue;
         };

@@ -150,9 +150,10 @@ impl SimulatedCluster {
             pod.node_name = None;
             pod.phase = Phase::Pending;
             pod.unschedulable = false;
-            if !pod.claims.is_empty() && pod.uid.is_none() {
+            if !pod.claims().is_empty() && pod.uid().is_none() {
                 *serial += 1;
-                pod.uid = Some(format!("uid-{}-{}-{serial}", pod.namespace, pod.name).into());
+                pod.dra_mut().uid =
+                    Some(format!("uid-{}-{}-{serial}", pod.namespace, pod.name).into());
             }
             pod
         }));
@@ -333,7 +334,7 @@ impl SimulatedCluster {
         nodes.retain(|n| !gone.contains(&n.name));
         claims::unpublish(dra, &gone);
         pods.retain_mut(|pod| {
-            if !pod.node_name.as_ref().is_some_and(|n| gone.contains(n)) {
+            if !pod.node_name.as_deref().is_some_and(|n| gone.contains(n)) {
                 return true;
             }
             claims::release(dra, pod);
@@ -402,17 +403,19 @@ impl SimulatedCluster {
 /// A pod lost and made again by its controller is a new pod: a new uid, and claims still to be made from its
 /// templates.
 fn renew(pod: &mut Pod, serial: &mut u64) {
-    if pod.claims.is_empty() {
+    if pod.claims().is_empty() {
         return;
     }
     *serial += 1;
-    pod.uid = Some(format!("uid-{}-{}-{serial}", pod.namespace, pod.name).into());
-    for entry in &mut pod.claims {
+    let uid = format!("uid-{}-{}-{serial}", pod.namespace, pod.name).into();
+    let dra = pod.dra_mut();
+    dra.uid = Some(uid);
+    for entry in &mut dra.claims {
         if let ClaimSource::Template { made, .. } = &mut entry.source {
             *made = None;
         }
     }
-    pod.needs = None;
+    dra.needs = None;
 }
 
 /// The node kubelet would register for instance `id` of a group with `template`.

@@ -45,7 +45,7 @@ pub(super) fn run_on_fargate(
             created: Some(now),
             ..Node::default()
         }));
-        pod.node_name = Some(name);
+        pod.node_name = Some(name.into());
         pod.phase = Phase::Running;
         pod.unschedulable = false;
     }

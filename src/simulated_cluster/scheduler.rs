@@ -53,7 +53,7 @@ pub(super) fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod], dra: &mut DraObjec
             let pod = &mut pods[i];
             match binding.remove(&i) {
                 Some(node) => {
-                    pod.node_name = Some(node);
+                    pod.node_name = Some(node.into());
                     pod.phase = Phase::Running;
                     pod.unschedulable = false;
                     bound.push(i);
@@ -83,7 +83,7 @@ pub(super) fn preempt(nodes: &[Arc<Node>], pods: &mut [Pod]) {
     waiting.sort_by_key(|&i| std::cmp::Reverse(pods[i].priority.unwrap_or(0)));
     for i in waiting {
         // Preemption here weighs resources only: a pod that claims devices waits for a node that has them.
-        if pods[i].needs.is_some() {
+        if pods[i].needs().is_some() {
             continue;
         }
         let priority = pods[i].priority.unwrap_or(0);
@@ -123,7 +123,7 @@ pub(super) fn preempt(nodes: &[Arc<Node>], pods: &mut [Pod]) {
                 victim.unschedulable = true;
             }
             let pod = &mut pods[i];
-            pod.node_name = Some(node.name.clone());
+            pod.node_name = Some(node.name.as_str().into());
             pod.phase = Phase::Running;
             pod.unschedulable = false;
             break;

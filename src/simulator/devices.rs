@@ -276,7 +276,7 @@ fn plugin_serves(node: &Node, resource: &str) -> bool {
 /// What of `pod`'s requests of extended resources a class stands for the device plugins of `node` serve
 /// (taken from its room as any extended resource); `None` when none.
 pub fn served_by_plugins(pod: &Pod, node: &Node) -> Option<(Resources, BTreeMap<String, u64>)> {
-    let needs = pod.needs.as_deref()?;
+    let needs = pod.needs().map(|n| &**n)?;
     let mut served: Option<(Resources, BTreeMap<String, u64>)> = None;
     for claim in (needs.extended.iter()).filter(|c| plugin_serves(node, &c.resource)) {
         let (demand, extended) = served.get_or_insert_default();
@@ -333,7 +333,7 @@ pub fn claims_fit(
     devices: Option<&PlaceDevices>,
     shared: &SharedClaims,
 ) -> Result<Vec<(Name, Allocation)>, Unfit> {
-    let Some(needs) = pod.needs.as_deref() else {
+    let Some(needs) = pod.needs().map(|n| &**n) else {
         return Ok(Vec::new());
     };
     if let Some(missing) = &needs.missing {
@@ -374,7 +374,7 @@ pub fn reserve(
     devices: Option<&mut PlaceDevices>,
     shared: &mut SharedClaims,
 ) {
-    let Some(needs) = pod.needs.as_ref() else {
+    let Some(needs) = pod.needs() else {
         return;
     };
     let Ok(claims) = to_allocate(needs, node, devices.as_deref(), shared) else {
@@ -416,7 +416,7 @@ pub fn reserve(
 /// Gives back the devices the latest pod like `pod` put on the place took, and its use of shared claims:
 /// the last pod using one takes its allocation with it.
 pub fn release(pod: &Pod, mut devices: Option<&mut PlaceDevices>, shared: &mut SharedClaims) {
-    let Some(needs) = pod.needs.as_ref() else {
+    let Some(needs) = pod.needs() else {
         return;
     };
     for claim in needs.unallocated.iter().filter(|c| c.shared) {

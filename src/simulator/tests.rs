@@ -7,7 +7,7 @@ use super::topology::{Place, PlaceKind, Topology};
 use super::world::place_all;
 use crate::model::{
     AllocationMode, AttrValue, ClaimNeeds, ClaimSpec, Device, DeviceAsk, DeviceClass,
-    DeviceRequest, DraObjects, ExtendedClaim, NeededClaim, Node, NodeScope, Pod, PoolRef,
+    DeviceRequest, DraObjects, ExtendedClaim, NeededClaim, Node, NodeScope, Pod, PodDra, PoolRef,
     QualifiedName, ResourceSlice, Resources,
 };
 use std::collections::BTreeMap;
@@ -104,7 +104,10 @@ fn pods(n: usize, cpu: u64, claim: &str, shared: bool) -> Vec<Pod> {
     });
     (0..n)
         .map(|i| Pod {
-            needs: Some(needs.clone()),
+            dra: Some(Box::new(PodDra {
+                needs: Some(needs.clone()),
+                ..PodDra::default()
+            })),
             ..Pod::pending(
                 "ml",
                 &format!("train-{i}"),
@@ -215,7 +218,7 @@ fn a_pod_is_priced_with_the_whole_gpus_it_takes_on_a_groups_node() {
         let mut spec = (*one_gpu()).clone();
         spec.requests[0].asks[0].mode = AllocationMode::ExactCount(count);
         let mut pod = pods(1, 1000, "own", false).remove(0);
-        pod.needs = Some(Arc::new(ClaimNeeds {
+        pod.dra_mut().needs = Some(Arc::new(ClaimNeeds {
             unallocated: vec![NeededClaim {
                 name: "ml/own".into(),
                 spec: Arc::new(spec),
@@ -234,7 +237,7 @@ fn a_pod_is_priced_with_the_whole_gpus_it_takes_on_a_groups_node() {
     let mut plugin = (*node).clone();
     plugin.allocatable.gpus = 4;
     let mut plain = pods(1, 1000, "own", false).remove(0);
-    plain.needs = Some(Arc::new(ClaimNeeds {
+    plain.dra_mut().needs = Some(Arc::new(ClaimNeeds {
         extended: vec![ExtendedClaim {
             resource: "nvidia.com/gpu".into(),
             count: 3,

@@ -309,7 +309,7 @@ impl Topology {
         }
         PodTerms {
             // A pod's claims are allocated device by device: pods that claim go one at a time.
-            simple: !s.has_pod_constraints() && blocked_by.is_empty() && pod.needs.is_none(),
+            simple: !s.has_pod_constraints() && blocked_by.is_empty() && pod.needs().is_none(),
             affinity,
             anti,
             spread,
@@ -514,7 +514,7 @@ impl Topology {
                 .ports
                 .extend(pod.scheduling.host_ports.iter().cloned());
         }
-        if pod.needs.is_some() {
+        if pod.needs().is_some() {
             if let Some((demand, extended)) = devices::served_by_plugins(pod, &place.node) {
                 place.free = place.free.minus(&demand.times(n));
                 for (name, amount) in &extended {
@@ -585,7 +585,7 @@ impl Topology {
                 }
             }
         }
-        if pod.needs.is_some() {
+        if pod.needs().is_some() {
             if let Some((demand, extended)) = devices::served_by_plugins(pod, &place.node) {
                 place.free = place.free.plus(demand.times(n));
                 for (name, amount) in &extended {

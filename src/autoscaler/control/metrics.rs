@@ -389,7 +389,7 @@ impl AutoscalerMetrics {
     /// Pending pods with ResourceClaims, by outcome.
     fn observe_claiming(&self, view: &ClusterView, status: &Status) {
         let mut claiming: std::collections::HashSet<String> = (view.pods.iter())
-            .filter(|p| p.node_name.is_none() && !p.claims.is_empty())
+            .filter(|p| p.node_name.is_none() && !p.claims().is_empty())
             .map(|p| p.key())
             .collect();
         let mut count = |outcome: &'static str, keys: &mut dyn Iterator<Item = &str>| {

@@ -213,7 +213,7 @@ fn build(shape: &Shape) -> (Vec<Arc<Node>>, Vec<Pod>, Vec<usize>) {
     for &(a, n) in &shape.pods {
         let (a, n) = (a % shape.apps.len(), n % nodes.len());
         let mut pod = make_pod(pods.len(), a, &shape.apps[a]);
-        pod.node_name = Some(nodes[n].name.clone());
+        pod.node_name = Some(nodes[n].name.as_str().into());
         let cluster = Cluster {
             nodes: nodes.iter().collect(),
             pods: pods.iter().zip(&on).map(|(p, &at)| (p, at)).collect(),

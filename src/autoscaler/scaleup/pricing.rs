@@ -118,7 +118,7 @@ fn device_variants(groups: &[Group], pending: &Pending<'_>) -> Vec<(usize, usize
     let mut variants = Vec::new();
     for (e, eg) in pending.groups.iter().enumerate() {
         let pod = eg.exemplar(pending.pods);
-        if pod.needs.is_none() {
+        if pod.needs().is_none() {
             continue;
         }
         for (gi, group) in groups.iter().enumerate() {

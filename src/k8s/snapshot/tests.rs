@@ -443,8 +443,8 @@ fn dra_objects_are_read_beside_the_rest_and_a_refused_one_is_left_out() {
         ]
     );
     let pod = &snapshot.pods[0];
-    assert_eq!(pod.uid.as_deref(), Some("pod-1"));
-    let sources: Vec<&ClaimSource> = pod.claims.iter().map(|c| &c.source).collect();
+    assert_eq!(pod.uid().map(|u| &**u), Some("pod-1"));
+    let sources: Vec<&ClaimSource> = pod.claims().iter().map(|c| &c.source).collect();
     assert_eq!(
         sources,
         [
