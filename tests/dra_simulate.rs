@@ -376,9 +376,13 @@ async fn a_gpu_node_goes_when_its_pods_claim_can_be_allocated_again_elsewhere() 
     let down = result["scaleDown"].as_array().unwrap();
     assert_eq!(down.len(), 1, "{result:#}");
     let detail = down[0]["detail"].as_str().unwrap();
-    // Utilization is the devices': one GPU in four, whatever the CPU; its pod's claim goes to the other node.
+    // Utilization is the devices' (the node's pool of NVIDIA's driver): one GPU in four, whatever the CPU;
+    // its pod's claim goes to the other node.
+    let node = down[0]["node"].as_str().unwrap();
     assert!(
-        detail.starts_with("utilization devices 25% (threshold 50%)"),
+        detail.starts_with(&format!(
+            "utilization devices 25% in pool gpu.nvidia.com/{node} (threshold 50%)"
+        )),
         "{detail}"
     );
     let other = result["unremovable"][0]["node"].as_str().unwrap();

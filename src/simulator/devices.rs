@@ -6,7 +6,7 @@
 //! change: the classes (their selectors compiled), each pool (its devices' CEL values and verdicts), the
 //! allocations by pool, the templates' pools.
 
-use super::dra::{DeviceClasses, InUse, NodePools, Pools, allocate, allocation_usable_on};
+use super::dra::{DeviceClasses, InUse, NodePools, PoolUse, Pools, allocate, allocation_usable_on};
 use super::predicates::Unfit;
 use crate::model::{
     Allocation, AttrValue, ClaimNeeds, ClaimSpec, DeviceId, DraObjects, FastMap, GPU_RESOURCE,
@@ -204,9 +204,8 @@ fn allocated(claims: &[Arc<ResourceClaim>]) -> Allocated {
 impl PlaceDevices {
     /// How used the node's devices are, as cluster-autoscaler counts it (its busiest pool); `None` when it
     /// reaches no pool of its own (devices on every node are no reason to keep one).
-    pub fn utilization(&self) -> Option<f64> {
-        let local = self.pools.pools.iter().any(|p| p.pool.node_local());
-        local.then(|| super::dra::utilization(&self.pools, &self.in_use))
+    pub fn utilization(&self) -> Option<PoolUse> {
+        super::dra::utilization(&self.pools, &self.in_use)
     }
 }
 

@@ -19,7 +19,7 @@ pub use devices::{
     Dra, PlaceDevices, SharedClaims, claimed_gpus, claims_fit, reserve, served_by_plugins,
 };
 pub use dra::{
-    DeviceClasses, InUse, NodePools, Pools, RequestRef, SelectorError, SelectorErrorKind,
+    DeviceClasses, InUse, NodePools, PoolUse, Pools, RequestRef, SelectorError, SelectorErrorKind,
     Unallocatable, Wanted, allocate, allocation_usable_on, utilization,
 };
 pub use equivalence::{EquivalenceGroup, group_pods};

@@ -8,6 +8,7 @@
 use crate::autoscaler::scaledown::drain::{self, Coverage, PdbBudget, Rules, Verdict};
 use crate::autoscaler::scaledown::removal::{GroupInfo, Input, Mover, Undo};
 use crate::model::{Node, Pod, Resources};
+use crate::simulator::PoolUse;
 use crate::simulator::topology::{Place, Topology};
 use std::collections::HashMap;
 use std::fmt;
@@ -58,24 +59,25 @@ impl fmt::Display for Unremovable {
 }
 
 /// A node's utilization: requests over allocatable per resource. GPU nodes are judged by GPUs alone.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Utilization {
     pub cpu: f64,
     pub memory: f64,
     pub gpu: Option<f64>,
-    /// Its own devices' (DRA), as cluster-autoscaler counts them: when it has any, all that counts.
-    pub devices: Option<f64>,
+    /// Its own devices' (DRA), as cluster-autoscaler counts them (its busiest pool's): when it has any,
+    /// all that counts.
+    pub devices: Option<PoolUse>,
 }
 
 impl Utilization {
     /// What the threshold is compared with.
     pub fn value(&self) -> f64 {
-        (self.devices.or(self.gpu)).unwrap_or(self.cpu.max(self.memory))
+        (self.devices.as_ref().map(|d| d.used).or(self.gpu)).unwrap_or(self.cpu.max(self.memory))
     }
 
     pub fn describe(&self) -> String {
-        if let Some(devices) = self.devices {
-            return format!("devices {:.0}%", devices * 100.0);
+        if let Some(devices) = &self.devices {
+            return format!("devices {devices}");
         }
         match self.gpu {
             Some(gpu) => format!("gpu {:.0}%", gpu * 100.0),
@@ -376,7 +378,7 @@ pub(super) fn candidate<'a>(
         .filter(|p| !drain::long_terminating(p, input.now))
         .collect();
     let used = Utilization {
-        devices: input.device_use.get(n).copied().flatten(),
+        devices: input.device_use.get(n).cloned().flatten(),
         ..utilization(node, &on_node, group.options.ignore_daemon_sets)
     };
     let limit = if used.gpu.is_some() {

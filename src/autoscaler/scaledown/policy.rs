@@ -23,6 +23,7 @@ use crate::autoscaler::scaledown::view_check::ViewCheck;
 use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::status::KeptNode;
 use crate::model::Node;
+use crate::simulator::PoolUse;
 use crate::simulator::topology::{Place, Topology};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
@@ -97,7 +98,7 @@ impl ScaleDownPolicy {
         );
         excluded.extend(aging.iter().map(|a| scene.view.nodes[a.node].name.clone()));
         let existing = scene.view.nodes.len();
-        let device_use: Vec<Option<f64>> = (places[..existing].iter())
+        let device_use: Vec<Option<PoolUse>> = (places[..existing].iter())
             .map(|p| p.devices.as_ref().and_then(|d| d.utilization()))
             .collect();
         let input = input(cx, scene, &groups, &excluded, &previously, &device_use);
@@ -458,7 +459,7 @@ fn input<'a>(
     groups: &'a [GroupInfo],
     excluded: &'a HashSet<String>,
     previously: &'a HashSet<String>,
-    device_use: &'a [Option<f64>],
+    device_use: &'a [Option<PoolUse>],
 ) -> Input<'a> {
     Input {
         nodes: &scene.view.nodes,

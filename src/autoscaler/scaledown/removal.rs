@@ -5,6 +5,7 @@ use crate::model::{
     EquivalenceKey, FastMap, GroupOptions, LabelProjection, Node, Pdb, Pod, PodList, Resources,
     SchedulingIds,
 };
+use crate::simulator::PoolUse;
 use crate::simulator::equivalence;
 use crate::simulator::free_tree::FreeTree;
 use crate::simulator::spread_mins::SpreadMins;
@@ -38,7 +39,7 @@ pub struct Input<'a> {
     /// Pods on each node: bound (or nominated) and pending pods this loop found room for there.
     pub on_node: &'a [Vec<usize>],
     /// How used each node's own devices are (DRA), for nodes that publish any: then alone their utilization.
-    pub device_use: &'a [Option<f64>],
+    pub device_use: &'a [Option<PoolUse>],
     /// Nodes being removed (by name; ours, or carrying a ToBeDeleted taint): never candidates, never
     /// destinations.
     pub deleting: &'a HashSet<String>,

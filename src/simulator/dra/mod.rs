@@ -30,4 +30,4 @@ pub use node_selector::allocation_usable_on;
 pub use pools::{NodePools, Pools};
 pub use selector::{SelectorError, SelectorErrorKind};
 pub use unallocatable::{RequestRef, Unallocatable, Wanted};
-pub use utilization::utilization;
+pub use utilization::{PoolUse, utilization};

@@ -7,14 +7,41 @@ use super::in_use::InUse;
 use super::pools::{NodePools, Pool, PoolState};
 use crate::model::Name;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
-/// The highest utilization (0 to 1) of the node's node-local pools; 0 when it has none. A pool that is
-/// incomplete or invalid counts as fully used (cluster-autoscaler cannot compute it and keeps the node).
-pub fn utilization(pools: &NodePools, in_use: &InUse) -> f64 {
-    (pools.pools.iter())
-        .filter(|p| p.pool.node_local())
-        .map(|p| pool_utilization(&p.pool, in_use))
-        .fold(0.0, f64::max)
+/// How used a node's busiest pool is, and which pool that is: what its utilization says and what decides
+/// it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolUse {
+    pub driver: Name,
+    pub pool: Name,
+    /// Allocated over total, 0 to 1.
+    pub used: f64,
+}
+
+impl fmt::Display for PoolUse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let percent = self.used * 100.0;
+        write!(f, "{percent:.0}% in pool {}/{}", self.driver, self.pool)
+    }
+}
+
+/// The busiest of the node's node-local pools (the first of those equally used); `None` when it has none.
+/// A pool that is incomplete or invalid counts as fully used (cluster-autoscaler cannot compute it and
+/// keeps the node).
+pub fn utilization(pools: &NodePools, in_use: &InUse) -> Option<PoolUse> {
+    let mut busiest: Option<PoolUse> = None;
+    for p in pools.pools.iter().filter(|p| p.pool.node_local()) {
+        let used = pool_utilization(&p.pool, in_use);
+        if busiest.as_ref().is_none_or(|b| used > b.used) {
+            busiest = Some(PoolUse {
+                driver: p.pool.driver.clone(),
+                pool: p.pool.name.clone(),
+                used,
+            });
+        }
+    }
+    busiest
 }
 
 fn pool_utilization(pool: &Pool, in_use: &InUse) -> f64 {

@@ -9,7 +9,7 @@ use crate::simulator::dra::allocate::allocate;
 use crate::simulator::dra::classes::DeviceClasses;
 use crate::simulator::dra::in_use::InUse;
 use crate::simulator::dra::node_selector::allocation_usable_on;
-use crate::simulator::dra::pools::Pools;
+use crate::simulator::dra::pools::{NodePools, Pools};
 use crate::simulator::dra::unallocatable::{Unallocatable, Wanted};
 use crate::simulator::dra::utilization::utilization;
 use std::sync::Arc;
@@ -345,7 +345,7 @@ fn partitionable_devices_share_counters() {
             .ends_with("the node has 2 matching devices, 0 free"),
         "{err}"
     );
-    assert_eq!(utilization(&node_pools, &gpu_taken), 1.0);
+    assert_eq!(used(&node_pools, &gpu_taken), 1.0);
 
     // A slice allocated: the full GPU is not available, the other slice is.
     let mig_taken = InUse::from_claims(&[allocated_claim(
@@ -356,19 +356,60 @@ fn partitionable_devices_share_counters() {
     let got = allocate(&classes, &node_pools, &mig_taken, &n1, &[&slice]).unwrap();
     assert_eq!(device_names(&got[0]), ["gpu-0-mig-1g.5gb-1"]);
     // memory 5/40, slices 1/7: the set's highest share, over the one set its devices consume.
-    assert!((utilization(&node_pools, &mig_taken) - 1.0 / 7.0).abs() < 1e-9);
+    assert!((used(&node_pools, &mig_taken) - 1.0 / 7.0).abs() < 1e-9);
+}
+
+/// The node's utilization: its busiest pool's.
+fn used(pools: &NodePools, in_use: &InUse) -> f64 {
+    utilization(pools, in_use).expect("a node-local pool").used
 }
 
 #[test]
 fn utilization_is_allocated_over_total_devices() {
     let pools = Pools::new(&[local_slice(NVIDIA, "n1", four_a10g())]);
     let node_pools = pools.for_node(&node("n1"));
-    assert_eq!(utilization(&node_pools, &InUse::new()), 0.0);
+    assert_eq!(used(&node_pools, &InUse::new()), 0.0);
     let in_use = InUse::from_claims(&[allocated_claim(
         &[id(NVIDIA, "n1", "gpu-0"), id(NVIDIA, "n1", "gpu-3")],
         false,
     )]);
-    assert_eq!(utilization(&node_pools, &in_use), 0.5);
+    assert_eq!(used(&node_pools, &in_use), 0.5);
+}
+
+#[test]
+fn utilization_names_the_busiest_pool() {
+    const OTHER: &str = "gpu.example.com";
+    let pools = Pools::new(&[
+        local_slice(NVIDIA, "n1", four_a10g()),
+        local_slice(OTHER, "n1", four_a10g()),
+    ]);
+    let node_pools = pools.for_node(&node("n1"));
+    // Nothing allocated: the first pool, unused.
+    let idle = utilization(&node_pools, &InUse::new()).unwrap();
+    assert_eq!(idle.used, 0.0);
+    // Two of NVIDIA's four, three of the other driver's: the other's pool decides.
+    let in_use = InUse::from_claims(&[
+        allocated_claim(
+            &[id(NVIDIA, "n1", "gpu-0"), id(NVIDIA, "n1", "gpu-1")],
+            false,
+        ),
+        allocated_claim(
+            &[
+                id(OTHER, "n1", "gpu-0"),
+                id(OTHER, "n1", "gpu-1"),
+                id(OTHER, "n1", "gpu-2"),
+            ],
+            false,
+        ),
+    ]);
+    let busiest = utilization(&node_pools, &in_use).unwrap();
+    assert_eq!(
+        (&*busiest.driver, &*busiest.pool, busiest.used),
+        (OTHER, "n1", 0.75)
+    );
+    assert_eq!(busiest.to_string(), "75% in pool gpu.example.com/n1");
+    // Another node's pools are not this one's: it has no utilization of devices.
+    assert_eq!(utilization(&pools.for_node(&node("n2")), &in_use), None);
 }
 
 #[test]
