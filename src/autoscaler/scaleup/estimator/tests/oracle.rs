@@ -6,11 +6,11 @@
 //! pods that can be placed and, for those, the fewest new nodes.
 //!
 //! Held on every mix: each step of the plan passes the plain filters; no pod left unplaced fits a node of
-//! the plan or a new node in any zone; as many pods as the optimum (on the fixed samples every mix; of
-//! random ones, those with pod affinity may fall short, rarely, see [`may_fall_short`]). The node count is held over a fixed sample, not mix by mix (a random
-//! draw can find a rarer case further off, see `the_estimate_places_what_the_optimum_places`). Measured
-//! over 400 mixes from a fixed seed (`how_far_from_the_optimum`, which holds these numbers within a
-//! little): the optimum's pods and nodes on 391 (97.75%), one node over on 8, two over on 1, fewer pods on
+//! the plan or a new node in any zone; as many pods as the optimum, except on rare random mixes with pod
+//! affinity ([`may_fall_short`]; none of the fixed sample's 400). The node count is held over a fixed
+//! sample, not mix by mix (a random draw can find a rarer case further off, see
+//! `the_estimate_places_what_the_optimum_places`). Measured over 400 mixes from a fixed seed
+//! (`how_far_from_the_optimum`, which holds these numbers within a little): the optimum's pods and nodes on 391 (97.75%), one node over on 8, two over on 1, fewer pods on
 //! none (over 1000 mixes from each of seeds 8 and 9, `how_far_from_the_optimum_over_more_seeds`: 97.7% and
 //! 97.2%, two over on 2 each, fewer pods on 0 and 1). The node gaps are the greedy searches', as
 //! upstream's, not the filters': a pod placed is never moved, except by the repair of pods their pod
