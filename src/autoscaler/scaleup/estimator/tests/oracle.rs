@@ -5,18 +5,18 @@
 //! the group, asking kube-scheduler's filters written plainly (`autoscaler::oracle`), and finds the most
 //! pods that can be placed and, for those, the fewest new nodes.
 //!
-//! Held on every mix: each step of the plan passes the plain filters; no pod left unplaced fits a node of
-//! the plan or a new node in any zone; as many pods as the optimum, except on rare random mixes with pod
-//! affinity ([`may_fall_short`]; none of the fixed sample's 400). The node count is held over a fixed
-//! sample, not mix by mix (a random draw can find a rarer case further off, see
+//! Held on every mix: each step of the plan passes the plain filters; no pod left unplaced fits a node of the
+//! plan or a new node in any zone; as many pods as the optimum, except on rare random mixes with pod affinity
+//! ([`may_fall_short`]; none of the fixed sample's 400). The node count is held over a fixed sample, not mix
+//! by mix (a random draw can find a rarer case further off, see
 //! `the_estimate_places_what_the_optimum_places`). Measured over 400 mixes from a fixed seed
-//! (`how_far_from_the_optimum`, which holds these numbers within a little): the optimum's pods and nodes on 391 (97.75%), one node over on 8, two over on 1, fewer pods on
-//! none (over 1000 mixes from each of seeds 8 and 9, `how_far_from_the_optimum_over_more_seeds`: 97.7% and
-//! 97.2%, two over on 2 each, fewer pods on 0 and 1). The node gaps are the greedy searches', as
-//! upstream's, not the filters': a pod placed is never moved, except by the repair of pods their pod
-//! affinity left out (`estimator/repair.rs`), which before it left 5 of the 400 with fewer pods (a pod
-//! whose partners went first to nodes, or a zone, it cannot join; the smallest, a plain pod put in zone
-//! a, then a pod pinned to zone b that wants it on its node, is
+//! (`how_far_from_the_optimum`, which holds these numbers within a little): the optimum's pods and nodes on
+//! 391 (97.75%), one node over on 8, two over on 1, fewer pods on none (over 1000 mixes from each of seeds 8
+//! and 9, `how_far_from_the_optimum_over_more_seeds`: 97.7% and 97.2%, two over on 2 each, fewer pods on 0
+//! and 1). The node gaps are the greedy searches', as upstream's, not the filters': a pod placed is never
+//! moved, except by the repair of pods their pod affinity left out (`estimator/repair.rs`), which before it
+//! left 5 of the 400 with fewer pods (a pod whose partners went first to nodes, or a zone, it cannot join;
+//! the smallest, a plain pod put in zone a, then a pod pinned to zone b that wants it on its node, is
 //! `a_partner_moved_to_the_zone_of_a_pinned_pod`).
 //! - Two nodes over, only with a spread by node: pods are taken by size, and the node a bigger pod got
 //!   first is a domain holding none of the spread's pods, which then go one to a node (the smallest: one
