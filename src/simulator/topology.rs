@@ -142,6 +142,12 @@ impl PodTerms {
     pub fn wants_partners(&self) -> bool {
         !self.affinity.is_empty()
     }
+
+    /// Whether a pod with these terms counts for one of `wanting`'s required affinity terms: placed in the
+    /// term's domain, it lets a pod with `wanting`'s terms join it there.
+    pub fn partner_of(&self, wanting: &PodTerms) -> bool {
+        (wanting.affinity.iter()).any(|(t, _)| self.matched_by.contains(t))
+    }
 }
 
 fn bump(list: &mut Vec<u32>, domain: u32, by: u32) {

@@ -33,7 +33,7 @@ pub(super) fn best_fit(
                 if !packing.may_add() {
                     break;
                 }
-                let (k, why) = packing.add_node(filling, d, remaining);
+                let (k, why) = packing.add_node(filling, zones, d, remaining);
                 if k == 0 {
                     return (count - remaining, why);
                 }
@@ -112,8 +112,8 @@ pub(super) fn node_by_node(
         if !packing.may_add() {
             return;
         }
-        let (d, filling, ..) = &mut open[i];
-        let (k, why) = packing.add_node(filling, *d, 1);
+        let (d, filling, zones, _) = &mut open[i];
+        let (k, why) = packing.add_node(filling, zones, *d, 1);
         if k == 0 {
             unfit[*d] = why;
             open.remove(i);

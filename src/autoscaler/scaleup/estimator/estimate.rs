@@ -9,17 +9,17 @@ use super::packing::Packing;
 use super::plan::{
     Demand, Estimate, EstimateLimits, ORDERINGS, Ordering, Stop, Templates, Zones, nodes_at_least,
 };
+use super::repair::repair;
 use crate::model::Pod;
 use crate::simulator::free_tree::FreeTree;
-use crate::simulator::host_marks::HostMarks;
 use crate::simulator::predicates;
-use crate::simulator::spread_mins::SpreadMins;
 use crate::simulator::topology::{Place, Topology};
 use crate::simulator::world::Filling;
 use std::time::Instant;
 
 /// Estimates the nodes of the group whose templates are `templates`: the best of the searches ([`search`]),
-/// improved after ([`improve`]). `existing` are the cluster's places, read for topology spread minimums.
+/// pods its pod affinity left out placed by moving their partners ([`repair`]), improved after
+/// ([`improve`]). `existing` are the cluster's places, read for topology spread minimums.
 pub fn estimate(
     topology: &Topology,
     existing: &[Place],
@@ -28,6 +28,9 @@ pub fn estimate(
     limits: EstimateLimits,
 ) -> Estimate {
     let best = search(topology, existing, templates, demands, limits);
+    let ordering = best.ordering;
+    let first = |p| pack_first(topology, existing, templates, demands, limits, ordering, p);
+    let best = repair(topology, existing, templates, demands, limits, &first, best);
     improve(topology, existing, templates, demands, limits, best)
 }
 
@@ -133,36 +136,61 @@ pub fn pack(
     limits: EstimateLimits,
     ordering: Ordering,
 ) -> Estimate {
-    let expected = expected_nodes(templates.first(), demands, limits.max_nodes);
-    let mut packing = Packing {
-        topology: topology.clone(),
-        existing,
-        templates,
-        limits,
-        nodes: Vec::with_capacity(expected),
-        tree: if ordering == Ordering::BestFit {
-            FreeTree::with_rooms(expected, &templates.first().free)
-        } else {
-            FreeTree::with_capacity(expected)
-        },
-        marks: HostMarks::new(topology),
-        mins: SpreadMins::default(),
-        added: vec![0; templates.zones.len()],
-        zone: Vec::with_capacity(expected),
-        stopped: None,
-        last_index: 0,
-        // A node is added, then filled: two steps a node, more when groups share nodes.
-        steps: Vec::with_capacity(2 * expected),
-    };
-    let mut placed = vec![0u64; demands.len()];
-    let mut unfit = vec![None; demands.len()];
     let runs = if ordering.node_by_node() {
-        node_by_node(&mut packing, demands, &mut placed, &mut unfit, ordering);
         Vec::new()
     } else {
         runs(demands, templates.first(), ordering)
     };
-    for run in &runs {
+    pack_runs(
+        topology, existing, templates, demands, limits, ordering, &runs,
+    )
+}
+
+/// One estimation in `ordering` (upstream's or a first fit) with demand `p` taken first, the others in the
+/// ordering's runs: the repair's other order ([`repair`]).
+pub(super) fn pack_first(
+    topology: &Topology,
+    existing: &[Place],
+    templates: Templates,
+    demands: &[Demand],
+    limits: EstimateLimits,
+    ordering: Ordering,
+    p: usize,
+) -> Estimate {
+    let mut runs = runs(demands, templates.first(), ordering);
+    for run in &mut runs {
+        run.retain(|&d| d != p);
+    }
+    runs.retain(|run| !run.is_empty());
+    runs.insert(0, vec![p]);
+    pack_runs(
+        topology, existing, templates, demands, limits, ordering, &runs,
+    )
+}
+
+/// One estimation in one `ordering`, its demands taken in `runs`.
+fn pack_runs(
+    topology: &Topology,
+    existing: &[Place],
+    templates: Templates,
+    demands: &[Demand],
+    limits: EstimateLimits,
+    ordering: Ordering,
+    runs: &[Vec<usize>],
+) -> Estimate {
+    let expected = expected_nodes(templates.first(), demands, limits.max_nodes);
+    let tree = if ordering == Ordering::BestFit {
+        FreeTree::with_rooms(expected, &templates.first().free)
+    } else {
+        FreeTree::with_capacity(expected)
+    };
+    let mut packing = Packing::new(topology, existing, templates, limits, expected, tree);
+    let mut placed = vec![0u64; demands.len()];
+    let mut unfit = vec![None; demands.len()];
+    if ordering.node_by_node() {
+        node_by_node(&mut packing, demands, &mut placed, &mut unfit, ordering);
+    }
+    for run in runs {
         let mut fillings: Vec<(usize, Filling, Zones, u64)> = Vec::with_capacity(run.len());
         for &d in run {
             let demand = demands[d];

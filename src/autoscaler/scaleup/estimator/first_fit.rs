@@ -56,7 +56,7 @@ pub(super) fn first_fit(
         if remaining == 0 || !packing.may_add() {
             return (count - remaining, None);
         }
-        let (k, why) = packing.add_node(filling, d, remaining);
+        let (k, why) = packing.add_node(filling, zones, d, remaining);
         if k == 0 {
             // Not even an empty node takes it: no more nodes help this group.
             return (count - remaining, why);
@@ -117,7 +117,7 @@ pub(super) fn upstream(
         if !packing.may_add() {
             break;
         }
-        let (k, why) = packing.add_node(filling, d, count - done);
+        let (k, why) = packing.add_node(filling, zones, d, count - done);
         if k == 0 {
             return (done, why);
         }

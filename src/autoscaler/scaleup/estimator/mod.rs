@@ -15,8 +15,10 @@
 //! the first node with room (or the one with the least room, for best fit) is found in a tree
 //! ([`FreeTree`]), not by a scan.
 //!
-//! No search moves a pod it placed, so the best packing is then improved ([`improve`]): the least-full
-//! planned nodes are drained into the others' free room, pods exchanged for smaller ones where that makes
+//! No search moves a pod it placed. When pods with required pod affinity are left out, the best plan is
+//! repaired first (`repair`): their partners placed differently (moved to a node of the pod's zones, or
+//! packed after it), kept when more pods are placed. The best packing is then improved ([`improve`]): the
+//! least-full planned nodes are drained into the others' free room, pods exchanged for smaller ones where that makes
 //! room, within the binpacking time budget and a bound on its work. It runs on plans whose pods all fit by
 //! their requests alone and may go on any of the group's zones; the improved plan is taken again through the
 //! searches' predicates, and kept only when every step holds.
@@ -32,6 +34,7 @@ mod first_fit; // upstream's search and first fit, demands in an order
 mod improve; // after the searches: the best packing improved, pods that may move moved, nodes taken off
 mod packing; // one estimation in progress: the nodes added, their indexes, the steps
 mod plan; // what an estimation takes and gives
+mod repair; // after the searches: pods their pod affinity left out, placed by moving a partner
 mod replay; // a plan's steps taken again through the predicates: the check of an improved plan
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! marks, spread minimums), and the steps taken. Every search adds and fills nodes through it, so the indexes
 //! and the steps stay in step with the nodes.
 
-use super::plan::{EstimateLimits, Step, Stop, Templates, Zones};
+use super::plan::{Demand, EstimateLimits, Step, Stop, Templates, Zones};
 use crate::model::Pod;
 use crate::simulator::free_tree::FreeTree;
 use crate::simulator::host_marks::{HostMarks, Open};
@@ -35,7 +35,61 @@ pub(super) struct Packing<'a> {
     pub(super) steps: Vec<Step>,
 }
 
-impl Packing<'_> {
+impl<'a> Packing<'a> {
+    /// An estimation with no node added yet, on a copy of the counts; its vectors sized for `expected`
+    /// nodes, its tree given (best fit sizes its rooms up front).
+    pub(super) fn new(
+        topology: &Topology,
+        existing: &'a [Place],
+        templates: Templates<'a>,
+        limits: EstimateLimits,
+        expected: usize,
+        tree: FreeTree,
+    ) -> Packing<'a> {
+        Packing {
+            topology: topology.clone(),
+            existing,
+            templates,
+            limits,
+            nodes: Vec::with_capacity(expected),
+            tree,
+            marks: HostMarks::new(topology),
+            mins: SpreadMins::default(),
+            added: vec![0; templates.zones.len()],
+            zone: Vec::with_capacity(expected),
+            stopped: None,
+            last_index: 0,
+            // A node is added, then filled: two steps a node, more when groups share nodes.
+            steps: Vec::with_capacity(2 * expected),
+        }
+    }
+
+    /// Takes one step of a plan again, its pods put through the predicates as the searches put them (the
+    /// caller has the pods' node selector, affinity and taints pass the node's zone); false when they do
+    /// not all fit.
+    pub(super) fn take(&mut self, demands: &[Demand], step: Step) -> bool {
+        match step {
+            Step::Add { zone } => {
+                let fresh = (self.topology).copy(&self.templates.zones[zone], PlaceKind::Planned);
+                self.tree.push(&fresh.free);
+                self.nodes.push(fresh);
+                self.zone.push(zone);
+                self.added[zone] += 1;
+                self.steps.push(step);
+                true
+            }
+            Step::Put {
+                node,
+                demand,
+                count,
+            } => {
+                let d = demands[demand];
+                let mut filling = Filling::new(d.pod, d.terms);
+                self.fill(&mut filling, demand, node, count).0 == count
+            }
+        }
+    }
+
     /// Puts up to `want` pods on node `n`; keeps the tree and the node's contents current.
     pub(super) fn fill(
         &mut self,
@@ -137,15 +191,19 @@ impl Packing<'_> {
     }
 
     /// Adds a node where the group would launch it and puts as many pods on it as fit (up to `want`): in
-    /// the first zone, in launch order, that takes at least one. A zone whose empty node takes none is left
-    /// without a node. Returns the pods placed and, when none, why not.
+    /// the first zone of `zones`, in launch order, that takes at least one. A zone whose empty node takes
+    /// none is left without a node. Returns the pods placed and, when none, why not.
     pub(super) fn add_node(
         &mut self,
         filling: &mut Filling,
+        zones: &Zones,
         d: usize,
         want: u64,
     ) -> (u64, Option<Unfit>) {
-        let zones = self.templates.launch_order(filling.pod(), &self.added);
+        let mut order = self.templates.launch_order(filling.pod(), &self.added);
+        // The pod's own zones, unless the caller narrowed them (the repair packs partners in a pod's zones).
+        order.retain(|&z| zones.has(z));
+        let zones = order;
         let mut why =
             predicates::node_fit(&filling.pod().scheduling, &self.templates.first().node).err();
         for z in zones {

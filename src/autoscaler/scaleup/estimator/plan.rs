@@ -75,6 +75,16 @@ impl Zones {
     pub(super) fn has(&self, zone: usize) -> bool {
         self.0.as_ref().is_none_or(|takes| takes[zone])
     }
+
+    /// The zones among `zones` (of the group's `count` zones) that also take another pod, whose are `self`;
+    /// `None` when there are none.
+    pub(super) fn within(&self, other: &Zones, count: usize) -> Option<Zones> {
+        let takes: Vec<bool> = (0..count).map(|z| self.has(z) && other.has(z)).collect();
+        if !takes.contains(&true) {
+            return None;
+        }
+        Some(Zones(Some(takes).filter(|t| t.contains(&false))))
+    }
 }
 
 /// Why the estimator stopped adding nodes before every pod had one.

@@ -5,17 +5,19 @@
 //! the group, asking kube-scheduler's filters written plainly (`autoscaler::oracle`), and finds the most
 //! pods that can be placed and, for those, the fewest new nodes.
 //!
-//! Held on every mix: each step of the plan passes the plain filters; no pod left unplaced fits a node of
-//! the plan or a new node in any zone; when no group asks for pod affinity, as many pods as the optimum.
-//! The node count is held over a fixed sample, not mix by mix (a random draw can find a rarer case further
-//! off, see `the_estimate_places_what_the_optimum_places`). Measured over 400 mixes
-//! from a fixed seed (`how_far_from_the_optimum`, which holds these numbers within a little): the optimum's
-//! pods and nodes on 386 (96.5%), one node over on 8, two over on 1, fewer pods on 5 (over 1000 mixes
-//! from each of two other seeds: 96.2% and 96.5%, two over on 3 each, fewer pods on 2% at most). Both
-//! gaps are the greedy searches', as upstream's, not the filters': a pod placed is never moved.
-//! - Fewer pods, only with pod affinity: a pod whose partners went first to nodes (or a zone) it cannot
-//!   join stays out, where the search puts the partners with it (the smallest: a plain pod put in zone a,
-//!   then a pod pinned to zone b that wants it on its node).
+//! Held on every mix: each step of the plan passes the plain filters; no pod left unplaced fits a node of the
+//! plan or a new node in any zone; as many pods as the optimum, except on rare random mixes with pod affinity
+//! ([`may_fall_short`]; none of the fixed sample's 400). The node count is held over a fixed sample, not mix
+//! by mix (a random draw can find a rarer case further off, see
+//! `the_estimate_places_what_the_optimum_places`). Measured over 400 mixes from a fixed seed
+//! (`how_far_from_the_optimum`, which holds these numbers within a little): the optimum's pods and nodes on
+//! 391 (97.75%), one node over on 8, two over on 1, fewer pods on none (over 1000 mixes from each of seeds 8
+//! and 9, `how_far_from_the_optimum_over_more_seeds`: 97.7% and 97.2%, two over on 2 each, fewer pods on 0
+//! and 1). The node gaps are the greedy searches', as upstream's, not the filters': a pod placed is never
+//! moved, except by the repair of pods their pod affinity left out (`estimator/repair.rs`), which before it
+//! left 5 of the 400 with fewer pods (a pod whose partners went first to nodes, or a zone, it cannot join;
+//! the smallest, a plain pod put in zone a, then a pod pinned to zone b that wants it on its node, is
+//! `a_partner_moved_to_the_zone_of_a_pinned_pod`).
 //! - Two nodes over, only with a spread by node: pods are taken by size, and the node a bigger pod got
 //!   first is a domain holding none of the spread's pods, which then go one to a node (the smallest: one
 //!   pod of 1613m and four of 632m spread by node, on nodes of 2244m and two pods: five nodes, where
@@ -500,63 +502,98 @@ fn check(mix: &Mix) -> Result<(Optimum, Optimum), TestCaseError> {
     Ok((ours, optimum(mix, &pods)))
 }
 
-/// Whether some group asks for pod affinity: then the estimator, which never moves a pod it placed, may
-/// have put the partners where the pod cannot join them.
-fn wants_partners(mix: &Mix) -> bool {
+/// Whether a random mix may place fewer pods than the optimum: only when a group asks for pod affinity. The
+/// repair after the searches (`estimator/repair.rs`) places as many pods as the optimum on every mix of the
+/// fixed samples below, and on all but 11 of 20,000 random mixes (seeds 1 to 20, 1,000 mixes each), which
+/// need two changes at once or an order no search tries (three of those two pods under); 5,000 random
+/// cases found one three under. A test that fails on a rare draw fails CI at random, so these are allowed
+/// here. Three of them, as printed:
+/// - three under (ours 4 pods, the optimum 7): on 2352m/3-pod nodes in two zones, four pods of 1569m pinned
+///   to zone b, labelled b, wanting label b in their zone, and three of 784m labelled b wanting label b on
+///   their node (the two never share a node). The optimum puts the three first, alone on a node in zone b;
+///   the searches put the four first, and packed first the three go to zone a.
+/// - two under (ours 4 pods on 2 nodes, the optimum 6 on 4): a chain of zonal affinity, a pod pinned to zone
+///   b wanting label b in its zone, the one label-b pod wanting label c in its zone, the one label-c pod
+///   plain: `Mix { shape: (2625, 8, 4), zones: 3, tainted: false, groups: [(1195m, 5377Mi, 1, label c,
+///   None), (1060m, 1369Mi, 2, label a, Spread { zone: false, max_skew: 1 }), (494m, 4911Mi, 2, label a,
+///   Affinity { value: b, zone: true }, pin b), (708m, 5220Mi, 1, label b, Affinity { value: c, zone: true
+///   })], beside: [(zone a, group 1)] }` (every group tolerates, no host port);
+/// - one under (ours 8 on 6, the optimum 9 on 7), no spread: `Mix { shape: (3666, 8, 2), zones: 2,
+///   tainted: false, groups: [(2275m, 4060Mi, 4, label a, Affinity { value: c, zone: true }, host port, pin
+///   a), (2162m, 880Mi, 4, label c, Affinity { value: c, zone: false }), (453m, 5251Mi, 2, label c, None)],
+///   beside: [(zone a, group 0)] }`.
+fn may_fall_short(mix: &Mix) -> bool {
     (mix.groups.iter()).any(|g| matches!(g.constraint, Constraint::Affinity { .. }))
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
     /// Every step of the plan passes the plain filters, no pod left over fits the plan or a new node, and as
-    /// many pods as the optimum when no group asks for pod affinity: what must hold on any mix. The node
-    /// count is not held here, mix by mix, but over a fixed sample ([`how_far_from_the_optimum`]): random
-    /// mixes find rare ones further off (two nodes over without a spread by node: one 1331m pod with
-    /// hostname anti-affinity, two of 1433m, three of 276m with a host port pinned to one zone, on
-    /// 2763m/2-pod nodes in two zones: 5 nodes where 3 do), and a test that fails on a rare draw fails CI
-    /// at random.
+    /// many pods as the optimum ([`may_fall_short`]): what must hold on any mix. The node count is not held
+    /// here, mix by mix, but over a fixed sample ([`how_far_from_the_optimum`]): random mixes find rare ones
+    /// further off (two nodes over without a spread by node: one 1331m pod with hostname anti-affinity, two
+    /// of 1433m, three of 276m with a host port pinned to one zone, on 2763m/2-pod nodes in two zones: 5
+    /// nodes where 3 do), and a test that fails on a rare draw fails CI at random.
     #[test]
     fn the_estimate_places_what_the_optimum_places(mix in mix()) {
         let (ours, best) = check(&mix)?;
-        if !wants_partners(&mix) {
+        if !may_fall_short(&mix) {
             prop_assert_eq!(ours.pods, best.pods, "pods placed: ours {:?}, the optimum {:?}", ours, best);
         }
     }
+}
+
+/// (pods under, nodes over) the optimum over `cases` mixes drawn from `seed`, each mix checked first.
+fn margin(seed: u8, cases: usize) -> BTreeMap<(u64, i64), usize> {
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]),
+    );
+    let strategy = mix();
+    let mut seen: BTreeMap<(u64, i64), usize> = BTreeMap::new();
+    for _ in 0..cases {
+        let mix = strategy.new_tree(&mut runner).unwrap().current();
+        let (ours, best) = check(&mix).unwrap_or_else(|e| panic!("{e}: {mix:?}"));
+        let under = best.pods - ours.pods;
+        *seen
+            .entry((under, ours.nodes as i64 - best.nodes as i64))
+            .or_default() += 1;
+    }
+    println!("(pods under, nodes over) the optimum, over {cases} mixes from seed {seed}: {seen:?}");
+    seen
 }
 
 /// The margin stated above, measured over mixes from a fixed seed: printed as a histogram of (pods under,
 /// nodes over) the optimum, and held.
 #[test]
 fn how_far_from_the_optimum() {
-    let mut runner = TestRunner::new_with_rng(
-        Config::default(),
-        TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
-    );
-    let strategy = mix();
-    let mut seen: BTreeMap<(u64, i64), usize> = BTreeMap::new();
     let cases = 400;
-    for _ in 0..cases {
-        let mix = strategy.new_tree(&mut runner).unwrap().current();
-        let (ours, best) = check(&mix).unwrap();
-        let under = best.pods - ours.pods;
-        assert!(
-            under == 0 || wants_partners(&mix),
-            "{under} pods under the optimum: {mix:?}"
-        );
-        *seen
-            .entry((under, ours.nodes as i64 - best.nodes as i64))
-            .or_default() += 1;
-    }
-    println!("(pods under, nodes over) the optimum, over {cases} mixes: {seen:?}");
+    let seen = margin(7, cases);
     let at = |f: &dyn Fn(u64, i64) -> bool| {
         (seen.iter())
             .filter(|((u, o), _)| f(*u, *o))
             .map(|(_, n)| n)
             .sum::<usize>()
     };
-    assert!(at(&|u, o| u == 0 && o > 1) <= 2, "{seen:?}");
-    assert!(at(&|u, o| u == 0 && o == 0) * 100 >= cases * 95, "{seen:?}");
-    assert!(at(&|u, _| u == 0) * 100 >= cases * 97, "{seen:?}");
+    assert_eq!(at(&|u, _| u > 0), 0, "pods under the optimum: {seen:?}");
+    assert!(at(&|_, o| o > 1) <= 2, "{seen:?}");
+    assert!(at(&|_, o| o == 0) * 100 >= cases * 95, "{seen:?}");
+}
+
+/// The same over 1,000 mixes from each of two other seeds, for the figures in the module's doc (slow:
+/// `cargo test --lib how_far_from_the_optimum_over_more_seeds -- --ignored --nocapture`). Held as every
+/// mix is: steps that pass the filters, no pod left over that fits.
+#[test]
+#[ignore]
+fn how_far_from_the_optimum_over_more_seeds() {
+    for seed in [8, 9] {
+        let seen = margin(seed, 1000);
+        let under: usize = (seen.iter())
+            .filter(|((u, _), _)| *u > 1)
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(under, 0, "more than one pod under the optimum: {seen:?}");
+    }
 }
 
 fn plain_group(count: u64, label: usize, constraint: Constraint, pin: Option<usize>) -> Group {
@@ -624,4 +661,73 @@ fn the_mixes_that_caught_earlier_bugs() {
         let (ours, best) = check(mix).unwrap_or_else(|e| panic!("{e}: {mix:?}"));
         assert_eq!(ours, best, "{mix:?}");
     }
+}
+
+/// A mix of plain-sized pods in one group's `zones` zones of 2000m nodes (no other limit binds).
+fn small_mix(groups: Vec<Group>, zones: usize) -> Mix {
+    Mix {
+        shape: (2000, 8, 8),
+        zones,
+        tainted: false,
+        groups,
+        beside: vec![],
+    }
+}
+
+/// The smallest mix the searches left a pod out of: a plain pod, bigger so packed first, goes to zone a
+/// (the group's first zone, no node yet), then a pod pinned to zone b that wants it on its node finds no
+/// partner there. The repair moves the plain pod to a new node in zone b and puts the pinned one with it.
+#[test]
+fn a_partner_moved_to_the_zone_of_a_pinned_pod() {
+    let mix = small_mix(
+        vec![
+            Group {
+                cpu: 1000,
+                ..plain_group(1, 1, Constraint::None, None)
+            },
+            plain_group(
+                1,
+                0,
+                Constraint::Affinity {
+                    value: 1,
+                    zone: false,
+                },
+                Some(1),
+            ),
+        ],
+        2,
+    );
+    let (ours, best) = check(&mix).unwrap_or_else(|e| panic!("{e}: {mix:?}"));
+    assert_eq!(best, Optimum { pods: 2, nodes: 1 });
+    assert_eq!(ours, best);
+}
+
+/// A pod that wants its own kind on its node may go anywhere while none of its kind is placed: packed after
+/// a bigger pod of its label, it must join that one, which leaves it no room. Packed first, it goes alone.
+#[test]
+fn a_pod_wanting_its_own_kind_packed_before_a_partner_too_big_to_join() {
+    let mix = small_mix(
+        vec![
+            Group {
+                cpu: 1500,
+                ..plain_group(1, 1, Constraint::None, None)
+            },
+            Group {
+                cpu: 1000,
+                ..plain_group(
+                    1,
+                    1,
+                    Constraint::Affinity {
+                        value: 1,
+                        zone: false,
+                    },
+                    None,
+                )
+            },
+        ],
+        1,
+    );
+    let (ours, best) = check(&mix).unwrap_or_else(|e| panic!("{e}: {mix:?}"));
+    assert_eq!(best, Optimum { pods: 2, nodes: 2 });
+    assert_eq!(ours, best);
 }
