@@ -146,7 +146,7 @@ pub fn allocate_bound(
         let (Some(name), Some(uid), Some(needs)) = (
             pod.node_name.as_deref(),
             pod.uid().cloned(),
-            pod.needs().map(|n| &**n),
+            pod.needs().map(Arc::as_ref),
         ) else {
             continue;
         };

@@ -275,7 +275,7 @@ fn plugin_serves(node: &Node, resource: &str) -> bool {
 /// What of `pod`'s requests of extended resources a class stands for the device plugins of `node` serve
 /// (taken from its room as any extended resource); `None` when none.
 pub fn served_by_plugins(pod: &Pod, node: &Node) -> Option<(Resources, BTreeMap<String, u64>)> {
-    let needs = pod.needs().map(|n| &**n)?;
+    let needs = pod.needs().map(Arc::as_ref)?;
     let mut served: Option<(Resources, BTreeMap<String, u64>)> = None;
     for claim in (needs.extended.iter()).filter(|c| plugin_serves(node, &c.resource)) {
         let (demand, extended) = served.get_or_insert_default();
@@ -332,7 +332,7 @@ pub fn claims_fit(
     devices: Option<&PlaceDevices>,
     shared: &SharedClaims,
 ) -> Result<Vec<(Name, Allocation)>, Unfit> {
-    let Some(needs) = pod.needs().map(|n| &**n) else {
+    let Some(needs) = pod.needs().map(Arc::as_ref) else {
         return Ok(Vec::new());
     };
     if let Some(missing) = &needs.missing {
