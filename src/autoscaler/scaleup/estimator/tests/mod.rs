@@ -4,5 +4,6 @@ mod completeness; // whatever is left unplaced fits nowhere in the plan; what is
 mod helpers; // nodes, pods and terms made plainly; estimates run a few ways
 mod improvement; // the improvement phase: no node more, no pod fewer, no filter broken; a node taken off
 mod oracle; // held to an exhaustive search over small mixes, with the scheduler's rules written plainly
+mod oracle_cases; // named mixes held to that search: those that caught earlier bugs, the repair's
 mod properties; // no predicate broken, no node without a pod
 mod searches; // hand-computed mixes for each search

@@ -17,7 +17,7 @@
 //! moved, except by the repair of pods their pod affinity left out (`estimator/repair.rs`), which before it
 //! left 5 of the 400 with fewer pods (a pod whose partners went first to nodes, or a zone, it cannot join;
 //! the smallest, a plain pod put in zone a, then a pod pinned to zone b that wants it on its node, is
-//! `a_partner_moved_to_the_zone_of_a_pinned_pod`).
+//! `oracle_cases::a_partner_moved_to_the_zone_of_a_pinned_pod`).
 //! - Two nodes over, only with a spread by node: pods are taken by size, and the node a bigger pod got
 //!   first is a domain holding none of the spread's pods, which then go one to a node (the smallest: one
 //!   pod of 1613m and four of 632m spread by node, on nodes of 2244m and two pods: five nodes, where
@@ -47,7 +47,7 @@ const VALUES: [&str; 3] = ["a", "b", "c"];
 const MOST_PODS: u64 = 10;
 
 #[derive(Clone, Copy, Debug)]
-enum Constraint {
+pub(super) enum Constraint {
     None,
     /// Wants a pod labelled `my-label=<value>` on its node, or in its zone.
     Affinity {
@@ -76,16 +76,16 @@ fn constraint() -> impl Strategy<Value = Constraint> {
 }
 
 #[derive(Clone, Debug)]
-struct Group {
-    cpu: u64,
-    mem_mi: u64,
-    count: u64,
-    label: usize,
-    constraint: Constraint,
-    tolerates: bool,
-    host_port: bool,
+pub(super) struct Group {
+    pub(super) cpu: u64,
+    pub(super) mem_mi: u64,
+    pub(super) count: u64,
+    pub(super) label: usize,
+    pub(super) constraint: Constraint,
+    pub(super) tolerates: bool,
+    pub(super) host_port: bool,
     /// Pinned by its node selector to one of the three zones (maybe one the group is not in).
-    pin: Option<usize>,
+    pub(super) pin: Option<usize>,
 }
 
 fn group() -> impl Strategy<Value = Group> {
@@ -115,12 +115,12 @@ fn group() -> impl Strategy<Value = Group> {
 /// One estimation: the group's shape (cpu, GiB, pods) in `zones` zones, maybe tainted, the pending groups,
 /// and nodes beside it (zone, group of the one pod on it).
 #[derive(Clone, Debug)]
-struct Mix {
-    shape: (u64, u64, u64),
-    zones: usize,
-    tainted: bool,
-    groups: Vec<Group>,
-    beside: Vec<(usize, usize)>,
+pub(super) struct Mix {
+    pub(super) shape: (u64, u64, u64),
+    pub(super) zones: usize,
+    pub(super) tainted: bool,
+    pub(super) groups: Vec<Group>,
+    pub(super) beside: Vec<(usize, usize)>,
 }
 
 fn mix() -> impl Strategy<Value = Mix> {
@@ -275,9 +275,9 @@ struct State {
 
 /// What the search found best: the most pods placed, then the fewest nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Optimum {
-    pods: u64,
-    nodes: usize,
+pub(super) struct Optimum {
+    pub(super) pods: u64,
+    pub(super) nodes: usize,
 }
 
 struct Search<'a> {
@@ -410,7 +410,7 @@ fn pods_of(mix: &Mix) -> Vec<(Pod, u64)> {
 /// The plan replayed from the cluster as it was, each pod asked of the plain filters on its node given
 /// the pods and nodes before it; then each pod left unplaced asked of every node of the plan and of a new
 /// node in every zone of the group: none may take it. Returns the estimate against the optimum.
-fn check(mix: &Mix) -> Result<(Optimum, Optimum), TestCaseError> {
+pub(super) fn check(mix: &Mix) -> Result<(Optimum, Optimum), TestCaseError> {
     let pods = pods_of(mix);
     let estimate = estimated(mix, &pods);
     let beside: Vec<(Node, usize)> = (mix.beside.iter().enumerate())
@@ -594,140 +594,4 @@ fn how_far_from_the_optimum_over_more_seeds() {
             .sum();
         assert_eq!(under, 0, "more than one pod under the optimum: {seen:?}");
     }
-}
-
-fn plain_group(count: u64, label: usize, constraint: Constraint, pin: Option<usize>) -> Group {
-    Group {
-        cpu: 100,
-        mem_mi: 128,
-        count,
-        label,
-        constraint,
-        tolerates: false,
-        host_port: false,
-        pin,
-    }
-}
-
-/// The smallest mixes on which this test failed with an earlier fix of the estimator taken out, kept so
-/// that it fails on them whatever the random mixes.
-#[test]
-fn the_mixes_that_caught_earlier_bugs() {
-    let one = |groups: Vec<Group>, shape, zones| Mix {
-        shape,
-        zones,
-        tainted: false,
-        groups,
-        beside: vec![],
-    };
-    let cases = [
-        // A pod wanting a partner in its zone, packed before the partners that then filled the node: a
-        // new node in that zone holds it ("pods wanting a partner placed after them get new nodes").
-        one(
-            vec![
-                plain_group(1, 2, Constraint::None, None),
-                plain_group(1, 1, Constraint::None, None),
-                Group {
-                    mem_mi: 238,
-                    ..plain_group(
-                        1,
-                        0,
-                        Constraint::Affinity {
-                            value: 1,
-                            zone: true,
-                        },
-                        None,
-                    )
-                },
-            ],
-            (1722, 4, 2),
-            1,
-        ),
-        // Pods pinned to zone a beside pods that spread the group's nodes over three zones: none may go on
-        // a planned node of another zone ("pods pinned to a zone kept off other zones' planned nodes").
-        one(
-            vec![
-                plain_group(3, 0, Constraint::None, Some(0)),
-                Group {
-                    mem_mi: 129,
-                    ..plain_group(2, 0, Constraint::AntiAffinity { zone: false }, None)
-                },
-            ],
-            (1000, 11, 2),
-            3,
-        ),
-    ];
-    for mix in &cases {
-        let (ours, best) = check(mix).unwrap_or_else(|e| panic!("{e}: {mix:?}"));
-        assert_eq!(ours, best, "{mix:?}");
-    }
-}
-
-/// A mix of plain-sized pods in one group's `zones` zones of 2000m nodes (no other limit binds).
-fn small_mix(groups: Vec<Group>, zones: usize) -> Mix {
-    Mix {
-        shape: (2000, 8, 8),
-        zones,
-        tainted: false,
-        groups,
-        beside: vec![],
-    }
-}
-
-/// The smallest mix the searches left a pod out of: a plain pod, bigger so packed first, goes to zone a
-/// (the group's first zone, no node yet), then a pod pinned to zone b that wants it on its node finds no
-/// partner there. The repair moves the plain pod to a new node in zone b and puts the pinned one with it.
-#[test]
-fn a_partner_moved_to_the_zone_of_a_pinned_pod() {
-    let mix = small_mix(
-        vec![
-            Group {
-                cpu: 1000,
-                ..plain_group(1, 1, Constraint::None, None)
-            },
-            plain_group(
-                1,
-                0,
-                Constraint::Affinity {
-                    value: 1,
-                    zone: false,
-                },
-                Some(1),
-            ),
-        ],
-        2,
-    );
-    let (ours, best) = check(&mix).unwrap_or_else(|e| panic!("{e}: {mix:?}"));
-    assert_eq!(best, Optimum { pods: 2, nodes: 1 });
-    assert_eq!(ours, best);
-}
-
-/// A pod that wants its own kind on its node may go anywhere while none of its kind is placed: packed after
-/// a bigger pod of its label, it must join that one, which leaves it no room. Packed first, it goes alone.
-#[test]
-fn a_pod_wanting_its_own_kind_packed_before_a_partner_too_big_to_join() {
-    let mix = small_mix(
-        vec![
-            Group {
-                cpu: 1500,
-                ..plain_group(1, 1, Constraint::None, None)
-            },
-            Group {
-                cpu: 1000,
-                ..plain_group(
-                    1,
-                    1,
-                    Constraint::Affinity {
-                        value: 1,
-                        zone: false,
-                    },
-                    None,
-                )
-            },
-        ],
-        1,
-    );
-    let (ours, best) = check(&mix).unwrap_or_else(|e| panic!("{e}: {mix:?}"));
-    assert_eq!(best, Optimum { pods: 2, nodes: 2 });
-    assert_eq!(ours, best);
 }
