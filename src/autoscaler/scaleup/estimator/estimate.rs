@@ -233,17 +233,7 @@ fn pack_runs(
         }
     }
     offer_again(&mut packing, demands, &mut placed, &mut unfit);
-    // A node that took no pod (upstream keeps one when a zonal constraint refuses it) is not needed.
-    packing.nodes.retain(|n| !n.contents.is_empty());
-    Estimate {
-        nodes: packing.nodes,
-        steps: packing.steps.into(),
-        placed,
-        unfit,
-        stopped: packing.stopped,
-        topology: packing.topology,
-        ordering,
-    }
+    packing.into_estimate(placed, unfit, ordering)
 }
 
 /// Whether no ordering can do better than `estimate`: it places all `pods` on the fewest nodes any packing

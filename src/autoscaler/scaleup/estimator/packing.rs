@@ -2,7 +2,7 @@
 //! marks, spread minimums), and the steps taken. Every search adds and fills nodes through it, so the indexes
 //! and the steps stay in step with the nodes.
 
-use super::plan::{Demand, EstimateLimits, Step, Stop, Templates, Zones};
+use super::plan::{Demand, Estimate, EstimateLimits, Ordering, Step, Stop, Templates, Zones};
 use crate::model::Pod;
 use crate::simulator::free_tree::FreeTree;
 use crate::simulator::host_marks::{HostMarks, Open};
@@ -61,6 +61,26 @@ impl<'a> Packing<'a> {
             last_index: 0,
             // A node is added, then filled: two steps a node, more when groups share nodes.
             steps: Vec::with_capacity(2 * expected),
+        }
+    }
+
+    /// The estimate this packing makes, with what each demand got: a node that took no pod (upstream keeps
+    /// one when a zonal constraint refuses it) is not needed, and goes.
+    pub(super) fn into_estimate(
+        mut self,
+        placed: Vec<u64>,
+        unfit: Vec<Option<Unfit>>,
+        ordering: Ordering,
+    ) -> Estimate {
+        self.nodes.retain(|n| !n.contents.is_empty());
+        Estimate {
+            nodes: self.nodes,
+            steps: self.steps.into(),
+            placed,
+            unfit,
+            stopped: self.stopped,
+            topology: self.topology,
+            ordering,
         }
     }
 

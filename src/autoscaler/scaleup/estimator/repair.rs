@@ -271,16 +271,7 @@ impl Repair<'_> {
                 unfit[d] = None;
             }
         }
-        packing.nodes.retain(|n| !n.contents.is_empty());
-        Some(Estimate {
-            nodes: packing.nodes,
-            steps: packing.steps.into(),
-            placed,
-            unfit,
-            stopped: packing.stopped,
-            topology: packing.topology,
-            ordering: plan.ordering,
-        })
+        Some(packing.into_estimate(placed, unfit, plan.ordering))
     }
 }
 
