@@ -71,6 +71,7 @@ pub fn make_claims(dra: &mut DraObjects, pods: &mut [Pod], serial: &mut u64) {
                 owner_pod: Some(uid.clone()),
                 allocation: None,
                 reserved_for: Vec::new(),
+                extended_resources: false,
             }));
             *made = Some(name);
         }
