@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::Server;
 use common::simulated::simulated;
 use ekscale::autoscaler::{ClusterSource, ClusterView, ProviderClient, RunOnce, Settings};
 use ekscale::k8s::{claim_template, device_class, pod_from_api, resource_claim};
@@ -352,8 +353,9 @@ fn group_node(view: &ClusterView, group: &str) -> String {
         .clone()
 }
 
-#[tokio::test]
-async fn pods_asking_a_gpu_run_on_nodes_whose_devices_serve_it_each_with_the_claim_made_for_it() {
+/// Pods `serve-0` and `serve-1` asking a GPU each, bound to the one node the loop added for them in the
+/// devices group; the cluster, the loop and that node.
+async fn two_pods_on_a_devices_node() -> (Server, Arc<SimulatedCluster>, RunOnce, String) {
     let (server, config, cluster) = simulated(DEVICES_ONLY).await;
     gpu_class_for_the_resource(&cluster);
     let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
@@ -372,10 +374,16 @@ async fn pods_asking_a_gpu_run_on_nodes_whose_devices_serve_it_each_with_the_cla
         let view = cluster.view().await.unwrap();
         once.run(&view, cluster.now()).await.unwrap();
     }
+    let node = group_node(&cluster.view().await.unwrap(), "devices");
+    (server, cluster, once, node)
+}
+
+#[tokio::test]
+async fn pods_asking_a_gpu_run_on_nodes_whose_devices_serve_it_each_with_the_claim_made_for_it() {
+    let (_server, cluster, mut once, node) = two_pods_on_a_devices_node().await;
 
     // The scheduler bound both there, and made each a claim of its own for a GPU of the node's.
     let view = cluster.view().await.unwrap();
-    let node = group_node(&view, "devices");
     let first = extended_claim(&view, "serve-0", &node);
     let second = extended_claim(&view, "serve-1", &node);
     assert_ne!(first, second, "each pod its own GPU");
@@ -405,6 +413,34 @@ async fn pods_asking_a_gpu_run_on_nodes_whose_devices_serve_it_each_with_the_cla
     let view = cluster.view().await.unwrap();
     assert_eq!(extended_claim(&view, "serve-2", &node), first);
     assert_eq!(view.dra.claims.len(), 2, "{:?}", view.dra.claims);
+}
+
+#[tokio::test]
+async fn pods_preempted_from_a_devices_node_give_up_the_claims_made_for_them() {
+    let (_server, cluster, _once, node) = two_pods_on_a_devices_node().await;
+    assert_eq!(cluster.dra().claims.len(), 2);
+
+    // A pod of higher priority that only the devices node's CPU can take once both are evicted.
+    let big = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "batch-0", "namespace": "ml"},
+        "spec": {"priority": 1000, "containers": [{"name": "main", "image": "batch",
+            "resources": {"requests": {"cpu": "3500m", "memory": "1Gi"}}}]},
+    });
+    cluster.create_pods([pod_from_api(&serde_json::from_value(big).unwrap(), false).unwrap()]);
+    let view = cluster.view().await.unwrap();
+    let on = |name: &str| {
+        let pod = view.pods.iter().find(|p| p.name == name).unwrap();
+        (
+            pod.node_name.as_deref().map(str::to_string),
+            pod.dra.as_deref().and_then(|d| d.extended_claim.clone()),
+        )
+    };
+    assert_eq!(on("batch-0"), (Some(node.clone()), None));
+    // The evicted wait again, holding no GPU: their claims are gone and the node's devices free.
+    assert_eq!(on("serve-0"), (None, None));
+    assert_eq!(on("serve-1"), (None, None));
+    assert!(view.dra.claims.is_empty(), "{:?}", view.dra.claims);
 }
 
 #[tokio::test]
