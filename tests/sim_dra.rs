@@ -1,7 +1,8 @@
 //! Dynamic Resource Allocation in the simulated cluster, with the loop over it: nodes of a DRA group publish
 //! their GPUs when they register, the claim controller makes each pod its claim from a template, the
 //! scheduler binds a pod only where its claim can be allocated and writes the allocation, and the claims
-//! go with their pods.
+//! go with their pods. A plain `nvidia.com/gpu` request a DeviceClass stands for (KEP-5004) is served by a
+//! node's devices where no device plugin serves it, with the claim the scheduler makes for it.
 
 mod common;
 
