@@ -362,6 +362,7 @@ nodeGroups:
                 },
             }],
             needs: None,
+            extended_claim: None,
         })),
         ..Pod::pending(
             "ml",

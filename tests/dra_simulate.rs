@@ -452,3 +452,81 @@ fn run_counts_pending_pods_that_claim_devices_by_outcome() {
         assert!(metrics.contains(line), "no {line} in\n{metrics}");
     }
 }
+
+/// Two A10G groups for the price expander: g5.xlarge nodes (one GPU, $1.006/h, at most one node) and
+/// g5.12xlarge nodes priced at $3/h, so each of their four GPUs costs $0.75/h, less than a g5.xlarge's one.
+/// A general group prices the pods that need no GPU, and the stabilizer.
+const PRICED: &str = r#"
+cluster: priced
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.2xlarge, zones: [us-east-1a], minSize: 0, maxSize: 10, desiredSize: 0}
+  - name: one-a10g
+    instanceType: g5.xlarge
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 1
+    desiredSize: 0
+    draDrivers: [gpu.nvidia.com]
+  - name: four-a10g
+    instanceType: g5.12xlarge
+    pricePerHour: 3.0
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 4
+    desiredSize: 0
+    draDrivers: [gpu.nvidia.com]
+"#;
+
+/// A pending pod of `cpu` claiming GPUs from `template`.
+fn claiming_small(name: &str, template: &str, cpu: &str) -> Value {
+    let mut pod = pending("default", name, name, cpu, "256Mi");
+    pod["spec"]["resourceClaims"] = json!([{"name": "dev", "resourceClaimTemplateName": template}]);
+    pod["spec"]["containers"][0]["resources"]["claims"] = json!([{"name": "dev"}]);
+    pod
+}
+
+// The price expander weighs what a group's nodes cost against what its pods would cost alone. A claim
+// requests nothing, so unless the GPUs a pod's claims take on a group's node are priced as requested GPUs,
+// each pod costs its CPU and memory alone on every group and the cheaper node always wins; priced with them,
+// the group whose node the pods' GPUs fill is the better buy.
+#[test]
+fn the_price_expander_prices_the_gpus_a_pods_claims_take_on_each_group() {
+    let (provider, _dir) = Binary::on_scenario(PRICED);
+    let price = ["--expander", "price"];
+    let all = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "all-gpus", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}}]}}}});
+
+    // `allocationMode: All` takes the node's every GPU: one on a g5.xlarge, priced as a pod requesting one
+    // GPU ($0.75/h, a quarter of a g5.12xlarge), so its $1.006/h node costs more than the pod is worth;
+    // four on a g5.12xlarge, priced as the whole $3/h node. Unpriced, the pod costs its CPU on both, and
+    // the cheaper g5.xlarge wins.
+    let mut items = classes();
+    items.push(all);
+    items.push(claiming_small("takes-all", "all-gpus", "1"));
+    let result = simulate_json(provider.grpc, &list(items), &price);
+    assert_eq!(
+        group_of(&result, "default/takes-all").as_deref(),
+        Some("four-a10g"),
+        "{result:#}"
+    );
+
+    // `exactly` one GPU each, four pods: one g5.xlarge (its group's most) holds one of them for $1.006/h,
+    // one g5.12xlarge all four for $3/h. Each pod priced as one GPU ($0.75/h), the g5.12xlarge's nodes cost
+    // what its pods are worth; priced as 100m of CPU, four pods are worth hardly more than one, and the
+    // cheaper node wins the first round.
+    let mut items = classes();
+    items.push(template("one-gpu", "gpu.nvidia.com", 1, None));
+    let pods: Vec<String> = (0..4).map(|i| format!("one-{i}")).collect();
+    items.extend(pods.iter().map(|p| claiming_small(p, "one-gpu", "100m")));
+    let result = simulate_json(provider.grpc, &list(items), &price);
+    for pod in &pods {
+        assert_eq!(
+            group_of(&result, &format!("default/{pod}")).as_deref(),
+            Some("four-a10g"),
+            "{result:#}"
+        );
+    }
+}

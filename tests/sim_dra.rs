@@ -1,14 +1,16 @@
 //! Dynamic Resource Allocation in the simulated cluster, with the loop over it: nodes of a DRA group publish
 //! their GPUs when they register, the claim controller makes each pod its claim from a template, the
 //! scheduler binds a pod only where its claim can be allocated and writes the allocation, and the claims
-//! go with their pods.
+//! go with their pods. A plain `nvidia.com/gpu` request a DeviceClass stands for (KEP-5004) is served by a
+//! node's devices where no device plugin serves it, with the claim the scheduler makes for it.
 
 mod common;
 
+use common::Server;
 use common::simulated::simulated;
-use ekscale::autoscaler::{ClusterSource, ProviderClient, RunOnce, Settings};
+use ekscale::autoscaler::{ClusterSource, ClusterView, ProviderClient, RunOnce, Settings};
 use ekscale::k8s::{claim_template, device_class, pod_from_api, resource_claim};
-use ekscale::model::{ClaimSource, NodeScope, Pod};
+use ekscale::model::{ClaimSource, NODE_GROUP_LABEL, NodeScope, Pod};
 use ekscale::simulated_cluster::SimulatedCluster;
 use ekscale::simulator::allocation_usable_on;
 use serde_json::json;
@@ -267,4 +269,208 @@ async fn pods_sharing_a_claim_run_on_the_one_node_its_allocation_is_on() {
         .collect();
     uids.sort();
     assert_eq!(reserved, uids);
+}
+
+/// One general node, and a group at zero of CPU instances with two GPUs each that only a DRA driver
+/// publishes (no device plugin: `nvidia.com/gpu` is not in their allocatable).
+const DEVICES_ONLY: &str = "
+cluster: kep-5004
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 1}
+  - name: devices
+    instanceType: m5.xlarge
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 4
+    desiredSize: 0
+    provisioningDelay: 30s
+    resourceSlices:
+      - driver: gpu.nvidia.com
+        devices:
+          - {name: gpu-0, attributes: {type: {string: gpu}}}
+          - {name: gpu-1, attributes: {type: {string: gpu}}}
+";
+
+/// NVIDIA's DeviceClass standing for `nvidia.com/gpu` (KEP-5004).
+fn gpu_class_for_the_resource(cluster: &SimulatedCluster) {
+    let class = device_class(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": "gpu.nvidia.com"},
+        "spec": {"extendedResourceName": "nvidia.com/gpu", "selectors": [{"cel": {"expression":
+            "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}}]},
+    }))
+    .unwrap();
+    cluster.create_device_classes([Arc::new(class)]);
+}
+
+/// Pod `name` of a ReplicaSet `serve`, asking `nvidia.com/gpu: 1` as a device plugin's users do.
+fn asking_a_gpu(name: &str) -> Pod {
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml",
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "serve",
+                                          "uid": "uid-serve", "controller": true}]},
+        "spec": {
+            "containers": [{"name": "main", "image": "serve", "resources": {
+                "requests": {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"},
+                "limits": {"nvidia.com/gpu": "1"}}}],
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        },
+    });
+    pod_from_api(&serde_json::from_value(pod).unwrap(), false).unwrap()
+}
+
+/// The claim the scheduler made for `pod`'s extended resources, checked as KEP-5004 makes it: named after
+/// the pod, owned by and reserved for it, one device allocated on `node`; the device's name.
+fn extended_claim(view: &ClusterView, pod: &str, node: &str) -> String {
+    let pod = view.pods.iter().find(|p| p.name == pod).unwrap();
+    assert_eq!(pod.node_name.as_deref(), Some(node), "{pod:?}");
+    let name = (pod.dra.as_deref())
+        .and_then(|d| d.extended_claim.clone())
+        .unwrap_or_else(|| panic!("no extended resource claim in {pod:?}"));
+    assert!(
+        name.starts_with(&format!("{}-extended-resources-", pod.name)),
+        "{name}"
+    );
+    let claim = (view.dra.claims.iter())
+        .find(|c| c.name == name && c.namespace == pod.namespace)
+        .unwrap_or_else(|| panic!("{name} not among {:?}", view.dra.claims));
+    assert!(claim.extended_resources, "{claim:?}");
+    assert_eq!(claim.owner_pod.as_ref(), pod.uid());
+    assert_eq!(claim.reserved_for, [pod.uid().cloned().unwrap()]);
+    let allocation = claim.allocation.as_ref().expect("allocated");
+    assert_eq!(allocation.devices.len(), 1, "{allocation:?}");
+    assert_eq!(&*allocation.devices[0].device.pool, node);
+    allocation.devices[0].device.device.to_string()
+}
+
+/// The name of the node of group `group`.
+fn group_node(view: &ClusterView, group: &str) -> String {
+    let node = (view.nodes.iter())
+        .find(|n| n.labels.get(NODE_GROUP_LABEL).map(String::as_str) == Some(group));
+    node.unwrap_or_else(|| panic!("no node of {group}: {:?}", view.nodes))
+        .name
+        .clone()
+}
+
+/// Pods `serve-0` and `serve-1` asking a GPU each, bound to the one node the loop added for them in the
+/// devices group; the cluster, the loop and that node.
+async fn two_pods_on_a_devices_node() -> (Server, Arc<SimulatedCluster>, RunOnce, String) {
+    let (server, config, cluster) = simulated(DEVICES_ONLY).await;
+    gpu_class_for_the_resource(&cluster);
+    let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
+    cluster.create_pods(["serve-0", "serve-1"].map(asking_a_gpu));
+
+    // No node has `nvidia.com/gpu`; the devices group's nodes have two GPUs a class stands for: one node.
+    let view = cluster.view().await.unwrap();
+    assert!(view.pods.iter().all(|p| p.unschedulable));
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    let ups: Vec<(&str, u64)> = (status.scale_up.iter())
+        .map(|s| (s.node_group.as_str(), s.delta))
+        .collect();
+    assert_eq!(ups, [("devices", 1)], "{status:#?}");
+    for _ in 0..2 {
+        server.sim().clock().advance(Duration::from_secs(31));
+        let view = cluster.view().await.unwrap();
+        once.run(&view, cluster.now()).await.unwrap();
+    }
+    let node = group_node(&cluster.view().await.unwrap(), "devices");
+    (server, cluster, once, node)
+}
+
+#[tokio::test]
+async fn pods_asking_a_gpu_run_on_nodes_whose_devices_serve_it_each_with_the_claim_made_for_it() {
+    let (_server, cluster, mut once, node) = two_pods_on_a_devices_node().await;
+
+    // The scheduler bound both there, and made each a claim of its own for a GPU of the node's.
+    let view = cluster.view().await.unwrap();
+    let first = extended_claim(&view, "serve-0", &node);
+    let second = extended_claim(&view, "serve-1", &node);
+    assert_ne!(first, second, "each pod its own GPU");
+
+    // The node's GPUs are taken: a third pod waits, and the loop adds a node for it.
+    cluster.create_pods([asking_a_gpu("serve-2")]);
+    let view = cluster.view().await.unwrap();
+    let third = view.pods.iter().find(|p| p.name == "serve-2").unwrap();
+    assert!(
+        third.node_name.is_none() && third.unschedulable,
+        "{third:?}"
+    );
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    let ups: Vec<(&str, u64)> = (status.scale_up.iter())
+        .map(|s| (s.node_group.as_str(), s.delta))
+        .collect();
+    assert_eq!(ups, [("devices", 1)], "{status:#?}");
+
+    // A pod goes, and its claim with it: the GPU it held is free, and the waiting pod takes it before the
+    // new node is up.
+    cluster.delete_pods(|p| p.name == "serve-0");
+    assert!(
+        (cluster.dra().claims.iter()).all(|c| !c.name.starts_with("serve-0-")),
+        "{:?}",
+        cluster.dra().claims
+    );
+    let view = cluster.view().await.unwrap();
+    assert_eq!(extended_claim(&view, "serve-2", &node), first);
+    assert_eq!(view.dra.claims.len(), 2, "{:?}", view.dra.claims);
+}
+
+#[tokio::test]
+async fn pods_preempted_from_a_devices_node_give_up_the_claims_made_for_them() {
+    let (_server, cluster, _once, node) = two_pods_on_a_devices_node().await;
+    assert_eq!(cluster.dra().claims.len(), 2);
+
+    // A pod of higher priority that only the devices node's CPU can take once both are evicted.
+    let big = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "batch-0", "namespace": "ml"},
+        "spec": {"priority": 1000, "containers": [{"name": "main", "image": "batch",
+            "resources": {"requests": {"cpu": "3500m", "memory": "1Gi"}}}]},
+    });
+    cluster.create_pods([pod_from_api(&serde_json::from_value(big).unwrap(), false).unwrap()]);
+    let view = cluster.view().await.unwrap();
+    let on = |name: &str| {
+        let pod = view.pods.iter().find(|p| p.name == name).unwrap();
+        (
+            pod.node_name.as_deref().map(str::to_string),
+            pod.dra.as_deref().and_then(|d| d.extended_claim.clone()),
+        )
+    };
+    assert_eq!(on("batch-0"), (Some(node.clone()), None));
+    // The evicted wait again, holding no GPU: their claims are gone and the node's devices free.
+    assert_eq!(on("serve-0"), (None, None));
+    assert_eq!(on("serve-1"), (None, None));
+    assert!(view.dra.claims.is_empty(), "{:?}", view.dra.claims);
+}
+
+#[tokio::test]
+async fn a_node_whose_device_plugin_serves_the_resource_serves_it_without_a_claim() {
+    let (server, config, cluster) = simulated(SCENARIO).await;
+    gpu_class_for_the_resource(&cluster);
+    let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
+    cluster.create_pods([asking_a_gpu("serve-0")]);
+    let view = cluster.view().await.unwrap();
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    assert_eq!(status.scale_up.len(), 1, "{status:#?}");
+    assert_eq!(status.scale_up[0].node_group, "gpu");
+    for _ in 0..2 {
+        server.sim().clock().advance(Duration::from_secs(31));
+        let view = cluster.view().await.unwrap();
+        once.run(&view, cluster.now()).await.unwrap();
+    }
+    // The g4dn node has `nvidia.com/gpu` in its allocatable (its device plugin): the pod runs there on it,
+    // and no claim is made, although the node publishes its T4 too.
+    let view = cluster.view().await.unwrap();
+    let pod = &view.pods[0];
+    assert_eq!(pod.node_name.as_deref(), Some(&*group_node(&view, "gpu")));
+    assert_eq!(
+        pod.dra.as_deref().and_then(|d| d.extended_claim.clone()),
+        None
+    );
+    assert!(view.dra.claims.is_empty(), "{:?}", view.dra.claims);
+    assert_eq!(
+        pod.demand.gpus, 1,
+        "the pod's own request, counted on its node"
+    );
 }

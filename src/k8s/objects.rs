@@ -51,6 +51,7 @@ pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError>
             claims,
             uid: pod.metadata.uid.as_deref().map(Into::into),
             needs: None,
+            extended_claim: None,
         })),
     };
     let json = if keep_json && node_name.is_none() {

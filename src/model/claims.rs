@@ -207,6 +207,7 @@ mod tests {
                 node_selector: None,
             }),
             reserved_for: Vec::new(),
+            extended_resources: false,
         })
     }
 
@@ -216,6 +217,7 @@ mod tests {
                 claims,
                 uid: Some(uid.into()),
                 needs: None,
+                extended_claim: None,
             })),
             ..Pod::pending("ml", "p", Resources::default())
         }

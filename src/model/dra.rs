@@ -132,6 +132,11 @@ pub struct DeviceClass {
 /// <class>`), besides the one its `extendedResourceName` gives (KEP-5004).
 pub const IMPLICIT_EXTENDED_RESOURCE_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
 
+/// The annotation (value `"true"`) of the claim kube-scheduler makes for a pod's requests of extended
+/// resources that devices serve on its node (KEP-5004).
+pub const EXTENDED_RESOURCE_CLAIM_ANNOTATION: &str =
+    "resource.kubernetes.io/extended-resource-claim";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AllocationMode {
     /// `count` devices.
@@ -211,6 +216,10 @@ pub struct ResourceClaim {
     pub allocation: Option<Allocation>,
     /// The uids of the pods it is reserved for.
     pub reserved_for: Vec<Name>,
+    /// Made by the scheduler for its pod's requests of extended resources devices serve (KEP-5004): it
+    /// carries [`EXTENDED_RESOURCE_CLAIM_ANNOTATION`], and the pod names it in
+    /// `status.extendedResourceClaimStatus` rather than in `spec.resourceClaims`.
+    pub extended_resources: bool,
 }
 
 /// A ResourceClaimTemplate: the claim each pod that names it gets.

@@ -25,8 +25,8 @@ pub use dra::{
     AllocatedDevice, Allocation, AllocationMode, AttrValue, ClaimSource, ClaimSpec, ClaimTemplate,
     CounterConsumption, CounterSet, Device, DeviceAsk, DeviceClass, DeviceId, DeviceRequest,
     DeviceTaint, DeviceTaintEffect, DeviceToleration, DraObjects,
-    IMPLICIT_EXTENDED_RESOURCE_PREFIX, MatchAttribute, Name, NodeScope, PodClaim, PoolRef,
-    QualifiedName, ResourceClaim, ResourceSlice,
+    EXTENDED_RESOURCE_CLAIM_ANNOTATION, IMPLICIT_EXTENDED_RESOURCE_PREFIX, MatchAttribute, Name,
+    NodeScope, PodClaim, PoolRef, QualifiedName, ResourceClaim, ResourceSlice,
 };
 pub use fargate::{FargateProfile, FargateSelector, PodMatch};
 pub use fast_map::{FastMap, FastSet};

@@ -20,4 +20,7 @@ pub struct PodDra {
     /// What its claims (and its requests of extended resources a DeviceClass serves) ask of the node it
     /// goes on, found once a loop from the cluster's claims and templates ([`super::ClaimIndex`]).
     pub needs: Option<Arc<ClaimNeeds>>,
+    /// The claim the scheduler made for its requests of extended resources devices serve on its node
+    /// (`status.extendedResourceClaimStatus.resourceClaimName`, KEP-5004), once it is bound there.
+    pub extended_claim: Option<Name>,
 }

@@ -2,6 +2,8 @@
 //! node's devices when it registers, the claim controller makes each pod its claims from templates, the
 //! scheduler's DRA plugin writes the allocations it chose, and a pod's own claims go with the pod.
 
+use super::extended::{self, Planned};
+use super::names;
 use crate::model::{
     Allocation, ClaimIndex, ClaimSource, DraObjects, Name, Node, NodeScope, Pod, PoolRef,
     ResourceClaim, ResourceSlice,
@@ -62,8 +64,7 @@ pub fn make_claims(dra: &mut DraObjects, pods: &mut [Pod], serial: &mut u64) {
             else {
                 continue;
             };
-            *serial += 1;
-            let name: Name = format!("{}-{}-{}", pod.name, entry.name, suffix(*serial)).into();
+            let name = names::generated(&format!("{}-{}-", pod.name, entry.name), serial);
             dra.claims.push(Arc::new(ResourceClaim {
                 namespace: pod.namespace.clone(),
                 name: name.clone(),
@@ -71,31 +72,30 @@ pub fn make_claims(dra: &mut DraObjects, pods: &mut [Pod], serial: &mut u64) {
                 owner_pod: Some(uid.clone()),
                 allocation: None,
                 reserved_for: Vec::new(),
+                extended_resources: false,
             }));
             *made = Some(name);
         }
     }
 }
 
-/// Five characters from the alphabet of the API server's generated names.
-fn suffix(mut n: u64) -> String {
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let base = ALPHABET.len() as u64;
-    (0..5)
-        .map(|_| {
-            let c = ALPHABET[(n % base) as usize] as char;
-            n /= base;
-            c
-        })
-        .collect()
-}
-
-/// What each pod's claims ask of its node, found as the scheduler's DRA plugin finds them.
-pub fn find_needs(dra: &DraObjects, pods: &mut [Pod]) {
+/// What each pod's claims ask of its node, found as the scheduler's DRA plugin finds them; a pod still to
+/// place with its requests of extended resources a class stands for among them, taken out of its demand
+/// until the returned [`Planned`] restores them.
+pub fn find_needs(dra: &DraObjects, pods: &mut [Pod]) -> Planned {
     let index = ClaimIndex::new(dra);
-    for pod in pods.iter_mut().filter(|p| !p.claims().is_empty()) {
-        pod.dra_mut().needs = Some(Arc::new(index.needs(pod)));
+    let mut planned = Planned::default();
+    for (i, pod) in pods.iter_mut().enumerate() {
+        if pod.node_name.is_none() {
+            planned.plan(&index, i, pod);
+        } else if !pod.claims().is_empty() {
+            pod.dra_mut().needs = Some(Arc::new(index.needs(pod)));
+        } else if let Some(dra) = pod.dra.as_deref_mut() {
+            // Bound where its extended resources were planned: nothing left to place.
+            dra.needs = None;
+        }
     }
+    planned
 }
 
 /// A pod is gone (deleted, or lost with its node): the claims made for it are deleted, which frees their
@@ -121,13 +121,15 @@ pub fn release(dra: &mut DraObjects, pod: &Pod) {
 
 /// The scheduler's DRA plugin binding `bound` (pods just placed on their nodes, in the order they were
 /// placed): each claim the pod needed allocated gets what the allocator chose on its node, and every claim of
-/// the pod is reserved for it. Returns the pods whose claims could not be allocated after all (the scheduler
-/// would not bind them).
+/// the pod is reserved for it; devices allocated for its extended resources make it a claim of their own
+/// ([`extended::claim_for`], `serial` for its name). Returns the pods whose claims could not be allocated
+/// after all (the scheduler would not bind them).
 pub fn allocate_bound(
     dra: &mut DraObjects,
     nodes: &[Arc<Node>],
-    pods: &[Pod],
+    pods: &mut [Pod],
     bound: &[usize],
+    serial: &mut u64,
 ) -> Vec<usize> {
     let with_claims: Vec<usize> = (bound.iter().copied())
         .filter(|&i| pods[i].needs().is_some())
@@ -141,15 +143,16 @@ pub fn allocate_bound(
     let mut shared = SharedClaims::default();
     let mut refused = Vec::new();
     let mut writes: Vec<(Name, Name, Option<Allocation>, Name)> = Vec::new();
+    let mut extended: Vec<(usize, Vec<(Name, Allocation)>)> = Vec::new();
     for i in with_claims {
         let pod = &pods[i];
-        let (Some(name), Some(uid), Some(needs)) = (
-            pod.node_name.as_deref(),
-            pod.uid().cloned(),
-            pod.needs().map(Arc::as_ref),
-        ) else {
+        let (Some(name), Some(needs)) = (pod.node_name.as_deref(), pod.needs().map(Arc::as_ref))
+        else {
             continue;
         };
+        // A pod asking only for extended resources may have no uid yet: it names no claim to reserve, and
+        // the claim made for it gives it one.
+        let uid = pod.uid().cloned();
         let Some(node) = nodes.iter().find(|n| n.name == name) else {
             refused.push(i);
             continue;
@@ -162,7 +165,15 @@ pub fn allocate_bound(
             continue;
         };
         reserve(pod, node, place.as_deref_mut(), &mut shared);
-        for (claim, allocation) in allocations {
+        let (for_extended, named): (Vec<_>, Vec<_>) = (allocations.into_iter())
+            .partition(|(claim, _)| needs.extended.iter().any(|c| c.name == *claim));
+        if !for_extended.is_empty() {
+            extended.push((i, for_extended));
+        }
+        let Some(uid) = uid else {
+            continue;
+        };
+        for (claim, allocation) in named {
             writes.push((pod.namespace.clone(), claim, Some(allocation), uid.clone()));
         }
         // Every claim the pod names is reserved for it.
@@ -187,6 +198,12 @@ pub fn allocate_bound(
         if !claim.reserved_for.contains(&uid) {
             claim.reserved_for.push(uid);
         }
+    }
+    for (i, allocations) in extended {
+        let pod = &mut pods[i];
+        let needs = Arc::clone(pod.needs().expect("planned with extended claims"));
+        let claim = extended::claim_for(pod, &needs, allocations, serial);
+        dra.claims.push(Arc::new(claim));
     }
     refused
 }

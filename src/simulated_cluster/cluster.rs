@@ -3,6 +3,7 @@
 
 use super::claims;
 use super::fargate::run_on_fargate;
+use super::names;
 use super::scheduler::{preempt, schedule};
 use crate::autoscaler::{
     BufferStatus, ClusterError, ClusterSource, ClusterView, QuotaStatusWrite, RequestStatus,
@@ -151,9 +152,7 @@ impl SimulatedCluster {
             pod.phase = Phase::Pending;
             pod.unschedulable = false;
             if !pod.claims().is_empty() && pod.uid().is_none() {
-                *serial += 1;
-                pod.dra_mut().uid =
-                    Some(format!("uid-{}-{}-{serial}", pod.namespace, pod.name).into());
+                pod.dra_mut().uid = Some(names::uid(&pod.namespace, &pod.name, serial));
             }
             pod
         }));
@@ -359,9 +358,10 @@ impl SimulatedCluster {
         run_on_fargate(nodes, pods, &fargate, now);
         // Claims even without DRA objects: a pod naming a template the cluster lacks stays pending, saying so.
         claims::make_claims(dra, pods, serial);
-        claims::find_needs(dra, pods);
-        schedule(nodes, pods, dra);
-        preempt(nodes, pods);
+        let planned = claims::find_needs(dra, pods);
+        schedule(nodes, pods, dra, serial);
+        planned.restore(pods);
+        preempt(nodes, pods, dra);
         Ok(())
     }
 }
@@ -400,16 +400,14 @@ impl SimulatedCluster {
     }
 }
 
-/// A pod lost and made again by its controller is a new pod: a new uid, and claims still to be made from its
-/// templates.
+/// A pod lost and made again by its controller is a new pod: a new uid (where claims name it), claims still to
+/// be made from its templates, and none made for its extended resources.
 fn renew(pod: &mut Pod, serial: &mut u64) {
-    if pod.claims().is_empty() {
+    let Some(dra) = pod.dra.as_deref_mut() else {
         return;
-    }
-    *serial += 1;
-    let uid = format!("uid-{}-{}-{serial}", pod.namespace, pod.name).into();
-    let dra = pod.dra_mut();
-    dra.uid = Some(uid);
+    };
+    dra.uid = (!dra.claims.is_empty()).then(|| names::uid(&pod.namespace, &pod.name, serial));
+    dra.extended_claim = None;
     for entry in &mut dra.claims {
         if let ClaimSource::Template { made, .. } = &mut entry.source {
             *made = None;

@@ -5,7 +5,9 @@
 
 mod claims; // DRA: slices nodes publish, claims made from templates, allocations the scheduler writes
 mod cluster; // nodes, pods and the objects the companion reads; faults to inject
+mod extended; // KEP-5004: claims the scheduler makes for extended resources devices serve
 mod fargate; // pods a Fargate profile takes, each on a node of its own
+mod names; // generated names and uids
 mod scheduler; // binding and preemption, with the autoscaler's own predicates
 
 pub use cluster::{Broken, Budget, SimulatedCluster};

@@ -1,15 +1,21 @@
 //! The simulated cluster's kube-scheduler: binding with the predicates the autoscaler simulates with, and
 //! preemption as far as resources go.
 
-use super::claims;
+use super::{claims, extended};
 use crate::model::{DraObjects, FARGATE_SCHEDULER, LabelProjection, Node, Phase, Pod};
 use crate::simulator::{Dra, build_places, group_pods, place_all, pods_by_node};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Binds every pending pod that fits somewhere (highest priority first), its claims allocated where it goes;
-/// the rest are marked Unschedulable, as kube-scheduler marks them.
-pub(super) fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod], dra: &mut DraObjects) {
+/// Binds every pending pod that fits somewhere (highest priority first), its claims allocated where it goes
+/// (`serial` names the claims it makes for extended resources devices serve); the rest are marked
+/// Unschedulable, as kube-scheduler marks them.
+pub(super) fn schedule(
+    nodes: &[Arc<Node>],
+    pods: &mut [Pod],
+    dra: &mut DraObjects,
+    serial: &mut u64,
+) {
     let waiting = |p: &Pod| {
         p.node_name.is_none()
             && p.phase != Phase::Terminal
@@ -62,7 +68,7 @@ pub(super) fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod], dra: &mut DraObjec
             }
         }
     }
-    for i in claims::allocate_bound(dra, nodes, pods, &bound) {
+    for i in claims::allocate_bound(dra, nodes, pods, &bound, serial) {
         let pod = &mut pods[i];
         pod.node_name = None;
         pod.phase = Phase::Pending;
@@ -72,8 +78,9 @@ pub(super) fn schedule(nodes: &[Arc<Node>], pods: &mut [Pod], dra: &mut DraObjec
 
 /// kube-scheduler's preemption, as far as resources go: a pod left unschedulable takes the place of pods of
 /// lower priority on the first node where evicting the lowest of them makes room (cluster-autoscaler's
-/// overprovisioning pattern relies on it). The evicted go back to pending.
-pub(super) fn preempt(nodes: &[Arc<Node>], pods: &mut [Pod]) {
+/// overprovisioning pattern relies on it). The evicted go back to pending, without the claim made for their
+/// extended resources.
+pub(super) fn preempt(nodes: &[Arc<Node>], pods: &mut [Pod], dra: &mut DraObjects) {
     let mut waiting: Vec<usize> = (0..pods.len())
         .filter(|&i| {
             let p = &pods[i];
@@ -118,6 +125,7 @@ pub(super) fn preempt(nodes: &[Arc<Node>], pods: &mut [Pod]) {
             }
             for j in victims {
                 let victim = &mut pods[j];
+                extended::forget(dra, victim);
                 victim.node_name = None;
                 victim.phase = Phase::Pending;
                 victim.unschedulable = true;

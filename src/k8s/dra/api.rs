@@ -16,6 +16,8 @@ pub struct Meta {
     pub namespace: Option<String>,
     #[serde(default, deserialize_with = "nullable")]
     pub owner_references: Vec<OwnerReference>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub annotations: BTreeMap<String, String>,
     pub creation_timestamp: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 }
 

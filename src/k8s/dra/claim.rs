@@ -8,7 +8,8 @@ use super::names;
 use crate::k8s::object_error::ObjectError;
 use crate::model::{
     AllocatedDevice, Allocation, AllocationMode, ClaimSpec, ClaimTemplate, DeviceAsk, DeviceId,
-    DeviceRequest, DeviceTaintEffect, DeviceToleration, MatchAttribute, Name, ResourceClaim,
+    DeviceRequest, DeviceTaintEffect, DeviceToleration, EXTENDED_RESOURCE_CLAIM_ANNOTATION,
+    MatchAttribute, Name, ResourceClaim,
 };
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -31,6 +32,9 @@ pub fn resource_claim(value: serde_json::Value) -> Result<ResourceClaim, ObjectE
     let owner_pod = (claim.metadata.owner_references.iter())
         .find(|o| o.controller == Some(true) && o.kind == "Pod" && o.api_version == "v1")
         .map(|o| Name::from(o.uid.as_str()));
+    let extended_resources = (claim.metadata.annotations)
+        .get(EXTENDED_RESOURCE_CLAIM_ANNOTATION)
+        .is_some_and(|v| v == "true");
     let allocation = (claim.status.allocation.as_ref())
         .map(|a| allocation(&object, a))
         .transpose()?;
@@ -48,6 +52,7 @@ pub fn resource_claim(value: serde_json::Value) -> Result<ResourceClaim, ObjectE
         owner_pod,
         allocation,
         reserved_for,
+        extended_resources,
     })
 }
 

@@ -77,6 +77,26 @@ fn a_claim_reads_with_its_defaults_allocation_and_reservations() {
     assert_eq!(read.reserved_for, [Name::from("pod-uid")], "pods only");
 }
 
+/// KEP-5004: the claim kube-scheduler makes for a pod's extended resources says so by its annotation.
+#[test]
+fn the_claim_made_for_extended_resources_is_known_by_its_annotation() {
+    let spec = json!({"devices": {"requests": [{"name": "container-0-request-0", "exactly": {
+        "deviceClassName": "gpu.nvidia.com"}}]}});
+    let mut made = claim(spec.clone());
+    made["metadata"]["annotations"] =
+        json!({"resource.kubernetes.io/extended-resource-claim": "true"});
+    assert!(resource_claim(made).unwrap().extended_resources);
+    assert!(
+        !resource_claim(claim(spec.clone()))
+            .unwrap()
+            .extended_resources
+    );
+    let mut other = claim(spec);
+    other["metadata"]["annotations"] =
+        json!({"resource.kubernetes.io/extended-resource-claim": "false", "note": "x"});
+    assert!(!resource_claim(other).unwrap().extended_resources);
+}
+
 #[test]
 fn a_template_is_its_claims_spec() {
     let template = claim_template(json!({"apiVersion": "resource.k8s.io/v1",

@@ -218,6 +218,7 @@ pub(super) fn allocated_claim(devices: &[DeviceId], admin: bool) -> Arc<Resource
             node_selector: None,
         }),
         reserved_for: Vec::new(),
+        extended_resources: false,
     })
 }
 
