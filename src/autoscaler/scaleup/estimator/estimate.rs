@@ -3,6 +3,7 @@
 
 use super::affinity::offer_again;
 use super::by_requests::{NODE_BY_NODE_WORK, best_fit, node_by_node};
+use super::exact::exact;
 use super::first_fit::{first_fit, upstream};
 use super::improve::improve;
 use super::packing::Packing;
@@ -18,8 +19,9 @@ use crate::simulator::world::Filling;
 use std::time::Instant;
 
 /// Estimates the nodes of the group whose templates are `templates`: the best of the searches ([`search`]),
-/// pods its pod affinity left out placed by moving their partners ([`repair`]), improved after
-/// ([`improve`]). `existing` are the cluster's places, read for topology spread minimums.
+/// pods its pod affinity left out placed by moving their partners ([`repair`]) and, on small plans, by an
+/// exhaustive search ([`exact`]), improved after ([`improve`]). `existing` are the cluster's places, read for
+/// topology spread minimums.
 pub fn estimate(
     topology: &Topology,
     existing: &[Place],
@@ -31,6 +33,7 @@ pub fn estimate(
     let ordering = best.ordering;
     let first = |p| pack_first(topology, existing, templates, demands, limits, ordering, p);
     let best = repair(topology, existing, templates, demands, limits, &first, best);
+    let best = exact(topology, existing, templates, demands, limits, best);
     improve(topology, existing, templates, demands, limits, best)
 }
 

@@ -17,11 +17,13 @@
 //!
 //! No search moves a pod it placed. When pods with required pod affinity are left out, the best plan is
 //! repaired first (`repair`): their partners placed differently (moved to a node of the pod's zones, or
-//! packed after it), kept when more pods are placed. The best packing is then improved ([`improve`]): the
-//! least-full planned nodes are drained into the others' free room, pods exchanged for smaller ones where that makes
-//! room, within the binpacking time budget and a bound on its work. It runs on plans whose pods all fit by
-//! their requests alone and may go on any of the group's zones; the improved plan is taken again through the
-//! searches' predicates, and kept only when every step holds.
+//! packed after it), kept when more pods are placed. On plans of a few pods, pods the repair still leaves
+//! out are searched for exhaustively (`exact`): every pod onto every node or a new one, branch and bound.
+//! The best packing is then improved ([`improve`]): the least-full planned nodes are drained into the
+//! others' free room, pods exchanged for smaller ones where that makes room, within the binpacking time
+//! budget and a bound on its work. It runs on plans whose pods all fit by their requests alone and may go on
+//! any of the group's zones; the improved plan is taken again through the searches' predicates, and kept
+//! only when every step holds.
 //!
 //! A group that spans several zones gets its new nodes where its Auto Scaling group would launch them:
 //! in the zone with the fewest of the group's nodes first ([`Templates`]).
@@ -30,6 +32,7 @@ mod affinity; // pods their pod affinity refused, offered the plan again
 mod by_requests; // best fit and node by node, for pods that depend on their requests alone
 mod drain; // the improvement's local search: nodes drained into the others' room, pods exchanged
 mod estimate; // the searches run in turn, the best kept
+mod exact; // after the repair, on small plans: every placement searched for pods their affinity left out
 mod first_fit; // upstream's search and first fit, demands in an order
 mod improve; // after the searches: the best packing improved, pods that may move moved, nodes taken off
 mod packing; // one estimation in progress: the nodes added, their indexes, the steps
