@@ -17,12 +17,9 @@
 //! offer them (a search stopped by its bound may leave out a pod that fits), checked by [`replay`], and kept
 //! only when it places more pods than the plan it got, or as many on fewer nodes.
 
-use super::affinity::offer_again;
-use super::first_fit::first_fit;
-use super::packing::Packing;
 use super::plan::{Demand, Estimate, EstimateLimits, Step, Templates, Zones};
+use super::replan::Replan;
 use super::replay::replay;
-use crate::simulator::free_tree::FreeTree;
 use crate::simulator::spread_mins::SpreadMins;
 use crate::simulator::topology::{Place, PlaceKind, Topology};
 use crate::simulator::world::Filling;
@@ -98,15 +95,18 @@ pub(super) fn exact_within(
     let Some(path) = search.best_path else {
         return estimate;
     };
-    match planned(
+    let replan = Replan {
         topology,
         existing,
         templates,
         demands,
         limits,
-        &estimate,
-        &steps(&path),
-    ) {
+    };
+    // Taken again as the repair takes its plans, what it left out offered the plan (a search stopped by its
+    // bound may leave out a pod that fits), and checked step by step.
+    let planned = (replan.replan(&estimate, &steps(&path), 0, None))
+        .filter(|p| replay(topology, existing, templates, demands, &p.steps).is_some());
+    match planned {
         Some(better)
             if (better.pods_placed(), std::cmp::Reverse(better.node_count()))
                 > (
@@ -283,55 +283,4 @@ fn steps(path: &[Move]) -> Vec<Step> {
         }
     }
     steps
-}
-
-/// The plan of `steps` as an estimate: the steps taken through the predicates from the cluster as it was, the
-/// pods they leave out offered the plan and new nodes as the searches offer them, the whole checked by
-/// [`replay`]. `None` when a step's pods do not all fit.
-fn planned(
-    topology: &Topology,
-    existing: &[Place],
-    templates: Templates,
-    demands: &[Demand],
-    limits: EstimateLimits,
-    plan: &Estimate,
-    steps: &[Step],
-) -> Option<Estimate> {
-    let expected = steps.len() + 1;
-    let tree = FreeTree::with_capacity(expected);
-    let mut packing = Packing::new(topology, existing, templates, limits, expected, tree);
-    let mut placed = vec![0u64; demands.len()];
-    for &step in steps {
-        if !packing.take(demands, step) {
-            return None;
-        }
-        if let Step::Put { demand, count, .. } = step {
-            placed[demand] += count;
-        }
-    }
-    let mut unfit = plan.unfit.clone();
-    for (d, demand) in demands.iter().enumerate() {
-        let want = demand.count - placed[d];
-        let Ok(zones) = Zones::of(templates, demand.pod) else {
-            continue;
-        };
-        if want == 0 {
-            continue;
-        }
-        let mut filling = Filling::new(demand.pod, demand.terms);
-        let (k, why) = first_fit(&mut packing, &mut filling, &zones, d, want);
-        placed[d] += k;
-        if why.is_some() {
-            unfit[d] = why;
-        }
-    }
-    offer_again(&mut packing, demands, &mut placed, &mut unfit);
-    for (d, demand) in demands.iter().enumerate() {
-        if placed[d] == demand.count {
-            unfit[d] = None;
-        }
-    }
-    let estimate = packing.into_estimate(placed, unfit, plan.ordering);
-    replay(topology, existing, templates, demands, &estimate.steps)?;
-    Some(estimate)
 }

@@ -38,6 +38,7 @@ mod improve; // after the searches: the best packing improved, pods that may mov
 mod packing; // one estimation in progress: the nodes added, their indexes, the steps
 mod plan; // what an estimation takes and gives
 mod repair; // after the searches: pods their pod affinity left out, placed by moving a partner
+mod replan; // a changed plan made whole: its steps taken again, the pods left out packed after them
 mod replay; // a plan's steps taken again through the predicates: the check of an improved plan
 
 #[cfg(test)]

@@ -13,13 +13,9 @@
 //! What it does not find: a pod that needs two changes at once, as a chain of partners in the pod's zone
 //! (a pod wanting b in its zone, b wanting c in its zone, both partners placed in another zone).
 
-use super::affinity::offer_again;
-use super::first_fit::first_fit;
-use super::packing::Packing;
 use super::plan::{Demand, Estimate, EstimateLimits, Step, Templates, Zones};
-use crate::simulator::free_tree::FreeTree;
+use super::replan::Replan;
 use crate::simulator::topology::{Place, Topology};
-use crate::simulator::world::Filling;
 use std::time::Instant;
 
 /// Pods taken again, over every move tried for one estimate: each try takes the whole plan again, so a
@@ -211,9 +207,7 @@ impl Repair<'_> {
         false
     }
 
-    /// `steps` taken again through the predicates, then the pods still left out offered the plan and new
-    /// nodes, as the searches offer them: first those of `regroup`'s demand in its zones only, then
-    /// `first`'s, then the others'. `None` when a step's pods no longer all fit.
+    /// `steps` made whole as [`Replan::replan`] makes them.
     fn replan(
         &self,
         plan: &Estimate,
@@ -221,57 +215,14 @@ impl Repair<'_> {
         first: usize,
         regroup: Option<(usize, &Zones)>,
     ) -> Option<Estimate> {
-        let demands = self.demands;
-        let expected = plan.nodes.len() + 1;
-        let tree = FreeTree::with_capacity(expected);
-        let mut packing = Packing::new(
-            self.topology,
-            self.existing,
-            self.templates,
-            self.limits,
-            expected,
-            tree,
-        );
-        let mut placed = vec![0u64; demands.len()];
-        for &step in steps {
-            if !packing.take(demands, step) {
-                return None;
-            }
-            if let Step::Put { demand, count, .. } = step {
-                placed[demand] += count;
-            }
-        }
-        let mut unfit = plan.unfit.clone();
-        if let Some((q, zones)) = regroup {
-            let demand = demands[q];
-            let mut filling = Filling::new(demand.pod, demand.terms);
-            let want = demand.count - placed[q];
-            placed[q] += first_fit(&mut packing, &mut filling, zones, q, want).0;
-        }
-        let others = (0..demands.len()).filter(|&d| d != first);
-        for d in std::iter::once(first).chain(others) {
-            let demand = demands[d];
-            let want = demand.count - placed[d];
-            if want == 0 {
-                continue;
-            }
-            let Ok(zones) = Zones::of(self.templates, demand.pod) else {
-                continue;
-            };
-            let mut filling = Filling::new(demand.pod, demand.terms);
-            let (k, why) = first_fit(&mut packing, &mut filling, &zones, d, want);
-            placed[d] += k;
-            if why.is_some() {
-                unfit[d] = why;
-            }
-        }
-        offer_again(&mut packing, demands, &mut placed, &mut unfit);
-        for (d, demand) in demands.iter().enumerate() {
-            if placed[d] == demand.count {
-                unfit[d] = None;
-            }
-        }
-        Some(packing.into_estimate(placed, unfit, plan.ordering))
+        let replan = Replan {
+            topology: self.topology,
+            existing: self.existing,
+            templates: self.templates,
+            demands: self.demands,
+            limits: self.limits,
+        };
+        replan.replan(plan, steps, first, regroup)
     }
 }
 
