@@ -11,11 +11,12 @@
 //! through the searches' own predicates (`Filling::fill` on the plan's nodes) and taken off again
 //! (`Topology::take`) when the search backs up.
 //!
-//! It runs only when a pod wanting partners is left out and the plan has at most [`EXACT_PODS`] pods, within
-//! [`EXACT_WORK`] and the deadline: nothing for big plans. The best plan found is taken again through the
-//! predicates as the repair takes its plans, what it left out offered the plan and new nodes as the searches
-//! offer them (a search stopped by its bound may leave out a pod that fits), checked by [`replay`], and kept
-//! only when it places more pods than the plan it got, or as many on fewer nodes.
+//! It runs only when a pod wanting partners that are pending too is left out and the plan has at most
+//! [`EXACT_PODS`] pods, within [`EXACT_WORK`] and the deadline: nothing for big plans. The best plan found is
+//! taken again through the predicates as the repair takes its plans, what it left out offered the plan and
+//! new nodes as the searches offer them (a search stopped by its bound may leave out a pod that fits),
+//! checked by [`replay`], and kept only when it places more pods than the plan it got, or as many on fewer
+//! nodes.
 
 use super::plan::{Demand, Estimate, EstimateLimits, Step, Templates, Zones};
 use super::replan::Replan;
@@ -34,7 +35,8 @@ pub(super) const EXACT_WORK: u64 = 1 << 16;
 
 /// `estimate` replaced by the best plan an exhaustive search finds when it places more pods (or as many on
 /// fewer nodes); `estimate` itself when none does, or when the search does not run: no pod with required
-/// pod affinity left out, more than [`EXACT_PODS`] pods, or the deadline passed.
+/// pod affinity left out whose partners are pending too, more than [`EXACT_PODS`] pods, or the deadline
+/// passed.
 pub(super) fn exact(
     topology: &Topology,
     existing: &[Place],
@@ -58,10 +60,20 @@ pub(super) fn exact_within(
     estimate: Estimate,
     work: u64,
 ) -> Estimate {
-    let wanting = (demands.iter().zip(&estimate.placed))
-        .any(|(d, &k)| k < d.count && d.terms.wants_partners());
+    // The plan's size first: what follows pairs demands, and big plans never run.
     let pods = demands.iter().map(|d| d.count).fold(0, u64::saturating_add);
-    if !wanting || pods > EXACT_PODS {
+    if pods > EXACT_PODS {
+        return estimate;
+    }
+    // A pod whose partners are only on the cluster's nodes, or nowhere, is not helped by any other placement
+    // of the pending pods (as in the repair); searching for it would spend the whole work bound every loop
+    // while it waits (a pod wanting a label no pod has).
+    let wanting = (demands.iter().zip(&estimate.placed)).any(|(d, &k)| {
+        k < d.count
+            && d.terms.wants_partners()
+            && demands.iter().any(|q| q.terms.partner_of(d.terms))
+    });
+    if !wanting {
         return estimate;
     }
     let zones: Vec<Option<Zones>> = (demands.iter())

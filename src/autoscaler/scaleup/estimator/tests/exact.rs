@@ -98,3 +98,13 @@ fn a_plan_of_more_pods_than_the_bound_is_not_searched() {
     let (_, after) = searched(&wanting(EXACT_PODS - 2, 2), EXACT_WORK);
     assert_eq!(after.pods_placed(), EXACT_PODS);
 }
+
+#[test]
+fn a_plan_whose_pods_left_out_have_no_pending_partner_is_not_searched() {
+    // The pods wanting `app: b` have no partner anywhere; the plain pods would fit on a node, but the plan is
+    // returned as it came: no placement of the pending pods helps the pods left out.
+    let mut groups = wanting(3, 0);
+    groups[1] = plain("c", 500, 128, 2);
+    let (plan, after) = searched(&groups, EXACT_WORK);
+    untouched(&plan, &after);
+}

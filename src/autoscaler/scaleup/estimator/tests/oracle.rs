@@ -11,7 +11,7 @@
 //! `the_estimate_places_what_the_optimum_places`). Measured over 400 mixes from a fixed seed
 //! (`how_far_from_the_optimum`, which holds these numbers within a little): the optimum's pods and nodes on
 //! 392 (98%), one node over on 7, two over on 1, fewer pods on none (over 1000 mixes from each of seeds 8 and
-//! 9, `how_far_from_the_optimum_over_more_seeds`: 98.2% and 97.8%, two over on 1 and 2, fewer pods on none;
+//! 9, `how_far_from_the_optimum_over_more_seeds`: 97.9% and 97.7%, two over on 2 each, fewer pods on none;
 //! over 1,000 from each of seeds 1 to 20, `pods_under_the_optimum_over_twenty_seeds`: fewer pods on none,
 //! where the searches and the repair alone left 11 with one to three pods fewer). The node gaps are the
 //! greedy searches', as upstream's, not the filters': a pod placed is never moved, except by the repair of
@@ -22,8 +22,10 @@
 //! plans of at most twelve pods (`estimator/exact.rs`), which places what needs two changes at once or an
 //! order no search tries (the three mixes of `oracle_cases` that fail without it,
 //! `partners_packed_first_alone_in_the_zone_of_pinned_pods` and the two after it). That search also takes
-//! nodes off such plans: over the 20,000 mixes, the optimum's pods and nodes on 19,664 (98.3%) where without
-//! it 19,571, one node over on 301 (377), two on 32 (38), three on 3 (3).
+//! nodes off such plans: over the 20,000 mixes, the optimum's pods and nodes on 19,631 (98.2%) where without
+//! it 19,571, one node over on 330 (377), two on 36 (38), three on 3 (3). It does not run for a pod whose
+//! partners are none of the pending pods (no placement of those helps it), which leaves 33 of the node
+//! gaps it could otherwise close.
 //! - Two nodes over, only with a spread by node: pods are taken by size, and the node a bigger pod got
 //!   first is a domain holding none of the spread's pods, which then go one to a node (the smallest: one
 //!   pod of 1613m and four of 632m spread by node, on nodes of 2244m and two pods: five nodes, where
@@ -577,21 +579,19 @@ fn how_far_from_the_optimum_over_more_seeds() {
     }
 }
 
-/// Pods under the optimum over 1,000 mixes from each of seeds 1 to 20, the figure in the module's doc (slow:
+/// (pods under, nodes over) the optimum over 1,000 mixes from each of seeds 1 to 20, the figures in the
+/// module's doc, none under held (slow:
 /// `cargo test --lib pods_under_the_optimum_over_twenty_seeds -- --ignored --nocapture`).
 #[test]
 #[ignore]
 fn pods_under_the_optimum_over_twenty_seeds() {
-    let mut under = BTreeMap::new();
+    let mut seen: BTreeMap<(u64, i64), usize> = BTreeMap::new();
     for seed in 1..=20 {
-        for ((u, _), n) in margin(seed, 1000) {
-            *under.entry(u).or_insert(0) += n;
+        for (gap, n) in margin(seed, 1000) {
+            *seen.entry(gap).or_default() += n;
         }
     }
-    println!("pods under the optimum, over 20,000 mixes: {under:?}");
-    assert_eq!(
-        under.keys().max(),
-        Some(&0),
-        "pods under the optimum: {under:?}"
-    );
+    println!("(pods under, nodes over) the optimum, over 20,000 mixes: {seen:?}");
+    let under = seen.keys().map(|&(u, _)| u).max();
+    assert_eq!(under, Some(0), "pods under the optimum: {seen:?}");
 }
