@@ -150,6 +150,27 @@ impl PodTerms {
     }
 }
 
+/// The affinity terms some pods match, gathered once: whether a pod has a partner among them is then one
+/// lookup per term it wants, where asking [`PodTerms::partner_of`] of each would pair every pod wanting
+/// partners with every pod (10,000 equivalence groups wanting labels no pod has: 10^8 pairs a loop).
+#[derive(Default)]
+pub struct Partners(std::collections::HashSet<TermId>);
+
+impl Partners {
+    pub fn of<'a>(pods: impl IntoIterator<Item = &'a PodTerms>) -> Partners {
+        Partners(
+            (pods.into_iter())
+                .flat_map(|t| t.matched_by.iter().copied())
+                .collect(),
+        )
+    }
+
+    /// Whether a pod of these pods counts for one of `wanting`'s required affinity terms.
+    pub fn any_for(&self, wanting: &PodTerms) -> bool {
+        (wanting.affinity.iter()).any(|(t, _)| self.0.contains(t))
+    }
+}
+
 fn bump(list: &mut Vec<u32>, domain: u32, by: u32) {
     let i = domain as usize;
     if list.len() <= i {

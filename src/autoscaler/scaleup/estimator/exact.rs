@@ -22,7 +22,7 @@ use super::plan::{Demand, Estimate, EstimateLimits, Step, Templates, Zones};
 use super::replan::Replan;
 use super::replay::replay;
 use crate::simulator::spread_mins::SpreadMins;
-use crate::simulator::topology::{Place, PlaceKind, Topology};
+use crate::simulator::topology::{Partners, Place, PlaceKind, Topology};
 use crate::simulator::world::Filling;
 use std::collections::HashSet;
 use std::time::Instant;
@@ -68,11 +68,9 @@ pub(super) fn exact_within(
     // A pod whose partners are only on the cluster's nodes, or nowhere, is not helped by any other placement
     // of the pending pods (as in the repair); searching for it would spend the whole work bound every loop
     // while it waits (a pod wanting a label no pod has).
-    let wanting = (demands.iter().zip(&estimate.placed)).any(|(d, &k)| {
-        k < d.count
-            && d.terms.wants_partners()
-            && demands.iter().any(|q| q.terms.partner_of(d.terms))
-    });
+    let partners = Partners::of(demands.iter().map(|d| d.terms));
+    let wanting = (demands.iter().zip(&estimate.placed))
+        .any(|(d, &k)| k < d.count && d.terms.wants_partners() && partners.any_for(d.terms));
     if !wanting {
         return estimate;
     }

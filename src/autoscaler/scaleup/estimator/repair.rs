@@ -15,7 +15,7 @@
 
 use super::plan::{Demand, Estimate, EstimateLimits, Step, Templates, Zones};
 use super::replan::Replan;
-use crate::simulator::topology::{Place, Topology};
+use crate::simulator::topology::{Partners, Place, Topology};
 use std::time::Instant;
 
 /// Pods taken again, over every move tried for one estimate: each try takes the whole plan again, so a
@@ -95,12 +95,13 @@ impl Repair<'_> {
         let added = added(&plan.steps);
         let templates = self.templates;
         let zones_of = |d: &Demand| Zones::of(templates, d.pod).ok();
+        let partners = Partners::of(self.demands.iter().map(|d| d.terms));
         for (p, wants) in self.demands.iter().enumerate() {
             if plan.placed[p] == wants.count || !wants.terms.wants_partners() {
                 continue;
             }
             // Partners placed only on the cluster's nodes stay where they are: no change of the plan helps.
-            let pending = (self.demands.iter()).any(|d| d.terms.partner_of(wants.terms));
+            let pending = partners.any_for(wants.terms);
             let Some(p_zones) = zones_of(wants).filter(|_| pending) else {
                 continue;
             };

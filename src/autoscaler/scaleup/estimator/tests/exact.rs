@@ -7,7 +7,7 @@ use crate::autoscaler::scaleup::estimator::estimate::pack;
 use crate::autoscaler::scaleup::estimator::exact::{EXACT_PODS, EXACT_WORK, exact_within};
 use crate::autoscaler::scaleup::estimator::plan::*;
 use crate::model::{HOSTNAME_LABEL, Pod, Scheduling};
-use crate::simulator::topology::{PlaceKind, PodTerms, Topology};
+use crate::simulator::topology::{Partners, PlaceKind, PodTerms, Topology};
 
 /// (the plan that placed nothing, what the search makes of it within `work` pods put), on 4000m nodes.
 fn searched(groups: &[(Pod, u64)], work: u64) -> (Estimate, Estimate) {
@@ -107,4 +107,31 @@ fn a_plan_whose_pods_left_out_have_no_pending_partner_is_not_searched() {
     groups[1] = plain("c", 500, 128, 2);
     let (plan, after) = searched(&groups, EXACT_WORK);
     untouched(&plan, &after);
+}
+
+#[test]
+fn partners_gathered_once_say_what_pairing_each_pod_says() {
+    let wants = |on: &str| Scheduling {
+        affinity: vec![term(on, HOSTNAME_LABEL)],
+        ..Scheduling::default()
+    };
+    // a wants b, which is there; c wants d, which no pod is; e wants its own kind.
+    let groups = [
+        (pod("a", 500, 128, wants("b")), 1),
+        plain("b", 500, 128, 1),
+        (pod("c", 500, 128, wants("d")), 1),
+        (pod("e", 500, 128, wants("e")), 1),
+    ];
+    let mut topology = Topology::default();
+    for (p, _) in &groups {
+        topology.register(p);
+    }
+    let terms: Vec<PodTerms> = groups.iter().map(|(p, _)| topology.resolve(p)).collect();
+    let partners = Partners::of(&terms);
+    let gathered: Vec<bool> = terms.iter().map(|t| partners.any_for(t)).collect();
+    let paired: Vec<bool> = (terms.iter())
+        .map(|t| terms.iter().any(|q| q.partner_of(t)))
+        .collect();
+    assert_eq!(gathered, vec![true, false, false, true]);
+    assert_eq!(gathered, paired);
 }
