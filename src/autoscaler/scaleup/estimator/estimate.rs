@@ -3,7 +3,7 @@
 
 use super::affinity::offer_again;
 use super::by_requests::{NODE_BY_NODE_WORK, best_fit, node_by_node};
-use super::exact::exact;
+use super::exact::{EXACT_WORK, exact};
 use super::first_fit::{first_fit, upstream};
 use super::improve::improve;
 use super::packing::Packing;
@@ -11,6 +11,7 @@ use super::plan::{
     Demand, Estimate, EstimateLimits, ORDERINGS, Ordering, Stop, Templates, Zones, nodes_at_least,
 };
 use super::repair::repair;
+use super::replan::Replan;
 use crate::model::Pod;
 use crate::simulator::free_tree::FreeTree;
 use crate::simulator::predicates;
@@ -32,8 +33,15 @@ pub fn estimate(
     let best = search(topology, existing, templates, demands, limits);
     let ordering = best.ordering;
     let first = |p| pack_first(topology, existing, templates, demands, limits, ordering, p);
-    let best = repair(topology, existing, templates, demands, limits, &first, best);
-    let best = exact(topology, existing, templates, demands, limits, best);
+    let cluster = Replan {
+        topology,
+        existing,
+        templates,
+        demands,
+        limits,
+    };
+    let best = repair(cluster, &first, best);
+    let best = exact(&cluster, best, EXACT_WORK);
     improve(topology, existing, templates, demands, limits, best)
 }
 

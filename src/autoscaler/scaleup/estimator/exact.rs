@@ -37,29 +37,17 @@ pub(super) const EXACT_WORK: u64 = 1 << 16;
 /// fewer nodes); `estimate` itself when none does, or when the search does not run: no pod with required
 /// pod affinity left out whose partners are pending too, more than [`EXACT_PODS`] pods, or the deadline
 /// passed.
-pub(super) fn exact(
-    topology: &Topology,
-    existing: &[Place],
-    templates: Templates,
-    demands: &[Demand],
-    limits: EstimateLimits,
-    estimate: Estimate,
-) -> Estimate {
-    exact_within(
-        topology, existing, templates, demands, limits, estimate, EXACT_WORK,
-    )
-}
-
-/// [`exact`] within `work` pods put.
-pub(super) fn exact_within(
-    topology: &Topology,
-    existing: &[Place],
-    templates: Templates,
-    demands: &[Demand],
-    limits: EstimateLimits,
-    estimate: Estimate,
-    work: u64,
-) -> Estimate {
+///
+/// `cluster` is the cluster as it was and the demands; `work` bounds the pods put ([`EXACT_WORK`] in the
+/// estimate).
+pub(super) fn exact(cluster: &Replan, estimate: Estimate, work: u64) -> Estimate {
+    let Replan {
+        topology,
+        existing,
+        templates,
+        demands,
+        limits,
+    } = *cluster;
     // The plan's size first: what follows pairs demands, and big plans never run.
     let pods = demands.iter().map(|d| d.count).fold(0, u64::saturating_add);
     if pods > EXACT_PODS {
@@ -105,16 +93,9 @@ pub(super) fn exact_within(
     let Some(path) = search.best_path else {
         return estimate;
     };
-    let replan = Replan {
-        topology,
-        existing,
-        templates,
-        demands,
-        limits,
-    };
     // Taken again as the repair takes its plans, what it left out offered the plan (a search stopped by its
     // bound may leave out a pod that fits), and checked step by step.
-    let planned = (replan.replan(&estimate, &steps(&path), 0, None))
+    let planned = (cluster.replan(&estimate, &steps(&path), 0, None))
         .filter(|p| replay(topology, existing, templates, demands, &p.steps).is_some());
     match planned {
         Some(better)

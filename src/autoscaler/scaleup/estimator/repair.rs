@@ -13,9 +13,9 @@
 //! What it does not find: a pod that needs two changes at once, as a chain of partners in the pod's zone
 //! (a pod wanting b in its zone, b wanting c in its zone, both partners placed in another zone).
 
-use super::plan::{Demand, Estimate, EstimateLimits, Step, Templates, Zones};
+use super::plan::{Demand, Estimate, EstimateLimits, Step, Zones};
 use super::replan::Replan;
-use crate::simulator::topology::{Partners, Place, Topology};
+use crate::simulator::topology::Partners;
 use std::time::Instant;
 
 /// Pods taken again, over every move tried for one estimate: each try takes the whole plan again, so a
@@ -27,18 +27,15 @@ const SOURCES: usize = 8;
 const TARGETS: usize = 8;
 
 /// `estimate` with pods left out for their required pod affinity placed, as long as a change places more
-/// pods and the work bound and the deadline allow; `estimate` itself when none does. `pack_first` runs the
-/// estimate's search again with a demand first. Returns at once unless a pod is left out that has required
-/// pod affinity (no work for plans without).
+/// pods and the work bound and the deadline allow; `estimate` itself when none does. `cluster` is what every
+/// changed plan is made whole from; `pack_first` runs the estimate's search again with a demand first.
+/// Returns at once unless a pod is left out that has required pod affinity (no work for plans without).
 pub(super) fn repair(
-    topology: &Topology,
-    existing: &[Place],
-    templates: Templates,
-    demands: &[Demand],
-    limits: EstimateLimits,
+    cluster: Replan,
     pack_first: &dyn Fn(usize) -> Estimate,
     estimate: Estimate,
 ) -> Estimate {
+    let demands = cluster.demands;
     let wanting = |e: &Estimate| {
         (demands.iter().zip(&e.placed)).any(|(d, &k)| k < d.count && d.terms.wants_partners())
     };
@@ -46,11 +43,7 @@ pub(super) fn repair(
         return estimate;
     }
     let mut repair = Repair {
-        topology,
-        existing,
-        templates,
-        demands,
-        limits,
+        cluster,
         pack_first,
         work: 0,
     };
@@ -65,11 +58,8 @@ pub(super) fn repair(
 }
 
 struct Repair<'a> {
-    topology: &'a Topology,
-    existing: &'a [Place],
-    templates: Templates<'a>,
-    demands: &'a [Demand<'a>],
-    limits: EstimateLimits,
+    /// The cluster as it was and the demands, which every changed plan is made whole from.
+    cluster: Replan<'a>,
     /// The plan's search packed again with a demand first (the searches are above this file).
     pack_first: &'a dyn Fn(usize) -> Estimate,
     /// Pods taken again so far.
@@ -93,10 +83,10 @@ impl Repair<'_> {
     /// it makes.
     fn one_move(&mut self, plan: &Estimate) -> Option<Estimate> {
         let added = added(&plan.steps);
-        let templates = self.templates;
+        let templates = self.cluster.templates;
         let zones_of = |d: &Demand| Zones::of(templates, d.pod).ok();
-        let partners = Partners::of(self.demands.iter().map(|d| d.terms));
-        for (p, wants) in self.demands.iter().enumerate() {
+        let partners = Partners::of(self.cluster.demands.iter().map(|d| d.terms));
+        for (p, wants) in self.cluster.demands.iter().enumerate() {
             if plan.placed[p] == wants.count || !wants.terms.wants_partners() {
                 continue;
             }
@@ -108,7 +98,7 @@ impl Repair<'_> {
             if let Some(better) = self.first(plan, p) {
                 return Some(better);
             }
-            for (q, partner) in self.demands.iter().enumerate() {
+            for (q, partner) in self.cluster.demands.iter().enumerate() {
                 if plan.placed[q] == 0 || !partner.terms.partner_of(wants.terms) {
                     continue;
                 }
@@ -133,11 +123,12 @@ impl Repair<'_> {
                         if self.spent(plan) {
                             return None;
                         }
-                        let Some(steps) = moved(&plan.steps, &added, q, s, target, self.limits)
+                        let Some(steps) =
+                            moved(&plan.steps, &added, q, s, target, self.cluster.limits)
                         else {
                             continue;
                         };
-                        let Some(next) = self.replan(plan, &steps, p, None) else {
+                        let Some(next) = self.cluster.replan(plan, &steps, p, None) else {
                             continue;
                         };
                         if next.pods_placed() > plan.pods_placed() {
@@ -159,11 +150,11 @@ impl Repair<'_> {
                             return None;
                         }
                         let Some(steps) =
-                            moved(&plan.steps, &added, x, s, Target::Off, self.limits)
+                            moved(&plan.steps, &added, x, s, Target::Off, self.cluster.limits)
                         else {
                             continue;
                         };
-                        let next = self.replan(plan, &steps, p, None);
+                        let next = self.cluster.replan(plan, &steps, p, None);
                         if let Some(next) = next.filter(|n| n.pods_placed() > plan.pods_placed()) {
                             return Some(next);
                         }
@@ -178,7 +169,7 @@ impl Repair<'_> {
                     .filter(|s| !matches!(s, Step::Put { demand, .. } if *demand == q))
                     .copied()
                     .collect();
-                let next = self.replan(plan, &steps, p, Some((q, &within)));
+                let next = self.cluster.replan(plan, &steps, p, Some((q, &within)));
                 if let Some(next) = next.filter(|n| n.pods_placed() > plan.pods_placed()) {
                     return Some(next);
                 }
@@ -201,29 +192,17 @@ impl Repair<'_> {
 
     /// Whether the work bound or the deadline ends the repair; counts one more try of `plan` when not.
     fn spent(&mut self, plan: &Estimate) -> bool {
-        if self.work >= REPAIR_WORK || self.limits.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.work >= REPAIR_WORK
+            || self
+                .cluster
+                .limits
+                .deadline
+                .is_some_and(|d| Instant::now() >= d)
+        {
             return true;
         }
         self.work += plan.pods_placed().max(1);
         false
-    }
-
-    /// `steps` made whole as [`Replan::replan`] makes them.
-    fn replan(
-        &self,
-        plan: &Estimate,
-        steps: &[Step],
-        first: usize,
-        regroup: Option<(usize, &Zones)>,
-    ) -> Option<Estimate> {
-        let replan = Replan {
-            topology: self.topology,
-            existing: self.existing,
-            templates: self.templates,
-            demands: self.demands,
-            limits: self.limits,
-        };
-        replan.replan(plan, steps, first, regroup)
     }
 }
 

@@ -11,6 +11,7 @@ use crate::simulator::topology::{Place, Topology};
 use crate::simulator::world::Filling;
 
 /// The cluster as it was and the estimate's demands: what a plan is taken again from.
+#[derive(Clone, Copy)]
 pub(super) struct Replan<'a> {
     pub topology: &'a Topology,
     pub existing: &'a [Place],

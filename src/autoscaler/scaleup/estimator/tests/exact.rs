@@ -4,8 +4,9 @@
 
 use super::helpers::{demands, node, plain, pod, term};
 use crate::autoscaler::scaleup::estimator::estimate::pack;
-use crate::autoscaler::scaleup::estimator::exact::{EXACT_PODS, EXACT_WORK, exact_within};
+use crate::autoscaler::scaleup::estimator::exact::{EXACT_PODS, EXACT_WORK, exact};
 use crate::autoscaler::scaleup::estimator::plan::*;
+use crate::autoscaler::scaleup::estimator::replan::Replan;
 use crate::model::{HOSTNAME_LABEL, Pod, Scheduling};
 use crate::simulator::topology::{Partners, PlaceKind, PodTerms, Topology};
 
@@ -36,15 +37,14 @@ fn searched(groups: &[(Pod, u64)], work: u64) -> (Estimate, Estimate) {
         max_nodes: 100,
         deadline: None,
     };
-    let after = exact_within(
-        &topology,
-        &[],
+    let cluster = Replan {
+        topology: &topology,
+        existing: &[],
         templates,
-        &demands,
+        demands: &demands,
         limits,
-        plan.clone(),
-        work,
-    );
+    };
+    let after = exact(&cluster, plan.clone(), work);
     (plan, after)
 }
 
