@@ -14,13 +14,11 @@
 //! It runs only when a pod wanting partners that are pending too is left out and the plan has at most
 //! [`EXACT_PODS`] pods, within [`EXACT_WORK`] and the deadline: nothing for big plans. The best plan found is
 //! taken again through the predicates as the repair takes its plans, what it left out offered the plan and
-//! new nodes as the searches offer them (a search stopped by its bound may leave out a pod that fits),
-//! checked by [`replay`], and kept only when it places more pods than the plan it got, or as many on fewer
-//! nodes.
+//! new nodes as the searches offer them (a search stopped by its bound may leave out a pod that fits), and
+//! kept only when it places more pods than the plan it got, or as many on fewer nodes.
 
 use super::plan::{Demand, Estimate, EstimateLimits, Step, Templates, Zones};
 use super::replan::Replan;
-use super::replay::replay;
 use crate::simulator::spread_mins::SpreadMins;
 use crate::simulator::topology::{Partners, Place, PlaceKind, Topology};
 use crate::simulator::world::Filling;
@@ -93,11 +91,9 @@ pub(super) fn exact(cluster: &Replan, estimate: Estimate, work: u64) -> Estimate
     let Some(path) = search.best_path else {
         return estimate;
     };
-    // Taken again as the repair takes its plans, what it left out offered the plan (a search stopped by its
-    // bound may leave out a pod that fits), and checked step by step.
-    let planned = (cluster.replan(&estimate, &steps(&path), 0, None))
-        .filter(|p| replay(topology, existing, templates, demands, &p.steps).is_some());
-    match planned {
+    // Taken again through the predicates as the repair takes its plans (`None` when a step no longer fits),
+    // what it left out offered the plan: a search stopped by its bound may leave out a pod that fits.
+    match cluster.replan(&estimate, &steps(&path), 0, None) {
         Some(better)
             if (better.pods_placed(), std::cmp::Reverse(better.node_count()))
                 > (
