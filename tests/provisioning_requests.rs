@@ -302,11 +302,21 @@ async fn an_atomic_request_is_whole_or_nothing_and_its_booking_ends_when_its_pod
     assert_eq!(written(&cluster, "train", "BookingExpired"), expired);
 }
 
+/// When the fake API server's requests were made. The loops over them run at a fixed time five minutes
+/// later, never at the machine's clock: a request not provisioned within 7 days of its creation fails, so a
+/// loop at `SystemTime::now()` failed them once the machine's date passed this one by a week.
+const CREATED: &str = "2026-12-01T10:00:00Z";
+
+/// The loops' time over the fake API server's requests: five minutes after they were made.
+fn loop_time() -> SystemTime {
+    humantime::parse_rfc3339(CREATED).unwrap() + Duration::from_secs(5 * 60)
+}
+
 /// A request as the API server holds it, in `version`.
 fn request(version: &str, name: &str, class: &str, template: &str, count: u32) -> Value {
     json!({"apiVersion": format!("autoscaling.x-k8s.io/{version}"), "kind": "ProvisioningRequest",
            "metadata": {"name": name, "namespace": "default", "generation": 2, "resourceVersion": "1",
-                        "uid": format!("uid-{name}"), "creationTimestamp": "2026-12-01T10:00:00Z"},
+                        "uid": format!("uid-{name}"), "creationTimestamp": CREATED},
            "spec": {"provisioningClassName": class,
                     "podSets": [{"podTemplateRef": {"name": template}, "count": count}]}})
 }
@@ -361,7 +371,7 @@ async fn statuses_are_written_once_in_the_version_served() {
     let mut once = RunOnce::new(client.clone(), settings.clone()).acting_on(kube.clone());
     let view = kube.view().await.unwrap();
     assert_eq!(view.requests.requests.len(), 3);
-    let status = once.run(&view, SystemTime::now()).await.unwrap();
+    let status = once.run(&view, loop_time()).await.unwrap();
     assert!(status.errors.is_empty(), "{:?}", status.errors);
     assert!(
         status.scale_up.is_empty(),
@@ -392,7 +402,7 @@ async fn statuses_are_written_once_in_the_version_served() {
     // The cache takes the statuses written; the next loop holds the booked room and writes nothing.
     fake.expire_watches("provisioningrequests").await;
     let view = kube.view().await.unwrap();
-    let status = once.run(&view, SystemTime::now()).await.unwrap();
+    let status = once.run(&view, loop_time()).await.unwrap();
     assert!(status.errors.is_empty(), "{:?}", status.errors);
     let fits = (status.provisioning_requests.iter())
         .find(|r| r.name == "default/fits")
