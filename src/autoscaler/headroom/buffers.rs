@@ -480,4 +480,38 @@ mod tests {
         assert_eq!(ready.last_transition_time, time(SystemTime::UNIX_EPOCH));
         assert!(r.changed());
     }
+
+    #[test]
+    fn ready_replicas_are_set_for_the_buffers_the_loop_takes() {
+        let ready_after = |spec: serde_json::Value, previous: Option<serde_json::Value>| {
+            let buffer: CapacityBuffer = serde_json::from_value(json!({
+                "metadata": {"name": "b", "namespace": "shop", "generation": 2},
+                "spec": spec, "status": previous}))
+            .unwrap();
+            let read = VersionedBuffer {
+                version: "v1beta1",
+                buffer,
+            };
+            let mut resolved = resolve(&read, &objects(), SystemTime::UNIX_EPOCH);
+            resolved.set_ready_replicas(2);
+            resolved.status.ready_replicas
+        };
+        let chunk = json!({"name": "chunk"});
+        assert_eq!(
+            ready_after(json!({"podTemplateRef": chunk, "replicas": 3}), None),
+            Some(2)
+        );
+        // Not ready, and never provisioning: left as it is (none).
+        let broken = json!({"podTemplateRef": {"name": "gone"}, "replicas": 3});
+        assert_eq!(ready_after(broken.clone(), None), None);
+        // Not ready any more after it was provisioning: upstream's processor still takes it.
+        let provisioning = json!({"readyReplicas": 5, "conditions": [{"type": "Provisioning",
+            "status": "True", "reason": "FakePodsInjected", "message": "",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+        assert_eq!(ready_after(broken, Some(provisioning.clone())), Some(2));
+        // Another strategy's keeps what it has.
+        let other = json!({"podTemplateRef": chunk, "replicas": 3,
+                           "provisioningStrategy": "example.com/standby"});
+        assert_eq!(ready_after(other, Some(provisioning)), Some(5));
+    }
 }
