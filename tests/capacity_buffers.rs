@@ -6,13 +6,14 @@
 
 mod common;
 
-use common::cluster::{scale_ups, simulate_json};
+use common::cluster::{list, nodes_of, scale_ups, simulate_json};
 use common::kube_api::{self, Fake, Objects, node};
 use common::{Binary, Server};
 use ekscale::autoscaler::ClusterSource;
 use ekscale::autoscaler::RunOnce;
 use ekscale::autoscaler::Settings;
 use ekscale::autoscaler::control::Kube;
+use ekscale::autoscaler::headroom::ReadyReplicas;
 use ekscale::autoscaler::status::{CapacityBufferStatus, Status};
 use ekscale::autoscaler::{ProviderClient, ProviderConfig};
 use serde_json::{Value, json};
@@ -208,6 +209,31 @@ async fn every_spec_gets_upstreams_status_written_once_in_the_version_served() {
     assert_eq!(spare["conditions"][0]["observedGeneration"], 1);
     let tight = &writes.iter().find(|w| w.1 == "default/tight").unwrap().2["status"];
     assert_eq!(tight["replicas"], 0);
+    // readyReplicas, as cluster-autoscaler 1.37 writes it: the chunks on nodes the cluster has, for every
+    // buffer the loop took (an empty one's is 0); none for another strategy's or one never ready.
+    let ready = |name: &str| {
+        let write = writes.iter().find(|w| w.1 == format!("default/{name}"));
+        write.unwrap().2["status"].get("readyReplicas").cloned()
+    };
+    assert_eq!(
+        [
+            "web-burst",
+            "spare",
+            "tight",
+            "standby",
+            "both",
+            "no-template"
+        ]
+        .map(ready),
+        [
+            Some(json!(1)),
+            Some(json!(1)),
+            Some(json!(0)),
+            None,
+            None,
+            None
+        ]
+    );
 
     // The cache takes the statuses written (a relist of what the API server holds now); the next loop
     // finds nothing changed and writes nothing.
@@ -364,4 +390,106 @@ fn simulate_decides_for_a_buffer_as_for_the_equivalent_headroom_policy() {
         json!({"type": "Provisioning", "status": "True",
         "reason": "FakePodsInjected", "message": "5 chunk(s) kept free"})
     );
+}
+
+/// A buffer of five 600m chunks where node-0's 2 CPUs hold three: `readyReplicas` 3 is written with the rest
+/// of its status, and the loop's status says so; chunks on the node still coming are not counted, and
+/// nothing is written again while the count holds. With
+/// `--capacity-buffer-ready-replicas-enabled=false` the status written has no `readyReplicas`.
+#[tokio::test]
+async fn ready_replicas_count_the_chunks_that_fit_on_the_nodes_there_are() {
+    let mut chunk = template();
+    chunk["template"]["spec"]["containers"][0]["resources"]["requests"] =
+        json!({"cpu": "600m", "memory": "1Gi"});
+    let objects = || Objects {
+        buffer_versions: vec!["v1beta1"],
+        capacity_buffers: vec![buffer(
+            "v1beta1",
+            "spare",
+            json!({"podTemplateRef": {"name": "chunk"}, "replicas": 5}),
+        )],
+        pod_templates: vec![chunk.clone()],
+        ..Objects::default()
+    };
+    let (_provider, client, kube, fake) = cluster(objects()).await;
+    let mut once = RunOnce::new(client, acting()).acting_on(kube.clone());
+    let view = kube.view().await.unwrap();
+    let status = once.run(&view, SystemTime::now()).await.unwrap();
+    assert!(status.errors.is_empty(), "{:?}", status.errors);
+    let spare = of(&status, "spare");
+    assert_eq!(
+        (spare.desired_chunks, spare.in_free_room, spare.in_scale_up),
+        (5, 3, 2)
+    );
+    assert_eq!(spare.ready_replicas, Some(3));
+    let writes = fake.objects.lock().unwrap().status_writes.clone();
+    assert_eq!(writes.len(), 1, "{writes:#?}");
+    assert_eq!(writes[0].2["status"]["readyReplicas"], 3);
+    assert_eq!(writes[0].2["status"]["replicas"], 5);
+    // The API server holds it now. The next loop finds the node asked for still coming, with room for the
+    // other two: they are in free room, but not ready; the count holds and nothing is written.
+    fake.expire_watches("capacitybuffers").await;
+    let view = kube.view().await.unwrap();
+    let held = view.buffers.buffers[0].buffer.status.as_ref().unwrap();
+    assert_eq!(held.ready_replicas, Some(3));
+    let status = once.run(&view, SystemTime::now()).await.unwrap();
+    let spare = of(&status, "spare");
+    assert_eq!((spare.in_free_room, spare.ready_replicas), (5, Some(3)));
+    assert_eq!(fake.objects.lock().unwrap().status_writes.len(), 1);
+
+    let (_provider, client, kube, fake) = cluster(objects()).await;
+    let settings = Settings {
+        capacity_buffer_ready_replicas: ReadyReplicas::Left,
+        ..acting()
+    };
+    let mut once = RunOnce::new(client, settings).acting_on(kube.clone());
+    let view = kube.view().await.unwrap();
+    let status = once.run(&view, SystemTime::now()).await.unwrap();
+    assert_eq!(of(&status, "spare").ready_replicas, None);
+    let writes = fake.objects.lock().unwrap().status_writes.clone();
+    assert_eq!(writes.len(), 1, "{writes:#?}");
+    assert_eq!(writes[0].2["status"]["replicas"], 5);
+    assert!(
+        writes[0].2["status"].get("readyReplicas").is_none(),
+        "{writes:#?}"
+    );
+}
+
+/// `simulate` over a snapshot with one of general's two instances registered: eight 500m chunks, three on
+/// the node there is (its 1930m of allocatable CPU), three on the upcoming one, two in a new node. Only the
+/// three on the registered node are ready, as cluster-autoscaler 1.37 counts; with the flag off the field
+/// is left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulate_reports_ready_replicas_on_registered_nodes_only() {
+    let two = SCENARIO.replace("desiredSize: 1", "desiredSize: 2");
+    let provider = Server::start_with(&two, None).await;
+    let mut items = nodes_of(provider.addr, &["general"]).await;
+    items.truncate(1);
+    items.push(json!({"apiVersion": "v1", "kind": "PodTemplate",
+        "metadata": {"name": "chunk", "namespace": "default", "generation": 1},
+        "template": {"spec": {"containers": [{"name": "c",
+                     "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]}}}));
+    items.push(buffer(
+        "v1beta1",
+        "spare",
+        json!({"podTemplateRef": {"name": "chunk"}, "replicas": 8}),
+    ));
+    let snapshot = list(items);
+    let result = simulate_json(provider.addr, &snapshot, &[]);
+    let spare = &result["capacityBuffers"][0];
+    assert_eq!(
+        (
+            &spare["desiredChunks"],
+            &spare["inFreeRoom"],
+            &spare["inScaleUp"]
+        ),
+        (&json!(8), &json!(6), &json!(2)),
+        "{result:#}"
+    );
+    assert_eq!(spare["readyReplicas"], 3, "{result:#}");
+    let off = ["--capacity-buffer-ready-replicas-enabled=false"];
+    let result = simulate_json(provider.addr, &snapshot, &off);
+    let spare = &result["capacityBuffers"][0];
+    assert_eq!(spare["inFreeRoom"], 6, "{result:#}");
+    assert!(spare.get("readyReplicas").is_none(), "{result:#}");
 }

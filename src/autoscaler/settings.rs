@@ -4,6 +4,7 @@
 
 use crate::autoscaler::clusterstate::backoff::BackoffSettings;
 use crate::autoscaler::disruption::DisruptionConfig;
+use crate::autoscaler::headroom::buffers::ReadyReplicas;
 use crate::autoscaler::headroom::policy::Policy;
 use crate::autoscaler::scaledown::settings::{ConsolidationSettings, ScaleDownSettings};
 use crate::autoscaler::scaleup::expander::{Expander, Strategy};
@@ -44,6 +45,9 @@ pub struct Settings {
     /// `--capacity-quotas-enabled`: each valid CapacityQuota's limits are kept wherever nodes are added
     /// (on by default, unlike upstream: a quota someone created is meant to hold); off, quotas are ignored.
     pub capacity_quotas: bool,
+    /// `--capacity-buffer-ready-replicas-enabled`: each CapacityBuffer's `readyReplicas` written, as
+    /// cluster-autoscaler 1.37 does (on by default there too).
+    pub capacity_buffer_ready_replicas: ReadyReplicas,
 }
 
 impl Default for Settings {
@@ -69,6 +73,7 @@ impl Default for Settings {
             headroom: Vec::new(),
             disruption: None,
             capacity_quotas: true,
+            capacity_buffer_ready_replicas: ReadyReplicas::Reconciled,
         }
     }
 }

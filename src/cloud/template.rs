@@ -6,6 +6,7 @@
 use crate::k8s::quantity;
 use crate::model::{
     CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NODE_GROUP_IMAGE_LABEL, NODE_GROUP_LABEL, Resources,
+    label_value, subdomain_part,
 };
 pub use crate::model::{GPU_RESOURCE, Taint, TaintEffect};
 use k8s_pb::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Taint as PbTaint};
@@ -108,11 +109,13 @@ pub struct TemplateSpec<'a> {
 
 /// Builds the template Node of a node group.
 pub fn build(spec: &TemplateSpec) -> Node {
-    let name = format!("template-node-for-{}", spec.node_group);
+    // A valid node name whatever the group's (EKS allows `GPU_Pool-1`): the template's slices take it as
+    // their pool and nodeName, which the API checks.
+    let name = format!("template-node-for-{}", subdomain_part(spec.node_group));
     let mut labels: BTreeMap<String, String> = [
         ("kubernetes.io/os", "linux"),
         ("kubernetes.io/arch", spec.arch),
-        ("kubernetes.io/hostname", &name),
+        ("kubernetes.io/hostname", &label_value(&name)),
         (INSTANCE_TYPE_LABEL, spec.instance_type),
         ("topology.kubernetes.io/zone", spec.zone),
         ("topology.kubernetes.io/region", spec.region),

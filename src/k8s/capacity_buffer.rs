@@ -80,6 +80,10 @@ pub struct Status {
     pub pod_template_ref: Option<LocalObjectRef>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i32>,
+    /// Of `replicas`, the chunks that fit on the nodes the cluster has now (cluster-autoscaler 1.37's field,
+    /// written by the autoscaler; left out of a write where the loop does not reconcile it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_template_generation: Option<i64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -3,6 +3,7 @@
 mod claim_needs; // what a pod's claims ask of its node
 mod claims; // those needs found in the cluster's claims and templates
 mod claims_key; // a pod's claims and DRA-served extended resources (KEP-5004) in its equivalence key
+mod derived_names; // names made from other names (a node group's), valid for what they name
 pub(crate) mod dra; // Dynamic Resource Allocation: devices, classes, claims, what a pod claims
 pub(crate) mod fargate; // which Fargate profile takes a pod, as EKS matches
 mod fast_map; // the hash maps of the hot paths
@@ -21,6 +22,7 @@ pub(crate) mod taint; // taints and tolerations
 
 pub use claim_needs::{AllocatedClaim, ClaimError, ClaimNeeds, ExtendedClaim, NeededClaim};
 pub use claims::ClaimIndex;
+pub use derived_names::{label_value, subdomain_part};
 pub use dra::{
     AllocatedDevice, Allocation, AllocationMode, AttrValue, ClaimSource, ClaimSpec, ClaimTemplate,
     CounterConsumption, CounterSet, Device, DeviceAsk, DeviceClass, DeviceId, DeviceRequest,

@@ -9,7 +9,7 @@ use crate::autoscaler::clustersnapshot::zones;
 use crate::autoscaler::clusterstate::state::Counts;
 use crate::autoscaler::group::{Group, GroupFacts, Totals};
 use crate::autoscaler::quotas::QuotaBook;
-use crate::autoscaler::status::Placed;
+use crate::autoscaler::status::{Placed, UPCOMING};
 use crate::model::{CapacityQuota, LabelProjection, Node, Pod, PodList, ZONE_LABEL};
 use crate::simulator::Dra;
 use crate::simulator::equivalence::EquivalenceGroup;
@@ -204,7 +204,7 @@ impl ClusterSnapshot {
                             self.on_node[p].push(rest[k]);
                             place.node.name.clone()
                         }
-                        _ => "upcoming".into(),
+                        _ => UPCOMING.into(),
                     };
                     placed.push(Placed {
                         pod: pods[rest[k]].key(),

@@ -4,6 +4,7 @@
 use crate::autoscaler::client::{ClientError, ProviderClient, ProviderConfig};
 use crate::autoscaler::clusterstate::backoff::BackoffSettings;
 use crate::autoscaler::disruption::{DisruptionConfig, DisruptionConfigError};
+use crate::autoscaler::headroom::buffers::ReadyReplicas;
 use crate::autoscaler::headroom::policy::{self as headroom, PolicyError};
 use crate::autoscaler::scaledown::actuation::Pacing;
 use crate::autoscaler::scaledown::drain::Rules;
@@ -73,6 +74,10 @@ pub struct DecisionArgs {
     /// added (on by default, unlike upstream's flag; false ignores quotas).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub capacity_quotas_enabled: bool,
+    /// Whether to reconcile CapacityBuffers' `status.readyReplicas`: the chunks that fit on the nodes the
+    /// cluster has (cluster-autoscaler 1.37's flag and default).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub capacity_buffer_ready_replicas_enabled: bool,
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub scale_down_enabled: bool,
     /// Nodes whose requests are at most this share of allocatable (cpu and memory) are candidates.
@@ -334,6 +339,10 @@ impl DecisionArgs {
                 None => None,
             },
             capacity_quotas: self.capacity_quotas_enabled,
+            capacity_buffer_ready_replicas: match self.capacity_buffer_ready_replicas_enabled {
+                true => ReadyReplicas::Reconciled,
+                false => ReadyReplicas::Left,
+            },
             scale_down: ScaleDownSettings {
                 enabled: self.scale_down_enabled,
                 rules: Rules {

@@ -297,7 +297,8 @@ impl RunOnce {
             scale_up: &status.scale_up,
             no_scale_up: &status.no_scale_up,
         };
-        let reserved = reserved.outcome(decided, now);
+        let ready = self.settings.capacity_buffer_ready_replicas;
+        let reserved = reserved.outcome(decided, ready, now);
         (status.headroom, status.capacity_buffers) = (reserved.headroom, reserved.buffers);
         status.provisioning_requests = requests.statuses();
         if let Some(cluster) = self.actor() {

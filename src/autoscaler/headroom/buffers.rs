@@ -26,9 +26,22 @@ pub struct Resolved {
     pub previous: Option<api::Status>,
     pub version: &'static str,
     generation: Option<i64>,
+    /// Whether the loop takes it as upstream's pod list processor does (its strategy ours, and ready for
+    /// provisioning now or provisioning until now): only such a buffer's `readyReplicas` is reconciled.
+    taken: bool,
     /// Why the loop does not provision it (a strategy not ours, not ready, no chunks): the `Provisioning`
     /// condition's reason and message.
     not_provisioned: Option<(&'static str, String)>,
+}
+
+/// `--capacity-buffer-ready-replicas-enabled`: whether the loop reconciles each buffer's `readyReplicas`
+/// (cluster-autoscaler 1.37's status field, on by default there too).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadyReplicas {
+    #[default]
+    Reconciled,
+    /// Left as the object has it.
+    Left,
 }
 
 /// Reasons, as cluster-autoscaler writes them where it has one.
@@ -56,6 +69,7 @@ pub fn resolve(read: &VersionedBuffer, objects: &BufferObjects, now: SystemTime)
         previous: buffer.status.clone(),
         version: read.version,
         generation: buffer.metadata.generation,
+        taken: false,
         not_provisioned: None,
         namespace,
     };
@@ -68,6 +82,11 @@ pub fn resolve(read: &VersionedBuffer, objects: &BufferObjects, now: SystemTime)
         resolved.not_provisioned = Some((UNSUPPORTED_STRATEGY, why));
         return resolved;
     }
+    // Upstream's pod list processor takes a buffer the controller made ready, and one it was provisioning
+    // (to say it no longer is).
+    let provisioning = (resolved.previous.iter())
+        .flat_map(|s| &s.conditions)
+        .any(|c| c.type_ == PROVISIONING && c.status == "True");
     match chunks(&resolved.namespace, &buffer.spec, objects) {
         Ok((chunk, count, template)) => {
             resolved.status.pod_template_ref = template
@@ -82,6 +101,7 @@ pub fn resolve(read: &VersionedBuffer, objects: &BufferObjects, now: SystemTime)
             }
             resolved.chunk = Some(chunk);
             resolved.chunks = count;
+            resolved.taken = true;
         }
         Err(why) => {
             resolved.status.pod_template_ref = None;
@@ -90,6 +110,7 @@ pub fn resolve(read: &VersionedBuffer, objects: &BufferObjects, now: SystemTime)
             resolved.set(READY_FOR_PROVISIONING, false, NOT_READY, why, now);
             let why = "CapacityBuffer is not ready for provisioning".to_string();
             resolved.not_provisioned = Some((NOT_READY_FOR_PROVISIONING, why));
+            resolved.taken = provisioning;
         }
     }
     resolved
@@ -257,6 +278,15 @@ impl Resolved {
             ),
         };
         self.set(PROVISIONING, ok, reason, message, now);
+    }
+
+    /// Sets `readyReplicas`, as upstream's status processor does after the loop: the chunks that fit on nodes
+    /// the cluster has (`on_nodes`; not those on upcoming nodes, nor in a scale-up), for a buffer the loop
+    /// took; any other buffer's is left as the object has it.
+    pub fn set_ready_replicas(&mut self, on_nodes: usize) {
+        if self.taken {
+            self.status.ready_replicas = Some(i32::try_from(on_nodes).unwrap_or(i32::MAX));
+        }
     }
 
     /// Whether the status differs from what the object has (so it must be written).
@@ -449,5 +479,39 @@ mod tests {
         let ready = condition(&r, READY_FOR_PROVISIONING).unwrap();
         assert_eq!(ready.last_transition_time, time(SystemTime::UNIX_EPOCH));
         assert!(r.changed());
+    }
+
+    #[test]
+    fn ready_replicas_are_set_for_the_buffers_the_loop_takes() {
+        let ready_after = |spec: serde_json::Value, previous: Option<serde_json::Value>| {
+            let buffer: CapacityBuffer = serde_json::from_value(json!({
+                "metadata": {"name": "b", "namespace": "shop", "generation": 2},
+                "spec": spec, "status": previous}))
+            .unwrap();
+            let read = VersionedBuffer {
+                version: "v1beta1",
+                buffer,
+            };
+            let mut resolved = resolve(&read, &objects(), SystemTime::UNIX_EPOCH);
+            resolved.set_ready_replicas(2);
+            resolved.status.ready_replicas
+        };
+        let chunk = json!({"name": "chunk"});
+        assert_eq!(
+            ready_after(json!({"podTemplateRef": chunk, "replicas": 3}), None),
+            Some(2)
+        );
+        // Not ready, and never provisioning: left as it is (none).
+        let broken = json!({"podTemplateRef": {"name": "gone"}, "replicas": 3});
+        assert_eq!(ready_after(broken.clone(), None), None);
+        // Not ready any more after it was provisioning: upstream's processor still takes it.
+        let provisioning = json!({"readyReplicas": 5, "conditions": [{"type": "Provisioning",
+            "status": "True", "reason": "FakePodsInjected", "message": "",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+        assert_eq!(ready_after(broken, Some(provisioning.clone())), Some(2));
+        // Another strategy's keeps what it has.
+        let other = json!({"podTemplateRef": chunk, "replicas": 3,
+                           "provisioningStrategy": "example.com/standby"});
+        assert_eq!(ready_after(other, Some(provisioning)), Some(5));
     }
 }

@@ -6,4 +6,5 @@ pub(crate) mod buffers; // the CapacityBuffer controller: each buffer's spec int
 pub(crate) mod outcome; // this loop's virtual pods, and where they ended up: placed, in a scale-up, unmet
 pub(crate) mod policy; // headroom policies: what each reserves, sized on the cluster as it is
 
+pub use buffers::ReadyReplicas;
 pub use policy::{Policy, PolicyError, PolicyFile, is_virtual, parse};

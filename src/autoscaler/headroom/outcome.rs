@@ -4,7 +4,7 @@
 //! each buffer's `Provisioning` condition set from that.
 
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
-use crate::autoscaler::headroom::buffers::{self, Resolved};
+use crate::autoscaler::headroom::buffers::{self, ReadyReplicas, Resolved};
 use crate::autoscaler::headroom::policy::{Capacity, Owner, Policy, virtual_pods};
 use crate::autoscaler::status::{
     CapacityBufferStatus, ConditionStatus, HeadroomStatus, NoScaleUp, Placed, ScaleUp, Shape,
@@ -69,6 +69,7 @@ pub fn reserve(policies: &[Policy], view: &ClusterView, now: SystemTime) -> Rese
                 memory: quantity::bytes(c.demand.memory_bytes),
             }),
             in_free_room: 0,
+            ready_replicas: None,
             in_scale_up: 0,
             unmet: 0,
             unmet_reasons: BTreeMap::new(),
@@ -83,6 +84,8 @@ pub fn reserve(policies: &[Policy], view: &ClusterView, now: SystemTime) -> Rese
 #[derive(Default)]
 struct Count<'a> {
     placed: usize,
+    /// Of those placed, how many on nodes the cluster has (not upcoming ones).
+    on_nodes: usize,
     scale_up: usize,
     unmet: usize,
     why: Option<&'a NoScaleUp>,
@@ -90,8 +93,14 @@ struct Count<'a> {
 
 impl Reserved {
     /// Where each policy's and buffer's virtual pods ended up this loop, and each buffer's `Provisioning`
-    /// condition; the buffers whose status changed are the ones to write back.
-    pub fn outcome(mut self, decided: Decided<'_>, now: SystemTime) -> Reserved {
+    /// condition (and `readyReplicas`, when `ready` says so); the buffers whose status changed are the ones to
+    /// write back.
+    pub fn outcome(
+        mut self,
+        decided: Decided<'_>,
+        ready: ReadyReplicas,
+        now: SystemTime,
+    ) -> Reserved {
         if self.headroom.is_empty() && self.buffers.is_empty() {
             return self;
         }
@@ -112,6 +121,10 @@ impl Reserved {
             }
             let why = c.why.map(NoScaleUp::describe_reasons);
             resolved.provisioned(c.unmet, why.as_deref(), now);
+            if ready == ReadyReplicas::Reconciled {
+                resolved.set_ready_replicas(c.on_nodes);
+            }
+            b.ready_replicas = resolved.status.ready_replicas;
             b.conditions = (resolved.status.conditions.iter())
                 .map(ConditionStatus::from)
                 .collect();
@@ -125,7 +138,9 @@ fn count<'a>(decided: &Decided<'a>) -> HashMap<Owner, Count<'a>> {
     let mut counts: HashMap<Owner, Count> = HashMap::new();
     for p in decided.placed {
         if let Some(owner) = Owner::of(&p.pod) {
-            counts.entry(owner).or_default().placed += 1;
+            let c = counts.entry(owner).or_default();
+            c.placed += 1;
+            c.on_nodes += usize::from(p.on_existing_node());
         }
     }
     for pod in decided.scale_up.iter().flat_map(|s| s.pods.iter()) {

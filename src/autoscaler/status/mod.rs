@@ -18,4 +18,4 @@ pub use scale_down::{
     Consolidation, DeletionStatus, DisruptionBudgetStatus, DisruptionStatus, KeptNode,
     ReplacementStatus, ScaleDown, ScaleDownStatus,
 };
-pub use scale_up::{FargatePod, NoScaleUp, Placed, ScaleUp, describe_reasons};
+pub use scale_up::{FargatePod, NoScaleUp, Placed, ScaleUp, UPCOMING, describe_reasons};

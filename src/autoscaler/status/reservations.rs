@@ -34,6 +34,11 @@ pub struct CapacityBufferStatus {
     pub chunk: Option<Shape>,
     /// Of the chunks, how many fit in free room on registered or upcoming nodes.
     pub in_free_room: usize,
+    /// The status's `readyReplicas`: of the chunks, those that fit on registered nodes (as cluster-autoscaler
+    /// 1.37 counts them); absent where it is not reconciled (`--capacity-buffer-ready-replicas-enabled=false`,
+    /// a strategy not ours) and the object has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
     /// How many the loop's scale-ups add room for.
     pub in_scale_up: usize,
     /// How many no node group can hold, with why, by node group (as `noScaleUp` says it).
@@ -165,14 +170,17 @@ impl From<&Condition> for ConditionStatus {
 
 impl CapacityBufferStatus {
     /// `shop/web-spare: 3 chunk(s) of 500m/1Gi: 2 in free room, 1 in this loop's scale-ups, 0 unmet;
-    /// ReadyForProvisioning True, Provisioning True (FakePodsInjected)`.
+    /// ReadyForProvisioning True, Provisioning True (FakePodsInjected); readyReplicas 2`.
     pub fn describe(&self) -> String {
         let shape = self
             .chunk
             .as_ref()
             .map_or("no pod".to_string(), |c| format!("{}/{}", c.cpu, c.memory));
+        let ready = (self.ready_replicas)
+            .map(|n| format!("; readyReplicas {n}"))
+            .unwrap_or_default();
         format!(
-            "{}/{}: {} chunk(s) of {shape}: {} in free room, {} in this loop's scale-ups, {} unmet; {}",
+            "{}/{}: {} chunk(s) of {shape}: {} in free room, {} in this loop's scale-ups, {} unmet; {}{ready}",
             self.namespace,
             self.name,
             self.desired_chunks,

@@ -63,6 +63,16 @@ pub struct Placed {
     pub node_group: Option<String>,
 }
 
+/// What [`Placed::node`] says for a node not registered yet.
+pub const UPCOMING: &str = "upcoming";
+
+impl Placed {
+    /// Whether it fits on a node the cluster has now, not on one still coming.
+    pub fn on_existing_node(&self) -> bool {
+        self.node != UPCOMING
+    }
+}
+
 /// Reasons by node group as `group: why; other: why` (a reason for every group unprefixed).
 pub fn describe_reasons(reasons: &BTreeMap<String, String>) -> String {
     (reasons.iter())
