@@ -17,11 +17,13 @@ use ekscale::k8s::{claim_template, device_class, pod_from_api};
 use ekscale::model::{ClaimSource, NodeScope, Pod};
 use ekscale::proto::ekscale::TemplateResourceSlicesRequest;
 use ekscale::proto::ekscale::node_groups_client::NodeGroupsClient;
+use ekscale::proto::ekscale::node_groups_server::NodeGroupsServer;
 use ekscale::proto::externalgrpc::cloud_provider_server::CloudProviderServer;
 use ekscale::proto::externalgrpc::{
     NodeGroupTemplateNodeInfoRequest, NodeGroupTemplateNodeInfoResponse,
 };
-use ekscale::provider::{CloudProviderService, ProviderMetrics};
+use ekscale::provider::{CloudProviderService, NodeGroupsService, ProviderMetrics};
+use ekscale::simulated_cluster::SimulatedCluster;
 use k8s_pb::api::core::v1::Node;
 use k8s_pb::api::resource::v1::ResourceSlice;
 use prost::Message;
@@ -327,80 +329,109 @@ nodeGroups:
     draDrivers: [gpu.nvidia.com]
 ";
 
-/// The externalgrpc service alone on a loopback port, as any provider the companion did not write: no
-/// `ekscale.v1` service at all.
-async fn cloud_provider_only(sim: Arc<SimulatedEks>) -> ProviderConfig {
+/// The externalgrpc service over `cloud` on a loopback port, and `ekscale.v1.NodeGroups` over `extension`
+/// when given: without it, a provider the companion did not write.
+async fn serve(cloud: Arc<SimulatedEks>, extension: Option<Arc<SimulatedEks>>) -> ProviderConfig {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let backend: Arc<dyn NodeGroupBackend> = sim;
-    let service = CloudProviderService::new(backend, Arc::new(ProviderMetrics::default()));
+    let metrics = Arc::new(ProviderMetrics::default());
+    let cloud: Arc<dyn NodeGroupBackend> = cloud;
+    let service = CloudProviderService::new(cloud, metrics.clone());
+    let extension = extension.map(|sim| {
+        let backend: Arc<dyn NodeGroupBackend> = sim;
+        NodeGroupsServer::new(NodeGroupsService::new(backend, metrics))
+    });
     tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(CloudProviderServer::new(service))
+            .add_optional_service(extension)
             .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
     );
     ProviderConfig::plaintext(addr.to_string())
 }
 
-/// `n` pods of Job `render`, each claiming one GPU of NVIDIA's class through a claim template.
-fn claiming_pods(n: usize) -> Vec<Pod> {
+fn sim(scenario: &str) -> Arc<SimulatedEks> {
+    Arc::new(SimulatedEks::new(
+        Scenario::parse(scenario).unwrap(),
+        Clock::manual(),
+    ))
+}
+
+/// `n` pods of Job `job`, each claiming one device of class `class` through a claim template of that name.
+fn claiming_pods(job: &str, n: usize, class: &str) -> Vec<Pod> {
     (0..n)
         .map(|i| {
             let pod = json!({"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": format!("render-{i}"), "namespace": "ml",
-                    "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "render",
-                        "uid": "uid-render", "controller": true}]},
+                "metadata": {"name": format!("{job}-{i}"), "namespace": "ml",
+                    "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": job,
+                        "uid": format!("uid-{job}"), "controller": true}]},
                 "spec": {
-                    "containers": [{"name": "main", "image": "render", "resources": {
-                        "requests": {"cpu": "1", "memory": "4Gi"}, "claims": [{"name": "gpu"}]}}],
-                    "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                    "containers": [{"name": "main", "image": job, "resources": {
+                        "requests": {"cpu": "1", "memory": "4Gi"}, "claims": [{"name": "device"}]}}],
+                    "resourceClaims": [{"name": "device", "resourceClaimTemplateName": class}],
                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}});
             pod_from_api(&serde_json::from_value(pod).unwrap(), false).unwrap()
         })
         .collect()
 }
 
+/// A simulated cluster over `config`, with a DeviceClass for each driver (named after it) and a claim
+/// template of the same name asking one device of it.
+fn cluster_with_classes(
+    config: &ProviderConfig,
+    clock: Clock,
+    drivers: &[&str],
+) -> SimulatedCluster {
+    let cluster = SimulatedCluster::new(config, clock).unwrap();
+    for driver in drivers {
+        let expression = format!("device.driver == '{driver}'");
+        let class = device_class(
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": driver},
+            "spec": {"selectors": [{"cel": {"expression": expression}}]}}),
+        )
+        .unwrap();
+        let template = claim_template(json!({"apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate", "metadata": {"name": driver, "namespace": "ml"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "device",
+                "exactly": {"deviceClassName": driver}}]}}}}))
+        .unwrap();
+        cluster.create_device_classes([Arc::new(class)]);
+        cluster.create_claim_templates([Arc::new(template)]);
+    }
+    cluster
+}
+
+fn acting() -> Settings {
+    Settings {
+        act: true,
+        ..Settings::default()
+    }
+}
+
+fn scale_ups(status: &ekscale::autoscaler::status::Status) -> Vec<(&str, u64)> {
+    (status.scale_up.iter())
+        .map(|s| (s.node_group.as_str(), s.delta))
+        .collect()
+}
+
 #[tokio::test]
 async fn the_companion_scales_a_dra_group_from_zero_over_field_3_alone() {
-    let sim = Arc::new(SimulatedEks::new(
-        Scenario::parse(DRA_SCENARIO).unwrap(),
-        Clock::manual(),
-    ));
-    let config = cloud_provider_only(sim.clone()).await;
+    let sim = sim(DRA_SCENARIO);
+    let config = serve(sim.clone(), None).await;
     let client = ProviderClient::new(&config).unwrap();
     client.refresh().await.unwrap();
     assert!(
         client.extension_template_slices().await.unwrap().is_none(),
         "the provider serves no ekscale.v1"
     );
-    let cluster =
-        ekscale::simulated_cluster::SimulatedCluster::new(&config, sim.clock().clone()).unwrap();
-    let class = device_class(
-        json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-        "metadata": {"name": "gpu.nvidia.com"},
-        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}}),
-    )
-    .unwrap();
-    let template = claim_template(json!({"apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate", "metadata": {"name": "one-gpu", "namespace": "ml"},
-        "spec": {"spec": {"devices": {"requests": [{"name": "gpu",
-            "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}}))
-    .unwrap();
-    cluster.create_device_classes([Arc::new(class)]);
-    cluster.create_claim_templates([Arc::new(template)]);
-    cluster.create_pods(claiming_pods(2));
+    let cluster = cluster_with_classes(&config, sim.clock().clone(), &["gpu.nvidia.com"]);
+    cluster.create_pods(claiming_pods("render", 2, "gpu.nvidia.com"));
 
-    let settings = Settings {
-        act: true,
-        ..Settings::default()
-    };
-    let mut once = RunOnce::new(client, settings);
+    let mut once = RunOnce::new(client, acting());
     let view = cluster.view().await.unwrap();
     let status = once.run(&view, cluster.now()).await.unwrap();
-    let ups: Vec<(&str, u64)> = (status.scale_up.iter())
-        .map(|s| (s.node_group.as_str(), s.delta))
-        .collect();
-    assert_eq!(ups, [("gpu", 2)], "{status:#?}");
+    assert_eq!(scale_ups(&status), [("gpu", 2)], "{status:#?}");
 
     // The nodes register and publish their T4s (the slices of field 3 again); the pods bind there, each with
     // its claim allocated on its node.
@@ -426,4 +457,51 @@ async fn the_companion_scales_a_dra_group_from_zero_over_field_3_alone() {
             "{node} publishes its slice"
         );
     }
+}
+
+/// A provider whose templates carry slices for one group (field 3) and whose `ekscale.v1` says other slices
+/// for both: the template's win where it has them, the extension's fill in where it has none (an
+/// ekscale-provider from before field 3), through the client and through a loop's scale-up.
+#[tokio::test]
+async fn field_3_wins_and_the_extension_fills_in_where_it_is_empty() {
+    let group = |name: &str, extra: &str| {
+        format!(
+            "  - name: {name}\n    instanceType: g4dn.xlarge\n    zones: [us-east-1a]\n    minSize: 0\n    \
+             maxSize: 4\n    desiredSize: 0\n{extra}"
+        )
+    };
+    let fpga = "    resourceSlices: [{driver: fpga.example.com, devices: [{name: fpga-0}]}]\n";
+    let head = "cluster: mixed\nregion: us-east-1\nnodeGroups:\n";
+    let cloud = sim(&format!(
+        "{head}{}{}",
+        group("gpu", "    draDrivers: [gpu.nvidia.com]\n"),
+        group("fpga", "")
+    ));
+    let extension = sim(&format!(
+        "{head}{}{}",
+        group("gpu", fpga),
+        group("fpga", fpga)
+    ));
+    let config = serve(cloud.clone(), Some(extension)).await;
+
+    let client = ProviderClient::new(&config).unwrap();
+    client.refresh().await.unwrap();
+    let drivers = |slices: Vec<ekscale::model::ResourceSlice>| -> Vec<String> {
+        slices.iter().map(|s| s.driver.to_string()).collect()
+    };
+    let gpu = drivers(client.template_slices("gpu").await.unwrap());
+    assert_eq!(gpu, ["gpu.nvidia.com"], "field 3 wins");
+    let fpga = drivers(client.template_slices("fpga").await.unwrap());
+    assert_eq!(fpga, ["fpga.example.com"], "the extension fills in");
+
+    let drivers = ["gpu.nvidia.com", "fpga.example.com"];
+    let cluster = cluster_with_classes(&config, cloud.clock().clone(), &drivers);
+    cluster.create_pods(claiming_pods("fpga", 1, "fpga.example.com"));
+    cluster.create_pods(claiming_pods("render", 1, "gpu.nvidia.com"));
+    let mut once = RunOnce::new(client, acting());
+    let view = cluster.view().await.unwrap();
+    let status = once.run(&view, cluster.now()).await.unwrap();
+    let mut ups = scale_ups(&status);
+    ups.sort_unstable();
+    assert_eq!(ups, [("fpga", 1), ("gpu", 1)], "{status:#?}");
 }
