@@ -150,13 +150,9 @@ async fn template_slices_are_asked_once_per_loop_for_every_group() {
         assert_eq!(product, &AttrValue::Str("NVIDIA A10G".into()));
         assert_eq!(device.capacity[&nvidia("memory")], memory);
     }
-    assert!(
-        client
-            .template_slices("no-such-group")
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    // A group the provider does not know has no template to carry slices.
+    let unknown = client.template_slices("no-such-group").await.unwrap_err();
+    assert_eq!(unknown.code(), Some(tonic::Code::NotFound), "{unknown}");
 }
 
 /// Asked for groups by id, the provider answers for those, in order, and NotFound names an unknown one.
@@ -267,9 +263,19 @@ async fn a_provider_without_the_fargate_extension_is_asked_once() {
     // Nor does it serve `ekscale.v1.NodeGroups`: no zones, no states, and no error for it.
     assert!(client.zones().await.unwrap().is_none());
     assert!(client.node_group_states().await.unwrap().is_none());
-    // Nor template slices: none, asked once a loop.
+    // Nor template slices through the extension: none, asked once a loop. The gpu group's nodes run NVIDIA's
+    // DRA driver, and its template carries their slice (field 3) all the same.
+    assert!(client.extension_template_slices().await.unwrap().is_none());
     assert!(client.all_template_slices().await.unwrap().is_none());
-    assert!(client.template_slices("gpu").await.unwrap().is_empty());
+    let [slice] = client
+        .template_slices("gpu")
+        .await
+        .unwrap()
+        .try_into()
+        .unwrap();
+    assert_eq!(&*slice.driver, "gpu.nvidia.com");
+    let all = client.all_template_slices().await.unwrap().unwrap();
+    assert_eq!(all.keys().collect::<Vec<_>>(), ["gpu"]);
     assert_eq!(
         client.node_groups().await.unwrap().len(),
         4,

@@ -38,10 +38,11 @@ fargateProfiles:
   - {name: serverless, selectors: [{namespace: serverless}]}
 ";
 
-const METHODS: [&str; 10] = [
+const METHODS: [&str; 11] = [
     "NodeGroups",
     "ListZones",
     "DescribeNodeGroups",
+    "TemplateResourceSlices",
     "NodeGroupTargetSize",
     "NodeGroupNodes",
     "NodeGroupTemplateNodeInfo",
@@ -138,10 +139,17 @@ async fn a_loops_rpcs_do_not_grow_with_pending_pods() {
             .iter()
             .all(|f| f.profile == "serverless" && f.hourly_price > 0.0)
     );
-    // One NodeGroups, one ListZones and one DescribeNodeGroups, whatever the groups.
-    for method in ["NodeGroups", "ListZones", "DescribeNodeGroups"] {
+    // One NodeGroups, one ListZones, one DescribeNodeGroups and one TemplateResourceSlices, whatever the
+    // groups; one template per group, which carries its slices too (field 3) at no RPC more.
+    for method in [
+        "NodeGroups",
+        "ListZones",
+        "DescribeNodeGroups",
+        "TemplateResourceSlices",
+    ] {
         assert_eq!(of(&first, method), 1, "{method}");
     }
+    assert_eq!(of(&first, "NodeGroupTemplateNodeInfo"), 2, "one per group");
     // One MatchPod for the one shape Fargate takes; three pod demands and the stabilizer priced.
     assert_eq!(of(&first, "MatchPod"), 1);
     assert_eq!(of(&first, "PricingPodPrice"), 4);
@@ -160,9 +168,15 @@ async fn a_loops_rpcs_do_not_grow_with_pending_pods() {
 
     // The next loop remembers what pods of these shapes cost and what MatchPod said.
     let (second, _) = counted(&server, async { fresh.run(&large, now).await.unwrap() }).await;
-    for method in ["NodeGroups", "ListZones", "DescribeNodeGroups"] {
+    for method in [
+        "NodeGroups",
+        "ListZones",
+        "DescribeNodeGroups",
+        "TemplateResourceSlices",
+    ] {
         assert_eq!(of(&second, method), 1, "{method}: once every loop");
     }
+    assert_eq!(of(&second, "NodeGroupTemplateNodeInfo"), 2, "one per group");
     assert_eq!(of(&second, "MatchPod"), 0);
     assert_eq!(of(&second, "PricingPodPrice"), 0);
     assert_eq!(

@@ -16,8 +16,8 @@ pub struct GroupFacts {
     pub target: i32,
     pub instances: Vec<Instance>,
     pub template: Option<Arc<Node>>,
-    /// The ResourceSlices a new node of it publishes (DRA), when the provider says them
-    /// (`ekscale.v1.NodeGroups/TemplateResourceSlices`).
+    /// The ResourceSlices a new node of it publishes (DRA), when the provider says them: in its template
+    /// (`resourceSliceBytes`, field 3), else in `ekscale.v1.NodeGroups/TemplateResourceSlices`.
     pub template_slices: Vec<Arc<ResourceSlice>>,
     /// Its Availability Zones, when the provider says them.
     pub zones: Vec<String>,

@@ -27,7 +27,7 @@ pub mod scaleup; // new nodes: planner, estimator, expanders, balancing, prices,
 pub(crate) mod settings; // the loop's decision flags, each stage's part
 pub mod status; // what a loop decided and why: the report, as JSON and as a table
 
-pub use client::{ClientError, ProviderClient, ProviderConfig, TemplateSlices};
+pub use client::{ClientError, ProviderClient, ProviderConfig, TemplateNodeInfo, TemplateSlices};
 pub use cluster::{
     BufferStatus, ClusterError, ClusterSource, ClusterView, QuotaStatusWrite, RequestStatus,
     Snapshot,

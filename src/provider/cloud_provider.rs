@@ -7,6 +7,7 @@ use super::metrics::ProviderMetrics;
 use super::observe::observe;
 use super::options;
 use super::sizes::{self, GroupLocks, Increase, status};
+use super::template_info;
 use crate::cloud::fargate;
 use crate::cloud::pricing::{self, PriceError};
 use crate::cloud::{InstanceState, NodeGroupBackend, NodeGroupSpec, instance_types, template};
@@ -14,7 +15,6 @@ use crate::k8s;
 use crate::proto::externalgrpc::cloud_provider_server::CloudProvider;
 use crate::proto::externalgrpc::instance_status::InstanceState as WireState;
 use crate::proto::externalgrpc::*;
-use prost::Message;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
@@ -243,18 +243,7 @@ impl CloudProviderService {
     }
 
     fn template(&self, id: &str) -> Result<NodeGroupTemplateNodeInfoResponse, Status> {
-        let group = self.group(id)?;
-        let bytes = group.template.encode_to_vec();
-        // An OK without a node makes cluster-autoscaler dereference nil: never send one.
-        if bytes.is_empty() {
-            return Err(Status::internal(format!(
-                "node group {id:?} has an empty template"
-            )));
-        }
-        Ok(NodeGroupTemplateNodeInfoResponse {
-            node_info: bytes.clone(),
-            node_bytes: bytes,
-        })
+        template_info::template_node_info(&*self.group(id)?)
     }
 }
 

@@ -10,6 +10,7 @@ mod observe; // every RPC counted and timed
 mod options; // NodeGroupGetOptions answers
 mod server; // every service on one port
 mod sizes; // what the services that change sizes share
+mod template_info; // a group's template Node and ResourceSlices, as both services serve them
 mod tls; // TLS on the port, certificates read again when they change
 
 pub use cloud_provider::CloudProviderService;

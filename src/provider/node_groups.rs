@@ -7,8 +7,8 @@
 use super::metrics::ProviderMetrics;
 use super::observe::observe;
 use super::sizes::{self, GroupLocks, Increase};
+use super::template_info;
 use crate::cloud::NodeGroupBackend;
-use crate::k8s::resource_slice_to_pb_bytes;
 use crate::proto::ekscale::node_groups_server::NodeGroups;
 use crate::proto::ekscale::{
     AtomicIncreaseSizeRequest, AtomicIncreaseSizeResponse, DescribeNodeGroupsRequest,
@@ -101,9 +101,7 @@ impl NodeGroups for NodeGroupsService {
             let node_groups = (groups.iter())
                 .map(|group| NodeGroupResourceSlices {
                     id: group.id.clone(),
-                    resource_slice_bytes: (group.resource_slices.iter())
-                        .map(resource_slice_to_pb_bytes)
-                        .collect(),
+                    resource_slice_bytes: template_info::resource_slice_bytes(group),
                 })
                 .collect();
             Ok(TemplateResourceSlicesResponse { node_groups })

@@ -11,6 +11,7 @@ use crate::proto::externalgrpc::instance_status::InstanceState as WireState;
 use crate::proto::externalgrpc::*;
 use k8s_pb::api::core::v1::Node;
 use prost::Message;
+use std::sync::Arc;
 use std::time::Duration;
 use tonic::{Code, Status};
 
@@ -88,11 +89,22 @@ pub(super) fn period(hours: f64) -> (prost_types::Timestamp, prost_types::Timest
     (seconds(now), seconds(later))
 }
 
-/// The template from whichever field the provider filled: `nodeBytes` (1.34.2+) or `nodeInfo` (before).
-/// An OK without either is a provider bug that upstream would crash on; we read it as "no template".
+/// A group's template as cluster-autoscaler's `TemplateNodeInfo` gives it: the Node a new node of the group
+/// registers as, and the ResourceSlices (DRA devices) it publishes, node-local to it.
+#[derive(Debug, PartialEq)]
+pub struct TemplateNodeInfo {
+    pub node: Arc<Node>,
+    /// From `resourceSliceBytes` (field 3, cluster-autoscaler 1.37+); empty when the provider sent none.
+    pub resource_slices: Vec<ResourceSlice>,
+}
+
+/// The template from whichever field the provider filled: `nodeBytes` (1.34.2+) or `nodeInfo` (before), with
+/// the slices of `resourceSliceBytes`. An OK without a node is a provider bug that upstream would crash on;
+/// we read it as "no template".
 pub(super) fn decode_template(
     response: NodeGroupTemplateNodeInfoResponse,
-) -> Result<Option<Node>, ClientError> {
+) -> Result<Option<TemplateNodeInfo>, ClientError> {
+    const METHOD: &str = "NodeGroupTemplateNodeInfo";
     let bytes = if response.node_bytes.is_empty() {
         response.node_info
     } else {
@@ -101,12 +113,14 @@ pub(super) fn decode_template(
     if bytes.is_empty() {
         return Ok(None);
     }
-    Node::decode(bytes.as_slice())
-        .map(Some)
-        .map_err(|source| ClientError::Template {
-            method: "NodeGroupTemplateNodeInfo",
-            source,
-        })
+    let node = Node::decode(bytes.as_slice()).map_err(|source| ClientError::Template {
+        method: METHOD,
+        source,
+    })?;
+    Ok(Some(TemplateNodeInfo {
+        node: Arc::new(node),
+        resource_slices: decode_slices(METHOD, &response.resource_slice_bytes)?,
+    }))
 }
 
 /// A group's template slices from their `ResourceSlice.Marshal()` bytes; one the model cannot read fails the

@@ -3,9 +3,9 @@
 //!
 //! Refresh drops every cache and comes first in each loop. Until the next Refresh, NodeGroups is asked
 //! once, NodeGroupForNode once per node (answers for unmanaged nodes are not cached: a node can become
-//! managed), each group's template once, and the groups' zones and EKS states (`ekscale.v1.NodeGroups`) and
-//! the Fargate profiles (`ekscale.v1.Fargate`) and every group's template ResourceSlices, where the provider
-//! serves them, once. Sizes and instances are never cached. Every call carries a
+//! managed), each group's template (its Node, and its ResourceSlices where the provider fills field 3) once,
+//! and the groups' zones and EKS states (`ekscale.v1.NodeGroups`) and the Fargate profiles
+//! (`ekscale.v1.Fargate`) and every group's template ResourceSlices, where the provider serves them, once. Sizes and instances are never cached. Every call carries a
 //! deadline, sent to the provider as `grpc-timeout` like cluster-autoscaler's.
 
 mod config; // where the provider is and how to reach it
@@ -16,5 +16,6 @@ mod provider; // the client: every RPC the companion makes, with cluster-autosca
 mod tests;
 
 pub use config::ProviderConfig;
+pub use convert::TemplateNodeInfo;
 pub use error::ClientError;
 pub use provider::{Profiles, ProviderClient, TemplateSlices};

@@ -3,7 +3,8 @@
 
 use super::config::ProviderConfig;
 use super::convert::{
-    decode_slices, decode_template, group_of, instance_of, match_of, optional, period, state_of,
+    TemplateNodeInfo, decode_slices, decode_template, group_of, instance_of, match_of, optional,
+    period, state_of,
 };
 use super::error::ClientError;
 use crate::model::{
@@ -31,14 +32,15 @@ struct Caches {
     node_groups: Option<Arc<Vec<NodeGroup>>>,
     /// By node name + providerID, as cluster-autoscaler keys it.
     node_group_for_node: HashMap<String, NodeGroup>,
-    templates: HashMap<String, Option<Arc<Node>>>,
+    templates: HashMap<String, Option<Arc<TemplateNodeInfo>>>,
     /// Each group's zones; `Some(None)` when the provider does not serve them.
     zones: Option<Option<Zones>>,
     /// Each group's EKS status and image; `Some(None)` when the provider does not serve them.
     states: Option<Option<States>>,
     /// The Fargate profiles; `Some(None)` when the provider does not serve them.
     profiles: Option<Option<Profiles>>,
-    /// Every group's template slices; `Some(None)` when the provider does not serve them.
+    /// Every group's template slices as `ekscale.v1.NodeGroups/TemplateResourceSlices` says them; `Some(None)`
+    /// when the provider does not serve it.
     slices: Option<Option<TemplateSlices>>,
 }
 
@@ -342,6 +344,15 @@ impl ProviderClient {
 
     /// The group's template node, once per loop; `None` when the provider does not offer templates.
     pub async fn template(&self, id: &str) -> Result<Option<Arc<Node>>, ClientError> {
+        Ok(self.template_node_info(id).await?.map(|t| t.node.clone()))
+    }
+
+    /// The group's template node and the ResourceSlices its new nodes publish (`resourceSliceBytes`, field 3,
+    /// from any provider that fills it), once per loop; `None` when the provider does not offer templates.
+    pub async fn template_node_info(
+        &self,
+        id: &str,
+    ) -> Result<Option<Arc<TemplateNodeInfo>>, ClientError> {
         if let Some(template) = self.caches().templates.get(id) {
             return Ok(template.clone());
         }
@@ -362,17 +373,38 @@ impl ProviderClient {
     }
 
     /// The ResourceSlices a new node of the group will publish (DRA devices, node-local to the group's
-    /// template node), for scaling it from zero for pods that claim devices. Every group's are asked in one
-    /// `ekscale.v1.NodeGroups/TemplateResourceSlices` once per loop, so RPCs grow with loops, not groups. A
-    /// provider that does not serve it (another externalgrpc provider, or an ekscale-provider from before
-    /// it) gives none, which is logged once.
+    /// template node), for scaling it from zero for pods that claim devices: those its template carries
+    /// (field 3), and where it carries none, those `ekscale.v1.NodeGroups/TemplateResourceSlices` says. The
+    /// template is asked once per group and the extension once for every group, per loop, so RPCs grow with
+    /// loops, not groups. A provider that serves neither gives none.
     pub async fn template_slices(&self, id: &str) -> Result<Vec<ResourceSlice>, ClientError> {
-        let slices = self.all_template_slices().await?;
+        let template = self.template_node_info(id).await?;
+        if let Some(own) = template.filter(|t| !t.resource_slices.is_empty()) {
+            return Ok(own.resource_slices.clone());
+        }
+        let slices = self.extension_template_slices().await?;
         Ok((slices.and_then(|slices| slices.get(id).cloned())).unwrap_or_default())
     }
 
-    /// Every group's template slices, asked once per loop; `None` when the provider does not serve them.
+    /// Every group's template slices as [`ProviderClient::template_slices`] picks them, from the templates
+    /// read this loop and the extension (asked once per loop, here if not yet); `None` when neither gives any.
     pub async fn all_template_slices(&self) -> Result<Option<TemplateSlices>, ClientError> {
+        let extension = self.extension_template_slices().await?;
+        let caches = self.caches();
+        let own = (caches.templates.iter())
+            .filter_map(|(id, t)| Some((id, t.as_ref()?)))
+            .filter(|(_, t)| !t.resource_slices.is_empty())
+            .map(|(id, t)| (id.clone(), t.resource_slices.clone()));
+        let mut all: HashMap<String, Vec<ResourceSlice>> =
+            extension.as_deref().cloned().unwrap_or_default();
+        all.extend(own);
+        Ok((extension.is_some() || !all.is_empty()).then(|| Arc::new(all)))
+    }
+
+    /// Every group's template slices as `ekscale.v1.NodeGroups/TemplateResourceSlices` says them, asked once
+    /// per loop; `None` when the provider does not serve it (another externalgrpc provider, or an
+    /// ekscale-provider from before it), which is logged once.
+    pub async fn extension_template_slices(&self) -> Result<Option<TemplateSlices>, ClientError> {
         if let Some(slices) = self.caches().slices.clone() {
             return Ok(slices);
         }
@@ -402,8 +434,8 @@ impl ProviderClient {
                     .swap(true, std::sync::atomic::Ordering::Relaxed)
                 {
                     tracing::info!(
-                        "the provider serves no template ResourceSlices ({METHOD}): node groups at zero \
-                         nodes are planned without DRA devices"
+                        "the provider does not serve ekscale.v1 {METHOD}: a node group at zero nodes offers \
+                         DRA devices only where its template carries them (resourceSliceBytes)"
                     );
                 }
                 slices

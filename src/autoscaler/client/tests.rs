@@ -25,23 +25,64 @@ fn templates_are_read_from_either_generations_field() {
     let bytes = node().encode_to_vec();
     let old = NodeGroupTemplateNodeInfoResponse {
         node_info: bytes.clone(),
-        node_bytes: vec![],
+        ..Default::default()
     };
     let new = NodeGroupTemplateNodeInfoResponse {
-        node_info: vec![],
         node_bytes: bytes,
+        ..Default::default()
     };
-    assert_eq!(decode_template(old).unwrap(), Some(node()));
-    assert_eq!(decode_template(new).unwrap(), Some(node()));
+    let node_only = |response| {
+        decode_template(response)
+            .unwrap()
+            .map(|t| (*t.node).clone())
+    };
+    assert_eq!(node_only(old), Some(node()));
+    assert_eq!(node_only(new), Some(node()));
     assert_eq!(
-        decode_template(NodeGroupTemplateNodeInfoResponse::default()).unwrap(),
+        node_only(NodeGroupTemplateNodeInfoResponse::default()),
         None
     );
     let garbage = NodeGroupTemplateNodeInfoResponse {
-        node_info: vec![],
         node_bytes: vec![0xff; 3],
+        ..Default::default()
     };
     assert!(decode_template(garbage).is_err());
+}
+
+/// Field 3 (cluster-autoscaler 1.37): the template's ResourceSlices come with it; one that cannot be read
+/// fails the template, naming the RPC.
+#[test]
+fn templates_carry_the_slices_of_field_3() {
+    let slice = |name: &str| {
+        crate::k8s::slice_from_spec(
+            serde_json::json!({"driver": "gpu.nvidia.com",
+                "devices": [{"name": "gpu-0", "attributes": {"type": {"string": "gpu"}}}]}),
+            name,
+            "template",
+            "template",
+        )
+        .unwrap()
+    };
+    let (a, b) = (slice("a"), slice("b"));
+    let response = |resource_slice_bytes| NodeGroupTemplateNodeInfoResponse {
+        node_bytes: node().encode_to_vec(),
+        resource_slice_bytes,
+        ..Default::default()
+    };
+    let bytes = [&a, &b]
+        .map(crate::k8s::resource_slice_to_pb_bytes)
+        .to_vec();
+    let template = decode_template(response(bytes)).unwrap().unwrap();
+    assert_eq!(template.resource_slices, [a, b]);
+    let without = decode_template(response(Vec::new())).unwrap().unwrap();
+    assert!(without.resource_slices.is_empty());
+    let error = decode_template(response(vec![vec![0x0a, 0x00]])).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("NodeGroupTemplateNodeInfo: the provider sent a ResourceSlice"),
+        "{error}"
+    );
 }
 
 #[tokio::test]

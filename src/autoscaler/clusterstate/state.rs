@@ -249,22 +249,26 @@ pub async fn read_groups(
         let read = futures::future::try_join4(
             client.target_size(&group.id),
             client.nodes(&group.id),
-            client.template(&group.id),
+            client.template_node_info(&group.id),
             client.group_options(&group.id, defaults),
         );
         match read.await {
-            Ok((target, instances, template, options)) => {
-                let (template, problem) = match template.as_deref().map(objects::node_from_pb) {
-                    None => (None, None),
-                    Some(Ok(node)) => (Some(Arc::new(node)), None),
-                    Some(Err(e)) => (None, Some(format!("template: {e}"))),
-                };
+            Ok((target, instances, info, options)) => {
+                let (template, problem) =
+                    match info.as_ref().map(|t| objects::node_from_pb(&t.node)) {
+                        None => (None, None),
+                        Some(Ok(node)) => (Some(Arc::new(node)), None),
+                        Some(Err(e)) => (None, Some(format!("template: {e}"))),
+                    };
+                // Field 3: what cluster-autoscaler 1.37 reads, from any provider that fills it.
+                let own_slices =
+                    info.map(|t| t.resource_slices.iter().cloned().map(Arc::new).collect());
                 GroupFacts {
                     group: group.clone(),
                     target,
                     instances,
                     template,
-                    template_slices: Vec::new(),
+                    template_slices: own_slices.unwrap_or_default(),
                     zones: Vec::new(),
                     state: None,
                     options,
@@ -287,7 +291,7 @@ pub async fn read_groups(
     let (zones, states, slices, mut facts) = futures::join!(
         client.zones(),
         client.node_group_states(),
-        client.all_template_slices(),
+        client.extension_template_slices(),
         futures::future::join_all(reads)
     );
     // Zones are an extension: without them every new node is planned in its template's zone.
@@ -300,13 +304,16 @@ pub async fn read_groups(
         tracing::warn!(error = %e, "node group states unknown this loop");
         None
     });
-    // And the slices of the groups' new nodes: without them no group at zero offers devices.
+    // And the slices of the groups' new nodes, for a group whose template carries none (a provider that
+    // does not fill field 3): without either no group at zero offers devices.
     let slices = slices.unwrap_or_else(|e| {
         tracing::warn!(error = %e, "node group template ResourceSlices unknown this loop");
         None
     });
     for f in &mut facts {
-        if let Some(of_group) = slices.as_ref().and_then(|s| s.get(&f.group.id)) {
+        if f.template_slices.is_empty()
+            && let Some(of_group) = slices.as_ref().and_then(|s| s.get(&f.group.id))
+        {
             f.template_slices = of_group.iter().cloned().map(Arc::new).collect();
         }
         f.zones = zones
