@@ -385,7 +385,7 @@ async fn the_grace_period_ends_the_hold(drifted: bool) {
     }
     let (server, cluster, mut once, old) = one_pinned_node(drifted, &config).await;
     let grace = Duration::from_secs(600);
-    let (mut held_from, mut left_at) = (None, None);
+    let (mut held_from, mut left_at, mut others_left_at) = (None, None, None);
     let held =
         "draining, held by default/keep-0: annotated karpenter.sh/do-not-disrupt (forced at ";
     let step = (Duration::from_secs(10), 200);
@@ -395,15 +395,14 @@ async fn the_grace_period_ends_the_hold(drifted: bool) {
         if holding {
             held_from.get_or_insert(now);
         }
-        let db_moved = (view.pods.iter())
+        let others_gone = (view.pods.iter())
             .filter(|p| p.name.starts_with("db-"))
             .all(|p| p.node_name.as_deref() != Some(&old));
-        if held_from.is_some()
-            && left_at.is_none()
-            && node_of(&view.pods, "keep-0") != Some(old.clone())
-        {
-            left_at = Some(now);
-            assert!(db_moved, "the other pods left first");
+        if held_from.is_some() && others_gone {
+            others_left_at.get_or_insert(now);
+        }
+        if held_from.is_some() && node_of(&view.pods, "keep-0") != Some(old.clone()) {
+            left_at.get_or_insert(now);
         }
         view.nodes.iter().all(|n| n.name != old) && view.pods.iter().all(|p| p.node_name.is_some())
     })
@@ -415,6 +414,9 @@ async fn the_grace_period_ends_the_hold(drifted: bool) {
         after >= grace && after <= grace + Duration::from_secs(30),
         "held {after:?}"
     );
+    // The other pods were evicted meanwhile, not left to be deleted with it.
+    let others = others_left_at.unwrap().duration_since(held_from).unwrap();
+    assert!(others < Duration::from_secs(60), "{others:?}");
 }
 
 #[tokio::test]
