@@ -14,6 +14,9 @@ pub mod k8s; // Kubernetes formats at the edge: quantities, pods from protobuf b
 pub mod model; // the internal model: integer resources, nodes, pods, selectors, taints
 pub mod proto; // code generated from proto/
 pub mod provider; // the gRPC server: CloudProvider, Fargate, health, reflection, TLS
+#[cfg(test)]
+#[path = "../tests/common/saved_seeds.rs"]
+mod saved_seeds; // test support, shared with the integration tests: saved proptest cases replayed into their strategies
 pub mod simulated_cluster; // the simulated Kubernetes cluster: nodes from the provider's instances, a scheduler, for demo and tests
 pub mod simulator; // the scheduling simulator both the companion and the cluster simulator use
 pub mod telemetry; // tracing setup

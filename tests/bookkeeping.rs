@@ -3,6 +3,8 @@
 //! instances that are not being deleted, stays within [min, max], and a refused call changes nothing.
 
 mod common;
+#[path = "common/saved_seeds.rs"]
+mod saved_seeds;
 
 use common::{SCENARIO, Server};
 use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
@@ -186,11 +188,22 @@ async fn check(calls: Vec<Call>) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Cases proptest saves for this file (none so far) replay into the strategy they came from.
+#[test]
+fn the_saved_cases_replay() {
+    let replayed = saved_seeds::replay(file!(), &["calls"], (calls(),), &[]);
+    assert_eq!(replayed, saved_seeds::count(file!()));
+}
+
+fn calls() -> impl Strategy<Value = Vec<Call>> {
+    prop::collection::vec(call(), 1..24)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     #[test]
     fn target_equals_instances_and_refused_calls_change_nothing(
-        calls in prop::collection::vec(call(), 1..24)
+        calls in calls()
     ) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(check(calls))?;

@@ -238,8 +238,34 @@ async fn a_dry_run_writes_no_status() {
     .await;
     let view = kube.view().await.unwrap();
     let mut once = RunOnce::new(client, Settings::default()).acting_on(kube.clone());
-    once.run(&view, SystemTime::now()).await.unwrap();
+    let status = once.run(&view, SystemTime::now()).await.unwrap();
     assert!(writes(&fake).is_empty());
+    // Read all the same: the loop's report holds each quota with what the one node of general uses of it
+    // (2 CPUs of both, the node itself of general-pool's), and the invalid one with why it is not enforced.
+    let reported: Vec<(&str, Option<u64>, Option<u64>, bool)> = (status.capacity_quotas.iter())
+        .map(|q| {
+            let used = |r: &str| q.used.get(r).copied();
+            (
+                q.name.as_str(),
+                used("cpu"),
+                used("nodes"),
+                q.problem.is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reported,
+        [
+            ("bad", None, None, true),
+            ("everything", Some(2), None, false),
+            ("general-pool", Some(2), Some(1), false)
+        ],
+        "{:#?}",
+        status.capacity_quotas
+    );
+    let pool = &status.capacity_quotas[2];
+    assert_eq!(pool.limits.get("nodes"), Some(&4));
+    assert_eq!(pool.node_groups, ["general"]);
 }
 
 /// A quota created after the first list arrives by the watch, and the next loop writes its status.

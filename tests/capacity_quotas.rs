@@ -142,21 +142,24 @@ fn quotas_of_both_versions_hold_the_plan_shared_among_groups_the_tightest_kept()
     // The GPU pods left say which quota stops each group, in upstream's words, with the figures.
     let why = reasons(&result, "default/train-5");
     let b = why["gpu-b"].as_str().unwrap();
-    assert!(
-        b.starts_with("exceeded quota: \"CapacityQuota/gpu-pool\", resources: nvidia.com/gpu"),
-        "{b}"
+    assert_eq!(
+        b,
+        "exceeded quota: \"CapacityQuota/gpu-pool\", resources: nvidia.com/gpu (nvidia.com/gpu used 4 \
+         of 4, a node adds 1)"
     );
-    assert!(
-        b.contains("nvidia.com/gpu used 4 of 4, a node adds 1"),
-        "{b}"
-    );
+    // gpu-a's one node fills gpu-a-nodes too: of the two quotas allowing no more node, the first by name
+    // is named (not the first read).
     let a = why["gpu-a"].as_str().unwrap();
-    assert!(a.starts_with("exceeded quota: \"CapacityQuota/"), "{a}");
+    assert_eq!(
+        a,
+        "exceeded quota: \"CapacityQuota/gpu-a-nodes\", resources: nodes (nodes used 1 of 1, a node adds 1)"
+    );
     let left = reasons(&result, "default/web-3");
     let general = left["general"].as_str().unwrap();
-    assert!(
-        general.starts_with("exceeded quota: \"CapacityQuota/general-nodes\", resources: nodes"),
-        "{general}"
+    assert_eq!(
+        general,
+        "exceeded quota: \"CapacityQuota/general-nodes\", resources: nodes (nodes used 3 of 3, a node \
+         adds 1)"
     );
 
     // Each quota reported: limits, use before and after the scale-ups, the groups held to it.

@@ -4,6 +4,8 @@
 //! evicted, a node that never turns Ready is given up, and a week costs no more than without consolidation.
 
 mod common;
+#[path = "common/saved_seeds.rs"]
+mod saved_seeds;
 
 use common::Binary;
 use common::cluster::*;
@@ -643,6 +645,19 @@ mod planner {
         prop::collection::vec((0usize..4, pods), 1..9)
     }
 
+    /// The nodes and their pods, and what each PodDisruptionBudget allows.
+    fn plan_cases() -> impl Strategy<Value = (Shape, Vec<i32>)> {
+        (shapes(), prop::collection::vec(0i32..3, 3))
+    }
+
+    /// Cases proptest saves for this file (none so far) replay into the strategy they came from.
+    #[test]
+    fn the_saved_cases_replay() {
+        let names = ["shape", "allowed"];
+        let replayed = super::saved_seeds::replay(file!(), &names, plan_cases(), &[]);
+        assert_eq!(replayed, super::saved_seeds::count(file!()));
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
@@ -650,10 +665,7 @@ mod planner {
         /// that allows no more disruptions; every replacement saves at least the threshold; no node goes
         /// twice; no node is replaced by its own offering.
         #[test]
-        fn a_plan_places_every_pod_respects_budgets_and_saves_enough(
-            shape in shapes(),
-            allowed in prop::collection::vec(0i32..3, 3),
-        ) {
+        fn a_plan_places_every_pod_respects_budgets_and_saves_enough((shape, allowed) in plan_cases()) {
             let min_saving = MinSaving::default();
             let (plan, nodes, pods, pdbs) = planned(&shape, &allowed, min_saving);
             let mut remaining: Vec<i32> = pdbs.iter().map(|p| p.disruptions_allowed).collect();

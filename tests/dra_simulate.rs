@@ -118,7 +118,8 @@ fn pods_that_claim_gpus_scale_the_groups_whose_new_nodes_have_them_from_zero() {
     items.push(claiming("memory-job", "big-memory"));
     items.push(claiming("fpga-job", "two-fpgas"));
     items.push(claiming("too-many-fpgas", "three-fpgas"));
-    items.push(pending("default", "plain", "plain", "1", "2Gi"));
+    // Three CPUs: a g4dn.xlarge (4 vCPUs, 16 GiB) is the node it fills best.
+    items.push(pending("default", "plain", "plain", "3", "12Gi"));
     let result = simulate_json(provider.grpc, &list(items), &[]);
 
     // Only a group whose template publishes matching devices takes a claiming pod.
@@ -134,8 +135,20 @@ fn pods_that_claim_gpus_scale_the_groups_whose_new_nodes_have_them_from_zero() {
         group_of(&result, "default/fpga-job").as_deref(),
         Some("fpga")
     );
-    // A pod without claims still goes where it always did.
-    assert!(group_of(&result, "default/plain").is_some());
+    // A pod without claims still goes where it always did: every group's node takes it, and least-waste
+    // picks the one it fills best, a GPU node or not.
+    assert_eq!(
+        group_of(&result, "default/plain").as_deref(),
+        Some("t4"),
+        "{result:#}"
+    );
+    let plain = (result["scaleUp"].as_array().unwrap().iter())
+        .find(|s| s["nodeGroup"] == "t4")
+        .unwrap();
+    assert_eq!(
+        plain["reason"], "least-waste chose it over general, fpga, a10g-quad",
+        "{result:#}"
+    );
 
     // Three FPGAs: no group's new node has them, and each group says why in the scheduler's words.
     let why = reasons(&result, "default/too-many-fpgas");
@@ -228,7 +241,11 @@ fn a_plain_extended_resource_request_is_served_by_the_devices_of_the_class_that_
         Some("fpga"),
         "{result:#}"
     );
-    assert!(group_of(&result, "default/one-gpu").is_some(), "{result:#}");
+    assert_eq!(
+        group_of(&result, "default/one-gpu").as_deref(),
+        Some("t4"),
+        "{result:#}"
+    );
     // Three: a node of the fpga group has two, and the reason says which claim and request.
     assert_eq!(group_of(&result, "default/three-fpgas"), None);
     let why = reasons(&result, "default/three-fpgas");

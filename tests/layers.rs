@@ -22,6 +22,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("tls", 0),
     ("telemetry", 0),
     ("http", 0),
+    // Test support only (tests/common/saved_seeds.rs, in the library under cfg(test)): proptest, no crate.
+    ("saved_seeds", 0),
     ("k8s", 1),
     ("simulator", 2),
     ("cloud", 2),

@@ -173,7 +173,9 @@ impl QuotaLedger {
         let mut tightest: Option<(u64, usize)> = None;
         for (q, amounts) in takes {
             let allowed = self.allowed(*q, amounts);
-            if tightest.is_none_or(|(n, _)| allowed < n) {
+            // A tie goes to the first by name, whatever order the quotas were read in.
+            let name = |q: usize| self.book.quotas[q].name.as_str();
+            if tightest.is_none_or(|(n, t)| (allowed, name(*q)) < (n, name(t))) {
                 tightest = Some((allowed, *q));
             }
         }

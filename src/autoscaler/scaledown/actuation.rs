@@ -6,8 +6,8 @@
 //!
 //! A node that goes for a disruption (expiry, drift) is drained as Karpenter drains it: a pod no eviction
 //! may move (do-not-disrupt, safe-to-evict "false", an exhausted PodDisruptionBudget) holds the drain
-//! instead of ending it, and once its group's `terminationGracePeriod` has passed since the drain began, the
-//! pods still there are deleted past their budgets and the node goes.
+//! instead of ending it (the other pods are evicted meanwhile), and once its group's `terminationGracePeriod`
+//! has passed since the drain began, the pods still there are deleted past their budgets and the node goes.
 
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::{ClusterError, ClusterSource, ClusterView};
@@ -341,6 +341,13 @@ async fn step(
     if let Some((_, why)) = blocked.first().filter(|_| !forced) {
         if !d.holds() {
             return Step::Abort(format!("a pod that cannot be evicted arrived: {why}"));
+        }
+        // The pods that may leave do meanwhile, as Karpenter's drain evicts around the ones it waits for:
+        // only those still there at the end of the grace period are deleted past their budgets.
+        if !to_evict.is_empty()
+            && let Step::Abort(failed) = evict(cluster, pacing, d, &to_evict, now).await
+        {
+            return Step::Abort(failed);
         }
         return Step::Held(format!("{why} ({})", d.until()));
     }

@@ -505,6 +505,25 @@ pub(super) mod tests {
         Ok(destinations)
     }
 
+    /// Nodes (CPUs, GiB, tainted), the pods on each (CPUs, GiB), and the seed of the removal order.
+    type MoverCase = (Vec<(u64, u64, bool)>, Vec<Vec<(u64, u64)>>, u64);
+
+    fn mover_cases() -> impl Strategy<Value = MoverCase> {
+        (
+            prop::collection::vec((1u64..=8, 1u64..=16, any::<bool>()), 4..24),
+            prop::collection::vec(prop::collection::vec((1u64..=6, 1u64..=4), 0..6), 24),
+            any::<u64>(),
+        )
+    }
+
+    #[test]
+    fn the_saved_cases_replay() {
+        let names = ["shapes", "loads", "order_seed"];
+        let replayed = crate::saved_seeds::replay(file!(), &names, mover_cases(), &[]);
+        assert_eq!(replayed, 1);
+        assert_eq!(replayed, crate::saved_seeds::count(file!()));
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -512,11 +531,7 @@ pub(super) mod tests {
         /// not is undone): the mover's indexed search and kept explanations give what a plain first fit over
         /// the whole cluster gives, destinations and reasons alike.
         #[test]
-        fn the_indexed_mover_moves_as_a_plain_first_fit(
-            shapes in prop::collection::vec((1u64..=8, 1u64..=16, any::<bool>()), 4..24),
-            loads in prop::collection::vec(prop::collection::vec((1u64..=6, 1u64..=4), 0..6), 24),
-            order_seed in any::<u64>(),
-        ) {
+        fn the_indexed_mover_moves_as_a_plain_first_fit((shapes, loads, order_seed) in mover_cases()) {
             let nodes: Vec<Arc<Node>> = (shapes.iter().enumerate())
                 .map(|(i, &(cpu, gib, tainted))| node(i, cpu * 1000, gib, tainted && i % 3 == 0))
                 .collect();

@@ -140,7 +140,18 @@ fn all_takes_every_matching_device_or_nothing() {
         "gpus",
         ask("gpu.nvidia.com", AllocationMode::All, &["false"]),
     )]);
-    assert!(allocate(&classes, &pools.for_node(&n1), &InUse::new(), &n1, &[&none]).is_err());
+    let err = allocate(&classes, &pools.for_node(&n1), &InUse::new(), &n1, &[&none]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Unallocatable::NoFit {
+                wanted: Wanted::All,
+                matching: 0,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -235,7 +246,19 @@ fn admin_access_uses_allocated_devices_without_taking_them() {
     after.remove(&got[0]); // admin results were never counted: removing them changes nothing
     assert!(after.contains(&gpu0));
     let normal = claim(vec![exact("gpu", "gpu.nvidia.com", 1, &[])]);
-    assert!(allocate(&classes, &pools.for_node(&n1), &in_use, &n1, &[&normal]).is_err());
+    // The device an admin holds is still in use for everyone else.
+    let err = allocate(&classes, &pools.for_node(&n1), &in_use, &n1, &[&normal]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Unallocatable::NoFit {
+                matching: 1,
+                free: 0,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -333,7 +356,8 @@ fn partitionable_devices_share_counters() {
     let whole = claim(vec![exact("gpu", "gpu.nvidia.com", 1, &[])]);
     let slice = claim(vec![exact("mig", "mig.nvidia.com", 1, &[])]);
     // Both at once: the full GPU leaves no counters for a slice.
-    assert!(allocate(&classes, &node_pools, &InUse::new(), &n1, &[&whole, &slice]).is_err());
+    let err = allocate(&classes, &node_pools, &InUse::new(), &n1, &[&whole, &slice]).unwrap_err();
+    assert_eq!(err, Unallocatable::NotTogether);
     let two_slices = claim(vec![exact("mig", "mig.nvidia.com", 2, &[])]);
     assert!(allocate(&classes, &node_pools, &InUse::new(), &n1, &[&two_slices]).is_ok());
 
@@ -352,7 +376,18 @@ fn partitionable_devices_share_counters() {
         &[id(NVIDIA, "n1", "gpu-0-mig-1g.5gb-0")],
         false,
     )]);
-    assert!(allocate(&classes, &node_pools, &mig_taken, &n1, &[&whole]).is_err());
+    let err = allocate(&classes, &node_pools, &mig_taken, &n1, &[&whole]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Unallocatable::NoFit {
+                matching: 1,
+                free: 0,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     let got = allocate(&classes, &node_pools, &mig_taken, &n1, &[&slice]).unwrap();
     assert_eq!(device_names(&got[0]), ["gpu-0-mig-1g.5gb-1"]);
     // memory 5/40, slices 1/7: the set's highest share, over the one set its devices consume.
@@ -420,7 +455,12 @@ fn binding_conditions_and_more_than_32_devices() {
     let pools = Pools::new(&[local_slice(NVIDIA, "n1", vec![waiting])]);
     let n1 = node("n1");
     let one = claim(vec![exact("gpu", "gpu.nvidia.com", 1, &[])]);
-    assert!(allocate(&classes, &pools.for_node(&n1), &InUse::new(), &n1, &[&one]).is_err());
+    // A device with binding conditions is never picked: the stable allocator does not support them.
+    let err = allocate(&classes, &pools.for_node(&n1), &InUse::new(), &n1, &[&one]).unwrap_err();
+    assert!(
+        matches!(err, Unallocatable::NoFit { matching: 0, .. }),
+        "{err:?}"
+    );
     let many = claim(vec![exact("gpu", "gpu.nvidia.com", 33, &[])]);
     let err = allocate(&classes, &pools.for_node(&n1), &InUse::new(), &n1, &[&many]).unwrap_err();
     assert!(err.never_fits());

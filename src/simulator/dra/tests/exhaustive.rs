@@ -257,3 +257,15 @@ proptest! {
         }
     }
 }
+
+/// The cases proptest saved for this file replay into the strategy of the test above (its arguments, as it
+/// writes them).
+#[test]
+fn the_saved_cases_replay() {
+    let cases = (
+        proptest::collection::vec(dev(), 0..6),
+        proptest::collection::vec(claim_strategy(), 1..3),
+    );
+    let replayed = crate::saved_seeds::replay(file!(), &["devs", "claims"], cases, &[]);
+    assert_eq!(replayed, crate::saved_seeds::count(file!()));
+}

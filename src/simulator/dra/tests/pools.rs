@@ -104,7 +104,19 @@ fn newer_generation_wins() {
         1,
         &["device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A10G'"],
     )]);
-    assert!(allocate(&classes, &pools.for_node(&n1), &InUse::new(), &n1, &[&a10g]).is_err());
+    let err = allocate(&classes, &pools.for_node(&n1), &InUse::new(), &n1, &[&a10g]).unwrap_err();
+    // The older generation's A10G is not offered.
+    assert!(
+        matches!(
+            err,
+            Unallocatable::NoFit {
+                matching: 0,
+                free: 0,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     // A newer generation still being published hides the older complete one.
     let newer_incomplete = slice(NVIDIA, "s2", "n1", 2, 2, scope(), vec![]);
     let pools = Pools::new(&[new, old, newer_incomplete]);

@@ -94,14 +94,48 @@ fn mix(groups: &[Group]) -> (Vec<(Pod, u64)>, Topology, Vec<PodTerms>) {
     (pods, topology, terms)
 }
 
+fn groups() -> impl Strategy<Value = Vec<Group>> {
+    prop::collection::vec(
+        (50u64..3000, 64u64..8000, 1u64..12, 0usize..3, constraint()),
+        1..8,
+    )
+}
+
+/// The groups of pods and the most nodes the estimate may plan.
+fn unplaced_cases() -> impl Strategy<Value = (Vec<Group>, u64)> {
+    (groups(), 1u64..40)
+}
+
+/// The same, with the zones the template's group launches in and nodes beside (zone, group of its pod).
+fn step_cases() -> impl Strategy<Value = (Vec<Group>, u64, usize, Vec<(usize, usize)>)> {
+    (
+        groups(),
+        1u64..40,
+        1usize..=3,
+        prop::collection::vec((0usize..3, 0usize..8), 0..4),
+    )
+}
+
+#[test]
+fn the_saved_cases_replay() {
+    use crate::saved_seeds::replay;
+    let variants = ["None", "Affinity", "AntiAffinity", "Spread"];
+    let one = replay(
+        file!(),
+        &["groups", "max_nodes"],
+        unplaced_cases(),
+        &variants,
+    );
+    let names = ["groups", "max_nodes", "zones", "beside"];
+    let other = replay(file!(), &names, step_cases(), &variants);
+    assert_eq!((one, other), (2, 1));
+    assert_eq!(one + other, crate::saved_seeds::count(file!()));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
     #[test]
-    fn no_pod_left_unplaced_fits_the_plan(
-        groups in prop::collection::vec(
-            (50u64..3000, 64u64..8000, 1u64..12, 0usize..3, constraint()), 1..8),
-        max_nodes in 1u64..40,
-    ) {
+    fn no_pod_left_unplaced_fits_the_plan((groups, max_nodes) in unplaced_cases()) {
         let (pods, mut topology, terms) = mix(&groups);
         let template = topology.place(node(4000, 16, 30), Some(0), PlaceKind::Planned);
         let demands = demands(&pods, &terms);
@@ -144,11 +178,7 @@ proptest! {
     /// on its node given the pods and nodes before it.
     #[test]
     fn every_step_of_the_plan_is_one_the_scheduler_allows(
-        groups in prop::collection::vec(
-            (50u64..3000, 64u64..8000, 1u64..12, 0usize..3, constraint()), 1..8),
-        max_nodes in 1u64..40,
-        zones in 1usize..=3,
-        beside in prop::collection::vec((0usize..3, 0usize..8), 0..4),
+        (groups, max_nodes, zones, beside) in step_cases(),
     ) {
         let (pods, mut topology, terms) = mix(&groups);
         let in_zone = |zone: usize| {

@@ -95,17 +95,52 @@ fn to_pod(i: usize, g: &Group) -> Pod {
     pod(&app, g.cpu, g.mem_mi, scheduling)
 }
 
+/// A node's CPUs (millicores), memory (GiB) and pods, and the pods' shapes (CPU, MiB, count).
+type Upstream = (u64, u64, u64, Vec<(u64, u64, u64)>);
+
+fn upstream_cases() -> impl Strategy<Value = Upstream> {
+    (
+        1000u64..16_000,
+        2u64..64,
+        8u64..110,
+        prop::collection::vec((50u64..4000, 64u64..16_384, 1u64..60), 1..12),
+    )
+}
+
+/// The pods' shapes (CPU, MiB, count, the zone they are pinned to) and the nodes each zone has already.
+type Pinned = (Vec<(u64, u64, u64, Option<usize>)>, [u64; 3]);
+
+fn pinned_cases() -> impl Strategy<Value = Pinned> {
+    (
+        prop::collection::vec(
+            (
+                50u64..4000,
+                64u64..16_384,
+                1u64..20,
+                prop::option::of(0usize..3),
+            ),
+            1..8,
+        ),
+        prop::array::uniform3(0u64..4),
+    )
+}
+
+#[test]
+fn the_saved_cases_replay() {
+    use crate::saved_seeds::replay;
+    let names = ["cpu", "mem_gi", "max_pods", "shapes"];
+    let upstream = replay(file!(), &names, upstream_cases(), &[]);
+    let pinned = replay(file!(), &["shapes", "nodes"], pinned_cases(), &[]);
+    assert_eq!((upstream, pinned), (1, 1));
+    assert_eq!(upstream + pinned, crate::saved_seeds::count(file!()));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
     /// Never more nodes than cluster-autoscaler's own search run alone, never fewer pods placed, and
     /// never below the lower bound, on random resource-only mixes.
     #[test]
-    fn never_more_nodes_than_upstreams_search(
-        cpu in 1000u64..16_000,
-        mem_gi in 2u64..64,
-        max_pods in 8u64..110,
-        shapes in prop::collection::vec((50u64..4000, 64u64..16_384, 1u64..60), 1..12),
-    ) {
+    fn never_more_nodes_than_upstreams_search((cpu, mem_gi, max_pods, shapes) in upstream_cases()) {
         let node = node(cpu, mem_gi, max_pods);
         let pods: Vec<(Pod, u64)> = shapes
             .iter()
@@ -145,13 +180,7 @@ proptest! {
     /// In a group of three zones, every search puts a pod pinned to a zone on nodes of that zone only,
     /// however the pods that may go anywhere spread the group's new nodes.
     #[test]
-    fn pods_pinned_to_a_zone_stay_in_it(
-        shapes in prop::collection::vec(
-            (50u64..4000, 64u64..16_384, 1u64..20, prop::option::of(0usize..3)),
-            1..8,
-        ),
-        nodes in prop::array::uniform3(0u64..4),
-    ) {
+    fn pods_pinned_to_a_zone_stay_in_it((shapes, nodes) in pinned_cases()) {
         let zones = ["us-east-1a", "us-east-1b", "us-east-1c"];
         let pods: Vec<(Pod, u64)> = (shapes.iter().enumerate())
             .map(|(i, &(cpu, mem, count, zone))| {
