@@ -547,3 +547,84 @@ fn the_price_expander_prices_the_gpus_a_pods_claims_take_on_each_group() {
         );
     }
 }
+
+/// Two groups of one instance type whose templates differ only in their devices: NVIDIA's slices (derived)
+/// on one, an FPGA on the other. Nothing else tells them apart, so only their devices can.
+const SAME_TYPE: &str = r#"
+cluster: alike
+region: us-east-1
+nodeGroups:
+  - name: t4
+    instanceType: g4dn.xlarge
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 4
+    desiredSize: 0
+    draDrivers: [gpu.nvidia.com]
+  - name: fpga
+    instanceType: g4dn.xlarge
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 4
+    desiredSize: 0
+    resourceSlices:
+      - driver: fpga.example.com
+        devices:
+          - {name: fpga-0, attributes: {model: {string: u250}}}
+"#;
+
+/// The scale-ups for `pods` (each a name and the claim template it claims from) over
+/// SAME_TYPE's groups, with `args`: (group, delta, the pods it is for).
+fn same_type_plan(pods: &[(&str, &str)], args: &[&str]) -> Vec<(String, u64, Vec<String>)> {
+    let (provider, _dir) = Binary::on_scenario(SAME_TYPE);
+    let mut items = classes();
+    items.push(template("one-gpu", "gpu.nvidia.com", 1, None));
+    items.push(template("one-fpga", "fpga.example.com", 1, None));
+    for (pod, template) in pods {
+        items.push(claiming(pod, template));
+    }
+    let result = simulate_json(provider.grpc, &list(items), args);
+    let mut ups: Vec<(String, u64, Vec<String>)> = (result["scaleUp"].as_array().unwrap().iter())
+        .map(|s| {
+            let pods = s["pods"].as_array().unwrap().iter();
+            (
+                s["nodeGroup"].as_str().unwrap().to_string(),
+                s["delta"].as_u64().unwrap(),
+                pods.map(|p| p.as_str().unwrap().to_string()).collect(),
+            )
+        })
+        .collect();
+    ups.sort();
+    ups
+}
+
+#[test]
+fn groups_of_one_instance_type_with_different_devices_are_not_planned_as_one() {
+    // Two pods of each: a g4dn.xlarge has one T4, and the scenario one FPGA a node, so each kind needs two
+    // nodes, which balancing would spread over both groups were they similar.
+    let fpga = [("fpga-job-0", "one-fpga"), ("fpga-job-1", "one-fpga")];
+    let gpu = [("gpu-job-0", "one-gpu"), ("gpu-job-1", "one-gpu")];
+    let up = |group: &str, pod: &str| {
+        let pods = (0..2).map(|i| format!("default/{pod}-{i}")).collect();
+        (group.to_string(), 2, pods)
+    };
+    for args in [&[][..], &["--balance-similar-node-groups"][..]] {
+        // Each kind alone (whichever group's estimate is made first), and both together.
+        assert_eq!(
+            same_type_plan(&fpga, args),
+            [up("fpga", "fpga-job")],
+            "{args:?}"
+        );
+        assert_eq!(
+            same_type_plan(&gpu, args),
+            [up("t4", "gpu-job")],
+            "{args:?}"
+        );
+        let both = [fpga, gpu].concat();
+        assert_eq!(
+            same_type_plan(&both, args),
+            [up("fpga", "fpga-job"), up("t4", "gpu-job")],
+            "{args:?}"
+        );
+    }
+}

@@ -464,17 +464,11 @@ async fn the_companion_scales_a_dra_group_from_zero_over_field_3_alone() {
 /// ekscale-provider from before field 3), through the client and through a loop's scale-up.
 #[tokio::test]
 async fn field_3_wins_and_the_extension_fills_in_where_it_is_empty() {
-    // Two instance types: groups of one type whose templates differ only in their slices are planned as
-    // interchangeable today (one's devices offered for the other), which is not what this test is about.
+    // One instance type: the groups' templates differ only in their slices.
     let group = |name: &str, extra: &str| {
         format!(
-            "  - name: {name}\n    instanceType: {}\n    zones: [us-east-1a]\n    minSize: 0\n    \
-             maxSize: 4\n    desiredSize: 0\n{extra}",
-            if name == "gpu" {
-                "g4dn.xlarge"
-            } else {
-                "g5.xlarge"
-            }
+            "  - name: {name}\n    instanceType: g4dn.xlarge\n    zones: [us-east-1a]\n    minSize: 0\n    \
+             maxSize: 4\n    desiredSize: 0\n{extra}"
         )
     };
     let fpga = "    resourceSlices: [{driver: fpga.example.com, devices: [{name: fpga-0, attributes: {model: {string: u250}}}]}]\n";

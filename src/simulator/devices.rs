@@ -207,6 +207,17 @@ impl PlaceDevices {
     pub fn utilization(&self) -> Option<PoolUse> {
         super::dra::utilization(&self.pools, &self.in_use)
     }
+
+    /// What tells a template's devices from another template's, for keys that must keep groups whose new
+    /// nodes publish different devices apart: each pool it reaches, as the object it is (a loop builds one
+    /// pool for equal slices, so templates of equal slices share them; the address stands for the object,
+    /// and every template holds its pools for the loop), with which of its devices the node reaches. What
+    /// is in use is not read: nothing is allocated on a template (its DaemonSet pods take room only).
+    pub fn identity(&self) -> Vec<(usize, &[u32])> {
+        (self.pools.pools.iter())
+            .map(|p| (Arc::as_ptr(&p.pool) as usize, &*p.visible))
+            .collect()
+    }
 }
 
 /// One claim to allocate where the pod goes.

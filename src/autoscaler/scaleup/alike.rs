@@ -4,7 +4,10 @@
 //! pods or a topology term read), with as many nodes per zone and the same limit, pack the same pods the same
 //! way: one is estimated and the others adopt its estimate, their own template nodes put in when one of them
 //! is chosen. Zones are such a label: groups of one shape in different zones (EKS's node group per
-//! availability zone) are alike for pods no zonal term, selector or spread reads.
+//! availability zone) are alike for pods no zonal term, selector or spread reads. Devices are what the pods
+//! read too: when some pod claims devices (DRA), groups are alike only if their new nodes publish the same
+//! ones, so that two groups of one instance type, one with NVIDIA's GPUs and one with an FPGA, are estimated
+//! each for itself.
 
 use crate::autoscaler::group::Group;
 use crate::model::{HOSTNAME_LABEL, Pod};
@@ -13,11 +16,13 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::sync::Arc;
 
-/// The node labels some pods' node selectors and node affinity read, and whether any of them names nodes
-/// (`matchFields` on the node's name).
+/// The node labels some pods' node selectors and node affinity read, whether any of them names nodes
+/// (`matchFields` on the node's name), and whether any reads devices (claims them, or asks extended
+/// resources devices may serve: a pod that does neither is placed alike whatever devices a node has).
 pub struct Reads<'a> {
     labels: BTreeSet<&'a str>,
     by_name: bool,
+    devices: bool,
 }
 
 impl<'a> Reads<'a> {
@@ -25,8 +30,10 @@ impl<'a> Reads<'a> {
         let mut reads = Reads {
             labels: BTreeSet::new(),
             by_name: false,
+            devices: false,
         };
         for pod in pods {
+            reads.devices |= pod.dra.is_some();
             let s = &pod.scheduling;
             reads
                 .labels
@@ -42,8 +49,10 @@ impl<'a> Reads<'a> {
     }
 }
 
-/// What a static check of `group`'s templates reads for pods that read `reads`: equal keys, equal answers
-/// for those pods. A pod that names nodes keeps every group apart.
+/// What a static check, and an estimate, of `group`'s templates reads for pods that read `reads`: equal
+/// keys, equal answers for those pods. A pod that names nodes keeps every group apart; pods that read
+/// devices keep groups apart whose templates publish different ones (cluster-autoscaler keeps a template
+/// node's ResourceSlices with it, and its scheduler's DRA plugin reads them).
 pub fn templates_key(group: &Group, index: usize, reads: &Reads) -> String {
     let mut key = String::new();
     if reads.by_name {
@@ -64,6 +73,10 @@ pub fn templates_key(group: &Group, index: usize, reads: &Reads) -> String {
             t.ports,
             t.accepts
         );
+        if reads.devices {
+            let devices = t.devices.as_ref().map(|d| d.identity());
+            let _ = write!(key, " {devices:?}");
+        }
     }
     key
 }

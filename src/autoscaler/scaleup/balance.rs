@@ -3,9 +3,9 @@
 
 use crate::autoscaler::group::Group;
 use crate::autoscaler::scaleup::estimator::Estimate;
-use crate::autoscaler::scaleup::statics::Statics;
-use crate::model::{HOSTNAME_LABEL, Resources, ZONE_LABEL};
+use crate::model::{HOSTNAME_LABEL, Pod, Resources, ZONE_LABEL};
 use crate::simulator::topology::Place;
+use crate::simulator::{SharedClaims, claims_fit};
 use std::collections::BTreeMap;
 
 /// Labels that differ between otherwise identical groups (cluster-autoscaler's ignore list for AWS).
@@ -59,15 +59,25 @@ pub fn similar(a: &Place, b: &Place) -> bool {
         && labels(a) == labels(b)
 }
 
+/// Whether a new node of `group` can allocate `pod`'s claims (in any of its zones). A similar group takes
+/// part only where every pod group the estimate places is schedulable on it, which upstream checks with the
+/// scheduler's filters, its DRA plugin among them: groups alike in size and labels may differ in devices.
+pub(super) fn claims_fit_on(pod: &Pod, group: &Group) -> bool {
+    let shared = SharedClaims::default();
+    (group.templates().iter())
+        .any(|t| claims_fit(pod, &t.node, t.devices.as_deref(), &shared).is_ok())
+}
+
 /// Spreads the chosen estimate over the chosen group and its similar groups: one node at a time to the
-/// smallest, as cluster-autoscaler does, within each group's max size.
+/// smallest, as cluster-autoscaler does, within each group's max size. `schedulable(e, gi)`: whether
+/// equivalence group `e` is schedulable on group `gi`'s new nodes.
 pub(super) fn balance(
     chosen: usize,
     estimate: &Estimate,
     members: &[usize],
     groups: &[Group],
     planned: &[u64],
-    statics: &Statics,
+    schedulable: impl Fn(usize, usize) -> bool,
 ) -> Vec<(usize, u64)> {
     let Some(template) = &groups[chosen].template else {
         return vec![(chosen, estimate.node_count() as u64)];
@@ -86,7 +96,7 @@ pub(super) fn balance(
         let Some(other) = &group.template else {
             continue;
         };
-        if similar(template, other) && placed.iter().all(|&e| statics.of(e, gi).is_ok()) {
+        if similar(template, other) && placed.iter().all(|&e| schedulable(e, gi)) {
             set.push(gi);
         }
     }

@@ -5,7 +5,7 @@
 use crate::autoscaler::group::{Group, Totals, nodes_per_zone};
 use crate::autoscaler::quotas::QuotaLimit;
 use crate::autoscaler::scaleup::alike;
-use crate::autoscaler::scaleup::balance::balance;
+use crate::autoscaler::scaleup::balance::{balance, claims_fit_on};
 use crate::autoscaler::scaleup::estimator::{self as binpack, Demand, Estimate, Stop};
 use crate::autoscaler::scaleup::expander::{
     Expander, ExpanderError, ExpansionOption, PriceContext,
@@ -295,14 +295,12 @@ impl Planner<'_> {
         let share = if groups[gi].zero_or_max {
             vec![(gi, headroom(&groups[gi], self.planned[gi]))]
         } else if self.limits.balance_similar_node_groups {
-            balance(
-                gi,
-                &estimate,
-                &members,
-                groups,
-                &self.planned,
-                &self.statics,
-            )
+            let statics = &self.statics;
+            let schedulable = |e: usize, other: usize| {
+                statics.of(e, other).is_ok()
+                    && claims_fit_on(pending.groups[e].exemplar(pending.pods), &groups[other])
+            };
+            balance(gi, &estimate, &members, groups, &self.planned, schedulable)
         } else {
             vec![(gi, estimate.node_count() as u64)]
         };
