@@ -23,6 +23,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("telemetry", 0),
     ("http", 0),
     ("k8s", 1),
+    ("oracle", 1),
     ("simulator", 2),
     ("cloud", 2),
     ("provider", 3),
