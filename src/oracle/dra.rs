@@ -292,9 +292,10 @@ impl<'a> Search<'_, 'a> {
     fn valid(&self) -> bool {
         let picks = &self.picks;
         let claims = self.claims.len();
-        let too_many = (0..claims).any(|c| picks.iter().filter(|p| p.claim == c).count() > MAX_RESULTS);
-        let twice = (picks.iter().enumerate())
-            .any(|(i, a)| picks[i + 1..].iter().any(|b| clash(a, b)));
+        let too_many =
+            (0..claims).any(|c| picks.iter().filter(|p| p.claim == c).count() > MAX_RESULTS);
+        let twice =
+            (picks.iter().enumerate()).any(|(i, a)| picks[i + 1..].iter().any(|b| clash(a, b)));
         !too_many && !twice && self.counters_hold() && (0..claims).all(|c| self.constraints_hold(c))
     }
 
@@ -338,15 +339,16 @@ impl<'a> Search<'_, 'a> {
                 constraint.requests.is_empty()
                     || constraint.requests.iter().any(|n| {
                         **n == **p.request
-                            || p.sub.is_some_and(|s| {
-                                n.split_once('/') == Some((&**p.request, &**s))
-                            })
+                            || p.sub
+                                .is_some_and(|s| n.split_once('/') == Some((&**p.request, &**s)))
                     })
             };
             let mut values = (self.picks.iter())
                 .filter(|p| p.claim == c && covers(p))
-                .map(|p| (self.ask.devices.devices[p.device].device.attributes)
-                    .get(&constraint.attribute));
+                .map(|p| {
+                    (self.ask.devices.devices[p.device].device.attributes)
+                        .get(&constraint.attribute)
+                });
             let Some(first) = values.next() else {
                 return true;
             };

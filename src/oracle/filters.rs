@@ -119,7 +119,10 @@ fn room(cluster: &Cluster, pod: &Pod, node: usize) -> bool {
     let a = &n.allocatable;
     fits(|p| p.demand.cpu_millis, a.cpu_millis)
         && fits(|p| p.demand.memory_bytes, a.memory_bytes)
-        && fits(|p| p.demand.ephemeral_storage_bytes, a.ephemeral_storage_bytes)
+        && fits(
+            |p| p.demand.ephemeral_storage_bytes,
+            a.ephemeral_storage_bytes,
+        )
         && on.iter().map(|p| p.demand.pods).sum::<u64>() + pod.demand.pods <= a.pods
         && fits(|p| p.demand.gpus, a.gpus)
         && pod.extended.iter().all(|(name, want)| {

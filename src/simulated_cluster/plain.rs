@@ -70,7 +70,9 @@ pub(super) fn bind(
         pods: (pods.iter())
             .filter(|p| p.holds_room())
             .filter_map(|p| {
-                let at = nodes.iter().position(|n| Some(&*n.name) == p.node_name.as_deref())?;
+                let at = nodes
+                    .iter()
+                    .position(|n| Some(&*n.name) == p.node_name.as_deref())?;
                 Some((p, at))
             })
             .collect(),
@@ -81,7 +83,9 @@ pub(super) fn bind(
     for (k, &i) in order.iter().enumerate() {
         let pod = &pods[i];
         let first = planned.get(&i).copied();
-        let tries = first.into_iter().chain((0..nodes.len()).filter(|&n| Some(n) != first));
+        let tries = first
+            .into_iter()
+            .chain((0..nodes.len()).filter(|&n| Some(n) != first));
         let mut placed = None;
         for n in tries {
             let node = &nodes[n];
@@ -133,7 +137,10 @@ pub(super) fn bind(
 /// has the resource in its allocatable; KEP-5004 then leaves devices out of it).
 fn served_by_plugins(pod: &Pod, node: &Node) -> bool {
     pod.needs().is_some_and(|needs| {
-        needs.extended.iter().any(|c| plugin_serves(node, &c.resource))
+        needs
+            .extended
+            .iter()
+            .any(|c| plugin_serves(node, &c.resource))
     })
 }
 

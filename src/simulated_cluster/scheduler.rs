@@ -4,9 +4,7 @@
 use super::plain::{self, Disagreement};
 use super::{claims, extended};
 use crate::model::{DraObjects, FARGATE_SCHEDULER, LabelProjection, Node, Phase, Pod};
-use crate::simulator::{
-    Dra, EquivalenceGroup, build_places, group_pods, place_all, pods_by_node,
-};
+use crate::simulator::{Dra, EquivalenceGroup, build_places, group_pods, place_all, pods_by_node};
 use std::collections::HashMap;
 use std::sync::Arc;
 

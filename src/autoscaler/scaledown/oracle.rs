@@ -22,12 +22,12 @@
 use super::drain::Rules;
 use super::planner::{self, Unremovable};
 use super::removal::{GroupInfo, Input};
-use crate::oracle::{self, Cluster};
 use crate::model::{
     Controller, GroupOptions, HOSTNAME_LABEL, HostPort, LabelProjection, LabelSelector, Labels,
     Node, Phase, Pod, PodAffinityTerm, Resources, Scheduling, SpreadConstraint,
     TO_BE_DELETED_TAINT, Taint, TaintEffect, Toleration, ZONE_LABEL,
 };
+use crate::oracle::{self, Cluster};
 use crate::simulator::world;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;

@@ -187,7 +187,11 @@ fn first_available_takes_the_first_sub_request_listed_when_several_fit() {
     };
     let cases = [
         (vec![sub("one", 1), sub("two", 2)], "gpu/one", vec!["gpu-0"]),
-        (vec![sub("two", 2), sub("one", 1)], "gpu/two", vec!["gpu-0", "gpu-1"]),
+        (
+            vec![sub("two", 2), sub("one", 1)],
+            "gpu/two",
+            vec!["gpu-0", "gpu-1"],
+        ),
     ];
     for (asks, chosen, devices) in cases {
         let spec = claim(vec![crate::model::DeviceRequest {
@@ -197,7 +201,10 @@ fn first_available_takes_the_first_sub_request_listed_when_several_fit() {
         }]);
         let got = allocate(&classes, &pools.for_node(&n1), &InUse::new(), &n1, &[&spec]).unwrap();
         assert_eq!(device_names(&got[0]), devices, "{chosen}");
-        assert!(got[0].devices.iter().all(|d| &*d.request == chosen), "{got:?}");
+        assert!(
+            got[0].devices.iter().all(|d| &*d.request == chosen),
+            "{got:?}"
+        );
         let reached = oracle::reach(&slices, &n1);
         let selects = |a: &crate::model::DeviceAsk, d: &oracle::Reached| {
             classes.selects(a, &d.id.driver, d.device)

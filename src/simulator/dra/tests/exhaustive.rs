@@ -106,7 +106,6 @@ fn claim_strategy() -> impl Strategy<Value = Claim> {
         .prop_map(|(requests, match_on)| Claim { requests, match_on })
 }
 
-
 fn slices(devs: &[Dev]) -> Vec<Arc<ResourceSlice>> {
     (0..2)
         .filter_map(|p| {
@@ -130,7 +129,11 @@ fn slices(devs: &[Dev]) -> Vec<Arc<ResourceSlice>> {
                     if let Some(takes) = d.takes {
                         device.consumes.push(CounterConsumption {
                             counter_set: "s".into(),
-                            counters: [("mem".into(), Quantity::from_millis(i128::from(takes) * 1000))].into(),
+                            counters: [(
+                                "mem".into(),
+                                Quantity::from_millis(i128::from(takes) * 1000),
+                            )]
+                            .into(),
                         });
                     }
                     device

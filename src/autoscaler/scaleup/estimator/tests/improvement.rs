@@ -5,13 +5,13 @@
 //! mix a search packs one node over the optimum, it takes that node off.
 
 use super::helpers::{app_selector, demands, node, plain, pod, term};
-use crate::oracle::{self, Cluster};
 use crate::autoscaler::scaleup::estimator::estimate::*;
 use crate::autoscaler::scaleup::estimator::improve::improve;
 use crate::autoscaler::scaleup::estimator::plan::*;
 use crate::model::{
     HOSTNAME_LABEL, HostPort, LabelSelector, Node, Pod, Scheduling, SpreadConstraint, ZONE_LABEL,
 };
+use crate::oracle::{self, Cluster};
 use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
 use proptest::prelude::*;
 use std::sync::Arc;

@@ -35,13 +35,13 @@
 //!   do); the same greedy order.
 
 use super::helpers::{app_selector, demands, node, pod};
-use crate::oracle::{self, Cluster};
 use crate::autoscaler::scaleup::estimator::estimate::*;
 use crate::autoscaler::scaleup::estimator::plan::*;
 use crate::model::{
     HOSTNAME_LABEL, HostPort, LabelSelector, Node, Pod, PodAffinityTerm, Scheduling,
     SpreadConstraint, Taint, TaintEffect, Toleration, ZONE_LABEL,
 };
+use crate::oracle::{self, Cluster};
 use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
