@@ -480,3 +480,79 @@ impl Combinations {
         Some(&self.at)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CounterConsumption, CounterSet, PoolRef, Quantity};
+
+    /// Forty partitions each taking one of a counter the pool has seven of: no eight of them fit together,
+    /// and there are far more sets of eight than the bound, so the search says it stopped; asked for seven,
+    /// the first set it tries fits.
+    #[test]
+    fn a_search_past_the_bound_says_so_and_one_under_it_answers() {
+        let takes_one = CounterConsumption {
+            counter_set: "s".into(),
+            counters: [("c".into(), Quantity::from_millis(1000))].into(),
+        };
+        let devices = (0..40)
+            .map(|i| Device {
+                name: format!("d{i}").into(),
+                attributes: BTreeMap::new(),
+                capacity: BTreeMap::new(),
+                consumes: vec![takes_one.clone()],
+                taints: Vec::new(),
+                scope: None,
+                binding_conditions: false,
+            })
+            .collect();
+        let slices = [Arc::new(ResourceSlice {
+            name: "n1-slice".into(),
+            driver: "drv".into(),
+            pool: PoolRef {
+                name: "n1".into(),
+                generation: 0,
+                slice_count: 1,
+            },
+            scope: NodeScope::Node("n1".into()),
+            devices,
+            shared_counters: vec![CounterSet {
+                name: "s".into(),
+                counters: [("c".into(), Quantity::from_millis(7000))].into(),
+            }],
+        })];
+        let node = Node {
+            name: "n1".into(),
+            ..Node::default()
+        };
+        let reached = reach(&slices, &node);
+        let in_use = BTreeSet::new();
+        let ask = Ask {
+            node: &node,
+            devices: &reached,
+            in_use: &in_use,
+            selects: &|_, _| true,
+        };
+        let claim = |count| ClaimSpec {
+            requests: vec![DeviceRequest {
+                name: "r".into(),
+                first_available: false,
+                asks: vec![DeviceAsk {
+                    name: "".into(),
+                    class: "c".into(),
+                    selectors: Vec::new(),
+                    mode: AllocationMode::ExactCount(count),
+                    admin_access: false,
+                    tolerations: Vec::new(),
+                }],
+            }],
+            constraints: Vec::new(),
+        };
+        assert!(matches!(allocate(&[&claim(8)], &ask), Verdict::TooLarge));
+        let Verdict::Fits(seven) = allocate(&[&claim(7)], &ask) else {
+            panic!("seven of forty fit");
+        };
+        let names: Vec<&str> = seven[0].devices.iter().map(|d| &*d.device.device).collect();
+        assert_eq!(names, ["d0", "d1", "d2", "d3", "d4", "d5", "d6"]);
+    }
+}
