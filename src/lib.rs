@@ -12,6 +12,7 @@ pub mod demo; // `demo`: the provider, the simulated cluster and the loop playin
 pub mod http; // what both programs' HTTP endpoints share: the server, the OpenMetrics content type
 pub mod k8s; // Kubernetes formats at the edge: quantities, pods from protobuf bytes or kubectl JSON
 pub mod model; // the internal model: integer resources, nodes, pods, selectors, taints
+pub(crate) mod oracle; // kube-scheduler's filters and the DRA allocator written plainly: the tests' exhaustive searches and the simulated cluster's scheduler ask them
 pub mod proto; // code generated from proto/
 pub mod provider; // the gRPC server: CloudProvider, Fargate, health, reflection, TLS
 #[cfg(test)]

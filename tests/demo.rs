@@ -48,6 +48,15 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
         String::from_utf8_lossy(&output.stderr)
     );
     let summary = &stdout[stdout.find("Summary:").expect("a summary")..];
+    // The simulated cluster binds by the plain rules: the companion's placement agreed with them all day,
+    // every day played.
+    assert_eq!(
+        summary
+            .matches("disagreements between the companion's predicates and the plain scheduler: 0")
+            .count(),
+        3,
+        "{summary}"
+    );
 
     // Every placeable workload ran; the 64-CPU pod is reported with every group's reason.
     for workload in ["default/api", "default/web", "default/etl", "serverless/fn"] {

@@ -25,6 +25,7 @@ const LAYERS: &[(&str, u8)] = &[
     // Test support only (tests/common/saved_seeds.rs, in the library under cfg(test)): proptest, no crate.
     ("saved_seeds", 0),
     ("k8s", 1),
+    ("oracle", 1),
     ("simulator", 2),
     ("cloud", 2),
     ("provider", 3),

@@ -12,7 +12,7 @@ use ekscale::autoscaler::Settings;
 use ekscale::autoscaler::{ProviderClient, ProviderConfig};
 use ekscale::cloud::NodeGroupBackend;
 use ekscale::model::{Pod, Resources};
-use ekscale::simulated_cluster::SimulatedCluster;
+use ekscale::simulated_cluster::{OnDisagreement, SimulatedCluster};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -956,7 +956,9 @@ async fn with_a_killable_provider(scenario: &str) -> (Server, Server, Arc<Simula
     let sim = cloud.shared_sim();
     let provider = Server::serve(sim.clone(), Some(sim), None).await;
     let config = ProviderConfig::plaintext(cloud.addr.to_string());
-    let cluster = SimulatedCluster::new(&config, cloud.sim().clock().clone()).unwrap();
+    let cluster = SimulatedCluster::new(&config, cloud.sim().clock().clone())
+        .unwrap()
+        .on_disagreement(OnDisagreement::Panic);
     (cloud, provider, Arc::new(cluster))
 }
 

@@ -15,8 +15,6 @@ pub(crate) mod disruption; // disruption control: budgets per node group, with s
 pub(crate) mod fargate; // Fargate pods set aside, matched to profiles here, MatchPod once per pod shape
 pub(crate) mod group; // a node group as the planners see it
 pub mod headroom; // capacity kept free ahead of demand: headroom policies and CapacityBuffers, as virtual pods
-#[cfg(test)]
-pub(crate) mod oracle; // kube-scheduler's filters written plainly, for the tests that search exhaustively
 pub(crate) mod planning; // CPU-bound planning off the Tokio worker
 pub(crate) mod provreq; // ProvisioningRequests: check-capacity and best-effort-atomic, booked room as virtual pods
 pub(crate) mod quota_status; // CapacityQuotas' status as upstream's controller writes it, written where it changed

@@ -43,6 +43,15 @@ impl Comparison {
         for line in &self.story {
             let _ = writeln!(out, "    {line}");
         }
+        let disagreements = (self.off.disagreements.iter()).chain(&self.on.disagreements);
+        let _ = writeln!(
+            out,
+            "    disagreements between the companion's predicates and the plain scheduler: {}",
+            disagreements.clone().count()
+        );
+        for d in disagreements {
+            let _ = writeln!(out, "      {d}");
+        }
         let nodes = |r: &Record| -> String {
             (r.groups.iter().zip(r.added.iter().zip(&r.removed)))
                 .map(|(g, (a, d))| format!("{g} +{a} -{d}"))

@@ -102,6 +102,9 @@ pub(super) async fn play(
         }
     }
     bar.finish_and_clear();
+    record.disagreements = (cluster.disagreements().iter())
+        .map(ToString::to_string)
+        .collect();
     provider.stop().await;
     Ok(record)
 }

@@ -42,6 +42,14 @@ impl Night {
         for line in &self.story {
             let _ = writeln!(out, "    {line}");
         }
+        let _ = writeln!(
+            out,
+            "    disagreements between the companion's predicates and the plain scheduler: {}",
+            self.record.disagreements.len()
+        );
+        for d in &self.record.disagreements {
+            let _ = writeln!(out, "      {d}");
+        }
         let marks = &self.record.marks;
         for span in &marks.spans {
             let to = span.to.map_or("the end".to_string(), hms);

@@ -92,6 +92,9 @@ pub struct Record {
     pub provisioning_requests: Vec<crate::autoscaler::status::ProvisioningRequestStatus>,
     /// Nodes held by disruption budgets or node group updates, and expired or drifted nodes acted on.
     pub marks: Marks,
+    /// Where the companion's predicates placed a pod the simulated cluster's plain scheduler refused (or
+    /// found no node for one it bound), each once: none when the two agree.
+    pub disagreements: Vec<String>,
 }
 
 impl Record {

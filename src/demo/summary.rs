@@ -29,6 +29,14 @@ pub fn summary(record: &Record, day: Duration, took: Duration) -> String {
     }
     let _ = writeln!(
         out,
+        "  disagreements between the companion's predicates and the plain scheduler: {}",
+        record.disagreements.len()
+    );
+    for d in &record.disagreements {
+        let _ = writeln!(out, "    {d}");
+    }
+    let _ = writeln!(
+        out,
         "  pods placed on EC2 nodes: {}; on Fargate: {}",
         record.ran_on_ec2.len(),
         record.fargate.len()

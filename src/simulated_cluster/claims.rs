@@ -5,11 +5,10 @@
 use super::extended::{self, Planned};
 use super::names;
 use crate::model::{
-    Allocation, ClaimIndex, ClaimSource, DraObjects, Name, Node, NodeScope, Pod, PoolRef,
-    ResourceClaim, ResourceSlice,
+    Allocation, ClaimIndex, ClaimSource, DraObjects, Name, NodeScope, Pod, PoolRef, ResourceClaim,
+    ResourceSlice,
 };
-use crate::simulator::{Dra, PlaceDevices, SharedClaims, claims_fit, reserve};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// The slices node `node` of a group publishes: the group's template slices with the node as their pool and
@@ -119,52 +118,26 @@ pub fn release(dra: &mut DraObjects, pod: &Pod) {
     }
 }
 
-/// The scheduler's DRA plugin binding `bound` (pods just placed on their nodes, in the order they were
-/// placed): each claim the pod needed allocated gets what the allocator chose on its node, and every claim of
-/// the pod is reserved for it; devices allocated for its extended resources make it a claim of their own
-/// ([`extended::claim_for`], `serial` for its name). Returns the pods whose claims could not be allocated
-/// after all (the scheduler would not bind them).
-pub fn allocate_bound(
+/// The scheduler's DRA plugin binding `bound` (pods just bound, in the order they were, each with the
+/// allocations the plain allocator found for it on its node): each claim the pod needed allocated gets its
+/// allocation, and every claim of the pod is reserved for it; devices allocated for its extended resources
+/// make it a claim of their own ([`extended::claim_for`], `serial` for its name).
+pub fn write_allocations(
     dra: &mut DraObjects,
-    nodes: &[Arc<Node>],
     pods: &mut [Pod],
-    bound: &[usize],
+    bound: Vec<(usize, Vec<(Name, Allocation)>)>,
     serial: &mut u64,
-) -> Vec<usize> {
-    let with_claims: Vec<usize> = (bound.iter().copied())
-        .filter(|&i| pods[i].needs().is_some())
-        .collect();
-    if with_claims.is_empty() {
-        return Vec::new();
-    }
-    let state = Dra::new(dra);
-    let mut devices: HashMap<&str, Option<Box<PlaceDevices>>> = HashMap::new();
-    // A shared claim the first of its pods allocates, the others are bound where it is.
-    let mut shared = SharedClaims::default();
-    let mut refused = Vec::new();
+) {
     let mut writes: Vec<(Name, Name, Option<Allocation>, Name)> = Vec::new();
     let mut extended: Vec<(usize, Vec<(Name, Allocation)>)> = Vec::new();
-    for i in with_claims {
+    for (i, allocations) in bound {
         let pod = &pods[i];
-        let (Some(name), Some(needs)) = (pod.node_name.as_deref(), pod.needs().map(Arc::as_ref))
-        else {
+        let Some(needs) = pod.needs().map(Arc::as_ref) else {
             continue;
         };
         // A pod asking only for extended resources may have no uid yet: it names no claim to reserve, and
         // the claim made for it gives it one.
         let uid = pod.uid().cloned();
-        let Some(node) = nodes.iter().find(|n| n.name == name) else {
-            refused.push(i);
-            continue;
-        };
-        let place = devices
-            .entry(name)
-            .or_insert_with(|| state.devices_of(node));
-        let Ok(allocations) = claims_fit(pod, node, place.as_deref(), &shared) else {
-            refused.push(i);
-            continue;
-        };
-        reserve(pod, node, place.as_deref_mut(), &mut shared);
         let (for_extended, named): (Vec<_>, Vec<_>) = (allocations.into_iter())
             .partition(|(claim, _)| needs.extended.iter().any(|c| c.name == *claim));
         if !for_extended.is_empty() {
@@ -205,5 +178,4 @@ pub fn allocate_bound(
         let claim = extended::claim_for(pod, &needs, allocations, serial);
         dra.claims.push(Arc::new(claim));
     }
-    refused
 }

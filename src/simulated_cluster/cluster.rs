@@ -4,6 +4,7 @@
 use super::claims;
 use super::fargate::run_on_fargate;
 use super::names;
+use super::plain::Disagreement;
 use super::scheduler::{preempt, schedule};
 use crate::autoscaler::{
     BufferStatus, ClusterError, ClusterSource, ClusterView, QuotaStatusWrite, RequestStatus,
@@ -25,6 +26,7 @@ use std::time::{Duration, SystemTime};
 
 pub struct SimulatedCluster {
     client: ProviderClient,
+    on_disagreement: OnDisagreement,
     clock: Clock,
     /// The wall-clock time the simulated clock's zero stands for.
     epoch: SystemTime,
@@ -52,6 +54,17 @@ struct State {
     dra: DraObjects,
     /// Counts the uids and claim names made, as the API server generates them.
     serial: u64,
+    /// Where the companion's predicates and the plain scheduler disagreed, each once.
+    disagreements: Vec<Disagreement>,
+}
+
+/// What a disagreement between the companion's predicates and the plain scheduler does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnDisagreement {
+    /// It is kept, for [`SimulatedCluster::disagreements`] (the demo counts them).
+    Count,
+    /// The step panics, naming it: what tests run with, so that one fails the test where it happens.
+    Panic,
 }
 
 /// How a node group's instances fail to become nodes.
@@ -117,6 +130,7 @@ impl SimulatedCluster {
     pub fn new(provider: &ProviderConfig, clock: Clock) -> Result<SimulatedCluster, ClientError> {
         Ok(SimulatedCluster {
             client: ProviderClient::new(provider)?,
+            on_disagreement: OnDisagreement::Count,
             clock,
             epoch: SystemTime::now(),
             state: Mutex::default(),
@@ -127,6 +141,14 @@ impl SimulatedCluster {
     /// against it) instead of now.
     pub fn starting_at(self, epoch: SystemTime) -> SimulatedCluster {
         SimulatedCluster { epoch, ..self }
+    }
+
+    /// The same cluster, with disagreements handled as `on` says.
+    pub fn on_disagreement(self, on: OnDisagreement) -> SimulatedCluster {
+        SimulatedCluster {
+            on_disagreement: on,
+            ..self
+        }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -280,6 +302,12 @@ impl SimulatedCluster {
         self.state().nodes.clone()
     }
 
+    /// Where the companion's predicates placed a pod on a node that kube-scheduler's rules, written plainly,
+    /// refuse (or found no node for a pod they bind), each once: what the demo counts and tests fail on.
+    pub fn disagreements(&self) -> Vec<Disagreement> {
+        self.state().disagreements.clone()
+    }
+
     /// Registers nodes for instances that now run, removes nodes whose instances are gone (their pods go
     /// back to pending if a controller owns them, and are lost otherwise), then schedules pending pods.
     pub async fn step(&self) -> Result<(), ClientError> {
@@ -322,6 +350,7 @@ impl SimulatedCluster {
             broken,
             dra,
             serial,
+            disagreements,
             ..
         } = &mut *state;
         // Nodes whose instance is gone leave; so do their pods, which controllers recreate.
@@ -359,7 +388,15 @@ impl SimulatedCluster {
         // Claims even without DRA objects: a pod naming a template the cluster lacks stays pending, saying so.
         claims::make_claims(dra, pods, serial);
         let planned = claims::find_needs(dra, pods);
-        schedule(nodes, pods, dra, serial);
+        for found in schedule(nodes, pods, dra, serial) {
+            if !disagreements.contains(&found) {
+                tracing::warn!(%found, "simulated cluster: the companion's predicates disagree");
+                if self.on_disagreement == OnDisagreement::Panic {
+                    panic!("simulated cluster: {found}");
+                }
+                disagreements.push(found);
+            }
+        }
         planned.restore(pods);
         preempt(nodes, pods, dra);
         Ok(())

@@ -1,21 +1,23 @@
-//! The simulated cluster's kube-scheduler: binding with the predicates the autoscaler simulates with, and
-//! preemption as far as resources go.
+//! The simulated cluster's kube-scheduler: binding by the plain rules (`plain.rs`), with the companion's
+//! placement asked alongside to find where the two disagree, and preemption as far as resources go.
 
+use super::plain::{self, Disagreement};
 use super::{claims, extended};
 use crate::model::{DraObjects, FARGATE_SCHEDULER, LabelProjection, Node, Phase, Pod};
-use crate::simulator::{Dra, build_places, group_pods, place_all, pods_by_node};
+use crate::simulator::{Dra, EquivalenceGroup, build_places, group_pods, place_all, pods_by_node};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Binds every pending pod that fits somewhere (highest priority first), its claims allocated where it goes
-/// (`serial` names the claims it makes for extended resources devices serve); the rest are marked
-/// Unschedulable, as kube-scheduler marks them.
+/// Binds every pending pod that the plain rules admit somewhere (highest priority first), its claims
+/// allocated where it goes (`serial` names the claims it makes for extended resources devices serve); the
+/// rest are marked Unschedulable, as kube-scheduler marks them. Returns where the companion's predicates,
+/// asked where each pod goes, disagreed with the plain rules.
 pub(super) fn schedule(
     nodes: &[Arc<Node>],
     pods: &mut [Pod],
     dra: &mut DraObjects,
     serial: &mut u64,
-) {
+) -> Vec<Disagreement> {
     let waiting = |p: &Pod| {
         p.node_name.is_none()
             && p.phase != Phase::Terminal
@@ -24,16 +26,48 @@ pub(super) fn schedule(
     };
     let pending: Vec<usize> = (0..pods.len()).filter(|&i| waiting(&pods[i])).collect();
     if pending.is_empty() {
-        return;
+        return Vec::new();
     }
-    let bound: Vec<usize> = (0..pods.len()).filter(|&i| pods[i].holds_room()).collect();
     let groups = group_pods(&*pods, pending, &LabelProjection::All);
-    let exemplars: Vec<&Pod> = groups.iter().map(|g| g.exemplar(&*pods)).collect();
-    let on_node = pods_by_node(nodes, &*pods, &bound);
+    let order: Vec<usize> = groups.iter().flat_map(|g| g.pods.iter().copied()).collect();
+    let planned = companion_placement(nodes, pods, dra, &groups);
+    let (bound, disagreements) = plain::bind(nodes, pods, dra, &order, &planned);
+    let mut placed: HashMap<usize, usize> = HashMap::new();
+    let mut allocations = Vec::new();
+    for b in bound {
+        placed.insert(b.pod, b.node);
+        allocations.push((b.pod, b.allocations));
+    }
+    for &i in &order {
+        let pod = &mut pods[i];
+        match placed.get(&i) {
+            Some(&n) => {
+                pod.node_name = Some(nodes[n].name.as_str().into());
+                pod.phase = Phase::Running;
+                pod.unschedulable = false;
+            }
+            None => pod.unschedulable = true,
+        }
+    }
+    claims::write_allocations(dra, pods, allocations, serial);
+    disagreements
+}
+
+/// Where the companion's predicates (`simulator/`, the placement its loop plans with) put each pending pod
+/// of `groups`, by node index: what the plain rules are checked against, and the node they try first.
+fn companion_placement(
+    nodes: &[Arc<Node>],
+    pods: &[Pod],
+    dra: &DraObjects,
+    groups: &[EquivalenceGroup],
+) -> HashMap<usize, usize> {
+    let bound: Vec<usize> = (0..pods.len()).filter(|&i| pods[i].holds_room()).collect();
+    let exemplars: Vec<&Pod> = groups.iter().map(|g| g.exemplar(pods)).collect();
+    let on_node = pods_by_node(nodes, pods, &bound);
     let (mut topology, mut places) = build_places(
         nodes,
         &vec![None; nodes.len()],
-        &*pods,
+        pods,
         &on_node,
         &exemplars,
         &LabelProjection::All,
@@ -45,35 +79,17 @@ pub(super) fn schedule(
             place.devices = devices.devices_of(node);
         }
     }
-    let mut binding: HashMap<usize, String> = HashMap::new();
-    for group in &groups {
-        let terms = topology.resolve(group.exemplar(&*pods));
-        let placed = place_all(&mut topology, &mut places, &*pods, &group.pods, &terms);
+    let mut planned = HashMap::new();
+    for group in groups {
+        let terms = topology.resolve(group.exemplar(pods));
+        let placed = place_all(&mut topology, &mut places, pods, &group.pods, &terms);
         for (k, p) in placed.into_iter().enumerate() {
-            binding.insert(group.pods[k], places[p].node.name.clone());
-        }
-    }
-    let mut bound = Vec::new();
-    for group in &groups {
-        for &i in &group.pods {
-            let pod = &mut pods[i];
-            match binding.remove(&i) {
-                Some(node) => {
-                    pod.node_name = Some(node.into());
-                    pod.phase = Phase::Running;
-                    pod.unschedulable = false;
-                    bound.push(i);
-                }
-                None => pod.unschedulable = true,
+            if let Some(n) = nodes.iter().position(|n| n.name == places[p].node.name) {
+                planned.insert(group.pods[k], n);
             }
         }
     }
-    for i in claims::allocate_bound(dra, nodes, pods, &bound, serial) {
-        let pod = &mut pods[i];
-        pod.node_name = None;
-        pod.phase = Phase::Pending;
-        pod.unschedulable = true;
-    }
+    planned
 }
 
 /// kube-scheduler's preemption, as far as resources go: a pod left unschedulable takes the place of pods of

@@ -4,14 +4,17 @@
 use super::Server;
 use ekscale::autoscaler::ProviderConfig;
 use ekscale::model::{Controller, Pod, Resources};
-use ekscale::simulated_cluster::SimulatedCluster;
+use ekscale::simulated_cluster::{OnDisagreement, SimulatedCluster};
 use std::sync::Arc;
 
 /// An in-process provider on `scenario` and a simulated cluster over it, on the provider's clock.
 pub async fn simulated(scenario: &str) -> (Server, ProviderConfig, Arc<SimulatedCluster>) {
     let server = Server::start_with(scenario, None).await;
     let config = ProviderConfig::plaintext(server.addr.to_string());
-    let cluster = SimulatedCluster::new(&config, server.sim().clock().clone()).unwrap();
+    // A disagreement between the companion's predicates and the plain scheduler fails the test where it happens.
+    let cluster = SimulatedCluster::new(&config, server.sim().clock().clone())
+        .unwrap()
+        .on_disagreement(OnDisagreement::Panic);
     (server, config, Arc::new(cluster))
 }
 

@@ -3,7 +3,7 @@
 //! hostname and zone affinity and anti-affinity, zone and hostname spread, host ports, tolerations and
 //! zone pins), a set of nodes is removable when every pod on them can be put back, one at a time in some
 //! order, on the nodes that stay, each step passing kube-scheduler's filters written plainly
-//! (`autoscaler::oracle`).
+//! (`oracle`).
 //!
 //! Where the two must agree, and how the clusters are made to fall there: every pod is a ReplicaSet's, in
 //! `default`, without PDBs, so drainability never keeps a node; the group's utilization threshold is 100%
@@ -22,12 +22,12 @@
 use super::drain::Rules;
 use super::planner::{self, Unremovable};
 use super::removal::{GroupInfo, Input};
-use crate::autoscaler::oracle::{self, Cluster};
 use crate::model::{
     Controller, GroupOptions, HOSTNAME_LABEL, HostPort, LabelProjection, LabelSelector, Labels,
     Node, Phase, Pod, PodAffinityTerm, Resources, Scheduling, SpreadConstraint,
     TO_BE_DELETED_TAINT, Taint, TaintEffect, Toleration, ZONE_LABEL,
 };
+use crate::oracle::{self, Cluster};
 use crate::simulator::world;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;

@@ -4,7 +4,7 @@
 
 use super::device_value::DeviceValue;
 use super::selector::{CompileCache, Compiled, SelectorError};
-use crate::model::{DeviceClass, FastMap, Name};
+use crate::model::{Device, DeviceAsk, DeviceClass, FastMap, Name};
 use std::sync::{Arc, Mutex};
 
 /// An ask's selectors by its class and its own expressions.
@@ -112,6 +112,16 @@ impl DeviceClasses {
             .collect();
         errors.sort_by(|a, b| a.0.cmp(&b.0));
         errors
+    }
+
+    /// Whether `device` of `driver` passes the selectors of `ask`'s class and its own (false when the class
+    /// does not exist or a selector fails on it): CEL alone, for an allocator written elsewhere that has
+    /// no CEL of its own (the plain one the simulated cluster's scheduler and the tests use).
+    pub fn selects(&self, ask: &DeviceAsk, driver: &str, device: &Device) -> bool {
+        let Some(set) = self.selector_set(&ask.class, &ask.selectors) else {
+            return false;
+        };
+        set.matches(&DeviceValue::new(driver, device)) == Ok(true)
     }
 
     /// The selectors of an ask of `class` with its own `selectors`; `None` when no such class exists.

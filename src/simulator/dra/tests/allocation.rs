@@ -5,6 +5,7 @@ use crate::model::{
     AllocationMode, DeviceTaint, DeviceTaintEffect, DeviceToleration, Labels, NodeScope,
     NodeSelector, NodeSelectorTerm, Operator, Requirement,
 };
+use crate::oracle;
 use crate::simulator::dra::allocate::allocate;
 use crate::simulator::dra::classes::DeviceClasses;
 use crate::simulator::dra::in_use::InUse;
@@ -180,6 +181,60 @@ fn first_available_falls_back_to_the_second_sub_request() {
             .iter()
             .all(|d| &*d.request == "gpu/two-small")
     );
+}
+
+/// firstAvailable's preference: when both sub-requests could be met, the one listed first is allocated
+/// (listed the other way round, the other is), by the allocator and by the plain one of `crate::oracle` alike.
+#[test]
+fn first_available_takes_the_first_sub_request_listed_when_several_fit() {
+    let classes = DeviceClasses::new(&nvidia_classes());
+    let slices = [local_slice(NVIDIA, "n1", four_a10g())];
+    let pools = Pools::new(&slices);
+    let n1 = node("n1");
+    let sub = |name: &str, count: u32| {
+        let mut a = ask("gpu.nvidia.com", AllocationMode::ExactCount(count), &[]);
+        a.name = name.into();
+        a
+    };
+    let cases = [
+        (vec![sub("one", 1), sub("two", 2)], "gpu/one", vec!["gpu-0"]),
+        (
+            vec![sub("two", 2), sub("one", 1)],
+            "gpu/two",
+            vec!["gpu-0", "gpu-1"],
+        ),
+    ];
+    for (asks, chosen, devices) in cases {
+        let spec = claim(vec![crate::model::DeviceRequest {
+            name: "gpu".into(),
+            first_available: true,
+            asks,
+        }]);
+        let got = allocate(&classes, &pools.for_node(&n1), &InUse::new(), &n1, &[&spec]).unwrap();
+        assert_eq!(device_names(&got[0]), devices, "{chosen}");
+        assert!(
+            got[0].devices.iter().all(|d| &*d.request == chosen),
+            "{got:?}"
+        );
+        let reached = oracle::reach(&slices, &n1);
+        let selects = |a: &crate::model::DeviceAsk, d: &oracle::Reached| {
+            classes.selects(a, &d.id.driver, d.device)
+        };
+        let held = std::collections::BTreeSet::new();
+        let plain = oracle::allocate(
+            &[&spec],
+            &oracle::Ask {
+                node: &n1,
+                devices: &reached,
+                in_use: &held,
+                selects: &selects,
+            },
+        );
+        let oracle::Verdict::Fits(plain) = plain else {
+            panic!("the plain allocator refused {chosen}: {plain:?}");
+        };
+        assert_eq!(plain, got, "{chosen}");
+    }
 }
 
 #[test]

@@ -1,12 +1,17 @@
-//! The allocator against a plain exhaustive search over small random nodes (ExactCount requests, some
-//! with firstAvailable, attribute selectors, matchAttribute, devices in use): whenever some assignment of
-//! devices meets every request, selector and constraint, `allocate` finds one (and what it finds is valid);
+//! The allocator against the plain one of `crate::oracle` (every assignment tried in the scheduler's order,
+//! each rule checked on the whole) over small random nodes: ExactCount and All requests, firstAvailable,
+//! admin access, attribute selectors, matchAttribute, device taints and tolerations, shared counters, devices
+//! in use. Whenever some assignment meets every rule, `allocate` finds one, and picks the same sub-request of
+//! each firstAvailable request as the first assignment in that order does (firstAvailable's preference);
 //! when none exists, it fails.
 
 use super::fixtures::*;
 use crate::model::{
-    AllocationMode, AttrValue, ClaimSpec, Device, DeviceAsk, DeviceId, DeviceRequest, ResourceSlice,
+    AllocationMode, AttrValue, ClaimSpec, CounterConsumption, CounterSet, Device, DeviceAsk,
+    DeviceId, DeviceRequest, DeviceTaint, DeviceTaintEffect, DeviceToleration, Quantity,
+    ResourceSlice,
 };
+use crate::oracle::{self, Ask, Verdict};
 use crate::simulator::dra::allocate::allocate;
 use crate::simulator::dra::classes::DeviceClasses;
 use crate::simulator::dra::in_use::InUse;
@@ -17,26 +22,33 @@ use std::sync::Arc;
 
 const DRIVER: &str = "drv.example.com";
 
-/// A random device: attribute `a` always, `b` sometimes.
+/// A random device: attribute `a` always, `b` sometimes; a NoSchedule taint sometimes; sometimes a partition
+/// taking `takes` of its pool's counter `mem` (3 a pool).
 #[derive(Clone, Debug)]
 struct Dev {
     pool: usize,
     a: i64,
     b: Option<i64>,
     in_use: bool,
+    tainted: bool,
+    takes: Option<i64>,
 }
 
-/// One way to meet a request: `count` devices, optionally with `a == value`.
+/// One way to meet a request: `count` devices (all matching ones with `all`), optionally with `a == value`,
+/// tolerating the taint or not.
 #[derive(Clone, Debug)]
 struct Sub {
     count: u32,
     a: Option<i64>,
+    all: bool,
+    tolerates: bool,
 }
 
-/// A request: `exactly` (one sub) or `firstAvailable` (two).
+/// A request: `exactly` (one sub, with admin access sometimes) or `firstAvailable` (two).
 #[derive(Clone, Debug)]
 struct Req {
     subs: Vec<Sub>,
+    admin: bool,
 }
 
 /// A claim: requests, optionally all matching attribute `a` or `b`.
@@ -48,17 +60,42 @@ struct Claim {
 
 fn dev() -> impl Strategy<Value = Dev> {
     (
-        0..2usize,
-        0..3i64,
-        proptest::option::of(0..2i64),
+        (0..2usize, 0..3i64, proptest::option::of(0..2i64)),
         proptest::bool::weighted(0.2),
+        proptest::bool::weighted(0.2),
+        proptest::option::weighted(0.3, 1..3i64),
     )
-        .prop_map(|(pool, a, b, in_use)| Dev { pool, a, b, in_use })
+        .prop_map(|((pool, a, b), in_use, tainted, takes)| Dev {
+            pool,
+            a,
+            b,
+            in_use,
+            tainted,
+            takes,
+        })
 }
 
 fn req() -> impl Strategy<Value = Req> {
-    let sub = (1..3u32, proptest::option::of(0..3i64)).prop_map(|(count, a)| Sub { count, a });
-    proptest::collection::vec(sub, 1..3).prop_map(|subs| Req { subs })
+    let sub = (
+        1..3u32,
+        proptest::option::of(0..3i64),
+        proptest::bool::weighted(0.15),
+        proptest::bool::weighted(0.3),
+    )
+        .prop_map(|(count, a, all, tolerates)| Sub {
+            count,
+            a,
+            all,
+            tolerates,
+        });
+    (
+        proptest::collection::vec(sub, 1..3),
+        proptest::bool::weighted(0.15),
+    )
+        .prop_map(|(subs, admin)| Req {
+            admin: admin && subs.len() == 1,
+            subs,
+        })
 }
 
 fn claim_strategy() -> impl Strategy<Value = Claim> {
@@ -67,71 +104,6 @@ fn claim_strategy() -> impl Strategy<Value = Claim> {
         prop_oneof![Just(None), Just(Some("a")), Just(Some("b"))],
     )
         .prop_map(|(requests, match_on)| Claim { requests, match_on })
-}
-
-fn attr(d: &Dev, which: &str) -> Option<i64> {
-    if which == "a" { Some(d.a) } else { d.b }
-}
-
-/// Plain search: each request picks any of its subs; then every slot, in order, takes any unused free
-/// device passing its selector; at the end every claim's constraint is checked.
-fn exists(devs: &[Dev], claims: &[Claim]) -> bool {
-    let requests: Vec<(usize, &Req)> = (claims.iter().enumerate())
-        .flat_map(|(c, claim)| claim.requests.iter().map(move |r| (c, r)))
-        .collect();
-    let mut choice = vec![0usize; requests.len()];
-    loop {
-        let slots: Vec<(usize, &Sub)> = (requests.iter().zip(&choice))
-            .flat_map(|(&(c, r), &k)| (0..r.subs[k].count).map(move |_| (c, &r.subs[k])))
-            .collect();
-        if assign(devs, claims, &slots, &mut Vec::new()) {
-            return true;
-        }
-        // The next combination of sub choices, as an odometer.
-        let mut i = 0;
-        loop {
-            let Some(&(_, r)) = requests.get(i) else {
-                return false;
-            };
-            choice[i] += 1;
-            if choice[i] < r.subs.len() {
-                break;
-            }
-            choice[i] = 0;
-            i += 1;
-        }
-    }
-}
-
-fn assign(
-    devs: &[Dev],
-    claims: &[Claim],
-    slots: &[(usize, &Sub)],
-    chosen: &mut Vec<(usize, usize)>,
-) -> bool {
-    let Some(&(c, r)) = slots.get(chosen.len()) else {
-        return claims.iter().enumerate().all(|(ci, claim)| {
-            let Some(which) = claim.match_on else {
-                return true;
-            };
-            let values: Vec<Option<i64>> = (chosen.iter())
-                .filter(|(cc, _)| *cc == ci)
-                .map(|(_, d)| attr(&devs[*d], which))
-                .collect();
-            values.iter().all(|v| v.is_some() && *v == values[0])
-        });
-    };
-    for (d, dev) in devs.iter().enumerate() {
-        if dev.in_use || chosen.iter().any(|(_, x)| *x == d) || r.a.is_some_and(|a| a != dev.a) {
-            continue;
-        }
-        chosen.push((c, d));
-        if assign(devs, claims, slots, chosen) {
-            return true;
-        }
-        chosen.pop();
-    }
-    false
 }
 
 fn slices(devs: &[Dev]) -> Vec<Arc<ResourceSlice>> {
@@ -147,6 +119,23 @@ fn slices(devs: &[Dev]) -> Vec<Arc<ResourceSlice>> {
                     if let Some(b) = d.b {
                         device.attributes.insert(qn(DRIVER, "b"), AttrValue::Int(b));
                     }
+                    if d.tainted {
+                        device.taints.push(DeviceTaint {
+                            key: "t".into(),
+                            value: "x".into(),
+                            effect: DeviceTaintEffect::NoSchedule,
+                        });
+                    }
+                    if let Some(takes) = d.takes {
+                        device.consumes.push(CounterConsumption {
+                            counter_set: "s".into(),
+                            counters: [(
+                                "mem".into(),
+                                Quantity::from_millis(i128::from(takes) * 1000),
+                            )]
+                            .into(),
+                        });
+                    }
                     device
                 })
                 .collect();
@@ -155,6 +144,10 @@ fn slices(devs: &[Dev]) -> Vec<Arc<ResourceSlice>> {
                 .map(|s| {
                     let mut s = Arc::unwrap_or_clone(s);
                     s.pool.name = format!("pool-{p}").into();
+                    s.shared_counters = vec![CounterSet {
+                        name: "s".into(),
+                        counters: [("mem".into(), Quantity::from_millis(3000))].into(),
+                    }];
                     Arc::new(s)
                 })
         })
@@ -173,9 +166,21 @@ fn specs(claims: &[Claim]) -> Vec<ClaimSpec> {
                                 .map(|a| format!("device.attributes['{DRIVER}'].a == {a}"));
                             let selectors: Vec<&str> =
                                 selector.iter().map(String::as_str).collect();
-                            let mut ask =
-                                ask("dev", AllocationMode::ExactCount(sub.count), &selectors);
+                            let mode = match sub.all {
+                                true => AllocationMode::All,
+                                false => AllocationMode::ExactCount(sub.count),
+                            };
+                            let mut ask = ask("dev", mode, &selectors);
                             ask.name = format!("s{j}").into();
+                            ask.admin_access = r.admin;
+                            if sub.tolerates {
+                                ask.tolerations.push(DeviceToleration {
+                                    key: "t".into(),
+                                    exists: true,
+                                    value: "".into(),
+                                    effect: None,
+                                });
+                            }
                             ask
                         })
                         .collect();
@@ -199,16 +204,36 @@ fn index(id: &DeviceId) -> usize {
     id.device.trim_start_matches("dev-").parse().unwrap()
 }
 
+/// Which sub-request of each request (in claims' order) the allocation chose: results name it
+/// `r<i>/s<j>` (`r<i>` for exactly).
+fn chosen(allocations: &[crate::model::Allocation], claims: &[Claim]) -> Vec<Option<usize>> {
+    let mut out = Vec::new();
+    for (allocation, claim) in allocations.iter().zip(claims) {
+        for (i, r) in claim.requests.iter().enumerate() {
+            let names: Vec<String> = match r.subs.len() > 1 {
+                true => (0..r.subs.len()).map(|j| format!("r{i}/s{j}")).collect(),
+                false => vec![format!("r{i}")],
+            };
+            let picked: BTreeSet<usize> = (allocation.devices.iter())
+                .filter_map(|d| names.iter().position(|n| *n == *d.request))
+                .collect();
+            out.push((picked.len() == 1).then(|| *picked.first().unwrap()));
+        }
+    }
+    out
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    #![proptest_config(ProptestConfig::with_cases(600))]
 
     #[test]
-    fn allocate_agrees_with_a_plain_exhaustive_search(
+    fn allocate_agrees_with_the_plain_allocator_and_prefers_as_it_does(
         devs in proptest::collection::vec(dev(), 0..6),
         claims in proptest::collection::vec(claim_strategy(), 1..3),
     ) {
         let classes = DeviceClasses::new(&[class("dev", &["device.driver == 'drv.example.com'"])]);
-        let pools = Pools::new(&slices(&devs));
+        let slices = slices(&devs);
+        let pools = Pools::new(&slices);
         let n1 = node("n1");
         let held: Vec<DeviceId> = (devs.iter().enumerate())
             .filter(|(_, d)| d.in_use)
@@ -218,41 +243,24 @@ proptest! {
         let specs = specs(&claims);
         let refs: Vec<&ClaimSpec> = specs.iter().collect();
         let result = allocate(&classes, &pools.for_node(&n1), &in_use, &n1, &refs);
-        let expected = exists(&devs, &claims);
-        prop_assert_eq!(result.is_ok(), expected, "{:?}", result);
-        let Ok(allocations) = result else { return Ok(()) };
+        let reached = oracle::reach(&slices, &n1);
+        let selects = |ask: &DeviceAsk, d: &oracle::Reached| classes.selects(ask, &d.id.driver, d.device);
+        let held: BTreeSet<DeviceId> = held.into_iter().collect();
+        let plain = oracle::allocate(&refs, &Ask { node: &n1, devices: &reached, in_use: &held, selects: &selects });
+        let expected = match plain {
+            Verdict::Fits(allocations) => Some(allocations),
+            Verdict::Refused => None,
+            Verdict::TooLarge => unreachable!("six devices are far under the bound"),
+        };
+        prop_assert_eq!(result.is_ok(), expected.is_some(), "{:?} where the plain allocator found {:?}", result, expected);
+        let (Ok(allocations), Some(expected)) = (result, expected) else { return Ok(()) };
         prop_assert_eq!(allocations.len(), claims.len());
-        let mut used = BTreeSet::new();
-        for (allocation, claim) in allocations.iter().zip(&claims) {
-            for (i, r) in claim.requests.iter().enumerate() {
-                // Which sub-request was chosen: results name it `r<i>/s<j>` (`r<i>` for exactly).
-                let names: Vec<String> = if r.subs.len() > 1 {
-                    (0..r.subs.len()).map(|j| format!("r{i}/s{j}")).collect()
-                } else {
-                    vec![format!("r{i}")]
-                };
-                let chosen: BTreeSet<usize> = (allocation.devices.iter())
-                    .filter_map(|d| names.iter().position(|n| *n == *d.request))
-                    .collect();
-                prop_assert_eq!(chosen.len(), 1, "one sub-request of r{} chosen", i);
-                let j = *chosen.first().unwrap();
-                let sub = &r.subs[j];
-                let mine: Vec<usize> = (allocation.devices.iter())
-                    .filter(|d| *d.request == *names[j])
-                    .map(|d| index(&d.device))
-                    .collect();
-                prop_assert_eq!(mine.len(), sub.count as usize);
-                for d in mine {
-                    prop_assert!(!devs[d].in_use, "dev-{} is in use", d);
-                    prop_assert!(sub.a.is_none_or(|a| a == devs[d].a), "dev-{} fails the selector", d);
-                    prop_assert!(used.insert(d), "dev-{} used twice", d);
-                }
-            }
-            if let Some(which) = claim.match_on {
-                let values: BTreeSet<Option<i64>> = (allocation.devices.iter())
-                    .map(|d| attr(&devs[index(&d.device)], which))
-                    .collect();
-                prop_assert!(values.len() == 1 && !values.contains(&None), "constraint on {}: {:?}", which, values);
+        // firstAvailable's preference: the first sub-request that leads to an allocation, request by request.
+        prop_assert_eq!(chosen(&allocations, &claims), chosen(&expected, &claims));
+        for allocation in &allocations {
+            for d in &allocation.devices {
+                let dev = &devs[index(&d.device)];
+                prop_assert!(!dev.in_use || d.admin_access, "{:?} is in use", d.device);
             }
         }
     }

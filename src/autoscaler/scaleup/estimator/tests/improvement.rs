@@ -1,17 +1,17 @@
 //! The improvement phase: on random mixes of pods that may move and pods that may not (hostname
 //! anti-affinity, zone and hostname spread, host ports, zone pins, pod affinity to the movable pods), it
 //! never adds a node, never leaves a pod out, and every step of the plan it hands on passes kube-scheduler's
-//! filters written plainly (`autoscaler::oracle`, which shares nothing with the estimator); and on a fixed
+//! filters written plainly (`oracle`, which shares nothing with the estimator); and on a fixed
 //! mix a search packs one node over the optimum, it takes that node off.
 
 use super::helpers::{app_selector, demands, node, plain, pod, term};
-use crate::autoscaler::oracle::{self, Cluster};
 use crate::autoscaler::scaleup::estimator::estimate::*;
 use crate::autoscaler::scaleup::estimator::improve::improve;
 use crate::autoscaler::scaleup::estimator::plan::*;
 use crate::model::{
     HOSTNAME_LABEL, HostPort, LabelSelector, Node, Pod, Scheduling, SpreadConstraint, ZONE_LABEL,
 };
+use crate::oracle::{self, Cluster};
 use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
 use proptest::prelude::*;
 use std::sync::Arc;

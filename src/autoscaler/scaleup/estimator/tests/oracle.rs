@@ -2,7 +2,7 @@
 //! (up to ten pods in up to four groups with pod affinity, anti-affinity, zone and hostname spread, taints,
 //! host ports and zone pins, a group in one to three zones, pods of those groups already on nodes beside
 //! it), the search tries every pod next onto every node of the plan or onto one new node in any zone of
-//! the group, asking kube-scheduler's filters written plainly (`autoscaler::oracle`), and finds the most
+//! the group, asking kube-scheduler's filters written plainly (`oracle`), and finds the most
 //! pods that can be placed and, for those, the fewest new nodes.
 //!
 //! Held on every mix: each step of the plan passes the plain filters; no pod left unplaced fits a node of the
@@ -35,13 +35,13 @@
 //!   do); the same greedy order.
 
 use super::helpers::{app_selector, demands, node, pod};
-use crate::autoscaler::oracle::{self, Cluster};
 use crate::autoscaler::scaleup::estimator::estimate::*;
 use crate::autoscaler::scaleup::estimator::plan::*;
 use crate::model::{
     HOSTNAME_LABEL, HostPort, LabelSelector, Node, Pod, PodAffinityTerm, Scheduling,
     SpreadConstraint, Taint, TaintEffect, Toleration, ZONE_LABEL,
 };
+use crate::oracle::{self, Cluster};
 use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;

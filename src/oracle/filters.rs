@@ -1,7 +1,7 @@
-//! kube-scheduler's filters written out plainly, from Kubernetes' rules and nothing of `simulator/`: what the
-//! tests that hold the estimator and the scale-down planner to an exhaustive search ask whether a pod fits.
-//! Slow on purpose (every question reads every pod of the cluster), so that it shares no index, count or
-//! shortcut with what it checks; only the model's types are common.
+//! kube-scheduler's filters written out plainly: what the tests that hold the estimator and the scale-down
+//! planner to an exhaustive search, and the simulated cluster's scheduler, ask whether a pod fits. Slow on
+//! purpose (every question reads every pod of the cluster), so that it shares no index, count or shortcut
+//! with what it checks; only the model's types are common.
 
 use crate::model::{
     HostPort, LabelSelector, Labels, Node, NodeSelector, Operator, Pod, PodAffinityTerm,
@@ -57,7 +57,7 @@ fn node_selected(pod: &Pod, node: &Node) -> bool {
             .is_none_or(|a| node_affinity(a, node))
 }
 
-fn node_affinity(affinity: &NodeSelector, node: &Node) -> bool {
+pub(crate) fn node_affinity(affinity: &NodeSelector, node: &Node) -> bool {
     affinity.terms.iter().any(|term| {
         let name = Labels::from([("metadata.name".to_string(), node.name.clone())]);
         !(term.expressions.is_empty() && term.fields.is_empty())
@@ -103,23 +103,31 @@ fn tolerated(taints: &[Taint], tolerations: &[Toleration]) -> bool {
     })
 }
 
-/// The pod's requests and those of the pods on the node within its allocatable, resource by resource.
+/// The pod's requests and those of the pods on the node within its allocatable, resource by resource, for
+/// each resource the pod requests (NodeResourcesFit's `fitsRequest`: a resource the pod does not ask for is
+/// not checked, so a node's devices serving its pods' `nvidia.com/gpu` through DRA do not refuse a pod that
+/// asks for none), and the pod count always.
 fn room(cluster: &Cluster, pod: &Pod, node: usize) -> bool {
     let n = cluster.nodes[node];
     let on: Vec<&Pod> = (cluster.pods.iter())
         .filter(|(_, at)| *at == node)
         .map(|(p, _)| *p)
         .collect();
-    let used = |f: fn(&Pod) -> u64| on.iter().map(|p| f(p)).sum::<u64>() + f(pod);
+    let fits = |f: fn(&Pod) -> u64, allocatable: u64| {
+        f(pod) == 0 || on.iter().map(|p| f(p)).sum::<u64>() + f(pod) <= allocatable
+    };
     let a = &n.allocatable;
-    used(|p| p.demand.cpu_millis) <= a.cpu_millis
-        && used(|p| p.demand.memory_bytes) <= a.memory_bytes
-        && used(|p| p.demand.ephemeral_storage_bytes) <= a.ephemeral_storage_bytes
-        && used(|p| p.demand.pods) <= a.pods
-        && used(|p| p.demand.gpus) <= a.gpus
+    fits(|p| p.demand.cpu_millis, a.cpu_millis)
+        && fits(|p| p.demand.memory_bytes, a.memory_bytes)
+        && fits(
+            |p| p.demand.ephemeral_storage_bytes,
+            a.ephemeral_storage_bytes,
+        )
+        && on.iter().map(|p| p.demand.pods).sum::<u64>() + pod.demand.pods <= a.pods
+        && fits(|p| p.demand.gpus, a.gpus)
         && pod.extended.iter().all(|(name, want)| {
             let taken: u64 = on.iter().filter_map(|p| p.extended.get(name)).sum();
-            taken + want <= n.extended.get(name).copied().unwrap_or(0)
+            *want == 0 || taken + want <= n.extended.get(name).copied().unwrap_or(0)
         })
 }
 
