@@ -239,7 +239,7 @@ proptest! {
 /// same sub-request of each firstAvailable request, and takes a device in use only with admin access.
 fn agrees_with_the_plain_allocator(devs: &[Dev], claims: &[Claim]) -> Result<(), TestCaseError> {
     let classes = DeviceClasses::new(&[class("dev", &["device.driver == 'drv.example.com'"])]);
-    let slices = slices(&devs);
+    let slices = slices(devs);
     let pools = Pools::new(&slices);
     let n1 = node("n1");
     let held: Vec<DeviceId> = (devs.iter().enumerate())
@@ -247,7 +247,7 @@ fn agrees_with_the_plain_allocator(devs: &[Dev], claims: &[Claim]) -> Result<(),
         .map(|(i, d)| id(DRIVER, &format!("pool-{}", d.pool), &format!("dev-{i}")))
         .collect();
     let in_use = InUse::from_claims(&[allocated_claim(&held, false)]);
-    let specs = specs(&claims);
+    let specs = specs(claims);
     let refs: Vec<&ClaimSpec> = specs.iter().collect();
     let result = allocate(&classes, &pools.for_node(&n1), &in_use, &n1, &refs);
     let reached = oracle::reach(&slices, &n1);
@@ -280,7 +280,7 @@ fn agrees_with_the_plain_allocator(devs: &[Dev], claims: &[Claim]) -> Result<(),
     };
     prop_assert_eq!(allocations.len(), claims.len());
     // firstAvailable's preference: the first sub-request that leads to an allocation, request by request.
-    prop_assert_eq!(chosen(&allocations, &claims), chosen(&expected, &claims));
+    prop_assert_eq!(chosen(&allocations, claims), chosen(&expected, claims));
     for allocation in &allocations {
         for d in &allocation.devices {
             let dev = &devs[index(&d.device)];
