@@ -245,11 +245,24 @@ impl<'a> Search<'_, 'a> {
         }
     }
 
-    /// Request `r` met by `ask` with the devices `set`, then the requests after it.
+    /// Request `r` met by `ask` with the devices `set`, then the requests after it. A set that takes a device
+    /// already taken or breaks a matchAttribute of its claim goes no further: the allocator never holds such
+    /// a prefix, so an All request after it must not fail the whole allocation on its account (only whole
+    /// assignments are valid or not, so this prunes nothing valid).
     fn with(&mut self, r: usize, ask: &'a DeviceAsk, set: &[usize]) -> Result<bool, Stop> {
         let before = self.picks.len();
         for &device in set {
-            self.picks.push(self.pick(r, ask, device));
+            let pick = self.pick(r, ask, device);
+            let taken = self.picks.iter().any(|p| clash(p, &pick));
+            self.picks.push(pick);
+            if taken {
+                self.picks.truncate(before);
+                return Ok(false);
+            }
+        }
+        if !self.constraints_hold(self.requests[r].0) {
+            self.picks.truncate(before);
+            return Ok(false);
         }
         let done = self.request(r + 1)?;
         if !done {
@@ -299,18 +312,31 @@ impl<'a> Search<'_, 'a> {
         !too_many && !twice && self.counters_hold() && (0..claims).all(|c| self.constraints_hold(c))
     }
 
-    /// Every pool with shared counters covers what its devices in use and the devices picked consume; a
-    /// device consuming from a counter its pool does not have cannot be taken.
+    /// Every counter a picked device consumes covers what the pool's devices in use and the devices picked
+    /// consume of it; a device consuming from a counter its pool does not have cannot be taken. Only the
+    /// counters picked devices draw from are checked, as the allocator checks a device's own consumption:
+    /// a pool whose devices in use already overdraw a counter refuses no device that does not draw from it.
     fn counters_hold(&self) -> bool {
         let at = self.ask.devices;
         (at.pools.iter().enumerate()).all(|(p, pool)| {
-            if pool.counters.is_empty() {
-                return true;
-            }
-            let picked = (self.picks.iter())
+            let picked: Vec<&Device> = (self.picks.iter())
                 .map(|pick| &at.devices[pick.device])
                 .filter(|d| d.pool == p)
-                .map(|d| d.device);
+                .map(|d| d.device)
+                .collect();
+            let drawn: BTreeSet<(&str, &str)> = (picked.iter())
+                .flat_map(|d| &d.consumes)
+                .flat_map(|c| c.counters.keys().map(|k| (&*c.counter_set, &**k)))
+                .collect();
+            if drawn.is_empty() {
+                return true;
+            }
+            let has = |(set, counter): &(&str, &str)| {
+                (pool.counters.get(set)).is_some_and(|c| c.contains_key(counter))
+            };
+            if !drawn.iter().all(has) {
+                return false;
+            }
             let held = (pool.devices.iter())
                 .filter(|(id, _)| self.ask.in_use.contains(id))
                 .map(|(_, d)| *d);
@@ -318,16 +344,16 @@ impl<'a> Search<'_, 'a> {
             for device in held.chain(picked) {
                 for consumption in &device.consumes {
                     for (counter, q) in &consumption.counters {
-                        let Some(value) = (left.get_mut(&*consumption.counter_set))
+                        // A counter the pool lacks: refused above when picked, nothing to take when held.
+                        if let Some(value) = (left.get_mut(&*consumption.counter_set))
                             .and_then(|set| set.get_mut(&**counter))
-                        else {
-                            return false;
-                        };
-                        *value -= q.millis();
+                        {
+                            *value -= q.millis();
+                        }
                     }
                 }
             }
-            left.values().flat_map(|set| set.values()).all(|v| *v >= 0)
+            (drawn.iter()).all(|(set, counter)| left[set][counter] >= 0)
         })
     }
 

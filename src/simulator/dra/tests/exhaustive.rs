@@ -319,3 +319,78 @@ fn a_first_sub_request_nothing_meets_falls_to_the_second() {
     }];
     agrees_with_the_plain_allocator(&devs, &claims).unwrap();
 }
+
+/// A case the proptest found: the devices in use in one pool overdraw its counter (two taking 2 of 3), and
+/// a claim asks for any one device. A free device of another pool, drawing from no counter, is taken, as
+/// the allocator checks only the counters a device draws from.
+#[test]
+fn an_overdrawn_counter_refuses_no_device_that_draws_from_none() {
+    let partition = Dev {
+        pool: 1,
+        a: 0,
+        b: None,
+        in_use: true,
+        tainted: false,
+        takes: Some(2),
+    };
+    let free = Dev {
+        pool: 0,
+        a: 0,
+        b: None,
+        in_use: false,
+        tainted: false,
+        takes: None,
+    };
+    let devs = [partition.clone(), free.clone(), partition, free];
+    let any = Sub {
+        count: 1,
+        a: None,
+        all: false,
+        tolerates: false,
+    };
+    let claims = [Claim {
+        requests: vec![Req {
+            subs: vec![any],
+            admin: false,
+        }],
+        match_on: None,
+    }];
+    agrees_with_the_plain_allocator(&devs, &claims).unwrap();
+}
+
+/// A case the proptest found: a claim whose devices must match on `b` (two of three have it), its first
+/// request wanting two devices or else one, its second all devices or else one. The allocation is one
+/// device with `b` for each request by their second ways; an earlier way that takes the device without `b`
+/// is never a start the allocator holds, so the All request after it fails nothing.
+#[test]
+fn a_prefix_breaking_match_attribute_does_not_fail_a_later_all_request() {
+    let d = |b| Dev {
+        pool: 0,
+        a: 0,
+        b,
+        in_use: false,
+        tainted: false,
+        takes: None,
+    };
+    let devs = [d(Some(1)), d(None), d(Some(1))];
+    let s = |count, all| Sub {
+        count,
+        a: None,
+        all,
+        tolerates: false,
+    };
+    let claims = [Claim {
+        requests: vec![
+            Req {
+                subs: vec![s(2, false), s(1, false)],
+                admin: false,
+            },
+            Req {
+                subs: vec![s(1, true), s(1, false)],
+                admin: false,
+            },
+        ],
+        match_on: Some("b"),
+    }];
+    agrees_with_the_plain_allocator(&devs, &claims).unwrap();
+}
