@@ -6,8 +6,8 @@
 
 mod common;
 
-use common::Server;
 use common::simulated::simulated;
+use common::{DRA_SCENARIO, Server};
 use ekscale::autoscaler::{ClusterSource, ClusterView, ProviderClient, RunOnce, Settings};
 use ekscale::k8s::{claim_template, device_class, pod_from_api, resource_claim};
 use ekscale::model::{ClaimSource, NODE_GROUP_LABEL, NodeScope, Pod};
@@ -16,23 +16,6 @@ use ekscale::simulator::allocation_usable_on;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// One general node, and a gpu group at zero whose nodes (one T4 each) run NVIDIA's DRA driver.
-const SCENARIO: &str = "
-cluster: dra
-region: us-east-1
-nodeGroups:
-  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 1}
-  - name: gpu
-    instanceType: g4dn.xlarge
-    zones: [us-east-1a]
-    minSize: 0
-    maxSize: 4
-    desiredSize: 0
-    taints: [{key: nvidia.com/gpu, value: 'true', effect: NoSchedule}]
-    provisioningDelay: 30s
-    draDrivers: [gpu.nvidia.com]
-";
 
 /// NVIDIA's DeviceClass, and templates for one Turing GPU (by CEL) and for two GPUs on one node.
 fn dra_objects(cluster: &SimulatedCluster) {
@@ -96,7 +79,7 @@ fn settings() -> Settings {
 
 #[tokio::test]
 async fn pods_claiming_a_turing_gpu_scale_the_gpu_group_from_zero_and_run_on_its_nodes() {
-    let (server, config, cluster) = simulated(SCENARIO).await;
+    let (server, config, cluster) = simulated(DRA_SCENARIO).await;
     dra_objects(&cluster);
     let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
     cluster.create_pods(claiming("render", 2, "turing-gpu"));
@@ -174,7 +157,7 @@ async fn pods_claiming_a_turing_gpu_scale_the_gpu_group_from_zero_and_run_on_its
 
 #[tokio::test]
 async fn a_pod_claiming_two_gpus_where_nodes_have_one_stays_pending_saying_why() {
-    let (server, config, cluster) = simulated(SCENARIO).await;
+    let (server, config, cluster) = simulated(DRA_SCENARIO).await;
     dra_objects(&cluster);
     let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
     // One GPU node runs already (from a pod claiming one Turing GPU).
@@ -215,7 +198,7 @@ async fn a_pod_claiming_two_gpus_where_nodes_have_one_stays_pending_saying_why()
 
 #[tokio::test]
 async fn pods_sharing_a_claim_run_on_the_one_node_its_allocation_is_on() {
-    let (server, config, cluster) = simulated(SCENARIO).await;
+    let (server, config, cluster) = simulated(DRA_SCENARIO).await;
     dra_objects(&cluster);
     let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
     // One Turing GPU for two pods that name the claim themselves.
@@ -446,7 +429,7 @@ async fn pods_preempted_from_a_devices_node_give_up_the_claims_made_for_them() {
 
 #[tokio::test]
 async fn a_node_whose_device_plugin_serves_the_resource_serves_it_without_a_claim() {
-    let (server, config, cluster) = simulated(SCENARIO).await;
+    let (server, config, cluster) = simulated(DRA_SCENARIO).await;
     gpu_class_for_the_resource(&cluster);
     let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
     cluster.create_pods([asking_a_gpu("serve-0")]);

@@ -8,8 +8,8 @@
 
 mod common;
 
-use common::Server;
 use common::wire::{call, new, old};
+use common::{DRA_SCENARIO, Server};
 use ekscale::autoscaler::{ClusterSource, ProviderClient, ProviderConfig, RunOnce, Settings};
 use ekscale::clock::Clock;
 use ekscale::cloud::{BUILT_IN_SCENARIO, NodeGroupBackend, Scenario, SimulatedEks};
@@ -311,23 +311,6 @@ async fn a_client_of_upstreams_proto_reads_field_3_as_the_template_resource_slic
         }
     }
 }
-
-/// A gpu group at zero whose nodes (one T4 each) run NVIDIA's DRA driver, beside one general node.
-const DRA_SCENARIO: &str = "
-cluster: dra
-region: us-east-1
-nodeGroups:
-  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 1}
-  - name: gpu
-    instanceType: g4dn.xlarge
-    zones: [us-east-1a]
-    minSize: 0
-    maxSize: 4
-    desiredSize: 0
-    taints: [{key: nvidia.com/gpu, value: 'true', effect: NoSchedule}]
-    provisioningDelay: 30s
-    draDrivers: [gpu.nvidia.com]
-";
 
 /// The externalgrpc service over `cloud` on a loopback port, and `ekscale.v1.NodeGroups` over `extension`
 /// when given: without it, a provider the companion did not write.

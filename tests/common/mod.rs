@@ -31,6 +31,23 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tonic::transport::{Channel, Endpoint};
 
+/// One general node, and a gpu group at zero whose nodes (one T4 each) run NVIDIA's DRA driver.
+pub const DRA_SCENARIO: &str = "
+cluster: dra
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 5, desiredSize: 1}
+  - name: gpu
+    instanceType: g4dn.xlarge
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 4
+    desiredSize: 0
+    taints: [{key: nvidia.com/gpu, value: 'true', effect: NoSchedule}]
+    provisioningDelay: 30s
+    draDrivers: [gpu.nvidia.com]
+";
+
 /// A scenario with a group for every edge case: bounds (web), taints, spot and options (batch), a stockout
 /// (tight: room for 2 instances), scale from zero (gpu), and a group whose minimum cannot be launched (floor).
 pub const SCENARIO: &str = r#"
