@@ -15,7 +15,7 @@
 mod saved_seeds;
 
 use proptest::prelude::*;
-use proptest::test_runner::{FailurePersistence, FileFailurePersistence, PersistedSeed};
+use proptest::test_runner::{FailurePersistence, FileFailurePersistence};
 use std::path::{Path, PathBuf};
 
 fn files(dir: &Path, found: &mut Vec<PathBuf>, saved: &dyn Fn(&Path) -> bool) {
@@ -111,32 +111,9 @@ fn pair() -> impl Strategy<Value = (Vec<u32>, bool)> {
 /// holds a number of at least 500, and writes the line it would save.
 fn saved_line(seed: &str) -> String {
     use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
-    #[derive(Debug)]
-    struct Given(PersistedSeed);
-    impl FailurePersistence for Given {
-        fn load_persisted_failures2(&self, _: Option<&'static str>) -> Vec<PersistedSeed> {
-            vec![self.0.clone()]
-        }
-        fn save_persisted_failure2(
-            &mut self,
-            _: Option<&'static str>,
-            _: PersistedSeed,
-            _: &dyn std::fmt::Debug,
-        ) {
-        }
-        fn box_clone(&self) -> Box<dyn FailurePersistence> {
-            Box::new(Given(self.0.clone()))
-        }
-        fn eq(&self, _: &dyn FailurePersistence) -> bool {
-            false
-        }
-        fn as_any(&self) -> &dyn std::any::Any {
-            self
-        }
-    }
     let config = Config {
         cases: 0,
-        failure_persistence: Some(Box::new(Given(seed.parse().unwrap()))),
+        failure_persistence: Some(Box::new(saved_seeds::One(seed.parse().unwrap()))),
         max_shrink_iters: 1_000_000,
         ..Config::default()
     };

@@ -223,9 +223,9 @@ fn covers(value: &Tree, target: &Tree, variants: &[&str]) -> bool {
     }
 }
 
-/// A persistence holding one seed and keeping nothing.
+/// A persistence holding one seed and keeping nothing: proptest's runner started from a saved seed.
 #[derive(Debug)]
-struct One(PersistedSeed);
+pub struct One(pub PersistedSeed);
 
 impl FailurePersistence for One {
     fn load_persisted_failures2(&self, _: Option<&'static str>) -> Vec<PersistedSeed> {
