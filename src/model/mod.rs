@@ -7,6 +7,7 @@ mod derived_names; // names made from other names (a node group's), valid for wh
 pub(crate) mod dra; // Dynamic Resource Allocation: devices, classes, claims, what a pod claims
 pub(crate) mod fargate; // which Fargate profile takes a pod, as EKS matches
 mod fast_map; // the hash maps of the hot paths
+mod invalid; // the validation error every reader returns: the field and the rule it breaks
 pub(crate) mod node; // what a node offers and demands of pods
 mod node_group; // node groups, their instances and options, as a provider says them
 mod pdb; // disruption budgets
@@ -32,6 +33,7 @@ pub use dra::{
 };
 pub use fargate::{FargateProfile, FargateSelector, PodMatch};
 pub use fast_map::{FastMap, FastSet};
+pub use invalid::Invalid;
 pub use node::{
     CAPACITY_TYPE_LABEL, FARGATE_COMPUTE_LABEL, GPU_LABEL, HOSTNAME_LABEL, INSTANCE_TYPE_LABEL,
     NODE_GROUP_IMAGE_LABEL, NODE_GROUP_LABEL, Node, ZONE_LABEL,
