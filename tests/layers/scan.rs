@@ -447,3 +447,33 @@ pub fn definitions_in_face(text: &str) -> Vec<String> {
     }
     found
 }
+
+/// The types a file's code defines by name: every `struct`, `enum`, `trait` and `union`, at any depth, and the
+/// `type` aliases of the module itself (an indented `type` is an impl's associated type, which is no name of
+/// the module's).
+pub fn type_names(code: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for line in code.lines() {
+        let trimmed = line.trim_start();
+        let item = match trimmed.strip_prefix("pub(") {
+            Some(rest) => rest.split_once(") ").map_or(rest, |(_, l)| l),
+            None => trimmed.trim_start_matches("pub "),
+        };
+        let Some((keyword, rest)) = item.split_once(' ') else {
+            continue;
+        };
+        let counted = match keyword {
+            "struct" | "enum" | "trait" | "union" => true,
+            "type" => trimmed.len() == line.len(),
+            _ => false,
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if counted && name.starts_with(|c: char| c.is_ascii_uppercase()) {
+            names.push(name);
+        }
+    }
+    names
+}
