@@ -64,8 +64,8 @@ pub struct StatusWrite<'a, S> {
     pub status: &'a S,
 }
 
-pub type BufferStatus<'a> = StatusWrite<'a, api::Status>;
-pub type RequestStatus<'a> = StatusWrite<'a, provreq::Status>;
+pub type BufferStatus<'a> = StatusWrite<'a, api::BufferStatus>;
+pub type RequestStatus<'a> = StatusWrite<'a, provreq::RequestStatus>;
 /// A CapacityQuota's status: cluster-scoped, so its namespace is empty.
 pub type QuotaStatusWrite<'a> = StatusWrite<'a, crate::k8s::CapacityQuotaStatus>;
 

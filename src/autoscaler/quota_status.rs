@@ -110,7 +110,12 @@ fn reconcile_one(
             Some(as_quantities(spec, used.unwrap_or_default()))
         }
         Err(problem) => {
-            set(VALID_CONDITION, false, VALIDATION_FAILED, problem);
+            set(
+                VALID_CONDITION,
+                false,
+                VALIDATION_FAILED,
+                &problem.to_string(),
+            );
             set(
                 RECONCILED_CONDITION,
                 false,

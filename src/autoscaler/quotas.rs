@@ -336,7 +336,7 @@ mod tests {
             quota("broken", None, &[]),
         ];
         let mut broken = quotas[2].clone();
-        broken.spec = Err("bad".into());
+        broken.spec = Err(crate::model::Invalid::value("bad"));
         let quotas = [quotas[0].clone(), quotas[1].clone(), broken];
         let nodes = [node("gpu", 8), node("gpu", 8), node("cpu", 4)];
         let book = Arc::new(QuotaBook::new(

@@ -21,9 +21,9 @@ pub struct Resolved {
     pub chunk: Option<Pod>,
     pub chunks: u32,
     /// Its status with `ReadyForProvisioning` set; `Provisioning` is set once the loop has placed it.
-    pub status: api::Status,
+    pub status: api::BufferStatus,
     /// The status the object has now: a status equal to it is not written again.
-    pub previous: Option<api::Status>,
+    pub previous: Option<api::BufferStatus>,
     pub version: &'static str,
     generation: Option<i64>,
     /// Whether the loop takes it as upstream's pod list processor does (its strategy ours, and ready for
@@ -119,7 +119,11 @@ pub fn resolve(read: &VersionedBuffer, objects: &BufferObjects, now: SystemTime)
 /// The chunk, how many, and the PodTemplate's name and generation when the buffer names one.
 type Chunks = (Pod, u32, Option<(String, i64)>);
 
-fn chunks(namespace: &str, spec: &api::Spec, objects: &BufferObjects) -> Result<Chunks, String> {
+fn chunks(
+    namespace: &str,
+    spec: &api::BufferSpec,
+    objects: &BufferObjects,
+) -> Result<Chunks, String> {
     let (chunk, target, template) = match (&spec.pod_template_ref, &spec.scalable_ref) {
         (Some(_), Some(_)) => {
             return Err("give either podTemplateRef or scalableRef, not both".into());

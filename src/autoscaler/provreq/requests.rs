@@ -89,9 +89,9 @@ pub struct Request {
     pub no_retry: bool,
     pub created: Option<SystemTime>,
     /// Its status with this loop's conditions.
-    pub status: api::Status,
+    pub status: api::RequestStatus,
     /// The status the object has now: a status equal to it is not written again.
-    pub previous: Option<api::Status>,
+    pub previous: Option<api::RequestStatus>,
     pub version: &'static str,
     generation: Option<i64>,
 }
@@ -178,7 +178,7 @@ fn resolve(
 /// Each pod set's pod (from its PodTemplate in `namespace`) and count.
 fn pod_sets(
     namespace: &str,
-    spec: &api::Spec,
+    spec: &api::RequestSpec,
     templates: &[Template],
 ) -> Result<Vec<(Pod, u32)>, String> {
     if spec.pod_sets.is_empty() {
