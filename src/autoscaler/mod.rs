@@ -28,7 +28,7 @@ pub mod status; // what a loop decided and why: the report, as JSON and as a tab
 pub use client::{ClientError, ProviderClient, ProviderConfig, TemplateNodeInfo, TemplateSlices};
 pub use cluster::{
     BufferStatus, ClusterError, ClusterSource, ClusterView, QuotaStatusWrite, RequestStatus,
-    Snapshot,
+    Snapshot, StatusNotWritten, WritesStatus,
 };
 pub use core::runonce::RunOnce;
 pub use disruption::{DisruptionConfig, DisruptionConfigError};

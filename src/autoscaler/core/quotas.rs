@@ -3,7 +3,7 @@
 //! say what the registered nodes hold whatever this loop decides; and their figures in the report, what the
 //! enforced ones held before this loop's scale-ups and what they hold after.
 
-use crate::autoscaler::cluster::{ClusterSource, ClusterView};
+use crate::autoscaler::cluster::{ClusterSource, ClusterView, StatusNotWritten};
 use crate::autoscaler::clustersnapshot::snapshot::ClusterSnapshot;
 use crate::autoscaler::group::Group;
 use crate::autoscaler::quota_status;
@@ -17,13 +17,13 @@ use std::time::SystemTime;
 /// Each CapacityQuota's status as upstream's controller writes it, written back where it changed on
 /// `actor`, the cluster the loop acts on (a status is the cluster's; `simulate` and a dry run leave it as it
 /// is). With `enabled` unset (`--capacity-quotas-enabled=false`) quotas are not the companion's to keep.
-/// Returns the writes' errors.
+/// Returns the statuses not written.
 pub(crate) async fn write_statuses(
     enabled: bool,
     actor: Option<Arc<dyn ClusterSource>>,
     view: &ClusterView,
     now: SystemTime,
-) -> Vec<String> {
+) -> Vec<StatusNotWritten> {
     let keeps = enabled && !view.quotas.is_empty();
     let Some(cluster) = actor.filter(|_| keeps) else {
         return Vec::new();

@@ -126,7 +126,7 @@ impl RunOnce {
         let mut status = Status::default();
         let quotas_enabled = self.settings.capacity_quotas;
         let errors = quotas::write_statuses(quotas_enabled, self.actor(), view, now).await;
-        status.errors.extend(errors);
+        status.errors.extend(errors.iter().map(ToString::to_string));
 
         // Every pod in one pass: headroom's virtual pods after the real ones (which keep their indices); what
         // needs help, what Fargate takes, what holds room, and what the later stages read of all pods.
@@ -303,9 +303,9 @@ impl RunOnce {
         status.provisioning_requests = requests.statuses();
         if let Some(cluster) = self.actor() {
             let errors = headroom::write_statuses(cluster.as_ref(), &reserved.resolved).await;
-            status.errors.extend(errors);
+            status.errors.extend(errors.iter().map(ToString::to_string));
             let errors = provreq::write_statuses(cluster.as_ref(), requests).await;
-            status.errors.extend(errors);
+            status.errors.extend(errors.iter().map(ToString::to_string));
         }
     }
 

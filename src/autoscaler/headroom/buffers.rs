@@ -238,11 +238,6 @@ impl Resolved {
         }
     }
 
-    /// `namespace/name`.
-    pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
-    }
-
     /// The chunks this loop keeps room for (none when the buffer is not provisioned).
     pub fn reserved(&self) -> u32 {
         match (&self.chunk, &self.not_provisioned) {

@@ -3,13 +3,13 @@
 //! every loop), and afterwards where those pods ended up: placed in free room, in a scale-up, or unmet, with
 //! each buffer's `Provisioning` condition set from that.
 
-use crate::autoscaler::cluster::{ClusterSource, ClusterView};
+use crate::autoscaler::cluster::{self, ClusterSource, ClusterView, StatusNotWritten};
 use crate::autoscaler::headroom::buffers::{self, ReadyReplicas, Resolved};
 use crate::autoscaler::headroom::policy::{Capacity, Owner, Policy, virtual_pods};
 use crate::autoscaler::status::{
     CapacityBufferStatus, ConditionStatus, HeadroomStatus, NoScaleUp, Placed, ScaleUp, Shape,
 };
-use crate::k8s::quantity;
+use crate::k8s::{CapacityBuffer, quantity};
 use crate::model::Pod;
 use std::collections::{BTreeMap, HashMap};
 use std::time::SystemTime;
@@ -159,14 +159,11 @@ fn count<'a>(decided: &Decided<'a>) -> HashMap<Owner, Count<'a>> {
 }
 
 /// Writes each CapacityBuffer's status where it changed (the buffer controller's and the autoscaler's
-/// conditions at once); returns a line for each buffer whose status could not be written.
-pub async fn write_statuses(cluster: &dyn ClusterSource, resolved: &[Resolved]) -> Vec<String> {
-    let mut errors = Vec::new();
-    for r in resolved.iter().filter(|r| r.changed()) {
-        if let Err(e) = cluster.write_buffer_status(r.written()).await {
-            let key = r.key();
-            errors.push(format!("CapacityBuffer {key}: status not written: {e}"));
-        }
-    }
-    errors
+/// conditions at once); returns the buffers whose status could not be written.
+pub async fn write_statuses(
+    cluster: &dyn ClusterSource,
+    resolved: &[Resolved],
+) -> Vec<StatusNotWritten> {
+    let changed = resolved.iter().filter(|r| r.changed());
+    cluster::write_statuses::<CapacityBuffer>(cluster, changed.map(Resolved::written)).await
 }

@@ -2,11 +2,14 @@
 //! run), their virtual pods after the loop's other pods, the consuming pods set aside from scale-up, and at
 //! the end each request's status as `simulate` prints it and the API server gets it.
 
-use crate::autoscaler::cluster::{ClusterSource, ClusterView, RequestStatus};
+use crate::autoscaler::cluster::{
+    self, ClusterSource, ClusterView, RequestStatus, StatusNotWritten,
+};
 use crate::autoscaler::clustersnapshot::snapshot::ClusterSnapshot;
 use crate::autoscaler::group::Group;
 use crate::autoscaler::provreq::requests::{self, Request, Want};
 use crate::autoscaler::status::{ConditionStatus, ProvisioningRequestStatus, RequestScaleUp};
+use crate::k8s::ProvisioningRequest;
 use crate::model::{LabelProjection, Pod, PodList};
 use crate::simulator::equivalence::{self, EquivalenceGroup};
 use std::collections::HashMap;
@@ -166,16 +169,10 @@ impl Requests {
     }
 }
 
-/// Writes each ProvisioningRequest's status where it changed; returns a line for each one not written.
-pub async fn write_statuses(cluster: &dyn ClusterSource, requests: &Requests) -> Vec<String> {
-    let mut errors = Vec::new();
-    for r in requests.written() {
-        if let Err(e) = cluster.write_request_status(r).await {
-            let key = r.key();
-            errors.push(format!(
-                "ProvisioningRequest {key}: status not written: {e}"
-            ));
-        }
-    }
-    errors
+/// Writes each ProvisioningRequest's status where it changed; returns the ones not written.
+pub async fn write_statuses(
+    cluster: &dyn ClusterSource,
+    requests: &Requests,
+) -> Vec<StatusNotWritten> {
+    cluster::write_statuses::<ProvisioningRequest>(cluster, requests.written()).await
 }
