@@ -9,7 +9,7 @@
 //! a series by kube-rs's recorder, as client-go does.
 
 use crate::autoscaler::headroom::policy as headroom;
-use crate::autoscaler::quota_status;
+use crate::autoscaler::quotas as quota_status;
 use crate::autoscaler::status::{GroupStatus, Status};
 use crate::k8s::autoscaling_group::GROUP;
 use crate::k8s::{DISRUPTION_CONFIG_MAP, VALIDATION_FAILED};

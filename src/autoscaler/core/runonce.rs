@@ -29,16 +29,16 @@ use crate::autoscaler::clusterstate::state::{self as cluster_state, ClusterState
 use crate::autoscaler::core::claim_needs;
 use crate::autoscaler::core::classify::{self, Sorted};
 use crate::autoscaler::core::disruption_source::DisruptionSource;
+use crate::autoscaler::core::features::Features;
 use crate::autoscaler::core::health::Judge;
-use crate::autoscaler::core::quotas;
 use crate::autoscaler::core::record;
 use crate::autoscaler::disruption::DisruptionConfig;
 use crate::autoscaler::fargate::FargateAnswers;
 use crate::autoscaler::group::{Group, GroupFacts};
-use crate::autoscaler::headroom::outcome::{self as headroom, Decided};
 use crate::autoscaler::planning::planning;
-use crate::autoscaler::provreq::outcome::{self as provreq, Requests};
+use crate::autoscaler::provreq::outcome::Requests;
 use crate::autoscaler::provreq::provision;
+use crate::autoscaler::quotas::QuotaStage;
 use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::decision::Scene;
@@ -87,12 +87,18 @@ pub struct RunOnce {
     /// The last loop's DRA state (classes with their selectors compiled, pools with their devices'
     /// verdicts), of which the next loop rebuilds only what changed.
     dra: Option<Arc<Dra>>,
+    /// Whether the CapacityQuotas are kept (enforced, reported, their statuses written).
+    quotas: QuotaStage,
 }
 
 impl RunOnce {
     pub fn new(client: ProviderClient, mut settings: Settings) -> RunOnce {
         settings.scale_down.rules.expendable_cutoff = settings.expendable_pods_priority_cutoff;
         let disruption = DisruptionSource::new(settings.disruption.clone());
+        let quotas = match settings.capacity_quotas {
+            true => QuotaStage::Kept,
+            false => QuotaStage::Ignored,
+        };
         RunOnce {
             client,
             state: ClusterState::new(Backoff::new(settings.backoff)),
@@ -103,6 +109,7 @@ impl RunOnce {
             prices: PriceBook::default(),
             disruption,
             dra: None,
+            quotas,
         }
     }
 
@@ -124,16 +131,13 @@ impl RunOnce {
     pub async fn run(&mut self, view: &ClusterView, now: SystemTime) -> Result<Status, LoopError> {
         let started = Instant::now();
         let mut status = Status::default();
-        let quotas_enabled = self.settings.capacity_quotas;
-        let errors = quotas::write_statuses(quotas_enabled, self.actor(), view, now).await;
+        let errors = self.quotas.write_statuses(self.actor(), view, now).await;
         status.errors.extend(errors.iter().map(ToString::to_string));
 
-        // Every pod in one pass: headroom's virtual pods after the real ones (which keep their indices); what
-        // needs help, what Fargate takes, what holds room, and what the later stages read of all pods.
-        let mut reserved = headroom::reserve(&self.settings.headroom, view, now);
-        let mut requests = provreq::read(view, now);
-        let mut extra = std::mem::take(&mut reserved.pods);
-        requests.add_pods(&mut extra, view.pods.len());
+        // Every pod in one pass: the features' virtual pods after the real ones (which keep their indices);
+        // what needs help, what Fargate takes, what holds room, and what the later stages read of all pods.
+        let mut features = Features::read(&self.settings, view, now);
+        let mut extra = features.virtual_pods(view.pods.len());
         let claimed = claim_needs::with_needs(view, &mut extra);
         let pods = PodList::new(claimed.as_deref().unwrap_or(&view.pods), &extra);
         let mut sorted = self.classify(view, pods, now);
@@ -151,28 +155,24 @@ impl RunOnce {
         }
 
         // Pods: those consuming a request set aside, Fargate's reported, the rest in equivalence groups.
-        requests.set_aside(&mut sorted.to_help, pods);
+        features.requests.set_aside(&mut sorted.to_help, pods);
         status.no_scale_up.append(&mut sorted.said);
         let grouped = self.group_pods(pods, &mut sorted, &mut read).await;
         status.fargate = grouped.fargate;
         status.errors.extend(grouped.errors);
 
         // The snapshot: the requests' booked room held first, then the pending pods that fit in it as it is.
-        let asked = requests.groups(pods, &grouped.projection);
-        let enforced = quotas::enforced(quotas_enabled, view);
+        let asked = features.requests.groups(pods, &grouped.projection);
+        let enforced = self.quotas.enforced(view);
         let inputs = snapshot_inputs(view, pods, &sorted, &read, &grouped.projection, enforced);
-        let last_dra = self.dra.take();
-        let inputs = cluster_snapshot::Inputs {
-            last_dra: last_dra.as_deref(),
-            ..inputs
-        };
         let all = grouped.help.iter().chain(asked.iter().flatten());
-        let mut snapshot = planning(|| ClusterSnapshot::build(&inputs, all, &mut groups));
-        self.dra = snapshot.dra.clone();
-        requests.hold_booked(&mut snapshot, pods, &asked, &groups, now);
+        let mut snapshot = self.snapshot(&inputs, all, &mut groups);
+        features
+            .requests
+            .hold_booked(&mut snapshot, pods, &asked, &groups, now);
         let fitted = planning(|| snapshot.place_pending(pods, &grouped.help, &groups));
         status.placed = fitted.placed;
-        let quotas_before = quotas::Before::read(quotas_enabled, &snapshot);
+        let quotas_before = self.quotas.before(|| snapshot.totals().quotas);
 
         // Scale-up: the requests not provisioned yet, each all or nothing; then planned for the rest.
         let (keys, help) = (view.pod_keys(), grouped.help);
@@ -182,13 +182,15 @@ impl RunOnce {
         let (expander, unpriced) = self.expander(profiles, &mut groups, &mut pending).await;
         status.errors.extend(unpriced);
         let stage = (&mut snapshot, &mut groups[..], &asked[..], &expander);
-        let provisioned = self.provision(&mut requests, stage, view, pods, now);
+        let provisioned = self.provision(&mut features.requests, stage, view, pods, now);
         let for_requests = provisioned.await?;
         let up = self.scale_up(&mut snapshot, &groups, &mut pending, &expander, now);
         let mut plan = up.await?;
         plan.scale_ups.splice(0..0, for_requests);
         if let Some(before) = quotas_before {
-            status.capacity_quotas = before.report(&view.quotas, &snapshot, &groups);
+            let after = (&snapshot.quotas, &snapshot.places[..]);
+            let id = |g: usize| groups[g].id.clone();
+            status.capacity_quotas = before.report(&view.quotas, after, id);
         }
         record::scale_up(&mut status, plan, &pending);
 
@@ -210,10 +212,29 @@ impl RunOnce {
             record::scale_down(&mut status, report);
         }
 
-        // Where the virtual pods went; the buffers' and requests' statuses written back.
+        // Where the virtual pods went; the features' statuses written back.
         status.node_groups = record::group_statuses(&read.facts, &read.counts, &groups);
-        self.outcomes(&mut status, reserved, &requests, now).await;
+        let actor = self.actor();
+        features.finish(&mut status, actor.as_deref(), now).await;
         Ok(record::finish(status, started))
+    }
+
+    /// The snapshot of `inputs` with `pending` (the pods to help and the requests' pods) in it, built on the
+    /// last loop's DRA state, which it replaces.
+    fn snapshot<'e>(
+        &mut self,
+        inputs: &cluster_snapshot::Inputs<'_>,
+        pending: impl IntoIterator<Item = &'e EquivalenceGroup>,
+        groups: &mut [Group],
+    ) -> ClusterSnapshot {
+        let last_dra = self.dra.take();
+        let inputs = cluster_snapshot::Inputs {
+            last_dra: last_dra.as_deref(),
+            ..*inputs
+        };
+        let snapshot = planning(|| ClusterSnapshot::build(&inputs, pending, groups));
+        self.dra = snapshot.dra.clone();
+        snapshot
     }
 
     /// The pending pods in equivalence groups, on labels projected onto the keys some selector reads (and
@@ -266,7 +287,7 @@ impl RunOnce {
         pods: PodList<'_>,
         now: SystemTime,
     ) -> Result<Vec<ScaleUp>, LoopError> {
-        let world = provision::Loop {
+        let world = provision::ProvisionWorld {
             snapshot,
             groups,
             pods,
@@ -281,32 +302,6 @@ impl RunOnce {
             last_scale_up: &mut self.down.last_scale_up,
         });
         Ok(provision::provision(requests, world, acting, now).await?)
-    }
-
-    /// Where the virtual pods went (headroom's, the buffers', the requests'), their statuses in the report,
-    /// and written back when the loop acts.
-    async fn outcomes(
-        &self,
-        status: &mut Status,
-        reserved: headroom::Reserved,
-        requests: &Requests,
-        now: SystemTime,
-    ) {
-        let decided = Decided {
-            placed: &status.placed,
-            scale_up: &status.scale_up,
-            no_scale_up: &status.no_scale_up,
-        };
-        let ready = self.settings.capacity_buffer_ready_replicas;
-        let reserved = reserved.outcome(decided, ready, now);
-        (status.headroom, status.capacity_buffers) = (reserved.headroom, reserved.buffers);
-        status.provisioning_requests = requests.statuses();
-        if let Some(cluster) = self.actor() {
-            let errors = headroom::write_statuses(cluster.as_ref(), &reserved.resolved).await;
-            status.errors.extend(errors.iter().map(ToString::to_string));
-            let errors = provreq::write_statuses(cluster.as_ref(), requests).await;
-            status.errors.extend(errors.iter().map(ToString::to_string));
-        }
     }
 
     /// Cluster state: Refresh, every group as the provider says it (the Fargate profiles beside them), which

@@ -6,9 +6,12 @@ use crate::autoscaler::cluster::{
     self, ClusterSource, ClusterView, RequestStatus, StatusNotWritten,
 };
 use crate::autoscaler::clustersnapshot::snapshot::ClusterSnapshot;
+use crate::autoscaler::feature::LoopFeature;
 use crate::autoscaler::group::Group;
 use crate::autoscaler::provreq::requests::{self, Request, Want};
-use crate::autoscaler::status::{ConditionStatus, ProvisioningRequestStatus, RequestScaleUp};
+use crate::autoscaler::status::{
+    ConditionStatus, ProvisioningRequestStatus, RequestScaleUp, Status,
+};
 use crate::k8s::ProvisioningRequest;
 use crate::model::{LabelProjection, Pod, PodList};
 use crate::simulator::equivalence::{self, EquivalenceGroup};
@@ -169,10 +172,29 @@ impl Requests {
     }
 }
 
+/// The ProvisioningRequests join the loop as a feature: their virtual pods after headroom's, and at the end
+/// each request's status in the report and written back. (Their own stages, the consuming pods set aside,
+/// the booked room held and the requests provisioned, run between.)
+#[async_trait::async_trait]
+impl LoopFeature for Requests {
+    fn add_pods(&mut self, extra: &mut Vec<Pod>, first: usize) {
+        Requests::add_pods(self, extra, first);
+    }
+
+    fn report(&mut self, status: &mut Status, _now: SystemTime) {
+        status.provisioning_requests = self.statuses();
+    }
+
+    async fn write_back(&self, cluster: &dyn ClusterSource) -> Vec<StatusNotWritten> {
+        write_statuses(cluster, self).await
+    }
+}
+
 /// Writes each ProvisioningRequest's status where it changed; returns the ones not written.
 pub async fn write_statuses(
     cluster: &dyn ClusterSource,
     requests: &Requests,
 ) -> Vec<StatusNotWritten> {
-    cluster::write_statuses::<ProvisioningRequest>(cluster, requests.written()).await
+    let writes: Vec<_> = requests.written().collect();
+    cluster::write_statuses::<ProvisioningRequest>(cluster, writes).await
 }

@@ -11,7 +11,7 @@
 //! write the same status and never undo each other's writes.
 
 use crate::autoscaler::cluster::{self, ClusterSource, QuotaStatusWrite, StatusNotWritten};
-use crate::autoscaler::quota_usage::usage_by_quota;
+use crate::autoscaler::quotas::usage::usage_by_quota;
 use crate::k8s::{
     CapacityQuotaObject, CapacityQuotaStatus, QuotaUsage as Usage, RECONCILED_CONDITION,
     RECONCILIATION_FAILED, RECONCILIATION_SUCCEEDED, VALID_CONDITION, VALIDATION_FAILED,
