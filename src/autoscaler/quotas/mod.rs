@@ -10,6 +10,6 @@ pub(crate) mod usage; // what each quota's nodes hold, summed once per set of la
 
 pub use ledger::{QuotaBook, QuotaLedger, QuotaLimit};
 pub use report::QuotaReport;
-pub use stage::QuotaStage;
+pub use stage::{QuotaBefore, QuotaStage};
 pub use status::reported;
 pub use usage::usage_by_quota;

@@ -56,7 +56,7 @@ impl QuotaStage {
 }
 
 /// What the enforced quotas held in the snapshot before this loop's scale-ups, in the view's order.
-pub(crate) struct QuotaBefore(Vec<QuotaUsage>);
+pub struct QuotaBefore(Vec<QuotaUsage>);
 
 impl QuotaBefore {
     /// Every CapacityQuota of the view in the report: an enforced one with its figures before and after
