@@ -1,7 +1,7 @@
 //! SIG Autoscaling's CapacityBuffer resource (`autoscaling.x-k8s.io`, served as `v1beta1` and `v1alpha1`, the
 //! same shape), as cluster-autoscaler 1.34 and Karpenter read it: how users ask an autoscaler for spare
-//! capacity. Only the wire types live here; what a buffer asks for is worked out in
-//! `autoscaler::buffers`.
+//! capacity. Only the wire types and the buffer read as a `CustomResource` live here; what a buffer asks for
+//! is worked out in `autoscaler::headroom`.
 
 use crate::k8s::autoscaling_group::{CustomResource, read_object};
 use crate::k8s::objects;
