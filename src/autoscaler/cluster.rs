@@ -5,7 +5,8 @@ use crate::k8s::capacity_buffer as api;
 
 use crate::k8s::provisioning_request as provreq;
 use crate::k8s::{
-    BufferObjects, RequestObjects, SnapshotError, parse_snapshot, read_snapshot_text,
+    BufferObjects, CapacityBuffer, CapacityQuotaObject, CustomResource, ProvisioningRequest,
+    RequestObjects, SnapshotError, parse_snapshot, read_snapshot_text,
 };
 use crate::model::{CapacityQuota, DraObjects, Node, Pdb, Pod, PodNames, Taint};
 use std::path::{Path, PathBuf};
@@ -64,8 +65,8 @@ pub struct StatusWrite<'a, S> {
     pub status: &'a S,
 }
 
-pub type BufferStatus<'a> = StatusWrite<'a, api::Status>;
-pub type RequestStatus<'a> = StatusWrite<'a, provreq::Status>;
+pub type BufferStatus<'a> = StatusWrite<'a, api::BufferStatus>;
+pub type RequestStatus<'a> = StatusWrite<'a, provreq::RequestStatus>;
 /// A CapacityQuota's status: cluster-scoped, so its namespace is empty.
 pub type QuotaStatusWrite<'a> = StatusWrite<'a, crate::k8s::CapacityQuotaStatus>;
 
@@ -86,6 +87,68 @@ impl<S> StatusWrite<'_, S> {
             namespace => format!("{namespace}/{}", self.name),
         }
     }
+}
+
+/// A custom resource kind whose status the loop writes back through a [`ClusterSource`].
+#[async_trait::async_trait]
+pub trait WritesStatus: CustomResource {
+    async fn write(
+        cluster: &dyn ClusterSource,
+        write: StatusWrite<'_, Self::Status>,
+    ) -> Result<(), ClusterError>;
+}
+
+#[async_trait::async_trait]
+impl WritesStatus for CapacityBuffer {
+    async fn write(cluster: &dyn ClusterSource, w: BufferStatus<'_>) -> Result<(), ClusterError> {
+        cluster.write_buffer_status(w).await
+    }
+}
+
+#[async_trait::async_trait]
+impl WritesStatus for ProvisioningRequest {
+    async fn write(cluster: &dyn ClusterSource, w: RequestStatus<'_>) -> Result<(), ClusterError> {
+        cluster.write_request_status(w).await
+    }
+}
+
+#[async_trait::async_trait]
+impl WritesStatus for CapacityQuotaObject {
+    async fn write(
+        cluster: &dyn ClusterSource,
+        w: QuotaStatusWrite<'_>,
+    ) -> Result<(), ClusterError> {
+        cluster.write_quota_status(w).await
+    }
+}
+
+/// A custom resource's status that could not be written back.
+#[derive(Debug, thiserror::Error)]
+#[error("{kind} {key}: status not written: {source}")]
+pub struct StatusNotWritten {
+    pub kind: &'static str,
+    /// `namespace/name`, or `name` for a cluster-scoped object.
+    pub key: String,
+    pub source: ClusterError,
+}
+
+/// The one status writer: each of `writes` (the statuses of kind `R` that changed) written on `cluster`, in
+/// order. Returns the ones not written.
+pub async fn write_statuses<'a, R: WritesStatus>(
+    cluster: &dyn ClusterSource,
+    writes: impl IntoIterator<Item = StatusWrite<'a, R::Status>>,
+) -> Vec<StatusNotWritten>
+where
+    R::Status: 'a,
+{
+    let mut errors = Vec::new();
+    for write in writes {
+        if let Err(source) = R::write(cluster, write).await {
+            let (kind, key) = (R::KIND, write.key());
+            errors.push(StatusNotWritten { kind, key, source });
+        }
+    }
+    errors
 }
 
 #[derive(Debug, thiserror::Error)]

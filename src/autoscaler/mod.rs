@@ -13,13 +13,12 @@ pub mod control; // the commands: `simulate` once, `run` as the controller; flag
 pub(crate) mod core; // one loop: health, pods sorted, RunOnce
 pub(crate) mod disruption; // disruption control: budgets per node group, with schedules and reasons; expiry; grace periods
 pub(crate) mod fargate; // Fargate pods set aside, matched to profiles here, MatchPod once per pod shape
+pub(crate) mod feature; // the seam through which a feature joins the loop: virtual pods before, report and statuses after
 pub(crate) mod group; // a node group as the planners see it
 pub mod headroom; // capacity kept free ahead of demand: headroom policies and CapacityBuffers, as virtual pods
 pub(crate) mod planning; // CPU-bound planning off the Tokio worker
 pub(crate) mod provreq; // ProvisioningRequests: check-capacity and best-effort-atomic, booked room as virtual pods
-pub(crate) mod quota_status; // CapacityQuotas' status as upstream's controller writes it, written where it changed
-pub(crate) mod quota_usage; // what each CapacityQuota's nodes hold, summed once per set of label values
-pub(crate) mod quotas; // CapacityQuotas enforced: what each quota's nodes use, how many more nodes fit
+pub(crate) mod quotas; // CapacityQuotas: enforced, their status written, their stages in the loop and the report
 pub mod scaledown; // unneeded nodes: planner, removal simulation, drainability, timers, budgets, actuation; consolidation
 pub mod scaleup; // new nodes: planner, estimator, expanders, balancing, prices, the increase
 pub(crate) mod settings; // the loop's decision flags, each stage's part
@@ -28,7 +27,7 @@ pub mod status; // what a loop decided and why: the report, as JSON and as a tab
 pub use client::{ClientError, ProviderClient, ProviderConfig, TemplateNodeInfo, TemplateSlices};
 pub use cluster::{
     BufferStatus, ClusterError, ClusterSource, ClusterView, QuotaStatusWrite, RequestStatus,
-    Snapshot,
+    Snapshot, StatusNotWritten, WritesStatus,
 };
 pub use core::runonce::RunOnce;
 pub use disruption::{DisruptionConfig, DisruptionConfigError};

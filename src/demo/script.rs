@@ -423,7 +423,7 @@ fn read_quotas(objects: Vec<serde_json::Value>) -> Result<Vec<CapacityQuota>, Sc
     (objects.into_iter().enumerate())
         .map(|(index, object)| {
             let fail = |e: String| ScriptError::Invalid(format!("capacityQuotas[{index}]: {e}"));
-            let quota = quota_from_value(object).map_err(fail)?;
+            let quota = quota_from_value(object).map_err(|e| fail(e.to_string()))?;
             match quota.problem() {
                 Some(problem) => Err(fail(format!("{}: {problem}", quota.name))),
                 None => Ok(quota),

@@ -1,11 +1,11 @@
 //! SIG Autoscaling's CapacityBuffer resource (`autoscaling.x-k8s.io`, served as `v1beta1` and `v1alpha1`, the
 //! same shape), as cluster-autoscaler 1.34 and Karpenter read it: how users ask an autoscaler for spare
-//! capacity. Only the wire types live here; what a buffer asks for is worked out in
-//! `autoscaler::buffers`.
+//! capacity. Only the wire types and the buffer read as a `CustomResource` live here; what a buffer asks for
+//! is worked out in `autoscaler::headroom`.
 
-use crate::k8s::autoscaling_group::read_object;
+use crate::k8s::autoscaling_group::{CustomResource, read_object};
 use crate::k8s::objects;
-use crate::model::Pod;
+use crate::model::{Invalid, Pod};
 use k8s_openapi::api::core::v1::{PodTemplate, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, OwnerReference};
@@ -29,9 +29,9 @@ pub struct CapacityBuffer {
     #[serde(default)]
     pub metadata: ObjectMeta,
     #[serde(default)]
-    pub spec: Spec,
+    pub spec: BufferSpec,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<Status>,
+    pub status: Option<BufferStatus>,
 }
 
 impl CapacityBuffer {
@@ -42,7 +42,7 @@ impl CapacityBuffer {
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct Spec {
+pub struct BufferSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provisioning_strategy: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,7 +75,7 @@ pub struct ScalableRef {
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct Status {
+pub struct BufferStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_template_ref: Option<LocalObjectRef>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -125,7 +125,7 @@ pub struct Template {
     pub namespace: String,
     pub name: String,
     pub generation: i64,
-    pub pod: Result<Pod, String>,
+    pub pod: Result<Pod, Invalid>,
 }
 
 /// A Deployment, StatefulSet, ReplicaSet or Job: its replicas now and the pod its template makes.
@@ -136,7 +136,7 @@ pub struct Scalable {
     pub namespace: String,
     pub name: String,
     pub replicas: i32,
-    pub pod: Result<Pod, String>,
+    pub pod: Result<Pod, Invalid>,
 }
 
 fn owner(api_version: &str, kind: &str, metadata: &ObjectMeta) -> OwnerReference {
@@ -154,10 +154,11 @@ fn chunk(
     metadata: &ObjectMeta,
     owner: OwnerReference,
     template: Option<&PodTemplateSpec>,
-) -> Result<Pod, String> {
+) -> Result<Pod, Invalid> {
     let namespace = metadata.namespace.as_deref().unwrap_or("default");
     let name = format!("{}-template", metadata.name.as_deref().unwrap_or_default());
-    objects::template_pod(namespace, &name, owner, template).map_err(|e| e.to_string())
+    objects::template_pod(namespace, &name, owner, template)
+        .map_err(|e| Invalid::value(e.to_string()))
 }
 
 impl Template {
@@ -236,8 +237,20 @@ impl Scalable {
 impl VersionedBuffer {
     /// A buffer as a file writes it (a snapshot's item, a demo script's): its `apiVersion` must be one of ours
     /// and it must have a name.
-    pub fn from_value(object: serde_json::Value) -> Result<VersionedBuffer, String> {
-        let (version, buffer) = read_object(object, KIND, &VERSIONS)?;
+    pub fn from_value(object: serde_json::Value) -> Result<VersionedBuffer, Invalid> {
+        CapacityBuffer::read(object)
+    }
+}
+
+impl CustomResource for CapacityBuffer {
+    const KIND: &'static str = KIND;
+    const PLURAL: &'static str = PLURAL;
+    const VERSIONS: &'static [&'static str] = &VERSIONS;
+    type Status = BufferStatus;
+    type Read = VersionedBuffer;
+
+    fn read(object: serde_json::Value) -> Result<VersionedBuffer, Invalid> {
+        let (version, buffer) = read_object::<CapacityBuffer, _>(object)?;
         Ok(VersionedBuffer { version, buffer })
     }
 }

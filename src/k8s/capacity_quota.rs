@@ -3,11 +3,11 @@
 //! reads it: the wire types, and each object read once into `model::CapacityQuota`, valid or carrying its
 //! problem. What the loop does with a quota is the companion's.
 
-use crate::k8s::autoscaling_group::read_version;
+use crate::k8s::autoscaling_group::{CustomResource, read_version};
 use crate::k8s::objects;
 use crate::model::{
-    self, Labels, Quantity, QuotaCondition, QuotaSpec, QuotaStatus, QuotaVersion, WrittenLimit,
-    WrittenRequirement,
+    self, Invalid, Labels, Quantity, QuotaCondition, QuotaSpec, QuotaStatus, QuotaVersion,
+    WrittenLimit, WrittenRequirement,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta};
 use serde::{Deserialize, Serialize};
@@ -48,7 +48,7 @@ impl CapacityQuotaObject {
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct Spec {
+pub struct QuotaObjectSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -84,16 +84,33 @@ pub struct Usage {
 /// A CapacityQuota as a file or the API server writes it, read into the model. Only an object without a
 /// name is an error: anything else wrong (an `apiVersion` not ours, a bad selector or limit) makes a quota
 /// that carries its problem, to be reported and not enforced.
-pub fn quota_from_value(object: serde_json::Value) -> Result<model::CapacityQuota, String> {
+pub fn quota_from_value(object: serde_json::Value) -> Result<model::CapacityQuota, Invalid> {
+    CapacityQuotaObject::read(object)
+}
+
+impl CustomResource for CapacityQuotaObject {
+    const KIND: &'static str = KIND;
+    const PLURAL: &'static str = PLURAL;
+    const VERSIONS: &'static [&'static str] = &VERSIONS;
+    type Status = CapacityQuotaStatus;
+    type Read = model::CapacityQuota;
+
+    fn read(object: serde_json::Value) -> Result<model::CapacityQuota, Invalid> {
+        read_quota(object)
+    }
+}
+
+/// [`quota_from_value`]'s work: the object, its version among ours, its spec checked.
+fn read_quota(object: serde_json::Value) -> Result<model::CapacityQuota, Invalid> {
     let api_version = object["apiVersion"]
         .as_str()
         .unwrap_or_default()
         .to_string();
     let read: CapacityQuotaObject =
-        serde_json::from_value(object).map_err(|e| format!("{KIND}: {e}"))?;
+        serde_json::from_value(object).map_err(|e| Invalid::new(KIND, e.to_string()))?;
     let name = read.metadata.name.clone().unwrap_or_default();
     if name.is_empty() {
-        return Err("no metadata.name".into());
+        return Err(Invalid::value("no metadata.name"));
     }
     let read_as = read_version(&api_version, KIND, &VERSIONS);
     let version = read_as.as_ref().ok().and_then(|v| QuotaVersion::parse(v));
@@ -108,9 +125,10 @@ pub fn quota_from_value(object: serde_json::Value) -> Result<model::CapacityQuot
 }
 
 /// The spec read and checked: every problem found, joined by "; ".
-fn spec(written: Option<&serde_json::Value>) -> Result<QuotaSpec, String> {
-    let written = written.ok_or("spec: Required value")?;
-    let read: Spec = serde_json::from_value(written.clone()).map_err(|e| format!("spec: {e}"))?;
+fn spec(written: Option<&serde_json::Value>) -> Result<QuotaSpec, Invalid> {
+    let written = written.ok_or_else(|| Invalid::new("spec", "Required value"))?;
+    let read: QuotaObjectSpec =
+        serde_json::from_value(written.clone()).map_err(|e| Invalid::new("spec", e.to_string()))?;
     let mut problems = Vec::new();
     let selector = match &read.selector {
         None => None,
@@ -127,7 +145,7 @@ fn spec(written: Option<&serde_json::Value>) -> Result<QuotaSpec, String> {
     };
     let limits = match read.limits.and_then(|l| l.resources) {
         None => {
-            problems.push("spec.limits.resources: Required value".into());
+            problems.push(Invalid::new("spec.limits.resources", "Required value"));
             BTreeMap::new()
         }
         Some(resources) => {
@@ -138,14 +156,18 @@ fn spec(written: Option<&serde_json::Value>) -> Result<QuotaSpec, String> {
             })
         }
     };
-    if problems.is_empty() {
-        Ok(QuotaSpec { selector, limits })
-    } else {
-        Err(problems.join("; "))
+    match problems.len() {
+        0 => Ok(QuotaSpec { selector, limits }),
+        1 => Err(problems.remove(0)),
+        // Upstream joins its validators' errors.
+        _ => {
+            let all: Vec<String> = problems.iter().map(Invalid::to_string).collect();
+            Err(Invalid::value(all.join("; ")))
+        }
     }
 }
 
-fn selector(selector: &LabelSelector, shown: &str) -> Result<model::LabelSelector, String> {
+fn selector(selector: &LabelSelector, shown: &str) -> Result<model::LabelSelector, Invalid> {
     let match_labels: Labels = selector.match_labels.clone().unwrap_or_default();
     let expressions = (selector.match_expressions.iter().flatten())
         .map(|r| WrittenRequirement {
@@ -273,7 +295,7 @@ mod tests {
         object["spec"]["limits"]["resources"]["cpu"] = json!("500m");
         let quota = quota_from_value(object).unwrap();
         assert_eq!(
-            quota.problem().unwrap(),
+            quota.problem().unwrap().to_string(),
             "spec.selector: Invalid value: \
              {\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"Foo\",\"values\":[\"a\"]}]}: \
              \"Foo\" is not a valid label selector operator; \
@@ -291,20 +313,24 @@ mod tests {
             quota
                 .problem()
                 .unwrap()
+                .to_string()
                 .contains("apiVersion \"autoscaling.x-k8s.io/v2\"")
         );
 
         let mut no_limits = gpu_pool();
         no_limits["spec"] = json!({"limits": {}});
         let problem = quota_from_value(no_limits).unwrap().spec.unwrap_err();
-        assert_eq!(problem, "spec.limits.resources: Required value");
+        assert_eq!(problem.to_string(), "spec.limits.resources: Required value");
         let mut no_spec = gpu_pool();
         no_spec.as_object_mut().unwrap().remove("spec");
         assert!(quota_from_value(no_spec).unwrap().problem().is_some());
 
         let mut nameless = gpu_pool();
         nameless["metadata"] = json!({});
-        assert_eq!(quota_from_value(nameless).unwrap_err(), "no metadata.name");
+        assert_eq!(
+            quota_from_value(nameless).unwrap_err().to_string(),
+            "no metadata.name"
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Conversions at the edge between Kubernetes' wire formats and our own types.
 
-pub(crate) mod autoscaling_group; // autoscaling.x-k8s.io: an object's version among a resource's, an object read from a file
+pub(crate) mod autoscaling_group; // autoscaling.x-k8s.io and the CustomResource trait: a kind's group, versions, plural, status, one object read
 pub(crate) mod capacity_buffer; // CapacityBuffers (autoscaling.x-k8s.io) and the PodTemplates and scalable objects they name
 pub(crate) mod capacity_quota; // CapacityQuotas (autoscaling.x-k8s.io) read into the model, with their problems
 pub(crate) mod conditions; // status conditions as SetStatusCondition keeps them
@@ -15,6 +15,7 @@ mod scheduling; // a pod's scheduling constraints from its spec
 mod snapshot; // `kubectl get nodes,pods,pdb -A -o json` files, read item by item
 mod snapshot_pod; // a snapshot's pod, its status read only for what is used
 
+pub use autoscaling_group::{CustomResource, GROUP as AUTOSCALING_GROUP};
 pub use capacity_buffer::{BufferObjects, CapacityBuffer, Scalable, Template, VersionedBuffer};
 pub use capacity_quota::{
     CapacityQuotaObject, CapacityQuotaStatus, RECONCILED_CONDITION, RECONCILIATION_FAILED,

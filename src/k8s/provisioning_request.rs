@@ -3,8 +3,9 @@
 //! room for all N pods of this job?" and "give me room for all of them or none". Only the wire types and
 //! upstream's names live here; what the loop does with a request is in `autoscaler::provreq`.
 
-use crate::k8s::autoscaling_group::read_object;
+use crate::k8s::autoscaling_group::{CustomResource, read_object};
 use crate::k8s::capacity_buffer::{LocalObjectRef, Template};
+use crate::model::Invalid;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -34,9 +35,9 @@ pub struct ProvisioningRequest {
     #[serde(default)]
     pub metadata: ObjectMeta,
     #[serde(default)]
-    pub spec: Spec,
+    pub spec: RequestSpec,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<Status>,
+    pub status: Option<RequestStatus>,
 }
 
 impl ProvisioningRequest {
@@ -47,7 +48,7 @@ impl ProvisioningRequest {
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct Spec {
+pub struct RequestSpec {
     #[serde(default)]
     pub provisioning_class_name: String,
     #[serde(default)]
@@ -67,7 +68,7 @@ pub struct PodSet {
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct Status {
+pub struct RequestStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -91,8 +92,20 @@ pub struct VersionedRequest {
 impl VersionedRequest {
     /// A request as a file writes it (a snapshot's item, a demo script's): its `apiVersion` must be one of
     /// ours and it must have a name.
-    pub fn from_value(object: serde_json::Value) -> Result<VersionedRequest, String> {
-        let (version, request) = read_object(object, KIND, &VERSIONS)?;
+    pub fn from_value(object: serde_json::Value) -> Result<VersionedRequest, Invalid> {
+        ProvisioningRequest::read(object)
+    }
+}
+
+impl CustomResource for ProvisioningRequest {
+    const KIND: &'static str = KIND;
+    const PLURAL: &'static str = PLURAL;
+    const VERSIONS: &'static [&'static str] = &VERSIONS;
+    type Status = RequestStatus;
+    type Read = VersionedRequest;
+
+    fn read(object: serde_json::Value) -> Result<VersionedRequest, Invalid> {
+        let (version, request) = read_object::<ProvisioningRequest, _>(object)?;
         Ok(VersionedRequest { version, request })
     }
 }
@@ -140,6 +153,7 @@ mod tests {
         assert!(
             wrong
                 .unwrap_err()
+                .to_string()
                 .contains("read as autoscaling.x-k8s.io/v1 or")
         );
     }

@@ -476,19 +476,20 @@ impl SnapshotObjects {
             }
             "CapacityBuffer" => {
                 let tree = item.tree().map_err(|e| fail(e.to_string()))?;
-                let read = capacity_buffer::VersionedBuffer::from_value(tree).map_err(fail)?;
+                let read = capacity_buffer::VersionedBuffer::from_value(tree)
+                    .map_err(|e| fail(e.to_string()))?;
                 self.buffers.buffers.push(read);
             }
             "ProvisioningRequest" => {
                 let tree = item.tree().map_err(|e| fail(e.to_string()))?;
-                let read =
-                    provisioning_request::VersionedRequest::from_value(tree).map_err(fail)?;
+                let read = provisioning_request::VersionedRequest::from_value(tree)
+                    .map_err(|e| fail(e.to_string()))?;
                 self.requests.push(read);
             }
             "CapacityQuota" => {
                 let tree = item.tree().map_err(|e| fail(e.to_string()))?;
                 self.quotas
-                    .push(capacity_quota::quota_from_value(tree).map_err(fail)?);
+                    .push(capacity_quota::quota_from_value(tree).map_err(|e| fail(e.to_string()))?);
             }
             "PodTemplate" => {
                 let template: api::PodTemplate = item.read().map_err(|e| fail(e.to_string()))?;

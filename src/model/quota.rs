@@ -6,6 +6,7 @@
 //! Read here, once, at the edge: each quota is valid (its [`QuotaSpec`]) or carries its problem, worded as
 //! the API server and upstream's validator word it. A valid quota is enforced whatever its status says.
 
+use super::invalid::Invalid;
 use super::node::{GPU_LABEL, Node};
 use super::resources::GPU_RESOURCE;
 use super::selector::{
@@ -62,7 +63,7 @@ pub struct CapacityQuota {
     pub generation: i64,
     /// What it limits, or why it cannot be enforced (upstream's validator and the CRD's rules, joined by
     /// "; " as upstream joins its validators' errors).
-    pub spec: Result<QuotaSpec, String>,
+    pub spec: Result<QuotaSpec, Invalid>,
     /// The status as read, so that a writer can tell whether anything changed.
     pub status: QuotaStatus,
 }
@@ -79,8 +80,8 @@ impl CapacityQuota {
     }
 
     /// Why it is not enforced, when it is not.
-    pub fn problem(&self) -> Option<&str> {
-        self.spec.as_ref().err().map(String::as_str)
+    pub fn problem(&self) -> Option<&Invalid> {
+        self.spec.as_ref().err()
     }
 }
 
@@ -188,29 +189,30 @@ pub enum WrittenLimit {
 /// named, each under its field path.
 pub fn read_limits(
     written: impl IntoIterator<Item = (String, WrittenLimit)>,
-) -> Result<BTreeMap<String, u64>, Vec<String>> {
+) -> Result<BTreeMap<String, u64>, Vec<Invalid>> {
     const PATH: &str = "spec.limits.resources";
     let mut limits = BTreeMap::new();
     let mut problems = Vec::new();
     for (name, value) in written {
         if name.len() > MAX_RESOURCE_NAME {
-            problems.push(format!("{PATH}: Invalid value: {name:?}: {NAME_TOO_LONG}"));
+            let rule = format!("Invalid value: {name:?}: {NAME_TOO_LONG}");
+            problems.push(Invalid::new(PATH, rule));
             continue;
         }
         match limit_value(&value) {
             Ok(n) => {
                 limits.insert(name, n);
             }
-            Err(shown) => problems.push(format!(
-                "{PATH}[{name}]: Invalid value: {shown}: {NOT_AN_INTEGER}"
+            Err(shown) => problems.push(Invalid::new(
+                format!("{PATH}[{name}]"),
+                format!("Invalid value: {}: {NOT_AN_INTEGER}", shown.0),
             )),
         }
     }
     let count = limits.len() + problems.len();
     if count > MAX_LIMITS {
-        problems.push(format!(
-            "{PATH}: Too many: {count}: must have at most {MAX_LIMITS} items"
-        ));
+        let rule = format!("Too many: {count}: must have at most {MAX_LIMITS} items");
+        problems.push(Invalid::new(PATH, rule));
     }
     if problems.is_empty() {
         Ok(limits)
@@ -219,13 +221,16 @@ pub fn read_limits(
     }
 }
 
+/// A limit that is no non-negative integer, as the error shows it.
+struct Shown(String);
+
 /// A limit's value, or the value as the error shows it.
-fn limit_value(value: &WrittenLimit) -> Result<u64, String> {
+fn limit_value(value: &WrittenLimit) -> Result<u64, Shown> {
     match value {
-        WrittenLimit::Int(n) => u64::try_from(*n).map_err(|_| n.to_string()),
-        WrittenLimit::Other(json) => Err(json.clone()),
+        WrittenLimit::Int(n) => u64::try_from(*n).map_err(|_| Shown(n.to_string())),
+        WrittenLimit::Other(json) => Err(Shown(json.clone())),
         WrittenLimit::Text(text) => {
-            let shown = || format!("{text:?}");
+            let shown = || Shown(format!("{text:?}"));
             let sub_unit = text.ends_with(['m', 'u', 'n']);
             if text.starts_with('-') || sub_unit {
                 return Err(shown());
@@ -255,11 +260,17 @@ pub fn read_selector(
     match_labels: Labels,
     expressions: Vec<WrittenRequirement>,
     written: &str,
-) -> Result<LabelSelector, String> {
-    let invalid = |detail: String| format!("spec.selector: Invalid value: {written}: {detail}");
+) -> Result<LabelSelector, Invalid> {
+    let invalid = |detail: String| {
+        Invalid::new(
+            "spec.selector",
+            format!("Invalid value: {written}: {detail}"),
+        )
+    };
+    let invalid_field = |field: Invalid| invalid(field.to_string());
     for (key, value) in &match_labels {
-        label_key(key).map_err(invalid)?;
-        label_value(value).map_err(invalid)?;
+        label_key(key).map_err(invalid_field)?;
+        label_value(value).map_err(invalid_field)?;
     }
     let mut requirements = Vec::with_capacity(expressions.len());
     for r in expressions {
@@ -274,7 +285,7 @@ pub fn read_selector(
                 )));
             }
         };
-        label_key(&r.key).map_err(invalid)?;
+        label_key(&r.key).map_err(invalid_field)?;
         match operator {
             Operator::In | Operator::NotIn if r.values.is_empty() => {
                 return Err(invalid(
@@ -289,7 +300,7 @@ pub fn read_selector(
             _ => {}
         }
         for value in &r.values {
-            label_value(value).map_err(invalid)?;
+            label_value(value).map_err(invalid_field)?;
         }
         requirements.push(Requirement {
             key: r.key,
@@ -304,31 +315,38 @@ pub fn read_selector(
 }
 
 /// A label key: an optional DNS subdomain prefix and `/`, then a name of at most 63 characters.
-fn label_key(key: &str) -> Result<(), String> {
+fn label_key(key: &str) -> Result<(), Invalid> {
     let (prefix, name) = key.rsplit_once('/').unwrap_or(("", key));
     if key.contains('/') && !is_dns_subdomain(prefix) {
-        return Err(format!(
-            "key: Invalid value: {key:?}: prefix part must be a lowercase RFC 1123 subdomain"
+        return Err(Invalid::new(
+            "key",
+            format!("Invalid value: {key:?}: prefix part must be a lowercase RFC 1123 subdomain"),
         ));
     }
     if name.is_empty() || !is_label_name(name) {
-        return Err(format!(
-            "key: Invalid value: {key:?}: name part must be no more than 63 characters, consist of \
+        return Err(Invalid::new(
+            "key",
+            format!(
+                "Invalid value: {key:?}: name part must be no more than 63 characters, consist of \
              alphanumeric characters, '-', '_' or '.', and start and end with an alphanumeric character"
+            ),
         ));
     }
     Ok(())
 }
 
 /// A label value: empty, or a name as [`label_key`]'s name part.
-fn label_value(value: &str) -> Result<(), String> {
+fn label_value(value: &str) -> Result<(), Invalid> {
     if value.is_empty() || is_label_name(value) {
         return Ok(());
     }
-    Err(format!(
-        "values: Invalid value: {value:?}: a valid label must be an empty string or no more than 63 \
+    Err(Invalid::new(
+        "values",
+        format!(
+            "Invalid value: {value:?}: a valid label must be an empty string or no more than 63 \
          characters, consist of alphanumeric characters, '-', '_' or '.', and start and end with an \
          alphanumeric character"
+        ),
     ))
 }
 
@@ -434,6 +452,7 @@ mod tests {
         assert_eq!(read["nodes"], 2000);
         for bad in ["500m", "1000m", "3.67Gi", "0.3", "-1", "1e-3", "lots"] {
             let problems = read_limits([("cpu".into(), text(bad))]).unwrap_err();
+            let problems: Vec<String> = problems.iter().map(Invalid::to_string).collect();
             assert_eq!(
                 problems,
                 [format!(
@@ -446,10 +465,14 @@ mod tests {
         assert!(read_limits([("cpu".into(), WrittenLimit::Other("1.5".into()))]).is_err());
         let long = "a".repeat(64);
         let problems = read_limits([(long.clone(), WrittenLimit::Int(1))]).unwrap_err();
-        assert!(problems[0].ends_with(NAME_TOO_LONG), "{problems:?}");
+        assert!(
+            problems[0].to_string().ends_with(NAME_TOO_LONG),
+            "{problems:?}"
+        );
         assert!(read_limits([("a".repeat(63), WrittenLimit::Int(1))]).is_ok());
         let many = (0..21).map(|i| (format!("r{i}"), WrittenLimit::Int(1)));
         let problems = read_limits(many).unwrap_err();
+        let problems: Vec<String> = problems.iter().map(Invalid::to_string).collect();
         assert_eq!(
             problems,
             ["spec.limits.resources: Too many: 21: must have at most 20 items"]
@@ -471,8 +494,11 @@ mod tests {
         )
         .unwrap();
         assert!(read.matches(&[(ZONE.into(), "us-east-1a".into())].into()));
-        let problem =
-            |r: WrittenRequirement| read_selector(Labels::new(), vec![r], "SEL").unwrap_err();
+        let problem = |r: WrittenRequirement| {
+            read_selector(Labels::new(), vec![r], "SEL")
+                .unwrap_err()
+                .to_string()
+        };
         assert_eq!(
             problem(req("zone", "Foo", &["a"])),
             "spec.selector: Invalid value: SEL: \"Foo\" is not a valid label selector operator"

@@ -9,7 +9,7 @@
 //! a series by kube-rs's recorder, as client-go does.
 
 use crate::autoscaler::headroom::policy as headroom;
-use crate::autoscaler::quota_status;
+use crate::autoscaler::quotas as quota_status;
 use crate::autoscaler::status::{GroupStatus, Status};
 use crate::k8s::autoscaling_group::GROUP;
 use crate::k8s::{DISRUPTION_CONFIG_MAP, VALIDATION_FAILED};
@@ -396,8 +396,9 @@ fn quota_events(
         let (Some(problem), Some(version)) = (q.problem(), q.version) else {
             continue;
         };
+        let problem = problem.to_string();
         let fresh = told.get(&q.name).is_none_or(|t| t.as_str() != problem)
-            && !quota_status::reported(&q.status, q.generation, problem);
+            && !quota_status::reported(&q.status, q.generation, &problem);
         told.insert(q.name.clone(), problem.to_string());
         if fresh {
             let api_version = format!("{GROUP}/{}", version.as_str());
@@ -462,7 +463,7 @@ mod tests {
                 kind: crate::k8s::VALID_CONDITION.into(),
                 status: "False".into(),
                 reason: VALIDATION_FAILED.into(),
-                message: bad.problem().unwrap().into(),
+                message: bad.problem().unwrap().to_string(),
                 observed_generation: Some(1),
                 last_transition: None,
             });

@@ -1,34 +1,26 @@
-//! CapacityBuffers on the live cluster: the buffers (v1beta1 where the API server serves it, else v1alpha1),
-//! the PodTemplates and the Deployments, StatefulSets, ReplicaSets and Jobs they may name, all cached by
+//! CapacityBuffers on the live cluster: the buffers (v1beta1 where the API server serves it, else v1alpha1;
+//! the custom resource watch, `watch.rs`), the PodTemplates and the Deployments, StatefulSets, ReplicaSets and Jobs they may name, all cached by
 //! watches like the rest of the view; and the status subresource, written in the version read.
 //! A cluster without the CRD (or without RBAC to read it) gets no buffer watches at all.
 
 use crate::autoscaler::cluster::{BufferStatus, ClusterError};
-use crate::autoscaler::control::watch::{reflect, served, write_status};
-use crate::k8s::autoscaling_group::GROUP;
-use crate::k8s::capacity_buffer::{self as api, KIND, PLURAL, VERSIONS};
-use crate::k8s::{BufferObjects, CapacityBuffer, Scalable, Template, VersionedBuffer};
+use crate::autoscaler::control::watch::{CustomWatch, reflect};
+use crate::k8s::capacity_buffer as api;
+use crate::k8s::{BufferObjects, CapacityBuffer, Scalable, Template};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::PodTemplate;
 use kube::api::Api;
-use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{ObjectRef, Store};
 use std::future::Future;
 
 pub struct BufferWatches {
-    client: kube::Client,
-    version: &'static str,
-    buffers: Store<DynamicObject>,
+    buffers: CustomWatch<CapacityBuffer>,
     templates: Store<PodTemplate>,
     deployments: Store<Deployment>,
     stateful_sets: Store<StatefulSet>,
     replica_sets: Store<ReplicaSet>,
     jobs: Store<Job>,
-}
-
-pub fn resource(version: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, version, KIND), PLURAL)
 }
 
 impl BufferWatches {
@@ -37,13 +29,10 @@ impl BufferWatches {
         client: &kube::Client,
         mut spawn: impl FnMut(std::pin::Pin<Box<dyn Future<Output = ()> + Send>>),
     ) -> Result<Option<BufferWatches>, ClusterError> {
-        let Some(version) = served(client, KIND, resource, &VERSIONS).await? else {
+        let Some(buffers) = CustomWatch::start(client, &mut spawn).await? else {
             return Ok(None);
         };
-        let resource = resource(version);
         let c = client.clone();
-        let (buffers, task) = reflect(Api::all_with(c.clone(), &resource), resource.clone());
-        spawn(Box::pin(task));
         let (templates, task) = reflect(Api::all(c.clone()), ());
         spawn(Box::pin(task));
         let (deployments, task) = reflect(Api::all(c.clone()), ());
@@ -55,8 +44,6 @@ impl BufferWatches {
         let (jobs, task) = reflect(Api::all(c), ());
         spawn(Box::pin(task));
         let watches = BufferWatches {
-            client: client.clone(),
-            version,
             buffers,
             templates,
             deployments,
@@ -89,16 +76,8 @@ impl BufferWatches {
     /// many; converting them all every loop would be work for nothing).
     pub fn objects(&self) -> BufferObjects {
         let mut objects = BufferObjects::default();
-        for object in self.buffers.state() {
-            let buffer = serde_json::to_value(object.as_ref())
-                .and_then(serde_json::from_value::<CapacityBuffer>);
-            let buffer = match buffer {
-                Ok(buffer) => buffer,
-                Err(e) => {
-                    tracing::warn!(error = %e, "CapacityBuffer left out of the loop");
-                    continue;
-                }
-            };
+        for read in self.buffers.objects() {
+            let buffer = &read.buffer;
             let namespace = buffer.metadata.namespace.clone().unwrap_or_default();
             if let Some(t) = &buffer.spec.pod_template_ref {
                 let found = self
@@ -112,10 +91,7 @@ impl BufferWatches {
                 let scalable = self.scalable(&namespace, r);
                 objects.scalables.extend(scalable);
             }
-            objects.buffers.push(VersionedBuffer {
-                version: self.version,
-                buffer,
-            });
+            objects.buffers.push(read);
         }
         objects
     }
@@ -143,6 +119,6 @@ impl BufferWatches {
 
     /// Writes `buffer`'s status subresource, in the version it was read as.
     pub async fn write_status(&self, buffer: BufferStatus<'_>) -> Result<(), ClusterError> {
-        write_status(&self.client, KIND, resource, buffer).await
+        self.buffers.write_status(buffer).await
     }
 }

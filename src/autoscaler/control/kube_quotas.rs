@@ -1,27 +1,16 @@
 //! CapacityQuotas on the live cluster: the quotas (cluster-scoped; v1beta1 where the API server serves it,
-//! else v1alpha1), cached by a watch like the rest of the view, each read into the model once a loop; and
-//! the status subresource, written in the version read. A cluster without the CRD (or without RBAC to read
-//! it) gets no quota watch at all.
+//! else v1alpha1), cached by the custom resource watch (`watch.rs`) like the rest of the view, each read into
+//! the model once a loop; and the status subresource, written in the version read. A cluster without the
+//! CRD (or without RBAC to read it) gets no quota watch at all.
 
 use crate::autoscaler::cluster::{ClusterError, QuotaStatusWrite};
-use crate::autoscaler::control::watch::{reflect, served, write_status};
-use crate::k8s::autoscaling_group::GROUP;
-use crate::k8s::capacity_quota::{KIND, PLURAL, VERSIONS};
-use crate::k8s::quota_from_value;
+use crate::autoscaler::control::watch::CustomWatch;
+use crate::k8s::CapacityQuotaObject;
 use crate::model::CapacityQuota;
-use kube::api::Api;
-use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::reflector::Store;
 use std::future::Future;
 
 pub struct QuotaWatches {
-    client: kube::Client,
-    version: &'static str,
-    quotas: Store<DynamicObject>,
-}
-
-fn resource(version: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, version, KIND), PLURAL)
+    quotas: CustomWatch<CapacityQuotaObject>,
 }
 
 impl QuotaWatches {
@@ -30,48 +19,26 @@ impl QuotaWatches {
         client: &kube::Client,
         mut spawn: impl FnMut(std::pin::Pin<Box<dyn Future<Output = ()> + Send>>),
     ) -> Result<Option<QuotaWatches>, ClusterError> {
-        let Some(version) = served(client, KIND, resource, &VERSIONS).await? else {
+        let Some(quotas) = CustomWatch::start(client, &mut spawn).await? else {
             return Ok(None);
         };
-        let resource = resource(version);
-        let (quotas, task) = reflect(Api::all_with(client.clone(), &resource), resource);
-        spawn(Box::pin(task));
         quotas.wait_until_ready().await.map_err(|e| {
             ClusterError::Kube(format!(
                 "the CapacityQuota watch stopped before its first list: {e}"
             ))
         })?;
-        Ok(Some(QuotaWatches {
-            client: client.clone(),
-            version,
-            quotas,
-        }))
+        Ok(Some(QuotaWatches { quotas }))
     }
 
-    /// Every quota, valid or carrying its problem, sorted by name. The version is the one watched: the
-    /// items of a list need not repeat it.
+    /// Every quota, valid or carrying its problem, sorted by name.
     pub fn quotas(&self) -> Vec<CapacityQuota> {
-        let mut quotas = Vec::new();
-        for object in self.quotas.state() {
-            let mut value = match serde_json::to_value(object.as_ref()) {
-                Ok(value) => value,
-                Err(e) => {
-                    tracing::warn!(error = %e, "CapacityQuota left out of the loop");
-                    continue;
-                }
-            };
-            value["apiVersion"] = format!("{GROUP}/{}", self.version).into();
-            match quota_from_value(value) {
-                Ok(quota) => quotas.push(quota),
-                Err(e) => tracing::warn!(error = %e, "CapacityQuota left out of the loop"),
-            }
-        }
+        let mut quotas = self.quotas.objects();
         quotas.sort_by(|a, b| a.name.cmp(&b.name));
         quotas
     }
 
     /// Writes `quota`'s status subresource, in the version it was read as.
     pub async fn write_status(&self, quota: QuotaStatusWrite<'_>) -> Result<(), ClusterError> {
-        write_status(&self.client, KIND, resource, quota).await
+        self.quotas.write_status(quota).await
     }
 }

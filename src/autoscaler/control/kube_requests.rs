@@ -1,28 +1,19 @@
 //! ProvisioningRequests on the live cluster: the requests (v1 where the API server serves it, else v1beta1)
-//! and the PodTemplates they name, cached by watches like the rest of the view; and the status subresource,
-//! written in the version read. A cluster without the CRD (or without RBAC to read it) gets no request
+//! (the custom resource watch, `watch.rs`) and the PodTemplates they name, cached by watches like the rest
+//! of the view; and the status subresource, written in the version read. A cluster without the CRD (or without RBAC to read it) gets no request
 //! watches at all.
 
 use crate::autoscaler::cluster::{ClusterError, RequestStatus};
-use crate::autoscaler::control::watch::{reflect, served, write_status};
-use crate::k8s::autoscaling_group::GROUP;
-use crate::k8s::provisioning_request::{KIND, PLURAL, VERSIONS};
-use crate::k8s::{ProvisioningRequest, RequestObjects, Template, VersionedRequest};
+use crate::autoscaler::control::watch::{CustomWatch, reflect};
+use crate::k8s::{ProvisioningRequest, RequestObjects, Template};
 use k8s_openapi::api::core::v1::PodTemplate;
 use kube::api::Api;
-use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{ObjectRef, Store};
 use std::future::Future;
 
 pub struct RequestWatches {
-    client: kube::Client,
-    version: &'static str,
-    requests: Store<DynamicObject>,
+    requests: CustomWatch<ProvisioningRequest>,
     templates: Store<PodTemplate>,
-}
-
-fn resource(version: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, version, KIND), PLURAL)
 }
 
 impl RequestWatches {
@@ -33,12 +24,9 @@ impl RequestWatches {
         templates: Option<Store<PodTemplate>>,
         mut spawn: impl FnMut(std::pin::Pin<Box<dyn Future<Output = ()> + Send>>),
     ) -> Result<Option<RequestWatches>, ClusterError> {
-        let Some(version) = served(client, KIND, resource, &VERSIONS).await? else {
+        let Some(requests) = CustomWatch::start(client, &mut spawn).await? else {
             return Ok(None);
         };
-        let resource = resource(version);
-        let (requests, task) = reflect(Api::all_with(client.clone(), &resource), resource.clone());
-        spawn(Box::pin(task));
         let templates = match templates {
             Some(store) => store,
             None => {
@@ -48,8 +36,6 @@ impl RequestWatches {
             }
         };
         let watches = RequestWatches {
-            client: client.clone(),
-            version,
             requests,
             templates,
         };
@@ -68,16 +54,8 @@ impl RequestWatches {
     /// The requests, and only the PodTemplates they name.
     pub fn objects(&self) -> RequestObjects {
         let mut objects = RequestObjects::default();
-        for object in self.requests.state() {
-            let request = serde_json::to_value(object.as_ref())
-                .and_then(serde_json::from_value::<ProvisioningRequest>);
-            let request = match request {
-                Ok(request) => request,
-                Err(e) => {
-                    tracing::warn!(error = %e, "ProvisioningRequest left out of the loop");
-                    continue;
-                }
-            };
+        for read in self.requests.objects() {
+            let request = &read.request;
             let namespace = request.metadata.namespace.clone().unwrap_or_default();
             for set in &request.spec.pod_sets {
                 let at = ObjectRef::new(&set.pod_template_ref.name).within(&namespace);
@@ -89,16 +67,13 @@ impl RequestWatches {
                     objects.templates.push(Template::from_api(&template));
                 }
             }
-            objects.requests.push(VersionedRequest {
-                version: self.version,
-                request,
-            });
+            objects.requests.push(read);
         }
         objects
     }
 
     /// Writes `request`'s status subresource, in the version it was read as.
     pub async fn write_status(&self, request: RequestStatus<'_>) -> Result<(), ClusterError> {
-        write_status(&self.client, KIND, resource, request).await
+        self.requests.write_status(request).await
     }
 }

@@ -2,7 +2,7 @@
 //! the same (`unschedulable_pods_count`, `scaled_up_nodes_total`, `function_duration_seconds`, ...).
 
 use crate::autoscaler::cluster::ClusterView;
-use crate::autoscaler::quota_usage::usage_by_quota;
+use crate::autoscaler::quotas::usage_by_quota;
 use crate::autoscaler::status::Status;
 use crate::model::{QuotaSpec, quota_amount};
 use prometheus_client::encoding::EncodeLabelSet;

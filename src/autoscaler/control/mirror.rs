@@ -10,12 +10,12 @@ use std::sync::{Arc, Mutex};
 
 /// Objects by `namespace/name`, converted; filled by [`Mirror::follow`].
 pub struct Mirror<T> {
-    state: Mutex<State<T>>,
+    state: Mutex<MirrorState<T>>,
     /// Whether the first full list has arrived.
     ready: tokio::sync::watch::Sender<bool>,
 }
 
-struct State<T> {
+struct MirrorState<T> {
     current: Objects<T>,
     /// A full list in progress: it replaces `current` when it ends.
     relist: Option<Objects<T>>,
@@ -73,7 +73,7 @@ pub enum Change<T> {
 impl<T> Default for Mirror<T> {
     fn default() -> Mirror<T> {
         Mirror {
-            state: Mutex::new(State {
+            state: Mutex::new(MirrorState {
                 current: Objects::default(),
                 relist: None,
             }),
@@ -88,7 +88,7 @@ impl<T> Mirror<T> {
         self.lock().current.items.clone()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State<T>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, MirrorState<T>> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -1,15 +1,21 @@
 //! What the live cluster's sources share: the field manager they write as, the loop that keeps a
-//! reflector's watch running, and which version of a custom resource the API server serves. The
+//! reflector's watch running, which version of a custom resource the API server serves, and one watch and
+//! one status writer for any custom resource kind ([`CustomWatch`], over `k8s::CustomResource`). The
 //! PodDisruptionBudgets' and DaemonSets' watches (`kube.rs`), the CapacityBuffers' (`kube_buffers.rs`),
-//! the ProvisioningRequests' (`kube_requests.rs`) and the CapacityQuotas' (`kube_quotas.rs`) use them; nodes and pods have their own (`mirror.rs`).
+//! the ProvisioningRequests' (`kube_requests.rs`), the CapacityQuotas' and DRA's (`kube_dra.rs`) use them;
+//! nodes and pods have their own (`mirror.rs`).
 
 use crate::autoscaler::cluster::{ClusterError, StatusWrite};
+use crate::k8s::CustomResource;
 use futures::StreamExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use kube::core::{ApiResource, DynamicObject};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::reflector::store::WriterDropped;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
 
 /// The field manager of every write to the API server.
 pub const MANAGER: &str = "ekscale-autoscaler";
@@ -102,5 +108,79 @@ pub async fn write_status<S: serde::Serialize>(
     {
         Ok(_) => Ok(()),
         Err(e) => Err(ClusterError::Kube(format!("{kind} {}: {e}", write.key()))),
+    }
+}
+
+/// One custom resource kind watched on the live cluster (a CapacityBuffer, a ProvisioningRequest, a
+/// CapacityQuota, or any kind given a [`CustomResource`] impl): the version the API server serves, a
+/// reflector's cache of its objects, each read into what the loop uses, and its status subresource written
+/// in the version read.
+pub struct CustomWatch<R> {
+    client: kube::Client,
+    version: &'static str,
+    objects: Store<DynamicObject>,
+    kind: PhantomData<fn() -> R>,
+}
+
+impl<R: CustomResource> CustomWatch<R> {
+    /// Where `R` is served in `version`.
+    pub fn resource(version: &str) -> ApiResource {
+        let gvk = GroupVersionKind::gvk(R::GROUP, version, R::KIND);
+        ApiResource::from_gvk_with_plural(&gvk, R::PLURAL)
+    }
+
+    /// Starts the watch when the API server serves `R` (none otherwise, see [`served`]); `spawn` runs its
+    /// task. It is not waited for: see [`CustomWatch::wait_until_ready`].
+    pub async fn start(
+        client: &kube::Client,
+        spawn: &mut impl FnMut(Pin<Box<dyn Future<Output = ()> + Send>>),
+    ) -> Result<Option<CustomWatch<R>>, ClusterError> {
+        let Some(version) = served(client, R::KIND, Self::resource, R::VERSIONS).await? else {
+            return Ok(None);
+        };
+        let resource = Self::resource(version);
+        let api = Api::all_with(client.clone(), &resource);
+        let (objects, task) = reflect(api, resource);
+        spawn(Box::pin(task));
+        Ok(Some(CustomWatch {
+            client: client.clone(),
+            version,
+            objects,
+            kind: PhantomData,
+        }))
+    }
+
+    /// Completes once the first full list is in.
+    pub async fn wait_until_ready(&self) -> Result<(), WriterDropped> {
+        self.objects.wait_until_ready().await
+    }
+
+    /// Every object, read as the version watched (the items of a list need not repeat it); one that cannot
+    /// be read is left out of the loop, with a warning.
+    pub fn objects(&self) -> Vec<R::Read> {
+        let mut read = Vec::new();
+        for object in self.objects.state() {
+            let mut value = match serde_json::to_value(object.as_ref()) {
+                Ok(value) => value,
+                Err(e) => {
+                    tracing::warn!(error = %e, "{} left out of the loop", R::KIND);
+                    continue;
+                }
+            };
+            value["apiVersion"] = format!("{}/{}", R::GROUP, self.version).into();
+            match R::read(value) {
+                Ok(object) => read.push(object),
+                Err(e) => tracing::warn!(error = %e, "{} left out of the loop", R::KIND),
+            }
+        }
+        read
+    }
+
+    /// Writes an object's status subresource, in the version it was read as.
+    pub async fn write_status(
+        &self,
+        write: StatusWrite<'_, R::Status>,
+    ) -> Result<(), ClusterError> {
+        write_status(&self.client, R::KIND, Self::resource, write).await
     }
 }

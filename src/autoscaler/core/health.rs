@@ -88,13 +88,22 @@ impl Judge {
 mod tests {
     use super::*;
 
-    fn node(name: &str, ready: bool, age: u64, now: SystemTime) -> Arc<Node> {
-        Arc::new(Node {
+    /// A node `age` seconds old at `now`, not Ready.
+    fn unready(name: &str, age: u64, now: SystemTime) -> Node {
+        Node {
             name: name.into(),
-            ready,
+            ready: false,
             created: Some(now - Duration::from_secs(age)),
             ..Default::default()
-        })
+        }
+    }
+
+    /// The same, Ready.
+    fn ready(name: &str, age: u64, now: SystemTime) -> Node {
+        Node {
+            ready: true,
+            ..unready(name, age, now)
+        }
     }
 
     fn judge(now: SystemTime) -> Judge {
@@ -108,12 +117,12 @@ mod tests {
     #[test]
     fn unhealthy_takes_both_more_than_the_count_and_more_than_the_share() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        let nodes = |ready: usize, unready: usize, starting: usize| {
+        let nodes = |up: usize, down: usize, starting: usize| {
             let mut all = Vec::new();
-            all.extend((0..ready).map(|i| node(&format!("r{i}"), true, 3600, now)));
-            all.extend((0..unready).map(|i| node(&format!("u{i}"), false, 3600, now)));
-            all.extend((0..starting).map(|i| node(&format!("s{i}"), false, 60, now)));
-            all
+            all.extend((0..up).map(|i| ready(&format!("r{i}"), 3600, now)));
+            all.extend((0..down).map(|i| unready(&format!("u{i}"), 3600, now)));
+            all.extend((0..starting).map(|i| unready(&format!("s{i}"), 60, now)));
+            all.into_iter().map(Arc::new).collect::<Vec<_>>()
         };
         // 4 of 8 unready: over 3 and over 45%.
         let health = judge(now).cluster(&nodes(4, 4, 0));

@@ -4,22 +4,23 @@
 //! 0. one pass over every pod (`classify.rs`), before the stages that read it: the pods sorted by what the
 //!    loop does with them, and what the view check, the label projection and the snapshot's DaemonSets read
 //!    of all pods;
-//! 1. cluster state (`cluster_state.rs`): Refresh, the groups, which group each node is in, what is coming;
+//! 1. cluster state (`clusterstate/`): Refresh, the groups, which group each node is in, what is coming;
 //!    the deletions and replacements in progress take their next step;
 //! 2. health (`health.rs`): an unhealthy cluster ends the loop, an unhealthy group is not scaled up;
-//! 3. pods: headroom's and the CapacityBuffers' virtual pods (`headroom/`) and the ProvisioningRequests'
-//!    (`provreq/`) sorted with the rest in the first pass, the pods consuming a request and Fargate's
-//!    (`fargate.rs`) set aside, the rest in equivalence groups;
-//! 4. the snapshot (`cluster_snapshot.rs`), the requests' booked room held in it, and the pending pods that
+//! 3. pods: the features' virtual pods (`features.rs`: headroom's and the CapacityBuffers' from `headroom/`,
+//!    the ProvisioningRequests' from `provreq/`, each joining through `autoscaler::feature::LoopFeature`)
+//!    sorted with the rest in the first pass, the pods consuming a request and Fargate's (`fargate.rs`) set
+//!    aside, the rest in equivalence groups;
+//! 4. the snapshot (`clustersnapshot/`), the requests' booked room held in it, and the pending pods that
 //!    fit in it as it is;
 //! 5. scale-up: the requests not provisioned yet, each all or nothing (`provreq/`); then planned for the
 //!    rest (`scaleup/`), carried out (unless dry);
 //! 6. scale-down and consolidation (`scaledown/`): decided over the world scale-up left, carried out;
-//! 7. where the virtual pods went, and the buffers' and requests' statuses written back.
+//! 7. each feature's part of the report (where its virtual pods went) and its statuses written back.
 //!
-//! The CapacityQuotas' statuses (`quotas.rs`, upstream's controller's part) are written first, from the view
-//! alone: they say what the registered nodes hold, whatever this loop decides or whether it gets far; their
-//! figures before and after scale-up (`quotas.rs` too) go in the report.
+//! The CapacityQuotas' statuses (`autoscaler/quotas/`, upstream's controller's part) are written first, from
+//! the view alone: they say what the registered nodes hold, whatever this loop decides or whether it gets
+//! far; their figures before and after scale-up go in the report.
 
 use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
@@ -29,16 +30,16 @@ use crate::autoscaler::clusterstate::state::{self as cluster_state, ClusterState
 use crate::autoscaler::core::claim_needs;
 use crate::autoscaler::core::classify::{self, Sorted};
 use crate::autoscaler::core::disruption_source::DisruptionSource;
+use crate::autoscaler::core::features::Features;
 use crate::autoscaler::core::health::Judge;
-use crate::autoscaler::core::quotas;
 use crate::autoscaler::core::record;
 use crate::autoscaler::disruption::DisruptionConfig;
 use crate::autoscaler::fargate::FargateAnswers;
 use crate::autoscaler::group::{Group, GroupFacts};
-use crate::autoscaler::headroom::outcome::{self as headroom, Decided};
 use crate::autoscaler::planning::planning;
-use crate::autoscaler::provreq::outcome::{self as provreq, Requests};
+use crate::autoscaler::provreq::outcome::Requests;
 use crate::autoscaler::provreq::provision;
+use crate::autoscaler::quotas::{QuotaBefore, QuotaReport, QuotaStage};
 use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::decision::Scene;
@@ -50,10 +51,8 @@ use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::scaleup::pricing::{self, PriceBook};
 use crate::autoscaler::settings::Settings;
-use crate::autoscaler::status::{ClusterHealth, FargatePod, NoScaleUp, ScaleUp, Status};
-use crate::model::{
-    CapacityQuota, FargateProfile, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate,
-};
+use crate::autoscaler::status::{ClusterHealth, NoScaleUp, ScaleUp, Status};
+use crate::model::{FargateProfile, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate};
 use crate::simulator::Dra;
 use crate::simulator::equivalence::{self, EquivalenceGroup};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -87,12 +86,18 @@ pub struct RunOnce {
     /// The last loop's DRA state (classes with their selectors compiled, pools with their devices'
     /// verdicts), of which the next loop rebuilds only what changed.
     dra: Option<Arc<Dra>>,
+    /// Whether the CapacityQuotas are kept (enforced, reported, their statuses written).
+    quotas: QuotaStage,
 }
 
 impl RunOnce {
     pub fn new(client: ProviderClient, mut settings: Settings) -> RunOnce {
         settings.scale_down.rules.expendable_cutoff = settings.expendable_pods_priority_cutoff;
         let disruption = DisruptionSource::new(settings.disruption.clone());
+        let quotas = match settings.capacity_quotas {
+            true => QuotaStage::Kept,
+            false => QuotaStage::Ignored,
+        };
         RunOnce {
             client,
             state: ClusterState::new(Backoff::new(settings.backoff)),
@@ -103,6 +108,7 @@ impl RunOnce {
             prices: PriceBook::default(),
             disruption,
             dra: None,
+            quotas,
         }
     }
 
@@ -122,26 +128,21 @@ impl RunOnce {
     /// One iteration over `view`, at `now` (the view's own time for a snapshot): the stages in order, each
     /// taking what it needs and handing back a value; the status is assembled from those values.
     pub async fn run(&mut self, view: &ClusterView, now: SystemTime) -> Result<Status, LoopError> {
-        let started = Instant::now();
-        let mut status = Status::default();
-        let quotas_enabled = self.settings.capacity_quotas;
-        let errors = quotas::write_statuses(quotas_enabled, self.actor(), view, now).await;
-        status.errors.extend(errors);
+        let (started, mut status) = (Instant::now(), Status::default());
+        let errors = self.quotas.write_statuses(self.actor(), view, now).await;
+        status.errors.extend(errors.iter().map(ToString::to_string));
 
-        // Every pod in one pass: headroom's virtual pods after the real ones (which keep their indices); what
-        // needs help, what Fargate takes, what holds room, and what the later stages read of all pods.
-        let mut reserved = headroom::reserve(&self.settings.headroom, view, now);
-        let mut requests = provreq::read(view, now);
-        let mut extra = std::mem::take(&mut reserved.pods);
-        requests.add_pods(&mut extra, view.pods.len());
+        // Every pod in one pass, the features' virtual pods after the real ones (which keep their indices).
+        let mut features = Features::read(&self.settings, view, now);
+        let mut extra = features.virtual_pods(view.pods.len());
+        let requests = &mut features.requests;
         let claimed = claim_needs::with_needs(view, &mut extra);
         let pods = PodList::new(claimed.as_deref().unwrap_or(&view.pods), &extra);
         let mut sorted = self.classify(view, pods, now);
         let disruption = self.disruption.keep(view.disruption_config.as_ref());
         status.disruption_config_refused = disruption.stale;
 
-        // Cluster state, the deletions and replacements in progress a step on; health: an unhealthy
-        // cluster ends the loop, as upstream's does.
+        // Cluster state, the deletions in progress a step on; health: an unhealthy cluster ends the loop.
         let (mut read, mut groups) = self.cluster_state(view, sorted.on_nodes, now).await?;
         record::scale_down(&mut status, std::mem::take(&mut read.report));
         status.cluster_health = self.health(view, &read, &mut groups, now);
@@ -153,26 +154,18 @@ impl RunOnce {
         // Pods: those consuming a request set aside, Fargate's reported, the rest in equivalence groups.
         requests.set_aside(&mut sorted.to_help, pods);
         status.no_scale_up.append(&mut sorted.said);
-        let grouped = self.group_pods(pods, &mut sorted, &mut read).await;
-        status.fargate = grouped.fargate;
-        status.errors.extend(grouped.errors);
+        let grouped = self
+            .group_pods(pods, &mut sorted, &mut read, &mut status)
+            .await;
 
         // The snapshot: the requests' booked room held first, then the pending pods that fit in it as it is.
         let asked = requests.groups(pods, &grouped.projection);
-        let enforced = quotas::enforced(quotas_enabled, view);
-        let inputs = snapshot_inputs(view, pods, &sorted, &read, &grouped.projection, enforced);
-        let last_dra = self.dra.take();
-        let inputs = cluster_snapshot::Inputs {
-            last_dra: last_dra.as_deref(),
-            ..inputs
-        };
-        let all = grouped.help.iter().chain(asked.iter().flatten());
-        let mut snapshot = planning(|| ClusterSnapshot::build(&inputs, all, &mut groups));
-        self.dra = snapshot.dra.clone();
+        let inputs = snapshot_inputs(view, pods, &sorted, &read, &grouped.projection, self.quotas);
+        let mut snapshot = self.snapshot(&inputs, (&grouped.help, &asked), &mut groups);
         requests.hold_booked(&mut snapshot, pods, &asked, &groups, now);
         let fitted = planning(|| snapshot.place_pending(pods, &grouped.help, &groups));
         status.placed = fitted.placed;
-        let quotas_before = quotas::Before::read(quotas_enabled, &snapshot);
+        let quotas_before = self.quotas.before(|| snapshot.totals().quotas);
 
         // Scale-up: the requests not provisioned yet, each all or nothing; then planned for the rest.
         let (keys, help) = (view.pod_keys(), grouped.help);
@@ -182,14 +175,12 @@ impl RunOnce {
         let (expander, unpriced) = self.expander(profiles, &mut groups, &mut pending).await;
         status.errors.extend(unpriced);
         let stage = (&mut snapshot, &mut groups[..], &asked[..], &expander);
-        let provisioned = self.provision(&mut requests, stage, view, pods, now);
+        let provisioned = self.provision(requests, stage, view, pods, now);
         let for_requests = provisioned.await?;
         let up = self.scale_up(&mut snapshot, &groups, &mut pending, &expander, now);
         let mut plan = up.await?;
         plan.scale_ups.splice(0..0, for_requests);
-        if let Some(before) = quotas_before {
-            status.capacity_quotas = before.report(&view.quotas, &snapshot, &groups);
-        }
+        status.capacity_quotas = quota_report(quotas_before, view, &snapshot, &groups);
         record::scale_up(&mut status, plan, &pending);
 
         // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
@@ -210,24 +201,45 @@ impl RunOnce {
             record::scale_down(&mut status, report);
         }
 
-        // Where the virtual pods went; the buffers' and requests' statuses written back.
+        // Where the virtual pods went; the features' statuses written back.
         status.node_groups = record::group_statuses(&read.facts, &read.counts, &groups);
-        self.outcomes(&mut status, reserved, &requests, now).await;
+        let actor = self.actor();
+        features.finish(&mut status, actor.as_deref(), now).await;
         Ok(record::finish(status, started))
     }
 
+    /// The snapshot of `inputs` with the pods to help and the requests' pods (`help`, `asked`) in it, built
+    /// on the last loop's DRA state, which it replaces.
+    fn snapshot(
+        &mut self,
+        inputs: &cluster_snapshot::Inputs<'_>,
+        (help, asked): (&[EquivalenceGroup], &[Vec<EquivalenceGroup>]),
+        groups: &mut [Group],
+    ) -> ClusterSnapshot {
+        let pending = help.iter().chain(asked.iter().flatten());
+        let last_dra = self.dra.take();
+        let inputs = cluster_snapshot::Inputs {
+            last_dra: last_dra.as_deref(),
+            ..*inputs
+        };
+        let snapshot = planning(|| ClusterSnapshot::build(&inputs, pending, groups));
+        self.dra = snapshot.dra.clone();
+        snapshot
+    }
+
     /// The pending pods in equivalence groups, on labels projected onto the keys some selector reads (and
-    /// Fargate's profiles, in the namespaces they take); Fargate's pods reported with their profile and price.
+    /// Fargate's profiles, in the namespaces they take); Fargate's pods reported in `status` with their
+    /// profile and price.
     async fn group_pods(
         &mut self,
         pods: PodList<'_>,
         sorted: &mut Sorted,
         read: &mut Read,
+        status: &mut Status,
     ) -> Grouped {
-        let mut errors = Vec::new();
         let profiles = std::mem::replace(&mut read.profiles, Ok(None));
         let profiles = profiles.unwrap_or_else(|e| {
-            errors.push(format!("Fargate: {e}"));
+            status.errors.push(format!("Fargate: {e}"));
             None
         });
         let in_use = profiles.as_deref().map(Vec::as_slice);
@@ -246,13 +258,12 @@ impl RunOnce {
         let client = &self.client;
         let found = (self.fargate).report(client, in_use, pods, &on_fargate, &help);
         let found = found.await;
-        errors.extend(found.errors);
+        status.fargate = found.pods;
+        status.errors.extend(found.errors);
         Grouped {
             help,
             projection,
             profiles,
-            fargate: found.pods,
-            errors,
         }
     }
 
@@ -266,7 +277,7 @@ impl RunOnce {
         pods: PodList<'_>,
         now: SystemTime,
     ) -> Result<Vec<ScaleUp>, LoopError> {
-        let world = provision::Loop {
+        let world = provision::ProvisionWorld {
             snapshot,
             groups,
             pods,
@@ -281,32 +292,6 @@ impl RunOnce {
             last_scale_up: &mut self.down.last_scale_up,
         });
         Ok(provision::provision(requests, world, acting, now).await?)
-    }
-
-    /// Where the virtual pods went (headroom's, the buffers', the requests'), their statuses in the report,
-    /// and written back when the loop acts.
-    async fn outcomes(
-        &self,
-        status: &mut Status,
-        reserved: headroom::Reserved,
-        requests: &Requests,
-        now: SystemTime,
-    ) {
-        let decided = Decided {
-            placed: &status.placed,
-            scale_up: &status.scale_up,
-            no_scale_up: &status.no_scale_up,
-        };
-        let ready = self.settings.capacity_buffer_ready_replicas;
-        let reserved = reserved.outcome(decided, ready, now);
-        (status.headroom, status.capacity_buffers) = (reserved.headroom, reserved.buffers);
-        status.provisioning_requests = requests.statuses();
-        if let Some(cluster) = self.actor() {
-            let errors = headroom::write_statuses(cluster.as_ref(), &reserved.resolved).await;
-            status.errors.extend(errors);
-            let errors = provreq::write_statuses(cluster.as_ref(), requests).await;
-            status.errors.extend(errors);
-        }
     }
 
     /// Cluster state: Refresh, every group as the provider says it (the Fargate profiles beside them), which
@@ -579,13 +564,11 @@ struct Read {
 }
 
 /// What the pods stage hands on: the pending pods in equivalence groups, the projection of labels they were
-/// grouped on, the Fargate profiles, and Fargate's pods for the report.
+/// grouped on, and the Fargate profiles.
 struct Grouped {
     help: Vec<EquivalenceGroup>,
     projection: LabelProjection,
     profiles: Option<Profiles>,
-    fargate: Vec<FargatePod>,
-    errors: Vec<String>,
 }
 
 /// What the requests' provisioning changes and reads: the snapshot, the groups, the requests' pods in
@@ -634,6 +617,21 @@ fn context<'a>(
     }
 }
 
+/// Every CapacityQuota of the view in the report, with the enforced ones' figures `before` this loop's
+/// scale-ups and after them (committed into `snapshot`); none when quotas are not kept.
+fn quota_report(
+    before: Option<QuotaBefore>,
+    view: &ClusterView,
+    snapshot: &ClusterSnapshot,
+    groups: &[Group],
+) -> Vec<QuotaReport> {
+    let Some(before) = before else {
+        return Vec::new();
+    };
+    let after = (&snapshot.quotas, &snapshot.places[..]);
+    before.report(&view.quotas, after, |g| groups[g].id.clone())
+}
+
 /// What the snapshot is built from, out of the earlier stages' values.
 fn snapshot_inputs<'a>(
     view: &'a ClusterView,
@@ -641,7 +639,7 @@ fn snapshot_inputs<'a>(
     sorted: &'a Sorted,
     read: &'a Read,
     projection: &'a LabelProjection,
-    quotas: &'a [CapacityQuota],
+    quotas: QuotaStage,
 ) -> cluster_snapshot::Inputs<'a> {
     cluster_snapshot::Inputs {
         view,
@@ -654,6 +652,6 @@ fn snapshot_inputs<'a>(
         deleting: &read.deleting,
         projection,
         last_dra: None,
-        quotas,
+        quotas: quotas.enforced(view),
     }
 }

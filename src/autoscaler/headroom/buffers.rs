@@ -9,7 +9,7 @@ use crate::k8s::capacity_buffer::{
     self as api, ACTIVE_CAPACITY, LocalObjectRef, PROVISIONING, READY_FOR_PROVISIONING,
 };
 use crate::k8s::{BufferObjects, Quantity, VersionedBuffer, conditions};
-use crate::model::Pod;
+use crate::model::{Invalid, Pod};
 use std::time::SystemTime;
 
 /// A buffer, resolved: what the loop reserves for it and the status it gets.
@@ -21,9 +21,9 @@ pub struct Resolved {
     pub chunk: Option<Pod>,
     pub chunks: u32,
     /// Its status with `ReadyForProvisioning` set; `Provisioning` is set once the loop has placed it.
-    pub status: api::Status,
+    pub status: api::BufferStatus,
     /// The status the object has now: a status equal to it is not written again.
-    pub previous: Option<api::Status>,
+    pub previous: Option<api::BufferStatus>,
     pub version: &'static str,
     generation: Option<i64>,
     /// Whether the loop takes it as upstream's pod list processor does (its strategy ours, and ready for
@@ -94,7 +94,15 @@ pub fn resolve(read: &VersionedBuffer, objects: &BufferObjects, now: SystemTime)
                 .map(|t| LocalObjectRef { name: t.0.clone() });
             resolved.status.pod_template_generation = template.map(|t| t.1);
             resolved.status.replicas = Some(i32::try_from(count).unwrap_or(i32::MAX));
-            resolved.set(READY_FOR_PROVISIONING, true, READY, "ready".into(), now);
+            resolved.set(
+                conditions::Set {
+                    kind: READY_FOR_PROVISIONING,
+                    ok: true,
+                    reason: READY,
+                    message: "ready".into(),
+                },
+                now,
+            );
             if count == 0 {
                 let why = "CapacityBuffer has zero replicas".to_string();
                 resolved.not_provisioned = Some((EMPTY, why));
@@ -107,7 +115,15 @@ pub fn resolve(read: &VersionedBuffer, objects: &BufferObjects, now: SystemTime)
             resolved.status.pod_template_ref = None;
             resolved.status.pod_template_generation = None;
             resolved.status.replicas = None;
-            resolved.set(READY_FOR_PROVISIONING, false, NOT_READY, why, now);
+            resolved.set(
+                conditions::Set {
+                    kind: READY_FOR_PROVISIONING,
+                    ok: false,
+                    reason: NOT_READY,
+                    message: why.to_string(),
+                },
+                now,
+            );
             let why = "CapacityBuffer is not ready for provisioning".to_string();
             resolved.not_provisioned = Some((NOT_READY_FOR_PROVISIONING, why));
             resolved.taken = provisioning;
@@ -119,27 +135,33 @@ pub fn resolve(read: &VersionedBuffer, objects: &BufferObjects, now: SystemTime)
 /// The chunk, how many, and the PodTemplate's name and generation when the buffer names one.
 type Chunks = (Pod, u32, Option<(String, i64)>);
 
-fn chunks(namespace: &str, spec: &api::Spec, objects: &BufferObjects) -> Result<Chunks, String> {
+fn chunks(
+    namespace: &str,
+    spec: &api::BufferSpec,
+    objects: &BufferObjects,
+) -> Result<Chunks, Invalid> {
     let (chunk, target, template) = match (&spec.pod_template_ref, &spec.scalable_ref) {
         (Some(_), Some(_)) => {
-            return Err("give either podTemplateRef or scalableRef, not both".into());
+            let rule = "give either podTemplateRef or scalableRef, not both";
+            return Err(Invalid::value(rule));
         }
-        (None, None) => return Err("give podTemplateRef or scalableRef".into()),
+        (None, None) => return Err(Invalid::value("give podTemplateRef or scalableRef")),
         (Some(t), None) => {
             if spec.percentage.is_some() {
-                return Err(
+                return Err(Invalid::value(
                     "percentage is a share of a scalableRef's replicas: it needs scalableRef, \
-                            not podTemplateRef"
-                        .into(),
-                );
+                            not podTemplateRef",
+                ));
             }
             let found = objects
                 .templates
                 .iter()
                 .find(|o| o.namespace == namespace && o.name == t.name)
-                .ok_or_else(|| format!("PodTemplate {namespace}/{} not found", t.name))?;
+                .ok_or_else(|| {
+                    Invalid::value(format!("PodTemplate {namespace}/{} not found", t.name))
+                })?;
             let pod = (found.pod.clone())
-                .map_err(|e| format!("PodTemplate {namespace}/{}: {e}", t.name))?;
+                .map_err(|e| Invalid::value(format!("PodTemplate {namespace}/{}: {e}", t.name)))?;
             (pod, None, Some((t.name.clone(), found.generation)))
         }
         (None, Some(r)) => {
@@ -151,11 +173,11 @@ fn chunks(namespace: &str, spec: &api::Spec, objects: &BufferObjects) -> Result<
             ];
             let what = format!("{} {namespace}/{}", r.kind, r.name);
             if !KINDS.contains(&(r.api_group.as_str(), r.kind.as_str())) {
-                return Err(format!(
+                return Err(Invalid::value(format!(
                     "scalableRef {}/{}: only apps Deployments, StatefulSets and ReplicaSets and batch \
                      Jobs are read",
                     r.api_group, r.kind
-                ));
+                )));
             }
             let found = objects
                 .scalables
@@ -166,8 +188,8 @@ fn chunks(namespace: &str, spec: &api::Spec, objects: &BufferObjects) -> Result<
                         && o.namespace == namespace
                         && o.name == r.name
                 })
-                .ok_or_else(|| format!("{what} not found"))?;
-            let pod = found.pod.clone().map_err(|e| format!("{what}: {e}"))?;
+                .ok_or_else(|| Invalid::value(format!("{what} not found")))?;
+            let pod = (found.pod.clone()).map_err(|e| Invalid::value(format!("{what}: {e}")))?;
             (pod, Some(found.replicas), None)
         }
     };
@@ -187,7 +209,7 @@ fn chunks(namespace: &str, spec: &api::Spec, objects: &BufferObjects) -> Result<
         (Some(n), Some(limit)) => n.min(limit),
         (Some(n), None) => n,
         (None, Some(limit)) => limit,
-        (None, None) => return Err("give replicas, percentage or limits".into()),
+        (None, None) => return Err(Invalid::value("give replicas, percentage or limits")),
     };
     Ok((chunk, u32::try_from(count).unwrap_or(u32::MAX), template))
 }
@@ -199,11 +221,11 @@ fn chunks_within(
         k8s_openapi::apimachinery::pkg::api::resource::Quantity,
     >,
     chunk: &Pod,
-) -> Result<u64, String> {
+) -> Result<u64, Invalid> {
     let mut fit: Option<u64> = None;
     for (resource, quantity) in limits {
-        let limit: Quantity =
-            (quantity.0.parse()).map_err(|e| format!("limits.{resource} {:?}: {e}", quantity.0))?;
+        let limit: Quantity = (quantity.0.parse())
+            .map_err(|e| Invalid::value(format!("limits.{resource} {:?}: {e}", quantity.0)))?;
         // Both in thousandths, as the API compares quantities.
         let (limit, each) = match resource.as_str() {
             "cpu" => (limit.millis(), chunk.demand.cpu_millis as i128),
@@ -220,7 +242,7 @@ fn chunks_within(
             fit = Some(fit.map_or(n, |f| f.min(n)));
         }
     }
-    fit.ok_or_else(|| "limits name no resource a chunk requests".into())
+    fit.ok_or_else(|| Invalid::value("limits name no resource a chunk requests"))
 }
 
 impl Resolved {
@@ -234,11 +256,6 @@ impl Resolved {
         }
     }
 
-    /// `namespace/name`.
-    pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
-    }
-
     /// The chunks this loop keeps room for (none when the buffer is not provisioned).
     pub fn reserved(&self) -> u32 {
         match (&self.chunk, &self.not_provisioned) {
@@ -248,13 +265,7 @@ impl Resolved {
     }
 
     /// Sets condition `kind` (see [`conditions::set`]).
-    fn set(&mut self, kind: &str, ok: bool, reason: &str, message: String, now: SystemTime) {
-        let set = conditions::Set {
-            kind,
-            ok,
-            reason,
-            message,
-        };
+    fn set(&mut self, set: conditions::Set<'_>, now: SystemTime) {
         conditions::set(&mut self.status.conditions, set, self.generation, now);
     }
 
@@ -277,7 +288,15 @@ impl Resolved {
                 format!("{} chunk(s) kept free", self.chunks),
             ),
         };
-        self.set(PROVISIONING, ok, reason, message, now);
+        self.set(
+            conditions::Set {
+                kind: PROVISIONING,
+                ok,
+                reason,
+                message,
+            },
+            now,
+        );
     }
 
     /// Sets `readyReplicas`, as upstream's status processor does after the loop: the chunks that fit on nodes

@@ -3,13 +3,15 @@
 //! every loop), and afterwards where those pods ended up: placed in free room, in a scale-up, or unmet, with
 //! each buffer's `Provisioning` condition set from that.
 
-use crate::autoscaler::cluster::{ClusterSource, ClusterView};
+use crate::autoscaler::cluster::{self, ClusterSource, ClusterView, StatusNotWritten};
+use crate::autoscaler::feature::LoopFeature;
 use crate::autoscaler::headroom::buffers::{self, ReadyReplicas, Resolved};
 use crate::autoscaler::headroom::policy::{Capacity, Owner, Policy, virtual_pods};
 use crate::autoscaler::status::{
     CapacityBufferStatus, ConditionStatus, HeadroomStatus, NoScaleUp, Placed, ScaleUp, Shape,
+    Status,
 };
-use crate::k8s::quantity;
+use crate::k8s::{CapacityBuffer, quantity};
 use crate::model::Pod;
 use std::collections::{BTreeMap, HashMap};
 use std::time::SystemTime;
@@ -23,18 +25,29 @@ pub struct Reserved {
     pub buffers: Vec<CapacityBufferStatus>,
     /// Each buffer resolved, in the order of `buffers`: its chunk, and the status to write back.
     pub resolved: Vec<Resolved>,
+    /// Whether the buffers' `readyReplicas` is reconciled.
+    pub ready: ReadyReplicas,
 }
 
 /// Where this loop's decisions put a pod: what the outcome is read from.
-pub struct Decided<'a> {
+pub struct DecidedPods<'a> {
     pub placed: &'a [Placed],
     pub scale_up: &'a [ScaleUp],
     pub no_scale_up: &'a [NoScaleUp],
 }
 
-/// Reserves the room of every policy (sized on `view`'s nodes) and every CapacityBuffer of `view`.
-pub fn reserve(policies: &[Policy], view: &ClusterView, now: SystemTime) -> Reserved {
-    let mut reserved = Reserved::default();
+/// Reserves the room of every policy (sized on `view`'s nodes) and every CapacityBuffer of `view`, whose
+/// `readyReplicas` is reconciled as `ready` says.
+pub fn reserve(
+    policies: &[Policy],
+    view: &ClusterView,
+    ready: ReadyReplicas,
+    now: SystemTime,
+) -> Reserved {
+    let mut reserved = Reserved {
+        ready,
+        ..Reserved::default()
+    };
     for policy in policies {
         let capacity = Capacity::of(&view.nodes, policy.node_group.as_deref());
         let count = policy.reserved(&capacity);
@@ -95,12 +108,8 @@ impl Reserved {
     /// Where each policy's and buffer's virtual pods ended up this loop, and each buffer's `Provisioning`
     /// condition (and `readyReplicas`, when `ready` says so); the buffers whose status changed are the ones to
     /// write back.
-    pub fn outcome(
-        mut self,
-        decided: Decided<'_>,
-        ready: ReadyReplicas,
-        now: SystemTime,
-    ) -> Reserved {
+    pub fn outcome(mut self, decided: DecidedPods<'_>, now: SystemTime) -> Reserved {
+        let ready = self.ready;
         if self.headroom.is_empty() && self.buffers.is_empty() {
             return self;
         }
@@ -134,7 +143,7 @@ impl Reserved {
 }
 
 /// One pass over the decisions, by owner.
-fn count<'a>(decided: &Decided<'a>) -> HashMap<Owner, Count<'a>> {
+fn count<'a>(decided: &DecidedPods<'a>) -> HashMap<Owner, Count<'a>> {
     let mut counts: HashMap<Owner, Count> = HashMap::new();
     for p in decided.placed {
         if let Some(owner) = Owner::of(&p.pod) {
@@ -158,15 +167,37 @@ fn count<'a>(decided: &Decided<'a>) -> HashMap<Owner, Count<'a>> {
     counts
 }
 
-/// Writes each CapacityBuffer's status where it changed (the buffer controller's and the autoscaler's
-/// conditions at once); returns a line for each buffer whose status could not be written.
-pub async fn write_statuses(cluster: &dyn ClusterSource, resolved: &[Resolved]) -> Vec<String> {
-    let mut errors = Vec::new();
-    for r in resolved.iter().filter(|r| r.changed()) {
-        if let Err(e) = cluster.write_buffer_status(r.written()).await {
-            let key = r.key();
-            errors.push(format!("CapacityBuffer {key}: status not written: {e}"));
-        }
+/// Headroom and the CapacityBuffers join the loop as one feature: their virtual pods first, and afterwards
+/// where they went, in the report and in each buffer's status.
+#[async_trait::async_trait]
+impl LoopFeature for Reserved {
+    fn add_pods(&mut self, extra: &mut Vec<Pod>, _first: usize) {
+        extra.append(&mut self.pods);
     }
-    errors
+
+    fn report(&mut self, status: &mut Status, now: SystemTime) {
+        let decided = DecidedPods {
+            placed: &status.placed,
+            scale_up: &status.scale_up,
+            no_scale_up: &status.no_scale_up,
+        };
+        *self = std::mem::take(self).outcome(decided, now);
+        status.headroom = std::mem::take(&mut self.headroom);
+        status.capacity_buffers = std::mem::take(&mut self.buffers);
+    }
+
+    async fn write_back(&self, cluster: &dyn ClusterSource) -> Vec<StatusNotWritten> {
+        write_statuses(cluster, &self.resolved).await
+    }
+}
+
+/// Writes each CapacityBuffer's status where it changed (the buffer controller's and the autoscaler's
+/// conditions at once); returns the buffers whose status could not be written.
+pub async fn write_statuses(
+    cluster: &dyn ClusterSource,
+    resolved: &[Resolved],
+) -> Vec<StatusNotWritten> {
+    let changed = resolved.iter().filter(|r| r.changed());
+    let writes: Vec<_> = changed.map(Resolved::written).collect();
+    cluster::write_statuses::<CapacityBuffer>(cluster, writes).await
 }

@@ -76,6 +76,9 @@ pub enum PolicyError {
     Invalid { policy: String, reason: String },
     #[error("{path}: {reason}")]
     File { path: String, reason: String },
+    /// The file is not the YAML of a `--headroom-config`.
+    #[error("{0}")]
+    Yaml(String),
 }
 
 /// A `--headroom-config` file: `headroom: [policy, ...]`.
@@ -92,16 +95,14 @@ pub fn read(path: &std::path::Path) -> Result<Vec<Policy>, PolicyError> {
         reason,
     };
     let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-    parse(&text).map_err(fail)
+    parse(&text).map_err(|e| fail(e.to_string()))
 }
 
 /// Parses the text of a `--headroom-config` file.
-pub fn parse(text: &str) -> Result<Vec<Policy>, String> {
-    let file: ConfigFile = serde_norway::from_str(text).map_err(|e| e.to_string())?;
-    file.headroom
-        .into_iter()
-        .map(|p| Policy::from_file(p).map_err(|e| e.to_string()))
-        .collect()
+pub fn parse(text: &str) -> Result<Vec<Policy>, PolicyError> {
+    let file: ConfigFile =
+        serde_norway::from_str(text).map_err(|e| PolicyError::Yaml(e.to_string()))?;
+    file.headroom.into_iter().map(Policy::from_file).collect()
 }
 
 /// A policy as written in YAML.

@@ -2,11 +2,17 @@
 //! run), their virtual pods after the loop's other pods, the consuming pods set aside from scale-up, and at
 //! the end each request's status as `simulate` prints it and the API server gets it.
 
-use crate::autoscaler::cluster::{ClusterSource, ClusterView, RequestStatus};
+use crate::autoscaler::cluster::{
+    self, ClusterSource, ClusterView, RequestStatus, StatusNotWritten,
+};
 use crate::autoscaler::clustersnapshot::snapshot::ClusterSnapshot;
+use crate::autoscaler::feature::LoopFeature;
 use crate::autoscaler::group::Group;
 use crate::autoscaler::provreq::requests::{self, Request, Want};
-use crate::autoscaler::status::{ConditionStatus, ProvisioningRequestStatus, RequestScaleUp};
+use crate::autoscaler::status::{
+    ConditionStatus, ProvisioningRequestStatus, RequestScaleUp, Status,
+};
+use crate::k8s::ProvisioningRequest;
 use crate::model::{LabelProjection, Pod, PodList};
 use crate::simulator::equivalence::{self, EquivalenceGroup};
 use std::collections::HashMap;
@@ -166,16 +172,29 @@ impl Requests {
     }
 }
 
-/// Writes each ProvisioningRequest's status where it changed; returns a line for each one not written.
-pub async fn write_statuses(cluster: &dyn ClusterSource, requests: &Requests) -> Vec<String> {
-    let mut errors = Vec::new();
-    for r in requests.written() {
-        if let Err(e) = cluster.write_request_status(r).await {
-            let key = r.key();
-            errors.push(format!(
-                "ProvisioningRequest {key}: status not written: {e}"
-            ));
-        }
+/// The ProvisioningRequests join the loop as a feature: their virtual pods after headroom's, and at the end
+/// each request's status in the report and written back. (Their own stages, the consuming pods set aside,
+/// the booked room held and the requests provisioned, run between.)
+#[async_trait::async_trait]
+impl LoopFeature for Requests {
+    fn add_pods(&mut self, extra: &mut Vec<Pod>, first: usize) {
+        Requests::add_pods(self, extra, first);
     }
-    errors
+
+    fn report(&mut self, status: &mut Status, _now: SystemTime) {
+        status.provisioning_requests = self.statuses();
+    }
+
+    async fn write_back(&self, cluster: &dyn ClusterSource) -> Vec<StatusNotWritten> {
+        write_statuses(cluster, self).await
+    }
+}
+
+/// Writes each ProvisioningRequest's status where it changed; returns the ones not written.
+pub async fn write_statuses(
+    cluster: &dyn ClusterSource,
+    requests: &Requests,
+) -> Vec<StatusNotWritten> {
+    let writes: Vec<_> = requests.written().collect();
+    cluster::write_statuses::<ProvisioningRequest>(cluster, writes).await
 }

@@ -19,7 +19,7 @@ use std::time::SystemTime;
 
 /// What provisioning reads and changes of the loop: the snapshot a request's room is kept in, the groups
 /// whose targets its increases raise, and each request's pods in equivalence groups.
-pub struct Loop<'a> {
+pub struct ProvisionWorld<'a> {
     pub snapshot: &'a mut ClusterSnapshot,
     pub groups: &'a mut [Group],
     pub pods: PodList<'a>,
@@ -32,11 +32,11 @@ pub struct Loop<'a> {
 /// Provisions the requests of `requests` that want it; `acting` asks for their increases (none: planned only).
 pub async fn provision(
     requests: &mut Requests,
-    world: Loop<'_>,
+    world: ProvisionWorld<'_>,
     mut acting: Option<Executor<'_>>,
     now: SystemTime,
 ) -> Result<Vec<ScaleUp>, ExpanderError> {
-    let Loop {
+    let ProvisionWorld {
         snapshot, groups, ..
     } = world;
     let mut scale_ups = Vec::new();
@@ -44,7 +44,7 @@ pub async fn provision(
         .filter(|(_, r)| r.want == Want::Provision)
         .take(MAX_TRIALS_PER_LOOP);
     for (i, r) in tried {
-        let on = trial::Loop {
+        let on = trial::TrialWorld {
             pods: world.pods,
             keys: world.keys,
             groups,

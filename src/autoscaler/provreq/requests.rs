@@ -13,7 +13,7 @@ use crate::k8s::{
     conditions::{self, Set},
     objects,
 };
-use crate::model::Pod;
+use crate::model::{Invalid, Pod};
 use std::time::{Duration, SystemTime};
 
 /// How long room stays booked after `Provisioned=True`, and how long a request may wait to be provisioned
@@ -89,9 +89,9 @@ pub struct Request {
     pub no_retry: bool,
     pub created: Option<SystemTime>,
     /// Its status with this loop's conditions.
-    pub status: api::Status,
+    pub status: api::RequestStatus,
     /// The status the object has now: a status equal to it is not written again.
-    pub previous: Option<api::Status>,
+    pub previous: Option<api::RequestStatus>,
     pub version: &'static str,
     generation: Option<i64>,
 }
@@ -148,13 +148,29 @@ fn resolve(
         return r;
     }
     if conditions::find(&r.status.conditions, ACCEPTED).is_none() {
-        r.set(ACCEPTED, true, ACCEPTED, ACCEPTED_MSG.into(), now);
+        r.set(
+            Set {
+                kind: ACCEPTED,
+                ok: true,
+                reason: ACCEPTED,
+                message: ACCEPTED_MSG.into(),
+            },
+            now,
+        );
     }
     match pod_sets(&r.namespace, &request.spec, templates) {
         Ok(sets) => r.pod_sets = sets,
         Err(why) => {
             let message = format!("Provisioning Request's pods cannot be created: {why}");
-            r.set(FAILED, true, FAILED_TO_CREATE_PODS, message, now);
+            r.set(
+                Set {
+                    kind: FAILED,
+                    ok: true,
+                    reason: FAILED_TO_CREATE_PODS,
+                    message,
+                },
+                now,
+            );
             return r;
         }
     }
@@ -163,12 +179,28 @@ fn resolve(
         let since = conditions::since(conditions, PROVISIONED).unwrap_or(now);
         if since + BOOKING_TIME < now {
             let message = RESERVATION_EXPIRED_MSG.into();
-            r.set(BOOKING_EXPIRED, true, RESERVATION_EXPIRED, message, now);
+            r.set(
+                Set {
+                    kind: BOOKING_EXPIRED,
+                    ok: true,
+                    reason: RESERVATION_EXPIRED,
+                    message,
+                },
+                now,
+            );
         } else {
             r.want = Want::Book(r.pods().saturating_sub(running(&r.key())));
         }
     } else if r.created.is_some_and(|c| c + EXPIRATION_TIME < now) {
-        r.set(FAILED, true, EXPIRED, EXPIRED_MSG.into(), now);
+        r.set(
+            Set {
+                kind: FAILED,
+                ok: true,
+                reason: EXPIRED,
+                message: EXPIRED_MSG.into(),
+            },
+            now,
+        );
     } else {
         r.want = Want::Provision;
     }
@@ -178,17 +210,17 @@ fn resolve(
 /// Each pod set's pod (from its PodTemplate in `namespace`) and count.
 fn pod_sets(
     namespace: &str,
-    spec: &api::Spec,
+    spec: &api::RequestSpec,
     templates: &[Template],
-) -> Result<Vec<(Pod, u32)>, String> {
+) -> Result<Vec<(Pod, u32)>, Invalid> {
     if spec.pod_sets.is_empty() {
-        return Err("it has no podSets".into());
+        return Err(Invalid::value("it has no podSets"));
     }
     let asked: u64 = spec.pod_sets.iter().map(|s| s.count.max(0) as u64).sum();
     if asked > MAX_PODS {
-        return Err(format!(
+        return Err(Invalid::value(format!(
             "it asks for {asked} pods, more than ekscale provisions for one request ({MAX_PODS})"
-        ));
+        )));
     }
     let mut sets = Vec::with_capacity(spec.pod_sets.len());
     for (i, set) in spec.pod_sets.iter().enumerate() {
@@ -196,12 +228,14 @@ fn pod_sets(
         let count = u32::try_from(set.count)
             .ok()
             .filter(|&c| c > 0)
-            .ok_or_else(|| format!("podSets[{i}].count is {}: at least 1", set.count))?;
+            .ok_or_else(|| {
+                Invalid::value(format!("podSets[{i}].count is {}: at least 1", set.count))
+            })?;
         let template = (templates.iter())
             .find(|t| t.namespace == namespace && &t.name == name)
-            .ok_or_else(|| format!("PodTemplate {namespace}/{name} not found"))?;
-        let pod =
-            (template.pod.clone()).map_err(|e| format!("PodTemplate {namespace}/{name}: {e}"))?;
+            .ok_or_else(|| Invalid::value(format!("PodTemplate {namespace}/{name} not found")))?;
+        let pod = (template.pod.clone())
+            .map_err(|e| Invalid::value(format!("PodTemplate {namespace}/{name}: {e}")))?;
         sets.push((pod, count));
     }
     Ok(sets)
@@ -245,7 +279,15 @@ impl Request {
     /// The request was provisioned this loop: its room was found (`reason` says whether in the cluster as
     /// it is or in a scale-up).
     pub fn provisioned(&mut self, reason: &str, now: SystemTime) {
-        self.set(PROVISIONED, true, reason, CAPACITY_IS_FOUND_MSG.into(), now);
+        self.set(
+            Set {
+                kind: PROVISIONED,
+                ok: true,
+                reason,
+                message: CAPACITY_IS_FOUND_MSG.into(),
+            },
+            now,
+        );
     }
 
     /// Its room was not found this loop (`why`): retried next loop, or failed with `noRetry`.
@@ -253,10 +295,26 @@ impl Request {
         // `noRetry` is read for check-capacity only, as upstream reads it.
         if self.no_retry && self.class == Class::CheckCapacity {
             let message = format!("{NO_RETRY_MSG} {why}");
-            self.set(FAILED, true, CAPACITY_IS_NOT_FOUND, message, now);
+            self.set(
+                Set {
+                    kind: FAILED,
+                    ok: true,
+                    reason: CAPACITY_IS_NOT_FOUND,
+                    message,
+                },
+                now,
+            );
         } else {
             let message = format!("{CAPACITY_IS_NOT_FOUND_MSG} {why}");
-            self.set(PROVISIONED, false, CAPACITY_IS_NOT_FOUND, message, now);
+            self.set(
+                Set {
+                    kind: PROVISIONED,
+                    ok: false,
+                    reason: CAPACITY_IS_NOT_FOUND,
+                    message,
+                },
+                now,
+            );
         }
     }
 
@@ -265,13 +323,7 @@ impl Request {
         self.previous.as_ref() != Some(&self.status)
     }
 
-    fn set(&mut self, kind: &str, ok: bool, reason: &str, message: String, now: SystemTime) {
-        let set = Set {
-            kind,
-            ok,
-            reason,
-            message,
-        };
+    fn set(&mut self, set: Set<'_>, now: SystemTime) {
         conditions::set(&mut self.status.conditions, set, self.generation, now);
     }
 }

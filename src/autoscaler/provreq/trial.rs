@@ -32,7 +32,7 @@ pub enum Tried {
 }
 
 /// What a trial reads of the loop.
-pub struct Loop<'a> {
+pub struct TrialWorld<'a> {
     pub pods: PodList<'a>,
     pub keys: &'a PodNames,
     pub groups: &'a [Group],
@@ -46,7 +46,7 @@ pub fn try_on(
     snapshot: &ClusterSnapshot,
     class: Class,
     pending: &[EquivalenceGroup],
-    world: &Loop<'_>,
+    world: &TrialWorld<'_>,
 ) -> Result<Tried, ExpanderError> {
     let total: usize = pending.iter().map(|eg| eg.pods.len()).sum();
     let mut fork = snapshot.clone();

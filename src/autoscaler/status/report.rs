@@ -1,10 +1,10 @@
 //! The whole report of one loop: each stage's part, the groups as the loop found them, the cluster's health,
 //! the errors, the times.
 
-use super::quotas::QuotaReport;
 use super::reservations::{CapacityBufferStatus, HeadroomStatus, ProvisioningRequestStatus};
 use super::scale_down::ScaleDownStatus;
 use super::scale_up::{FargatePod, NoScaleUp, Placed, ScaleUp};
+use crate::autoscaler::quotas::QuotaReport;
 use serde::Serialize;
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -481,6 +481,7 @@ fn capacity_quotas_are_read_beside_the_rest_an_invalid_one_with_its_problem() {
         read.quotas[1]
             .problem()
             .unwrap()
+            .to_string()
             .contains("non-negative integers")
     );
     let nameless = r#"{"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityQuota",

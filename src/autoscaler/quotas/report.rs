@@ -1,7 +1,7 @@
 //! CapacityQuotas in the report: each quota's limits, what its nodes use before this loop's scale-ups and
 //! after them, and the node groups whose templates it matches; a quota that is not enforced, with why.
 
-use crate::autoscaler::quotas::amount;
+use crate::autoscaler::quotas::ledger::amount;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

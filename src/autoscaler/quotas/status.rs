@@ -10,12 +10,12 @@
 //! upstream's enforcement keys GPUs) reads 0 here, as upstream's status reads it, so that both controllers
 //! write the same status and never undo each other's writes.
 
-use crate::autoscaler::cluster::{ClusterSource, QuotaStatusWrite};
-use crate::autoscaler::quota_usage::usage_by_quota;
+use crate::autoscaler::cluster::{self, ClusterSource, QuotaStatusWrite, StatusNotWritten};
+use crate::autoscaler::quotas::usage::usage_by_quota;
 use crate::k8s::{
-    CapacityQuotaStatus, QuotaUsage as Usage, RECONCILED_CONDITION, RECONCILIATION_FAILED,
-    RECONCILIATION_SUCCEEDED, VALID_CONDITION, VALIDATION_FAILED, VALIDATION_SUCCEEDED, conditions,
-    quantity,
+    CapacityQuotaObject, CapacityQuotaStatus, QuotaUsage as Usage, RECONCILED_CONDITION,
+    RECONCILIATION_FAILED, RECONCILIATION_SUCCEEDED, VALID_CONDITION, VALIDATION_FAILED,
+    VALIDATION_SUCCEEDED, conditions, quantity,
 };
 use crate::model::{
     CapacityQuota, GPU_LABEL, GPU_RESOURCE, NODES_RESOURCE, Node, Quantity, QuotaSpec, QuotaStatus,
@@ -110,7 +110,12 @@ fn reconcile_one(
             Some(as_quantities(spec, used.unwrap_or_default()))
         }
         Err(problem) => {
-            set(VALID_CONDITION, false, VALIDATION_FAILED, problem);
+            set(
+                VALID_CONDITION,
+                false,
+                VALIDATION_FAILED,
+                &problem.to_string(),
+            );
             set(
                 RECONCILED_CONDITION,
                 false,
@@ -205,15 +210,13 @@ fn wire_condition(c: &crate::model::QuotaCondition) -> Condition {
     }
 }
 
-/// Writes each quota's status where it changed; returns a line for each one not written.
-pub async fn write_statuses(cluster: &dyn ClusterSource, reconciled: &[Reconciled]) -> Vec<String> {
-    let mut errors = Vec::new();
-    for r in reconciled.iter().filter(|r| r.changed) {
-        if let Err(e) = cluster.write_quota_status(r.written()).await {
-            errors.push(format!("CapacityQuota {}: status not written: {e}", r.name));
-        }
-    }
-    errors
+/// Writes each quota's status where it changed; returns the ones not written.
+pub async fn write_statuses(
+    cluster: &dyn ClusterSource,
+    reconciled: &[Reconciled],
+) -> Vec<StatusNotWritten> {
+    let changed = reconciled.iter().filter(|r| r.changed);
+    cluster::write_statuses::<CapacityQuotaObject>(cluster, changed.map(Reconciled::written)).await
 }
 
 /// Whether `status` already says that the quota is invalid for `problem` at `generation`: the problem was

@@ -3,14 +3,14 @@
 //! template fit under every quota that matches the template's labels: upstream's `checkQuota`, the floor of
 //! what is left over what one node adds, the tightest quota and resource winning.
 //!
-//! The cost is kept to one selector match per quota and set of label values a loop (`quota_usage.rs`), and
+//! The cost is kept to one selector match per quota and set of label values a loop (`usage.rs`), and
 //! per quota and template: the existing nodes are counted once into the [`QuotaBook`], whose ledger is then
 //! moved by group as nodes are planned, wherever the cluster's totals move.
 
-use crate::autoscaler::quota_usage::usage_by_quota;
+use crate::autoscaler::quotas::usage::usage_by_quota;
 use crate::k8s::quantity;
 use crate::model::{CapacityQuota, Node, QuotaSpec, ZONE_LABEL, quota_amount};
-use crate::simulator::topology::{Place, PlaceKind};
+use crate::simulator::{Place, PlaceKind};
 use std::sync::Arc;
 
 /// The loop's valid quotas, what the registered nodes use of them, and what a new node of each group's
@@ -336,7 +336,7 @@ mod tests {
             quota("broken", None, &[]),
         ];
         let mut broken = quotas[2].clone();
-        broken.spec = Err("bad".into());
+        broken.spec = Err(crate::model::Invalid::value("bad"));
         let quotas = [quotas[0].clone(), quotas[1].clone(), broken];
         let nodes = [node("gpu", 8), node("gpu", 8), node("cpu", 4)];
         let book = Arc::new(QuotaBook::new(
