@@ -4,11 +4,11 @@
 
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::group::GroupFacts;
-use crate::autoscaler::scaledown::actuation::Cause;
+use crate::autoscaler::scaledown::act::actuation::Cause;
 use crate::autoscaler::scaledown::consolidation::consolidator::{Fleet, Readiness};
-use crate::autoscaler::scaledown::describe::evicted_from;
 use crate::autoscaler::scaledown::expiry;
-use crate::autoscaler::scaledown::removal::GroupInfo;
+use crate::autoscaler::scaledown::plan::describe::evicted_from;
+use crate::autoscaler::scaledown::plan::removal::GroupInfo;
 use crate::autoscaler::status::{
     Consolidation, DisruptionBudgetStatus, DisruptionStatus, KeptNode, ScaleDown, ScaleUp,
 };

@@ -9,10 +9,10 @@
 //! update is over (the nodes it left on the old image are then drifted).
 
 use crate::autoscaler::disruption::Reason;
-use crate::autoscaler::scaledown::disruption_budgets::DisruptionBudgets;
-use crate::autoscaler::scaledown::drain::{self, Blocking, PdbBudget, Rules, Verdict};
-use crate::autoscaler::scaledown::planner::Unremovable;
-use crate::autoscaler::scaledown::removal::{GroupInfo, Input, Mover, Undo};
+use crate::autoscaler::scaledown::budgets::groups::DisruptionBudgets;
+use crate::autoscaler::scaledown::plan::drainability::{self, Blocking, PdbBudget, Rules, Verdict};
+use crate::autoscaler::scaledown::plan::planner::Unremovable;
+use crate::autoscaler::scaledown::plan::removal::{GroupInfo, Input, Mover, Undo};
 use crate::model::{NODE_GROUP_IMAGE_LABEL, Node};
 use crate::simulator::topology::{Place, Topology};
 use std::collections::HashSet;
@@ -292,7 +292,7 @@ fn movable(
                 pod.key()
             ))
         } else {
-            match drain::classify(pod, rules, pdbs, input.now) {
+            match drainability::classify(pod, rules, pdbs, input.now) {
                 Verdict::Stays => continue,
                 Verdict::Evicted { needs_place } => {
                     if needs_place {

@@ -1,25 +1,25 @@
-//! The scale-down policy, around the planner (`planner.rs`): the unneeded timers (`unneeded.rs`), the
-//! cooldowns after a scale-up, deletion or failure, the deletion and drain budgets (`budgets.rs`), soft taints
+//! The scale-down policy, around the planner (`plan/planner.rs`): the unneeded timers (`plan/unneeded.rs`), the
+//! cooldowns after a scale-up, deletion or failure, the deletion and drain budgets (`budgets/`), soft taints
 //! on unneeded nodes; and the deletions in progress, one step per loop, with the ToBeDeleted taints an
 //! earlier run left. With `--consolidation replace`, consolidation plans over the same world and its
 //! replacements end in the same deletions (`consolidation/`). Each step returns its part of the report; what
-//! the decision reads and hands back is in `decision.rs`, how a removal is described in `describe.rs`.
+//! the decision reads and hands back is in `decision.rs`, how a removal is described in `plan/describe.rs`.
 
 use crate::autoscaler::disruption::Reason;
 use crate::autoscaler::group::{GroupFacts, Totals};
 use crate::autoscaler::planning::planning;
-use crate::autoscaler::scaledown::actuation::{Actuator, Cause};
-use crate::autoscaler::scaledown::budgets;
+use crate::autoscaler::scaledown::act::actuation::{Actuator, Cause};
+use crate::autoscaler::scaledown::budgets::groups::DisruptionBudgets;
+use crate::autoscaler::scaledown::budgets::parallelism;
 use crate::autoscaler::scaledown::consolidation::consolidator::{Consolidator, Leftover};
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::decision::{Decision, Deletion, Scene, record_expiry};
-use crate::autoscaler::scaledown::describe::describe;
-use crate::autoscaler::scaledown::disruption_budgets::DisruptionBudgets;
 use crate::autoscaler::scaledown::expiry;
-use crate::autoscaler::scaledown::planner::{self, Held, Plan, Unremovable};
-use crate::autoscaler::scaledown::removal::{GroupInfo, Input};
-use crate::autoscaler::scaledown::unneeded::UnneededTimers;
-use crate::autoscaler::scaledown::view_check::ViewCheck;
+use crate::autoscaler::scaledown::plan::describe::describe;
+use crate::autoscaler::scaledown::plan::planner::{self, Held, Plan, Unremovable};
+use crate::autoscaler::scaledown::plan::removal::{GroupInfo, Input};
+use crate::autoscaler::scaledown::plan::unneeded::UnneededTimers;
+use crate::autoscaler::scaledown::plan::view_check::ViewCheck;
 use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::status::KeptNode;
 use crate::model::Node;
@@ -306,7 +306,7 @@ impl ScaleDownPolicy {
                     detail: why.clone(),
                 }));
             }
-            let admitted = budgets::admit(ready, groups, sd, &self.actuator);
+            let admitted = parallelism::admit(ready, groups, sd, &self.actuator);
             ready = admitted.start;
             held.extend(admitted.held);
         }

@@ -1,7 +1,7 @@
 //! What the scale-down and consolidation flags say, each stage's own part of the loop's settings.
 
-use super::actuation::Pacing;
-use super::drain::Rules;
+use crate::autoscaler::scaledown::act::actuation::Pacing;
+use crate::autoscaler::scaledown::plan::drainability::Rules;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;

@@ -12,7 +12,7 @@
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::group::GroupFacts;
-use crate::autoscaler::scaledown::actuation::Cause;
+use crate::autoscaler::scaledown::act::actuation::Cause;
 use crate::autoscaler::scaledown::consolidation::search::{ONCE_A_DAY, Reason};
 use crate::autoscaler::scaledown::report::Report;
 use crate::autoscaler::scaledown::settings::ConsolidationSettings;

@@ -10,11 +10,13 @@
 //! are left to scale-down. Replacements found are committed as they are found (the old nodes take no pods,
 //! their pods live on the new node, their PDB budget is spent), so that a list of them holds together.
 
-use crate::autoscaler::scaledown::actuation::Cause;
-use crate::autoscaler::scaledown::drain::{self, Blocking, Coverage, PdbBudget, Rules, Verdict};
-use crate::autoscaler::scaledown::planner::{self as scaledown, Candidate, Unremovable};
-use crate::autoscaler::scaledown::removal::Input;
-use crate::autoscaler::scaledown::removal::{Mover, Undo};
+use crate::autoscaler::scaledown::act::actuation::Cause;
+use crate::autoscaler::scaledown::plan::drainability::{
+    self, Blocking, Coverage, PdbBudget, Rules, Verdict,
+};
+use crate::autoscaler::scaledown::plan::planner::{self as scaledown, Candidate, Unremovable};
+use crate::autoscaler::scaledown::plan::removal::Input;
+use crate::autoscaler::scaledown::plan::removal::{Mover, Undo};
 use crate::autoscaler::scaledown::settings::MinSaving;
 use crate::model::{CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, Labels};
 use crate::simulator::topology::{Place, PlaceKind, Topology};
@@ -384,7 +386,7 @@ pub fn still_fits<'a>(
         let mut must_move = Vec::new();
         for &p in &input.on_node[n] {
             let pod = &input.pods[p];
-            match drain::classify(pod, rules, &pdbs, input.now) {
+            match drainability::classify(pod, rules, &pdbs, input.now) {
                 // The API server enforces budgets: the drain waits for them.
                 Verdict::Evicted { needs_place: true }
                 | Verdict::Blocks(Blocking::NotEnoughPdb, _) => must_move.push(p),

@@ -11,7 +11,7 @@
 
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::{ClusterError, ClusterSource, ClusterView};
-use crate::autoscaler::scaledown::drain::{self, Blocking, PdbBudget, Rules, Verdict};
+use crate::autoscaler::scaledown::plan::drainability::{self, Blocking, PdbBudget, Rules, Verdict};
 use crate::model::{
     DELETION_CANDIDATE_TAINT, Node, Phase, Pod, PodList, TO_BE_DELETED_TAINT, Taint, TaintEffect,
 };
@@ -290,7 +290,7 @@ fn leaving<'a>(
             sorted.blocked.push((pod, why));
             continue;
         }
-        match drain::classify(pod, rules, pdbs, now) {
+        match drainability::classify(pod, rules, pdbs, now) {
             Verdict::Stays => {}
             // The API server enforces budgets; a refusal is retried.
             Verdict::Evicted { .. } | Verdict::Blocks(Blocking::NotEnoughPdb, _) => {

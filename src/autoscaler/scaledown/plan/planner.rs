@@ -5,8 +5,8 @@
 //! and the removed node takes no one, so the whole list can go together and nothing depends on a node that
 //! goes too.
 
-use crate::autoscaler::scaledown::drain::{self, Coverage, PdbBudget, Rules, Verdict};
-use crate::autoscaler::scaledown::removal::{GroupInfo, Input, Mover, Undo};
+use crate::autoscaler::scaledown::plan::drainability::{self, Coverage, PdbBudget, Rules, Verdict};
+use crate::autoscaler::scaledown::plan::removal::{GroupInfo, Input, Mover, Undo};
 use crate::model::{Node, Pod, Resources};
 use crate::simulator::PoolUse;
 use crate::simulator::topology::{Place, Topology};
@@ -144,15 +144,15 @@ impl Plan {
 }
 
 /// A candidate after the checks that need no simulation.
-pub(super) struct Candidate {
-    pub(super) node: usize,
-    pub(super) group: usize,
-    pub(super) utilization: Utilization,
-    pub(super) evicted: Vec<usize>,
+pub(in crate::autoscaler::scaledown) struct Candidate {
+    pub(in crate::autoscaler::scaledown) node: usize,
+    pub(in crate::autoscaler::scaledown) group: usize,
+    pub(in crate::autoscaler::scaledown) utilization: Utilization,
+    pub(in crate::autoscaler::scaledown) evicted: Vec<usize>,
     /// The evicted pods that need a place.
-    pub(super) moving: Vec<usize>,
+    pub(in crate::autoscaler::scaledown) moving: Vec<usize>,
     /// The budgets covering the evicted pods ([`PdbBudget::coverage`]).
-    pub(super) covered: Vec<(usize, usize)>,
+    pub(in crate::autoscaler::scaledown) covered: Vec<(usize, usize)>,
 }
 
 /// The node's utilization, from the pods on it that hold room.
@@ -306,7 +306,7 @@ pub fn plan<'a>(
 
 /// The checks of one node that need no simulation: group, annotation, deletion, readiness, utilization (when
 /// `threshold`: consolidation replaces nodes however used), and its pods' drainability.
-pub(super) fn candidate<'a>(
+pub(in crate::autoscaler::scaledown) fn candidate<'a>(
     input: &Input<'a>,
     rules: &Rules,
     pdbs: &PdbBudget,
@@ -375,7 +375,7 @@ pub(super) fn candidate<'a>(
     let on_node: Vec<&Pod> = input.on_node[n]
         .iter()
         .map(|&p| &input.pods[p])
-        .filter(|p| !drain::long_terminating(p, input.now))
+        .filter(|p| !drainability::long_terminating(p, input.now))
         .collect();
     let used = Utilization {
         devices: input.device_use.get(n).cloned().flatten(),
@@ -401,7 +401,7 @@ pub(super) fn candidate<'a>(
     let mut evicted = Vec::new();
     let mut moving = Vec::new();
     for &p in &input.on_node[n] {
-        match drain::classify(&input.pods[p], rules, pdbs, input.now) {
+        match drainability::classify(&input.pods[p], rules, pdbs, input.now) {
             Verdict::Blocks(reason, why) => {
                 return Err((Unremovable::BlockedByPod, format!("{reason}: {why}")));
             }
@@ -426,7 +426,7 @@ pub(super) fn candidate<'a>(
 }
 
 /// The first of a candidate's evicted pods that keeps its node now, as `Reason: ns/name: why`.
-pub(super) fn blocked(
+pub(in crate::autoscaler::scaledown) fn blocked(
     input: &Input,
     rules: &Rules,
     pdbs: &PdbBudget,
@@ -435,7 +435,7 @@ pub(super) fn blocked(
     // The pods passed the rules when their node became a candidate; since then only budgets were spent.
     // (A pod annotated safe-to-evict goes whatever its budgets say.)
     pdbs.exhausted_pods(&c.covered).find_map(|p| {
-        match drain::classify(&input.pods[p], rules, pdbs, input.now) {
+        match drainability::classify(&input.pods[p], rules, pdbs, input.now) {
             Verdict::Blocks(reason, why) => Some(format!("{reason}: {why}")),
             _ => None,
         }

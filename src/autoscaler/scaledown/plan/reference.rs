@@ -3,7 +3,7 @@
 //! (no free-room tree, no search hints, no kept explanations, no budget index), on random clusters small
 //! enough for it.
 
-use super::drain::{Coverage, PdbBudget, Rules};
+use super::drainability::{Coverage, PdbBudget, Rules};
 use super::planner::{self, Candidate, Plan, Unremovable};
 use super::removal::tests::node;
 use super::removal::{GroupInfo, Input};

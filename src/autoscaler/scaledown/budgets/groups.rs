@@ -5,7 +5,7 @@
 //! deleted carry it.
 
 use crate::autoscaler::disruption::{DisruptionConfig, Evaluated, GroupPolicy, Reason};
-use crate::autoscaler::scaledown::removal::GroupInfo;
+use crate::autoscaler::scaledown::plan::removal::GroupInfo;
 use crate::autoscaler::status::DisruptionBudgetStatus;
 use crate::model::Node;
 use std::sync::Arc;

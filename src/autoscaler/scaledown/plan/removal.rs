@@ -95,14 +95,14 @@ impl<'a> Input<'a> {
 
 /// What a removal simulation changed, to put back when it fails.
 #[derive(Default)]
-pub(super) struct Undo {
+pub(in crate::autoscaler::scaledown) struct Undo {
     /// Pods put on destinations: (pod, place, how many, terms).
-    pub(super) puts: Vec<(usize, usize, u64, Arc<PodTerms>)>,
+    pub(in crate::autoscaler::scaledown) puts: Vec<(usize, usize, u64, Arc<PodTerms>)>,
     /// Pods taken out of the counts of a node being removed: (place, terms).
-    pub(super) uncounted: Vec<(usize, Arc<PodTerms>)>,
+    pub(in crate::autoscaler::scaledown) uncounted: Vec<(usize, Arc<PodTerms>)>,
     /// Where an equivalence group's search started before: (a pod of it, the hint). Places the attempt
     /// filled have room again once it is undone, so the hint must not stay past them.
-    pub(super) hints: Vec<(usize, usize)>,
+    pub(in crate::autoscaler::scaledown) hints: Vec<(usize, usize)>,
 }
 
 impl Undo {
@@ -124,7 +124,7 @@ impl Undo {
 /// scan would, so a node whose pods fit nowhere costs a few lookups, not a pass over the cluster. A mover
 /// assumes it alone changes the places of its order while it lives, and that their `accepts` changes go
 /// through [`Mover::set_accepts`].
-pub(super) struct Mover<'a> {
+pub(in crate::autoscaler::scaledown) struct Mover<'a> {
     order: Vec<usize>,
     /// Each place's position in `order` (`usize::MAX` for places not in it).
     position: Vec<usize>,
@@ -170,7 +170,11 @@ fn tally(counts: &mut BTreeMap<String, usize>, reasons: &[String], add: bool) {
 }
 
 impl<'a> Mover<'a> {
-    pub(super) fn new(order: Vec<usize>, places: &[Place], input: &Input<'a>) -> Mover<'a> {
+    pub(in crate::autoscaler::scaledown) fn new(
+        order: Vec<usize>,
+        places: &[Place],
+        input: &Input<'a>,
+    ) -> Mover<'a> {
         let mut position = vec![usize::MAX; places.len()];
         let mut free = FreeTree::default();
         for (i, &p) in order.iter().enumerate() {
@@ -212,7 +216,12 @@ impl<'a> Mover<'a> {
     }
 
     /// Place `p` now takes pods, or no longer does.
-    pub(super) fn set_accepts(&mut self, places: &mut [Place], p: usize, accepts: bool) {
+    pub(in crate::autoscaler::scaledown) fn set_accepts(
+        &mut self,
+        places: &mut [Place],
+        p: usize,
+        accepts: bool,
+    ) {
         places[p].accepts = accepts;
         self.refresh(places, p);
     }
@@ -272,7 +281,12 @@ impl<'a> Mover<'a> {
     }
 
     /// Undoes a failed removal simulation, the search hints included.
-    pub(super) fn undo(&mut self, undo: Undo, topology: &mut Topology, places: &mut [Place]) {
+    pub(in crate::autoscaler::scaledown) fn undo(
+        &mut self,
+        undo: Undo,
+        topology: &mut Topology,
+        places: &mut [Place],
+    ) {
         for &(pod, hint) in undo.hints.iter().rev() {
             let slot = self.slot(topology, pod);
             self.entries[slot].1 = hint;
@@ -285,7 +299,11 @@ impl<'a> Mover<'a> {
     }
 
     /// Records a committed removal of `from`: its pods now live where `destinations` says.
-    pub(super) fn commit(&mut self, from: usize, destinations: &[(usize, usize)]) {
+    pub(in crate::autoscaler::scaledown) fn commit(
+        &mut self,
+        from: usize,
+        destinations: &[(usize, usize)],
+    ) {
         self.moved_onto[from].clear();
         for &(pod, to) in destinations {
             self.moved_onto[to].push(pod);
@@ -295,7 +313,7 @@ impl<'a> Mover<'a> {
     /// Places every pod of `moving` (on place `from`) on another place that accepts pods, first fit, as
     /// the scheduler would, and says where each went. On failure, says which pod fits nowhere and why;
     /// `undo` has what was changed.
-    pub(super) fn move_pods(
+    pub(in crate::autoscaler::scaledown) fn move_pods(
         &mut self,
         input: &Input<'a>,
         topology: &mut Topology,
@@ -404,7 +422,7 @@ fn room(place: &Place) -> Resources {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(in crate::autoscaler::scaledown) mod tests {
     use super::*;
     use crate::model::{HOSTNAME_LABEL, Labels, Node, Phase, Taint, TaintEffect};
     use crate::simulator::predicates;

@@ -19,7 +19,7 @@
 //! destination (on one, a plain pod took the room in its zone that a zone-spread pod needed, and the other
 //! zone was too full for the spread; the other mixes anti-affinity by host and zone with host ports).
 
-use super::drain::Rules;
+use super::drainability::Rules;
 use super::planner::{self, Unremovable};
 use super::removal::{GroupInfo, Input};
 use crate::model::{
