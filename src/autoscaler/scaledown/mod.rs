@@ -8,11 +8,12 @@ pub(crate) mod carry_out; // the decision carried out, and the deletions in prog
 pub mod consolidation; // replacing nodes with cheaper ones: plan, launch, hand Ready replacements over
 pub(crate) mod context; // what the policy needs of the loop: settings, provider, the cluster it may act on
 pub(crate) mod decision; // what the decision reads of the loop and hands back for carrying out
-pub(crate) mod expiry; // expired and drifted nodes: removed, replaced surge-first, or held
+pub(crate) mod disruption; // disruption as a stage: one method per reason (drift, expiration), within the budgets
 pub(crate) mod plan; // which nodes are unneeded: utilization, drainability, removal simulation, timers
 pub(crate) mod policy; // around the planner: the decision and its carrying out, cooldowns, soft taints, deletions
 pub(crate) mod report; // what the stage hands the loop's report: decisions, deletions, replacements, errors
 pub(crate) mod settings; // what the scale-down and consolidation flags say
+pub(crate) mod view_check; // whether a view can be trusted to say which nodes are empty
 
 pub use act::actuation::{Actuator, Cause, Outcome, Pacing, to_be_deleted};
 pub use plan::drainability::{PdbBudget, Rules};

@@ -13,13 +13,16 @@ use crate::autoscaler::scaledown::budgets::groups::DisruptionBudgets;
 use crate::autoscaler::scaledown::budgets::parallelism;
 use crate::autoscaler::scaledown::consolidation::consolidator::{Consolidator, Leftover};
 use crate::autoscaler::scaledown::context::Context;
-use crate::autoscaler::scaledown::decision::{Decision, Deletion, Scene, record_expiry};
-use crate::autoscaler::scaledown::expiry;
+use crate::autoscaler::scaledown::decision::{Decision, Deletion, Scene, record_disruptions};
+use crate::autoscaler::scaledown::disruption::stage::{
+    CannotGrow, DisruptionStage, GroupRoom, Sight,
+};
 use crate::autoscaler::scaledown::plan::describe::describe;
 use crate::autoscaler::scaledown::plan::planner::{self, Held, Plan, Unremovable};
 use crate::autoscaler::scaledown::plan::removal::{GroupInfo, Input};
+use crate::autoscaler::scaledown::plan::simulation::RemovalSimulation;
 use crate::autoscaler::scaledown::plan::unneeded::UnneededTimers;
-use crate::autoscaler::scaledown::plan::view_check::ViewCheck;
+use crate::autoscaler::scaledown::view_check::ViewCheck;
 use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::status::KeptNode;
 use crate::model::Node;
@@ -92,11 +95,15 @@ impl ScaleDownPolicy {
         excluded.extend(replacements.old_nodes().map(str::to_string));
         let mut budgets = self.budgets(cx, scene, &groups);
         let images: Vec<Option<&str>> = scene.facts.iter().map(GroupFacts::image).collect();
-        let (nodes, node_group, now) = (&scene.view.nodes, scene.node_group, scene.now);
-        let aging = expiry::find(
-            nodes, node_group, &groups, &budgets, &images, &excluded, now,
-        );
-        excluded.extend(aging.iter().map(|a| scene.view.nodes[a.node].name.clone()));
+        let sight = Sight {
+            nodes: &scene.view.nodes,
+            node_group: scene.node_group,
+            groups: &groups,
+            images: &images,
+            now: scene.now,
+        };
+        let disrupted = sight.candidates(&budgets, &excluded);
+        excluded.extend((disrupted.iter()).map(|c| scene.view.nodes[c.node].name.clone()));
         let existing = scene.view.nodes.len();
         let device_use: Vec<Option<PoolUse>> = (places[..existing].iter())
             .map(|p| p.devices.as_ref().and_then(|d| d.utilization()))
@@ -139,7 +146,7 @@ impl ScaleDownPolicy {
         // Expiry and drift over the world scale-down and consolidation left: they take their budgets first.
         let mut totals = Totals::of(places, &cx.quotas);
         let mut surged = vec![0; groups.len()];
-        let room = expiry::Room {
+        let room = GroupRoom {
             lose: &mut plan.room_to_lose(&groups),
             grow: &mut |g| {
                 can_grow(cx, scene, g, surged[g], &mut totals)?;
@@ -147,8 +154,18 @@ impl ScaleDownPolicy {
                 Ok(())
             },
         };
-        let rules = &sd.rules;
-        let expired = expiry::plan(&input, rules, aging, &mut budgets, room, topology, places);
+        let expired = if disrupted.is_empty() {
+            Vec::new()
+        } else {
+            let order = (0..places.len()).collect();
+            DisruptionStage {
+                sim: RemovalSimulation::new(&input, &sd.rules, topology, places, order),
+                budgets: &mut budgets,
+                room,
+                sight: &sight,
+            }
+            .decide(disrupted)
+        };
         let mut decision = Decision {
             kept: self.kept(scene, &groups, &plan, &excluded),
             unneeded: Some(plan.removable.iter().map(|r| r.node).collect()),
@@ -160,7 +177,7 @@ impl ScaleDownPolicy {
             ready,
             ..Decision::default()
         };
-        record_expiry(scene, &groups, expired, &mut decision);
+        record_disruptions(scene, &groups, expired, &mut decision);
         self.admit(
             cx,
             scene,
@@ -323,7 +340,7 @@ impl ScaleDownPolicy {
                 Err(why) => held.push(Held {
                     removable: r,
                     reason: Unremovable::DisruptionBudget,
-                    detail: why,
+                    detail: why.to_string(),
                 }),
             }
         }
@@ -394,16 +411,16 @@ fn can_grow(
     g: usize,
     surged: u64,
     totals: &mut Totals,
-) -> Result<(), String> {
+) -> Result<(), CannotGrow> {
     let group = &scene.fleet.groups[g];
     if let Some(why) = &group.skip {
-        return Err(why.clone());
+        return Err(CannotGrow::HeldBack(why.clone()));
     }
-    let template = group.template.as_ref().ok_or("it has no template")?;
+    let template = group.template.as_ref().ok_or(CannotGrow::NoTemplate)?;
     let grown = scene.fleet.grown.get(&group.id).copied().unwrap_or(0) + surged;
     let (room, limit) = scaleup::node_limit(group, grown, template, cx.limits, totals);
     if room == 0 {
-        return Err(limit.to_string());
+        return Err(CannotGrow::Limit(limit.to_string()));
     }
     totals.add(g, &template.node);
     Ok(())
@@ -429,7 +446,7 @@ fn consolidation_budgets(
         for node in &c.nodes {
             let Some(g) = group_of(node) else { continue };
             if let Err(why) = budgets.check(g, Reason::Underutilized) {
-                held = Some((node.clone(), g, why));
+                held = Some((node.clone(), g, why.to_string()));
                 break;
             }
         }

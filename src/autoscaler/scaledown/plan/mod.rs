@@ -10,5 +10,5 @@ pub(crate) mod planner; // finds unneeded nodes: utilization, drainability, remo
 #[cfg(test)]
 mod reference; // the planner held to a plain scale-down on random clusters
 pub(crate) mod removal; // the removal simulation: pods moved off a node, undone when one fits nowhere
+pub(crate) mod simulation; // a removal simulation as one value: input, rules, PDBs, topology, places, mover
 pub(crate) mod unneeded; // unneeded timers, and the wait of a zeroOrMax group for all its nodes
-pub(crate) mod view_check; // whether a view can be trusted to say which nodes are empty

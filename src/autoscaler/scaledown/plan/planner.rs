@@ -6,7 +6,8 @@
 //! goes too.
 
 use crate::autoscaler::scaledown::plan::drainability::{self, Coverage, PdbBudget, Rules, Verdict};
-use crate::autoscaler::scaledown::plan::removal::{GroupInfo, Input, Mover, Undo};
+use crate::autoscaler::scaledown::plan::removal::{GroupInfo, Input, Undo};
+use crate::autoscaler::scaledown::plan::simulation::RemovalSimulation;
 use crate::model::{Node, Pod, Resources};
 use crate::simulator::PoolUse;
 use crate::simulator::topology::{Place, Topology};
@@ -197,7 +198,7 @@ pub fn plan<'a>(
     places: &mut [Place],
 ) -> Plan {
     let mut plan = Plan::default();
-    let mut pdbs = PdbBudget::new(input.pdbs);
+    let pdbs = PdbBudget::new(input.pdbs);
     let mut seen = Coverage::default();
     let mut candidates = Vec::new();
     for (n, node) in input.nodes.iter().enumerate() {
@@ -247,7 +248,7 @@ pub fn plan<'a>(
         .filter(|p| !rank.contains_key(p))
         .collect();
     order.extend(candidates.iter().rev().map(|c| c.node));
-    let mut mover = Mover::new(order, places, input);
+    let mut sim = RemovalSimulation::new(input, rules, topology, places, order);
     // zeroOrMaxNodeScaling groups go whole: their candidates are simulated together, after the rest.
     let (atomic, single): (Vec<Candidate>, Vec<Candidate>) = candidates
         .into_iter()
@@ -277,29 +278,21 @@ pub fn plan<'a>(
             continue;
         }
         // A PDB may have been spent by a node committed earlier in this pass.
-        if let Some(why) = blocked(input, rules, &pdbs, &c) {
+        if let Some(why) = blocked(input, rules, &sim.pdbs, &c) {
             plan.kept.push(keep(Unremovable::BlockedByPod, why));
             continue;
         }
-        let mut undo = Undo::default();
-        match mover.move_pods(input, topology, places, c.node, &c.moving, &mut undo) {
+        match sim.remove(c.node, &c.moving) {
             Ok(destinations) => {
                 room[c.group] -= 1;
                 cores -= node.capacity.cpu_millis;
                 memory -= node.capacity.memory_bytes;
-                mover.set_accepts(places, c.node, false);
-                mover.commit(c.node, &destinations);
-                plan.removable.push(commit(&mut pdbs, c, destinations));
+                plan.removable.push(commit(&mut sim.pdbs, c, destinations));
             }
-            Err(why) => {
-                mover.undo(undo, topology, places);
-                plan.kept.push(keep(Unremovable::NoPlaceToMovePods, why));
-            }
+            Err(why) => plan.kept.push(keep(Unremovable::NoPlaceToMovePods, why)),
         }
     }
-    atomic_groups(
-        input, rules, topology, places, &mut pdbs, &mut mover, atomic, &mut plan,
-    );
+    atomic_groups(&mut sim, atomic, &mut plan);
     plan.kept.sort_by_key(|k| k.node);
     plan
 }
@@ -481,17 +474,8 @@ fn commit(pdbs: &mut PdbBudget, c: Candidate, destinations: Vec<(usize, usize)>)
 }
 
 /// zeroOrMaxNodeScaling groups: all of a group's nodes must be removable together, or none is removed.
-#[allow(clippy::too_many_arguments)]
-fn atomic_groups<'a>(
-    input: &Input<'a>,
-    rules: &Rules,
-    topology: &mut Topology,
-    places: &mut [Place],
-    pdbs: &mut PdbBudget,
-    mover: &mut Mover<'a>,
-    candidates: Vec<Candidate>,
-    plan: &mut Plan,
-) {
+fn atomic_groups(sim: &mut RemovalSimulation<'_, '_>, candidates: Vec<Candidate>, plan: &mut Plan) {
+    let input = sim.input;
     let mut by_group: HashMap<usize, Vec<Candidate>> = HashMap::new();
     for c in candidates {
         by_group.entry(c.group).or_default().push(c);
@@ -534,14 +518,14 @@ fn atomic_groups<'a>(
         let mut failed = None;
         let mut moved = Vec::new();
         for c in &members {
-            mover.set_accepts(places, c.node, false);
+            sim.set_accepts(c.node, false);
         }
         for c in &members {
-            if let Some(why) = blocked(input, rules, pdbs, c) {
+            if let Some(why) = blocked(input, sim.rules, &sim.pdbs, c) {
                 failed = Some((Unremovable::BlockedByPod, why));
                 break;
             }
-            match mover.move_pods(input, topology, places, c.node, &c.moving, &mut undo) {
+            match sim.move_pods(c.node, &c.moving, &mut undo) {
                 Ok(destinations) => moved.push(destinations),
                 Err(why) => {
                     failed = Some((Unremovable::NoPlaceToMovePods, why));
@@ -552,16 +536,16 @@ fn atomic_groups<'a>(
         match failed {
             None => {
                 for (c, destinations) in members.into_iter().zip(moved) {
-                    mover.commit(c.node, &destinations);
-                    plan.removable.push(commit(pdbs, c, destinations));
+                    sim.mover.commit(c.node, &destinations);
+                    plan.removable.push(commit(&mut sim.pdbs, c, destinations));
                 }
             }
             Some((reason, why)) => {
-                mover.undo(undo, topology, places);
+                sim.undo(undo);
                 for c in &members {
                     let node = &input.nodes[c.node];
                     let accepts = node.accepts_pods() && !input.deleting.contains(&node.name);
-                    mover.set_accepts(places, c.node, accepts);
+                    sim.set_accepts(c.node, accepts);
                 }
                 let why = format!(
                     "{} scales to zero or max and one of its nodes cannot go: {why}",

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 /// view held is not believed until the drop has lasted the unneeded time (a real drop, such as a finished
 /// batch, still scales down, that much later).
 #[derive(Default)]
-pub(in crate::autoscaler::scaledown) struct ViewCheck {
+pub(super) struct ViewCheck {
     /// Pods on nodes in the last trusted view.
     trusted: Option<usize>,
     /// Since when views have held far fewer.
@@ -20,7 +20,7 @@ const VIEW_CHECK_MIN_PODS: usize = 10;
 
 impl ViewCheck {
     /// Why scale-down may not trust a view of `on_nodes` pods on nodes this loop, if it may not.
-    pub(in crate::autoscaler::scaledown) fn doubt(
+    pub(super) fn doubt(
         &mut self,
         on_nodes: usize,
         settle: Duration,
