@@ -278,7 +278,7 @@ impl RunOnce {
         let acting = self.settings.act.then_some(Executor {
             client: &self.client,
             state: &mut self.state,
-            last_scale_up: &mut self.down.last_scale_up,
+            last_scale_up: self.down.last_scale_up(),
         });
         Ok(provision::provision(requests, world, acting, now).await?)
     }
@@ -395,7 +395,7 @@ impl RunOnce {
             report.merge(advanced);
         }
         // Replacements waiting for their new node: which is theirs, whether it is Ready, or too late.
-        let replacements = &mut self.down.consolidator.replacements;
+        let replacements = self.down.replacements();
         let act = self.settings.act;
         report.merge(
             replacements
@@ -497,7 +497,7 @@ impl RunOnce {
         let mut executor = Executor {
             client: &self.client,
             state: &mut self.state,
-            last_scale_up: &mut self.down.last_scale_up,
+            last_scale_up: self.down.last_scale_up(),
         };
         executor.execute(&mut plan.scale_ups, groups, now).await;
         Ok(plan)

@@ -12,6 +12,7 @@ use crate::autoscaler::scaledown::act::actuation::{Actuator, Cause};
 use crate::autoscaler::scaledown::budgets::groups::DisruptionBudgets;
 use crate::autoscaler::scaledown::budgets::parallelism;
 use crate::autoscaler::scaledown::consolidation::consolidator::{Consolidator, Leftover};
+use crate::autoscaler::scaledown::consolidation::replacement::Replacements;
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::decision::{Decision, Deletion, Scene, record_disruptions};
 use crate::autoscaler::scaledown::disruption::stage::{
@@ -31,13 +32,20 @@ use crate::simulator::topology::{Place, Topology};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
 
+/// What one loop's admission reads: the loop's context, its scene, and the groups as scale-down sees them.
+struct Round<'r, 'a> {
+    cx: &'r Context<'a>,
+    scene: &'r Scene<'a>,
+    groups: &'r [GroupInfo],
+}
+
 /// The scale-down state kept between loops.
 #[derive(Default)]
 pub struct ScaleDownPolicy {
     pub(super) actuator: Actuator,
     pub(super) unneeded: UnneededTimers,
     /// The last successful scale-up, for `--scale-down-delay-after-add`.
-    pub last_scale_up: Option<SystemTime>,
+    pub(super) last_scale_up: Option<SystemTime>,
     pub(super) last_delete: Option<SystemTime>,
     pub(super) last_failure: Option<SystemTime>,
     /// Our ToBeDeleted taints left by an earlier run are removed in the first loop that acts.
@@ -46,7 +54,7 @@ pub struct ScaleDownPolicy {
     /// Why this loop's view is not trusted, if it is not: set by [`ScaleDownPolicy::check_view`].
     pub(super) doubt: Option<String>,
     /// Consolidation's replacements in progress and per-node timers.
-    pub consolidator: Consolidator,
+    pub(super) consolidator: Consolidator,
     /// Nodes deleted this loop, by group: the target sizes read before they went are one too high each.
     pub(super) deleted: HashMap<String, i32>,
 }
@@ -58,6 +66,16 @@ impl ScaleDownPolicy {
     pub fn check_view(&mut self, on_nodes: usize, facts: &[GroupFacts], now: SystemTime) {
         let settle = facts.iter().map(|f| f.options.unneeded).max();
         self.doubt = (self.view).doubt(on_nodes, settle.unwrap_or_default(), now);
+    }
+
+    /// Where scale-up records its last success, for `--scale-down-delay-after-add`.
+    pub fn last_scale_up(&mut self) -> &mut Option<SystemTime> {
+        &mut self.last_scale_up
+    }
+
+    /// Consolidation's replacements in progress, for the loop to watch for their new nodes.
+    pub fn replacements(&mut self) -> &mut Replacements {
+        &mut self.consolidator.replacements
     }
 
     /// Unneeded timers start again: the loop saw an unhealthy cluster.
@@ -178,15 +196,12 @@ impl ScaleDownPolicy {
             ..Decision::default()
         };
         record_disruptions(scene, &groups, expired, &mut decision);
-        self.admit(
+        let round = Round {
             cx,
             scene,
-            &groups,
-            &plan,
-            waits,
-            &mut budgets,
-            &mut decision,
-        );
+            groups: &groups,
+        };
+        self.admit(&round, &plan, waits, &mut budgets, &mut decision);
         consolidation_budgets(scene, &mut budgets, &mut decision);
         decision.budgets = budgets.statuses();
         decision
@@ -296,17 +311,15 @@ impl ScaleDownPolicy {
     /// The removable nodes through their timers, the cooldowns and the budgets, into the decision: deletions
     /// to start, and the nodes held back with why. Planned only (no cluster to act on), every node whose
     /// timer has run out is reported and no budget applies.
-    #[allow(clippy::too_many_arguments)]
     fn admit(
         &mut self,
-        cx: &Context<'_>,
-        scene: &Scene<'_>,
-        groups: &[GroupInfo],
+        round: &Round<'_, '_>,
         plan: &Plan,
         waits: Option<String>,
         disruption: &mut DisruptionBudgets<'_>,
         decision: &mut Decision,
     ) {
+        let Round { cx, scene, groups } = *round;
         let sd = &cx.scale_down;
         let nodes = &scene.view.nodes;
         let timed =
