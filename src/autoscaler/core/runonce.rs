@@ -43,7 +43,7 @@ use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::decision::Scene;
 use crate::autoscaler::scaledown::policy::ScaleDownPolicy;
-use crate::autoscaler::scaledown::report::Report;
+use crate::autoscaler::scaledown::report::ScaleDownReport as Report;
 use crate::autoscaler::scaleup::executor::Executor;
 use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
 use crate::autoscaler::scaleup::orchestrator as scaleup;

@@ -20,7 +20,7 @@ use std::time::SystemTime;
 #[derive(Default)]
 pub struct Decision {
     /// The deletions to start (when only planning: every node that may go).
-    pub delete: Vec<Deletion>,
+    pub delete: Vec<DeletionToStart>,
     /// The nodes that stay, and why.
     pub kept: Vec<KeptNode>,
     /// The unneeded nodes (by node index), for the soft taints; `None` leaves them as they are.
@@ -70,7 +70,7 @@ impl Surge {
 }
 
 /// A node whose deletion scale-down (or expiry) starts, with its report.
-pub struct Deletion {
+pub struct DeletionToStart {
     pub node: usize,
     pub empty: bool,
     pub cause: Cause,
@@ -121,7 +121,7 @@ pub(super) fn record_disruptions(
                     pods: evicted_from(scene.pods, &scene.on_node[d.candidate.node]),
                     risky: false,
                 };
-                decision.delete.push(Deletion {
+                decision.delete.push(DeletionToStart {
                     node: d.candidate.node,
                     empty: false,
                     cause,

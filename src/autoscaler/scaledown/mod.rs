@@ -17,6 +17,6 @@ pub(crate) mod view_check; // whether a view can be trusted to say which nodes a
 
 pub use act::actuation::{Actuator, Cause, Outcome, Pacing, to_be_deleted};
 pub use plan::drainability::{PdbBudget, Rules};
-pub use plan::planner::{Plan, plan};
+pub use plan::planner::{ScaleDownPlan as Plan, plan};
 pub use plan::removal::{GroupInfo, Input};
 pub use settings::{ConsolidationMode, ConsolidationSettings, MinSaving, ScaleDownSettings};

@@ -14,12 +14,14 @@ use crate::autoscaler::scaledown::budgets::parallelism;
 use crate::autoscaler::scaledown::consolidation::consolidator::{Consolidator, Leftover};
 use crate::autoscaler::scaledown::consolidation::replacement::Replacements;
 use crate::autoscaler::scaledown::context::Context;
-use crate::autoscaler::scaledown::decision::{Decision, Deletion, Scene, record_disruptions};
+use crate::autoscaler::scaledown::decision::{
+    Decision, DeletionToStart, Scene, record_disruptions,
+};
 use crate::autoscaler::scaledown::disruption::stage::{
     CannotGrow, DisruptionStage, GroupRoom, Sight,
 };
 use crate::autoscaler::scaledown::plan::describe::describe;
-use crate::autoscaler::scaledown::plan::planner::{self, Held, Plan, Unremovable};
+use crate::autoscaler::scaledown::plan::planner::{self, Held, ScaleDownPlan, Unremovable};
 use crate::autoscaler::scaledown::plan::removal::{GroupInfo, Input};
 use crate::autoscaler::scaledown::plan::simulation::RemovalSimulation;
 use crate::autoscaler::scaledown::plan::unneeded::UnneededTimers;
@@ -288,7 +290,7 @@ impl ScaleDownPolicy {
         &self,
         scene: &Scene<'_>,
         groups: &[GroupInfo],
-        plan: &Plan,
+        plan: &ScaleDownPlan,
         excluded: &HashSet<String>,
     ) -> Vec<KeptNode> {
         let nodes = &scene.view.nodes;
@@ -314,7 +316,7 @@ impl ScaleDownPolicy {
     fn admit(
         &mut self,
         round: &Round<'_, '_>,
-        plan: &Plan,
+        plan: &ScaleDownPlan,
         waits: Option<String>,
         disruption: &mut DisruptionBudgets<'_>,
         decision: &mut Decision,
@@ -367,7 +369,7 @@ impl ScaleDownPolicy {
         decision.kept.extend(kept);
         // After expiry's removals, which were decided first.
         let admitted = (ready.into_iter())
-            .map(|r| Deletion {
+            .map(|r| DeletionToStart {
                 node: r.node,
                 empty: r.empty,
                 cause: Cause::ScaleDown,

@@ -110,7 +110,7 @@ pub struct Removable {
 }
 
 #[derive(Clone, Debug)]
-pub struct Kept {
+pub struct UnremovableNode {
     pub node: usize,
     pub group: Option<usize>,
     pub reason: Unremovable,
@@ -125,12 +125,12 @@ pub struct Held<'p> {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct Plan {
+pub struct ScaleDownPlan {
     pub removable: Vec<Removable>,
-    pub kept: Vec<Kept>,
+    pub kept: Vec<UnremovableNode>,
 }
 
-impl Plan {
+impl ScaleDownPlan {
     /// How many more nodes each group may lose this loop: over its min size, after the deletions in
     /// progress and this plan's removals (consolidation and expiry take from what is left).
     pub fn room_to_lose(&self, groups: &[GroupInfo]) -> Vec<i64> {
@@ -145,7 +145,7 @@ impl Plan {
 }
 
 /// A candidate after the checks that need no simulation.
-pub(in crate::autoscaler::scaledown) struct Candidate {
+pub(in crate::autoscaler::scaledown) struct RemovalCandidate {
     pub(in crate::autoscaler::scaledown) node: usize,
     pub(in crate::autoscaler::scaledown) group: usize,
     pub(in crate::autoscaler::scaledown) utilization: Utilization,
@@ -196,14 +196,14 @@ pub fn plan<'a>(
     rules: &Rules,
     topology: &mut Topology,
     places: &mut [Place],
-) -> Plan {
-    let mut plan = Plan::default();
+) -> ScaleDownPlan {
+    let mut plan = ScaleDownPlan::default();
     let pdbs = PdbBudget::new(input.pdbs);
     let mut seen = Coverage::default();
     let mut candidates = Vec::new();
     for (n, node) in input.nodes.iter().enumerate() {
         let group = input.node_group[n];
-        let keep = |reason, detail: String| Kept {
+        let keep = |reason, detail: String| UnremovableNode {
             node: n,
             group,
             reason,
@@ -216,7 +216,7 @@ pub fn plan<'a>(
     }
     // Empty nodes first, then those unneeded last loop, then the least used.
     candidates.sort_by(|a, b| {
-        let key = |c: &Candidate| {
+        let key = |c: &RemovalCandidate| {
             (
                 !c.moving.is_empty(),
                 !input
@@ -250,12 +250,12 @@ pub fn plan<'a>(
     order.extend(candidates.iter().rev().map(|c| c.node));
     let mut sim = RemovalSimulation::new(input, rules, topology, places, order);
     // zeroOrMaxNodeScaling groups go whole: their candidates are simulated together, after the rest.
-    let (atomic, single): (Vec<Candidate>, Vec<Candidate>) = candidates
+    let (atomic, single): (Vec<RemovalCandidate>, Vec<RemovalCandidate>) = candidates
         .into_iter()
         .partition(|c| input.groups[c.group].options.zero_or_max);
     for c in single {
         let node = &input.nodes[c.node];
-        let keep = |reason, detail: String| Kept {
+        let keep = |reason, detail: String| UnremovableNode {
             node: c.node,
             group: Some(c.group),
             reason,
@@ -307,7 +307,7 @@ pub(in crate::autoscaler::scaledown) fn candidate<'a>(
     n: usize,
     node: &Node,
     threshold: bool,
-) -> Result<Candidate, (Unremovable, String)> {
+) -> Result<RemovalCandidate, (Unremovable, String)> {
     let Some(g) = input.node_group[n] else {
         return Err((
             Unremovable::NotAutoscaled,
@@ -408,7 +408,7 @@ pub(in crate::autoscaler::scaledown) fn candidate<'a>(
         }
     }
     let covered = pdbs.coverage(seen, evicted.iter().map(|&p| (p, input.pods.get(p))));
-    Ok(Candidate {
+    Ok(RemovalCandidate {
         node: n,
         group: g,
         utilization: used,
@@ -423,7 +423,7 @@ pub(in crate::autoscaler::scaledown) fn blocked(
     input: &Input,
     rules: &Rules,
     pdbs: &PdbBudget,
-    c: &Candidate,
+    c: &RemovalCandidate,
 ) -> Option<String> {
     // The pods passed the rules when their node became a candidate; since then only budgets were spent.
     // (A pod annotated safe-to-evict goes whatever its budgets say.)
@@ -458,7 +458,11 @@ fn under_minimum(input: &Input, cores: u64, memory: u64, node: &Node) -> Option<
     None
 }
 
-fn commit(pdbs: &mut PdbBudget, c: Candidate, destinations: Vec<(usize, usize)>) -> Removable {
+fn commit(
+    pdbs: &mut PdbBudget,
+    c: RemovalCandidate,
+    destinations: Vec<(usize, usize)>,
+) -> Removable {
     let risky = !pdbs.allows_all(&c.covered);
     pdbs.spend(&c.covered);
     Removable {
@@ -474,9 +478,13 @@ fn commit(pdbs: &mut PdbBudget, c: Candidate, destinations: Vec<(usize, usize)>)
 }
 
 /// zeroOrMaxNodeScaling groups: all of a group's nodes must be removable together, or none is removed.
-fn atomic_groups(sim: &mut RemovalSimulation<'_, '_>, candidates: Vec<Candidate>, plan: &mut Plan) {
+fn atomic_groups(
+    sim: &mut RemovalSimulation<'_, '_>,
+    candidates: Vec<RemovalCandidate>,
+    plan: &mut ScaleDownPlan,
+) {
     let input = sim.input;
-    let mut by_group: HashMap<usize, Vec<Candidate>> = HashMap::new();
+    let mut by_group: HashMap<usize, Vec<RemovalCandidate>> = HashMap::new();
     for c in candidates {
         by_group.entry(c.group).or_default().push(c);
     }
@@ -485,16 +493,17 @@ fn atomic_groups(sim: &mut RemovalSimulation<'_, '_>, candidates: Vec<Candidate>
     for (g, members) in groups {
         let group = &input.groups[g];
         let registered = input.node_group.iter().filter(|x| **x == Some(g)).count();
-        let fail = |plan: &mut Plan, members: Vec<Candidate>, reason, detail: String| {
-            for c in members {
-                plan.kept.push(Kept {
-                    node: c.node,
-                    group: Some(g),
-                    reason,
-                    detail: detail.clone(),
-                });
-            }
-        };
+        let fail =
+            |plan: &mut ScaleDownPlan, members: Vec<RemovalCandidate>, reason, detail: String| {
+                for c in members {
+                    plan.kept.push(UnremovableNode {
+                        node: c.node,
+                        group: Some(g),
+                        reason,
+                        detail: detail.clone(),
+                    });
+                }
+            };
         if group.min_size > 0 {
             let why = format!(
                 "{} scales to zero or max, and its min size is {}",

@@ -4,7 +4,7 @@
 //! enough for it.
 
 use super::drainability::{Coverage, PdbBudget, Rules};
-use super::planner::{self, Candidate, Plan, Unremovable};
+use super::planner::{self, RemovalCandidate, ScaleDownPlan, Unremovable};
 use super::removal::tests::node;
 use super::removal::{GroupInfo, Input};
 use crate::model::{
@@ -22,7 +22,7 @@ const GIB: u64 = 1 << 30;
 /// One node's answer: removable with its pods' destinations and whether it is risky, or kept and why.
 type Answer = BTreeMap<usize, Result<(Vec<(usize, usize)>, bool), Unremovable>>;
 
-fn answer(plan: &Plan) -> Answer {
+fn answer(plan: &ScaleDownPlan) -> Answer {
     let mut answer = Answer::new();
     for r in &plan.removable {
         let mut destinations = r.destinations.clone();
@@ -64,7 +64,7 @@ fn plain(input: &Input, pods: &[Pod], rules: &Rules) -> Answer {
     let mut answer = Answer::new();
     let budget = PdbBudget::new(input.pdbs);
     let mut seen = Coverage::default();
-    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut candidates: Vec<RemovalCandidate> = Vec::new();
     for (n, node) in input.nodes.iter().enumerate() {
         match planner::candidate(input, rules, &budget, &mut seen, n, node, true) {
             Ok(c) => candidates.push(c),
