@@ -18,7 +18,7 @@ use crate::autoscaler::scaledown::plan::planner::{
     self as scaledown, RemovalCandidate, Unremovable,
 };
 use crate::autoscaler::scaledown::plan::removal::Input;
-use crate::autoscaler::scaledown::plan::removal::{Mover, Undo};
+use crate::autoscaler::scaledown::plan::removal::{FitsNowhere, Mover, Undo};
 use crate::autoscaler::scaledown::settings::MinSaving;
 use crate::model::{CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, Labels};
 use crate::simulator::topology::{Place, PlaceKind, Topology};
@@ -374,6 +374,16 @@ fn single(
     Ok(fit)
 }
 
+/// Why a replacement's old nodes can no longer go: a pod that blocks their drain, or one that fits nowhere.
+#[derive(Debug, thiserror::Error)]
+pub enum StillFits {
+    /// `Reason: ns/name: why`.
+    #[error("{0}")]
+    Blocked(String),
+    #[error(transparent)]
+    Nowhere(FitsNowhere),
+}
+
 /// Before a replacement's old nodes drain (its new node is Ready): whether their pods still fit on the nodes
 /// that stay, the new one among them. Committed when they do (the old nodes take no pods), undone when not.
 /// `places` are the view's nodes. A pod no eviction may move ends a consolidation; an expired or drifted
@@ -386,7 +396,7 @@ pub fn still_fits<'a>(
     places: &mut [Place],
     old: &[usize],
     cause: Cause,
-) -> Result<(), String> {
+) -> Result<(), StillFits> {
     let holds = matches!(cause, Cause::Disruption { .. });
     let pdbs = PdbBudget::new(input.pdbs);
     let mut moving = Vec::new();
@@ -400,7 +410,9 @@ pub fn still_fits<'a>(
                 | Verdict::Blocks(Blocking::NotEnoughPdb, _) => must_move.push(p),
                 Verdict::Blocks(..) if holds && pod.controller.is_some() => must_move.push(p),
                 Verdict::Blocks(..) if holds => {}
-                Verdict::Blocks(reason, why) => return Err(format!("{reason}: {why}")),
+                Verdict::Blocks(reason, why) => {
+                    return Err(StillFits::Blocked(format!("{reason}: {why}")));
+                }
                 Verdict::Evicted { .. } | Verdict::Stays => {}
             }
         }
@@ -419,7 +431,7 @@ pub fn still_fits<'a>(
             for (&n, accepts) in old.iter().zip(accepted) {
                 places[n].accepts = accepts;
             }
-            return Err(why);
+            return Err(StillFits::Nowhere(why));
         }
     }
     Ok(())
@@ -541,7 +553,7 @@ impl<'i, 'a> FreshNodes<'i, 'a> {
     }
 
     /// Moves the movable pods of `nodes` onto target `t`'s fresh node, or says why one does not fit.
-    fn fit(&mut self, t: usize, nodes: &[&RemovalCandidate]) -> Result<Fit, String> {
+    fn fit(&mut self, t: usize, nodes: &[&RemovalCandidate]) -> Result<Fit, FitsNowhere> {
         let (place, mover) = &mut self.fresh[t];
         let mut undo = Undo::default();
         for c in nodes {

@@ -289,7 +289,9 @@ pub fn plan<'a>(
                 memory -= node.capacity.memory_bytes;
                 plan.removable.push(commit(&mut sim.pdbs, c, destinations));
             }
-            Err(why) => plan.kept.push(keep(Unremovable::NoPlaceToMovePods, why)),
+            Err(why) => plan
+                .kept
+                .push(keep(Unremovable::NoPlaceToMovePods, why.to_string())),
         }
     }
     atomic_groups(&mut sim, atomic, &mut plan);
@@ -537,7 +539,7 @@ fn atomic_groups(
             match sim.move_pods(c.node, &c.moving, &mut undo) {
                 Ok(destinations) => moved.push(destinations),
                 Err(why) => {
-                    failed = Some((Unremovable::NoPlaceToMovePods, why));
+                    failed = Some((Unremovable::NoPlaceToMovePods, why.to_string()));
                     break;
                 }
             }

@@ -321,7 +321,7 @@ impl<'a> Mover<'a> {
         from: usize,
         moving: &[usize],
         undo: &mut Undo,
-    ) -> Result<Vec<(usize, usize)>, String> {
+    ) -> Result<Vec<(usize, usize)>, FitsNowhere> {
         let pods = input.pods;
         let moving: Vec<usize> = moving
             .iter()
@@ -402,14 +402,32 @@ impl<'a> Mover<'a> {
     }
 }
 
+/// A pod of a node being removed that fits on no other node, and why:
 /// `ns/pod (and 2 like it) fits on no other node: why`.
-fn fits_nowhere(pod: &Pod, want: u64, why: &str) -> String {
-    let others = if want > 1 {
-        format!(" (and {} like it)", want - 1)
-    } else {
-        String::new()
-    };
-    format!("{}{others} fits on no other node: {why}", pod.key())
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{pod}{} fits on no other node: {why}", like_it(*.others))]
+pub struct FitsNowhere {
+    /// The pod, as `namespace/name`.
+    pub pod: String,
+    /// How many pods like it fit nowhere either.
+    pub others: u64,
+    pub why: String,
+}
+
+/// ` (and 2 like it)`, or nothing.
+fn like_it(others: u64) -> String {
+    match others {
+        0 => String::new(),
+        _ => format!(" (and {others} like it)"),
+    }
+}
+
+fn fits_nowhere(pod: &Pod, want: u64, why: &str) -> FitsNowhere {
+    FitsNowhere {
+        pod: pod.key().to_string(),
+        others: want.saturating_sub(1),
+        why: why.to_string(),
+    }
 }
 
 /// What a place can still take, as the mover's tree holds it: nothing when it takes no pods.
@@ -487,7 +505,7 @@ pub(in crate::autoscaler::scaledown) mod tests {
         order: &[usize],
         from: usize,
         moving: &[usize],
-    ) -> Result<Vec<(usize, usize)>, String> {
+    ) -> Result<Vec<(usize, usize)>, FitsNowhere> {
         let mut destinations = Vec::new();
         for eg in crate::simulator::equivalence::group_pods(
             pods,

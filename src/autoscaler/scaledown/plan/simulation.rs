@@ -4,7 +4,7 @@
 //! instead of passing these six along to every step.
 
 use crate::autoscaler::scaledown::plan::drainability::{PdbBudget, Rules};
-use crate::autoscaler::scaledown::plan::removal::{Input, Mover, Undo};
+use crate::autoscaler::scaledown::plan::removal::{FitsNowhere, Input, Mover, Undo};
 use crate::simulator::topology::{Place, Topology};
 
 /// One pass of removal simulation over the places of `input`'s nodes (and any after them).
@@ -44,7 +44,7 @@ impl<'s, 'a> RemovalSimulation<'s, 'a> {
         n: usize,
         moving: &[usize],
         undo: &mut Undo,
-    ) -> Result<Vec<(usize, usize)>, String> {
+    ) -> Result<Vec<(usize, usize)>, FitsNowhere> {
         let (input, topology) = (self.input, &mut *self.topology);
         (self.mover).move_pods(input, topology, self.places, n, moving, undo)
     }
@@ -65,7 +65,7 @@ impl<'s, 'a> RemovalSimulation<'s, 'a> {
         &mut self,
         n: usize,
         moving: &[usize],
-    ) -> Result<Vec<(usize, usize)>, String> {
+    ) -> Result<Vec<(usize, usize)>, FitsNowhere> {
         let mut undo = Undo::default();
         match self.move_pods(n, moving, &mut undo) {
             Ok(destinations) => {
