@@ -139,14 +139,7 @@ impl ScaleDownPolicy {
         );
         let plan = planning(|| planner::plan(&input, &sd.rules, topology, &mut places[..existing]));
         let planning_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let waits = acts
-            .then(|| {
-                scene
-                    .paused
-                    .clone()
-                    .or_else(|| self.cooldown(cx, scene.now))
-            })
-            .flatten();
+        let waits = acts.then(|| self.waits(cx, scene)).flatten();
         let started = Instant::now();
         let (consolidate, not_consolidated) = if cx.consolidation.replaces() {
             let (view, now) = (scene.view, scene.now);
@@ -377,6 +370,11 @@ impl ScaleDownPolicy {
             })
             .collect::<Vec<_>>();
         decision.delete.extend(admitted);
+    }
+
+    /// Why deletions wait this loop, if they do: scale-up waiting for new pods, or a cooldown.
+    fn waits(&self, cx: &Context<'_>, scene: &Scene<'_>) -> Option<String> {
+        (scene.paused.clone()).or_else(|| self.cooldown(cx, scene.now))
     }
 
     /// Why deletions wait this loop, if they do: a scale-up, deletion or failure too recent.

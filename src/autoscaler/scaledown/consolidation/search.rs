@@ -251,7 +251,14 @@ fn candidates(
             not(*reason, detail.clone());
             continue;
         }
-        let c = match scaledown::candidate(input, ask.rules, pdbs, &mut seen, n, node, false) {
+        let c = match scaledown::candidate(
+            input,
+            ask.rules,
+            pdbs,
+            &mut seen,
+            n,
+            scaledown::UtilizationCheck::Any,
+        ) {
             Ok(c) => c,
             Err((reason, detail)) => {
                 not(NotConsolidatedBecause::Unremovable(reason), detail);
@@ -426,7 +433,7 @@ pub fn still_fits<'a>(
         places[n].accepts = false;
     }
     for (&n, must_move) in old.iter().zip(&moving) {
-        if let Err(why) = mover.move_pods(input, topology, places, n, must_move, &mut undo) {
+        if let Err(why) = mover.move_pods(topology, places, n, must_move, &mut undo) {
             mover.undo(undo, topology, places);
             for (&n, accepts) in old.iter().zip(accepted) {
                 places[n].accepts = accepts;
@@ -557,14 +564,7 @@ impl<'i, 'a> FreshNodes<'i, 'a> {
         let (place, mover) = &mut self.fresh[t];
         let mut undo = Undo::default();
         for c in nodes {
-            let moved = mover.move_pods(
-                self.input,
-                self.topology,
-                self.places,
-                c.node,
-                &c.moving,
-                &mut undo,
-            );
+            let moved = mover.move_pods(self.topology, self.places, c.node, &c.moving, &mut undo);
             if let Err(why) = moved {
                 mover.undo(undo, self.topology, self.places);
                 return Err(why);

@@ -201,17 +201,16 @@ pub fn plan<'a>(
     let pdbs = PdbBudget::new(input.pdbs);
     let mut seen = Coverage::default();
     let mut candidates = Vec::new();
-    for (n, node) in input.nodes.iter().enumerate() {
-        let group = input.node_group[n];
-        let keep = |reason, detail: String| UnremovableNode {
-            node: n,
-            group,
-            reason,
-            detail,
-        };
-        match candidate(input, rules, &pdbs, &mut seen, n, node, true) {
+    for (n, _) in input.nodes.iter().enumerate() {
+        let threshold = UtilizationCheck::Threshold;
+        match candidate(input, rules, &pdbs, &mut seen, n, threshold) {
             Ok(c) => candidates.push(c),
-            Err((reason, detail)) => plan.kept.push(keep(reason, detail)),
+            Err((reason, detail)) => plan.kept.push(UnremovableNode {
+                node: n,
+                group: input.node_group[n],
+                reason,
+                detail,
+            }),
         }
     }
     // Empty nodes first, then those unneeded last loop, then the least used.
@@ -299,17 +298,83 @@ pub fn plan<'a>(
     plan
 }
 
-/// The checks of one node that need no simulation: group, annotation, deletion, readiness, utilization (when
-/// `threshold`: consolidation replaces nodes however used), and its pods' drainability.
+/// Whether a candidate's utilization is held to its group's threshold: scale-down's are, consolidation
+/// replaces nodes however used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::autoscaler::scaledown) enum UtilizationCheck {
+    Threshold,
+    Any,
+}
+
+/// The checks of one node that need no simulation: group, annotation, deletion, readiness, utilization (as
+/// `check` says), and its pods' drainability.
 pub(in crate::autoscaler::scaledown) fn candidate<'a>(
     input: &Input<'a>,
     rules: &Rules,
     pdbs: &PdbBudget,
     seen: &mut Coverage<'a>,
     n: usize,
-    node: &Node,
-    threshold: bool,
+    check: UtilizationCheck,
 ) -> Result<RemovalCandidate, (Unremovable, String)> {
+    let node = &input.nodes[n];
+    let g = node_checks(input, n, node)?;
+    let group = &input.groups[g];
+    let on_node: Vec<&Pod> = input.on_node[n]
+        .iter()
+        .map(|&p| &input.pods[p])
+        .filter(|p| !drainability::long_terminating(p, input.now))
+        .collect();
+    let used = Utilization {
+        devices: input.device_use.get(n).cloned().flatten(),
+        ..utilization(node, &on_node, group.options.ignore_daemon_sets)
+    };
+    let limit = if used.gpu.is_some() {
+        group.options.gpu_utilization
+    } else {
+        group.options.utilization
+    };
+    if used.value() > limit && check == UtilizationCheck::Threshold {
+        return Err((
+            Unremovable::NotUnderutilized,
+            format!(
+                "utilization {} is above the threshold {:.0}%",
+                used.describe(),
+                limit * 100.0
+            ),
+        ));
+    }
+    // One classification per pod: the first that blocks keeps the node, the others sort into evicted and
+    // moving.
+    let mut evicted = Vec::new();
+    let mut moving = Vec::new();
+    for &p in &input.on_node[n] {
+        match drainability::classify(&input.pods[p], rules, pdbs, input.now) {
+            Verdict::Blocks(reason, why) => {
+                return Err((Unremovable::BlockedByPod, format!("{reason}: {why}")));
+            }
+            Verdict::Evicted { needs_place } => {
+                evicted.push(p);
+                if needs_place {
+                    moving.push(p);
+                }
+            }
+            Verdict::Stays => {}
+        }
+    }
+    let covered = pdbs.coverage(seen, evicted.iter().map(|&p| (p, input.pods.get(p))));
+    Ok(RemovalCandidate {
+        node: n,
+        group: g,
+        utilization: used,
+        evicted,
+        moving,
+        covered,
+    })
+}
+
+/// The checks of node `n` itself: its group, its group's state and size, annotations, deletion, readiness;
+/// its group when it passes them.
+fn node_checks(input: &Input<'_>, n: usize, node: &Node) -> Result<usize, (Unremovable, String)> {
     let Some(g) = input.node_group[n] else {
         return Err((
             Unremovable::NotAutoscaled,
@@ -367,57 +432,7 @@ pub(in crate::autoscaler::scaledown) fn candidate<'a>(
             ),
         ));
     }
-    let on_node: Vec<&Pod> = input.on_node[n]
-        .iter()
-        .map(|&p| &input.pods[p])
-        .filter(|p| !drainability::long_terminating(p, input.now))
-        .collect();
-    let used = Utilization {
-        devices: input.device_use.get(n).cloned().flatten(),
-        ..utilization(node, &on_node, group.options.ignore_daemon_sets)
-    };
-    let limit = if used.gpu.is_some() {
-        group.options.gpu_utilization
-    } else {
-        group.options.utilization
-    };
-    if used.value() > limit && threshold {
-        return Err((
-            Unremovable::NotUnderutilized,
-            format!(
-                "utilization {} is above the threshold {:.0}%",
-                used.describe(),
-                limit * 100.0
-            ),
-        ));
-    }
-    // One classification per pod: the first that blocks keeps the node, the others sort into evicted and
-    // moving.
-    let mut evicted = Vec::new();
-    let mut moving = Vec::new();
-    for &p in &input.on_node[n] {
-        match drainability::classify(&input.pods[p], rules, pdbs, input.now) {
-            Verdict::Blocks(reason, why) => {
-                return Err((Unremovable::BlockedByPod, format!("{reason}: {why}")));
-            }
-            Verdict::Evicted { needs_place } => {
-                evicted.push(p);
-                if needs_place {
-                    moving.push(p);
-                }
-            }
-            Verdict::Stays => {}
-        }
-    }
-    let covered = pdbs.coverage(seen, evicted.iter().map(|&p| (p, input.pods.get(p))));
-    Ok(RemovalCandidate {
-        node: n,
-        group: g,
-        utilization: used,
-        evicted,
-        moving,
-        covered,
-    })
+    Ok(g)
 }
 
 /// The first of a candidate's evicted pods that keeps its node now, as `Reason: ns/name: why`.

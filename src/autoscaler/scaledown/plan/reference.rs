@@ -65,8 +65,15 @@ fn plain(input: &Input, pods: &[Pod], rules: &Rules) -> Answer {
     let budget = PdbBudget::new(input.pdbs);
     let mut seen = Coverage::default();
     let mut candidates: Vec<RemovalCandidate> = Vec::new();
-    for (n, node) in input.nodes.iter().enumerate() {
-        match planner::candidate(input, rules, &budget, &mut seen, n, node, true) {
+    for (n, _) in input.nodes.iter().enumerate() {
+        match planner::candidate(
+            input,
+            rules,
+            &budget,
+            &mut seen,
+            n,
+            planner::UtilizationCheck::Threshold,
+        ) {
             Ok(c) => candidates.push(c),
             Err((reason, _)) => {
                 answer.insert(n, Err(reason));

@@ -245,9 +245,9 @@ impl<'a> Mover<'a> {
         places: &[Place],
         pod: &'a Pod,
         slot: usize,
-        terms: &PodTerms,
         from: usize,
     ) -> String {
+        let terms = &*self.entries[slot].0.clone();
         if !terms.simple || self.order.len() != places.len() {
             return world::explain(topology, places, pod, terms, |q| q == from);
         }
@@ -315,14 +315,13 @@ impl<'a> Mover<'a> {
     /// `undo` has what was changed.
     pub(in crate::autoscaler::scaledown) fn move_pods(
         &mut self,
-        input: &Input<'a>,
         topology: &mut Topology,
         places: &mut [Place],
         from: usize,
         moving: &[usize],
         undo: &mut Undo,
     ) -> Result<Vec<(usize, usize)>, FitsNowhere> {
-        let pods = input.pods;
+        let pods = self.pods;
         let moving: Vec<usize> = moving
             .iter()
             .chain(&self.moved_onto[from])
@@ -394,7 +393,7 @@ impl<'a> Mover<'a> {
                 }
             }
             if want > 0 {
-                let why = self.explain(topology, places, pod, slot, &terms, from);
+                let why = self.explain(topology, places, pod, slot, from);
                 return Err(fits_nowhere(pod, want, &why));
             }
         }
@@ -625,7 +624,7 @@ pub(in crate::autoscaler::scaledown) mod tests {
                     got
                 };
                 let mut undo = Undo::default();
-                let got = mover.move_pods(&input, &mut topology, &mut places, from, &on_node[from], &mut undo);
+                let got = mover.move_pods(&mut topology, &mut places, from, &on_node[from], &mut undo);
                 match &got {
                     Ok(destinations) => {
                         mover.set_accepts(&mut places, from, false);

@@ -45,8 +45,7 @@ impl<'s, 'a> RemovalSimulation<'s, 'a> {
         moving: &[usize],
         undo: &mut Undo,
     ) -> Result<Vec<(usize, usize)>, FitsNowhere> {
-        let (input, topology) = (self.input, &mut *self.topology);
-        (self.mover).move_pods(input, topology, self.places, n, moving, undo)
+        (self.mover).move_pods(self.topology, self.places, n, moving, undo)
     }
 
     /// Puts back what a failed move changed.
