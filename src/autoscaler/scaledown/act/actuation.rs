@@ -183,6 +183,13 @@ impl Actuator {
         updating: &HashSet<&str>,
         now: SystemTime,
     ) -> Vec<Outcome> {
+        let ground = StepGround {
+            cluster,
+            client,
+            view,
+            rules,
+            pacing,
+        };
         let mut outcomes = Vec::new();
         let names: Vec<String> = self.in_flight.keys().cloned().collect();
         for name in names {
@@ -194,7 +201,7 @@ impl Actuator {
                 );
                 DeletionStep::Stop(why)
             } else {
-                step(cluster, client, view, rules, pacing, deletion, now).await
+                step(&ground, deletion, now).await
             };
             let (node, group, empty, cause) = (
                 deletion.node.clone(),
@@ -306,15 +313,24 @@ fn leaving<'a>(
     sorted
 }
 
-async fn step(
-    cluster: &dyn ClusterSource,
-    client: &ProviderClient,
-    view: &ClusterView,
-    rules: &Rules,
-    pacing: &Pacing,
-    d: &mut Deletion,
-    now: SystemTime,
-) -> DeletionStep {
+/// What a deletion's step works with: the cluster it evicts from and the provider that deletes the instance,
+/// the loop's view, the drainability rules and the pacing flags.
+struct StepGround<'g> {
+    cluster: &'g dyn ClusterSource,
+    client: &'g ProviderClient,
+    view: &'g ClusterView,
+    rules: &'g Rules,
+    pacing: &'g Pacing,
+}
+
+async fn step(ground: &StepGround<'_>, d: &mut Deletion, now: SystemTime) -> DeletionStep {
+    let StepGround {
+        cluster,
+        client,
+        view,
+        rules,
+        pacing,
+    } = *ground;
     let Some(node) = view.nodes.iter().find(|n| n.name == d.node) else {
         return DeletionStep::Abort("the node left the cluster before it was deleted".into());
     };
