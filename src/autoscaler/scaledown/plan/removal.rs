@@ -155,10 +155,17 @@ struct Unplaced {
     seen: usize,
 }
 
+/// Whether a place's reasons join the counts or leave them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tally {
+    Add,
+    TakeAway,
+}
+
 /// Adds `reasons` to `counts`, or takes them away (a reason no place gives any more goes).
-fn tally(counts: &mut BTreeMap<String, usize>, reasons: &[String], add: bool) {
+fn tally(counts: &mut BTreeMap<String, usize>, reasons: &[String], how: Tally) {
     for why in reasons {
-        if add {
+        if how == Tally::Add {
             *counts.entry(why.clone()).or_default() += 1;
         } else if let Some(n) = counts.get_mut(why) {
             *n -= 1;
@@ -257,7 +264,7 @@ impl<'a> Mover<'a> {
             let reasons: Vec<Vec<String>> = places.iter().map(unfit).collect();
             let mut counts = BTreeMap::new();
             for r in &reasons {
-                tally(&mut counts, r, true);
+                tally(&mut counts, r, Tally::Add);
             }
             Unplaced {
                 reasons,
@@ -268,15 +275,15 @@ impl<'a> Mover<'a> {
         for &p in &changed[unplaced.seen..] {
             let now = unfit(&places[p]);
             if now != unplaced.reasons[p] {
-                tally(&mut unplaced.counts, &unplaced.reasons[p], false);
-                tally(&mut unplaced.counts, &now, true);
+                tally(&mut unplaced.counts, &unplaced.reasons[p], Tally::TakeAway);
+                tally(&mut unplaced.counts, &now, Tally::Add);
                 unplaced.reasons[p] = now;
             }
         }
         unplaced.seen = changed.len();
         // Every place but `from` is considered.
         let mut counts = unplaced.counts.clone();
-        tally(&mut counts, &unplaced.reasons[from], false);
+        tally(&mut counts, &unplaced.reasons[from], Tally::TakeAway);
         world::unavailable(places.len() - 1, &counts)
     }
 
