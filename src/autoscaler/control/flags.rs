@@ -6,8 +6,8 @@ use crate::autoscaler::clusterstate::backoff::BackoffSettings;
 use crate::autoscaler::disruption::{DisruptionConfig, DisruptionConfigError};
 use crate::autoscaler::headroom::buffers::ReadyReplicas;
 use crate::autoscaler::headroom::policy::{self as headroom, PolicyError};
-use crate::autoscaler::scaledown::actuation::Pacing;
-use crate::autoscaler::scaledown::drain::Rules;
+use crate::autoscaler::scaledown::act::actuation::Pacing;
+use crate::autoscaler::scaledown::plan::drainability::Rules;
 use crate::autoscaler::scaledown::settings::{
     ConsolidationMode as Mode, ConsolidationSettings, MinSaving, ScaleDownSettings,
 };

@@ -3,7 +3,7 @@
 
 use crate::autoscaler::clusterstate::state::Counts;
 use crate::autoscaler::group::{Group, GroupFacts};
-use crate::autoscaler::scaledown::report::Report;
+use crate::autoscaler::scaledown::report::ScaleDownReport as Report;
 use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::status::{GroupStatus, Status};

@@ -44,7 +44,7 @@ use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::decision::Scene;
 use crate::autoscaler::scaledown::policy::ScaleDownPolicy;
-use crate::autoscaler::scaledown::report::Report;
+use crate::autoscaler::scaledown::report::ScaleDownReport as Report;
 use crate::autoscaler::scaleup::executor::Executor;
 use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
 use crate::autoscaler::scaleup::orchestrator as scaleup;
@@ -289,7 +289,7 @@ impl RunOnce {
         let acting = self.settings.act.then_some(Executor {
             client: &self.client,
             state: &mut self.state,
-            last_scale_up: &mut self.down.last_scale_up,
+            last_scale_up: self.down.last_scale_up(),
         });
         Ok(provision::provision(requests, world, acting, now).await?)
     }
@@ -380,7 +380,7 @@ impl RunOnce {
             report.merge(advanced);
         }
         // Replacements waiting for their new node: which is theirs, whether it is Ready, or too late.
-        let replacements = &mut self.down.consolidator.replacements;
+        let replacements = self.down.replacements();
         let act = self.settings.act;
         report.merge(
             replacements
@@ -482,7 +482,7 @@ impl RunOnce {
         let mut executor = Executor {
             client: &self.client,
             state: &mut self.state,
-            last_scale_up: &mut self.down.last_scale_up,
+            last_scale_up: self.down.last_scale_up(),
         };
         executor.execute(&mut plan.scale_ups, groups, now).await;
         Ok(plan)

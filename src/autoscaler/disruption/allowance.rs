@@ -15,7 +15,7 @@ use std::time::SystemTime;
 
 /// A budget at the instant it was evaluated.
 #[derive(Clone, Debug)]
-enum State {
+enum BudgetState {
     /// No schedule: the budget always applies.
     Always,
     /// Inside the window `[start, end)` of its schedule.
@@ -29,7 +29,7 @@ enum State {
 #[derive(Clone, Debug)]
 pub struct Evaluated<'a> {
     budgets: &'a [Budget],
-    states: Vec<State>,
+    states: Vec<BudgetState>,
     /// The first budget whose schedule could not be evaluated. Karpenter then allows nothing for any reason
     /// in the pool: a budget that cannot say whether it is open must not be taken as open, nor as closed.
     failed: Option<usize>,
@@ -37,17 +37,19 @@ pub struct Evaluated<'a> {
 
 impl<'a> Evaluated<'a> {
     pub fn new(budgets: &'a [Budget], now: SystemTime) -> Evaluated<'a> {
-        let states: Vec<State> = (budgets.iter())
+        let states: Vec<BudgetState> = (budgets.iter())
             .map(|budget| match &budget.schedule {
-                None => State::Always,
+                None => BudgetState::Always,
                 Some(schedule) => match schedule.active_window(now) {
-                    Ok(Some((start, end))) => State::Open(start, end),
-                    Ok(None) => State::Closed,
-                    Err(e) => State::Failed(e),
+                    Ok(Some((start, end))) => BudgetState::Open(start, end),
+                    Ok(None) => BudgetState::Closed,
+                    Err(e) => BudgetState::Failed(e),
                 },
             })
             .collect();
-        let failed = states.iter().position(|s| matches!(s, State::Failed(_)));
+        let failed = states
+            .iter()
+            .position(|s| matches!(s, BudgetState::Failed(_)));
         Evaluated {
             budgets,
             states,
@@ -59,7 +61,7 @@ impl<'a> Evaluated<'a> {
     /// are NotReady. `total` counts those too, as Karpenter's does (the percent is of the group as it is).
     pub fn allowance(&self, reason: Reason, total: u64, disrupting: u64) -> Allowance<'_> {
         if let Some(index) = self.failed {
-            let State::Failed(error) = &self.states[index] else {
+            let BudgetState::Failed(error) = &self.states[index] else {
                 unreachable!("failed names a failed budget");
             };
             return Allowance {
@@ -82,9 +84,9 @@ impl<'a> Evaluated<'a> {
                 continue;
             }
             let limit = match state {
-                State::Always => Limit::Always,
-                State::Open(start, end) => Limit::Window(*start, *end),
-                State::Closed | State::Failed(_) => continue,
+                BudgetState::Always => Limit::Always,
+                BudgetState::Open(start, end) => Limit::Window(*start, *end),
+                BudgetState::Closed | BudgetState::Failed(_) => continue,
             };
             let allowed = budget.nodes.of(total);
             // The first of equal budgets binds: the one written first is the one people look for.

@@ -1,7 +1,8 @@
 //! Disruption control, in Karpenter's words: per node group, budgets that limit how many nodes
 //! may be disrupted at once, for which reasons and when; when nodes expire; and how long a blocked drain
 //! waits before it is forced. The document is read here (`config.rs`) and each group's allowance computed
-//! once per loop (`allowance.rs`); the loop decides what to disrupt within it.
+//! once per loop (`allowance.rs`); the loop decides what to disrupt within it (scale-down's `budgets/` and
+//! `disruption/`).
 
 mod allowance; // how many nodes may start being disrupted now, for one reason, and which budget says so
 mod budget; // a budget: nodes (a count or a percent), reasons, an optional schedule

@@ -2,15 +2,15 @@
 //! deletions start (the ToBeDeleted taint), soft taints follow the unneeded nodes, consolidation's new nodes
 //! are launched; and the deletions in progress, with the taints an earlier run left, take their next step.
 
-use super::decision::{Decision, Deletion, Surge};
+use super::decision::{Decision, DeletionToStart, Surge};
 use super::policy::ScaleDownPolicy;
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::group::GroupFacts;
-use crate::autoscaler::scaledown::actuation::Cause;
-use crate::autoscaler::scaledown::actuation::{self, Outcome};
+use crate::autoscaler::scaledown::act::actuation::Cause;
+use crate::autoscaler::scaledown::act::actuation::{self, Outcome};
 use crate::autoscaler::scaledown::consolidation::replacement::InFlight;
 use crate::autoscaler::scaledown::context::Context;
-use crate::autoscaler::scaledown::report::Report;
+use crate::autoscaler::scaledown::report::ScaleDownReport;
 use crate::autoscaler::status::{DisruptionStatus, ScaleDownStatus, Times};
 use crate::model::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
 use std::collections::HashSet;
@@ -28,9 +28,9 @@ impl ScaleDownPolicy {
         deleting: &HashSet<String>,
         facts: &[GroupFacts],
         now: SystemTime,
-    ) -> Report {
+    ) -> ScaleDownReport {
         decision.kept.sort_by(|a, b| a.node.cmp(&b.node));
-        let mut report = Report {
+        let mut report = ScaleDownReport {
             status: ScaleDownStatus {
                 unremovable: decision.kept,
                 not_consolidated: decision.not_consolidated,
@@ -43,7 +43,7 @@ impl ScaleDownPolicy {
                 consolidation_ms: decision.consolidation_ms,
                 ..Times::default()
             },
-            ..Report::default()
+            ..ScaleDownReport::default()
         };
         let Some(cluster) = cx.actor.clone().filter(|_| decision.acts) else {
             if cx.act && !(decision.delete.is_empty() && decision.consolidate.is_empty()) {
@@ -86,8 +86,8 @@ impl ScaleDownPolicy {
         surges: Vec<Surge>,
         facts: &[GroupFacts],
         now: SystemTime,
-    ) -> Report {
-        let mut done = Report::default();
+    ) -> ScaleDownReport {
+        let mut done = ScaleDownReport::default();
         for surge in surges {
             let mut scale_up = surge.scale_up();
             match cx.client.increase_size(&surge.group, 1).await {
@@ -116,10 +116,10 @@ impl ScaleDownPolicy {
         &mut self,
         cluster: &dyn ClusterSource,
         view: &ClusterView,
-        deletions: Vec<Deletion>,
+        deletions: Vec<DeletionToStart>,
         now: SystemTime,
-    ) -> Report {
-        let mut report = Report::default();
+    ) -> ScaleDownReport {
+        let mut report = ScaleDownReport::default();
         for d in deletions {
             let node = &view.nodes[d.node];
             let group = d.report.node_group.clone();
@@ -191,8 +191,8 @@ impl ScaleDownPolicy {
         view: &ClusterView,
         facts: &[GroupFacts],
         now: SystemTime,
-    ) -> Report {
-        let mut report = Report::default();
+    ) -> ScaleDownReport {
+        let mut report = ScaleDownReport::default();
         if let Some(why) = &self.doubt {
             // A drain would find its node empty in this view: every deletion waits for a view to trust.
             for d in self.actuator.in_flight() {
@@ -225,7 +225,7 @@ impl ScaleDownPolicy {
         &mut self,
         outcome: Outcome,
         now: SystemTime,
-        report: &mut Report,
+        report: &mut ScaleDownReport,
     ) -> (String, String, &'static str, String) {
         let replacements = &mut self.consolidator.replacements;
         match outcome {
@@ -298,9 +298,9 @@ impl ScaleDownPolicy {
         cluster: &dyn ClusterSource,
         view: &ClusterView,
         facts: &[GroupFacts],
-    ) -> (HashSet<String>, Report) {
+    ) -> (HashSet<String>, ScaleDownReport) {
         let mut restored = HashSet::new();
-        let mut report = Report::default();
+        let mut report = ScaleDownReport::default();
         if std::mem::replace(&mut self.stale_taints_checked, true) {
             return (restored, report);
         }

@@ -4,11 +4,11 @@
 
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::group::GroupFacts;
-use crate::autoscaler::scaledown::actuation::Cause;
+use crate::autoscaler::scaledown::act::actuation::Cause;
 use crate::autoscaler::scaledown::consolidation::consolidator::{Fleet, Readiness};
-use crate::autoscaler::scaledown::describe::evicted_from;
-use crate::autoscaler::scaledown::expiry;
-use crate::autoscaler::scaledown::removal::GroupInfo;
+use crate::autoscaler::scaledown::disruption::stage::{DisruptionAction, DisruptionDecision};
+use crate::autoscaler::scaledown::plan::describe::evicted_from;
+use crate::autoscaler::scaledown::plan::removal::GroupInfo;
 use crate::autoscaler::status::{
     Consolidation, DisruptionBudgetStatus, DisruptionStatus, KeptNode, ScaleDown, ScaleUp,
 };
@@ -20,7 +20,7 @@ use std::time::SystemTime;
 #[derive(Default)]
 pub struct Decision {
     /// The deletions to start (when only planning: every node that may go).
-    pub delete: Vec<Deletion>,
+    pub delete: Vec<DeletionToStart>,
     /// The nodes that stay, and why.
     pub kept: Vec<KeptNode>,
     /// The unneeded nodes (by node index), for the soft taints; `None` leaves them as they are.
@@ -70,7 +70,7 @@ impl Surge {
 }
 
 /// A node whose deletion scale-down (or expiry) starts, with its report.
-pub struct Deletion {
+pub struct DeletionToStart {
     pub node: usize,
     pub empty: bool,
     pub cause: Cause,
@@ -97,33 +97,32 @@ pub struct Scene<'a> {
 
 /// Expiry's decisions into scale-down's: removals start as deletions (with their drain's grace period),
 /// replacements are asked for, and nodes held are kept with why; every one is in the disruptions list.
-pub(super) fn record_expiry(
+pub(super) fn record_disruptions(
     scene: &Scene<'_>,
     groups: &[GroupInfo],
-    expired: Vec<expiry::Decided>,
+    expired: Vec<DisruptionDecision>,
     decision: &mut Decision,
 ) {
     let nodes = &scene.view.nodes;
     for d in expired {
-        let (node, group) = (&nodes[d.aging.node], &groups[d.aging.group]);
-        let image = scene.facts[d.aging.group].image();
-        let reason = d.aging.reason.word();
+        let (node, group) = (&nodes[d.candidate.node], &groups[d.candidate.group]);
+        let reason = d.candidate.reason.word();
         let cause = Cause::Disruption {
             reason,
             grace: d.grace,
         };
         let (action, detail) = match d.action {
-            expiry::Action::Remove => {
+            DisruptionAction::Remove(detail) => {
                 let report = ScaleDown {
                     node: node.name.clone(),
                     node_group: group.id.clone(),
                     reason: reason.into(),
-                    detail: expiry::describe(&d.aging, node, &group.id, image, scene.now),
-                    pods: evicted_from(scene.pods, &scene.on_node[d.aging.node]),
+                    detail,
+                    pods: evicted_from(scene.pods, &scene.on_node[d.candidate.node]),
                     risky: false,
                 };
-                decision.delete.push(Deletion {
-                    node: d.aging.node,
+                decision.delete.push(DeletionToStart {
+                    node: d.candidate.node,
                     empty: false,
                     cause,
                     report,
@@ -133,7 +132,7 @@ pub(super) fn record_expiry(
                     "its pods fit on the other nodes: it drains now".to_string(),
                 )
             }
-            expiry::Action::Replace => {
+            DisruptionAction::Replace => {
                 decision.surges.push(Surge {
                     node: node.name.clone(),
                     group: group.id.clone(),
@@ -145,7 +144,7 @@ pub(super) fn record_expiry(
                 );
                 ("replace", why)
             }
-            expiry::Action::Wait(hold, why) => {
+            DisruptionAction::Wait(hold, why) => {
                 decision.kept.push(KeptNode {
                     node: node.name.clone(),
                     node_group: Some(group.id.clone()),

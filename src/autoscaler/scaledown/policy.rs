@@ -1,24 +1,30 @@
-//! The scale-down policy, around the planner (`planner.rs`): the unneeded timers (`unneeded.rs`), the
-//! cooldowns after a scale-up, deletion or failure, the deletion and drain budgets (`budgets.rs`), soft taints
+//! The scale-down policy, around the planner (`plan/planner.rs`): the unneeded timers (`plan/unneeded.rs`), the
+//! cooldowns after a scale-up, deletion or failure, the deletion and drain budgets (`budgets/`), soft taints
 //! on unneeded nodes; and the deletions in progress, one step per loop, with the ToBeDeleted taints an
 //! earlier run left. With `--consolidation replace`, consolidation plans over the same world and its
 //! replacements end in the same deletions (`consolidation/`). Each step returns its part of the report; what
-//! the decision reads and hands back is in `decision.rs`, how a removal is described in `describe.rs`.
+//! the decision reads and hands back is in `decision.rs`, how a removal is described in `plan/describe.rs`.
 
 use crate::autoscaler::disruption::Reason;
 use crate::autoscaler::group::{GroupFacts, Totals};
 use crate::autoscaler::planning::planning;
-use crate::autoscaler::scaledown::actuation::{Actuator, Cause};
-use crate::autoscaler::scaledown::budgets;
+use crate::autoscaler::scaledown::act::actuation::{Actuator, Cause};
+use crate::autoscaler::scaledown::budgets::groups::DisruptionBudgets;
+use crate::autoscaler::scaledown::budgets::parallelism;
 use crate::autoscaler::scaledown::consolidation::consolidator::{Consolidator, Leftover};
+use crate::autoscaler::scaledown::consolidation::replacement::Replacements;
 use crate::autoscaler::scaledown::context::Context;
-use crate::autoscaler::scaledown::decision::{Decision, Deletion, Scene, record_expiry};
-use crate::autoscaler::scaledown::describe::describe;
-use crate::autoscaler::scaledown::disruption_budgets::DisruptionBudgets;
-use crate::autoscaler::scaledown::expiry;
-use crate::autoscaler::scaledown::planner::{self, Held, Plan, Unremovable};
-use crate::autoscaler::scaledown::removal::{GroupInfo, Input};
-use crate::autoscaler::scaledown::unneeded::UnneededTimers;
+use crate::autoscaler::scaledown::decision::{
+    Decision, DeletionToStart, Scene, record_disruptions,
+};
+use crate::autoscaler::scaledown::disruption::stage::{
+    CannotGrow, DisruptionStage, GroupRoom, Sight,
+};
+use crate::autoscaler::scaledown::plan::describe::describe;
+use crate::autoscaler::scaledown::plan::planner::{self, Held, ScaleDownPlan, Unremovable};
+use crate::autoscaler::scaledown::plan::removal::{GroupInfo, Input};
+use crate::autoscaler::scaledown::plan::simulation::RemovalSimulation;
+use crate::autoscaler::scaledown::plan::unneeded::UnneededTimers;
 use crate::autoscaler::scaledown::view_check::ViewCheck;
 use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::status::KeptNode;
@@ -28,13 +34,20 @@ use crate::simulator::topology::{Place, Topology};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
 
+/// What one loop's admission reads: the loop's context, its scene, and the groups as scale-down sees them.
+struct Round<'r, 'a> {
+    cx: &'r Context<'a>,
+    scene: &'r Scene<'a>,
+    groups: &'r [GroupInfo],
+}
+
 /// The scale-down state kept between loops.
 #[derive(Default)]
 pub struct ScaleDownPolicy {
     pub(super) actuator: Actuator,
     pub(super) unneeded: UnneededTimers,
     /// The last successful scale-up, for `--scale-down-delay-after-add`.
-    pub last_scale_up: Option<SystemTime>,
+    pub(super) last_scale_up: Option<SystemTime>,
     pub(super) last_delete: Option<SystemTime>,
     pub(super) last_failure: Option<SystemTime>,
     /// Our ToBeDeleted taints left by an earlier run are removed in the first loop that acts.
@@ -43,7 +56,7 @@ pub struct ScaleDownPolicy {
     /// Why this loop's view is not trusted, if it is not: set by [`ScaleDownPolicy::check_view`].
     pub(super) doubt: Option<String>,
     /// Consolidation's replacements in progress and per-node timers.
-    pub consolidator: Consolidator,
+    pub(super) consolidator: Consolidator,
     /// Nodes deleted this loop, by group: the target sizes read before they went are one too high each.
     pub(super) deleted: HashMap<String, i32>,
 }
@@ -55,6 +68,16 @@ impl ScaleDownPolicy {
     pub fn check_view(&mut self, on_nodes: usize, facts: &[GroupFacts], now: SystemTime) {
         let settle = facts.iter().map(|f| f.options.unneeded).max();
         self.doubt = (self.view).doubt(on_nodes, settle.unwrap_or_default(), now);
+    }
+
+    /// Where scale-up records its last success, for `--scale-down-delay-after-add`.
+    pub fn last_scale_up(&mut self) -> &mut Option<SystemTime> {
+        &mut self.last_scale_up
+    }
+
+    /// Consolidation's replacements in progress, for the loop to watch for their new nodes.
+    pub fn replacements(&mut self) -> &mut Replacements {
+        &mut self.consolidator.replacements
     }
 
     /// Unneeded timers start again: the loop saw an unhealthy cluster.
@@ -92,11 +115,15 @@ impl ScaleDownPolicy {
         excluded.extend(replacements.old_nodes().map(str::to_string));
         let mut budgets = self.budgets(cx, scene, &groups);
         let images: Vec<Option<&str>> = scene.facts.iter().map(GroupFacts::image).collect();
-        let (nodes, node_group, now) = (&scene.view.nodes, scene.node_group, scene.now);
-        let aging = expiry::find(
-            nodes, node_group, &groups, &budgets, &images, &excluded, now,
-        );
-        excluded.extend(aging.iter().map(|a| scene.view.nodes[a.node].name.clone()));
+        let sight = Sight {
+            nodes: &scene.view.nodes,
+            node_group: scene.node_group,
+            groups: &groups,
+            images: &images,
+            now: scene.now,
+        };
+        let disrupted = sight.candidates(&budgets, &excluded);
+        excluded.extend((disrupted.iter()).map(|c| scene.view.nodes[c.node].name.clone()));
         let existing = scene.view.nodes.len();
         let device_use: Vec<Option<PoolUse>> = (places[..existing].iter())
             .map(|p| p.devices.as_ref().and_then(|d| d.utilization()))
@@ -112,14 +139,7 @@ impl ScaleDownPolicy {
         );
         let plan = planning(|| planner::plan(&input, &sd.rules, topology, &mut places[..existing]));
         let planning_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let waits = acts
-            .then(|| {
-                scene
-                    .paused
-                    .clone()
-                    .or_else(|| self.cooldown(cx, scene.now))
-            })
-            .flatten();
+        let waits = acts.then(|| self.waits(cx, scene)).flatten();
         let started = Instant::now();
         let (consolidate, not_consolidated) = if cx.consolidation.replaces() {
             let (view, now) = (scene.view, scene.now);
@@ -139,7 +159,7 @@ impl ScaleDownPolicy {
         // Expiry and drift over the world scale-down and consolidation left: they take their budgets first.
         let mut totals = Totals::of(places, &cx.quotas);
         let mut surged = vec![0; groups.len()];
-        let room = expiry::Room {
+        let room = GroupRoom {
             lose: &mut plan.room_to_lose(&groups),
             grow: &mut |g| {
                 can_grow(cx, scene, g, surged[g], &mut totals)?;
@@ -147,8 +167,18 @@ impl ScaleDownPolicy {
                 Ok(())
             },
         };
-        let rules = &sd.rules;
-        let expired = expiry::plan(&input, rules, aging, &mut budgets, room, topology, places);
+        let expired = if disrupted.is_empty() {
+            Vec::new()
+        } else {
+            let order = (0..places.len()).collect();
+            DisruptionStage {
+                sim: RemovalSimulation::new(&input, &sd.rules, topology, places, order),
+                budgets: &mut budgets,
+                room,
+                sight: &sight,
+            }
+            .decide(disrupted)
+        };
         let mut decision = Decision {
             kept: self.kept(scene, &groups, &plan, &excluded),
             unneeded: Some(plan.removable.iter().map(|r| r.node).collect()),
@@ -160,16 +190,13 @@ impl ScaleDownPolicy {
             ready,
             ..Decision::default()
         };
-        record_expiry(scene, &groups, expired, &mut decision);
-        self.admit(
+        record_disruptions(scene, &groups, expired, &mut decision);
+        let round = Round {
             cx,
             scene,
-            &groups,
-            &plan,
-            waits,
-            &mut budgets,
-            &mut decision,
-        );
+            groups: &groups,
+        };
+        self.admit(&round, &plan, waits, &mut budgets, &mut decision);
         consolidation_budgets(scene, &mut budgets, &mut decision);
         decision.budgets = budgets.statuses();
         decision
@@ -256,7 +283,7 @@ impl ScaleDownPolicy {
         &self,
         scene: &Scene<'_>,
         groups: &[GroupInfo],
-        plan: &Plan,
+        plan: &ScaleDownPlan,
         excluded: &HashSet<String>,
     ) -> Vec<KeptNode> {
         let nodes = &scene.view.nodes;
@@ -279,17 +306,15 @@ impl ScaleDownPolicy {
     /// The removable nodes through their timers, the cooldowns and the budgets, into the decision: deletions
     /// to start, and the nodes held back with why. Planned only (no cluster to act on), every node whose
     /// timer has run out is reported and no budget applies.
-    #[allow(clippy::too_many_arguments)]
     fn admit(
         &mut self,
-        cx: &Context<'_>,
-        scene: &Scene<'_>,
-        groups: &[GroupInfo],
-        plan: &Plan,
+        round: &Round<'_, '_>,
+        plan: &ScaleDownPlan,
         waits: Option<String>,
         disruption: &mut DisruptionBudgets<'_>,
         decision: &mut Decision,
     ) {
+        let Round { cx, scene, groups } = *round;
         let sd = &cx.scale_down;
         let nodes = &scene.view.nodes;
         let timed =
@@ -306,7 +331,7 @@ impl ScaleDownPolicy {
                     detail: why.clone(),
                 }));
             }
-            let admitted = budgets::admit(ready, groups, sd, &self.actuator);
+            let admitted = parallelism::admit(ready, groups, sd, &self.actuator);
             ready = admitted.start;
             held.extend(admitted.held);
         }
@@ -323,7 +348,7 @@ impl ScaleDownPolicy {
                 Err(why) => held.push(Held {
                     removable: r,
                     reason: Unremovable::DisruptionBudget,
-                    detail: why,
+                    detail: why.to_string(),
                 }),
             }
         }
@@ -337,7 +362,7 @@ impl ScaleDownPolicy {
         decision.kept.extend(kept);
         // After expiry's removals, which were decided first.
         let admitted = (ready.into_iter())
-            .map(|r| Deletion {
+            .map(|r| DeletionToStart {
                 node: r.node,
                 empty: r.empty,
                 cause: Cause::ScaleDown,
@@ -345,6 +370,11 @@ impl ScaleDownPolicy {
             })
             .collect::<Vec<_>>();
         decision.delete.extend(admitted);
+    }
+
+    /// Why deletions wait this loop, if they do: scale-up waiting for new pods, or a cooldown.
+    fn waits(&self, cx: &Context<'_>, scene: &Scene<'_>) -> Option<String> {
+        (scene.paused.clone()).or_else(|| self.cooldown(cx, scene.now))
     }
 
     /// Why deletions wait this loop, if they do: a scale-up, deletion or failure too recent.
@@ -394,16 +424,16 @@ fn can_grow(
     g: usize,
     surged: u64,
     totals: &mut Totals,
-) -> Result<(), String> {
+) -> Result<(), CannotGrow> {
     let group = &scene.fleet.groups[g];
     if let Some(why) = &group.skip {
-        return Err(why.clone());
+        return Err(CannotGrow::HeldBack(why.clone()));
     }
-    let template = group.template.as_ref().ok_or("it has no template")?;
+    let template = group.template.as_ref().ok_or(CannotGrow::NoTemplate)?;
     let grown = scene.fleet.grown.get(&group.id).copied().unwrap_or(0) + surged;
     let (room, limit) = scaleup::node_limit(group, grown, template, cx.limits, totals);
     if room == 0 {
-        return Err(limit.to_string());
+        return Err(CannotGrow::Limit(limit.to_string()));
     }
     totals.add(g, &template.node);
     Ok(())
@@ -429,7 +459,7 @@ fn consolidation_budgets(
         for node in &c.nodes {
             let Some(g) = group_of(node) else { continue };
             if let Err(why) = budgets.check(g, Reason::Underutilized) {
-                held = Some((node.clone(), g, why));
+                held = Some((node.clone(), g, why.to_string()));
                 break;
             }
         }

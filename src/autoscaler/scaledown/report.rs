@@ -5,11 +5,11 @@ use crate::autoscaler::status::{ScaleDownStatus, ScaleUp, Times};
 
 /// A group to back off, and why: a replacement's new node there was refused, failed to launch, or never
 /// turned Ready.
-pub type Backoff = (String, String);
+pub type GroupBackoff = (String, String);
 
 /// Scale-down's part of the loop's report, with what the loop does beside it.
 #[derive(Debug, Default)]
-pub struct Report {
+pub struct ScaleDownReport {
     /// What it decided and did, as the status says it.
     pub status: ScaleDownStatus,
     pub errors: Vec<String>,
@@ -18,12 +18,12 @@ pub struct Report {
     /// The new nodes asked for to replace expired and drifted nodes, each naming the node it replaces.
     pub scale_ups: Vec<ScaleUp>,
     /// Groups to back off: not part of the status, a decision for the loop's backoff.
-    pub backoffs: Vec<Backoff>,
+    pub backoffs: Vec<GroupBackoff>,
 }
 
-impl Report {
+impl ScaleDownReport {
     /// `other`'s entries after these (its times added).
-    pub fn merge(&mut self, other: Report) {
+    pub fn merge(&mut self, other: ScaleDownReport) {
         self.status.merge(other.status);
         self.errors.extend(other.errors);
         self.times.add(other.times);

@@ -1,7 +1,7 @@
 //! What the scale-down and consolidation flags say, each stage's own part of the loop's settings.
 
-use super::actuation::Pacing;
-use super::drain::Rules;
+use crate::autoscaler::scaledown::act::actuation::Pacing;
+use crate::autoscaler::scaledown::plan::drainability::Rules;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -107,12 +107,25 @@ impl fmt::Display for MinSaving {
     }
 }
 
+/// A `--consolidation-min-saving` that does not read.
+#[derive(Debug, thiserror::Error)]
+pub enum MinSavingError {
+    #[error(
+        "{part:?} in {text:?}: expected a percentage (20%) or dollars per hour (0.01 or $0.01), at least 0"
+    )]
+    NotAnAmount { part: String, text: String },
+    #[error("{text:?}: one percentage between 0% and 100%, please")]
+    Percentage { text: String },
+    #[error("{text:?}: one dollar amount, please")]
+    Dollars { text: String },
+}
+
 impl FromStr for MinSaving {
-    type Err = String;
+    type Err = MinSavingError;
 
     /// `20%,0.01`: a percentage, a dollar amount per hour (`$` optional), or both, comma-separated; a part
     /// not given keeps its default (20%, $0.01).
-    fn from_str(text: &str) -> Result<MinSaving, String> {
+    fn from_str(text: &str) -> Result<MinSaving, MinSavingError> {
         let mut saving = MinSaving::default();
         let (mut percent, mut dollars) = (false, false);
         for part in text.split(',').map(str::trim) {
@@ -120,26 +133,24 @@ impl FromStr for MinSaving {
                 s.parse::<f64>()
                     .ok()
                     .filter(|v| v.is_finite() && *v >= 0.0)
-                    .ok_or_else(|| {
-                        format!(
-                            "{part:?} in {text:?}: expected a percentage (20%) or dollars per hour \
-                             (0.01 or $0.01), at least 0"
-                        )
+                    .ok_or_else(|| MinSavingError::NotAnAmount {
+                        part: part.to_string(),
+                        text: text.to_string(),
                     })
             };
             if let Some(p) = part.strip_suffix('%') {
                 let p = number(p)?;
                 if p > 100.0 || percent {
-                    return Err(format!(
-                        "{text:?}: one percentage between 0% and 100%, please"
-                    ));
+                    let text = text.to_string();
+                    return Err(MinSavingError::Percentage { text });
                 }
                 saving.fraction = p / 100.0;
                 percent = true;
             } else {
                 let d = number(part.strip_prefix('$').unwrap_or(part))?;
                 if dollars {
-                    return Err(format!("{text:?}: one dollar amount, please"));
+                    let text = text.to_string();
+                    return Err(MinSavingError::Dollars { text });
                 }
                 saving.per_hour = d;
                 dollars = true;

@@ -7,14 +7,16 @@ use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::group::GroupFacts;
 use crate::autoscaler::group::{Group, Totals};
-use crate::autoscaler::scaledown::actuation::{Actuator, Cause};
+use crate::autoscaler::scaledown::act::actuation::{Actuator, Cause};
 use crate::autoscaler::scaledown::consolidation::replacement::{InFlight, Replacements};
-use crate::autoscaler::scaledown::consolidation::search::{self, Ask, Reason, Target};
+use crate::autoscaler::scaledown::consolidation::search::{
+    self, Ask, NotConsolidatedBecause, ReplacementTarget,
+};
 use crate::autoscaler::scaledown::context::Context;
-use crate::autoscaler::scaledown::drain::{PdbBudget, Rules};
-use crate::autoscaler::scaledown::planner::Plan;
-use crate::autoscaler::scaledown::removal::Input;
-use crate::autoscaler::scaledown::report::Report;
+use crate::autoscaler::scaledown::plan::drainability::{PdbBudget, Rules};
+use crate::autoscaler::scaledown::plan::planner::ScaleDownPlan;
+use crate::autoscaler::scaledown::plan::removal::Input;
+use crate::autoscaler::scaledown::report::ScaleDownReport;
 use crate::autoscaler::scaleup::limits::ClusterLimits;
 use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::status::{Consolidation, KeptNode};
@@ -101,7 +103,7 @@ impl Consolidator {
         cx: &Context<'_>,
         input: &Input<'_>,
         leftover: Leftover<'_, '_>,
-        plan: &Plan,
+        plan: &ScaleDownPlan,
         waits: Option<&str>,
     ) -> (Vec<Consolidation>, Vec<KeptNode>) {
         let Leftover {
@@ -119,10 +121,11 @@ impl Consolidator {
         for r in &plan.removable {
             pdbs.spend(&r.covered);
             let why = "scale-down removes it once its unneeded time has passed".to_string();
-            left.insert(r.node, (Reason::ScaleDownCandidate, why));
+            left.insert(r.node, (NotConsolidatedBecause::ScaleDownCandidate, why));
             for &(_, to) in &r.destinations {
                 let why = format!("scale-down moves the pods of {} here", nodes[r.node].name);
-                left.entry(to).or_insert((Reason::ScaleDownCandidate, why));
+                left.entry(to)
+                    .or_insert((NotConsolidatedBecause::ScaleDownCandidate, why));
             }
         }
         let prices: Vec<Option<f64>> = fleet.groups.iter().map(|g| g.node_price).collect();
@@ -137,13 +140,19 @@ impl Consolidator {
             settings.max_parallelism
         );
         let (limit, over_limit) = match (cx.actor.is_some(), waits) {
-            (false, _) => (usize::MAX, (Reason::ConsolidationBudgetReached, "")),
-            (true, Some(why)) => (0, (Reason::ConsolidationInCooldown, why)),
+            (false, _) => (
+                usize::MAX,
+                (NotConsolidatedBecause::ConsolidationBudgetReached, ""),
+            ),
+            (true, Some(why)) => (0, (NotConsolidatedBecause::ConsolidationInCooldown, why)),
             (true, None) => (
                 settings
                     .max_parallelism
                     .saturating_sub(self.replacements.count()),
-                (Reason::ConsolidationBudgetReached, in_progress.as_str()),
+                (
+                    NotConsolidatedBecause::ConsolidationBudgetReached,
+                    in_progress.as_str(),
+                ),
             ),
         };
         let ask = Ask {
@@ -195,8 +204,8 @@ impl Consolidator {
         launches: Vec<Consolidation>,
         facts: &[GroupFacts],
         now: SystemTime,
-    ) -> Report {
-        let mut done = Report::default();
+    ) -> ScaleDownReport {
+        let mut done = ScaleDownReport::default();
         for mut report in launches {
             match client.increase_size(&report.node_group, 1).await {
                 Ok(()) => {
@@ -232,8 +241,8 @@ impl Consolidator {
         view: &ClusterView,
         ready: Readiness,
         now: SystemTime,
-    ) -> (Report, bool) {
-        let mut done = Report::default();
+    ) -> (ScaleDownReport, bool) {
+        let mut done = ScaleDownReport::default();
         let mut failed = false;
         let mut old = Vec::new();
         for &i in &ready.hand_over {
@@ -292,7 +301,7 @@ fn targets<'g>(
     fleet: &Fleet<'g>,
     limits: &ClusterLimits,
     totals: &Totals,
-) -> (Vec<Target<'g>>, Vec<String>) {
+) -> (Vec<ReplacementTarget<'g>>, Vec<String>) {
     let (mut targets, mut left_out) = (Vec::new(), Vec::new());
     let per_zone = nodes_per_zone(input);
     for (g, group) in fleet.groups.iter().enumerate() {
@@ -321,7 +330,7 @@ fn targets<'g>(
             leave(limit.to_string());
             continue;
         }
-        targets.push(Target {
+        targets.push(ReplacementTarget {
             group: g,
             template,
             price,

@@ -6,4 +6,7 @@ pub(crate) mod consolidator; // this loop's replacements: planned, launched, han
 pub(crate) mod replacement; // replacements in progress: launch, wait for Ready, drain the old nodes, or abandon
 pub(crate) mod search; // candidates, one new node for their pods, savings
 
-pub use search::{Ask, Plan, Reason, Target, plan};
+pub use search::{
+    Ask, ConsolidationPlan as Plan, NotConsolidatedBecause as Reason, ReplacementTarget as Target,
+    plan,
+};

@@ -12,9 +12,9 @@
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::group::GroupFacts;
-use crate::autoscaler::scaledown::actuation::Cause;
-use crate::autoscaler::scaledown::consolidation::search::{ONCE_A_DAY, Reason};
-use crate::autoscaler::scaledown::report::Report;
+use crate::autoscaler::scaledown::act::actuation::Cause;
+use crate::autoscaler::scaledown::consolidation::search::{NotConsolidatedBecause, ONCE_A_DAY};
+use crate::autoscaler::scaledown::report::ScaleDownReport;
 use crate::autoscaler::scaledown::settings::ConsolidationSettings;
 use crate::autoscaler::status::ReplacementStatus;
 use crate::model::{Node, Pod, PodList};
@@ -171,7 +171,7 @@ impl Replacements {
         settings: &ConsolidationSettings,
         timers_elapsed: bool,
         now: SystemTime,
-    ) -> HashMap<usize, (Reason, String)> {
+    ) -> HashMap<usize, (NotConsolidatedBecause, String)> {
         let mut held = HashMap::new();
         let mut busy: HashMap<&str, &InFlight> = HashMap::new();
         for r in &self.in_flight {
@@ -191,14 +191,14 @@ impl Replacements {
                         "waiting for the new node"
                     }
                 );
-                held.insert(n, (Reason::ConsolidationInProgress, why));
+                held.insert(n, (NotConsolidatedBecause::ConsolidationInProgress, why));
             } else if let Some(at) = self.recent.get(&node.name) {
                 let ago = now.duration_since(*at).unwrap_or_default();
                 let why = format!(
                     "in a replacement {} ago: one consolidation a node a day",
                     short(ago)
                 );
-                held.insert(n, (Reason::ConsolidatedRecently, why));
+                held.insert(n, (NotConsolidatedBecause::ConsolidatedRecently, why));
             } else if !timers_elapsed {
                 let since = self.stable.get(&node.name).map_or(now, |(s, _)| *s);
                 let stable = now.duration_since(since).unwrap_or_default();
@@ -208,7 +208,7 @@ impl Replacements {
                         short(stable),
                         humantime::format_duration(settings.stable_time)
                     );
-                    held.insert(n, (Reason::NotStableLongEnough, why));
+                    held.insert(n, (NotConsolidatedBecause::NotStableLongEnough, why));
                 }
             }
         }
@@ -238,8 +238,8 @@ impl Replacements {
         view: &ClusterView,
         facts: &[GroupFacts],
         now: SystemTime,
-    ) -> Report {
-        let mut report = Report::default();
+    ) -> ScaleDownReport {
+        let mut report = ScaleDownReport::default();
         let names: HashSet<&str> = view.nodes.iter().map(|n| n.name.as_str()).collect();
         let mut taken: HashSet<String> = (self.in_flight.iter())
             .filter_map(|r| r.instance.clone())

@@ -10,11 +10,15 @@
 //! are left to scale-down. Replacements found are committed as they are found (the old nodes take no pods,
 //! their pods live on the new node, their PDB budget is spent), so that a list of them holds together.
 
-use crate::autoscaler::scaledown::actuation::Cause;
-use crate::autoscaler::scaledown::drain::{self, Blocking, Coverage, PdbBudget, Rules, Verdict};
-use crate::autoscaler::scaledown::planner::{self as scaledown, Candidate, Unremovable};
-use crate::autoscaler::scaledown::removal::Input;
-use crate::autoscaler::scaledown::removal::{Mover, Undo};
+use crate::autoscaler::scaledown::act::actuation::Cause;
+use crate::autoscaler::scaledown::plan::drainability::{
+    self, Blocking, Coverage, PdbBudget, Rules, Verdict,
+};
+use crate::autoscaler::scaledown::plan::planner::{
+    self as scaledown, RemovalCandidate, Unremovable,
+};
+use crate::autoscaler::scaledown::plan::removal::Input;
+use crate::autoscaler::scaledown::plan::removal::{FitsNowhere, Mover, Undo};
 use crate::autoscaler::scaledown::settings::MinSaving;
 use crate::model::{CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, Labels};
 use crate::simulator::topology::{Place, PlaceKind, Topology};
@@ -30,7 +34,7 @@ const MAX_MERGED: usize = 10;
 
 /// Why a node is not consolidated. The names are stable for scripts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reason {
+pub enum NotConsolidatedBecause {
     /// One of scale-down's checks that consolidation shares (NotAutoscaled, BlockedByPod, ...).
     Unremovable(Unremovable),
     NotReady,
@@ -57,24 +61,24 @@ pub enum Reason {
     ConsolidationBudgetReached,
 }
 
-impl fmt::Display for Reason {
+impl fmt::Display for NotConsolidatedBecause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Reason::Unremovable(u) => u.fmt(f),
+            NotConsolidatedBecause::Unremovable(u) => u.fmt(f),
             other => fmt::Debug::fmt(other, f),
         }
     }
 }
 
 /// A node group a replacement may launch in.
-pub struct Target<'a> {
+pub struct ReplacementTarget<'a> {
     pub group: usize,
     /// Its template (DaemonSet pods on it) in the zone its Auto Scaling group launches in next.
     pub template: &'a Place,
     pub price: f64,
 }
 
-impl Target<'_> {
+impl ReplacementTarget<'_> {
     pub fn instance_type(&self) -> &str {
         label(self.template, INSTANCE_TYPE_LABEL)
     }
@@ -116,12 +120,12 @@ impl Replacement {
 #[derive(Clone, Debug)]
 pub struct NotConsolidated {
     pub node: usize,
-    pub reason: Reason,
+    pub reason: NotConsolidatedBecause,
     pub detail: String,
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct Plan {
+pub struct ConsolidationPlan {
     pub replacements: Vec<Replacement>,
     pub not: Vec<NotConsolidated>,
 }
@@ -131,11 +135,11 @@ pub struct Ask<'a> {
     pub rules: &'a Rules,
     pub min_saving: MinSaving,
     /// The groups a new node may launch in, any order.
-    pub targets: &'a [Target<'a>],
+    pub targets: &'a [ReplacementTarget<'a>],
     /// Each group's node price per hour, when known.
     pub prices: &'a [Option<f64>],
     /// Nodes not to try, with why (scale-down's, held by the policy's timers and budgets).
-    pub left: &'a HashMap<usize, (Reason, String)>,
+    pub left: &'a HashMap<usize, (NotConsolidatedBecause, String)>,
     /// The groups that are no targets this loop, as `group: why`, for the nodes no target could take.
     pub left_out: &'a [String],
     /// Per group, how many nodes it may lose (over its min size, after the deletions in progress and
@@ -143,7 +147,7 @@ pub struct Ask<'a> {
     pub room: Vec<i64>,
     /// Replacements that may be committed; those found beyond are reported with `over_limit`.
     pub limit: usize,
-    pub over_limit: (Reason, &'a str),
+    pub over_limit: (NotConsolidatedBecause, &'a str),
 }
 
 /// Finds replacements over the world scale-down left in `topology` and `places` (the view's nodes first);
@@ -154,12 +158,12 @@ pub fn plan<'a>(
     pdbs: &mut PdbBudget,
     topology: &mut Topology,
     places: &mut Vec<Place>,
-) -> Plan {
+) -> ConsolidationPlan {
     let existing = places.len();
-    let mut plan = Plan::default();
+    let mut plan = ConsolidationPlan::default();
     let mut candidates = candidates(input, ask, pdbs, &mut plan.not);
 
-    let mut targets: Vec<&Target> = ask.targets.iter().collect();
+    let mut targets: Vec<&ReplacementTarget> = ask.targets.iter().collect();
     targets.sort_by(|a, b| a.price.total_cmp(&b.price).then(a.group.cmp(&b.group)));
     let mut world = FreshNodes::new(input, &targets, topology, places);
     let mut committed = 0;
@@ -173,8 +177,8 @@ pub fn plan<'a>(
         let Some((k, fit)) = best_merge(&mut world, ask, pdbs, &room, &candidates) else {
             break;
         };
-        let merged: Vec<(Candidate, f64)> = candidates.drain(..k).collect();
-        let members: Vec<&Candidate> = merged.iter().map(|(c, _)| c).collect();
+        let merged: Vec<(RemovalCandidate, f64)> = candidates.drain(..k).collect();
+        let members: Vec<&RemovalCandidate> = merged.iter().map(|(c, _)| c).collect();
         for c in &members {
             room[c.group] -= 1;
         }
@@ -199,7 +203,7 @@ pub fn plan<'a>(
                 i64::from(g.target) - i64::from(g.min_size) - room[c.group]
             );
             Err((
-                Reason::Unremovable(Unremovable::NodeGroupMinSizeReached),
+                NotConsolidatedBecause::Unremovable(Unremovable::NodeGroupMinSizeReached),
                 why,
             ))
         } else {
@@ -232,7 +236,7 @@ fn candidates(
     ask: &Ask<'_>,
     pdbs: &PdbBudget,
     not_consolidated: &mut Vec<NotConsolidated>,
-) -> Vec<(Candidate, f64)> {
+) -> Vec<(RemovalCandidate, f64)> {
     let mut candidates = Vec::new();
     let mut seen = Coverage::default();
     for (n, node) in input.nodes.iter().enumerate() {
@@ -247,16 +251,23 @@ fn candidates(
             not(*reason, detail.clone());
             continue;
         }
-        let c = match scaledown::candidate(input, ask.rules, pdbs, &mut seen, n, node, false) {
+        let c = match scaledown::candidate(
+            input,
+            ask.rules,
+            pdbs,
+            &mut seen,
+            n,
+            scaledown::UtilizationCheck::Any,
+        ) {
             Ok(c) => c,
             Err((reason, detail)) => {
-                not(Reason::Unremovable(reason), detail);
+                not(NotConsolidatedBecause::Unremovable(reason), detail);
                 continue;
             }
         };
         if !node.ready {
             not(
-                Reason::NotReady,
+                NotConsolidatedBecause::NotReady,
                 "not Ready: scale-down handles unready nodes".into(),
             );
             continue;
@@ -268,19 +279,22 @@ fn candidates(
                 "DoNotDisrupt: {}: annotated karpenter.sh/do-not-disrupt: \"true\"",
                 input.pods[p].key()
             );
-            not(Reason::Unremovable(Unremovable::BlockedByPod), why);
+            not(
+                NotConsolidatedBecause::Unremovable(Unremovable::BlockedByPod),
+                why,
+            );
             continue;
         }
         if c.moving.is_empty() {
             not(
-                Reason::NothingToMove,
+                NotConsolidatedBecause::NothingToMove,
                 "no pod on it needs a new place: scale-down removes it".into(),
             );
             continue;
         }
         let Some(price) = ask.prices[c.group] else {
             not(
-                Reason::NoPrice,
+                NotConsolidatedBecause::NoPrice,
                 format!("no price for node group {}", input.groups[c.group].id),
             );
             continue;
@@ -297,14 +311,17 @@ fn single(
     world: &mut FreshNodes<'_, '_>,
     ask: &Ask<'_>,
     pdbs: &PdbBudget,
-    c: &Candidate,
+    c: &RemovalCandidate,
     price: f64,
     admitted: bool,
-) -> Result<Fit, (Reason, String)> {
+) -> Result<Fit, (NotConsolidatedBecause, String)> {
     let input = world.input;
     // Replacements committed before it may have spent a budget its pods need.
     if let Some(why) = blocked(input, ask.rules, pdbs, &[c]) {
-        return Err((Reason::Unremovable(Unremovable::BlockedByPod), why));
+        return Err((
+            NotConsolidatedBecause::Unremovable(Unremovable::BlockedByPod),
+            why,
+        ));
     }
     let node = &input.nodes[c.node];
     let own = offering(&node.labels);
@@ -338,7 +355,7 @@ fn single(
             [] => detail,
             out => format!("{detail}; not tried: {}", out.join("; ")),
         };
-        return Err((Reason::NoCheaperFit, detail));
+        return Err((NotConsolidatedBecause::NoCheaperFit, detail));
     };
     let target = world.targets[fit.target];
     let what = format!(
@@ -354,7 +371,7 @@ fn single(
             price - target.price,
             ask.min_saving
         );
-        return Err((Reason::SavingBelowThreshold, detail));
+        return Err((NotConsolidatedBecause::SavingBelowThreshold, detail));
     }
     if !admitted {
         world.undo(fit);
@@ -362,6 +379,16 @@ fn single(
         return Err((reason, format!("would be replaced by {what}; {why}")));
     }
     Ok(fit)
+}
+
+/// Why a replacement's old nodes can no longer go: a pod that blocks their drain, or one that fits nowhere.
+#[derive(Debug, thiserror::Error)]
+pub enum StillFits {
+    /// `Reason: ns/name: why`.
+    #[error("{0}")]
+    Blocked(String),
+    #[error(transparent)]
+    Nowhere(FitsNowhere),
 }
 
 /// Before a replacement's old nodes drain (its new node is Ready): whether their pods still fit on the nodes
@@ -376,7 +403,7 @@ pub fn still_fits<'a>(
     places: &mut [Place],
     old: &[usize],
     cause: Cause,
-) -> Result<(), String> {
+) -> Result<(), StillFits> {
     let holds = matches!(cause, Cause::Disruption { .. });
     let pdbs = PdbBudget::new(input.pdbs);
     let mut moving = Vec::new();
@@ -384,13 +411,15 @@ pub fn still_fits<'a>(
         let mut must_move = Vec::new();
         for &p in &input.on_node[n] {
             let pod = &input.pods[p];
-            match drain::classify(pod, rules, &pdbs, input.now) {
+            match drainability::classify(pod, rules, &pdbs, input.now) {
                 // The API server enforces budgets: the drain waits for them.
                 Verdict::Evicted { needs_place: true }
                 | Verdict::Blocks(Blocking::NotEnoughPdb, _) => must_move.push(p),
                 Verdict::Blocks(..) if holds && pod.controller.is_some() => must_move.push(p),
                 Verdict::Blocks(..) if holds => {}
-                Verdict::Blocks(reason, why) => return Err(format!("{reason}: {why}")),
+                Verdict::Blocks(reason, why) => {
+                    return Err(StillFits::Blocked(format!("{reason}: {why}")));
+                }
                 Verdict::Evicted { .. } | Verdict::Stays => {}
             }
         }
@@ -404,12 +433,12 @@ pub fn still_fits<'a>(
         places[n].accepts = false;
     }
     for (&n, must_move) in old.iter().zip(&moving) {
-        if let Err(why) = mover.move_pods(input, topology, places, n, must_move, &mut undo) {
+        if let Err(why) = mover.move_pods(topology, places, n, must_move, &mut undo) {
             mover.undo(undo, topology, places);
             for (&n, accepts) in old.iter().zip(accepted) {
                 places[n].accepts = accepts;
             }
-            return Err(why);
+            return Err(StillFits::Nowhere(why));
         }
     }
     Ok(())
@@ -417,7 +446,12 @@ pub fn still_fits<'a>(
 
 /// Why draining `nodes` one after another is not allowed, if it is not: a pod that blocks, or a budget the
 /// nodes before it spent (as scale-down commits its removals; the drains then wait on the API server).
-fn blocked(input: &Input, rules: &Rules, pdbs: &PdbBudget, nodes: &[&Candidate]) -> Option<String> {
+fn blocked(
+    input: &Input,
+    rules: &Rules,
+    pdbs: &PdbBudget,
+    nodes: &[&RemovalCandidate],
+) -> Option<String> {
     let mut pdbs = pdbs.clone();
     for c in nodes {
         if let Some(why) = scaledown::blocked(input, rules, &pdbs, c) {
@@ -435,7 +469,7 @@ fn best_merge(
     ask: &Ask<'_>,
     pdbs: &PdbBudget,
     room: &[i64],
-    candidates: &[(Candidate, f64)],
+    candidates: &[(RemovalCandidate, f64)],
 ) -> Option<(usize, Fit)> {
     let mut best = None;
     for k in 2..=candidates.len().min(MAX_MERGED) {
@@ -463,10 +497,10 @@ fn merge(
     world: &mut FreshNodes<'_, '_>,
     ask: &Ask<'_>,
     pdbs: &PdbBudget,
-    members: &[(Candidate, f64)],
+    members: &[(RemovalCandidate, f64)],
 ) -> Option<Fit> {
     let before: f64 = members.iter().map(|(_, p)| p).sum();
-    let members: Vec<&Candidate> = members.iter().map(|(c, _)| c).collect();
+    let members: Vec<&RemovalCandidate> = members.iter().map(|(c, _)| c).collect();
     if blocked(world.input, ask.rules, pdbs, &members).is_some() {
         return None;
     }
@@ -493,7 +527,7 @@ struct Fit {
 /// The world the planner moves pods in: one fresh node per target, each with its own mover.
 struct FreshNodes<'i, 'a> {
     input: &'i Input<'a>,
-    targets: Vec<&'i Target<'i>>,
+    targets: Vec<&'i ReplacementTarget<'i>>,
     topology: &'i mut Topology,
     places: &'i mut Vec<Place>,
     /// Per target: its fresh node's place, and a mover whose only destination it is.
@@ -503,7 +537,7 @@ struct FreshNodes<'i, 'a> {
 impl<'i, 'a> FreshNodes<'i, 'a> {
     fn new(
         input: &'i Input<'a>,
-        targets: &[&'i Target<'i>],
+        targets: &[&'i ReplacementTarget<'i>],
         topology: &'i mut Topology,
         places: &'i mut Vec<Place>,
     ) -> FreshNodes<'i, 'a> {
@@ -526,18 +560,11 @@ impl<'i, 'a> FreshNodes<'i, 'a> {
     }
 
     /// Moves the movable pods of `nodes` onto target `t`'s fresh node, or says why one does not fit.
-    fn fit(&mut self, t: usize, nodes: &[&Candidate]) -> Result<Fit, String> {
+    fn fit(&mut self, t: usize, nodes: &[&RemovalCandidate]) -> Result<Fit, FitsNowhere> {
         let (place, mover) = &mut self.fresh[t];
         let mut undo = Undo::default();
         for c in nodes {
-            let moved = mover.move_pods(
-                self.input,
-                self.topology,
-                self.places,
-                c.node,
-                &c.moving,
-                &mut undo,
-            );
+            let moved = mover.move_pods(self.topology, self.places, c.node, &c.moving, &mut undo);
             if let Err(why) = moved {
                 mover.undo(undo, self.topology, self.places);
                 return Err(why);
@@ -560,7 +587,7 @@ impl<'i, 'a> FreshNodes<'i, 'a> {
     fn commit(
         &mut self,
         fit: Fit,
-        members: &[&Candidate],
+        members: &[&RemovalCandidate],
         before: f64,
         pdbs: &mut PdbBudget,
     ) -> Replacement {

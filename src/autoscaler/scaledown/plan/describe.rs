@@ -1,14 +1,17 @@
 //! A removal as the report says it: the node, why it may go, and the pods it evicts and where they go.
 
 use crate::autoscaler::cluster::ClusterView;
-use crate::autoscaler::scaledown::planner::Removable;
-use crate::autoscaler::scaledown::removal::GroupInfo;
+use crate::autoscaler::scaledown::plan::planner::Removable;
+use crate::autoscaler::scaledown::plan::removal::GroupInfo;
 use crate::autoscaler::status::ScaleDown;
 use crate::model::{PodList, PodNames};
 use std::fmt::Write as _;
 
 /// The pods a removal evicts from a node, of those `on_node` (those bound there, not pending pods placed there this loop).
-pub(super) fn evicted_from(pods: PodList<'_>, on_node: &[usize]) -> PodNames {
+pub(in crate::autoscaler::scaledown) fn evicted_from(
+    pods: PodList<'_>,
+    on_node: &[usize],
+) -> PodNames {
     let mut names = PodNames::default();
     for &p in on_node {
         let pod = pods.get(p);
@@ -20,7 +23,7 @@ pub(super) fn evicted_from(pods: PodList<'_>, on_node: &[usize]) -> PodNames {
 }
 
 /// A removable node as the status reports it: why it may go and where its pods go.
-pub(super) fn describe(
+pub(in crate::autoscaler::scaledown) fn describe(
     view: &ClusterView,
     pods: PodList<'_>,
     groups: &[GroupInfo],

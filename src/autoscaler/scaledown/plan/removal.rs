@@ -95,14 +95,14 @@ impl<'a> Input<'a> {
 
 /// What a removal simulation changed, to put back when it fails.
 #[derive(Default)]
-pub(super) struct Undo {
+pub(in crate::autoscaler::scaledown) struct Undo {
     /// Pods put on destinations: (pod, place, how many, terms).
-    pub(super) puts: Vec<(usize, usize, u64, Arc<PodTerms>)>,
+    pub(in crate::autoscaler::scaledown) puts: Vec<(usize, usize, u64, Arc<PodTerms>)>,
     /// Pods taken out of the counts of a node being removed: (place, terms).
-    pub(super) uncounted: Vec<(usize, Arc<PodTerms>)>,
+    pub(in crate::autoscaler::scaledown) uncounted: Vec<(usize, Arc<PodTerms>)>,
     /// Where an equivalence group's search started before: (a pod of it, the hint). Places the attempt
     /// filled have room again once it is undone, so the hint must not stay past them.
-    pub(super) hints: Vec<(usize, usize)>,
+    pub(in crate::autoscaler::scaledown) hints: Vec<(usize, usize)>,
 }
 
 impl Undo {
@@ -124,7 +124,7 @@ impl Undo {
 /// scan would, so a node whose pods fit nowhere costs a few lookups, not a pass over the cluster. A mover
 /// assumes it alone changes the places of its order while it lives, and that their `accepts` changes go
 /// through [`Mover::set_accepts`].
-pub(super) struct Mover<'a> {
+pub(in crate::autoscaler::scaledown) struct Mover<'a> {
     order: Vec<usize>,
     /// Each place's position in `order` (`usize::MAX` for places not in it).
     position: Vec<usize>,
@@ -155,10 +155,17 @@ struct Unplaced {
     seen: usize,
 }
 
+/// Whether a place's reasons join the counts or leave them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tally {
+    Add,
+    TakeAway,
+}
+
 /// Adds `reasons` to `counts`, or takes them away (a reason no place gives any more goes).
-fn tally(counts: &mut BTreeMap<String, usize>, reasons: &[String], add: bool) {
+fn tally(counts: &mut BTreeMap<String, usize>, reasons: &[String], how: Tally) {
     for why in reasons {
-        if add {
+        if how == Tally::Add {
             *counts.entry(why.clone()).or_default() += 1;
         } else if let Some(n) = counts.get_mut(why) {
             *n -= 1;
@@ -170,7 +177,11 @@ fn tally(counts: &mut BTreeMap<String, usize>, reasons: &[String], add: bool) {
 }
 
 impl<'a> Mover<'a> {
-    pub(super) fn new(order: Vec<usize>, places: &[Place], input: &Input<'a>) -> Mover<'a> {
+    pub(in crate::autoscaler::scaledown) fn new(
+        order: Vec<usize>,
+        places: &[Place],
+        input: &Input<'a>,
+    ) -> Mover<'a> {
         let mut position = vec![usize::MAX; places.len()];
         let mut free = FreeTree::default();
         for (i, &p) in order.iter().enumerate() {
@@ -212,7 +223,12 @@ impl<'a> Mover<'a> {
     }
 
     /// Place `p` now takes pods, or no longer does.
-    pub(super) fn set_accepts(&mut self, places: &mut [Place], p: usize, accepts: bool) {
+    pub(in crate::autoscaler::scaledown) fn set_accepts(
+        &mut self,
+        places: &mut [Place],
+        p: usize,
+        accepts: bool,
+    ) {
         places[p].accepts = accepts;
         self.refresh(places, p);
     }
@@ -236,9 +252,9 @@ impl<'a> Mover<'a> {
         places: &[Place],
         pod: &'a Pod,
         slot: usize,
-        terms: &PodTerms,
         from: usize,
     ) -> String {
+        let terms = &*self.entries[slot].0.clone();
         if !terms.simple || self.order.len() != places.len() {
             return world::explain(topology, places, pod, terms, |q| q == from);
         }
@@ -248,7 +264,7 @@ impl<'a> Mover<'a> {
             let reasons: Vec<Vec<String>> = places.iter().map(unfit).collect();
             let mut counts = BTreeMap::new();
             for r in &reasons {
-                tally(&mut counts, r, true);
+                tally(&mut counts, r, Tally::Add);
             }
             Unplaced {
                 reasons,
@@ -259,20 +275,25 @@ impl<'a> Mover<'a> {
         for &p in &changed[unplaced.seen..] {
             let now = unfit(&places[p]);
             if now != unplaced.reasons[p] {
-                tally(&mut unplaced.counts, &unplaced.reasons[p], false);
-                tally(&mut unplaced.counts, &now, true);
+                tally(&mut unplaced.counts, &unplaced.reasons[p], Tally::TakeAway);
+                tally(&mut unplaced.counts, &now, Tally::Add);
                 unplaced.reasons[p] = now;
             }
         }
         unplaced.seen = changed.len();
         // Every place but `from` is considered.
         let mut counts = unplaced.counts.clone();
-        tally(&mut counts, &unplaced.reasons[from], false);
+        tally(&mut counts, &unplaced.reasons[from], Tally::TakeAway);
         world::unavailable(places.len() - 1, &counts)
     }
 
     /// Undoes a failed removal simulation, the search hints included.
-    pub(super) fn undo(&mut self, undo: Undo, topology: &mut Topology, places: &mut [Place]) {
+    pub(in crate::autoscaler::scaledown) fn undo(
+        &mut self,
+        undo: Undo,
+        topology: &mut Topology,
+        places: &mut [Place],
+    ) {
         for &(pod, hint) in undo.hints.iter().rev() {
             let slot = self.slot(topology, pod);
             self.entries[slot].1 = hint;
@@ -285,7 +306,11 @@ impl<'a> Mover<'a> {
     }
 
     /// Records a committed removal of `from`: its pods now live where `destinations` says.
-    pub(super) fn commit(&mut self, from: usize, destinations: &[(usize, usize)]) {
+    pub(in crate::autoscaler::scaledown) fn commit(
+        &mut self,
+        from: usize,
+        destinations: &[(usize, usize)],
+    ) {
         self.moved_onto[from].clear();
         for &(pod, to) in destinations {
             self.moved_onto[to].push(pod);
@@ -295,16 +320,15 @@ impl<'a> Mover<'a> {
     /// Places every pod of `moving` (on place `from`) on another place that accepts pods, first fit, as
     /// the scheduler would, and says where each went. On failure, says which pod fits nowhere and why;
     /// `undo` has what was changed.
-    pub(super) fn move_pods(
+    pub(in crate::autoscaler::scaledown) fn move_pods(
         &mut self,
-        input: &Input<'a>,
         topology: &mut Topology,
         places: &mut [Place],
         from: usize,
         moving: &[usize],
         undo: &mut Undo,
-    ) -> Result<Vec<(usize, usize)>, String> {
-        let pods = input.pods;
+    ) -> Result<Vec<(usize, usize)>, FitsNowhere> {
+        let pods = self.pods;
         let moving: Vec<usize> = moving
             .iter()
             .chain(&self.moved_onto[from])
@@ -376,7 +400,7 @@ impl<'a> Mover<'a> {
                 }
             }
             if want > 0 {
-                let why = self.explain(topology, places, pod, slot, &terms, from);
+                let why = self.explain(topology, places, pod, slot, from);
                 return Err(fits_nowhere(pod, want, &why));
             }
         }
@@ -384,14 +408,32 @@ impl<'a> Mover<'a> {
     }
 }
 
+/// A pod of a node being removed that fits on no other node, and why:
 /// `ns/pod (and 2 like it) fits on no other node: why`.
-fn fits_nowhere(pod: &Pod, want: u64, why: &str) -> String {
-    let others = if want > 1 {
-        format!(" (and {} like it)", want - 1)
-    } else {
-        String::new()
-    };
-    format!("{}{others} fits on no other node: {why}", pod.key())
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{pod}{} fits on no other node: {why}", like_it(*.others))]
+pub struct FitsNowhere {
+    /// The pod, as `namespace/name`.
+    pub pod: String,
+    /// How many pods like it fit nowhere either.
+    pub others: u64,
+    pub why: String,
+}
+
+/// ` (and 2 like it)`, or nothing.
+fn like_it(others: u64) -> String {
+    match others {
+        0 => String::new(),
+        _ => format!(" (and {others} like it)"),
+    }
+}
+
+fn fits_nowhere(pod: &Pod, want: u64, why: &str) -> FitsNowhere {
+    FitsNowhere {
+        pod: pod.key().to_string(),
+        others: want.saturating_sub(1),
+        why: why.to_string(),
+    }
 }
 
 /// What a place can still take, as the mover's tree holds it: nothing when it takes no pods.
@@ -404,7 +446,7 @@ fn room(place: &Place) -> Resources {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(in crate::autoscaler::scaledown) mod tests {
     use super::*;
     use crate::model::{HOSTNAME_LABEL, Labels, Node, Phase, Taint, TaintEffect};
     use crate::simulator::predicates;
@@ -469,7 +511,7 @@ pub(super) mod tests {
         order: &[usize],
         from: usize,
         moving: &[usize],
-    ) -> Result<Vec<(usize, usize)>, String> {
+    ) -> Result<Vec<(usize, usize)>, FitsNowhere> {
         let mut destinations = Vec::new();
         for eg in crate::simulator::equivalence::group_pods(
             pods,
@@ -589,7 +631,7 @@ pub(super) mod tests {
                     got
                 };
                 let mut undo = Undo::default();
-                let got = mover.move_pods(&input, &mut topology, &mut places, from, &on_node[from], &mut undo);
+                let got = mover.move_pods(&mut topology, &mut places, from, &on_node[from], &mut undo);
                 match &got {
                     Ok(destinations) => {
                         mover.set_accepts(&mut places, from, false);

@@ -2,8 +2,8 @@
 //! (or unready and unneeded) for its group's time; the timer is kept while the node stays unneeded and dropped
 //! as soon as it is not. A zeroOrMaxNodeScaling group goes whole, so it waits until all of its nodes may go.
 
-use crate::autoscaler::scaledown::planner::{Held, Removable, Unremovable};
-use crate::autoscaler::scaledown::removal::GroupInfo;
+use crate::autoscaler::scaledown::plan::planner::{Held, Removable, Unremovable};
+use crate::autoscaler::scaledown::plan::removal::GroupInfo;
 use crate::model::Node;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

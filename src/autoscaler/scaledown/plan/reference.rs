@@ -3,8 +3,8 @@
 //! (no free-room tree, no search hints, no kept explanations, no budget index), on random clusters small
 //! enough for it.
 
-use super::drain::{Coverage, PdbBudget, Rules};
-use super::planner::{self, Candidate, Plan, Unremovable};
+use super::drainability::{Coverage, PdbBudget, Rules};
+use super::planner::{self, RemovalCandidate, ScaleDownPlan, Unremovable};
 use super::removal::tests::node;
 use super::removal::{GroupInfo, Input};
 use crate::model::{
@@ -22,7 +22,7 @@ const GIB: u64 = 1 << 30;
 /// One node's answer: removable with its pods' destinations and whether it is risky, or kept and why.
 type Answer = BTreeMap<usize, Result<(Vec<(usize, usize)>, bool), Unremovable>>;
 
-fn answer(plan: &Plan) -> Answer {
+fn answer(plan: &ScaleDownPlan) -> Answer {
     let mut answer = Answer::new();
     for r in &plan.removable {
         let mut destinations = r.destinations.clone();
@@ -64,9 +64,16 @@ fn plain(input: &Input, pods: &[Pod], rules: &Rules) -> Answer {
     let mut answer = Answer::new();
     let budget = PdbBudget::new(input.pdbs);
     let mut seen = Coverage::default();
-    let mut candidates: Vec<Candidate> = Vec::new();
-    for (n, node) in input.nodes.iter().enumerate() {
-        match planner::candidate(input, rules, &budget, &mut seen, n, node, true) {
+    let mut candidates: Vec<RemovalCandidate> = Vec::new();
+    for (n, _) in input.nodes.iter().enumerate() {
+        match planner::candidate(
+            input,
+            rules,
+            &budget,
+            &mut seen,
+            n,
+            planner::UtilizationCheck::Threshold,
+        ) {
             Ok(c) => candidates.push(c),
             Err((reason, _)) => {
                 answer.insert(n, Err(reason));

@@ -19,7 +19,7 @@
 //! destination (on one, a plain pod took the room in its zone that a zone-spread pod needed, and the other
 //! zone was too full for the spread; the other mixes anti-affinity by host and zone with host ports).
 
-use super::drain::Rules;
+use super::drainability::Rules;
 use super::planner::{self, Unremovable};
 use super::removal::{GroupInfo, Input};
 use crate::model::{
@@ -73,14 +73,14 @@ type App = (u64, u64, Constraint, bool, bool, Option<usize>);
 type NodeShape = (usize, u64, u64, bool, bool);
 
 #[derive(Clone, Debug)]
-struct Shape {
+struct ClusterShape {
     nodes: Vec<NodeShape>,
     apps: Vec<App>,
     /// Pods: app and the node asked for (taken only if the plain filters admit it there).
     pods: Vec<(usize, usize)>,
 }
 
-fn shape() -> impl Strategy<Value = Shape> {
+fn shape() -> impl Strategy<Value = ClusterShape> {
     let node = (
         0usize..3,
         2u64..=4,
@@ -101,7 +101,7 @@ fn shape() -> impl Strategy<Value = Shape> {
         prop::collection::vec(app, 1..=3),
         prop::collection::vec((0usize..3, 0usize..6), 0..=10),
     )
-        .prop_map(|(nodes, apps, pods)| Shape { nodes, apps, pods })
+        .prop_map(|(nodes, apps, pods)| ClusterShape { nodes, apps, pods })
 }
 
 fn make_node(i: usize, &(zone, cores, gib, tainted, deleting): &NodeShape) -> Node {
@@ -199,7 +199,7 @@ fn make_pod(i: usize, a: usize, &(cpu, gib, constraint, tolerates, port, pin): &
 
 /// The cluster: nodes, pods and the node of each, every pod admitted by the plain filters where it is, in
 /// the order asked (those refused are left out).
-fn build(shape: &Shape) -> (Vec<Arc<Node>>, Vec<Pod>, Vec<usize>) {
+fn build(shape: &ClusterShape) -> (Vec<Arc<Node>>, Vec<Pod>, Vec<usize>) {
     let mut nodes: Vec<Node> = (shape.nodes.iter().enumerate())
         .map(|(i, n)| make_node(i, n))
         .collect();
@@ -347,12 +347,12 @@ fn planned(nodes: &[Arc<Node>], pods: &[Pod], on: &[usize]) -> (BTreeSet<usize>,
 
 /// The planner against the search: `Err` when its removals cannot all go; otherwise the kept nodes that
 /// could go with them.
-fn check(shape: &Shape) -> Result<Vec<usize>, String> {
+fn check(shape: &ClusterShape) -> Result<Vec<usize>, String> {
     check_counted(shape).map(|(could_go, _)| could_go)
 }
 
 /// [`check`], with the planner's removals and the nodes it kept for `NoPlaceToMovePods` counted.
-fn check_counted(shape: &Shape) -> Result<(Vec<usize>, [usize; 2]), String> {
+fn check_counted(shape: &ClusterShape) -> Result<(Vec<usize>, [usize; 2]), String> {
     let (nodes, pods, on) = build(shape);
     let (removed, kept) = planned(&nodes, &pods, &on);
     let counts = [removed.len(), kept.len()];

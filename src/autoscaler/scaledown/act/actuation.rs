@@ -11,7 +11,7 @@
 
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::{ClusterError, ClusterSource, ClusterView};
-use crate::autoscaler::scaledown::drain::{self, Blocking, PdbBudget, Rules, Verdict};
+use crate::autoscaler::scaledown::plan::drainability::{self, Blocking, PdbBudget, Rules, Verdict};
 use crate::model::{
     DELETION_CANDIDATE_TAINT, Node, Phase, Pod, PodList, TO_BE_DELETED_TAINT, Taint, TaintEffect,
 };
@@ -183,6 +183,13 @@ impl Actuator {
         updating: &HashSet<&str>,
         now: SystemTime,
     ) -> Vec<Outcome> {
+        let ground = StepGround {
+            cluster,
+            client,
+            view,
+            rules,
+            pacing,
+        };
         let mut outcomes = Vec::new();
         let names: Vec<String> = self.in_flight.keys().cloned().collect();
         for name in names {
@@ -192,9 +199,9 @@ impl Actuator {
                     "{} started a managed node group update: EKS replaces its nodes",
                     deletion.group
                 );
-                Step::Stop(why)
+                DeletionStep::Stop(why)
             } else {
-                step(cluster, client, view, rules, pacing, deletion, now).await
+                step(&ground, deletion, now).await
             };
             let (node, group, empty, cause) = (
                 deletion.node.clone(),
@@ -203,13 +210,13 @@ impl Actuator {
                 deletion.cause,
             );
             match step {
-                Step::Wait(waiting) => outcomes.push(Outcome::Draining {
+                DeletionStep::Wait(waiting) => outcomes.push(Outcome::Draining {
                     node,
                     group,
                     waiting,
                     held: None,
                 }),
-                Step::Held(waiting) => outcomes.push(Outcome::Draining {
+                DeletionStep::Held(waiting) => outcomes.push(Outcome::Draining {
                     node,
                     group,
                     waiting,
@@ -218,7 +225,7 @@ impl Actuator {
                         Cause::ScaleDown => None,
                     },
                 }),
-                Step::Deleted => {
+                DeletionStep::Deleted => {
                     self.in_flight.remove(&name);
                     outcomes.push(Outcome::Deleted {
                         node,
@@ -227,12 +234,12 @@ impl Actuator {
                         cause,
                     });
                 }
-                Step::Abort(why) => {
+                DeletionStep::Abort(why) => {
                     self.in_flight.remove(&name);
                     let why = back_in_service(cluster, &node, why).await;
                     outcomes.push(Outcome::Failed { node, group, why });
                 }
-                Step::Stop(why) => {
+                DeletionStep::Stop(why) => {
                     self.in_flight.remove(&name);
                     let why = back_in_service(cluster, &node, why).await;
                     outcomes.push(Outcome::Stopped { node, group, why });
@@ -251,7 +258,7 @@ async fn back_in_service(cluster: &dyn ClusterSource, node: &str, why: String) -
     }
 }
 
-enum Step {
+enum DeletionStep {
     Wait(String),
     /// Given up, not failed: its group started a managed node group update.
     Stop(String),
@@ -290,7 +297,7 @@ fn leaving<'a>(
             sorted.blocked.push((pod, why));
             continue;
         }
-        match drain::classify(pod, rules, pdbs, now) {
+        match drainability::classify(pod, rules, pdbs, now) {
             Verdict::Stays => {}
             // The API server enforces budgets; a refusal is retried.
             Verdict::Evicted { .. } | Verdict::Blocks(Blocking::NotEnoughPdb, _) => {
@@ -306,23 +313,32 @@ fn leaving<'a>(
     sorted
 }
 
-async fn step(
-    cluster: &dyn ClusterSource,
-    client: &ProviderClient,
-    view: &ClusterView,
-    rules: &Rules,
-    pacing: &Pacing,
-    d: &mut Deletion,
-    now: SystemTime,
-) -> Step {
+/// What a deletion's step works with: the cluster it evicts from and the provider that deletes the instance,
+/// the loop's view, the drainability rules and the pacing flags.
+struct StepGround<'g> {
+    cluster: &'g dyn ClusterSource,
+    client: &'g ProviderClient,
+    view: &'g ClusterView,
+    rules: &'g Rules,
+    pacing: &'g Pacing,
+}
+
+async fn step(ground: &StepGround<'_>, d: &mut Deletion, now: SystemTime) -> DeletionStep {
+    let StepGround {
+        cluster,
+        client,
+        view,
+        rules,
+        pacing,
+    } = *ground;
     let Some(node) = view.nodes.iter().find(|n| n.name == d.node) else {
-        return Step::Abort("the node left the cluster before it was deleted".into());
+        return DeletionStep::Abort("the node left the cluster before it was deleted".into());
     };
     if node.provider_id != d.provider_id {
-        return Step::Abort("the node's providerID changed: it is another instance".into());
+        return DeletionStep::Abort("the node's providerID changed: it is another instance".into());
     }
     if now < d.tainted_at + pacing.delay_after_taint {
-        return Step::Wait("the scheduler to see the taint".into());
+        return DeletionStep::Wait("the scheduler to see the taint".into());
     }
     if d.holds() {
         d.drain_started.get_or_insert(now);
@@ -340,19 +356,19 @@ async fn step(
     } = leaving(on_node, rules, &pdbs, d.cause, now);
     if let Some((_, why)) = blocked.first().filter(|_| !forced) {
         if !d.holds() {
-            return Step::Abort(format!("a pod that cannot be evicted arrived: {why}"));
+            return DeletionStep::Abort(format!("a pod that cannot be evicted arrived: {why}"));
         }
         // The pods that may leave do meanwhile, as Karpenter's drain evicts around the ones it waits for:
         // only those still there at the end of the grace period are deleted past their budgets.
         if !to_evict.is_empty()
-            && let Step::Abort(failed) = evict(cluster, pacing, d, &to_evict, now).await
+            && let DeletionStep::Abort(failed) = evict(cluster, pacing, d, &to_evict, now).await
         {
-            return Step::Abort(failed);
+            return DeletionStep::Abort(failed);
         }
-        return Step::Held(format!("{why} ({})", d.until()));
+        return DeletionStep::Held(format!("{why} ({})", d.until()));
     }
     if d.empty && !(to_evict.is_empty() && terminating.is_empty()) {
-        return Step::Abort(format!(
+        return DeletionStep::Abort(format!(
             "planned as empty, but pods arrived: {}",
             to_evict
                 .iter()
@@ -378,7 +394,7 @@ async fn step(
     }
     match unseen_pods(cluster, &d.node, rules, &pdbs, d.cause, now).await {
         // A disruption drains what the view missed at the next step instead of giving up.
-        Some(Step::Abort(why)) if d.holds() => return Step::Wait(why),
+        Some(DeletionStep::Abort(why)) if d.holds() => return DeletionStep::Wait(why),
         Some(step) => return step,
         None => {}
     }
@@ -386,8 +402,8 @@ async fn step(
         .delete_nodes(&d.group, &[(d.node.clone(), d.provider_id.clone())])
         .await
     {
-        Ok(()) => Step::Deleted,
-        Err(e) => Step::Abort(format!("NodeGroupDeleteNodes failed: {e}")),
+        Ok(()) => DeletionStep::Deleted,
+        Err(e) => DeletionStep::Abort(format!("NodeGroupDeleteNodes failed: {e}")),
     }
 }
 
@@ -399,7 +415,7 @@ async fn evict(
     d: &mut Deletion,
     to_evict: &[&Pod],
     now: SystemTime,
-) -> Step {
+) -> DeletionStep {
     let started = *d.drain_started.get_or_insert(now);
     d.refused.clear();
     for pod in to_evict {
@@ -410,34 +426,39 @@ async fn evict(
             Err(ClusterError::EvictionRefused { pod, why }) => {
                 d.refused.push(format!("{pod}: {why}"));
             }
-            Err(e) => return Step::Abort(format!("evicting {}: {e}", pod.key())),
+            Err(e) => return DeletionStep::Abort(format!("evicting {}: {e}", pod.key())),
         }
     }
     if !d.refused.is_empty() {
         let late = now.duration_since(started).unwrap_or_default() > pacing.max_pod_eviction_time;
         if late && d.holds() {
             let refused = d.refused.join("; ");
-            return Step::Held(format!("refused evictions: {refused} ({})", d.until()));
+            return DeletionStep::Held(format!("refused evictions: {refused} ({})", d.until()));
         }
         if late {
-            return Step::Abort(format!(
+            return DeletionStep::Abort(format!(
                 "evictions still refused after --max-pod-eviction-time {}: {}",
                 humantime::format_duration(pacing.max_pod_eviction_time),
                 d.refused.join("; ")
             ));
         }
-        return Step::Wait(format!("refused evictions: {}", d.refused.join("; ")));
+        return DeletionStep::Wait(format!("refused evictions: {}", d.refused.join("; ")));
     }
-    Step::Wait(format!("{} evicted pod(s) to stop", to_evict.len()))
+    DeletionStep::Wait(format!("{} evicted pod(s) to stop", to_evict.len()))
 }
 
 /// Waits for evicted pods to stop, up to the eviction time and the longest grace period (plus a margin).
-fn still_terminating(pacing: &Pacing, d: &Deletion, terminating: &[&Pod], now: SystemTime) -> Step {
+fn still_terminating(
+    pacing: &Pacing,
+    d: &Deletion,
+    terminating: &[&Pod],
+    now: SystemTime,
+) -> DeletionStep {
     let started = d.drain_started.unwrap_or(d.tainted_at);
     let limit =
         pacing.max_pod_eviction_time + pacing.max_graceful_termination + Duration::from_secs(30);
     if now.duration_since(started).unwrap_or_default() > limit && !d.holds() {
-        return Step::Abort(format!(
+        return DeletionStep::Abort(format!(
             "pods still terminating after {}: {}",
             humantime::format_duration(limit),
             terminating
@@ -447,7 +468,7 @@ fn still_terminating(pacing: &Pacing, d: &Deletion, terminating: &[&Pod], now: S
                 .join(", ")
         ));
     }
-    Step::Wait(format!("{} evicted pod(s) to stop", terminating.len()))
+    DeletionStep::Wait(format!("{} evicted pod(s) to stop", terminating.len()))
 }
 
 impl Deletion {
@@ -479,7 +500,7 @@ impl Deletion {
 
 /// Deletes `pods` past their PodDisruptionBudgets: the grace period of a disruption's drain has run out, so
 /// they get a second to stop (Karpenter gives what is left of the deadline, at least a second).
-async fn force(cluster: &dyn ClusterSource, pods: Vec<&Pod>) -> Step {
+async fn force(cluster: &dyn ClusterSource, pods: Vec<&Pod>) -> DeletionStep {
     let mut deleted = 0;
     for pod in pods {
         match cluster
@@ -487,10 +508,10 @@ async fn force(cluster: &dyn ClusterSource, pods: Vec<&Pod>) -> Step {
             .await
         {
             Ok(()) | Err(ClusterError::NoPod(_)) => deleted += 1,
-            Err(e) => return Step::Wait(format!("deleting {}: {e}", pod.key())),
+            Err(e) => return DeletionStep::Wait(format!("deleting {}: {e}", pod.key())),
         }
     }
-    Step::Wait(format!(
+    DeletionStep::Wait(format!(
         "{deleted} pod(s) deleted past their budgets: the terminationGracePeriod ended"
     ))
 }
@@ -505,7 +526,7 @@ async fn unseen_pods(
     pdbs: &PdbBudget<'_>,
     cause: Cause,
     now: SystemTime,
-) -> Option<Step> {
+) -> Option<DeletionStep> {
     match cluster.pods_on(node).await {
         Ok(None) => None,
         Ok(Some(pods)) => {
@@ -517,20 +538,20 @@ async fn unseen_pods(
                 .chain(blocked.clone().filter(|p| p.deleted.is_some()))
                 .next();
             if let Some(pod) = stopping {
-                return Some(Step::Wait(format!("{} to stop", pod.key())));
+                return Some(DeletionStep::Wait(format!("{} to stop", pod.key())));
             }
             let missed: Vec<String> = (found.to_evict.iter().copied())
                 .chain(blocked)
                 .map(Pod::key)
                 .collect();
             (!missed.is_empty()).then(|| {
-                Step::Abort(format!(
+                DeletionStep::Abort(format!(
                     "pods the cluster view had not shown were on it: {}",
                     missed.join(", ")
                 ))
             })
         }
-        Err(e) => Some(Step::Wait(format!(
+        Err(e) => Some(DeletionStep::Wait(format!(
             "its pods to be read before deletion: {e}"
         ))),
     }

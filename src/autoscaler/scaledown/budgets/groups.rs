@@ -5,11 +5,19 @@
 //! deleted carry it.
 
 use crate::autoscaler::disruption::{DisruptionConfig, Evaluated, GroupPolicy, Reason};
-use crate::autoscaler::scaledown::removal::GroupInfo;
+use crate::autoscaler::scaledown::plan::removal::GroupInfo;
 use crate::autoscaler::status::DisruptionBudgetStatus;
 use crate::model::Node;
 use std::sync::Arc;
 use std::time::SystemTime;
+
+/// What holds one more node of a group for a reason: the budget in use, in words (`general: Expired, 1 of 1
+/// allowed in use (50% of 2 nodes)`), as the Event `DisruptionBlocked` says it.
+#[derive(Debug, thiserror::Error)]
+#[error("{detail}")]
+pub struct DisruptionBlocked {
+    pub detail: String,
+}
 
 /// A group's budgets this loop.
 struct GroupBudget<'c> {
@@ -84,7 +92,7 @@ impl<'c> DisruptionBudgets<'c> {
 
     /// Whether group `g` may have one more node disrupted for `reason` now; the detail of the budget that
     /// holds it when not.
-    pub fn check(&self, g: usize, reason: Reason) -> Result<(), String> {
+    pub fn check(&self, g: usize, reason: Reason) -> Result<(), DisruptionBlocked> {
         let Some(b) = &self.groups[g] else {
             return Ok(());
         };
@@ -96,11 +104,13 @@ impl<'c> DisruptionBudgets<'c> {
         let in_use = b
             .evaluated
             .allowance(reason, b.total, b.disrupting + b.taken);
-        Err(in_use.describe(&b.id).to_string())
+        Err(DisruptionBlocked {
+            detail: in_use.describe(&b.id).to_string(),
+        })
     }
 
     /// Takes one node of group `g` for `reason`, if its budgets allow it.
-    pub fn take(&mut self, g: usize, reason: Reason) -> Result<(), String> {
+    pub fn take(&mut self, g: usize, reason: Reason) -> Result<(), DisruptionBlocked> {
         self.check(g, reason)?;
         if let Some(b) = &mut self.groups[g] {
             b.taken += 1;

@@ -5,8 +5,9 @@
 //! and the removed node takes no one, so the whole list can go together and nothing depends on a node that
 //! goes too.
 
-use crate::autoscaler::scaledown::drain::{self, Coverage, PdbBudget, Rules, Verdict};
-use crate::autoscaler::scaledown::removal::{GroupInfo, Input, Mover, Undo};
+use crate::autoscaler::scaledown::plan::drainability::{self, Coverage, PdbBudget, Rules, Verdict};
+use crate::autoscaler::scaledown::plan::removal::{GroupInfo, Input, Undo};
+use crate::autoscaler::scaledown::plan::simulation::RemovalSimulation;
 use crate::model::{Node, Pod, Resources};
 use crate::simulator::PoolUse;
 use crate::simulator::topology::{Place, Topology};
@@ -109,7 +110,7 @@ pub struct Removable {
 }
 
 #[derive(Clone, Debug)]
-pub struct Kept {
+pub struct UnremovableNode {
     pub node: usize,
     pub group: Option<usize>,
     pub reason: Unremovable,
@@ -124,12 +125,12 @@ pub struct Held<'p> {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct Plan {
+pub struct ScaleDownPlan {
     pub removable: Vec<Removable>,
-    pub kept: Vec<Kept>,
+    pub kept: Vec<UnremovableNode>,
 }
 
-impl Plan {
+impl ScaleDownPlan {
     /// How many more nodes each group may lose this loop: over its min size, after the deletions in
     /// progress and this plan's removals (consolidation and expiry take from what is left).
     pub fn room_to_lose(&self, groups: &[GroupInfo]) -> Vec<i64> {
@@ -144,15 +145,15 @@ impl Plan {
 }
 
 /// A candidate after the checks that need no simulation.
-pub(super) struct Candidate {
-    pub(super) node: usize,
-    pub(super) group: usize,
-    pub(super) utilization: Utilization,
-    pub(super) evicted: Vec<usize>,
+pub(in crate::autoscaler::scaledown) struct RemovalCandidate {
+    pub(in crate::autoscaler::scaledown) node: usize,
+    pub(in crate::autoscaler::scaledown) group: usize,
+    pub(in crate::autoscaler::scaledown) utilization: Utilization,
+    pub(in crate::autoscaler::scaledown) evicted: Vec<usize>,
     /// The evicted pods that need a place.
-    pub(super) moving: Vec<usize>,
+    pub(in crate::autoscaler::scaledown) moving: Vec<usize>,
     /// The budgets covering the evicted pods ([`PdbBudget::coverage`]).
-    pub(super) covered: Vec<(usize, usize)>,
+    pub(in crate::autoscaler::scaledown) covered: Vec<(usize, usize)>,
 }
 
 /// The node's utilization, from the pods on it that hold room.
@@ -195,27 +196,26 @@ pub fn plan<'a>(
     rules: &Rules,
     topology: &mut Topology,
     places: &mut [Place],
-) -> Plan {
-    let mut plan = Plan::default();
-    let mut pdbs = PdbBudget::new(input.pdbs);
+) -> ScaleDownPlan {
+    let mut plan = ScaleDownPlan::default();
+    let pdbs = PdbBudget::new(input.pdbs);
     let mut seen = Coverage::default();
     let mut candidates = Vec::new();
-    for (n, node) in input.nodes.iter().enumerate() {
-        let group = input.node_group[n];
-        let keep = |reason, detail: String| Kept {
-            node: n,
-            group,
-            reason,
-            detail,
-        };
-        match candidate(input, rules, &pdbs, &mut seen, n, node, true) {
+    for (n, _) in input.nodes.iter().enumerate() {
+        let threshold = UtilizationCheck::Threshold;
+        match candidate(input, rules, &pdbs, &mut seen, n, threshold) {
             Ok(c) => candidates.push(c),
-            Err((reason, detail)) => plan.kept.push(keep(reason, detail)),
+            Err((reason, detail)) => plan.kept.push(UnremovableNode {
+                node: n,
+                group: input.node_group[n],
+                reason,
+                detail,
+            }),
         }
     }
     // Empty nodes first, then those unneeded last loop, then the least used.
     candidates.sort_by(|a, b| {
-        let key = |c: &Candidate| {
+        let key = |c: &RemovalCandidate| {
             (
                 !c.moving.is_empty(),
                 !input
@@ -247,14 +247,14 @@ pub fn plan<'a>(
         .filter(|p| !rank.contains_key(p))
         .collect();
     order.extend(candidates.iter().rev().map(|c| c.node));
-    let mut mover = Mover::new(order, places, input);
+    let mut sim = RemovalSimulation::new(input, rules, topology, places, order);
     // zeroOrMaxNodeScaling groups go whole: their candidates are simulated together, after the rest.
-    let (atomic, single): (Vec<Candidate>, Vec<Candidate>) = candidates
+    let (atomic, single): (Vec<RemovalCandidate>, Vec<RemovalCandidate>) = candidates
         .into_iter()
         .partition(|c| input.groups[c.group].options.zero_or_max);
     for c in single {
         let node = &input.nodes[c.node];
-        let keep = |reason, detail: String| Kept {
+        let keep = |reason, detail: String| UnremovableNode {
             node: c.node,
             group: Some(c.group),
             reason,
@@ -277,44 +277,104 @@ pub fn plan<'a>(
             continue;
         }
         // A PDB may have been spent by a node committed earlier in this pass.
-        if let Some(why) = blocked(input, rules, &pdbs, &c) {
+        if let Some(why) = blocked(input, rules, &sim.pdbs, &c) {
             plan.kept.push(keep(Unremovable::BlockedByPod, why));
             continue;
         }
-        let mut undo = Undo::default();
-        match mover.move_pods(input, topology, places, c.node, &c.moving, &mut undo) {
+        match sim.remove(c.node, &c.moving) {
             Ok(destinations) => {
                 room[c.group] -= 1;
                 cores -= node.capacity.cpu_millis;
                 memory -= node.capacity.memory_bytes;
-                mover.set_accepts(places, c.node, false);
-                mover.commit(c.node, &destinations);
-                plan.removable.push(commit(&mut pdbs, c, destinations));
+                plan.removable.push(commit(&mut sim.pdbs, c, destinations));
             }
-            Err(why) => {
-                mover.undo(undo, topology, places);
-                plan.kept.push(keep(Unremovable::NoPlaceToMovePods, why));
-            }
+            Err(why) => plan
+                .kept
+                .push(keep(Unremovable::NoPlaceToMovePods, why.to_string())),
         }
     }
-    atomic_groups(
-        input, rules, topology, places, &mut pdbs, &mut mover, atomic, &mut plan,
-    );
+    atomic_groups(&mut sim, atomic, &mut plan);
     plan.kept.sort_by_key(|k| k.node);
     plan
 }
 
-/// The checks of one node that need no simulation: group, annotation, deletion, readiness, utilization (when
-/// `threshold`: consolidation replaces nodes however used), and its pods' drainability.
-pub(super) fn candidate<'a>(
+/// Whether a candidate's utilization is held to its group's threshold: scale-down's are, consolidation
+/// replaces nodes however used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::autoscaler::scaledown) enum UtilizationCheck {
+    Threshold,
+    Any,
+}
+
+/// The checks of one node that need no simulation: group, annotation, deletion, readiness, utilization (as
+/// `check` says), and its pods' drainability.
+pub(in crate::autoscaler::scaledown) fn candidate<'a>(
     input: &Input<'a>,
     rules: &Rules,
     pdbs: &PdbBudget,
     seen: &mut Coverage<'a>,
     n: usize,
-    node: &Node,
-    threshold: bool,
-) -> Result<Candidate, (Unremovable, String)> {
+    check: UtilizationCheck,
+) -> Result<RemovalCandidate, (Unremovable, String)> {
+    let node = &input.nodes[n];
+    let g = node_checks(input, n, node)?;
+    let group = &input.groups[g];
+    let on_node: Vec<&Pod> = input.on_node[n]
+        .iter()
+        .map(|&p| &input.pods[p])
+        .filter(|p| !drainability::long_terminating(p, input.now))
+        .collect();
+    let used = Utilization {
+        devices: input.device_use.get(n).cloned().flatten(),
+        ..utilization(node, &on_node, group.options.ignore_daemon_sets)
+    };
+    let limit = if used.gpu.is_some() {
+        group.options.gpu_utilization
+    } else {
+        group.options.utilization
+    };
+    if used.value() > limit && check == UtilizationCheck::Threshold {
+        return Err((
+            Unremovable::NotUnderutilized,
+            format!(
+                "utilization {} is above the threshold {:.0}%",
+                used.describe(),
+                limit * 100.0
+            ),
+        ));
+    }
+    // One classification per pod: the first that blocks keeps the node, the others sort into evicted and
+    // moving.
+    let mut evicted = Vec::new();
+    let mut moving = Vec::new();
+    for &p in &input.on_node[n] {
+        match drainability::classify(&input.pods[p], rules, pdbs, input.now) {
+            Verdict::Blocks(reason, why) => {
+                return Err((Unremovable::BlockedByPod, format!("{reason}: {why}")));
+            }
+            Verdict::Evicted { needs_place } => {
+                evicted.push(p);
+                if needs_place {
+                    moving.push(p);
+                }
+            }
+            Verdict::Stays => {}
+        }
+    }
+    let covered = pdbs.coverage(seen, evicted.iter().map(|&p| (p, input.pods.get(p))));
+    Ok(RemovalCandidate {
+        node: n,
+        group: g,
+        utilization: used,
+        evicted,
+        moving,
+        covered,
+    })
+}
+
+/// The checks of node `n` itself: its group, its group's state and size, annotations, deletion, readiness;
+/// its group when it passes them.
+fn node_checks(input: &Input<'_>, n: usize, node: &Node) -> Result<usize, (Unremovable, String)> {
     let Some(g) = input.node_group[n] else {
         return Err((
             Unremovable::NotAutoscaled,
@@ -372,70 +432,20 @@ pub(super) fn candidate<'a>(
             ),
         ));
     }
-    let on_node: Vec<&Pod> = input.on_node[n]
-        .iter()
-        .map(|&p| &input.pods[p])
-        .filter(|p| !drain::long_terminating(p, input.now))
-        .collect();
-    let used = Utilization {
-        devices: input.device_use.get(n).cloned().flatten(),
-        ..utilization(node, &on_node, group.options.ignore_daemon_sets)
-    };
-    let limit = if used.gpu.is_some() {
-        group.options.gpu_utilization
-    } else {
-        group.options.utilization
-    };
-    if used.value() > limit && threshold {
-        return Err((
-            Unremovable::NotUnderutilized,
-            format!(
-                "utilization {} is above the threshold {:.0}%",
-                used.describe(),
-                limit * 100.0
-            ),
-        ));
-    }
-    // One classification per pod: the first that blocks keeps the node, the others sort into evicted and
-    // moving.
-    let mut evicted = Vec::new();
-    let mut moving = Vec::new();
-    for &p in &input.on_node[n] {
-        match drain::classify(&input.pods[p], rules, pdbs, input.now) {
-            Verdict::Blocks(reason, why) => {
-                return Err((Unremovable::BlockedByPod, format!("{reason}: {why}")));
-            }
-            Verdict::Evicted { needs_place } => {
-                evicted.push(p);
-                if needs_place {
-                    moving.push(p);
-                }
-            }
-            Verdict::Stays => {}
-        }
-    }
-    let covered = pdbs.coverage(seen, evicted.iter().map(|&p| (p, input.pods.get(p))));
-    Ok(Candidate {
-        node: n,
-        group: g,
-        utilization: used,
-        evicted,
-        moving,
-        covered,
-    })
+    Ok(g)
 }
 
 /// The first of a candidate's evicted pods that keeps its node now, as `Reason: ns/name: why`.
-pub(super) fn blocked(
+pub(in crate::autoscaler::scaledown) fn blocked(
     input: &Input,
     rules: &Rules,
     pdbs: &PdbBudget,
-    c: &Candidate,
+    c: &RemovalCandidate,
 ) -> Option<String> {
     // The pods passed the rules when their node became a candidate; since then only budgets were spent.
     // (A pod annotated safe-to-evict goes whatever its budgets say.)
     pdbs.exhausted_pods(&c.covered).find_map(|p| {
-        match drain::classify(&input.pods[p], rules, pdbs, input.now) {
+        match drainability::classify(&input.pods[p], rules, pdbs, input.now) {
             Verdict::Blocks(reason, why) => Some(format!("{reason}: {why}")),
             _ => None,
         }
@@ -465,7 +475,11 @@ fn under_minimum(input: &Input, cores: u64, memory: u64, node: &Node) -> Option<
     None
 }
 
-fn commit(pdbs: &mut PdbBudget, c: Candidate, destinations: Vec<(usize, usize)>) -> Removable {
+fn commit(
+    pdbs: &mut PdbBudget,
+    c: RemovalCandidate,
+    destinations: Vec<(usize, usize)>,
+) -> Removable {
     let risky = !pdbs.allows_all(&c.covered);
     pdbs.spend(&c.covered);
     Removable {
@@ -481,18 +495,13 @@ fn commit(pdbs: &mut PdbBudget, c: Candidate, destinations: Vec<(usize, usize)>)
 }
 
 /// zeroOrMaxNodeScaling groups: all of a group's nodes must be removable together, or none is removed.
-#[allow(clippy::too_many_arguments)]
-fn atomic_groups<'a>(
-    input: &Input<'a>,
-    rules: &Rules,
-    topology: &mut Topology,
-    places: &mut [Place],
-    pdbs: &mut PdbBudget,
-    mover: &mut Mover<'a>,
-    candidates: Vec<Candidate>,
-    plan: &mut Plan,
+fn atomic_groups(
+    sim: &mut RemovalSimulation<'_, '_>,
+    candidates: Vec<RemovalCandidate>,
+    plan: &mut ScaleDownPlan,
 ) {
-    let mut by_group: HashMap<usize, Vec<Candidate>> = HashMap::new();
+    let input = sim.input;
+    let mut by_group: HashMap<usize, Vec<RemovalCandidate>> = HashMap::new();
     for c in candidates {
         by_group.entry(c.group).or_default().push(c);
     }
@@ -501,16 +510,17 @@ fn atomic_groups<'a>(
     for (g, members) in groups {
         let group = &input.groups[g];
         let registered = input.node_group.iter().filter(|x| **x == Some(g)).count();
-        let fail = |plan: &mut Plan, members: Vec<Candidate>, reason, detail: String| {
-            for c in members {
-                plan.kept.push(Kept {
-                    node: c.node,
-                    group: Some(g),
-                    reason,
-                    detail: detail.clone(),
-                });
-            }
-        };
+        let fail =
+            |plan: &mut ScaleDownPlan, members: Vec<RemovalCandidate>, reason, detail: String| {
+                for c in members {
+                    plan.kept.push(UnremovableNode {
+                        node: c.node,
+                        group: Some(g),
+                        reason,
+                        detail: detail.clone(),
+                    });
+                }
+            };
         if group.min_size > 0 {
             let why = format!(
                 "{} scales to zero or max, and its min size is {}",
@@ -534,17 +544,17 @@ fn atomic_groups<'a>(
         let mut failed = None;
         let mut moved = Vec::new();
         for c in &members {
-            mover.set_accepts(places, c.node, false);
+            sim.set_accepts(c.node, false);
         }
         for c in &members {
-            if let Some(why) = blocked(input, rules, pdbs, c) {
+            if let Some(why) = blocked(input, sim.rules, &sim.pdbs, c) {
                 failed = Some((Unremovable::BlockedByPod, why));
                 break;
             }
-            match mover.move_pods(input, topology, places, c.node, &c.moving, &mut undo) {
+            match sim.move_pods(c.node, &c.moving, &mut undo) {
                 Ok(destinations) => moved.push(destinations),
                 Err(why) => {
-                    failed = Some((Unremovable::NoPlaceToMovePods, why));
+                    failed = Some((Unremovable::NoPlaceToMovePods, why.to_string()));
                     break;
                 }
             }
@@ -552,16 +562,16 @@ fn atomic_groups<'a>(
         match failed {
             None => {
                 for (c, destinations) in members.into_iter().zip(moved) {
-                    mover.commit(c.node, &destinations);
-                    plan.removable.push(commit(pdbs, c, destinations));
+                    sim.mover.commit(c.node, &destinations);
+                    plan.removable.push(commit(&mut sim.pdbs, c, destinations));
                 }
             }
             Some((reason, why)) => {
-                mover.undo(undo, topology, places);
+                sim.undo(undo);
                 for c in &members {
                     let node = &input.nodes[c.node];
                     let accepts = node.accepts_pods() && !input.deleting.contains(&node.name);
-                    mover.set_accepts(places, c.node, accepts);
+                    sim.set_accepts(c.node, accepts);
                 }
                 let why = format!(
                     "{} scales to zero or max and one of its nodes cannot go: {why}",

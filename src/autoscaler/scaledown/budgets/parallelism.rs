@@ -2,9 +2,9 @@
 //! `--max-scale-down-parallelism` in progress, `--max-drain-parallelism` of them draining, and
 //! `--max-empty-bulk-delete` empty nodes a loop; a zeroOrMaxNodeScaling group is admitted whole or not at all.
 
-use crate::autoscaler::scaledown::actuation::Actuator;
-use crate::autoscaler::scaledown::planner::{Held, Removable, Unremovable};
-use crate::autoscaler::scaledown::removal::GroupInfo;
+use crate::autoscaler::scaledown::act::actuation::Actuator;
+use crate::autoscaler::scaledown::plan::planner::{Held, Removable, Unremovable};
+use crate::autoscaler::scaledown::plan::removal::GroupInfo;
 use crate::autoscaler::scaledown::settings::ScaleDownSettings;
 use std::collections::HashMap;
 

@@ -1,0 +1,37 @@
+//! A reason for disruption, as Karpenter's disruption `Method`: which nodes it disrupts now, the budget reason
+//! it takes from, and why a node goes, for the report. The stage asks each method in turn; a node is a
+//! candidate of the first that disrupts it.
+
+use crate::autoscaler::disruption::{GroupPolicy, Reason};
+use crate::model::Node;
+use std::time::SystemTime;
+
+/// What a method sees of a node's group: its policy, the image its new nodes get (when the provider says),
+/// whether it is being updated, and the loop's instant.
+pub(in crate::autoscaler::scaledown) struct GroupSight<'s> {
+    pub(in crate::autoscaler::scaledown) id: &'s str,
+    pub(in crate::autoscaler::scaledown) policy: &'s GroupPolicy,
+    pub(in crate::autoscaler::scaledown) image: Option<&'s str>,
+    pub(in crate::autoscaler::scaledown) updating: bool,
+    pub(in crate::autoscaler::scaledown) now: SystemTime,
+}
+
+/// One reason for disruption.
+pub(in crate::autoscaler::scaledown) trait Method: Sync {
+    /// The reason it takes from its group's budgets, and the report names.
+    fn reason(&self) -> Reason;
+
+    /// Whether `node` is disrupted for this reason now.
+    fn disrupts(&self, node: &Node, group: &GroupSight<'_>) -> bool;
+
+    /// Why `node` goes, for the report of its removal.
+    fn describe(&self, node: &Node, group: &GroupSight<'_>) -> String;
+}
+
+/// A node a method disrupts now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DisruptionCandidate {
+    pub node: usize,
+    pub group: usize,
+    pub reason: Reason,
+}

@@ -1,0 +1,287 @@
+//! The disruption stage (`--disruption-config`): the nodes each [`Method`] disrupts now (drift, expiration)
+//! are replaced gracefully within their group's budget for the reason. When its pods fit on the other nodes a
+//! node is drained and removed; when they do not, a new node of its group is asked for first, and it drains
+//! once that node is Ready. Drifted nodes go first, then the oldest.
+//!
+//! Nothing of a group being updated goes: EKS replaces its nodes itself, and drift is only told once the
+//! update is over (the nodes it left on the old image are then drifted).
+
+use crate::autoscaler::disruption::Reason;
+use crate::autoscaler::scaledown::budgets::groups::DisruptionBudgets;
+use crate::autoscaler::scaledown::disruption::drift::Drift;
+use crate::autoscaler::scaledown::disruption::expiration::Expiration;
+use crate::autoscaler::scaledown::disruption::method::{DisruptionCandidate, GroupSight, Method};
+use crate::autoscaler::scaledown::plan::drainability::{self, Blocking, Verdict};
+use crate::autoscaler::scaledown::plan::planner::Unremovable;
+use crate::autoscaler::scaledown::plan::removal::GroupInfo;
+use crate::autoscaler::scaledown::plan::simulation::RemovalSimulation;
+use crate::model::Node;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// The methods, in the order they are asked: a node is a candidate of the first that disrupts it, and the
+/// candidates of an earlier method go first.
+const METHODS: [&dyn Method; 2] = [&Drift, &Expiration];
+
+/// What happens to a disrupted node this loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DisruptionAction {
+    /// Its pods fit on the other nodes: it is drained and removed now, for this reason (in words).
+    Remove(String),
+    /// A new node of its group is asked for first; it drains once that node is Ready.
+    Replace,
+    /// It stays this loop: what holds it, in words.
+    Wait(DisruptionHold, String),
+}
+
+/// What holds a disrupted node this loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DisruptionHold {
+    /// Its group's budget for the reason is in use (an Event `DisruptionBlocked` says so).
+    Budget,
+    /// Its group is UPDATING.
+    Updating,
+    /// The node is annotated not to be disrupted.
+    Annotation,
+    /// A pod that must not be evicted, with no grace period to force the drain.
+    Pod,
+    /// Its pods fit nowhere else, and its group cannot grow for a replacement.
+    NoRoom,
+}
+
+impl DisruptionHold {
+    /// The reason the report's `unremovable` gives a node held so.
+    pub fn unremovable(self) -> Unremovable {
+        match self {
+            DisruptionHold::Budget => Unremovable::DisruptionBudget,
+            DisruptionHold::Updating => Unremovable::NodeGroupUpdating,
+            DisruptionHold::Annotation => Unremovable::ScaleDownDisabledAnnotation,
+            DisruptionHold::Pod => Unremovable::BlockedByPod,
+            DisruptionHold::NoRoom => Unremovable::NoPlaceToMovePods,
+        }
+    }
+}
+
+/// A disrupted node, what happens to it, and (for a removal) the grace period of its drain.
+#[derive(Clone, Debug)]
+pub struct DisruptionDecision {
+    pub candidate: DisruptionCandidate,
+    pub action: DisruptionAction,
+    pub grace: Option<Duration>,
+}
+
+/// Why a group cannot grow by one more node for a replacement.
+#[derive(Debug, thiserror::Error)]
+pub enum CannotGrow {
+    /// Held back (backoff, failed instances), with why.
+    #[error("{0}")]
+    HeldBack(String),
+    #[error("it has no template")]
+    NoTemplate,
+    /// Its max size or the cluster's limits, in words.
+    #[error("{0}")]
+    Limit(String),
+}
+
+/// A drain a pod would hold for good: nothing forces it.
+#[derive(Debug, thiserror::Error)]
+#[error("{pod}, and its group has no terminationGracePeriod to force the drain")]
+struct UnforcedDrain {
+    /// The pod that holds it, and why.
+    pod: String,
+}
+
+/// The groups' room this loop: how many nodes each may lose (over its min size, after the deletions in
+/// progress and this loop's other removals), and whether it may grow by one more node for a replacement
+/// (each replacement asked takes its node from the group's and the cluster's limits).
+pub struct GroupRoom<'r> {
+    pub lose: &'r mut [i64],
+    pub grow: &'r mut dyn FnMut(usize) -> Result<(), CannotGrow>,
+}
+
+/// What the methods look at over the loop's nodes: each node's group, the groups, and the image each
+/// group's new nodes get (when the provider says it).
+pub struct Sight<'s> {
+    pub nodes: &'s [Arc<Node>],
+    pub node_group: &'s [Option<usize>],
+    pub groups: &'s [GroupInfo],
+    pub images: &'s [Option<&'s str>],
+    pub now: SystemTime,
+}
+
+impl Sight<'_> {
+    /// What a method sees of group `g`, which has a policy.
+    fn group<'s>(&'s self, g: usize, budgets: &DisruptionBudgets<'s>) -> Option<GroupSight<'s>> {
+        Some(GroupSight {
+            id: &self.groups[g].id,
+            policy: budgets.policy(g)?,
+            image: self.images[g],
+            updating: self.groups[g].updating,
+            now: self.now,
+        })
+    }
+
+    /// The nodes of groups that have a policy that a method disrupts now, those of earlier methods first
+    /// (drifted before expired), then the oldest first. Nodes in `excluded` (on their way out already) are
+    /// left out.
+    pub fn candidates(
+        &self,
+        budgets: &DisruptionBudgets<'_>,
+        excluded: &HashSet<String>,
+    ) -> Vec<DisruptionCandidate> {
+        let mut found: Vec<(usize, DisruptionCandidate, Option<SystemTime>)> = Vec::new();
+        for (n, node) in self.nodes.iter().enumerate() {
+            let Some(g) = self.node_group[n] else {
+                continue;
+            };
+            let Some(group) = self.group(g, budgets) else {
+                continue;
+            };
+            if excluded.contains(&node.name) {
+                continue;
+            }
+            let Some(m) = METHODS.iter().position(|m| m.disrupts(node, &group)) else {
+                continue;
+            };
+            let reason = METHODS[m].reason();
+            let candidate = DisruptionCandidate {
+                node: n,
+                group: g,
+                reason,
+            };
+            found.push((m, candidate, node.created));
+        }
+        // An earlier method's first, then the oldest; a node whose creation is unknown last.
+        found.sort_by_key(|(m, _, created)| (*m, created.is_none(), *created));
+        found.into_iter().map(|(_, c, _)| c).collect()
+    }
+}
+
+/// The method of `reason`.
+fn method(reason: Reason) -> &'static dyn Method {
+    let found = METHODS.iter().find(|m| m.reason() == reason);
+    *found.expect("every candidate's reason is a method's")
+}
+
+/// The stage over one loop: the removal simulation its removals are committed in (as scale-down commits its
+/// own), the budgets each removal or replacement takes one from, and the groups' room.
+pub struct DisruptionStage<'s, 'a, 'c> {
+    pub(in crate::autoscaler::scaledown) sim: RemovalSimulation<'s, 'a>,
+    pub(in crate::autoscaler::scaledown) budgets: &'s mut DisruptionBudgets<'c>,
+    pub(in crate::autoscaler::scaledown) room: GroupRoom<'s>,
+    pub(in crate::autoscaler::scaledown) sight: &'s Sight<'s>,
+}
+
+impl DisruptionStage<'_, '_, '_> {
+    /// Decides each candidate in order, within the budgets.
+    pub fn decide(mut self, candidates: Vec<DisruptionCandidate>) -> Vec<DisruptionDecision> {
+        let mut decided = Vec::with_capacity(candidates.len());
+        for c in candidates {
+            let grace = (self.budgets.policy(c.group)).and_then(|p| p.termination_grace_period());
+            let action = self.decide_one(c, grace);
+            if matches!(action, DisruptionAction::Wait(..)) {
+                decided.push(DisruptionDecision {
+                    candidate: c,
+                    action,
+                    grace,
+                });
+                continue;
+            }
+            (self.budgets)
+                .take(c.group, c.reason)
+                .expect("checked before the decision");
+            if let DisruptionAction::Remove(_) = action {
+                self.room.lose[c.group] -= 1;
+            }
+            decided.push(DisruptionDecision {
+                candidate: c,
+                action,
+                grace,
+            });
+        }
+        decided
+    }
+
+    /// One node's decision; a removal's move is committed in the simulation.
+    fn decide_one(&mut self, c: DisruptionCandidate, grace: Option<Duration>) -> DisruptionAction {
+        let input = self.sim.input;
+        let node = &input.nodes[c.node];
+        let group = &input.groups[c.group];
+        if group.updating {
+            let why = format!(
+                "{} is UPDATING: its nodes stay until the update ends",
+                group.id
+            );
+            return DisruptionAction::Wait(DisruptionHold::Updating, why);
+        }
+        if node.do_not_disrupt {
+            let why = "annotated karpenter.sh/do-not-disrupt: \"true\"";
+            return DisruptionAction::Wait(DisruptionHold::Annotation, why.into());
+        }
+        if node.scale_down_disabled {
+            let why = "annotated cluster-autoscaler.kubernetes.io/scale-down-disabled: \"true\"";
+            return DisruptionAction::Wait(DisruptionHold::Annotation, why.into());
+        }
+        let moving = match self.movable(c.node, grace) {
+            Ok(moving) => moving,
+            Err(why) => return DisruptionAction::Wait(DisruptionHold::Pod, why.to_string()),
+        };
+        if let Err(why) = self.budgets.check(c.group, c.reason) {
+            return DisruptionAction::Wait(DisruptionHold::Budget, why.to_string());
+        }
+        if self.room.lose[c.group] > 0 && self.sim.remove(c.node, &moving).is_ok() {
+            let sight = (self.sight.group(c.group, self.budgets))
+                .expect("a candidate's group has a policy");
+            return DisruptionAction::Remove(method(c.reason).describe(node, &sight));
+        }
+        match (self.room.grow)(c.group) {
+            Ok(()) => DisruptionAction::Replace,
+            Err(why) => DisruptionAction::Wait(
+                DisruptionHold::NoRoom,
+                format!(
+                    "its pods fit on no other node and {} cannot grow for a replacement: {why}",
+                    group.id
+                ),
+            ),
+        }
+    }
+
+    /// The pods of node `n` that need a place elsewhere. A pod no eviction may move (do-not-disrupt,
+    /// safe-to-evict "false", a budget with no room) holds the drain until the grace period forces it, and a
+    /// controller makes it again elsewhere then: it needs a place too. Without a grace period such a pod would
+    /// hold the drain for good, so the node waits (as Karpenter does not start a drift it cannot finish).
+    fn movable(&self, n: usize, grace: Option<Duration>) -> Result<Vec<usize>, UnforcedDrain> {
+        let (input, rules, pdbs) = (self.sim.input, self.sim.rules, &self.sim.pdbs);
+        let mut moving = Vec::new();
+        for &p in &input.on_node[n] {
+            let pod = input.pods.get(p);
+            let blocks = if pod.disruption.do_not_disrupt {
+                format!("{}: annotated karpenter.sh/do-not-disrupt", pod.key())
+            } else {
+                match drainability::classify(pod, rules, pdbs, input.now) {
+                    Verdict::Stays => continue,
+                    Verdict::Evicted { needs_place } => {
+                        if needs_place {
+                            moving.push(p);
+                        }
+                        continue;
+                    }
+                    // The API server enforces budgets: the drain waits for room, then the pod moves.
+                    Verdict::Blocks(Blocking::NotEnoughPdb, _) => {
+                        moving.push(p);
+                        continue;
+                    }
+                    Verdict::Blocks(reason, why) => format!("{reason}: {why}"),
+                }
+            };
+            if grace.is_none() {
+                return Err(UnforcedDrain { pod: blocks });
+            }
+            if pod.controller.is_some() {
+                moving.push(p);
+            }
+        }
+        Ok(moving)
+    }
+}
