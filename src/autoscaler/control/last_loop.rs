@@ -232,10 +232,19 @@ mod tests {
 
     #[test]
     fn long_lists_are_cut_with_their_totals() {
+        use crate::autoscaler::status::{LoopProblem, LoopStage, ProblemKind};
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         let last = LastLoop::new(Liveness::default(), start);
         let status = Status {
-            errors: (0..LISTED + 5).map(|i| format!("error {i}")).collect(),
+            errors: (0..LISTED + 5)
+                .map(|i| {
+                    LoopProblem::new(
+                        LoopStage::ScaleUp,
+                        ProblemKind::Action,
+                        format!("error {i}"),
+                    )
+                })
+                .collect(),
             ..Status::default()
         };
         last.succeeded(&ClusterView::default(), Arc::new(status), start);

@@ -50,7 +50,9 @@ use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::scaleup::pricing::{self, PriceBook};
 use crate::autoscaler::settings::Settings;
-use crate::autoscaler::status::{ClusterHealth, FargatePod, NoScaleUp, ScaleUp, Status};
+use crate::autoscaler::status::{
+    ClusterHealth, FargatePod, LoopProblem, LoopStage, NoScaleUp, ProblemKind, ScaleUp, Status,
+};
 use crate::model::{
     CapacityQuota, FargateProfile, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate,
 };
@@ -126,7 +128,11 @@ impl RunOnce {
         let mut status = Status::default();
         let quotas_enabled = self.settings.capacity_quotas;
         let errors = quotas::write_statuses(quotas_enabled, self.actor(), view, now).await;
-        status.errors.extend(errors);
+        (status.errors).extend(LoopProblem::all(
+            LoopStage::Quotas,
+            ProblemKind::StatusWrite,
+            errors,
+        ));
 
         // Every pod in one pass: headroom's virtual pods after the real ones (which keep their indices); what
         // needs help, what Fargate takes, what holds room, and what the later stages read of all pods.
@@ -155,7 +161,11 @@ impl RunOnce {
         status.no_scale_up.append(&mut sorted.said);
         let grouped = self.group_pods(pods, &mut sorted, &mut read).await;
         status.fargate = grouped.fargate;
-        status.errors.extend(grouped.errors);
+        (status.errors).extend(LoopProblem::all(
+            LoopStage::Fargate,
+            ProblemKind::ProviderCall,
+            grouped.errors,
+        ));
 
         // The snapshot: the requests' booked room held first, then the pending pods that fit in it as it is.
         let asked = requests.groups(pods, &grouped.projection);
@@ -180,7 +190,11 @@ impl RunOnce {
         let paused = self.batching(&mut pending, now, &mut status.no_scale_up);
         let profiles = grouped.profiles.as_deref().map(Vec::as_slice);
         let (expander, unpriced) = self.expander(profiles, &mut groups, &mut pending).await;
-        status.errors.extend(unpriced);
+        (status.errors).extend(LoopProblem::all(
+            LoopStage::Expander,
+            ProblemKind::ProviderCall,
+            unpriced,
+        ));
         let stage = (&mut snapshot, &mut groups[..], &asked[..], &expander);
         let provisioned = self.provision(&mut requests, stage, view, pods, now);
         let for_requests = provisioned.await?;
@@ -303,9 +317,17 @@ impl RunOnce {
         status.provisioning_requests = requests.statuses();
         if let Some(cluster) = self.actor() {
             let errors = headroom::write_statuses(cluster.as_ref(), &reserved.resolved).await;
-            status.errors.extend(errors);
+            (status.errors).extend(LoopProblem::all(
+                LoopStage::Statuses,
+                ProblemKind::StatusWrite,
+                errors,
+            ));
             let errors = provreq::write_statuses(cluster.as_ref(), requests).await;
-            status.errors.extend(errors);
+            (status.errors).extend(LoopProblem::all(
+                LoopStage::Statuses,
+                ProblemKind::StatusWrite,
+                errors,
+            ));
         }
     }
 

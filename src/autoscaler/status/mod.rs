@@ -1,6 +1,7 @@
 //! What one RunOnce decided and why: for every pending pod what happened to it, for every node group what
 //! it was asked to do. `simulate` prints it (JSON for scripts, a table for people); `/snapshotz` serves it.
 
+mod problem; // a problem that stopped part of the loop: stage, kind, the message
 mod quotas; // CapacityQuotas: limits, use before and after this loop's scale-ups, the groups held to each
 mod report; // the whole report: each stage's part, the groups, the cluster's health, errors, times
 mod reservations; // headroom, CapacityBuffers, ProvisioningRequests
@@ -8,6 +9,7 @@ mod scale_down; // nodes that go, nodes that stay, deletions and replacements
 mod scale_up; // scale-ups, pods placed, pods no group helps, Fargate pods
 mod table; // the same facts for people, a section at a time
 
+pub use problem::{LoopProblem, LoopStage, ProblemKind};
 pub use quotas::QuotaReport;
 pub use report::{ClusterHealth, GroupStatus, Status, Times};
 pub use reservations::{
