@@ -2,7 +2,7 @@
 //! could not run there. Profiles are not node groups (docs/eks.md, "Fargate"): nothing here resizes anything.
 
 use crate::k8s::PodFacts;
-use crate::model::FargateProfile;
+use crate::model::{FargateProfile, Invalid};
 use serde::Deserialize;
 
 pub use crate::model::fargate::{PROFILE_LABEL, SCHEDULER_NAME, Selection, select};
@@ -27,14 +27,14 @@ impl Default for FargateRates {
 }
 
 impl FargateRates {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         if [self.vcpu_per_hour, self.gb_per_hour]
             .iter()
             .all(|r| r.is_finite() && *r >= 0.0)
         {
             Ok(())
         } else {
-            Err("Fargate rates must be non-negative numbers".into())
+            Err(Invalid::value("Fargate rates must be non-negative numbers"))
         }
     }
 }
