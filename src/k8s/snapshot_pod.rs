@@ -9,6 +9,7 @@
 //! What is kept is what `objects::pod_from_api` and the JSON a pending pod keeps for the provider's
 //! MatchPod (`pod::from_text`) read: a field either of them starts reading must be added here.
 
+use crate::model::Invalid;
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
@@ -170,9 +171,9 @@ impl SnapshotPod {
 
     /// The pod as k8s-openapi's, with the status fields read; a pod of another `apiVersion` than `v1` is
     /// refused, as k8s-openapi refuses it.
-    pub fn into_api(self) -> Result<api::Pod, String> {
+    pub fn into_api(self) -> Result<api::Pod, Invalid> {
         if let Some(other) = self.api_version.filter(|v| v != "v1") {
-            return Err(format!("apiVersion {other:?}: a Pod is v1"));
+            return Err(Invalid::new(format!("apiVersion {other:?}"), "a Pod is v1"));
         }
         let metadata = self.metadata;
         Ok(api::Pod {
@@ -301,7 +302,7 @@ mod tests {
         let json = r#"{"apiVersion":"v2","kind":"Pod","metadata":{"name":"p"}}"#;
         let pod: SnapshotPod = serde_json::from_str(json).unwrap();
         assert_eq!(
-            pod.into_api().unwrap_err(),
+            pod.into_api().unwrap_err().to_string(),
             "apiVersion \"v2\": a Pod is v1"
         );
     }

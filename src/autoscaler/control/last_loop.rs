@@ -120,18 +120,15 @@ impl LastLoop {
     }
 
     /// `Ok` while the loop is alive by cluster-autoscaler's rules, else why not.
-    pub fn health(&self, now: SystemTime) -> Result<(), String> {
+    pub fn health(&self, now: SystemTime) -> Result<(), Late> {
         let state = self.state();
         if state.standby {
             return Ok(());
         }
         let since = |t: SystemTime| now.duration_since(t).unwrap_or_default();
-        let late = |what: &str, age: Duration, limit: Duration| {
-            Err(format!(
-                "{what} {} ago, more than {}",
-                humantime::format_duration(Duration::from_secs(age.as_secs())),
-                humantime::format_duration(limit)
-            ))
+        let late = |what: &'static str, age: Duration, limit: Duration| {
+            let age = Duration::from_secs(age.as_secs());
+            Err(Late { what, age, limit })
         };
         match (state.last_activity, state.last_success) {
             (_, None) => {
@@ -197,6 +194,16 @@ fn bound_lists(decisions: &mut Value) -> serde_json::Map<String, Value> {
     totals
 }
 
+/// Why the loop is not alive by cluster-autoscaler's rules: `what` (started, the last loop, the last
+/// successful one) was `age` ago, more than `limit` allows.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} {} ago, more than {}", humantime::format_duration(*.age), humantime::format_duration(*.limit))]
+pub struct Late {
+    pub what: &'static str,
+    pub age: Duration,
+    pub limit: Duration,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,6 +217,7 @@ mod tests {
         assert!(
             last.health(at(1201))
                 .unwrap_err()
+                .to_string()
                 .starts_with("started 20m 1s ago")
         );
         last.succeeded(&ClusterView::default(), Arc::default(), at(1300));
@@ -218,7 +226,7 @@ mod tests {
         for s in (1400..2300).step_by(60) {
             last.failed("provider down", at(s));
         }
-        let why = last.health(at(2201)).unwrap_err();
+        let why = last.health(at(2201)).unwrap_err().to_string();
         assert!(why.starts_with("last successful loop 15m 1s ago"), "{why}");
         assert_eq!(last.snapshot()["lastFailure"]["error"], "provider down");
         // No loop at all for 10 minutes.
@@ -226,6 +234,7 @@ mod tests {
         assert!(
             last.health(at(3601))
                 .unwrap_err()
+                .to_string()
                 .starts_with("last loop 10m 1s ago")
         );
     }

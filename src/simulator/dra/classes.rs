@@ -2,7 +2,7 @@
 //! them: a class's selectors then the ask's own, interned so that a device remembers its verdict per set.
 //! Built again only when the classes change, and then with the expressions compiled before kept.
 
-use super::device_value::DeviceValue;
+use super::device_value::{DeviceValue, NoDeviceValue};
 use super::selector::{CompileCache, Compiled, SelectorError};
 use crate::model::{Device, DeviceAsk, DeviceClass, FastMap, Name};
 use std::sync::{Arc, Mutex};
@@ -39,7 +39,7 @@ impl SelectorSet {
     /// All must be true; the first false or failing one decides.
     pub(crate) fn matches(
         &self,
-        device: &Result<DeviceValue, String>,
+        device: &Result<DeviceValue, NoDeviceValue>,
     ) -> Result<bool, SelectorFailure> {
         for (selectors, in_class) in [
             (&self.class_selectors, true),

@@ -3,7 +3,7 @@
 //! `cel.bind`). A compile error, a runtime error or a result that is not a bool is a [`SelectorError`]
 //! naming the expression, never a panic.
 
-use super::device_value::{DeviceRef, DeviceValue};
+use super::device_value::{DeviceRef, DeviceValue, NoDeviceValue};
 use super::{cel_library, cel_regex};
 use crate::model::{FastMap, Name};
 use cel::{Context, Env, Program, Value};
@@ -46,20 +46,29 @@ impl fmt::Display for SelectorError {
 #[derive(Debug)]
 pub(crate) struct Compiled {
     pub(crate) expression: Name,
-    program: Result<Program, String>,
+    program: Result<Program, NotCompiled>,
+}
+
+/// Why an expression does not compile.
+#[derive(Debug, thiserror::Error)]
+enum NotCompiled {
+    #[error("expression is {0} bytes, longer than the limit of {MAX_EXPRESSION_LEN}")]
+    TooLong(usize),
+    #[error("the CEL parser failed on this expression")]
+    ParserFailed,
+    /// The parser's own message.
+    #[error("{0}")]
+    Parse(String),
 }
 
 impl Compiled {
     fn new(expression: Name) -> Compiled {
         let program = if expression.len() > MAX_EXPRESSION_LEN {
-            Err(format!(
-                "expression is {} bytes, longer than the limit of {MAX_EXPRESSION_LEN}",
-                expression.len()
-            ))
+            Err(NotCompiled::TooLong(expression.len()))
         } else {
             catch_unwind(|| ENV.compile(&expression))
-                .map_err(|_| "the CEL parser failed on this expression".to_string())
-                .and_then(|r| r.map_err(|e| e.to_string()))
+                .map_err(|_| NotCompiled::ParserFailed)
+                .and_then(|r| r.map_err(|e| NotCompiled::Parse(e.to_string())))
         };
         Compiled {
             expression,
@@ -68,7 +77,7 @@ impl Compiled {
     }
 
     pub(crate) fn compile_error(&self) -> Option<SelectorError> {
-        (self.program.as_ref().err()).map(|e| self.error(SelectorErrorKind::Compile, e.clone()))
+        (self.program.as_ref().err()).map(|e| self.error(SelectorErrorKind::Compile, e.to_string()))
     }
 
     fn error(&self, kind: SelectorErrorKind, message: String) -> SelectorError {
@@ -83,12 +92,12 @@ impl Compiled {
     /// that is not semver), which fails every selector that gets this far.
     pub(crate) fn matches(
         &self,
-        device: &Result<DeviceValue, String>,
+        device: &Result<DeviceValue, NoDeviceValue>,
     ) -> Result<bool, SelectorError> {
         let program = (self.program.as_ref())
-            .map_err(|e| self.error(SelectorErrorKind::Compile, e.clone()))?;
+            .map_err(|e| self.error(SelectorErrorKind::Compile, e.to_string()))?;
         let device =
-            (device.as_ref()).map_err(|e| self.error(SelectorErrorKind::Runtime, e.clone()))?;
+            (device.as_ref()).map_err(|e| self.error(SelectorErrorKind::Runtime, e.to_string()))?;
         let run = || {
             let mut scope = ROOT.new_inner_scope();
             scope.add_variable_as_val("device", Box::new(DeviceRef(device)));
