@@ -23,7 +23,7 @@ pub struct FargateAnswers {
 
 /// What the stage found: a line per Fargate pod, and the calls that failed (the loop goes on without them).
 #[derive(Default)]
-pub struct Report {
+pub struct FargateReport {
     pub pods: Vec<FargatePod>,
     pub errors: Vec<String>,
 }
@@ -38,8 +38,8 @@ impl FargateAnswers {
         pods: PodList<'_>,
         fargate: &[EquivalenceGroup],
         help: &[EquivalenceGroup],
-    ) -> Report {
-        let mut report = Report::default();
+    ) -> FargateReport {
+        let mut report = FargateReport::default();
         let mut kept = HashMap::new();
         let Some(profiles) = profiles else {
             for eg in fargate {

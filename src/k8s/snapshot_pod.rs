@@ -22,8 +22,8 @@ pub struct SnapshotPod {
     api_version: Option<String>,
     #[serde(default)]
     metadata: Metadata,
-    spec: Option<Spec>,
-    status: Option<Status>,
+    spec: Option<SnapshotPodSpec>,
+    status: Option<SnapshotPodStatus>,
 }
 
 #[derive(Default, Deserialize)]
@@ -41,10 +41,10 @@ struct Metadata {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Spec {
+struct SnapshotPodSpec {
     #[serde(default)]
-    containers: Vec<Container>,
-    init_containers: Option<Vec<Container>>,
+    containers: Vec<SnapshotContainer>,
+    init_containers: Option<Vec<SnapshotContainer>>,
     affinity: Option<api::Affinity>,
     node_selector: Option<BTreeMap<String, String>>,
     tolerations: Option<Vec<api::Toleration>>,
@@ -62,7 +62,7 @@ struct Spec {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Container {
+struct SnapshotContainer {
     #[serde(default)]
     name: String,
     resources: Option<api::ResourceRequirements>,
@@ -71,7 +71,7 @@ struct Container {
     security_context: Option<api::SecurityContext>,
 }
 
-impl Container {
+impl SnapshotContainer {
     fn into_api(self) -> api::Container {
         api::Container {
             name: self.name,
@@ -84,9 +84,11 @@ impl Container {
     }
 }
 
-impl Spec {
+impl SnapshotPodSpec {
     fn into_api(self) -> api::PodSpec {
-        let containers = |list: Vec<Container>| list.into_iter().map(Container::into_api).collect();
+        let containers = |list: Vec<SnapshotContainer>| {
+            list.into_iter().map(SnapshotContainer::into_api).collect()
+        };
         api::PodSpec {
             containers: containers(self.containers),
             init_containers: self.init_containers.map(containers),
@@ -110,7 +112,7 @@ impl Spec {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Status {
+struct SnapshotPodStatus {
     phase: Option<String>,
     nominated_node_name: Option<String>,
     conditions: Option<Vec<api::PodCondition>>,
@@ -188,7 +190,7 @@ impl SnapshotPod {
                 deletion_timestamp: metadata.deletion_timestamp,
                 ..meta::ObjectMeta::default()
             },
-            spec: self.spec.map(Spec::into_api),
+            spec: self.spec.map(SnapshotPodSpec::into_api),
             status: self.status.map(|s| api::PodStatus {
                 phase: s.phase,
                 nominated_node_name: s.nominated_node_name,

@@ -5,7 +5,7 @@
 
 use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::cluster::ClusterView;
-use crate::autoscaler::clusterstate::backoff::Backoff;
+use crate::autoscaler::clusterstate::backoff::GroupBackoff;
 use crate::autoscaler::group::{Group, GroupFacts};
 use crate::k8s::objects;
 use crate::model::{FastMap, FastSet, GroupOptions};
@@ -23,7 +23,7 @@ pub struct Counts {
 
 /// What the loop remembers of instances between iterations, and the backoff of groups.
 pub struct ClusterState {
-    pub backoff: Backoff,
+    pub backoff: GroupBackoff,
     /// Instance ids whose creation error was already counted against their group.
     failed_instances: HashSet<String>,
     /// When each instance without a node was first seen.
@@ -33,7 +33,7 @@ pub struct ClusterState {
 }
 
 impl ClusterState {
-    pub fn new(backoff: Backoff) -> ClusterState {
+    pub fn new(backoff: GroupBackoff) -> ClusterState {
         ClusterState {
             backoff,
             failed_instances: HashSet::new(),

@@ -26,20 +26,20 @@ impl Default for Liveness {
 }
 
 #[derive(Debug)]
-struct State {
+struct LoopRecord {
     /// Waiting for the lease: alive, but not looping.
     standby: bool,
     started: SystemTime,
     last_activity: Option<SystemTime>,
     last_success: Option<SystemTime>,
     /// The last loop that decided; kept as it is and turned into JSON only when `/snapshotz` is asked.
-    decided: Option<Decided>,
+    decided: Option<LastDecision>,
     /// A loop that failed since (time, why).
     failure: Option<(SystemTime, String)>,
 }
 
 #[derive(Debug)]
-struct Decided {
+struct LastDecision {
     at: SystemTime,
     cluster: Value,
     status: Arc<Status>,
@@ -49,7 +49,7 @@ struct Decided {
 #[derive(Debug)]
 pub struct LastLoop {
     liveness: Liveness,
-    state: Mutex<State>,
+    state: Mutex<LoopRecord>,
 }
 
 fn unix(t: SystemTime) -> f64 {
@@ -62,7 +62,7 @@ impl LastLoop {
     pub fn new(liveness: Liveness, started: SystemTime) -> LastLoop {
         LastLoop {
             liveness,
-            state: Mutex::new(State {
+            state: Mutex::new(LoopRecord {
                 standby: false,
                 started,
                 last_activity: None,
@@ -73,7 +73,7 @@ impl LastLoop {
         }
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+    fn state(&self) -> std::sync::MutexGuard<'_, LoopRecord> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -104,7 +104,7 @@ impl LastLoop {
         let mut state = self.state();
         state.last_activity = Some(at);
         state.last_success = Some(at);
-        state.decided = Some(Decided {
+        state.decided = Some(LastDecision {
             at,
             cluster,
             status,

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 /// A scale-up plan, carried out, in the status: each scale-up with its outcome, and why no group helps each
 /// pod left.
-pub(crate) fn scale_up(status: &mut Status, plan: scaleup::Plan, pending: &Pending) {
+pub(crate) fn scale_up(status: &mut Status, plan: scaleup::ScaleUpPlan, pending: &Pending) {
     status.times.estimate_ms = plan.estimate_time.as_secs_f64() * 1000.0;
     for failed in &plan.scale_ups {
         if let Some(why) = &failed.error {

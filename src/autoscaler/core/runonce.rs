@@ -24,7 +24,7 @@
 use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::clustersnapshot::snapshot::{self as cluster_snapshot, ClusterSnapshot};
-use crate::autoscaler::clusterstate::backoff::Backoff;
+use crate::autoscaler::clusterstate::backoff::GroupBackoff;
 use crate::autoscaler::clusterstate::state::{self as cluster_state, ClusterState, Counts};
 use crate::autoscaler::core::claim_needs;
 use crate::autoscaler::core::classify::{self, Sorted};
@@ -97,7 +97,7 @@ impl RunOnce {
         let disruption = DisruptionSource::new(settings.disruption.clone());
         RunOnce {
             client,
-            state: ClusterState::new(Backoff::new(settings.backoff)),
+            state: ClusterState::new(GroupBackoff::new(settings.backoff)),
             settings,
             cluster: None,
             down: ScaleDownPolicy::default(),
@@ -504,7 +504,7 @@ impl RunOnce {
         pending: &mut Pending<'_>,
         expander: &Expander,
         now: SystemTime,
-    ) -> Result<scaleup::Plan, LoopError> {
+    ) -> Result<scaleup::ScaleUpPlan, LoopError> {
         let totals = snapshot.totals();
         let ClusterSnapshot {
             topology, places, ..

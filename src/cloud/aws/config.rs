@@ -12,7 +12,7 @@ use std::time::Duration;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct File {
+struct ConfigFile {
     cluster: Option<String>,
     region: Option<String>,
     #[serde(default, with = "humantime_serde")]
@@ -91,8 +91,8 @@ impl AwsConfig {
         cluster: Option<String>,
         region: Option<String>,
     ) -> Result<AwsConfig, AwsConfigError> {
-        let file: File = if text.trim().is_empty() {
-            File::default()
+        let file: ConfigFile = if text.trim().is_empty() {
+            ConfigFile::default()
         } else {
             serde_norway::from_str(text)?
         };

@@ -7,8 +7,8 @@
 use super::calls::sdk_error;
 use super::instance_types::InstanceFacts;
 use super::launch_templates::TemplateVersion;
-use super::state::{Memory, State};
-use super::view::{AsgInstance, Group};
+use super::state::{AwsState, Memory};
+use super::view::{AsgInstance, ServedGroup};
 use crate::cloud::backend::CloudError;
 use crate::cloud::dra::{self, InstanceGpus};
 use crate::cloud::node_group::InstanceError;
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// What one refresh found.
 pub(super) struct Discovery {
-    pub groups: Vec<Group>,
+    pub groups: Vec<ServedGroup>,
     pub skipped: Vec<(String, i64)>,
     pub fargate: Vec<FargateProfile>,
 }
@@ -43,7 +43,7 @@ const DRA_DRIVERS_TAG: &str = "ekscale.io/dra-drivers";
 /// The error code of placeholders for capacity the ASG could not launch, as upstream's AWS provider uses.
 pub const PLACEHOLDER_ERROR_CODE: &str = "placeholder-cannot-be-fulfilled";
 
-impl State {
+impl AwsState {
     /// Reads the cloud: the groups to serve, and how many were left out for which reason.
     pub(super) async fn discover(&self, memory: &mut Memory) -> Result<Discovery, CloudError> {
         let names = self.list_node_groups().await?;
@@ -343,7 +343,7 @@ impl State {
         asg: &AutoScalingGroup,
         facts: &HashMap<String, Option<InstanceFacts>>,
         ami: Option<&str>,
-    ) -> Result<Group, Unservable> {
+    ) -> Result<ServedGroup, Unservable> {
         let name = ng.nodegroup_name().unwrap_or_default();
         let scaling = ng.scaling_config().ok_or(Unservable::NoScalingConfig)?;
         let (min_size, max_size) = (
@@ -410,7 +410,7 @@ impl State {
             .auto_scaling_group_name()
             .unwrap_or_default()
             .to_string();
-        let mut group = Group {
+        let mut group = ServedGroup {
             spec: Arc::new(NodeGroupSpec {
                 id: name.to_string(),
                 min_size,
@@ -468,7 +468,7 @@ impl State {
     /// For groups short of their desired capacity, the ASG's last scaling activity says whether AWS failed to
     /// launch it (stockout, quota) since we last asked: then the placeholders carry that error, so that
     /// cluster-autoscaler backs the group off and tries another.
-    async fn find_failures(&self, groups: &mut [Group]) {
+    async fn find_failures(&self, groups: &mut [ServedGroup]) {
         let last_scaled = self
             .last_scaled
             .lock()

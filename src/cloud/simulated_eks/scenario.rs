@@ -25,7 +25,7 @@ pub const BUILT_IN_SCENARIO: &str = include_str!("../scenario.yaml");
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct File {
+struct ScenarioFile {
     cluster: String,
     region: String,
     /// Seeds instance ids, so a scenario always produces the same ones.
@@ -173,7 +173,7 @@ impl Scenario {
 
     /// Parses and validates a scenario file's text.
     pub fn parse(text: &str) -> Result<Scenario, ScenarioError> {
-        let file: File = serde_norway::from_str(text)?;
+        let file: ScenarioFile = serde_norway::from_str(text)?;
         if file.cluster.is_empty() {
             return Err(ScenarioError::Invalid(Invalid::new(
                 "cluster",
@@ -251,7 +251,7 @@ impl Scenario {
     }
 }
 
-fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, Invalid> {
+fn load_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<SimNodeGroup, Invalid> {
     validate_group(file, group)?;
     let taints = taints(group)?;
     let info = group
@@ -342,7 +342,7 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, Invali
 
 /// The group's own fields, as EKS checks them: its name, sizes, zones in the region, capacity type, disk
 /// and labels.
-fn validate_group(file: &File, group: &NodeGroupFile) -> Result<(), Invalid> {
+fn validate_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<(), Invalid> {
     if !is_label_value(&group.name) || group.name.is_empty() {
         return Err(Invalid::value(
             "name must be 1-63 characters of [A-Za-z0-9._-], starting and ending alphanumeric",

@@ -3,7 +3,7 @@
 //! Built again only when the classes change, and then with the expressions compiled before kept.
 
 use super::device_value::{DeviceValue, NoDeviceValue};
-use super::selector::{CompileCache, Compiled, SelectorError};
+use super::selector::{CompileCache, CompiledSelector, SelectorError};
 use crate::model::{Device, DeviceAsk, DeviceClass, FastMap, Name};
 use std::sync::{Arc, Mutex};
 
@@ -13,7 +13,7 @@ type SetKey = (Name, Vec<Name>);
 /// The cluster's DeviceClasses, ready to select devices.
 #[derive(Debug, Default)]
 pub struct DeviceClasses {
-    classes: FastMap<Name, (Arc<DeviceClass>, Vec<Arc<Compiled>>)>,
+    classes: FastMap<Name, (Arc<DeviceClass>, Vec<Arc<CompiledSelector>>)>,
     /// The classes as given: what a later loop's must equal to keep these.
     sources: Vec<Arc<DeviceClass>>,
     cache: CompileCache,
@@ -31,8 +31,8 @@ pub(crate) struct SelectorFailure {
 #[derive(Debug)]
 pub(crate) struct SelectorSet {
     pub(crate) class: Name,
-    class_selectors: Vec<Arc<Compiled>>,
-    request_selectors: Vec<Arc<Compiled>>,
+    class_selectors: Vec<Arc<CompiledSelector>>,
+    request_selectors: Vec<Arc<CompiledSelector>>,
 }
 
 impl SelectorSet {
@@ -58,7 +58,7 @@ impl SelectorSet {
 
     /// Whether `other` selects by the same expressions (what a device's cached verdict may be reused for).
     pub(crate) fn same_as(&self, other: &SelectorSet) -> bool {
-        let same = |a: &[Arc<Compiled>], b: &[Arc<Compiled>]| {
+        let same = |a: &[Arc<CompiledSelector>], b: &[Arc<CompiledSelector>]| {
             a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.expression == y.expression)
         };
         std::ptr::eq(self, other)

@@ -44,7 +44,7 @@ impl fmt::Display for SelectorError {
 
 /// One expression, compiled (or why it does not compile).
 #[derive(Debug)]
-pub(crate) struct Compiled {
+pub(crate) struct CompiledSelector {
     pub(crate) expression: Name,
     program: Result<Program, NotCompiled>,
 }
@@ -61,8 +61,8 @@ enum NotCompiled {
     Parse(String),
 }
 
-impl Compiled {
-    fn new(expression: Name) -> Compiled {
+impl CompiledSelector {
+    fn new(expression: Name) -> CompiledSelector {
         let program = if expression.len() > MAX_EXPRESSION_LEN {
             Err(NotCompiled::TooLong(expression.len()))
         } else {
@@ -70,7 +70,7 @@ impl Compiled {
                 .map_err(|_| NotCompiled::ParserFailed)
                 .and_then(|r| r.map_err(|e| NotCompiled::Parse(e.to_string())))
         };
-        Compiled {
+        CompiledSelector {
             expression,
             program,
         }
@@ -127,7 +127,7 @@ impl Compiled {
 /// Compiled expressions by their text, shared by classes' and claims' selectors.
 #[derive(Debug, Default)]
 pub(crate) struct CompileCache {
-    programs: Mutex<FastMap<Name, Arc<Compiled>>>,
+    programs: Mutex<FastMap<Name, Arc<CompiledSelector>>>,
 }
 
 /// Expressions a cache carries into the next loop's: claims' selectors come and go, so past this many
@@ -147,12 +147,12 @@ impl CompileCache {
         }
     }
 
-    pub(crate) fn get(&self, expression: &Name) -> Arc<Compiled> {
+    pub(crate) fn get(&self, expression: &Name) -> Arc<CompiledSelector> {
         let mut programs = self.programs.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(found) = programs.get(expression) {
             return found.clone();
         }
-        let compiled = Arc::new(Compiled::new(expression.clone()));
+        let compiled = Arc::new(CompiledSelector::new(expression.clone()));
         programs.insert(expression.clone(), compiled.clone());
         compiled
     }

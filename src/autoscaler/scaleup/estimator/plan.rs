@@ -96,7 +96,7 @@ pub enum Stop {
 
 /// One step of a plan, in the order the estimator took it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
+pub enum PlanStep {
     /// A new node, its group's template in zone `zone`.
     Add { zone: usize },
     /// `count` pods of demand `demand` on `node` (counted among the nodes added, before the nodes left
@@ -114,7 +114,7 @@ pub struct Estimate {
     pub nodes: Vec<Place>,
     /// How the plan was made, step by step: kube-scheduler would take its pods in this order. Shared, as
     /// groups that adopt an estimate share its steps.
-    pub steps: Arc<[Step]>,
+    pub steps: Arc<[PlanStep]>,
     /// Pods placed, per demand (in the order given).
     pub placed: Vec<u64>,
     /// Why a demand's pods do not go on an empty new node, when they do not.
