@@ -5,13 +5,13 @@
 //! the pod goes to.
 
 use super::claim_needs::{AllocatedClaim, ClaimError, ClaimNeeds, ExtendedClaim, NeededClaim};
-use super::dra::{
+use super::objects::{
     AllocationMode, ClaimSource, ClaimSpec, DeviceAsk, DeviceClass, DeviceRequest, DraObjects,
     IMPLICIT_EXTENDED_RESOURCE_PREFIX, Name, ResourceClaim,
 };
-use super::fast_map::FastMap;
-use super::pod::Pod;
-use super::resources::GPU_RESOURCE;
+use crate::model::fast_map::FastMap;
+use crate::model::pod::Pod;
+use crate::model::resources::GPU_RESOURCE;
 use std::sync::Arc;
 
 /// The cluster's claims and templates by namespace and name, and the classes that stand for extended
