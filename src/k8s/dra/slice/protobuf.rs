@@ -6,8 +6,8 @@
 //! condition names, an effect of a device taint the model does not know, which the allocator ignores and is
 //! written as `None`).
 
-use super::object_error::{ObjectError, invalid};
-use super::quantity;
+use crate::k8s::object_error::{ObjectError, invalid};
+use crate::k8s::quantity;
 use crate::model::{
     AttrValue, CounterConsumption, CounterSet, Device, DeviceTaint, DeviceTaintEffect, Invalid,
     Name, NodeScope, NodeSelector, NodeSelectorTerm, Operator, PoolRef, QualifiedName, Quantity,
