@@ -5,7 +5,7 @@
 //! reduced to term ids ([`PodTerms`]) so that a placement check is a few array reads. The counts are a
 //! small clonable [`Topology`], so an estimation forks it instead of copying the cluster.
 
-use super::devices::{self, PlaceDevices, SharedClaims};
+use super::dra::{self as devices, PlaceDevices, SharedClaims};
 use super::predicates::Unfit;
 use super::spread_mins::{Domains, SpreadMins};
 use crate::model::{

@@ -2,9 +2,9 @@
 //! them: a class's selectors then the ask's own, interned so that a device remembers its verdict per set.
 //! Built again only when the classes change, and then with the expressions compiled before kept.
 
-use super::device_value::{DeviceValue, NoDeviceValue};
-use super::selector::{CompileCache, CompiledSelector, SelectorError};
 use crate::model::{Device, DeviceAsk, DeviceClass, FastMap, Name};
+use crate::simulator::dra::cel::device_value::{DeviceValue, NoDeviceValue};
+use crate::simulator::dra::cel::selector::{CompileCache, CompiledSelector, SelectorError};
 use std::sync::{Arc, Mutex};
 
 /// An ask's selectors by its class and its own expressions.

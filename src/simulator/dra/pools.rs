@@ -6,8 +6,8 @@
 //! change since the last loop's pools is taken from them as it is, with what selectors made of its devices.
 
 use super::classes::{SelectorFailure, SelectorSet};
-use super::device_value::{DeviceValue, NoDeviceValue};
 use crate::model::{Device, DeviceId, FastMap, Name, Node, NodeScope, Quantity, ResourceSlice};
+use crate::simulator::dra::cel::device_value::{DeviceValue, NoDeviceValue};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};

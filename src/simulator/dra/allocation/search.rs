@@ -8,12 +8,12 @@
 
 use super::constraint::ConstraintState;
 use super::counters::Counters;
-use super::in_use::InUse;
-use super::pools::NodePool;
 use super::prepare::{AskData, ClaimData, DevRef, MAX_RESULTS, Selection};
 use super::taints::tolerated;
-use super::unallocatable::{RequestRef, Unallocatable};
 use crate::model::AllocationMode;
+use crate::simulator::dra::in_use::InUse;
+use crate::simulator::dra::pools::NodePool;
+use crate::simulator::dra::unallocatable::{RequestRef, Unallocatable};
 
 /// Why a branch stopped other than "no device fits".
 pub(crate) enum Abort {
