@@ -1,5 +1,6 @@
 //! The internal model: compact integer types the decisions are made on, converted once at the edge.
 
+mod claims; // a pod's claim needs found in the cluster's claims and templates (above dra/ and pod.rs)
 mod derived_names; // names made from other names (a node group's), valid for what they name
 mod dra; // Dynamic Resource Allocation: devices, classes, claims, what a pod claims and asks of its node
 pub(crate) mod fargate; // which Fargate profile takes a pod, as EKS matches
@@ -17,12 +18,13 @@ pub(crate) mod resources; // integer resources and a pod's demand
 pub(crate) mod selector; // label selectors and node selector terms
 pub(crate) mod taint; // taints and tolerations
 
+pub use claims::ClaimIndex;
 pub use derived_names::{label_value, subdomain_part};
 pub use dra::{
-    AllocatedClaim, AllocatedDevice, Allocation, AllocationMode, AttrValue, ClaimError, ClaimIndex,
-    ClaimNeeds, ClaimSource, ClaimSpec, ClaimTemplate, CounterConsumption, CounterSet, Device,
-    DeviceAsk, DeviceClass, DeviceId, DeviceRequest, DeviceTaint, DeviceTaintEffect,
-    DeviceToleration, DraObjects, EXTENDED_RESOURCE_CLAIM_ANNOTATION, ExtendedClaim,
+    AllocatedClaim, AllocatedDevice, Allocation, AllocationMode, AttrValue, ClaimError, ClaimNeeds,
+    ClaimSource, ClaimSpec, ClaimTemplate, CounterConsumption, CounterSet, Device, DeviceAsk,
+    DeviceClass, DeviceId, DeviceRequest, DeviceTaint, DeviceTaintEffect, DeviceToleration,
+    DraObjects, EXTENDED_RESOURCE_CLAIM_ANNOTATION, ExtendedClaim,
     IMPLICIT_EXTENDED_RESOURCE_PREFIX, MatchAttribute, Name, NeededClaim, NodeScope, PodClaim,
     PodDra, PoolRef, QualifiedName, ResourceClaim, ResourceSlice,
 };

@@ -1,14 +1,13 @@
 //! Dynamic Resource Allocation in the model: the objects as the allocator reads them (devices, classes,
-//! claims, what a pod claims), what a pod's claims ask of its node, and how they enter its equivalence key.
+//! claims, what a pod claims), what a pod's claims ask of its node, and how they enter its equivalence key. Finding those needs
+//! over the cluster's pods (`model/claims.rs`) stays beside `model/pod.rs`, which this folder is below.
 
 mod claim_needs; // what a pod's claims ask of its node
-mod claims; // those needs found in the cluster's claims and templates
 mod claims_key; // a pod's claims and DRA-served extended resources (KEP-5004) in its equivalence key
 mod objects; // devices, classes, claims, what a pod claims, converted once at the edge
 mod pod_dra; // a pod's claims, uid and needs, boxed apart from the rest
 
 pub use claim_needs::{AllocatedClaim, ClaimError, ClaimNeeds, ExtendedClaim, NeededClaim};
-pub use claims::ClaimIndex;
 pub(crate) use claims_key::DraKey;
 pub use objects::{
     AllocatedDevice, Allocation, AllocationMode, AttrValue, ClaimSource, ClaimSpec, ClaimTemplate,

@@ -4,14 +4,14 @@
 //! already allocated pins the pod to where its devices are; one not allocated yet is allocated on the node
 //! the pod goes to.
 
-use super::claim_needs::{AllocatedClaim, ClaimError, ClaimNeeds, ExtendedClaim, NeededClaim};
-use super::objects::{
+use super::dra::{AllocatedClaim, ClaimError, ClaimNeeds, ExtendedClaim, NeededClaim};
+use super::dra::{
     AllocationMode, ClaimSource, ClaimSpec, DeviceAsk, DeviceClass, DeviceRequest, DraObjects,
     IMPLICIT_EXTENDED_RESOURCE_PREFIX, Name, ResourceClaim,
 };
-use crate::model::fast_map::FastMap;
-use crate::model::pod::Pod;
-use crate::model::resources::GPU_RESOURCE;
+use super::fast_map::FastMap;
+use super::pod::Pod;
+use super::resources::GPU_RESOURCE;
 use std::sync::Arc;
 
 /// The cluster's claims and templates by namespace and name, and the classes that stand for extended
