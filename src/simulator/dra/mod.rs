@@ -2,11 +2,10 @@
 //! devices of a node a pod's ResourceClaims get), its CEL selectors, the devices of each place as pods are
 //! placed, and cluster-autoscaler's DRA utilization.
 
-mod allocation; // Allocate for one node: validation, the depth-first search, matchAttribute, counters, taints
+mod allocation; // Allocate for one node: validation, the depth-first search, matchAttribute, counters, taints, why nothing fit
 mod cel; // CEL selectors: compiled once, Kubernetes' quantity() and semver(), the `device` variable
 mod classes; // DeviceClasses with compiled selectors, and the selector sets of asks
 mod devices; // the devices of each place, and a pod's claims allocated there
-mod diagnose; // why nothing fit, in terms a user can act on
 mod in_use; // devices allocated already
 mod node_selector; // where an allocation is usable
 mod pools; // pools at their newest generation, indexed by the nodes that reach them

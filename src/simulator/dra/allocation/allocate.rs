@@ -2,11 +2,11 @@
 //! turned into allocations (one per claim, in order), or the reason they cannot be. Called once per
 //! candidate node, as the scheduler's DRA plugin does.
 
+use super::diagnose::diagnose;
 use super::prepare::{Selection, candidates, prepare};
 use super::search::Search;
 use crate::model::{AllocatedDevice, Allocation, ClaimSpec, Node};
 use crate::simulator::dra::classes::DeviceClasses;
-use crate::simulator::dra::diagnose::diagnose;
 use crate::simulator::dra::in_use::InUse;
 use crate::simulator::dra::node_selector::allocation_node_selector;
 use crate::simulator::dra::pools::{NodePools, PoolState};

@@ -2,12 +2,12 @@
 //! alone (how many devices match, how many of them are free), or else that the requests only conflict with
 //! each other.
 
-use super::in_use::InUse;
-use super::unallocatable::{RequestRef, Unallocatable, Wanted};
+use super::counters::Counters;
+use super::prepare::{ClaimData, Selection, candidates};
+use super::taints::tolerated;
 use crate::model::AllocationMode;
-use crate::simulator::dra::allocation::counters::Counters;
-use crate::simulator::dra::allocation::prepare::{ClaimData, Selection, candidates};
-use crate::simulator::dra::allocation::taints::tolerated;
+use crate::simulator::dra::in_use::InUse;
+use crate::simulator::dra::unallocatable::{RequestRef, Unallocatable, Wanted};
 
 pub(crate) fn diagnose(
     claims: &[ClaimData],
