@@ -2,12 +2,12 @@
 //! search the devices depth-first with backtracking, keeping matchAttribute, shared counters and device
 //! taints as devices are added and removed; and when nothing fits, say why.
 
-pub(super) mod allocate; // Allocate for one node: validate, search, build the allocations or say why not
+pub(crate) mod allocate; // Allocate for one node: validate, search, build the allocations or say why not
 mod constraint; // matchAttribute while devices are added and removed
-pub(super) mod counters; // shared counters of partitionable devices during one allocation
+pub(crate) mod counters; // shared counters of partitionable devices during one allocation
 mod diagnose; // why nothing fit, in terms a user can act on
-pub(super) mod prepare; // the validation pass, and which devices an ask may take
+pub(crate) mod prepare; // the validation pass, and which devices an ask may take
 mod search; // the depth-first search with backtracking
-pub(super) mod taints; // device taints against request tolerations
+pub(crate) mod taints; // device taints against request tolerations
 
 pub use allocate::allocate;
