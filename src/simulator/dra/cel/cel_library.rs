@@ -184,7 +184,14 @@ fn semver_args(
 
 /// Registers the functions on the selectors' root context. Each is callable as `f(x)` and `x.f(y)`.
 pub(crate) fn register(ctx: &mut Context<'static, 'static>) -> Result<(), cel::DeclarationError> {
-    let err = |e: cel::DeclarationError| e;
+    register_constructors(ctx)?;
+    register_comparisons(ctx)?;
+    register_quantity_methods(ctx)?;
+    register_semver_parts(ctx)
+}
+
+/// `quantity()`, `isQuantity()`, `semver()`, `isSemver()`.
+fn register_constructors(ctx: &mut Context<'static, 'static>) -> Result<(), cel::DeclarationError> {
     ctx.add_function(
         "quantity",
         |ftx: &FunctionContext, s: Arc<String>| -> ResolveResult {
@@ -192,10 +199,8 @@ pub(crate) fn register(ctx: &mut Context<'static, 'static>) -> Result<(), cel::D
                 .map(quantity_value)
                 .map_err(|e| ftx.error(e))
         },
-    )
-    .map_err(err)?;
-    ctx.add_function("isQuantity", |s: Arc<String>| s.parse::<Quantity>().is_ok())
-        .map_err(err)?;
+    )?;
+    ctx.add_function("isQuantity", |s: Arc<String>| s.parse::<Quantity>().is_ok())?;
     ctx.add_function(
         "semver",
         |ftx: &FunctionContext, Arguments(args): Arguments| -> ResolveResult {
@@ -204,63 +209,66 @@ pub(crate) fn register(ctx: &mut Context<'static, 'static>) -> Result<(), cel::D
                 .map(semver_value)
                 .map_err(|e| ftx.error(e))
         },
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "isSemver",
         |ftx: &FunctionContext, Arguments(args): Arguments| -> ResolveResult {
             let (s, normalize) = semver_args(ftx, &args)?;
             Ok(Value::Bool(parse_semver(&s, normalize).is_ok()))
         },
-    )
-    .map_err(err)?;
+    )?;
+    Ok(())
+}
+
+/// `compareTo`, `isLessThan`, `isGreaterThan`, on quantities and versions alike.
+fn register_comparisons(ctx: &mut Context<'static, 'static>) -> Result<(), cel::DeclarationError> {
     ctx.add_function(
         "compareTo",
         |ftx: &FunctionContext, This(a): This<Value>, b: Value| -> ResolveResult {
             Ok(Value::Int(order(ftx, &a, &b)? as i64))
         },
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "isLessThan",
         |ftx: &FunctionContext, This(a): This<Value>, b: Value| -> ResolveResult {
             Ok(Value::Bool(order(ftx, &a, &b)?.is_lt()))
         },
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "isGreaterThan",
         |ftx: &FunctionContext, This(a): This<Value>, b: Value| -> ResolveResult {
             Ok(Value::Bool(order(ftx, &a, &b)?.is_gt()))
         },
-    )
-    .map_err(err)?;
+    )?;
+    Ok(())
+}
+
+/// A quantity's `add`, `sub`, `sign`, `isInteger`, `asInteger`, `asApproximateFloat`.
+fn register_quantity_methods(
+    ctx: &mut Context<'static, 'static>,
+) -> Result<(), cel::DeclarationError> {
     ctx.add_function(
         "add",
         |ftx: &FunctionContext, This(q): This<Value>, x: Value| arithmetic(ftx, &q, &x, 1),
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "sub",
         |ftx: &FunctionContext, This(q): This<Value>, x: Value| arithmetic(ftx, &q, &x, -1),
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "sign",
         |ftx: &FunctionContext, This(q): This<Value>| -> ResolveResult {
             let q = as_quantity(&q).ok_or_else(|| ftx.error("sign() needs a quantity"))?;
             Ok(Value::Int(q.millis().signum() as i64))
         },
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "isInteger",
         |ftx: &FunctionContext, This(q): This<Value>| -> ResolveResult {
             let q = as_quantity(&q).ok_or_else(|| ftx.error("isInteger() needs a quantity"))?;
             Ok(Value::Bool(whole(q).is_some()))
         },
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "asInteger",
         |ftx: &FunctionContext, This(q): This<Value>| -> ResolveResult {
@@ -269,8 +277,7 @@ pub(crate) fn register(ctx: &mut Context<'static, 'static>) -> Result<(), cel::D
                 .map(Value::Int)
                 .ok_or_else(|| ftx.error("cannot convert value to integer"))
         },
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "asApproximateFloat",
         |ftx: &FunctionContext, This(q): This<Value>| -> ResolveResult {
@@ -278,8 +285,12 @@ pub(crate) fn register(ctx: &mut Context<'static, 'static>) -> Result<(), cel::D
                 .ok_or_else(|| ftx.error("asApproximateFloat() needs a quantity"))?;
             Ok(Value::Float(q.millis() as f64 / 1000.0))
         },
-    )
-    .map_err(err)?;
+    )?;
+    Ok(())
+}
+
+/// A version's `major`, `minor`, `patch`.
+fn register_semver_parts(ctx: &mut Context<'static, 'static>) -> Result<(), cel::DeclarationError> {
     for (name, part) in [("major", 0usize), ("minor", 1), ("patch", 2)] {
         ctx.add_function(
             name,
@@ -290,8 +301,7 @@ pub(crate) fn register(ctx: &mut Context<'static, 'static>) -> Result<(), cel::D
                     .map(Value::Int)
                     .map_err(|_| ftx.error("version part out of range"))
             },
-        )
-        .map_err(err)?;
+        )?;
     }
     Ok(())
 }
