@@ -44,82 +44,62 @@ pub struct GpuModel {
     pub memory_mib: u64,
 }
 
-const fn model(
-    ec2_name: &'static str,
-    accelerator: &'static str,
-    product_name: &'static str,
-    brand: &'static str,
-    architecture: &'static str,
-    compute_capability: &'static str,
-    memory_mib: u64,
-) -> GpuModel {
-    GpuModel {
-        ec2_name,
-        accelerator,
-        product_name,
-        brand,
-        architecture,
-        compute_capability,
-        memory_mib,
-    }
-}
-
 /// The GPUs of the instance types below. Current NVIDIA drivers give data-center GPUs NVML's `NVIDIA` brand
 /// (the driver's "Nvidia"); the V100's is still `Tesla`.
-const T4: GpuModel = model(
-    "T4",
-    "nvidia-tesla-t4",
-    "Tesla T4",
-    "Nvidia",
-    "Turing",
-    "7.5",
-    15360,
-);
-const A10G: GpuModel = model(
-    "A10G",
-    "nvidia-a10g",
-    "NVIDIA A10G",
-    "Nvidia",
-    "Ampere",
-    "8.6",
-    23028,
-);
-const L4: GpuModel = model(
-    "L4",
-    "nvidia-l4",
-    "NVIDIA L4",
-    "Nvidia",
-    "Ada Lovelace",
-    "8.9",
-    23034,
-);
-const V100: GpuModel = model(
-    "V100",
-    "nvidia-tesla-v100",
-    "Tesla V100-SXM2-16GB",
-    "Tesla",
-    "Volta",
-    "7.0",
-    16384,
-);
-const A100: GpuModel = model(
-    "A100",
-    "nvidia-tesla-a100",
-    "NVIDIA A100-SXM4-40GB",
-    "Nvidia",
-    "Ampere",
-    "8.0",
-    40960,
-);
-const H100: GpuModel = model(
-    "H100",
-    "nvidia-h100",
-    "NVIDIA H100 80GB HBM3",
-    "Nvidia",
-    "Hopper",
-    "9.0",
-    81559,
-);
+const T4: GpuModel = GpuModel {
+    ec2_name: "T4",
+    accelerator: "nvidia-tesla-t4",
+    product_name: "Tesla T4",
+    brand: "Nvidia",
+    architecture: "Turing",
+    compute_capability: "7.5",
+    memory_mib: 15360,
+};
+const A10G: GpuModel = GpuModel {
+    ec2_name: "A10G",
+    accelerator: "nvidia-a10g",
+    product_name: "NVIDIA A10G",
+    brand: "Nvidia",
+    architecture: "Ampere",
+    compute_capability: "8.6",
+    memory_mib: 23028,
+};
+const L4: GpuModel = GpuModel {
+    ec2_name: "L4",
+    accelerator: "nvidia-l4",
+    product_name: "NVIDIA L4",
+    brand: "Nvidia",
+    architecture: "Ada Lovelace",
+    compute_capability: "8.9",
+    memory_mib: 23034,
+};
+const V100: GpuModel = GpuModel {
+    ec2_name: "V100",
+    accelerator: "nvidia-tesla-v100",
+    product_name: "Tesla V100-SXM2-16GB",
+    brand: "Tesla",
+    architecture: "Volta",
+    compute_capability: "7.0",
+    memory_mib: 16384,
+};
+const A100: GpuModel = GpuModel {
+    ec2_name: "A100",
+    accelerator: "nvidia-tesla-a100",
+    product_name: "NVIDIA A100-SXM4-40GB",
+    brand: "Nvidia",
+    architecture: "Ampere",
+    compute_capability: "8.0",
+    memory_mib: 40960,
+};
+const H100: GpuModel = GpuModel {
+    ec2_name: "H100",
+    accelerator: "nvidia-h100",
+    product_name: "NVIDIA H100 80GB HBM3",
+    brand: "Nvidia",
+    architecture: "Hopper",
+    compute_capability: "9.0",
+    memory_mib: 81559,
+};
 /// Every GPU model known, for the AWS backend, which learns an instance type's GPU by its EC2 name.
 #[cfg(feature = "aws")]
 const GPU_MODELS: &[GpuModel] = &[T4, A10G, L4, V100, A100, H100];
