@@ -10,9 +10,9 @@
 use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::status::FargatePod;
 use crate::k8s::{PodFacts, objects};
-use crate::model::fargate::{Matcher, SCHEDULER_NAME, Selection};
 use crate::model::{FargateProfile, Pod, PodList, PodMatch};
-use crate::simulator::equivalence::EquivalenceGroup;
+use crate::model::{Matcher, SCHEDULER_NAME, Selection};
+use crate::simulator::EquivalenceGroup;
 use std::collections::HashMap;
 
 /// MatchPod's answers by pod shape, kept across loops; only shapes asked about in the last loop stay.

@@ -5,7 +5,7 @@ use crate::k8s::PodFacts;
 use crate::model::{FargateProfile, Invalid};
 use serde::Deserialize;
 
-pub use crate::model::fargate::{PROFILE_LABEL, SCHEDULER_NAME, Selection, select};
+pub use crate::model::{PROFILE_LABEL, SCHEDULER_NAME, Selection, select};
 /// Memory Fargate adds for the node's own components (kubelet, kube-proxy, containerd).
 const COMPONENTS_MIB: u64 = 256;
 

@@ -14,6 +14,7 @@ mod scheduling; // a pod's scheduling constraints from its spec
 mod snapshot; // `kubectl get nodes,pods,pdb -A -o json` files, read item by item
 mod snapshot_pod; // a snapshot's pod, its status read only for what is used
 
+pub use autoscaling_group::GROUP;
 pub use capacity_buffer::{BufferObjects, CapacityBuffer, Scalable, Template, VersionedBuffer};
 pub use capacity_quota::{
     CapacityQuotaObject, CapacityQuotaStatus, RECONCILED_CONDITION, RECONCILIATION_FAILED,

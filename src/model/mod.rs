@@ -29,6 +29,7 @@ pub use dra::{
     PodDra, PoolRef, QualifiedName, ResourceClaim, ResourceSlice,
 };
 pub use fargate::{FargateProfile, FargateSelector, PodMatch};
+pub use fargate::{Matcher, PROFILE_LABEL, SCHEDULER_NAME, Selection, select};
 pub use fast_map::{FastMap, FastSet};
 pub use invalid::Invalid;
 pub use node::{
@@ -52,6 +53,7 @@ pub use quota::{
     QuotaStatus, QuotaVersion, VIRTUAL_KUBELET_LABEL, WrittenLimit, WrittenRequirement,
     quota_amount, quota_id, quota_resources, read_limits, read_selector,
 };
+pub use resources::{ContainerDemand, pod_demand};
 pub use resources::{GPU_RESOURCE, Resources};
 pub use selector::{
     LabelSelector, Labels, NODE_NAME_FIELD, NodeSelector, NodeSelectorTerm, Operator, Requirement,

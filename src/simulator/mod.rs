@@ -20,6 +20,11 @@ pub use dra::{
     claimed_gpus, claims_fit, reserve, served_by_plugins, utilization,
 };
 pub use equivalence::{EquivalenceGroup, group_pods};
-pub use predicates::{Unfit, node_fit};
+pub use free_tree::FreeTree;
+pub use host_marks::{HostMarks, Open};
+pub use predicates::{Unfit, node_fit, resources_fit};
+pub use spread_mins::SpreadMins;
+pub use topology::Partners;
 pub use topology::{Place, PlaceKind, PodTerms, Topology};
+pub use world::Filling;
 pub use world::{build_places, place_all, pods_by_node};

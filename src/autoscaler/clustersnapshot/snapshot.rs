@@ -12,10 +12,10 @@ use crate::autoscaler::quotas::QuotaBook;
 use crate::autoscaler::status::{Placed, UPCOMING};
 use crate::model::{CapacityQuota, LabelProjection, Node, Pod, PodList, ZONE_LABEL};
 use crate::simulator::Dra;
-use crate::simulator::equivalence::EquivalenceGroup;
+use crate::simulator::EquivalenceGroup;
 use crate::simulator::predicates;
-use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
 use crate::simulator::world;
+use crate::simulator::{Place, PlaceKind, PodTerms, Topology};
 use std::collections::HashSet;
 use std::sync::Arc;
 

@@ -19,9 +19,9 @@
 
 use super::plan::{Demand, Estimate, EstimateLimits, PlanStep, Templates, Zones};
 use super::replan::Replan;
-use crate::simulator::spread_mins::SpreadMins;
-use crate::simulator::topology::{Partners, Place, PlaceKind, Topology};
-use crate::simulator::world::Filling;
+use crate::simulator::Filling;
+use crate::simulator::SpreadMins;
+use crate::simulator::{Partners, Place, PlaceKind, Topology};
 use std::collections::HashSet;
 use std::time::Instant;
 

@@ -11,7 +11,7 @@ use super::drain::{Bin, Drain};
 use super::plan::{Demand, Estimate, EstimateLimits, PlanStep, Templates, Zones, nodes_at_least};
 use super::replay::replay;
 use crate::model::Resources;
-use crate::simulator::topology::{Place, Topology};
+use crate::simulator::{Place, Topology};
 
 /// `estimate` with as many nodes taken off as the local search finds within the limits' deadline, every pod
 /// still placed, every step still allowed by the predicates; `estimate` itself when none comes off. A plan

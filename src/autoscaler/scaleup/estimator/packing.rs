@@ -4,12 +4,12 @@
 
 use super::plan::{Demand, Estimate, EstimateLimits, Ordering, PlanStep, Stop, Templates, Zones};
 use crate::model::Pod;
-use crate::simulator::free_tree::FreeTree;
-use crate::simulator::host_marks::{HostMarks, Open};
-use crate::simulator::predicates::{self, Unfit};
-use crate::simulator::spread_mins::SpreadMins;
-use crate::simulator::topology::{Place, PlaceKind, Topology};
-use crate::simulator::world::Filling;
+use crate::simulator::Filling;
+use crate::simulator::FreeTree;
+use crate::simulator::SpreadMins;
+use crate::simulator::{HostMarks, Open};
+use crate::simulator::{Place, PlaceKind, Topology};
+use crate::simulator::{Unfit, node_fit};
 use std::time::Instant;
 
 /// One estimation in progress: the nodes added so far and the counts with their pods.
@@ -224,8 +224,7 @@ impl<'a> Packing<'a> {
         // The pod's own zones, unless the caller narrowed them (the repair packs partners in a pod's zones).
         order.retain(|&z| zones.has(z));
         let zones = order;
-        let mut why =
-            predicates::node_fit(&filling.pod().scheduling, &self.templates.first().node).err();
+        let mut why = node_fit(&filling.pod().scheduling, &self.templates.first().node).err();
         for z in zones {
             let fresh = self
                 .topology

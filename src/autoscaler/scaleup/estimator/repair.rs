@@ -15,7 +15,7 @@
 
 use super::plan::{Demand, Estimate, EstimateLimits, PlanStep, Zones};
 use super::replan::Replan;
-use crate::simulator::topology::Partners;
+use crate::simulator::Partners;
 use std::time::Instant;
 
 /// Pods taken again, over every move tried for one estimate: each try takes the whole plan again, so a

@@ -6,9 +6,9 @@ use super::affinity::offer_again;
 use super::first_fit::first_fit;
 use super::packing::Packing;
 use super::plan::{Demand, Estimate, EstimateLimits, PlanStep, Templates, Zones};
-use crate::simulator::free_tree::FreeTree;
-use crate::simulator::topology::{Place, Topology};
-use crate::simulator::world::Filling;
+use crate::simulator::Filling;
+use crate::simulator::FreeTree;
+use crate::simulator::{Place, Topology};
 
 /// The cluster as it was and the estimate's demands: what a plan is taken again from.
 #[derive(Clone, Copy)]

@@ -2,9 +2,9 @@
 //! check of a plan the improvement phase changed, and its nodes and counts when it holds.
 
 use super::plan::{Demand, PlanStep, Templates};
-use crate::simulator::spread_mins::SpreadMins;
-use crate::simulator::topology::{Place, PlaceKind, Topology};
-use crate::simulator::world::Filling;
+use crate::simulator::Filling;
+use crate::simulator::SpreadMins;
+use crate::simulator::{Place, PlaceKind, Topology};
 
 /// The nodes and the counts after `steps`, each step's pods put as the searches put them (resources, host
 /// ports, affinity, anti-affinity, spread, devices); `None` when a step's pods do not all fit.
