@@ -59,4 +59,6 @@ pub use selector::{
     LabelSelector, Labels, NODE_NAME_FIELD, NodeSelector, NodeSelectorTerm, Operator, Requirement,
     is_dns_subdomain, is_label_name,
 };
-pub use taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, Taint, TaintEffect, Toleration};
+pub use taint::{
+    DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, Taint, TaintEffect, Toleration, untolerated,
+};

@@ -540,8 +540,7 @@ impl Topology {
             && (!spread.honor_affinity
                 || scheduling.node_matches(&place.node.name, &place.node.labels))
             && (!spread.honor_taints
-                || crate::model::taint::untolerated(&place.node.taints, &scheduling.tolerations)
-                    .is_none())
+                || crate::model::untolerated(&place.node.taints, &scheduling.tolerations).is_none())
     }
 
     /// Puts `n` pods with these terms on `place`.

@@ -7,7 +7,7 @@ use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::clusterstate::backoff::GroupBackoff;
 use crate::autoscaler::group::{Group, GroupFacts};
-use crate::k8s::objects;
+use crate::k8s::node_from_pb;
 use crate::model::{FastMap, FastSet, GroupOptions};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -254,12 +254,11 @@ pub async fn read_groups(
         );
         match read.await {
             Ok((target, instances, info, options)) => {
-                let (template, problem) =
-                    match info.as_ref().map(|t| objects::node_from_pb(&t.node)) {
-                        None => (None, None),
-                        Some(Ok(node)) => (Some(Arc::new(node)), None),
-                        Some(Err(e)) => (None, Some(format!("template: {e}"))),
-                    };
+                let (template, problem) = match info.as_ref().map(|t| node_from_pb(&t.node)) {
+                    None => (None, None),
+                    Some(Ok(node)) => (Some(Arc::new(node)), None),
+                    Some(Err(e)) => (None, Some(format!("template: {e}"))),
+                };
                 // Field 3: what cluster-autoscaler 1.37 reads, from any provider that fills it.
                 let own_slices =
                     info.map(|t| t.resource_slices.iter().cloned().map(Arc::new).collect());

@@ -15,7 +15,7 @@ use super::replan::Replan;
 use crate::model::Pod;
 use crate::simulator::Filling;
 use crate::simulator::FreeTree;
-use crate::simulator::predicates;
+use crate::simulator::how_many;
 use crate::simulator::{Place, Topology};
 use std::time::Instant;
 
@@ -219,7 +219,7 @@ fn pack_runs(
                 demand.count
             } else {
                 let template = templates.first();
-                let per_node = predicates::how_many(
+                let per_node = how_many(
                     &demand.pod.demand,
                     &demand.pod.extended,
                     &template.free,
