@@ -10,9 +10,9 @@
 use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::status::FargatePod;
 use crate::k8s::{PodFacts, objects};
-use crate::model::fargate::{Matcher, SCHEDULER_NAME, Selection};
 use crate::model::{FargateProfile, Pod, PodList, PodMatch};
-use crate::simulator::equivalence::EquivalenceGroup;
+use crate::model::{Matcher, SCHEDULER_NAME, Selection};
+use crate::simulator::EquivalenceGroup;
 use std::collections::HashMap;
 
 /// MatchPod's answers by pod shape, kept across loops; only shapes asked about in the last loop stay.
@@ -23,7 +23,7 @@ pub struct FargateAnswers {
 
 /// What the stage found: a line per Fargate pod, and the calls that failed (the loop goes on without them).
 #[derive(Default)]
-pub struct Report {
+pub struct FargateReport {
     pub pods: Vec<FargatePod>,
     pub errors: Vec<String>,
 }
@@ -38,8 +38,8 @@ impl FargateAnswers {
         pods: PodList<'_>,
         fargate: &[EquivalenceGroup],
         help: &[EquivalenceGroup],
-    ) -> Report {
-        let mut report = Report::default();
+    ) -> FargateReport {
+        let mut report = FargateReport::default();
         let mut kept = HashMap::new();
         let Some(profiles) = profiles else {
             for eg in fargate {

@@ -7,7 +7,7 @@ use crate::model::{
     GroupOptions, Instance, Node, NodeGroup, NodeGroupState, NodeGroupStatus, ResourceSlice,
     ZONE_LABEL,
 };
-use crate::simulator::topology::Place;
+use crate::simulator::Place;
 use std::sync::Arc;
 
 /// A node group with what the provider said of it this loop.

@@ -2,10 +2,10 @@
 //! could not run there. Profiles are not node groups (docs/eks.md, "Fargate"): nothing here resizes anything.
 
 use crate::k8s::PodFacts;
-use crate::model::FargateProfile;
+use crate::model::{FargateProfile, Invalid};
 use serde::Deserialize;
 
-pub use crate::model::fargate::{PROFILE_LABEL, SCHEDULER_NAME, Selection, select};
+pub use crate::model::{PROFILE_LABEL, SCHEDULER_NAME, Selection, select};
 /// Memory Fargate adds for the node's own components (kubelet, kube-proxy, containerd).
 const COMPONENTS_MIB: u64 = 256;
 
@@ -27,14 +27,14 @@ impl Default for FargateRates {
 }
 
 impl FargateRates {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         if [self.vcpu_per_hour, self.gb_per_hour]
             .iter()
             .all(|r| r.is_finite() && *r >= 0.0)
         {
             Ok(())
         } else {
-            Err("Fargate rates must be non-negative numbers".into())
+            Err(Invalid::value("Fargate rates must be non-negative numbers"))
         }
     }
 }

@@ -44,82 +44,62 @@ pub struct GpuModel {
     pub memory_mib: u64,
 }
 
-const fn model(
-    ec2_name: &'static str,
-    accelerator: &'static str,
-    product_name: &'static str,
-    brand: &'static str,
-    architecture: &'static str,
-    compute_capability: &'static str,
-    memory_mib: u64,
-) -> GpuModel {
-    GpuModel {
-        ec2_name,
-        accelerator,
-        product_name,
-        brand,
-        architecture,
-        compute_capability,
-        memory_mib,
-    }
-}
-
 /// The GPUs of the instance types below. Current NVIDIA drivers give data-center GPUs NVML's `NVIDIA` brand
 /// (the driver's "Nvidia"); the V100's is still `Tesla`.
-const T4: GpuModel = model(
-    "T4",
-    "nvidia-tesla-t4",
-    "Tesla T4",
-    "Nvidia",
-    "Turing",
-    "7.5",
-    15360,
-);
-const A10G: GpuModel = model(
-    "A10G",
-    "nvidia-a10g",
-    "NVIDIA A10G",
-    "Nvidia",
-    "Ampere",
-    "8.6",
-    23028,
-);
-const L4: GpuModel = model(
-    "L4",
-    "nvidia-l4",
-    "NVIDIA L4",
-    "Nvidia",
-    "Ada Lovelace",
-    "8.9",
-    23034,
-);
-const V100: GpuModel = model(
-    "V100",
-    "nvidia-tesla-v100",
-    "Tesla V100-SXM2-16GB",
-    "Tesla",
-    "Volta",
-    "7.0",
-    16384,
-);
-const A100: GpuModel = model(
-    "A100",
-    "nvidia-tesla-a100",
-    "NVIDIA A100-SXM4-40GB",
-    "Nvidia",
-    "Ampere",
-    "8.0",
-    40960,
-);
-const H100: GpuModel = model(
-    "H100",
-    "nvidia-h100",
-    "NVIDIA H100 80GB HBM3",
-    "Nvidia",
-    "Hopper",
-    "9.0",
-    81559,
-);
+const T4: GpuModel = GpuModel {
+    ec2_name: "T4",
+    accelerator: "nvidia-tesla-t4",
+    product_name: "Tesla T4",
+    brand: "Nvidia",
+    architecture: "Turing",
+    compute_capability: "7.5",
+    memory_mib: 15360,
+};
+const A10G: GpuModel = GpuModel {
+    ec2_name: "A10G",
+    accelerator: "nvidia-a10g",
+    product_name: "NVIDIA A10G",
+    brand: "Nvidia",
+    architecture: "Ampere",
+    compute_capability: "8.6",
+    memory_mib: 23028,
+};
+const L4: GpuModel = GpuModel {
+    ec2_name: "L4",
+    accelerator: "nvidia-l4",
+    product_name: "NVIDIA L4",
+    brand: "Nvidia",
+    architecture: "Ada Lovelace",
+    compute_capability: "8.9",
+    memory_mib: 23034,
+};
+const V100: GpuModel = GpuModel {
+    ec2_name: "V100",
+    accelerator: "nvidia-tesla-v100",
+    product_name: "Tesla V100-SXM2-16GB",
+    brand: "Tesla",
+    architecture: "Volta",
+    compute_capability: "7.0",
+    memory_mib: 16384,
+};
+const A100: GpuModel = GpuModel {
+    ec2_name: "A100",
+    accelerator: "nvidia-tesla-a100",
+    product_name: "NVIDIA A100-SXM4-40GB",
+    brand: "Nvidia",
+    architecture: "Ampere",
+    compute_capability: "8.0",
+    memory_mib: 40960,
+};
+const H100: GpuModel = GpuModel {
+    ec2_name: "H100",
+    accelerator: "nvidia-h100",
+    product_name: "NVIDIA H100 80GB HBM3",
+    brand: "Nvidia",
+    architecture: "Hopper",
+    compute_capability: "9.0",
+    memory_mib: 81559,
+};
 /// Every GPU model known, for the AWS backend, which learns an instance type's GPU by its EC2 name.
 #[cfg(feature = "aws")]
 const GPU_MODELS: &[GpuModel] = &[T4, A10G, L4, V100, A100, H100];
@@ -147,13 +127,12 @@ impl InstanceTypeInfo {
     }
 }
 
+/// A row of the table: the type's name, its shape (vCPUs, memory in GiB, architecture), its network (ENIs,
+/// IPv4 addresses per ENI, which bound its pods) and its price.
 const fn t(
     name: &'static str,
-    vcpus: u32,
-    memory_gib: u64,
-    arch: Arch,
-    enis: u32,
-    ipv4_per_eni: u32,
+    (vcpus, memory_gib, arch): (u32, u64, Arch),
+    (enis, ipv4_per_eni): (u32, u32),
     price_per_hour: f64,
 ) -> InstanceTypeInfo {
     InstanceTypeInfo {
@@ -182,49 +161,61 @@ const fn gpu(base: InstanceTypeInfo, gpus: u32, model: &'static GpuModel) -> Ins
 use Arch::{Amd64, Arm64};
 
 const KNOWN: &[InstanceTypeInfo] = &[
-    t("t3.medium", 2, 4, Amd64, 3, 6, 0.0416),
-    t("t3.large", 2, 8, Amd64, 3, 12, 0.0832),
-    t("t3.xlarge", 4, 16, Amd64, 4, 15, 0.1664),
-    t("t3.2xlarge", 8, 32, Amd64, 4, 15, 0.3328),
-    t("m5.large", 2, 8, Amd64, 3, 10, 0.096),
-    t("m5.xlarge", 4, 16, Amd64, 4, 15, 0.192),
-    t("m5.2xlarge", 8, 32, Amd64, 4, 15, 0.384),
-    t("m5.4xlarge", 16, 64, Amd64, 8, 30, 0.768),
-    t("m5.8xlarge", 32, 128, Amd64, 8, 30, 1.536),
-    t("m6i.large", 2, 8, Amd64, 3, 10, 0.096),
-    t("m6i.xlarge", 4, 16, Amd64, 4, 15, 0.192),
-    t("m6i.2xlarge", 8, 32, Amd64, 4, 15, 0.384),
-    t("m7i.large", 2, 8, Amd64, 3, 10, 0.1008),
-    t("m7i.xlarge", 4, 16, Amd64, 4, 15, 0.2016),
-    t("m6g.large", 2, 8, Arm64, 3, 10, 0.077),
-    t("m6g.xlarge", 4, 16, Arm64, 4, 15, 0.154),
-    t("m7g.large", 2, 8, Arm64, 3, 10, 0.0816),
-    t("c5.large", 2, 4, Amd64, 3, 10, 0.085),
-    t("c5.xlarge", 4, 8, Amd64, 4, 15, 0.17),
-    t("c5.2xlarge", 8, 16, Amd64, 4, 15, 0.34),
-    t("c6i.large", 2, 4, Amd64, 3, 10, 0.085),
-    t("c6g.large", 2, 4, Arm64, 3, 10, 0.068),
-    t("c6g.xlarge", 4, 8, Arm64, 4, 15, 0.136),
-    t("r5.large", 2, 16, Amd64, 3, 10, 0.126),
-    t("r5.xlarge", 4, 32, Amd64, 4, 15, 0.252),
-    t("r5.2xlarge", 8, 64, Amd64, 4, 15, 0.504),
-    gpu(t("g4dn.xlarge", 4, 16, Amd64, 3, 10, 0.526), 1, &T4),
-    gpu(t("g4dn.2xlarge", 8, 32, Amd64, 3, 10, 0.752), 1, &T4),
-    gpu(t("g5.xlarge", 4, 16, Amd64, 4, 15, 1.006), 1, &A10G),
-    gpu(t("g5.2xlarge", 8, 32, Amd64, 4, 15, 1.212), 1, &A10G),
-    gpu(t("g5.12xlarge", 48, 192, Amd64, 15, 50, 5.672), 4, &A10G),
-    gpu(t("g5.48xlarge", 192, 768, Amd64, 7, 50, 16.288), 8, &A10G),
-    gpu(t("g6.xlarge", 4, 16, Amd64, 4, 15, 0.8048), 1, &L4),
-    gpu(t("g6.12xlarge", 48, 192, Amd64, 8, 30, 4.6016), 4, &L4),
-    gpu(t("p3.2xlarge", 8, 61, Amd64, 4, 15, 3.06), 1, &V100),
+    t("t3.medium", (2, 4, Amd64), (3, 6), 0.0416),
+    t("t3.large", (2, 8, Amd64), (3, 12), 0.0832),
+    t("t3.xlarge", (4, 16, Amd64), (4, 15), 0.1664),
+    t("t3.2xlarge", (8, 32, Amd64), (4, 15), 0.3328),
+    t("m5.large", (2, 8, Amd64), (3, 10), 0.096),
+    t("m5.xlarge", (4, 16, Amd64), (4, 15), 0.192),
+    t("m5.2xlarge", (8, 32, Amd64), (4, 15), 0.384),
+    t("m5.4xlarge", (16, 64, Amd64), (8, 30), 0.768),
+    t("m5.8xlarge", (32, 128, Amd64), (8, 30), 1.536),
+    t("m6i.large", (2, 8, Amd64), (3, 10), 0.096),
+    t("m6i.xlarge", (4, 16, Amd64), (4, 15), 0.192),
+    t("m6i.2xlarge", (8, 32, Amd64), (4, 15), 0.384),
+    t("m7i.large", (2, 8, Amd64), (3, 10), 0.1008),
+    t("m7i.xlarge", (4, 16, Amd64), (4, 15), 0.2016),
+    t("m6g.large", (2, 8, Arm64), (3, 10), 0.077),
+    t("m6g.xlarge", (4, 16, Arm64), (4, 15), 0.154),
+    t("m7g.large", (2, 8, Arm64), (3, 10), 0.0816),
+    t("c5.large", (2, 4, Amd64), (3, 10), 0.085),
+    t("c5.xlarge", (4, 8, Amd64), (4, 15), 0.17),
+    t("c5.2xlarge", (8, 16, Amd64), (4, 15), 0.34),
+    t("c6i.large", (2, 4, Amd64), (3, 10), 0.085),
+    t("c6g.large", (2, 4, Arm64), (3, 10), 0.068),
+    t("c6g.xlarge", (4, 8, Arm64), (4, 15), 0.136),
+    t("r5.large", (2, 16, Amd64), (3, 10), 0.126),
+    t("r5.xlarge", (4, 32, Amd64), (4, 15), 0.252),
+    t("r5.2xlarge", (8, 64, Amd64), (4, 15), 0.504),
+    gpu(t("g4dn.xlarge", (4, 16, Amd64), (3, 10), 0.526), 1, &T4),
+    gpu(t("g4dn.2xlarge", (8, 32, Amd64), (3, 10), 0.752), 1, &T4),
+    gpu(t("g5.xlarge", (4, 16, Amd64), (4, 15), 1.006), 1, &A10G),
+    gpu(t("g5.2xlarge", (8, 32, Amd64), (4, 15), 1.212), 1, &A10G),
+    gpu(
+        t("g5.12xlarge", (48, 192, Amd64), (15, 50), 5.672),
+        4,
+        &A10G,
+    ),
+    gpu(
+        t("g5.48xlarge", (192, 768, Amd64), (7, 50), 16.288),
+        8,
+        &A10G,
+    ),
+    gpu(t("g6.xlarge", (4, 16, Amd64), (4, 15), 0.8048), 1, &L4),
+    gpu(t("g6.12xlarge", (48, 192, Amd64), (8, 30), 4.6016), 4, &L4),
+    gpu(t("p3.2xlarge", (8, 61, Amd64), (4, 15), 3.06), 1, &V100),
     // P4d and P5: the network interfaces of all their network cards, as DescribeInstanceTypes gives them to
     // the AWS backend; list prices before AWS's June 2025 reduction.
     gpu(
-        t("p4d.24xlarge", 96, 1152, Amd64, 60, 50, 32.7726),
+        t("p4d.24xlarge", (96, 1152, Amd64), (60, 50), 32.7726),
         8,
         &A100,
     ),
-    gpu(t("p5.48xlarge", 192, 2048, Amd64, 64, 50, 98.32), 8, &H100),
+    gpu(
+        t("p5.48xlarge", (192, 2048, Amd64), (64, 50), 98.32),
+        8,
+        &H100,
+    ),
 ];
 
 /// Facts of a known instance type.

@@ -19,7 +19,9 @@ pub(crate) mod template; // instance facts -> the template node of a group
 pub use crate::model::{FargateProfile, FargateSelector};
 pub use backend::{CloudError, CloudObserver, NodeGroupBackend};
 pub use dra::{DraError, KNOWN_DRIVERS, NVIDIA_GPU_DRIVER};
+pub use fargate::{PROFILE_LABEL, SCHEDULER_NAME, Selection, assess};
 pub use node_group::{
     Instance, InstanceError, InstanceErrorClass, InstanceState, NodeGroupSpec, OptionOverrides,
 };
+pub use pricing::{PriceError, node_price_per_hour, pod_price_per_hour};
 pub use simulated_eks::{BUILT_IN_SCENARIO, Scenario, ScenarioError, SimulatedEks};

@@ -2,6 +2,7 @@
 //! `k8s.io/cluster-autoscaler/node-template/autoscaling-options/<option>` tags upstream's AWS provider reads.
 
 use super::node_group::OptionOverrides;
+use crate::model::Invalid;
 use serde::Deserialize;
 #[cfg(any(feature = "aws", test))]
 use std::collections::HashMap;
@@ -33,7 +34,7 @@ pub struct OptionsFile {
 
 impl OptionsFile {
     /// Checks the values and turns them into overrides.
-    pub fn overrides(&self) -> Result<OptionOverrides, String> {
+    pub fn overrides(&self) -> Result<OptionOverrides, Invalid> {
         let overrides = OptionOverrides {
             scale_down_utilization_threshold: self.scale_down_utilization_threshold,
             scale_down_gpu_utilization_threshold: self.scale_down_gpu_utilization_threshold,
@@ -50,7 +51,7 @@ impl OptionsFile {
     }
 }
 
-fn check_thresholds(o: &OptionOverrides) -> Result<(), String> {
+fn check_thresholds(o: &OptionOverrides) -> Result<(), Invalid> {
     for (name, value) in [
         (
             "scaleDownUtilizationThreshold",
@@ -62,7 +63,9 @@ fn check_thresholds(o: &OptionOverrides) -> Result<(), String> {
         ),
     ] {
         if value.is_some_and(|v| !(0.0..=1.0).contains(&v)) {
-            return Err(format!("options.{name} must be between 0 and 1"));
+            return Err(Invalid::value(format!(
+                "options.{name} must be between 0 and 1"
+            )));
         }
     }
     Ok(())
@@ -71,14 +74,14 @@ fn check_thresholds(o: &OptionOverrides) -> Result<(), String> {
 /// Overrides from autoscaling-options tags (option names compared case-insensitively, as upstream writes
 /// them in lower case). `None` when no tag names an option; an unreadable value is an error naming the tag.
 #[cfg(any(feature = "aws", test))]
-pub fn from_tags(tags: &HashMap<String, String>) -> Result<Option<OptionOverrides>, String> {
+pub fn from_tags(tags: &HashMap<String, String>) -> Result<Option<OptionOverrides>, Invalid> {
     let mut o = OptionOverrides::default();
     let mut any = false;
     for (key, value) in tags {
         let Some(option) = key.strip_prefix(TAG_PREFIX) else {
             continue;
         };
-        let bad = |what: &str| format!("tag {key}={value:?}: {what}");
+        let bad = |what: &str| Invalid::new(format!("tag {key}={value:?}"), what);
         let float = || value.trim().parse::<f64>().map_err(|_| bad("not a number"));
         let boolean = || {
             value
@@ -173,7 +176,9 @@ mod tests {
 
     #[test]
     fn bad_tags_name_themselves() {
-        let error = from_tags(&tags(&[("scaledownunneededtime", "soon")])).unwrap_err();
+        let error = from_tags(&tags(&[("scaledownunneededtime", "soon")]))
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("scaledownunneededtime") && error.contains("duration"),
             "{error}"
@@ -182,6 +187,7 @@ mod tests {
         assert!(
             from_tags(&tags(&[("colour", "red")]))
                 .unwrap_err()
+                .to_string()
                 .contains("unknown")
         );
     }

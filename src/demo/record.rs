@@ -122,7 +122,7 @@ impl Record {
         self.fargate_runs(at, status);
         self.not_helped(at, status);
         for e in &status.errors {
-            self.say(at, "error", e.clone());
+            self.say(at, "error", e.to_string());
         }
         self.buffers(at, status);
         self.requests(at, status);

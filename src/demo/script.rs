@@ -9,7 +9,7 @@ use crate::k8s::{
     Template, VersionedBuffer, VersionedRequest, claim_template, device_class, pod_from_api,
     quota_from_value,
 };
-use crate::model::{CapacityQuota, ClaimTemplate, DeviceClass, Pod};
+use crate::model::{CapacityQuota, ClaimTemplate, DeviceClass, Invalid, Pod};
 use serde::Deserialize;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -377,7 +377,7 @@ fn read_timeline(
                     )));
                 }
             }
-            let pods = pods_of(&workload).map_err(fail)?;
+            let pods = pods_of(&workload).map_err(|e| fail(e.to_string()))?;
             Action::Create(Box::new(workload), pods)
         } else if let Some(name) = event.delete {
             Action::Delete(name)
@@ -434,9 +434,9 @@ fn read_quotas(objects: Vec<serde_json::Value>) -> Result<Vec<CapacityQuota>, Sc
 
 /// The workload's pods, built as the API server would hold them and read through the same conversion
 /// as a cluster's, so every field is checked the same way.
-fn pods_of(w: &Workload) -> Result<Vec<Pod>, String> {
+fn pods_of(w: &Workload) -> Result<Vec<Pod>, Invalid> {
     if w.count == 0 {
-        return Err(format!("{}: count must be at least 1", w.name));
+        return Err(Invalid::new(&w.name, "count must be at least 1"));
     }
     let mut requests = json!({"cpu": w.cpu, "memory": w.memory});
     if w.gpu > 0 {
@@ -474,8 +474,8 @@ fn pods_of(w: &Workload) -> Result<Vec<Pod>, String> {
                 },
             });
             let pod: k8s_openapi::api::core::v1::Pod =
-                serde_json::from_value(pod).map_err(|e| format!("{}: {e}", w.name))?;
-            pod_from_api(&pod, true).map_err(|e| e.to_string())
+                serde_json::from_value(pod).map_err(|e| Invalid::new(&w.name, e.to_string()))?;
+            pod_from_api(&pod, true).map_err(|e| Invalid::value(e.to_string()))
         })
         .collect()
 }

@@ -10,7 +10,6 @@ pub(crate) mod objects; // k8s-openapi nodes, pods, PDBs and k8s-pb template nod
 mod pod; // the facts of one pod (demand, Fargate traits) from protobuf bytes or kubectl JSON/YAML
 pub(crate) mod provisioning_request; // ProvisioningRequests (autoscaling.x-k8s.io): check-capacity and best-effort-atomic
 pub(crate) mod quantity; // Kubernetes quantities: parse and print canonically
-mod resource_slice_pb; // ResourceSlices as Kubernetes' protobuf, both ways: template slices on the wire
 mod scheduling; // a pod's scheduling constraints from its spec
 mod snapshot; // `kubectl get nodes,pods,pdb -A -o json` files, read item by item
 mod snapshot_pod; // a snapshot's pod, its status read only for what is used
@@ -24,7 +23,8 @@ pub use capacity_quota::{
 };
 pub use dra::{
     DRA_GROUP, DRA_KINDS, DRA_VERSIONS, claim_template, device_class, read_dra_object,
-    resource_claim, resource_slice, slice_from_spec,
+    resource_claim, resource_slice, resource_slice_from_pb, resource_slice_from_pb_bytes,
+    resource_slice_to_pb, resource_slice_to_pb_bytes, slice_from_spec,
 };
 pub use object_error::ObjectError;
 pub use objects::{
@@ -36,10 +36,6 @@ pub use provisioning_request::{
     ProvisioningRequest, RequestObjects, VersionedRequest, request_key,
 };
 pub use quantity::{Quantity, QuantityError};
-pub use resource_slice_pb::{
-    resource_slice_from_pb, resource_slice_from_pb_bytes, resource_slice_to_pb,
-    resource_slice_to_pb_bytes,
-};
 pub use snapshot::{
     DISRUPTION_CONFIG_KEY, DISRUPTION_CONFIG_MAP, SnapshotError, SnapshotObjects, parse_snapshot,
     read_snapshot_text,

@@ -3,7 +3,7 @@
 
 use crate::k8s::quantity::{Quantity, QuantityError};
 use crate::model::Resources;
-use crate::model::resources::{ContainerDemand, pod_demand};
+use crate::model::{ContainerDemand, pod_demand};
 use prost::Message;
 use std::collections::BTreeMap;
 

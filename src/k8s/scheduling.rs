@@ -2,7 +2,7 @@
 //! and anti-affinity, tolerations, host ports and topology spread, each checked as the API server validates it.
 
 use super::object_error::{ObjectError, invalid};
-use crate::model::selector::NODE_NAME_FIELD;
+use crate::model::NODE_NAME_FIELD;
 use crate::model::{
     HostPort, LabelSelector, NodeSelector, NodeSelectorTerm, Operator, PodAffinityTerm,
     Requirement, Scheduling, SpreadConstraint, TaintEffect, Toleration,

@@ -162,14 +162,14 @@ fn parse_with_converters(text: &str, converters: usize) -> Result<SnapshotObject
             }
             document
         });
-        reader.finish_document(document.map_err(|e| e.to_string()), lines, None)?;
+        reader.finish_document(document, lines, None)?;
         json.end()
             .map_err(|e| SnapshotError::Syntax(e.to_string()))?;
     } else {
         let mut documents = 0;
         for (i, yaml) in serde_norway::Deserializer::from_str(text).enumerate() {
             let document = serde::Deserializer::deserialize_map(yaml, Document(&mut reader));
-            reader.finish_document(document.map_err(|e| e.to_string()), lines, Some(i))?;
+            reader.finish_document(document, lines, Some(i))?;
             documents += 1;
         }
         if documents == 0 {
@@ -204,9 +204,9 @@ struct Reader<'t> {
 
 impl Reader<'_> {
     /// Ends one document: checks its top-level `kind` and reads what waited on it.
-    fn finish_document(
+    fn finish_document<E: std::fmt::Display>(
         &mut self,
-        parsed: Result<(), String>,
+        parsed: Result<(), E>,
         lines: impl Fn() -> usize,
         document: Option<usize>,
     ) -> Result<(), SnapshotError> {
@@ -217,7 +217,7 @@ impl Reader<'_> {
             Some(d) if d > 0 => format!("document {}: {what}", d + 1),
             _ => what,
         };
-        parsed.map_err(|e| SnapshotError::Syntax(at(e)))?;
+        parsed.map_err(|e| SnapshotError::Syntax(at(e.to_string())))?;
         self.join_converted()?;
         let rest = std::mem::take(&mut self.rest);
         let kindless = std::mem::take(&mut self.kindless);
@@ -457,7 +457,7 @@ impl SnapshotObjects {
                 for time in pod.times() {
                     self.saw(Some(time));
                 }
-                let pod = pod.into_api().map_err(fail)?;
+                let pod = pod.into_api().map_err(|e| fail(e.to_string()))?;
                 let mut pod = objects::pod_from_api(&pod, true)?;
                 self.alike.share(&mut pod);
                 self.pods.push(Arc::new(pod));

@@ -9,6 +9,7 @@
 //! What is kept is what `objects::pod_from_api` and the JSON a pending pod keeps for the provider's
 //! MatchPod (`pod::from_text`) read: a field either of them starts reading must be added here.
 
+use crate::model::Invalid;
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
@@ -21,8 +22,8 @@ pub struct SnapshotPod {
     api_version: Option<String>,
     #[serde(default)]
     metadata: Metadata,
-    spec: Option<Spec>,
-    status: Option<Status>,
+    spec: Option<SnapshotPodSpec>,
+    status: Option<SnapshotPodStatus>,
 }
 
 #[derive(Default, Deserialize)]
@@ -40,10 +41,10 @@ struct Metadata {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Spec {
+struct SnapshotPodSpec {
     #[serde(default)]
-    containers: Vec<Container>,
-    init_containers: Option<Vec<Container>>,
+    containers: Vec<SnapshotContainer>,
+    init_containers: Option<Vec<SnapshotContainer>>,
     affinity: Option<api::Affinity>,
     node_selector: Option<BTreeMap<String, String>>,
     tolerations: Option<Vec<api::Toleration>>,
@@ -61,7 +62,7 @@ struct Spec {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Container {
+struct SnapshotContainer {
     #[serde(default)]
     name: String,
     resources: Option<api::ResourceRequirements>,
@@ -70,7 +71,7 @@ struct Container {
     security_context: Option<api::SecurityContext>,
 }
 
-impl Container {
+impl SnapshotContainer {
     fn into_api(self) -> api::Container {
         api::Container {
             name: self.name,
@@ -83,9 +84,11 @@ impl Container {
     }
 }
 
-impl Spec {
+impl SnapshotPodSpec {
     fn into_api(self) -> api::PodSpec {
-        let containers = |list: Vec<Container>| list.into_iter().map(Container::into_api).collect();
+        let containers = |list: Vec<SnapshotContainer>| {
+            list.into_iter().map(SnapshotContainer::into_api).collect()
+        };
         api::PodSpec {
             containers: containers(self.containers),
             init_containers: self.init_containers.map(containers),
@@ -109,7 +112,7 @@ impl Spec {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Status {
+struct SnapshotPodStatus {
     phase: Option<String>,
     nominated_node_name: Option<String>,
     conditions: Option<Vec<api::PodCondition>>,
@@ -170,9 +173,9 @@ impl SnapshotPod {
 
     /// The pod as k8s-openapi's, with the status fields read; a pod of another `apiVersion` than `v1` is
     /// refused, as k8s-openapi refuses it.
-    pub fn into_api(self) -> Result<api::Pod, String> {
+    pub fn into_api(self) -> Result<api::Pod, Invalid> {
         if let Some(other) = self.api_version.filter(|v| v != "v1") {
-            return Err(format!("apiVersion {other:?}: a Pod is v1"));
+            return Err(Invalid::new(format!("apiVersion {other:?}"), "a Pod is v1"));
         }
         let metadata = self.metadata;
         Ok(api::Pod {
@@ -187,7 +190,7 @@ impl SnapshotPod {
                 deletion_timestamp: metadata.deletion_timestamp,
                 ..meta::ObjectMeta::default()
             },
-            spec: self.spec.map(Spec::into_api),
+            spec: self.spec.map(SnapshotPodSpec::into_api),
             status: self.status.map(|s| api::PodStatus {
                 phase: s.phase,
                 nominated_node_name: s.nominated_node_name,
@@ -301,7 +304,7 @@ mod tests {
         let json = r#"{"apiVersion":"v2","kind":"Pod","metadata":{"name":"p"}}"#;
         let pod: SnapshotPod = serde_json::from_str(json).unwrap();
         assert_eq!(
-            pod.into_api().unwrap_err(),
+            pod.into_api().unwrap_err().to_string(),
             "apiVersion \"v2\": a Pod is v1"
         );
     }

@@ -4,7 +4,7 @@
 //! already allocated pins the pod to where its devices are; one not allocated yet is allocated on the node
 //! the pod goes to.
 
-use super::claim_needs::{AllocatedClaim, ClaimError, ClaimNeeds, ExtendedClaim, NeededClaim};
+use super::dra::{AllocatedClaim, ClaimError, ClaimNeeds, ExtendedClaim, NeededClaim};
 use super::dra::{
     AllocationMode, ClaimSource, ClaimSpec, DeviceAsk, DeviceClass, DeviceRequest, DraObjects,
     IMPLICIT_EXTENDED_RESOURCE_PREFIX, Name, ResourceClaim,

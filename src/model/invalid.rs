@@ -36,6 +36,17 @@ impl Invalid {
         };
         Invalid { field, ..self }
     }
+
+    /// The same rule, found under a named part (`device "gpu-0"`) that the message sets apart with a colon:
+    /// `device "gpu-0": capacity "memory": ...`, as the readers of wire formats say it.
+    pub fn under(self, outer: &str) -> Invalid {
+        let field = match (outer.is_empty(), self.field.is_empty()) {
+            (true, _) => self.field,
+            (false, true) => outer.to_string(),
+            (false, false) => format!("{outer}: {}", self.field),
+        };
+        Invalid { field, ..self }
+    }
 }
 
 impl fmt::Display for Invalid {
@@ -66,6 +77,12 @@ mod tests {
         assert_eq!(
             Invalid::value("not a map").within("spec").to_string(),
             "spec: not a map"
+        );
+        assert_eq!(
+            Invalid::new("capacity \"m\"", "bad")
+                .under("device \"d\"")
+                .to_string(),
+            "device \"d\": capacity \"m\": bad"
         );
     }
 }

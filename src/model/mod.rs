@@ -1,10 +1,8 @@
 //! The internal model: compact integer types the decisions are made on, converted once at the edge.
 
-mod claim_needs; // what a pod's claims ask of its node
-mod claims; // those needs found in the cluster's claims and templates
-mod claims_key; // a pod's claims and DRA-served extended resources (KEP-5004) in its equivalence key
+mod claims; // a pod's claim needs found in the cluster's claims and templates (above dra/ and pod.rs)
 mod derived_names; // names made from other names (a node group's), valid for what they name
-pub(crate) mod dra; // Dynamic Resource Allocation: devices, classes, claims, what a pod claims
+mod dra; // Dynamic Resource Allocation: devices, classes, claims, what a pod claims and asks of its node
 pub(crate) mod fargate; // which Fargate profile takes a pod, as EKS matches
 mod fast_map; // the hash maps of the hot paths
 mod invalid; // the validation error every reader returns: the field and the rule it breaks
@@ -12,7 +10,6 @@ pub(crate) mod node; // what a node offers and demands of pods
 mod node_group; // node groups, their instances and options, as a provider says them
 mod pdb; // disruption budgets
 pub(crate) mod pod; // what a pod needs and where it may run
-mod pod_dra; // a pod's claims, uid and needs, boxed apart from the rest
 mod pod_names; // pods' names packed into one string, as the view reads them and a scale-up lists them
 pub(crate) mod pods; // the view's pods and a loop's virtual ones, as one list
 mod quantity; // Kubernetes quantities, read exactly
@@ -21,17 +18,18 @@ pub(crate) mod resources; // integer resources and a pod's demand
 pub(crate) mod selector; // label selectors and node selector terms
 pub(crate) mod taint; // taints and tolerations
 
-pub use claim_needs::{AllocatedClaim, ClaimError, ClaimNeeds, ExtendedClaim, NeededClaim};
 pub use claims::ClaimIndex;
 pub use derived_names::{label_value, subdomain_part};
 pub use dra::{
-    AllocatedDevice, Allocation, AllocationMode, AttrValue, ClaimSource, ClaimSpec, ClaimTemplate,
-    CounterConsumption, CounterSet, Device, DeviceAsk, DeviceClass, DeviceId, DeviceRequest,
-    DeviceTaint, DeviceTaintEffect, DeviceToleration, DraObjects,
-    EXTENDED_RESOURCE_CLAIM_ANNOTATION, IMPLICIT_EXTENDED_RESOURCE_PREFIX, MatchAttribute, Name,
-    NodeScope, PodClaim, PoolRef, QualifiedName, ResourceClaim, ResourceSlice,
+    AllocatedClaim, AllocatedDevice, Allocation, AllocationMode, AttrValue, ClaimError, ClaimNeeds,
+    ClaimSource, ClaimSpec, ClaimTemplate, CounterConsumption, CounterSet, Device, DeviceAsk,
+    DeviceClass, DeviceId, DeviceRequest, DeviceTaint, DeviceTaintEffect, DeviceToleration,
+    DraObjects, EXTENDED_RESOURCE_CLAIM_ANNOTATION, ExtendedClaim,
+    IMPLICIT_EXTENDED_RESOURCE_PREFIX, MatchAttribute, Name, NeededClaim, NodeScope, PodClaim,
+    PodDra, PoolRef, QualifiedName, ResourceClaim, ResourceSlice,
 };
 pub use fargate::{FargateProfile, FargateSelector, PodMatch};
+pub use fargate::{Matcher, PROFILE_LABEL, SCHEDULER_NAME, Selection, select};
 pub use fast_map::{FastMap, FastSet};
 pub use invalid::Invalid;
 pub use node::{
@@ -47,7 +45,6 @@ pub use pod::{
     Alike, Controller, Disruption, EquivalenceKey, FARGATE_SCHEDULER, HostPort, LabelProjection,
     Phase, Pod, PodAffinityTerm, SafeToEvict, Scheduling, SchedulingIds, SpreadConstraint,
 };
-pub use pod_dra::PodDra;
 pub use pod_names::PodNames;
 pub use pods::PodList;
 pub use quantity::{Quantity, QuantityError};
@@ -56,9 +53,12 @@ pub use quota::{
     QuotaStatus, QuotaVersion, VIRTUAL_KUBELET_LABEL, WrittenLimit, WrittenRequirement,
     quota_amount, quota_id, quota_resources, read_limits, read_selector,
 };
+pub use resources::{ContainerDemand, pod_demand};
 pub use resources::{GPU_RESOURCE, Resources};
 pub use selector::{
     LabelSelector, Labels, NODE_NAME_FIELD, NodeSelector, NodeSelectorTerm, Operator, Requirement,
     is_dns_subdomain, is_label_name,
 };
-pub use taint::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, Taint, TaintEffect, Toleration};
+pub use taint::{
+    DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, Taint, TaintEffect, Toleration, untolerated,
+};

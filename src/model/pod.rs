@@ -1,10 +1,10 @@
 //! A pod as decisions see it: what it needs and where it may run.
 
-use super::claim_needs::ClaimNeeds;
-use super::claims_key::DraKey;
+use super::dra::ClaimNeeds;
+use super::dra::DraKey;
+use super::dra::PodDra;
 use super::dra::{ClaimSource, Name, PodClaim};
 use super::fast_map::FastMap;
-use super::pod_dra::PodDra;
 use super::resources::Resources;
 use super::selector::{LabelSelector, Labels, NodeSelector};
 use super::taint::Toleration;

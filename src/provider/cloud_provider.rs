@@ -8,9 +8,8 @@ use super::observe::observe;
 use super::options;
 use super::sizes::{self, GroupLocks, Increase, status};
 use super::template_info;
-use crate::cloud::fargate;
-use crate::cloud::pricing::{self, PriceError};
 use crate::cloud::{InstanceState, NodeGroupBackend, NodeGroupSpec, instance_types, template};
+use crate::cloud::{PriceError, SCHEDULER_NAME, assess, node_price_per_hour, pod_price_per_hour};
 use crate::k8s;
 use crate::proto::externalgrpc::cloud_provider_server::CloudProvider;
 use crate::proto::externalgrpc::instance_status::InstanceState as WireState;
@@ -191,13 +190,9 @@ impl CloudProviderService {
             request.start_timestamp.or(request.start_time),
             request.end_timestamp.or(request.end_time),
         )?;
-        let per_hour = pricing::node_price_per_hour(
-            &*self.backend,
-            &node.name,
-            &node.provider_id,
-            &node.labels,
-        )
-        .map_err(price_status)?;
+        let per_hour =
+            node_price_per_hour(&*self.backend, &node.name, &node.provider_id, &node.labels)
+                .map_err(price_status)?;
         Ok(PricingNodePriceResponse {
             price: per_hour * seconds / 3600.0,
         })
@@ -225,8 +220,8 @@ impl CloudProviderService {
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
         // A pod Fargate would run costs what Fargate bills for its rounded size.
         let rates = self.backend.fargate_rates();
-        let assessment = fargate::assess(&self.backend.fargate_profiles(), &pod, &rates);
-        let fargate_bound = assessment.taken() || pod.scheduler_name == fargate::SCHEDULER_NAME;
+        let assessment = assess(&self.backend.fargate_profiles(), &pod, &rates);
+        let fargate_bound = assessment.taken() || pod.scheduler_name == SCHEDULER_NAME;
         if fargate_bound
             && assessment.incompatibilities.is_empty()
             && let Some(size) = assessment.size
@@ -235,8 +230,7 @@ impl CloudProviderService {
                 price: size.price_for(&rates, seconds),
             });
         }
-        let per_hour =
-            pricing::pod_price_per_hour(&*self.backend, &pod.demand).map_err(price_status)?;
+        let per_hour = pod_price_per_hour(&*self.backend, &pod.demand).map_err(price_status)?;
         Ok(PricingPodPriceResponse {
             price: per_hour * seconds / 3600.0,
         })

@@ -3,7 +3,7 @@
 use super::metrics::ProviderMetrics;
 use super::observe::observe;
 use crate::cloud::NodeGroupBackend;
-use crate::cloud::fargate::{self, PROFILE_LABEL, Selection};
+use crate::cloud::{PROFILE_LABEL, Selection, assess};
 use crate::k8s;
 use crate::proto::ekscale::fargate_server::Fargate;
 use crate::proto::ekscale::*;
@@ -34,7 +34,7 @@ impl FargateService {
             }
         }
         .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let assessment = fargate::assess(
+        let assessment = assess(
             &self.backend.fargate_profiles(),
             &pod,
             &self.backend.fargate_rates(),

@@ -2,8 +2,7 @@
 //! Below both the companion (scale-up and scale-down simulate on it) and the simulated cluster (which
 //! schedules its pods with it), as upstream's `simulator/` is below its core.
 
-pub(crate) mod devices; // the devices of each place, and a pod's claims allocated there
-pub(crate) mod dra; // Dynamic Resource Allocation: which devices a pod's claims get on a node
+pub(crate) mod dra; // Dynamic Resource Allocation: which devices a pod's claims get on a node, each place's devices
 pub(crate) mod equivalence; // pending pods grouped by what scheduling reads
 pub(crate) mod free_tree; // first fit and best fit in log time over the nodes an estimation adds
 pub(crate) mod host_marks; // the nodes hostname affinity and anti-affinity refuse, skipped a word at a time
@@ -15,14 +14,17 @@ pub(crate) mod world; // the in-memory cluster: places built from a view, pods p
 #[cfg(test)]
 mod tests; // devices across places: a shared claim allocated once pins its other pods
 
-pub use devices::{
-    Dra, PlaceDevices, SharedClaims, claimed_gpus, claims_fit, reserve, served_by_plugins,
-};
 pub use dra::{
-    DeviceClasses, InUse, NodePools, PoolUse, Pools, RequestRef, SelectorError, SelectorErrorKind,
-    Unallocatable, Wanted, allocate, allocation_usable_on, utilization,
+    DeviceClasses, Dra, InUse, NodePools, PlaceDevices, PoolUse, Pools, RequestRef, SelectorError,
+    SelectorErrorKind, SharedClaims, Unallocatable, Wanted, allocate, allocation_usable_on,
+    claimed_gpus, claims_fit, reserve, served_by_plugins, utilization,
 };
 pub use equivalence::{EquivalenceGroup, group_pods};
-pub use predicates::{Unfit, node_fit};
+pub use free_tree::FreeTree;
+pub use host_marks::{HostMarks, Open};
+pub use predicates::{Unfit, how_many, node_fit, resources_fit};
+pub use spread_mins::SpreadMins;
+pub use topology::Partners;
 pub use topology::{Place, PlaceKind, PodTerms, Topology};
+pub use world::Filling;
 pub use world::{build_places, place_all, pods_by_node};

@@ -74,7 +74,7 @@ pub fn node_fit(scheduling: &Scheduling, node: &Node) -> Result<(), Unfit> {
     if !scheduling.node_matches(&node.name, &node.labels) {
         return Err(Unfit::NodeAffinity);
     }
-    if let Some(taint) = crate::model::taint::untolerated(&node.taints, &scheduling.tolerations) {
+    if let Some(taint) = crate::model::untolerated(&node.taints, &scheduling.tolerations) {
         return Err(Unfit::Taint(taint.clone()));
     }
     Ok(())

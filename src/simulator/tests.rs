@@ -2,7 +2,7 @@
 //! the first to where its devices are, on registered nodes and on the copies of a group's template alike
 //! (which share their node's name). And the whole GPUs a pod takes on a group's node, as it is priced.
 
-use super::devices::{Dra, claimed_gpus};
+use super::dra::{Dra, claimed_gpus};
 use super::topology::{Place, PlaceKind, Topology};
 use super::world::place_all;
 use crate::model::{

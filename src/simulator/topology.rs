@@ -5,7 +5,7 @@
 //! reduced to term ids ([`PodTerms`]) so that a placement check is a few array reads. The counts are a
 //! small clonable [`Topology`], so an estimation forks it instead of copying the cluster.
 
-use super::devices::{self, PlaceDevices, SharedClaims};
+use super::dra::{self as devices, PlaceDevices, SharedClaims};
 use super::predicates::Unfit;
 use super::spread_mins::{Domains, SpreadMins};
 use crate::model::{
@@ -46,6 +46,21 @@ pub struct Place {
     pub devices: Option<Box<PlaceDevices>>,
     /// Its domain for each registered topology key.
     domains: Vec<u32>,
+}
+
+/// Whose constraints are resolved: a pending pod's are all of them; a placed pod's only what it holds
+/// against others (its anti-affinity), its own affinity and spread being met already.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PodState {
+    Pending,
+    Placed,
+}
+
+/// Which way pods move in a place's counts: put there, or taken off again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shift {
+    Add,
+    Take,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -267,16 +282,17 @@ impl Topology {
 
     /// A pending pod's constraints as term ids; its terms must have been registered.
     pub fn resolve(&self, pod: &Pod) -> PodTerms {
-        self.terms_of(pod, true)
+        self.terms_of(pod, PodState::Pending)
     }
 
     /// What counting needs of a pod already on a node: the terms that match it and its anti-affinity
     /// (registered by [`build`]). Its own affinity and spread only mattered when it was placed.
     pub fn resolve_placed(&self, pod: &Pod) -> PodTerms {
-        self.terms_of(pod, false)
+        self.terms_of(pod, PodState::Placed)
     }
 
-    fn terms_of(&self, pod: &Pod, pending: bool) -> PodTerms {
+    fn terms_of(&self, pod: &Pod, state: PodState) -> PodTerms {
+        let pending = state == PodState::Pending;
         let s = &pod.scheduling;
         let id = |key: &str, selector: &LabelSelector, namespaces: Option<Vec<String>>| {
             let key = self
@@ -524,8 +540,7 @@ impl Topology {
             && (!spread.honor_affinity
                 || scheduling.node_matches(&place.node.name, &place.node.labels))
             && (!spread.honor_taints
-                || crate::model::taint::untolerated(&place.node.taints, &scheduling.tolerations)
-                    .is_none())
+                || crate::model::untolerated(&place.node.taints, &scheduling.tolerations).is_none())
     }
 
     /// Puts `n` pods with these terms on `place`.
@@ -564,12 +579,13 @@ impl Topology {
 
     /// Counts `n` pods with these terms in `place`'s domains (the counting half of [`Topology::put`]).
     pub fn count(&mut self, terms: &PodTerms, place: &Place, n: u64) {
-        self.shift(terms, place, n, true);
+        self.shift(terms, place, n, Shift::Add);
     }
 
-    /// Adds (`up`) or takes `n` pods to or from the counts of the terms that match them and the anti-affinity
-    /// they hold, in `place`'s domains.
-    fn shift(&mut self, terms: &PodTerms, place: &Place, n: u64, up: bool) {
+    /// Adds or takes (as `shift` says) `n` pods to or from the counts of the terms that match them and the
+    /// anti-affinity they hold, in `place`'s domains.
+    fn shift(&mut self, terms: &PodTerms, place: &Place, n: u64, shift: Shift) {
+        let up = shift == Shift::Add;
         let by = u32::try_from(n).unwrap_or(u32::MAX);
         for &t in &terms.matched_by {
             let d = self.domain(place, t);
@@ -631,6 +647,6 @@ impl Topology {
     /// Takes `n` pods out of the counts of `place`'s domains, leaving its room as it is: the pods of a node
     /// being removed stop counting where they were. Undone by [`Topology::count`].
     pub fn uncount(&mut self, terms: &PodTerms, place: &Place, n: u64) {
-        self.shift(terms, place, n, false);
+        self.shift(terms, place, n, Shift::Take);
     }
 }

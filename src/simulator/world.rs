@@ -3,7 +3,7 @@
 //! scheduler would, with its reasons when they fit nowhere. What is free on a place and the counts per
 //! topology domain are in [`super::topology`].
 
-use super::devices;
+use super::dra as devices;
 use super::predicates::{self, Unfit};
 use super::spread_mins::SpreadMins;
 use super::topology::{Place, PlaceKind, PodTerms, Topology};

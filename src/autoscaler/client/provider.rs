@@ -34,7 +34,7 @@ struct Caches {
     node_group_for_node: HashMap<String, NodeGroup>,
     templates: HashMap<String, Option<Arc<TemplateNodeInfo>>>,
     /// Each group's zones; `Some(None)` when the provider does not serve them.
-    zones: Option<Option<Zones>>,
+    zones: Option<Option<GroupZones>>,
     /// Each group's EKS status and image; `Some(None)` when the provider does not serve them.
     states: Option<Option<States>>,
     /// The Fargate profiles; `Some(None)` when the provider does not serve them.
@@ -48,7 +48,7 @@ struct Caches {
 pub type Profiles = Arc<Vec<FargateProfile>>;
 
 /// Each node group's Availability Zones, by group id.
-pub type Zones = Arc<HashMap<String, Vec<String>>>;
+pub type GroupZones = Arc<HashMap<String, Vec<String>>>;
 
 /// Each node group's EKS status and image, by group id.
 pub type States = Arc<HashMap<String, NodeGroupState>>;
@@ -200,7 +200,7 @@ impl ProviderClient {
     /// Each node group's Availability Zones, asked once per loop; `None` when the provider does not serve
     /// `ekscale.v1.NodeGroups` (any other externalgrpc provider): then every new node is planned in its
     /// template's zone.
-    pub async fn zones(&self) -> Result<Option<Zones>, ClientError> {
+    pub async fn zones(&self) -> Result<Option<GroupZones>, ClientError> {
         if let Some(zones) = self.caches().zones.clone() {
             return Ok(zones);
         }

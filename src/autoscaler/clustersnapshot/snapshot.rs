@@ -12,10 +12,10 @@ use crate::autoscaler::quotas::QuotaBook;
 use crate::autoscaler::status::{Placed, UPCOMING};
 use crate::model::{CapacityQuota, LabelProjection, Node, Pod, PodList, ZONE_LABEL};
 use crate::simulator::Dra;
-use crate::simulator::equivalence::EquivalenceGroup;
-use crate::simulator::predicates;
-use crate::simulator::topology::{Place, PlaceKind, PodTerms, Topology};
-use crate::simulator::world;
+use crate::simulator::EquivalenceGroup;
+use crate::simulator::node_fit;
+use crate::simulator::{Place, PlaceKind, PodTerms, Topology};
+use crate::simulator::{build_places, place_all, pods_by_node};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -81,8 +81,8 @@ impl ClusterSnapshot {
             ..
         } = *input;
         let exemplars: Vec<&Pod> = pending.into_iter().map(|eg| eg.exemplar(pods)).collect();
-        let on_node = world::pods_by_node(&view.nodes, pods, bound);
-        let (mut topology, mut places) = world::build_places(
+        let on_node = pods_by_node(&view.nodes, pods, bound);
+        let (mut topology, mut places) = build_places(
             &view.nodes,
             input.node_group,
             pods,
@@ -193,8 +193,7 @@ impl ClusterSnapshot {
                 if rest.is_empty() || !(first_pass || waits_on_others(eg)) {
                     continue;
                 }
-                let at =
-                    world::place_all(&mut self.topology, &mut self.places, pods, rest, &terms[e]);
+                let at = place_all(&mut self.topology, &mut self.places, pods, rest, &terms[e]);
                 progress |= !at.is_empty();
                 for (k, p) in at.into_iter().enumerate() {
                     let place = &self.places[p];
@@ -242,7 +241,7 @@ fn template_place(
 ) -> Place {
     let mut template = topology.place(node.clone(), Some(group), PlaceKind::Planned);
     for ds in daemonsets {
-        if predicates::node_fit(&ds.scheduling, node).is_ok() {
+        if node_fit(&ds.scheduling, node).is_ok() {
             template.free = template.free.minus(&ds.demand);
             template
                 .ports

@@ -31,14 +31,14 @@ struct Entry {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct Backoff {
+pub struct GroupBackoff {
     settings: BackoffSettings,
     groups: HashMap<String, Entry>,
 }
 
-impl Backoff {
-    pub fn new(settings: BackoffSettings) -> Backoff {
-        Backoff {
+impl GroupBackoff {
+    pub fn new(settings: BackoffSettings) -> GroupBackoff {
+        GroupBackoff {
             settings,
             groups: HashMap::new(),
         }
@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn doubles_after_expiry_keeps_during_and_resets_after_three_hours() {
-        let mut backoff = Backoff::new(BackoffSettings::default());
+        let mut backoff = GroupBackoff::new(BackoffSettings::default());
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         assert_eq!(backoff.fail("web", "stockout".into(), t0), t0 + 5 * MIN);
         assert!(

@@ -5,9 +5,9 @@
 
 use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::cluster::ClusterView;
-use crate::autoscaler::clusterstate::backoff::Backoff;
+use crate::autoscaler::clusterstate::backoff::GroupBackoff;
 use crate::autoscaler::group::{Group, GroupFacts};
-use crate::k8s::objects;
+use crate::k8s::node_from_pb;
 use crate::model::{FastMap, FastSet, GroupOptions};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -23,7 +23,7 @@ pub struct Counts {
 
 /// What the loop remembers of instances between iterations, and the backoff of groups.
 pub struct ClusterState {
-    pub backoff: Backoff,
+    pub backoff: GroupBackoff,
     /// Instance ids whose creation error was already counted against their group.
     failed_instances: HashSet<String>,
     /// When each instance without a node was first seen.
@@ -33,7 +33,7 @@ pub struct ClusterState {
 }
 
 impl ClusterState {
-    pub fn new(backoff: Backoff) -> ClusterState {
+    pub fn new(backoff: GroupBackoff) -> ClusterState {
         ClusterState {
             backoff,
             failed_instances: HashSet::new(),
@@ -254,12 +254,11 @@ pub async fn read_groups(
         );
         match read.await {
             Ok((target, instances, info, options)) => {
-                let (template, problem) =
-                    match info.as_ref().map(|t| objects::node_from_pb(&t.node)) {
-                        None => (None, None),
-                        Some(Ok(node)) => (Some(Arc::new(node)), None),
-                        Some(Err(e)) => (None, Some(format!("template: {e}"))),
-                    };
+                let (template, problem) = match info.as_ref().map(|t| node_from_pb(&t.node)) {
+                    None => (None, None),
+                    Some(Ok(node)) => (Some(Arc::new(node)), None),
+                    Some(Err(e)) => (None, Some(format!("template: {e}"))),
+                };
                 // Field 3: what cluster-autoscaler 1.37 reads, from any provider that fills it.
                 let own_slices =
                     info.map(|t| t.resource_slices.iter().cloned().map(Arc::new).collect());

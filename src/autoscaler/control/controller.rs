@@ -172,9 +172,9 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
             Ok(status) => {
                 // Shared as it is with /snapshotz and the publisher: neither copies it.
                 let status = Arc::new(status);
-                metrics.observe_loop(&view, &status, !args.dry_run, now);
+                metrics.observe_loop(&view, &status, acting, now);
                 last.succeeded(&view, status.clone(), now);
-                log(&status, args.dry_run);
+                log(&status, acting);
                 if let Some(publisher) = &sources.publisher {
                     let quotas = view.quotas.clone();
                     publish(publisher, &mut publishing, (status, quotas), now);
@@ -381,7 +381,8 @@ async fn kube_config(path: Option<&std::path::Path>) -> Result<kube::Config, Fai
 }
 
 /// One loop's decisions in the log.
-fn log(status: &crate::autoscaler::status::Status, dry_run: bool) {
+fn log(status: &crate::autoscaler::status::Status, acting: Acting) {
+    let dry_run = acting == Acting::DryRun;
     for s in &status.scale_up {
         tracing::info!(node_group = %s.node_group, delta = s.delta, pods = s.pods.len(), reason = %s.reason, error = ?s.error, "scale-up");
     }

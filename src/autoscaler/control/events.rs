@@ -11,7 +11,7 @@
 use crate::autoscaler::headroom::policy as headroom;
 use crate::autoscaler::quotas as quota_status;
 use crate::autoscaler::status::{GroupStatus, Status};
-use crate::k8s::autoscaling_group::GROUP;
+use crate::k8s::AUTOSCALING_GROUP as GROUP;
 use crate::k8s::{DISRUPTION_CONFIG_MAP, VALIDATION_FAILED};
 use crate::model::CapacityQuota;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};

@@ -15,6 +15,7 @@ use crate::autoscaler::scaleup::expander::{self, ChainError, Expander, ExpanderE
 use crate::autoscaler::scaleup::limits::ClusterLimits;
 use crate::autoscaler::settings::HealthSettings;
 use crate::autoscaler::settings::Settings;
+use crate::model::Invalid;
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -172,38 +173,38 @@ pub struct DecisionArgs {
 }
 
 /// cluster-autoscaler's `--address`: `host:port`, or `:port` for every interface.
-fn listen_address(text: &str) -> Result<std::net::SocketAddr, String> {
+fn listen_address(text: &str) -> Result<std::net::SocketAddr, Invalid> {
     let full = match text.strip_prefix(':') {
         Some(port) => format!("0.0.0.0:{port}"),
         None => text.to_string(),
     };
     full.parse()
-        .map_err(|_| format!("{text:?}: expected host:port or :port"))
+        .map_err(|_| Invalid::value(format!("{text:?}: expected host:port or :port")))
 }
 
 /// A threshold between 0 and 1.
-fn fraction(text: &str) -> Result<f64, String> {
+fn fraction(text: &str) -> Result<f64, Invalid> {
     let value: f64 = text
         .parse()
-        .map_err(|_| format!("{text:?} is not a number"))?;
+        .map_err(|_| Invalid::value(format!("{text:?} is not a number")))?;
     if !(0.0..=1.0).contains(&value) {
-        return Err(format!("{text} is not between 0 and 1"));
+        return Err(Invalid::value(format!("{text} is not between 0 and 1")));
     }
     Ok(value)
 }
 
-fn min_max(text: &str) -> Result<(u64, u64), String> {
+fn min_max(text: &str) -> Result<(u64, u64), Invalid> {
     let (min, max) = text
         .split_once(':')
-        .ok_or_else(|| format!("{text:?}: expected MIN:MAX"))?;
+        .ok_or_else(|| Invalid::value(format!("{text:?}: expected MIN:MAX")))?;
     let number = |s: &str| {
         s.trim()
             .parse::<u64>()
-            .map_err(|_| format!("{text:?}: {s:?} is not a whole number"))
+            .map_err(|_| Invalid::value(format!("{text:?}: {s:?} is not a whole number")))
     };
     let (min, max) = (number(min)?, number(max)?);
     if min > max {
-        return Err(format!("{text:?}: MIN is above MAX"));
+        return Err(Invalid::value(format!("{text:?}: MIN is above MAX")));
     }
     Ok((min, max))
 }
@@ -269,6 +270,16 @@ pub enum Command {
 pub enum Acting {
     Act,
     DryRun,
+}
+
+impl From<bool> for Acting {
+    /// `true`: the decisions are carried out (as `!--dry-run` reads).
+    fn from(acted: bool) -> Acting {
+        match acted {
+            true => Acting::Act,
+            false => Acting::DryRun,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -474,13 +485,15 @@ impl ProviderArgs {
 }
 
 /// A percentage, 0 to 100.
-fn percentage(text: &str) -> Result<f64, String> {
+fn percentage(text: &str) -> Result<f64, Invalid> {
     let value: f64 = text
         .parse()
-        .map_err(|_| format!("{text:?} is not a number"))?;
+        .map_err(|_| Invalid::value(format!("{text:?} is not a number")))?;
     if (0.0..=100.0).contains(&value) {
         Ok(value)
     } else {
-        Err(format!("{value} is not a percentage between 0 and 100"))
+        Err(Invalid::value(format!(
+            "{value} is not a percentage between 0 and 100"
+        )))
     }
 }

@@ -26,20 +26,20 @@ impl Default for Liveness {
 }
 
 #[derive(Debug)]
-struct State {
+struct LoopRecord {
     /// Waiting for the lease: alive, but not looping.
     standby: bool,
     started: SystemTime,
     last_activity: Option<SystemTime>,
     last_success: Option<SystemTime>,
     /// The last loop that decided; kept as it is and turned into JSON only when `/snapshotz` is asked.
-    decided: Option<Decided>,
+    decided: Option<LastDecision>,
     /// A loop that failed since (time, why).
     failure: Option<(SystemTime, String)>,
 }
 
 #[derive(Debug)]
-struct Decided {
+struct LastDecision {
     at: SystemTime,
     cluster: Value,
     status: Arc<Status>,
@@ -49,7 +49,7 @@ struct Decided {
 #[derive(Debug)]
 pub struct LastLoop {
     liveness: Liveness,
-    state: Mutex<State>,
+    state: Mutex<LoopRecord>,
 }
 
 fn unix(t: SystemTime) -> f64 {
@@ -62,7 +62,7 @@ impl LastLoop {
     pub fn new(liveness: Liveness, started: SystemTime) -> LastLoop {
         LastLoop {
             liveness,
-            state: Mutex::new(State {
+            state: Mutex::new(LoopRecord {
                 standby: false,
                 started,
                 last_activity: None,
@@ -73,7 +73,7 @@ impl LastLoop {
         }
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+    fn state(&self) -> std::sync::MutexGuard<'_, LoopRecord> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -104,7 +104,7 @@ impl LastLoop {
         let mut state = self.state();
         state.last_activity = Some(at);
         state.last_success = Some(at);
-        state.decided = Some(Decided {
+        state.decided = Some(LastDecision {
             at,
             cluster,
             status,
@@ -120,18 +120,15 @@ impl LastLoop {
     }
 
     /// `Ok` while the loop is alive by cluster-autoscaler's rules, else why not.
-    pub fn health(&self, now: SystemTime) -> Result<(), String> {
+    pub fn health(&self, now: SystemTime) -> Result<(), Late> {
         let state = self.state();
         if state.standby {
             return Ok(());
         }
         let since = |t: SystemTime| now.duration_since(t).unwrap_or_default();
-        let late = |what: &str, age: Duration, limit: Duration| {
-            Err(format!(
-                "{what} {} ago, more than {}",
-                humantime::format_duration(Duration::from_secs(age.as_secs())),
-                humantime::format_duration(limit)
-            ))
+        let late = |what: &'static str, age: Duration, limit: Duration| {
+            let age = Duration::from_secs(age.as_secs());
+            Err(Late { what, age, limit })
         };
         match (state.last_activity, state.last_success) {
             (_, None) => {
@@ -197,6 +194,16 @@ fn bound_lists(decisions: &mut Value) -> serde_json::Map<String, Value> {
     totals
 }
 
+/// Why the loop is not alive by cluster-autoscaler's rules: `what` (started, the last loop, the last
+/// successful one) was `age` ago, more than `limit` allows.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} {} ago, more than {}", humantime::format_duration(*.age), humantime::format_duration(*.limit))]
+pub struct Late {
+    pub what: &'static str,
+    pub age: Duration,
+    pub limit: Duration,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,6 +217,7 @@ mod tests {
         assert!(
             last.health(at(1201))
                 .unwrap_err()
+                .to_string()
                 .starts_with("started 20m 1s ago")
         );
         last.succeeded(&ClusterView::default(), Arc::default(), at(1300));
@@ -218,7 +226,7 @@ mod tests {
         for s in (1400..2300).step_by(60) {
             last.failed("provider down", at(s));
         }
-        let why = last.health(at(2201)).unwrap_err();
+        let why = last.health(at(2201)).unwrap_err().to_string();
         assert!(why.starts_with("last successful loop 15m 1s ago"), "{why}");
         assert_eq!(last.snapshot()["lastFailure"]["error"], "provider down");
         // No loop at all for 10 minutes.
@@ -226,16 +234,26 @@ mod tests {
         assert!(
             last.health(at(3601))
                 .unwrap_err()
+                .to_string()
                 .starts_with("last loop 10m 1s ago")
         );
     }
 
     #[test]
     fn long_lists_are_cut_with_their_totals() {
+        use crate::autoscaler::status::{LoopProblem, LoopStage, ProblemKind};
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         let last = LastLoop::new(Liveness::default(), start);
         let status = Status {
-            errors: (0..LISTED + 5).map(|i| format!("error {i}")).collect(),
+            errors: (0..LISTED + 5)
+                .map(|i| {
+                    LoopProblem::new(
+                        LoopStage::ScaleUp,
+                        ProblemKind::Action,
+                        format!("error {i}"),
+                    )
+                })
+                .collect(),
             ..Status::default()
         };
         last.succeeded(&ClusterView::default(), Arc::new(status), start);

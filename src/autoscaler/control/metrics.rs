@@ -1,6 +1,7 @@
 //! The companion's metrics, `ekscale_*`, mirroring cluster-autoscaler's names and labels where the meaning is
 //! the same (`unschedulable_pods_count`, `scaled_up_nodes_total`, `function_duration_seconds`, ...).
 
+use super::flags::Acting;
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::quotas::usage_by_quota;
 use crate::autoscaler::status::Status;
@@ -358,12 +359,20 @@ fn unix(t: SystemTime) -> f64 {
 }
 
 impl AutoscalerMetrics {
-    /// Takes in one finished loop: the cluster it read and what it decided, at `now`; `acted` when the
-    /// decisions were carried out (not a dry run), so that planned scale-ups are not counted as made.
-    pub fn observe_loop(&self, view: &ClusterView, status: &Status, acted: bool, now: SystemTime) {
+    /// Takes in one finished loop: the cluster it read and what it decided, at `now`; `acting` says whether
+    /// the decisions were carried out (not a dry run), so that planned scale-ups are not counted as made.
+    pub fn observe_loop(
+        &self,
+        view: &ClusterView,
+        status: &Status,
+        acting: impl Into<Acting>,
+        now: SystemTime,
+    ) {
+        let acting = acting.into();
+        let acted = acting == Acting::Act;
         self.observe_cluster(view, status);
-        self.observe_scaling(status, acted);
-        self.observe_disruption(status, acted);
+        self.observe_scaling(status, acting);
+        self.observe_disruption(status, acting);
         self.observe_durations(status);
         let mut activity = vec!["main", "mainSuccessful"];
         if acted && status.scale_up.iter().any(|s| s.error.is_none()) {
@@ -467,8 +476,8 @@ impl AutoscalerMetrics {
 
     /// What the loop did: scale-ups made or failed, deletions finished, replacements done, nodes unneeded and
     /// kept, deletions in progress.
-    fn observe_scaling(&self, status: &Status, acted: bool) {
-        for s in status.scale_up.iter().filter(|_| acted) {
+    fn observe_scaling(&self, status: &Status, acting: Acting) {
+        for s in status.scale_up.iter().filter(|_| acting == Acting::Act) {
             match &s.error {
                 None => {
                     self.scaled_up.inc_by(s.delta);
@@ -539,7 +548,7 @@ impl AutoscalerMetrics {
 
     /// Disruption control (`--disruption-config`), after Karpenter's `nodepools_allowed_disruptions` and
     /// `voluntary_disruption_*`: what the budgets allow, the expired and drifted nodes and what was done.
-    fn observe_disruption(&self, status: &Status, acted: bool) {
+    fn observe_disruption(&self, status: &Status, acting: Acting) {
         let down = &status.scale_down;
         self.disruption_allowed.clear();
         for b in &down.disruption_budgets {
@@ -560,7 +569,7 @@ impl AutoscalerMetrics {
             self.disruption_eligible.get_or_create(&labels).inc();
         }
         let acted_on = down.disruptions.iter().filter(|d| d.action != "wait");
-        for d in acted_on.filter(|_| acted) {
+        for d in acted_on.filter(|_| acting == Acting::Act) {
             let labels = DecisionLabels {
                 reason: d.reason.clone(),
                 decision: d.action.clone(),

@@ -6,17 +6,22 @@ use crate::autoscaler::group::{Group, GroupFacts};
 use crate::autoscaler::scaledown::report::ScaleDownReport as Report;
 use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::scaleup::pending::Pending;
-use crate::autoscaler::status::{GroupStatus, Status};
+use crate::autoscaler::status::{GroupStatus, LoopProblem, LoopStage, ProblemKind, Status};
 use std::time::Instant;
 
 /// A scale-up plan, carried out, in the status: each scale-up with its outcome, and why no group helps each
 /// pod left.
-pub(crate) fn scale_up(status: &mut Status, plan: scaleup::Plan, pending: &Pending) {
+pub(crate) fn scale_up(status: &mut Status, plan: scaleup::ScaleUpPlan, pending: &Pending) {
     status.times.estimate_ms = plan.estimate_time.as_secs_f64() * 1000.0;
     for failed in &plan.scale_ups {
         if let Some(why) = &failed.error {
             let group = &failed.node_group;
-            status.errors.push(format!("scale-up of {group}: {why}"));
+            let detail = format!("scale-up of {group}: {why}");
+            (status.errors).push(LoopProblem::new(
+                LoopStage::ScaleUp,
+                ProblemKind::Action,
+                detail,
+            ));
         }
     }
     status.scale_up = plan.scale_ups;
@@ -28,7 +33,8 @@ pub(crate) fn scale_up(status: &mut Status, plan: scaleup::Plan, pending: &Pendi
 pub(crate) fn scale_down(status: &mut Status, report: Report) {
     status.scale_down.merge(report.status);
     status.scale_up.extend(report.scale_ups);
-    status.errors.extend(report.errors);
+    let errors = LoopProblem::all(LoopStage::ScaleDown, ProblemKind::Action, report.errors);
+    status.errors.extend(errors);
     status.times.add(report.times);
 }
 

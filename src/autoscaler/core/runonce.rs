@@ -25,7 +25,7 @@
 use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::clustersnapshot::snapshot::{self as cluster_snapshot, ClusterSnapshot};
-use crate::autoscaler::clusterstate::backoff::Backoff;
+use crate::autoscaler::clusterstate::backoff::GroupBackoff;
 use crate::autoscaler::clusterstate::state::{self as cluster_state, ClusterState, Counts};
 use crate::autoscaler::core::claim_needs;
 use crate::autoscaler::core::classify::{self, Sorted};
@@ -51,7 +51,9 @@ use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::scaleup::pricing::{self, PriceBook};
 use crate::autoscaler::settings::Settings;
-use crate::autoscaler::status::{ClusterHealth, NoScaleUp, ScaleUp, Status};
+use crate::autoscaler::status::{
+    ClusterHealth, LoopProblem, LoopStage, NoScaleUp, ProblemKind, ScaleUp, Status,
+};
 use crate::model::{FargateProfile, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate};
 use crate::simulator::Dra;
 use crate::simulator::equivalence::{self, EquivalenceGroup};
@@ -100,7 +102,7 @@ impl RunOnce {
         };
         RunOnce {
             client,
-            state: ClusterState::new(Backoff::new(settings.backoff)),
+            state: ClusterState::new(GroupBackoff::new(settings.backoff)),
             settings,
             cluster: None,
             down: ScaleDownPolicy::default(),
@@ -130,7 +132,11 @@ impl RunOnce {
     pub async fn run(&mut self, view: &ClusterView, now: SystemTime) -> Result<Status, LoopError> {
         let (started, mut status) = (Instant::now(), Status::default());
         let errors = self.quotas.write_statuses(self.actor(), view, now).await;
-        status.errors.extend(errors.iter().map(ToString::to_string));
+        (status.errors).extend(LoopProblem::all(
+            LoopStage::Quotas,
+            ProblemKind::StatusWrite,
+            errors.iter().map(ToString::to_string),
+        ));
 
         // Every pod in one pass, the features' virtual pods after the real ones (which keep their indices).
         let mut features = Features::read(&self.settings, view, now);
@@ -173,7 +179,11 @@ impl RunOnce {
         let paused = self.batching(&mut pending, now, &mut status.no_scale_up);
         let profiles = grouped.profiles.as_deref().map(Vec::as_slice);
         let (expander, unpriced) = self.expander(profiles, &mut groups, &mut pending).await;
-        status.errors.extend(unpriced);
+        (status.errors).extend(LoopProblem::all(
+            LoopStage::Expander,
+            ProblemKind::ProviderCall,
+            unpriced,
+        ));
         let stage = (&mut snapshot, &mut groups[..], &asked[..], &expander);
         let provisioned = self.provision(requests, stage, view, pods, now);
         let for_requests = provisioned.await?;
@@ -239,7 +249,11 @@ impl RunOnce {
     ) -> Grouped {
         let profiles = std::mem::replace(&mut read.profiles, Ok(None));
         let profiles = profiles.unwrap_or_else(|e| {
-            status.errors.push(format!("Fargate: {e}"));
+            status.errors.push(LoopProblem::new(
+                LoopStage::Fargate,
+                ProblemKind::ProviderCall,
+                format!("Fargate: {e}"),
+            ));
             None
         });
         let in_use = profiles.as_deref().map(Vec::as_slice);
@@ -259,7 +273,11 @@ impl RunOnce {
         let found = (self.fargate).report(client, in_use, pods, &on_fargate, &help);
         let found = found.await;
         status.fargate = found.pods;
-        status.errors.extend(found.errors);
+        (status.errors).extend(LoopProblem::all(
+            LoopStage::Fargate,
+            ProblemKind::ProviderCall,
+            found.errors,
+        ));
         Grouped {
             help,
             projection,
@@ -467,7 +485,7 @@ impl RunOnce {
         pending: &mut Pending<'_>,
         expander: &Expander,
         now: SystemTime,
-    ) -> Result<scaleup::Plan, LoopError> {
+    ) -> Result<scaleup::ScaleUpPlan, LoopError> {
         let totals = snapshot.totals();
         let ClusterSnapshot {
             topology, places, ..

@@ -11,7 +11,7 @@
 
 use crate::autoscaler::group::Group;
 use crate::model::{HOSTNAME_LABEL, Pod};
-use crate::simulator::topology::Place;
+use crate::simulator::Place;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::sync::Arc;

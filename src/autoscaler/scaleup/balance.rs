@@ -4,7 +4,7 @@
 use crate::autoscaler::group::Group;
 use crate::autoscaler::scaleup::estimator::Estimate;
 use crate::model::{HOSTNAME_LABEL, Pod, Resources, ZONE_LABEL};
-use crate::simulator::topology::Place;
+use crate::simulator::Place;
 use crate::simulator::{SharedClaims, claims_fit};
 use std::collections::BTreeMap;
 

@@ -16,14 +16,14 @@ use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::scaleup::statics::Statics;
 use crate::autoscaler::status::ScaleUp;
 use crate::model::{Pod, PodNames, Resources, ZONE_LABEL};
-use crate::simulator::predicates::Unfit;
-use crate::simulator::topology::{Place, PlaceKind, Topology};
+use crate::simulator::Unfit;
+use crate::simulator::{Place, PlaceKind, Topology};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Default)]
-pub struct Plan {
+pub struct ScaleUpPlan {
     pub scale_ups: Vec<ScaleUp>,
     /// Per equivalence group: why each node group cannot take its remaining pods.
     pub reasons: Vec<BTreeMap<String, String>>,
@@ -41,7 +41,7 @@ pub fn plan(
     limits: &ClusterLimits,
     expander: &Expander,
     cluster: Totals,
-) -> Result<Plan, ExpanderError> {
+) -> Result<ScaleUpPlan, ExpanderError> {
     let mut planner = Planner {
         groups,
         limits,
@@ -52,7 +52,7 @@ pub fn plan(
         // One bound for the loop's whole binpacking: every round, every group's estimate, every ordering.
         deadline: Instant::now() + limits.max_binpacking_duration,
         by_id: BTreeMap::new(),
-        result: Plan {
+        result: ScaleUpPlan {
             reasons: vec![BTreeMap::new(); pending.groups.len()],
             ..Default::default()
         },
@@ -97,12 +97,12 @@ struct Planner<'a> {
     deadline: Instant,
     /// Each scale-up's index in `result`, by group id.
     by_id: BTreeMap<String, usize>,
-    result: Plan,
+    result: ScaleUpPlan,
 }
 
 /// A group's estimate for some equivalence groups (`members`). Groups that pack alike share one estimate,
 /// made for `made_for`; the chosen one is made its group's own when committed ([`alike::adopt`]).
-struct Candidate {
+struct ScaleUpCandidate {
     group: usize,
     estimate: Arc<Estimate>,
     made_for: usize,
@@ -197,7 +197,7 @@ impl Planner<'_> {
         topology: &Topology,
         places: &[Place],
         pending: &Pending,
-    ) -> Vec<Candidate> {
+    ) -> Vec<ScaleUpCandidate> {
         let started = Instant::now();
         let estimates = estimate_all(&jobs, self.groups, topology, places, pending, self.deadline);
         self.result.estimate_time += started.elapsed();
@@ -225,7 +225,7 @@ impl Planner<'_> {
                 self.result.reasons[job.members[k]].insert(id, why);
             }
             if estimate.node_count() > 0 {
-                options.push(Candidate {
+                options.push(ScaleUpCandidate {
                     group: job.group,
                     made_for: jobs[by].group,
                     estimate,
@@ -241,9 +241,9 @@ impl Planner<'_> {
     /// The expander's choice among the options, and why it was chosen.
     fn choose(
         &self,
-        mut options: Vec<Candidate>,
+        mut options: Vec<ScaleUpCandidate>,
         pending: &Pending,
-    ) -> Result<(Candidate, String), ExpanderError> {
+    ) -> Result<(ScaleUpCandidate, String), ExpanderError> {
         let groups = self.groups;
         let expansion: Vec<ExpansionOption> = (options.iter())
             .map(|c| option(&groups[c.group], c))
@@ -274,14 +274,14 @@ impl Planner<'_> {
     /// groups' scale-ups, each with the pods it takes and its zones; the world takes the new nodes.
     fn commit(
         &mut self,
-        chosen: Candidate,
+        chosen: ScaleUpCandidate,
         reason: &str,
         topology: &mut Topology,
         places: &mut Vec<Place>,
         pending: &mut Pending,
     ) {
         let groups = self.groups;
-        let Candidate {
+        let ScaleUpCandidate {
             group: gi,
             members,
             made_for,
@@ -603,7 +603,7 @@ fn asked(
     (requests, pods_price)
 }
 
-fn option(group: &Group, candidate: &Candidate) -> ExpansionOption {
+fn option(group: &Group, candidate: &ScaleUpCandidate) -> ExpansionOption {
     ExpansionOption {
         group_id: group.id.clone(),
         node_count: candidate.estimate.node_count() as u64,

@@ -2,8 +2,8 @@
 
 use crate::autoscaler::status::NoScaleUp;
 use crate::model::{FastMap, Pod, PodList, PodNames};
-use crate::simulator::equivalence::EquivalenceGroup;
-use crate::simulator::topology::PodTerms;
+use crate::simulator::EquivalenceGroup;
+use crate::simulator::PodTerms;
 use std::collections::BTreeMap;
 
 /// The pending pods that need new nodes, as equivalence groups.

@@ -6,9 +6,9 @@
 use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::group::Group;
 use crate::autoscaler::scaleup::pending::Pending;
-use crate::k8s::objects;
-use crate::model::fargate::{Matcher, SCHEDULER_NAME, Selection};
+use crate::k8s::pod_to_pb_bytes;
 use crate::model::{FargateProfile, Pod, Resources};
+use crate::model::{Matcher, SCHEDULER_NAME, Selection};
 use crate::simulator::claimed_gpus;
 use futures::future::join_all;
 use std::collections::{BTreeMap, HashMap};
@@ -59,7 +59,7 @@ impl PriceBook {
         let asked: Vec<(&PodKey, usize)> = asked.into_iter().collect();
         let pods = asked
             .iter()
-            .map(|&(_, i)| client.pod_price(objects::pod_to_pb_bytes(exemplars[i]), 1.0));
+            .map(|&(_, i)| client.pod_price(pod_to_pb_bytes(exemplars[i]), 1.0));
         let (node_prices, pod_prices) = futures::join!(node_prices(client, groups), join_all(pods));
         node_prices?;
         let mut book: HashMap<PodKey, Option<f64>> = HashMap::new();

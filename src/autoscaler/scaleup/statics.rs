@@ -6,9 +6,9 @@
 use crate::autoscaler::group::Group;
 use crate::autoscaler::scaleup::alike::{self, Reads};
 use crate::model::Pod;
-use crate::simulator::predicates::{self, Unfit};
+use crate::simulator::Place;
 use crate::simulator::served_by_plugins;
-use crate::simulator::topology::Place;
+use crate::simulator::{Unfit, node_fit, resources_fit};
 use std::collections::HashMap;
 
 /// Static fits of equivalence groups on node groups, by class of node groups.
@@ -73,8 +73,8 @@ impl Statics {
 /// Checks that hold for every node of a group: node selector and affinity, taints, room on an empty node
 /// (after its DaemonSet pods), host ports the DaemonSets take.
 pub fn static_fit(pod: &Pod, template: &Place) -> Result<(), Unfit> {
-    predicates::node_fit(&pod.scheduling, &template.node)?;
-    predicates::resources_fit(
+    node_fit(&pod.scheduling, &template.node)?;
+    resources_fit(
         &pod.demand,
         &pod.extended,
         &template.free,
@@ -82,7 +82,7 @@ pub fn static_fit(pod: &Pod, template: &Place) -> Result<(), Unfit> {
     )?;
     // Extended resources devices could serve, where the group's device plugin serves them instead.
     if let Some((demand, extended)) = served_by_plugins(pod, &template.node) {
-        predicates::resources_fit(&demand, &extended, &template.free, &template.free_extended)?;
+        resources_fit(&demand, &extended, &template.free, &template.free_extended)?;
     }
     if pod
         .scheduling

@@ -1,6 +1,7 @@
 //! The whole report of one loop: each stage's part, the groups as the loop found them, the cluster's health,
 //! the errors, the times.
 
+use super::problem::LoopProblem;
 use super::reservations::{CapacityBufferStatus, HeadroomStatus, ProvisioningRequestStatus};
 use super::scale_down::ScaleDownStatus;
 use super::scale_up::{FargatePod, NoScaleUp, Placed, ScaleUp};
@@ -30,7 +31,7 @@ pub struct Status {
     /// Ready and unready nodes; an unhealthy cluster stops the loop before scale-up and scale-down.
     pub cluster_health: ClusterHealth,
     /// Problems that stopped part of the loop (a provider call that failed, a rejected scale-up).
-    pub errors: Vec<String>,
+    pub errors: Vec<LoopProblem>,
     /// Why the cluster's disruption configuration (the ConfigMap `ekscale-disruption`) was refused, while
     /// it is: the last good one is kept meanwhile.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -5,7 +5,7 @@
 //! increase are terminated. Until it ends, the group takes no other size change: each instance that is not
 //! one of the group's earlier ones is the increase's.
 
-use super::state::{Increase, State};
+use super::state::{AwsState, Increase};
 use crate::cloud::backend::CloudError;
 use crate::cloud::node_group::NodeGroupSpec;
 use crate::model::GroupOptions;
@@ -26,7 +26,7 @@ fn provision_time(spec: &NodeGroupSpec) -> Duration {
         .unwrap_or_else(|| GroupOptions::default().provision)
 }
 
-impl State {
+impl AwsState {
     /// Refuses a change to a group whose last change has an unknown outcome, or with an all-or-nothing
     /// increase in flight.
     pub(super) fn settled(&self, id: &str) -> Result<(), CloudError> {

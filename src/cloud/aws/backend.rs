@@ -10,7 +10,7 @@
 use super::calls::{Calls, sdk_error};
 use super::config::AwsConfig;
 use super::discovery::Discovery;
-use super::state::State;
+use super::state::AwsState;
 use super::view::View;
 use crate::cloud::backend::CloudError;
 use crate::cloud::backend::CloudObserver;
@@ -28,12 +28,12 @@ use std::time::{Duration, Instant};
 /// EKS managed node groups on AWS. A cheap handle: clones share one view, so work that must outlive an
 /// RPC (a refresh or a read-back AWS is slow to answer) goes on in a task of its own.
 #[derive(Clone)]
-pub struct AwsBackend(Arc<State>);
+pub struct AwsBackend(Arc<AwsState>);
 
 impl std::ops::Deref for AwsBackend {
-    type Target = State;
+    type Target = AwsState;
 
-    fn deref(&self) -> &State {
+    fn deref(&self) -> &AwsState {
         &self.0
     }
 }
@@ -58,7 +58,7 @@ impl AwsBackend {
         metrics: Arc<dyn CloudObserver>,
     ) -> AwsBackend {
         let region = config.region.clone().or(region).unwrap_or_default();
-        AwsBackend(State::new(config, calls, region, metrics))
+        AwsBackend(AwsState::new(config, calls, region, metrics))
     }
 
     pub fn cluster(&self) -> &str {

@@ -4,6 +4,7 @@ use crate::cloud::fargate::FargateRates;
 use crate::cloud::node_group::OptionOverrides;
 use crate::cloud::options::OptionsFile;
 use crate::cloud::pricing::DEFAULT_SPOT_PRICE_RATIO;
+use crate::model::Invalid;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct File {
+struct ConfigFile {
     cluster: Option<String>,
     region: Option<String>,
     #[serde(default, with = "humantime_serde")]
@@ -89,33 +90,37 @@ impl AwsConfig {
         text: &str,
         cluster: Option<String>,
         region: Option<String>,
-    ) -> Result<AwsConfig, String> {
-        let file: File = if text.trim().is_empty() {
-            File::default()
+    ) -> Result<AwsConfig, AwsConfigError> {
+        let file: ConfigFile = if text.trim().is_empty() {
+            ConfigFile::default()
         } else {
-            serde_norway::from_str(text).map_err(|e| e.to_string())?
+            serde_norway::from_str(text)?
         };
-        let cluster = cluster.or(file.cluster).filter(|c| !c.is_empty()).ok_or(
-            "the EKS cluster name is required: --cluster NAME or `cluster:` in the config",
-        )?;
+        let cluster = cluster
+            .or(file.cluster)
+            .filter(|c| !c.is_empty())
+            .ok_or(Invalid::value(
+                "the EKS cluster name is required: --cluster NAME or `cluster:` in the config",
+            ))?;
         let refresh_interval = file.refresh_interval.unwrap_or(Duration::from_secs(60));
         let describe_interval = file.describe_interval.unwrap_or(Duration::from_secs(300));
         let flux_interval = file.flux_interval.unwrap_or(Duration::from_secs(10));
         let aws_timeout = file.aws_timeout.unwrap_or(Duration::from_secs(4));
         if aws_timeout.is_zero() {
-            return Err("awsTimeout must be more than 0s".into());
+            return Err(Invalid::value("awsTimeout must be more than 0s").into());
         }
         let max_cache_age = file.max_cache_age.unwrap_or(Duration::from_secs(300));
         let spot_price_ratio = file.spot_price_ratio.unwrap_or(DEFAULT_SPOT_PRICE_RATIO);
         if !(0.0..=1.0).contains(&spot_price_ratio) {
-            return Err("spotPriceRatio must be between 0 and 1".into());
+            return Err(Invalid::value("spotPriceRatio must be between 0 and 1").into());
         }
         if let Some((name, price)) = file
             .prices
             .iter()
             .find(|(_, p)| !(p.is_finite() && **p >= 0.0))
         {
-            return Err(format!("prices.{name}: {price} is not a price"));
+            let rule = format!("{price} is not a price");
+            return Err(Invalid::new(format!("prices.{name}"), rule).into());
         }
         let include = if file.node_groups.include.is_empty() {
             vec!["*".to_string()]
@@ -129,14 +134,14 @@ impl AwsConfig {
                 let overrides = entry
                     .options
                     .overrides()
-                    .map_err(|e| format!("options for {}: {e}", entry.node_group))?;
+                    .map_err(|e| e.under(&format!("options for {}", entry.node_group)))?;
                 Ok((globs(std::slice::from_ref(&entry.node_group))?, overrides))
             })
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, AwsConfigError>>()?;
         for (region, rates) in &file.fargate_pricing {
             rates
                 .check()
-                .map_err(|e| format!("fargatePricing.{region}: {e}"))?;
+                .map_err(|e| e.under(&format!("fargatePricing.{region}")))?;
         }
         Ok(AwsConfig {
             fargate_pricing: file.fargate_pricing,
@@ -183,12 +188,32 @@ impl AwsConfig {
     }
 }
 
-fn globs(patterns: &[String]) -> Result<GlobSet, String> {
+/// Why the provider's configuration cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum AwsConfigError {
+    #[error("{0}")]
+    Yaml(#[from] serde_norway::Error),
+    #[error("{0}")]
+    Invalid(#[from] Invalid),
+    #[error("node group pattern {pattern:?}: {source}")]
+    Pattern {
+        pattern: String,
+        source: globset::Error,
+    },
+    #[error("{0}")]
+    Globs(#[from] globset::Error),
+}
+
+fn globs(patterns: &[String]) -> Result<GlobSet, AwsConfigError> {
     let mut set = GlobSetBuilder::new();
     for pattern in patterns {
-        set.add(Glob::new(pattern).map_err(|e| format!("node group pattern {pattern:?}: {e}"))?);
+        let glob = Glob::new(pattern).map_err(|source| AwsConfigError::Pattern {
+            pattern: pattern.clone(),
+            source,
+        })?;
+        set.add(glob);
     }
-    set.build().map_err(|e| e.to_string())
+    Ok(set.build()?)
 }
 
 #[cfg(test)]
@@ -205,6 +230,7 @@ mod tests {
         assert!(
             AwsConfig::load("", None, None)
                 .unwrap_err()
+                .to_string()
                 .contains("--cluster")
         );
     }
@@ -249,14 +275,18 @@ options:
         assert!(
             AwsConfig::load("cluster: c\nnodeGroups: {include: ['[']}\n", None, None)
                 .unwrap_err()
+                .to_string()
                 .contains("pattern")
         );
         assert!(
             AwsConfig::load("cluster: c\nspotPriceRatio: 3\n", None, None)
                 .unwrap_err()
+                .to_string()
                 .contains("spotPriceRatio")
         );
-        let unknown = AwsConfig::load("cluster: c\nclsuter: d\n", None, None).unwrap_err();
+        let unknown = AwsConfig::load("cluster: c\nclsuter: d\n", None, None)
+            .unwrap_err()
+            .to_string();
         assert!(unknown.contains("clsuter"), "{unknown}");
     }
 }

@@ -7,8 +7,8 @@
 use super::calls::sdk_error;
 use super::instance_types::InstanceFacts;
 use super::launch_templates::TemplateVersion;
-use super::state::{Memory, State};
-use super::view::{AsgInstance, Group};
+use super::state::{AwsState, Memory};
+use super::view::{AsgInstance, ServedGroup};
 use crate::cloud::backend::CloudError;
 use crate::cloud::dra::{self, InstanceGpus};
 use crate::cloud::node_group::InstanceError;
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// What one refresh found.
 pub(super) struct Discovery {
-    pub groups: Vec<Group>,
+    pub groups: Vec<ServedGroup>,
     pub skipped: Vec<(String, i64)>,
     pub fargate: Vec<FargateProfile>,
 }
@@ -43,7 +43,7 @@ const DRA_DRIVERS_TAG: &str = "ekscale.io/dra-drivers";
 /// The error code of placeholders for capacity the ASG could not launch, as upstream's AWS provider uses.
 pub const PLACEHOLDER_ERROR_CODE: &str = "placeholder-cannot-be-fulfilled";
 
-impl State {
+impl AwsState {
     /// Reads the cloud: the groups to serve, and how many were left out for which reason.
     pub(super) async fn discover(&self, memory: &mut Memory) -> Result<Discovery, CloudError> {
         let names = self.list_node_groups().await?;
@@ -105,7 +105,7 @@ impl State {
             let ami = TemplateVersion::of(asg).and_then(|v| images.get(&v));
             match self.group(ng, asg, &facts, ami.map(String::as_str)) {
                 Ok(group) => groups.push(group),
-                Err(reason) => skip(name, reason, String::new()),
+                Err(reason) => skip(name, reason.to_string(), String::new()),
             }
         }
         self.find_failures(&mut groups).await;
@@ -343,9 +343,9 @@ impl State {
         asg: &AutoScalingGroup,
         facts: &HashMap<String, Option<InstanceFacts>>,
         ami: Option<&str>,
-    ) -> Result<Group, String> {
+    ) -> Result<ServedGroup, Unservable> {
         let name = ng.nodegroup_name().unwrap_or_default();
-        let scaling = ng.scaling_config().ok_or("no scaling config")?;
+        let scaling = ng.scaling_config().ok_or(Unservable::NoScalingConfig)?;
         let (min_size, max_size) = (
             scaling.min_size().unwrap_or(0),
             scaling.max_size().unwrap_or(0),
@@ -355,7 +355,7 @@ impl State {
         let smallest = types
             .iter()
             .min_by_key(|f| (f.vcpus, f.memory_mib, f.max_pods()))
-            .ok_or("no instance types")?;
+            .ok_or(Unservable::NoInstanceTypes)?;
         let mut zones: Vec<String> = asg.availability_zones().to_vec();
         zones.sort();
         let zone = zones.first().cloned().unwrap_or_default();
@@ -410,7 +410,7 @@ impl State {
             .auto_scaling_group_name()
             .unwrap_or_default()
             .to_string();
-        let mut group = Group {
+        let mut group = ServedGroup {
             spec: Arc::new(NodeGroupSpec {
                 id: name.to_string(),
                 min_size,
@@ -454,7 +454,7 @@ impl State {
         let tag_options = options::from_tags(&tags).unwrap_or_else(|error| {
             tracing::warn!(
                 node_group = name,
-                error,
+                %error,
                 "ignoring the node group's autoscaling-options tags"
             );
             None
@@ -468,7 +468,7 @@ impl State {
     /// For groups short of their desired capacity, the ASG's last scaling activity says whether AWS failed to
     /// launch it (stockout, quota) since we last asked: then the placeholders carry that error, so that
     /// cluster-autoscaler backs the group off and tries another.
-    async fn find_failures(&self, groups: &mut [Group]) {
+    async fn find_failures(&self, groups: &mut [ServedGroup]) {
         let last_scaled = self
             .last_scaled
             .lock()
@@ -547,12 +547,26 @@ pub fn failure(message: &str) -> InstanceError {
 fn instance_types(
     ng: &Nodegroup,
     facts: &HashMap<String, Option<InstanceFacts>>,
-) -> Result<Vec<InstanceFacts>, String> {
+) -> Result<Vec<InstanceFacts>, Unservable> {
     (ng.instance_types().iter())
         .map(|t| {
-            (facts.get(t).cloned().flatten()).ok_or_else(|| format!("unknown instance type {t}"))
+            (facts.get(t).cloned().flatten())
+                .ok_or_else(|| Unservable::UnknownInstanceType(t.clone()))
         })
         .collect()
+}
+
+/// Why a node group cannot be served (the reason its skip is logged and counted under).
+#[derive(Debug, thiserror::Error)]
+enum Unservable {
+    #[error("no scaling config")]
+    NoScalingConfig,
+    #[error("no instance types")]
+    NoInstanceTypes,
+    #[error("unknown instance type {0}")]
+    UnknownInstanceType(String),
+    #[error("taint effect {0:?}")]
+    TaintEffect(String),
 }
 
 /// The slices a new node of the group publishes, for the drivers its `ekscale.io/dra-drivers` tag names,
@@ -585,7 +599,7 @@ fn resource_slices(
 }
 
 /// The node group's taints, as its nodes get them.
-fn taints(ng: &Nodegroup) -> Result<Vec<Taint>, String> {
+fn taints(ng: &Nodegroup) -> Result<Vec<Taint>, Unservable> {
     (ng.taints().iter())
         .map(|t| {
             let effect = t.effect().map(|e| e.as_str()).unwrap_or_default();
@@ -593,7 +607,7 @@ fn taints(ng: &Nodegroup) -> Result<Vec<Taint>, String> {
                 key: t.key().unwrap_or_default().to_string(),
                 value: t.value().unwrap_or_default().to_string(),
                 effect: TaintEffect::parse(effect)
-                    .ok_or_else(|| format!("taint effect {effect:?}"))?,
+                    .ok_or_else(|| Unservable::TaintEffect(effect.to_string()))?,
             })
         })
         .collect()

@@ -12,4 +12,4 @@ mod view; // the node groups as last read
 
 pub use backend::AwsBackend;
 pub use calls::Calls;
-pub use config::AwsConfig;
+pub use config::{AwsConfig, AwsConfigError};

@@ -6,7 +6,7 @@ use super::calls::{Calls, sdk_error};
 use super::config::AwsConfig;
 use super::instance_types::InstanceTypes;
 use super::launch_templates::Images;
-use super::view::{AsgInstance, Group, View};
+use super::view::{AsgInstance, ServedGroup, View};
 use crate::cloud::backend::CloudError;
 use crate::cloud::backend::CloudObserver;
 use crate::cloud::node_group::InstanceState;
@@ -19,9 +19,9 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Instant, SystemTime};
 
 /// The backend's state, which every handle on it shares.
-pub struct State {
+pub struct AwsState {
     /// A weak handle to itself, for work that must outlive the call that starts it.
-    pub(super) me: Weak<State>,
+    pub(super) me: Weak<AwsState>,
     pub(super) calls: Calls,
     pub(super) config: AwsConfig,
     pub(super) region: String,
@@ -71,7 +71,7 @@ impl Increase {
     /// The group's instances launched since the increase: not one of its earlier ones, not terminating.
     pub(super) fn launched<'a>(
         &'a self,
-        group: &'a Group,
+        group: &'a ServedGroup,
     ) -> impl Iterator<Item = &'a AsgInstance> + 'a {
         group
             .instances
@@ -81,7 +81,7 @@ impl Increase {
     }
 
     /// Whether every instance it added is in service.
-    pub(super) fn whole(&self, group: &Group) -> bool {
+    pub(super) fn whole(&self, group: &ServedGroup) -> bool {
         let in_service = self
             .launched(group)
             .filter(|i| i.state == InstanceState::Running);
@@ -89,7 +89,7 @@ impl Increase {
     }
 }
 
-impl State {
+impl AwsState {
     /// Hourly price of an instance type: the configuration's override, else the built-in list's.
     pub(super) fn price_of(&self, instance_type: &str) -> Option<f64> {
         self.config.price(instance_type).or_else(|| {
@@ -103,8 +103,8 @@ impl State {
         calls: Calls,
         region: String,
         metrics: Arc<dyn CloudObserver>,
-    ) -> Arc<State> {
-        Arc::new_cyclic(|me| State {
+    ) -> Arc<AwsState> {
+        Arc::new_cyclic(|me| AwsState {
             me: me.clone(),
             calls,
             config,
@@ -128,7 +128,7 @@ impl State {
     }
 
     /// Marks a group as changed now: a refresh already under way keeps this state instead of its own.
-    pub(super) fn touch(&self, group: &mut Group) {
+    pub(super) fn touch(&self, group: &mut ServedGroup) {
         group.changed = self.changes.fetch_add(1, Ordering::SeqCst) + 1;
     }
 

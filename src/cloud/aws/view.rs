@@ -12,7 +12,7 @@ use std::time::Instant;
 /// The cloud as of the last refresh, kept current by our own changes.
 #[derive(Default)]
 pub(super) struct View {
-    pub(super) groups: Vec<Group>,
+    pub(super) groups: Vec<ServedGroup>,
     pub(super) by_id: HashMap<String, usize>,
     /// providerID of every instance -> index of its group.
     pub(super) index: HashMap<String, usize>,
@@ -20,7 +20,7 @@ pub(super) struct View {
     pub(super) refreshed_at: Option<Instant>,
 }
 
-pub(super) struct Group {
+pub(super) struct ServedGroup {
     pub(super) spec: Arc<NodeGroupSpec>,
     pub(super) asg: String,
     pub(super) zones: Vec<String>,
@@ -42,7 +42,7 @@ pub(super) struct AsgInstance {
     pub(super) state: InstanceState,
 }
 
-impl Group {
+impl ServedGroup {
     pub(super) fn live(&self) -> usize {
         self.instances
             .iter()
@@ -138,14 +138,14 @@ impl View {
             .collect();
     }
 
-    pub(super) fn group(&self, id: &str) -> Result<&Group, CloudError> {
+    pub(super) fn group(&self, id: &str) -> Result<&ServedGroup, CloudError> {
         self.by_id
             .get(id)
             .map(|&i| &self.groups[i])
             .ok_or_else(|| CloudError::NodeGroupNotFound(id.into()))
     }
 
-    pub(super) fn group_mut(&mut self, id: &str) -> Result<&mut Group, CloudError> {
+    pub(super) fn group_mut(&mut self, id: &str) -> Result<&mut ServedGroup, CloudError> {
         let i = *self
             .by_id
             .get(id)

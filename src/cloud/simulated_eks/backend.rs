@@ -35,17 +35,17 @@ pub struct SimulatedEks {
     by_id: HashMap<String, usize>,
     fargate_profiles: Vec<FargateProfile>,
     fargate_rates: FargateRates,
-    state: Mutex<State>,
+    state: Mutex<SimState>,
 }
 
-struct State {
-    groups: Vec<Group>,
+struct SimState {
+    groups: Vec<SimGroup>,
     /// Instance id -> index of its group, for NodeGroupForNode.
     index: HashMap<String, usize>,
     rng: StdRng,
 }
 
-struct Group {
+struct SimGroup {
     /// What the scenario says, with the spec served now (an update changes its status, image and template).
     config: SimNodeGroup,
     target: i32,
@@ -105,14 +105,14 @@ impl SimulatedEks {
         let by_id = (scenario.node_groups.iter().enumerate())
             .map(|(i, g)| (g.spec.id.clone(), i))
             .collect();
-        let mut state = State {
+        let mut state = SimState {
             groups: Vec::with_capacity(scenario.node_groups.len()),
             index: HashMap::new(),
             rng: StdRng::seed_from_u64(scenario.seed),
         };
         for config in scenario.node_groups {
             let target = config.desired_size;
-            state.groups.push(Group {
+            state.groups.push(SimGroup {
                 config,
                 target,
                 instances: Vec::new(),
@@ -218,7 +218,7 @@ impl SimulatedEks {
     }
 
     /// Locks the state with group `idx` brought up to the clock's present.
-    fn settled(&self, idx: usize) -> (MutexGuard<'_, State>, Duration) {
+    fn settled(&self, idx: usize) -> (MutexGuard<'_, SimState>, Duration) {
         let now = self.clock.now();
         let mut state = self.lock();
         state.settle(idx, now);
@@ -226,14 +226,14 @@ impl SimulatedEks {
     }
 
     /// Locks the state as it is.
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, SimState> {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
-impl State {
+impl SimState {
     /// Sets group `idx`'s target and launches what it asks for and capacity allows.
     fn set_target(&mut self, idx: usize, now: Duration, target: i32) -> Result<(), CloudError> {
         let group = &mut self.groups[idx];
@@ -250,7 +250,7 @@ impl State {
     }
 
     /// Brings group `idx` up to `now`: each step of an update under way at its own time, then what
-    /// [`State::settle_at`] does.
+    /// [`SimState::settle_at`] does.
     fn settle(&mut self, idx: usize, now: Duration) {
         while let Some(at) = (self.groups[idx].update.as_ref())
             .map(Update::next_at)
@@ -357,7 +357,7 @@ impl State {
     }
 }
 
-impl Group {
+impl SimGroup {
     /// Serves the group with this status and image from now on (its template labelled with the image).
     fn respec(&mut self, status: NodeGroupStatus, image: &str) {
         let spec = &self.config.spec;

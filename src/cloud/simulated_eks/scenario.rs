@@ -12,7 +12,7 @@ use crate::cloud::pricing::DEFAULT_SPOT_PRICE_RATIO;
 use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
 use crate::k8s::Quantity;
 use crate::model::{
-    FargateProfile, NODE_GROUP_IMAGE_LABEL, NodeGroupStatus, ResourceSlice, Resources,
+    FargateProfile, Invalid, NODE_GROUP_IMAGE_LABEL, NodeGroupStatus, ResourceSlice, Resources,
     is_dns_subdomain, is_label_name,
 };
 use serde::Deserialize;
@@ -25,7 +25,7 @@ pub const BUILT_IN_SCENARIO: &str = include_str!("../scenario.yaml");
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct File {
+struct ScenarioFile {
     cluster: String,
     region: String,
     /// Seeds instance ids, so a scenario always produces the same ones.
@@ -99,7 +99,7 @@ fn given_slices(
     node: &str,
     specs: &[serde_json::Value],
     slices: &mut Vec<ResourceSlice>,
-) -> Result<(), String> {
+) -> Result<(), Invalid> {
     for (i, spec) in specs.iter().enumerate() {
         let driver = spec.get("driver").and_then(|d| d.as_str()).unwrap_or("");
         let same = slices.iter().filter(|s| &*s.driver == driver).count();
@@ -109,7 +109,7 @@ fn given_slices(
         };
         let name = format!("{node}-{driver}-{i}");
         let slice = crate::k8s::slice_from_spec(spec.clone(), &name, &pool, node)
-            .map_err(|e| format!("resourceSlices[{i}]: {e}"))?;
+            .map_err(|e| Invalid::value(format!("resourceSlices[{i}]: {e}")))?;
         slices.push(slice);
     }
     Ok(())
@@ -160,9 +160,9 @@ pub enum ScenarioError {
     #[error("scenario: {0}")]
     Yaml(#[from] serde_norway::Error),
     #[error("scenario: node group {group:?}: {reason}")]
-    NodeGroup { group: String, reason: String },
+    NodeGroup { group: String, reason: Invalid },
     #[error("scenario: {0}")]
-    Invalid(String),
+    Invalid(Invalid),
 }
 
 impl Scenario {
@@ -173,43 +173,48 @@ impl Scenario {
 
     /// Parses and validates a scenario file's text.
     pub fn parse(text: &str) -> Result<Scenario, ScenarioError> {
-        let file: File = serde_norway::from_str(text)?;
+        let file: ScenarioFile = serde_norway::from_str(text)?;
         if file.cluster.is_empty() {
-            return Err(ScenarioError::Invalid("cluster must not be empty".into()));
+            return Err(ScenarioError::Invalid(Invalid::new(
+                "cluster",
+                "must not be empty",
+            )));
         }
         if file.region.is_empty() {
-            return Err(ScenarioError::Invalid("region must not be empty".into()));
+            return Err(ScenarioError::Invalid(Invalid::new(
+                "region",
+                "must not be empty",
+            )));
         }
         if !(0.0..=1.0).contains(&file.spot_price_ratio) {
-            return Err(ScenarioError::Invalid(
-                "spotPriceRatio must be between 0 and 1".into(),
-            ));
+            let rule = "must be between 0 and 1";
+            return Err(ScenarioError::Invalid(Invalid::new("spotPriceRatio", rule)));
         }
         let mut names = HashSet::new();
         let mut node_groups = Vec::with_capacity(file.node_groups.len());
         for group in &file.node_groups {
-            let invalid = |reason: String| ScenarioError::NodeGroup {
+            let invalid = |reason: Invalid| ScenarioError::NodeGroup {
                 group: group.name.clone(),
                 reason,
             };
             if !names.insert(group.name.as_str()) {
-                return Err(invalid("defined twice".into()));
+                return Err(invalid(Invalid::value("defined twice")));
             }
             node_groups.push(load_group(&file, group).map_err(invalid)?);
         }
         let mut profiles = HashSet::new();
         for profile in &file.fargate_profiles {
             if !profiles.insert(profile.name.as_str()) {
-                return Err(ScenarioError::Invalid(format!(
+                return Err(ScenarioError::Invalid(Invalid::value(format!(
                     "Fargate profile {:?} defined twice",
                     profile.name
-                )));
+                ))));
             }
             if profile.selectors.is_empty() || profile.selectors.len() > 5 {
-                return Err(ScenarioError::Invalid(format!(
+                return Err(ScenarioError::Invalid(Invalid::value(format!(
                     "Fargate profile {:?} needs 1 to 5 selectors",
                     profile.name
-                )));
+                ))));
             }
             const STATUSES: [&str; 5] = [
                 "CREATING",
@@ -219,18 +224,18 @@ impl Scenario {
                 "DELETE_FAILED",
             ];
             if !STATUSES.contains(&profile.status.as_str()) {
-                return Err(ScenarioError::Invalid(format!(
+                return Err(ScenarioError::Invalid(Invalid::value(format!(
                     "Fargate profile {:?}: status {:?} must be one of {}",
                     profile.name,
                     profile.status,
                     STATUSES.join(", ")
-                )));
+                ))));
             }
             if profile.selectors.iter().any(|s| s.namespace.is_empty()) {
-                return Err(ScenarioError::Invalid(format!(
+                return Err(ScenarioError::Invalid(Invalid::value(format!(
                     "Fargate profile {:?}: every selector needs a namespace",
                     profile.name
-                )));
+                ))));
             }
         }
         let fargate_rates = file.fargate_pricing.unwrap_or_default();
@@ -246,7 +251,7 @@ impl Scenario {
     }
 }
 
-fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String> {
+fn load_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<SimNodeGroup, Invalid> {
     validate_group(file, group)?;
     let taints = taints(group)?;
     let info = group
@@ -262,9 +267,9 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
     let price_per_hour = match (group.price_per_hour, group.capacity_type.as_str()) {
         (Some(price), _) if price >= 0.0 && price.is_finite() => Some(price),
         (Some(price), _) => {
-            return Err(format!(
+            return Err(Invalid::value(format!(
                 "pricePerHour {price} must be a non-negative number"
-            ));
+            )));
         }
         (None, "SPOT") => on_demand.map(|p| p * file.spot_price_ratio),
         (None, _) => on_demand,
@@ -272,7 +277,9 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
     let status = status(group)?;
     let arch = info.map_or(Arch::Amd64, |i| i.arch);
     let image = match &group.image {
-        Some(image) => image_problem(image).map_or(Ok(image.clone()), Err)?,
+        Some(image) => {
+            image_problem(image).map_or(Ok(image.clone()), |p| Err(Invalid::value(p)))?
+        }
         None => default_image(arch.label(), capacity.gpus > 0),
     };
     let template = template::build(&TemplateSpec {
@@ -301,7 +308,7 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
     };
     let node_name = template::name_of(&template);
     let mut resource_slices = dra::template_slices(node_name, &group.dra_drivers, gpus)
-        .map_err(|error| format!("draDrivers: {error}"))?;
+        .map_err(|error| Invalid::value(format!("draDrivers: {error}")))?;
     given_slices(node_name, &group.resource_slices, &mut resource_slices)?;
     let debug = format!(
         "sim node group {}: {} {} in {}",
@@ -335,46 +342,50 @@ fn load_group(file: &File, group: &NodeGroupFile) -> Result<SimNodeGroup, String
 
 /// The group's own fields, as EKS checks them: its name, sizes, zones in the region, capacity type, disk
 /// and labels.
-fn validate_group(file: &File, group: &NodeGroupFile) -> Result<(), String> {
+fn validate_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<(), Invalid> {
     if !is_label_value(&group.name) || group.name.is_empty() {
-        return Err(
-            "name must be 1-63 characters of [A-Za-z0-9._-], starting and ending alphanumeric"
-                .into(),
-        );
+        return Err(Invalid::value(
+            "name must be 1-63 characters of [A-Za-z0-9._-], starting and ending alphanumeric",
+        ));
     }
     if !(0 <= group.min_size
         && group.min_size <= group.desired_size
         && group.desired_size <= group.max_size)
     {
-        return Err(format!(
+        return Err(Invalid::value(format!(
             "sizes must satisfy 0 <= minSize ({}) <= desiredSize ({}) <= maxSize ({})",
             group.min_size, group.desired_size, group.max_size
-        ));
+        )));
     }
     if group.zones.is_empty() {
-        return Err("zones must list at least one availability zone".into());
+        return Err(Invalid::value(
+            "zones must list at least one availability zone",
+        ));
     }
     if let Some(zone) = group
         .zones
         .iter()
         .find(|z| !z.starts_with(&file.region) || z.len() == file.region.len())
     {
-        return Err(format!("zone {zone:?} is not in region {:?}", file.region));
+        return Err(Invalid::value(format!(
+            "zone {zone:?} is not in region {:?}",
+            file.region
+        )));
     }
     if group.capacity_type != "ON_DEMAND" && group.capacity_type != "SPOT" {
-        return Err(format!(
+        return Err(Invalid::value(format!(
             "capacityType {:?} must be ON_DEMAND or SPOT",
             group.capacity_type
-        ));
+        )));
     }
     if group.disk_size == 0 {
-        return Err("diskSize must be at least 1 (GiB)".into());
+        return Err(Invalid::value("diskSize must be at least 1 (GiB)"));
     }
     for (key, value) in &group.labels {
         if !is_label_key(key) || !is_label_value(value) {
-            return Err(format!(
+            return Err(Invalid::value(format!(
                 "label {key:?}={value:?} is not a valid Kubernetes label"
-            ));
+            )));
         }
     }
     Ok(())
@@ -383,15 +394,15 @@ fn validate_group(file: &File, group: &NodeGroupFile) -> Result<(), String> {
 /// The group's status: one of EKS's, ACTIVE when the scenario does not say. The simulated EKS serves a group
 /// whatever its status (so that a client can be tried against each), where the AWS backend serves only
 /// ACTIVE and UPDATING ones.
-fn status(group: &NodeGroupFile) -> Result<NodeGroupStatus, String> {
+fn status(group: &NodeGroupFile) -> Result<NodeGroupStatus, Invalid> {
     let Some(word) = &group.status else {
         return Ok(NodeGroupStatus::Active);
     };
     match NodeGroupStatus::parse(word) {
-        NodeGroupStatus::Unknown(_) => Err(format!(
+        NodeGroupStatus::Unknown(_) => Err(Invalid::value(format!(
             "status {word:?} must be one of {}",
             NodeGroupStatus::KNOWN.map(|s| s.to_string()).join(", ")
-        )),
+        ))),
         status => Ok(status),
     }
 }
@@ -416,19 +427,19 @@ pub(super) fn image_problem(image: &str) -> Option<String> {
 }
 
 /// The group's taints, each with a known effect and a key.
-fn taints(group: &NodeGroupFile) -> Result<Vec<Taint>, String> {
+fn taints(group: &NodeGroupFile) -> Result<Vec<Taint>, Invalid> {
     group
         .taints
         .iter()
         .map(|t| {
             let effect = TaintEffect::parse(&t.effect).ok_or_else(|| {
-                format!(
+                Invalid::value(format!(
                     "taint {:?}: effect {:?} must be NoSchedule, PreferNoSchedule or NoExecute",
                     t.key, t.effect
-                )
+                ))
             })?;
             if t.key.is_empty() {
-                return Err("a taint needs a key".to_string());
+                return Err(Invalid::value("a taint needs a key"));
             }
             Ok(Taint {
                 key: t.key.clone(),
@@ -444,7 +455,7 @@ fn taints(group: &NodeGroupFile) -> Result<Vec<Taint>, String> {
 fn shape(
     group: &NodeGroupFile,
     info: Option<&instance_types::InstanceTypeInfo>,
-) -> Result<(Resources, Resources), String> {
+) -> Result<(Resources, Resources), Invalid> {
     let disk = group.disk_size << 30;
     let (capacity, allocatable) = match info {
         Some(info) => {
@@ -462,12 +473,12 @@ fn shape(
                 .into_iter()
                 .find(|r| !group.allocatable.contains_key(*r))
             {
-                return Err(match &group.instance_type {
+                return Err(Invalid::value(match &group.instance_type {
                     Some(name) => format!(
                         "instanceType {name:?} is not one the simulator knows: give `allocatable` (cpu, memory, pods)"
                     ),
                     None => format!("without an instanceType, allocatable must give {missing}"),
-                });
+                }));
             }
             let base = Resources {
                 ephemeral_storage_bytes: disk,
@@ -477,7 +488,9 @@ fn shape(
         }
     };
     if allocatable.cpu_millis == 0 || allocatable.memory_bytes == 0 || allocatable.pods == 0 {
-        return Err("allocatable cpu, memory and pods must be positive".into());
+        return Err(Invalid::value(
+            "allocatable cpu, memory and pods must be positive",
+        ));
     }
     Ok((capacity, allocatable))
 }
@@ -486,25 +499,32 @@ fn shape(
 fn apply_explicit(
     (mut capacity, mut allocatable): (Resources, Resources),
     explicit: &BTreeMap<String, serde_norway::Value>,
-) -> Result<(Resources, Resources), String> {
+) -> Result<(Resources, Resources), Invalid> {
     for (name, value) in explicit {
         let text = match value {
             serde_norway::Value::String(s) => s.clone(),
             serde_norway::Value::Number(n) => n.to_string(),
-            other => return Err(format!("allocatable {name}: {other:?} is not a quantity")),
+            other => {
+                return Err(Invalid::value(format!(
+                    "allocatable {name}: {other:?} is not a quantity"
+                )));
+            }
         };
         let quantity: Quantity = text
             .parse()
-            .map_err(|e| format!("allocatable {name}: {e}"))?;
+            .map_err(|e| Invalid::value(format!("allocatable {name}: {e}")))?;
         if quantity.millis() < 0 {
-            return Err(format!("allocatable {name}: {text:?} is negative"));
+            return Err(Invalid::value(format!(
+                "allocatable {name}: {text:?} is negative"
+            )));
         }
         let whole = u64::try_from(quantity.value())
-            .map_err(|_| format!("allocatable {name}: {text:?} is too large"))?;
+            .map_err(|_| Invalid::value(format!("allocatable {name}: {text:?} is too large")))?;
         let field = match name.as_str() {
             "cpu" => {
-                let millis = u64::try_from(quantity.millis())
-                    .map_err(|_| format!("allocatable cpu {text:?} is too large"))?;
+                let millis = u64::try_from(quantity.millis()).map_err(|_| {
+                    Invalid::value(format!("allocatable cpu {text:?} is too large"))
+                })?;
                 capacity.cpu_millis = millis;
                 allocatable.cpu_millis = millis;
                 continue;
@@ -517,10 +537,10 @@ fn apply_explicit(
             ),
             template::GPU_RESOURCE => (&mut capacity.gpus, &mut allocatable.gpus),
             other => {
-                return Err(format!(
+                return Err(Invalid::value(format!(
                     "allocatable {other:?}: the simulator knows cpu, memory, pods, ephemeral-storage and {}",
                     template::GPU_RESOURCE
-                ));
+                )));
             }
         };
         *field.0 = whole;

@@ -5,7 +5,7 @@ use super::api;
 use super::check::{self, Object};
 use super::names;
 use crate::k8s::object_error::ObjectError;
-use crate::model::DeviceClass;
+use crate::model::{DeviceClass, Invalid};
 
 /// A DeviceClass from its JSON (`resource.k8s.io/v1`), checked as the API server checks it.
 pub fn device_class(value: serde_json::Value) -> Result<DeviceClass, ObjectError> {
@@ -19,9 +19,9 @@ pub fn device_class(value: serde_json::Value) -> Result<DeviceClass, ObjectError
             names::label_key(resource)
                 .and_then(|()| match resource.contains('/') {
                     true => Ok(()),
-                    false => Err(format!(
+                    false => Err(Invalid::value(format!(
                         "{resource:?} has no domain (such as nvidia.com/gpu)"
-                    )),
+                    ))),
                 })
                 .map_err(|e| object.fail("spec.extendedResourceName", e))?;
             Some(resource.into())

@@ -9,10 +9,13 @@ mod class; // DeviceClasses
 mod names; // the API server's rules for names: DNS labels and subdomains, qualified names, versions
 mod pod_claims; // a pod's `spec.resourceClaims`, resolved to its claims
 mod read; // the four kinds into one DraObjects, object by object
-mod slice; // ResourceSlices, and a slice's spec alone for a node a provider will make
+mod slice; // ResourceSlices from the API's objects (and a spec alone for a node to be), and as protobuf on the wire
 
 pub use claim::{claim_template, resource_claim};
 pub use class::device_class;
 pub use pod_claims::pod_claims;
 pub use read::{DRA_GROUP, DRA_KINDS, DRA_VERSIONS, read_dra_object};
-pub use slice::{resource_slice, slice_from_spec};
+pub use slice::{
+    resource_slice, resource_slice_from_pb, resource_slice_from_pb_bytes, resource_slice_to_pb,
+    resource_slice_to_pb_bytes, slice_from_spec,
+};

@@ -2,7 +2,7 @@
 //! can rely on them: DNS labels and subdomains, C identifiers, qualified names (a name without a domain is
 //! in the domain of the driver that published it), label keys and values (device taints).
 
-use crate::model::{Name, QualifiedName, is_dns_subdomain, is_label_name};
+use crate::model::{Invalid, Name, QualifiedName, is_dns_subdomain, is_label_name};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -22,29 +22,29 @@ static SEMVER: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// A DNS label (RFC 1123): request, device, counter and counter set names.
-pub fn dns_label(text: &str) -> Result<(), String> {
+pub fn dns_label(text: &str) -> Result<(), Invalid> {
     if text.is_empty() {
-        return Err("must not be empty".into());
+        return Err(Invalid::value("must not be empty"));
     }
     if text.len() > 63 || !LABEL.is_match(text) {
-        return Err(format!(
+        return Err(Invalid::value(format!(
             "{text:?} is not a DNS label (at most 63 lower-case letters, digits and '-', starting and \
              ending with a letter or digit)"
-        ));
+        )));
     }
     Ok(())
 }
 
 /// A DNS subdomain (RFC 1123) of at most `max` characters: class and driver names, domains.
-pub fn dns_subdomain(text: &str, max: usize) -> Result<(), String> {
+pub fn dns_subdomain(text: &str, max: usize) -> Result<(), Invalid> {
     if text.is_empty() {
-        return Err("must not be empty".into());
+        return Err(Invalid::value("must not be empty"));
     }
     if text.len() > max || !is_dns_subdomain(text) {
-        return Err(format!(
+        return Err(Invalid::value(format!(
             "{text:?} is not a DNS subdomain of at most {max} characters (lower-case DNS labels \
              joined by '.')"
-        ));
+        )));
     }
     Ok(())
 }
@@ -53,35 +53,35 @@ pub fn dns_subdomain(text: &str, max: usize) -> Result<(), String> {
 pub const DRIVER_MAX: usize = 63;
 
 /// A driver name: a DNS subdomain of at most 63 characters.
-pub fn driver(text: &str) -> Result<(), String> {
+pub fn driver(text: &str) -> Result<(), Invalid> {
     dns_subdomain(text, DRIVER_MAX)
 }
 
 /// A pool name: at most 253 characters, DNS subdomains joined by '/'.
-pub fn pool(text: &str) -> Result<(), String> {
+pub fn pool(text: &str) -> Result<(), Invalid> {
     if text.is_empty() {
-        return Err("must not be empty".into());
+        return Err(Invalid::value("must not be empty"));
     }
     if text.len() > 253 || !text.split('/').all(|part| dns_subdomain(part, 253).is_ok()) {
-        return Err(format!(
+        return Err(Invalid::value(format!(
             "{text:?} is not a pool name (at most 253 characters: DNS subdomains joined by '/')"
-        ));
+        )));
     }
     Ok(())
 }
 
 /// A C identifier of at most 32 characters: the id of a qualified name.
-fn identifier(text: &str) -> Result<(), String> {
+fn identifier(text: &str) -> Result<(), Invalid> {
     if text.is_empty() || text.len() > 32 || !C_IDENTIFIER.is_match(text) {
-        return Err(format!(
+        return Err(Invalid::value(format!(
             "{text:?} is not a C identifier of at most 32 characters"
-        ));
+        )));
     }
     Ok(())
 }
 
 /// An attribute or capacity name as a device writes it: `id`, in the driver's domain, or `domain/id`.
-pub fn qualified(text: &str, driver: &Name) -> Result<QualifiedName, String> {
+pub fn qualified(text: &str, driver: &Name) -> Result<QualifiedName, Invalid> {
     match text.split_once('/') {
         Some(_) => fully_qualified(text),
         None => {
@@ -95,14 +95,14 @@ pub fn qualified(text: &str, driver: &Name) -> Result<QualifiedName, String> {
 }
 
 /// A name with its domain (`domain/id`), as constraints name attributes: no driver to default to.
-pub fn fully_qualified(text: &str) -> Result<QualifiedName, String> {
+pub fn fully_qualified(text: &str) -> Result<QualifiedName, Invalid> {
     let Some((domain, id)) = text.split_once('/') else {
-        return Err(format!(
+        return Err(Invalid::value(format!(
             "{text:?} has no domain: a constraint names an attribute as domain/id"
-        ));
+        )));
     };
-    dns_subdomain(domain, DRIVER_MAX).map_err(|e| format!("domain of {text:?}: {e}"))?;
-    identifier(id).map_err(|e| format!("{text:?}: {e}"))?;
+    dns_subdomain(domain, DRIVER_MAX).map_err(|e| e.under(&format!("domain of {text:?}")))?;
+    identifier(id).map_err(|e| e.under(&format!("{text:?}")))?;
     Ok(QualifiedName {
         domain: domain.into(),
         id: id.into(),
@@ -110,41 +110,41 @@ pub fn fully_qualified(text: &str) -> Result<QualifiedName, String> {
 }
 
 /// A `version` attribute: a semantic version (2.0.0) of at most 64 characters.
-pub fn version(text: &str) -> Result<(), String> {
+pub fn version(text: &str) -> Result<(), Invalid> {
     if text.len() > 64 || !SEMVER.is_match(text) {
-        return Err(format!(
+        return Err(Invalid::value(format!(
             "{text:?} is not a semantic version (2.0.0, such as 1.2.3 or 570.133.20-rc.1) of at most 64 \
              characters"
-        ));
+        )));
     }
     Ok(())
 }
 
 /// A label key, `[prefix/]name`, as a device taint's key is.
-pub fn label_key(text: &str) -> Result<(), String> {
+pub fn label_key(text: &str) -> Result<(), Invalid> {
     let (prefix, name) = match text.rsplit_once('/') {
         Some((prefix, name)) => (Some(prefix), name),
         None => (None, text),
     };
     if let Some(prefix) = prefix {
-        dns_subdomain(prefix, 253).map_err(|e| format!("prefix of {text:?}: {e}"))?;
+        dns_subdomain(prefix, 253).map_err(|e| e.under(&format!("prefix of {text:?}")))?;
     }
     if !is_label_name(name) {
-        return Err(format!(
+        return Err(Invalid::value(format!(
             "{text:?} is not a label key (a name of at most 63 letters, digits, '-', '_' and '.', \
              starting and ending with a letter or digit, after an optional DNS subdomain and '/')"
-        ));
+        )));
     }
     Ok(())
 }
 
 /// A label value, as a device taint's value is: empty, or as a label key's name.
-pub fn label_value(text: &str) -> Result<(), String> {
+pub fn label_value(text: &str) -> Result<(), Invalid> {
     if !text.is_empty() && !is_label_name(text) {
-        return Err(format!(
+        return Err(Invalid::value(format!(
             "{text:?} is not a label value (at most 63 letters, digits, '-', '_' and '.', starting \
              and ending with a letter or digit)"
-        ));
+        )));
     }
     Ok(())
 }
@@ -202,6 +202,7 @@ mod tests {
         assert!(
             fully_qualified("productName")
                 .unwrap_err()
+                .to_string()
                 .contains("no domain")
         );
     }

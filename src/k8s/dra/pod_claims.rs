@@ -21,7 +21,7 @@ pub fn pod_claims(
     let mut claims = Vec::with_capacity(entries.len());
     for (i, entry) in entries.iter().enumerate() {
         let field = |name: &str| format!("spec.resourceClaims[{i}].{name}");
-        names::dns_label(&entry.name).map_err(|e| fail(field("name"), e))?;
+        names::dns_label(&entry.name).map_err(|e| fail(field("name"), e.to_string()))?;
         if !seen.insert(entry.name.as_str()) {
             return Err(fail(
                 field("name"),
@@ -33,12 +33,12 @@ pub fn pod_claims(
         let source = match (claim, template) {
             (Some(claim), None) => {
                 names::dns_subdomain(claim, 253)
-                    .map_err(|e| fail(field("resourceClaimName"), e))?;
+                    .map_err(|e| fail(field("resourceClaimName"), e.to_string()))?;
                 ClaimSource::Claim(claim.into())
             }
             (None, Some(template)) => {
                 names::dns_subdomain(template, 253)
-                    .map_err(|e| fail(field("resourceClaimTemplateName"), e))?;
+                    .map_err(|e| fail(field("resourceClaimTemplateName"), e.to_string()))?;
                 let statuses = status.and_then(|s| s.resource_claim_statuses.as_deref());
                 let made = statuses
                     .unwrap_or_default()

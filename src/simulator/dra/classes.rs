@@ -2,9 +2,9 @@
 //! them: a class's selectors then the ask's own, interned so that a device remembers its verdict per set.
 //! Built again only when the classes change, and then with the expressions compiled before kept.
 
-use super::device_value::DeviceValue;
-use super::selector::{CompileCache, Compiled, SelectorError};
 use crate::model::{Device, DeviceAsk, DeviceClass, FastMap, Name};
+use crate::simulator::dra::cel::device_value::{DeviceValue, NoDeviceValue};
+use crate::simulator::dra::cel::selector::{CompileCache, CompiledSelector, SelectorError};
 use std::sync::{Arc, Mutex};
 
 /// An ask's selectors by its class and its own expressions.
@@ -13,7 +13,7 @@ type SetKey = (Name, Vec<Name>);
 /// The cluster's DeviceClasses, ready to select devices.
 #[derive(Debug, Default)]
 pub struct DeviceClasses {
-    classes: FastMap<Name, (Arc<DeviceClass>, Vec<Arc<Compiled>>)>,
+    classes: FastMap<Name, (Arc<DeviceClass>, Vec<Arc<CompiledSelector>>)>,
     /// The classes as given: what a later loop's must equal to keep these.
     sources: Vec<Arc<DeviceClass>>,
     cache: CompileCache,
@@ -31,15 +31,15 @@ pub(crate) struct SelectorFailure {
 #[derive(Debug)]
 pub(crate) struct SelectorSet {
     pub(crate) class: Name,
-    class_selectors: Vec<Arc<Compiled>>,
-    request_selectors: Vec<Arc<Compiled>>,
+    class_selectors: Vec<Arc<CompiledSelector>>,
+    request_selectors: Vec<Arc<CompiledSelector>>,
 }
 
 impl SelectorSet {
     /// All must be true; the first false or failing one decides.
     pub(crate) fn matches(
         &self,
-        device: &Result<DeviceValue, String>,
+        device: &Result<DeviceValue, NoDeviceValue>,
     ) -> Result<bool, SelectorFailure> {
         for (selectors, in_class) in [
             (&self.class_selectors, true),
@@ -58,7 +58,7 @@ impl SelectorSet {
 
     /// Whether `other` selects by the same expressions (what a device's cached verdict may be reused for).
     pub(crate) fn same_as(&self, other: &SelectorSet) -> bool {
-        let same = |a: &[Arc<Compiled>], b: &[Arc<Compiled>]| {
+        let same = |a: &[Arc<CompiledSelector>], b: &[Arc<CompiledSelector>]| {
             a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.expression == y.expression)
         };
         std::ptr::eq(self, other)

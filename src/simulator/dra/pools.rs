@@ -6,8 +6,8 @@
 //! change since the last loop's pools is taken from them as it is, with what selectors made of its devices.
 
 use super::classes::{SelectorFailure, SelectorSet};
-use super::device_value::DeviceValue;
 use crate::model::{Device, DeviceId, FastMap, Name, Node, NodeScope, Quantity, ResourceSlice};
+use crate::simulator::dra::cel::device_value::{DeviceValue, NoDeviceValue};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -69,7 +69,7 @@ pub(crate) struct PooledDevice {
     index: usize,
     /// The nodes that reach it (its slice's, or its own with per-device node selection).
     pub(crate) scope: NodeScope,
-    value: OnceLock<Result<DeviceValue, String>>,
+    value: OnceLock<Result<DeviceValue, NoDeviceValue>>,
     verdicts: Mutex<Vec<Verdict>>,
 }
 

@@ -2,8 +2,8 @@
 //! fit here" (another node, or a new one, may do) from "can never fit" (a selector that fails, a class that
 //! does not exist, more devices than a claim may hold): see [`Unallocatable::never_fits`].
 
-use super::selector::{SelectorError, SelectorErrorKind};
 use crate::model::{DeviceId, Name};
+use crate::simulator::dra::cel::selector::{SelectorError, SelectorErrorKind};
 use std::fmt;
 
 /// How many devices a request wants.

@@ -4,8 +4,8 @@
 use super::first_fit::first_fit;
 use super::packing::Packing;
 use super::plan::{Demand, Zones};
-use crate::simulator::predicates::Unfit;
-use crate::simulator::world::Filling;
+use crate::simulator::Filling;
+use crate::simulator::Unfit;
 
 /// Pods refused for their pod affinity may be taken once pods packed after them are there (a pod wanting a
 /// partner that scores lower): they are offered the plan's nodes again, group after group, until a pass

@@ -4,8 +4,8 @@
 use super::packing::Packing;
 use super::plan::{Demand, Ordering, Zones};
 use crate::model::Resources;
-use crate::simulator::predicates::{self, Unfit};
-use crate::simulator::world::Filling;
+use crate::simulator::Filling;
+use crate::simulator::{Unfit, resources_fit};
 
 /// Most pods times demands a node by node search weighs (each pod weighs every demand with pods left). At the
 /// bound (20,000 pods of 50 shapes) a node by node search takes 4-6 ms on this machine, a first fit 3-4 ms;
@@ -98,7 +98,7 @@ pub(super) fn node_by_node(
             for (d, filling, ..) in &open {
                 if placed[*d] < demands[*d].count {
                     let pod = filling.pod();
-                    let why = predicates::resources_fit(
+                    let why = resources_fit(
                         &pod.demand,
                         &pod.extended,
                         &full,

@@ -13,10 +13,10 @@ use super::plan::{
 use super::repair::repair;
 use super::replan::Replan;
 use crate::model::Pod;
-use crate::simulator::free_tree::FreeTree;
-use crate::simulator::predicates;
-use crate::simulator::topology::{Place, Topology};
-use crate::simulator::world::Filling;
+use crate::simulator::Filling;
+use crate::simulator::FreeTree;
+use crate::simulator::how_many;
+use crate::simulator::{Place, Topology};
 use std::time::Instant;
 
 /// Estimates the nodes of the group whose templates are `templates`: the best of the searches ([`search`]),
@@ -219,7 +219,7 @@ fn pack_runs(
                 demand.count
             } else {
                 let template = templates.first();
-                let per_node = predicates::how_many(
+                let per_node = how_many(
                     &demand.pod.demand,
                     &demand.pod.extended,
                     &template.free,

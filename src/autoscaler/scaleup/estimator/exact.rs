@@ -17,11 +17,11 @@
 //! new nodes as the searches offer them (a search stopped by its bound may leave out a pod that fits), and
 //! kept only when it places more pods than the plan it got, or as many on fewer nodes.
 
-use super::plan::{Demand, Estimate, EstimateLimits, Step, Templates, Zones};
+use super::plan::{Demand, Estimate, EstimateLimits, PlanStep, Templates, Zones};
 use super::replan::Replan;
-use crate::simulator::spread_mins::SpreadMins;
-use crate::simulator::topology::{Partners, Place, PlaceKind, Topology};
-use crate::simulator::world::Filling;
+use crate::simulator::Filling;
+use crate::simulator::SpreadMins;
+use crate::simulator::{Partners, Place, PlaceKind, Topology};
 use std::collections::HashSet;
 use std::time::Instant;
 
@@ -248,21 +248,21 @@ impl Search<'_> {
 
 /// A path of the search as a plan's steps: a node added before the first pod put on it, pods of one demand
 /// put on one node in a row as one step.
-fn steps(path: &[Move]) -> Vec<Step> {
-    let mut steps: Vec<Step> = Vec::with_capacity(2 * path.len());
+fn steps(path: &[Move]) -> Vec<PlanStep> {
+    let mut steps: Vec<PlanStep> = Vec::with_capacity(2 * path.len());
     for m in path {
         if let Some(zone) = m.new {
-            steps.push(Step::Add { zone });
+            steps.push(PlanStep::Add { zone });
         }
         match steps.last_mut() {
-            Some(Step::Put {
+            Some(PlanStep::Put {
                 node,
                 demand,
                 count,
             }) if *node == m.node && *demand == m.demand => {
                 *count += 1;
             }
-            _ => steps.push(Step::Put {
+            _ => steps.push(PlanStep::Put {
                 node: m.node,
                 demand: m.demand,
                 count: 1,

@@ -3,8 +3,8 @@
 
 use super::packing::Packing;
 use super::plan::Zones;
-use crate::simulator::predicates::Unfit;
-use crate::simulator::world::Filling;
+use crate::simulator::Filling;
+use crate::simulator::Unfit;
 
 /// First fit over the nodes added so far, then new nodes: returns the pods placed and, when an empty node
 /// takes none, why. Pods whose spread constraints stop them on a node may fit on an older node once other

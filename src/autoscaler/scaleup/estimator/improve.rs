@@ -8,10 +8,10 @@
 //! is kept.
 
 use super::drain::{Bin, Drain};
-use super::plan::{Demand, Estimate, EstimateLimits, Step, Templates, Zones, nodes_at_least};
+use super::plan::{Demand, Estimate, EstimateLimits, PlanStep, Templates, Zones, nodes_at_least};
 use super::replay::replay;
 use crate::model::Resources;
-use crate::simulator::topology::{Place, Topology};
+use crate::simulator::{Place, Topology};
 
 /// `estimate` with as many nodes taken off as the local search finds within the limits' deadline, every pod
 /// still placed, every step still allowed by the predicates; `estimate` itself when none comes off. A plan
@@ -76,7 +76,7 @@ pub fn improve(
 /// The plan's nodes that hold a pod (in the order added) as the local search sees them: free room, movable
 /// pods per demand, whether any pod on them may not move.
 fn bins(
-    steps: &[Step],
+    steps: &[PlanStep],
     templates: Templates,
     requests: &[Resources],
     movable: &[bool],
@@ -85,7 +85,7 @@ fn bins(
     let mut held = Vec::new();
     for step in steps {
         match *step {
-            Step::Add { zone } => {
+            PlanStep::Add { zone } => {
                 bins.push(Bin {
                     zone,
                     free: templates.zones[zone].free,
@@ -95,7 +95,7 @@ fn bins(
                 });
                 held.push(false);
             }
-            Step::Put {
+            PlanStep::Put {
                 node,
                 demand,
                 count,
@@ -124,12 +124,12 @@ fn bins(
 /// The steps of the improved plan: the searches' steps on the nodes that stay, each movable demand's pods
 /// kept where they were up to what stays there, then the pods moved in, node by node. Pods that do not move
 /// keep their place in the order (their predicates may count what came before them).
-fn steps(old: &[Step], before: &[Bin], after: &[Bin], movable: &[bool]) -> Vec<Step> {
+fn steps(old: &[PlanStep], before: &[Bin], after: &[Bin], movable: &[bool]) -> Vec<PlanStep> {
     let mut held = Vec::new();
     for step in old {
         match *step {
-            Step::Add { .. } => held.push(false),
-            Step::Put { node, .. } => held[node] = true,
+            PlanStep::Add { .. } => held.push(false),
+            PlanStep::Put { node, .. } => held[node] = true,
         }
     }
     // Each node the searches added -> its index among `before` (the nodes that held a pod), and each of
@@ -169,13 +169,13 @@ fn steps(old: &[Step], before: &[Bin], after: &[Bin], movable: &[bool]) -> Vec<S
     let mut added = 0;
     for step in old {
         match *step {
-            Step::Add { zone } => {
+            PlanStep::Add { zone } => {
                 if in_before[added].and_then(|b| in_plan[b]).is_some() {
-                    steps.push(Step::Add { zone });
+                    steps.push(PlanStep::Add { zone });
                 }
                 added += 1;
             }
-            Step::Put {
+            PlanStep::Put {
                 node,
                 demand,
                 count,
@@ -195,7 +195,7 @@ fn steps(old: &[Step], before: &[Bin], after: &[Bin], movable: &[bool]) -> Vec<S
                     count
                 };
                 if count > 0 {
-                    steps.push(Step::Put {
+                    steps.push(PlanStep::Put {
                         node: to,
                         demand,
                         count,
@@ -210,7 +210,7 @@ fn steps(old: &[Step], before: &[Bin], after: &[Bin], movable: &[bool]) -> Vec<S
         for &(demand, k) in &bin.pods {
             let moved = k - k.min(count(&before[b], demand));
             if moved > 0 {
-                steps.push(Step::Put {
+                steps.push(PlanStep::Put {
                     node: to,
                     demand,
                     count: moved,

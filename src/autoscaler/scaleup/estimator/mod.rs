@@ -46,4 +46,4 @@ mod tests;
 
 pub use estimate::{estimate, pack, search};
 pub use improve::improve;
-pub use plan::{Demand, Estimate, EstimateLimits, ORDERINGS, Ordering, Step, Stop, Templates};
+pub use plan::{Demand, Estimate, EstimateLimits, ORDERINGS, Ordering, PlanStep, Stop, Templates};

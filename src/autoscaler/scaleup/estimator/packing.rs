@@ -2,14 +2,14 @@
 //! marks, spread minimums), and the steps taken. Every search adds and fills nodes through it, so the indexes
 //! and the steps stay in step with the nodes.
 
-use super::plan::{Demand, Estimate, EstimateLimits, Ordering, Step, Stop, Templates, Zones};
+use super::plan::{Demand, Estimate, EstimateLimits, Ordering, PlanStep, Stop, Templates, Zones};
 use crate::model::Pod;
-use crate::simulator::free_tree::FreeTree;
-use crate::simulator::host_marks::{HostMarks, Open};
-use crate::simulator::predicates::{self, Unfit};
-use crate::simulator::spread_mins::SpreadMins;
-use crate::simulator::topology::{Place, PlaceKind, Topology};
-use crate::simulator::world::Filling;
+use crate::simulator::Filling;
+use crate::simulator::FreeTree;
+use crate::simulator::SpreadMins;
+use crate::simulator::{HostMarks, Open};
+use crate::simulator::{Place, PlaceKind, Topology};
+use crate::simulator::{Unfit, node_fit};
 use std::time::Instant;
 
 /// One estimation in progress: the nodes added so far and the counts with their pods.
@@ -32,7 +32,7 @@ pub(super) struct Packing<'a> {
     pub(super) stopped: Option<Stop>,
     /// Upstream's `lastIndex`: where its rotating search starts.
     pub(super) last_index: usize,
-    pub(super) steps: Vec<Step>,
+    pub(super) steps: Vec<PlanStep>,
 }
 
 impl<'a> Packing<'a> {
@@ -87,9 +87,9 @@ impl<'a> Packing<'a> {
     /// Takes one step of a plan again, its pods put through the predicates as the searches put them (the
     /// caller has the pods' node selector, affinity and taints pass the node's zone); false when they do
     /// not all fit.
-    pub(super) fn take(&mut self, demands: &[Demand], step: Step) -> bool {
+    pub(super) fn take(&mut self, demands: &[Demand], step: PlanStep) -> bool {
         match step {
-            Step::Add { zone } => {
+            PlanStep::Add { zone } => {
                 let fresh = (self.topology).copy(&self.templates.zones[zone], PlaceKind::Planned);
                 self.tree.push(&fresh.free);
                 self.nodes.push(fresh);
@@ -98,7 +98,7 @@ impl<'a> Packing<'a> {
                 self.steps.push(step);
                 true
             }
-            Step::Put {
+            PlanStep::Put {
                 node,
                 demand,
                 count,
@@ -136,12 +136,12 @@ impl<'a> Packing<'a> {
             self.tree.set(n, &self.nodes[n].free);
             self.marks.put(filling.terms(), n);
             match self.steps.last_mut() {
-                Some(Step::Put {
+                Some(PlanStep::Put {
                     node,
                     demand,
                     count,
                 }) if *node == n && *demand == d => *count += k,
-                _ => self.steps.push(Step::Put {
+                _ => self.steps.push(PlanStep::Put {
                     node: n,
                     demand: d,
                     count: k,
@@ -224,15 +224,14 @@ impl<'a> Packing<'a> {
         // The pod's own zones, unless the caller narrowed them (the repair packs partners in a pod's zones).
         order.retain(|&z| zones.has(z));
         let zones = order;
-        let mut why =
-            predicates::node_fit(&filling.pod().scheduling, &self.templates.first().node).err();
+        let mut why = node_fit(&filling.pod().scheduling, &self.templates.first().node).err();
         for z in zones {
             let fresh = self
                 .topology
                 .copy(&self.templates.zones[z], PlaceKind::Planned);
             self.nodes.push(fresh);
             self.zone.push(z);
-            self.steps.push(Step::Add { zone: z });
+            self.steps.push(PlanStep::Add { zone: z });
             let n = self.nodes.len() - 1;
             self.tree.push(&self.nodes[n].free);
             let (k, unfit) = self.fill(filling, d, n, want);

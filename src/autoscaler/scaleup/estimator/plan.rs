@@ -2,8 +2,8 @@
 //! may search in, and the estimate with its steps. Below every file of the estimator.
 
 use crate::model::{Pod, Resources};
-use crate::simulator::predicates::{self, Unfit};
-use crate::simulator::topology::{Place, PodTerms, Topology};
+use crate::simulator::{Place, PodTerms, Topology};
+use crate::simulator::{Unfit, node_fit};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -41,7 +41,7 @@ impl<'a> Templates<'a> {
     /// in the group's order of zones): where the Auto Scaling group's zone balancing launches next.
     pub(super) fn launch_order(&self, pod: &Pod, added: &[u64]) -> Vec<usize> {
         let mut zones: Vec<usize> = (0..self.zones.len())
-            .filter(|&z| predicates::node_fit(&pod.scheduling, &self.zones[z].node).is_ok())
+            .filter(|&z| node_fit(&pod.scheduling, &self.zones[z].node).is_ok())
             .collect();
         zones.sort_by_key(|&z| (self.nodes.get(z).copied().unwrap_or(0) + added[z], z));
         zones
@@ -56,7 +56,7 @@ impl Zones {
     /// The zones of `templates` that take the pod, found once per demand and search; when none does (what
     /// none takes, no node added here takes), why the first does not.
     pub(super) fn of(templates: Templates, pod: &Pod) -> Result<Zones, Option<Unfit>> {
-        let fits = |t: &Place| predicates::node_fit(&pod.scheduling, &t.node);
+        let fits = |t: &Place| node_fit(&pod.scheduling, &t.node);
         if let [only] = templates.zones {
             return fits(only).map(|()| Zones(None)).map_err(Some);
         }
@@ -96,7 +96,7 @@ pub enum Stop {
 
 /// One step of a plan, in the order the estimator took it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
+pub enum PlanStep {
     /// A new node, its group's template in zone `zone`.
     Add { zone: usize },
     /// `count` pods of demand `demand` on `node` (counted among the nodes added, before the nodes left
@@ -114,7 +114,7 @@ pub struct Estimate {
     pub nodes: Vec<Place>,
     /// How the plan was made, step by step: kube-scheduler would take its pods in this order. Shared, as
     /// groups that adopt an estimate share its steps.
-    pub steps: Arc<[Step]>,
+    pub steps: Arc<[PlanStep]>,
     /// Pods placed, per demand (in the order given).
     pub placed: Vec<u64>,
     /// Why a demand's pods do not go on an empty new node, when they do not.

@@ -13,9 +13,9 @@
 //! What it does not find: a pod that needs two changes at once, as a chain of partners in the pod's zone
 //! (a pod wanting b in its zone, b wanting c in its zone, both partners placed in another zone).
 
-use super::plan::{Demand, Estimate, EstimateLimits, Step, Zones};
+use super::plan::{Demand, Estimate, EstimateLimits, PlanStep, Zones};
 use super::replan::Replan;
-use crate::simulator::topology::Partners;
+use crate::simulator::Partners;
 use std::time::Instant;
 
 /// Pods taken again, over every move tried for one estimate: each try takes the whole plan again, so a
@@ -118,8 +118,8 @@ impl Repair<'_> {
                     let planned = (0..added.len())
                         .filter(|&t| t != s && both.contains(&added[t].zone))
                         .take(TARGETS)
-                        .map(Target::Planned);
-                    for target in planned.chain(both.iter().map(|&z| Target::New(z))) {
+                        .map(RepairTarget::Planned);
+                    for target in planned.chain(both.iter().map(|&z| RepairTarget::New(z))) {
                         if self.spent(plan) {
                             return None;
                         }
@@ -149,9 +149,14 @@ impl Repair<'_> {
                         if self.spent(plan) {
                             return None;
                         }
-                        let Some(steps) =
-                            moved(&plan.steps, &added, x, s, Target::Off, self.cluster.limits)
-                        else {
+                        let Some(steps) = moved(
+                            &plan.steps,
+                            &added,
+                            x,
+                            s,
+                            RepairTarget::Off,
+                            self.cluster.limits,
+                        ) else {
                             continue;
                         };
                         let next = self.cluster.replan(plan, &steps, p, None);
@@ -165,8 +170,8 @@ impl Repair<'_> {
                 if self.spent(plan) {
                     return None;
                 }
-                let steps: Vec<Step> = (plan.steps.iter())
-                    .filter(|s| !matches!(s, Step::Put { demand, .. } if *demand == q))
+                let steps: Vec<PlanStep> = (plan.steps.iter())
+                    .filter(|s| !matches!(s, PlanStep::Put { demand, .. } if *demand == q))
                     .copied()
                     .collect();
                 let next = self.cluster.replan(plan, &steps, p, Some((q, &within)));
@@ -209,22 +214,22 @@ impl Repair<'_> {
 /// Where a pod taken off a node goes: a node the plan added, a new node in a zone, or back among the pods
 /// left out (offered the plan again after the pod it made room for).
 #[derive(Clone, Copy)]
-enum Target {
+enum RepairTarget {
     Planned(usize),
     New(usize),
     Off,
 }
 
 /// The nodes `steps` add, with their pods.
-fn added(steps: &[Step]) -> Vec<Added> {
+fn added(steps: &[PlanStep]) -> Vec<Added> {
     let mut added: Vec<Added> = Vec::new();
     for step in steps {
         match *step {
-            Step::Add { zone } => added.push(Added {
+            PlanStep::Add { zone } => added.push(Added {
                 zone,
                 pods: Vec::new(),
             }),
-            Step::Put {
+            PlanStep::Put {
                 node,
                 demand,
                 count,
@@ -243,35 +248,35 @@ fn added(steps: &[Step]) -> Vec<Added> {
 /// `steps` with one pod of demand `q` taken off node `s` (from its last step there) and put on `target`
 /// after every other step; `None` when a new node would pass the limit on nodes.
 fn moved(
-    steps: &[Step],
+    steps: &[PlanStep],
     added: &[Added],
     q: usize,
     s: usize,
-    target: Target,
+    target: RepairTarget,
     limits: EstimateLimits,
-) -> Option<Vec<Step>> {
+) -> Option<Vec<PlanStep>> {
     let mut steps = steps.to_vec();
     let last = (steps.iter()).rposition(
-        |step| matches!(*step, Step::Put { node, demand, .. } if node == s && demand == q),
+        |step| matches!(*step, PlanStep::Put { node, demand, .. } if node == s && demand == q),
     )?;
-    if let Step::Put { count, .. } = &mut steps[last] {
+    if let PlanStep::Put { count, .. } = &mut steps[last] {
         *count -= 1;
         if *count == 0 {
             steps.remove(last);
         }
     }
     let node = match target {
-        Target::Off => return Some(steps),
-        Target::Planned(t) => t,
-        Target::New(zone) => {
+        RepairTarget::Off => return Some(steps),
+        RepairTarget::Planned(t) => t,
+        RepairTarget::New(zone) => {
             if added.len() as u64 >= limits.max_nodes {
                 return None;
             }
-            steps.push(Step::Add { zone });
+            steps.push(PlanStep::Add { zone });
             added.len()
         }
     };
-    steps.push(Step::Put {
+    steps.push(PlanStep::Put {
         node,
         demand: q,
         count: 1,

@@ -5,10 +5,10 @@
 use super::affinity::offer_again;
 use super::first_fit::first_fit;
 use super::packing::Packing;
-use super::plan::{Demand, Estimate, EstimateLimits, Step, Templates, Zones};
-use crate::simulator::free_tree::FreeTree;
-use crate::simulator::topology::{Place, Topology};
-use crate::simulator::world::Filling;
+use super::plan::{Demand, Estimate, EstimateLimits, PlanStep, Templates, Zones};
+use crate::simulator::Filling;
+use crate::simulator::FreeTree;
+use crate::simulator::{Place, Topology};
 
 /// The cluster as it was and the estimate's demands: what a plan is taken again from.
 #[derive(Clone, Copy)]
@@ -27,7 +27,7 @@ impl Replan<'_> {
     pub fn replan(
         &self,
         plan: &Estimate,
-        steps: &[Step],
+        steps: &[PlanStep],
         first: usize,
         regroup: Option<(usize, &Zones)>,
     ) -> Option<Estimate> {
@@ -47,7 +47,7 @@ impl Replan<'_> {
             if !packing.take(demands, step) {
                 return None;
             }
-            if let Step::Put { demand, count, .. } = step {
+            if let PlanStep::Put { demand, count, .. } = step {
                 placed[demand] += count;
             }
         }

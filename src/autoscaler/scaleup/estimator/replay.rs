@@ -1,10 +1,10 @@
 //! A plan's steps taken again from the cluster as it was, through the predicates the searches ask: the
 //! check of a plan the improvement phase changed, and its nodes and counts when it holds.
 
-use super::plan::{Demand, Step, Templates};
-use crate::simulator::spread_mins::SpreadMins;
-use crate::simulator::topology::{Place, PlaceKind, Topology};
-use crate::simulator::world::Filling;
+use super::plan::{Demand, PlanStep, Templates};
+use crate::simulator::Filling;
+use crate::simulator::SpreadMins;
+use crate::simulator::{Place, PlaceKind, Topology};
 
 /// The nodes and the counts after `steps`, each step's pods put as the searches put them (resources, host
 /// ports, affinity, anti-affinity, spread, devices); `None` when a step's pods do not all fit.
@@ -13,17 +13,17 @@ pub(super) fn replay(
     existing: &[Place],
     templates: Templates,
     demands: &[Demand],
-    steps: &[Step],
+    steps: &[PlanStep],
 ) -> Option<(Vec<Place>, Topology)> {
     let mut topology = topology.clone();
     let mut mins = SpreadMins::default();
     let mut nodes: Vec<Place> = Vec::new();
     for step in steps {
         match *step {
-            Step::Add { zone } => {
+            PlanStep::Add { zone } => {
                 nodes.push(topology.copy(&templates.zones[zone], PlaceKind::Planned));
             }
-            Step::Put {
+            PlanStep::Put {
                 node,
                 demand,
                 count,

@@ -90,7 +90,7 @@ fn pending<'a>(pods: &'a [Pod], topology: &Topology, keys: &'a PodNames) -> Pend
     }
 }
 
-fn run(setup: &mut Setup, limits: &ClusterLimits, totals: Totals) -> (Plan, Vec<Place>) {
+fn run(setup: &mut Setup, limits: &ClusterLimits, totals: Totals) -> (ScaleUpPlan, Vec<Place>) {
     let keys = PodNames::default();
     let mut pending = pending(&setup.pods, &setup.topology, &keys);
     let expander = Expander {
@@ -111,7 +111,7 @@ fn run(setup: &mut Setup, limits: &ClusterLimits, totals: Totals) -> (Plan, Vec<
     (plan, places)
 }
 
-fn deltas(plan: &Plan) -> Vec<(String, u64, usize)> {
+fn deltas(plan: &ScaleUpPlan) -> Vec<(String, u64, usize)> {
     plan.scale_ups
         .iter()
         .map(|s| (s.node_group.clone(), s.delta, s.pods.len()))

@@ -6,7 +6,7 @@ use crate::model::{
     NodeSelector, NodeSelectorTerm, Operator, Requirement,
 };
 use crate::oracle;
-use crate::simulator::dra::allocate::allocate;
+use crate::simulator::dra::allocation::allocate::allocate;
 use crate::simulator::dra::classes::DeviceClasses;
 use crate::simulator::dra::in_use::InUse;
 use crate::simulator::dra::node_selector::allocation_usable_on;

@@ -12,7 +12,7 @@ use crate::model::{
     ResourceSlice,
 };
 use crate::oracle::{self, Ask, Verdict};
-use crate::simulator::dra::allocate::allocate;
+use crate::simulator::dra::allocation::allocate::allocate;
 use crate::simulator::dra::classes::DeviceClasses;
 use crate::simulator::dra::in_use::InUse;
 use crate::simulator::dra::pools::Pools;

@@ -2,7 +2,7 @@
 
 use super::fixtures::*;
 use crate::model::NodeScope;
-use crate::simulator::dra::allocate::allocate;
+use crate::simulator::dra::allocation::allocate::allocate;
 use crate::simulator::dra::classes::DeviceClasses;
 use crate::simulator::dra::in_use::InUse;
 use crate::simulator::dra::pools::Pools;

@@ -3,11 +3,11 @@
 
 use super::fixtures::*;
 use crate::model::{AllocationMode, AttrValue, Device};
-use crate::simulator::dra::allocate::allocate;
+use crate::simulator::dra::allocation::allocate::allocate;
+use crate::simulator::dra::cel::selector::SelectorErrorKind;
 use crate::simulator::dra::classes::DeviceClasses;
 use crate::simulator::dra::in_use::InUse;
 use crate::simulator::dra::pools::Pools;
-use crate::simulator::dra::selector::SelectorErrorKind;
 use crate::simulator::dra::unallocatable::Unallocatable;
 use std::sync::Arc;
 

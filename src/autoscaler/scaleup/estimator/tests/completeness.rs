@@ -208,11 +208,11 @@ proptest! {
         let mut placed = vec![0u64; pods.len()];
         for (i, step) in estimate.steps.iter().enumerate() {
             match *step {
-                Step::Add { zone } => {
+                PlanStep::Add { zone } => {
                     let fresh = replay.copy(&templates[zone], PlaceKind::Planned);
                     places.push(fresh);
                 }
-                Step::Put { node, demand, count } => {
+                PlanStep::Put { node, demand, count } => {
                     let (pod, terms) = (&pods[demand].0, &terms[demand]);
                     let at = existing.len() + node;
                     for _ in 0..count {

@@ -183,8 +183,8 @@ fn check(mix: &Mix) -> Result<(), TestCaseError> {
 fn replayed(mix: &Mix, pods: &[(Pod, u64)], estimate: &Estimate) -> Result<(), TestCaseError> {
     let added: Vec<Node> = (estimate.steps.iter())
         .filter_map(|s| match *s {
-            Step::Add { zone } => Some(zone),
-            Step::Put { .. } => None,
+            PlanStep::Add { zone } => Some(zone),
+            PlanStep::Put { .. } => None,
         })
         .enumerate()
         .map(|(i, zone)| template(mix, zone, &format!("planned-{i}")))
@@ -196,8 +196,8 @@ fn replayed(mix: &Mix, pods: &[(Pod, u64)], estimate: &Estimate) -> Result<(), T
     let mut placed = vec![0; pods.len()];
     for (i, step) in estimate.steps.iter().enumerate() {
         match *step {
-            Step::Add { .. } => cluster.nodes.push(&added[cluster.nodes.len()]),
-            Step::Put {
+            PlanStep::Add { .. } => cluster.nodes.push(&added[cluster.nodes.len()]),
+            PlanStep::Put {
                 node,
                 demand,
                 count,

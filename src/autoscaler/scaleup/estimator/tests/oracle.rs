@@ -426,8 +426,8 @@ pub(super) fn check(mix: &Mix) -> Result<(Optimum, Optimum), TestCaseError> {
         .collect();
     let added: Vec<Node> = (estimate.steps.iter())
         .filter_map(|s| match *s {
-            Step::Add { zone } => Some(zone),
-            Step::Put { .. } => None,
+            PlanStep::Add { zone } => Some(zone),
+            PlanStep::Put { .. } => None,
         })
         .enumerate()
         .map(|(i, zone)| template(mix, zone, &format!("planned-{i}")))
@@ -444,10 +444,10 @@ pub(super) fn check(mix: &Mix) -> Result<(Optimum, Optimum), TestCaseError> {
     }
     for (i, step) in estimate.steps.iter().enumerate() {
         match *step {
-            Step::Add { .. } => cluster
+            PlanStep::Add { .. } => cluster
                 .nodes
                 .push(&added[cluster.nodes.len() - beside.len()]),
-            Step::Put {
+            PlanStep::Put {
                 node,
                 demand,
                 count,

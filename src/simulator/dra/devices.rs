@@ -6,12 +6,17 @@
 //! change: the classes (their selectors compiled), each pool (its devices' CEL values and verdicts), the
 //! allocations by pool, the templates' pools.
 
-use super::dra::{DeviceClasses, InUse, NodePools, PoolUse, Pools, allocate, allocation_usable_on};
-use super::predicates::Unfit;
+use super::allocation::allocate::allocate;
+use super::classes::DeviceClasses;
+use super::in_use::InUse;
+use super::node_selector::allocation_usable_on;
+use super::pools::{NodePools, Pools};
+use super::utilization::{PoolUse, utilization};
 use crate::model::{
     Allocation, AttrValue, ClaimNeeds, ClaimSpec, DeviceId, DraObjects, FastMap, GPU_RESOURCE,
     NODE_NAME_FIELD, Name, Node, Pod, QualifiedName, ResourceClaim, ResourceSlice, Resources,
 };
+use crate::simulator::predicates::Unfit;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -205,7 +210,7 @@ impl PlaceDevices {
     /// How used the node's devices are, as cluster-autoscaler counts it (its busiest pool); `None` when it
     /// reaches no pool of its own (devices on every node are no reason to keep one).
     pub fn utilization(&self) -> Option<PoolUse> {
-        super::dra::utilization(&self.pools, &self.in_use)
+        utilization(&self.pools, &self.in_use)
     }
 
     /// What tells a template's devices from another template's, for keys that must keep groups whose new

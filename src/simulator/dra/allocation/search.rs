@@ -8,12 +8,12 @@
 
 use super::constraint::ConstraintState;
 use super::counters::Counters;
-use super::in_use::InUse;
-use super::pools::NodePool;
 use super::prepare::{AskData, ClaimData, DevRef, MAX_RESULTS, Selection};
 use super::taints::tolerated;
-use super::unallocatable::{RequestRef, Unallocatable};
 use crate::model::AllocationMode;
+use crate::simulator::dra::in_use::InUse;
+use crate::simulator::dra::pools::NodePool;
+use crate::simulator::dra::unallocatable::{RequestRef, Unallocatable};
 
 /// Why a branch stopped other than "no device fits".
 pub(crate) enum Abort {
@@ -48,6 +48,15 @@ pub(crate) struct Search<'a, 'p> {
 }
 
 type Step = Result<bool, Abort>;
+
+/// What a device that breaks the claim's constraints means to the search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Broken {
+    /// An All request must take every device: the claim cannot be allocated.
+    Fatal,
+    /// Another device may do: this one is not taken.
+    TryNext,
+}
 
 impl<'a, 'p> Search<'a, 'p> {
     pub(crate) fn new(
@@ -149,7 +158,7 @@ impl<'a, 'p> Search<'a, 'p> {
                 }
                 let before = self.taken.len();
                 for &dev in all {
-                    match self.take(claim, request, ask, dev, true) {
+                    match self.take(claim, request, ask, dev, Broken::Fatal) {
                         Ok(true) => {}
                         other => {
                             self.give_back_to(before);
@@ -178,7 +187,7 @@ impl<'a, 'p> Search<'a, 'p> {
                     {
                         continue;
                     }
-                    if !self.take(claim, request, ask, dev, false)? {
+                    if !self.take(claim, request, ask, dev, Broken::TryNext)? {
                         continue;
                     }
                     let done = self.one(claim, request, ask, slot + 1, at + 1, in_sub);
@@ -203,8 +212,16 @@ impl<'a, 'p> Search<'a, 'p> {
     }
 
     /// `allocateDevice`: takes the device if it is free, its counters suffice, its taints are tolerated and
-    /// the claim's constraints hold. With `must` (an All request), a broken constraint is fatal.
-    fn take(&mut self, claim: usize, request: usize, ask: usize, dev: DevRef, must: bool) -> Step {
+    /// the claim's constraints hold. `on_broken` says what a broken constraint is: fatal for an All request,
+    /// for the others a reason to try the next device.
+    fn take(
+        &mut self,
+        claim: usize,
+        request: usize,
+        ask: usize,
+        dev: DevRef,
+        on_broken: Broken,
+    ) -> Step {
         let data = self.ask(claim, request, ask);
         if !self.free_for(claim, data.ask.admin_access, dev) {
             return Ok(false);
@@ -246,7 +263,7 @@ impl<'a, 'p> Search<'a, 'p> {
             {
                 counters.give_back(device);
             }
-            if must {
+            if on_broken == Broken::Fatal {
                 return Err(Abort::Fatal(Unallocatable::ConstraintViolated {
                     request: RequestRef {
                         claim,

@@ -3,11 +3,11 @@
 //! each other.
 
 use super::counters::Counters;
-use super::in_use::InUse;
 use super::prepare::{ClaimData, Selection, candidates};
 use super::taints::tolerated;
-use super::unallocatable::{RequestRef, Unallocatable, Wanted};
 use crate::model::AllocationMode;
+use crate::simulator::dra::in_use::InUse;
+use crate::simulator::dra::unallocatable::{RequestRef, Unallocatable, Wanted};
 
 pub(crate) fn diagnose(
     claims: &[ClaimData],

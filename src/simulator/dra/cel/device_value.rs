@@ -3,8 +3,10 @@
 //! have reads as an empty map (so `device.attributes["other.io"].size() == 0` holds, and only a missing id
 //! inside a domain is a "no such key" error). Built once per device and borrowed by each evaluation.
 
-use super::cel_library::{parse_semver, quantity_value, semver_value};
-use crate::model::{AttrValue, Device};
+use super::cel_library::{
+    InvalidSemver, SemverReading, parse_semver, quantity_value, semver_value,
+};
+use crate::model::{AttrValue, Device, Name};
 use cel::ExecutionError;
 use cel::Value;
 use cel::common::traits::Indexer;
@@ -19,14 +21,29 @@ struct DomainMap {
     empty: Box<dyn Val>,
 }
 
-fn boxed(value: Value) -> Result<Box<dyn Val>, String> {
+/// Why a device has no CEL value, which fails every selector that gets as far as reading it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NoDeviceValue {
+    /// A field CEL cannot hold (the conversion's error, as it prints itself).
+    #[error("cannot represent a device field in CEL: {0}")]
+    Unrepresentable(String),
+    /// A version attribute that is not strict semver, as Kubernetes fails converting it.
+    #[error("attribute {attribute} of device {device:?}: {source}")]
+    Version {
+        attribute: String,
+        device: Name,
+        source: InvalidSemver,
+    },
+}
+
+fn boxed(value: Value) -> Result<Box<dyn Val>, NoDeviceValue> {
     value
         .try_into()
-        .map_err(|e| format!("cannot represent a device field in CEL: {e:?}"))
+        .map_err(|e| NoDeviceValue::Unrepresentable(format!("{e:?}")))
 }
 
 impl DomainMap {
-    fn new(domains: HashMap<String, HashMap<String, Value>>) -> Result<DomainMap, String> {
+    fn new(domains: HashMap<String, HashMap<String, Value>>) -> Result<DomainMap, NoDeviceValue> {
         let mut built = HashMap::with_capacity(domains.len());
         for (domain, inner) in domains {
             built.insert(domain, boxed(Value::Map(inner.into()))?);
@@ -105,19 +122,23 @@ pub(crate) struct DeviceValue {
 impl DeviceValue {
     /// The device of `driver`'s slice. A version attribute that is not strict semver makes every selector on
     /// this device fail, as Kubernetes fails converting it.
-    pub(crate) fn new(driver: &str, device: &Device) -> Result<DeviceValue, String> {
+    pub(crate) fn new(driver: &str, device: &Device) -> Result<DeviceValue, NoDeviceValue> {
         let mut attributes: HashMap<String, HashMap<String, Value>> = HashMap::new();
         for (name, value) in &device.attributes {
             let value = match value {
                 AttrValue::Int(n) => Value::Int(*n),
                 AttrValue::Bool(b) => Value::Bool(*b),
                 AttrValue::Str(s) => Value::from(s.as_ref()),
-                AttrValue::Version(v) => semver_value(parse_semver(v, false).map_err(|e| {
-                    format!(
-                        "attribute {}/{} of device {:?}: {e}",
-                        name.domain, name.id, device.name
-                    )
-                })?),
+                AttrValue::Version(v) => {
+                    let version = parse_semver(v, SemverReading::Strict).map_err(|source| {
+                        NoDeviceValue::Version {
+                            attribute: format!("{}/{}", name.domain, name.id),
+                            device: device.name.clone(),
+                            source,
+                        }
+                    })?;
+                    semver_value(version)
+                }
             };
             (attributes.entry(name.domain.to_string()).or_default())
                 .insert(name.id.to_string(), value);

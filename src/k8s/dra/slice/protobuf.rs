@@ -6,11 +6,11 @@
 //! condition names, an effect of a device taint the model does not know, which the allocator ignores and is
 //! written as `None`).
 
-use super::object_error::{ObjectError, invalid};
-use super::quantity;
+use crate::k8s::object_error::{ObjectError, invalid};
+use crate::k8s::quantity;
 use crate::model::{
-    AttrValue, CounterConsumption, CounterSet, Device, DeviceTaint, DeviceTaintEffect, Name,
-    NodeScope, NodeSelector, NodeSelectorTerm, Operator, PoolRef, QualifiedName, Quantity,
+    AttrValue, CounterConsumption, CounterSet, Device, DeviceTaint, DeviceTaintEffect, Invalid,
+    Name, NodeScope, NodeSelector, NodeSelectorTerm, Operator, PoolRef, QualifiedName, Quantity,
     Requirement, ResourceSlice,
 };
 use k8s_pb::api::core::v1 as core;
@@ -184,29 +184,28 @@ pub fn resource_slice_from_pb(slice: &pb::ResourceSlice) -> Result<ResourceSlice
         .and_then(|meta| meta.name.as_deref())
         .unwrap_or_default();
     let object = format!("ResourceSlice {name:?}");
-    let bad = |reason: String| invalid(&object, reason);
-    let spec = slice.spec.as_ref().ok_or_else(|| bad("no spec".into()))?;
+    let bad = |reason: Invalid| invalid(&object, reason.to_string());
+    let spec = (slice.spec.as_ref()).ok_or_else(|| bad(Invalid::value("no spec")))?;
     let driver: Name = match spec.driver.as_deref() {
         Some(driver) if !driver.is_empty() => driver.into(),
-        _ => return Err(bad("spec.driver is empty".into())),
+        _ => return Err(bad(Invalid::value("spec.driver is empty"))),
     };
     let pool = spec
         .pool
         .as_ref()
-        .ok_or_else(|| bad("no spec.pool".into()))?;
+        .ok_or_else(|| bad(Invalid::value("no spec.pool")))?;
     let pool = PoolRef {
         name: match pool.name.as_deref() {
             Some(pool) if !pool.is_empty() => pool.into(),
-            _ => return Err(bad("spec.pool.name is empty".into())),
+            _ => return Err(bad(Invalid::value("spec.pool.name is empty"))),
         },
         generation: pool.generation.unwrap_or_default(),
         slice_count: match pool.resource_slice_count {
             Some(count) if count > 0 => count,
             count => {
-                return Err(bad(format!(
-                    "spec.pool.resourceSliceCount must be positive, not {}",
-                    count.unwrap_or_default()
-                )));
+                let count = count.unwrap_or_default();
+                let rule = format!("spec.pool.resourceSliceCount must be positive, not {count}");
+                return Err(bad(Invalid::value(rule)));
             }
         },
     };
@@ -217,16 +216,16 @@ pub fn resource_slice_from_pb(slice: &pb::ResourceSlice) -> Result<ResourceSlice
         spec.all_nodes == Some(true),
         per_device,
     )
-    .map_err(|reason| bad(format!("spec: {reason}")))?
+    .map_err(|reason| bad(reason.under("spec")))?
     .ok_or_else(|| {
-        bad(
-            "spec: one of nodeName, nodeSelector, allNodes or perDeviceNodeSelection must be set"
-                .into(),
-        )
+        bad(Invalid::new(
+            "spec",
+            "one of nodeName, nodeSelector, allNodes or perDeviceNodeSelection must be set",
+        ))
     })?;
     let devices = (spec.devices.iter())
         .map(|device| device_from_pb(&driver, device, per_device))
-        .collect::<Result<_, String>>()
+        .collect::<Result<_, Invalid>>()
         .map_err(bad)?;
     let shared_counters = (spec.shared_counters.iter())
         .map(|set| {
@@ -234,10 +233,10 @@ pub fn resource_slice_from_pb(slice: &pb::ResourceSlice) -> Result<ResourceSlice
             Ok(CounterSet {
                 name: name.into(),
                 counters: counters_from_pb(&set.counters)
-                    .map_err(|reason| format!("sharedCounters {name:?}: {reason}"))?,
+                    .map_err(|reason| reason.under(&format!("sharedCounters {name:?}")))?,
             })
         })
-        .collect::<Result<_, String>>()
+        .collect::<Result<_, Invalid>>()
         .map_err(bad)?;
     Ok(ResourceSlice {
         name: name.into(),
@@ -255,7 +254,7 @@ fn scope_from_pb(
     selector: Option<&core::NodeSelector>,
     all_nodes: bool,
     per_device: bool,
-) -> Result<Option<NodeScope>, String> {
+) -> Result<Option<NodeScope>, Invalid> {
     let node_name = node_name.filter(|name| !name.is_empty());
     let set = [
         node_name.is_some(),
@@ -264,10 +263,9 @@ fn scope_from_pb(
         per_device,
     ];
     if set.iter().filter(|set| **set).count() > 1 {
-        return Err(
-            "only one of nodeName, nodeSelector, allNodes and perDeviceNodeSelection may be set"
-                .into(),
-        );
+        return Err(Invalid::value(
+            "only one of nodeName, nodeSelector, allNodes and perDeviceNodeSelection may be set",
+        ));
     }
     Ok(if let Some(name) = node_name {
         Some(NodeScope::Node(name.into()))
@@ -282,11 +280,12 @@ fn scope_from_pb(
     })
 }
 
-fn device_from_pb(driver: &Name, device: &pb::Device, per_device: bool) -> Result<Device, String> {
+fn device_from_pb(driver: &Name, device: &pb::Device, per_device: bool) -> Result<Device, Invalid> {
     let name = device.name.as_deref().unwrap_or_default();
-    let at = |reason: String| format!("device {name:?}: {reason}");
+    let device_at = format!("device {name:?}");
+    let at = |reason: Invalid| reason.under(&device_at);
     if name.is_empty() {
-        return Err("a device has no name".into());
+        return Err(Invalid::value("a device has no name"));
     }
     let mut attributes = BTreeMap::new();
     for (key, attribute) in &device.attributes {
@@ -298,14 +297,15 @@ fn device_from_pb(driver: &Name, device: &pb::Device, per_device: bool) -> Resul
         ];
         let mut values = values.into_iter().flatten();
         let (Some(value), None) = (values.next(), values.next()) else {
-            return Err(at(format!("attribute {key:?} must have exactly one value")));
+            let rule = format!("attribute {key:?} must have exactly one value");
+            return Err(at(Invalid::value(rule)));
         };
         attributes.insert(qualified_from_pb(driver, key).map_err(at)?, value);
     }
     let mut capacity = BTreeMap::new();
     for (key, value) in &device.capacity {
         let value = quantity_from_pb(value.value.as_ref())
-            .map_err(|reason| at(format!("capacity {key:?}: {reason}")))?;
+            .map_err(|reason| at(reason.under(&format!("capacity {key:?}"))))?;
         capacity.insert(qualified_from_pb(driver, key).map_err(at)?, value);
     }
     let consumes = (device.consumes_counters.iter())
@@ -314,10 +314,10 @@ fn device_from_pb(driver: &Name, device: &pb::Device, per_device: bool) -> Resul
             Ok(CounterConsumption {
                 counter_set: set.into(),
                 counters: counters_from_pb(&consumption.counters)
-                    .map_err(|reason| at(format!("consumesCounters {set:?}: {reason}")))?,
+                    .map_err(|reason| at(reason.under(&format!("consumesCounters {set:?}"))))?,
             })
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, Invalid>>()?;
     let taints = (device.taints.iter())
         .map(|taint| DeviceTaint {
             key: taint.key.as_deref().unwrap_or_default().into(),
@@ -338,13 +338,11 @@ fn device_from_pb(driver: &Name, device: &pb::Device, per_device: bool) -> Resul
     )
     .map_err(at)?;
     if scope.is_some() != per_device {
-        return Err(at(if per_device {
+        return Err(at(Invalid::value(if per_device {
             "the slice has perDeviceNodeSelection: the device must set nodeName, nodeSelector or allNodes"
-                .into()
         } else {
             "only the devices of a slice with perDeviceNodeSelection set their node selection"
-                .into()
-        }));
+        })));
     }
     Ok(Device {
         name: name.into(),
@@ -358,15 +356,15 @@ fn device_from_pb(driver: &Name, device: &pb::Device, per_device: bool) -> Resul
 }
 
 /// `domain/id`, or a bare id in the driver's domain.
-fn qualified_from_pb(driver: &Name, key: &str) -> Result<QualifiedName, String> {
+fn qualified_from_pb(driver: &Name, key: &str) -> Result<QualifiedName, Invalid> {
     let (domain, id) = match key.split_once('/') {
         Some((domain, id)) => (Name::from(domain), id),
         None => (driver.clone(), key),
     };
     if domain.is_empty() || id.is_empty() || id.contains('/') {
-        return Err(format!(
+        return Err(Invalid::value(format!(
             "{key:?} is not a qualified name (an identifier, or domain/identifier)"
-        ));
+        )));
     }
     Ok(QualifiedName {
         domain,
@@ -374,37 +372,39 @@ fn qualified_from_pb(driver: &Name, key: &str) -> Result<QualifiedName, String> 
     })
 }
 
-fn quantity_from_pb(value: Option<&PbQuantity>) -> Result<Quantity, String> {
+fn quantity_from_pb(value: Option<&PbQuantity>) -> Result<Quantity, Invalid> {
     let text = value.and_then(|q| q.string.as_deref()).unwrap_or_default();
     text.parse()
-        .map_err(|error: crate::model::QuantityError| error.to_string())
+        .map_err(|error: crate::model::QuantityError| Invalid::value(error.to_string()))
 }
 
 fn counters_from_pb(
     counters: &BTreeMap<String, pb::Counter>,
-) -> Result<BTreeMap<Name, Quantity>, String> {
+) -> Result<BTreeMap<Name, Quantity>, Invalid> {
     (counters.iter())
         .map(|(name, counter)| {
             let value = quantity_from_pb(counter.value.as_ref())
-                .map_err(|reason| format!("counter {name:?}: {reason}"))?;
+                .map_err(|reason| reason.under(&format!("counter {name:?}")))?;
             Ok((Name::from(name.as_str()), value))
         })
         .collect()
 }
 
-fn selector_from_pb(selector: &core::NodeSelector) -> Result<NodeSelector, String> {
+fn selector_from_pb(selector: &core::NodeSelector) -> Result<NodeSelector, Invalid> {
     let requirements = |requirements: &[core::NodeSelectorRequirement]| {
         (requirements.iter())
             .map(|r| {
                 let operator = r.operator.as_deref().unwrap_or_default();
                 Ok(Requirement {
                     key: r.key.clone().unwrap_or_default(),
-                    operator: Operator::parse(operator)
-                        .ok_or_else(|| format!("nodeSelector: unknown operator {operator:?}"))?,
+                    operator: Operator::parse(operator).ok_or_else(|| {
+                        let rule = format!("unknown operator {operator:?}");
+                        Invalid::new("nodeSelector", rule)
+                    })?,
                     values: r.values.clone(),
                 })
             })
-            .collect::<Result<Vec<_>, String>>()
+            .collect::<Result<Vec<_>, Invalid>>()
     };
     let terms = (selector.node_selector_terms.iter())
         .map(|term| {
@@ -413,7 +413,7 @@ fn selector_from_pb(selector: &core::NodeSelector) -> Result<NodeSelector, Strin
                 fields: requirements(&term.match_fields)?,
             })
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, Invalid>>()?;
     Ok(NodeSelector { terms })
 }
 

@@ -26,12 +26,12 @@ use std::sync::{Arc, LazyLock, Mutex};
 const MAX_PATTERNS: usize = 256;
 
 /// A pattern compiled, or the `regex` crate's reason it does not compile.
-type Compiled = Result<Arc<Regex>, Arc<str>>;
+type CompiledRegex = Result<Arc<Regex>, Arc<str>>;
 
 /// Compiled patterns by their text, shared by every selector and thread.
 #[derive(Debug)]
 pub(crate) struct RegexCache {
-    compiled: Mutex<FastMap<Box<str>, Compiled>>,
+    compiled: Mutex<FastMap<Box<str>, CompiledRegex>>,
     cap: usize,
 }
 
@@ -45,7 +45,7 @@ impl RegexCache {
 
     /// `pattern` compiled (once, while it stays cached). The lock is held while compiling, so that threads
     /// asking for the same new pattern compile it once.
-    pub(crate) fn get(&self, pattern: &str) -> Compiled {
+    pub(crate) fn get(&self, pattern: &str) -> CompiledRegex {
         let mut compiled = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(found) = compiled.get(pattern) {
             return found.clone();

@@ -2,9 +2,9 @@
 //! partitionable devices share. Checked as the API server checks them; attribute and capacity names
 //! qualified with the driver's domain where they have none.
 
-use super::api;
-use super::check::{self, Object};
-use super::names;
+use crate::k8s::dra::api;
+use crate::k8s::dra::check::{self, Object};
+use crate::k8s::dra::names;
 use crate::k8s::object_error::ObjectError;
 use crate::model::{
     AttrValue, CounterConsumption, CounterSet, Device, DeviceTaint, DeviceTaintEffect, Name,

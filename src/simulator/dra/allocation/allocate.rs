@@ -2,15 +2,15 @@
 //! turned into allocations (one per claim, in order), or the reason they cannot be. Called once per
 //! candidate node, as the scheduler's DRA plugin does.
 
-use super::classes::DeviceClasses;
 use super::diagnose::diagnose;
-use super::in_use::InUse;
-use super::node_selector::allocation_node_selector;
-use super::pools::{NodePools, PoolState};
 use super::prepare::{Selection, candidates, prepare};
 use super::search::Search;
-use super::unallocatable::Unallocatable;
 use crate::model::{AllocatedDevice, Allocation, ClaimSpec, Node};
+use crate::simulator::dra::classes::DeviceClasses;
+use crate::simulator::dra::in_use::InUse;
+use crate::simulator::dra::node_selector::allocation_node_selector;
+use crate::simulator::dra::pools::{NodePools, PoolState};
+use crate::simulator::dra::unallocatable::Unallocatable;
 
 /// Allocates `claims` on `node` from the pools it reaches, given the devices already in use. A selector
 /// that fails on a device makes that device not match (it never aborts the search); if nothing fits, the

@@ -2,7 +2,7 @@
 //! few pods claim devices, and every loop passes over all of them.
 
 use super::claim_needs::ClaimNeeds;
-use super::dra::{Name, PodClaim};
+use super::objects::{Name, PodClaim};
 use std::sync::Arc;
 
 /// A pod's claims, its uid and what the claims ask of a node. Boxed in the pod, so that a pod that claims

@@ -5,7 +5,7 @@
 //! pending pods hashes and compares a key per pod, and two slices there cost it 7%.
 
 use super::claim_needs::ExtendedClaim;
-use super::dra::{ClaimSource, PodClaim};
+use super::objects::{ClaimSource, PodClaim};
 use super::pod_dra::PodDra;
 
 /// A pod's claims, each entry by its name and where its claim comes from: a template's claim without the
@@ -14,11 +14,11 @@ use super::pod_dra::PodDra;
 /// extended resources that devices may serve (its planned needs'), by resource and count: the class that
 /// serves a resource is the cluster's choice, the same for every pod.
 #[derive(Clone, Copy)]
-pub(super) struct DraKey<'a>(Option<&'a PodDra>);
+pub(crate) struct DraKey<'a>(Option<&'a PodDra>);
 
 impl<'a> DraKey<'a> {
     /// The key of a pod's DRA parts: `None` when it names no claim and no device serves its requests.
-    pub(super) fn of(dra: Option<&'a PodDra>) -> DraKey<'a> {
+    pub(crate) fn of(dra: Option<&'a PodDra>) -> DraKey<'a> {
         DraKey(dra.filter(|d| !d.claims.is_empty() || !extended(d).is_empty()))
     }
 

@@ -4,8 +4,8 @@
 //! reports read; fields the allocator does not support (consumable capacity, binding conditions beyond their
 //! presence, list attributes) are not kept.
 
-use super::quantity::Quantity;
-use super::selector::NodeSelector;
+use crate::model::quantity::Quantity;
+use crate::model::selector::NodeSelector;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -39,19 +39,38 @@ impl Opaque for CelSemver {
     }
 }
 
-/// A version attribute or `semver()` argument read strictly (semver 2.0.0, as blang/semver's `Parse`), or
-/// with `normalize`: a leading `v` dropped, missing minor and patch added, leading zeros dropped.
-pub(crate) fn parse_semver(text: &str, normalize: bool) -> Result<CelSemver, String> {
+/// How a version is read: strictly (semver 2.0.0, as blang/semver's `Parse`), or normalized first (a
+/// leading `v` dropped, missing minor and patch added, leading zeros dropped), as `semver(s, true)` asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SemverReading {
+    Strict,
+    Normalized,
+}
+
+/// A text that is not a semantic version (after normalizing, when asked).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid semver {text:?}: {reason}")]
+pub(crate) struct InvalidSemver {
+    pub(crate) text: String,
+    pub(crate) reason: String,
+}
+
+/// A version attribute or `semver()` argument, read as `reading` says.
+pub(crate) fn parse_semver(text: &str, reading: SemverReading) -> Result<CelSemver, InvalidSemver> {
     let normalized;
-    let text = if normalize {
-        normalized = normalize_semver(text);
-        normalized.as_str()
-    } else {
-        text
+    let text = match reading {
+        SemverReading::Normalized => {
+            normalized = normalize_semver(text);
+            normalized.as_str()
+        }
+        SemverReading::Strict => text,
     };
     semver::Version::parse(text)
         .map(CelSemver)
-        .map_err(|e| format!("invalid semver {text:?}: {e}"))
+        .map_err(|e| InvalidSemver {
+            text: text.to_string(),
+            reason: e.to_string(),
+        })
 }
 
 fn normalize_semver(text: &str) -> String {
@@ -154,17 +173,25 @@ fn whole(q: Quantity) -> Option<i64> {
 fn semver_args(
     ftx: &FunctionContext,
     args: &[Value],
-) -> Result<(Arc<String>, bool), ExecutionError> {
+) -> Result<(Arc<String>, SemverReading), ExecutionError> {
     match args {
-        [Value::String(s)] => Ok((s.clone(), false)),
-        [Value::String(s), Value::Bool(n)] => Ok((s.clone(), *n)),
+        [Value::String(s)] => Ok((s.clone(), SemverReading::Strict)),
+        [Value::String(s), Value::Bool(true)] => Ok((s.clone(), SemverReading::Normalized)),
+        [Value::String(s), Value::Bool(false)] => Ok((s.clone(), SemverReading::Strict)),
         _ => Err(ftx.error("expects a string and an optional bool")),
     }
 }
 
 /// Registers the functions on the selectors' root context. Each is callable as `f(x)` and `x.f(y)`.
-pub(crate) fn register(ctx: &mut Context<'static, 'static>) -> Result<(), String> {
-    let err = |e: cel::DeclarationError| e.to_string();
+pub(crate) fn register(ctx: &mut Context<'static, 'static>) -> Result<(), cel::DeclarationError> {
+    register_constructors(ctx)?;
+    register_comparisons(ctx)?;
+    register_quantity_methods(ctx)?;
+    register_semver_parts(ctx)
+}
+
+/// `quantity()`, `isQuantity()`, `semver()`, `isSemver()`.
+fn register_constructors(ctx: &mut Context<'static, 'static>) -> Result<(), cel::DeclarationError> {
     ctx.add_function(
         "quantity",
         |ftx: &FunctionContext, s: Arc<String>| -> ResolveResult {
@@ -172,10 +199,8 @@ pub(crate) fn register(ctx: &mut Context<'static, 'static>) -> Result<(), String
                 .map(quantity_value)
                 .map_err(|e| ftx.error(e))
         },
-    )
-    .map_err(err)?;
-    ctx.add_function("isQuantity", |s: Arc<String>| s.parse::<Quantity>().is_ok())
-        .map_err(err)?;
+    )?;
+    ctx.add_function("isQuantity", |s: Arc<String>| s.parse::<Quantity>().is_ok())?;
     ctx.add_function(
         "semver",
         |ftx: &FunctionContext, Arguments(args): Arguments| -> ResolveResult {
@@ -184,63 +209,66 @@ pub(crate) fn register(ctx: &mut Context<'static, 'static>) -> Result<(), String
                 .map(semver_value)
                 .map_err(|e| ftx.error(e))
         },
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "isSemver",
         |ftx: &FunctionContext, Arguments(args): Arguments| -> ResolveResult {
             let (s, normalize) = semver_args(ftx, &args)?;
             Ok(Value::Bool(parse_semver(&s, normalize).is_ok()))
         },
-    )
-    .map_err(err)?;
+    )?;
+    Ok(())
+}
+
+/// `compareTo`, `isLessThan`, `isGreaterThan`, on quantities and versions alike.
+fn register_comparisons(ctx: &mut Context<'static, 'static>) -> Result<(), cel::DeclarationError> {
     ctx.add_function(
         "compareTo",
         |ftx: &FunctionContext, This(a): This<Value>, b: Value| -> ResolveResult {
             Ok(Value::Int(order(ftx, &a, &b)? as i64))
         },
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "isLessThan",
         |ftx: &FunctionContext, This(a): This<Value>, b: Value| -> ResolveResult {
             Ok(Value::Bool(order(ftx, &a, &b)?.is_lt()))
         },
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "isGreaterThan",
         |ftx: &FunctionContext, This(a): This<Value>, b: Value| -> ResolveResult {
             Ok(Value::Bool(order(ftx, &a, &b)?.is_gt()))
         },
-    )
-    .map_err(err)?;
+    )?;
+    Ok(())
+}
+
+/// A quantity's `add`, `sub`, `sign`, `isInteger`, `asInteger`, `asApproximateFloat`.
+fn register_quantity_methods(
+    ctx: &mut Context<'static, 'static>,
+) -> Result<(), cel::DeclarationError> {
     ctx.add_function(
         "add",
         |ftx: &FunctionContext, This(q): This<Value>, x: Value| arithmetic(ftx, &q, &x, 1),
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "sub",
         |ftx: &FunctionContext, This(q): This<Value>, x: Value| arithmetic(ftx, &q, &x, -1),
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "sign",
         |ftx: &FunctionContext, This(q): This<Value>| -> ResolveResult {
             let q = as_quantity(&q).ok_or_else(|| ftx.error("sign() needs a quantity"))?;
             Ok(Value::Int(q.millis().signum() as i64))
         },
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "isInteger",
         |ftx: &FunctionContext, This(q): This<Value>| -> ResolveResult {
             let q = as_quantity(&q).ok_or_else(|| ftx.error("isInteger() needs a quantity"))?;
             Ok(Value::Bool(whole(q).is_some()))
         },
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "asInteger",
         |ftx: &FunctionContext, This(q): This<Value>| -> ResolveResult {
@@ -249,8 +277,7 @@ pub(crate) fn register(ctx: &mut Context<'static, 'static>) -> Result<(), String
                 .map(Value::Int)
                 .ok_or_else(|| ftx.error("cannot convert value to integer"))
         },
-    )
-    .map_err(err)?;
+    )?;
     ctx.add_function(
         "asApproximateFloat",
         |ftx: &FunctionContext, This(q): This<Value>| -> ResolveResult {
@@ -258,8 +285,12 @@ pub(crate) fn register(ctx: &mut Context<'static, 'static>) -> Result<(), String
                 .ok_or_else(|| ftx.error("asApproximateFloat() needs a quantity"))?;
             Ok(Value::Float(q.millis() as f64 / 1000.0))
         },
-    )
-    .map_err(err)?;
+    )?;
+    Ok(())
+}
+
+/// A version's `major`, `minor`, `patch`.
+fn register_semver_parts(ctx: &mut Context<'static, 'static>) -> Result<(), cel::DeclarationError> {
     for (name, part) in [("major", 0usize), ("minor", 1), ("patch", 2)] {
         ctx.add_function(
             name,
@@ -270,8 +301,7 @@ pub(crate) fn register(ctx: &mut Context<'static, 'static>) -> Result<(), String
                     .map(Value::Int)
                     .map_err(|_| ftx.error("version part out of range"))
             },
-        )
-        .map_err(err)?;
+        )?;
     }
     Ok(())
 }
@@ -286,17 +316,17 @@ mod tests {
         assert_eq!(normalize_semver("01.002.3-rc.1"), "1.2.3-rc.1");
         assert_eq!(normalize_semver("1"), "1.0.0");
         assert!(
-            parse_semver("1.2", false).is_err(),
+            parse_semver("1.2", SemverReading::Strict).is_err(),
             "strict without normalize"
         );
-        assert!(parse_semver("v1.2", true).is_ok());
+        assert!(parse_semver("v1.2", SemverReading::Normalized).is_ok());
     }
 
     #[test]
     fn versions_equal_in_precedence_are_equal() {
-        let a = parse_semver("1.2.3+build.1", false).unwrap();
-        let b = parse_semver("1.2.3+build.2", false).unwrap();
+        let a = parse_semver("1.2.3+build.1", SemverReading::Strict).unwrap();
+        let b = parse_semver("1.2.3+build.2", SemverReading::Strict).unwrap();
         assert_eq!(a, b);
-        assert_ne!(a, parse_semver("1.2.4", false).unwrap());
+        assert_ne!(a, parse_semver("1.2.4", SemverReading::Strict).unwrap());
     }
 }

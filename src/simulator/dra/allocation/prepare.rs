@@ -2,10 +2,10 @@
 //! resolved, counts checked, "All" requests' devices collected, the claim's 32-result limit checked. What
 //! the search then reads: which devices of the node an ask may take, in pool then slice order.
 
-use super::classes::{DeviceClasses, SelectorSet};
-use super::pools::{NodePool, PoolState};
-use super::unallocatable::{RequestRef, Unallocatable};
 use crate::model::{AllocationMode, ClaimSpec, DeviceAsk, MatchAttribute, Name};
+use crate::simulator::dra::classes::{DeviceClasses, SelectorSet};
+use crate::simulator::dra::pools::{NodePool, PoolState};
+use crate::simulator::dra::unallocatable::{RequestRef, Unallocatable};
 use std::sync::Arc;
 
 /// `AllocationResultsMaxSize`: results one claim's allocation may hold.

@@ -3,7 +3,7 @@
 //! `cel.bind`). A compile error, a runtime error or a result that is not a bool is a [`SelectorError`]
 //! naming the expression, never a panic.
 
-use super::device_value::{DeviceRef, DeviceValue};
+use super::device_value::{DeviceRef, DeviceValue, NoDeviceValue};
 use super::{cel_library, cel_regex};
 use crate::model::{FastMap, Name};
 use cel::{Context, Env, Program, Value};
@@ -44,31 +44,40 @@ impl fmt::Display for SelectorError {
 
 /// One expression, compiled (or why it does not compile).
 #[derive(Debug)]
-pub(crate) struct Compiled {
+pub(crate) struct CompiledSelector {
     pub(crate) expression: Name,
-    program: Result<Program, String>,
+    program: Result<Program, NotCompiled>,
 }
 
-impl Compiled {
-    fn new(expression: Name) -> Compiled {
+/// Why an expression does not compile.
+#[derive(Debug, thiserror::Error)]
+enum NotCompiled {
+    #[error("expression is {0} bytes, longer than the limit of {MAX_EXPRESSION_LEN}")]
+    TooLong(usize),
+    #[error("the CEL parser failed on this expression")]
+    ParserFailed,
+    /// The parser's own message.
+    #[error("{0}")]
+    Parse(String),
+}
+
+impl CompiledSelector {
+    fn new(expression: Name) -> CompiledSelector {
         let program = if expression.len() > MAX_EXPRESSION_LEN {
-            Err(format!(
-                "expression is {} bytes, longer than the limit of {MAX_EXPRESSION_LEN}",
-                expression.len()
-            ))
+            Err(NotCompiled::TooLong(expression.len()))
         } else {
             catch_unwind(|| ENV.compile(&expression))
-                .map_err(|_| "the CEL parser failed on this expression".to_string())
-                .and_then(|r| r.map_err(|e| e.to_string()))
+                .map_err(|_| NotCompiled::ParserFailed)
+                .and_then(|r| r.map_err(|e| NotCompiled::Parse(e.to_string())))
         };
-        Compiled {
+        CompiledSelector {
             expression,
             program,
         }
     }
 
     pub(crate) fn compile_error(&self) -> Option<SelectorError> {
-        (self.program.as_ref().err()).map(|e| self.error(SelectorErrorKind::Compile, e.clone()))
+        (self.program.as_ref().err()).map(|e| self.error(SelectorErrorKind::Compile, e.to_string()))
     }
 
     fn error(&self, kind: SelectorErrorKind, message: String) -> SelectorError {
@@ -83,12 +92,12 @@ impl Compiled {
     /// that is not semver), which fails every selector that gets this far.
     pub(crate) fn matches(
         &self,
-        device: &Result<DeviceValue, String>,
+        device: &Result<DeviceValue, NoDeviceValue>,
     ) -> Result<bool, SelectorError> {
         let program = (self.program.as_ref())
-            .map_err(|e| self.error(SelectorErrorKind::Compile, e.clone()))?;
+            .map_err(|e| self.error(SelectorErrorKind::Compile, e.to_string()))?;
         let device =
-            (device.as_ref()).map_err(|e| self.error(SelectorErrorKind::Runtime, e.clone()))?;
+            (device.as_ref()).map_err(|e| self.error(SelectorErrorKind::Runtime, e.to_string()))?;
         let run = || {
             let mut scope = ROOT.new_inner_scope();
             scope.add_variable_as_val("device", Box::new(DeviceRef(device)));
@@ -118,7 +127,7 @@ impl Compiled {
 /// Compiled expressions by their text, shared by classes' and claims' selectors.
 #[derive(Debug, Default)]
 pub(crate) struct CompileCache {
-    programs: Mutex<FastMap<Name, Arc<Compiled>>>,
+    programs: Mutex<FastMap<Name, Arc<CompiledSelector>>>,
 }
 
 /// Expressions a cache carries into the next loop's: claims' selectors come and go, so past this many
@@ -138,12 +147,12 @@ impl CompileCache {
         }
     }
 
-    pub(crate) fn get(&self, expression: &Name) -> Arc<Compiled> {
+    pub(crate) fn get(&self, expression: &Name) -> Arc<CompiledSelector> {
         let mut programs = self.programs.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(found) = programs.get(expression) {
             return found.clone();
         }
-        let compiled = Arc::new(Compiled::new(expression.clone()));
+        let compiled = Arc::new(CompiledSelector::new(expression.clone()));
         programs.insert(expression.clone(), compiled.clone());
         compiled
     }

@@ -2,9 +2,9 @@
 //! set of a pool has left after the devices already allocated from the pool (whichever node they target),
 //! and what the devices picked so far take. A device fits when every counter it consumes still covers it.
 
-use super::in_use::InUse;
-use super::pools::Pool;
 use crate::model::{Device, Name};
+use crate::simulator::dra::in_use::InUse;
+use crate::simulator::dra::pools::Pool;
 use std::collections::BTreeMap;
 
 /// Thousandths of a counter's unit left, by counter set and counter.

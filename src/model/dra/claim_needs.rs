@@ -2,7 +2,7 @@
 //! the simulation reads it from the pod: claims to allocate there, allocations that pin the pod, a claim the
 //! cluster lacks.
 
-use super::dra::{Allocation, ClaimSpec, Name};
+use super::objects::{Allocation, ClaimSpec, Name};
 use std::fmt;
 use std::sync::Arc;
 
