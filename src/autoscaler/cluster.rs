@@ -1,9 +1,9 @@
 //! Where the companion reads the cluster from. Every source hands out the same converted view; the live
 //! one (kube) keeps it current from watches, so asking is cheap and a loop never waits on the API server.
 
-use crate::k8s::capacity_buffer as api;
+use crate::k8s as api;
 
-use crate::k8s::provisioning_request as provreq;
+use crate::k8s as provreq;
 use crate::k8s::{
     BufferObjects, CapacityBuffer, CapacityQuotaObject, CustomResource, ProvisioningRequest,
     RequestObjects, SnapshotError, parse_snapshot, read_snapshot_text,

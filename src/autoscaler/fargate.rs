@@ -9,7 +9,7 @@
 
 use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::status::FargatePod;
-use crate::k8s::{PodFacts, objects};
+use crate::k8s::{PodFacts, pod_to_pb_bytes};
 use crate::model::{FargateProfile, Pod, PodList, PodMatch};
 use crate::model::{Matcher, SCHEDULER_NAME, Selection};
 use crate::simulator::EquivalenceGroup;
@@ -144,7 +144,7 @@ impl FargateAnswers {
         }
         let answer = match &pod.json {
             Some(json) => client.match_pod_json(json.clone()).await?,
-            None => client.match_pod(objects::pod_to_pb_bytes(pod)).await?,
+            None => client.match_pod(pod_to_pb_bytes(pod)).await?,
         }
         // ListProfiles answered, so the service is there; a provider without MatchPod says nothing more.
         .unwrap_or_default();
@@ -161,7 +161,7 @@ impl FargateAnswers {
 fn shape(pod: &Pod, selection: &Selection) -> Option<String> {
     let facts = match &pod.json {
         Some(json) => crate::k8s::PodFacts::from_text(json),
-        None => crate::k8s::PodFacts::from_bytes(&objects::pod_to_pb_bytes(pod)),
+        None => crate::k8s::PodFacts::from_bytes(&pod_to_pb_bytes(pod)),
     }
     .ok()?;
     let facts = PodFacts {

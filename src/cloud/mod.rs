@@ -20,6 +20,7 @@ pub use crate::model::{FargateProfile, FargateSelector};
 pub use backend::{CloudError, CloudObserver, NodeGroupBackend};
 pub use dra::{DraError, KNOWN_DRIVERS, NVIDIA_GPU_DRIVER};
 pub use fargate::{PROFILE_LABEL, SCHEDULER_NAME, Selection, assess};
+pub use instance_types::gpu_types;
 pub use node_group::{
     Instance, InstanceError, InstanceErrorClass, InstanceState, NodeGroupSpec, OptionOverrides,
 };

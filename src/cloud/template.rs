@@ -3,7 +3,7 @@
 //! The node must look like the one EKS would register: the same capacity, the allocatable the EKS AMI
 //! leaves after its reservations, the same well-known labels, the group's taints, and Ready.
 
-use crate::k8s::quantity;
+use crate::k8s::{bytes_quantity, count_quantity, cpu_quantity};
 use crate::model::{
     CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NODE_GROUP_IMAGE_LABEL, NODE_GROUP_LABEL, Resources,
     label_value, subdomain_part,
@@ -71,19 +71,19 @@ pub fn eks_allocatable(capacity: &Resources) -> Resources {
 fn to_quantities(resources: Resources) -> BTreeMap<String, Quantity> {
     let q = |s: String| Quantity { string: Some(s) };
     let mut map = BTreeMap::from([
-        ("cpu".to_string(), q(quantity::cpu(resources.cpu_millis))),
+        ("cpu".to_string(), q(cpu_quantity(resources.cpu_millis))),
         (
             "memory".to_string(),
-            q(quantity::bytes(resources.memory_bytes)),
+            q(bytes_quantity(resources.memory_bytes)),
         ),
-        ("pods".to_string(), q(quantity::count(resources.pods))),
+        ("pods".to_string(), q(count_quantity(resources.pods))),
     ]);
     if resources.ephemeral_storage_bytes > 0 {
-        let storage = quantity::bytes(resources.ephemeral_storage_bytes);
+        let storage = bytes_quantity(resources.ephemeral_storage_bytes);
         map.insert("ephemeral-storage".into(), q(storage));
     }
     if resources.gpus > 0 {
-        map.insert(GPU_RESOURCE.into(), q(quantity::count(resources.gpus)));
+        map.insert(GPU_RESOURCE.into(), q(count_quantity(resources.gpus)));
     }
     map
 }
@@ -211,7 +211,7 @@ mod tests {
         assert_eq!(a.cpu_millis, 1930);
         assert_eq!(a.memory_bytes, 7518 * MI);
         assert_eq!(a.pods, 29);
-        assert_eq!(quantity::bytes(a.ephemeral_storage_bytes), "17Gi");
+        assert_eq!(bytes_quantity(a.ephemeral_storage_bytes), "17Gi");
     }
 
     #[test]

@@ -15,11 +15,20 @@ mod snapshot; // `kubectl get nodes,pods,pdb -A -o json` files, read item by ite
 mod snapshot_pod; // a snapshot's pod, its status read only for what is used
 
 pub use autoscaling_group::{CustomResource, GROUP as AUTOSCALING_GROUP};
-pub use capacity_buffer::{BufferObjects, CapacityBuffer, Scalable, Template, VersionedBuffer};
+pub use capacity_buffer::{
+    ACTIVE_CAPACITY as BUFFER_ACTIVE_CAPACITY, BufferObjects, BufferSpec, BufferStatus,
+    CapacityBuffer, LocalObjectRef, PROVISIONING as BUFFER_PROVISIONING,
+    READY_FOR_PROVISIONING as BUFFER_READY_FOR_PROVISIONING, Scalable, ScalableRef, Template,
+    VersionedBuffer,
+};
 pub use capacity_quota::{
     CapacityQuotaObject, CapacityQuotaStatus, RECONCILED_CONDITION, RECONCILIATION_FAILED,
     RECONCILIATION_SUCCEEDED, Usage as QuotaUsage, VALID_CONDITION, VALIDATION_FAILED,
     VALIDATION_SUCCEEDED, quota_from_value, read_status as read_quota_status,
+};
+pub use conditions::{
+    Set as ConditionSet, find as find_condition, is_true as condition_is_true,
+    set as set_condition, since as condition_since, time as condition_time,
 };
 pub use dra::{
     DRA_GROUP, DRA_KINDS, DRA_VERSIONS, claim_template, device_class, read_dra_object,
@@ -28,14 +37,20 @@ pub use dra::{
 };
 pub use object_error::ObjectError;
 pub use objects::{
-    CONSUME_ANNOTATION, daemonset_pod, node_from_api, node_from_pb, pdb_from_api, pod_from_api,
-    pod_to_pb_bytes, template_pod,
+    CONSUME_ANNOTATION, daemonset_pod, marked_unschedulable, node_from_api, node_from_pb,
+    pdb_from_api, pod_from_api, pod_to_pb_bytes, template_pod, time as time_from_api,
 };
 pub use pod::{PodError, PodFacts};
 pub use provisioning_request::{
-    ProvisioningRequest, RequestObjects, VersionedRequest, request_key,
+    ACCEPTED as REQUEST_ACCEPTED, BEST_EFFORT_ATOMIC, BOOKING_EXPIRED as REQUEST_BOOKING_EXPIRED,
+    CHECK_CAPACITY, FAILED as REQUEST_FAILED, NO_RETRY as REQUEST_NO_RETRY,
+    PROVISIONED as REQUEST_PROVISIONED, ProvisioningRequest, RequestObjects, RequestSpec,
+    RequestStatus, VersionedRequest, request_key,
 };
-pub use quantity::{Quantity, QuantityError};
+pub use quantity::{
+    Quantity, QuantityError, bytes as bytes_quantity, count as count_quantity, cpu as cpu_quantity,
+    quantity as quantity_text,
+};
 pub use snapshot::{
     DISRUPTION_CONFIG_KEY, DISRUPTION_CONFIG_MAP, SnapshotError, SnapshotObjects, parse_snapshot,
     read_snapshot_text,

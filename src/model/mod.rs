@@ -28,7 +28,10 @@ pub use dra::{
     IMPLICIT_EXTENDED_RESOURCE_PREFIX, MatchAttribute, Name, NeededClaim, NodeScope, PodClaim,
     PodDra, PoolRef, QualifiedName, ResourceClaim, ResourceSlice,
 };
-pub use fargate::{FargateProfile, FargateSelector, PodMatch};
+pub use fargate::{
+    FargateProfile, FargateSelector, PodMatch, label_keys as fargate_label_keys,
+    namespaces_taken as fargate_namespaces,
+};
 pub use fargate::{Matcher, PROFILE_LABEL, SCHEDULER_NAME, Selection, select};
 pub use fast_map::{FastMap, FastSet};
 pub use invalid::Invalid;

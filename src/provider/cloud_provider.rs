@@ -8,7 +8,7 @@ use super::observe::observe;
 use super::options;
 use super::sizes::{self, GroupLocks, Increase, status};
 use super::template_info;
-use crate::cloud::{InstanceState, NodeGroupBackend, NodeGroupSpec, instance_types, template};
+use crate::cloud::{InstanceState, NodeGroupBackend, NodeGroupSpec, gpu_types};
 use crate::cloud::{PriceError, SCHEDULER_NAME, assess, node_price_per_hour, pod_price_per_hour};
 use crate::k8s;
 use crate::proto::externalgrpc::cloud_provider_server::CloudProvider;
@@ -375,7 +375,7 @@ impl CloudProvider for CloudProviderService {
     ) -> Result<Response<GpuLabelResponse>, Status> {
         self.observe("GPULabel", async {
             Ok(GpuLabelResponse {
-                label: template::GPU_LABEL.into(),
+                label: crate::model::GPU_LABEL.into(),
             })
         })
         .await
@@ -386,7 +386,7 @@ impl CloudProvider for CloudProviderService {
         _: Request<GetAvailableGpuTypesRequest>,
     ) -> Result<Response<GetAvailableGpuTypesResponse>, Status> {
         self.observe("GetAvailableGPUTypes", async {
-            let gpu_types = instance_types::gpu_types()
+            let gpu_types = gpu_types()
                 .into_iter()
                 .map(|t| (t.to_string(), prost_types::Any::default()))
                 .collect();

@@ -27,4 +27,4 @@ pub use spread_mins::SpreadMins;
 pub use topology::Partners;
 pub use topology::{Place, PlaceKind, PodTerms, Topology};
 pub use world::Filling;
-pub use world::{build_places, place_all, pods_by_node};
+pub use world::{build_places, explain, place_all, pods_by_node};

@@ -14,7 +14,10 @@ use crate::autoscaler::control::kube_quotas::QuotaWatches;
 use crate::autoscaler::control::kube_requests::RequestWatches;
 use crate::autoscaler::control::mirror::Mirror;
 use crate::autoscaler::control::watch::{MANAGER, drive};
-use crate::k8s::{DISRUPTION_CONFIG_KEY, DISRUPTION_CONFIG_MAP, objects};
+use crate::k8s::{
+    DISRUPTION_CONFIG_KEY, DISRUPTION_CONFIG_MAP, daemonset_pod, marked_unschedulable,
+    node_from_api, pdb_from_api, pod_from_api,
+};
 use crate::model::{Alike, Taint};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
@@ -93,7 +96,7 @@ fn unschedulable(pod: &Pod) -> bool {
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
         .is_none_or(str::is_empty);
-    pending && objects::marked_unschedulable(pod.status.as_ref())
+    pending && marked_unschedulable(pod.status.as_ref())
 }
 
 impl Kube {
@@ -130,7 +133,7 @@ impl Kube {
             // outlives a pod, so a pod read today shares with one read yesterday.
             let mut alike = Alike::default();
             let convert = move |pod: &Pod| {
-                let mut pod = objects::pod_from_api(pod, true)
+                let mut pod = pod_from_api(pod, true)
                     .map_err(|e| tracing::warn!(error = %e, "pod left out of the loop"))
                     .ok()?;
                 alike.share(&mut pod);
@@ -260,7 +263,7 @@ impl Kube {
 
 /// A node in the model, or none (with a warning: one odd node must not stop the loop).
 fn convert_node(node: &Node) -> Option<crate::model::Node> {
-    objects::node_from_api(node)
+    node_from_api(node)
         .map_err(|e| tracing::warn!(error = %e, "node left out of the loop"))
         .ok()
 }
@@ -278,13 +281,13 @@ impl ClusterSource for Kube {
         view.nodes = self.nodes.items();
         view.pods = self.pods.items();
         for pdb in self.pdbs.state() {
-            match objects::pdb_from_api(&pdb) {
+            match pdb_from_api(&pdb) {
                 Ok(pdb) => view.pdbs.push(pdb),
                 Err(e) => tracing::warn!(error = %e, "PodDisruptionBudget left out of the loop"),
             }
         }
         for ds in self.daemonsets.state() {
-            match objects::daemonset_pod(&ds) {
+            match daemonset_pod(&ds) {
                 Ok(pod) => view.daemonsets.push(pod),
                 Err(e) => tracing::warn!(error = %e, "DaemonSet left out of the loop"),
             }
@@ -372,7 +375,7 @@ impl ClusterSource for Kube {
             .map_err(|e| ClusterError::Kube(format!("listing the pods on node {node}: {e}")))?;
         let mut pods = Vec::new();
         for pod in &list.items {
-            match objects::pod_from_api(pod, false) {
+            match pod_from_api(pod, false) {
                 // The field selector is the API server's; the filter holds whatever it answered.
                 Ok(pod) if pod.node_name.as_deref() == Some(node) => pods.push(pod),
                 Ok(_) => {}

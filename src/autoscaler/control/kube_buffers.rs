@@ -5,7 +5,7 @@
 
 use crate::autoscaler::cluster::{BufferStatus, ClusterError};
 use crate::autoscaler::control::watch::{CustomWatch, reflect};
-use crate::k8s::capacity_buffer as api;
+use crate::k8s as api;
 use crate::k8s::{BufferObjects, CapacityBuffer, Scalable, Template};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;

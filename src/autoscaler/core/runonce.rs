@@ -54,9 +54,12 @@ use crate::autoscaler::settings::Settings;
 use crate::autoscaler::status::{
     ClusterHealth, LoopProblem, LoopStage, NoScaleUp, ProblemKind, ScaleUp, Status,
 };
-use crate::model::{FargateProfile, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate};
+use crate::model::{
+    FargateProfile, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate_label_keys,
+    fargate_namespaces,
+};
 use crate::simulator::Dra;
-use crate::simulator::equivalence::{self, EquivalenceGroup};
+use crate::simulator::{EquivalenceGroup, group_pods};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -261,14 +264,13 @@ impl RunOnce {
         let projection = LabelProjection::of(selecting, []);
         let projection = match in_use {
             Some(profiles) => projection.scoped(
-                fargate::label_keys(profiles),
-                fargate::namespaces_taken(profiles, pods),
+                fargate_label_keys(profiles),
+                fargate_namespaces(profiles, pods),
             ),
             None => projection,
         };
-        let help = equivalence::group_pods(pods, std::mem::take(&mut sorted.to_help), &projection);
-        let on_fargate =
-            equivalence::group_pods(pods, std::mem::take(&mut sorted.fargate), &projection);
+        let help = group_pods(pods, std::mem::take(&mut sorted.to_help), &projection);
+        let on_fargate = group_pods(pods, std::mem::take(&mut sorted.fargate), &projection);
         let client = &self.client;
         let found = (self.fargate).report(client, in_use, pods, &on_fargate, &help);
         let found = found.await;

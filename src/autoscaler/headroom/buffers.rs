@@ -5,10 +5,11 @@
 //! condition.
 
 use crate::autoscaler::cluster::BufferStatus;
-use crate::k8s::capacity_buffer::{
-    self as api, ACTIVE_CAPACITY, LocalObjectRef, PROVISIONING, READY_FOR_PROVISIONING,
+use crate::k8s::{
+    self as api, BUFFER_ACTIVE_CAPACITY as ACTIVE_CAPACITY, BUFFER_PROVISIONING as PROVISIONING,
+    BUFFER_READY_FOR_PROVISIONING as READY_FOR_PROVISIONING, BufferObjects, ConditionSet,
+    LocalObjectRef, Quantity, VersionedBuffer, set_condition,
 };
-use crate::k8s::{BufferObjects, Quantity, VersionedBuffer, conditions};
 use crate::model::{Invalid, Pod};
 use std::time::SystemTime;
 
@@ -95,7 +96,7 @@ pub fn resolve(read: &VersionedBuffer, objects: &BufferObjects, now: SystemTime)
             resolved.status.pod_template_generation = template.map(|t| t.1);
             resolved.status.replicas = Some(i32::try_from(count).unwrap_or(i32::MAX));
             resolved.set(
-                conditions::Set {
+                ConditionSet {
                     kind: READY_FOR_PROVISIONING,
                     ok: true,
                     reason: READY,
@@ -116,7 +117,7 @@ pub fn resolve(read: &VersionedBuffer, objects: &BufferObjects, now: SystemTime)
             resolved.status.pod_template_generation = None;
             resolved.status.replicas = None;
             resolved.set(
-                conditions::Set {
+                ConditionSet {
                     kind: READY_FOR_PROVISIONING,
                     ok: false,
                     reason: NOT_READY,
@@ -264,9 +265,9 @@ impl Resolved {
         }
     }
 
-    /// Sets condition `kind` (see [`conditions::set`]).
-    fn set(&mut self, set: conditions::Set<'_>, now: SystemTime) {
-        conditions::set(&mut self.status.conditions, set, self.generation, now);
+    /// Sets condition `kind` (see [`set_condition`]).
+    fn set(&mut self, set: ConditionSet<'_>, now: SystemTime) {
+        set_condition(&mut self.status.conditions, set, self.generation, now);
     }
 
     /// Sets `Provisioning` from where the loop put the buffer's chunks: `unmet` of them fit in no free room
@@ -289,7 +290,7 @@ impl Resolved {
             ),
         };
         self.set(
-            conditions::Set {
+            ConditionSet {
                 kind: PROVISIONING,
                 ok,
                 reason,

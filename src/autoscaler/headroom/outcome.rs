@@ -11,7 +11,7 @@ use crate::autoscaler::status::{
     CapacityBufferStatus, ConditionStatus, HeadroomStatus, NoScaleUp, Placed, ScaleUp, Shape,
     Status,
 };
-use crate::k8s::{CapacityBuffer, quantity};
+use crate::k8s::{CapacityBuffer, bytes_quantity, cpu_quantity};
 use crate::model::Pod;
 use std::collections::{BTreeMap, HashMap};
 use std::time::SystemTime;
@@ -78,8 +78,8 @@ pub fn reserve(
             namespace: resolved.namespace.clone(),
             desired_chunks: resolved.chunks,
             chunk: resolved.chunk.as_ref().map(|c| Shape {
-                cpu: quantity::cpu(c.demand.cpu_millis),
-                memory: quantity::bytes(c.demand.memory_bytes),
+                cpu: cpu_quantity(c.demand.cpu_millis),
+                memory: bytes_quantity(c.demand.memory_bytes),
             }),
             in_free_room: 0,
             ready_replicas: None,

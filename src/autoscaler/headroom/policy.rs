@@ -347,8 +347,8 @@ impl Policy {
     pub fn describe_shape(&self) -> String {
         format!(
             "{}/{}",
-            crate::k8s::quantity::cpu(self.shape.cpu_millis),
-            crate::k8s::quantity::bytes(self.shape.memory_bytes)
+            crate::k8s::cpu_quantity(self.shape.cpu_millis),
+            crate::k8s::bytes_quantity(self.shape.memory_bytes)
         )
     }
 }

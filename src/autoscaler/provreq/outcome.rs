@@ -14,7 +14,7 @@ use crate::autoscaler::status::{
 };
 use crate::k8s::ProvisioningRequest;
 use crate::model::{LabelProjection, Pod, PodList};
-use crate::simulator::equivalence::{self, EquivalenceGroup};
+use crate::simulator::{EquivalenceGroup, group_pods};
 use std::collections::HashMap;
 use std::ops::Range;
 use std::time::SystemTime;
@@ -111,7 +111,7 @@ impl Requests {
         projection: &LabelProjection,
     ) -> Vec<Vec<EquivalenceGroup>> {
         (self.ranges.iter())
-            .map(|range| equivalence::group_pods(pods, range.clone(), projection))
+            .map(|range| group_pods(pods, range.clone(), projection))
             .collect()
     }
 

@@ -14,7 +14,7 @@ use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
 use crate::autoscaler::scaleup::limits::ClusterLimits;
 use crate::autoscaler::status::{RequestScaleUp, ScaleUp};
 use crate::model::{PodList, PodNames};
-use crate::simulator::equivalence::EquivalenceGroup;
+use crate::simulator::EquivalenceGroup;
 use std::time::SystemTime;
 
 /// What provisioning reads and changes of the loop: the snapshot a request's room is kept in, the groups

@@ -4,14 +4,12 @@
 //! naming a missing or unreadable template fails, as upstream's "pods cannot be created". The conditions
 //! are upstream's, with its reasons, messages and times (10 minutes of booking, 7 days to be provisioned).
 
-use crate::k8s::provisioning_request::{
-    self as api, ACCEPTED, BEST_EFFORT_ATOMIC, BOOKING_EXPIRED, CHECK_CAPACITY, FAILED, NO_RETRY,
-    PROVISIONED,
-};
 use crate::k8s::{
-    Template, VersionedRequest,
-    conditions::{self, Set},
-    objects,
+    self as api, BEST_EFFORT_ATOMIC, CHECK_CAPACITY, ConditionSet as Set,
+    REQUEST_ACCEPTED as ACCEPTED, REQUEST_BOOKING_EXPIRED as BOOKING_EXPIRED,
+    REQUEST_FAILED as FAILED, REQUEST_NO_RETRY as NO_RETRY, REQUEST_PROVISIONED as PROVISIONED,
+    Template, VersionedRequest, condition_is_true, condition_since, find_condition, set_condition,
+    time_from_api,
 };
 use crate::model::{Invalid, Pod};
 use std::time::{Duration, SystemTime};
@@ -137,17 +135,17 @@ fn resolve(
             .fold(0u32, u32::saturating_add),
         want: Want::Nothing,
         no_retry: request.spec.parameters.get(NO_RETRY).map(String::as_str) == Some("true"),
-        created: metadata.creation_timestamp.as_ref().map(objects::time),
+        created: metadata.creation_timestamp.as_ref().map(time_from_api),
         status: request.status.clone().unwrap_or_default(),
         previous: request.status.clone(),
         version: read.version,
         generation: metadata.generation,
     };
-    let ended = |c: &[_]| conditions::is_true(c, FAILED) || conditions::is_true(c, BOOKING_EXPIRED);
+    let ended = |c: &[_]| condition_is_true(c, FAILED) || condition_is_true(c, BOOKING_EXPIRED);
     if ended(&r.status.conditions) {
         return r;
     }
-    if conditions::find(&r.status.conditions, ACCEPTED).is_none() {
+    if find_condition(&r.status.conditions, ACCEPTED).is_none() {
         r.set(
             Set {
                 kind: ACCEPTED,
@@ -175,8 +173,8 @@ fn resolve(
         }
     }
     let conditions = &r.status.conditions;
-    if conditions::is_true(conditions, PROVISIONED) {
-        let since = conditions::since(conditions, PROVISIONED).unwrap_or(now);
+    if condition_is_true(conditions, PROVISIONED) {
+        let since = condition_since(conditions, PROVISIONED).unwrap_or(now);
         if since + BOOKING_TIME < now {
             let message = RESERVATION_EXPIRED_MSG.into();
             r.set(
@@ -324,7 +322,7 @@ impl Request {
     }
 
     fn set(&mut self, set: Set<'_>, now: SystemTime) {
-        conditions::set(&mut self.status.conditions, set, self.generation, now);
+        set_condition(&mut self.status.conditions, set, self.generation, now);
     }
 }
 
@@ -367,7 +365,7 @@ mod tests {
     }
 
     fn condition(r: &Request, kind: &str) -> (String, String, String) {
-        let c = conditions::find(&r.status.conditions, kind).unwrap();
+        let c = find_condition(&r.status.conditions, kind).unwrap();
         (c.status.clone(), c.reason.clone(), c.message.clone())
     }
 
@@ -504,6 +502,6 @@ mod tests {
             failed.2,
             "CA could not find requested capacity. 1 of 4 pods fit."
         );
-        assert!(conditions::find(&r.status.conditions, PROVISIONED).is_none());
+        assert!(find_condition(&r.status.conditions, PROVISIONED).is_none());
     }
 }

@@ -12,8 +12,7 @@ use crate::autoscaler::scaleup::orchestrator as planner;
 use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::status::{ScaleUp, describe_reasons};
 use crate::model::{PodList, PodNames};
-use crate::simulator::equivalence::EquivalenceGroup;
-use crate::simulator::world;
+use crate::simulator::{EquivalenceGroup, explain};
 
 /// At most this many requests are tried a loop, oldest first (the rest wait their turn, their status as it
 /// was): each trial copies the snapshot, so a queue of requests that do not fit must not make every loop cost
@@ -60,7 +59,7 @@ pub fn try_on(
         let why = first_left(pending, &fitted.done).map_or(String::new(), |e| {
             let pod = &world.pods[pending[e].pods[fitted.done[e]]];
             let terms = &fitted.terms[e];
-            let why = world::explain(&fork.topology, &fork.places, pod, terms, |_| false);
+            let why = explain(&fork.topology, &fork.places, pod, terms, |_| false);
             format!(" The next: {why}.")
         });
         return Ok(Tried::NotFound(format!(

@@ -8,7 +8,7 @@
 //! moved by group as nodes are planned, wherever the cluster's totals move.
 
 use crate::autoscaler::quotas::usage::usage_by_quota;
-use crate::k8s::quantity;
+use crate::k8s::bytes_quantity;
 use crate::model::{CapacityQuota, Node, QuotaSpec, ZONE_LABEL, quota_amount};
 use crate::simulator::{Place, PlaceKind};
 use std::sync::Arc;
@@ -259,7 +259,7 @@ pub struct QuotaFigure {
 /// A resource's amount as people read it: memory and storage with a binary suffix, the rest as counts.
 pub fn amount(resource: &str, n: u64) -> String {
     match resource {
-        "memory" | "ephemeral-storage" => quantity::bytes(n),
+        "memory" | "ephemeral-storage" => bytes_quantity(n),
         _ => n.to_string(),
     }
 }

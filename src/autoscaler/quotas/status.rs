@@ -13,9 +13,9 @@
 use crate::autoscaler::cluster::{self, ClusterSource, QuotaStatusWrite, StatusNotWritten};
 use crate::autoscaler::quotas::usage::usage_by_quota;
 use crate::k8s::{
-    CapacityQuotaObject, CapacityQuotaStatus, QuotaUsage as Usage, RECONCILED_CONDITION,
-    RECONCILIATION_FAILED, RECONCILIATION_SUCCEEDED, VALID_CONDITION, VALIDATION_FAILED,
-    VALIDATION_SUCCEEDED, conditions, quantity,
+    CapacityQuotaObject, CapacityQuotaStatus, ConditionSet, QuotaUsage as Usage,
+    RECONCILED_CONDITION, RECONCILIATION_FAILED, RECONCILIATION_SUCCEEDED, VALID_CONDITION,
+    VALIDATION_FAILED, VALIDATION_SUCCEEDED, condition_time, quantity_text, set_condition,
 };
 use crate::model::{
     CapacityQuota, GPU_LABEL, GPU_RESOURCE, NODES_RESOURCE, Node, Quantity, QuotaSpec, QuotaStatus,
@@ -90,13 +90,13 @@ fn reconcile_one(
     let generation = (quota.generation != 0).then_some(quota.generation);
     let mut conditions: Vec<Condition> = read.conditions.iter().map(wire_condition).collect();
     let mut set = |kind, ok, reason, message: &str| {
-        let set = conditions::Set {
+        let set = ConditionSet {
             kind,
             ok,
             reason,
             message: message.to_string(),
         };
-        conditions::set(&mut conditions, set, generation, now);
+        set_condition(&mut conditions, set, generation, now);
     };
     let used = match &quota.spec {
         Ok(spec) => {
@@ -132,7 +132,7 @@ fn reconcile_one(
         let stale = (read.used.iter().flat_map(BTreeMap::keys))
             .filter(|k| !used.contains_key(*k))
             .map(|k| (k.clone(), serde_json::Value::Null));
-        let written = (used.iter()).map(|(k, q)| (k.clone(), quantity::quantity(*q).into()));
+        let written = (used.iter()).map(|(k, q)| (k.clone(), quantity_text(*q).into()));
         Usage {
             resources: written.chain(stale).collect(),
         }
@@ -206,7 +206,7 @@ fn wire_condition(c: &crate::model::QuotaCondition) -> Condition {
         reason: c.reason.clone(),
         message: c.message.clone(),
         observed_generation: c.observed_generation,
-        last_transition_time: conditions::time(c.last_transition.unwrap_or(SystemTime::UNIX_EPOCH)),
+        last_transition_time: condition_time(c.last_transition.unwrap_or(SystemTime::UNIX_EPOCH)),
     }
 }
 

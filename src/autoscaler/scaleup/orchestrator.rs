@@ -459,23 +459,23 @@ fn expander_name(expander: &Expander) -> String {
 /// A reason with the numbers behind it when it is about room: `Insufficient cpu: the pod requests 64, an
 /// empty node has 1780m free after its DaemonSets`, each resource named when several are short.
 fn explain(why: &Unfit, pod: &Pod, template: &Place) -> String {
-    use crate::k8s::quantity;
+    use crate::k8s::{bytes_quantity, cpu_quantity};
     let Unfit::Insufficient(resources) = why else {
         return why.to_string();
     };
     let amounts = |resource: &str| match resource {
         "pods" => (pod.demand.pods.to_string(), template.free.pods.to_string()),
         "cpu" => (
-            quantity::cpu(pod.demand.cpu_millis),
-            quantity::cpu(template.free.cpu_millis),
+            cpu_quantity(pod.demand.cpu_millis),
+            cpu_quantity(template.free.cpu_millis),
         ),
         "memory" => (
-            quantity::bytes(pod.demand.memory_bytes),
-            quantity::bytes(template.free.memory_bytes),
+            bytes_quantity(pod.demand.memory_bytes),
+            bytes_quantity(template.free.memory_bytes),
         ),
         "ephemeral-storage" => (
-            quantity::bytes(pod.demand.ephemeral_storage_bytes),
-            quantity::bytes(template.free.ephemeral_storage_bytes),
+            bytes_quantity(pod.demand.ephemeral_storage_bytes),
+            bytes_quantity(template.free.ephemeral_storage_bytes),
         ),
         crate::model::GPU_RESOURCE => (pod.demand.gpus.to_string(), template.free.gpus.to_string()),
         other => (
