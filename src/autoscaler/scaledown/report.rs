@@ -5,7 +5,7 @@ use crate::autoscaler::status::{ScaleDownStatus, ScaleUp, Times};
 
 /// A group to back off, and why: a replacement's new node there was refused, failed to launch, or never
 /// turned Ready.
-pub type GroupBackoff = (String, String);
+pub type BackoffAsked = (String, String);
 
 /// Scale-down's part of the loop's report, with what the loop does beside it.
 #[derive(Debug, Default)]
@@ -18,7 +18,7 @@ pub struct ScaleDownReport {
     /// The new nodes asked for to replace expired and drifted nodes, each naming the node it replaces.
     pub scale_ups: Vec<ScaleUp>,
     /// Groups to back off: not part of the status, a decision for the loop's backoff.
-    pub backoffs: Vec<GroupBackoff>,
+    pub backoffs: Vec<BackoffAsked>,
 }
 
 impl ScaleDownReport {
