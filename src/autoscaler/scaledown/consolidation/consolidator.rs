@@ -7,7 +7,7 @@ use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::group::GroupFacts;
 use crate::autoscaler::group::{Group, Totals};
-use crate::autoscaler::scaledown::act::actuation::{Actuator, Cause};
+use crate::autoscaler::scaledown::act::actuation::{Actuator, Cause, DeletionKind, DeletionOrder};
 use crate::autoscaler::scaledown::consolidation::replacement::{InFlight, Replacements};
 use crate::autoscaler::scaledown::consolidation::search::{
     self, Ask, NotConsolidatedBecause, ReplacementTarget,
@@ -263,10 +263,13 @@ impl Consolidator {
             let Some(node) = view.nodes.iter().find(|n| n.name == name) else {
                 continue;
             };
-            match actuator
-                .start(cluster, node, &group, false, cause, now)
-                .await
-            {
+            let order = DeletionOrder {
+                node,
+                group: &group,
+                kind: DeletionKind::Drain,
+                cause,
+            };
+            match actuator.start(cluster, order, now).await {
                 Ok(()) => {
                     let why = match cause {
                         Cause::Disruption { reason, .. } => {
