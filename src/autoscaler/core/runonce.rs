@@ -42,6 +42,7 @@ use crate::autoscaler::provreq::provision;
 use crate::autoscaler::quotas::{QuotaBefore, QuotaReport, QuotaStage};
 use crate::autoscaler::scaledown::carry_out::CarryGround;
 use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
+use crate::autoscaler::scaledown::consolidation::replacement::WatchMode;
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::decision::Scene;
 use crate::autoscaler::scaledown::policy::ScaleDownPolicy;
@@ -382,10 +383,14 @@ impl RunOnce {
         }
         // Replacements waiting for their new node: which is theirs, whether it is Ready, or too late.
         let replacements = self.down.replacements();
-        let act = self.settings.act;
+        let mode = if self.settings.act {
+            WatchMode::Act
+        } else {
+            WatchMode::PlanOnly
+        };
         report.merge(
             replacements
-                .watch(&self.client, act, view, facts, now)
+                .watch(&self.client, mode, view, facts, now)
                 .await,
         );
         for (group, why) in std::mem::take(&mut report.backoffs) {

@@ -7,9 +7,9 @@ use super::policy::ScaleDownPolicy;
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::group::GroupFacts;
 use crate::autoscaler::scaledown::act::actuation::{
-    self, Cause, DeletionKind, DeletionOrder, Outcome, StepGround,
+    self, Cause, DeletionOrder, Outcome, StepGround,
 };
-use crate::autoscaler::scaledown::consolidation::replacement::InFlight;
+use crate::autoscaler::scaledown::consolidation::replacement::{InFlight, OldNodeFate};
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::report::ScaleDownReport;
 use crate::autoscaler::status::{DisruptionStatus, ScaleDownStatus, Times};
@@ -139,7 +139,7 @@ impl ScaleDownPolicy {
             let order = DeletionOrder {
                 node,
                 group: &group,
-                kind: DeletionKind::of(d.empty),
+                kind: d.kind,
                 cause: d.cause,
             };
             match self.actuator.start(cluster, order, now).await {
@@ -258,13 +258,14 @@ impl ScaleDownPolicy {
                 *self.deleted.entry(group.clone()).or_default() += 1;
                 // Why it went, as scale-down (or consolidation, or expiry) said when it started.
                 let reason = if let Cause::Disruption { reason, .. } = cause {
-                    (report.status.replacements).extend(replacements.ended(&node, true, ""));
+                    (report.status.replacements)
+                        .extend(replacements.ended(&node, OldNodeFate::Deleted));
                     reason
                 } else if replacements.draining(&node) {
                     report
                         .status
                         .replacements
-                        .extend(replacements.ended(&node, true, ""));
+                        .extend(replacements.ended(&node, OldNodeFate::Deleted));
                     "consolidated"
                 } else if empty {
                     "empty"
@@ -278,14 +279,15 @@ impl ScaleDownPolicy {
                 report
                     .status
                     .replacements
-                    .extend(replacements.ended(&node, false, &why));
+                    .extend(replacements.ended(&node, OldNodeFate::Stays(&why)));
                 report.errors.push(format!(
                     "scale-down of {node} failed, it stays in service: {why}"
                 ));
                 (node, group, "failed", why)
             }
             Outcome::Stopped { node, group, why } => {
-                (report.status.replacements).extend(replacements.ended(&node, false, &why));
+                (report.status.replacements)
+                    .extend(replacements.ended(&node, OldNodeFate::Stays(&why)));
                 (node, group, "stopped", why)
             }
             Outcome::Draining {

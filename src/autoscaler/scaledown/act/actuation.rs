@@ -12,6 +12,7 @@
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::{ClusterError, ClusterSource, ClusterView};
 use crate::autoscaler::scaledown::plan::drainability::{self, Blocking, PdbBudget, Rules, Verdict};
+use crate::autoscaler::scaledown::plan::planner::DeletionKind;
 use crate::model::{
     DELETION_CANDIDATE_TAINT, Node, Phase, Pod, PodList, TO_BE_DELETED_TAINT, Taint, TaintEffect,
 };
@@ -50,26 +51,6 @@ pub enum Cause {
         reason: &'static str,
         grace: Option<Duration>,
     },
-}
-
-/// Whether a deletion has pods to move, as cluster-autoscaler tells its empty deletions from its drains.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DeletionKind {
-    /// Planned with no pod to move: aborted if pods arrive.
-    Empty,
-    /// Its pods are evicted first.
-    Drain,
-}
-
-impl DeletionKind {
-    /// The kind of a removal planned `empty` (with no pod to move) or not.
-    pub fn of(empty: bool) -> DeletionKind {
-        if empty {
-            DeletionKind::Empty
-        } else {
-            DeletionKind::Drain
-        }
-    }
 }
 
 /// A node to start removing: which, its group, whether it has pods to move, and why it goes.
