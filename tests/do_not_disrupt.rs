@@ -9,7 +9,9 @@ mod common;
 use common::cluster::{list, nodes_of, running, simulate_json};
 use common::simulated::{owned, simulated};
 use common::{Binary, Server};
-use ekscale::autoscaler::scaledown::{Actuator, Cause, Outcome, Pacing};
+use ekscale::autoscaler::scaledown::{
+    Actuator, Cause, DeletionKind, DeletionOrder, Outcome, Pacing, StepGround,
+};
 use ekscale::autoscaler::status::Status;
 use ekscale::autoscaler::{ClusterSource, DisruptionConfig, ProviderClient, RunOnce, Settings};
 use ekscale::model::{NODE_GROUP_IMAGE_LABEL, Pod, TO_BE_DELETED_TAINT};
@@ -486,26 +488,26 @@ async fn a_drain_under_way_without_a_grace_period_is_held_for_good() {
         grace: None,
     };
     let started = cluster.now();
-    (actuator
-        .start(&*cluster, &node, "general", false, cause, started)
-        .await)
-        .unwrap();
+    let order = DeletionOrder {
+        node: &node,
+        group: "general",
+        kind: DeletionKind::Drain,
+        cause,
+    };
+    (actuator.start(&*cluster, order, started).await).unwrap();
     let updating = HashSet::new();
     let mut held = 0;
     for _ in 0..200 {
         server.sim().clock().advance(Duration::from_secs(600));
         let view = cluster.view().await.unwrap();
-        let outcomes = actuator
-            .advance(
-                &*cluster,
-                &client,
-                &view,
-                &rules,
-                &pacing,
-                &updating,
-                cluster.now(),
-            )
-            .await;
+        let ground = StepGround {
+            cluster: &*cluster,
+            client: &client,
+            view: &view,
+            rules: &rules,
+            pacing: &pacing,
+        };
+        let outcomes = actuator.advance(&ground, &updating, cluster.now()).await;
         let [
             Outcome::Draining {
                 held: Some("drifted"),

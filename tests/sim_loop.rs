@@ -631,7 +631,9 @@ const DELETION_CANDIDATE: &str = ekscale::model::DELETION_CANDIDATE_TAINT;
 
 #[tokio::test]
 async fn refused_evictions_are_retried_then_the_node_is_given_back() {
-    use ekscale::autoscaler::scaledown::{Actuator, Cause, Outcome, Pacing};
+    use ekscale::autoscaler::scaledown::{
+        Actuator, Cause, DeletionKind, DeletionOrder, Outcome, Pacing, StepGround,
+    };
     let (server, config, cluster) = general(1).await;
     let client = ProviderClient::new(&config).unwrap();
     cluster.create_pods(owned("api", 1, 300, 1 << 30));
@@ -642,10 +644,13 @@ async fn refused_evictions_are_retried_then_the_node_is_given_back() {
     let pacing = Pacing::default();
     let rules = ekscale::autoscaler::scaledown::Rules::default();
     let now = cluster.now();
-    (actuator
-        .start(&*cluster, &node, "general", false, Cause::ScaleDown, now)
-        .await)
-        .unwrap();
+    let order = DeletionOrder {
+        node: &node,
+        group: "general",
+        kind: DeletionKind::Drain,
+        cause: Cause::ScaleDown,
+    };
+    (actuator.start(&*cluster, order, now).await).unwrap();
     let clock = server.sim().clock().clone();
     let mut last = Vec::new();
     let updating = HashSet::new();
@@ -653,17 +658,14 @@ async fn refused_evictions_are_retried_then_the_node_is_given_back() {
     for _ in 0..14 {
         clock.advance(Duration::from_secs(10));
         let view = cluster.view().await.unwrap();
-        last = actuator
-            .advance(
-                &*cluster,
-                &client,
-                &view,
-                &rules,
-                &pacing,
-                &updating,
-                cluster.now(),
-            )
-            .await;
+        let ground = StepGround {
+            cluster: &*cluster,
+            client: &client,
+            view: &view,
+            rules: &rules,
+            pacing: &pacing,
+        };
+        last = actuator.advance(&ground, &updating, cluster.now()).await;
         if matches!(last[..], [Outcome::Failed { .. }]) {
             break;
         }
@@ -691,7 +693,9 @@ async fn refused_evictions_are_retried_then_the_node_is_given_back() {
 /// began, the pod is deleted past its budget and the node goes.
 #[tokio::test]
 async fn a_grace_period_forces_a_drain_a_budget_holds() {
-    use ekscale::autoscaler::scaledown::{Actuator, Cause, Outcome, Pacing};
+    use ekscale::autoscaler::scaledown::{
+        Actuator, Cause, DeletionKind, DeletionOrder, Outcome, Pacing, StepGround,
+    };
     let (server, config, cluster) = general(1).await;
     let client = ProviderClient::new(&config).unwrap();
     cluster.create_pods(owned("db", 1, 300, 1 << 30));
@@ -706,10 +710,13 @@ async fn a_grace_period_forces_a_drain_a_budget_holds() {
         grace: Some(grace),
     };
     let started = cluster.now();
-    (actuator
-        .start(&*cluster, &node, "general", false, cause, started)
-        .await)
-        .unwrap();
+    let order = DeletionOrder {
+        node: &node,
+        group: "general",
+        kind: DeletionKind::Drain,
+        cause,
+    };
+    (actuator.start(&*cluster, order, started).await).unwrap();
     let clock = server.sim().clock().clone();
     let updating = HashSet::new();
     let mut held = false;
@@ -720,8 +727,14 @@ async fn a_grace_period_forces_a_drain_a_budget_holds() {
         clock.advance(Duration::from_secs(10));
         let now = cluster.now();
         let view = cluster.view().await.unwrap();
-        let outcomes =
-            (actuator.advance(&*cluster, &client, &view, &rules, &pacing, &updating, now)).await;
+        let ground = StepGround {
+            cluster: &*cluster,
+            client: &client,
+            view: &view,
+            rules: &rules,
+            pacing: &pacing,
+        };
+        let outcomes = actuator.advance(&ground, &updating, now).await;
         match &outcomes[..] {
             [
                 Outcome::Draining {

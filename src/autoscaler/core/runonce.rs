@@ -40,7 +40,9 @@ use crate::autoscaler::planning::planning;
 use crate::autoscaler::provreq::outcome::Requests;
 use crate::autoscaler::provreq::provision;
 use crate::autoscaler::quotas::{QuotaBefore, QuotaReport, QuotaStage};
+use crate::autoscaler::scaledown::carry_out::CarryGround;
 use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
+use crate::autoscaler::scaledown::consolidation::replacement::WatchMode;
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::decision::Scene;
 use crate::autoscaler::scaledown::policy::ScaleDownPolicy;
@@ -401,10 +403,14 @@ impl RunOnce {
         }
         // Replacements waiting for their new node: which is theirs, whether it is Ready, or too late.
         let replacements = self.down.replacements();
-        let act = self.settings.act;
+        let mode = if self.settings.act {
+            WatchMode::Act
+        } else {
+            WatchMode::PlanOnly
+        };
         report.merge(
             replacements
-                .watch(&self.client, act, view, facts, now)
+                .watch(&self.client, mode, view, facts, now)
                 .await,
         );
         for (group, why) in std::mem::take(&mut report.backoffs) {
@@ -560,10 +566,13 @@ impl RunOnce {
             now,
         };
         let decision = self.down.decide(&cx, &scene, topology, places);
-        let (deleting, facts) = (&read.deleting, &read.facts);
-        let done = self
-            .down
-            .carry_out(&cx, view, decision, deleting, facts, now);
+        let ground = CarryGround {
+            view,
+            deleting: &read.deleting,
+            facts: &read.facts,
+            now,
+        };
+        let done = self.down.carry_out(&cx, &ground, decision);
         report.merge(done.await);
         for (group, why) in std::mem::take(&mut report.backoffs) {
             self.state.backoff.fail(&group, why, now);

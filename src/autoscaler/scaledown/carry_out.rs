@@ -6,15 +6,25 @@ use super::decision::{Decision, DeletionToStart, Surge};
 use super::policy::ScaleDownPolicy;
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::group::GroupFacts;
-use crate::autoscaler::scaledown::act::actuation::Cause;
-use crate::autoscaler::scaledown::act::actuation::{self, Outcome};
-use crate::autoscaler::scaledown::consolidation::replacement::InFlight;
+use crate::autoscaler::scaledown::act::actuation::{
+    self, Cause, DeletionOrder, Outcome, StepGround,
+};
+use crate::autoscaler::scaledown::consolidation::replacement::{InFlight, OldNodeFate};
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::report::ScaleDownReport;
 use crate::autoscaler::status::{DisruptionStatus, ScaleDownStatus, Times};
 use crate::model::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
 use std::collections::HashSet;
 use std::time::SystemTime;
+
+/// What carrying a decision out reads of the loop: the view the decision was made over, the nodes already on
+/// their way out, the groups as the provider says them, and the loop's time.
+pub struct CarryGround<'g> {
+    pub view: &'g ClusterView,
+    pub deleting: &'g HashSet<String>,
+    pub facts: &'g [GroupFacts],
+    pub now: SystemTime,
+}
 
 impl ScaleDownPolicy {
     /// Carries a decision out on the cluster (when there is one to act on): hands Ready replacements over,
@@ -23,12 +33,15 @@ impl ScaleDownPolicy {
     pub async fn carry_out(
         &mut self,
         cx: &Context<'_>,
-        view: &ClusterView,
+        ground: &CarryGround<'_>,
         mut decision: Decision,
-        deleting: &HashSet<String>,
-        facts: &[GroupFacts],
-        now: SystemTime,
     ) -> ScaleDownReport {
+        let CarryGround {
+            view,
+            deleting,
+            facts,
+            now,
+        } = *ground;
         decision.kept.sort_by(|a, b| a.node.cmp(&b.node));
         let mut report = ScaleDownReport {
             status: ScaleDownStatus {
@@ -123,10 +136,13 @@ impl ScaleDownPolicy {
         for d in deletions {
             let node = &view.nodes[d.node];
             let group = d.report.node_group.clone();
-            match (self.actuator)
-                .start(cluster, node, &group, d.empty, d.cause, now)
-                .await
-            {
+            let order = DeletionOrder {
+                node,
+                group: &group,
+                kind: d.kind,
+                cause: d.cause,
+            };
+            match self.actuator.start(cluster, order, now).await {
                 Ok(()) => {
                     self.unneeded.remove(&node.name);
                     report.deletion(node.name.clone(), group, "started", String::new());
@@ -207,11 +223,14 @@ impl ScaleDownPolicy {
             .filter(|f| f.updating())
             .map(|f| f.group.id.as_str())
             .collect();
-        let outcomes = (self.actuator)
-            .advance(
-                cluster, cx.client, view, &sd.rules, &sd.pacing, &updating, now,
-            )
-            .await;
+        let ground = StepGround {
+            cluster,
+            client: cx.client,
+            view,
+            rules: &sd.rules,
+            pacing: &sd.pacing,
+        };
+        let outcomes = self.actuator.advance(&ground, &updating, now).await;
         for outcome in outcomes {
             let (node, node_group, state, detail) = self.ended(outcome, now, &mut report);
             report.deletion(node, node_group, state, detail);
@@ -239,13 +258,14 @@ impl ScaleDownPolicy {
                 *self.deleted.entry(group.clone()).or_default() += 1;
                 // Why it went, as scale-down (or consolidation, or expiry) said when it started.
                 let reason = if let Cause::Disruption { reason, .. } = cause {
-                    (report.status.replacements).extend(replacements.ended(&node, true, ""));
+                    (report.status.replacements)
+                        .extend(replacements.ended(&node, OldNodeFate::Deleted));
                     reason
                 } else if replacements.draining(&node) {
                     report
                         .status
                         .replacements
-                        .extend(replacements.ended(&node, true, ""));
+                        .extend(replacements.ended(&node, OldNodeFate::Deleted));
                     "consolidated"
                 } else if empty {
                     "empty"
@@ -259,14 +279,15 @@ impl ScaleDownPolicy {
                 report
                     .status
                     .replacements
-                    .extend(replacements.ended(&node, false, &why));
+                    .extend(replacements.ended(&node, OldNodeFate::Stays(&why)));
                 report.errors.push(format!(
                     "scale-down of {node} failed, it stays in service: {why}"
                 ));
                 (node, group, "failed", why)
             }
             Outcome::Stopped { node, group, why } => {
-                (report.status.replacements).extend(replacements.ended(&node, false, &why));
+                (report.status.replacements)
+                    .extend(replacements.ended(&node, OldNodeFate::Stays(&why)));
                 (node, group, "stopped", why)
             }
             Outcome::Draining {

@@ -8,6 +8,7 @@ use crate::autoscaler::scaledown::act::actuation::Cause;
 use crate::autoscaler::scaledown::consolidation::consolidator::{Fleet, Readiness};
 use crate::autoscaler::scaledown::disruption::stage::{DisruptionAction, DisruptionDecision};
 use crate::autoscaler::scaledown::plan::describe::evicted_from;
+use crate::autoscaler::scaledown::plan::planner::DeletionKind;
 use crate::autoscaler::scaledown::plan::removal::GroupInfo;
 use crate::autoscaler::status::{
     Consolidation, DisruptionBudgetStatus, DisruptionStatus, KeptNode, ScaleDown, ScaleUp,
@@ -72,7 +73,7 @@ impl Surge {
 /// A node whose deletion scale-down (or expiry) starts, with its report.
 pub struct DeletionToStart {
     pub node: usize,
-    pub empty: bool,
+    pub kind: DeletionKind,
     pub cause: Cause,
     pub report: ScaleDown,
 }
@@ -123,7 +124,7 @@ pub(super) fn record_disruptions(
                 };
                 decision.delete.push(DeletionToStart {
                     node: d.candidate.node,
-                    empty: false,
+                    kind: DeletionKind::Drain,
                     cause,
                     report,
                 });

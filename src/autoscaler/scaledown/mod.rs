@@ -15,8 +15,10 @@ pub(crate) mod report; // what the stage hands the loop's report: decisions, del
 pub(crate) mod settings; // what the scale-down and consolidation flags say
 pub(crate) mod view_check; // whether a view can be trusted to say which nodes are empty
 
-pub use act::actuation::{Actuator, Cause, Outcome, Pacing, to_be_deleted};
+pub use act::actuation::{
+    Actuator, Cause, DeletionOrder, Outcome, Pacing, StepGround, to_be_deleted,
+};
 pub use plan::drainability::{PdbBudget, Rules};
-pub use plan::planner::{ScaleDownPlan as Plan, plan};
+pub use plan::planner::{DeletionKind, ScaleDownPlan as Plan, plan};
 pub use plan::removal::{GroupInfo, Input};
 pub use settings::{ConsolidationMode, ConsolidationSettings, MinSaving, ScaleDownSettings};

@@ -104,7 +104,8 @@ impl ScaleDownPolicy {
         let groups = self.groups(scene.facts);
         let acts = cx.actor.is_some();
         if let Some(why) = self.doubt.clone() {
-            return self.untrusted(scene, &groups, why, acts);
+            let untrusted = self.untrusted(scene, &groups, why);
+            return Decision { acts, ..untrusted };
         }
         let sd = &cx.scale_down;
         let previously = self.unneeded.nodes();
@@ -253,13 +254,7 @@ impl ScaleDownPolicy {
 
     /// Nothing is decided on a view that lost its pods: no deletion, no soft taint moves, the timers stay as
     /// they were.
-    fn untrusted(
-        &self,
-        scene: &Scene<'_>,
-        groups: &[GroupInfo],
-        why: String,
-        acts: bool,
-    ) -> Decision {
+    fn untrusted(&self, scene: &Scene<'_>, groups: &[GroupInfo], why: String) -> Decision {
         let kept = (scene.view.nodes.iter().zip(scene.node_group))
             .filter(|(n, _)| !self.actuator.contains(&n.name))
             .map(|(n, g)| KeptNode {
@@ -271,7 +266,6 @@ impl ScaleDownPolicy {
             .collect();
         Decision {
             kept,
-            acts,
             ..Decision::default()
         }
     }
@@ -317,8 +311,7 @@ impl ScaleDownPolicy {
         let Round { cx, scene, groups } = *round;
         let sd = &cx.scale_down;
         let nodes = &scene.view.nodes;
-        let timed =
-            (self.unneeded).run(&plan.removable, nodes, groups, sd.timers_elapsed, scene.now);
+        let timed = (self.unneeded).run(&plan.removable, nodes, groups, sd.timers(), scene.now);
         let mut held = timed.waiting;
         let mut ready = timed.ready;
         // Empty nodes first, then those whose drain no PDB slows.
@@ -364,7 +357,7 @@ impl ScaleDownPolicy {
         let admitted = (ready.into_iter())
             .map(|r| DeletionToStart {
                 node: r.node,
-                empty: r.empty,
+                kind: r.kind(),
                 cause: Cause::ScaleDown,
                 report: describe(scene.view, scene.pods, groups, r),
             })

@@ -2,6 +2,7 @@
 
 use crate::autoscaler::scaledown::act::actuation::Pacing;
 use crate::autoscaler::scaledown::plan::drainability::Rules;
+use crate::autoscaler::scaledown::plan::unneeded::Timers;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -37,6 +38,17 @@ pub struct ScaleDownSettings {
     /// Take unneeded timers as elapsed and pacing (cooldowns, parallelism) as no obstacle: `simulate` lists
     /// every node that would go.
     pub timers_elapsed: bool,
+}
+
+impl ScaleDownSettings {
+    /// How the timers count, as `timers_elapsed` says.
+    pub fn timers(&self) -> Timers {
+        if self.timers_elapsed {
+            Timers::Elapsed
+        } else {
+            Timers::Kept
+        }
+    }
 }
 
 impl Default for ScaleDownSettings {

@@ -12,6 +12,7 @@
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::{ClusterError, ClusterSource, ClusterView};
 use crate::autoscaler::scaledown::plan::drainability::{self, Blocking, PdbBudget, Rules, Verdict};
+use crate::autoscaler::scaledown::plan::planner::DeletionKind;
 use crate::model::{
     DELETION_CANDIDATE_TAINT, Node, Phase, Pod, PodList, TO_BE_DELETED_TAINT, Taint, TaintEffect,
 };
@@ -50,6 +51,15 @@ pub enum Cause {
         reason: &'static str,
         grace: Option<Duration>,
     },
+}
+
+/// A node to start removing: which, its group, whether it has pods to move, and why it goes.
+#[derive(Clone, Copy, Debug)]
+pub struct DeletionOrder<'a> {
+    pub node: &'a Node,
+    pub group: &'a str,
+    pub kind: DeletionKind,
+    pub cause: Cause,
 }
 
 /// One node on its way out.
@@ -143,16 +153,19 @@ impl Actuator {
         self.in_flight.values().filter(|d| !d.empty).count()
     }
 
-    /// Starts removing `node` of `group`: the taint goes on now; the drain begins at a later step.
+    /// Starts removing the order's node: the taint goes on now; the drain begins at a later step.
     pub async fn start(
         &mut self,
         cluster: &dyn ClusterSource,
-        node: &Node,
-        group: &str,
-        empty: bool,
-        cause: Cause,
+        order: DeletionOrder<'_>,
         now: SystemTime,
     ) -> Result<(), ClusterError> {
+        let DeletionOrder {
+            node,
+            group,
+            kind,
+            cause,
+        } = order;
         cluster.taint(&node.name, &to_be_deleted(now)).await?;
         self.in_flight.insert(
             node.name.clone(),
@@ -160,7 +173,7 @@ impl Actuator {
                 node: node.name.clone(),
                 provider_id: node.provider_id.clone(),
                 group: group.into(),
-                empty,
+                empty: kind == DeletionKind::Empty,
                 tainted_at: now,
                 cause,
                 drain_started: None,
@@ -170,26 +183,15 @@ impl Actuator {
         Ok(())
     }
 
-    /// Moves every deletion one step on, over the cluster as `view` shows it; a deletion in one of the
-    /// `updating` groups is given up, its node back in service.
-    #[allow(clippy::too_many_arguments)]
+    /// Moves every deletion one step on, over the cluster as the ground's view shows it; a deletion in one of
+    /// the `updating` groups is given up, its node back in service.
     pub async fn advance(
         &mut self,
-        cluster: &dyn ClusterSource,
-        client: &ProviderClient,
-        view: &ClusterView,
-        rules: &Rules,
-        pacing: &Pacing,
+        ground: &StepGround<'_>,
         updating: &HashSet<&str>,
         now: SystemTime,
     ) -> Vec<Outcome> {
-        let ground = StepGround {
-            cluster,
-            client,
-            view,
-            rules,
-            pacing,
-        };
+        let cluster = ground.cluster;
         let mut outcomes = Vec::new();
         let names: Vec<String> = self.in_flight.keys().cloned().collect();
         for name in names {
@@ -201,7 +203,7 @@ impl Actuator {
                 );
                 DeletionStep::Stop(why)
             } else {
-                step(&ground, deletion, now).await
+                step(ground, deletion, now).await
             };
             let (node, group, empty, cause) = (
                 deletion.node.clone(),
@@ -315,12 +317,12 @@ fn leaving<'a>(
 
 /// What a deletion's step works with: the cluster it evicts from and the provider that deletes the instance,
 /// the loop's view, the drainability rules and the pacing flags.
-struct StepGround<'g> {
-    cluster: &'g dyn ClusterSource,
-    client: &'g ProviderClient,
-    view: &'g ClusterView,
-    rules: &'g Rules,
-    pacing: &'g Pacing,
+pub struct StepGround<'g> {
+    pub cluster: &'g dyn ClusterSource,
+    pub client: &'g ProviderClient,
+    pub view: &'g ClusterView,
+    pub rules: &'g Rules,
+    pub pacing: &'g Pacing,
 }
 
 async fn step(ground: &StepGround<'_>, d: &mut Deletion, now: SystemTime) -> DeletionStep {

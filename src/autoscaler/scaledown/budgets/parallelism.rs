@@ -3,7 +3,7 @@
 //! `--max-empty-bulk-delete` empty nodes a loop; a zeroOrMaxNodeScaling group is admitted whole or not at all.
 
 use crate::autoscaler::scaledown::act::actuation::Actuator;
-use crate::autoscaler::scaledown::plan::planner::{Held, Removable, Unremovable};
+use crate::autoscaler::scaledown::plan::planner::{DeletionKind, Held, Removable, Unremovable};
 use crate::autoscaler::scaledown::plan::removal::GroupInfo;
 use crate::autoscaler::scaledown::settings::ScaleDownSettings;
 use std::collections::HashMap;
@@ -57,7 +57,7 @@ pub fn admit<'p>(
             Some(&all) => *admitted
                 .entry(r.group)
                 .or_insert_with(|| room.take_whole(all)),
-            None => room.take_one(r.empty),
+            None => room.take_one(r.kind()),
         };
         if fits {
             out.start.push(r);
@@ -65,7 +65,7 @@ pub fn admit<'p>(
             out.held.push(Held {
                 removable: r,
                 reason: Unremovable::DeletionBudgetReached,
-                detail: room.why_full(r.empty, sd, actuator),
+                detail: room.why_full(r.kind(), sd, actuator),
             });
         }
     }
@@ -81,11 +81,10 @@ impl Room {
         room
     }
 
-    fn take_one(&mut self, empty: bool) -> bool {
-        let budget = if empty {
-            &mut self.empties
-        } else {
-            &mut self.drains
+    fn take_one(&mut self, kind: DeletionKind) -> bool {
+        let budget = match kind {
+            DeletionKind::Empty => &mut self.empties,
+            DeletionKind::Drain => &mut self.drains,
         };
         let room = self.slots > 0 && *budget > 0;
         if room {
@@ -96,8 +95,8 @@ impl Room {
     }
 
     /// Which budget a node that did not fit ran into.
-    fn why_full(&self, empty: bool, sd: &ScaleDownSettings, actuator: &Actuator) -> String {
-        if empty && self.empties == 0 && self.slots > 0 {
+    fn why_full(&self, kind: DeletionKind, sd: &ScaleDownSettings, actuator: &Actuator) -> String {
+        if kind == DeletionKind::Empty && self.empties == 0 && self.slots > 0 {
             format!(
                 "{} empty node(s) already go this loop (--max-empty-bulk-delete)",
                 sd.max_empty_bulk_delete

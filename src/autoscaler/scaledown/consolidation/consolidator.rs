@@ -7,14 +7,16 @@ use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::group::GroupFacts;
 use crate::autoscaler::group::{Group, Totals};
-use crate::autoscaler::scaledown::act::actuation::{Actuator, Cause};
-use crate::autoscaler::scaledown::consolidation::replacement::{InFlight, Replacements};
+use crate::autoscaler::scaledown::act::actuation::{Actuator, Cause, DeletionOrder};
+use crate::autoscaler::scaledown::consolidation::replacement::{
+    InFlight, OldNodeFate, Replacements,
+};
 use crate::autoscaler::scaledown::consolidation::search::{
     self, Ask, NotConsolidatedBecause, ReplacementTarget,
 };
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::plan::drainability::{PdbBudget, Rules};
-use crate::autoscaler::scaledown::plan::planner::ScaleDownPlan;
+use crate::autoscaler::scaledown::plan::planner::{DeletionKind, ScaleDownPlan};
 use crate::autoscaler::scaledown::plan::removal::Input;
 use crate::autoscaler::scaledown::report::ScaleDownReport;
 use crate::autoscaler::scaleup::limits::ClusterLimits;
@@ -116,7 +118,7 @@ impl Consolidator {
         let settings = &cx.consolidation;
         let sd = &cx.scale_down;
         let nodes = input.nodes;
-        let mut left = (self.replacements).held(nodes, settings, sd.timers_elapsed, input.now);
+        let mut left = (self.replacements).held(nodes, settings, sd.timers(), input.now);
         let mut pdbs = PdbBudget::new(input.pdbs);
         for r in &plan.removable {
             pdbs.spend(&r.covered);
@@ -263,10 +265,13 @@ impl Consolidator {
             let Some(node) = view.nodes.iter().find(|n| n.name == name) else {
                 continue;
             };
-            match actuator
-                .start(cluster, node, &group, false, cause, now)
-                .await
-            {
+            let order = DeletionOrder {
+                node,
+                group: &group,
+                kind: DeletionKind::Drain,
+                cause,
+            };
+            match actuator.start(cluster, order, now).await {
                 Ok(()) => {
                     let why = match cause {
                         Cause::Disruption { reason, .. } => {
@@ -282,7 +287,7 @@ impl Consolidator {
                     done.errors.push(format!("consolidation of {name}: {why}"));
                     done.status
                         .replacements
-                        .extend(self.replacements.ended(&name, false, &why));
+                        .extend(self.replacements.ended(&name, OldNodeFate::Stays(&why)));
                 }
             }
         }

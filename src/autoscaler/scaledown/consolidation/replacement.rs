@@ -14,6 +14,7 @@ use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::group::GroupFacts;
 use crate::autoscaler::scaledown::act::actuation::Cause;
 use crate::autoscaler::scaledown::consolidation::search::{NotConsolidatedBecause, ONCE_A_DAY};
+use crate::autoscaler::scaledown::plan::unneeded::Timers;
 use crate::autoscaler::scaledown::report::ScaleDownReport;
 use crate::autoscaler::scaledown::settings::ConsolidationSettings;
 use crate::autoscaler::status::ReplacementStatus;
@@ -164,12 +165,13 @@ impl Replacements {
     }
 
     /// The nodes consolidation leaves alone this loop, with why: those of replacements in progress, those in a
-    /// replacement less than a day ago, and (unless `timers_elapsed`) those not stable long enough.
+    /// replacement less than a day ago, and (unless the timers count as [`Timers::Elapsed`]) those not stable
+    /// long enough.
     pub fn held(
         &self,
         nodes: &[Arc<Node>],
         settings: &ConsolidationSettings,
-        timers_elapsed: bool,
+        timers: Timers,
         now: SystemTime,
     ) -> HashMap<usize, (NotConsolidatedBecause, String)> {
         let mut held = HashMap::new();
@@ -199,7 +201,7 @@ impl Replacements {
                     short(ago)
                 );
                 held.insert(n, (NotConsolidatedBecause::ConsolidatedRecently, why));
-            } else if !timers_elapsed {
+            } else if timers == Timers::Kept {
                 let since = self.stable.get(&node.name).map_or(now, |(s, _)| *s);
                 let stable = now.duration_since(since).unwrap_or_default();
                 if stable < settings.stable_time {
@@ -234,7 +236,7 @@ impl Replacements {
     pub async fn watch(
         &mut self,
         client: &ProviderClient,
-        act: bool,
+        mode: WatchMode,
         view: &ClusterView,
         facts: &[GroupFacts],
         now: SystemTime,
@@ -259,8 +261,14 @@ impl Replacements {
                 Followed::TooLate { why, cleaned_up } => {
                     // A group being updated keeps its target: its new node stays, as any other.
                     let updating = facts.iter().any(|f| f.group.id == r.group && f.updating());
-                    let act = act && !updating;
-                    let (detail, error) = abandon(client, act, &r, view, &why, cleaned_up).await;
+                    let new_node = if mode == WatchMode::PlanOnly || updating {
+                        AbandonedNode::Stays
+                    } else if cleaned_up {
+                        AbandonedNode::CleanedUp
+                    } else {
+                        AbandonedNode::Removed
+                    };
+                    let (detail, error) = abandon(client, new_node, &r, view, &why).await;
                     report.errors.extend(error);
                     report.backoffs.push((r.group.clone(), why));
                     report
@@ -302,12 +310,12 @@ impl Replacements {
             .any(|r| r.draining.as_ref().is_some_and(|d| d.contains(node)))
     }
 
-    /// A handed-over old node is gone (`deleted`) or back in service: the replacement is done once all of its
+    /// A handed-over old node is gone or back in service (`fate`): the replacement is done once all of its
     /// old nodes are gone, failed as soon as one stays. Returns the replacement's state when it ended.
-    pub fn ended(&mut self, node: &str, deleted: bool, why: &str) -> Option<ReplacementStatus> {
+    pub fn ended(&mut self, node: &str, fate: OldNodeFate<'_>) -> Option<ReplacementStatus> {
         let i = (self.in_flight.iter())
             .position(|r| r.draining.as_ref().is_some_and(|d| d.contains(node)))?;
-        if !deleted {
+        if let OldNodeFate::Stays(why) = fate {
             let r = self.in_flight.remove(i);
             let detail = format!("{node} stays: {why}; the new node stays as any other");
             return Some(r.report("failed", detail));
@@ -319,6 +327,33 @@ impl Replacements {
             r.report("done", "the old node(s) are gone".into())
         })
     }
+}
+
+/// Whether following the replacements may act on the provider (remove an abandoned one's new node), or only
+/// says what it would do (`simulate`, `--dry-run`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchMode {
+    Act,
+    PlanOnly,
+}
+
+/// How a handed-over old node's deletion ended.
+#[derive(Clone, Copy, Debug)]
+pub enum OldNodeFate<'a> {
+    Deleted,
+    /// Back in service, with why.
+    Stays(&'a str),
+}
+
+/// What becomes of an abandoned replacement's new node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AbandonedNode {
+    /// Left as any other (the loop does not act, or its group is being updated and keeps its target).
+    Stays,
+    /// Its instance failed to launch: the loop's own clean-up of such instances removes it.
+    CleanedUp,
+    /// Removed here: its instance, or the request when there is none yet.
+    Removed,
 }
 
 /// Where a replacement waiting for its node stands this loop.
@@ -407,19 +442,18 @@ fn node_of<'v>(r: &InFlight, view: &'v ClusterView) -> Option<&'v Arc<Node>> {
     view.nodes.iter().find(|n| &n.provider_id == id)
 }
 
-/// Removes an abandoned replacement's new node (when acting): its instance, or the request when there is
-/// none yet. Returns the replacement's detail, and the error when removing failed.
+/// Removes an abandoned replacement's new node (when `new_node` says so): its instance, or the request when
+/// there is none yet. Returns the replacement's detail, and the error when removing failed.
 async fn abandon(
     client: &ProviderClient,
-    act: bool,
+    new_node: AbandonedNode,
     r: &InFlight,
     view: &ClusterView,
     why: &str,
-    cleaned_up: bool,
 ) -> (String, Option<String>) {
-    let removed = if !act {
+    let removed = if new_node == AbandonedNode::Stays {
         Ok("")
-    } else if cleaned_up {
+    } else if new_node == AbandonedNode::CleanedUp {
         // An instance that failed to launch is removed by the loop's own clean-up of such instances.
         Ok("; it is removed as any instance that failed to launch")
     } else if let Some(id) = &r.instance {

@@ -207,7 +207,12 @@ pub fn plan<'a>(
                 why,
             ))
         } else {
-            single(&mut world, ask, pdbs, &c, price, committed < ask.limit)
+            let admission = if committed < ask.limit {
+                Admission::Admitted
+            } else {
+                Admission::OverLimit
+            };
+            single(&mut world, ask, pdbs, &c, price, admission)
         };
         match reason {
             Ok(fit) => {
@@ -304,7 +309,14 @@ fn candidates(
     candidates
 }
 
-/// The cheapest replacement of one node that saves enough, simulated (to commit when `admitted`), or why
+/// Whether a replacement found may be committed, or the loop's replacements are at their limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Admission {
+    Admitted,
+    OverLimit,
+}
+
+/// The cheapest replacement of one node that saves enough, simulated (to commit when admitted), or why
 /// there is none. Never the same offering for itself (instance type and capacity type: on-demand may become
 /// spot of its type); never a node that costs as much (so never spot for spot at the same price).
 fn single(
@@ -313,7 +325,7 @@ fn single(
     pdbs: &PdbBudget,
     c: &RemovalCandidate,
     price: f64,
-    admitted: bool,
+    admission: Admission,
 ) -> Result<Fit, (NotConsolidatedBecause, String)> {
     let input = world.input;
     // Replacements committed before it may have spent a budget its pods need.
@@ -373,7 +385,7 @@ fn single(
         );
         return Err((NotConsolidatedBecause::SavingBelowThreshold, detail));
     }
-    if !admitted {
+    if admission == Admission::OverLimit {
         world.undo(fit);
         let (reason, why) = ask.over_limit;
         return Err((reason, format!("would be replaced by {what}; {why}")));

@@ -91,6 +91,22 @@ impl Utilization {
     }
 }
 
+/// Whether a removal has pods to move, as cluster-autoscaler tells its empty deletions from its drains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeletionKind {
+    /// Planned with no pod to move: aborted if pods arrive.
+    Empty,
+    /// Its pods are evicted first.
+    Drain,
+}
+
+/// Whether a node's utilization counts its DaemonSet and mirror pods (`ignoreDaemonSetsUtilization`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DaemonSetUtilization {
+    Counted,
+    Ignored,
+}
+
 /// A node that can go: its pods fit elsewhere (or it has none to move).
 #[derive(Clone, Debug)]
 pub struct Removable {
@@ -107,6 +123,17 @@ pub struct Removable {
     pub risky: bool,
     /// Where the simulation put each pod that needed a place: (pod, node).
     pub destinations: Vec<(usize, usize)>,
+}
+
+impl Removable {
+    /// Whether its deletion is an empty one or a drain.
+    pub fn kind(&self) -> DeletionKind {
+        if self.empty {
+            DeletionKind::Empty
+        } else {
+            DeletionKind::Drain
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -157,7 +184,8 @@ pub(in crate::autoscaler::scaledown) struct RemovalCandidate {
 }
 
 /// The node's utilization, from the pods on it that hold room.
-pub fn utilization(node: &Node, pods: &[&Pod], ignore_daemonsets: bool) -> Utilization {
+pub fn utilization(node: &Node, pods: &[&Pod], daemonsets: DaemonSetUtilization) -> Utilization {
+    let ignore_daemonsets = daemonsets == DaemonSetUtilization::Ignored;
     let mut used = Resources::default();
     let mut ignored = Resources::default();
     for pod in pods {
@@ -324,9 +352,14 @@ pub(in crate::autoscaler::scaledown) fn candidate<'a>(
         .map(|&p| &input.pods[p])
         .filter(|p| !drainability::long_terminating(p, input.now))
         .collect();
+    let daemonsets = if group.options.ignore_daemon_sets {
+        DaemonSetUtilization::Ignored
+    } else {
+        DaemonSetUtilization::Counted
+    };
     let used = Utilization {
         devices: input.device_use.get(n).cloned().flatten(),
-        ..utilization(node, &on_node, group.options.ignore_daemon_sets)
+        ..utilization(node, &on_node, daemonsets)
     };
     let limit = if used.gpu.is_some() {
         group.options.gpu_utilization

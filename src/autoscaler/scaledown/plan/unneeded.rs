@@ -15,6 +15,13 @@ pub struct UnneededTimers {
     since: HashMap<String, SystemTime>,
 }
 
+/// Whether the unneeded and stability timers run as kept, or count as run out (`simulate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timers {
+    Kept,
+    Elapsed,
+}
+
 /// The removable nodes after their timers: those whose time has passed, and those that wait, with why.
 pub struct Timed<'p> {
     pub ready: Vec<&'p Removable>,
@@ -37,14 +44,14 @@ impl UnneededTimers {
         self.since.remove(node);
     }
 
-    /// Runs the timers over this loop's removable nodes (`timers_elapsed` treats every timer as run out, as
+    /// Runs the timers over this loop's removable nodes ([`Timers::Elapsed`] treats every timer as run out, as
     /// `simulate` does): the timers of nodes no longer removable are dropped.
     pub fn run<'p>(
         &mut self,
         removable: &'p [Removable],
         nodes: &[Arc<Node>],
         groups: &[GroupInfo],
-        timers_elapsed: bool,
+        timers: Timers,
         now: SystemTime,
     ) -> Timed<'p> {
         let mut since = HashMap::new();
@@ -68,7 +75,7 @@ impl UnneededTimers {
                 (options.unready, why, "unready and unneeded")
             };
             let waited = now.duration_since(first).unwrap_or_default();
-            if !timers_elapsed && waited < needed {
+            if timers == Timers::Kept && waited < needed {
                 let detail = format!(
                     "{what} for {} of {}",
                     humantime::format_duration(Duration::from_secs(waited.as_secs())),
