@@ -19,7 +19,7 @@ pub use dra::{
     SelectorErrorKind, SharedClaims, Unallocatable, Wanted, allocate, allocation_usable_on,
     claimed_gpus, claims_fit, reserve, served_by_plugins, utilization,
 };
-pub use equivalence::{EquivalenceGroup, group_pods};
+pub use equivalence::{EquivalenceGroup, group_pods, group_pods_by};
 pub use free_tree::FreeTree;
 pub use host_marks::{HostMarks, Open};
 pub use predicates::{Unfit, how_many, node_fit, resources_fit};
@@ -27,4 +27,4 @@ pub use spread_mins::SpreadMins;
 pub use topology::Partners;
 pub use topology::{Place, PlaceKind, PodTerms, Topology};
 pub use world::Filling;
-pub use world::{build_places, explain, place_all, pods_by_node};
+pub use world::{build_places, explain, place_all, pods_by_node, unavailable, unfit};

@@ -30,7 +30,7 @@ use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::status::KeptNode;
 use crate::model::Node;
 use crate::simulator::PoolUse;
-use crate::simulator::topology::{Place, Topology};
+use crate::simulator::{Place, Topology};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
 

@@ -23,7 +23,7 @@ use crate::autoscaler::scaleup::limits::ClusterLimits;
 use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::status::{Consolidation, KeptNode};
 use crate::model::{Pod, ZONE_LABEL};
-use crate::simulator::topology::{Place, Topology};
+use crate::simulator::{Place, Topology};
 use std::collections::HashMap;
 use std::time::SystemTime;
 

@@ -21,7 +21,7 @@ use crate::autoscaler::scaledown::plan::removal::Input;
 use crate::autoscaler::scaledown::plan::removal::{FitsNowhere, Mover, Undo};
 use crate::autoscaler::scaledown::settings::MinSaving;
 use crate::model::{CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, Labels};
-use crate::simulator::topology::{Place, PlaceKind, Topology};
+use crate::simulator::{Place, PlaceKind, Topology};
 use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;

@@ -10,7 +10,7 @@ use crate::autoscaler::scaledown::plan::removal::{GroupInfo, Input, Undo};
 use crate::autoscaler::scaledown::plan::simulation::RemovalSimulation;
 use crate::model::{Node, Pod, Resources};
 use crate::simulator::PoolUse;
-use crate::simulator::topology::{Place, Topology};
+use crate::simulator::{Place, Topology};
 use std::collections::HashMap;
 use std::fmt;
 

@@ -5,12 +5,10 @@ use crate::model::{
     EquivalenceKey, FastMap, GroupOptions, LabelProjection, Node, Pdb, Pod, PodList, Resources,
     SchedulingIds,
 };
-use crate::simulator::PoolUse;
-use crate::simulator::equivalence;
-use crate::simulator::free_tree::FreeTree;
-use crate::simulator::spread_mins::SpreadMins;
-use crate::simulator::topology::{Place, PodTerms, Topology};
-use crate::simulator::world::{self, Filling};
+use crate::simulator::{
+    Filling, FreeTree, Place, PodTerms, PoolUse, SpreadMins, Topology, explain as why_nowhere,
+    group_pods_by, node_fit, unavailable, unfit as why_not_on,
+};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, SystemTime};
@@ -241,7 +239,7 @@ impl<'a> Mover<'a> {
         self.changed.push(p);
     }
 
-    /// Why `pod` fits on no place but `from`, as [`world::explain`] says it. For a pod only resources and its
+    /// Why `pod` fits on no place but `from`, as [`why_nowhere`] says it. For a pod only resources and its
     /// node's constraints limit, over a mover whose order is every place (scale-down's own), each place's
     /// reasons are kept and only the places changed since the last explanation are looked at again: the
     /// nodes whose pods fit nowhere are many once the cluster is full, and each would otherwise cost a look
@@ -256,9 +254,9 @@ impl<'a> Mover<'a> {
     ) -> String {
         let terms = &*self.entries[slot].0.clone();
         if !terms.simple || self.order.len() != places.len() {
-            return world::explain(topology, places, pod, terms, |q| q == from);
+            return why_nowhere(topology, places, pod, terms, |q| q == from);
         }
-        let unfit = |place: &Place| world::unfit(topology, places, pod, terms, place);
+        let unfit = |place: &Place| why_not_on(topology, places, pod, terms, place);
         let changed = &self.changed;
         let unplaced = self.unplaced.entry(slot).or_insert_with(|| {
             let reasons: Vec<Vec<String>> = places.iter().map(unfit).collect();
@@ -284,7 +282,7 @@ impl<'a> Mover<'a> {
         // Every place but `from` is considered.
         let mut counts = unplaced.counts.clone();
         tally(&mut counts, &unplaced.reasons[from], Tally::TakeAway);
-        world::unavailable(places.len() - 1, &counts)
+        unavailable(places.len() - 1, &counts)
     }
 
     /// Undoes a failed removal simulation, the search hints included.
@@ -344,9 +342,7 @@ impl<'a> Mover<'a> {
         }
         // Identical pods move together.
         let pods_of = self.pods;
-        for eg in
-            equivalence::group_pods_by(pods_of, moving.iter().copied(), |p| self.slot(topology, p))
-        {
+        for eg in group_pods_by(pods_of, moving.iter().copied(), |p| self.slot(topology, p)) {
             let slot = self.slot(topology, eg.pods[0]);
             let pod = eg.exemplar(pods);
             let (terms, hint) = self.entries[slot].clone();
@@ -376,8 +372,7 @@ impl<'a> Mover<'a> {
                 let p = self.order[at];
                 if p != from
                     && places[p].accepts
-                    && crate::simulator::predicates::node_fit(&pod.scheduling, &places[p].node)
-                        .is_ok()
+                    && node_fit(&pod.scheduling, &places[p].node).is_ok()
                 {
                     let (k, _) = filling.fill(topology, &mut mins, &[], places, p, want);
                     self.refresh(places, p);
@@ -449,7 +444,7 @@ fn room(place: &Place) -> Resources {
 pub(in crate::autoscaler::scaledown) mod tests {
     use super::*;
     use crate::model::{HOSTNAME_LABEL, Labels, Node, Phase, Taint, TaintEffect};
-    use crate::simulator::predicates;
+    use crate::simulator::{predicates, world};
     use proptest::prelude::*;
 
     const GIB: u64 = 1 << 30;

@@ -5,7 +5,7 @@
 
 use crate::autoscaler::scaledown::plan::drainability::{PdbBudget, Rules};
 use crate::autoscaler::scaledown::plan::removal::{FitsNowhere, Input, Mover, Undo};
-use crate::simulator::topology::{Place, Topology};
+use crate::simulator::{Place, Topology};
 
 /// One pass of removal simulation over the places of `input`'s nodes (and any after them).
 pub(in crate::autoscaler::scaledown) struct RemovalSimulation<'s, 'a> {
