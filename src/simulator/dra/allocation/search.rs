@@ -10,7 +10,7 @@ use super::constraint::ConstraintState;
 use super::counters::Counters;
 use super::prepare::{AskData, ClaimData, DevRef, MAX_RESULTS, Selection};
 use super::taints::tolerated;
-use crate::model::AllocationMode;
+use crate::model::{AllocationMode, DeviceAsk};
 use crate::simulator::dra::in_use::InUse;
 use crate::simulator::dra::pools::NodePool;
 use crate::simulator::dra::unallocatable::{RequestRef, Unallocatable};
@@ -234,7 +234,7 @@ impl<'a, 'p> Search<'a, 'p> {
                 }
                 for next in from..self.candidates.len() {
                     let dev = self.candidates[next];
-                    if !self.free_for(claim, data.ask.admin_access, dev)
+                    if !self.free_for(claim, data.ask, dev)
                         || !self.selection.selectable(claim, data, dev)
                     {
                         continue;
@@ -256,8 +256,8 @@ impl<'a, 'p> Search<'a, 'p> {
 
     /// The in-use check: normal requests may not take a device allocated already or taken by any claim in
     /// this search; admin access may take allocated devices, but not one its own claim took.
-    fn free_for(&self, claim: usize, admin: bool, dev: DevRef) -> bool {
-        if admin {
+    fn free_for(&self, claim: usize, ask: &DeviceAsk, dev: DevRef) -> bool {
+        if ask.admin_access {
             return !self.taken.iter().any(|t| t.claim == claim && t.dev == dev);
         }
         !self.in_use[dev.0 as usize][dev.1 as usize] && !self.taken.iter().any(|t| t.dev == dev)
@@ -275,7 +275,7 @@ impl<'a, 'p> Search<'a, 'p> {
         on_broken: Broken,
     ) -> Step {
         let data = self.ask(claim, request, ask);
-        if !self.free_for(claim, data.ask.admin_access, dev) {
+        if !self.free_for(claim, data.ask, dev) {
             return Ok(false);
         }
         let pools = self.pools;
