@@ -224,16 +224,15 @@ fn plan(input: &Input) -> u64 {
         device_prices: Default::default(),
         stabilizer: 0.0,
     };
-    let plan = scaleup::plan(
-        &mut topology,
-        &mut places,
-        &input.node_groups,
-        &mut pending,
-        &limits(),
-        &expander,
-        Totals::default(),
-    )
-    .unwrap();
+    let orchestrator = scaleup::ScaleUpOrchestrator {
+        groups: &input.node_groups,
+        limits: &limits(),
+        expander: &expander,
+        totals: Totals::default(),
+    };
+    let plan = orchestrator
+        .plan(&mut topology, &mut places, &mut pending)
+        .unwrap();
     plan.scale_ups.iter().map(|s| s.delta).sum()
 }
 

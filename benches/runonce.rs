@@ -210,10 +210,12 @@ fn scale_down(c: &mut Criterion) {
         c,
         &rt,
         "scaledown/1000 nodes, 31000 pods, 600 light nodes",
-        &view,
-        &client,
+        LoopInput {
+            view: &view,
+            client: &client,
+            now,
+        },
         &settings,
-        now,
     );
     let off = Settings {
         scale_down: ekscale::autoscaler::ScaleDownSettings {
@@ -226,10 +228,12 @@ fn scale_down(c: &mut Criterion) {
         c,
         &rt,
         "scaledown/the same RunOnce with scale-down off",
-        &view,
-        &client,
+        LoopInput {
+            view: &view,
+            client: &client,
+            now,
+        },
         &off,
-        now,
     );
 }
 
@@ -284,7 +288,17 @@ fn consolidation(c: &mut Criterion) {
                 .map(|c| c.saving_per_hour)
                 .sum::<f64>(),
         );
-        bench_loop(c, &rt, name, &view, &client, &settings, now);
+        bench_loop(
+            c,
+            &rt,
+            name,
+            LoopInput {
+                view: &view,
+                client: &client,
+                now,
+            },
+            &settings,
+        );
     }
 }
 
@@ -319,10 +333,12 @@ fn runonce(c: &mut Criterion) {
         c,
         &rt,
         "runonce/1000 nodes, 30000 pods, 2000 pending",
-        &view,
-        &client,
+        LoopInput {
+            view: &view,
+            client: &client,
+            now,
+        },
         &Settings::default(),
-        now,
     );
     // Headroom's virtual pods join the view's pods for the loop: that must not cost a copy of every pod.
     let spare = Settings {
@@ -334,10 +350,12 @@ fn runonce(c: &mut Criterion) {
         c,
         &rt,
         "runonce/the same with a headroom policy of 3 pods",
-        &view,
-        &client,
+        LoopInput {
+            view: &view,
+            client: &client,
+            now,
+        },
         &spare,
-        now,
     );
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
@@ -369,16 +387,22 @@ fn scale_ups(status: &ekscale::autoscaler::status::Status) -> Vec<(&str, u64, us
         .collect()
 }
 
-/// Criterion over one whole RunOnce of `view`, from a fresh loop state each time.
+/// What one RunOnce reads: the cluster's view, the provider it asks, and the time it runs at.
+struct LoopInput<'a> {
+    view: &'a Arc<ekscale::autoscaler::ClusterView>,
+    client: &'a ProviderClient,
+    now: SystemTime,
+}
+
+/// Criterion over one whole RunOnce of `input`'s view, from a fresh loop state each time.
 fn bench_loop(
     c: &mut Criterion,
     rt: &tokio::runtime::Runtime,
     name: &str,
-    view: &Arc<ekscale::autoscaler::ClusterView>,
-    client: &ProviderClient,
+    input: LoopInput,
     settings: &Settings,
-    now: SystemTime,
 ) {
+    let LoopInput { view, client, now } = input;
     c.bench_function(name, |b| {
         b.to_async(rt).iter(|| {
             let view = view.clone();
@@ -652,10 +676,8 @@ fn pending(c: &mut Criterion) {
             c,
             &rt,
             &format!("pending/{name}"),
-            view,
-            client,
+            LoopInput { view, client, now },
             &settings,
-            now,
         );
     }
 }

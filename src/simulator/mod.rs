@@ -23,7 +23,7 @@ pub use equivalence::{EquivalenceGroup, group_pods, group_pods_by};
 pub use free_tree::FreeTree;
 pub use host_marks::{HostMarks, Open};
 pub use predicates::{Unfit, how_many, node_fit, resources_fit};
-pub use spread_mins::SpreadMins;
+pub use spread_mins::{SpreadMins, SpreadScope};
 pub use topology::Partners;
 pub use topology::{Place, PlaceKind, PodTerms, Topology};
 pub use world::Filling;

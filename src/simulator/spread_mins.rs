@@ -19,6 +19,13 @@ pub struct SpreadMins {
     known: FastMap<(usize, usize), KnownMin>,
 }
 
+/// What the spread checks of one list of places carry besides the list itself: the minimums known over it
+/// (`mins`) and the places outside it that count as domains too (`others`, placed before the list).
+pub struct SpreadScope<'a, P> {
+    pub(super) mins: &'a mut SpreadMins,
+    pub(super) others: &'a [P],
+}
+
 /// One spread's domains over the list `others` then `places` (of places `P`), as the topology counts them.
 pub(super) struct Domains<'a, P> {
     pub others: &'a [P],
@@ -53,6 +60,11 @@ struct KnownMin {
 }
 
 impl SpreadMins {
+    /// These minimums, for a list whose spreads also count `others` as domains.
+    pub fn with_others<'a, P>(&'a mut self, others: &'a [P]) -> SpreadScope<'a, P> {
+        SpreadScope { mins: self, others }
+    }
+
     /// Whether `after` pods in a domain (whose count is `here` now) keep the spread `key` within
     /// `max_skew` of its least-filled domain, taken as 0 when there are fewer than `min_domains` domains.
     pub(super) fn within<P>(

@@ -7,7 +7,7 @@
 
 use super::dra::{self as devices, PlaceDevices, SharedClaims};
 use super::predicates::Unfit;
-use super::spread_mins::{Domains, SpreadMins};
+use super::spread_mins::{Domains, SpreadScope};
 use crate::model::{
     HOSTNAME_LABEL, HostPort, LabelSelector, Labels, Node, Pod, PodAffinityTerm, Resources,
     Scheduling,
@@ -442,16 +442,15 @@ impl Topology {
     }
 
     /// Whether a pod with these terms may join the pods on `place` (ports, affinity, anti-affinity,
-    /// spread). `others` and `places` (which holds `place`) are the places its spread constraints count as
-    /// domains when they pass its node selector and affinity; `mins` is what is known of their minimums.
-    #[allow(clippy::too_many_arguments)]
+    /// spread). `scope`'s others and `places` (which holds `place`) are the places its spread constraints
+    /// count as domains when they pass its node selector and affinity; `scope`'s mins is what is known of
+    /// their minimums.
     pub fn allows(
         &self,
         pod: &PodTerms,
         scheduling: &Scheduling,
         place: &Place,
-        mins: &mut SpreadMins,
-        others: &[Place],
+        scope: &mut SpreadScope<Place>,
         places: &[Place],
     ) -> Result<(), Unfit> {
         if scheduling
@@ -502,7 +501,7 @@ impl Topology {
                 },
             );
             let domains = Domains {
-                others,
+                others: scope.others,
                 places,
                 domain: &|other| {
                     (self.spread_domain(pod, spread, scheduling, other))
@@ -513,7 +512,7 @@ impl Topology {
                 made: self.made,
             };
             let after = here + u32::from(spread.own);
-            if !mins.within(
+            if !scope.mins.within(
                 key,
                 (after, here),
                 (spread.max_skew, spread.min_domains),

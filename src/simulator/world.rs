@@ -5,7 +5,7 @@
 
 use super::dra as devices;
 use super::predicates::{self, Unfit};
-use super::spread_mins::SpreadMins;
+use super::spread_mins::{SpreadMins, SpreadScope};
 use super::topology::{Place, PlaceKind, PodTerms, Topology};
 use crate::model::{FastMap, LabelProjection, Node, Pod, PodList, Scheduling, SchedulingIds};
 use std::collections::{BTreeMap, HashSet};
@@ -70,26 +70,25 @@ fn fits_among(
     place: &Place,
     places: &[Place],
 ) -> Result<(), Unfit> {
+    let mut mins = SpreadMins::default();
     fits(
         topology,
         pod,
         terms,
         place,
-        &mut SpreadMins::default(),
-        &[],
+        &mut mins.with_others(&[]),
         places,
     )
 }
 
 /// Whether one more pod fits on `place`: readiness, node fit, resources, then the topology checks (with the
-/// places of `others` and `places` as the domains of its spreads).
+/// places of `scope`'s others and `places` as the domains of its spreads).
 fn fits(
     topology: &Topology,
     pod: &Pod,
     terms: &PodTerms,
     place: &Place,
-    mins: &mut SpreadMins,
-    others: &[Place],
+    scope: &mut SpreadScope<Place>,
     places: &[Place],
 ) -> Result<(), Unfit> {
     if !place.node.ready {
@@ -112,7 +111,7 @@ fn fits(
     if let Some((demand, extended)) = devices::served_by_plugins(pod, &place.node) {
         predicates::resources_fit(&demand, &extended, &place.free, &place.free_extended)?;
     }
-    topology.allows(terms, &pod.scheduling, place, mins, others, places)?;
+    topology.allows(terms, &pod.scheduling, place, scope, places)?;
     let shared = topology.shared_claims();
     devices::claims_fit(pod, &place.node, place.devices.as_deref(), shared).map(drop)
 }
@@ -222,7 +221,7 @@ pub fn place_all<'a>(
                 break;
             }
             let want = (members.len() - out.len()) as u64;
-            let (k, _) = filling.fill(topology, &mut mins, &[], places, p, want);
+            let (k, _) = filling.fill(topology, &mut mins.with_others(&[]), places, p, want);
             out.extend(std::iter::repeat_n(p, k as usize));
         }
         return out;
@@ -236,7 +235,7 @@ pub fn place_all<'a>(
         let mut closed = Vec::new();
         for step in 0..len {
             let i = (next + step) % len;
-            match filling.check(topology, &mut mins, &[], places, open[i]) {
+            match filling.check(topology, &mut mins.with_others(&[]), places, open[i]) {
                 Ok(()) => {
                     found = Some(i);
                     break;
@@ -290,44 +289,38 @@ impl<'a> Filling<'a> {
         self.terms.simple
     }
 
-    /// Whether one more pod fits on `places[p]`; `mins` and `others` as in [`Filling::fill`].
+    /// Whether one more pod fits on `places[p]`; `scope` as in [`Filling::fill`].
     pub fn fits(
         &self,
         topology: &Topology,
-        mins: &mut SpreadMins,
-        others: &[Place],
+        scope: &mut SpreadScope<Place>,
         places: &[Place],
         p: usize,
     ) -> bool {
-        self.check(topology, mins, others, places, p).is_ok()
+        self.check(topology, scope, places, p).is_ok()
     }
 
     /// Whether one more pod fits on `places[p]`, and why not.
     fn check(
         &self,
         topology: &Topology,
-        mins: &mut SpreadMins,
-        others: &[Place],
+        scope: &mut SpreadScope<Place>,
         places: &[Place],
         p: usize,
     ) -> Result<(), Unfit> {
-        fits(
-            topology, self.pod, self.terms, &places[p], mins, others, places,
-        )
+        fits(topology, self.pod, self.terms, &places[p], scope, places)
     }
 
     /// Puts up to `want` more pods on `places[p]`, a place whose node selector, affinity and taints the pod
     /// passes (the caller checks once per node, or once per template), as many as the other predicates allow:
-    /// in closed form when only resources matter, one by one otherwise. `others` are places outside `places`
-    /// that spread constraints count as domains; `mins` is what is known of the spreads' minimums over
-    /// both, kept by the owner of the lists. Returns how many went there and, when fewer than wanted, why
-    /// no more.
-    #[allow(clippy::too_many_arguments)]
+    /// in closed form when only resources matter, one by one otherwise. `scope`'s others are places outside
+    /// `places` that spread constraints count as domains; its mins is what is known of the spreads'
+    /// minimums over both, kept by the owner of the lists. Returns how many went there and, when fewer than
+    /// wanted, why no more.
     pub fn fill(
         &self,
         topology: &mut Topology,
-        mins: &mut SpreadMins,
-        others: &[Place],
+        scope: &mut SpreadScope<Place>,
         places: &mut [Place],
         p: usize,
         want: u64,
@@ -358,7 +351,7 @@ impl<'a> Filling<'a> {
         }
         let mut k = 0;
         while k < want {
-            if let Err(why) = self.check(topology, mins, others, places, p) {
+            if let Err(why) = self.check(topology, scope, places, p) {
                 return (k, Some(why));
             }
             topology.put(pod, terms, &mut places[p], 1);

@@ -499,9 +499,13 @@ impl RunOnce {
             topology, places, ..
         } = snapshot;
         let limits = &self.settings.limits;
-        let mut plan = planning(|| {
-            scaleup::plan(topology, places, groups, pending, limits, expander, totals)
-        })?;
+        let orchestrator = scaleup::ScaleUpOrchestrator {
+            groups,
+            limits,
+            expander,
+            totals,
+        };
+        let mut plan = planning(|| orchestrator.plan(topology, places, pending))?;
         if !self.settings.act {
             return Ok(plan);
         }

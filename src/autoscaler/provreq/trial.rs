@@ -86,15 +86,13 @@ pub fn try_on(
         topology, places, ..
     } = &mut fork;
     let expander = world.expander.without_price();
-    let plan = planner::plan(
-        topology,
-        places,
-        world.groups,
-        &mut pending,
-        &limits,
-        &expander,
+    let orchestrator = planner::ScaleUpOrchestrator {
+        groups: world.groups,
+        limits: &limits,
+        expander: &expander,
         totals,
-    )?;
+    };
+    let plan = orchestrator.plan(topology, places, &mut pending)?;
     if let Some(first) = first_left(&pending.groups, &pending.done) {
         // Which limit or predicate stops the first pods left, by node group.
         let left = total - pending.done.iter().sum::<usize>();

@@ -15,5 +15,5 @@ pub(crate) mod statics; // the checks that hold on every node of a group, once p
 
 pub use expander::{Expander, ExpanderError, Strategy, parse_priorities};
 pub use limits::ClusterLimits;
-pub use orchestrator::{ScaleUpPlan, plan};
+pub use orchestrator::{ScaleUpOrchestrator, ScaleUpPlan};
 pub use pending::Pending;

@@ -30,58 +30,73 @@ pub struct ScaleUpPlan {
     pub estimate_time: Duration,
 }
 
-/// Plans scale-ups for `pending`, committing each into `places`/`topology` so later rounds see it. Each round
-/// finds the groups that can help the pods left (`jobs`), estimates them (`estimate`), lets the expander
-/// choose (`choose`) and commits the choice, balanced over similar groups (`commit`); until no group helps.
-pub fn plan(
-    topology: &mut Topology,
-    places: &mut Vec<Place>,
-    groups: &[Group],
-    pending: &mut Pending,
-    limits: &ClusterLimits,
-    expander: &Expander,
-    cluster: Totals,
-) -> Result<ScaleUpPlan, ExpanderError> {
-    let mut planner = Planner {
-        groups,
-        limits,
-        expander,
-        statics: Statics::new(groups, &pending.exemplars()),
-        planned: vec![0u64; groups.len()],
-        totals: cluster,
-        // One bound for the loop's whole binpacking: every round, every group's estimate, every ordering.
-        deadline: Instant::now() + limits.max_binpacking_duration,
-        by_id: BTreeMap::new(),
-        result: ScaleUpPlan {
-            reasons: vec![BTreeMap::new(); pending.groups.len()],
-            ..Default::default()
-        },
-    };
-    loop {
-        let open: Vec<usize> = (0..pending.groups.len())
-            .filter(|&e| pending.left(e) > 0)
-            .collect();
-        if open.is_empty() {
-            break;
+/// What a scale-up plans with and within, as upstream's ScaleUpOrchestrator holds it: the node groups, the
+/// cluster-wide limits, the expander, and the cluster's nodes, cores and memory before any scale-up.
+pub struct ScaleUpOrchestrator<'a> {
+    pub groups: &'a [Group],
+    pub limits: &'a ClusterLimits,
+    pub expander: &'a Expander,
+    pub totals: Totals,
+}
+
+impl ScaleUpOrchestrator<'_> {
+    /// Plans scale-ups for `pending`, committing each into `places`/`topology` so later rounds see it. Each
+    /// round finds the groups that can help the pods left (`jobs`), estimates them (`estimate`), lets the
+    /// expander choose (`choose`) and commits the choice, balanced over similar groups (`commit`); until no
+    /// group helps.
+    pub fn plan(
+        self,
+        topology: &mut Topology,
+        places: &mut Vec<Place>,
+        pending: &mut Pending,
+    ) -> Result<ScaleUpPlan, ExpanderError> {
+        let ScaleUpOrchestrator {
+            groups,
+            limits,
+            expander,
+            totals: cluster,
+        } = self;
+        let mut planner = Planner {
+            groups,
+            limits,
+            expander,
+            statics: Statics::new(groups, &pending.exemplars()),
+            planned: vec![0u64; groups.len()],
+            totals: cluster,
+            // One bound for the loop's whole binpacking: every round, every group's estimate, every ordering.
+            deadline: Instant::now() + limits.max_binpacking_duration,
+            by_id: BTreeMap::new(),
+            result: ScaleUpPlan {
+                reasons: vec![BTreeMap::new(); pending.groups.len()],
+                ..Default::default()
+            },
+        };
+        loop {
+            let open: Vec<usize> = (0..pending.groups.len())
+                .filter(|&e| pending.left(e) > 0)
+                .collect();
+            if open.is_empty() {
+                break;
+            }
+            for &e in &open {
+                planner.result.reasons[e].clear();
+            }
+            let jobs = planner.jobs(&open, pending);
+            let options = planner.estimate(jobs, topology, places, pending);
+            if options.is_empty() {
+                break;
+            }
+            let (chosen, reason) = planner.choose(options, pending)?;
+            planner.commit(chosen, &reason, topology, places, pending);
         }
-        for &e in &open {
-            planner.result.reasons[e].clear();
+        let mut result = planner.result;
+        for (e, reasons) in result.reasons.iter_mut().enumerate() {
+            if pending.left(e) == 0 {
+                reasons.clear();
+            }
         }
-        let jobs = planner.jobs(&open, pending);
-        let options = planner.estimate(jobs, topology, places, pending);
-        if options.is_empty() {
-            break;
-        }
-        let (chosen, reason) = planner.choose(options, pending)?;
-        planner.commit(chosen, &reason, topology, places, pending);
+        Ok(result)
     }
-    let mut result = planner.result;
-    for (e, reasons) in result.reasons.iter_mut().enumerate() {
-        if pending.left(e) == 0 {
-            reasons.clear();
-        }
-    }
-    Ok(result)
 }
 
 /// The planner's state across rounds.

@@ -374,7 +374,8 @@ impl<'a> Mover<'a> {
                     && places[p].accepts
                     && node_fit(&pod.scheduling, &places[p].node).is_ok()
                 {
-                    let (k, _) = filling.fill(topology, &mut mins, &[], places, p, want);
+                    let (k, _) =
+                        filling.fill(topology, &mut mins.with_others(&[]), places, p, want);
                     self.refresh(places, p);
                     if k > 0 {
                         undo.puts.push((eg.pods[0], p, k, terms.clone()));
@@ -526,7 +527,8 @@ pub(in crate::autoscaler::scaledown) mod tests {
                     && places[p].accepts
                     && predicates::node_fit(&pod.scheduling, &places[p].node).is_ok();
                 if usable {
-                    let (k, _) = filling.fill(topology, &mut mins, &[], places, p, want);
+                    let (k, _) =
+                        filling.fill(topology, &mut mins.with_others(&[]), places, p, want);
                     let first = eg.pods.len() - want as usize;
                     for &q in &eg.pods[first..first + k as usize] {
                         destinations.push((q, p));

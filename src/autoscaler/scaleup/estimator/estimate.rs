@@ -32,7 +32,6 @@ pub fn estimate(
 ) -> Estimate {
     let best = search(topology, existing, templates, demands, limits);
     let ordering = best.ordering;
-    let first = |p| pack_first(topology, existing, templates, demands, limits, ordering, p);
     let cluster = Replan {
         topology,
         existing,
@@ -40,6 +39,7 @@ pub fn estimate(
         demands,
         limits,
     };
+    let first = |p| pack_first(&cluster, ordering, p);
     let best = repair(cluster, &first, best);
     let best = exact(&cluster, best, EXACT_WORK);
     improve(topology, existing, templates, demands, limits, best)
@@ -152,43 +152,37 @@ pub fn pack(
     } else {
         runs(demands, templates.first(), ordering)
     };
-    pack_runs(
-        topology, existing, templates, demands, limits, ordering, &runs,
-    )
+    let cluster = Replan {
+        topology,
+        existing,
+        templates,
+        demands,
+        limits,
+    };
+    pack_runs(&cluster, ordering, &runs)
 }
 
 /// One estimation in `ordering` (upstream's or a first fit) with demand `p` taken first, the others in the
 /// ordering's runs: the repair's other order ([`repair`]).
-pub(super) fn pack_first(
-    topology: &Topology,
-    existing: &[Place],
-    templates: Templates,
-    demands: &[Demand],
-    limits: EstimateLimits,
-    ordering: Ordering,
-    p: usize,
-) -> Estimate {
-    let mut runs = runs(demands, templates.first(), ordering);
+pub(super) fn pack_first(cluster: &Replan, ordering: Ordering, p: usize) -> Estimate {
+    let mut runs = runs(cluster.demands, cluster.templates.first(), ordering);
     for run in &mut runs {
         run.retain(|&d| d != p);
     }
     runs.retain(|run| !run.is_empty());
     runs.insert(0, vec![p]);
-    pack_runs(
-        topology, existing, templates, demands, limits, ordering, &runs,
-    )
+    pack_runs(cluster, ordering, &runs)
 }
 
-/// One estimation in one `ordering`, its demands taken in `runs`.
-fn pack_runs(
-    topology: &Topology,
-    existing: &[Place],
-    templates: Templates,
-    demands: &[Demand],
-    limits: EstimateLimits,
-    ordering: Ordering,
-    runs: &[Vec<usize>],
-) -> Estimate {
+/// One estimation of `cluster`'s demands in one `ordering`, taken in `runs`.
+fn pack_runs(cluster: &Replan, ordering: Ordering, runs: &[Vec<usize>]) -> Estimate {
+    let Replan {
+        topology,
+        existing,
+        templates,
+        demands,
+        limits,
+    } = *cluster;
     let expected = expected_nodes(templates.first(), demands, limits.max_nodes);
     let tree = if ordering == Ordering::BestFit {
         FreeTree::with_rooms(expected, &templates.first().free)

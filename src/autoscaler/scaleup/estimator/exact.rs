@@ -217,8 +217,7 @@ impl Search<'_> {
         let filling = Filling::new(demand.pod, demand.terms);
         let (k, _) = filling.fill(
             &mut self.topology,
-            &mut self.mins,
-            self.existing,
+            &mut self.mins.with_others(self.existing),
             &mut self.nodes,
             n,
             1,

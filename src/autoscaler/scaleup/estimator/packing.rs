@@ -120,8 +120,7 @@ impl<'a> Packing<'a> {
     ) -> (u64, Option<Unfit>) {
         let (k, why) = filling.fill(
             &mut self.topology,
-            &mut self.mins,
-            self.existing,
+            &mut self.mins.with_others(self.existing),
             &mut self.nodes,
             n,
             want,
@@ -179,8 +178,7 @@ impl<'a> Packing<'a> {
             if self.in_zones(zones, n)
                 && filling.fits(
                     &self.topology,
-                    &mut self.mins,
-                    self.existing,
+                    &mut self.mins.with_others(self.existing),
                     &self.nodes,
                     n,
                 )

@@ -10,7 +10,8 @@ use crate::simulator::Filling;
 use crate::simulator::FreeTree;
 use crate::simulator::{Place, Topology};
 
-/// The cluster as it was and the estimate's demands: what a plan is taken again from.
+/// The cluster as it was and the estimate's demands: what a search packs, and what a plan is taken again
+/// from.
 #[derive(Clone, Copy)]
 pub(super) struct Replan<'a> {
     pub topology: &'a Topology,

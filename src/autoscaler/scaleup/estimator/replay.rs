@@ -32,8 +32,13 @@ pub(super) fn replay(
                 // Each pod goes on a node of the zone its search put it in, or, moved, of any zone: its
                 // node selector, affinity and taints pass there, as `fill` asks of its caller.
                 let filling = Filling::new(d.pod, d.terms);
-                let (k, _) =
-                    filling.fill(&mut topology, &mut mins, existing, &mut nodes, node, count);
+                let (k, _) = filling.fill(
+                    &mut topology,
+                    &mut mins.with_others(existing),
+                    &mut nodes,
+                    node,
+                    count,
+                );
                 if k < count {
                     return None;
                 }

@@ -98,16 +98,15 @@ fn run(setup: &mut Setup, limits: &ClusterLimits, totals: Totals) -> (ScaleUpPla
         priorities: None,
     };
     let mut places = Vec::new();
-    let plan = plan(
-        &mut setup.topology,
-        &mut places,
-        &setup.groups,
-        &mut pending,
+    let orchestrator = ScaleUpOrchestrator {
+        groups: &setup.groups,
         limits,
-        &expander,
+        expander: &expander,
         totals,
-    )
-    .unwrap();
+    };
+    let plan = orchestrator
+        .plan(&mut setup.topology, &mut places, &mut pending)
+        .unwrap();
     (plan, places)
 }
 

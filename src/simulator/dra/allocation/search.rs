@@ -10,7 +10,7 @@ use super::constraint::ConstraintState;
 use super::counters::Counters;
 use super::prepare::{AskData, ClaimData, DevRef, MAX_RESULTS, Selection};
 use super::taints::tolerated;
-use crate::model::AllocationMode;
+use crate::model::{AllocationMode, DeviceAsk};
 use crate::simulator::dra::in_use::InUse;
 use crate::simulator::dra::pools::NodePool;
 use crate::simulator::dra::unallocatable::{RequestRef, Unallocatable};
@@ -48,6 +48,59 @@ pub(crate) struct Search<'a, 'p> {
 }
 
 type Step = Result<bool, Abort>;
+
+/// Where the search stands: slot `slot` of ask `ask` of request `request` of claim `claim`; `from` is the
+/// first candidate the slot may take; `in_sub`: a firstAvailable request whose sub-request is chosen.
+#[derive(Clone, Copy, Debug)]
+struct Cursor {
+    claim: usize,
+    request: usize,
+    ask: usize,
+    slot: usize,
+    from: usize,
+    in_sub: bool,
+}
+
+impl Cursor {
+    /// The first slot of claim `claim`'s first request.
+    fn claim(claim: usize) -> Cursor {
+        Cursor {
+            claim,
+            request: 0,
+            ask: 0,
+            slot: 0,
+            from: 0,
+            in_sub: false,
+        }
+    }
+
+    /// The first slot of the request after this one.
+    fn next_request(self) -> Cursor {
+        Cursor {
+            request: self.request + 1,
+            ..Cursor::claim(self.claim)
+        }
+    }
+
+    /// The first slot of sub-request `sub` of this firstAvailable request.
+    fn sub_request(self, sub: usize) -> Cursor {
+        Cursor {
+            request: self.request,
+            ask: sub,
+            in_sub: true,
+            ..Cursor::claim(self.claim)
+        }
+    }
+
+    /// The next slot of this ask, which may take only candidates after `at`.
+    fn next_slot(self, at: usize) -> Cursor {
+        Cursor {
+            slot: self.slot + 1,
+            from: at + 1,
+            ..self
+        }
+    }
+}
 
 /// What a device that breaks the claim's constraints means to the search.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,7 +149,7 @@ impl<'a, 'p> Search<'a, 'p> {
 
     /// Runs the search: `Ok(true)` with `taken` holding the solution.
     pub(crate) fn run(&mut self) -> Result<bool, Unallocatable> {
-        match self.one(0, 0, 0, 0, 0, false) {
+        match self.one(Cursor::claim(0)) {
             Ok(done) => Ok(done),
             Err(Abort::MaxSize) => Ok(false),
             Err(Abort::Fatal(e)) => Err(e),
@@ -111,28 +164,27 @@ impl<'a, 'p> Search<'a, 'p> {
         &self.claims[claim].requests[request].asks[ask]
     }
 
-    /// Slot `slot` of ask `ask` of request `request` of claim `claim`; `from` is the first candidate the slot
-    /// may take; `in_sub`: a firstAvailable request whose sub-request is chosen.
-    fn one(
-        &mut self,
-        claim: usize,
-        request: usize,
-        ask: usize,
-        slot: usize,
-        from: usize,
-        in_sub: bool,
-    ) -> Step {
+    /// The slot at `at`, then the rest of the search after it.
+    fn one(&mut self, at: Cursor) -> Step {
+        let Cursor {
+            claim,
+            request,
+            ask,
+            slot,
+            from,
+            in_sub,
+        } = at;
         let claims = self.claims;
         let Some(claim_data) = claims.get(claim) else {
             return Ok(true);
         };
         let Some(request_data) = claim_data.requests.get(request) else {
-            return self.one(claim + 1, 0, 0, 0, 0, false);
+            return self.one(Cursor::claim(claim + 1));
         };
         if request_data.first_available && !in_sub {
             let mut all_max_size = true;
             for sub in 0..request_data.asks.len() {
-                match self.one(claim, request, sub, 0, 0, true) {
+                match self.one(at.sub_request(sub)) {
                     Ok(true) => return Ok(true),
                     Ok(false) => all_max_size = false,
                     Err(Abort::MaxSize) => {}
@@ -166,7 +218,7 @@ impl<'a, 'p> Search<'a, 'p> {
                         }
                     }
                 }
-                let done = self.one(claim, request + 1, 0, 0, 0, false);
+                let done = self.one(at.next_request());
                 if !matches!(done, Ok(true)) {
                     self.give_back_to(before);
                 }
@@ -175,14 +227,14 @@ impl<'a, 'p> Search<'a, 'p> {
             AllocationMode::ExactCount(count) => {
                 let count = count as usize;
                 if slot >= count {
-                    return self.one(claim, request + 1, 0, 0, 0, false);
+                    return self.one(at.next_request());
                 }
                 if self.per_claim[claim] + count - slot > MAX_RESULTS {
                     return Err(Abort::MaxSize);
                 }
-                for at in from..self.candidates.len() {
-                    let dev = self.candidates[at];
-                    if !self.free_for(claim, data.ask.admin_access, dev)
+                for next in from..self.candidates.len() {
+                    let dev = self.candidates[next];
+                    if !self.free_for(claim, data.ask, dev)
                         || !self.selection.selectable(claim, data, dev)
                     {
                         continue;
@@ -190,7 +242,7 @@ impl<'a, 'p> Search<'a, 'p> {
                     if !self.take(claim, request, ask, dev, Broken::TryNext)? {
                         continue;
                     }
-                    let done = self.one(claim, request, ask, slot + 1, at + 1, in_sub);
+                    let done = self.one(at.next_slot(next));
                     if matches!(done, Ok(true)) {
                         return done;
                     }
@@ -204,8 +256,8 @@ impl<'a, 'p> Search<'a, 'p> {
 
     /// The in-use check: normal requests may not take a device allocated already or taken by any claim in
     /// this search; admin access may take allocated devices, but not one its own claim took.
-    fn free_for(&self, claim: usize, admin: bool, dev: DevRef) -> bool {
-        if admin {
+    fn free_for(&self, claim: usize, ask: &DeviceAsk, dev: DevRef) -> bool {
+        if ask.admin_access {
             return !self.taken.iter().any(|t| t.claim == claim && t.dev == dev);
         }
         !self.in_use[dev.0 as usize][dev.1 as usize] && !self.taken.iter().any(|t| t.dev == dev)
@@ -223,7 +275,7 @@ impl<'a, 'p> Search<'a, 'p> {
         on_broken: Broken,
     ) -> Step {
         let data = self.ask(claim, request, ask);
-        if !self.free_for(claim, data.ask.admin_access, dev) {
+        if !self.free_for(claim, data.ask, dev) {
             return Ok(false);
         }
         let pools = self.pools;

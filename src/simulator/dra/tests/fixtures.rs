@@ -103,31 +103,33 @@ pub(super) fn local_slice(driver: &str, node: &str, devices: Vec<Device>) -> Arc
     slice(
         driver,
         node,
-        node,
-        0,
-        1,
+        pool(node, 0, 1),
         NodeScope::Node(node.into()),
         devices,
     )
 }
 
+/// Generation `generation` of pool `name`, published in `slice_count` slices.
+pub(super) fn pool(name: &str, generation: i64, slice_count: i64) -> PoolRef {
+    PoolRef {
+        name: name.into(),
+        generation,
+        slice_count,
+    }
+}
+
+/// A slice of `driver`'s `pool`, named after `slice_name`, the driver and the pool's generation.
 pub(super) fn slice(
     driver: &str,
     slice_name: &str,
-    pool: &str,
-    generation: i64,
-    slice_count: i64,
+    pool: PoolRef,
     scope: NodeScope,
     devices: Vec<Device>,
 ) -> Arc<ResourceSlice> {
     Arc::new(ResourceSlice {
-        name: format!("{slice_name}-{driver}-{generation}").into(),
+        name: format!("{slice_name}-{driver}-{}", pool.generation).into(),
         driver: driver.into(),
-        pool: PoolRef {
-            name: pool.into(),
-            generation,
-            slice_count,
-        },
+        pool,
         scope,
         devices,
         shared_counters: Vec::new(),

@@ -15,9 +15,7 @@ fn incomplete_pool_offers_nothing() {
     let first_of_two = slice(
         NVIDIA,
         "s0",
-        "n1",
-        0,
-        2,
+        pool("n1", 0, 2),
         NodeScope::Node("n1".into()),
         vec![gpu("gpu-0", "NVIDIA A10G", "23028Mi", "pci0000:00")],
     );
@@ -48,9 +46,7 @@ fn incomplete_pool_offers_nothing() {
     let second = slice(
         NVIDIA,
         "s1",
-        "n1",
-        0,
-        2,
+        pool("n1", 0, 2),
         NodeScope::Node("n1".into()),
         vec![gpu("gpu-1", "NVIDIA A10G", "23028Mi", "pci0000:00")],
     );
@@ -70,18 +66,14 @@ fn newer_generation_wins() {
     let old = slice(
         NVIDIA,
         "s",
-        "n1",
-        0,
-        1,
+        pool("n1", 0, 1),
         scope(),
         vec![gpu("gpu-0", "NVIDIA A10G", "23028Mi", "r")],
     );
     let new = slice(
         NVIDIA,
         "s",
-        "n1",
-        1,
-        1,
+        pool("n1", 1, 1),
         scope(),
         vec![gpu("gpu-0", "Tesla T4", "15Gi", "r")],
     );
@@ -118,7 +110,7 @@ fn newer_generation_wins() {
         "{err:?}"
     );
     // A newer generation still being published hides the older complete one.
-    let newer_incomplete = slice(NVIDIA, "s2", "n1", 2, 2, scope(), vec![]);
+    let newer_incomplete = slice(NVIDIA, "s2", pool("n1", 2, 2), scope(), vec![]);
     let pools = Pools::new(&[new, old, newer_incomplete]);
     assert_eq!(pools.for_node(&n1).device_count(), 0);
 }
@@ -162,9 +154,7 @@ fn per_device_node_selection_reaches_each_device_s_node() {
     let pools = Pools::new(&[slice(
         "x.example.com",
         "s",
-        "p",
-        0,
-        1,
+        pool("p", 0, 1),
         NodeScope::PerDevice,
         vec![on_n1, everywhere],
     )]);
