@@ -1,12 +1,16 @@
-//! The companion's metrics, `ekscale_*`, mirroring cluster-autoscaler's names and labels where the meaning is
+//! The companion's metric families, `ekscale_*`, mirroring cluster-autoscaler's names and labels where the meaning is
 //! the same (`unschedulable_pods_count`, `scaled_up_nodes_total`, `function_duration_seconds`, ...).
 
-use super::flags::Acting;
+use super::labels::{
+    ActivityLabels, BudgetLabels, DecisionLabels, FunctionLabels, GroupLabels, KindLabels,
+    OutcomeLabels, OutcomeOnlyLabels, QuotaLabels, ReasonLabels, RequestLabels, StateLabels,
+    TypeLabels,
+};
 use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::control::flags::Acting;
 use crate::autoscaler::quotas::usage_by_quota;
 use crate::autoscaler::status::Status;
 use crate::model::{QuotaSpec, quota_amount};
-use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -14,76 +18,6 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Metric, Registry};
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct TypeLabels {
-    r#type: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OutcomeOnlyLabels {
-    outcome: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct StateLabels {
-    state: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ReasonLabels {
-    reason: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct FunctionLabels {
-    function: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ActivityLabels {
-    activity: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct KindLabels {
-    kind: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RequestLabels {
-    class: String,
-    state: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct GroupLabels {
-    node_group: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct BudgetLabels {
-    node_group: String,
-    reason: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DecisionLabels {
-    reason: String,
-    decision: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OutcomeLabels {
-    kind: String,
-    outcome: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct QuotaLabels {
-    quota: String,
-    resource: String,
-}
 
 /// Every metric the companion exports, registered once.
 pub struct AutoscalerMetrics {
