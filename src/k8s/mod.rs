@@ -28,8 +28,8 @@ pub use dra::{
 };
 pub use object_error::ObjectError;
 pub use objects::{
-    CONSUME_ANNOTATION, daemonset_pod, node_from_api, node_from_pb, pdb_from_api, pod_from_api,
-    pod_to_pb_bytes, template_pod,
+    CONSUME_ANNOTATION, PodJson, daemonset_pod, node_from_api, node_from_pb, pdb_from_api,
+    pod_from_api, pod_to_pb_bytes, template_pod,
 };
 pub use pod::{PodError, PodFacts};
 pub use provisioning_request::{
