@@ -465,7 +465,12 @@ fn quotas(c: &mut Criterion) {
                     async move {
                         let status = once.run(&view, now).await.unwrap();
                         if run {
-                            metrics.observe_loop(&view, &status, true, now);
+                            metrics.observe_loop(
+                                &view,
+                                &status,
+                                ekscale::autoscaler::control::Acting::Act,
+                                now,
+                            );
                         }
                         status
                     }

@@ -369,7 +369,12 @@ async fn a_node_is_replaced_by_a_cheaper_one_that_is_ready_before_any_pod_is_evi
         }
         let status = once.run(&view, cluster.now()).await.unwrap();
         assert!(status.errors.is_empty(), "step {step}: {status:#?}");
-        metrics.observe_loop(&view, &status, true, cluster.now());
+        metrics.observe_loop(
+            &view,
+            &status,
+            ekscale::autoscaler::control::Acting::Act,
+            cluster.now(),
+        );
         for c in &status.scale_down.consolidation {
             launches.push((c.nodes.clone(), c.node_group.clone(), c.error.clone()));
             launched_at.get_or_insert(step * 10);

@@ -723,7 +723,12 @@ async fn the_config_map_is_watched_and_a_refused_one_is_told() {
 
     // A metric says the configuration is stale, and what the budgets allow.
     let metrics = AutoscalerMetrics::default();
-    metrics.observe_loop(&second, &status, false, now);
+    metrics.observe_loop(
+        &second,
+        &status,
+        ekscale::autoscaler::control::Acting::DryRun,
+        now,
+    );
     let text = metrics.encode();
     assert!(
         text.contains("ekscale_disruption_config_refused 1\n"),

@@ -166,7 +166,11 @@ async fn a_snapshots_dra_objects_reach_the_view() {
 #[test]
 fn pods_are_alike_only_when_their_claims_are() {
     let read = |pod: Value| -> Pod {
-        ekscale::k8s::pod_from_api(&serde_json::from_value(pod).unwrap(), true).unwrap()
+        ekscale::k8s::pod_from_api(
+            &serde_json::from_value(pod).unwrap(),
+            ekscale::k8s::PodJson::KeepIfPending,
+        )
+        .unwrap()
     };
     let from_template = |name: &str| {
         read(claiming(

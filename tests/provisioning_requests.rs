@@ -510,7 +510,12 @@ async fn changed_requests_get_events_and_every_request_is_counted_by_state() {
     );
 
     let metrics = AutoscalerMetrics::default();
-    metrics.observe_loop(&view, &status, false, SystemTime::now());
+    metrics.observe_loop(
+        &view,
+        &status,
+        ekscale::autoscaler::control::Acting::DryRun,
+        SystemTime::now(),
+    );
     let text = metrics.encode();
     let count = |class: &str, state: &str| {
         let line = format!(

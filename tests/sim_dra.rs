@@ -9,7 +9,7 @@ mod common;
 use common::simulated::simulated;
 use common::{DRA_SCENARIO, Server};
 use ekscale::autoscaler::{ClusterSource, ClusterView, ProviderClient, RunOnce, Settings};
-use ekscale::k8s::{claim_template, device_class, pod_from_api, resource_claim};
+use ekscale::k8s::{PodJson, claim_template, device_class, pod_from_api, resource_claim};
 use ekscale::model::{ClaimSource, NODE_GROUP_LABEL, NodeScope, Pod};
 use ekscale::simulated_cluster::SimulatedCluster;
 use ekscale::simulator::allocation_usable_on;
@@ -64,7 +64,7 @@ fn claiming(job: &str, n: usize, template: &str) -> Vec<Pod> {
                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                 },
             });
-            pod_from_api(&serde_json::from_value(pod).unwrap(), false).unwrap()
+            pod_from_api(&serde_json::from_value(pod).unwrap(), PodJson::Drop).unwrap()
         })
         .collect()
 }
@@ -301,7 +301,7 @@ fn asking_a_gpu(name: &str) -> Pod {
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         },
     });
-    pod_from_api(&serde_json::from_value(pod).unwrap(), false).unwrap()
+    pod_from_api(&serde_json::from_value(pod).unwrap(), PodJson::Drop).unwrap()
 }
 
 /// The claim the scheduler made for `pod`'s extended resources, checked as KEP-5004 makes it: named after
@@ -411,7 +411,8 @@ async fn pods_preempted_from_a_devices_node_give_up_the_claims_made_for_them() {
         "spec": {"priority": 1000, "containers": [{"name": "main", "image": "batch",
             "resources": {"requests": {"cpu": "3500m", "memory": "1Gi"}}}]},
     });
-    cluster.create_pods([pod_from_api(&serde_json::from_value(big).unwrap(), false).unwrap()]);
+    cluster
+        .create_pods([pod_from_api(&serde_json::from_value(big).unwrap(), PodJson::Drop).unwrap()]);
     let view = cluster.view().await.unwrap();
     let on = |name: &str| {
         let pod = view.pods.iter().find(|p| p.name == name).unwrap();

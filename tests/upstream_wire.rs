@@ -13,7 +13,7 @@ use common::{DRA_SCENARIO, Server};
 use ekscale::autoscaler::{ClusterSource, ProviderClient, ProviderConfig, RunOnce, Settings};
 use ekscale::clock::Clock;
 use ekscale::cloud::{BUILT_IN_SCENARIO, NodeGroupBackend, Scenario, SimulatedEks};
-use ekscale::k8s::{claim_template, device_class, pod_from_api};
+use ekscale::k8s::{PodJson, claim_template, device_class, pod_from_api};
 use ekscale::model::{ClaimSource, NodeScope, Pod};
 use ekscale::proto::ekscale::TemplateResourceSlicesRequest;
 use ekscale::proto::ekscale::node_groups_client::NodeGroupsClient;
@@ -353,7 +353,7 @@ fn claiming_pods(job: &str, n: usize, class: &str) -> Vec<Pod> {
                         "requests": {"cpu": "1", "memory": "4Gi"}, "claims": [{"name": "device"}]}}],
                     "resourceClaims": [{"name": "device", "resourceClaimTemplateName": class}],
                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}});
-            pod_from_api(&serde_json::from_value(pod).unwrap(), false).unwrap()
+            pod_from_api(&serde_json::from_value(pod).unwrap(), PodJson::Drop).unwrap()
         })
         .collect()
 }

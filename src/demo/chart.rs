@@ -44,38 +44,53 @@ fn step(max: f64) -> f64 {
         .unwrap_or(10.0 * magnitude)
 }
 
-impl Chart {
-    pub fn to_svg(&self) -> String {
-        let max_x = self
+/// Where the plot sits and its scales: the x axis in minutes up to `max_x`, the y axis up to `top_y`.
+struct Frame {
+    max_x: f64,
+    top_y: f64,
+    x_step: f64,
+    y_step: f64,
+    plot_w: f64,
+    plot_h: f64,
+}
+
+impl Frame {
+    fn of(chart: &Chart) -> Frame {
+        let max_x = chart
             .series
             .iter()
             .flat_map(|(_, points)| points.iter().map(|p| p.0))
             .fold(1.0, f64::max);
-        let max_y = self
+        let max_y = chart
             .series
             .iter()
             .flat_map(|(_, points)| points.iter().map(|p| p.1))
             .fold(0.0, f64::max);
         let y_step = step(if max_y > 0.0 { max_y } else { 1.0 });
-        let top_y = (max_y / y_step).ceil().max(1.0) * y_step;
-        let x_step = step(max_x);
-        let plot_w = WIDTH - LEFT - RIGHT;
-        let plot_h = HEIGHT - TOP - BOTTOM;
-        let x = |v: f64| LEFT + v / max_x * plot_w;
-        let y = |v: f64| TOP + plot_h - v / top_y * plot_h;
-        let mut svg = String::new();
-        let _ = write!(
-            svg,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{title}">"#,
-            title = escape(&self.title)
-        );
-        let _ = write!(
-            svg,
-            r#"<text x="{LEFT}" y="16" font-size="14" font-weight="bold">{} ({})</text>"#,
-            escape(&self.title),
-            escape(&self.unit)
-        );
-        // Grid and axes.
+        Frame {
+            max_x,
+            top_y: (max_y / y_step).ceil().max(1.0) * y_step,
+            x_step: step(max_x),
+            y_step,
+            plot_w: WIDTH - LEFT - RIGHT,
+            plot_h: HEIGHT - TOP - BOTTOM,
+        }
+    }
+
+    fn x(&self, v: f64) -> f64 {
+        LEFT + v / self.max_x * self.plot_w
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        TOP + self.plot_h - v / self.top_y * self.plot_h
+    }
+
+    /// Grid and axes.
+    fn axes(&self, svg: &mut String) {
+        let (x, y) = (|v: f64| self.x(v), |v: f64| self.y(v));
+        let (top_y, y_step, max_x, x_step) = (self.top_y, self.y_step, self.max_x, self.x_step);
+        let plot_w = self.plot_w;
+        let plot_h = self.plot_h;
         let mut tick = 0.0;
         while tick <= top_y + y_step / 2.0 {
             let _ = write!(
@@ -108,8 +123,13 @@ impl Chart {
             b = TOP + plot_h,
             r = WIDTH - RIGHT
         );
-        // Spans under the lines, each a shade with its label at its top; moments as dashed lines.
-        for (i, (from, to, label)) in self.spans.iter().enumerate() {
+    }
+
+    /// Spans under the lines, each a shade with its label at its top; moments as dashed lines.
+    fn marks(&self, chart: &Chart, svg: &mut String) {
+        let x = |v: f64| self.x(v);
+        let plot_h = self.plot_h;
+        for (i, (from, to, label)) in chart.spans.iter().enumerate() {
             let _ = write!(
                 svg,
                 r##"<rect x="{sx:.1}" y="{TOP}" width="{w:.1}" height="{plot_h:.1}" fill="#f2c744" fill-opacity="0.25"><title>{label}</title></rect><text x="{tx:.1}" y="{ty:.1}" font-size="10" fill="#7a5c00">{label}</text>"##,
@@ -120,7 +140,7 @@ impl Chart {
                 label = escape(label)
             );
         }
-        for (at, label) in &self.moments {
+        for (at, label) in &chart.moments {
             let _ = write!(
                 svg,
                 r##"<line x1="{mx:.1}" y1="{TOP}" x2="{mx:.1}" y2="{b:.1}" stroke="#b33" stroke-dasharray="3,3"><title>{label}</title></line>"##,
@@ -129,7 +149,12 @@ impl Chart {
                 label = escape(label)
             );
         }
-        for (i, (name, points)) in self.series.iter().enumerate() {
+    }
+
+    /// Each series as a line, with its name in the legend above the plot.
+    fn series(&self, chart: &Chart, svg: &mut String) {
+        let (x, y) = (|v: f64| self.x(v), |v: f64| self.y(v));
+        for (i, (name, points)) in chart.series.iter().enumerate() {
             let color = COLORS[i % COLORS.len()];
             let path: Vec<String> = points
                 .iter()
@@ -151,6 +176,27 @@ impl Chart {
                 ty = TOP - 13.0,
             );
         }
+    }
+}
+
+impl Chart {
+    pub fn to_svg(&self) -> String {
+        let frame = Frame::of(self);
+        let mut svg = String::new();
+        let _ = write!(
+            svg,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{title}">"#,
+            title = escape(&self.title)
+        );
+        let _ = write!(
+            svg,
+            r#"<text x="{LEFT}" y="16" font-size="14" font-weight="bold">{} ({})</text>"#,
+            escape(&self.title),
+            escape(&self.unit)
+        );
+        frame.axes(&mut svg);
+        frame.marks(self, &mut svg);
+        frame.series(self, &mut svg);
         svg.push_str("</svg>");
         svg
     }

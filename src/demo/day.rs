@@ -19,14 +19,22 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Whether a day prints its progress bar and decisions as it plays (the demo's own day) or plays quietly
+/// (the days compared).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Progress {
+    Shown,
+    Hidden,
+}
+
 /// One day of `script` with consolidation in `mode`: the provider in-process on the script's simulated EKS,
 /// the simulated cluster over it, and the loop acting on both, `speed` simulated seconds a real second (0:
-/// as fast as it goes); `show` prints progress and decisions.
+/// as fast as it goes); `display` says whether progress and decisions are printed.
 pub(super) async fn play(
     script: &Script,
     mode: Mode,
     speed: f64,
-    show: bool,
+    display: Progress,
 ) -> Result<Record, DemoError> {
     let clock = Clock::manual();
     let provider = InProcessProvider::start(script, clock.clone()).await?;
@@ -58,9 +66,9 @@ pub(super) async fn play(
         deployments: BTreeMap::new(),
     };
     let mut record = prices(&client).await?;
-    let bar = progress_bar(show, script.duration);
+    let bar = progress_bar(display, script.duration);
     let show = |entry: &Entry| {
-        if !show {
+        if display == Progress::Hidden {
             return;
         }
         let line = format!("[{}] {:<17} {}", hms(entry.at), entry.kind, entry.text);
@@ -109,11 +117,10 @@ pub(super) async fn play(
     Ok(record)
 }
 
-fn progress_bar(show: bool, duration: Duration) -> ProgressBar {
-    let bar = if show {
-        ProgressBar::new(duration.as_secs())
-    } else {
-        ProgressBar::hidden()
+fn progress_bar(display: Progress, duration: Duration) -> ProgressBar {
+    let bar = match display {
+        Progress::Shown => ProgressBar::new(duration.as_secs()),
+        Progress::Hidden => ProgressBar::hidden(),
     };
     bar.set_style(
         ProgressStyle::with_template("{bar:20} {msg}")

@@ -2,7 +2,7 @@
 //! the third with disruption control, the summary of them all, and the report.
 
 use super::compare::Comparison;
-use super::day::play;
+use super::day::{Progress, play};
 use super::error::DemoError;
 use super::night::Night;
 use super::record::Record;
@@ -48,15 +48,15 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
     if let Some(seed) = seed {
         script.scenario.seed = seed;
     }
-    let record = play(&script, Mode::Off, speed, true).await?;
+    let record = play(&script, Mode::Off, speed, Progress::Shown).await?;
     let mut text = summary(&record, script.duration, started.elapsed());
     let second = match second_day {
         Some(mut day) => {
             if let Some(seed) = seed {
                 day.scenario.seed = seed;
             }
-            let off = play(&day, Mode::Off, 0.0, false).await?;
-            let on = play(&day, Mode::Replace, 0.0, false).await?;
+            let off = play(&day, Mode::Off, 0.0, Progress::Hidden).await?;
+            let on = play(&day, Mode::Replace, 0.0, Progress::Hidden).await?;
             let day = Comparison::new(off, on, &day);
             text.push_str(&day.summary());
             Some(day)
@@ -68,7 +68,7 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
             if let Some(seed) = seed {
                 day.scenario.seed = seed;
             }
-            let night = Night::new(play(&day, Mode::Off, 0.0, false).await?, &day);
+            let night = Night::new(play(&day, Mode::Off, 0.0, Progress::Hidden).await?, &day);
             text.push_str(&night.summary());
             Some(night)
         }

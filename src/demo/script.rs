@@ -6,8 +6,8 @@ use crate::autoscaler::headroom::{self, Policy};
 use crate::autoscaler::{DisruptionConfig, DisruptionConfigError};
 use crate::cloud::{self, Scenario};
 use crate::k8s::{
-    Template, VersionedBuffer, VersionedRequest, claim_template, device_class, pod_from_api,
-    quota_from_value,
+    PodJson, Template, VersionedBuffer, VersionedRequest, claim_template, device_class,
+    pod_from_api, quota_from_value,
 };
 use crate::model::{CapacityQuota, ClaimTemplate, DeviceClass, Invalid, Pod};
 use serde::Deserialize;
@@ -475,7 +475,7 @@ fn pods_of(w: &Workload) -> Result<Vec<Pod>, Invalid> {
             });
             let pod: k8s_openapi::api::core::v1::Pod =
                 serde_json::from_value(pod).map_err(|e| Invalid::new(&w.name, e.to_string()))?;
-            pod_from_api(&pod, true).map_err(|e| Invalid::value(e.to_string()))
+            pod_from_api(&pod, PodJson::KeepIfPending).map_err(|e| Invalid::value(e.to_string()))
         })
         .collect()
 }

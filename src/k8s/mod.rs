@@ -37,7 +37,7 @@ pub use dra::{
 };
 pub use object_error::ObjectError;
 pub use objects::{
-    CONSUME_ANNOTATION, daemonset_pod, marked_unschedulable, node_from_api, node_from_pb,
+    CONSUME_ANNOTATION, PodJson, daemonset_pod, marked_unschedulable, node_from_api, node_from_pb,
     pdb_from_api, pod_from_api, pod_to_pb_bytes, template_pod, time as time_from_api,
 };
 pub use pod::{PodError, PodFacts};

@@ -17,8 +17,16 @@ pub use super::object_error::ObjectError;
 use super::object_error::invalid;
 use super::scheduling::{label_selector, scheduling};
 
-/// A pod from the kube API. `keep_json` keeps its JSON when it is pending, for the provider's MatchPod.
-pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError> {
+/// Whether a pod read from the kube API keeps its JSON: a pending one's is what the provider's MatchPod
+/// reads; a pod only counted (a template's, one on a node) needs none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodJson {
+    KeepIfPending,
+    Drop,
+}
+
+/// A pod from the kube API; `json` says whether it keeps its JSON when it is pending.
+pub fn pod_from_api(pod: &api::Pod, json: PodJson) -> Result<Pod, ObjectError> {
     let facts = PodFacts::from_api(pod)?;
     let key = facts.key();
     let default_spec = api::PodSpec::default();
@@ -54,7 +62,7 @@ pub fn pod_from_api(pod: &api::Pod, keep_json: bool) -> Result<Pod, ObjectError>
             extended_claim: None,
         })),
     };
-    let json = if keep_json && node_name.is_none() {
+    let json = if json == PodJson::KeepIfPending && node_name.is_none() {
         Some(serde_json::to_string(pod).map_err(|e| invalid(&key, e.to_string()))?)
     } else {
         None
@@ -294,7 +302,7 @@ pub fn template_pod(
         spec: template.spec,
         status: None,
     };
-    pod_from_api(&pod, false)
+    pod_from_api(&pod, PodJson::Drop)
 }
 
 /// A PodDisruptionBudget from the kube API.

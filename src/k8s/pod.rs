@@ -236,19 +236,21 @@ type List<'a> = BTreeMap<&'a str, &'a str>;
 /// A container's requests and limits.
 type Lists<'a> = (List<'a>, List<'a>);
 
-fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
-    let namespace = match parts.namespace {
-        "" => "default",
-        namespace => namespace,
-    };
-    let mut extended = Vec::new();
-    // Reads one resource list; `field` names where it is in errors.
-    let mut read = |field: Field, list: &List| -> Result<(Resources, Extended), PodError> {
+/// Reads a pod's resource lists, gathering the extended resources any of them requests, in first-seen order.
+struct ListReader<'p> {
+    namespace: &'p str,
+    name: &'p str,
+    extended: Vec<String>,
+}
+
+impl ListReader<'_> {
+    /// Reads one resource list; `field` names where it is in errors.
+    fn read(&mut self, field: Field, list: &List) -> Result<(Resources, Extended), PodError> {
         let mut out = Resources::default();
         let mut amounts = Extended::new();
         for (name, text) in list {
             let fail = |reason: String| PodError::Resource {
-                pod: format!("{namespace}/{}", parts.name),
+                pod: format!("{}/{}", self.namespace, self.name),
                 resource: format!("{}.{name}", field()),
                 reason,
             };
@@ -270,30 +272,47 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
                     } else {
                         amounts.insert(other.to_string(), amount(quantity.value())?);
                     }
-                    if quantity.millis() > 0 && !extended.iter().any(|e| e == other) {
-                        extended.push(other.to_string());
+                    if quantity.millis() > 0 && !self.extended.iter().any(|e| e == other) {
+                        self.extended.push(other.to_string());
                     }
                 }
             }
         }
         Ok((out, amounts))
+    }
+
+    /// Limits are checked like requests, then a request left out defaults to its limit, as the API server
+    /// does when it stores a pod.
+    fn requests(
+        &mut self,
+        field: Field,
+        (requests, limits): &Lists,
+    ) -> Result<(Resources, Extended), PodError> {
+        self.read(&|| format!("{}resources.limits", field()), limits)?;
+        // Name the request when it is the request that is wrong.
+        let asked = self.read(&|| format!("{}resources.requests", field()), requests)?;
+        if limits.is_empty() {
+            return Ok(asked);
+        }
+        let mut merged = limits.clone();
+        merged.extend(requests);
+        self.read(&|| format!("{}resources", field()), &merged)
+    }
+}
+
+fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
+    let namespace = match parts.namespace {
+        "" => "default",
+        namespace => namespace,
     };
-    // Limits are checked like requests, then a request left out defaults to its limit, as the API server
-    // does when it stores a pod.
-    let mut requests =
-        |field: Field, (requests, limits): &Lists| -> Result<(Resources, Extended), PodError> {
-            read(&|| format!("{}resources.limits", field()), limits)?;
-            // Name the request when it is the request that is wrong.
-            let asked = read(&|| format!("{}resources.requests", field()), requests)?;
-            if limits.is_empty() {
-                return Ok(asked);
-            }
-            let mut merged = limits.clone();
-            merged.extend(requests);
-            read(&|| format!("{}resources", field()), &merged)
-        };
-    let mut container =
-        |kind: &str, c: &Container| requests(&|| format!("{kind} {}: ", c.name), &c.resources);
+    let mut reader = ListReader {
+        namespace,
+        name: parts.name,
+        extended: Vec::new(),
+    };
+    let mut container = |kind: &str, c: &Container| {
+        reader.requests(&|| format!("{kind} {}: ", c.name), &c.resources)
+    };
     let mut extended_demand = Extended::new();
     let mut init = Vec::new();
     for c in &parts.init {
@@ -320,8 +339,8 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
         let peak = extended_demand.entry(name).or_default();
         *peak = (*peak).max(amount);
     }
-    let (pod_level, _) = requests(&|| "spec.".into(), &parts.pod_resources)?;
-    let (overhead, overhead_extended) = read(&|| "spec.overhead".into(), &parts.overhead)?;
+    let (pod_level, _) = reader.requests(&|| "spec.".into(), &parts.pod_resources)?;
+    let (overhead, overhead_extended) = reader.read(&|| "spec.overhead".into(), &parts.overhead)?;
     for (name, amount) in overhead_extended {
         *extended_demand.entry(name).or_default() += amount;
     }
@@ -341,7 +360,7 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
         demand,
         host_ports: all().any(|c| c.host_port),
         privileged: all().any(|c| c.privileged),
-        extended_resources: extended,
+        extended_resources: reader.extended,
         extended: extended_demand,
         namespace: namespace.to_string(),
         name: parts.name.to_string(),

@@ -458,7 +458,7 @@ impl SnapshotObjects {
                     self.saw(Some(time));
                 }
                 let pod = pod.into_api().map_err(|e| fail(e.to_string()))?;
-                let mut pod = objects::pod_from_api(&pod, true)?;
+                let mut pod = objects::pod_from_api(&pod, objects::PodJson::KeepIfPending)?;
                 self.alike.share(&mut pod);
                 self.pods.push(Arc::new(pod));
             }

@@ -283,8 +283,12 @@ mod tests {
         let whole: api::Pod = serde_json::from_str(json).unwrap();
         let cut: SnapshotPod = serde_json::from_str(json).unwrap();
         let cut = cut.into_api().unwrap();
-        let mut from_whole = crate::k8s::objects::pod_from_api(&whole, true).unwrap();
-        let mut from_cut = crate::k8s::objects::pod_from_api(&cut, true).unwrap();
+        let mut from_whole =
+            crate::k8s::objects::pod_from_api(&whole, crate::k8s::objects::PodJson::KeepIfPending)
+                .unwrap();
+        let mut from_cut =
+            crate::k8s::objects::pod_from_api(&cut, crate::k8s::objects::PodJson::KeepIfPending)
+                .unwrap();
         // A pending pod keeps its JSON for MatchPod: what MatchPod reads of it is the same.
         let facts = |pod: &mut crate::model::Pod| {
             crate::k8s::PodFacts::from_text(&pod.json.take().expect("a pending pod keeps its JSON"))

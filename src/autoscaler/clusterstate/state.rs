@@ -170,11 +170,12 @@ impl ClusterState {
     /// group's min size) and their group backed off, as cluster-autoscaler does; so are instances the provider
     /// says it could not create (a stockout's placeholders: upstream deletes them in the loop that sees them,
     /// the group already backed off), or they would launch, unasked, whenever capacity frees up. Returns the
-    /// removals that failed.
+    /// removals that failed; with [`LateInstances::BackOffOnly`] (a dry run) the groups are backed off and
+    /// nothing is deleted.
     pub async fn remove_long_unregistered(
         &mut self,
         client: &ProviderClient,
-        act: bool,
+        late_instances: LateInstances,
         facts: &[GroupFacts],
         now: SystemTime,
     ) -> Vec<String> {
@@ -206,7 +207,7 @@ impl ClusterState {
             }
             // EKS is replacing an updating group's nodes: its instances are its to remove, and lowering its
             // target would fight the update.
-            if !act || f.updating() {
+            if late_instances == LateInstances::BackOffOnly || f.updating() {
                 continue;
             }
             // An instance that was never created is no machine: cancelling it takes no node under the min size
@@ -233,6 +234,14 @@ impl ClusterState {
         }
         errors
     }
+}
+
+/// What becomes of instances that never registered (or were never created): deleted when the loop acts,
+/// or only their groups backed off when it plans (`--dry-run`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LateInstances {
+    Delete,
+    BackOffOnly,
 }
 
 /// Every group's size, instances and template, asked concurrently, and every group's zones and EKS state in

@@ -272,16 +272,6 @@ pub enum Acting {
     DryRun,
 }
 
-impl From<bool> for Acting {
-    /// `true`: the decisions are carried out (as `!--dry-run` reads).
-    fn from(acted: bool) -> Acting {
-        match acted {
-            true => Acting::Act,
-            false => Acting::DryRun,
-        }
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cluster {
     Live,

@@ -15,7 +15,7 @@ use crate::autoscaler::control::kube_requests::RequestWatches;
 use crate::autoscaler::control::mirror::Mirror;
 use crate::autoscaler::control::watch::{MANAGER, drive};
 use crate::k8s::{
-    DISRUPTION_CONFIG_KEY, DISRUPTION_CONFIG_MAP, daemonset_pod, marked_unschedulable,
+    DISRUPTION_CONFIG_KEY, DISRUPTION_CONFIG_MAP, PodJson, daemonset_pod, marked_unschedulable,
     node_from_api, pdb_from_api, pod_from_api,
 };
 use crate::model::{Alike, Taint};
@@ -133,7 +133,7 @@ impl Kube {
             // outlives a pod, so a pod read today shares with one read yesterday.
             let mut alike = Alike::default();
             let convert = move |pod: &Pod| {
-                let mut pod = pod_from_api(pod, true)
+                let mut pod = pod_from_api(pod, PodJson::KeepIfPending)
                     .map_err(|e| tracing::warn!(error = %e, "pod left out of the loop"))
                     .ok()?;
                 alike.share(&mut pod);
@@ -375,7 +375,7 @@ impl ClusterSource for Kube {
             .map_err(|e| ClusterError::Kube(format!("listing the pods on node {node}: {e}")))?;
         let mut pods = Vec::new();
         for pod in &list.items {
-            match pod_from_api(pod, false) {
+            match pod_from_api(pod, PodJson::Drop) {
                 // The field selector is the API server's; the filter holds whatever it answered.
                 Ok(pod) if pod.node_name.as_deref() == Some(node) => pods.push(pod),
                 Ok(_) => {}

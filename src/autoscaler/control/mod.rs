@@ -19,7 +19,7 @@ pub(crate) mod watch; // what the live sources share: the field manager, a refle
 
 pub use controller::{Failure, run_blocking, runtime, simulate_blocking};
 pub use events::{Publisher, STATUS_CONFIG_MAP};
-pub use flags::{RunArgs, SimulateArgs, read_disruption};
+pub use flags::{Acting, RunArgs, SimulateArgs, read_disruption};
 pub use kube::{Kube, RateLimits};
 pub use leader::{Election, Elector};
 pub use metrics::AutoscalerMetrics;

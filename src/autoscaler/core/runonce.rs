@@ -26,7 +26,9 @@ use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::clustersnapshot::snapshot::{self as cluster_snapshot, ClusterSnapshot};
 use crate::autoscaler::clusterstate::backoff::GroupBackoff;
-use crate::autoscaler::clusterstate::state::{self as cluster_state, ClusterState, Counts};
+use crate::autoscaler::clusterstate::state::{
+    self as cluster_state, ClusterState, Counts, LateInstances,
+};
 use crate::autoscaler::core::claim_needs;
 use crate::autoscaler::core::classify::{self, Sorted};
 use crate::autoscaler::core::disruption_source::DisruptionSource;
@@ -338,10 +340,12 @@ impl RunOnce {
         let startup = self.settings.max_node_startup_time;
         let (groups, counts) = self.state.count(startup, view, &facts, &node_group, now);
         if self.settings.remove_unregistered {
-            let (client, act) = (&self.client, self.settings.act);
-            let unregistered = self
-                .state
-                .remove_long_unregistered(client, act, &facts, now);
+            let late = match self.settings.act {
+                true => LateInstances::Delete,
+                false => LateInstances::BackOffOnly,
+            };
+            let unregistered =
+                (self.state).remove_long_unregistered(&self.client, late, &facts, now);
             report.errors.extend(unregistered.await);
         }
         let read = Read {

@@ -32,22 +32,30 @@ impl Object {
     }
 }
 
+/// Whether objects of a kind live in a namespace (claims and their templates) or in the cluster (classes,
+/// slices): what their names in refusals carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectScope {
+    Namespaced,
+    Cluster,
+}
+
 /// Reads `value`, an object of `kind`, as `T`: named first from its metadata (so that a refusal names it
 /// even when the rest does not read), then its `apiVersion` checked (one left out, as a typed list's items
 /// may, is taken as read).
 pub fn read<T: DeserializeOwned>(
     kind: &str,
-    namespaced: bool,
+    scope: ObjectScope,
     value: serde_json::Value,
 ) -> Result<(Object, T), ObjectError> {
     let meta = &value["metadata"];
     let name = meta["name"].as_str().unwrap_or_default();
-    let object = Object(match namespaced {
-        true => {
+    let object = Object(match scope {
+        ObjectScope::Namespaced => {
             let namespace = meta["namespace"].as_str().filter(|n| !n.is_empty());
             format!("{kind} {}/{name}", namespace.unwrap_or("default"))
         }
-        false => format!("{kind} {name}"),
+        ObjectScope::Cluster => format!("{kind} {name}"),
     });
     if let Some(version) = value.get("apiVersion").and_then(|v| v.as_str()) {
         let read = VERSIONS

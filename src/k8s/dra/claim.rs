@@ -25,7 +25,8 @@ const RESERVED_MAX: usize = 256;
 
 /// A ResourceClaim from its JSON: its spec, the pod it was made for, its allocation and reservations.
 pub fn resource_claim(value: serde_json::Value) -> Result<ResourceClaim, ObjectError> {
-    let (object, claim): (Object, api::ResourceClaim) = check::read("ResourceClaim", true, value)?;
+    let (object, claim): (Object, api::ResourceClaim) =
+        check::read("ResourceClaim", check::ObjectScope::Namespaced, value)?;
     let name = check::object_name(&object, &claim.metadata)?;
     let spec = claim_spec(&object, "spec", &claim.spec)?;
     // A claim made from a template for a pod has that pod as its controller (what `IsForPod` checks).
@@ -58,8 +59,11 @@ pub fn resource_claim(value: serde_json::Value) -> Result<ResourceClaim, ObjectE
 
 /// A ResourceClaimTemplate from its JSON: the claim spec each pod naming it gets.
 pub fn claim_template(value: serde_json::Value) -> Result<ClaimTemplate, ObjectError> {
-    let (object, template): (Object, api::ResourceClaimTemplate) =
-        check::read("ResourceClaimTemplate", true, value)?;
+    let (object, template): (Object, api::ResourceClaimTemplate) = check::read(
+        "ResourceClaimTemplate",
+        check::ObjectScope::Namespaced,
+        value,
+    )?;
     let name = check::object_name(&object, &template.metadata)?;
     let spec = claim_spec(&object, "spec.spec", &template.spec.spec)?;
     Ok(ClaimTemplate {

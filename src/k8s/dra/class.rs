@@ -9,7 +9,8 @@ use crate::model::{DeviceClass, Invalid};
 
 /// A DeviceClass from its JSON (`resource.k8s.io/v1`), checked as the API server checks it.
 pub fn device_class(value: serde_json::Value) -> Result<DeviceClass, ObjectError> {
-    let (object, class): (Object, api::DeviceClass) = check::read("DeviceClass", false, value)?;
+    let (object, class): (Object, api::DeviceClass) =
+        check::read("DeviceClass", check::ObjectScope::Cluster, value)?;
     let name = check::object_name(&object, &class.metadata)?;
     let selectors = check::selectors(&object, "spec.selectors", &class.spec.selectors)?;
     let extended_resource_name = match class.spec.extended_resource_name.as_deref() {

@@ -26,7 +26,8 @@ const STRING_MAX: usize = 64;
 
 /// A ResourceSlice from its JSON.
 pub fn resource_slice(value: serde_json::Value) -> Result<ResourceSlice, ObjectError> {
-    let (object, slice): (Object, api::ResourceSlice) = check::read("ResourceSlice", false, value)?;
+    let (object, slice): (Object, api::ResourceSlice) =
+        check::read("ResourceSlice", check::ObjectScope::Cluster, value)?;
     let name = check::object_name(&object, &slice.metadata)?;
     let Some(spec) = slice.spec else {
         return Err(object.fail("spec", "missing"));

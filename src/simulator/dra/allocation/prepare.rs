@@ -2,7 +2,7 @@
 //! resolved, counts checked, "All" requests' devices collected, the claim's 32-result limit checked. What
 //! the search then reads: which devices of the node an ask may take, in pool then slice order.
 
-use crate::model::{AllocationMode, ClaimSpec, DeviceAsk, MatchAttribute, Name};
+use crate::model::{AllocationMode, ClaimSpec, DeviceAsk, DeviceRequest, MatchAttribute, Name};
 use crate::simulator::dra::classes::{DeviceClasses, SelectorSet};
 use crate::simulator::dra::pools::{NodePool, PoolState};
 use crate::simulator::dra::unallocatable::{RequestRef, Unallocatable};
@@ -89,95 +89,20 @@ pub(crate) fn prepare<'a>(
 ) -> Result<Vec<ClaimData<'a>>, Unallocatable> {
     let mut prepared = Vec::with_capacity(claims.len());
     for (c, claim) in claims.iter().enumerate() {
+        let at = ClaimAt {
+            claim: c,
+            claims: claims.len(),
+        };
         let mut requests = Vec::with_capacity(claim.requests.len());
         let mut minimum = 0usize;
         for request in &claim.requests {
-            let mut asks = Vec::with_capacity(request.asks.len());
-            let mut request_minimum = usize::MAX;
-            for ask in &request.asks {
-                let result_name: Name = if request.first_available {
-                    format!("{}/{}", request.name, ask.name).into()
-                } else {
-                    request.name.clone()
-                };
-                let at = RequestRef {
-                    claim: c,
-                    claims: claims.len(),
-                    request: result_name.clone(),
-                };
-                if request.first_available && ask.admin_access {
-                    return Err(Unallocatable::InvalidRequest {
-                        request: at,
-                        reason: "a sub-request cannot ask for admin access".to_string(),
-                    });
-                }
-                let set = classes
-                    .selector_set(&ask.class, &ask.selectors)
-                    .ok_or_else(|| Unallocatable::UnknownClass {
-                        request: at.clone(),
-                        class: ask.class.clone(),
-                    })?;
-                let mut data = AskData {
-                    result_name,
-                    ask,
-                    set,
-                    all: None,
-                };
-                match ask.mode {
-                    AllocationMode::ExactCount(0) => {
-                        return Err(Unallocatable::InvalidRequest {
-                            request: at,
-                            reason: "count must be greater than zero".to_string(),
-                        });
-                    }
-                    AllocationMode::ExactCount(n) => {
-                        request_minimum = request_minimum.min(n as usize)
-                    }
-                    AllocationMode::All => {
-                        let mut all = Vec::new();
-                        for (i, pool) in selection.pools.iter().enumerate() {
-                            if pool.pool.state != PoolState::Complete {
-                                return Err(Unallocatable::PoolNotReady {
-                                    request: at,
-                                    pool: format!("{}/{}", pool.pool.driver, pool.pool.name),
-                                });
-                            }
-                            for &d in pool.visible.iter() {
-                                if selection.selectable(c, &data, (i as u32, d)) {
-                                    all.push((i as u32, d));
-                                }
-                            }
-                        }
-                        request_minimum = request_minimum.min(all.len());
-                        data.all = Some(all);
-                    }
-                }
-                asks.push(data);
-            }
-            if asks.is_empty() {
-                return Err(Unallocatable::InvalidRequest {
-                    request: RequestRef {
-                        claim: c,
-                        claims: claims.len(),
-                        request: request.name.clone(),
-                    },
-                    reason: "neither exactly nor firstAvailable is set".to_string(),
-                });
-            }
+            let (data, request_minimum) = prepare_request(classes, selection, at, request)?;
             minimum += request_minimum;
-            requests.push(RequestData {
-                name: request.name.clone(),
-                first_available: request.first_available,
-                asks,
-            });
+            requests.push(data);
         }
         if claim.constraints.len() > MAX_CONSTRAINTS {
             return Err(Unallocatable::InvalidRequest {
-                request: RequestRef {
-                    claim: c,
-                    claims: claims.len(),
-                    request: "".into(),
-                },
+                request: at.request("".into()),
                 reason: format!(
                     "{} constraints, more than the limit of {MAX_CONSTRAINTS}",
                     claim.constraints.len()
@@ -196,4 +121,124 @@ pub(crate) fn prepare<'a>(
         });
     }
     Ok(prepared)
+}
+
+/// Which claim is being prepared, of how many: what a [`RequestRef`] names besides the request.
+#[derive(Clone, Copy)]
+struct ClaimAt {
+    claim: usize,
+    claims: usize,
+}
+
+impl ClaimAt {
+    fn request(self, request: Name) -> RequestRef {
+        RequestRef {
+            claim: self.claim,
+            claims: self.claims,
+            request,
+        }
+    }
+}
+
+/// One request's asks resolved, with the fewest devices any of them needs.
+fn prepare_request<'a>(
+    classes: &DeviceClasses,
+    selection: &mut Selection,
+    at: ClaimAt,
+    request: &'a DeviceRequest,
+) -> Result<(RequestData<'a>, usize), Unallocatable> {
+    let mut asks = Vec::with_capacity(request.asks.len());
+    let mut request_minimum = usize::MAX;
+    for ask in &request.asks {
+        let (data, ask_minimum) = prepare_ask(classes, selection, at, request, ask)?;
+        request_minimum = request_minimum.min(ask_minimum);
+        asks.push(data);
+    }
+    if asks.is_empty() {
+        return Err(Unallocatable::InvalidRequest {
+            request: at.request(request.name.clone()),
+            reason: "neither exactly nor firstAvailable is set".to_string(),
+        });
+    }
+    let data = RequestData {
+        name: request.name.clone(),
+        first_available: request.first_available,
+        asks,
+    };
+    Ok((data, request_minimum))
+}
+
+/// One ask (a request, or a sub-request of `firstAvailable`) checked and resolved, with how many devices
+/// it needs at least.
+fn prepare_ask<'a>(
+    classes: &DeviceClasses,
+    selection: &mut Selection,
+    at: ClaimAt,
+    request: &DeviceRequest,
+    ask: &'a DeviceAsk,
+) -> Result<(AskData<'a>, usize), Unallocatable> {
+    let result_name: Name = if request.first_available {
+        format!("{}/{}", request.name, ask.name).into()
+    } else {
+        request.name.clone()
+    };
+    let request_at = at.request(result_name.clone());
+    if request.first_available && ask.admin_access {
+        return Err(Unallocatable::InvalidRequest {
+            request: request_at,
+            reason: "a sub-request cannot ask for admin access".to_string(),
+        });
+    }
+    let set = classes
+        .selector_set(&ask.class, &ask.selectors)
+        .ok_or_else(|| Unallocatable::UnknownClass {
+            request: request_at.clone(),
+            class: ask.class.clone(),
+        })?;
+    let mut data = AskData {
+        result_name,
+        ask,
+        set,
+        all: None,
+    };
+    let minimum = match ask.mode {
+        AllocationMode::ExactCount(0) => {
+            return Err(Unallocatable::InvalidRequest {
+                request: request_at,
+                reason: "count must be greater than zero".to_string(),
+            });
+        }
+        AllocationMode::ExactCount(n) => n as usize,
+        AllocationMode::All => {
+            let all = all_devices(selection, at.claim, &data, request_at)?;
+            let minimum = all.len();
+            data.all = Some(all);
+            minimum
+        }
+    };
+    Ok((data, minimum))
+}
+
+/// Mode All: every device of the node the ask may take; every pool must be complete.
+fn all_devices(
+    selection: &mut Selection,
+    claim: usize,
+    data: &AskData,
+    request_at: RequestRef,
+) -> Result<Vec<DevRef>, Unallocatable> {
+    let mut all = Vec::new();
+    for (i, pool) in selection.pools.iter().enumerate() {
+        if pool.pool.state != PoolState::Complete {
+            return Err(Unallocatable::PoolNotReady {
+                request: request_at,
+                pool: format!("{}/{}", pool.pool.driver, pool.pool.name),
+            });
+        }
+        for &d in pool.visible.iter() {
+            if selection.selectable(claim, data, (i as u32, d)) {
+                all.push((i as u32, d));
+            }
+        }
+    }
+    Ok(all)
 }

@@ -1,12 +1,17 @@
-//! The companion's metrics, `ekscale_*`, mirroring cluster-autoscaler's names and labels where the meaning is
-//! the same (`unschedulable_pods_count`, `scaled_up_nodes_total`, `function_duration_seconds`, ...).
+//! The companion's metric families, `ekscale_*`, mirroring cluster-autoscaler's names and labels where the
+//! meaning is the same (`unschedulable_pods_count`, `scaled_up_nodes_total`, `function_duration_seconds`, ...),
+//! registered in groups, and what each loop sets them to.
 
-use super::flags::Acting;
+use super::labels::{
+    ActivityLabels, BudgetLabels, DecisionLabels, FunctionLabels, GroupLabels, KindLabels,
+    OutcomeLabels, OutcomeOnlyLabels, QuotaLabels, ReasonLabels, RequestLabels, StateLabels,
+    TypeLabels,
+};
 use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::control::flags::Acting;
 use crate::autoscaler::quotas::usage_by_quota;
 use crate::autoscaler::status::Status;
 use crate::model::{QuotaSpec, quota_amount};
-use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -15,94 +20,13 @@ use prometheus_client::registry::{Metric, Registry};
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct TypeLabels {
-    r#type: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OutcomeOnlyLabels {
-    outcome: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct StateLabels {
-    state: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ReasonLabels {
-    reason: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct FunctionLabels {
-    function: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ActivityLabels {
-    activity: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct KindLabels {
-    kind: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RequestLabels {
-    class: String,
-    state: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct GroupLabels {
-    node_group: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct BudgetLabels {
-    node_group: String,
-    reason: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DecisionLabels {
-    reason: String,
-    decision: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OutcomeLabels {
-    kind: String,
-    outcome: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct QuotaLabels {
-    quota: String,
-    resource: String,
-}
-
 /// Every metric the companion exports, registered once.
 pub struct AutoscalerMetrics {
     registry: Registry,
-    unschedulable: Family<TypeLabels, Gauge>,
+    cluster: ClusterMetrics,
     claiming: Family<OutcomeOnlyLabels, Gauge>,
-    nodes: Family<StateLabels, Gauge>,
-    node_groups: Gauge,
-    cpu_cores: Gauge<f64, AtomicU64>,
-    memory_bytes: Gauge,
-    scaled_up: Counter,
-    failed_scale_ups: Family<ReasonLabels, Counter>,
-    scaled_down: Family<ReasonLabels, Counter>,
-    unneeded: Gauge,
-    unremovable: Family<ReasonLabels, Gauge>,
-    pending_deletions: Gauge,
-    durations: Family<FunctionLabels, Histogram>,
-    last_activity: Family<ActivityLabels, Gauge<f64, AtomicU64>>,
-    errors: Family<TypeLabels, Counter>,
+    scaling: ScalingMetrics,
+    loops: LoopMetrics,
     group_sizes: GroupSizeMetrics,
     consolidations: Family<KindLabels, Counter>,
     consolidation_savings: Gauge<f64, AtomicU64>,
@@ -113,6 +37,129 @@ pub struct AutoscalerMetrics {
     disruption_decisions: Family<DecisionLabels, Counter>,
     disruption_config_refused: Gauge,
     quotas: QuotaMetrics,
+}
+
+/// The cluster as the loop read it: pods waiting, nodes by state, capacity, node groups.
+struct ClusterMetrics {
+    unschedulable: Family<TypeLabels, Gauge>,
+    nodes: Family<StateLabels, Gauge>,
+    node_groups: Gauge,
+    cpu_cores: Gauge<f64, AtomicU64>,
+    memory_bytes: Gauge,
+}
+
+impl ClusterMetrics {
+    fn register(registry: &mut Registry) -> ClusterMetrics {
+        ClusterMetrics {
+            unschedulable: register(
+                registry,
+                "unschedulable_pods_count",
+                "Pending pods: unschedulable (the scheduler tried), scheduler_unprocessed (not yet)",
+                Family::default(),
+            ),
+            nodes: register(registry, "nodes_count", "Nodes by state", Family::default()),
+            node_groups: register(
+                registry,
+                "node_groups_count",
+                "Node groups",
+                Gauge::default(),
+            ),
+            cpu_cores: register(
+                registry,
+                "cluster_cpu_current_cores",
+                "Cores of the cluster's nodes",
+                Gauge::default(),
+            ),
+            memory_bytes: register(
+                registry,
+                "cluster_memory_current_bytes",
+                "Memory of the cluster's nodes",
+                Gauge::default(),
+            ),
+        }
+    }
+}
+
+/// What the loop did: scale-ups made or failed, nodes removed, unneeded and kept, deletions in progress.
+struct ScalingMetrics {
+    scaled_up: Counter,
+    failed_scale_ups: Family<ReasonLabels, Counter>,
+    scaled_down: Family<ReasonLabels, Counter>,
+    unneeded: Gauge,
+    unremovable: Family<ReasonLabels, Gauge>,
+    pending_deletions: Gauge,
+}
+
+impl ScalingMetrics {
+    fn register(registry: &mut Registry) -> ScalingMetrics {
+        ScalingMetrics {
+            scaled_up: register(
+                registry,
+                "scaled_up_nodes",
+                "Nodes asked for",
+                Counter::default(),
+            ),
+            failed_scale_ups: register(
+                registry,
+                "failed_scale_ups",
+                "Scale-ups the provider refused, by reason",
+                Family::default(),
+            ),
+            scaled_down: register(
+                registry,
+                "scaled_down_nodes",
+                "Nodes removed, by reason (empty, underutilized, consolidated)",
+                Family::default(),
+            ),
+            unneeded: register(
+                registry,
+                "unneeded_nodes_count",
+                "Nodes found unneeded",
+                Gauge::default(),
+            ),
+            unremovable: register(
+                registry,
+                "unremovable_nodes_count",
+                "Nodes kept, by reason",
+                Family::default(),
+            ),
+            pending_deletions: register(
+                registry,
+                "pending_node_deletions",
+                "Node deletions in progress",
+                Gauge::default(),
+            ),
+        }
+    }
+}
+
+/// The loop itself: how long its parts took, when each activity last happened, the problems.
+struct LoopMetrics {
+    durations: Family<FunctionLabels, Histogram>,
+    last_activity: Family<ActivityLabels, Gauge<f64, AtomicU64>>,
+    errors: Family<TypeLabels, Counter>,
+}
+
+impl LoopMetrics {
+    fn register(registry: &mut Registry) -> LoopMetrics {
+        LoopMetrics {
+            durations: register(
+                registry,
+                "function_duration_seconds",
+                "Time spent in parts of the loop (main, estimate, scaleDown, consolidation)",
+                Family::<FunctionLabels, Histogram>::new_with_constructor(
+                    duration_histogram as fn() -> _,
+                ),
+            ),
+            last_activity: register(
+                registry,
+                "last_activity",
+                "When each activity last happened (unix seconds)",
+                Family::default(),
+            ),
+            errors: register(registry, "errors", "Problems by type", Family::default()),
+        }
+    }
 }
 
 /// The CapacityQuotas' metrics: each valid quota's usage and limits, and how many are invalid.
@@ -150,62 +197,9 @@ impl Default for AutoscalerMetrics {
             };
         }
         AutoscalerMetrics {
-            unschedulable: register!(
-                "unschedulable_pods_count",
-                "Pending pods: unschedulable (the scheduler tried), scheduler_unprocessed (not yet)",
-                Family::default()
-            ),
-            nodes: register!("nodes_count", "Nodes by state", Family::default()),
-            node_groups: register!("node_groups_count", "Node groups", Gauge::default()),
-            cpu_cores: register!(
-                "cluster_cpu_current_cores",
-                "Cores of the cluster's nodes",
-                Gauge::default()
-            ),
-            memory_bytes: register!(
-                "cluster_memory_current_bytes",
-                "Memory of the cluster's nodes",
-                Gauge::default()
-            ),
-            scaled_up: register!("scaled_up_nodes", "Nodes asked for", Counter::default()),
-            failed_scale_ups: register!(
-                "failed_scale_ups",
-                "Scale-ups the provider refused, by reason",
-                Family::default()
-            ),
-            scaled_down: register!(
-                "scaled_down_nodes",
-                "Nodes removed, by reason (empty, underutilized, consolidated)",
-                Family::default()
-            ),
-            unneeded: register!(
-                "unneeded_nodes_count",
-                "Nodes found unneeded",
-                Gauge::default()
-            ),
-            unremovable: register!(
-                "unremovable_nodes_count",
-                "Nodes kept, by reason",
-                Family::default()
-            ),
-            pending_deletions: register!(
-                "pending_node_deletions",
-                "Node deletions in progress",
-                Gauge::default()
-            ),
-            durations: register!(
-                "function_duration_seconds",
-                "Time spent in parts of the loop (main, estimate, scaleDown, consolidation)",
-                Family::<FunctionLabels, Histogram>::new_with_constructor(
-                    duration_histogram as fn() -> _
-                )
-            ),
-            last_activity: register!(
-                "last_activity",
-                "When each activity last happened (unix seconds)",
-                Family::default()
-            ),
-            errors: register!("errors", "Problems by type", Family::default()),
+            cluster: ClusterMetrics::register(&mut registry),
+            scaling: ScalingMetrics::register(&mut registry),
+            loops: LoopMetrics::register(&mut registry),
             group_sizes: GroupSizeMetrics::register(&mut registry),
             consolidations: register!(
                 "consolidations",
@@ -365,10 +359,9 @@ impl AutoscalerMetrics {
         &self,
         view: &ClusterView,
         status: &Status,
-        acting: impl Into<Acting>,
+        acting: Acting,
         now: SystemTime,
     ) {
-        let acting = acting.into();
         let acted = acting == Acting::Act;
         self.observe_cluster(view, status);
         self.observe_scaling(status, acting);
@@ -382,12 +375,14 @@ impl AutoscalerMetrics {
             activity.push("scaleDown");
         }
         for a in activity {
-            self.last_activity
+            self.loops
+                .last_activity
                 .get_or_create(&ActivityLabels { activity: a })
                 .set(unix(now));
         }
         for _ in &status.errors {
-            self.errors
+            self.loops
+                .errors
                 .get_or_create(&TypeLabels {
                     r#type: "loopError",
                 })
@@ -430,7 +425,8 @@ impl AutoscalerMetrics {
             .pods
             .iter()
             .filter(|p| p.unschedulable && p.node_name.is_none());
-        self.unschedulable
+        self.cluster
+            .unschedulable
             .get_or_create(&TypeLabels {
                 r#type: "unschedulable",
             })
@@ -439,20 +435,24 @@ impl AutoscalerMetrics {
             .pods
             .iter()
             .filter(|p| p.node_name.is_none() && !p.unschedulable && p.deleted.is_none());
-        self.unschedulable
+        self.cluster
+            .unschedulable
             .get_or_create(&TypeLabels {
                 r#type: "scheduler_unprocessed",
             })
             .set(unprocessed.count() as i64);
         let ready = view.nodes.iter().filter(|n| n.ready).count() as i64;
-        self.nodes
+        self.cluster
+            .nodes
             .get_or_create(&StateLabels { state: "ready" })
             .set(ready);
-        self.nodes
+        self.cluster
+            .nodes
             .get_or_create(&StateLabels { state: "unready" })
             .set(view.nodes.len() as i64 - ready);
         let upcoming: usize = status.node_groups.iter().map(|g| g.upcoming).sum();
-        self.nodes
+        self.cluster
+            .nodes
             .get_or_create(&StateLabels {
                 state: "notStarted",
             })
@@ -460,9 +460,11 @@ impl AutoscalerMetrics {
         let (cpu, memory) = view.nodes.iter().fold((0u64, 0u64), |(c, m), n| {
             (c + n.capacity.cpu_millis, m + n.capacity.memory_bytes)
         });
-        self.cpu_cores.set(cpu as f64 / 1000.0);
-        self.memory_bytes.set(memory as i64);
-        self.node_groups.set(status.node_groups.len() as i64);
+        self.cluster.cpu_cores.set(cpu as f64 / 1000.0);
+        self.cluster.memory_bytes.set(memory as i64);
+        self.cluster
+            .node_groups
+            .set(status.node_groups.len() as i64);
         self.provisioning_requests.clear();
         for r in &status.provisioning_requests {
             let labels = RequestLabels {
@@ -480,10 +482,11 @@ impl AutoscalerMetrics {
         for s in status.scale_up.iter().filter(|_| acting == Acting::Act) {
             match &s.error {
                 None => {
-                    self.scaled_up.inc_by(s.delta);
+                    self.scaling.scaled_up.inc_by(s.delta);
                 }
                 Some(_) => {
-                    self.failed_scale_ups
+                    self.scaling
+                        .failed_scale_ups
                         .get_or_create(&ReasonLabels {
                             reason: "cloudProviderError".into(),
                         })
@@ -498,7 +501,8 @@ impl AutoscalerMetrics {
             .iter()
             .filter(|d| d.state == "deleted")
         {
-            self.scaled_down
+            self.scaling
+                .scaled_down
                 .get_or_create(&ReasonLabels {
                     reason: d.detail.clone(),
                 })
@@ -528,10 +532,13 @@ impl AutoscalerMetrics {
                 })
                 .inc();
         }
-        self.unneeded.set(status.scale_down.nodes.len() as i64);
-        self.unremovable.clear();
+        self.scaling
+            .unneeded
+            .set(status.scale_down.nodes.len() as i64);
+        self.scaling.unremovable.clear();
         for k in &status.scale_down.unremovable {
-            self.unremovable
+            self.scaling
+                .unremovable
                 .get_or_create(&ReasonLabels {
                     reason: k.reason.clone(),
                 })
@@ -543,7 +550,7 @@ impl AutoscalerMetrics {
             .iter()
             .filter(|d| matches!(d.state.as_str(), "started" | "draining"))
             .count();
-        self.pending_deletions.set(pending as i64);
+        self.scaling.pending_deletions.set(pending as i64);
     }
 
     /// Disruption control (`--disruption-config`), after Karpenter's `nodepools_allowed_disruptions` and
@@ -591,16 +598,19 @@ impl AutoscalerMetrics {
 
     /// A loop that could not decide (the provider or the cluster failed).
     pub fn observe_failure(&self, kind: &'static str, now: SystemTime) {
-        self.errors
+        self.loops
+            .errors
             .get_or_create(&TypeLabels { r#type: kind })
             .inc();
-        self.last_activity
+        self.loops
+            .last_activity
             .get_or_create(&ActivityLabels { activity: "main" })
             .set(unix(now));
     }
 
     fn observe_duration(&self, function: &'static str, took: Duration) {
-        self.durations
+        self.loops
+            .durations
             .get_or_create(&FunctionLabels { function })
             .observe(took.as_secs_f64());
     }

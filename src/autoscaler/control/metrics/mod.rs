@@ -1,0 +1,7 @@
+//! The companion's metrics, `ekscale_*`, mirroring cluster-autoscaler's names and labels where the meaning is
+//! the same: the families registered and set from each loop, and the label sets they are keyed by.
+
+mod families; // the registry of every family, grouped, and what one loop (or a failed one) sets them to
+mod labels; // the label sets the families are keyed by
+
+pub use families::AutoscalerMetrics;
