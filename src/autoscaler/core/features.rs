@@ -8,7 +8,7 @@ use crate::autoscaler::feature::LoopFeature;
 use crate::autoscaler::headroom::outcome::{self as headroom, Reserved};
 use crate::autoscaler::provreq::outcome::{self as provreq, Requests};
 use crate::autoscaler::settings::Settings;
-use crate::autoscaler::status::{LoopProblem, LoopStage, ProblemKind, Status};
+use crate::autoscaler::status::{LoopStage, ProblemKind, Status};
 use crate::model::Pod;
 use std::time::SystemTime;
 
@@ -57,11 +57,7 @@ impl Features {
         let Some(cluster) = actor else { return };
         for feature in self.list() {
             let errors: Vec<StatusNotWritten> = feature.write_back(cluster).await;
-            (status.errors).extend(LoopProblem::all(
-                LoopStage::Statuses,
-                ProblemKind::StatusWrite,
-                errors.iter().map(ToString::to_string),
-            ));
+            status.problems(LoopStage::Statuses, ProblemKind::StatusWrite, errors);
         }
     }
 }

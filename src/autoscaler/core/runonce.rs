@@ -139,11 +139,7 @@ impl RunOnce {
     pub async fn run(&mut self, view: &ClusterView, now: SystemTime) -> Result<Status, LoopError> {
         let (started, mut status) = (Instant::now(), Status::default());
         let errors = self.quotas.write_statuses(self.actor(), view, now).await;
-        (status.errors).extend(LoopProblem::all(
-            LoopStage::Quotas,
-            ProblemKind::StatusWrite,
-            errors.iter().map(ToString::to_string),
-        ));
+        status.problems(LoopStage::Quotas, ProblemKind::StatusWrite, errors);
 
         // Every pod in one pass, the features' virtual pods after the real ones (which keep their indices).
         let mut features = Features::read(&self.settings, view, now);
@@ -186,11 +182,7 @@ impl RunOnce {
         let paused = self.batching(&mut pending, now, &mut status.no_scale_up);
         let profiles = grouped.profiles.as_deref().map(Vec::as_slice);
         let (expander, unpriced) = self.expander(profiles, &mut groups, &mut pending).await;
-        (status.errors).extend(LoopProblem::all(
-            LoopStage::Expander,
-            ProblemKind::ProviderCall,
-            unpriced,
-        ));
+        status.problems(LoopStage::Expander, ProblemKind::ProviderCall, unpriced);
         let stage = (&mut snapshot, &mut groups[..], &asked[..], &expander);
         let provisioned = self.provision(requests, stage, view, pods, now);
         let for_requests = provisioned.await?;
@@ -279,11 +271,7 @@ impl RunOnce {
         let found = (self.fargate).report(client, in_use, pods, &on_fargate, &help);
         let found = found.await;
         status.fargate = found.pods;
-        (status.errors).extend(LoopProblem::all(
-            LoopStage::Fargate,
-            ProblemKind::ProviderCall,
-            found.errors,
-        ));
+        status.problems(LoopStage::Fargate, ProblemKind::ProviderCall, found.errors);
         Grouped {
             help,
             projection,

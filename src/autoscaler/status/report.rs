@@ -1,7 +1,7 @@
 //! The whole report of one loop: each stage's part, the groups as the loop found them, the cluster's health,
 //! the errors, the times.
 
-use super::problem::LoopProblem;
+use super::problem::{LoopProblem, LoopStage, ProblemKind};
 use super::reservations::{CapacityBufferStatus, HeadroomStatus, ProvisioningRequestStatus};
 use super::scale_down::ScaleDownStatus;
 use super::scale_up::{FargatePod, NoScaleUp, Placed, ScaleUp};
@@ -115,5 +115,16 @@ pub struct GroupStatus {
 impl Status {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("status serializes")
+    }
+
+    /// Each of `details`, a problem `stage` met in a step of `kind`, added to the report's errors.
+    pub fn problems<D: ToString>(
+        &mut self,
+        stage: LoopStage,
+        kind: ProblemKind,
+        details: impl IntoIterator<Item = D>,
+    ) {
+        let details = details.into_iter().map(|d| d.to_string());
+        self.errors.extend(LoopProblem::all(stage, kind, details));
     }
 }
