@@ -63,6 +63,8 @@ async fn node_group_states_are_asked_once_per_loop() {
     let state = |status, image: &str| NodeGroupState {
         status,
         image: Some(image.to_string()),
+        capacity_rebalance: false,
+        node_repair: None,
     };
     client.refresh().await.unwrap();
     for _ in 0..3 {
@@ -83,10 +85,12 @@ async fn node_group_states_are_asked_once_per_loop() {
     let states = client.node_group_states().await.unwrap().unwrap();
     let updating = state(NodeGroupStatus::Updating, "ami-0c1f2e3d4b5a69788");
     assert_eq!(states["web"], updating);
-    assert_eq!(
-        states["batch"],
-        state(NodeGroupStatus::Active, "ami-eks-amd64-1")
-    );
+    // batch is a Spot group: its Auto Scaling group rebalances capacity, as a managed node group's does.
+    let spot = NodeGroupState {
+        capacity_rebalance: true,
+        ..state(NodeGroupStatus::Active, "ami-eks-amd64-1")
+    };
+    assert_eq!(states["batch"], spot);
     // New nodes get the new image: the template the cluster registers them from says it.
     let template = client.template("web").await.unwrap().unwrap();
     let labels = &template.metadata.as_ref().unwrap().labels;

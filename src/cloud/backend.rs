@@ -122,6 +122,12 @@ pub trait NodeGroupBackend: Send + Sync + 'static {
         None
     }
 
+    /// The instances the cloud says are leaving (Spot interruption warnings, rebalance recommendations,
+    /// scheduled events, stopped instances), as of the last refresh, each of a node group it serves.
+    fn leaving_instances(&self) -> Vec<crate::model::LeavingInstance> {
+        Vec::new()
+    }
+
     /// Hourly price of a node by its instance type label, for nodes not (or no longer) in a group.
     fn price_of_instance_type(&self, instance_type: &str) -> Option<f64>;
 }

@@ -37,6 +37,10 @@ pub struct NodeGroupSpec {
     /// The image its new instances launch with (an AMI id, or EKS's release version when the AMI is not
     /// known), when known.
     pub image: Option<String>,
+    /// Its Auto Scaling group replaces a Spot instance EC2 recommends rebalancing (capacity rebalancing).
+    pub capacity_rebalance: bool,
+    /// EKS's node auto repair for the group (`nodeRepairConfig`), when it has one.
+    pub node_repair: Option<crate::model::NodeRepairConfig>,
 }
 
 /// Per-group overrides of cluster-autoscaler's options; unset fields keep the caller's defaults.

@@ -4,8 +4,8 @@
 use crate::k8s::pod::PodFacts;
 use crate::k8s::quantity::Quantity;
 use crate::model::{
-    Controller, Disruption, GPU_RESOURCE, Node, Pdb, Phase, Pod, PodDra, Resources, SafeToEvict,
-    Taint, TaintEffect,
+    Controller, Disruption, GPU_RESOURCE, NODE_MONITORING_CONDITIONS, Node, NodeProblem, Pdb,
+    Phase, Pod, PodDra, Resources, SafeToEvict, Taint, TaintEffect,
 };
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
@@ -258,6 +258,16 @@ pub fn node_from_api(node: &api::Node) -> Result<Node, ObjectError> {
         created: node.metadata.creation_timestamp.as_ref().map(time),
         scale_down_disabled: annotated(node, SCALE_DOWN_DISABLED_ANNOTATION),
         do_not_disrupt: annotated(node, DO_NOT_DISRUPT_ANNOTATION),
+        problems: (status.conditions.iter().flatten())
+            .filter(|c| {
+                c.status == "False" && NODE_MONITORING_CONDITIONS.contains(&c.type_.as_str())
+            })
+            .map(|c| NodeProblem {
+                condition: c.type_.clone(),
+                reason: c.reason.clone().unwrap_or_default(),
+                since: c.last_transition_time.as_ref().map(time),
+            })
+            .collect(),
         name,
     })
 }
@@ -366,6 +376,8 @@ pub fn node_from_pb(node: &k8s_pb::api::core::v1::Node) -> Result<Node, ObjectEr
         created: None,
         scale_down_disabled: false,
         do_not_disrupt: false,
+        // A template stands for a healthy node.
+        problems: Vec::new(),
         name,
     })
 }

@@ -6,6 +6,7 @@ mod dra; // Dynamic Resource Allocation: devices, classes, claims, what a pod cl
 pub(crate) mod fargate; // which Fargate profile takes a pod, as EKS matches
 mod fast_map; // the hash maps of the hot paths
 mod invalid; // the validation error every reader returns: the field and the rule it breaks
+mod leaving; // nodes going away for reasons no autoscaler decided: interruptions, events, repairs
 pub(crate) mod node; // what a node offers and demands of pods
 mod node_group; // node groups, their instances and options, as a provider says them
 mod pdb; // disruption budgets
@@ -35,6 +36,10 @@ pub use fargate::{
 pub use fargate::{Matcher, PROFILE_LABEL, SCHEDULER_NAME, Selection, select};
 pub use fast_map::{FastMap, FastSet};
 pub use invalid::Invalid;
+pub use leaving::{
+    LEAVING_TAINTS, LeavingInstance, LeavingReason, NODE_MONITORING_CONDITIONS, NodeProblem,
+    NodeRepairConfig, NodeRepairOverride,
+};
 pub use node::{
     CAPACITY_TYPE_LABEL, FARGATE_COMPUTE_LABEL, GPU_LABEL, HOSTNAME_LABEL, INSTANCE_TYPE_LABEL,
     NODE_GROUP_IMAGE_LABEL, NODE_GROUP_LABEL, Node, ZONE_LABEL,

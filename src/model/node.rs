@@ -1,5 +1,6 @@
 //! A node as decisions see it: what it offers and what it demands of pods.
 
+use super::leaving::NodeProblem;
 use super::resources::Resources;
 use super::selector::Labels;
 use super::taint::Taint;
@@ -44,6 +45,9 @@ pub struct Node {
     /// `karpenter.sh/do-not-disrupt: "true"`: never removed, replaced or expired by us (Karpenter's
     /// annotation, kept as scale-down-disabled is).
     pub do_not_disrupt: bool,
+    /// The node monitoring agent's conditions that say it has a problem (`KernelReady` False, ...): an
+    /// unhealthy node is leaving (`super::leaving`).
+    pub problems: Vec<NodeProblem>,
 }
 
 impl Node {

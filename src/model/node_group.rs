@@ -20,6 +20,11 @@ pub struct NodeGroupState {
     /// The image new nodes launch with (an AMI id on AWS), when the provider knows it. A node's own image is
     /// its `eks.amazonaws.com/nodegroup-image` label ([`super::NODE_GROUP_IMAGE_LABEL`]).
     pub image: Option<String>,
+    /// Its Auto Scaling group replaces a Spot instance EC2 recommends rebalancing before it is interrupted
+    /// (capacity rebalancing: on for managed node groups of Spot capacity).
+    pub capacity_rebalance: bool,
+    /// EKS's node auto repair for the group, when the provider says.
+    pub node_repair: Option<super::leaving::NodeRepairConfig>,
 }
 
 /// An EKS managed node group's status, as DescribeNodegroup spells it; `Unknown` keeps any other word a

@@ -2,6 +2,7 @@
 //! `ekscale.v1` extension services), and the options both sides read and write in every generation's fields.
 
 mod generated; // tonic-prost-build's output, by package
+mod leaving; // leaving instances and node repair configs, both sides of ekscale.v1
 mod options; // NodeGroupAutoscalingOptions as plain values, both generations' fields
 
 pub use generated::{FILE_DESCRIPTOR_SET, ekscale, externalgrpc};

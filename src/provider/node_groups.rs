@@ -12,9 +12,9 @@ use crate::cloud::NodeGroupBackend;
 use crate::proto::ekscale::node_groups_server::NodeGroups;
 use crate::proto::ekscale::{
     AtomicIncreaseSizeRequest, AtomicIncreaseSizeResponse, DescribeNodeGroupsRequest,
-    DescribeNodeGroupsResponse, ListZonesRequest, ListZonesResponse, NodeGroupDescription,
-    NodeGroupResourceSlices, NodeGroupZones, TemplateResourceSlicesRequest,
-    TemplateResourceSlicesResponse,
+    DescribeNodeGroupsResponse, ListLeavingInstancesRequest, ListLeavingInstancesResponse,
+    ListZonesRequest, ListZonesResponse, NodeGroupDescription, NodeGroupResourceSlices,
+    NodeGroupZones, TemplateResourceSlicesRequest, TemplateResourceSlicesResponse,
 };
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
@@ -78,9 +78,26 @@ impl NodeGroups for NodeGroupsService {
                     id: g.id.clone(),
                     status: g.status.to_string(),
                     image: g.image.clone().unwrap_or_default(),
+                    capacity_rebalance: g.capacity_rebalance,
+                    node_repair: g.node_repair.as_ref().map(Into::into),
                 })
                 .collect();
             Ok(DescribeNodeGroupsResponse { node_groups })
+        })
+        .await
+    }
+
+    async fn list_leaving_instances(
+        &self,
+        _: Request<ListLeavingInstancesRequest>,
+    ) -> Result<Response<ListLeavingInstancesResponse>, Status> {
+        observe(&self.metrics, "ListLeavingInstances", async {
+            let backend = self.backend.as_ref();
+            let mut leaving = backend.leaving_instances();
+            leaving.retain(|i| backend.node_group_of(&i.id).as_ref() == Some(&i.node_group));
+            leaving.sort_by(|a, b| (&a.node_group, &a.id).cmp(&(&b.node_group, &b.id)));
+            let instances = leaving.iter().map(Into::into).collect();
+            Ok(ListLeavingInstancesResponse { instances })
         })
         .await
     }

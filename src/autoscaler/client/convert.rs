@@ -29,6 +29,8 @@ pub(super) fn state_of(described: NodeGroupDescription) -> (String, NodeGroupSta
     let state = NodeGroupState {
         status: NodeGroupStatus::parse(&described.status),
         image: Some(described.image).filter(|image| !image.is_empty()),
+        capacity_rebalance: described.capacity_rebalance,
+        node_repair: described.node_repair.map(Into::into),
     };
     (described.id, state)
 }

@@ -4,7 +4,7 @@
 //! Refresh drops every cache and comes first in each loop. Until the next Refresh, NodeGroups is asked
 //! once, NodeGroupForNode once per node (answers for unmanaged nodes are not cached: a node can become
 //! managed), each group's template (its Node, and its ResourceSlices where the provider fills field 3) once,
-//! and the groups' zones and EKS states (`ekscale.v1.NodeGroups`) and the Fargate profiles
+//! and the groups' zones, EKS states and leaving instances (`ekscale.v1.NodeGroups`) and the Fargate profiles
 //! (`ekscale.v1.Fargate`) and every group's template ResourceSlices, where the provider serves them, once. Sizes and instances are never cached. Every call carries a
 //! deadline, sent to the provider as `grpc-timeout` like cluster-autoscaler's.
 

@@ -8,14 +8,14 @@ use super::convert::{
 };
 use super::error::ClientError;
 use crate::model::{
-    FargateProfile, FargateSelector, GroupOptions, Instance, NodeGroup, NodeGroupState, PodMatch,
-    ResourceSlice,
+    FargateProfile, FargateSelector, GroupOptions, Instance, LeavingInstance, NodeGroup,
+    NodeGroupState, PodMatch, ResourceSlice,
 };
 use crate::proto::ekscale::fargate_client::FargateClient;
 use crate::proto::ekscale::node_groups_client::NodeGroupsClient;
 use crate::proto::ekscale::{
-    AtomicIncreaseSizeRequest, DescribeNodeGroupsRequest, ListProfilesRequest, ListZonesRequest,
-    MatchPodRequest, TemplateResourceSlicesRequest,
+    AtomicIncreaseSizeRequest, DescribeNodeGroupsRequest, ListLeavingInstancesRequest,
+    ListProfilesRequest, ListZonesRequest, MatchPodRequest, TemplateResourceSlicesRequest,
 };
 use crate::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use crate::proto::externalgrpc::*;
@@ -42,6 +42,8 @@ struct Caches {
     /// Every group's template slices as `ekscale.v1.NodeGroups/TemplateResourceSlices` says them; `Some(None)`
     /// when the provider does not serve it.
     slices: Option<Option<TemplateSlices>>,
+    /// The leaving instances; `Some(None)` when the provider does not serve them.
+    leaving: Option<Option<Leaving>>,
 }
 
 /// The cluster's Fargate profiles, as the provider last read them.
@@ -52,6 +54,16 @@ pub type GroupZones = Arc<HashMap<String, Vec<String>>>;
 
 /// Each node group's EKS status and image, by group id.
 pub type States = Arc<HashMap<String, NodeGroupState>>;
+
+/// The instances the provider says are leaving, and what it sent that could not be read (each in words: the
+/// instance and why).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LeavingInstances {
+    pub instances: Vec<LeavingInstance>,
+    pub refused: Vec<String>,
+}
+
+pub type Leaving = Arc<LeavingInstances>;
 
 /// The ResourceSlices a new node of each node group publishes, by group id (groups without are left out).
 pub type TemplateSlices = Arc<HashMap<String, Vec<ResourceSlice>>>;
@@ -242,6 +254,37 @@ impl ProviderClient {
         };
         self.caches().states = Some(states.clone());
         Ok(states)
+    }
+
+    /// The instances the provider says are leaving (`ekscale.v1.NodeGroups/ListLeavingInstances`), asked once
+    /// per loop; `None` when the provider does not serve it (any other externalgrpc provider, or an
+    /// ekscale-provider from before it). An entry that cannot be read is left out and named in `refused`.
+    pub async fn leaving_instances(&self) -> Result<Option<Leaving>, ClientError> {
+        if let Some(leaving) = self.caches().leaving.clone() {
+            return Ok(leaving);
+        }
+        let request = self.request(ListLeavingInstancesRequest {});
+        let leaving = match self
+            .node_groups
+            .clone()
+            .list_leaving_instances(request)
+            .await
+        {
+            Ok(response) => {
+                let mut leaving = LeavingInstances::default();
+                for sent in response.into_inner().instances {
+                    let id = sent.id.clone();
+                    match LeavingInstance::try_from(sent) {
+                        Ok(instance) => leaving.instances.push(instance),
+                        Err(invalid) => leaving.refused.push(format!("{id}: {invalid}")),
+                    }
+                }
+                Some(Arc::new(leaving))
+            }
+            Err(status) => optional("ListLeavingInstances", status)?,
+        };
+        self.caches().leaving = Some(leaving.clone());
+        Ok(leaving)
     }
 
     /// The cluster's Fargate profiles, asked once per loop; `None` when the provider does not serve

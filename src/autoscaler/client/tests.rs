@@ -118,6 +118,8 @@ fn a_groups_state_keeps_an_unknown_status_and_reads_no_image_from_an_empty_one()
         id: "web".into(),
         status: status.into(),
         image: image.into(),
+        capacity_rebalance: true,
+        node_repair: None,
     };
     assert_eq!(
         state_of(described("UPDATING", "ami-0c1f2e3d4b5a69788")),
@@ -126,6 +128,8 @@ fn a_groups_state_keeps_an_unknown_status_and_reads_no_image_from_an_empty_one()
             NodeGroupState {
                 status: NodeGroupStatus::Updating,
                 image: Some("ami-0c1f2e3d4b5a69788".into()),
+                capacity_rebalance: true,
+                node_repair: None,
             }
         )
     );

@@ -435,6 +435,8 @@ impl AwsState {
                     .or(ng.release_version())
                     .filter(|image| !image.is_empty())
                     .map(str::to_string),
+                capacity_rebalance: asg.capacity_rebalance().unwrap_or(false),
+                node_repair: ng.node_repair_config().map(node_repair_of),
             }),
             asg: asg_name,
             zones,
@@ -611,4 +613,23 @@ fn taints(ng: &Nodegroup) -> Result<Vec<Taint>, Unservable> {
             })
         })
         .collect()
+}
+
+/// EKS's node repair config in the model.
+fn node_repair_of(config: &aws_sdk_eks::types::NodeRepairConfig) -> crate::model::NodeRepairConfig {
+    crate::model::NodeRepairConfig {
+        enabled: config.enabled().unwrap_or(false),
+        max_unhealthy_node_threshold_count: config.max_unhealthy_node_threshold_count(),
+        max_unhealthy_node_threshold_percentage: config.max_unhealthy_node_threshold_percentage(),
+        max_parallel_nodes_repaired_count: config.max_parallel_nodes_repaired_count(),
+        max_parallel_nodes_repaired_percentage: config.max_parallel_nodes_repaired_percentage(),
+        overrides: (config.node_repair_config_overrides().iter())
+            .map(|o| crate::model::NodeRepairOverride {
+                node_monitoring_condition: o.node_monitoring_condition().unwrap_or("").to_string(),
+                node_unhealthy_reason: o.node_unhealthy_reason().unwrap_or("").to_string(),
+                min_repair_wait_time_mins: o.min_repair_wait_time_mins().unwrap_or(0),
+                repair_action: o.repair_action().map_or("", |a| a.as_str()).to_string(),
+            })
+            .collect(),
+    }
 }

@@ -331,6 +331,9 @@ fn load_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<SimNodeGroup
             zones: group.zones.clone(),
             status,
             image: Some(image),
+            // Managed node groups of Spot capacity have capacity rebalancing on.
+            capacity_rebalance: group.capacity_type == "SPOT",
+            node_repair: None,
         }),
         zones: group.zones.clone(),
         desired_size: group.desired_size,
