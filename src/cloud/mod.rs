@@ -25,4 +25,6 @@ pub use node_group::{
     Instance, InstanceError, InstanceErrorClass, InstanceState, NodeGroupSpec, OptionOverrides,
 };
 pub use pricing::{PriceError, node_price_per_hour, pod_price_per_hour};
-pub use simulated_eks::{BUILT_IN_SCENARIO, Scenario, ScenarioError, SimulatedEks};
+pub use simulated_eks::{
+    BUILT_IN_SCENARIO, EventKind, InstanceEvent, Pick, Scenario, ScenarioError, SimulatedEks,
+};

@@ -7,8 +7,14 @@
 //! backend reports unfulfillable desired capacity, and is launched as soon as capacity frees up.
 //!
 //! A managed node group update (`SimulatedEks::start_update`) replaces a group's instances with ones of a
-//! new image the way EKS does, on the same clock: surge, replace one by one, scale back down.
+//! new image the way EKS does, on the same clock: surge, replace one by one, scale back down. What EC2 says
+//! about instances (`super::notices`) and EKS's node auto repair (`super::repair`) take their steps here too,
+//! in time order with the update's.
 
+use super::fleet::{Fleet, SimInstance};
+use super::leaving_keys::EventKind;
+use super::notices::{Notices, Rebalancing, seen_from};
+use super::repair::Repairs;
 use super::scenario::{Scenario, SimNodeGroup, image_problem};
 use crate::clock::Clock;
 use crate::cloud::backend::{CloudError, NodeGroupBackend};
@@ -18,19 +24,21 @@ use crate::cloud::node_group::{
     Instance, InstanceError, InstanceErrorClass, InstanceState, NodeGroupSpec,
 };
 use crate::cloud::template;
-use crate::model::{FargateProfile, NodeGroupStatus};
+use crate::model::{FargateProfile, LeavingInstance, NodeGroupStatus};
 use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// The error code of placeholder instances, the same as the AWS provider's.
 pub const PLACEHOLDER_ERROR_CODE: &str = "placeholder-cannot-be-fulfilled";
 
 pub struct SimulatedEks {
-    clock: Clock,
+    pub(super) clock: Clock,
+    /// The wall-clock time the clock's zero stands for (what event times are read against).
+    pub(super) epoch: SystemTime,
     /// Group id -> index of the group (ids never change; a group's spec does, in an update).
     by_id: HashMap<String, usize>,
     fargate_profiles: Vec<FargateProfile>,
@@ -38,20 +46,24 @@ pub struct SimulatedEks {
     state: Mutex<SimState>,
 }
 
-struct SimState {
-    groups: Vec<SimGroup>,
+pub(super) struct SimState {
+    pub(super) groups: Vec<SimGroup>,
     /// Instance id -> index of its group, for NodeGroupForNode.
-    index: HashMap<String, usize>,
+    pub(super) index: HashMap<String, usize>,
     rng: StdRng,
 }
 
-struct SimGroup {
+pub(super) struct SimGroup {
     /// What the scenario says, with the spec served now (an update changes its status, image and template).
-    config: SimNodeGroup,
-    target: i32,
+    pub(super) config: SimNodeGroup,
+    pub(super) target: i32,
     /// Real instances, deleting ones included until they are gone.
-    instances: Vec<SimInstance>,
+    pub(super) instances: Vec<SimInstance>,
     update: Option<Update>,
+    /// What EC2 said about its instances.
+    pub(super) notices: Notices,
+    /// Its unhealthy instances and the repairs under way.
+    pub(super) repairs: Repairs,
 }
 
 /// A managed node group update under way, as EKS carries one out: the target raised by a surge of new-image
@@ -82,27 +94,18 @@ impl Update {
     }
 }
 
-struct SimInstance {
-    id: String,
-    zone: usize,
-    running_at: Duration,
-    deleting_since: Option<Duration>,
-}
-
-impl SimInstance {
-    fn state(&self, now: Duration) -> InstanceState {
-        match self.deleting_since {
-            Some(_) => InstanceState::Deleting,
-            None if now >= self.running_at => InstanceState::Running,
-            None => InstanceState::Creating,
-        }
-    }
-}
-
 impl SimulatedEks {
-    /// A simulated EKS serving `scenario`, with its clock.
+    /// A simulated EKS serving `scenario`, with its clock, whose zero stands for the scenario's `start`
+    /// (the moment it is made, when the scenario has none).
     pub fn new(scenario: Scenario, clock: Clock) -> SimulatedEks {
-        let by_id = (scenario.node_groups.iter().enumerate())
+        let epoch = scenario.start.unwrap_or_else(SystemTime::now);
+        SimulatedEks::starting_at(scenario, clock, epoch)
+    }
+
+    /// A simulated EKS serving `scenario`, whose clock's zero stands for `epoch` whatever the scenario says
+    /// (the demo's day sets it).
+    pub fn starting_at(scenario: Scenario, clock: Clock, epoch: SystemTime) -> SimulatedEks {
+        let by_id: HashMap<String, usize> = (scenario.node_groups.iter().enumerate())
             .map(|(i, g)| (g.spec.id.clone(), i))
             .collect();
         let mut state = SimState {
@@ -117,13 +120,23 @@ impl SimulatedEks {
                 target,
                 instances: Vec::new(),
                 update: None,
+                notices: Notices::default(),
+                repairs: Repairs::default(),
             });
             let idx = state.groups.len() - 1;
             // The scenario's desired instances are already running when the provider starts.
             state.launch(idx, Duration::ZERO, Duration::ZERO);
         }
+        for event in &scenario.instance_events {
+            let Some(&idx) = by_id.get(&event.node_group) else {
+                continue; // the scenario checked it
+            };
+            let at = event.at.duration_since(epoch).unwrap_or(Duration::ZERO);
+            state.groups[idx].notice(event.index, event.kind, at);
+        }
         SimulatedEks {
             clock,
+            epoch,
             by_id,
             fargate_profiles: scenario.fargate_profiles,
             fargate_rates: scenario.fargate_rates,
@@ -210,7 +223,7 @@ impl SimulatedEks {
         Ok(())
     }
 
-    fn group_index(&self, id: &str) -> Result<usize, CloudError> {
+    pub(super) fn group_index(&self, id: &str) -> Result<usize, CloudError> {
         self.by_id
             .get(id)
             .copied()
@@ -218,7 +231,7 @@ impl SimulatedEks {
     }
 
     /// Locks the state with group `idx` brought up to the clock's present.
-    fn settled(&self, idx: usize) -> (MutexGuard<'_, SimState>, Duration) {
+    pub(super) fn settled(&self, idx: usize) -> (MutexGuard<'_, SimState>, Duration) {
         let now = self.clock.now();
         let mut state = self.lock();
         state.settle(idx, now);
@@ -226,7 +239,7 @@ impl SimulatedEks {
     }
 
     /// Locks the state as it is.
-    fn lock(&self) -> MutexGuard<'_, SimState> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, SimState> {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -249,15 +262,43 @@ impl SimState {
         Ok(())
     }
 
-    /// Brings group `idx` up to `now`: each step of an update under way at its own time, then what
-    /// [`SimState::settle_at`] does.
-    fn settle(&mut self, idx: usize, now: Duration) {
-        while let Some(at) = (self.groups[idx].update.as_ref())
-            .map(Update::next_at)
-            .filter(|&at| at <= now)
-        {
+    /// Brings group `idx` up to `now`: each step of an update under way, of what EC2 said and of repairs,
+    /// at its own time, then what [`SimState::settle_at`] does.
+    pub(super) fn settle(&mut self, idx: usize, now: Duration) {
+        loop {
+            let group = &self.groups[idx];
+            let update = group.update.as_ref().map(Update::next_at);
+            let notices = group.notices.next_at(group.rebalancing());
+            let node_repair = group.config.spec.node_repair.clone();
+            let repairs = (group.repairs).next_at(node_repair.as_ref(), group.instances.len());
+            let Some(at) = [update, notices, repairs].into_iter().flatten().min() else {
+                break;
+            };
+            if at > now {
+                break;
+            }
             self.settle_at(idx, at);
-            self.update_step(idx, at);
+            if update == Some(at) {
+                self.update_step(idx, at);
+            }
+            let rebalancing = self.groups[idx].rebalancing();
+            let SimGroup {
+                config,
+                target,
+                instances,
+                notices,
+                repairs,
+                ..
+            } = &mut self.groups[idx];
+            let mut fleet = Fleet {
+                instances,
+                target,
+                provisioning_delay: config.provisioning_delay,
+            };
+            notices.step(at, &mut fleet, rebalancing);
+            repairs.step(at, node_repair.as_ref(), &mut fleet);
+            let delay = config.provisioning_delay;
+            self.launch(idx, at, delay);
         }
         self.settle_at(idx, now);
     }
@@ -312,7 +353,7 @@ impl SimState {
 
     /// Launches instances until the group has its target or no capacity is left, each in the zone with
     /// the fewest instances, as Auto Scaling balances zones.
-    fn launch(&mut self, idx: usize, now: Duration, provisioning_delay: Duration) {
+    pub(super) fn launch(&mut self, idx: usize, now: Duration, provisioning_delay: Duration) {
         let group = &self.groups[idx];
         let live = group.live();
         let capacity = group
@@ -358,6 +399,22 @@ impl SimState {
 }
 
 impl SimGroup {
+    /// Whether its Auto Scaling group has capacity rebalancing on.
+    pub(super) fn rebalancing(&self) -> Rebalancing {
+        match self.config.spec.capacity_rebalance {
+            true => Rebalancing::On,
+            false => Rebalancing::Off,
+        }
+    }
+
+    /// Records what the scenario says EC2 says about its instance at `position` (in launch order), for `at`.
+    pub(super) fn notice(&mut self, position: usize, kind: EventKind, at: Duration) {
+        let Some(instance) = self.instances.get(position) else {
+            return;
+        };
+        (self.notices).add(&instance.id, kind, seen_from(kind, at), at);
+    }
+
     /// Serves the group with this status and image from now on (its template labelled with the image).
     fn respec(&mut self, status: NodeGroupStatus, image: &str) {
         let spec = &self.config.spec;
@@ -539,6 +596,10 @@ impl NodeGroupBackend for SimulatedEks {
 
     fn fargate_rates(&self) -> FargateRates {
         self.fargate_rates
+    }
+
+    fn leaving_instances(&self) -> Vec<LeavingInstance> {
+        self.leaving()
     }
 
     fn price_of_instance_type(&self, instance_type: &str) -> Option<f64> {

@@ -3,6 +3,7 @@
 //! Parsing is strict (unknown keys are errors) and validation is whole: a scenario that loads is one the
 //! simulator can serve, with every template already built and checked.
 
+use super::leaving_keys::{GroupFacts, InstanceEvent, InstanceEventFile, NodeRepairConfigFile};
 use crate::cloud::dra::{self, InstanceGpus};
 use crate::cloud::fargate::FargateRates;
 use crate::cloud::instance_types::{self, Arch};
@@ -18,7 +19,7 @@ use crate::model::{
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// The scenario the simulator serves when no file is given.
 pub const BUILT_IN_SCENARIO: &str = include_str!("../scenario.yaml");
@@ -39,6 +40,13 @@ struct ScenarioFile {
     /// Fargate's prices in this scenario's region (default: us-east-1's).
     #[serde(default)]
     fargate_pricing: Option<FargateRates>,
+    /// The wall-clock time the simulated EKS starts at (RFC 3339): what `instanceEvents`' times are read
+    /// against. The moment it starts, when left out.
+    #[serde(default)]
+    start: Option<String>,
+    /// What EC2 says about instances, each at its time.
+    #[serde(default)]
+    instance_events: Vec<InstanceEventFile>,
 }
 
 fn default_spot_price_ratio() -> f64 {
@@ -91,6 +99,12 @@ struct NodeGroupFile {
     /// drivers no instance type describes: their pool and node are the new node's.
     #[serde(default)]
     resource_slices: Vec<serde_json::Value>,
+    /// Its Auto Scaling group's capacity rebalancing (default: on for SPOT groups, as EKS sets it).
+    #[serde(default)]
+    capacity_rebalance: Option<bool>,
+    /// EKS's node auto repair, with EKS's fields.
+    #[serde(default)]
+    node_repair_config: Option<NodeRepairConfigFile>,
 }
 
 /// The `resourceSlices` a group lists, after the slices its drivers derive: each its own pool, named after
@@ -141,6 +155,10 @@ pub struct Scenario {
     pub node_groups: Vec<SimNodeGroup>,
     pub fargate_profiles: Vec<FargateProfile>,
     pub fargate_rates: FargateRates,
+    /// The wall-clock time the simulated EKS starts at, when the scenario says.
+    pub start: Option<SystemTime>,
+    /// What EC2 says about the instances of `desiredSize`, each at its time.
+    pub instance_events: Vec<InstanceEvent>,
 }
 
 /// One node group of the simulator: what the provider serves, plus how the simulated cloud behaves.
@@ -163,6 +181,8 @@ pub enum ScenarioError {
     NodeGroup { group: String, reason: Invalid },
     #[error("scenario: {0}")]
     Invalid(Invalid),
+    #[error("scenario: instanceEvents[{index}]: {reason}")]
+    InstanceEvent { index: usize, reason: Invalid },
 }
 
 impl Scenario {
@@ -240,7 +260,18 @@ impl Scenario {
         }
         let fargate_rates = file.fargate_pricing.unwrap_or_default();
         fargate_rates.check().map_err(ScenarioError::Invalid)?;
+        let start = (file.start.as_deref())
+            .map(|text| {
+                humantime::parse_rfc3339_weak(text).map_err(|e| {
+                    let rule = format!("{text:?} is no RFC 3339 time ({e})");
+                    ScenarioError::Invalid(Invalid::new("start", rule))
+                })
+            })
+            .transpose()?;
+        let instance_events = instance_events(&file)?;
         Ok(Scenario {
+            start,
+            instance_events,
             fargate_rates,
             cluster: file.cluster,
             region: file.region,
@@ -331,9 +362,10 @@ fn load_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<SimNodeGroup
             zones: group.zones.clone(),
             status,
             image: Some(image),
-            // Managed node groups of Spot capacity have capacity rebalancing on.
-            capacity_rebalance: group.capacity_type == "SPOT",
-            node_repair: None,
+            capacity_rebalance: capacity_rebalance(group)?,
+            node_repair: (group.node_repair_config.as_ref())
+                .map(NodeRepairConfigFile::read)
+                .transpose()?,
         }),
         zones: group.zones.clone(),
         desired_size: group.desired_size,
@@ -341,6 +373,35 @@ fn load_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<SimNodeGroup
         deletion_delay: group.deletion_delay.unwrap_or(Duration::from_secs(10)),
         available_capacity: group.available_capacity,
     })
+}
+
+/// The scenario's `instanceEvents`, each checked against its groups.
+fn instance_events(file: &ScenarioFile) -> Result<Vec<InstanceEvent>, ScenarioError> {
+    let groups: Vec<GroupFacts<'_>> = (file.node_groups.iter())
+        .map(|g| GroupFacts {
+            name: &g.name,
+            desired_size: g.desired_size,
+            spot: g.capacity_type == "SPOT",
+        })
+        .collect();
+    (file.instance_events.iter().enumerate())
+        .map(|(index, event)| {
+            (event.read(&groups)).map_err(|reason| ScenarioError::InstanceEvent { index, reason })
+        })
+        .collect()
+}
+
+/// Managed node groups of Spot capacity have capacity rebalancing on, and only they can have it.
+fn capacity_rebalance(group: &NodeGroupFile) -> Result<bool, Invalid> {
+    let spot = group.capacity_type == "SPOT";
+    match group.capacity_rebalance {
+        Some(true) if !spot => Err(Invalid::new(
+            "capacityRebalance",
+            "applies to SPOT node groups only (EC2 recommends rebalancing Spot instances)",
+        )),
+        Some(on) => Ok(on),
+        None => Ok(spot),
+    }
 }
 
 /// The group's own fields, as EKS checks them: its name, sizes, zones in the region, capacity type, disk

@@ -1,0 +1,235 @@
+//! What the simulated EKS is told at run time, as EC2 and EKS would act with no autoscaler asking: a Spot
+//! interruption (the two-minute warning, then the instance goes), a rebalance recommendation, a scheduled
+//! event at a time, and the node monitoring agent's verdicts that EKS's node auto repair acts on. The demo
+//! and tests call these as `start_update` is called; the leaving instances are served from here too.
+
+use super::backend::{SimGroup, SimulatedEks};
+use super::leaving_keys::EventKind;
+use super::notices::SPOT_WARNING;
+use super::repair::Sick;
+use crate::cloud::backend::CloudError;
+use crate::model::{CAPACITY_TYPE_LABEL, LeavingInstance};
+use std::time::{Duration, SystemTime};
+
+/// Which instances of a group an event is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pick {
+    /// This many of its running instances that have had no such event yet, oldest first (launch order).
+    Count(usize),
+    /// Its instance at this position in the group's NodeGroupNodes answer.
+    Index(usize),
+}
+
+impl SimulatedEks {
+    /// The wall-clock time the simulated clock's zero stands for.
+    pub fn epoch(&self) -> SystemTime {
+        self.epoch
+    }
+
+    /// Simulated wall-clock time.
+    pub fn wall_now(&self) -> SystemTime {
+        self.epoch + self.clock.now()
+    }
+
+    /// EC2 takes `pick` Spot instances of group `id` back: the warning now, the instances terminated two
+    /// minutes later (the group launching others in their place). Returns their ids.
+    pub fn interrupt(&self, id: &str, pick: Pick) -> Result<Vec<String>, CloudError> {
+        self.raise(id, pick, EventKind::SpotInterruption, |now| {
+            (now, now + SPOT_WARNING)
+        })
+    }
+
+    /// EC2 recommends rebalancing `pick` Spot instances of group `id` now. Returns their ids.
+    pub fn rebalance(&self, id: &str, pick: Pick) -> Result<Vec<String>, CloudError> {
+        self.raise(id, pick, EventKind::Rebalance, |now| (now, now))
+    }
+
+    /// AWS Health schedules the retirement of `pick` instances of group `id` at `at` (said now; at `at` the
+    /// instances are stopped and replaced). Returns their ids.
+    pub fn schedule_event(
+        &self,
+        id: &str,
+        pick: Pick,
+        at: SystemTime,
+    ) -> Result<Vec<String>, CloudError> {
+        let at = self.clock_time(at);
+        self.raise(id, pick, EventKind::ScheduledEvent, |now| {
+            (now, at.max(now))
+        })
+    }
+
+    /// The node monitoring agent set `condition` False with `reason` on instance `instance_id`'s node at
+    /// `since`: its group's node auto repair (when enabled) repairs it after the condition's wait.
+    pub fn mark_unhealthy(
+        &self,
+        instance_id: &str,
+        condition: &str,
+        reason: &str,
+        since: SystemTime,
+    ) -> Result<(), CloudError> {
+        let since = self.clock_time(since);
+        self.with_instance(instance_id, |group| {
+            group.repairs.mark(Sick {
+                instance: instance_id.to_string(),
+                condition: condition.to_string(),
+                reason: reason.to_string(),
+                since,
+            });
+        })
+    }
+
+    /// The node's conditions are fine again: no repair for instance `instance_id`. False when it was not
+    /// marked.
+    pub fn mark_healthy(&self, instance_id: &str) -> Result<bool, CloudError> {
+        self.with_instance(instance_id, |group| group.repairs.clear(instance_id))
+    }
+
+    /// The instances marked unhealthy now (a reboot that finished cleared its mark; a replaced instance
+    /// is gone), as `(instance id, condition)`.
+    pub fn unhealthy_instances(&self) -> Vec<(String, String)> {
+        let now = self.clock.now();
+        let mut state = self.lock();
+        let mut marked = Vec::new();
+        for idx in 0..state.groups.len() {
+            state.settle(idx, now);
+            let group = &state.groups[idx];
+            marked.extend(
+                (group.repairs.unhealthy().iter())
+                    .filter(|s| group.instances.iter().any(|i| i.id == s.instance))
+                    .map(|s| (s.instance.clone(), s.condition.clone())),
+            );
+        }
+        marked
+    }
+
+    /// How many repairs group `id`'s node auto repair has started.
+    pub fn repairs_started(&self, id: &str) -> Result<usize, CloudError> {
+        let idx = self.group_index(id)?;
+        let (state, _) = self.settled(idx);
+        Ok(state.groups[idx].repairs.started)
+    }
+
+    /// The instances leaving now: what EC2 said, by then, of instances their groups still list.
+    pub(super) fn leaving(&self) -> Vec<LeavingInstance> {
+        let now = self.clock.now();
+        let mut state = self.lock();
+        let mut leaving = Vec::new();
+        for idx in 0..state.groups.len() {
+            state.settle(idx, now);
+            let group = &state.groups[idx];
+            let rebalancing = group.rebalancing();
+            leaving.extend(
+                group
+                    .notices
+                    .said(now, &group.instances)
+                    .map(|n| LeavingInstance {
+                        id: n.instance.clone(),
+                        node_group: group.config.spec.id.clone(),
+                        reason: n.reason(),
+                        at: self.epoch + n.at,
+                        detail: n.detail(rebalancing),
+                    }),
+            );
+        }
+        leaving
+    }
+
+    /// `at` on the simulated clock (its zero when earlier).
+    fn clock_time(&self, at: SystemTime) -> Duration {
+        at.duration_since(self.epoch).unwrap_or(Duration::ZERO)
+    }
+
+    /// Runs `change` on the group of instance `instance_id`, brought up to now.
+    fn with_instance<T>(
+        &self,
+        instance_id: &str,
+        change: impl FnOnce(&mut SimGroup) -> T,
+    ) -> Result<T, CloudError> {
+        let idx = (self.lock().index.get(instance_id).copied()).ok_or_else(|| {
+            CloudError::FailedPrecondition(format!(
+                "instance {instance_id} is no instance of the simulated EKS"
+            ))
+        })?;
+        let (mut state, _) = self.settled(idx);
+        Ok(change(&mut state.groups[idx]))
+    }
+
+    /// Records `kind` for `pick` instances of group `id`, `times` saying, from now, when it is said and
+    /// for when; all or nothing.
+    fn raise(
+        &self,
+        id: &str,
+        pick: Pick,
+        kind: EventKind,
+        times: impl Fn(Duration) -> (Duration, Duration),
+    ) -> Result<Vec<String>, CloudError> {
+        let idx = self.group_index(id)?;
+        let (mut state, now) = self.settled(idx);
+        let group = &state.groups[idx];
+        if kind.spot_only() && spot(group) != Some("SPOT") {
+            return Err(CloudError::FailedPrecondition(format!(
+                "node group {id} is not SPOT: EC2 sends a {} for Spot instances only",
+                kind.as_str()
+            )));
+        }
+        let picked = picked(group, pick, kind, now).map_err(|problem| {
+            CloudError::FailedPrecondition(format!("node group {id}: {problem}"))
+        })?;
+        let (seen, at) = times(now);
+        let group = &mut state.groups[idx];
+        for instance in &picked {
+            group.notices.add(instance, kind, seen, at);
+        }
+        // What was raised and is due already takes effect.
+        state.settle(idx, now);
+        Ok(picked)
+    }
+}
+
+/// The group's capacity type, from its template's label.
+fn spot(group: &SimGroup) -> Option<&str> {
+    let labels = &group.config.spec.template.metadata.as_ref()?.labels;
+    labels.get(CAPACITY_TYPE_LABEL).map(String::as_str)
+}
+
+/// The instances `pick` names in `group`, or why it names none.
+fn picked(
+    group: &SimGroup,
+    pick: Pick,
+    kind: EventKind,
+    now: Duration,
+) -> Result<Vec<String>, String> {
+    match pick {
+        Pick::Index(position) => {
+            let instance = (group.instances.get(position)).ok_or_else(|| {
+                format!(
+                    "index {position} is beyond its {} instance(s)",
+                    group.instances.len()
+                )
+            })?;
+            if !instance.is_live() {
+                return Err(format!(
+                    "instance {} (index {position}) is being deleted",
+                    instance.id
+                ));
+            }
+            Ok(vec![instance.id.clone()])
+        }
+        Pick::Count(count) => {
+            let candidates: Vec<String> = (group.instances.iter())
+                .filter(|i| i.is_live() && i.running_at <= now)
+                .filter(|i| !group.notices.has(&i.id, kind))
+                .map(|i| i.id.clone())
+                .take(count)
+                .collect();
+            if candidates.len() < count || count == 0 {
+                return Err(format!(
+                    "asked for {count} running instance(s) without a {}, it has {}",
+                    kind.as_str(),
+                    candidates.len()
+                ));
+            }
+            Ok(candidates)
+        }
+    }
+}
