@@ -233,3 +233,6 @@ fn picked(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::cloud::simulated_eks::leaving_keys::EventKind;
 
 #[test]
 fn label_keys() {
@@ -226,4 +227,149 @@ fn bad_scenarios_name_the_problem() {
         "{}",
         error_of(&twice)
     );
+}
+
+/// A scenario of a SPOT group `spot` (3 instances) and an ON_DEMAND group `od` (2), with `group_extra`
+/// under `od` and `rest` at the top level.
+fn leaving_scenario(group_extra: &str, rest: &str) -> String {
+    format!(
+        "cluster: c\nregion: us-east-1\nstart: 2026-03-02T09:00:00Z\nnodeGroups:\n  - name: spot\n    \
+         instanceType: m5.large\n    capacityType: SPOT\n    zones: [us-east-1a]\n    minSize: 0\n    \
+         maxSize: 5\n    desiredSize: 3\n  - name: od\n    instanceType: m5.large\n    zones: [us-east-1a]\n    \
+         minSize: 0\n    maxSize: 5\n    desiredSize: 2\n{group_extra}{rest}"
+    )
+}
+
+#[test]
+fn capacity_rebalance_defaults_to_spot_and_node_repair_config_reads_eks_fields() {
+    let scenario = Scenario::parse(&leaving_scenario(
+        "    nodeRepairConfig:\n      enabled: true\n      maxUnhealthyNodeThresholdPercentage: 20\n      \
+         maxParallelNodesRepairedCount: 2\n      nodeRepairConfigOverrides:\n        - \
+         {nodeMonitoringCondition: AcceleratedHardwareReady, nodeUnhealthyReason: NvidiaXID79Error, \
+         minRepairWaitTimeMins: 5, repairAction: Reboot}\n",
+        "instanceEvents:\n  - {nodeGroup: spot, index: 2, kind: spotInterruption, at: \"2026-03-02T09:05:00Z\"}\n  \
+         - {nodeGroup: od, index: 0, kind: scheduledEvent, at: \"2026-03-03T02:00:00Z\"}\n",
+    ))
+    .unwrap();
+    let [spot, od] = [&scenario.node_groups[0].spec, &scenario.node_groups[1].spec];
+    assert!(spot.capacity_rebalance && !od.capacity_rebalance);
+    assert_eq!(spot.node_repair, None);
+    let repair = od.node_repair.as_ref().unwrap();
+    assert!(repair.enabled);
+    assert_eq!(repair.max_unhealthy_node_threshold_percentage, Some(20));
+    assert_eq!(repair.max_parallel_nodes_repaired_count, Some(2));
+    assert_eq!(repair.overrides[0].repair_action, "Reboot");
+    assert_eq!(repair.overrides[0].min_repair_wait_time_mins, 5);
+    let start = humantime::parse_rfc3339("2026-03-02T09:00:00Z").unwrap();
+    assert_eq!(scenario.start, Some(start));
+    assert_eq!(scenario.instance_events.len(), 2);
+    let first = &scenario.instance_events[0];
+    assert_eq!((first.node_group.as_str(), first.index), ("spot", 2));
+    assert_eq!(first.kind, EventKind::SpotInterruption);
+    assert_eq!(first.at, start + Duration::from_secs(300));
+    let off = leaving_scenario("", "").replace(
+        "capacityType: SPOT\n",
+        "capacityType: SPOT\n    capacityRebalance: false\n",
+    );
+    assert!(
+        !Scenario::parse(&off).unwrap().node_groups[0]
+            .spec
+            .capacity_rebalance
+    );
+}
+
+#[test]
+fn bad_leaving_keys_name_the_key_and_the_event() {
+    let group = |config: &str| leaving_scenario(&format!("    nodeRepairConfig: {config}\n"), "");
+    let event = |line: &str| leaving_scenario("", &format!("instanceEvents:\n  - {line}\n"));
+    let cases = [
+        (
+            leaving_scenario("    capacityRebalance: true\n", ""),
+            "scenario: node group \"od\": capacityRebalance: applies to SPOT node groups only",
+        ),
+        (
+            group(
+                "{enabled: true, maxUnhealthyNodeThresholdCount: 2, maxUnhealthyNodeThresholdPercentage: 10}",
+            ),
+            "scenario: node group \"od\": nodeRepairConfig.maxUnhealthyNodeThresholdCount: cannot be set with \
+             maxUnhealthyNodeThresholdPercentage",
+        ),
+        (
+            group("{maxParallelNodesRepairedPercentage: 101}"),
+            "nodeRepairConfig.maxParallelNodesRepairedPercentage: 101 must be between 1 and 100",
+        ),
+        (
+            group("{maxParallelNodesRepairedCount: 0}"),
+            "nodeRepairConfig.maxParallelNodesRepairedCount: 0 must be at least 1",
+        ),
+        (
+            group("{maxUnhealthyNodeThresholdPercentage: 0}"),
+            "nodeRepairConfig.maxUnhealthyNodeThresholdPercentage: 0 must be between 1 and 100",
+        ),
+        (
+            group(
+                "{nodeRepairConfigOverrides: [{nodeMonitoringCondition: DiskPressure, nodeUnhealthyReason: x, \
+                 minRepairWaitTimeMins: 1, repairAction: Replace}]}",
+            ),
+            "nodeRepairConfig.nodeRepairConfigOverrides[0].nodeMonitoringCondition: \"DiskPressure\" must be \
+             one of AcceleratedHardwareReady, ContainerRuntimeReady, KernelReady, NetworkingReady, \
+             StorageReady, Ready",
+        ),
+        (
+            group(
+                "{nodeRepairConfigOverrides: [{nodeMonitoringCondition: Ready, nodeUnhealthyReason: x, \
+                 minRepairWaitTimeMins: 1, repairAction: Reimage}]}",
+            ),
+            "nodeRepairConfigOverrides[0].repairAction: \"Reimage\" must be one of Replace, Reboot, NoAction",
+        ),
+        (
+            group(
+                "{nodeRepairConfigOverrides: [{nodeMonitoringCondition: Ready, nodeUnhealthyReason: x, \
+                 minRepairWaitTimeMins: -1, repairAction: Replace}]}",
+            ),
+            "nodeRepairConfigOverrides[0].minRepairWaitTimeMins: -1 must not be negative",
+        ),
+        (group("{enabled: yes-please}"), "nodeRepairConfig"),
+        (
+            group("{enabled: true, colour: red}"),
+            "unknown field `colour`",
+        ),
+        (
+            event("{nodeGroup: nowhere, index: 0, kind: rebalance, at: \"2026-03-02T09:00:00Z\"}"),
+            "scenario: instanceEvents[0]: nodeGroup: no node group \"nowhere\" in the scenario",
+        ),
+        (
+            event("{nodeGroup: spot, index: 3, kind: rebalance, at: \"2026-03-02T09:00:00Z\"}"),
+            "scenario: instanceEvents[0]: index: 3 is not one of node group \"spot\"'s 3 instance(s) (its \
+             desiredSize): 0 to 2",
+        ),
+        (
+            event("{nodeGroup: spot, index: 0, kind: meteor, at: \"2026-03-02T09:00:00Z\"}"),
+            "scenario: instanceEvents[0]: kind: \"meteor\" must be one of spotInterruption, rebalance, \
+             scheduledEvent, stopped",
+        ),
+        (
+            event(
+                "{nodeGroup: od, index: 0, kind: spotInterruption, at: \"2026-03-02T09:00:00Z\"}",
+            ),
+            "scenario: instanceEvents[0]: kind: spotInterruption comes for Spot instances only, and node group \
+             \"od\" is not SPOT",
+        ),
+        (
+            event("{nodeGroup: od, index: 0, kind: stopped, at: tomorrow}"),
+            "scenario: instanceEvents[0]: at: \"tomorrow\" is no RFC 3339 time",
+        ),
+        (
+            event("{nodeGroup: od, index: 0, kind: stopped}"),
+            "missing field `at`",
+        ),
+        (
+            leaving_scenario("", "").replace("start: 2026-03-02T09:00:00Z", "start: soon"),
+            "scenario: start: \"soon\" is no RFC 3339 time",
+        ),
+    ];
+    for (yaml, expected) in cases {
+        let error = error_of(&yaml);
+        assert!(error.contains(expected), "{error}\nexpected: {expected}");
+    }
 }
