@@ -2,6 +2,7 @@
 //! timeline played in simulated time, progress shown as it goes.
 
 use super::error::DemoError;
+use super::leaving;
 use super::provider::InProcessProvider;
 use super::record::{Entry, Record};
 use super::script::Script;
@@ -40,11 +41,9 @@ pub(super) async fn play(
     let provider = InProcessProvider::start(script, clock.clone()).await?;
     let config = ProviderConfig::plaintext(provider.addr.to_string());
     let client = ProviderClient::new(&config)?;
-    let mut cluster = SimulatedCluster::new(&config, clock.clone())?;
-    if let Some(start) = script.start {
-        cluster = cluster.starting_at(start);
-    }
-    let cluster = Arc::new(cluster);
+    // One wall clock for both: the script's start, else the scenario's, else now.
+    let cluster = SimulatedCluster::new(&config, clock.clone())?;
+    let cluster = Arc::new(cluster.starting_at(provider.backend.epoch()));
     let mut settings = Settings {
         act: true,
         remove_unregistered: true,
@@ -91,6 +90,7 @@ pub(super) async fn play(
             };
             show(record.say(at, "timeline", text));
         }
+        leaving::clear_repaired(&provider.backend, &cluster)?;
         let view = (cluster.view().await).map_err(|e| DemoError::Loop(e.to_string()))?;
         let status = once.run(&view, cluster.now()).await;
         let status = status.map_err(|e| DemoError::Loop(e.to_string()))?;

@@ -6,6 +6,7 @@ mod chart; // line charts over simulated time, as SVG
 mod compare; // the second day, with consolidation off and on: what each cost, what was replaced
 mod day; // one day of a script: the loop acting on the simulated cluster and EKS in simulated time
 mod error; // why the demo stopped
+mod leaving; // script events for nodes going away: Spot interruptions, rebalancing, maintenance, unhealthy
 mod marks; // what held nodes when (budgets, updates), and the expired nodes replaced, for the charts
 mod night; // the third day, with disruption control: what held nodes, what was replaced
 mod provider; // the provider in-process on a loopback port

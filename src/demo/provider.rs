@@ -6,6 +6,7 @@ use crate::clock::Clock;
 use crate::cloud::SimulatedEks;
 use crate::provider::ProviderMetrics;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 /// The provider, in-process on the script's simulated EKS, served on a loopback port until stopped.
 pub(super) struct InProcessProvider {
@@ -20,7 +21,9 @@ impl InProcessProvider {
         script: &Script,
         clock: Clock,
     ) -> Result<InProcessProvider, DemoError> {
-        let backend = Arc::new(SimulatedEks::new(script.scenario.clone(), clock));
+        let epoch = (script.start.or(script.scenario.start)).unwrap_or_else(SystemTime::now);
+        let scenario = script.scenario.clone();
+        let backend = Arc::new(SimulatedEks::starting_at(scenario, clock, epoch));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|e| DemoError::Provider(e.to_string()))?;

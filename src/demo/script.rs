@@ -2,6 +2,7 @@
 //! and the headroom to keep. The built-in one is `demo.yaml` beside this file; `--scenario FILE` reads the
 //! same format.
 
+use super::leaving::{Leaving, LeavingFiles};
 use crate::autoscaler::headroom::{self, Policy};
 use crate::autoscaler::{DisruptionConfig, DisruptionConfigError};
 use crate::cloud::{self, Scenario};
@@ -118,6 +119,18 @@ struct EventFile {
     /// Starts a managed node group update (a new AMI), as `aws eks update-nodegroup-version` does.
     #[serde(default)]
     update: Option<Update>,
+    /// EC2 takes Spot instances back: `{nodeGroup, count | index}`, the warning now, gone two minutes later.
+    #[serde(default)]
+    interrupt: Option<super::leaving::Instances>,
+    /// EC2 recommends rebalancing Spot instances: `{nodeGroup, count | index}`.
+    #[serde(default)]
+    rebalance: Option<super::leaving::Instances>,
+    /// AWS Health schedules instances' retirement: `{nodeGroup, count | index, at | in}`.
+    #[serde(default)]
+    maintenance: Option<super::leaving::MaintenanceFile>,
+    /// The monitoring agent marks a node: `{node | nodeGroup + index, condition, reason}`.
+    #[serde(default)]
+    unhealthy: Option<super::leaving::UnhealthyFile>,
 }
 
 /// `update: {nodeGroup: batch, image: ami-eks-amd64-2, duration: 40m}`: the group turns UPDATING, EKS
@@ -198,6 +211,8 @@ pub enum Action {
     Capacity(CapacityChange),
     Request(Box<VersionedRequest>),
     Update(Update),
+    /// A node going away for a reason no autoscaler decided.
+    Leaving(Leaving),
 }
 
 #[derive(Clone, Debug)]
@@ -353,6 +368,12 @@ fn read_timeline(
             at: humantime::format_duration(event.at).to_string(),
             reason,
         };
+        let leaving = LeavingFiles {
+            interrupt: event.interrupt,
+            rebalance: event.rebalance,
+            maintenance: event.maintenance,
+            unhealthy: event.unhealthy,
+        };
         let given = [
             event.create.is_some(),
             event.delete.is_some(),
@@ -360,9 +381,21 @@ fn read_timeline(
             event.request.is_some(),
             event.update.is_some(),
         ];
-        if given.iter().filter(|g| **g).count() != 1 {
-            let why = "give exactly one of `create`, `delete`, `capacity`, `request` and `update`";
+        if given.iter().filter(|g| **g).count() + leaving.given() != 1 {
+            let why = "give exactly one of `create`, `delete`, `capacity`, `request`, `update`, \
+                       `interrupt`, `rebalance`, `maintenance` and `unhealthy`";
             return Err(fail(why.into()));
+        }
+        if event.at > duration {
+            return Err(fail("after the end of the day (`duration`)".into()));
+        }
+        if let Some(leaving) = leaving.read(scenario).map_err(|e| fail(e.to_string()))? {
+            timeline.push(Event {
+                at: event.at,
+                say: event.say,
+                action: Action::Leaving(leaving),
+            });
+            continue;
         }
         let known = |group: &str| scenario.node_groups.iter().any(|g| g.spec.id == group);
         let action = if let Some(workload) = event.create {
@@ -403,9 +436,6 @@ fn read_timeline(
             }
             Action::Update(update)
         };
-        if event.at > duration {
-            return Err(fail("after the end of the day (`duration`)".into()));
-        }
         timeline.push(Event {
             at: event.at,
             say: event.say,
@@ -527,7 +557,8 @@ mod tests {
             ),
             (
                 "timeline: [{at: 1m}]",
-                "give exactly one of `create`, `delete`, `capacity`, `request` and `update`",
+                "give exactly one of `create`, `delete`, `capacity`, `request`, `update`, `interrupt`, \
+                 `rebalance`, `maintenance` and `unhealthy`",
             ),
             (
                 "timeline: [{at: 1m, capacity: {nodeGroup: nowhere, available: 1}}]",

@@ -1,6 +1,7 @@
 //! What a timeline event does to the simulated cluster and the simulated EKS.
 
 use super::error::DemoError;
+use super::leaving;
 use super::record::{Arrival, Record};
 use super::script::Action;
 use crate::cloud::SimulatedEks;
@@ -81,6 +82,7 @@ impl Targets<'_> {
                 let took = humantime::format_duration(update.duration);
                 Ok(format!("{group} UPDATING to {image} for {took}"))
             }
+            Action::Leaving(entry) => leaving::play(entry, self.backend, cluster),
             Action::Capacity(change) => {
                 (self.backend)
                     .set_available_capacity(&change.node_group, change.available)

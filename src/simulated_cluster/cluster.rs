@@ -17,8 +17,8 @@ use crate::k8s::{
 };
 use crate::model::{
     CapacityQuota, ClaimSource, ClaimTemplate, DeviceClass, DraObjects, FARGATE_SCHEDULER,
-    HOSTNAME_LABEL, InstanceState, LabelSelector, Node, Pdb, Phase, Pod, PodNames, ResourceClaim,
-    Taint, ZONE_LABEL,
+    HOSTNAME_LABEL, InstanceState, LabelSelector, Node, NodeProblem, Pdb, Phase, Pod, PodNames,
+    ResourceClaim, Taint, ZONE_LABEL,
 };
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -599,6 +599,33 @@ impl ClusterSource for SimulatedCluster {
 }
 
 impl SimulatedCluster {
+    /// The node monitoring agent sets `condition` False with `reason` on node `name`, now: the node's
+    /// problems, as the companion reads them from its conditions. A replaced instance's node is a new node,
+    /// without it.
+    pub fn set_node_condition(
+        &self,
+        name: &str,
+        condition: &str,
+        reason: &str,
+    ) -> Result<(), ClusterError> {
+        let since = Some(self.now());
+        self.change_node(name, |node| {
+            node.problems.retain(|p| p.condition != condition);
+            node.problems.push(NodeProblem {
+                condition: condition.to_string(),
+                reason: reason.to_string(),
+                since,
+            });
+        })
+    }
+
+    /// The node monitoring agent sets `condition` True again on node `name` (a reboot fixed it).
+    pub fn clear_node_condition(&self, name: &str, condition: &str) -> Result<(), ClusterError> {
+        self.change_node(name, |node| {
+            node.problems.retain(|p| p.condition != condition)
+        })
+    }
+
     fn change_node(&self, name: &str, change: impl FnOnce(&mut Node)) -> Result<(), ClusterError> {
         let mut state = self.state();
         let node = state
