@@ -201,6 +201,75 @@ fn grpcurl_describes_each_groups_status_and_image() {
     assert!(metrics.contains(counted), "{counted} missing");
 }
 
+/// `ekscale.v1.NodeGroups/ListLeavingInstances` on the repository's leaving scenario, whose clock starts at its
+/// `start`: each instance EC2 says is going away, with its group, reason, time and what was said.
+#[test]
+fn grpcurl_lists_the_leaving_instances() {
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/leaving-scenario.yaml"
+    );
+    let provider = Binary::start(&["--sim-file", scenario]);
+    let addr = provider.grpc.to_string();
+    let answer: serde_json::Value = serde_json::from_str(&stdout(&run_grpcurl(&[
+        "-plaintext",
+        &addr,
+        "ekscale.v1.NodeGroups/ListLeavingInstances",
+    ])))
+    .unwrap();
+    let said: Vec<(&str, &str, &str, &str)> = (answer["instances"].as_array().unwrap().iter())
+        .map(|i| {
+            let field = |name: &str| i[name].as_str().unwrap();
+            (
+                field("nodeGroupId"),
+                field("id"),
+                field("reason"),
+                field("atUnixSeconds"),
+            )
+        })
+        .collect();
+    // 2026-12-01T09:00:00Z is 1796115600.
+    assert_eq!(
+        said,
+        [
+            (
+                "general",
+                "aws:///us-east-1a/i-af6470d5239ba6121",
+                "scheduledEvent",
+                "1796180400"
+            ),
+            (
+                "general",
+                "aws:///us-east-1b/i-772768cf1532ca5f0",
+                "instanceStopped",
+                "1796115600"
+            ),
+            (
+                "spot",
+                "aws:///us-east-1a/i-4f1a62cd47693503c",
+                "spotInterruption",
+                "1796115690"
+            ),
+            (
+                "spot",
+                "aws:///us-east-1b/i-d5c791b06476ff27b",
+                "rebalance",
+                "1796115600"
+            ),
+        ]
+    );
+    assert!(
+        answer["instances"][2]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("EC2 Spot Instance Interruption Warning"),
+        "{answer}"
+    );
+    let metrics = http_get(provider.metrics, "/metrics");
+    let counted = r#"ekscale_provider_requests_total{method="ListLeavingInstances",code="OK"} 1"#;
+    assert!(metrics.contains(counted), "{counted} missing");
+}
+
 /// `ekscale.v1.NodeGroups/TemplateResourceSlices`, as an operator checks what a DRA group's new nodes will
 /// publish: one ResourceSlice (Kubernetes' protobuf, base64 in grpcurl's JSON) per driver; NotFound for a
 /// group that does not exist.

@@ -167,3 +167,28 @@ async fn an_unhealthy_node_carries_its_condition_and_the_group_replaces_it() {
     assert_ne!(gpus[0].provider_id, gpu.provider_id);
     assert!(gpus[0].problems.is_empty());
 }
+
+/// The repository's pair (tests/data/leaving-scenario.yaml and tests/data/leaving.yaml, the README's example):
+/// the provider serves its four leaving instances and `simulate` runs over the snapshot, each node accounted
+/// for.
+#[test]
+fn the_repositorys_leaving_snapshot_simulates() {
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/leaving-scenario.yaml"
+    );
+    let provider = common::Binary::start(&["--sim-file", scenario]);
+    let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/leaving.yaml");
+    let output = common::cluster::simulate(provider.grpc, &snapshot, &["--format", "json"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let listed = ["scaleDown", "unremovable"]
+        .iter()
+        .flat_map(|key| result[key].as_array().cloned().unwrap_or_default())
+        .count();
+    assert_eq!(listed, 7, "{result}");
+}
