@@ -20,7 +20,7 @@ const OTHER_WAIT: Duration = Duration::from_secs(30 * 60);
 
 /// What repair does to a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Action {
+enum RepairAction {
     Replace,
     Reboot,
     NoAction,
@@ -39,7 +39,7 @@ pub(super) struct Sick {
 /// A repair under way: the replacement coming, or the reboot.
 struct Underway {
     instance: String,
-    action: Action,
+    action: RepairAction,
     done: Duration,
 }
 
@@ -53,7 +53,7 @@ pub(super) struct Repairs {
 }
 
 /// The wait and the action for a problem: the override for its condition and reason, else EKS's defaults.
-fn plan(config: &NodeRepairConfig, sick: &Sick) -> (Duration, Action) {
+fn plan(config: &NodeRepairConfig, sick: &Sick) -> (Duration, RepairAction) {
     let given = (config.overrides.iter()).find(|o| {
         o.node_monitoring_condition == sick.condition && o.node_unhealthy_reason == sick.reason
     });
@@ -61,14 +61,16 @@ fn plan(config: &NodeRepairConfig, sick: &Sick) -> (Duration, Action) {
         Some(o) => {
             let minutes = u64::try_from(o.min_repair_wait_time_mins).unwrap_or(0);
             let action = match o.repair_action.as_str() {
-                "Reboot" => Action::Reboot,
-                "NoAction" => Action::NoAction,
-                _ => Action::Replace,
+                "Reboot" => RepairAction::Reboot,
+                "NoAction" => RepairAction::NoAction,
+                _ => RepairAction::Replace,
             };
             (Duration::from_secs(minutes * 60), action)
         }
-        None if sick.condition == "AcceleratedHardwareReady" => (ACCELERATED_WAIT, Action::Replace),
-        None => (OTHER_WAIT, Action::Replace),
+        None if sick.condition == "AcceleratedHardwareReady" => {
+            (ACCELERATED_WAIT, RepairAction::Replace)
+        }
+        None => (OTHER_WAIT, RepairAction::Replace),
     }
 }
 
@@ -89,7 +91,7 @@ impl Repairs {
         let before = self.sick.len();
         self.sick.retain(|s| s.instance != instance);
         self.underway
-            .retain(|u| !(u.instance == instance && u.action == Action::Reboot));
+            .retain(|u| !(u.instance == instance && u.action == RepairAction::Reboot));
         before != self.sick.len()
     }
 
@@ -130,14 +132,14 @@ impl Repairs {
     fn waiting<'a>(
         &'a self,
         config: &'a NodeRepairConfig,
-    ) -> impl Iterator<Item = (usize, Duration, Action)> + 'a {
+    ) -> impl Iterator<Item = (usize, Duration, RepairAction)> + 'a {
         (self.sick.iter().enumerate())
             .filter(|(_, s)| !self.underway.iter().any(|u| u.instance == s.instance))
             .map(|(i, s)| {
                 let (wait, action) = plan(config, s);
                 (i, s.since + wait, action)
             })
-            .filter(|(_, _, action)| *action != Action::NoAction)
+            .filter(|(_, _, action)| *action != RepairAction::NoAction)
     }
 
     /// When the next step is due: a repair finishing, or one starting (when the group may start one).
@@ -190,7 +192,7 @@ impl Repairs {
                 continue;
             }
             let done = match action {
-                Action::Reboot => at + REBOOT_TAKES,
+                RepairAction::Reboot => at + REBOOT_TAKES,
                 _ => {
                     fleet.terminate(&instance, at);
                     at + fleet.provisioning_delay

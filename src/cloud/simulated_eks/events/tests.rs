@@ -340,7 +340,7 @@ fn eks_halts_repair_above_a_fifth_of_a_group_of_more_than_five() {
     let text = "cluster: test\nregion: us-east-1\nstart: 2026-03-02T09:00:00Z\nnodeGroups:\n  - name: gpu-few\n    \
                 instanceType: g4dn.xlarge\n    zones: [us-east-1a]\n    minSize: 0\n    maxSize: 10\n    \
                 desiredSize: 6\n    nodeRepairConfig: {enabled: true, maxParallelNodesRepairedPercentage: 100}\n";
-    let sim = SimulatedEks::new(Scenario::parse(&text).unwrap(), Clock::manual());
+    let sim = SimulatedEks::new(Scenario::parse(text).unwrap(), Clock::manual());
     assert_eq!(listed(&sim, "gpu-few").len(), 6);
     let a = mark(
         &sim,
