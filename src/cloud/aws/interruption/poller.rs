@@ -95,10 +95,13 @@ impl Poller {
             answer.map_err(|e| format!("sqs:ReceiveMessage: {}", DisplayErrorContext(&e)))?;
         for message in output.messages() {
             let fate = self.handle(message);
-            let (kind, outcome) = (fate.kind, fate.outcome);
-            self.metrics.observe_interruption_message(kind, "received");
-            self.metrics.observe_interruption_message(kind, outcome);
-            self.delete(url, message).await?;
+            let deleted = self.delete(url, message).await;
+            // Counted once deleted: a count that says a message was handled says it has left the queue.
+            self.metrics
+                .observe_interruption_message(fate.kind, "received");
+            self.metrics
+                .observe_interruption_message(fate.kind, fate.outcome);
+            deleted?;
         }
         Ok(())
     }
