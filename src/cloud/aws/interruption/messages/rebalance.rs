@@ -11,13 +11,13 @@ pub const DETAIL_TYPE: &str = "EC2 Instance Rebalance Recommendation";
 const KIND: LeavingReason = LeavingReason::Rebalance;
 
 #[derive(Deserialize)]
-struct Detail {
+struct RebalanceDetail {
     #[serde(rename = "instance-id")]
     instance_id: String,
 }
 
 pub fn read(event: &Envelope) -> Result<Notice, Unreadable> {
-    let detail: Detail = event.detail(KIND)?;
+    let detail: RebalanceDetail = event.detail(KIND)?;
     Ok(Notice {
         kind: KIND,
         instances: vec![instance_id(

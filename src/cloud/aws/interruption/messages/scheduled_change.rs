@@ -13,24 +13,24 @@ const KIND: LeavingReason = LeavingReason::ScheduledEvent;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Detail {
+struct HealthDetail {
     service: String,
     event_type_category: String,
     #[serde(default)]
     event_type_code: String,
     start_time: String,
     #[serde(default)]
-    affected_entities: Vec<Entity>,
+    affected_entities: Vec<AffectedEntity>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Entity {
+struct AffectedEntity {
     entity_value: String,
 }
 
 pub fn read(event: &Envelope) -> Result<Notice, Unreadable> {
-    let detail: Detail = event.detail(KIND)?;
+    let detail: HealthDetail = event.detail(KIND)?;
     if detail.service != "EC2" {
         let problem = format!("{:?}: only EC2's events name instances", detail.service);
         return Err(Unreadable::field(KIND, "detail.service", problem));

@@ -16,7 +16,7 @@ pub const WARNING: Duration = Duration::from_secs(120);
 const KIND: LeavingReason = LeavingReason::SpotInterruption;
 
 #[derive(Deserialize)]
-struct Detail {
+struct WarningDetail {
     #[serde(rename = "instance-id")]
     instance_id: String,
     #[serde(rename = "instance-action", default)]
@@ -24,7 +24,7 @@ struct Detail {
 }
 
 pub fn read(event: &Envelope) -> Result<Notice, Unreadable> {
-    let detail: Detail = event.detail(KIND)?;
+    let detail: WarningDetail = event.detail(KIND)?;
     let id = instance_id(KIND, "detail.instance-id", &detail.instance_id)?;
     let action = match detail.instance_action.as_str() {
         "" => "terminate",

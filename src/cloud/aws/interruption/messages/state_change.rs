@@ -17,14 +17,14 @@ const LEAVING: [&str; 4] = ["stopping", "stopped", "shutting-down", "terminated"
 const STAYING: [&str; 2] = ["pending", "running"];
 
 #[derive(Deserialize)]
-struct Detail {
+struct StateChangeDetail {
     #[serde(rename = "instance-id")]
     instance_id: String,
     state: String,
 }
 
 pub fn read(event: &Envelope) -> Result<Notice, Unreadable> {
-    let detail: Detail = event.detail(KIND)?;
+    let detail: StateChangeDetail = event.detail(KIND)?;
     let state = detail.state.as_str();
     let says = if LEAVING.contains(&state) {
         Says::Leaving
