@@ -308,3 +308,61 @@ fn the_autoscaler_may_watch_dra_objects() {
         }
     }
 }
+
+/// deploy/aws/interruption-queue.yaml: the queue (encrypted, 300 s), its policy letting EventBridge send,
+/// the four rules, one per kind of event the provider reads, each targeting the queue, and its outputs.
+#[test]
+fn the_interruption_queue_template_makes_the_queue_its_four_rules_and_outputs() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/aws/interruption-queue.yaml");
+    let template: Value = serde_norway::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let resources = template["Resources"].as_object().unwrap();
+    let queue_arn = serde_json::json!({"Fn::GetAtt": ["InterruptionQueue", "Arn"]});
+    let queue = &resources["InterruptionQueue"];
+    assert_eq!(queue["Type"], "AWS::SQS::Queue");
+    assert_eq!(queue["Properties"]["MessageRetentionPeriod"], 300);
+    assert_eq!(queue["Properties"]["SqsManagedSseEnabled"], true);
+
+    let policy = &resources["InterruptionQueuePolicy"];
+    assert_eq!(policy["Type"], "AWS::SQS::QueuePolicy");
+    let statements = policy["Properties"]["PolicyDocument"]["Statement"]
+        .as_array()
+        .unwrap();
+    let sends = (statements.iter())
+        .find(|s| s["Effect"] == "Allow" && s["Action"] == "sqs:SendMessage")
+        .expect("a statement allowing sqs:SendMessage");
+    let principals: BTreeSet<&str> = (sends["Principal"]["Service"].as_array().unwrap().iter())
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        principals,
+        BTreeSet::from(["events.amazonaws.com", "sqs.amazonaws.com"])
+    );
+    assert_eq!(sends["Resource"], queue_arn);
+
+    let mut detail_types = BTreeSet::new();
+    for rule in resources
+        .values()
+        .filter(|r| r["Type"] == "AWS::Events::Rule")
+    {
+        let pattern = &rule["Properties"]["EventPattern"];
+        let source = pattern["source"][0].as_str().unwrap();
+        let detail_type = pattern["detail-type"][0].as_str().unwrap();
+        detail_types.insert((source, detail_type));
+        let targets = rule["Properties"]["Targets"].as_array().unwrap();
+        assert!(targets.iter().all(|t| t["Arn"] == queue_arn), "{rule}");
+    }
+    let expected = BTreeSet::from([
+        ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
+        ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
+        ("aws.ec2", "EC2 Instance State-change Notification"),
+        ("aws.health", "AWS Health Event"),
+    ]);
+    assert_eq!(detail_types, expected);
+
+    let outputs = template["Outputs"].as_object().unwrap();
+    assert_eq!(
+        outputs["QueueUrl"]["Value"],
+        serde_json::json!({"Ref": "InterruptionQueue"})
+    );
+    assert_eq!(outputs["QueueArn"]["Value"], queue_arn);
+}

@@ -42,6 +42,10 @@ struct Args {
     /// aws: the region (overrides the config file and the SDK's own resolution).
     #[arg(long)]
     region: Option<String>,
+    /// aws: the SQS queue EventBridge sends Spot interruption warnings, rebalance recommendations, scheduled
+    /// changes and state changes to, by URL or name (overrides `interruptionQueue:` in the config file).
+    #[arg(long, value_name = "URL")]
+    interruption_queue: Option<String>,
     /// Server certificate (PEM); enables TLS.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -95,6 +99,12 @@ async fn main() -> anyhow::Result<()> {
             if args.config.is_some() || args.cluster.is_some() || args.region.is_some() {
                 bail!(
                     "--config, --cluster and --region are for --backend aws; the sim reads --sim-file"
+                );
+            }
+            if args.interruption_queue.is_some() {
+                bail!(
+                    "--interruption-queue is for --backend aws: the simulated EKS plays its scenario's \
+                     instanceEvents instead"
                 );
             }
             let (scenario, source) = match &args.sim_file {
@@ -187,7 +197,7 @@ async fn aws_backend(
         }
         None => String::new(),
     };
-    let config =
+    let mut config =
         AwsConfig::load(&text, args.cluster.clone(), args.region.clone()).map_err(|e| {
             let source = args
                 .config
@@ -195,6 +205,12 @@ async fn aws_backend(
                 .map_or("config".into(), |p| p.display().to_string());
             anyhow::anyhow!("{source}: {e}")
         })?;
+    if let Some(queue) = &args.interruption_queue {
+        if queue.trim().is_empty() {
+            bail!("--interruption-queue must name a queue: its URL or its name");
+        }
+        config.interruption_queue = Some(queue.clone());
+    }
     let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
     if let Some(region) = &config.region {
         loader = loader.region(aws_config::Region::new(region.clone()));
@@ -209,11 +225,14 @@ async fn aws_backend(
     })?;
     // Groups in flux are re-read between refreshes, for as long as the process serves.
     backend.watch_flux();
+    // What EventBridge says of the instances, recorded as it comes, for as long as the process serves.
+    let queue = backend.watch_interruptions(&sdk).map(|_| ());
     tracing::info!(
         backend = "aws",
         cluster = backend.cluster(),
         region = sdk.region().map(|r| r.to_string()),
         node_groups = backend.node_groups().len(),
+        interruption_queue = queue.is_some(),
         "serving EKS managed node groups"
     );
     Ok(Arc::new(backend))

@@ -25,6 +25,11 @@ pub trait CloudObserver: Send + Sync {
     /// An all-or-nothing increase the cloud took ended: "whole" (every instance launched) or "set_back"
     /// (not all launched in time: the target was set back and what launched for it removed).
     fn observe_atomic_increase(&self, outcome: &'static str);
+    /// One message of the interruption queue: `kind` is spotInterruption, rebalance, scheduledEvent,
+    /// instanceStopped or unknown; `outcome` is received (every message), then parsed or ignored.
+    fn observe_interruption_message(&self, kind: &'static str, outcome: &'static str);
+    /// A call to the interruption queue failed (it is retried after a backoff).
+    fn observe_interruption_queue_error(&self);
 }
 
 /// Errors a backend reports; the provider maps each to a gRPC status.

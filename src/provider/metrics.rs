@@ -1,6 +1,7 @@
 //! Prometheus metrics of the provider, named `ekscale_provider_*`.
 
 use crate::cloud::{CloudObserver, InstanceState, NodeGroupBackend};
+use crate::model::LeavingReason;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -40,6 +41,17 @@ struct OutcomeLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MessageLabels {
+    kind: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SkipLabels {
     reason: String,
 }
@@ -57,6 +69,9 @@ pub struct ProviderMetrics {
     skipped: Family<SkipLabels, Gauge>,
     tls_reloads: Family<OutcomeLabels, Counter>,
     atomic_increases: Family<OutcomeLabels, Counter>,
+    interruption_messages: Family<MessageLabels, Counter>,
+    interruption_queue_errors: Counter,
+    leaving: Family<ReasonLabels, Gauge>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -124,8 +139,29 @@ impl Default for ProviderMetrics {
             "All-or-nothing increases ended: whole, or set_back (not all launched in the provisioning time)",
             atomic_increases.clone(),
         );
+        let interruption_messages = Family::<MessageLabels, Counter>::default();
+        registry.register(
+            "interruption_messages",
+            "Messages of the interruption queue by kind and outcome: received, then parsed or ignored",
+            interruption_messages.clone(),
+        );
+        let interruption_queue_errors = Counter::default();
+        registry.register(
+            "interruption_queue_errors",
+            "Failed calls to the interruption queue (each retried after a backoff)",
+            interruption_queue_errors.clone(),
+        );
+        let leaving = Family::<ReasonLabels, Gauge>::default();
+        registry.register(
+            "leaving_instances",
+            "Instances the cloud says are leaving, by reason",
+            leaving.clone(),
+        );
         ProviderMetrics {
             registry,
+            interruption_messages,
+            interruption_queue_errors,
+            leaving,
             atomic_increases,
             tls_reloads,
             requests,
@@ -189,10 +225,30 @@ impl ProviderMetrics {
                 self.instances.get_or_create(&labels).inc();
             }
         }
+        self.count_leaving(backend);
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .expect("writing to a String cannot fail");
         text
+    }
+}
+
+impl ProviderMetrics {
+    /// The leaving instances by reason, every reason the cloud says at 0 when it has none.
+    fn count_leaving(&self, backend: &dyn NodeGroupBackend) {
+        let leaving = backend.leaving_instances();
+        for reason in LeavingReason::ALL {
+            if reason == LeavingReason::Unhealthy {
+                continue;
+            }
+            let count = leaving.iter().filter(|l| l.reason == reason).count();
+            let labels = ReasonLabels {
+                reason: reason.as_str(),
+            };
+            self.leaving
+                .get_or_create(&labels)
+                .set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
     }
 }
 
@@ -246,6 +302,16 @@ impl CloudObserver for ProviderMetrics {
         self.atomic_increases
             .get_or_create(&OutcomeLabels { outcome })
             .inc();
+    }
+
+    fn observe_interruption_message(&self, kind: &'static str, outcome: &'static str) {
+        self.interruption_messages
+            .get_or_create(&MessageLabels { kind, outcome })
+            .inc();
+    }
+
+    fn observe_interruption_queue_error(&self) {
+        self.interruption_queue_errors.inc();
     }
 
     /// Replaces the counts of node groups left out, by reason.

@@ -10,6 +10,7 @@
 use super::calls::{Calls, sdk_error};
 use super::config::AwsConfig;
 use super::discovery::Discovery;
+use super::interruption::{Membership, Poller};
 use super::state::AwsState;
 use super::view::View;
 use crate::cloud::backend::CloudError;
@@ -108,6 +109,7 @@ impl AwsBackend {
             }
             view.reindex();
         }
+        self.forget_gone();
         self.check_increases().await;
         self.settled.send_modify(|n| *n += 1);
         Ok(asgs.len())
@@ -140,6 +142,24 @@ impl AwsBackend {
                 }
             }
         }))
+    }
+
+    /// Reads the interruption queue the config names (`interruptionQueue`, `--interruption-queue`) for as
+    /// long as the backend is in use, with an SQS client from `sdk`; `None` when it names none.
+    pub fn watch_interruptions(
+        &self,
+        sdk: &aws_config::SdkConfig,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        let queue = self.config.interruption_queue.clone()?;
+        let members: std::sync::Weak<dyn Membership> = Arc::downgrade(&self.0) as _;
+        let poller = Poller {
+            client: aws_sdk_sqs::Client::new(sdk),
+            queue,
+            record: self.leaving.clone(),
+            members,
+            metrics: self.metrics.clone(),
+        };
+        Some(poller.spawn())
     }
 
     /// One refresh, if it is due. When another is under way, waits for it instead of starting a second.
@@ -190,6 +210,7 @@ impl AwsBackend {
             };
             view.reindex();
         }
+        self.forget_gone();
         self.check_increases().await;
         Ok(())
     }
@@ -362,6 +383,11 @@ impl NodeGroupBackend for AwsBackend {
 
     fn cache_age(&self) -> Option<Duration> {
         self.read().refreshed_at.map(|at| at.elapsed())
+    }
+
+    /// What the interruption queue said, as recorded: no AWS call.
+    fn leaving_instances(&self) -> Vec<crate::model::LeavingInstance> {
+        self.leaving.list()
     }
 
     fn price_of_instance_type(&self, instance_type: &str) -> Option<f64> {

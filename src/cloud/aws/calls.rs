@@ -68,13 +68,8 @@ impl Calls {
         operation: &'static str,
         result: Result<T, SdkError<E, R>>,
     ) -> Result<T, SdkError<E, R>> {
-        let outcome = match &result {
-            Ok(_) => "ok",
-            Err(error) if error.code().is_some_and(|c| THROTTLING.contains(&c)) => "throttled",
-            Err(SdkError::ServiceError(_)) => "error",
-            Err(_) => "unavailable",
-        };
-        self.metrics.observe_aws_call(service, operation, outcome);
+        self.metrics
+            .observe_aws_call(service, operation, outcome(&result));
         result
     }
 
@@ -100,6 +95,18 @@ impl Calls {
         call: impl Future<Output = Result<T, SdkError<E, R>>>,
     ) -> Result<T, SdkError<E, R>> {
         self.observe("ec2", operation, call).await
+    }
+}
+
+/// A call's outcome as the metrics count it: "ok", "throttled", "error" or "unavailable".
+pub(super) fn outcome<T, E: ProvideErrorMetadata, R>(
+    result: &Result<T, SdkError<E, R>>,
+) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(error) if error.code().is_some_and(|c| THROTTLING.contains(&c)) => "throttled",
+        Err(SdkError::ServiceError(_)) => "error",
+        Err(_) => "unavailable",
     }
 }
 

@@ -37,6 +37,8 @@ struct ConfigFile {
     /// Fargate's prices by region (default: us-east-1's everywhere).
     #[serde(default)]
     fargate_pricing: BTreeMap<String, FargateRates>,
+    /// The SQS queue EventBridge sends interruption events to: its URL or name.
+    interruption_queue: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -82,6 +84,10 @@ pub struct AwsConfig {
     pub spot_price_ratio: f64,
     options: Vec<(GlobSet, OptionOverrides)>,
     fargate_pricing: BTreeMap<String, FargateRates>,
+    /// The SQS queue (URL, or name) EventBridge sends Spot interruption warnings, rebalance
+    /// recommendations, AWS Health scheduled changes and state changes to; `None`: none is read.
+    /// `--interruption-queue` sets it over the file's `interruptionQueue`.
+    pub interruption_queue: Option<String>,
 }
 
 impl AwsConfig {
@@ -143,7 +149,19 @@ impl AwsConfig {
                 .check()
                 .map_err(|e| e.under(&format!("fargatePricing.{region}")))?;
         }
+        if file
+            .interruption_queue
+            .as_deref()
+            .is_some_and(|q| q.trim().is_empty())
+        {
+            return Err(Invalid::new(
+                "interruptionQueue",
+                "must name a queue: its URL or its name",
+            )
+            .into());
+        }
         Ok(AwsConfig {
+            interruption_queue: file.interruption_queue,
             fargate_pricing: file.fargate_pricing,
             cluster,
             region: region.or(file.region),
@@ -244,6 +262,7 @@ region: eu-west-1
 refreshInterval: 30s
 nodeGroups: {include: ["web-*", "batch"], exclude: ["web-canary*"]}
 prices: {m7a.large: 0.11}
+interruptionQueue: https://sqs.eu-west-1.amazonaws.com/123456789012/prod-interruptions
 fargatePricing: {eu-west-1: {vcpuPerHour: 0.04456, gbPerHour: 0.004865}}
 options:
   - {nodeGroup: "web-*", options: {scaleDownUtilizationThreshold: 0.4, scaleDownUnneededTime: 5m}}
@@ -258,6 +277,10 @@ options:
         assert!(config.selects("web-eu") && config.selects("batch"));
         assert!(!config.selects("web-canary-1") && !config.selects("gpu"));
         assert_eq!(config.price("m7a.large"), Some(0.11));
+        assert_eq!(
+            config.interruption_queue.as_deref(),
+            Some("https://sqs.eu-west-1.amazonaws.com/123456789012/prod-interruptions")
+        );
         let options = config.options("web-eu").unwrap();
         assert_eq!(options.scale_down_utilization_threshold, Some(0.2));
         assert_eq!(
@@ -284,6 +307,8 @@ options:
                 .to_string()
                 .contains("spotPriceRatio")
         );
+        let empty = AwsConfig::load("cluster: c\ninterruptionQueue: ''\n", None, None);
+        assert!(empty.unwrap_err().to_string().contains("interruptionQueue"));
         let unknown = AwsConfig::load("cluster: c\nclsuter: d\n", None, None)
             .unwrap_err()
             .to_string();

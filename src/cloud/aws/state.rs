@@ -5,6 +5,7 @@
 use super::calls::{Calls, sdk_error};
 use super::config::AwsConfig;
 use super::instance_types::InstanceTypes;
+use super::interruption::{Membership, Record};
 use super::launch_templates::Images;
 use super::view::{AsgInstance, ServedGroup, View};
 use crate::cloud::backend::CloudError;
@@ -41,6 +42,8 @@ pub struct AwsState {
     pub(super) atomic_checks: tokio::sync::Mutex<()>,
     /// Counts the checks of those increases.
     pub(super) atomic_ended: tokio::sync::watch::Sender<u64>,
+    /// The instances the interruption queue said are leaving.
+    pub(super) leaving: Arc<Record>,
 }
 
 /// What refreshes remember between runs.
@@ -119,7 +122,21 @@ impl AwsState {
             atomic: Default::default(),
             atomic_checks: tokio::sync::Mutex::new(()),
             atomic_ended: tokio::sync::watch::Sender::new(0),
+            leaving: Arc::default(),
         })
+    }
+
+    /// Forgets the leaving instances no longer in their node group (terminated and gone from the ASG, or
+    /// the group no longer served). Called once the view has taken a new read of AWS.
+    pub(super) fn forget_gone(&self) {
+        let view = self.read();
+        self.leaving.retain(|leaving| {
+            let group = view
+                .index
+                .get(&leaving.id)
+                .map(|&g| &view.groups[g].spec.id);
+            group == Some(&leaving.node_group)
+        });
     }
 
     /// When an RPC that starts now must have its answer from AWS.
@@ -297,5 +314,21 @@ impl AwsState {
             group.failure = None;
         }
         Ok(())
+    }
+}
+
+/// The queue names EC2 instance ids: each is looked up in the served groups' instances. Messages are rare
+/// (a few in an instance's life), so a scan of the view costs less than one more index rebuilt at every
+/// re-read.
+impl Membership for AwsState {
+    fn locate(&self, instance_id: &str) -> Option<(String, String)> {
+        let view = self.read();
+        view.groups.iter().find_map(|group| {
+            let instance = group
+                .instances
+                .iter()
+                .find(|i| i.instance_id == instance_id)?;
+            Some((instance.provider_id.clone(), group.spec.id.clone()))
+        })
     }
 }

@@ -1,0 +1,71 @@
+//! EventBridge's event as it arrives on the queue: the fields every kind has, its `detail` read by the
+//! kind's own parser, and its times (RFC 3339; AWS Health writes RFC 2822 in its detail).
+
+use super::notice::Unreadable;
+use crate::model::LeavingReason;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use std::time::SystemTime;
+
+/// The envelope of an EventBridge event.
+#[derive(Debug, Deserialize)]
+pub struct Envelope {
+    #[serde(rename = "detail-type")]
+    pub detail_type: String,
+    pub source: String,
+    pub time: String,
+    #[serde(default)]
+    pub resources: Vec<String>,
+    pub detail: serde_json::Value,
+}
+
+impl Envelope {
+    /// The event's `time`.
+    pub fn time(&self, kind: LeavingReason) -> Result<SystemTime, Unreadable> {
+        rfc3339(&self.time).map_err(|problem| Unreadable::field(kind, "time", problem))
+    }
+
+    /// The event's `detail`, as the kind's parser types it.
+    pub fn detail<T: DeserializeOwned>(&self, kind: LeavingReason) -> Result<T, Unreadable> {
+        T::deserialize(&self.detail).map_err(|e| Unreadable::field(kind, "detail", e))
+    }
+}
+
+/// An RFC 3339 time (`2021-06-05T18:00:00Z`), as EventBridge writes `time`.
+pub fn rfc3339(text: &str) -> Result<SystemTime, String> {
+    let at: jiff::Timestamp = text
+        .parse()
+        .map_err(|e| format!("{text:?} is not an RFC 3339 time: {e}"))?;
+    Ok(at.into())
+}
+
+/// An RFC 2822 time (`Sat, 05 Jun 2021 18:00:00 GMT`) as AWS Health writes it, or an RFC 3339 one. The
+/// day of the week, optional in RFC 2822 and redundant, is not read: a wrong one refuses no event.
+pub fn rfc2822_or_3339(text: &str) -> Result<SystemTime, String> {
+    let dated = match text.split_once(", ") {
+        Some((day, rest)) if day.len() == 3 && day.bytes().all(|b| b.is_ascii_alphabetic()) => rest,
+        _ => text,
+    };
+    match jiff::fmt::rfc2822::DateTimeParser::new().parse_timestamp(dated) {
+        Ok(at) => Ok(at.into()),
+        Err(_) => rfc3339(text)
+            .map_err(|_| format!("{text:?} is neither an RFC 2822 nor an RFC 3339 time")),
+    }
+}
+
+/// A non-empty EC2 instance id (`i-` and more), or why not.
+pub fn instance_id(
+    kind: LeavingReason,
+    field: &'static str,
+    id: &str,
+) -> Result<String, Unreadable> {
+    if id.len() > 2 && id.starts_with("i-") {
+        Ok(id.to_string())
+    } else {
+        Err(Unreadable::field(
+            kind,
+            field,
+            format!("{id:?} is no EC2 instance id"),
+        ))
+    }
+}

@@ -1,0 +1,155 @@
+//! `AWS Health Event` (source `aws.health`) of service EC2 in category `scheduledChange`: a retirement,
+//! reboot or maintenance of the instances in `detail.affectedEntities` (and `resources`) that starts at
+//! `detail.startTime`, which AWS Health writes as RFC 2822 (RFC 3339 is read too).
+
+use super::envelope::{Envelope, instance_id, rfc2822_or_3339};
+use super::notice::{Notice, Says, Unreadable};
+use crate::model::LeavingReason;
+use serde::Deserialize;
+
+pub const DETAIL_TYPE: &str = "AWS Health Event";
+
+const KIND: LeavingReason = LeavingReason::ScheduledEvent;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HealthDetail {
+    service: String,
+    event_type_category: String,
+    #[serde(default)]
+    event_type_code: String,
+    start_time: String,
+    #[serde(default)]
+    affected_entities: Vec<AffectedEntity>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AffectedEntity {
+    entity_value: String,
+}
+
+pub fn read(event: &Envelope) -> Result<Notice, Unreadable> {
+    let detail: HealthDetail = event.detail(KIND)?;
+    if detail.service != "EC2" {
+        let problem = format!("{:?}: only EC2's events name instances", detail.service);
+        return Err(Unreadable::field(KIND, "detail.service", problem));
+    }
+    if detail.event_type_category != "scheduledChange" {
+        let problem = format!(
+            "{:?}: only a scheduledChange takes instances away",
+            detail.event_type_category
+        );
+        return Err(Unreadable::field(KIND, "detail.eventTypeCategory", problem));
+    }
+    let at = rfc2822_or_3339(&detail.start_time)
+        .map_err(|problem| Unreadable::field(KIND, "detail.startTime", problem))?;
+    let entities = detail
+        .affected_entities
+        .iter()
+        .map(|e| e.entity_value.as_str());
+    // `resources` may hold ARNs of other things (a Dedicated Host): only instance ids are taken from it.
+    let resources = event.resources.iter().map(String::as_str);
+    let mut instances = Vec::new();
+    for id in entities.chain(resources.filter(|r| r.starts_with("i-"))) {
+        let id = instance_id(KIND, "detail.affectedEntities[].entityValue", id)?;
+        if !instances.contains(&id) {
+            instances.push(id);
+        }
+    }
+    if instances.is_empty() {
+        let problem = "names no instance";
+        return Err(Unreadable::field(KIND, "detail.affectedEntities", problem));
+    }
+    Ok(Notice {
+        kind: KIND,
+        instances,
+        at,
+        detail: format!("{DETAIL_TYPE}: {}", detail.event_type_code),
+        says: Says::Leaving,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse::parse;
+    use super::*;
+    use std::time::SystemTime;
+
+    /// An EC2 scheduled change in the shape of AWS Health's user guide ("Monitoring AWS Health events with
+    /// Amazon EventBridge") and Karpenter's test messages.
+    const DOCUMENTED: &str = r#"{
+        "version": "0",
+        "id": "7fb65329-1628-4cf3-a740-95fg457h1402",
+        "detail-type": "AWS Health Event",
+        "source": "aws.health",
+        "account": "123456789012",
+        "time": "2021-06-05T06:27:57Z",
+        "region": "us-east-1",
+        "resources": ["i-abcd1111"],
+        "detail": {
+            "eventArn": "arn:aws:health:us-east-1::event/AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED_1",
+            "service": "EC2",
+            "eventTypeCode": "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED",
+            "eventTypeCategory": "scheduledChange",
+            "startTime": "Sat, 05 Jun 2021 15:10:09 GMT",
+            "eventDescription": [{"language": "en_US", "latestDescription": "retirement"}],
+            "affectedEntities": [{"entityValue": "i-abcd1111", "tags": {"stage": "prod"}},
+                                 {"entityValue": "i-abcd2222"}]
+        }
+    }"#;
+
+    fn time(text: &str) -> SystemTime {
+        text.parse::<jiff::Timestamp>().unwrap().into()
+    }
+
+    #[test]
+    fn the_documented_event_is_read_at_its_start_time() {
+        let notice = parse(DOCUMENTED).unwrap();
+        assert_eq!(notice.kind, LeavingReason::ScheduledEvent);
+        assert_eq!(notice.instances, ["i-abcd1111", "i-abcd2222"]);
+        assert_eq!(notice.at, time("2021-06-05T15:10:09Z"));
+        assert_eq!(notice.says, Says::Leaving);
+        assert!(notice.detail.contains("RETIREMENT"), "{}", notice.detail);
+    }
+
+    #[test]
+    fn a_start_time_in_rfc_3339_is_read_too() {
+        let text = DOCUMENTED.replace("Sat, 05 Jun 2021 15:10:09 GMT", "2021-06-05T15:10:09+02:00");
+        assert_eq!(parse(&text).unwrap().at, time("2021-06-05T13:10:09Z"));
+        // The day of the week is not checked: 5 June 2021 was a Saturday.
+        let sunday = DOCUMENTED.replace("Sat, 05 Jun", "Sun, 05 Jun");
+        assert_eq!(parse(&sunday).unwrap().at, time("2021-06-05T15:10:09Z"));
+        let bad = DOCUMENTED.replace("Sat, 05 Jun 2021 15:10:09 GMT", "soon");
+        let error = parse(&bad).unwrap_err();
+        assert!(error.to_string().contains("startTime"), "{error}");
+    }
+
+    #[test]
+    fn other_services_and_categories_are_refused() {
+        let issue = DOCUMENTED.replace("scheduledChange", "issue");
+        assert!(
+            parse(&issue)
+                .unwrap_err()
+                .to_string()
+                .contains("eventTypeCategory")
+        );
+        let rds = DOCUMENTED.replace(r#""service": "EC2""#, r#""service": "RDS""#);
+        let error = parse(&rds).unwrap_err();
+        assert_eq!(error.kind(), "scheduledEvent");
+        assert!(error.to_string().contains("RDS"), "{error}");
+    }
+
+    #[test]
+    fn an_event_naming_no_instance_is_refused() {
+        let text = DOCUMENTED
+            .replace(r#""resources": ["i-abcd1111"]"#, r#""resources": []"#)
+            .replace(
+                r#"[{"entityValue": "i-abcd1111", "tags": {"stage": "prod"}},
+                                 {"entityValue": "i-abcd2222"}]"#,
+                "[]",
+            );
+        let error = parse(&text).unwrap_err();
+        assert!(error.to_string().contains("no instance"), "{error}");
+    }
+}
