@@ -11,7 +11,7 @@ use ekscale::proto::ekscale::node_groups_client::NodeGroupsClient;
 use ekscale::proto::ekscale::{LeavingInstance, ListLeavingInstancesRequest};
 use ekscale::proto::externalgrpc::cloud_provider_client::CloudProviderClient;
 use ekscale::proto::externalgrpc::{
-    ExternalGrpcNode, NodeGroupDeleteNodesRequest, NodeGroupsRequest, RefreshRequest,
+    ExternalGrpcNode, NodeGroupDeleteNodesRequest, NodeGroupsRequest,
 };
 use jiff::{Timestamp, ToSpan};
 use serde_json::json;
@@ -236,6 +236,20 @@ async fn leaving(provider: &Binary) -> Vec<LeavingInstance> {
     answer.unwrap().into_inner().instances
 }
 
+/// Deletes one instance of `group` through the provider's CloudProvider service.
+async fn delete(provider: &Binary, group: &str, id: &str) {
+    let mut cloud = CloudProviderClient::new(provider.channel().await);
+    let node = ExternalGrpcNode {
+        provider_id: id.into(),
+        ..Default::default()
+    };
+    let delete = NodeGroupDeleteNodesRequest {
+        id: group.into(),
+        nodes: vec![node],
+    };
+    cloud.node_group_delete_nodes(delete).await.unwrap();
+}
+
 fn seconds(at: Timestamp) -> i64 {
     at.as_second()
 }
@@ -305,29 +319,9 @@ async fn each_kind_of_message_lists_its_instance_with_group_reason_and_time() {
     assert_eq!(gauge("spotInterruption"), 2.0);
     assert_eq!(aws.queued().await, 0, "every message deleted once recorded");
 
-    // spot0 leaves its group (deleted through the provider): the next refresh forgets it.
-    let mut cloud = CloudProviderClient::new(provider.channel().await);
-    let node = ExternalGrpcNode {
-        provider_id: spot0.clone(),
-        ..Default::default()
-    };
-    let delete = NodeGroupDeleteNodesRequest {
-        id: "spot".into(),
-        nodes: vec![node],
-    };
-    cloud.node_group_delete_nodes(delete).await.unwrap();
-    let start = Instant::now();
-    loop {
-        cloud.refresh(RefreshRequest {}).await.unwrap();
-        if gauge("spotInterruption") == 1.0 {
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(90),
-            "spot0 never forgotten"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    // spot0 leaves its group (deleted through the provider): the next read of the group forgets it.
+    delete(&provider, "spot", &spot0).await;
+    until("spot0 forgotten", || gauge("spotInterruption") == 1.0).await;
     let ids: Vec<_> = leaving(&provider).await.into_iter().map(|l| l.id).collect();
     assert!(!ids.contains(&spot0), "{ids:?}");
     assert_eq!(ids.len(), 4, "{ids:?}");

@@ -33,6 +33,14 @@ pub struct Poller {
     pub metrics: Arc<dyn CloudObserver>,
 }
 
+/// A call to the queue that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("sqs:{operation}: {message}")]
+struct QueueError {
+    operation: &'static str,
+    message: String,
+}
+
 /// A message's fate, as counted in `interruption_messages_total{kind,outcome}`.
 struct Fate {
     kind: &'static str,
@@ -57,7 +65,9 @@ impl Poller {
                 Ok(()) => backoff = FIRST_BACKOFF,
                 Err(error) => {
                     self.metrics.observe_interruption_queue_error();
-                    tracing::warn!(queue = self.queue, %error, retry_in = ?backoff, "interruption queue failed");
+                    let queue = &self.queue;
+                    let retry_in = backoff;
+                    tracing::warn!(queue, %error, ?retry_in, "interruption queue failed");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(LONGEST_BACKOFF);
                 }
@@ -66,33 +76,25 @@ impl Poller {
     }
 
     /// The queue's URL: given, or asked of SQS by its name.
-    async fn resolve(&self) -> Result<String, String> {
-        if self.queue.starts_with("https://") || self.queue.starts_with("http://") {
-            return Ok(self.queue.clone());
-        }
-        let request = self.client.get_queue_url().queue_name(&self.queue);
-        let answer = self.observe("GetQueueUrl", request.send().await);
-        let output = answer.map_err(|e| {
-            format!(
-                "sqs:GetQueueUrl {}: {}",
-                self.queue,
-                DisplayErrorContext(&e)
-            )
-        })?;
-        let url = output.queue_url().unwrap_or_default().to_string();
+    async fn resolve(&self) -> Result<String, QueueError> {
+        let url = if self.queue.starts_with("https://") || self.queue.starts_with("http://") {
+            self.queue.clone()
+        } else {
+            let request = self.client.get_queue_url().queue_name(&self.queue);
+            let output = self.call("GetQueueUrl", request.send().await)?;
+            output.queue_url().unwrap_or_default().to_string()
+        };
         tracing::info!(queue = self.queue, url, "reading the interruption queue");
         Ok(url)
     }
 
     /// One long poll, and every message it brought recorded and deleted.
-    async fn poll(&self, url: &str) -> Result<(), String> {
+    async fn poll(&self, url: &str) -> Result<(), QueueError> {
         let request = (self.client.receive_message())
             .queue_url(url)
             .wait_time_seconds(WAIT_SECONDS)
             .max_number_of_messages(BATCH);
-        let answer = self.observe("ReceiveMessage", request.send().await);
-        let output =
-            answer.map_err(|e| format!("sqs:ReceiveMessage: {}", DisplayErrorContext(&e)))?;
+        let output = self.call("ReceiveMessage", request.send().await)?;
         for message in output.messages() {
             let fate = self.handle(message);
             let deleted = self.delete(url, message).await;
@@ -149,7 +151,7 @@ impl Poller {
         }
     }
 
-    async fn delete(&self, url: &str, message: &Message) -> Result<(), String> {
+    async fn delete(&self, url: &str, message: &Message) -> Result<(), QueueError> {
         let Some(handle) = message.receipt_handle() else {
             return Ok(());
         };
@@ -160,24 +162,25 @@ impl Poller {
             .receipt_handle(handle);
         // A message not deleted comes back after its visibility timeout and is recorded again, which
         // changes nothing: the error is counted and the poll goes on after the backoff.
-        let answer = self.observe("DeleteMessage", request.send().await);
-        answer
-            .map(drop)
-            .map_err(|e| format!("sqs:DeleteMessage: {}", DisplayErrorContext(&e)))
+        self.call("DeleteMessage", request.send().await).map(drop)
     }
 
-    /// Counts one SQS call as every AWS call is counted.
-    fn observe<T, E, R>(
+    /// Counts one SQS call as every AWS call is counted, its error said with AWS's code and message.
+    fn call<T, E, R>(
         &self,
         operation: &'static str,
         result: Result<T, SdkError<E, R>>,
-    ) -> Result<T, SdkError<E, R>>
+    ) -> Result<T, QueueError>
     where
-        E: aws_sdk_sqs::error::ProvideErrorMetadata,
+        E: aws_sdk_sqs::error::ProvideErrorMetadata + std::error::Error + 'static,
+        R: std::fmt::Debug,
     {
-        self.metrics
-            .observe_aws_call("sqs", operation, outcome(&result));
-        result
+        let outcome = outcome(&result);
+        self.metrics.observe_aws_call("sqs", operation, outcome);
+        result.map_err(|e| QueueError {
+            operation,
+            message: DisplayErrorContext(&e).to_string(),
+        })
     }
 }
 

@@ -22,7 +22,8 @@ pub struct Envelope {
 impl Envelope {
     /// The event's `time`.
     pub fn time(&self, kind: LeavingReason) -> Result<SystemTime, Unreadable> {
-        rfc3339(&self.time).map_err(|problem| Unreadable::field(kind, "time", problem))
+        let problem = || format!("{:?} is not an RFC 3339 time", self.time);
+        rfc3339(&self.time).ok_or_else(|| Unreadable::field(kind, "time", problem()))
     }
 
     /// The event's `detail`, as the kind's parser types it.
@@ -32,24 +33,21 @@ impl Envelope {
 }
 
 /// An RFC 3339 time (`2021-06-05T18:00:00Z`), as EventBridge writes `time`.
-pub fn rfc3339(text: &str) -> Result<SystemTime, String> {
-    let at: jiff::Timestamp = text
-        .parse()
-        .map_err(|e| format!("{text:?} is not an RFC 3339 time: {e}"))?;
-    Ok(at.into())
+pub fn rfc3339(text: &str) -> Option<SystemTime> {
+    let at: jiff::Timestamp = text.parse().ok()?;
+    Some(at.into())
 }
 
 /// An RFC 2822 time (`Sat, 05 Jun 2021 18:00:00 GMT`) as AWS Health writes it, or an RFC 3339 one. The
 /// day of the week, optional in RFC 2822 and redundant, is not read: a wrong one refuses no event.
-pub fn rfc2822_or_3339(text: &str) -> Result<SystemTime, String> {
+pub fn rfc2822_or_3339(text: &str) -> Option<SystemTime> {
     let dated = match text.split_once(", ") {
         Some((day, rest)) if day.len() == 3 && day.bytes().all(|b| b.is_ascii_alphabetic()) => rest,
         _ => text,
     };
     match jiff::fmt::rfc2822::DateTimeParser::new().parse_timestamp(dated) {
-        Ok(at) => Ok(at.into()),
-        Err(_) => rfc3339(text)
-            .map_err(|_| format!("{text:?} is neither an RFC 2822 nor an RFC 3339 time")),
+        Ok(at) => Some(at.into()),
+        Err(_) => rfc3339(text),
     }
 }
 

@@ -42,8 +42,13 @@ pub fn read(event: &Envelope) -> Result<Notice, Unreadable> {
         );
         return Err(Unreadable::field(KIND, "detail.eventTypeCategory", problem));
     }
-    let at = rfc2822_or_3339(&detail.start_time)
-        .map_err(|problem| Unreadable::field(KIND, "detail.startTime", problem))?;
+    let at = rfc2822_or_3339(&detail.start_time).ok_or_else(|| {
+        let problem = format!(
+            "{:?} is neither an RFC 2822 nor an RFC 3339 time",
+            detail.start_time
+        );
+        Unreadable::field(KIND, "detail.startTime", problem)
+    })?;
     let entities = detail
         .affected_entities
         .iter()
