@@ -43,7 +43,7 @@ struct Caches {
     /// when the provider does not serve it.
     slices: Option<Option<TemplateSlices>>,
     /// The leaving instances; `Some(None)` when the provider does not serve them.
-    leaving: Option<Option<Leaving>>,
+    leaving: Option<Option<Arc<LeavingInstances>>>,
 }
 
 /// The cluster's Fargate profiles, as the provider last read them.
@@ -62,8 +62,6 @@ pub struct LeavingInstances {
     pub instances: Vec<LeavingInstance>,
     pub refused: Vec<String>,
 }
-
-pub type Leaving = Arc<LeavingInstances>;
 
 /// The ResourceSlices a new node of each node group publishes, by group id (groups without are left out).
 pub type TemplateSlices = Arc<HashMap<String, Vec<ResourceSlice>>>;
@@ -259,7 +257,7 @@ impl ProviderClient {
     /// The instances the provider says are leaving (`ekscale.v1.NodeGroups/ListLeavingInstances`), asked once
     /// per loop; `None` when the provider does not serve it (any other externalgrpc provider, or an
     /// ekscale-provider from before it). An entry that cannot be read is left out and named in `refused`.
-    pub async fn leaving_instances(&self) -> Result<Option<Leaving>, ClientError> {
+    pub async fn leaving_instances(&self) -> Result<Option<Arc<LeavingInstances>>, ClientError> {
         if let Some(leaving) = self.caches().leaving.clone() {
             return Ok(leaving);
         }
