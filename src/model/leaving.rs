@@ -41,6 +41,20 @@ impl LeavingReason {
         }
     }
 
+    /// How strong a reason is, when one instance is said to leave for two: a stronger one replaces a weaker
+    /// one, never the other way. A reason that says when and why the instance goes outranks what follows from
+    /// it (a warned instance then terminating), and the deadline nearest and surest outranks the others.
+    pub fn strength(self) -> u8 {
+        match self {
+            LeavingReason::SpotInterruption => 4,
+            LeavingReason::ScheduledEvent => 3,
+            LeavingReason::InstanceStopped => 2,
+            LeavingReason::Rebalance => 1,
+            // Never said by the cloud: read from the node.
+            LeavingReason::Unhealthy => 0,
+        }
+    }
+
     /// The reason its word names (exactly as [`LeavingReason::as_str`] writes it).
     pub fn parse(word: &str) -> Option<LeavingReason> {
         Self::ALL.into_iter().find(|r| r.as_str() == word)

@@ -37,18 +37,6 @@ pub struct Record {
     leaving: Mutex<HashMap<String, LeavingInstance>>,
 }
 
-/// How strong a reason is: a stronger one replaces a weaker one, never the other way.
-fn strength(reason: LeavingReason) -> u8 {
-    match reason {
-        LeavingReason::SpotInterruption => 4,
-        LeavingReason::ScheduledEvent => 3,
-        LeavingReason::InstanceStopped => 2,
-        LeavingReason::Rebalance => 1,
-        // Never said by the cloud: read from the node.
-        LeavingReason::Unhealthy => 0,
-    }
-}
-
 impl Record {
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, LeavingInstance>> {
         self.leaving.lock().unwrap_or_else(|p| p.into_inner())
@@ -71,7 +59,7 @@ impl Record {
         for (id, node_group) in &located {
             if map
                 .get(id)
-                .is_some_and(|known| strength(known.reason) > strength(notice.kind))
+                .is_some_and(|known| known.reason.strength() > notice.kind.strength())
             {
                 continue;
             }
