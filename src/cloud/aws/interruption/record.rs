@@ -10,7 +10,7 @@
 //! `terminated`).
 
 use super::messages::{Notice, Says};
-use crate::model::{LeavingInstance, LeavingReason};
+use crate::model::LeavingInstance;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -89,6 +89,7 @@ impl Record {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::LeavingReason;
     use std::time::{Duration, SystemTime};
 
     /// Instances i-1 and i-2 in group `spot`, i-3 in `web`.
