@@ -33,13 +33,18 @@ pub enum Says {
 pub enum Unreadable {
     #[error("not JSON: {0}")]
     NotJson(serde_json::Error),
-    #[error("not an EventBridge event (detail-type, source, time, detail): {0}")]
+    #[error("not an EventBridge event (version, detail-type, source, time, detail): {0}")]
     NotAnEvent(serde_json::Error),
     #[error(
-        "detail-type {detail_type:?} from source {from:?} is none of the four the queue is for \
-         (Spot interruption warning, rebalance recommendation, AWS Health scheduled change, state change)"
+        "detail-type {detail_type:?} from source {from:?}, version {version:?}, is none of the four the \
+         queue is for (Spot interruption warning, rebalance recommendation, AWS Health scheduled change, \
+         state change; version \"0\")"
     )]
-    UnknownKind { detail_type: String, from: String },
+    UnknownKind {
+        version: String,
+        detail_type: String,
+        from: String,
+    },
     /// A message of a known kind with a field missing or wrong.
     #[error("{kind}: {field}: {problem}")]
     Field {

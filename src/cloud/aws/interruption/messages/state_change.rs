@@ -54,6 +54,7 @@ mod tests {
 
     /// The example in EventBridge's user guide ("Amazon EC2 instance state-change events").
     const DOCUMENTED: &str = r#"{
+        "version": "0",
         "id": "7bf73129-1428-4cd3-a780-95db273d1602",
         "detail-type": "EC2 Instance State-change Notification",
         "source": "aws.ec2",
