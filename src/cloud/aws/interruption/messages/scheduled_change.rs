@@ -1,8 +1,9 @@
 //! `AWS Health Event` (source `aws.health`) of service EC2 in category `scheduledChange`: a retirement,
-//! reboot or maintenance of the instances in `detail.affectedEntities` (and `resources`) that starts at
-//! `detail.startTime`, which AWS Health writes as RFC 2822 (RFC 3339 is read too).
+//! reboot or maintenance of the instances among `detail.affectedEntities` (and `resources`; other entities,
+//! a volume or a Dedicated Host, are skipped) that starts at `detail.startTime`, which AWS Health writes as
+//! RFC 2822 (RFC 3339 is read too).
 
-use super::envelope::{Envelope, instance_id, rfc2822_or_3339};
+use super::envelope::{Envelope, is_instance_id, rfc2822_or_3339};
 use super::notice::{Notice, Says, Unreadable};
 use crate::model::LeavingReason;
 use serde::Deserialize;
@@ -53,17 +54,17 @@ pub fn read(event: &Envelope) -> Result<Notice, Unreadable> {
         .affected_entities
         .iter()
         .map(|e| e.entity_value.as_str());
-    // `resources` may hold ARNs of other things (a Dedicated Host): only instance ids are taken from it.
+    // An event may name other things beside its instances (a volume, a Dedicated Host, their ARNs): every
+    // instance id is taken, as Karpenter takes every instance entity, and the rest skipped.
     let resources = event.resources.iter().map(String::as_str);
-    let mut instances = Vec::new();
-    for id in entities.chain(resources.filter(|r| r.starts_with("i-"))) {
-        let id = instance_id(KIND, "detail.affectedEntities[].entityValue", id)?;
-        if !instances.contains(&id) {
-            instances.push(id);
+    let mut instances: Vec<String> = Vec::new();
+    for id in entities.chain(resources).filter(|id| is_instance_id(id)) {
+        if !instances.iter().any(|known| known == id) {
+            instances.push(id.to_string());
         }
     }
     if instances.is_empty() {
-        let problem = "names no instance";
+        let problem = "names no instance (no entityValue nor resource is an EC2 instance id)";
         return Err(Unreadable::field(KIND, "detail.affectedEntities", problem));
     }
     Ok(Notice {
@@ -155,6 +156,37 @@ mod tests {
                 "[]",
             );
         let error = parse(&text).unwrap_err();
+        assert!(error.to_string().contains("no instance"), "{error}");
+    }
+
+    #[test]
+    fn what_is_not_an_instance_is_skipped_and_the_instances_taken() {
+        // A scheduled change naming a volume and a Dedicated Host beside two instances, and the host's ARN.
+        let text = DOCUMENTED
+            .replace(
+                r#""resources": ["i-abcd1111"]"#,
+                r#""resources": ["arn:aws:ec2:us-east-1:123456789012:dedicated-host/h-0123456789abcdef0",
+                                 "i-0123456789abcdef0"]"#,
+            )
+            .replace(
+                r#"{"entityValue": "i-abcd2222"}"#,
+                r#"{"entityValue": "vol-0123456789abcdef0"}, {"entityValue": "h-0123456789abcdef0"},
+                   {"entityValue": "i-abcd2222"}"#,
+            );
+        let notice = parse(&text).unwrap();
+        assert_eq!(
+            notice.instances,
+            ["i-abcd1111", "i-abcd2222", "i-0123456789abcdef0"]
+        );
+        // Nothing but a volume: no instance, refused.
+        let volume = DOCUMENTED
+            .replace(r#""resources": ["i-abcd1111"]"#, r#""resources": []"#)
+            .replace(
+                r#"[{"entityValue": "i-abcd1111", "tags": {"stage": "prod"}},
+                                 {"entityValue": "i-abcd2222"}]"#,
+                r#"[{"entityValue": "vol-0123456789abcdef0"}]"#,
+            );
+        let error = parse(&volume).unwrap_err();
         assert!(error.to_string().contains("no instance"), "{error}");
     }
 }
