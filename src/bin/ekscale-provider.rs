@@ -205,11 +205,8 @@ async fn aws_backend(
                 .map_or("config".into(), |p| p.display().to_string());
             anyhow::anyhow!("{source}: {e}")
         })?;
-    if let Some(queue) = &args.interruption_queue {
-        if queue.trim().is_empty() {
-            bail!("--interruption-queue must name a queue: its URL or its name");
-        }
-        config.interruption_queue = Some(queue.clone());
+    if let Some(queue) = args.interruption_queue.clone() {
+        config = config.with_interruption_queue(queue)?;
     }
     let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
     if let Some(region) = &config.region {

@@ -149,19 +149,11 @@ impl AwsConfig {
                 .check()
                 .map_err(|e| e.under(&format!("fargatePricing.{region}")))?;
         }
-        if file
-            .interruption_queue
-            .as_deref()
-            .is_some_and(|q| q.trim().is_empty())
-        {
-            return Err(Invalid::new(
-                "interruptionQueue",
-                "must name a queue: its URL or its name",
-            )
-            .into());
-        }
+        let interruption_queue = (file.interruption_queue)
+            .map(|queue| named_queue("interruptionQueue", queue))
+            .transpose()?;
         Ok(AwsConfig {
-            interruption_queue: file.interruption_queue,
+            interruption_queue,
             fargate_pricing: file.fargate_pricing,
             cluster,
             region: region.or(file.region),
@@ -175,6 +167,15 @@ impl AwsConfig {
             prices: file.prices.into_iter().collect(),
             spot_price_ratio,
             options,
+        })
+    }
+
+    /// The interruption queue `--interruption-queue` names, over the config file's: refused when blank.
+    pub fn with_interruption_queue(self, queue: String) -> Result<AwsConfig, Invalid> {
+        let queue = named_queue("--interruption-queue", queue)?;
+        Ok(AwsConfig {
+            interruption_queue: Some(queue),
+            ..self
         })
     }
 
@@ -220,6 +221,17 @@ pub enum AwsConfigError {
     },
     #[error("{0}")]
     Globs(#[from] globset::Error),
+}
+
+/// A queue's URL or name, as `field` gives it: not blank.
+fn named_queue(field: &str, queue: String) -> Result<String, Invalid> {
+    if queue.trim().is_empty() {
+        return Err(Invalid::new(
+            field,
+            "must name a queue: its URL or its name",
+        ));
+    }
+    Ok(queue)
 }
 
 fn globs(patterns: &[String]) -> Result<GlobSet, AwsConfigError> {
@@ -309,6 +321,19 @@ options:
         );
         let empty = AwsConfig::load("cluster: c\ninterruptionQueue: ''\n", None, None);
         assert!(empty.unwrap_err().to_string().contains("interruptionQueue"));
+        // The flag's queue goes over the file's, and is refused blank as the file's is.
+        let config = AwsConfig::load("cluster: c\ninterruptionQueue: file-queue\n", None, None);
+        let config = config.unwrap().with_interruption_queue("flag-queue".into());
+        assert_eq!(
+            config.unwrap().interruption_queue.as_deref(),
+            Some("flag-queue")
+        );
+        let config = AwsConfig::load("cluster: c\n", None, None).unwrap();
+        let blank = config.with_interruption_queue(" ".into()).unwrap_err();
+        assert_eq!(
+            blank.to_string(),
+            "--interruption-queue: must name a queue: its URL or its name"
+        );
         let unknown = AwsConfig::load("cluster: c\nclsuter: d\n", None, None)
             .unwrap_err()
             .to_string();
