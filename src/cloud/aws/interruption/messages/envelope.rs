@@ -84,14 +84,26 @@ mod tests {
             assert!(is_instance_id(good), "{good}");
         }
         let bad = [
-            "", "i-", "i-1", "i-abcd111", "i-abcd11112", "i-0123456789abcdef", "i-ABCD1111",
-            "i-abcd111g", "vol-abcd1111", "h-0123456789abcdef0", "abcd1111",
+            "",
+            "i-",
+            "i-1",
+            "i-abcd111",
+            "i-abcd11112",
+            "i-0123456789abcdef",
+            "i-ABCD1111",
+            "i-abcd111g",
+            "vol-abcd1111",
+            "h-0123456789abcdef0",
+            "abcd1111",
             "i-0123456789abcdef0 ",
         ];
         for bad in bad {
             assert!(!is_instance_id(bad), "{bad:?}");
         }
         let error = instance_id(LeavingReason::Rebalance, "detail.instance-id", "i-1").unwrap_err();
-        assert!(error.to_string().contains("\"i-1\" is no EC2 instance id"), "{error}");
+        assert!(
+            error.to_string().contains("\"i-1\" is no EC2 instance id"),
+            "{error}"
+        );
     }
 }

@@ -61,6 +61,9 @@ mod tests {
         assert!(matches!(error, Unreadable::UnknownKind { .. }), "{error}");
         assert!(error.to_string().contains(r#"version "1""#), "{error}");
         let unversioned = warning.replace(r#""version": "0", "#, "");
-        assert!(matches!(parse(&unversioned), Err(Unreadable::NotAnEvent(_))));
+        assert!(matches!(
+            parse(&unversioned),
+            Err(Unreadable::NotAnEvent(_))
+        ));
     }
 }
