@@ -310,7 +310,8 @@ fn the_autoscaler_may_watch_dra_objects() {
 }
 
 /// deploy/aws/interruption-queue.yaml: the queue (encrypted, 300 s), its policy letting EventBridge send,
-/// the four rules, one per kind of event the provider reads, each targeting the queue, and its outputs.
+/// the four rules, one per kind of event the provider reads (state changes only to the leaving states),
+/// each targeting the queue, and its outputs.
 #[test]
 fn the_interruption_queue_template_makes_the_queue_its_four_rules_and_outputs() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/aws/interruption-queue.yaml");
@@ -358,6 +359,16 @@ fn the_interruption_queue_template_makes_the_queue_its_four_rules_and_outputs() 
         ("aws.health", "AWS Health Event"),
     ]);
     assert_eq!(detail_types, expected);
+    // The state-change rule passes only the states that take an instance away, not every launch.
+    let states =
+        &resources["InstanceStateChangeRule"]["Properties"]["EventPattern"]["detail"]["state"];
+    let states: BTreeSet<&str> = (states.as_array().expect("a state filter").iter())
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        states,
+        BTreeSet::from(["stopping", "stopped", "shutting-down", "terminated"])
+    );
 
     let outputs = template["Outputs"].as_object().unwrap();
     assert_eq!(

@@ -130,7 +130,8 @@ impl Poller {
         };
         match self.record.take(&notice, members.as_ref()) {
             Taken::UnknownInstance(instances) => {
-                tracing::warn!(
+                // Debug: the rules see every instance of the account, most of them in no served group.
+                tracing::debug!(
                     message = id,
                     kind,
                     ?instances,
