@@ -385,9 +385,10 @@ impl NodeGroupBackend for AwsBackend {
         self.read().refreshed_at.map(|at| at.elapsed())
     }
 
-    /// What the interruption queue said, as recorded: no AWS call.
+    /// What the interruption queue said, as recorded (a reboot or maintenance that has ended by now
+    /// forgotten): no AWS call.
     fn leaving_instances(&self) -> Vec<crate::model::LeavingInstance> {
-        self.leaving.list()
+        self.leaving.list(std::time::SystemTime::now())
     }
 
     fn price_of_instance_type(&self, instance_type: &str) -> Option<f64> {

@@ -187,13 +187,39 @@ impl Poller {
 
 fn log_taken(id: &str, notice: &Notice, taken: &Taken) {
     let at = jiff::Timestamp::try_from(notice.at).map_or_else(|_| "?".into(), |t| t.to_string());
-    tracing::info!(
-        message = id,
-        kind = notice.kind.as_str(),
-        instances = ?notice.instances,
-        at,
-        detail = notice.detail,
-        taken = ?taken,
-        "interruption message recorded"
-    );
+    let kind = notice.kind.as_str();
+    let instances = &notice.instances;
+    let detail = &notice.detail;
+    match *taken {
+        Taken::Recorded {
+            taken: 0,
+            kept_stronger,
+        } => tracing::debug!(
+            message = id,
+            kind,
+            ?instances,
+            kept_stronger,
+            "interruption message changed nothing: each instance keeps the stronger reason it has"
+        ),
+        Taken::Recorded {
+            taken,
+            kept_stronger,
+        } => tracing::info!(
+            message = id,
+            kind,
+            ?instances,
+            at,
+            detail,
+            taken,
+            kept_stronger,
+            "interruption message recorded"
+        ),
+        Taken::NothingSaid | Taken::UnknownInstance(_) => tracing::debug!(
+            message = id,
+            kind,
+            ?instances,
+            detail,
+            "interruption message says nothing of an instance leaving"
+        ),
+    }
 }

@@ -17,6 +17,9 @@ pub struct Notice {
     /// What the message said, in words.
     pub detail: String,
     pub says: Says,
+    /// When what it says ends, for an event the instances come back from (a scheduled reboot or
+    /// maintenance whose `endTime` is given); `None`: until the instances leave their node group.
+    pub until: Option<SystemTime>,
 }
 
 /// Whether a message says its instances are leaving.

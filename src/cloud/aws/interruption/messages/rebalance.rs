@@ -28,6 +28,7 @@ pub fn read(event: &Envelope) -> Result<Notice, Unreadable> {
         at: event.time(KIND)?,
         detail: DETAIL_TYPE.to_string(),
         says: Says::Leaving,
+        until: None,
     })
 }
 

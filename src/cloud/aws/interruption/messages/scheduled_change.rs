@@ -7,6 +7,7 @@ use super::envelope::{Envelope, is_instance_id, rfc2822_or_3339};
 use super::notice::{Notice, Says, Unreadable};
 use crate::model::LeavingReason;
 use serde::Deserialize;
+use std::time::SystemTime;
 
 pub const DETAIL_TYPE: &str = "AWS Health Event";
 
@@ -20,6 +21,8 @@ struct HealthDetail {
     #[serde(default)]
     event_type_code: String,
     start_time: String,
+    #[serde(default)]
+    end_time: Option<String>,
     #[serde(default)]
     affected_entities: Vec<AffectedEntity>,
 }
@@ -43,13 +46,21 @@ pub fn read(event: &Envelope) -> Result<Notice, Unreadable> {
         );
         return Err(Unreadable::field(KIND, "detail.eventTypeCategory", problem));
     }
-    let at = rfc2822_or_3339(&detail.start_time).ok_or_else(|| {
+    let at = time(&detail.start_time, "detail.startTime")?;
+    let end = detail
+        .end_time
+        .as_deref()
+        .map(|end| time(end, "detail.endTime"))
+        .transpose()?;
+    if let Some(end) = end
+        && end < at
+    {
         let problem = format!(
-            "{:?} is neither an RFC 2822 nor an RFC 3339 time",
-            detail.start_time
+            "{:?} is before startTime",
+            detail.end_time.unwrap_or_default()
         );
-        Unreadable::field(KIND, "detail.startTime", problem)
-    })?;
+        return Err(Unreadable::field(KIND, "detail.endTime", problem));
+    }
     let entities = detail
         .affected_entities
         .iter()
@@ -73,6 +84,23 @@ pub fn read(event: &Envelope) -> Result<Notice, Unreadable> {
         at,
         detail: format!("{DETAIL_TYPE}: {}", detail.event_type_code),
         says: Says::Leaving,
+        until: end.filter(|_| comes_back(&detail.event_type_code)),
+    })
+}
+
+/// Whether the instances come back from the event: a reboot (`AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED`,
+/// `AWS_EC2_SYSTEM_REBOOT_MAINTENANCE_SCHEDULED`) or a maintenance (`AWS_EC2_SYSTEM_MAINTENANCE_EVENT`)
+/// leaves them running, while a retirement or a stop (`AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED`,
+/// `AWS_EC2_INSTANCE_STOP_SCHEDULED`) takes them out of their group.
+fn comes_back(event_type_code: &str) -> bool {
+    event_type_code.contains("REBOOT") || event_type_code.contains("MAINTENANCE")
+}
+
+/// A time as AWS Health writes it (RFC 2822, or RFC 3339), or why not.
+fn time(text: &str, field: &'static str) -> Result<SystemTime, Unreadable> {
+    rfc2822_or_3339(text).ok_or_else(|| {
+        let problem = format!("{text:?} is neither an RFC 2822 nor an RFC 3339 time");
+        Unreadable::field(KIND, field, problem)
     })
 }
 
@@ -80,7 +108,6 @@ pub fn read(event: &Envelope) -> Result<Notice, Unreadable> {
 mod tests {
     use super::super::parse::parse;
     use super::*;
-    use std::time::SystemTime;
 
     /// An EC2 scheduled change in the shape of AWS Health's user guide ("Monitoring AWS Health events with
     /// Amazon EventBridge") and Karpenter's test messages.
@@ -188,5 +215,50 @@ mod tests {
             );
         let error = parse(&volume).unwrap_err();
         assert!(error.to_string().contains("no instance"), "{error}");
+    }
+
+    #[test]
+    fn a_reboot_or_maintenance_ends_at_its_end_time_a_retirement_never() {
+        let reboot = DOCUMENTED
+            .replace(
+                "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED",
+                "AWS_EC2_SYSTEM_REBOOT_MAINTENANCE_SCHEDULED",
+            )
+            .replace(
+                r#""startTime": "Sat, 05 Jun 2021 15:10:09 GMT","#,
+                r#""startTime": "Sat, 05 Jun 2021 15:10:09 GMT", "endTime": "Sat, 05 Jun 2021 17:10:09 GMT","#,
+            );
+        let notice = parse(&reboot).unwrap();
+        assert_eq!(notice.until, Some(time("2021-06-05T17:10:09Z")));
+        let maintenance = reboot.replace(
+            "AWS_EC2_SYSTEM_REBOOT_MAINTENANCE_SCHEDULED",
+            "AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED",
+        );
+        assert_eq!(
+            parse(&maintenance).unwrap().until,
+            Some(time("2021-06-05T17:10:09Z"))
+        );
+        // A retirement takes the instance out of its group: it ends when the instance has left.
+        let retirement = reboot.replace(
+            "AWS_EC2_SYSTEM_REBOOT_MAINTENANCE_SCHEDULED",
+            "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED",
+        );
+        assert_eq!(parse(&retirement).unwrap().until, None);
+        // A reboot with no endTime: until the instance leaves, as a retirement.
+        assert_eq!(
+            parse(&DOCUMENTED.replace("RETIREMENT", "REBOOT_MAINTENANCE"))
+                .unwrap()
+                .until,
+            None
+        );
+        let bad = reboot.replace("Sat, 05 Jun 2021 17:10:09 GMT", "later");
+        let error = parse(&bad).unwrap_err();
+        assert!(error.to_string().contains("detail.endTime"), "{error}");
+        let backwards = reboot.replace(
+            "Sat, 05 Jun 2021 17:10:09 GMT",
+            "Sat, 05 Jun 2021 14:10:09 GMT",
+        );
+        let error = parse(&backwards).unwrap_err();
+        assert!(error.to_string().contains("before startTime"), "{error}");
     }
 }

@@ -36,6 +36,7 @@ pub fn read(event: &Envelope) -> Result<Notice, Unreadable> {
         at: event.time(KIND)? + WARNING,
         detail: format!("{DETAIL_TYPE}: instance-action {action}"),
         says: Says::Leaving,
+        until: None,
     })
 }
 

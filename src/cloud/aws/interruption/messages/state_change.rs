@@ -44,6 +44,7 @@ pub fn read(event: &Envelope) -> Result<Notice, Unreadable> {
         at: event.time(KIND)?,
         detail: format!("{DETAIL_TYPE}: {state}"),
         says,
+        until: None,
     })
 }
 
