@@ -1,9 +1,12 @@
 //! The task that reads the interruption queue: long-polls it (ReceiveMessage, 20 s, up to 10 messages),
 //! reads each message, records what it says and deletes it. A message that cannot be read, or names no
-//! instance of a served node group, is counted ignored, logged once with why and deleted too: left on the
-//! queue it would come back after every visibility timeout until the queue's retention dropped it, and
-//! nothing can ever be done with it. A queue that fails is counted and retried after a backoff that
-//! doubles to a minute; it never stops the provider.
+//! instance of a served node group, is logged with why, deleted and counted ignored: left on the queue it
+//! would come back after every visibility timeout until the queue's retention dropped it, and nothing can
+//! ever be done with it. A message is counted (`received`, then `parsed` or `ignored`) only once its delete
+//! has succeeded: one whose delete fails comes back, is read again (which records nothing new) and is
+//! counted then, once. A message read while the backend is going away is not recorded, so it is left on
+//! the queue to come back. A queue that fails is counted and retried after a backoff that doubles to a
+//! minute; it never stops the provider.
 
 use super::messages::{Notice, parse};
 use super::record::{Membership, Record, Taken};
@@ -39,6 +42,14 @@ pub struct Poller {
 struct QueueError {
     operation: &'static str,
     message: String,
+}
+
+/// What became of one message read.
+enum Handled {
+    /// Recorded, or of no use: deleted, then counted.
+    Done(Fate),
+    /// Read while the backend is going away: nothing recorded it, so it stays on the queue.
+    Kept,
 }
 
 /// A message's fate, as counted in `interruption_messages_total{kind,outcome}`.
@@ -96,37 +107,41 @@ impl Poller {
             .max_number_of_messages(BATCH);
         let output = self.call("ReceiveMessage", request.send().await)?;
         for message in output.messages() {
-            let fate = self.handle(message);
-            let deleted = self.delete(url, message).await;
-            // Counted once deleted: a count that says a message was handled says it has left the queue.
+            let Handled::Done(fate) = self.handle(message) else {
+                continue;
+            };
+            // Counted once deleted: a count says the message has left the queue, and one whose delete
+            // fails comes back (the rest of the batch with it) to be read and counted then.
+            self.delete(url, message).await?;
             self.metrics
                 .observe_interruption_message(fate.kind, "received");
             self.metrics
                 .observe_interruption_message(fate.kind, fate.outcome);
-            deleted?;
         }
         Ok(())
     }
 
     /// Reads one message and records what it says.
-    fn handle(&self, message: &Message) -> Fate {
+    fn handle(&self, message: &Message) -> Handled {
         let id = message.message_id().unwrap_or_default();
         let notice = match parse(message.body().unwrap_or_default()) {
             Ok(notice) => notice,
             Err(why) => {
                 tracing::warn!(message = id, %why, "interruption message ignored");
-                return Fate {
+                return Handled::Done(Fate {
                     kind: why.kind(),
                     outcome: "ignored",
-                };
+                });
             }
         };
         let kind = notice.kind.as_str();
         let Some(members) = self.members.upgrade() else {
-            return Fate {
+            tracing::debug!(
+                message = id,
                 kind,
-                outcome: "ignored",
-            };
+                "interruption message left on the queue: the backend is gone"
+            );
+            return Handled::Kept;
         };
         match self.record.take(&notice, members.as_ref()) {
             Taken::UnknownInstance(instances) => {
@@ -137,17 +152,17 @@ impl Poller {
                     ?instances,
                     "interruption message ignored: unknownInstance (in no node group served)"
                 );
-                Fate {
+                Handled::Done(Fate {
                     kind,
                     outcome: "ignored",
-                }
+                })
             }
             taken => {
                 log_taken(id, &notice, &taken);
-                Fate {
+                Handled::Done(Fate {
                     kind,
                     outcome: "parsed",
-                }
+                })
             }
         }
     }
@@ -221,5 +236,176 @@ fn log_taken(id: &str, notice: &Notice, taken: &Taken) {
             detail,
             "interruption message says nothing of an instance leaving"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
+    use aws_sdk_sqs::operation::delete_message::{DeleteMessageError, DeleteMessageOutput};
+    use aws_sdk_sqs::operation::receive_message::ReceiveMessageOutput;
+    use aws_smithy_mocks::{
+        MockResponseInterceptor, Rule, RuleMode, create_mock_http_client, mock,
+    };
+    use std::sync::Mutex;
+
+    const URL: &str = "https://sqs.us-east-1.amazonaws.com/123456789012/prod-interruptions";
+    const INSTANCE: &str = "i-0123456789abcdef0";
+
+    /// The instance in group `spot`.
+    struct Groups;
+
+    impl Membership for Groups {
+        fn locate(&self, instance_id: &str) -> Option<(String, String)> {
+            (instance_id == INSTANCE)
+                .then(|| (format!("aws:///us-east-1a/{instance_id}"), "spot".into()))
+        }
+    }
+
+    /// The interruption messages counted, in order.
+    #[derive(Default)]
+    struct Counted(Mutex<Vec<(&'static str, &'static str)>>);
+
+    impl Counted {
+        fn all(&self) -> Vec<(&'static str, &'static str)> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    impl CloudObserver for Counted {
+        fn observe_aws_call(&self, _: &'static str, _: &'static str, _: &'static str) {}
+        fn observe_refresh(&self, _: Duration) {}
+        fn set_skipped(&self, _: &[(String, i64)]) {}
+        fn observe_atomic_increase(&self, _: &'static str) {}
+        fn observe_interruption_message(&self, kind: &'static str, outcome: &'static str) {
+            self.0.lock().unwrap().push((kind, outcome));
+        }
+        fn observe_interruption_queue_error(&self) {}
+    }
+
+    /// An SQS client answering from `rules`, without retries.
+    fn sqs(rules: &[&Rule]) -> aws_sdk_sqs::Client {
+        let mut interceptor = MockResponseInterceptor::new().rule_mode(RuleMode::MatchAny);
+        for rule in rules {
+            interceptor = interceptor.with_rule(rule);
+        }
+        let config = aws_sdk_sqs::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("test", "test", None, None, "mock"))
+            .retry_config(aws_sdk_sqs::config::retry::RetryConfig::disabled())
+            .http_client(create_mock_http_client())
+            .interceptor(interceptor)
+            .build();
+        aws_sdk_sqs::Client::from_conf(config)
+    }
+
+    /// ReceiveMessage answering one Spot interruption warning for the instance.
+    fn one_warning() -> Rule {
+        let body = serde_json::json!({
+            "version": "0",
+            "detail-type": "EC2 Spot Instance Interruption Warning",
+            "source": "aws.ec2",
+            "time": "2024-01-01T00:00:00Z",
+            "detail": {"instance-id": INSTANCE, "instance-action": "terminate"},
+        })
+        .to_string();
+        mock!(aws_sdk_sqs::Client::receive_message).then_output(move || {
+            let message = Message::builder()
+                .message_id("m-1")
+                .receipt_handle("r-1")
+                .body(&body)
+                .build();
+            ReceiveMessageOutput::builder().messages(message).build()
+        })
+    }
+
+    fn deleted() -> Rule {
+        mock!(aws_sdk_sqs::Client::delete_message)
+            .then_output(|| DeleteMessageOutput::builder().build())
+    }
+
+    /// A poller of the queue through `client`, counting into `counted`.
+    fn reader(
+        client: aws_sdk_sqs::Client,
+        members: Weak<dyn Membership>,
+        counted: &Arc<Counted>,
+    ) -> Poller {
+        Poller {
+            client,
+            queue: URL.into(),
+            record: Arc::default(),
+            members,
+            metrics: counted.clone(),
+        }
+    }
+
+    const WARNED: [(&str, &str); 2] = [
+        ("spotInterruption", "received"),
+        ("spotInterruption", "parsed"),
+    ];
+
+    #[tokio::test]
+    async fn a_message_read_while_the_backend_goes_is_left_on_the_queue_uncounted() {
+        let (receive, delete) = (one_warning(), deleted());
+        let counted = Arc::new(Counted::default());
+        let gone: Weak<dyn Membership> = Arc::downgrade(&(Arc::new(Groups) as Arc<dyn Membership>));
+        let poller = reader(sqs(&[&receive, &delete]), gone, &counted);
+        poller.poll(URL).await.unwrap();
+        assert_eq!(receive.num_calls(), 1);
+        assert_eq!(
+            delete.num_calls(),
+            0,
+            "nothing recorded it: it must come back"
+        );
+        assert!(counted.all().is_empty(), "{:?}", counted.all());
+
+        // The same message with the backend there: recorded, deleted, counted.
+        let members: Arc<dyn Membership> = Arc::new(Groups);
+        let poller = reader(
+            sqs(&[&receive, &delete]),
+            Arc::downgrade(&members),
+            &counted,
+        );
+        poller.poll(URL).await.unwrap();
+        assert_eq!(delete.num_calls(), 1);
+        assert_eq!(counted.all(), WARNED);
+        let now = std::time::SystemTime::UNIX_EPOCH;
+        assert_eq!(poller.record.list(now).len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_message_whose_delete_fails_is_counted_once_when_it_comes_back() {
+        let members: Arc<dyn Membership> = Arc::new(Groups);
+        let counted = Arc::new(Counted::default());
+        let receive = one_warning();
+        let refused = mock!(aws_sdk_sqs::Client::delete_message).then_error(|| {
+            let error = aws_sdk_sqs::error::ErrorMetadata::builder()
+                .code("AccessDenied")
+                .message("not allowed to sqs:DeleteMessage")
+                .build();
+            DeleteMessageError::generic(error)
+        });
+        let failing = reader(
+            sqs(&[&receive, &refused]),
+            Arc::downgrade(&members),
+            &counted,
+        );
+        let error = failing.poll(URL).await.unwrap_err();
+        assert!(error.to_string().contains("DeleteMessage"), "{error}");
+        assert_eq!(refused.num_calls(), 1);
+        assert!(counted.all().is_empty(), "{:?}", counted.all());
+
+        // It comes back after its visibility timeout, and this time leaves the queue: counted once.
+        let delete = deleted();
+        let poller = reader(
+            sqs(&[&receive, &delete]),
+            Arc::downgrade(&members),
+            &counted,
+        );
+        poller.poll(URL).await.unwrap();
+        assert_eq!(delete.num_calls(), 1);
+        assert_eq!(counted.all(), WARNED);
     }
 }
