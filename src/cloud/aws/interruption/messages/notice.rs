@@ -31,7 +31,7 @@ pub enum Says {
     Nothing,
 }
 
-/// Why a message could not be read. It is counted, logged once and deleted, and nothing acts on it.
+/// Why a message could not be read. It is logged with why, deleted and counted ignored; nothing acts on it.
 #[derive(Debug, thiserror::Error)]
 pub enum Unreadable {
     #[error("not JSON: {0}")]

@@ -46,8 +46,9 @@ mod tests {
         );
         assert_eq!(error.kind(), "unknown");
         // The right detail-type from another source is not the event it names.
-        let spoofed = r#"{"version": "0", "detail-type": "EC2 Spot Instance Interruption Warning", "source": "my.app",
-                          "time": "2024-01-01T00:00:00Z", "detail": {"instance-id": "i-1"}}"#;
+        let spoofed = r#"{"version": "0", "detail-type": "EC2 Spot Instance Interruption Warning",
+                          "source": "my.app", "time": "2024-01-01T00:00:00Z",
+                          "detail": {"instance-id": "i-0123456789abcdef0"}}"#;
         assert!(matches!(
             parse(spoofed),
             Err(Unreadable::UnknownKind { .. })

@@ -226,7 +226,8 @@ mod tests {
             )
             .replace(
                 r#""startTime": "Sat, 05 Jun 2021 15:10:09 GMT","#,
-                r#""startTime": "Sat, 05 Jun 2021 15:10:09 GMT", "endTime": "Sat, 05 Jun 2021 17:10:09 GMT","#,
+                r#""startTime": "Sat, 05 Jun 2021 15:10:09 GMT",
+                   "endTime": "Sat, 05 Jun 2021 17:10:09 GMT","#,
             );
         let notice = parse(&reboot).unwrap();
         assert_eq!(notice.until, Some(time("2021-06-05T17:10:09Z")));
