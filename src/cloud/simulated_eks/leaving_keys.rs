@@ -3,7 +3,6 @@
 //! stopped instances), read strictly and checked whole, so that a scenario that loads is one the simulated
 //! EKS can play.
 
-use super::scenario::SimNodeGroup;
 use crate::model::{Invalid, NodeRepairConfig, NodeRepairOverride, repair_condition, rfc3339};
 use serde::Deserialize;
 use std::time::SystemTime;
@@ -172,28 +171,38 @@ pub struct InstanceEvent {
     pub at: SystemTime,
 }
 
+/// What `instanceEvents` needs to know of a loaded group.
+pub(super) struct GroupFacts<'a> {
+    pub(super) name: &'a str,
+    pub(super) desired_size: i32,
+    pub(super) available_capacity: Option<u32>,
+    /// How many instances it runs from the start.
+    pub(super) running: usize,
+    pub(super) spot: bool,
+}
+
 impl InstanceEventFile {
     /// The event, checked against the scenario's groups and `start`: the group exists, the index is one of
     /// the instances it runs from the start (its `desiredSize`, fewer when its `availableCapacity` is less),
     /// the kind is one of the four (a Spot one on a SPOT group), the time RFC 3339 and not before `start`.
     pub(super) fn read(
         &self,
-        groups: &[SimNodeGroup],
+        groups: &[GroupFacts<'_>],
         start: SystemTime,
     ) -> Result<InstanceEvent, Invalid> {
-        let group = (groups.iter().find(|g| g.spec.id == self.node_group)).ok_or_else(|| {
+        let group = (groups.iter().find(|g| g.name == self.node_group)).ok_or_else(|| {
             Invalid::new(
                 "nodeGroup",
                 format!("no node group {:?} in the scenario", self.node_group),
             )
         })?;
-        let running = group.running_at_start();
+        let running = group.running;
         if self.index >= running {
             let rule = format!(
                 "{} is not one of the {running} instance(s) node group {:?} runs from the start (its \
                  desiredSize {}, availableCapacity {}): 0 to {}",
                 self.index,
-                group.spec.id,
+                group.name,
                 group.desired_size,
                 (group.available_capacity).map_or("unlimited".to_string(), |c| c.to_string()),
                 running.saturating_sub(1)
@@ -209,11 +218,11 @@ impl InstanceEventFile {
                     format!("{:?} must be one of {}", self.kind, words.join(", ")),
                 )
             })?;
-        if kind.spot_only() && !group.is_spot() {
+        if kind.spot_only() && !group.spot {
             let rule = format!(
                 "{} comes for Spot instances only, and node group {:?} is not SPOT",
                 kind.as_str(),
-                group.spec.id
+                group.name
             );
             return Err(Invalid::new("kind", rule));
         }

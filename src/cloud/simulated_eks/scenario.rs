@@ -3,7 +3,7 @@
 //! Parsing is strict (unknown keys are errors) and validation is whole: a scenario that loads is one the
 //! simulator can serve, with every template already built and checked.
 
-use super::leaving_keys::{InstanceEvent, InstanceEventFile, NodeRepairConfigFile};
+use super::leaving_keys::{GroupFacts, InstanceEvent, InstanceEventFile, NodeRepairConfigFile};
 use crate::cloud::dra::{self, InstanceGpus};
 use crate::cloud::fargate::FargateRates;
 use crate::cloud::instance_types::{self, Arch};
@@ -406,9 +406,18 @@ fn instance_events(
         let rule = "must be given with instanceEvents: their times are read against it";
         ScenarioError::Invalid(Invalid::new("start", rule))
     })?;
+    let groups: Vec<GroupFacts<'_>> = (groups.iter())
+        .map(|g| GroupFacts {
+            name: &g.spec.id,
+            desired_size: g.desired_size,
+            available_capacity: g.available_capacity,
+            running: g.running_at_start(),
+            spot: g.is_spot(),
+        })
+        .collect();
     (file.instance_events.iter().enumerate())
         .map(|(index, event)| {
-            (event.read(groups, start))
+            (event.read(&groups, start))
                 .map_err(|reason| ScenarioError::InstanceEvent { index, reason })
         })
         .collect()

@@ -257,10 +257,8 @@ fn an_instance_said_to_leave_twice_is_served_once_with_the_stronger_reason() {
         .rebalance("spot-plain", Pick::Index(1))
         .unwrap()
         .remove(0);
-    assert_eq!(
-        sim.interrupt("spot-plain", Pick::Index(1)).unwrap(),
-        [id.clone()]
-    );
+    let interrupted = sim.interrupt("spot-plain", Pick::Index(1)).unwrap();
+    assert_eq!(interrupted, std::slice::from_ref(&id));
     assert_eq!(
         leaving(&sim, "spot-plain"),
         [(id.clone(), LeavingReason::SpotInterruption)]
