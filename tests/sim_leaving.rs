@@ -126,7 +126,10 @@ async fn leaving_instances_and_repair_configs_are_served_over_grpc() {
     let creating = (states(&client, "spot").await.into_iter())
         .filter(|(_, state)| *state == InstanceState::Creating)
         .count();
-    assert_eq!(creating, 2, "the interrupted one's replacement, and the rebalanced one's");
+    assert_eq!(
+        creating, 2,
+        "the interrupted one's replacement, and the rebalanced one's"
+    );
 }
 
 #[tokio::test]
