@@ -112,7 +112,8 @@ async fn leaving_instances_and_repair_configs_are_served_over_grpc() {
     server.sim().clock().advance(Duration::from_secs(10));
     assert_eq!(leaving(&client).await.len(), 1, "gone, no longer leaving");
 
-    // Raised at run time: a rebalance recommendation, which the Spot group answers with a replacement.
+    // Raised at run time: a rebalance recommendation, which the Spot group answers with a replacement
+    // launched beside its target (which stays as it was, as AWS leaves DesiredCapacity alone).
     let rebalanced = server.sim().rebalance("spot", Pick::Index(0)).unwrap();
     let said = leaving(&client).await;
     assert!(said.contains(&(
@@ -121,7 +122,14 @@ async fn leaving_instances_and_repair_configs_are_served_over_grpc() {
         LeavingReason::Rebalance,
         server.sim().wall_now()
     )));
-    assert_eq!(client.target_size("spot").await.unwrap(), 3);
+    assert_eq!(client.target_size("spot").await.unwrap(), 2);
+    let creating = (states(&client, "spot").await.into_iter())
+        .filter(|(_, state)| *state == InstanceState::Creating)
+        .count();
+    assert_eq!(
+        creating, 2,
+        "the interrupted one's replacement, and the rebalanced one's"
+    );
 }
 
 #[tokio::test]
@@ -168,18 +176,54 @@ async fn an_unhealthy_node_carries_its_condition_and_the_group_replaces_it() {
     assert!(gpus[0].problems.is_empty());
 }
 
-/// The repository's pair (tests/data/leaving-scenario.yaml and tests/data/leaving.yaml, the README's example):
-/// the provider serves its four leaving instances and `simulate` runs over the snapshot, each node accounted
-/// for.
-#[test]
-fn the_repositorys_leaving_snapshot_simulates() {
-    let scenario = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/leaving-scenario.yaml"
+/// The repository's pair (tests/data/leaving-scenario.yaml and tests/data/leaving.yaml, the README's example),
+/// the provider in-process on a manual clock that stays at the scenario's `start` (the snapshot's now), so
+/// nothing the scenario says changes while `simulate` runs: the provider serves its four leaving instances,
+/// one row each, and `simulate` runs over the snapshot, each node accounted for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_repositorys_leaving_snapshot_simulates() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scenario = std::fs::read_to_string(root.join("tests/data/leaving-scenario.yaml")).unwrap();
+    let server = Server::start_with(&scenario, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let client = ProviderClient::new(&config).unwrap();
+    let at = |rfc3339: &str| humantime::parse_rfc3339(rfc3339).unwrap();
+    assert_eq!(
+        leaving(&client).await,
+        [
+            (
+                "general".into(),
+                "aws:///us-east-1a/i-af6470d5239ba6121".into(),
+                LeavingReason::ScheduledEvent,
+                at("2026-12-02T03:00:00Z")
+            ),
+            (
+                "general".into(),
+                "aws:///us-east-1b/i-772768cf1532ca5f0".into(),
+                LeavingReason::InstanceStopped,
+                at("2026-12-01T09:00:00Z")
+            ),
+            (
+                "spot".into(),
+                "aws:///us-east-1a/i-4f1a62cd47693503c".into(),
+                LeavingReason::SpotInterruption,
+                at("2026-12-01T09:01:30Z")
+            ),
+            (
+                "spot".into(),
+                "aws:///us-east-1b/i-d5c791b06476ff27b".into(),
+                LeavingReason::Rebalance,
+                at("2026-12-01T09:00:00Z")
+            ),
+        ]
     );
-    let provider = common::Binary::start(&["--sim-file", scenario]);
-    let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/leaving.yaml");
-    let output = common::cluster::simulate(provider.grpc, &snapshot, &["--format", "json"]);
+    let snapshot = root.join("tests/data/leaving.yaml");
+    let addr = server.addr;
+    let output = tokio::task::spawn_blocking(move || {
+        common::cluster::simulate(addr, &snapshot, &["--format", "json"])
+    })
+    .await
+    .unwrap();
     assert!(
         output.status.success(),
         "{}",
@@ -191,4 +235,5 @@ fn the_repositorys_leaving_snapshot_simulates() {
         .flat_map(|key| result[key].as_array().cloned().unwrap_or_default())
         .count();
     assert_eq!(listed, 7, "{result}");
+    assert_eq!(leaving(&client).await.len(), 4, "the clock stood still");
 }

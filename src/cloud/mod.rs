@@ -26,5 +26,6 @@ pub use node_group::{
 };
 pub use pricing::{PriceError, node_price_per_hour, pod_price_per_hour};
 pub use simulated_eks::{
-    BUILT_IN_SCENARIO, EventKind, InstanceEvent, Pick, Scenario, ScenarioError, SimulatedEks,
+    BUILT_IN_SCENARIO, EventKind, InstanceEvent, Pick, Scenario, ScenarioError, SimNodeGroup,
+    SimulatedEks,
 };

@@ -10,7 +10,7 @@ use crate::k8s::{
     PodJson, Template, VersionedBuffer, VersionedRequest, claim_template, device_class,
     pod_from_api, quota_from_value,
 };
-use crate::model::{CapacityQuota, ClaimTemplate, DeviceClass, Invalid, Pod};
+use crate::model::{CapacityQuota, ClaimTemplate, DeviceClass, Invalid, Pod, rfc3339};
 use serde::Deserialize;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -46,8 +46,8 @@ pub enum ScriptError {
     Headroom(#[from] headroom::PolicyError),
     #[error("disruption: {0}")]
     Disruption(#[from] DisruptionConfigError),
-    #[error("start: {0}")]
-    Start(humantime::TimestampError),
+    #[error("{0}")]
+    Start(Invalid),
     #[error("{0}")]
     Invalid(String),
 }
@@ -288,7 +288,16 @@ impl Script {
                     })
                 })
                 .collect::<Result<_, _>>()?;
-        let timeline = read_timeline(file.timeline, &scenario, &claim_templates, file.duration)?;
+        let start = (file.start.as_deref())
+            .map(|text| rfc3339("start", text))
+            .transpose()
+            .map_err(ScriptError::Start)?;
+        check_events_start(&scenario, start)?;
+        let day = Day {
+            start: start.or(scenario.start),
+            duration: file.duration,
+        };
+        let timeline = read_timeline(file.timeline, &scenario, &claim_templates, day)?;
         let headroom = file
             .headroom
             .into_iter()
@@ -302,10 +311,6 @@ impl Script {
             .collect::<Result<_, _>>()?;
         let templates = file.pod_templates.iter().map(Template::from_api).collect();
         let quotas = read_quotas(file.capacity_quotas)?;
-        let start = (file.start.as_deref())
-            .map(humantime::parse_rfc3339_weak)
-            .transpose()
-            .map_err(ScriptError::Start)?;
         let disruption = match &file.disruption {
             Some(value) => Some(Arc::new(DisruptionConfig::parse(
                 &serde_norway::to_string(value)?,
@@ -353,13 +358,40 @@ fn read_scenario(value: &serde_norway::Value, dir: &Path) -> Result<Scenario, Sc
     Ok(scenario)
 }
 
+/// The day's `start` (the script's, else its scenario's: what the simulated EKS's clock starts at) and
+/// `duration`.
+#[derive(Clone, Copy)]
+struct Day {
+    start: Option<SystemTime>,
+    duration: Duration,
+}
+
+/// The scenario's `instanceEvents` are played on the script's clock, whose zero is the script's `start`
+/// when it gives one: none may come before it.
+fn check_events_start(scenario: &Scenario, start: Option<SystemTime>) -> Result<(), ScriptError> {
+    let Some(start) = start else {
+        return Ok(());
+    };
+    match (scenario.instance_events.iter().enumerate()).find(|(_, e)| e.at < start) {
+        Some((index, event)) => Err(ScriptError::Start(Invalid::new(
+            "start",
+            format!(
+                "the scenario's instanceEvents[{index}] at {} is before the script's start {}",
+                humantime::format_rfc3339_seconds(event.at),
+                humantime::format_rfc3339_seconds(start)
+            ),
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The timeline, sorted by time: each entry one action, checked against the scenario's node groups, the
-/// script's ResourceClaimTemplates and the day's `duration`.
+/// script's ResourceClaimTemplates and the day's `start` and `duration`.
 fn read_timeline(
     events: Vec<EventFile>,
     scenario: &Scenario,
     claim_templates: &[Arc<ClaimTemplate>],
-    duration: Duration,
+    day: Day,
 ) -> Result<Vec<Event>, ScriptError> {
     let mut timeline = Vec::with_capacity(events.len());
     for (index, event) in events.into_iter().enumerate() {
@@ -386,10 +418,13 @@ fn read_timeline(
                        `interrupt`, `rebalance`, `maintenance` and `unhealthy`";
             return Err(fail(why.into()));
         }
-        if event.at > duration {
+        if event.at > day.duration {
             return Err(fail("after the end of the day (`duration`)".into()));
         }
-        if let Some(leaving) = leaving.read(scenario).map_err(|e| fail(e.to_string()))? {
+        let played_at = day.start.map(|start| start + event.at);
+        if let Some(leaving) =
+            (leaving.read(scenario, played_at)).map_err(|e| fail(e.to_string()))?
+        {
             timeline.push(Event {
                 at: event.at,
                 say: event.say,

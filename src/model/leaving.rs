@@ -3,6 +3,7 @@
 //! repair (EKS's, or ours) replaces it. The cloud says the first four per instance (a provider's
 //! `ekscale.v1.NodeGroups/ListLeavingInstances`), the node's own conditions say the last.
 
+use super::invalid::Invalid;
 use std::time::SystemTime;
 
 /// Why a node is leaving, in the words `simulate --format json` and the metrics use.
@@ -119,6 +120,19 @@ pub const NODE_MONITORING_CONDITIONS: [&str; 5] = [
     "NetworkingReady",
     "StorageReady",
 ];
+
+/// `condition` when EKS's node auto repair acts on it being False (one of [`NODE_MONITORING_CONDITIONS`], or
+/// kubelet's `Ready`), else why not, naming `field`.
+pub fn repair_condition(field: &str, condition: &str) -> Result<(), Invalid> {
+    if condition == "Ready" || NODE_MONITORING_CONDITIONS.contains(&condition) {
+        return Ok(());
+    }
+    let rule = format!(
+        "{condition:?} must be one of {}, Ready",
+        NODE_MONITORING_CONDITIONS.join(", ")
+    );
+    Err(Invalid::new(field, rule))
+}
 
 /// Taints other tools put on a node they know is leaving: aws-node-termination-handler's (Spot interruption,
 /// rebalance recommendation, scheduled event, ASG lifecycle) and Karpenter's disruption taint.

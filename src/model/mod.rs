@@ -18,6 +18,7 @@ mod quota; // CapacityQuotas: limits on what the nodes a selector matches add up
 pub(crate) mod resources; // integer resources and a pod's demand
 pub(crate) mod selector; // label selectors and node selector terms
 pub(crate) mod taint; // taints and tolerations
+mod time; // times written in files, read one strict way (RFC 3339 with a zone)
 
 pub use claims::ClaimIndex;
 pub use derived_names::{label_value, subdomain_part};
@@ -38,7 +39,7 @@ pub use fast_map::{FastMap, FastSet};
 pub use invalid::Invalid;
 pub use leaving::{
     LEAVING_TAINTS, LeavingInstance, LeavingReason, NODE_MONITORING_CONDITIONS, NodeProblem,
-    NodeRepairConfig, NodeRepairOverride,
+    NodeRepairConfig, NodeRepairOverride, repair_condition,
 };
 pub use node::{
     CAPACITY_TYPE_LABEL, FARGATE_COMPUTE_LABEL, GPU_LABEL, HOSTNAME_LABEL, INSTANCE_TYPE_LABEL,
@@ -70,3 +71,4 @@ pub use selector::{
 pub use taint::{
     DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT, Taint, TaintEffect, Toleration, untolerated,
 };
+pub use time::rfc3339;

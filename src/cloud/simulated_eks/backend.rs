@@ -59,6 +59,9 @@ pub(super) struct SimGroup {
     pub(super) target: i32,
     /// Real instances, deleting ones included until they are gone.
     pub(super) instances: Vec<SimInstance>,
+    /// Capacity rebalancing's replacements, launched beside the target: not counted in it until their old
+    /// instance goes.
+    surges: Vec<String>,
     update: Option<Update>,
     /// What EC2 said about its instances.
     pub(super) notices: Notices,
@@ -119,6 +122,7 @@ impl SimulatedEks {
                 config,
                 target,
                 instances: Vec::new(),
+                surges: Vec::new(),
                 update: None,
                 notices: Notices::default(),
                 repairs: Repairs::default(),
@@ -131,6 +135,7 @@ impl SimulatedEks {
             let Some(&idx) = by_id.get(&event.node_group) else {
                 continue; // the scenario checked it
             };
+            // Never before the epoch: the scenario refuses times before its start, the script before its own.
             let at = event.at.duration_since(epoch).unwrap_or(Duration::ZERO);
             state.groups[idx].notice(event.index, event.kind, at);
         }
@@ -192,7 +197,7 @@ impl SimulatedEks {
         let zones = i32::try_from(group.config.zones.len()).unwrap_or(i32::MAX);
         let surge = zones.max(1).min((spec.max_size - group.target).max(0));
         let old = (group.instances.iter())
-            .filter(|i| i.deleting_since.is_none())
+            .filter(|i| group.counts(i))
             .map(|i| i.id.clone())
             .collect();
         group.respec(NodeGroupStatus::Updating, image);
@@ -270,7 +275,7 @@ impl SimState {
             let update = group.update.as_ref().map(Update::next_at);
             let notices = group.notices.next_at(group.rebalancing());
             let node_repair = group.config.spec.node_repair.clone();
-            let repairs = (group.repairs).next_at(node_repair.as_ref(), group.instances.len());
+            let repairs = (group.repairs).next_at(node_repair.as_ref(), &group.instances);
             let Some(at) = [update, notices, repairs].into_iter().flatten().min() else {
                 break;
             };
@@ -284,15 +289,15 @@ impl SimState {
             let rebalancing = self.groups[idx].rebalancing();
             let SimGroup {
                 config,
-                target,
                 instances,
+                surges,
                 notices,
                 repairs,
                 ..
             } = &mut self.groups[idx];
             let mut fleet = Fleet {
                 instances,
-                target,
+                surges,
                 provisioning_delay: config.provisioning_delay,
             };
             notices.step(at, &mut fleet, rebalancing);
@@ -310,7 +315,8 @@ impl SimState {
         let Some(update) = group.update.as_mut() else {
             return;
         };
-        let live = |i: &&mut SimInstance| i.deleting_since.is_none();
+        let surges = &group.surges;
+        let live = |i: &&mut SimInstance| i.deleting_since.is_none() && !surges.contains(&i.id);
         if let Some(id) = update.old.get(update.replaced).cloned() {
             update.replaced += 1;
             // Terminated without lowering the target: the Auto Scaling group launches its replacement. One
@@ -351,50 +357,93 @@ impl SimState {
         self.launch(idx, now, delay);
     }
 
-    /// Launches instances until the group has its target or no capacity is left, each in the zone with
-    /// the fewest instances, as Auto Scaling balances zones.
+    /// Launches instances until the group has its target (and the replacements capacity rebalancing wants)
+    /// or no capacity is left, each in the zone with the fewest instances, as Auto Scaling balances zones.
     pub(super) fn launch(&mut self, idx: usize, now: Duration, provisioning_delay: Duration) {
+        self.end_surges(idx, now);
+        let mut notices = std::mem::take(&mut self.groups[idx].notices);
+        notices.launch_replacements(|| self.launch_replacement(idx, now, provisioning_delay));
+        self.groups[idx].notices = notices;
         let group = &self.groups[idx];
-        let live = group.live();
-        let capacity = group
-            .config
-            .available_capacity
-            .map_or(usize::MAX, |c| c as usize);
         let wanted = usize::try_from(group.target)
             .unwrap_or(0)
-            .saturating_sub(live);
-        let room = capacity.saturating_sub(group.instances.len());
-        for _ in 0..wanted.min(room) {
-            let group = &self.groups[idx];
-            let mut per_zone = vec![0usize; group.config.zones.len()];
-            for instance in group
-                .instances
-                .iter()
-                .filter(|i| i.deleting_since.is_none())
-            {
-                per_zone[instance.zone] += 1;
-            }
-            let zone = (0..per_zone.len())
-                .min_by_key(|&z| per_zone[z])
-                .unwrap_or(0);
-            let id = loop {
-                let id = format!(
-                    "aws:///{}/i-{:017x}",
-                    group.config.zones[zone],
-                    self.rng.random::<u128>() & ((1 << 68) - 1)
-                );
-                if !self.index.contains_key(&id) {
-                    break id;
-                }
-            };
-            self.index.insert(id.clone(), idx);
-            self.groups[idx].instances.push(SimInstance {
-                id,
-                zone,
-                running_at: now + provisioning_delay,
-                deleting_since: None,
-            });
+            .saturating_sub(group.live());
+        for _ in 0..wanted.min(group.room()) {
+            self.new_instance(idx, now, provisioning_delay);
         }
+    }
+
+    /// Ends the surge of each rebalanced instance that left (however it left): its replacement counts in
+    /// the target from now on, and what then passes the target goes, newest first, as an Auto Scaling group
+    /// brings its instances down to its desired capacity.
+    fn end_surges(&mut self, idx: usize, now: Duration) {
+        let group = &mut self.groups[idx];
+        if !group
+            .notices
+            .end_surges(&group.instances, &mut group.surges)
+        {
+            return;
+        }
+        let surplus = group
+            .live()
+            .saturating_sub(usize::try_from(group.target).unwrap_or(0));
+        let SimGroup {
+            instances, surges, ..
+        } = group;
+        (instances.iter_mut().rev())
+            .filter(|i| i.is_live() && !surges.contains(&i.id))
+            .take(surplus)
+            .for_each(|newest| newest.deleting_since = Some(now));
+    }
+
+    /// Launches one capacity rebalancing replacement beside the target, when capacity allows and the group
+    /// stays within what AWS lets rebalancing pass its max size by (10% of it, or one instance); its id and
+    /// when it runs.
+    fn launch_replacement(
+        &mut self,
+        idx: usize,
+        now: Duration,
+        provisioning_delay: Duration,
+    ) -> Option<(String, Duration)> {
+        let group = &self.groups[idx];
+        let max = usize::try_from(group.config.spec.max_size).unwrap_or(0);
+        let beyond_max = (max / 10).max(1);
+        if group.room() == 0 || group.live() + group.surges.len() >= max + beyond_max {
+            return None;
+        }
+        let id = self.new_instance(idx, now, provisioning_delay);
+        self.groups[idx].surges.push(id.clone());
+        Some((id, now + provisioning_delay))
+    }
+
+    /// Launches one instance of group `idx` in its zone with the fewest live instances; its id.
+    fn new_instance(&mut self, idx: usize, now: Duration, provisioning_delay: Duration) -> String {
+        let group = &self.groups[idx];
+        let mut per_zone = vec![0usize; group.config.zones.len()];
+        for instance in group.instances.iter().filter(|i| i.is_live()) {
+            per_zone[instance.zone] += 1;
+        }
+        let zone = (0..per_zone.len())
+            .min_by_key(|&z| per_zone[z])
+            .unwrap_or(0);
+        let id = loop {
+            let id = format!(
+                "aws:///{}/i-{:017x}",
+                group.config.zones[zone],
+                self.rng.random::<u128>() & ((1 << 68) - 1)
+            );
+            if !self.index.contains_key(&id) {
+                break id;
+            }
+        };
+        self.index.insert(id.clone(), idx);
+        self.groups[idx].instances.push(SimInstance {
+            id: id.clone(),
+            zone,
+            running_at: now + provisioning_delay,
+            deleting_since: None,
+        });
+        id
     }
 }
 
@@ -426,12 +475,20 @@ impl SimGroup {
         });
     }
 
-    /// Instances not being deleted.
+    /// Instances the target counts: not being deleted, and no rebalancing replacement still beside it.
     fn live(&self) -> usize {
-        self.instances
-            .iter()
-            .filter(|i| i.deleting_since.is_none())
-            .count()
+        self.instances.iter().filter(|i| self.counts(i)).count()
+    }
+
+    /// Whether the target counts `instance`.
+    fn counts(&self, instance: &SimInstance) -> bool {
+        instance.is_live() && !self.surges.contains(&instance.id)
+    }
+
+    /// How many more instances capacity allows (those being deleted still hold theirs).
+    fn room(&self) -> usize {
+        let capacity = (self.config.available_capacity).map_or(usize::MAX, |c| c as usize);
+        capacity.saturating_sub(self.instances.len())
     }
 
     /// Requested capacity the cloud could not launch.
@@ -567,6 +624,7 @@ impl NodeGroupBackend for SimulatedEks {
         // Check everything before changing anything.
         let mut real = Vec::new();
         let mut placeholders = 0;
+        let mut surges = 0;
         for instance_id in instance_ids {
             if let Some(pos) = group
                 .instances
@@ -584,8 +642,14 @@ impl NodeGroupBackend for SimulatedEks {
         }
         for pos in real.iter().copied() {
             group.instances[pos].deleting_since = Some(now);
+            // A rebalancing replacement was never in the target: capacity rebalancing launches another.
+            let id = &group.instances[pos].id;
+            if group.surges.contains(id) {
+                group.surges.retain(|s| s != id);
+                surges += 1;
+            }
         }
-        group.target -= (real.len() + placeholders) as i32;
+        group.target -= (real.len() - surges + placeholders) as i32;
         state.settle(idx, now);
         Ok(())
     }

@@ -8,7 +8,7 @@ use super::leaving_keys::EventKind;
 use super::notices::SPOT_WARNING;
 use super::repair::Sick;
 use crate::cloud::backend::CloudError;
-use crate::model::{CAPACITY_TYPE_LABEL, LeavingInstance};
+use crate::model::LeavingInstance;
 use std::time::{Duration, SystemTime};
 
 /// Which instances of a group an event is for.
@@ -45,17 +45,22 @@ impl SimulatedEks {
     }
 
     /// AWS Health schedules the retirement of `pick` instances of group `id` at `at` (said now; at `at` the
-    /// instances are stopped and replaced). Returns their ids.
+    /// instances are stopped and replaced). Returns their ids; refused when `at` is past.
     pub fn schedule_event(
         &self,
         id: &str,
         pick: Pick,
         at: SystemTime,
     ) -> Result<Vec<String>, CloudError> {
-        let at = self.clock_time(at);
-        self.raise(id, pick, EventKind::ScheduledEvent, |now| {
-            (now, at.max(now))
-        })
+        let at = self.clock_time(at)?;
+        if at < self.clock.now() {
+            return Err(CloudError::FailedPrecondition(format!(
+                "a scheduled event at {} is before the simulated EKS's now, {}",
+                humantime::format_rfc3339_seconds(self.epoch + at),
+                humantime::format_rfc3339_seconds(self.wall_now())
+            )));
+        }
+        self.raise(id, pick, EventKind::ScheduledEvent, |now| (now, at))
     }
 
     /// The node monitoring agent set `condition` False with `reason` on instance `instance_id`'s node at
@@ -67,7 +72,7 @@ impl SimulatedEks {
         reason: &str,
         since: SystemTime,
     ) -> Result<(), CloudError> {
-        let since = self.clock_time(since);
+        let since = self.clock_time(since)?;
         self.with_instance(instance_id, |group| {
             group.repairs.mark(Sick {
                 instance: instance_id.to_string(),
@@ -109,34 +114,43 @@ impl SimulatedEks {
         Ok(state.groups[idx].repairs.started)
     }
 
-    /// The instances leaving now: what EC2 said, by then, of instances their groups still list.
+    /// The instances leaving now: what EC2 said, by then, of instances their groups still list; one row per
+    /// instance, its strongest reason (the first said of equals), as the AWS backend's record keeps them.
     pub(super) fn leaving(&self) -> Vec<LeavingInstance> {
         let now = self.clock.now();
         let mut state = self.lock();
-        let mut leaving = Vec::new();
+        let mut leaving: Vec<LeavingInstance> = Vec::new();
         for idx in 0..state.groups.len() {
             state.settle(idx, now);
             let group = &state.groups[idx];
             let rebalancing = group.rebalancing();
-            leaving.extend(
-                group
-                    .notices
-                    .said(now, &group.instances)
-                    .map(|n| LeavingInstance {
-                        id: n.instance.clone(),
-                        node_group: group.config.spec.id.clone(),
-                        reason: n.reason(),
-                        at: self.epoch + n.at,
-                        detail: n.detail(rebalancing),
-                    }),
-            );
+            for notice in group.notices.said(now, &group.instances) {
+                let row = LeavingInstance {
+                    id: notice.instance.clone(),
+                    node_group: group.config.spec.id.clone(),
+                    reason: notice.reason(),
+                    at: self.epoch + notice.at,
+                    detail: notice.detail(rebalancing),
+                };
+                match leaving.iter_mut().find(|l| l.id == row.id) {
+                    Some(said) if row.reason.strength() > said.reason.strength() => *said = row,
+                    Some(_) => {}
+                    None => leaving.push(row),
+                }
+            }
         }
         leaving
     }
 
-    /// `at` on the simulated clock (its zero when earlier).
-    fn clock_time(&self, at: SystemTime) -> Duration {
-        at.duration_since(self.epoch).unwrap_or(Duration::ZERO)
+    /// `at` on the simulated clock; refused when before its zero (the scenario's start).
+    fn clock_time(&self, at: SystemTime) -> Result<Duration, CloudError> {
+        at.duration_since(self.epoch).map_err(|_| {
+            CloudError::FailedPrecondition(format!(
+                "{} is before the simulated EKS's start, {}",
+                humantime::format_rfc3339_seconds(at),
+                humantime::format_rfc3339_seconds(self.epoch)
+            ))
+        })
     }
 
     /// Runs `change` on the group of instance `instance_id`, brought up to now.
@@ -166,15 +180,13 @@ impl SimulatedEks {
         let idx = self.group_index(id)?;
         let (mut state, now) = self.settled(idx);
         let group = &state.groups[idx];
-        if kind.spot_only() && spot(group) != Some("SPOT") {
+        if kind.spot_only() && !group.config.is_spot() {
             return Err(CloudError::FailedPrecondition(format!(
                 "node group {id} is not SPOT: EC2 sends a {} for Spot instances only",
                 kind.as_str()
             )));
         }
-        let picked = picked(group, pick, kind, now).map_err(|problem| {
-            CloudError::FailedPrecondition(format!("node group {id}: {problem}"))
-        })?;
+        let picked = picked(group, pick, kind, now)?;
         let (seen, at) = times(now);
         let group = &mut state.groups[idx];
         for instance in &picked {
@@ -186,32 +198,30 @@ impl SimulatedEks {
     }
 }
 
-/// The group's capacity type, from its template's label.
-fn spot(group: &SimGroup) -> Option<&str> {
-    let labels = &group.config.spec.template.metadata.as_ref()?.labels;
-    labels.get(CAPACITY_TYPE_LABEL).map(String::as_str)
-}
-
 /// The instances `pick` names in `group`, or why it names none.
 fn picked(
     group: &SimGroup,
     pick: Pick,
     kind: EventKind,
     now: Duration,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, CloudError> {
+    let refused = |problem: String| {
+        let id = &group.config.spec.id;
+        CloudError::FailedPrecondition(format!("node group {id}: {problem}"))
+    };
     match pick {
         Pick::Index(position) => {
             let instance = (group.instances.get(position)).ok_or_else(|| {
-                format!(
+                refused(format!(
                     "index {position} is beyond its {} instance(s)",
                     group.instances.len()
-                )
+                ))
             })?;
             if !instance.is_live() {
-                return Err(format!(
+                return Err(refused(format!(
                     "instance {} (index {position}) is being deleted",
                     instance.id
-                ));
+                )));
             }
             Ok(vec![instance.id.clone()])
         }
@@ -223,11 +233,11 @@ fn picked(
                 .take(count)
                 .collect();
             if candidates.len() < count || count == 0 {
-                return Err(format!(
+                return Err(refused(format!(
                     "asked for {count} running instance(s) without a {}, it has {}",
                     kind.as_str(),
                     candidates.len()
-                ));
+                )));
             }
             Ok(candidates)
         }

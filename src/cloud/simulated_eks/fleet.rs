@@ -1,6 +1,7 @@
-//! A simulated group's instances as its Auto Scaling group holds them, and the two things done to them
-//! from outside the autoscaler: an instance terminated (EC2 taking it back, a repair) and the target moved
-//! (a rebalancing surge). The backend launches what the target then asks for.
+//! A simulated group's instances as its Auto Scaling group holds them, and what is done to them from
+//! outside the autoscaler: an instance terminated (EC2 taking it back, a repair) with the target unchanged,
+//! and the rebalancing replacements launched beside the target (its surge). The backend launches what the
+//! target and the surge then ask for.
 
 use crate::cloud::node_group::InstanceState;
 use std::time::Duration;
@@ -28,10 +29,11 @@ impl SimInstance {
     }
 }
 
-/// A group's instances and target, lent to what acts on them from outside the autoscaler.
+/// A group's instances, lent to what acts on them from outside the autoscaler.
 pub(super) struct Fleet<'a> {
     pub(super) instances: &'a mut [SimInstance],
-    pub(super) target: &'a mut i32,
+    /// The capacity rebalancing replacements launched beside the target, until their old instance goes.
+    pub(super) surges: &'a mut Vec<String>,
     /// How long a new instance takes to run.
     pub(super) provisioning_delay: Duration,
 }
@@ -45,11 +47,6 @@ impl Fleet<'_> {
     /// Whether instance `id` is still listed (being deleted included).
     pub(super) fn holds(&self, id: &str) -> bool {
         self.instances.iter().any(|i| i.id == id)
-    }
-
-    /// How many instances are not being deleted.
-    pub(super) fn live(&self) -> usize {
-        self.instances.iter().filter(|i| i.is_live()).count()
     }
 
     /// Terminates instance `id` at `at` without lowering the target, so that the group launches another

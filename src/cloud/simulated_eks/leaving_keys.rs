@@ -3,7 +3,7 @@
 //! stopped instances), read strictly and checked whole, so that a scenario that loads is one the simulated
 //! EKS can play.
 
-use crate::model::{Invalid, NODE_MONITORING_CONDITIONS, NodeRepairConfig, NodeRepairOverride};
+use crate::model::{Invalid, NodeRepairConfig, NodeRepairOverride, repair_condition, rfc3339};
 use serde::Deserialize;
 use std::time::SystemTime;
 
@@ -89,14 +89,7 @@ impl NodeRepairConfigFile {
 
 impl OverrideFile {
     fn read(&self) -> Result<NodeRepairOverride, Invalid> {
-        let condition = self.node_monitoring_condition.as_str();
-        if condition != "Ready" && !NODE_MONITORING_CONDITIONS.contains(&condition) {
-            let rule = format!(
-                "{condition:?} must be one of {}, Ready",
-                NODE_MONITORING_CONDITIONS.join(", ")
-            );
-            return Err(Invalid::new("nodeMonitoringCondition", rule));
-        }
+        repair_condition("nodeMonitoringCondition", &self.node_monitoring_condition)?;
         if self.node_unhealthy_reason.is_empty() {
             return Err(Invalid::new("nodeUnhealthyReason", "must not be empty"));
         }
@@ -178,30 +171,41 @@ pub struct InstanceEvent {
     pub at: SystemTime,
 }
 
-/// What `instanceEvents` needs to know of a group.
+/// What `instanceEvents` needs to know of a loaded group.
 pub(super) struct GroupFacts<'a> {
     pub(super) name: &'a str,
     pub(super) desired_size: i32,
+    pub(super) available_capacity: Option<u32>,
+    /// How many instances it runs from the start.
+    pub(super) running: usize,
     pub(super) spot: bool,
 }
 
 impl InstanceEventFile {
-    /// The event, checked against the scenario's groups: the group exists, the index is one of its
-    /// `desiredSize` instances, the kind is one of the four (a Spot one on a SPOT group), the time RFC 3339.
-    pub(super) fn read(&self, groups: &[GroupFacts<'_>]) -> Result<InstanceEvent, Invalid> {
+    /// The event, checked against the scenario's groups and `start`: the group exists, the index is one of
+    /// the instances it runs from the start (its `desiredSize`, fewer when its `availableCapacity` is less),
+    /// the kind is one of the four (a Spot one on a SPOT group), the time RFC 3339 and not before `start`.
+    pub(super) fn read(
+        &self,
+        groups: &[GroupFacts<'_>],
+        start: SystemTime,
+    ) -> Result<InstanceEvent, Invalid> {
         let group = (groups.iter().find(|g| g.name == self.node_group)).ok_or_else(|| {
             Invalid::new(
                 "nodeGroup",
                 format!("no node group {:?} in the scenario", self.node_group),
             )
         })?;
-        if i64::try_from(self.index).map_or(true, |i| i >= i64::from(group.desired_size)) {
+        let running = group.running;
+        if self.index >= running {
             let rule = format!(
-                "{} is not one of node group {:?}'s {} instance(s) (its desiredSize): 0 to {}",
+                "{} is not one of the {running} instance(s) node group {:?} runs from the start (its \
+                 desiredSize {}, availableCapacity {}): 0 to {}",
                 self.index,
                 group.name,
                 group.desired_size,
-                group.desired_size - 1
+                (group.available_capacity).map_or("unlimited".to_string(), |c| c.to_string()),
+                running.saturating_sub(1)
             );
             return Err(Invalid::new("index", rule));
         }
@@ -222,8 +226,15 @@ impl InstanceEventFile {
             );
             return Err(Invalid::new("kind", rule));
         }
-        let at = humantime::parse_rfc3339_weak(&self.at)
-            .map_err(|e| Invalid::new("at", format!("{:?} is no RFC 3339 time ({e})", self.at)))?;
+        let at = rfc3339("at", &self.at)?;
+        if at < start {
+            let rule = format!(
+                "{:?} is before the scenario's start {}",
+                self.at,
+                humantime::format_rfc3339_seconds(start)
+            );
+            return Err(Invalid::new("at", rule));
+        }
         Ok(InstanceEvent {
             node_group: self.node_group.clone(),
             index: self.index,

@@ -12,4 +12,4 @@ mod scenario; // the scenario file: node groups and Fargate profiles, checked wh
 pub use backend::SimulatedEks;
 pub use events::Pick;
 pub use leaving_keys::{EventKind, InstanceEvent};
-pub use scenario::{BUILT_IN_SCENARIO, Scenario, ScenarioError};
+pub use scenario::{BUILT_IN_SCENARIO, Scenario, ScenarioError, SimNodeGroup};

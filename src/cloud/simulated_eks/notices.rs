@@ -1,7 +1,8 @@
 //! What EC2 says about a simulated group's instances, and what follows, as an Auto Scaling group lives it:
 //! a Spot interruption warning two minutes before EC2 takes the instance back; a rebalance recommendation,
-//! on which a group with capacity rebalancing launches a replacement first and terminates the old
-//! instance once the new one runs; a scheduled event (retirement, maintenance) stopping the instance at
+//! on which a group with capacity rebalancing launches a replacement beside its desired capacity (left
+//! unchanged, as AWS does) and terminates the old instance once the new one runs, keeping the old one while no
+//! replacement can launch, and ending the surge however the old one leaves; a scheduled event (retirement, maintenance) stopping the instance at
 //! its time; a stopped instance, replaced when the group's health check finds it. Whatever EC2 takes is
 //! terminated with the target unchanged, so the group launches another in its place; an instance the
 //! autoscaler deleted first (the target lowered) needs nothing more.
@@ -34,7 +35,7 @@ pub(super) enum Rebalancing {
 }
 
 /// One thing EC2 said about one instance, on the simulated EKS's clock.
-pub(super) struct Notice {
+pub(super) struct InstanceNotice {
     pub(super) instance: String,
     pub(super) kind: EventKind,
     /// From when it is said (served as leaving).
@@ -44,20 +45,26 @@ pub(super) struct Notice {
     stage: Stage,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Stage {
     /// Nothing done yet.
     Waiting,
-    /// A rebalancing replacement was launched; the old instance goes when it runs.
-    Surged { until: Duration },
+    /// Capacity rebalancing wants a replacement launched (beside the target), and none could be yet: no
+    /// capacity, or the group is as far past its max size as AWS lets it go.
+    WantsReplacement,
+    /// The replacement was launched; the old instance goes once it runs.
+    Surged {
+        replacement: String,
+        running: Duration,
+    },
     /// All that follows is done (or nothing follows).
     Done,
 }
 
-impl Notice {
+impl InstanceNotice {
     /// When its next step is due, if it has one.
     fn due(&self, rebalancing: Rebalancing) -> Option<Duration> {
-        match (self.stage, self.kind) {
+        match (&self.stage, self.kind) {
             (Stage::Waiting, EventKind::SpotInterruption | EventKind::ScheduledEvent) => {
                 Some(self.at)
             }
@@ -65,33 +72,34 @@ impl Notice {
             (Stage::Waiting, EventKind::Rebalance) => {
                 (rebalancing == Rebalancing::On).then_some(self.at)
             }
-            (Stage::Surged { until }, _) => Some(until),
-            (Stage::Done, _) => None,
+            (Stage::Surged { running, .. }, _) => Some(*running),
+            (Stage::WantsReplacement | Stage::Done, _) => None,
         }
     }
 
     /// Its next step, at `at`.
     fn step(&mut self, at: Duration, fleet: &mut Fleet<'_>) {
-        self.stage = match (self.stage, self.kind) {
+        let stage = std::mem::replace(&mut self.stage, Stage::Done);
+        self.stage = match (stage, self.kind) {
             (Stage::Waiting, EventKind::Rebalance) if fleet.is_live(&self.instance) => {
-                // Above the max size if need be: AWS lets capacity rebalancing pass it for a while.
-                *fleet.target += 1;
-                Stage::Surged {
-                    until: at + fleet.provisioning_delay,
-                }
+                Stage::WantsReplacement
             }
-            (Stage::Surged { .. }, _) => {
-                if fleet.terminate(&self.instance, at) {
-                    let live = i32::try_from(fleet.live()).unwrap_or(i32::MAX);
-                    *fleet.target = (*fleet.target - 1).max(live);
+            (Stage::Surged { replacement, .. }, _) => {
+                fleet.surges.retain(|id| *id != replacement);
+                if fleet.is_live(&replacement) {
+                    // In service: the old instance goes, the target unchanged (the replacement counts).
+                    fleet.terminate(&self.instance, at);
+                    Stage::Done
+                } else {
+                    // The replacement went first: capacity rebalancing tries again.
+                    Stage::WantsReplacement
                 }
-                Stage::Done
             }
             (Stage::Waiting, _) => {
                 fleet.terminate(&self.instance, at);
                 Stage::Done
             }
-            (Stage::Done, _) => Stage::Done,
+            (stage, _) => stage,
         };
     }
 
@@ -132,13 +140,13 @@ impl Notice {
 /// What EC2 said about a group's instances.
 #[derive(Default)]
 pub(super) struct Notices {
-    list: Vec<Notice>,
+    list: Vec<InstanceNotice>,
 }
 
 impl Notices {
     /// Records that EC2 says `kind` about `instance`, from `seen`, for `at`.
     pub(super) fn add(&mut self, instance: &str, kind: EventKind, seen: Duration, at: Duration) {
-        self.list.push(Notice {
+        self.list.push(InstanceNotice {
             instance: instance.to_string(),
             kind,
             seen,
@@ -152,14 +160,62 @@ impl Notices {
         self.list.iter().filter_map(|n| n.due(rebalancing)).min()
     }
 
-    /// Takes every step due by `at`, and forgets the notices of instances that are gone.
+    /// Takes every step due by `at`, ends the surges of old instances that left, and forgets the notices of
+    /// instances that are gone.
     pub(super) fn step(&mut self, at: Duration, fleet: &mut Fleet<'_>, rebalancing: Rebalancing) {
         for notice in &mut self.list {
             if notice.due(rebalancing).is_some_and(|due| due <= at) {
                 notice.step(at, fleet);
             }
         }
+        self.end_surges(fleet.instances, fleet.surges);
         self.list.retain(|n| fleet.holds(&n.instance));
+    }
+
+    /// Ends the rebalancing of every old instance that left before its replacement ran (an interruption, a
+    /// repair, the autoscaler): its replacement, if launched, is one of the group's like any other, and none
+    /// is wanted any more. True when one ended with its replacement launched.
+    pub(super) fn end_surges(
+        &mut self,
+        instances: &[SimInstance],
+        surges: &mut Vec<String>,
+    ) -> bool {
+        let mut kept = false;
+        for notice in &mut self.list {
+            let left = !instances
+                .iter()
+                .any(|i| i.id == notice.instance && i.is_live());
+            match &notice.stage {
+                Stage::Surged { replacement, .. } if left => {
+                    surges.retain(|id| id != replacement);
+                    kept = true;
+                }
+                Stage::WantsReplacement if left => {}
+                _ => continue,
+            }
+            notice.stage = Stage::Done;
+        }
+        kept
+    }
+
+    /// Launches the replacements capacity rebalancing wants, each with `launch` (its id and when it runs;
+    /// `None` when it cannot launch one now, so the rest wait too).
+    pub(super) fn launch_replacements(
+        &mut self,
+        mut launch: impl FnMut() -> Option<(String, Duration)>,
+    ) {
+        for notice in &mut self.list {
+            if notice.stage != Stage::WantsReplacement {
+                continue;
+            }
+            let Some((replacement, running)) = launch() else {
+                return;
+            };
+            notice.stage = Stage::Surged {
+                replacement,
+                running,
+            };
+        }
     }
 
     /// The notices said by `now` of instances the group still lists (being deleted included), in the
@@ -168,7 +224,7 @@ impl Notices {
         &'a self,
         now: Duration,
         instances: &'a [SimInstance],
-    ) -> impl Iterator<Item = &'a Notice> + 'a {
+    ) -> impl Iterator<Item = &'a InstanceNotice> + 'a {
         (self.list.iter())
             .filter(move |n| n.seen <= now && instances.iter().any(|i| i.id == n.instance))
     }

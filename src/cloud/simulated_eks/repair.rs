@@ -7,7 +7,7 @@
 //! and not at all while more nodes are unhealthy than `maxUnhealthyNodeThreshold*` (when unset, EKS's rule:
 //! more than 20% of a group of more than 5 nodes).
 
-use super::fleet::Fleet;
+use super::fleet::{Fleet, SimInstance};
 use crate::model::NodeRepairConfig;
 use std::time::Duration;
 
@@ -100,9 +100,18 @@ impl Repairs {
         &self.sick
     }
 
-    /// Whether repair is halted: more nodes unhealthy than the threshold.
-    fn halted(&self, config: &NodeRepairConfig, size: usize) -> bool {
-        let unhealthy = self.sick.len();
+    /// How many of the group's live instances (not being deleted: a replaced one is no longer the group's
+    /// problem) are marked unhealthy, each once whatever its marks.
+    fn unhealthy_count(&self, instances: &[SimInstance]) -> usize {
+        (instances.iter())
+            .filter(|i| i.is_live() && self.sick.iter().any(|s| s.instance == i.id))
+            .count()
+    }
+
+    /// Whether repair is halted: more of the group's live instances unhealthy than the threshold.
+    fn halted(&self, config: &NodeRepairConfig, instances: &[SimInstance]) -> bool {
+        let unhealthy = self.unhealthy_count(instances);
+        let size = instances.iter().filter(|i| i.is_live()).count();
         match (
             config.max_unhealthy_node_threshold_count,
             config.max_unhealthy_node_threshold_percentage,
@@ -116,13 +125,15 @@ impl Repairs {
     }
 
     /// How many more repairs may start now.
-    fn room(&self, config: &NodeRepairConfig) -> usize {
+    fn room(&self, config: &NodeRepairConfig, instances: &[SimInstance]) -> usize {
         let limit = match (
             config.max_parallel_nodes_repaired_count,
             config.max_parallel_nodes_repaired_percentage,
         ) {
             (Some(count), _) => usize::try_from(count).unwrap_or(0),
-            (None, Some(percentage)) => percent_of(percentage, self.sick.len()).max(1),
+            (None, Some(percentage)) => {
+                percent_of(percentage, self.unhealthy_count(instances)).max(1)
+            }
             (None, None) => 1,
         };
         limit.saturating_sub(self.underway.len())
@@ -142,16 +153,16 @@ impl Repairs {
             .filter(|(_, _, action)| *action != RepairAction::NoAction)
     }
 
-    /// When the next step is due: a repair finishing, or one starting (when the group may start one).
-    /// `size` is how many instances the group lists.
+    /// When the next step is due: a repair finishing, or one starting (when the group, whose instances are
+    /// `instances`, may start one).
     pub(super) fn next_at(
         &self,
         config: Option<&NodeRepairConfig>,
-        size: usize,
+        instances: &[SimInstance],
     ) -> Option<Duration> {
         let finishing = self.underway.iter().map(|u| u.done).min();
         let starting = (config.filter(|c| c.enabled))
-            .filter(|c| self.room(c) > 0 && !self.halted(c, size))
+            .filter(|c| self.room(c, instances) > 0 && !self.halted(c, instances))
             .and_then(|c| self.waiting(c).map(|(_, due, _)| due).min());
         finishing.into_iter().chain(starting).min()
     }
@@ -176,7 +187,7 @@ impl Repairs {
             return;
         };
         loop {
-            if self.room(config) == 0 || self.halted(config, fleet.instances.len()) {
+            if self.room(config, fleet.instances) == 0 || self.halted(config, fleet.instances) {
                 return;
             }
             let next = (self.waiting(config))

@@ -13,8 +13,8 @@ use crate::cloud::pricing::DEFAULT_SPOT_PRICE_RATIO;
 use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
 use crate::k8s::Quantity;
 use crate::model::{
-    FargateProfile, Invalid, NODE_GROUP_IMAGE_LABEL, NodeGroupStatus, ResourceSlice, Resources,
-    is_dns_subdomain, is_label_name,
+    CAPACITY_TYPE_LABEL, FargateProfile, Invalid, NODE_GROUP_IMAGE_LABEL, NodeGroupStatus,
+    ResourceSlice, Resources, is_dns_subdomain, is_label_name, rfc3339,
 };
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
@@ -41,7 +41,7 @@ struct ScenarioFile {
     #[serde(default)]
     fargate_pricing: Option<FargateRates>,
     /// The wall-clock time the simulated EKS starts at (RFC 3339): what `instanceEvents`' times are read
-    /// against. The moment it starts, when left out.
+    /// against, so required with them. The moment it starts, when left out.
     #[serde(default)]
     start: Option<String>,
     /// What EC2 says about instances, each at its time.
@@ -172,6 +172,27 @@ pub struct SimNodeGroup {
     pub available_capacity: Option<u32>,
 }
 
+/// The capacity type of Spot groups, as EKS spells it.
+const SPOT: &str = "SPOT";
+
+impl SimNodeGroup {
+    /// Whether its instances are Spot (its template's capacity type label, from `capacityType`).
+    pub fn is_spot(&self) -> bool {
+        let labels = self.spec.template.metadata.as_ref().map(|m| &m.labels);
+        labels
+            .and_then(|l| l.get(CAPACITY_TYPE_LABEL))
+            .map(String::as_str)
+            == Some(SPOT)
+    }
+
+    /// How many instances it runs from the start: its `desiredSize`, fewer when its `availableCapacity` is
+    /// less.
+    pub fn running_at_start(&self) -> usize {
+        let desired = usize::try_from(self.desired_size).unwrap_or(0);
+        (self.available_capacity).map_or(desired, |c| desired.min(c as usize))
+    }
+}
+
 /// A scenario that cannot be served, with the reason.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
@@ -261,14 +282,10 @@ impl Scenario {
         let fargate_rates = file.fargate_pricing.unwrap_or_default();
         fargate_rates.check().map_err(ScenarioError::Invalid)?;
         let start = (file.start.as_deref())
-            .map(|text| {
-                humantime::parse_rfc3339_weak(text).map_err(|e| {
-                    let rule = format!("{text:?} is no RFC 3339 time ({e})");
-                    ScenarioError::Invalid(Invalid::new("start", rule))
-                })
-            })
-            .transpose()?;
-        let instance_events = instance_events(&file)?;
+            .map(|text| rfc3339("start", text))
+            .transpose()
+            .map_err(ScenarioError::Invalid)?;
+        let instance_events = instance_events(&file, &node_groups, start)?;
         Ok(Scenario {
             start,
             instance_events,
@@ -302,7 +319,7 @@ fn load_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<SimNodeGroup
                 "pricePerHour {price} must be a non-negative number"
             )));
         }
-        (None, "SPOT") => on_demand.map(|p| p * file.spot_price_ratio),
+        (None, SPOT) => on_demand.map(|p| p * file.spot_price_ratio),
         (None, _) => on_demand,
     };
     let status = status(group)?;
@@ -375,25 +392,40 @@ fn load_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<SimNodeGroup
     })
 }
 
-/// The scenario's `instanceEvents`, each checked against its groups.
-fn instance_events(file: &ScenarioFile) -> Result<Vec<InstanceEvent>, ScenarioError> {
-    let groups: Vec<GroupFacts<'_>> = (file.node_groups.iter())
+/// The scenario's `instanceEvents`, each checked against its groups and its `start` (which they need: their
+/// times are read against it, never against the machine's clock).
+fn instance_events(
+    file: &ScenarioFile,
+    groups: &[SimNodeGroup],
+    start: Option<SystemTime>,
+) -> Result<Vec<InstanceEvent>, ScenarioError> {
+    if file.instance_events.is_empty() {
+        return Ok(Vec::new());
+    }
+    let start = start.ok_or_else(|| {
+        let rule = "must be given with instanceEvents: their times are read against it";
+        ScenarioError::Invalid(Invalid::new("start", rule))
+    })?;
+    let groups: Vec<GroupFacts<'_>> = (groups.iter())
         .map(|g| GroupFacts {
-            name: &g.name,
+            name: &g.spec.id,
             desired_size: g.desired_size,
-            spot: g.capacity_type == "SPOT",
+            available_capacity: g.available_capacity,
+            running: g.running_at_start(),
+            spot: g.is_spot(),
         })
         .collect();
     (file.instance_events.iter().enumerate())
         .map(|(index, event)| {
-            (event.read(&groups)).map_err(|reason| ScenarioError::InstanceEvent { index, reason })
+            (event.read(&groups, start))
+                .map_err(|reason| ScenarioError::InstanceEvent { index, reason })
         })
         .collect()
 }
 
 /// Managed node groups of Spot capacity have capacity rebalancing on, and only they can have it.
 fn capacity_rebalance(group: &NodeGroupFile) -> Result<bool, Invalid> {
-    let spot = group.capacity_type == "SPOT";
+    let spot = group.capacity_type == SPOT;
     match group.capacity_rebalance {
         Some(true) if !spot => Err(Invalid::new(
             "capacityRebalance",
@@ -436,7 +468,7 @@ fn validate_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<(), Inva
             file.region
         )));
     }
-    if group.capacity_type != "ON_DEMAND" && group.capacity_type != "SPOT" {
+    if group.capacity_type != "ON_DEMAND" && group.capacity_type != SPOT {
         return Err(Invalid::value(format!(
             "capacityType {:?} must be ON_DEMAND or SPOT",
             group.capacity_type

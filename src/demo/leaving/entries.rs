@@ -1,8 +1,8 @@
 //! The timeline entries `interrupt`, `rebalance`, `maintenance` and `unhealthy`, as a script writes them,
 //! checked against the script's scenario when the script loads.
 
-use crate::cloud::{Pick, Scenario};
-use crate::model::{CAPACITY_TYPE_LABEL, Invalid, NODE_MONITORING_CONDITIONS};
+use crate::cloud::{Pick, Scenario, SimNodeGroup};
+use crate::model::{Invalid, repair_condition, rfc3339};
 use serde::Deserialize;
 use std::time::{Duration, SystemTime};
 
@@ -19,7 +19,8 @@ pub struct Instances {
     index: Option<usize>,
 }
 
-/// `maintenance: {nodeGroup: general, index: 0, in: 30m}` (or `at: <RFC 3339>`).
+/// `maintenance: {nodeGroup: general, index: 0, in: 30m}` (or `at: <RFC 3339>`, which needs the script's
+/// `start` and is no earlier than the entry's own time, `start` plus its `at`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MaintenanceFile {
@@ -36,8 +37,9 @@ pub struct MaintenanceFile {
     after: Option<Duration>,
 }
 
-/// `unhealthy: {nodeGroup: gpu, index: 0, condition: AcceleratedHardwareReady, reason: NvidiaXID79Error}`,
-/// or `{node: 3, ...}`: the node at that position of the cluster's nodes (in the order they registered).
+/// `unhealthy: {nodeGroup: gpu, index: 0, condition: AcceleratedHardwareReady, reason: NvidiaXID79Error}`
+/// (`nodeGroup` and `index` together), or `{node: 3, ...}`: the node at that position of the cluster's nodes
+/// (in the order they registered).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UnhealthyFile {
@@ -109,7 +111,12 @@ impl LeavingFiles {
     }
 
     /// The one given, checked against `scenario`, or why it cannot be played (naming the entry's key).
-    pub fn read(self, scenario: &Scenario) -> Result<Option<Leaving>, Invalid> {
+    /// `played_at` is the wall-clock time the entry is played at, when the script has a `start`.
+    pub fn read(
+        self,
+        scenario: &Scenario,
+        played_at: Option<SystemTime>,
+    ) -> Result<Option<Leaving>, Invalid> {
         if let Some(i) = self.interrupt {
             let (node_group, pick) = i.read("interrupt", scenario, Capacity::Spot)?;
             return Ok(Some(Leaving::Interrupt { node_group, pick }));
@@ -126,12 +133,7 @@ impl LeavingFiles {
             };
             let (node_group, pick) = instances.read("maintenance", scenario, Capacity::Any)?;
             let when = match (m.at, m.after) {
-                (Some(at), None) => When::At(humantime::parse_rfc3339_weak(&at).map_err(|e| {
-                    Invalid::new(
-                        "maintenance.at",
-                        format!("{at:?} is no RFC 3339 time ({e})"),
-                    )
-                })?),
+                (Some(at), None) => When::At(maintenance_at(&at, played_at)?),
                 (None, Some(after)) => When::After(after),
                 _ => {
                     let rule = "give exactly one of `at` and `in`";
@@ -149,6 +151,24 @@ impl LeavingFiles {
             None => Ok(None),
         }
     }
+}
+
+/// A `maintenance.at`: RFC 3339, read against the script's `start` (never the machine's clock), and no
+/// earlier than when the entry is played (`played_at`).
+fn maintenance_at(text: &str, played_at: Option<SystemTime>) -> Result<SystemTime, Invalid> {
+    let at = rfc3339("maintenance.at", text)?;
+    let played_at = played_at.ok_or_else(|| {
+        let rule = "needs the script's `start` (what it is read against); or give `in`";
+        Invalid::new("maintenance.at", rule)
+    })?;
+    if at < played_at {
+        let rule = format!(
+            "{text:?} is before the entry is played ({}, the script's start plus the entry's `at`)",
+            humantime::format_rfc3339_seconds(played_at)
+        );
+        return Err(Invalid::new("maintenance.at", rule));
+    }
+    Ok(at)
 }
 
 /// Which groups an entry may name.
@@ -172,11 +192,7 @@ impl Instances {
                 let rule = format!("no node group {:?} in the scenario", self.node_group);
                 Invalid::new(key, rule)
             })?;
-        let labels = group.spec.template.metadata.as_ref().map(|m| &m.labels);
-        let spot = labels
-            .and_then(|l| l.get(CAPACITY_TYPE_LABEL))
-            .map(String::as_str);
-        if capacity == Capacity::Spot && spot != Some("SPOT") {
+        if capacity == Capacity::Spot && !group.is_spot() {
             let rule = format!(
                 "node group {:?} is not SPOT: EC2 does this to Spot instances only",
                 self.node_group
@@ -192,37 +208,53 @@ impl Instances {
                 return Err(Invalid::new(key, rule));
             }
         };
+        check_pick(key, group, pick)?;
         Ok((self.node_group, pick))
     }
 }
 
+/// The most instances group `group` can ever list: its max size, or its `availableCapacity` when less.
+fn most_instances(group: &SimNodeGroup) -> usize {
+    let max = usize::try_from(group.spec.max_size).unwrap_or(0);
+    (group.available_capacity).map_or(max, |c| max.min(c as usize))
+}
+
+/// Refuses a `count` or `index` the group can never have, whatever the day did to it by then.
+fn check_pick(key: &str, group: &SimNodeGroup, pick: Pick) -> Result<(), Invalid> {
+    let most = most_instances(group);
+    let (asked, field) = match pick {
+        Pick::Count(count) if count > most => (count, "count"),
+        Pick::Index(index) if index >= most => (index, "index"),
+        _ => return Ok(()),
+    };
+    let rule = format!(
+        "{field} {asked} is beyond node group {:?}, which never has more than {most} instance(s) (its \
+         maxSize, or availableCapacity when less)",
+        group.spec.id
+    );
+    Err(Invalid::new(key, rule))
+}
+
 impl UnhealthyFile {
     fn read(self, scenario: &Scenario) -> Result<Leaving, Invalid> {
-        let condition = self.condition.as_str();
-        if condition != "Ready" && !NODE_MONITORING_CONDITIONS.contains(&condition) {
-            let rule = format!(
-                "{condition:?} must be one of {}, Ready",
-                NODE_MONITORING_CONDITIONS.join(", ")
-            );
-            return Err(Invalid::new("unhealthy.condition", rule));
-        }
+        repair_condition("unhealthy.condition", &self.condition)?;
         if self.reason.is_empty() {
             return Err(Invalid::new("unhealthy.reason", "must not be empty"));
         }
-        let marked = match (self.node, self.node_group) {
-            (Some(node), None) if self.index.is_none() => Marked::Node(node),
-            (None, Some(node_group)) => {
-                if !scenario.node_groups.iter().any(|g| g.spec.id == node_group) {
-                    let rule = format!("no node group {node_group:?} in the scenario");
-                    return Err(Invalid::new("unhealthy.nodeGroup", rule));
-                }
-                Marked::Instance {
-                    node_group,
-                    index: self.index.unwrap_or(0),
-                }
+        let marked = match (self.node, self.node_group, self.index) {
+            (Some(node), None, None) => Marked::Node(node),
+            (None, Some(node_group), Some(index)) => {
+                let group = (scenario.node_groups.iter())
+                    .find(|g| g.spec.id == node_group)
+                    .ok_or_else(|| {
+                        let rule = format!("no node group {node_group:?} in the scenario");
+                        Invalid::new("unhealthy.nodeGroup", rule)
+                    })?;
+                check_pick("unhealthy", group, Pick::Index(index))?;
+                Marked::Instance { node_group, index }
             }
             _ => {
-                let rule = "give `node` (a position among the nodes) or `nodeGroup` (and `index`)";
+                let rule = "give `node` (a position among the nodes), or `nodeGroup` and `index`";
                 return Err(Invalid::new("unhealthy", rule));
             }
         };

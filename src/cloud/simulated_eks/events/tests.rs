@@ -181,17 +181,97 @@ fn a_rebalance_with_capacity_rebalancing_launches_a_replacement_then_terminates_
         leaving(&sim, "spot"),
         [(old.clone(), LeavingReason::Rebalance)]
     );
-    // At once, above the max size (3) by one.
-    assert_eq!(sim.target_size("spot").unwrap(), 4);
+    // At once, beside the target (left alone, as AWS does), past the max size (3) by one.
+    assert_eq!(sim.target_size("spot").unwrap(), 3);
     assert_eq!(count(&sim, "spot", InstanceState::Creating), 1);
+    assert_eq!(listed(&sim, "spot").len(), 4, "no placeholder");
     sim.clock().advance(Duration::from_secs(89));
     assert_eq!(count(&sim, "spot", InstanceState::Running), 3);
+    assert!(listed(&sim, "spot").contains(&(old.clone(), InstanceState::Running)));
     sim.clock().advance(Duration::from_secs(1));
     assert_eq!(sim.target_size("spot").unwrap(), 3);
     assert!(listed(&sim, "spot").contains(&(old.clone(), InstanceState::Deleting)));
     sim.clock().advance(Duration::from_secs(10));
     assert_eq!(count(&sim, "spot", InstanceState::Running), 3);
+    assert_eq!(listed(&sim, "spot").len(), 3);
     assert!(listed(&sim, "spot").iter().all(|(id, _)| *id != old));
+}
+
+#[test]
+fn a_rebalanced_instance_interrupted_before_its_replacement_runs_ends_the_surge() {
+    let sim = sim();
+    // The scenario interrupts the first Spot instance at 09:05; its rebalance recommendation comes at 09:04.
+    sim.clock().advance(minutes(4));
+    let old = sim.rebalance("spot", Pick::Index(0)).unwrap().remove(0);
+    assert_eq!(count(&sim, "spot", InstanceState::Creating), 1);
+    sim.clock().advance(minutes(1));
+    // EC2 took it back: the replacement takes its place, nothing more launches, the target is the same.
+    assert!(listed(&sim, "spot").contains(&(old.clone(), InstanceState::Deleting)));
+    assert_eq!(count(&sim, "spot", InstanceState::Creating), 1);
+    assert_eq!(sim.target_size("spot").unwrap(), 3);
+    sim.clock().advance(minutes(5));
+    assert_eq!(listed(&sim, "spot").len(), 3);
+    assert_eq!(count(&sim, "spot", InstanceState::Running), 3);
+    assert_eq!(sim.target_size("spot").unwrap(), 3);
+    assert!(leaving(&sim, "spot").is_empty());
+}
+
+#[tokio::test]
+async fn a_rebalanced_instance_the_autoscaler_deleted_leaves_the_group_at_its_target() {
+    let sim = sim();
+    let old = sim.rebalance("spot", Pick::Index(1)).unwrap().remove(0);
+    sim.delete_instances("spot", std::slice::from_ref(&old))
+        .await
+        .unwrap();
+    // The surge ended with the old instance: the group is brought down to the two the target asks for now
+    // (before the scenario's interruption at 09:05).
+    sim.clock().advance(minutes(2));
+    assert_eq!(sim.target_size("spot").unwrap(), 2);
+    assert_eq!(listed(&sim, "spot").len(), 2);
+    assert_eq!(count(&sim, "spot", InstanceState::Running), 2);
+}
+
+#[test]
+fn without_room_for_a_replacement_the_rebalanced_instance_stays_until_there_is() {
+    let sim = sim();
+    sim.set_available_capacity("spot", Some(3)).unwrap();
+    let old = sim.rebalance("spot", Pick::Index(1)).unwrap().remove(0);
+    // Past when a replacement would have run (and before the scenario's interruption at 09:05).
+    sim.clock().advance(minutes(4));
+    // No capacity: nothing launched, the old instance kept, still said to be leaving.
+    assert_eq!(count(&sim, "spot", InstanceState::Running), 3);
+    assert!(listed(&sim, "spot").contains(&(old.clone(), InstanceState::Running)));
+    assert_eq!(sim.target_size("spot").unwrap(), 3);
+    assert!(leaving(&sim, "spot").contains(&(old.clone(), LeavingReason::Rebalance)));
+    sim.set_available_capacity("spot", Some(4)).unwrap();
+    assert_eq!(count(&sim, "spot", InstanceState::Creating), 1);
+    sim.clock().advance(Duration::from_secs(90));
+    assert!(listed(&sim, "spot").contains(&(old, InstanceState::Deleting)));
+    assert_eq!(sim.target_size("spot").unwrap(), 3);
+}
+
+#[test]
+fn an_instance_said_to_leave_twice_is_served_once_with_the_stronger_reason() {
+    let sim = sim();
+    let id = sim
+        .rebalance("spot-plain", Pick::Index(1))
+        .unwrap()
+        .remove(0);
+    let interrupted = sim.interrupt("spot-plain", Pick::Index(1)).unwrap();
+    assert_eq!(interrupted, std::slice::from_ref(&id));
+    assert_eq!(
+        leaving(&sim, "spot-plain"),
+        [(id.clone(), LeavingReason::SpotInterruption)]
+    );
+    // The weaker said after the stronger changes nothing either.
+    let other = sim
+        .interrupt("spot-plain", Pick::Index(0))
+        .unwrap()
+        .remove(0);
+    sim.rebalance("spot-plain", Pick::Index(0)).unwrap();
+    let rows = leaving(&sim, "spot-plain");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(rows.contains(&(other, LeavingReason::SpotInterruption)));
 }
 
 #[test]
@@ -360,6 +440,53 @@ fn eks_halts_repair_above_a_fifth_of_a_group_of_more_than_five() {
     assert_eq!(sim.repairs_started("gpu-few").unwrap(), 0, "2 of 6 > 20%");
     sim.mark_healthy(&a).unwrap();
     assert_eq!(sim.repairs_started("gpu-few").unwrap(), 1, "1 of 6 <= 20%");
+}
+
+#[test]
+fn repair_counts_each_live_unhealthy_instance_once() {
+    let text = "cluster: test\nregion: us-east-1\nnodeGroups:\n  - name: gpu-few\n    \
+                instanceType: g4dn.xlarge\n    zones: [us-east-1a]\n    minSize: 0\n    maxSize: 10\n    \
+                desiredSize: 4\n    deletionDelay: 2h\n    nodeRepairConfig: {enabled: true, \
+                maxUnhealthyNodeThresholdCount: 1, maxParallelNodesRepairedPercentage: 100}\n";
+    let sim = SimulatedEks::new(Scenario::parse(text).unwrap(), Clock::manual());
+    // One node, two conditions False: one unhealthy node, within the threshold of one.
+    let first = mark(&sim, "gpu-few", 0, "NetworkingReady", "IPAMDNotReady");
+    mark(&sim, "gpu-few", 0, "StorageReady", "EBSVolumeStuck");
+    sim.clock().advance(minutes(30));
+    assert_eq!(sim.repairs_started("gpu-few").unwrap(), 1);
+    assert!(listed(&sim, "gpu-few").contains(&(first, InstanceState::Deleting)));
+    // The replaced instance, deleting for two hours, is no longer the group's problem: the next node's
+    // repair is not halted by it.
+    mark(&sim, "gpu-few", 1, "KernelReady", "KernelBug");
+    sim.clock().advance(minutes(30));
+    assert_eq!(sim.repairs_started("gpu-few").unwrap(), 2);
+}
+
+#[test]
+fn times_before_the_start_are_refused() {
+    let sim = sim();
+    let id = listed(&sim, "web")[0].0.clone();
+    let early = start() - minutes(1);
+    let error = sim
+        .mark_unhealthy(&id, "KernelReady", "KernelBug", early)
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("before the simulated EKS's start"),
+        "{error}"
+    );
+    sim.clock().advance(minutes(10));
+    let error = (sim.schedule_event("web", Pick::Index(0), start() + minutes(5))).unwrap_err();
+    assert!(
+        error.to_string().contains("before the simulated EKS's now"),
+        "{error}"
+    );
+    assert!(sim.unhealthy_instances().is_empty());
+    assert!(
+        leaving(&sim, "web").iter().all(|(i, _)| *i != id),
+        "nothing changed"
+    );
 }
 
 #[test]

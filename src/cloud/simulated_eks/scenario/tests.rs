@@ -340,8 +340,30 @@ fn bad_leaving_keys_name_the_key_and_the_event() {
         ),
         (
             event("{nodeGroup: spot, index: 3, kind: rebalance, at: \"2026-03-02T09:00:00Z\"}"),
-            "scenario: instanceEvents[0]: index: 3 is not one of node group \"spot\"'s 3 instance(s) (its \
-             desiredSize): 0 to 2",
+            "scenario: instanceEvents[0]: index: 3 is not one of the 3 instance(s) node group \"spot\" runs \
+             from the start (its desiredSize 3, availableCapacity unlimited): 0 to 2",
+        ),
+        (
+            leaving_scenario(
+                "    availableCapacity: 1\n",
+                "instanceEvents:\n  - {nodeGroup: od, index: 1, kind: stopped, at: \"2026-03-02T09:00:00Z\"}\n",
+            ),
+            "scenario: instanceEvents[0]: index: 1 is not one of the 1 instance(s) node group \"od\" runs from \
+             the start (its desiredSize 2, availableCapacity 1): 0 to 0",
+        ),
+        (
+            event("{nodeGroup: od, index: 0, kind: stopped, at: \"2026-03-02T08:59:59Z\"}"),
+            "scenario: instanceEvents[0]: at: \"2026-03-02T08:59:59Z\" is before the scenario's start \
+             2026-03-02T09:00:00Z",
+        ),
+        (
+            event("{nodeGroup: od, index: 0, kind: stopped, at: \"2026-03-02T09:05:00\"}"),
+            "scenario: instanceEvents[0]: at: \"2026-03-02T09:05:00\" is no RFC 3339 time with a zone",
+        ),
+        (
+            event("{nodeGroup: od, index: 0, kind: stopped, at: \"2026-03-02T09:05:00Z\"}")
+                .replace("start: 2026-03-02T09:00:00Z\n", ""),
+            "scenario: start: must be given with instanceEvents: their times are read against it",
         ),
         (
             event("{nodeGroup: spot, index: 0, kind: meteor, at: \"2026-03-02T09:00:00Z\"}"),
