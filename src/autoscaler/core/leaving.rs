@@ -117,8 +117,9 @@ pub async fn drain(
     down.drain_leaving(cluster, orders, now).await.1
 }
 
-/// The leaving nodes into the report, and what the metrics count of them (how their pods were planned for,
-/// how long until none is pending), from where this loop's plan put pods (`status`).
+/// The leaving nodes into the report (and out of the nodes scale-down kept), and what the metrics count of
+/// them (how their pods were planned for, how long until none is pending), from where this loop's plan put
+/// pods (`status`).
 pub fn report(
     (memory, effects): (&mut LeavingMemory, &LeavingEffects),
     (view, pods, read): (&ClusterView, PodList<'_>, &Read),
@@ -126,6 +127,8 @@ pub fn report(
     now: SystemTime,
 ) {
     status.leaving = effects.statuses(&view.nodes, &read.facts);
+    // Scale-down kept them as nodes on their way out: the leaving list says what is done for them.
+    (status.scale_down.unremovable).retain(|k| !effects.no_room.contains(&k.node));
     let planned = Planned {
         placed: status.placed.iter().map(|p| p.pod.as_str()).collect(),
         unmet: status.no_scale_up.iter().map(|p| p.pod.as_str()).collect(),

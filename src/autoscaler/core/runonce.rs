@@ -207,17 +207,11 @@ impl RunOnce {
         status.capacity_quotas = quota_report(quotas_before, view, &snapshot, &groups);
         record::scale_up(&mut status, plan, &pending);
 
-        // Leaving nodes that go now drain (when acting); each is reported with where its pods went.
+        // Leaving nodes that go now drain (when acting); the groups' new nodes are held from scale-down.
         if let Some(actor) = self.actor() {
             let errors = leaving::drain(&mut self.down, &*actor, (&gone, view, &read), now).await;
             status.problems(LoopStage::Leaving, ProblemKind::Action, errors);
         }
-        leaving::report(
-            (&mut self.leaving, &gone),
-            (view, pods, &read),
-            &mut status,
-            now,
-        );
         read.deleting.extend(gone.held.iter().cloned());
 
         // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
@@ -237,6 +231,9 @@ impl RunOnce {
             let report = self.scale_down(stage, now).await;
             record::scale_down(&mut status, report);
         }
+
+        let memory = (&mut self.leaving, &gone);
+        leaving::report(memory, (view, pods, &read), &mut status, now);
 
         // Where the virtual pods went; the features' statuses written back.
         status.node_groups = record::group_statuses(&read.facts, &read.counts, &groups);
