@@ -496,4 +496,43 @@ mod tests {
             });
         assert!(told(&[reported], &mut HashMap::new()).is_empty());
     }
+
+    #[test]
+    fn a_leaving_node_is_told_once_while_it_leaves_and_is_in_the_status_config_map() {
+        use crate::autoscaler::leaving::LeavingAction;
+        use crate::autoscaler::leaving::LeavingStatus;
+        let spot = |node: &str, reason: &str| LeavingStatus {
+            node: node.into(),
+            node_group: "spot".into(),
+            reason: reason.into(),
+            at: "2026-11-30T00:07:00Z".into(),
+            action: LeavingAction::Drain,
+            detail: "EC2 said so".into(),
+        };
+        let mut status = Status {
+            leaving: vec![spot("a", "spotInterruption")],
+            ..Status::default()
+        };
+        let mut memory = HashMap::new();
+        let said = |status: &Status, memory: &mut HashMap<String, String>| -> Vec<String> {
+            (leaving_events(status, memory).into_iter())
+                .map(|(e, at)| format!("{} {} {}", e.reason, at.name.unwrap(), e.note.unwrap()))
+                .collect()
+        };
+        assert_eq!(
+            said(&status, &mut memory),
+            ["NodeLeaving a spotInterruption at 2026-11-30T00:07:00Z: drain: EC2 said so"]
+        );
+        assert!(said(&status, &mut memory).is_empty(), "once");
+        status.leaving.push(spot("b", "rebalance"));
+        assert_eq!(said(&status, &mut memory).len(), 1, "the new one only");
+        let document = status_document(&status, SystemTime::UNIX_EPOCH);
+        assert_eq!(document["leaving"][1]["node"], "b");
+        assert_eq!(document["leaving"][1]["action"], "drain");
+        // Gone and back: told again.
+        status.leaving.clear();
+        assert!(said(&status, &mut memory).is_empty());
+        status.leaving.push(spot("a", "spotInterruption"));
+        assert_eq!(said(&status, &mut memory).len(), 1);
+    }
 }

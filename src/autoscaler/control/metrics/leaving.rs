@@ -1,4 +1,4 @@
-//! Leaving nodes' metrics, `ekscale_autoscaler_leaving_*` (DESIGN.md's prefix for the companion's new
+//! Leaving nodes' metrics, `ekscale_autoscaler_leaving_*` (the design's prefix for the companion's new
 //! families): how many nodes are leaving by reason, how their pods were planned for, and how long until none
 //! of them was pending any more.
 
@@ -68,5 +68,54 @@ impl LeavingMetrics {
         for &(_, seconds) in &replaced.seconds {
             self.seconds.observe(seconds);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::autoscaler::leaving::{LeavingAction, LeavingReplaced, LeavingStatus};
+
+    #[test]
+    fn nodes_by_reason_outcomes_and_seconds_are_counted() {
+        let mut registry = Registry::with_prefix("ekscale");
+        let metrics = LeavingMetrics::register(&mut registry);
+        let status = Status {
+            leaving: vec![LeavingStatus {
+                node: "a".into(),
+                node_group: "spot".into(),
+                reason: "spotInterruption".into(),
+                at: String::new(),
+                action: LeavingAction::Drain,
+                detail: String::new(),
+            }],
+            leaving_replaced: LeavingReplaced {
+                outcomes: vec![(LeavingReason::SpotInterruption, "scaleUp")],
+                seconds: vec![(LeavingReason::SpotInterruption, 75.0)],
+            },
+            ..Status::default()
+        };
+        metrics.observe(&status);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let has = |line: &str| text.lines().any(|l| l == line);
+        assert!(
+            has("ekscale_autoscaler_leaving_nodes{reason=\"spotInterruption\"} 1"),
+            "{text}"
+        );
+        assert!(
+            has("ekscale_autoscaler_leaving_nodes{reason=\"unhealthy\"} 0"),
+            "{text}"
+        );
+        assert!(
+            has(
+                "ekscale_autoscaler_leaving_replacements_total{reason=\"spotInterruption\",outcome=\"scaleUp\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(
+            has("ekscale_autoscaler_leaving_replacement_seconds_count 1"),
+            "{text}"
+        );
     }
 }
