@@ -475,3 +475,157 @@ async fn the_drain_deletes_the_node_through_the_provider_by_its_deadline_whateve
         "through DeleteNodes"
     );
 }
+
+// ekscale's own replacements: a rebalance its group does not handle, a repair its group's EKS repair does not
+// do (`--disruption-config`).
+
+fn with_config(server: &Server, items: Vec<Value>, config: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("disruption.yaml");
+    std::fs::write(&path, config).unwrap();
+    simulate(
+        server,
+        items,
+        &["--disruption-config", path.to_str().unwrap()],
+    )
+}
+
+fn disruption<'r>(result: &'r Value, node: &str) -> Option<&'r Value> {
+    (result["disruptions"].as_array().into_iter().flatten()).find(|d| d["node"] == node)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebalance_its_group_does_not_handle_is_replaced_new_node_first_within_its_budget() {
+    let (server, leaves) = serve(THREE_SPOT, true).await;
+    let (spot, items) = three_spot(&server, &leaves).await;
+    let advice = leaving(&spot[0].0, "spot", LeavingReason::Rebalance, now());
+    leaves.leaving.lock().unwrap().push(advice);
+    let config =
+        "nodeGroups:\n  - match: spot\n    budgets: [{nodes: \"1\", reasons: [Rebalance]}]\n";
+    let result = with_config(&server, items.clone(), config);
+    assert_eq!(leaving_list(&result)[0].2, "replace", "{result:#}");
+    let replaces: Vec<&Value> = (result["scaleUp"].as_array().unwrap().iter())
+        .filter(|s| s["replaces"] == json!([spot[0].1]))
+        .collect();
+    assert_eq!(replaces.len(), 1, "{result:#}");
+    assert_eq!(replaces[0]["nodeGroup"], "spot");
+    let decided = disruption(&result, &spot[0].1).unwrap();
+    assert_eq!(
+        (&decided["reason"], &decided["action"]),
+        (&json!("rebalance"), &json!("replace"))
+    );
+    // Its pods fit on the empty node, yet a rebalance replaces it first: the node is at risk, not its room.
+    assert!(!in_list(&result, "scaleDown", &spot[0].1), "{result:#}");
+    // A budget of none for the reason holds it.
+    let closed =
+        "nodeGroups:\n  - match: spot\n    budgets: [{nodes: \"0\", reasons: [Rebalance]}]\n";
+    let held = with_config(&server, items, closed);
+    assert_eq!(leaving_list(&held)[0].2, "wait", "{held:#}");
+    let detail = held["leaving"][0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("ekscale's rebalance replacement waits"),
+        "{held:#}"
+    );
+    assert!(
+        !scale_ups(&held).iter().any(|(g, _)| g == "spot"),
+        "{held:#}"
+    );
+}
+
+/// Five on-demand nodes, each running a small pod.
+const FIVE: &str = "
+cluster: repair
+region: us-east-1
+nodeGroups:
+  - {name: general, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 10, desiredSize: 5}
+";
+
+/// The five nodes, the first `sick` of them with KernelReady False for the last 20 minutes, the first also
+/// annotated `annotations`.
+async fn five(server: &Server, sick: usize, annotations: Value) -> (Vec<String>, Vec<Value>) {
+    let mut items = nodes_of(server.addr, &["general"]).await;
+    let names: Vec<String> = (items.iter())
+        .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    let condition = json!({"type": "KernelReady", "status": "False", "reason": "KernelBug",
+                           "lastTransitionTime": "2026-11-29T23:45:00Z"});
+    for node in items.iter_mut().take(sick) {
+        node["status"]["conditions"]
+            .as_array_mut()
+            .unwrap()
+            .push(condition.clone());
+    }
+    items[0]["metadata"]["annotations"] = annotations;
+    for (i, name) in names.iter().enumerate() {
+        items.push(running(name, &format!("web-{i}"), "web", "1200m", "1Gi"));
+    }
+    (names, items)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unhealthy_node_is_repaired_after_its_wait_unless_the_group_is_widely_sick_or_it_is_annotated()
+ {
+    let (server, _leaves) = serve(FIVE, false).await;
+    let repair = "nodeGroups:\n  - match: general\n    repair: {after: 10m}\n";
+    let (names, items) = five(&server, 1, json!({})).await;
+    let result = with_config(&server, items.clone(), repair);
+    assert_eq!(leaving_list(&result)[0].2, "replace", "{result:#}");
+    let decided = disruption(&result, &names[0]).unwrap();
+    assert_eq!(
+        (&decided["reason"], &decided["action"]),
+        (&json!("unhealthy"), &json!("replace"))
+    );
+    assert!(
+        scale_ups(&result).contains(&("general".to_string(), 1)),
+        "{result:#}"
+    );
+    // Without `repair:`, or before the condition's own wait, it waits.
+    let plain = "nodeGroups:\n  - match: general\n";
+    let result = with_config(&server, items.clone(), plain);
+    assert_eq!(leaving_list(&result)[0].2, "wait", "{result:#}");
+    assert!(disruption(&result, &names[0]).is_none(), "{result:#}");
+    let later = "nodeGroups:\n  - match: general\n    repair: {after: 10m, conditions: {KernelReady: 30m}}\n";
+    let result = with_config(&server, items, later);
+    assert_eq!(leaving_list(&result)[0].2, "wait", "{result:#}");
+    assert!(scale_ups(&result).is_empty(), "{result:#}");
+    // Two of five unhealthy: a cluster-wide problem, repaired by no one.
+    let (_, items) = five(&server, 2, json!({})).await;
+    let result = with_config(&server, items, repair);
+    assert!(
+        leaving_list(&result).iter().all(|l| l.2 == "wait"),
+        "{result:#}"
+    );
+    assert!(
+        result["leaving"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("cluster-wide")
+    );
+    assert!(scale_ups(&result).is_empty(), "{result:#}");
+    // Annotated do-not-disrupt: never repaired by ekscale.
+    let annotated = json!({"karpenter.sh/do-not-disrupt": "true"});
+    let (_, items) = five(&server, 1, annotated).await;
+    let result = with_config(&server, items, repair);
+    assert_eq!(leaving_list(&result)[0].2, "wait", "{result:#}");
+    assert!(scale_ups(&result).is_empty(), "{result:#}");
+}
+
+#[test]
+fn a_repair_with_a_wrong_key_is_refused_naming_it() {
+    let bad =
+        "nodeGroups:\n  - match: general\n    repair: {after: 10m, conditions: {DiskFull: 5m}}\n";
+    let error = ekscale::autoscaler::DisruptionConfig::parse(bad)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with(
+            "nodeGroups[0] (match \"general\"): repair.conditions.DiskFull: not a node"
+        ),
+        "{error}"
+    );
+    let unknown = "nodeGroups:\n  - match: general\n    repair: {after: 10m, every: 5m}\n";
+    let error = ekscale::autoscaler::DisruptionConfig::parse(unknown)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("every"), "{error}");
+}

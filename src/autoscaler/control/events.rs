@@ -390,6 +390,8 @@ fn disruption_events(status: &Status, namespace: &str) -> Vec<(Event, ObjectRefe
         let (reason, note) = match (d.action.as_str(), d.reason.as_str()) {
             ("wait", _) => ("DisruptionBlocked", format!("{}: {}", d.reason, d.detail)),
             (action, "expired") => ("Expired", format!("{action}: {}", d.detail)),
+            (action, "rebalance") => ("Rebalance", format!("{action}: {}", d.detail)),
+            (action, "unhealthy") => ("Unhealthy", format!("{action}: {}", d.detail)),
             (action, _) => ("Drifted", format!("{action}: {}", d.detail)),
         };
         events.push((event(EventType::Normal, reason, "Disrupt", note), node));
@@ -508,6 +510,7 @@ mod tests {
             at: "2026-11-30T00:07:00Z".into(),
             action: LeavingAction::Drain,
             detail: "EC2 said so".into(),
+            source: "EC2 said so".into(),
         };
         let mut status = Status {
             leaving: vec![spot("a", "spotInterruption")],

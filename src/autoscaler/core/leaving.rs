@@ -32,7 +32,7 @@ pub struct Changes<'a> {
 
 /// The leaving nodes this loop, and what could not be read of them.
 pub async fn read(
-    (client, memory): (&ProviderClient, &LeavingMemory),
+    (client, memory, down): (&ProviderClient, &LeavingMemory, &ScaleDownPolicy),
     (view, pods): (&ClusterView, PodList<'_>),
     changes: Changes<'_>,
     now: SystemTime,
@@ -73,7 +73,8 @@ pub async fn read(
         return (LeavingEffects::default(), problems);
     }
     let at = (&view.nodes[..], &read.node_group[..]);
-    let effects = LeavingEffects::of(found, at, pods, &mut sorted.bound);
+    let mut effects = LeavingEffects::new(found, at, pods, &mut sorted.bound);
+    effects.replacing(&view.nodes, |n| down.replacing(n));
     sorted.to_help.extend_from_slice(&effects.moved);
     sorted.to_help.sort_unstable();
     read.deleting.extend(effects.no_room.iter().cloned());
@@ -127,6 +128,9 @@ pub fn report(
     now: SystemTime,
 ) {
     status.leaving = effects.statuses(&view.nodes, &read.facts);
+    let decided = (status.scale_down.disruptions.iter())
+        .map(|d| (&d.node[..], &d.reason[..], &d.action[..], &d.detail[..]));
+    LeavingEffects::decided(&mut status.leaving, decided);
     // Scale-down kept them as nodes on their way out: the leaving list says what is done for them.
     (status.scale_down.unremovable).retain(|k| !effects.no_room.contains(&k.node));
     let planned = Planned {

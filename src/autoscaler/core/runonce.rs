@@ -38,7 +38,7 @@ use crate::autoscaler::core::record;
 use crate::autoscaler::disruption::DisruptionConfig;
 use crate::autoscaler::fargate::FargateAnswers;
 use crate::autoscaler::group::{Group, GroupFacts};
-use crate::autoscaler::leaving::LeavingMemory;
+use crate::autoscaler::leaving::{LeavingEffects, LeavingMemory};
 use crate::autoscaler::planning::planning;
 use crate::autoscaler::provreq::outcome::Requests;
 use crate::autoscaler::provreq::provision;
@@ -171,7 +171,7 @@ impl RunOnce {
             groups: &mut groups,
             backoff: &mut self.state.backoff,
         };
-        let memory = (&self.client, &self.leaving);
+        let memory = (&self.client, &self.leaving, &self.down);
         let (gone, errors) = leaving::read(memory, (view, pods), changes, now).await;
         status.problems(LoopStage::Leaving, ProblemKind::ProviderCall, errors);
 
@@ -227,6 +227,7 @@ impl RunOnce {
                 projection: &grouped.projection,
                 paused,
                 disruption: disruption.config.as_deref(),
+                leaving: &gone,
             };
             let report = self.scale_down(stage, now).await;
             record::scale_down(&mut status, report);
@@ -549,6 +550,7 @@ impl RunOnce {
             projection,
             paused,
             disruption,
+            leaving,
         } = stage;
         let mut report = Report::default();
         if self.settings.consolidation.replaces()
@@ -582,6 +584,7 @@ impl RunOnce {
             node_group: &read.node_group,
             on_node,
             deleting: &read.deleting,
+            leaving,
             projection,
             paused,
             now,
@@ -635,6 +638,8 @@ struct ScaleDownStage<'a> {
     paused: Option<String>,
     /// Budgets, expiry and grace periods per group, when a configuration applies.
     disruption: Option<&'a DisruptionConfig>,
+    /// The leaving nodes, for the rebalance and repair methods.
+    leaving: &'a LeavingEffects,
 }
 
 /// What scale-down and consolidation need of the loop, acting on `actor` when there is one.

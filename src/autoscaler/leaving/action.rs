@@ -62,10 +62,18 @@ pub fn decide(node: &LeavingNode) -> (LeavingAction, String) {
         ),
         LeavingReason::Rebalance => (
             LeavingAction::Wait,
-            "its group does not rebalance itself: ekscale replaces it within the disruption budget \
-             (reason Rebalance)"
+            "its group does not rebalance itself: ekscale replaces it, the new node first, within the \
+             disruption budget (reason Rebalance) where a disruption configuration covers the group"
                 .into(),
         ),
+        LeavingReason::Unhealthy if cluster_wide(node.unhealthy_in_group) => {
+            let (unhealthy, of) = node.unhealthy_in_group;
+            let why = format!(
+                "{unhealthy} of its group's {of} nodes are unhealthy, more than 20%: a cluster-wide \
+                 problem is no node problem, and ekscale repairs none of them"
+            );
+            (LeavingAction::Wait, why)
+        }
         LeavingReason::Unhealthy => (
             LeavingAction::Wait,
             "its group's auto repair is off: ekscale replaces it when the disruption configuration's \
@@ -73,4 +81,10 @@ pub fn decide(node: &LeavingNode) -> (LeavingAction, String) {
                 .into(),
         ),
     }
+}
+
+/// Whether more than 20% of a group's nodes are unhealthy (`(unhealthy, nodes)`): ekscale repairs none of
+/// them then, as EKS's auto repair halts.
+pub fn cluster_wide((unhealthy, nodes): (usize, usize)) -> bool {
+    unhealthy * 5 > nodes
 }

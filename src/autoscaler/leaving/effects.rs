@@ -49,7 +49,7 @@ pub fn moves(pod: &Pod) -> bool {
 impl LeavingEffects {
     /// What `leaving` changes: the actions decided, and the pods of `bound` (indices into `pods`, those
     /// that hold room) on nodes whose pods move taken out of `bound` into `moved`.
-    pub fn of(
+    pub fn new(
         leaving: LeavingNodes,
         (nodes, node_group): (&[Arc<Node>], &[Option<usize>]),
         pods: PodList<'_>,
@@ -94,6 +94,47 @@ impl LeavingEffects {
         };
         effects.held = effects.newest_held(nodes, node_group);
         effects
+    }
+
+    /// The nodes ekscale would replace (action `wait`) that it is replacing already (`ours`): `replace`.
+    pub fn replacing(&mut self, nodes: &[Arc<Node>], ours: impl Fn(&str) -> bool) {
+        for (l, (action, why)) in self.nodes.nodes.iter().zip(&mut self.actions) {
+            if *action == LeavingAction::Wait && ours(&nodes[l.node].name) {
+                *action = LeavingAction::Replace;
+                *why = "ekscale is replacing it: its new node first, then it drains".into();
+            }
+        }
+    }
+
+    /// This loop's disruption decisions for the nodes ekscale replaces itself (`decided`: node, reason word,
+    /// action, detail, as the report's disruptions say them), into the report's `leaving` list.
+    pub fn decided<'d>(
+        listed: &mut [LeavingStatus],
+        decided: impl IntoIterator<Item = (&'d str, &'d str, &'d str, &'d str)>,
+    ) {
+        let by_node: HashMap<&str, (&str, &str, &str)> = (decided.into_iter())
+            .filter(|(_, reason, ..)| matches!(*reason, "rebalance" | "unhealthy"))
+            .map(|(node, reason, action, detail)| (node, (reason, action, detail)))
+            .collect();
+        for l in listed
+            .iter_mut()
+            .filter(|l| l.action == LeavingAction::Wait)
+        {
+            let Some(&(reason, action, detail)) = by_node.get(l.node.as_str()) else {
+                continue;
+            };
+            let source = &l.source;
+            (l.action, l.detail) = match action {
+                "wait" => (
+                    LeavingAction::Wait,
+                    format!("{source}: ekscale's {reason} replacement waits: {detail}"),
+                ),
+                _ => (
+                    LeavingAction::Replace,
+                    format!("{source}: ekscale replaces it: {detail}"),
+                ),
+            };
+        }
     }
 
     /// For each group, how many of its nodes it replaces itself (action `none`).
@@ -163,10 +204,17 @@ impl LeavingEffects {
                 at: humantime::format_rfc3339_seconds(l.at).to_string(),
                 action: *action,
                 detail: format!("{}: {why}", l.detail),
+                source: l.detail.clone(),
             })
             .collect();
         listed.sort_by(|a, b| a.node.cmp(&b.node));
         listed
+    }
+
+    /// The node at view index `node` when it is leaving, and what is done for it.
+    pub fn of(&self, node: usize) -> Option<(&LeavingNode, LeavingAction)> {
+        let at = self.nodes.position(node)?;
+        Some((&self.nodes.nodes[at], self.actions[at].0))
     }
 
     /// The leaving node and its action, in the order of `nodes.nodes`.

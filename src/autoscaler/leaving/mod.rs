@@ -15,8 +15,8 @@ pub(crate) mod report; // the report's `leaving` list
 #[cfg(test)]
 mod tests;
 
-pub use action::LeavingAction;
+pub use action::{LeavingAction, cluster_wide};
 pub use effects::LeavingEffects;
 pub use memory::LeavingMemory;
-pub use nodes::LeavingNodes;
+pub use nodes::{LeavingNode, LeavingNodes};
 pub use report::{LeavingReplaced, LeavingStatus};

@@ -44,6 +44,8 @@ pub struct LeavingNode {
     pub detail: String,
     /// Its group replaces it itself: ekscale adds nothing for it.
     pub replaced_by_group: Option<GroupReplaces>,
+    /// Of its group's nodes, how many are unhealthy, and how many there are.
+    pub unhealthy_in_group: (usize, usize),
 }
 
 /// The leaving nodes of a view, in the order of its nodes.
@@ -51,6 +53,8 @@ pub struct LeavingNode {
 pub struct LeavingNodes {
     /// Sorted by node index.
     pub nodes: Vec<LeavingNode>,
+    /// For each view node, its position in `nodes`.
+    by_node: Vec<Option<u32>>,
 }
 
 /// Which source says a node leaves, the more pressing first: a node two sources name takes the first.
@@ -126,7 +130,10 @@ impl LeavingNodes {
         }
         let unhealthy = unhealthy_per_group(&found, node_group, facts.len());
         let sizes = nodes_per_group(node_group, facts.len());
-        let mut leaving = LeavingNodes::default();
+        let mut leaving = LeavingNodes {
+            nodes: Vec::new(),
+            by_node: vec![None; nodes.len()],
+        };
         for (n, slot) in found.into_iter().enumerate() {
             let Some((reason, at, mut detail)) = slot else {
                 continue;
@@ -154,6 +161,8 @@ impl LeavingNodes {
                 }
                 _ => None,
             };
+            leaving.by_node[n] = Some(leaving.nodes.len() as u32);
+            let unhealthy_in_group = group.map_or((0, 0), |g| (unhealthy[g], sizes[g]));
             leaving.nodes.push(LeavingNode {
                 node: n,
                 group,
@@ -161,9 +170,15 @@ impl LeavingNodes {
                 at,
                 detail,
                 replaced_by_group,
+                unhealthy_in_group,
             });
         }
         leaving
+    }
+
+    /// The position in `nodes` of the leaving node at view index `node`, if it is one.
+    pub fn position(&self, node: usize) -> Option<usize> {
+        Some((*self.by_node.get(node)?)? as usize)
     }
 
     pub fn is_empty(&self) -> bool {

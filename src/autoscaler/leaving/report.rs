@@ -19,6 +19,9 @@ pub struct LeavingStatus {
     pub action: LeavingAction,
     /// What its source said, and what is done for its pods.
     pub detail: String,
+    /// What its source said alone.
+    #[serde(skip)]
+    pub source: String,
 }
 
 impl LeavingStatus {

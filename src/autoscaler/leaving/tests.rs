@@ -215,7 +215,7 @@ fn pods_move_off_nodes_that_go_and_the_groups_newest_node_is_held() {
     let mut bound: Vec<usize> = (0..pods.len()).collect();
     let node_group = vec![Some(0); nodes.len()];
     let list = PodList::from(&pods);
-    let effects = LeavingEffects::of(found, (&nodes, &node_group), list, &mut bound);
+    let effects = LeavingEffects::new(found, (&nodes, &node_group), list, &mut bound);
     assert_eq!(effects.moved, vec![0, 2]);
     assert_eq!(bound, vec![1, 3]);
     assert_eq!(effects.no_room, HashSet::from(["a".into(), "b".into()]));
@@ -256,7 +256,7 @@ fn the_memory_counts_each_node_once_and_times_its_pods_until_none_is_pending() {
         let mut bound: Vec<usize> = (0..pods.len()).collect();
         let found = find(nodes, &groups, &instances);
         let list = PodList::from(pods);
-        let effects = LeavingEffects::of(found, (nodes, &node_group), list, &mut bound);
+        let effects = LeavingEffects::new(found, (nodes, &node_group), list, &mut bound);
         let planned = Planned {
             placed: HashSet::new(),
             unmet: HashSet::new(),

@@ -88,6 +88,7 @@ mod tests {
                 at: String::new(),
                 action: LeavingAction::Drain,
                 detail: String::new(),
+                source: String::new(),
             }],
             leaving_replaced: LeavingReplaced {
                 outcomes: vec![(LeavingReason::SpotInterruption, "scaleUp")],
