@@ -376,7 +376,7 @@ async fn a_termination_handlers_taint_and_a_monitoring_agents_condition_are_read
     let table = String::from_utf8(table.stdout).unwrap();
     let section = table.split("\nLeaving nodes\n").nth(1).expect(&table);
     let line = format!(
-        "  {} (spot): spotInterruption at {NOW}: drain: tainted",
+        "  {} (spot): spotInterruption at 2026-11-30T00:07:00Z: drain: tainted",
         spot[0].1
     );
     assert!(
@@ -628,4 +628,13 @@ fn a_repair_with_a_wrong_key_is_refused_naming_it() {
         .unwrap_err()
         .to_string();
     assert!(error.contains("every"), "{error}");
+}
+
+#[test]
+fn the_readme_example_is_what_simulate_prints() {
+    let provider = common::Binary::start(&[]);
+    let args = ["--now", "2026-11-30T10:00:00Z"];
+    let snapshot = "tests/data/leaving.yaml";
+    let lines = common::cluster::readme_shows(provider.grpc, snapshot, &args, "Leaving nodes");
+    assert_eq!(lines, 4, "Leaving nodes and Nodes kept");
 }

@@ -107,7 +107,7 @@ pub async fn drain(
                 kind: DeletionKind::Drain,
                 cause: Cause::Leaving {
                     reason: l.reason.as_str(),
-                    at: l.at,
+                    at: l.deadline,
                 },
             })
         })

@@ -49,15 +49,18 @@ pub fn decide(node: &LeavingNode) -> (LeavingAction, String) {
     if let Some(by) = node.replaced_by_group {
         return (LeavingAction::None, by.words().to_string());
     }
-    let at = humantime::format_rfc3339_seconds(node.at);
+    let until = match node.deadline {
+        Some(at) => format!("until {}", humantime::format_rfc3339_seconds(at)),
+        None => "(no deadline is known)".into(),
+    };
     match node.reason {
         LeavingReason::SpotInterruption
         | LeavingReason::ScheduledEvent
         | LeavingReason::InstanceStopped => (
             LeavingAction::Drain,
             format!(
-                "cordoned and drained now, PodDisruptionBudgets respected until {at}; its pods are \
-                 planned elsewhere this loop"
+                "cordoned and drained now, PodDisruptionBudgets respected {until}; its pods are planned \
+                 elsewhere this loop"
             ),
         ),
         LeavingReason::Rebalance => (

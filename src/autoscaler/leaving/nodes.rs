@@ -8,7 +8,15 @@ use crate::autoscaler::group::GroupFacts;
 use crate::model::{LEAVING_TAINTS, LeavingInstance, LeavingReason, Node, NodeRepairConfig};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
+
+/// How long EC2's Spot interruption warning gives: a node a termination handler tainted for one goes at
+/// most this long after the taint was first seen.
+pub const SPOT_WARNING: Duration = Duration::from_secs(120);
+
+/// What one source says of a node: why, when, in words, and by when its drain must be over (`None`: the
+/// source gives no deadline).
+type Said = (LeavingReason, SystemTime, String, Option<SystemTime>);
 
 /// What replaces a leaving node without ekscale: its group itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +50,9 @@ pub struct LeavingNode {
     pub at: SystemTime,
     /// What the source said, in words.
     pub detail: String,
+    /// By when a drain must be over: the instance goes then. `None` when the source gives no time (a
+    /// termination handler's taint for anything but a Spot interruption, a node problem).
+    pub deadline: Option<SystemTime>,
     /// Its group replaces it itself: ekscale adds nothing for it.
     pub replaced_by_group: Option<GroupReplaces>,
     /// Of its group's nodes, how many are unhealthy, and how many there are.
@@ -91,12 +102,12 @@ impl LeavingNodes {
             facts,
             instances,
         } = *sources;
-        let mut found: Vec<Option<(LeavingReason, SystemTime, String)>> = vec![None; nodes.len()];
-        let mut offer = |n: usize, candidate: (LeavingReason, SystemTime, String)| {
+        let mut found: Vec<Option<Said>> = vec![None; nodes.len()];
+        let mut offer = |n: usize, candidate: Said| {
             let slot = &mut found[n];
             let better = match slot {
                 None => true,
-                Some((r, at, _)) => (rank(candidate.0), candidate.1) < (rank(*r), *at),
+                Some((r, at, ..)) => (rank(candidate.0), candidate.1) < (rank(*r), *at),
             };
             if better {
                 *slot = Some(candidate);
@@ -109,15 +120,31 @@ impl LeavingNodes {
                 .collect();
             for instance in instances {
                 if let Some(&n) = by_id.get(instance.id.as_str()) {
-                    offer(n, (instance.reason, instance.at, instance.detail.clone()));
+                    let deadline =
+                        (instance.reason != LeavingReason::Rebalance).then_some(instance.at);
+                    offer(
+                        n,
+                        (
+                            instance.reason,
+                            instance.at,
+                            instance.detail.clone(),
+                            deadline,
+                        ),
+                    );
                 }
             }
         }
         for (n, node) in nodes.iter().enumerate() {
             for taint in &node.taints {
                 if let Some((key, reason)) = LEAVING_TAINTS.iter().find(|(k, _)| *k == taint.key) {
-                    let at = seen(&node.name).unwrap_or(now);
-                    offer(n, (*reason, at, format!("tainted {key}")));
+                    let since = seen(&node.name).unwrap_or(now);
+                    let (at, deadline) = match reason {
+                        LeavingReason::SpotInterruption => {
+                            (since + SPOT_WARNING, Some(since + SPOT_WARNING))
+                        }
+                        _ => (since, None),
+                    };
+                    offer(n, (*reason, at, format!("tainted {key}"), deadline));
                 }
             }
             if let Some(first) = node.problems.iter().min_by_key(|p| p.since) {
@@ -125,7 +152,7 @@ impl LeavingNodes {
                 let said: Vec<String> = (node.problems.iter())
                     .map(|p| format!("{} False ({})", p.condition, p.reason))
                     .collect();
-                offer(n, (LeavingReason::Unhealthy, at, said.join(", ")));
+                offer(n, (LeavingReason::Unhealthy, at, said.join(", "), None));
             }
         }
         let unhealthy = unhealthy_per_group(&found, node_group, facts.len());
@@ -135,7 +162,7 @@ impl LeavingNodes {
             by_node: vec![None; nodes.len()],
         };
         for (n, slot) in found.into_iter().enumerate() {
-            let Some((reason, at, mut detail)) = slot else {
+            let Some((reason, at, mut detail, deadline)) = slot else {
                 continue;
             };
             let group = node_group.get(n).copied().flatten();
@@ -169,6 +196,7 @@ impl LeavingNodes {
                 reason,
                 at,
                 detail,
+                deadline,
                 replaced_by_group,
                 unhealthy_in_group,
             });
@@ -187,7 +215,7 @@ impl LeavingNodes {
 }
 
 fn unhealthy_per_group(
-    found: &[Option<(LeavingReason, SystemTime, String)>],
+    found: &[Option<Said>],
     node_group: &[Option<usize>],
     groups: usize,
 ) -> Vec<usize> {

@@ -127,7 +127,8 @@ fn the_three_sources_are_read_and_the_most_pressing_reason_wins() {
         said,
         vec![
             (0, LeavingReason::SpotInterruption, deadline),
-            (1, LeavingReason::SpotInterruption, now()),
+            // A termination handler's taint: the warning's two minutes from when it was first seen.
+            (1, LeavingReason::SpotInterruption, now() + 2 * MIN),
             (2, LeavingReason::Unhealthy, now() - 3 * MIN),
         ]
     );

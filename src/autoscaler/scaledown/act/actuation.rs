@@ -53,10 +53,10 @@ pub enum Cause {
     },
     /// Leaving (a Spot interruption, a scheduled event, a stopped instance: `autoscaler/leaving/`): drained
     /// at once, such a pod holds the drain until `at`, when the instance goes, and is then deleted; never
-    /// held past it.
+    /// held past it. Without `at` (a termination handler's taint says no time) it holds as long as it takes.
     Leaving {
         reason: &'static str,
-        at: SystemTime,
+        at: Option<SystemTime>,
     },
 }
 
@@ -492,7 +492,7 @@ impl Deletion {
     fn forced_at(&self) -> Option<SystemTime> {
         match self.cause {
             Cause::Disruption { grace: Some(g), .. } => self.drain_started.map(|s| s + g),
-            Cause::Leaving { at, .. } => Some(at),
+            Cause::Leaving { at, .. } => at,
             _ => None,
         }
     }
@@ -508,6 +508,9 @@ impl Deletion {
                 "forced at {} by its terminationGracePeriod",
                 humantime::format_rfc3339_seconds(at)
             ),
+            None if matches!(self.cause, Cause::Leaving { .. }) => {
+                "no deadline is known: the drain waits for it".into()
+            }
             None => "no terminationGracePeriod: the drain waits for it".into(),
         }
     }
