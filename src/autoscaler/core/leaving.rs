@@ -7,7 +7,7 @@ use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::clusterstate::backoff::GroupBackoff;
 use crate::autoscaler::core::classify::Sorted;
-use crate::autoscaler::core::read::Read;
+use crate::autoscaler::core::record::Read;
 use crate::autoscaler::group::Group;
 use crate::autoscaler::leaving::effects::SPOT_UNAVAILABLE;
 use crate::autoscaler::leaving::memory::Planned;
@@ -18,6 +18,7 @@ use crate::autoscaler::scaledown::plan::planner::DeletionKind;
 use crate::autoscaler::scaledown::policy::ScaleDownPolicy;
 use crate::autoscaler::status::Status;
 use crate::model::PodList;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// What the stage changes for the stages after it: the pods sorted (those moved off leaving nodes go from
@@ -89,14 +90,19 @@ pub async fn read(
     (effects, problems)
 }
 
-/// Starts the drains of the leaving nodes that go now (action `drain`), each held by its pods' budgets no
-/// later than its `at`. Returns what could not be started.
+/// Starts the drains of the leaving nodes that go now (action `drain`) on `cluster` (when the loop acts),
+/// each held by its pods' budgets no later than its deadline, and holds the groups' new nodes from
+/// scale-down. Returns what could not be started.
 pub async fn drain(
     down: &mut ScaleDownPolicy,
-    cluster: &dyn ClusterSource,
-    (effects, view, read): (&LeavingEffects, &ClusterView, &Read),
+    cluster: Option<Arc<dyn ClusterSource>>,
+    (effects, view, read): (&LeavingEffects, &ClusterView, &mut Read),
     now: SystemTime,
 ) -> Vec<String> {
+    // The groups' newest nodes, held while the nodes they replace drain, join scale-down's nodes on their way
+    // out (after the snapshot, which gives them pods).
+    read.deleting.extend(effects.held.iter().cloned());
+    let read = &*read;
     let orders: Vec<DeletionOrder<'_>> = (effects.each())
         .filter(|(_, action)| *action == LeavingAction::Drain)
         .filter_map(|(l, _)| {
@@ -112,10 +118,10 @@ pub async fn drain(
             })
         })
         .collect();
-    if orders.is_empty() {
-        return Vec::new();
+    match cluster {
+        Some(cluster) if !orders.is_empty() => down.drain_leaving(&*cluster, orders, now).await.1,
+        _ => Vec::new(),
     }
-    down.drain_leaving(cluster, orders, now).await.1
 }
 
 /// The leaving nodes into the report (and out of the nodes scale-down kept), and what the metrics count of

@@ -33,8 +33,8 @@ use crate::autoscaler::core::disruption_source::DisruptionSource;
 use crate::autoscaler::core::features::Features;
 use crate::autoscaler::core::health::Judge;
 use crate::autoscaler::core::leaving;
-use crate::autoscaler::core::read::{Read, quota_report, snapshot_inputs};
 use crate::autoscaler::core::record;
+use crate::autoscaler::core::record::{Read, quota_report, snapshot_inputs};
 use crate::autoscaler::disruption::DisruptionConfig;
 use crate::autoscaler::fargate::FargateAnswers;
 use crate::autoscaler::group::{Group, GroupFacts};
@@ -208,11 +208,9 @@ impl RunOnce {
         record::scale_up(&mut status, plan, &pending);
 
         // Leaving nodes that go now drain (when acting); the groups' new nodes are held from scale-down.
-        if let Some(actor) = self.actor() {
-            let errors = leaving::drain(&mut self.down, &*actor, (&gone, view, &read), now).await;
-            status.problems(LoopStage::Leaving, ProblemKind::Action, errors);
-        }
-        read.deleting.extend(gone.held.iter().cloned());
+        let (actor, down) = (self.actor(), &mut self.down);
+        let errors = leaving::drain(down, actor, (&gone, view, &mut read), now).await;
+        status.problems(LoopStage::Leaving, ProblemKind::Action, errors);
 
         // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
         if self.settings.scale_down.enabled {

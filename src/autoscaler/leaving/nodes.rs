@@ -5,7 +5,9 @@
 //! and whether its group replaces it itself (capacity rebalancing, EKS's node auto repair).
 
 use crate::autoscaler::group::GroupFacts;
-use crate::model::{LEAVING_TAINTS, LeavingInstance, LeavingReason, Node, NodeRepairConfig};
+use crate::model::{
+    LEAVING_TAINTS, LeavingInstance, LeavingReason, Node, NodeGroupState, NodeRepairConfig,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -167,29 +169,9 @@ impl LeavingNodes {
             };
             let group = node_group.get(n).copied().flatten();
             let state = group.and_then(|g| facts[g].state.as_ref());
-            let replaced_by_group = match reason {
-                LeavingReason::Rebalance if state.is_some_and(|s| s.capacity_rebalance) => {
-                    Some(GroupReplaces::CapacityRebalancing)
-                }
-                LeavingReason::Unhealthy => {
-                    let repair = state.and_then(|s| s.node_repair.as_ref());
-                    let g = group.unwrap_or(0);
-                    match repair.filter(|r| r.enabled) {
-                        Some(r) if repair_halts(r, unhealthy[g], sizes[g]) => {
-                            detail.push_str(&format!(
-                                "; EKS's auto repair halts: {} of the group's {} nodes are unhealthy",
-                                unhealthy[g], sizes[g]
-                            ));
-                            None
-                        }
-                        Some(_) => Some(GroupReplaces::AutoRepair),
-                        None => None,
-                    }
-                }
-                _ => None,
-            };
+            let counts = group.map_or((0, 0), |g| (unhealthy[g], sizes[g]));
+            let replaced_by_group = replaced_by_group(reason, state, counts, &mut detail);
             leaving.by_node[n] = Some(leaving.nodes.len() as u32);
-            let unhealthy_in_group = group.map_or((0, 0), |g| (unhealthy[g], sizes[g]));
             leaving.nodes.push(LeavingNode {
                 node: n,
                 group,
@@ -198,7 +180,7 @@ impl LeavingNodes {
                 detail,
                 deadline,
                 replaced_by_group,
-                unhealthy_in_group,
+                unhealthy_in_group: counts,
             });
         }
         leaving
@@ -211,6 +193,35 @@ impl LeavingNodes {
 
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
+    }
+}
+
+/// Whether a node leaving for `reason` is its group's to replace (`state`: the group's, `(unhealthy, nodes)`:
+/// its counts); why EKS's repair holds off, added to `detail`.
+fn replaced_by_group(
+    reason: LeavingReason,
+    state: Option<&NodeGroupState>,
+    (unhealthy, nodes): (usize, usize),
+    detail: &mut String,
+) -> Option<GroupReplaces> {
+    match reason {
+        LeavingReason::Rebalance if state.is_some_and(|s| s.capacity_rebalance) => {
+            Some(GroupReplaces::CapacityRebalancing)
+        }
+        LeavingReason::Unhealthy => {
+            let repair = state.and_then(|s| s.node_repair.as_ref());
+            match repair.filter(|r| r.enabled) {
+                Some(r) if repair_halts(r, unhealthy, nodes) => {
+                    detail.push_str(&format!(
+                        "; EKS's auto repair halts: {unhealthy} of the group's {nodes} nodes are unhealthy"
+                    ));
+                    None
+                }
+                Some(_) => Some(GroupReplaces::AutoRepair),
+                None => None,
+            }
+        }
+        _ => None,
     }
 }
 
