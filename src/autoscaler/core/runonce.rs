@@ -26,22 +26,23 @@ use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::clustersnapshot::snapshot::{self as cluster_snapshot, ClusterSnapshot};
 use crate::autoscaler::clusterstate::backoff::GroupBackoff;
-use crate::autoscaler::clusterstate::state::{
-    self as cluster_state, ClusterState, Counts, LateInstances,
-};
+use crate::autoscaler::clusterstate::state::{self as cluster_state, ClusterState, LateInstances};
 use crate::autoscaler::core::claim_needs;
 use crate::autoscaler::core::classify::{self, Sorted};
 use crate::autoscaler::core::disruption_source::DisruptionSource;
 use crate::autoscaler::core::features::Features;
 use crate::autoscaler::core::health::Judge;
+use crate::autoscaler::core::leaving;
 use crate::autoscaler::core::record;
+use crate::autoscaler::core::record::{Read, quota_report, snapshot_inputs};
 use crate::autoscaler::disruption::DisruptionConfig;
 use crate::autoscaler::fargate::FargateAnswers;
 use crate::autoscaler::group::{Group, GroupFacts};
+use crate::autoscaler::leaving::{LeavingEffects, LeavingMemory};
 use crate::autoscaler::planning::planning;
 use crate::autoscaler::provreq::outcome::Requests;
 use crate::autoscaler::provreq::provision;
-use crate::autoscaler::quotas::{QuotaBefore, QuotaReport, QuotaStage};
+use crate::autoscaler::quotas::QuotaStage;
 use crate::autoscaler::scaledown::carry_out::CarryGround;
 use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
 use crate::autoscaler::scaledown::consolidation::replacement::WatchMode;
@@ -97,6 +98,8 @@ pub struct RunOnce {
     dra: Option<Arc<Dra>>,
     /// Whether the CapacityQuotas are kept (enforced, reported, their statuses written).
     quotas: QuotaStage,
+    /// The leaving nodes seen: since when, and whether their pods found room since.
+    leaving: LeavingMemory,
 }
 
 impl RunOnce {
@@ -118,6 +121,7 @@ impl RunOnce {
             disruption,
             dra: None,
             quotas,
+            leaving: LeavingMemory::default(),
         }
     }
 
@@ -160,6 +164,17 @@ impl RunOnce {
             return Ok(record::finish(status, started));
         }
 
+        // Leaving nodes: no room, their pods to help this loop, their groups' own replacements coming.
+        let changes = leaving::Changes {
+            sorted: &mut sorted,
+            read: &mut read,
+            groups: &mut groups,
+            backoff: &mut self.state.backoff,
+        };
+        let memory = (&self.client, &self.leaving, &self.down);
+        let (gone, errors) = leaving::read(memory, (view, pods), changes, now).await;
+        status.problems(LoopStage::Leaving, ProblemKind::ProviderCall, errors);
+
         // Pods: those consuming a request set aside, Fargate's reported, the rest in equivalence groups.
         requests.set_aside(&mut sorted.to_help, pods);
         status.no_scale_up.append(&mut sorted.said);
@@ -192,6 +207,11 @@ impl RunOnce {
         status.capacity_quotas = quota_report(quotas_before, view, &snapshot, &groups);
         record::scale_up(&mut status, plan, &pending);
 
+        // Leaving nodes that go now drain (when acting); the groups' new nodes are held from scale-down.
+        let (actor, down) = (self.actor(), &mut self.down);
+        let errors = leaving::drain(down, actor, (&gone, view, &mut read), now).await;
+        status.problems(LoopStage::Leaving, ProblemKind::Action, errors);
+
         // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
         if self.settings.scale_down.enabled {
             let stage = ScaleDownStage {
@@ -205,10 +225,14 @@ impl RunOnce {
                 projection: &grouped.projection,
                 paused,
                 disruption: disruption.config.as_deref(),
+                leaving: &gone,
             };
             let report = self.scale_down(stage, now).await;
             record::scale_down(&mut status, report);
         }
+
+        let memory = (&mut self.leaving, &gone);
+        leaving::report(memory, (view, pods, &read), &mut status, now);
 
         // Where the virtual pods went; the features' statuses written back.
         status.node_groups = record::group_statuses(&read.facts, &read.counts, &groups);
@@ -524,6 +548,7 @@ impl RunOnce {
             projection,
             paused,
             disruption,
+            leaving,
         } = stage;
         let mut report = Report::default();
         if self.settings.consolidation.replaces()
@@ -557,6 +582,7 @@ impl RunOnce {
             node_group: &read.node_group,
             on_node,
             deleting: &read.deleting,
+            leaving,
             projection,
             paused,
             now,
@@ -575,17 +601,6 @@ impl RunOnce {
         }
         report
     }
-}
-
-/// What the cluster-state stage read and decided: the groups as the provider says them, which group each
-/// node is in, the nodes on their way out, and what happened to the deletions in progress.
-struct Read {
-    facts: Vec<GroupFacts>,
-    profiles: Result<Option<Profiles>, ClientError>,
-    node_group: Vec<Option<usize>>,
-    deleting: HashSet<String>,
-    counts: Vec<Counts>,
-    report: Report,
 }
 
 /// What the pods stage hands on: the pending pods in equivalence groups, the projection of labels they were
@@ -621,6 +636,8 @@ struct ScaleDownStage<'a> {
     paused: Option<String>,
     /// Budgets, expiry and grace periods per group, when a configuration applies.
     disruption: Option<&'a DisruptionConfig>,
+    /// The leaving nodes, for the rebalance and repair methods.
+    leaving: &'a LeavingEffects,
 }
 
 /// What scale-down and consolidation need of the loop, acting on `actor` when there is one.
@@ -639,44 +656,5 @@ fn context<'a>(
         actor,
         disruption: None,
         quotas: Arc::default(),
-    }
-}
-
-/// Every CapacityQuota of the view in the report, with the enforced ones' figures `before` this loop's
-/// scale-ups and after them (committed into `snapshot`); none when quotas are not kept.
-fn quota_report(
-    before: Option<QuotaBefore>,
-    view: &ClusterView,
-    snapshot: &ClusterSnapshot,
-    groups: &[Group],
-) -> Vec<QuotaReport> {
-    let Some(before) = before else {
-        return Vec::new();
-    };
-    let after = (&snapshot.quotas, &snapshot.places[..]);
-    before.report(&view.quotas, after, |g| groups[g].id.clone())
-}
-
-/// What the snapshot is built from, out of the earlier stages' values.
-fn snapshot_inputs<'a>(
-    view: &'a ClusterView,
-    pods: PodList<'a>,
-    sorted: &'a Sorted,
-    read: &'a Read,
-    projection: &'a LabelProjection,
-    quotas: QuotaStage,
-) -> cluster_snapshot::Inputs<'a> {
-    cluster_snapshot::Inputs {
-        view,
-        pods,
-        bound: &sorted.bound,
-        daemonsets: &sorted.daemonsets,
-        node_group: &read.node_group,
-        facts: &read.facts,
-        counts: &read.counts,
-        deleting: &read.deleting,
-        projection,
-        last_dra: None,
-        quotas: quotas.enforced(view),
     }
 }

@@ -441,7 +441,7 @@ mod tests {
             (0u64..50).prop_map(Nodes::Count),
             (0u32..=100).prop_map(Nodes::Percent),
         ];
-        let reasons = proptest::sample::subsequence(Reason::ALL.to_vec(), 0..=4);
+        let reasons = proptest::sample::subsequence(Reason::ALL.to_vec(), 0..=Reason::ALL.len());
         (nodes, reasons, any::<bool>()).prop_map(|(nodes, reasons, scheduled)| Budget {
             nodes,
             reasons: Reasons::of(&reasons),

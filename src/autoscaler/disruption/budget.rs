@@ -19,14 +19,21 @@ pub enum Reason {
     Drifted,
     /// A node older than its group's `expireAfter`.
     Expired,
+    /// A Spot node EC2 recommends rebalancing, whose group does not replace it itself.
+    Rebalance,
+    /// A node the node monitoring agent says is unhealthy, whose group's auto repair is off (Karpenter's
+    /// node repair reason).
+    Unhealthy,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 4] = [
+    pub const ALL: [Reason; 6] = [
         Reason::Empty,
         Reason::Underutilized,
         Reason::Drifted,
         Reason::Expired,
+        Reason::Rebalance,
+        Reason::Unhealthy,
     ];
 
     /// How the report names a disruption of this reason (`expired`, `drifted`, ...).
@@ -36,6 +43,8 @@ impl Reason {
             Reason::Underutilized => "underutilized",
             Reason::Drifted => "drifted",
             Reason::Expired => "expired",
+            Reason::Rebalance => "rebalance",
+            Reason::Unhealthy => "unhealthy",
         }
     }
 
@@ -45,6 +54,8 @@ impl Reason {
             Reason::Underutilized => "Underutilized",
             Reason::Drifted => "Drifted",
             Reason::Expired => "Expired",
+            Reason::Rebalance => "Rebalance",
+            Reason::Unhealthy => "Unhealthy",
         }
     }
 
@@ -66,7 +77,7 @@ pub struct Reasons(u8);
 impl Reasons {
     /// Every reason: a budget whose `reasons` are left out or empty. (Karpenter would apply an explicitly
     /// empty list to no reason at all; a budget that applies to nothing is surely not what was meant.)
-    pub const ALL: Reasons = Reasons(0b1111);
+    pub const ALL: Reasons = Reasons(0b11_1111);
 
     /// The reasons listed; every reason when none is.
     pub fn of(listed: &[Reason]) -> Reasons {

@@ -14,6 +14,7 @@
 //!         reasons: [Underutilized, Empty]
 //!     expireAfter: 720h
 //!     terminationGracePeriod: 2h
+//!     repair: {after: 10m, conditions: {AcceleratedHardwareReady: 5m}}
 //! ```
 //!
 //! The document is refused whole when any part of it is wrong, naming the entry (its index and its match)
@@ -22,6 +23,7 @@
 use super::budget::{Budget, Nodes, NodesError, Reason, Reasons};
 use super::duration::{self, DurationError};
 use super::policy::GroupPolicy;
+use super::repair::{NodeRepair, RepairText};
 use super::schedule::{Schedule, ScheduleError};
 use regex::Regex;
 use serde::Deserialize;
@@ -47,6 +49,8 @@ struct EntryText {
     expire_after: Option<String>,
     #[serde(default)]
     termination_grace_period: Option<String>,
+    #[serde(default)]
+    repair: Option<RepairText>,
 }
 
 #[derive(Deserialize)]
@@ -120,6 +124,8 @@ pub enum Problem {
     RepeatedReason(Reason),
     #[error("0 would replace every node as soon as it is up: write Never to turn expiry off")]
     ZeroExpiry,
+    #[error("{}", .0.rule)]
+    NodeRepair(crate::model::Invalid),
     #[error(
         "Never is for expireAfter: leave terminationGracePeriod out to let a drain wait for as long as it takes"
     )]
@@ -196,8 +202,10 @@ fn read_entry(
             Some(duration::parse(text).map_err(|e| invalid("terminationGracePeriod", e.into()))?)
         }
     };
+    let repair = (entry.repair.map(NodeRepair::read).transpose())
+        .map_err(|e| invalid(&e.field.clone(), Problem::NodeRepair(e)))?;
     let policy = GroupPolicy::new(budgets, expire_after, termination_grace_period);
-    Ok((pattern, policy))
+    Ok((pattern, policy.with_repair(repair)))
 }
 
 /// One budget, or the field inside it that is wrong (`""` for the budget itself, `.nodes` for a field) and why.
@@ -522,7 +530,7 @@ nodeGroups:
                 "{nodes: \"1\", reasons: [Empty, Consolidated]}"
             )),
             "nodeGroups[0] (match \"^general$\"): budgets[0].reasons[1]: unknown variant `Consolidated`, expected one of \
-             `Empty`, `Underutilized`, `Drifted`, `Expired` at line 4 column 39"
+             `Empty`, `Underutilized`, `Drifted`, `Expired`, `Rebalance`, `Unhealthy` at line 4 column 39"
         );
         assert_eq!(
             refused(&with_budget(
@@ -541,7 +549,7 @@ nodeGroups:
         assert_eq!(
             refused("nodeGroups:\n  - match: \"^general$\"\n    expiresAfter: 1h\n"),
             "nodeGroups[0] (match \"^general$\"): unknown field `expiresAfter`, expected one of `match`, `budgets`, \
-             `expireAfter`, `terminationGracePeriod` at line 3 column 5"
+             `expireAfter`, `terminationGracePeriod`, `repair` at line 3 column 5"
         );
         assert_eq!(
             refused(&with_budget("{node: \"1\"}")),

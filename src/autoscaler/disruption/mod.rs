@@ -8,7 +8,8 @@ mod allowance; // how many nodes may start being disrupted now, for one reason, 
 mod budget; // a budget: nodes (a count or a percent), reasons, an optional schedule
 mod config; // the document: entries matched on group names, refused whole when anything is wrong
 mod duration; // durations as Karpenter writes them: 720h, 8h30m, 90s
-mod policy; // one entry's budgets, expiry and termination grace period
+mod policy; // one entry's budgets, expiry, termination grace period and repair
+mod repair; // `repair:`: how long a node's problem lasts before ekscale replaces it, per condition
 mod schedule; // cron in an IANA zone, and the window each firing opens
 #[cfg(test)]
 mod tests; // the module as the loop uses it: the document read once, allowances used up loop after loop

@@ -1,9 +1,10 @@
 //! What one entry of the disruption document says of the node groups it matches: its budgets, when a node
-//! expires (Karpenter's `expireAfter`), and how long a drain for expiry or drift may be blocked before it is
-//! forced (Karpenter's `terminationGracePeriod`).
+//! expires (Karpenter's `expireAfter`), how long a drain for expiry or drift may be blocked before it is
+//! forced (Karpenter's `terminationGracePeriod`), and when ekscale repairs an unhealthy node (`repair:`).
 
 use super::allowance::Evaluated;
 use super::budget::Budget;
+use super::repair::NodeRepair;
 use std::time::{Duration, SystemTime};
 
 #[derive(Clone, Debug, Default)]
@@ -11,6 +12,8 @@ pub struct GroupPolicy {
     budgets: Vec<Budget>,
     expire_after: Option<Duration>,
     termination_grace_period: Option<Duration>,
+    /// ekscale's node repair for the group, when the entry asks for it.
+    repair: Option<NodeRepair>,
 }
 
 impl GroupPolicy {
@@ -24,7 +27,18 @@ impl GroupPolicy {
             budgets,
             expire_after,
             termination_grace_period,
+            repair: None,
         }
+    }
+
+    /// The same policy, with ekscale's node repair as `repair:` says (none: not repaired by ekscale).
+    pub fn with_repair(self, repair: Option<NodeRepair>) -> GroupPolicy {
+        GroupPolicy { repair, ..self }
+    }
+
+    /// ekscale's node repair for the group, when its entry asks for it.
+    pub fn repair(&self) -> Option<&NodeRepair> {
+        self.repair.as_ref()
     }
 
     /// The budgets in the order written; none means no limit on disruption.

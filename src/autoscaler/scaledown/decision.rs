@@ -4,6 +4,7 @@
 
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::group::GroupFacts;
+use crate::autoscaler::leaving::LeavingEffects;
 use crate::autoscaler::scaledown::act::actuation::Cause;
 use crate::autoscaler::scaledown::consolidation::consolidator::{Fleet, Readiness};
 use crate::autoscaler::scaledown::disruption::stage::{DisruptionAction, DisruptionDecision};
@@ -54,7 +55,7 @@ impl Surge {
     /// The scale-up it makes, as the report lists it.
     pub fn scale_up(&self) -> ScaleUp {
         let reason = match self.cause {
-            Cause::Disruption { reason, .. } => reason,
+            Cause::Disruption { reason, .. } | Cause::Leaving { reason, .. } => reason,
             Cause::ScaleDown => "replaced",
         };
         ScaleUp {
@@ -90,6 +91,8 @@ pub struct Scene<'a> {
     pub on_node: &'a [Vec<usize>],
     /// Nodes on their way out: ours, and any carrying a ToBeDeleted taint.
     pub deleting: &'a HashSet<String>,
+    /// The leaving nodes (all of them among `deleting`), for the rebalance and repair methods.
+    pub leaving: &'a LeavingEffects,
     pub projection: &'a LabelProjection,
     /// Why scale-up waits this loop (new pods still arriving): deletions wait too.
     pub paused: Option<String>,

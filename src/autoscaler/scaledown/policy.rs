@@ -7,6 +7,7 @@
 
 use crate::autoscaler::disruption::Reason;
 use crate::autoscaler::group::{GroupFacts, Totals};
+use crate::autoscaler::leaving::LeavingAction;
 use crate::autoscaler::planning::planning;
 use crate::autoscaler::scaledown::act::actuation::{Actuator, Cause};
 use crate::autoscaler::scaledown::budgets::groups::DisruptionBudgets;
@@ -90,6 +91,11 @@ impl ScaleDownPolicy {
         self.actuator.contains(node)
     }
 
+    /// Whether this node is on its way out by our hand: being deleted, or the old node of a replacement.
+    pub fn replacing(&self, node: &str) -> bool {
+        self.deleting(node) || (self.consolidator.replacements.old_nodes()).any(|n| n == node)
+    }
+
     /// Scale-down's decision: plan the unneeded nodes over the world scale-up left (pods it found room for on
     /// existing nodes stay counted there), run their timers, and admit the deletions the cooldowns and budgets
     /// allow; consolidation plans over what is left. Nothing is carried out here:
@@ -122,6 +128,7 @@ impl ScaleDownPolicy {
             groups: &groups,
             images: &images,
             now: scene.now,
+            leaving: scene.leaving,
         };
         let disrupted = sight.candidates(&budgets, &excluded);
         excluded.extend((disrupted.iter()).map(|c| scene.view.nodes[c.node].name.clone()));
@@ -215,9 +222,15 @@ impl ScaleDownPolicy {
             return DisruptionBudgets::none(groups.len());
         };
         let leaving: HashSet<&str> = self.consolidator.replacements.old_nodes().collect();
+        // A leaving node ekscale has yet to replace is not being disrupted: it takes from its budget once
+        // the stage decides it.
+        let waiting: HashSet<&str> = (scene.leaving.each())
+            .filter(|(_, action)| *action == LeavingAction::Wait)
+            .map(|(l, _)| scene.view.nodes[l.node].name.as_str())
+            .collect();
         let disrupting = |n: &Node| {
             !n.ready
-                || scene.deleting.contains(&n.name)
+                || scene.deleting.contains(&n.name) && !waiting.contains(n.name.as_str())
                 || self.actuator.contains(&n.name)
                 || leaving.contains(n.name.as_str())
         };

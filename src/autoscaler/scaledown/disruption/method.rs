@@ -3,17 +3,30 @@
 //! candidate of the first that disrupts it.
 
 use crate::autoscaler::disruption::{GroupPolicy, Reason};
+use crate::autoscaler::leaving::{LeavingAction, LeavingNode};
 use crate::model::Node;
 use std::time::SystemTime;
 
 /// What a method sees of a node's group: its policy, the image its new nodes get (when the provider says),
-/// whether it is being updated, and the loop's instant.
+/// whether it is being updated, and the loop's instant; and of the node itself, whether it is leaving.
 pub(in crate::autoscaler::scaledown) struct GroupSight<'s> {
     pub(in crate::autoscaler::scaledown) id: &'s str,
     pub(in crate::autoscaler::scaledown) policy: &'s GroupPolicy,
     pub(in crate::autoscaler::scaledown) image: Option<&'s str>,
     pub(in crate::autoscaler::scaledown) updating: bool,
     pub(in crate::autoscaler::scaledown) now: SystemTime,
+    /// The node, when it is leaving (`autoscaler/leaving/`), and what is done for it before the methods.
+    pub(in crate::autoscaler::scaledown) leaving: Option<(&'s LeavingNode, LeavingAction)>,
+}
+
+/// Whether a method's node goes once its pods fit elsewhere, or only after a new node of its group is asked
+/// for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::autoscaler::scaledown) enum Order {
+    /// Removed when its pods fit on the other nodes, else replaced surge-first (drift, expiry).
+    RemoveWhenPodsFit,
+    /// Always replaced, the new node first (a rebalance, a repair: the node is at risk, its room is not).
+    ReplacementFirst,
 }
 
 /// One reason for disruption.
@@ -26,6 +39,11 @@ pub(in crate::autoscaler::scaledown) trait Method: Sync {
 
     /// Why `node` goes, for the report of its removal.
     fn describe(&self, node: &Node, group: &GroupSight<'_>) -> String;
+
+    /// Whether its nodes may go without a replacement.
+    fn order(&self) -> Order {
+        Order::RemoveWhenPodsFit
+    }
 }
 
 /// A node a method disrupts now.

@@ -7,10 +7,15 @@
 //! update is over (the nodes it left on the old image are then drifted).
 
 use crate::autoscaler::disruption::Reason;
+use crate::autoscaler::leaving::{LeavingAction, LeavingEffects};
 use crate::autoscaler::scaledown::budgets::groups::DisruptionBudgets;
 use crate::autoscaler::scaledown::disruption::drift::Drift;
 use crate::autoscaler::scaledown::disruption::expiration::Expiration;
-use crate::autoscaler::scaledown::disruption::method::{DisruptionCandidate, GroupSight, Method};
+use crate::autoscaler::scaledown::disruption::method::{
+    DisruptionCandidate, GroupSight, Method, Order,
+};
+use crate::autoscaler::scaledown::disruption::rebalance::Rebalance;
+use crate::autoscaler::scaledown::disruption::unhealthy::Unhealthy;
 use crate::autoscaler::scaledown::plan::drainability::{self, Blocking, Verdict};
 use crate::autoscaler::scaledown::plan::planner::Unremovable;
 use crate::autoscaler::scaledown::plan::removal::GroupInfo;
@@ -22,7 +27,12 @@ use std::time::{Duration, SystemTime};
 
 /// The methods, in the order they are asked: a node is a candidate of the first that disrupts it, and the
 /// candidates of an earlier method go first.
-const METHODS: [&dyn Method; 2] = [&Drift, &Expiration];
+const METHODS: [&dyn Method; 4] = [&Unhealthy, &Rebalance, &Drift, &Expiration];
+
+/// The reasons whose methods look at leaving nodes; the others never disrupt one.
+fn for_leaving(reason: Reason) -> bool {
+    matches!(reason, Reason::Unhealthy | Reason::Rebalance)
+}
 
 /// What happens to a disrupted node this loop.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,17 +118,25 @@ pub struct Sight<'s> {
     pub groups: &'s [GroupInfo],
     pub images: &'s [Option<&'s str>],
     pub now: SystemTime,
+    /// The leaving nodes: those ekscale replaces itself (action `wait`) are the rebalance and repair
+    /// methods' to look at; the others are on their way out.
+    pub leaving: &'s LeavingEffects,
 }
 
 impl Sight<'_> {
-    /// What a method sees of group `g`, which has a policy.
-    fn group<'s>(&'s self, g: usize, budgets: &DisruptionBudgets<'s>) -> Option<GroupSight<'s>> {
+    /// What a method sees of group `g`, which has a policy, and of node `n` in it.
+    fn group<'s>(
+        &'s self,
+        (g, n): (usize, usize),
+        budgets: &DisruptionBudgets<'s>,
+    ) -> Option<GroupSight<'s>> {
         Some(GroupSight {
             id: &self.groups[g].id,
             policy: budgets.policy(g)?,
             image: self.images[g],
             updating: self.groups[g].updating,
             now: self.now,
+            leaving: self.leaving.of(n),
         })
     }
 
@@ -135,13 +153,17 @@ impl Sight<'_> {
             let Some(g) = self.node_group[n] else {
                 continue;
             };
-            let Some(group) = self.group(g, budgets) else {
+            let Some(group) = self.group((g, n), budgets) else {
                 continue;
             };
-            if excluded.contains(&node.name) {
+            // A leaving node ekscale replaces itself is the rebalance and repair methods' own.
+            let waits = group.leaving.is_some_and(|(_, a)| a == LeavingAction::Wait);
+            if excluded.contains(&node.name) && !waits {
                 continue;
             }
-            let Some(m) = METHODS.iter().position(|m| m.disrupts(node, &group)) else {
+            let Some(m) = (METHODS.iter())
+                .position(|m| (!waits || for_leaving(m.reason())) && m.disrupts(node, &group))
+            else {
                 continue;
             };
             let reason = METHODS[m].reason();
@@ -230,8 +252,9 @@ impl DisruptionStage<'_, '_, '_> {
         if let Err(why) = self.budgets.check(c.group, c.reason) {
             return DisruptionAction::Wait(DisruptionHold::Budget, why.to_string());
         }
-        if self.room.lose[c.group] > 0 && self.sim.remove(c.node, &moving).is_ok() {
-            let sight = (self.sight.group(c.group, self.budgets))
+        let removable = method(c.reason).order() == Order::RemoveWhenPodsFit;
+        if removable && self.room.lose[c.group] > 0 && self.sim.remove(c.node, &moving).is_ok() {
+            let sight = (self.sight.group((c.group, c.node), self.budgets))
                 .expect("a candidate's group has a policy");
             return DisruptionAction::Remove(method(c.reason).describe(node, &sight));
         }
