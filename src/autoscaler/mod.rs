@@ -16,6 +16,7 @@ pub(crate) mod fargate; // Fargate pods set aside, matched to profiles here, Mat
 pub(crate) mod feature; // the seam through which a feature joins the loop: virtual pods before, report and statuses after
 pub(crate) mod group; // a node group as the planners see it
 pub mod headroom; // capacity kept free ahead of demand: headroom policies and CapacityBuffers, as virtual pods
+pub(crate) mod leaving; // nodes going away for reasons no autoscaler decided: which, what is done, the report's part
 pub(crate) mod planning; // CPU-bound planning off the Tokio worker
 pub(crate) mod provreq; // ProvisioningRequests: check-capacity and best-effort-atomic, booked room as virtual pods
 pub(crate) mod quotas; // CapacityQuotas: enforced, their status written, their stages in the loop and the report

@@ -34,6 +34,10 @@ struct Entry {
 pub struct GroupBackoff {
     settings: BackoffSettings,
     groups: HashMap<String, Entry>,
+    /// Groups whose capacity is out for a while though no scale-up failed (a Spot interruption came from
+    /// them, as Karpenter's unavailable offerings): until when, and why. Unlike a failure's backoff, the
+    /// nodes a group was asked for are still counted on.
+    unavailable: HashMap<String, (SystemTime, String)>,
 }
 
 impl GroupBackoff {
@@ -41,7 +45,31 @@ impl GroupBackoff {
         GroupBackoff {
             settings,
             groups: HashMap::new(),
+            unavailable: HashMap::new(),
         }
+    }
+
+    /// Takes `group`'s new capacity out until `until`, for `why`; no doubling, no failure counted.
+    pub fn unavailable(&mut self, group: &str, why: String, until: SystemTime) {
+        let entry = self
+            .unavailable
+            .entry(group.to_string())
+            .or_insert((until, why.clone()));
+        if entry.0 <= until {
+            *entry = (until, why);
+        }
+    }
+
+    /// Why `group` gets no new capacity now, if it was said unavailable.
+    pub fn unavailable_now(&self, group: &str, now: SystemTime) -> Option<String> {
+        let (until, why) = self
+            .unavailable
+            .get(group)
+            .filter(|(until, _)| now < *until)?;
+        Some(format!(
+            "{why} (until {})",
+            humantime::format_rfc3339_seconds(*until)
+        ))
     }
 
     /// Records a failed scale-up of `group`; returns until when it is backed off.
@@ -83,6 +111,7 @@ impl GroupBackoff {
         let reset = self.settings.reset;
         self.groups
             .retain(|_, e| now.duration_since(e.last_failure).unwrap_or_default() < reset);
+        self.unavailable.retain(|_, (until, _)| now < *until);
     }
 }
 

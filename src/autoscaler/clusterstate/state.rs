@@ -148,7 +148,8 @@ impl ClusterState {
                     .unwrap_or(0)
                     .saturating_sub(c.registered + failed)
             };
-            let skip = failing.or_else(|| {
+            let unavailable = self.backoff.unavailable_now(&f.group.id, now);
+            let skip = failing.or(unavailable).or_else(|| {
                 (f.target >= f.group.max_size).then(|| "max node group size reached".to_string())
             });
             groups.push(Group {

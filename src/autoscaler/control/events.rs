@@ -3,7 +3,7 @@
 //! ScaleDownFailed) or replaces (Consolidation, ConsolidationFailed), on the ProvisioningRequests whose status
 //! changed (the condition's reason) and on its status ConfigMap (ScaledUpGroup); with `--disruption-config`,
 //! on expired and drifted nodes (Expired, Drifted, DisruptionBlocked) and on a refused disruption ConfigMap
-//! (DisruptionConfigRefused); on an invalid CapacityQuota, once per problem (ValidationFailed); and the
+//! (DisruptionConfigRefused); on each leaving node, once (NodeLeaving); on an invalid CapacityQuota, once per problem (ValidationFailed); and the
 //! status ConfigMap,
 //! `ekscale-autoscaler-status`, with per-group health and the last activity. Repeated events are folded into
 //! a series by kube-rs's recorder, as client-go does.
@@ -33,6 +33,8 @@ pub struct Publisher {
     namespace: String,
     /// The problem last told of each invalid CapacityQuota, by name: told once, not every loop.
     told: Mutex<HashMap<String, String>>,
+    /// The reason each leaving node was told leaving for, by node: told once while it leaves.
+    told_leaving: Mutex<HashMap<String, String>>,
 }
 
 fn reference(
@@ -73,6 +75,7 @@ impl Publisher {
             client,
             namespace: namespace.into(),
             told: Mutex::default(),
+            told_leaving: Mutex::default(),
         }
     }
 
@@ -84,6 +87,9 @@ impl Publisher {
         events.extend(scale_down_events(status));
         events.extend(request_events(status));
         events.extend(disruption_events(status, &self.namespace));
+        if let Ok(mut told) = self.told_leaving.lock() {
+            events.extend(leaving_events(status, &mut told));
+        }
         for (ev, at) in events {
             if let Err(e) = self.recorder.publish(&ev, &at).await {
                 problems.push(format!("event {} on {:?}: {e}", ev.reason, at.name));
@@ -213,7 +219,28 @@ pub fn status_document(status: &Status, now: SystemTime) -> serde_json::Value {
             },
         },
         "nodeGroups": groups,
+        "leaving": status.leaving,
     })
+}
+
+/// A `NodeLeaving` event on each leaving node not told yet (its reason, when it goes, what is done), `told`
+/// kept to the nodes leaving now: once per node while it leaves.
+fn leaving_events(
+    status: &Status,
+    told: &mut HashMap<String, String>,
+) -> Vec<(Event, ObjectReference)> {
+    told.retain(|node, _| status.leaving.iter().any(|l| &l.node == node));
+    let mut events = Vec::new();
+    for l in &status.leaving {
+        if told.get(&l.node) == Some(&l.reason) {
+            continue;
+        }
+        told.insert(l.node.clone(), l.reason.clone());
+        let note = format!("{} at {}: {}: {}", l.reason, l.at, l.action, l.detail);
+        let ev = event(EventType::Warning, "NodeLeaving", "Leave", note);
+        events.push((ev, reference("Node", "v1", None, &l.node)));
+    }
+    events
 }
 /// Scale-up's events, as cluster-autoscaler writes them: each scale-up on the status ConfigMap and on the
 /// pods it is for, the pods no group helps, and an unhealthy cluster; at most `MAX_POD_EVENTS` on pods.
@@ -468,5 +495,44 @@ mod tests {
                 last_transition: None,
             });
         assert!(told(&[reported], &mut HashMap::new()).is_empty());
+    }
+
+    #[test]
+    fn a_leaving_node_is_told_once_while_it_leaves_and_is_in_the_status_config_map() {
+        use crate::autoscaler::leaving::LeavingAction;
+        use crate::autoscaler::leaving::LeavingStatus;
+        let spot = |node: &str, reason: &str| LeavingStatus {
+            node: node.into(),
+            node_group: "spot".into(),
+            reason: reason.into(),
+            at: "2026-11-30T00:07:00Z".into(),
+            action: LeavingAction::Drain,
+            detail: "EC2 said so".into(),
+        };
+        let mut status = Status {
+            leaving: vec![spot("a", "spotInterruption")],
+            ..Status::default()
+        };
+        let mut memory = HashMap::new();
+        let said = |status: &Status, memory: &mut HashMap<String, String>| -> Vec<String> {
+            (leaving_events(status, memory).into_iter())
+                .map(|(e, at)| format!("{} {} {}", e.reason, at.name.unwrap(), e.note.unwrap()))
+                .collect()
+        };
+        assert_eq!(
+            said(&status, &mut memory),
+            ["NodeLeaving a spotInterruption at 2026-11-30T00:07:00Z: drain: EC2 said so"]
+        );
+        assert!(said(&status, &mut memory).is_empty(), "once");
+        status.leaving.push(spot("b", "rebalance"));
+        assert_eq!(said(&status, &mut memory).len(), 1, "the new one only");
+        let document = status_document(&status, SystemTime::UNIX_EPOCH);
+        assert_eq!(document["leaving"][1]["node"], "b");
+        assert_eq!(document["leaving"][1]["action"], "drain");
+        // Gone and back: told again.
+        status.leaving.clear();
+        assert!(said(&status, &mut memory).is_empty());
+        status.leaving.push(spot("a", "spotInterruption"));
+        assert_eq!(said(&status, &mut memory).len(), 1);
     }
 }

@@ -7,5 +7,7 @@ pub(crate) mod classify; // pods by what the loop does with them; batching of ne
 pub(crate) mod disruption_source; // the disruption configuration a loop keeps: the cluster's, the file's, the last good
 pub(crate) mod features; // this loop's features (headroom and CapacityBuffers, ProvisioningRequests) as one list at the seam
 pub(crate) mod health; // cluster and node group health: unready nodes stop the loop or a group's scale-up
+pub(crate) mod leaving; // the loop's part of leaving nodes: found after health, their drains started, their report
+pub(crate) mod read; // what the cluster-state stage read and decided, and the snapshot's inputs made of it
 pub(crate) mod record; // each stage's value written into the loop's status
 pub(crate) mod runonce; // one iteration: the stages in order, each returning its decisions and its part of the report

@@ -26,22 +26,23 @@ use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::clustersnapshot::snapshot::{self as cluster_snapshot, ClusterSnapshot};
 use crate::autoscaler::clusterstate::backoff::GroupBackoff;
-use crate::autoscaler::clusterstate::state::{
-    self as cluster_state, ClusterState, Counts, LateInstances,
-};
+use crate::autoscaler::clusterstate::state::{self as cluster_state, ClusterState, LateInstances};
 use crate::autoscaler::core::claim_needs;
 use crate::autoscaler::core::classify::{self, Sorted};
 use crate::autoscaler::core::disruption_source::DisruptionSource;
 use crate::autoscaler::core::features::Features;
 use crate::autoscaler::core::health::Judge;
+use crate::autoscaler::core::leaving;
+use crate::autoscaler::core::read::{Read, quota_report, snapshot_inputs};
 use crate::autoscaler::core::record;
 use crate::autoscaler::disruption::DisruptionConfig;
 use crate::autoscaler::fargate::FargateAnswers;
 use crate::autoscaler::group::{Group, GroupFacts};
+use crate::autoscaler::leaving::LeavingMemory;
 use crate::autoscaler::planning::planning;
 use crate::autoscaler::provreq::outcome::Requests;
 use crate::autoscaler::provreq::provision;
-use crate::autoscaler::quotas::{QuotaBefore, QuotaReport, QuotaStage};
+use crate::autoscaler::quotas::QuotaStage;
 use crate::autoscaler::scaledown::carry_out::CarryGround;
 use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
 use crate::autoscaler::scaledown::consolidation::replacement::WatchMode;
@@ -97,6 +98,8 @@ pub struct RunOnce {
     dra: Option<Arc<Dra>>,
     /// Whether the CapacityQuotas are kept (enforced, reported, their statuses written).
     quotas: QuotaStage,
+    /// The leaving nodes seen: since when, and whether their pods found room since.
+    leaving: LeavingMemory,
 }
 
 impl RunOnce {
@@ -118,6 +121,7 @@ impl RunOnce {
             disruption,
             dra: None,
             quotas,
+            leaving: LeavingMemory::default(),
         }
     }
 
@@ -160,6 +164,17 @@ impl RunOnce {
             return Ok(record::finish(status, started));
         }
 
+        // Leaving nodes: no room, their pods to help this loop, their groups' own replacements coming.
+        let changes = leaving::Changes {
+            sorted: &mut sorted,
+            read: &mut read,
+            groups: &mut groups,
+            backoff: &mut self.state.backoff,
+        };
+        let memory = (&self.client, &self.leaving);
+        let (gone, errors) = leaving::read(memory, (view, pods), changes, now).await;
+        status.problems(LoopStage::Leaving, ProblemKind::ProviderCall, errors);
+
         // Pods: those consuming a request set aside, Fargate's reported, the rest in equivalence groups.
         requests.set_aside(&mut sorted.to_help, pods);
         status.no_scale_up.append(&mut sorted.said);
@@ -192,6 +207,13 @@ impl RunOnce {
         status.capacity_quotas = quota_report(quotas_before, view, &snapshot, &groups);
         record::scale_up(&mut status, plan, &pending);
 
+        // Leaving nodes that go now drain (when acting); the groups' new nodes are held from scale-down.
+        if let Some(actor) = self.actor() {
+            let errors = leaving::drain(&mut self.down, &*actor, (&gone, view, &read), now).await;
+            status.problems(LoopStage::Leaving, ProblemKind::Action, errors);
+        }
+        read.deleting.extend(gone.held.iter().cloned());
+
         // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
         if self.settings.scale_down.enabled {
             let stage = ScaleDownStage {
@@ -209,6 +231,9 @@ impl RunOnce {
             let report = self.scale_down(stage, now).await;
             record::scale_down(&mut status, report);
         }
+
+        let memory = (&mut self.leaving, &gone);
+        leaving::report(memory, (view, pods, &read), &mut status, now);
 
         // Where the virtual pods went; the features' statuses written back.
         status.node_groups = record::group_statuses(&read.facts, &read.counts, &groups);
@@ -577,17 +602,6 @@ impl RunOnce {
     }
 }
 
-/// What the cluster-state stage read and decided: the groups as the provider says them, which group each
-/// node is in, the nodes on their way out, and what happened to the deletions in progress.
-struct Read {
-    facts: Vec<GroupFacts>,
-    profiles: Result<Option<Profiles>, ClientError>,
-    node_group: Vec<Option<usize>>,
-    deleting: HashSet<String>,
-    counts: Vec<Counts>,
-    report: Report,
-}
-
 /// What the pods stage hands on: the pending pods in equivalence groups, the projection of labels they were
 /// grouped on, and the Fargate profiles.
 struct Grouped {
@@ -639,44 +653,5 @@ fn context<'a>(
         actor,
         disruption: None,
         quotas: Arc::default(),
-    }
-}
-
-/// Every CapacityQuota of the view in the report, with the enforced ones' figures `before` this loop's
-/// scale-ups and after them (committed into `snapshot`); none when quotas are not kept.
-fn quota_report(
-    before: Option<QuotaBefore>,
-    view: &ClusterView,
-    snapshot: &ClusterSnapshot,
-    groups: &[Group],
-) -> Vec<QuotaReport> {
-    let Some(before) = before else {
-        return Vec::new();
-    };
-    let after = (&snapshot.quotas, &snapshot.places[..]);
-    before.report(&view.quotas, after, |g| groups[g].id.clone())
-}
-
-/// What the snapshot is built from, out of the earlier stages' values.
-fn snapshot_inputs<'a>(
-    view: &'a ClusterView,
-    pods: PodList<'a>,
-    sorted: &'a Sorted,
-    read: &'a Read,
-    projection: &'a LabelProjection,
-    quotas: QuotaStage,
-) -> cluster_snapshot::Inputs<'a> {
-    cluster_snapshot::Inputs {
-        view,
-        pods,
-        bound: &sorted.bound,
-        daemonsets: &sorted.daemonsets,
-        node_group: &read.node_group,
-        facts: &read.facts,
-        counts: &read.counts,
-        deleting: &read.deleting,
-        projection,
-        last_dra: None,
-        quotas: quotas.enforced(view),
     }
 }

@@ -158,6 +158,35 @@ impl ScaleDownPolicy {
         report
     }
 
+    /// Leaving nodes that go now: each tainted (cordoned) at once and drained from its next step, its pods
+    /// held by their budgets until the order's `at` and deleted past them then, and the node removed through
+    /// NodeGroupDeleteNodes; a node already on its way out is left to its deletion. Returns the nodes
+    /// started, and what could not be.
+    pub async fn drain_leaving(
+        &mut self,
+        cluster: &dyn ClusterSource,
+        orders: Vec<DeletionOrder<'_>>,
+        now: SystemTime,
+    ) -> (Vec<String>, Vec<String>) {
+        let (mut started, mut errors) = (Vec::new(), Vec::new());
+        for order in orders {
+            let name = order.node.name.clone();
+            if self.actuator.contains(&name) {
+                continue;
+            }
+            match self.actuator.start(cluster, order, now).await {
+                Ok(()) => {
+                    self.unneeded.remove(&name);
+                    started.push(name);
+                }
+                Err(e) => errors.push(format!(
+                    "draining leaving node {name}: tainting failed: {e}"
+                )),
+            }
+        }
+        (started, errors)
+    }
+
     /// Soft taints (PreferNoSchedule) on unneeded nodes, off nodes needed again; a few per loop. Returns the
     /// taints that could not be changed.
     pub(super) async fn soft_taints(
@@ -257,7 +286,9 @@ impl ScaleDownPolicy {
                 self.last_delete = Some(now);
                 *self.deleted.entry(group.clone()).or_default() += 1;
                 // Why it went, as scale-down (or consolidation, or expiry) said when it started.
-                let reason = if let Cause::Disruption { reason, .. } = cause {
+                let reason = if let Cause::Leaving { reason, .. } = cause {
+                    reason
+                } else if let Cause::Disruption { reason, .. } = cause {
                     (report.status.replacements)
                         .extend(replacements.ended(&node, OldNodeFate::Deleted));
                     reason

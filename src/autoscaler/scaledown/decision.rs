@@ -54,7 +54,7 @@ impl Surge {
     /// The scale-up it makes, as the report lists it.
     pub fn scale_up(&self) -> ScaleUp {
         let reason = match self.cause {
-            Cause::Disruption { reason, .. } => reason,
+            Cause::Disruption { reason, .. } | Cause::Leaving { reason, .. } => reason,
             Cause::ScaleDown => "replaced",
         };
         ScaleUp {

@@ -10,6 +10,8 @@ use std::fmt;
 pub enum LoopStage {
     /// CapacityQuotas' statuses, written at the loop's start.
     Quotas,
+    /// Leaving nodes: the provider's leaving instances, the drains of those that go now.
+    Leaving,
     /// Grouping pending pods: Fargate's profiles and the pods it takes.
     Fargate,
     /// The expander, before scale-up: prices for the price expander.

@@ -5,6 +5,7 @@ use super::problem::{LoopProblem, LoopStage, ProblemKind};
 use super::reservations::{CapacityBufferStatus, HeadroomStatus, ProvisioningRequestStatus};
 use super::scale_down::ScaleDownStatus;
 use super::scale_up::{FargatePod, NoScaleUp, Placed, ScaleUp};
+use crate::autoscaler::leaving::{LeavingReplaced, LeavingStatus};
 use crate::autoscaler::quotas::QuotaReport;
 use serde::Serialize;
 
@@ -28,6 +29,11 @@ pub struct Status {
     /// Pending pods that fit on existing nodes or on nodes already requested: no new node for them.
     pub placed: Vec<Placed>,
     pub node_groups: Vec<GroupStatus>,
+    /// Nodes that are going away for reasons no autoscaler decided, sorted by node: why, when, what is done.
+    pub leaving: Vec<LeavingStatus>,
+    /// What the metrics count of leaving nodes this loop (not in the report).
+    #[serde(skip)]
+    pub leaving_replaced: LeavingReplaced,
     /// Ready and unready nodes; an unhealthy cluster stops the loop before scale-up and scale-down.
     pub cluster_health: ClusterHealth,
     /// Problems that stopped part of the loop (a provider call that failed, a rejected scale-up).

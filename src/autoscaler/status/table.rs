@@ -17,6 +17,12 @@ impl Status {
             let _ = writeln!(out, "Cluster unhealthy: {}\n", self.cluster_health.reason);
         }
         self.groups_table(&mut out);
+        if !self.leaving.is_empty() {
+            let _ = writeln!(out, "\nLeaving nodes");
+            for l in &self.leaving {
+                let _ = writeln!(out, "  {}", l.describe());
+            }
+        }
         scale_down_table(&self.scale_down.nodes, &mut out);
         deletions_table(&self.scale_down.deletions, &mut out);
         kept_table(&self.scale_down.unremovable, &mut out);

@@ -7,6 +7,7 @@ use super::labels::{
     OutcomeLabels, OutcomeOnlyLabels, QuotaLabels, ReasonLabels, RequestLabels, StateLabels,
     TypeLabels,
 };
+use super::leaving::LeavingMetrics;
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::control::flags::Acting;
 use crate::autoscaler::quotas::usage_by_quota;
@@ -37,6 +38,7 @@ pub struct AutoscalerMetrics {
     disruption_decisions: Family<DecisionLabels, Counter>,
     disruption_config_refused: Gauge,
     quotas: QuotaMetrics,
+    leaving: LeavingMetrics,
 }
 
 /// The cluster as the loop read it: pods waiting, nodes by state, capacity, node groups.
@@ -176,8 +178,7 @@ struct GroupSizeMetrics {
     max: Family<GroupLabels, Gauge>,
 }
 
-/// `metric` registered as `name` (with the registry's prefix), and handed back: a metric is a shared handle,
-/// the registry encodes the clone it keeps.
+/// `metric` registered as `name` (prefixed) and handed back: the registry encodes the clone it keeps.
 fn register<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
     registry.register(name, help, metric.clone());
     metric
@@ -246,6 +247,7 @@ impl Default for AutoscalerMetrics {
                 Family::default()
             ),
             quotas: QuotaMetrics::register(&mut registry),
+            leaving: LeavingMetrics::register(&mut registry),
             disruption_config_refused: register!(
                 "disruption_config_refused",
                 "1 while the cluster's disruption ConfigMap is refused (the last good one is kept)",
@@ -281,8 +283,7 @@ impl QuotaMetrics {
         }
     }
 
-    /// Each valid CapacityQuota's usage and limits over the registered nodes; the series of a quota gone or
-    /// turned invalid, or of a limit removed, go with it.
+    /// Each valid CapacityQuota's usage and limits over the registered nodes; a gone quota's series go.
     fn observe(&self, view: &ClusterView) {
         self.used.clear();
         self.limit.clear();
@@ -367,6 +368,7 @@ impl AutoscalerMetrics {
         self.observe_scaling(status, acting);
         self.observe_disruption(status, acting);
         self.observe_durations(status);
+        self.leaving.observe(status);
         let mut activity = vec!["main", "mainSuccessful"];
         if acted && status.scale_up.iter().any(|s| s.error.is_none()) {
             activity.push("scaleUp");

@@ -71,3 +71,9 @@ pub(super) struct QuotaLabels {
     pub(super) quota: String,
     pub(super) resource: String,
 }
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct ReasonOutcomeLabels {
+    pub(super) reason: &'static str,
+    pub(super) outcome: &'static str,
+}

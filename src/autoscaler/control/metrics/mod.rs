@@ -3,5 +3,6 @@
 
 mod families; // the registry of every family, grouped, and what one loop (or a failed one) sets them to
 mod labels; // the label sets the families are keyed by
+mod leaving; // leaving nodes: by reason, how their pods were planned for, how long until none was pending
 
 pub use families::AutoscalerMetrics;

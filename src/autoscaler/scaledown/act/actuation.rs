@@ -51,6 +51,13 @@ pub enum Cause {
         reason: &'static str,
         grace: Option<Duration>,
     },
+    /// Leaving (a Spot interruption, a scheduled event, a stopped instance: `autoscaler/leaving/`): drained
+    /// at once, such a pod holds the drain until `at`, when the instance goes, and is then deleted; never
+    /// held past it.
+    Leaving {
+        reason: &'static str,
+        at: SystemTime,
+    },
 }
 
 /// A node to start removing: which, its group, whether it has pods to move, and why it goes.
@@ -224,7 +231,8 @@ impl Actuator {
                     waiting,
                     held: match cause {
                         Cause::Disruption { reason, .. } => Some(reason),
-                        Cause::ScaleDown => None,
+                        // The leaving list says what holds it.
+                        Cause::ScaleDown | Cause::Leaving { .. } => None,
                     },
                 }),
                 DeletionStep::Deleted => {
@@ -271,7 +279,7 @@ enum DeletionStep {
 }
 
 /// A node's pods by what its drain must do with them (DaemonSet, mirror and long-terminating pods stay).
-struct Leaving<'a> {
+struct PodsToMove<'a> {
     to_evict: Vec<&'a Pod>,
     /// Evicted or deleted, not gone yet.
     terminating: Vec<&'a Pod>,
@@ -287,14 +295,14 @@ fn leaving<'a>(
     pdbs: &PdbBudget,
     cause: Cause,
     now: SystemTime,
-) -> Leaving<'a> {
-    let mut sorted = Leaving {
+) -> PodsToMove<'a> {
+    let mut sorted = PodsToMove {
         to_evict: Vec::new(),
         terminating: Vec::new(),
         blocked: Vec::new(),
     };
     for pod in pods {
-        if pod.disruption.do_not_disrupt && matches!(cause, Cause::Disruption { .. }) {
+        if pod.disruption.do_not_disrupt && !matches!(cause, Cause::ScaleDown) {
             let why = format!("{}: annotated karpenter.sh/do-not-disrupt", pod.key());
             sorted.blocked.push((pod, why));
             continue;
@@ -351,7 +359,7 @@ async fn step(ground: &StepGround<'_>, d: &mut Deletion, now: SystemTime) -> Del
     let on_node = PodList::from(&view.pods)
         .into_iter()
         .filter(|p| p.node_name.as_deref() == Some(&d.node));
-    let Leaving {
+    let PodsToMove {
         to_evict,
         terminating,
         blocked,
@@ -476,7 +484,7 @@ fn still_terminating(
 impl Deletion {
     /// Whether a pod that cannot leave holds this deletion (a disruption) instead of ending it.
     fn holds(&self) -> bool {
-        matches!(self.cause, Cause::Disruption { .. })
+        !matches!(self.cause, Cause::ScaleDown)
     }
 
     /// When the pods still on the node are deleted past their budgets: the drain's start plus the group's
@@ -484,6 +492,7 @@ impl Deletion {
     fn forced_at(&self) -> Option<SystemTime> {
         match self.cause {
             Cause::Disruption { grace: Some(g), .. } => self.drain_started.map(|s| s + g),
+            Cause::Leaving { at, .. } => Some(at),
             _ => None,
         }
     }
@@ -491,6 +500,10 @@ impl Deletion {
     /// Until when a held drain waits, for the status.
     fn until(&self) -> String {
         match self.forced_at() {
+            Some(at) if matches!(self.cause, Cause::Leaving { .. }) => format!(
+                "forced at {}, when the instance goes",
+                humantime::format_rfc3339_seconds(at)
+            ),
             Some(at) => format!(
                 "forced at {} by its terminationGracePeriod",
                 humantime::format_rfc3339_seconds(at)

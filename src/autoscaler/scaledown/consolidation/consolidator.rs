@@ -274,7 +274,7 @@ impl Consolidator {
             match actuator.start(cluster, order, now).await {
                 Ok(()) => {
                     let why = match cause {
-                        Cause::Disruption { reason, .. } => {
+                        Cause::Disruption { reason, .. } | Cause::Leaving { reason, .. } => {
                             format!("{reason}: replaced by a new node")
                         }
                         Cause::ScaleDown => "consolidated: replaced by a cheaper node".to_string(),

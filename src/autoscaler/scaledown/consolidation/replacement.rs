@@ -77,7 +77,7 @@ impl InFlight {
     /// `single` or `multi` (consolidation), `expired` or `drifted`.
     pub fn kind(&self) -> &'static str {
         match self.cause {
-            Cause::Disruption { reason, .. } => reason,
+            Cause::Disruption { reason, .. } | Cause::Leaving { reason, .. } => reason,
             Cause::ScaleDown if self.old.len() > 1 => "multi",
             Cause::ScaleDown => "single",
         }

@@ -1,0 +1,76 @@
+//! What is done for a leaving node, in four words: `drain` (ekscale cordons and drains it now and plans its
+//! pods elsewhere this loop), `replace` (ekscale replaces it, the new node first, within the disruption
+//! budget), `none` (ekscale does nothing: its group replaces it itself) and `wait` (ekscale will act later,
+//! or nothing may act yet).
+
+use crate::autoscaler::leaving::nodes::LeavingNode;
+use crate::model::LeavingReason;
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum LeavingAction {
+    /// Cordoned, tainted and drained at once (PodDisruptionBudgets respected until the node goes, never
+    /// past), then deleted; its pods planned elsewhere this loop.
+    Drain,
+    /// Replaced by ekscale, the new node first, within the group's disruption budget.
+    Replace,
+    /// Nothing by ekscale: the node group replaces it itself, and its replacement is counted as coming.
+    None,
+    /// Not yet: ekscale will act later (a repair's wait, a budget in use), or nothing may act.
+    Wait,
+}
+
+impl LeavingAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LeavingAction::Drain => "drain",
+            LeavingAction::Replace => "replace",
+            LeavingAction::None => "none",
+            LeavingAction::Wait => "wait",
+        }
+    }
+
+    /// Whether its pods are planned elsewhere this loop (existing room, a scale-up, or the group's own
+    /// replacement): the node goes now, or its group replaces it now.
+    pub fn moves_pods(self) -> bool {
+        matches!(self, LeavingAction::Drain | LeavingAction::None)
+    }
+}
+
+impl std::fmt::Display for LeavingAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What is done for `node` before the disruption methods look at it, and why, in words.
+pub fn decide(node: &LeavingNode) -> (LeavingAction, String) {
+    if let Some(by) = node.replaced_by_group {
+        return (LeavingAction::None, by.words().to_string());
+    }
+    let at = humantime::format_rfc3339_seconds(node.at);
+    match node.reason {
+        LeavingReason::SpotInterruption
+        | LeavingReason::ScheduledEvent
+        | LeavingReason::InstanceStopped => (
+            LeavingAction::Drain,
+            format!(
+                "cordoned and drained now, PodDisruptionBudgets respected until {at}; its pods are \
+                 planned elsewhere this loop"
+            ),
+        ),
+        LeavingReason::Rebalance => (
+            LeavingAction::Wait,
+            "its group does not rebalance itself: ekscale replaces it within the disruption budget \
+             (reason Rebalance)"
+                .into(),
+        ),
+        LeavingReason::Unhealthy => (
+            LeavingAction::Wait,
+            "its group's auto repair is off: ekscale replaces it when the disruption configuration's \
+             repair asks, within the budget (reason Unhealthy)"
+                .into(),
+        ),
+    }
+}

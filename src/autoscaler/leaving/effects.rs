@@ -1,0 +1,179 @@
+//! What the loop changes for its leaving nodes, as for nodes being deleted: they are no room (for pending
+//! pods, for pods moved off other nodes, for what else is unneeded); the pods a drain would move off those
+//! that go now (`drain`) or that their group replaces now (`none`) are pods to help this loop; a group that
+//! replaces its nodes itself has their replacements coming (upcoming nodes, where those pods go); and the
+//! newest nodes of such a group are held from scale-down while the old ones drain (the extra instance
+//! capacity rebalancing launched is the group's, not unneeded).
+
+use crate::autoscaler::clusterstate::state::Counts;
+use crate::autoscaler::group::GroupFacts;
+use crate::autoscaler::leaving::action::{self, LeavingAction};
+use crate::autoscaler::leaving::nodes::{LeavingNode, LeavingNodes};
+use crate::autoscaler::leaving::report::LeavingStatus;
+use crate::model::{LeavingReason, Node, Pod, PodList};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// How long a group a Spot interruption came from gets no new Spot capacity: Karpenter's unavailable
+/// offerings cache keeps an interrupted offering out for 3 minutes.
+pub const SPOT_UNAVAILABLE: std::time::Duration = std::time::Duration::from_secs(3 * 60);
+
+/// The leaving nodes with what is done for each, and what the loop changes for them.
+#[derive(Clone, Debug, Default)]
+pub struct LeavingEffects {
+    pub nodes: LeavingNodes,
+    /// What is done for each of `nodes.nodes` (same order), and why.
+    pub actions: Vec<(LeavingAction, String)>,
+    /// Every leaving node's name: no pod goes there.
+    pub no_room: HashSet<String>,
+    /// The pods planned elsewhere this loop (indices into the loop's pods), taken off the pods that hold
+    /// room where they are.
+    pub moved: Vec<usize>,
+    /// Nodes held from scale-down though they take pods: the newest of each group that replaces a node
+    /// itself, one per such node.
+    pub held: HashSet<String>,
+    /// Groups (indices) a Spot interruption came from: no new Spot capacity there for a while.
+    pub interrupted: Vec<usize>,
+}
+
+/// Whether a drain would move `pod` (a controller makes it again elsewhere): not a DaemonSet's, not a
+/// static pod's mirror, not already terminating or finished, and owned by a controller.
+pub fn moves(pod: &Pod) -> bool {
+    pod.controller.is_some()
+        && !pod.daemonset()
+        && !pod.disruption.mirror
+        && pod.deleted.is_none()
+        && pod.holds_room()
+}
+
+impl LeavingEffects {
+    /// What `leaving` changes: the actions decided, and the pods of `bound` (indices into `pods`, those
+    /// that hold room) on nodes whose pods move taken out of `bound` into `moved`.
+    pub fn of(
+        leaving: LeavingNodes,
+        (nodes, node_group): (&[Arc<Node>], &[Option<usize>]),
+        pods: PodList<'_>,
+        bound: &mut Vec<usize>,
+    ) -> LeavingEffects {
+        let actions: Vec<(LeavingAction, String)> =
+            leaving.nodes.iter().map(action::decide).collect();
+        let no_room = (leaving.nodes.iter())
+            .map(|l| nodes[l.node].name.clone())
+            .collect();
+        let moving: HashSet<&str> = (leaving.nodes.iter().zip(&actions))
+            .filter(|(_, (a, _))| a.moves_pods())
+            .map(|(l, _)| nodes[l.node].name.as_str())
+            .collect();
+        let mut moved = Vec::new();
+        if !moving.is_empty() {
+            bound.retain(|&i| {
+                let pod = pods.get(i);
+                let on = pod.node_name.as_deref().is_some_and(|n| moving.contains(n));
+                if on && moves(pod) {
+                    moved.push(i);
+                    return false;
+                }
+                true
+            });
+        }
+        let interrupted = (leaving.nodes.iter().zip(&actions))
+            .filter(|(l, (a, _))| {
+                l.reason == LeavingReason::SpotInterruption && *a == LeavingAction::Drain
+            })
+            .filter_map(|(l, _)| l.group)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut effects = LeavingEffects {
+            nodes: leaving,
+            actions,
+            no_room,
+            moved,
+            held: HashSet::new(),
+            interrupted,
+        };
+        effects.held = effects.newest_held(nodes, node_group);
+        effects
+    }
+
+    /// For each group, how many of its nodes it replaces itself (action `none`).
+    pub fn replaced_by_groups(&self, groups: usize) -> Vec<usize> {
+        let mut count = vec![0; groups];
+        for (l, (a, _)) in self.nodes.nodes.iter().zip(&self.actions) {
+            if let (LeavingAction::None, Some(g)) = (a, l.group) {
+                count[g] += 1;
+            }
+        }
+        count
+    }
+
+    /// The replacements groups launch themselves, counted as coming: while it replaces `k` nodes, a group
+    /// has its target and `k` more (the old ones still registered), so at least that less its registered
+    /// nodes is upcoming. A replacement already registered or launched is not counted twice.
+    pub fn count_replacements(&self, facts: &[GroupFacts], counts: &mut [Counts]) {
+        for (g, k) in self.replaced_by_groups(facts.len()).into_iter().enumerate() {
+            if k == 0 || facts[g].problem.is_some() {
+                continue;
+            }
+            let target = usize::try_from(facts[g].target).unwrap_or(0);
+            let c = &mut counts[g];
+            c.upcoming = c.upcoming.max((target + k).saturating_sub(c.registered));
+        }
+    }
+
+    /// The newest `k` nodes of each group replacing `k` nodes itself that are not leaving: the group's
+    /// replacements (or what stands for them), never unneeded while the old ones drain.
+    fn newest_held(&self, nodes: &[Arc<Node>], node_group: &[Option<usize>]) -> HashSet<String> {
+        let mut by_group: HashMap<usize, usize> = HashMap::new();
+        for (l, (a, _)) in self.nodes.nodes.iter().zip(&self.actions) {
+            if let (LeavingAction::None, Some(g)) = (a, l.group) {
+                *by_group.entry(g).or_default() += 1;
+            }
+        }
+        if by_group.is_empty() {
+            return HashSet::new();
+        }
+        let mut members: HashMap<usize, Vec<&Node>> = HashMap::new();
+        for (node, g) in nodes.iter().zip(node_group) {
+            if let Some(g) = g.filter(|g| by_group.contains_key(g))
+                && !self.no_room.contains(&node.name)
+            {
+                members.entry(g).or_default().push(node);
+            }
+        }
+        let mut held = HashSet::new();
+        for (g, mut members) in members {
+            members.sort_by(|a, b| b.created.cmp(&a.created).then(a.name.cmp(&b.name)));
+            let k = by_group[&g];
+            held.extend(members.into_iter().take(k).map(|n| n.name.clone()));
+        }
+        held
+    }
+
+    /// The report's list: each leaving node with its group, reason, time and action, sorted by node.
+    pub fn statuses(&self, nodes: &[Arc<Node>], facts: &[GroupFacts]) -> Vec<LeavingStatus> {
+        let mut listed: Vec<LeavingStatus> = (self.nodes.nodes.iter().zip(&self.actions))
+            .map(|(l, (action, why))| LeavingStatus {
+                node: nodes[l.node].name.clone(),
+                node_group: l
+                    .group
+                    .map(|g| facts[g].group.id.clone())
+                    .unwrap_or_default(),
+                reason: l.reason.as_str().to_string(),
+                at: humantime::format_rfc3339_seconds(l.at).to_string(),
+                action: *action,
+                detail: format!("{}: {why}", l.detail),
+            })
+            .collect();
+        listed.sort_by(|a, b| a.node.cmp(&b.node));
+        listed
+    }
+
+    /// The leaving node and its action, in the order of `nodes.nodes`.
+    pub fn each(&self) -> impl Iterator<Item = (&LeavingNode, LeavingAction)> {
+        self.nodes
+            .nodes
+            .iter()
+            .zip(self.actions.iter().map(|(a, _)| *a))
+    }
+}
