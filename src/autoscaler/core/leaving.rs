@@ -12,7 +12,9 @@ use crate::autoscaler::group::Group;
 use crate::autoscaler::leaving::effects::SPOT_UNAVAILABLE;
 use crate::autoscaler::leaving::memory::Planned;
 use crate::autoscaler::leaving::nodes::LeavingSources;
-use crate::autoscaler::leaving::{LeavingAction, LeavingEffects, LeavingMemory, LeavingNodes};
+use crate::autoscaler::leaving::{
+    LeavingAction, LeavingEffects, LeavingHandling, LeavingMemory, LeavingNodes,
+};
 use crate::autoscaler::scaledown::act::actuation::{Cause, DeletionOrder};
 use crate::autoscaler::scaledown::plan::planner::DeletionKind;
 use crate::autoscaler::scaledown::policy::ScaleDownPolicy;
@@ -30,9 +32,10 @@ pub struct Changes<'a> {
     pub backoff: &'a mut GroupBackoff,
 }
 
-/// The leaving nodes this loop, and what could not be read of them.
+/// The leaving nodes this loop, and what could not be read of them; with `handling` off, they are only
+/// listed and nothing is changed for them.
 pub async fn read(
-    (client, memory): (&ProviderClient, &LeavingMemory),
+    (client, memory, handling): (&ProviderClient, &LeavingMemory, LeavingHandling),
     (view, pods): (&ClusterView, PodList<'_>),
     changes: Changes<'_>,
     now: SystemTime,
@@ -71,6 +74,9 @@ pub async fn read(
     let found = LeavingNodes::find(&sources, |n| memory.first_seen(n), now);
     if found.is_empty() {
         return (LeavingEffects::default(), problems);
+    }
+    if handling == LeavingHandling::Ignore {
+        return (LeavingEffects::ignored(found), problems);
     }
     let at = (&view.nodes[..], &read.node_group[..]);
     let effects = LeavingEffects::of(found, at, pods, &mut sorted.bound);
@@ -127,6 +133,9 @@ pub fn report(
     now: SystemTime,
 ) {
     status.leaving = effects.statuses(&view.nodes, &read.facts);
+    if effects.handling == LeavingHandling::Ignore {
+        return; // nothing was planned for them: no outcome to count
+    }
     // Scale-down kept them as nodes on their way out: the leaving list says what is done for them.
     (status.scale_down.unremovable).retain(|k| !effects.no_room.contains(&k.node));
     let planned = Planned {

@@ -171,7 +171,7 @@ impl RunOnce {
             groups: &mut groups,
             backoff: &mut self.state.backoff,
         };
-        let memory = (&self.client, &self.leaving);
+        let memory = (&self.client, &self.leaving, self.settings.leaving_nodes);
         let (gone, errors) = leaving::read(memory, (view, pods), changes, now).await;
         status.problems(LoopStage::Leaving, ProblemKind::ProviderCall, errors);
 

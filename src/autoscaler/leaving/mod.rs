@@ -15,7 +15,7 @@ pub(crate) mod report; // the report's `leaving` list
 #[cfg(test)]
 mod tests;
 
-pub use action::LeavingAction;
+pub use action::{LeavingAction, LeavingHandling};
 pub use effects::LeavingEffects;
 pub use memory::LeavingMemory;
 pub use nodes::LeavingNodes;
