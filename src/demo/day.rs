@@ -9,10 +9,11 @@ use super::script::Script;
 use super::summary::hms;
 use super::timeline::Targets;
 use crate::autoscaler::{
-    ClientError, ClusterSource, ConsolidationMode as Mode, ProviderClient, ProviderConfig, RunOnce,
-    Settings,
+    ClientError, ClusterSource, ConsolidationMode as Mode, LeavingHandling, ProviderClient,
+    ProviderConfig, RunOnce, Settings,
 };
 use crate::clock::Clock;
+use crate::cloud::NodeGroupBackend;
 use crate::k8s::node_from_pb;
 use crate::simulated_cluster::SimulatedCluster;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -28,12 +29,13 @@ pub(super) enum Progress {
     Hidden,
 }
 
-/// One day of `script` with consolidation in `mode`: the provider in-process on the script's simulated EKS,
-/// the simulated cluster over it, and the loop acting on both, `speed` simulated seconds a real second (0:
-/// as fast as it goes); `display` says whether progress and decisions are printed.
+/// One day of `script` with consolidation in `mode` and leaving nodes handled or not (`leaving`): the
+/// provider in-process on the script's simulated EKS, the simulated cluster over it, and the loop acting on
+/// both, `speed` simulated seconds a real second (0: as fast as it goes); `display` says whether progress and
+/// decisions are printed.
 pub(super) async fn play(
     script: &Script,
-    mode: Mode,
+    (mode, leaving): (Mode, LeavingHandling),
     speed: f64,
     display: Progress,
 ) -> Result<Record, DemoError> {
@@ -50,6 +52,7 @@ pub(super) async fn play(
         wait_for_new_pods: true,
         headroom: script.headroom.clone(),
         disruption: script.disruption.clone(),
+        leaving_nodes: leaving,
         ..Settings::default()
     };
     settings.consolidation.mode = mode;
@@ -92,6 +95,8 @@ pub(super) async fn play(
         }
         leaving::clear_repaired(&provider.backend, &cluster)?;
         let view = (cluster.view().await).map_err(|e| DemoError::Loop(e.to_string()))?;
+        let going = provider.backend.leaving_instances();
+        (record.outages).observe(at, &view, &going, provider.backend.wall_now());
         let status = once.run(&view, cluster.now()).await;
         let status = status.map_err(|e| DemoError::Loop(e.to_string()))?;
         for entry in record.observe(at, &view, &status) {
