@@ -1,6 +1,7 @@
 //! One day of a script: the provider in-process, the simulated cluster over it, the loop acting on both, the
 //! timeline played in simulated time, progress shown as it goes.
 
+use super::day4::Outages;
 use super::error::DemoError;
 use super::leaving;
 use super::provider::InProcessProvider;
@@ -35,10 +36,20 @@ pub(super) enum Progress {
 /// decisions are printed.
 pub(super) async fn play(
     script: &Script,
-    (mode, leaving): (Mode, LeavingHandling),
+    modes: (Mode, LeavingHandling),
     speed: f64,
     display: Progress,
 ) -> Result<Record, DemoError> {
+    Ok(play_followed(script, modes, speed, display).await?.0)
+}
+
+/// [`play`], with the pods of the nodes that went away followed: each one's time without a node.
+pub(super) async fn play_followed(
+    script: &Script,
+    (mode, leaving): (Mode, LeavingHandling),
+    speed: f64,
+    display: Progress,
+) -> Result<(Record, Outages), DemoError> {
     let clock = Clock::manual();
     let provider = InProcessProvider::start(script, clock.clone()).await?;
     let config = ProviderConfig::plaintext(provider.addr.to_string());
@@ -68,6 +79,7 @@ pub(super) async fn play(
         deployments: BTreeMap::new(),
     };
     let mut record = prices(&client).await?;
+    let mut outages = Outages::default();
     let bar = progress_bar(display, script.duration);
     let show = |entry: &Entry| {
         if display == Progress::Hidden {
@@ -96,7 +108,7 @@ pub(super) async fn play(
         leaving::clear_repaired(&provider.backend, &cluster)?;
         let view = (cluster.view().await).map_err(|e| DemoError::Loop(e.to_string()))?;
         let going = provider.backend.leaving_instances();
-        (record.outages).observe(at, &view, &going, provider.backend.wall_now());
+        outages.observe(at, &view, &going, provider.backend.wall_now());
         let status = once.run(&view, cluster.now()).await;
         let status = status.map_err(|e| DemoError::Loop(e.to_string()))?;
         for entry in record.observe(at, &view, &status) {
@@ -119,7 +131,7 @@ pub(super) async fn play(
         .map(ToString::to_string)
         .collect();
     provider.stop().await;
-    Ok(record)
+    Ok((record, outages))
 }
 
 fn progress_bar(display: Progress, duration: Duration) -> ProgressBar {

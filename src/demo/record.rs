@@ -1,6 +1,5 @@
 //! What the demo saw, loop by loop: samples for the charts, the decision log, and what the summary needs.
 
-use super::day4::Outages;
 use super::marks::Marks;
 use crate::autoscaler::ClusterView;
 use crate::autoscaler::headroom;
@@ -96,8 +95,6 @@ pub struct Record {
     /// Where the companion's predicates placed a pod the simulated cluster's plain scheduler refused (or
     /// found no node for one it bound), each once: none when the two agree.
     pub disagreements: Vec<String>,
-    /// The pods of nodes that went away, and their time without a node.
-    pub outages: Outages,
 }
 
 impl Record {

@@ -128,7 +128,7 @@ pub fn html(record: &Record, days: Days<'_>, summary: &str) -> String {
         );
         page.push_str(&day.table());
         page.push_str("<h3>Decisions with leaving nodes handled</h3>");
-        decisions(&mut page, &day.handled.log);
+        decisions(&mut page, &day.handled.0.log);
     }
     page.push_str("</body></html>\n");
     page

@@ -3,7 +3,7 @@
 //! all, and the report.
 
 use super::compare::Comparison;
-use super::day::{Progress, play};
+use super::day::{Progress, play, play_followed};
 use super::day4::LeavingDay;
 use super::error::DemoError;
 use super::night::Night;
@@ -88,8 +88,8 @@ pub async fn run(options: Options) -> Result<(Record, String), DemoError> {
             if let Some(seed) = seed {
                 day.scenario.seed = seed;
             }
-            let handled = play(&day, (Mode::Off, Handle), 0.0, Progress::Hidden).await?;
-            let ignored = play(&day, (Mode::Off, Ignore), 0.0, Progress::Hidden).await?;
+            let handled = play_followed(&day, (Mode::Off, Handle), 0.0, Progress::Hidden).await?;
+            let ignored = play_followed(&day, (Mode::Off, Ignore), 0.0, Progress::Hidden).await?;
             let day = LeavingDay::new(handled, ignored, &day);
             text.push_str(&day.summary());
             Some(day)

@@ -2,7 +2,7 @@
 //! and ignored (`--leaving-nodes ignore`, the behaviour before). Each pod's time without a node both ways,
 //! per reason its p50 and worst, and what the companion did to the node its group repaired.
 
-use super::outages::Outage;
+use super::outages::{Outage, Outages};
 use crate::demo::chart::{Chart, escape};
 use crate::demo::record::Record;
 use crate::demo::script::Script;
@@ -12,9 +12,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::Duration;
 
+/// One way's day: what the demo saw, and the pods of the nodes that went away.
+pub type Played = (Record, Outages);
+
 pub struct LeavingDay {
-    pub handled: Record,
-    pub ignored: Record,
+    pub handled: Played,
+    pub ignored: Played,
     duration: Duration,
     story: Vec<String>,
 }
@@ -60,7 +63,7 @@ fn figures(outages: &[&Outage], reason: LeavingReason) -> String {
 }
 
 impl LeavingDay {
-    pub fn new(handled: Record, ignored: Record, day: &Script) -> LeavingDay {
+    pub fn new(handled: Played, ignored: Played, day: &Script) -> LeavingDay {
         let story = (day.timeline.iter())
             .filter_map(|e| Some(format!("{} {}", hms(e.at), e.say.as_deref()?)))
             .collect();
@@ -72,14 +75,14 @@ impl LeavingDay {
         }
     }
 
-    fn both(&self) -> [(&'static str, &Record); 2] {
+    fn both(&self) -> [(&'static str, &Played); 2] {
         [("handled", &self.handled), ("ignored", &self.ignored)]
     }
 
     /// The reasons any pod lost its node for, either way.
     fn reasons(&self) -> Vec<LeavingReason> {
         let mut reasons: Vec<LeavingReason> = (self.both().iter())
-            .flat_map(|(_, r)| r.outages.all().map(|o| o.reason))
+            .flat_map(|(_, (_, outages))| outages.all().map(|o| o.reason))
             .collect();
         reasons.sort_by_key(|r| r.as_str());
         reasons.dedup();
@@ -89,8 +92,8 @@ impl LeavingDay {
     /// Each pod's time both ways, by pod and reason: (handled, ignored).
     fn per_pod(&self) -> BTreeMap<(String, &'static str), [Option<&Outage>; 2]> {
         let mut rows: BTreeMap<(String, &'static str), [Option<&Outage>; 2]> = BTreeMap::new();
-        for (way, (_, record)) in self.both().into_iter().enumerate() {
-            for o in record.outages.all() {
+        for (way, (_, (_, outages))) in self.both().into_iter().enumerate() {
+            for o in outages.all() {
                 let row = rows.entry((o.pod.clone(), o.reason.as_str())).or_default();
                 row[way].get_or_insert(o);
             }
@@ -100,9 +103,9 @@ impl LeavingDay {
 
     /// What the companion did to the nodes their group repaired: the scale-down and consolidation lines
     /// naming them, in one way's log.
-    fn touched(record: &Record) -> Vec<String> {
+    fn touched((record, outages): &Played) -> Vec<String> {
         let mut lines = Vec::new();
-        for (node, _) in &record.outages.unhealthy {
+        for (node, _) in &outages.unhealthy {
             let named = (record.log.iter())
                 .filter(|e| matches!(e.kind, "scale-down" | "consolidation" | "replacement"))
                 .filter(|e| e.text.contains(node.as_str()));
@@ -124,7 +127,8 @@ impl LeavingDay {
         for line in &self.story {
             let _ = writeln!(out, "    {line}");
         }
-        let disagreements = (self.handled.disagreements.iter()).chain(&self.ignored.disagreements);
+        let disagreements =
+            (self.handled.0.disagreements.iter()).chain(&self.ignored.0.disagreements);
         let _ = writeln!(
             out,
             "    disagreements between the companion's predicates and the plain scheduler: {}",
@@ -139,8 +143,8 @@ impl LeavingDay {
              that stays:"
         );
         for reason in self.reasons() {
-            for (way, record) in self.both() {
-                let outages: Vec<&Outage> = record.outages.all().collect();
+            for (way, (_, outages)) in self.both() {
+                let outages: Vec<&Outage> = outages.all().collect();
                 let text = figures(&outages, reason);
                 let _ = writeln!(out, "    {way}: {}: {text}", reason.as_str());
             }
@@ -159,13 +163,13 @@ impl LeavingDay {
                 time(ignored)
             );
         }
-        for (node, group) in &self.handled.outages.unhealthy {
+        for (node, group) in &self.handled.1.unhealthy {
             let _ = writeln!(
                 out,
                 "  unhealthy node {node} ({group}), repaired by its group:"
             );
-            for (way, record) in self.both() {
-                let touched = LeavingDay::touched(record);
+            for (way, played) in self.both() {
+                let touched = LeavingDay::touched(played);
                 let said = match touched.is_empty() {
                     true => "never scaled down, consolidated or replaced by ekscale".to_string(),
                     false => touched.join("; "),
@@ -173,7 +177,7 @@ impl LeavingDay {
                 let _ = writeln!(out, "    {way}: {said}");
             }
         }
-        for (way, r) in self.both() {
+        for (way, (r, _)) in self.both() {
             let nodes: Vec<String> = (r.groups.iter().zip(r.added.iter().zip(&r.removed)))
                 .map(|(g, (a, d))| format!("{g} +{a} -{d}"))
                 .collect();
@@ -193,8 +197,8 @@ impl LeavingDay {
             title: "Day 4: pending pods with leaving nodes handled and ignored".into(),
             unit: "pods".into(),
             series: vec![
-                ("handled".into(), series(&self.handled)),
-                ("ignored".into(), series(&self.ignored)),
+                ("handled".into(), series(&self.handled.0)),
+                ("ignored".into(), series(&self.ignored.0)),
             ],
             ..Chart::default()
         }
