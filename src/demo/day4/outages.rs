@@ -200,11 +200,21 @@ mod tests {
         }];
         let mut outages = Outages::default();
         let t = Duration::from_secs;
-        outages.observe(t(0), &view(&[a.clone()], Some("a")), &[], wall);
-        outages.observe(t(15), &view(&[a.clone()], Some("a")), &warning, wall);
+        outages.observe(t(0), &view(std::slice::from_ref(&a), Some("a")), &[], wall);
+        outages.observe(
+            t(15),
+            &view(std::slice::from_ref(&a), Some("a")),
+            &warning,
+            wall,
+        );
         // Later loops see the same deadline from their own clock: it stays the first loop's.
         let later = wall + t(15);
-        outages.observe(t(30), &view(&[a.clone()], None), &warning, later);
+        outages.observe(
+            t(30),
+            &view(std::slice::from_ref(&a), None),
+            &warning,
+            later,
+        );
         assert!(outages.done.is_empty());
         outages.observe(t(105), &view(&[a, b], Some("b")), &warning, later);
         let [outage] = &outages.done[..] else {
@@ -233,7 +243,12 @@ mod tests {
         }];
         let t = Duration::from_secs;
         let mut outages = Outages::default();
-        outages.observe(t(0), &view(&[a.clone()], Some("a")), &warning, wall);
+        outages.observe(
+            t(0),
+            &view(std::slice::from_ref(&a), Some("a")),
+            &warning,
+            wall,
+        );
         outages.observe(t(120), &view(&[], None), &[], wall + t(120));
         outages.observe(t(225), &view(&[b], Some("b")), &[], wall + t(225));
         let outage = &outages.done[0];
