@@ -54,7 +54,7 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
         summary
             .matches("disagreements between the companion's predicates and the plain scheduler: 0")
             .count(),
-        3,
+        4,
         "{summary}"
     );
 
@@ -275,11 +275,13 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
             .filter(|n| n.has_tag_name("polyline"))
             .collect();
         assert!(!lines.is_empty());
-        // The second day: 4 hours, a loop every 30 s; the third: 17 hours, a loop a minute.
+        // The second day: 4 hours, a loop every 30 s; the third: 17 hours, a loop a minute; the fourth: 45
+        // minutes, a loop every 15 s.
         let expected = match charts {
             0..5 => loops,
             5 => 4 * 120 + 1,
-            _ => 17 * 60 + 1,
+            6 => 17 * 60 + 1,
+            _ => 45 * 4 + 1,
         };
         for line in lines {
             let points = line.attribute("points").unwrap().split_whitespace().count();
@@ -289,8 +291,8 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
         rest = &rest[end..];
     }
     assert_eq!(
-        charts, 7,
-        "nodes, pending, utilization, buffers, cost; day 2's cost; day 3's nodes"
+        charts, 8,
+        "nodes, pending, utilization, buffers, cost; day 2's cost; day 3's nodes; day 4's pending pods"
     );
     for title in [
         "Nodes per node group",
@@ -301,18 +303,20 @@ fn the_built_in_day_places_what_fits_explains_what_does_not_and_scales_back_down
         "Day 2: cost with consolidation off and on",
         "Decisions with consolidation on",
         "Day 3: nodes per node group",
+        "Day 4: pending pods with leaving nodes handled and ignored",
     ] {
         assert!(html.contains(title), "{title}");
     }
     assert!(html.contains("<td>scale-down</td>"));
     assert!(html.contains("never placed: default/huge-0"));
     third_day_holds_and_replaces(summary, &html);
+    fourth_day_keeps_pods_running(summary, &html);
 
     // And it renders: headless Chromium builds the same six charts from it, and its screenshot holds far
     // more than an empty page's.
     let url = format!("file://{}", report.display());
     let dom = chromium(&["--dump-dom", &url]);
-    assert_eq!(dom.matches("<svg").count(), 7, "{dom}");
+    assert_eq!(dom.matches("<svg").count(), 8, "{dom}");
     assert!(dom.matches("<polyline").count() >= 6 + record_groups(&html));
     let blank = dir.path().join("blank.html");
     std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
@@ -396,6 +400,107 @@ fn third_day_holds_and_replaces(summary: &str, html: &str) {
         );
     }
     assert!(day.contains("nodes: general +"), "{day}");
+}
+
+/// Seconds in `1m 30s`.
+fn seconds(text: &str) -> u64 {
+    humantime::parse_duration(text.trim())
+        .unwrap_or_else(|e| panic!("{text:?}: {e}"))
+        .as_secs()
+}
+
+/// The fourth day, played with leaving nodes handled and ignored. Handled: the pods of the two interrupted
+/// Spot nodes run elsewhere before the two-minute warning ends (a new node starts in 90 s), none waiting for
+/// its node to go; ignored: each waits for its node to go, then for a new one. The GPU node its group
+/// repairs is never scaled down, consolidated or replaced by ekscale, and ekscale adds no GPU node for its
+/// pod (the group's replacement is counted as coming).
+fn fourth_day_keeps_pods_running(summary: &str, html: &str) {
+    let day = &summary[summary
+        .find("Day 4: nodes that go away")
+        .expect("a fourth day")..];
+    let line = |prefix: &str| -> &str {
+        (day.lines())
+            .find(|l| l.trim_start().starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} in {day}"))
+    };
+    // `N pod(s), p50 X, worst Y; B running elsewhere before the warning ended, W waited for the node to go`
+    let figures = |way: &str| -> (usize, u64, u64, usize, usize) {
+        let text = line(&format!("{way}: spotInterruption: "));
+        let (_, rest) = text.split_once("spotInterruption: ").unwrap();
+        let pods = rest.split(' ').next().unwrap().parse().unwrap();
+        let p50 = seconds(
+            rest.split(", p50 ")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap(),
+        );
+        let worst = seconds(
+            rest.split(", worst ")
+                .nth(1)
+                .unwrap()
+                .split(';')
+                .next()
+                .unwrap(),
+        );
+        let before = rest.split("; ").nth(1).unwrap().split(' ').next().unwrap();
+        let waited = rest
+            .split("ended, ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap();
+        (
+            pods,
+            p50,
+            worst,
+            before.parse().unwrap(),
+            waited.parse().unwrap(),
+        )
+    };
+    let (pods, p50, worst, before, waited) = figures("handled");
+    // Two m5.large nodes of two web pods each.
+    assert_eq!(pods, 4, "{day}");
+    assert!(worst < 120 && p50 <= worst, "{day}");
+    assert_eq!((before, waited), (4, 0), "{day}");
+    let (pods, ignored_p50, ignored_worst, before, waited) = figures("ignored");
+    assert_eq!(pods, 4, "{day}");
+    assert_eq!((before, waited), (0, 4), "{day}");
+    // The node goes at 2 minutes; a new node takes 90 s more.
+    assert!(
+        ignored_p50 >= 120 + 90 && ignored_worst >= ignored_p50,
+        "{day}"
+    );
+    // Per pod, both ways.
+    let per_pod: Vec<&str> = (day.lines())
+        .filter(|l| l.contains("(spotInterruption): "))
+        .collect();
+    assert_eq!(per_pod.len(), 4, "{day}");
+    for row in per_pod {
+        let (handled, ignored) = row.split("): ").nth(1).unwrap().split_once(" / ").unwrap();
+        assert!(seconds(handled) < 120 && seconds(ignored) >= 210, "{row}");
+    }
+    // The repaired GPU node: left alone by ekscale both ways; its pod ran again on the group's replacement.
+    assert!(
+        line("unhealthy node ip-").ends_with("(gpu), repaired by its group:"),
+        "{day}"
+    );
+    assert!(
+        line("handled: never scaled down").contains("consolidated or replaced by ekscale"),
+        "{day}"
+    );
+    assert!(
+        line("handled: unhealthy: 1 pod(s), p50 ").contains("worst"),
+        "{day}"
+    );
+    assert!(line("nodes, handled:").contains("gpu +0 -0"), "{day}");
+    // The report: the per-pod table, both ways.
+    let report = &html[html.find("<h2>Day 4").expect("day 4 in the report")..];
+    let rows = report.matches("<td>spotInterruption</td>").count();
+    assert_eq!(rows, 4, "{report}");
+    assert!(report.contains("<th>handled</th><th>ignored</th>"));
 }
 
 /// How many node groups the nodes chart draws (one line each).

@@ -638,3 +638,59 @@ fn the_readme_example_is_what_simulate_prints() {
     let lines = common::cluster::readme_shows(provider.grpc, snapshot, &args, "Leaving nodes");
     assert_eq!(lines, 4, "Leaving nodes and Nodes kept");
 }
+
+/// `--leaving-nodes ignore`: the behaviour before issue 60. The interrupted node is room like any node (the
+/// pending pod goes onto it), its pod stays, nothing is scaled up or backed off for it; it is still listed,
+/// action `none`, saying handling is off. A bad value is refused by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ignored_leaving_nodes_are_room_and_only_listed() {
+    let (server, leaves) = serve(TWO_GROUPS, false).await;
+    let spot = instances(&leaves, "spot");
+    let mut items = nodes_of(server.addr, &["spot", "ondemand"]).await;
+    items.push(running(&spot[0].1, "web-0", "web", "500m", "512Mi"));
+    items.push(running(&spot[1].1, "web-1", "web", "1200m", "1Gi"));
+    items.push(pending("default", "new-0", "new", "1200m", "1Gi"));
+    let at = now() + Duration::from_secs(120);
+    let warning = leaving(&spot[0].0, "spot", LeavingReason::SpotInterruption, at);
+    leaves.leaving.lock().unwrap().push(warning);
+    let result = simulate(&server, items.clone(), &["--leaving-nodes", "ignore"]);
+    let none = (spot[0].1.clone(), "spotInterruption".into(), "none".into());
+    assert_eq!(leaving_list(&result), [none], "{result:#}");
+    let detail = result["leaving"][0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("handling of leaving nodes is off"),
+        "{detail}"
+    );
+    assert_eq!(
+        placed_on(&result, "default/new-0"),
+        Some(spot[0].1.clone()),
+        "{result:#}"
+    );
+    assert_eq!(placed_on(&result, "default/web-0"), None, "{result:#}");
+    assert!(scale_ups(&result).is_empty(), "{result:#}");
+    let skipped = (result["nodeGroups"].as_array().unwrap().iter()).any(|g| {
+        g["skipped"]
+            .as_str()
+            .is_some_and(|s| s.contains("Spot interruption"))
+    });
+    assert!(!skipped, "{result:#}");
+    // `handle`, the default, said explicitly: the node is no room.
+    let handled = simulate(&server, items, &["--leaving-nodes", "handle"]);
+    assert_eq!(leaving_list(&handled)[0].2, "drain", "{handled:#}");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))
+        .args([
+            "simulate",
+            "--provider",
+            "127.0.0.1:1",
+            "--leaving-nodes",
+            "sometimes",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--leaving-nodes") && stderr.contains("sometimes"),
+        "{stderr}"
+    );
+}

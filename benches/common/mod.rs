@@ -2,6 +2,8 @@
 //! in-process.
 #![allow(dead_code)]
 
+pub mod snapshot; // a view as kubectl prints it, for `simulate --snapshot`
+
 use ekscale::clock::Clock;
 use ekscale::cloud::NodeGroupBackend;
 use ekscale::cloud::Scenario;

@@ -33,6 +33,7 @@ pub use cluster::{
 pub use core::runonce::RunOnce;
 pub use disruption::{DisruptionConfig, DisruptionConfigError};
 pub use group::{Group, Totals};
+pub use leaving::LeavingHandling;
 pub use provreq::requests::read as read_provisioning_requests;
 pub use scaledown::{ConsolidationMode, ConsolidationSettings, MinSaving, ScaleDownSettings};
 pub use scaleup::{ClusterLimits, Expander, Strategy as ExpanderStrategy};

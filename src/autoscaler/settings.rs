@@ -6,6 +6,7 @@ use crate::autoscaler::clusterstate::backoff::BackoffSettings;
 use crate::autoscaler::disruption::DisruptionConfig;
 use crate::autoscaler::headroom::buffers::ReadyReplicas;
 use crate::autoscaler::headroom::policy::Policy;
+use crate::autoscaler::leaving::action::LeavingHandling;
 use crate::autoscaler::scaledown::settings::{ConsolidationSettings, ScaleDownSettings};
 use crate::autoscaler::scaleup::expander::{Expander, Strategy};
 use crate::autoscaler::scaleup::limits::ClusterLimits;
@@ -48,6 +49,8 @@ pub struct Settings {
     /// `--capacity-buffer-ready-replicas-enabled`: each CapacityBuffer's `readyReplicas` written, as
     /// cluster-autoscaler 1.37 does (on by default there too).
     pub capacity_buffer_ready_replicas: ReadyReplicas,
+    /// `--leaving-nodes`: leaving nodes handled (the default) or ignored as before issue 60.
+    pub leaving_nodes: LeavingHandling,
 }
 
 impl Default for Settings {
@@ -74,6 +77,7 @@ impl Default for Settings {
             disruption: None,
             capacity_quotas: true,
             capacity_buffer_ready_replicas: ReadyReplicas::Reconciled,
+            leaving_nodes: LeavingHandling::Handle,
         }
     }
 }

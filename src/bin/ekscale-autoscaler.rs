@@ -91,18 +91,20 @@ fn demo(args: DemoArgs) -> Result<(), Failure> {
             args.speed
         )));
     }
-    // The built-in day comes with a second one, played with consolidation off and on, and a third, with
-    // disruption control; a user's script is played as it is.
-    let (mut script, second_day, third_day) = match &args.scenario {
+    // The built-in day comes with a second one, played with consolidation off and on, a third, with
+    // disruption control, and a fourth, with leaving nodes handled and ignored; a user's script is played as
+    // it is.
+    let (mut script, second_day, third_day, fourth_day) = match &args.scenario {
         Some(path) => {
             let script = Script::read(path)
                 .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
-            (script, None, None)
+            (script, None, None, None)
         }
         None => (
             Script::built_in(),
             Some(Script::second_day()),
             Some(Script::third_day()),
+            Some(Script::fourth_day()),
         ),
     };
     if let Some(path) = &args.disruption_config {
@@ -113,6 +115,7 @@ fn demo(args: DemoArgs) -> Result<(), Failure> {
         script,
         second_day,
         third_day,
+        fourth_day,
         speed: args.speed,
         report: args.report.clone(),
         seed: args.seed,

@@ -1,6 +1,7 @@
 //! One day of a script: the provider in-process, the simulated cluster over it, the loop acting on both, the
 //! timeline played in simulated time, progress shown as it goes.
 
+use super::day4::Outages;
 use super::error::DemoError;
 use super::leaving;
 use super::provider::InProcessProvider;
@@ -9,10 +10,11 @@ use super::script::Script;
 use super::summary::hms;
 use super::timeline::Targets;
 use crate::autoscaler::{
-    ClientError, ClusterSource, ConsolidationMode as Mode, ProviderClient, ProviderConfig, RunOnce,
-    Settings,
+    ClientError, ClusterSource, ConsolidationMode as Mode, LeavingHandling, ProviderClient,
+    ProviderConfig, RunOnce, Settings,
 };
 use crate::clock::Clock;
+use crate::cloud::NodeGroupBackend;
 use crate::k8s::node_from_pb;
 use crate::simulated_cluster::SimulatedCluster;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -28,15 +30,26 @@ pub(super) enum Progress {
     Hidden,
 }
 
-/// One day of `script` with consolidation in `mode`: the provider in-process on the script's simulated EKS,
-/// the simulated cluster over it, and the loop acting on both, `speed` simulated seconds a real second (0:
-/// as fast as it goes); `display` says whether progress and decisions are printed.
+/// One day of `script` with consolidation in `mode` and leaving nodes handled or not (`leaving`): the
+/// provider in-process on the script's simulated EKS, the simulated cluster over it, and the loop acting on
+/// both, `speed` simulated seconds a real second (0: as fast as it goes); `display` says whether progress and
+/// decisions are printed.
 pub(super) async fn play(
     script: &Script,
-    mode: Mode,
+    modes: (Mode, LeavingHandling),
     speed: f64,
     display: Progress,
 ) -> Result<Record, DemoError> {
+    Ok(play_followed(script, modes, speed, display).await?.0)
+}
+
+/// [`play`], with the pods of the nodes that went away followed: each one's time without a node.
+pub(super) async fn play_followed(
+    script: &Script,
+    (mode, leaving): (Mode, LeavingHandling),
+    speed: f64,
+    display: Progress,
+) -> Result<(Record, Outages), DemoError> {
     let clock = Clock::manual();
     let provider = InProcessProvider::start(script, clock.clone()).await?;
     let config = ProviderConfig::plaintext(provider.addr.to_string());
@@ -50,6 +63,7 @@ pub(super) async fn play(
         wait_for_new_pods: true,
         headroom: script.headroom.clone(),
         disruption: script.disruption.clone(),
+        leaving_nodes: leaving,
         ..Settings::default()
     };
     settings.consolidation.mode = mode;
@@ -65,6 +79,7 @@ pub(super) async fn play(
         deployments: BTreeMap::new(),
     };
     let mut record = prices(&client).await?;
+    let mut outages = Outages::default();
     let bar = progress_bar(display, script.duration);
     let show = |entry: &Entry| {
         if display == Progress::Hidden {
@@ -92,6 +107,8 @@ pub(super) async fn play(
         }
         leaving::clear_repaired(&provider.backend, &cluster)?;
         let view = (cluster.view().await).map_err(|e| DemoError::Loop(e.to_string()))?;
+        let going = provider.backend.leaving_instances();
+        outages.observe(at, &view, &going, provider.backend.wall_now());
         let status = once.run(&view, cluster.now()).await;
         let status = status.map_err(|e| DemoError::Loop(e.to_string()))?;
         for entry in record.observe(at, &view, &status) {
@@ -114,7 +131,7 @@ pub(super) async fn play(
         .map(ToString::to_string)
         .collect();
     provider.stop().await;
-    Ok(record)
+    Ok((record, outages))
 }
 
 fn progress_bar(display: Progress, duration: Duration) -> ProgressBar {

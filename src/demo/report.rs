@@ -3,6 +3,7 @@
 
 use super::chart::{Chart, escape};
 use super::compare::Comparison;
+use super::day4::LeavingDay;
 use super::night::Night;
 use super::record::Record;
 use super::summary::hms;
@@ -78,15 +79,18 @@ pub fn charts(record: &Record) -> Vec<Chart> {
     ]
 }
 
-/// The whole page; `summary` is the text summary the terminal showed; `second_day`, when played, adds its
-/// cost both ways and its decisions with consolidation on; `third_day` its nodes with what held them and
-/// what was replaced marked, and its decisions.
-pub fn html(
-    record: &Record,
-    second_day: Option<&Comparison>,
-    third_day: Option<&Night>,
-    summary: &str,
-) -> String {
+/// The days played after the first, when they were.
+pub struct Days<'a> {
+    pub second: Option<&'a Comparison>,
+    pub third: Option<&'a Night>,
+    pub fourth: Option<&'a LeavingDay>,
+}
+
+/// The whole page; `summary` is the text summary the terminal showed; the second day, when played, adds its
+/// cost both ways and its decisions with consolidation on; the third its nodes with what held them and what
+/// was replaced marked, and its decisions; the fourth its pending pods both ways, each pod's time without a
+/// node both ways, and its decisions with leaving nodes handled.
+pub fn html(record: &Record, days: Days<'_>, summary: &str) -> String {
     let mut page = String::from(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ekscale demo</title>\
          <style>body{font-family:sans-serif;margin:2em;max-width:60em}td,th{padding:2px 8px;text-align:left;\
@@ -100,13 +104,13 @@ pub fn html(
     }
     page.push_str("<h2>Decisions</h2>");
     decisions(&mut page, &record.log);
-    if let Some(day) = second_day {
+    if let Some(day) = days.second {
         page.push_str("<h2>Day 2: consolidation off and on</h2>");
         let _ = write!(page, "<figure>{}</figure>", day.chart().to_svg());
         page.push_str("<h3>Decisions with consolidation on</h3>");
         decisions(&mut page, &day.on.log);
     }
-    if let Some(night) = third_day {
+    if let Some(night) = days.third {
         page.push_str("<h2>Day 3: disruption budgets, a node group update, expiry</h2>");
         page.push_str(
             "<p>Shaded: when a group's nodes were kept by its disruption budget or its update; dashed: \
@@ -114,6 +118,17 @@ pub fn html(
         );
         let _ = write!(page, "<figure>{}</figure>", night.chart().to_svg());
         decisions(&mut page, &night.record.log);
+    }
+    if let Some(day) = days.fourth {
+        page.push_str("<h2>Day 4: nodes that go away, handled and ignored</h2>");
+        let _ = write!(page, "<figure>{}</figure>", day.chart().to_svg());
+        page.push_str(
+            "<h3>Each pod's time without a node</h3><p>From its node's warning (or problem) to running on \
+             a node that stays; a Spot interruption's warning lasts two minutes.</p>",
+        );
+        page.push_str(&day.table());
+        page.push_str("<h3>Decisions with leaving nodes handled</h3>");
+        decisions(&mut page, &day.handled.0.log);
     }
     page.push_str("</body></html>\n");
     page

@@ -24,6 +24,8 @@ pub const BUILT_IN_SCRIPT: &str = include_str!("demo.yaml");
 pub const SECOND_DAY: &str = include_str!("day2.yaml");
 /// The built-in demo's third day (a night, in fact): disruption budgets, a node group update, expiry.
 pub const THIRD_DAY: &str = include_str!("day3.yaml");
+/// The built-in demo's fourth day: Spot interruptions, a rebalance recommendation, a GPU node repaired.
+pub const FOURTH_DAY: &str = include_str!("day4.yaml");
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
@@ -255,6 +257,12 @@ impl Script {
     /// The built-in third day: office hours hold scale-down, a node group update, nodes expiring overnight.
     pub fn third_day() -> Script {
         Script::parse(THIRD_DAY, Path::new(".")).expect("the built-in third day is valid")
+    }
+
+    /// The built-in fourth day: a wave of Spot interruptions, a rebalance recommendation, a GPU node its
+    /// group repairs; played with leaving nodes handled and ignored.
+    pub fn fourth_day() -> Script {
+        Script::parse(FOURTH_DAY, Path::new(".")).expect("the built-in fourth day is valid")
     }
 
     /// Reads a script file; a scenario path in it is taken relative to the file.
@@ -580,6 +588,12 @@ mod tests {
             &second.timeline[2].action,
             Action::Capacity(CapacityChange { node_group, available: Some(10) }) if node_group == "spot"
         ));
+        let fourth = Script::fourth_day();
+        assert_eq!(fourth.scenario.cluster, "demo-day-4");
+        let leaving = (fourth.timeline.iter())
+            .filter(|e| matches!(e.action, Action::Leaving(_)))
+            .count();
+        assert_eq!(leaving, 3);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use crate::autoscaler::clusterstate::backoff::BackoffSettings;
 use crate::autoscaler::disruption::{DisruptionConfig, DisruptionConfigError};
 use crate::autoscaler::headroom::buffers::ReadyReplicas;
 use crate::autoscaler::headroom::policy::{self as headroom, PolicyError};
+use crate::autoscaler::leaving::action::LeavingHandling;
 use crate::autoscaler::scaledown::act::actuation::Pacing;
 use crate::autoscaler::scaledown::plan::drainability::Rules;
 use crate::autoscaler::scaledown::settings::{
@@ -79,6 +80,11 @@ pub struct DecisionArgs {
     /// cluster has (cluster-autoscaler 1.37's flag and default).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub capacity_buffer_ready_replicas_enabled: bool,
+    /// `handle`: nodes going away (Spot interruptions, rebalance recommendations, scheduled events,
+    /// unhealthy nodes) are no room and their pods are planned elsewhere ahead; `ignore`: they are room like
+    /// any node and nothing is done ahead (the behaviour before), each still listed.
+    #[arg(long, value_enum, default_value_t = LeavingHandling::Handle)]
+    pub leaving_nodes: LeavingHandling,
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub scale_down_enabled: bool,
     /// Nodes whose requests are at most this share of allocatable (cpu and memory) are candidates.
@@ -344,6 +350,7 @@ impl DecisionArgs {
                 true => ReadyReplicas::Reconciled,
                 false => ReadyReplicas::Left,
             },
+            leaving_nodes: self.leaving_nodes,
             scale_down: ScaleDownSettings {
                 enabled: self.scale_down_enabled,
                 rules: Rules {

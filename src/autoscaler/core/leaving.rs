@@ -12,7 +12,9 @@ use crate::autoscaler::group::Group;
 use crate::autoscaler::leaving::effects::SPOT_UNAVAILABLE;
 use crate::autoscaler::leaving::memory::Planned;
 use crate::autoscaler::leaving::nodes::LeavingSources;
-use crate::autoscaler::leaving::{LeavingAction, LeavingEffects, LeavingMemory, LeavingNodes};
+use crate::autoscaler::leaving::{
+    LeavingAction, LeavingEffects, LeavingHandling, LeavingMemory, LeavingNodes,
+};
 use crate::autoscaler::scaledown::act::actuation::{Cause, DeletionOrder};
 use crate::autoscaler::scaledown::plan::planner::DeletionKind;
 use crate::autoscaler::scaledown::policy::ScaleDownPolicy;
@@ -31,9 +33,15 @@ pub struct Changes<'a> {
     pub backoff: &'a mut GroupBackoff,
 }
 
-/// The leaving nodes this loop, and what could not be read of them.
+/// The leaving nodes this loop, and what could not be read of them; with `handling` off, they are only
+/// listed and nothing is changed for them.
 pub async fn read(
-    (client, memory, down): (&ProviderClient, &LeavingMemory, &ScaleDownPolicy),
+    (client, memory, down, handling): (
+        &ProviderClient,
+        &LeavingMemory,
+        &ScaleDownPolicy,
+        LeavingHandling,
+    ),
     (view, pods): (&ClusterView, PodList<'_>),
     changes: Changes<'_>,
     now: SystemTime,
@@ -72,6 +80,9 @@ pub async fn read(
     let found = LeavingNodes::find(&sources, |n| memory.first_seen(n), now);
     if found.is_empty() {
         return (LeavingEffects::default(), problems);
+    }
+    if handling == LeavingHandling::Ignore {
+        return (LeavingEffects::ignored(found), problems);
     }
     let at = (&view.nodes[..], &read.node_group[..]);
     let mut effects = LeavingEffects::new(found, at, pods, &mut sorted.bound);
@@ -137,6 +148,9 @@ pub fn report(
     let decided = (status.scale_down.disruptions.iter())
         .map(|d| (&d.node[..], &d.reason[..], &d.action[..], &d.detail[..]));
     LeavingEffects::decided(&mut status.leaving, decided);
+    if effects.handling == LeavingHandling::Ignore {
+        return; // nothing was planned for them: no outcome to count
+    }
     // Scale-down kept them as nodes on their way out: the leaving list says what is done for them.
     (status.scale_down.unremovable).retain(|k| !effects.no_room.contains(&k.node));
     let planned = Planned {

@@ -171,7 +171,8 @@ impl RunOnce {
             groups: &mut groups,
             backoff: &mut self.state.backoff,
         };
-        let memory = (&self.client, &self.leaving, &self.down);
+        let handling = self.settings.leaving_nodes;
+        let memory = (&self.client, &self.leaving, &self.down, handling);
         let (gone, errors) = leaving::read(memory, (view, pods), changes, now).await;
         status.problems(LoopStage::Leaving, ProblemKind::ProviderCall, errors);
 

@@ -38,6 +38,21 @@ impl LeavingAction {
     }
 }
 
+/// `--leaving-nodes`: whether the loop handles leaving nodes (issue 60) or ignores them as it did before,
+/// treating them as room and acting for none of them (each still listed, action `none`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LeavingHandling {
+    /// No room, never a scale-down or disruption candidate, their pods planned elsewhere ahead.
+    #[default]
+    Handle,
+    /// As before issue 60: leaving nodes are room like any other, nothing is drained or replaced ahead.
+    Ignore,
+}
+
+/// The detail of a leaving node while handling is off.
+pub const IGNORED: &str = "handling of leaving nodes is off (--leaving-nodes ignore): it is room like any \
+                           node, nothing is drained or replaced ahead";
+
 impl std::fmt::Display for LeavingAction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

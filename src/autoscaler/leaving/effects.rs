@@ -7,7 +7,7 @@
 
 use crate::autoscaler::clusterstate::state::Counts;
 use crate::autoscaler::group::GroupFacts;
-use crate::autoscaler::leaving::action::{self, LeavingAction};
+use crate::autoscaler::leaving::action::{self, LeavingAction, LeavingHandling};
 use crate::autoscaler::leaving::nodes::{LeavingNode, LeavingNodes};
 use crate::autoscaler::leaving::report::LeavingStatus;
 use crate::model::{LeavingReason, Node, Pod, PodList};
@@ -34,6 +34,8 @@ pub struct LeavingEffects {
     pub held: HashSet<String>,
     /// Groups (indices) a Spot interruption came from: no new Spot capacity there for a while.
     pub interrupted: Vec<usize>,
+    /// Whether the loop handles them (`--leaving-nodes`): ignored, they are only listed.
+    pub handling: LeavingHandling,
 }
 
 /// Whether a drain would move `pod` (a controller makes it again elsewhere): not a DaemonSet's, not a
@@ -91,6 +93,7 @@ impl LeavingEffects {
             moved,
             held: HashSet::new(),
             interrupted,
+            handling: LeavingHandling::Handle,
         };
         effects.held = effects.newest_held(nodes, node_group);
         effects
@@ -134,6 +137,20 @@ impl LeavingEffects {
                     format!("{source}: ekscale replaces it: {detail}"),
                 ),
             };
+        }
+    }
+
+    /// The leaving nodes while handling is off (`--leaving-nodes ignore`): each listed with action `none`
+    /// and nothing changed for them (room like any node, no pod moved, no replacement counted or held).
+    pub fn ignored(leaving: LeavingNodes) -> LeavingEffects {
+        let actions = (leaving.nodes.iter())
+            .map(|_| (LeavingAction::None, action::IGNORED.to_string()))
+            .collect();
+        LeavingEffects {
+            nodes: leaving,
+            actions,
+            handling: LeavingHandling::Ignore,
+            ..LeavingEffects::default()
         }
     }
 

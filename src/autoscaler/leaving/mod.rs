@@ -15,7 +15,7 @@ pub(crate) mod report; // the report's `leaving` list
 #[cfg(test)]
 mod tests;
 
-pub use action::{LeavingAction, cluster_wide};
+pub use action::{LeavingAction, LeavingHandling, cluster_wide};
 pub use effects::LeavingEffects;
 pub use memory::LeavingMemory;
 pub use nodes::{LeavingNode, LeavingNodes};
