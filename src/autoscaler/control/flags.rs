@@ -285,6 +285,26 @@ pub enum Cluster {
 }
 
 impl DecisionArgs {
+    /// Which pods hold a node from scale-down (upstream's drainability flags).
+    fn drain_rules(&self) -> Rules {
+        Rules {
+            skip_system_pods: self.skip_nodes_with_system_pods,
+            skip_local_storage: self.skip_nodes_with_local_storage,
+            skip_custom_controllers: self.skip_nodes_with_custom_controller_pods,
+            system_pod_timeout: self.blocking_system_pod_distruption_timeout,
+            expendable_cutoff: self.expendable_pods_priority_cutoff,
+        }
+    }
+
+    /// How a deletion paces itself: after the taint, the evictions, the pods' grace.
+    fn pacing(&self) -> Pacing {
+        Pacing {
+            delay_after_taint: self.node_delete_delay_after_taint,
+            max_pod_eviction_time: self.max_pod_eviction_time,
+            max_graceful_termination: Duration::from_secs(self.max_graceful_termination_sec),
+        }
+    }
+
     /// The loop's settings for `command`.
     pub fn settings(&self, command: Command) -> Result<Settings, SettingsError> {
         let (live, act, cluster) = match command {
@@ -353,13 +373,7 @@ impl DecisionArgs {
             leaving_nodes: self.leaving_nodes,
             scale_down: ScaleDownSettings {
                 enabled: self.scale_down_enabled,
-                rules: Rules {
-                    skip_system_pods: self.skip_nodes_with_system_pods,
-                    skip_local_storage: self.skip_nodes_with_local_storage,
-                    skip_custom_controllers: self.skip_nodes_with_custom_controller_pods,
-                    system_pod_timeout: self.blocking_system_pod_distruption_timeout,
-                    expendable_cutoff: self.expendable_pods_priority_cutoff,
-                },
+                rules: self.drain_rules(),
                 utilization_threshold: self.scale_down_utilization_threshold,
                 gpu_utilization_threshold: self.scale_down_gpu_utilization_threshold,
                 unneeded_time: self.scale_down_unneeded_time,
@@ -372,13 +386,7 @@ impl DecisionArgs {
                 max_parallelism: self.max_scale_down_parallelism,
                 max_drain_parallelism: self.max_drain_parallelism,
                 max_empty_bulk_delete: self.max_empty_bulk_delete,
-                pacing: Pacing {
-                    delay_after_taint: self.node_delete_delay_after_taint,
-                    max_pod_eviction_time: self.max_pod_eviction_time,
-                    max_graceful_termination: Duration::from_secs(
-                        self.max_graceful_termination_sec,
-                    ),
-                },
+                pacing: self.pacing(),
                 max_soft_taints: self.max_bulk_soft_taint_count,
                 // `simulate` lists every node that would go; `run` paces itself.
                 timers_elapsed: !live,
