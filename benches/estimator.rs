@@ -223,6 +223,7 @@ fn plan(input: &Input) -> u64 {
         prices: vec![None; input.groups.len()],
         device_prices: Default::default(),
         stabilizer: 0.0,
+        homes: Vec::new(),
     };
     let orchestrator = scaleup::ScaleUpOrchestrator {
         groups: &input.node_groups,

@@ -4,6 +4,8 @@
 //! cluster simulator.
 
 mod common;
+#[path = "leaving/home.rs"]
+mod home; // the pods of a node that goes now prefer its own group
 
 use async_trait::async_trait;
 use common::Server;

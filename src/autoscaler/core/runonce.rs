@@ -195,6 +195,7 @@ impl RunOnce {
         // Scale-up: the requests not provisioned yet, each all or nothing; then planned for the rest.
         let (keys, help) = (view.pod_keys(), grouped.help);
         let mut pending = Pending::new(pods, keys, help, fitted.terms, fitted.done);
+        pending.set_homes(&gone.moved, &gone.homes);
         let paused = self.batching(&mut pending, now, &mut status.no_scale_up);
         let profiles = grouped.profiles.as_deref().map(Vec::as_slice);
         let (expander, unpriced) = self.expander(profiles, &mut groups, &mut pending).await;

@@ -29,6 +29,9 @@ pub struct LeavingEffects {
     /// The pods planned elsewhere this loop (indices into the loop's pods), taken off the pods that hold
     /// room where they are.
     pub moved: Vec<usize>,
+    /// For each of `moved` (same order): the group (index) of the leaving node it moves off, its home group,
+    /// which scale-up prefers for it when that group can take it.
+    pub homes: Vec<Option<usize>>,
     /// Nodes held from scale-down though they take pods: the newest of each group that replaces a node
     /// itself, one per such node.
     pub held: HashSet<String>,
@@ -62,20 +65,23 @@ impl LeavingEffects {
         let no_room = (leaving.nodes.iter())
             .map(|l| nodes[l.node].name.clone())
             .collect();
-        let moving: HashSet<&str> = (leaving.nodes.iter().zip(&actions))
+        let moving: HashMap<&str, Option<usize>> = (leaving.nodes.iter().zip(&actions))
             .filter(|(_, (a, _))| a.moves_pods())
-            .map(|(l, _)| nodes[l.node].name.as_str())
+            .map(|(l, _)| (nodes[l.node].name.as_str(), l.group))
             .collect();
-        let mut moved = Vec::new();
+        let (mut moved, mut homes) = (Vec::new(), Vec::new());
         if !moving.is_empty() {
             bound.retain(|&i| {
                 let pod = pods.get(i);
-                let on = pod.node_name.as_deref().is_some_and(|n| moving.contains(n));
-                if on && moves(pod) {
-                    moved.push(i);
-                    return false;
+                let on = pod.node_name.as_deref().and_then(|n| moving.get(n));
+                match on {
+                    Some(&home) if moves(pod) => {
+                        moved.push(i);
+                        homes.push(home);
+                        false
+                    }
+                    _ => true,
                 }
-                true
             });
         }
         let interrupted = (leaving.nodes.iter().zip(&actions))
@@ -91,6 +97,7 @@ impl LeavingEffects {
             actions,
             no_room,
             moved,
+            homes,
             held: HashSet::new(),
             interrupted,
             handling: LeavingHandling::Handle,

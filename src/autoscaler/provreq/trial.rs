@@ -75,6 +75,7 @@ pub fn try_on(
         prices: vec![None; pending.len()],
         device_prices: Default::default(),
         stabilizer: 0.0,
+        homes: Vec::new(),
     };
     // All of it in one group's increase: balancing would split it over groups whose increases are not one.
     let limits = ClusterLimits {

@@ -260,6 +260,7 @@ impl Planner<'_> {
         pending: &Pending,
     ) -> Result<(ScaleUpCandidate, String), ExpanderError> {
         let groups = self.groups;
+        let away = at_home(&mut options, pending);
         let expansion: Vec<ExpansionOption> = (options.iter())
             .map(|c| option(&groups[c.group], c))
             .collect();
@@ -276,12 +277,21 @@ impl Planner<'_> {
         let others: Vec<&str> = (options.iter())
             .map(|c| groups[c.group].id.as_str())
             .collect();
-        let reason = if others.is_empty() {
+        let mut reason = if others.is_empty() {
             "the only node group that helps".to_string()
         } else {
             let expander = expander_name(self.expander);
             format!("{expander} chose it over {}", others.join(", "))
         };
+        if !away.is_empty() {
+            let away: Vec<&str> = away.iter().map(|&g| groups[g].id.as_str()).collect();
+            let home = "the node group its pods' leaving node was in";
+            reason = if others.is_empty() {
+                format!("{home}, over {}", away.join(", "))
+            } else {
+                format!("{home}, over {}; {reason}", away.join(", "))
+            };
+        }
         Ok((chosen, reason))
     }
 
@@ -632,6 +642,22 @@ fn option(group: &Group, candidate: &ScaleUpCandidate) -> ExpansionOption {
         node_price: group.node_price,
         pods_price: candidate.pods_price,
     }
+}
+
+/// Keeps, when one exists, only the options whose group is the home group of one of the pods they help
+/// (the node group its leaving node was in: issue 60's "the same group when it can take it"); a group backed
+/// off is no option at all. Returns the groups left out.
+fn at_home(options: &mut Vec<ScaleUpCandidate>, pending: &Pending) -> Vec<usize> {
+    if pending.homes.is_empty() {
+        return Vec::new();
+    }
+    let home = |c: &ScaleUpCandidate| c.members.iter().any(|&e| pending.is_home(e, c.group));
+    if !options.iter().any(home) {
+        return Vec::new();
+    }
+    let (kept, away): (Vec<_>, Vec<_>) = options.drain(..).partition(home);
+    *options = kept;
+    away.iter().map(|c| c.group).collect()
 }
 
 #[cfg(test)]

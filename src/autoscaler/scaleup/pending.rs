@@ -22,6 +22,9 @@ pub struct Pending<'a> {
     pub device_prices: FastMap<(usize, usize), Option<f64>>,
     /// The price of a 500m / 500MiB pod, the price expander's stabilizer.
     pub stabilizer: f64,
+    /// Per equivalence group (empty when none has any): the node groups (indices, sorted) its pods moved off
+    /// leaving nodes were in, which scale-up prefers for it when one can take it.
+    pub homes: Vec<Vec<usize>>,
 }
 
 impl<'a> Pending<'a> {
@@ -42,7 +45,38 @@ impl<'a> Pending<'a> {
             terms,
             done,
             stabilizer: 0.0,
+            homes: Vec::new(),
         }
+    }
+
+    /// Sets each equivalence group's home groups: those of its pods among `moved` (indices into `pods`), each
+    /// with its home group in `homes` (same order).
+    pub fn set_homes(&mut self, moved: &[usize], homes: &[Option<usize>]) {
+        let home: FastMap<usize, usize> = (moved.iter().zip(homes))
+            .filter_map(|(&p, &g)| Some((p, g?)))
+            .collect();
+        if home.is_empty() {
+            return;
+        }
+        self.homes = (self.groups.iter())
+            .map(|eg| {
+                let mut of: Vec<usize> = eg
+                    .pods
+                    .iter()
+                    .filter_map(|p| home.get(p).copied())
+                    .collect();
+                of.sort_unstable();
+                of.dedup();
+                of
+            })
+            .collect();
+    }
+
+    /// Whether node group `group` is the home group of one of equivalence group `e`'s pods.
+    pub(crate) fn is_home(&self, e: usize, group: usize) -> bool {
+        self.homes
+            .get(e)
+            .is_some_and(|h| h.binary_search(&group).is_ok())
     }
 
     /// A line for each pod no scale-up took, with its equivalence group's reasons.

@@ -87,6 +87,7 @@ fn pending<'a>(pods: &'a [Pod], topology: &Topology, keys: &'a PodNames) -> Pend
         groups,
         terms,
         stabilizer: 0.0,
+        homes: Vec::new(),
     }
 }
 
