@@ -230,7 +230,28 @@ async fn the_repositorys_leaving_snapshot_simulates() {
         String::from_utf8_lossy(&output.stderr)
     );
     let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let listed = ["scaleDown", "unremovable"]
+    // Every kind is seen and acted on: the cloud's four through ListLeavingInstances, the monitoring agent's
+    // KernelReady through the node. The group replaces what it replaces itself (capacity rebalancing, EKS's
+    // repair); the rest drain, their pods planned elsewhere.
+    let mut leaving_nodes: Vec<(String, String, String)> = (result["leaving"].as_array().unwrap())
+        .iter()
+        .map(|l| {
+            let word = |key: &str| l[key].as_str().unwrap().to_string();
+            (word("nodeGroup"), word("reason"), word("action"))
+        })
+        .collect();
+    leaving_nodes.sort();
+    let expected = [
+        ("general", "instanceStopped", "drain"),
+        ("general", "scheduledEvent", "drain"),
+        ("gpu", "unhealthy", "none"),
+        ("spot", "rebalance", "none"),
+        ("spot", "spotInterruption", "drain"),
+    ]
+    .map(|(g, r, a)| (g.to_string(), r.to_string(), a.to_string()));
+    assert_eq!(leaving_nodes, expected, "{result}");
+    // The snapshot's seven nodes are each said once: leaving, or kept (scale-down's lists).
+    let listed = ["scaleDown", "unremovable", "leaving"]
         .iter()
         .flat_map(|key| result[key].as_array().cloned().unwrap_or_default())
         .count();
