@@ -4,7 +4,7 @@
 use super::chart::Chart;
 use super::record::Record;
 use super::script::Script;
-use super::summary::hms;
+use super::summary::{hms, story};
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -19,9 +19,7 @@ pub struct Comparison {
 
 impl Comparison {
     pub fn new(off: Record, on: Record, day: &Script) -> Comparison {
-        let story = (day.timeline.iter())
-            .filter_map(|e| Some(format!("{} {}", hms(e.at), e.say.as_deref()?)))
-            .collect();
+        let story = story(day);
         Comparison {
             off,
             on,

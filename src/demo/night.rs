@@ -4,7 +4,7 @@
 use super::chart::Chart;
 use super::record::Record;
 use super::script::Script;
-use super::summary::hms;
+use super::summary::{hms, story};
 use std::fmt::Write;
 use std::time::{Duration, SystemTime};
 
@@ -17,9 +17,7 @@ pub struct Night {
 
 impl Night {
     pub fn new(record: Record, day: &Script) -> Night {
-        let story = (day.timeline.iter())
-            .filter_map(|e| Some(format!("{} {}", hms(e.at), e.say.as_deref()?)))
-            .collect();
+        let story = story(day);
         Night {
             record,
             duration: day.duration,

@@ -1,8 +1,16 @@
 //! What a day came to, for people, and the one line for scripts.
 
 use super::record::Record;
+use super::script::Script;
 use std::fmt::Write;
 use std::time::Duration;
+
+/// A day's timeline in its own words, each line at its time: what a compared day's summary tells first.
+pub(super) fn story(day: &Script) -> Vec<String> {
+    (day.timeline.iter())
+        .filter_map(|e| Some(format!("{} {}", hms(e.at), e.say.as_deref()?)))
+        .collect()
+}
 
 /// `hh:mm:ss` of simulated time.
 pub fn hms(at: Duration) -> String {

@@ -6,7 +6,7 @@ use super::outages::{Outage, Outages};
 use crate::demo::chart::{Chart, escape};
 use crate::demo::record::Record;
 use crate::demo::script::Script;
-use crate::demo::summary::hms;
+use crate::demo::summary::{hms, story};
 use crate::model::LeavingReason;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -64,9 +64,7 @@ fn figures(outages: &[&Outage], reason: LeavingReason) -> String {
 
 impl LeavingDay {
     pub fn new(handled: Played, ignored: Played, day: &Script) -> LeavingDay {
-        let story = (day.timeline.iter())
-            .filter_map(|e| Some(format!("{} {}", hms(e.at), e.say.as_deref()?)))
-            .collect();
+        let story = story(day);
         LeavingDay {
             handled,
             ignored,
