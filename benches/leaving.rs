@@ -19,10 +19,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ekscale::autoscaler::{ClusterView, ProviderClient, ProviderConfig, RunOnce, Settings};
-use ekscale::k8s::node_from_pb;
 use ekscale::model::{
-    Alike, Controller, HOSTNAME_LABEL, Labels, Node, NodeProblem, Phase, Pod, PodNames, Resources,
-    ZONE_LABEL,
+    Alike, Controller, Labels, Node, NodeProblem, Phase, Pod, PodNames, Resources,
 };
 use ekscale::provider::ProviderMetrics;
 use std::collections::BTreeMap;
@@ -111,33 +109,17 @@ fn scenario(leaving: Leaving, now: SystemTime) -> String {
 /// A node for every instance of every group, as kubelet registers it from the group's template; with
 /// `leaving`, 25 nodes of groups 8 and 9 each marked unhealthy by the node monitoring agent 20 minutes ago.
 async fn nodes(client: &ProviderClient, leaving: Leaving, now: SystemTime) -> Vec<Arc<Node>> {
-    client.refresh().await.unwrap();
-    let mut nodes = Vec::new();
-    for g in 0..GROUPS {
-        let group = format!("team-{g}");
-        let template = client.template(&group).await.unwrap().expect("a template");
-        let template = node_from_pb(&template).unwrap();
-        for (i, instance) in client.nodes(&group).await.unwrap().into_iter().enumerate() {
-            let zone = instance.id.split('/').nth(3).unwrap().to_string();
-            let name = format!("ip-{}", instance.id.rsplit('/').next().unwrap());
-            let mut node = template.clone();
-            node.labels.insert(HOSTNAME_LABEL.into(), name.clone());
-            node.labels.insert(ZONE_LABEL.into(), zone);
-            node.name = name;
-            node.provider_id = instance.id;
-            node.ready = true;
-            node.created = Some(now - Duration::from_secs(3600));
-            if leaving == Leaving::Some200 && g >= 8 && (300..325).contains(&i) {
-                node.problems.push(NodeProblem {
-                    condition: "KernelReady".into(),
-                    reason: "KernelBug".into(),
-                    since: Some(now - Duration::from_secs(20 * 60)),
-                });
-            }
-            nodes.push(Arc::new(node));
+    common::registered_nodes(client, GROUPS, |g, i, node| {
+        node.created = Some(now - Duration::from_secs(3600));
+        if leaving == Leaving::Some200 && g >= 8 && (300..325).contains(&i) {
+            node.problems.push(NodeProblem {
+                condition: "KernelReady".into(),
+                reason: "KernelBug".into(),
+                since: Some(now - Duration::from_secs(20 * 60)),
+            });
         }
-    }
-    nodes
+    })
+    .await
 }
 
 fn pod(name: String, app: &str, kind: &str, (cpu, memory): (u64, u64)) -> Pod {

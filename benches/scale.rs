@@ -42,10 +42,9 @@ use ekscale::autoscaler::RunOnce;
 use ekscale::autoscaler::Settings;
 use ekscale::autoscaler::control::AutoscalerMetrics;
 use ekscale::autoscaler::{ProviderClient, ProviderConfig};
-use ekscale::k8s::{RequestObjects, Template, VersionedRequest, node_from_pb};
+use ekscale::k8s::{RequestObjects, Template, VersionedRequest};
 use ekscale::model::{
-    Alike, Controller, HOSTNAME_LABEL, LabelSelector, Labels, Node, Pdb, Phase, Pod, PodNames,
-    Resources, ZONE_LABEL,
+    Alike, Controller, LabelSelector, Labels, Node, Pdb, Phase, Pod, PodNames, Resources,
 };
 use ekscale::provider::ProviderMetrics;
 use std::sync::Arc;
@@ -127,28 +126,14 @@ fn scenario(groups: usize) -> String {
 
 /// A node for every instance of every group, as kubelet registers it from the group's template.
 async fn nodes(client: &ProviderClient, groups: usize, created: SystemTime) -> Vec<Arc<Node>> {
-    client.refresh().await.unwrap();
-    let mut nodes = Vec::new();
-    for g in 0..groups {
-        let group = format!("team-{g}");
-        let template = client.template(&group).await.unwrap().expect("a template");
-        let template = node_from_pb(&template).unwrap();
-        for instance in client.nodes(&group).await.unwrap() {
-            let zone = instance.id.split('/').nth(3).unwrap().to_string();
-            let name = format!("ip-{}", instance.id.rsplit('/').next().unwrap());
-            let mut node = template.clone();
-            node.labels.insert(HOSTNAME_LABEL.into(), name.clone());
-            node.labels.insert(ZONE_LABEL.into(), zone);
-            node.name = name;
-            node.provider_id = instance.id;
-            node.ready = true;
-            // One node in fifty is 40 days older: past a 720h expireAfter.
-            let old = Duration::from_secs(40 * 86_400) * u32::from(nodes.len() % 50 == 0);
-            node.created = Some(created - old);
-            nodes.push(Arc::new(node));
-        }
-    }
-    nodes
+    let mut count = 0;
+    common::registered_nodes(client, groups, |_, _, node| {
+        // One node in fifty is 40 days older: past a 720h expireAfter.
+        let old = Duration::from_secs(40 * 86_400) * u32::from(count % 50 == 0);
+        node.created = Some(created - old);
+        count += 1;
+    })
+    .await
 }
 
 fn pod(name: String, app: &str, kind: &str, cpu: u64, memory: u64) -> Pod {

@@ -181,3 +181,34 @@ pub fn resident_mib() -> f64 {
         .unwrap_or(0.0);
     kib / 1024.0
 }
+
+/// A Ready node for every instance of groups `team-0` .. `team-{groups - 1}`, as kubelet registers it from
+/// its group's template (name, hostname, zone and providerID its instance's); `each` finishes the i-th node
+/// of group g (its age, its problems).
+pub async fn registered_nodes(
+    client: &ekscale::autoscaler::ProviderClient,
+    groups: usize,
+    mut each: impl FnMut(usize, usize, &mut ekscale::model::Node),
+) -> Vec<Arc<ekscale::model::Node>> {
+    use ekscale::model::{HOSTNAME_LABEL, ZONE_LABEL};
+    client.refresh().await.unwrap();
+    let mut nodes = Vec::new();
+    for g in 0..groups {
+        let group = format!("team-{g}");
+        let template = client.template(&group).await.unwrap().expect("a template");
+        let template = ekscale::k8s::node_from_pb(&template).unwrap();
+        for (i, instance) in client.nodes(&group).await.unwrap().into_iter().enumerate() {
+            let zone = instance.id.split('/').nth(3).unwrap().to_string();
+            let name = format!("ip-{}", instance.id.rsplit('/').next().unwrap());
+            let mut node = template.clone();
+            node.labels.insert(HOSTNAME_LABEL.into(), name.clone());
+            node.labels.insert(ZONE_LABEL.into(), zone);
+            node.name = name;
+            node.provider_id = instance.id;
+            node.ready = true;
+            each(g, i, &mut node);
+            nodes.push(Arc::new(node));
+        }
+    }
+    nodes
+}
