@@ -187,17 +187,22 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_pod_is_without_a_node_from_the_warning_to_running_on_a_node_that_stays() {
-        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        let (a, b) = (node("a", "i-a"), node("b", "i-b"));
-        let warning = [LeavingInstance {
+    /// EC2's two-minute Spot warning for node `a`'s instance, as the provider lists it.
+    fn spot_warning(wall: SystemTime) -> LeavingInstance {
+        LeavingInstance {
             id: "i-a".into(),
             node_group: "spot".into(),
             reason: LeavingReason::SpotInterruption,
             at: wall + Duration::from_secs(120),
             detail: String::new(),
-        }];
+        }
+    }
+
+    #[test]
+    fn a_pod_is_without_a_node_from_the_warning_to_running_on_a_node_that_stays() {
+        let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let (a, b) = (node("a", "i-a"), node("b", "i-b"));
+        let warning = [spot_warning(wall)];
         let mut outages = Outages::default();
         let t = Duration::from_secs;
         outages.observe(t(0), &view(std::slice::from_ref(&a), Some("a")), &[], wall);
@@ -234,13 +239,7 @@ mod tests {
     fn a_pod_that_stays_until_its_node_goes_waited_for_it() {
         let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         let (a, b) = (node("a", "i-a"), node("b", "i-b"));
-        let warning = [LeavingInstance {
-            id: "i-a".into(),
-            node_group: "spot".into(),
-            reason: LeavingReason::SpotInterruption,
-            at: wall + Duration::from_secs(120),
-            detail: String::new(),
-        }];
+        let warning = [spot_warning(wall)];
         let t = Duration::from_secs;
         let mut outages = Outages::default();
         outages.observe(
