@@ -65,6 +65,8 @@ async fn node_group_states_are_asked_once_per_loop() {
         image: Some(image.to_string()),
         capacity_rebalance: false,
         node_repair: None,
+        capacity_type: Some(ekscale::model::CapacityType::OnDemand),
+        reservations: Vec::new(),
     };
     client.refresh().await.unwrap();
     for _ in 0..3 {

@@ -129,6 +129,12 @@ pub trait NodeGroupBackend: Send + Sync + 'static {
 
     /// The instances the cloud says are leaving (Spot interruption warnings, rebalance recommendations,
     /// scheduled events, stopped instances), as of the last refresh, each of a node group it serves.
+    fn reservations(&self, id: &str) -> Vec<crate::model::Reservation> {
+        self.node_group(id)
+            .map(|g| g.reservations.clone())
+            .unwrap_or_default()
+    }
+
     fn leaving_instances(&self) -> Vec<crate::model::LeavingInstance> {
         Vec::new()
     }

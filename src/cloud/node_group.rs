@@ -41,6 +41,11 @@ pub struct NodeGroupSpec {
     pub capacity_rebalance: bool,
     /// EKS's node auto repair for the group (`nodeRepairConfig`), when it has one.
     pub node_repair: Option<crate::model::NodeRepairConfig>,
+    /// EKS's capacity type of the group.
+    pub capacity_type: crate::model::CapacityType,
+    /// The capacity reservations its launch template targets, as loaded (their counts now are the
+    /// backend's [`crate::cloud::NodeGroupBackend::reservations`]).
+    pub reservations: Vec<crate::model::Reservation>,
 }
 
 /// Per-group overrides of cluster-autoscaler's options; unset fields keep the caller's defaults.

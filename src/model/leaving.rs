@@ -20,16 +20,20 @@ pub enum LeavingReason {
     InstanceStopped,
     /// The node monitoring agent (or another tool) set a condition that says the node is unhealthy.
     Unhealthy,
+    /// Its Capacity Block ends: EKS scales its group to 0 forty minutes before the end, and the companion
+    /// plans its pods elsewhere from `drainLead` before that (`at`: when EKS scales the group in).
+    CapacityBlockEnding,
 }
 
 impl LeavingReason {
     /// Every reason, in this order.
-    pub const ALL: [LeavingReason; 5] = [
+    pub const ALL: [LeavingReason; 6] = [
         LeavingReason::SpotInterruption,
         LeavingReason::Rebalance,
         LeavingReason::ScheduledEvent,
         LeavingReason::InstanceStopped,
         LeavingReason::Unhealthy,
+        LeavingReason::CapacityBlockEnding,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -39,6 +43,7 @@ impl LeavingReason {
             LeavingReason::ScheduledEvent => "scheduledEvent",
             LeavingReason::InstanceStopped => "instanceStopped",
             LeavingReason::Unhealthy => "unhealthy",
+            LeavingReason::CapacityBlockEnding => "capacityBlockEnding",
         }
     }
 
@@ -51,9 +56,18 @@ impl LeavingReason {
             LeavingReason::ScheduledEvent => 3,
             LeavingReason::InstanceStopped => 2,
             LeavingReason::Rebalance => 1,
-            // Never said by the cloud: read from the node.
-            LeavingReason::Unhealthy => 0,
+            // Never said by the cloud: read from the node, and from the group's reservations.
+            LeavingReason::Unhealthy | LeavingReason::CapacityBlockEnding => 0,
         }
+    }
+
+    /// Whether a provider says it per instance (`ListLeavingInstances`); the others the companion reads from
+    /// the node (unhealthy) and from its group's reservations (a Capacity Block ending).
+    pub fn said_by_cloud(self) -> bool {
+        !matches!(
+            self,
+            LeavingReason::Unhealthy | LeavingReason::CapacityBlockEnding
+        )
     }
 
     /// The reason its word names (exactly as [`LeavingReason::as_str`] writes it).

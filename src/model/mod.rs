@@ -1,5 +1,6 @@
 //! The internal model: compact integer types the decisions are made on, converted once at the edge.
 
+mod capacity; // capacity types and EC2 capacity reservations (Capacity Blocks, ODCRs)
 mod claims; // a pod's claim needs found in the cluster's claims and templates (above dra/ and pod.rs)
 mod derived_names; // names made from other names (a node group's), valid for what they name
 mod dra; // Dynamic Resource Allocation: devices, classes, claims, what a pod claims and asks of its node
@@ -20,6 +21,10 @@ pub(crate) mod selector; // label selectors and node selector terms
 pub(crate) mod taint; // taints and tolerations
 mod time; // times written in files, read one strict way (RFC 3339 with a zone)
 
+pub use capacity::{
+    CAPACITY_BLOCK_SCALE_IN_LEAD, CAPACITY_BLOCK_TERMINATION_LEAD, CapacityType,
+    DEFAULT_DRAIN_LEAD, KARPENTER_CAPACITY_TYPE_LABEL, Reservation, ReservationType,
+};
 pub use claims::ClaimIndex;
 pub use derived_names::{label_value, subdomain_part};
 pub use dra::{

@@ -25,6 +25,10 @@ pub struct NodeGroupState {
     pub capacity_rebalance: bool,
     /// EKS's node auto repair for the group, when the provider says.
     pub node_repair: Option<super::leaving::NodeRepairConfig>,
+    /// Its capacity type (EKS's `capacityType`), when the provider says it.
+    pub capacity_type: Option<super::capacity::CapacityType>,
+    /// The capacity reservations its launch template targets, with their windows and counts now.
+    pub reservations: Vec<super::capacity::Reservation>,
 }
 
 /// An EKS managed node group's status, as DescribeNodegroup spells it; `Unknown` keeps any other word a

@@ -25,7 +25,7 @@ impl TryFrom<ekscale::LeavingInstance> for LeavingInstance {
     /// A reason the companion does not know (a newer provider's) is refused rather than guessed.
     fn try_from(sent: ekscale::LeavingInstance) -> Result<Self, Invalid> {
         let reason = LeavingReason::parse(&sent.reason)
-            .filter(|r| *r != LeavingReason::Unhealthy)
+            .filter(|r| r.said_by_cloud())
             .ok_or_else(|| {
                 Invalid::new(
                     "reason",

@@ -238,7 +238,7 @@ impl ProviderMetrics {
     fn count_leaving(&self, backend: &dyn NodeGroupBackend) {
         let leaving = backend.leaving_instances();
         for reason in LeavingReason::ALL {
-            if reason == LeavingReason::Unhealthy {
+            if !reason.said_by_cloud() {
                 continue;
             }
             let count = leaving.iter().filter(|l| l.reason == reason).count();

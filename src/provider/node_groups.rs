@@ -80,6 +80,10 @@ impl NodeGroups for NodeGroupsService {
                     image: g.image.clone().unwrap_or_default(),
                     capacity_rebalance: g.capacity_rebalance,
                     node_repair: g.node_repair.as_ref().map(Into::into),
+                    capacity_type: g.capacity_type.to_string(),
+                    reservations: (self.backend.reservations(&g.id).iter())
+                        .map(Into::into)
+                        .collect(),
                 })
                 .collect();
             Ok(DescribeNodeGroupsResponse { node_groups })

@@ -3,8 +3,8 @@
 
 use super::error::ClientError;
 use crate::model::{
-    Instance, InstanceError, InstanceState, NodeGroup, NodeGroupState, NodeGroupStatus, PodMatch,
-    ResourceSlice,
+    CapacityType, Instance, InstanceError, InstanceState, Invalid, NodeGroup, NodeGroupState,
+    NodeGroupStatus, PodMatch, Reservation, ResourceSlice,
 };
 use crate::proto::ekscale::{MatchPodResponse, NodeGroupDescription};
 use crate::proto::externalgrpc::instance_status::InstanceState as WireState;
@@ -24,15 +24,35 @@ pub(super) fn group_of(group: crate::proto::externalgrpc::NodeGroup) -> NodeGrou
     }
 }
 
-/// A group's EKS status and image in the model, by its id; an empty image is no image.
-pub(super) fn state_of(described: NodeGroupDescription) -> (String, NodeGroupState) {
+/// A group's EKS status, image, capacity type and reservations in the model, by its id; an empty image or
+/// capacity type is none. A capacity type or reservation that cannot be read is refused, naming the group:
+/// planning with a reservation misread would put pods on capacity that is not there.
+pub(super) fn state_of(
+    described: NodeGroupDescription,
+) -> Result<(String, NodeGroupState), ClientError> {
+    let refused = |invalid: Invalid| ClientError::Described {
+        group: described.id.clone(),
+        invalid,
+    };
+    let capacity_type = (Some(described.capacity_type.as_str()).filter(|c| !c.is_empty()))
+        .map(CapacityType::parse)
+        .transpose()
+        .map_err(refused)?;
+    let reservations = (described.reservations.iter().enumerate())
+        .map(|(i, r)| {
+            Reservation::try_from(r.clone())
+                .map_err(|e| refused(e.within(&format!("reservations[{i}]"))))
+        })
+        .collect::<Result<_, _>>()?;
     let state = NodeGroupState {
         status: NodeGroupStatus::parse(&described.status),
         image: Some(described.image).filter(|image| !image.is_empty()),
         capacity_rebalance: described.capacity_rebalance,
         node_repair: described.node_repair.map(Into::into),
+        capacity_type,
+        reservations,
     };
-    (described.id, state)
+    Ok((described.id, state))
 }
 
 /// An instance in the model: its state, and why it could not be created.

@@ -25,6 +25,11 @@ pub enum ClientError {
         method: &'static str,
         source: prost::DecodeError,
     },
+    #[error("DescribeNodeGroups: node group {group:?}: {field}: {rule}", field = .invalid.field, rule = .invalid.rule)]
+    Described {
+        group: String,
+        invalid: crate::model::Invalid,
+    },
     #[error("{method}: the provider sent a ResourceSlice that cannot be read: {source}")]
     Slice {
         method: &'static str,

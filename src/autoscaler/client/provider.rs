@@ -246,7 +246,7 @@ impl ProviderClient {
             Ok(response) => Some(Arc::new(
                 (response.into_inner().node_groups.into_iter())
                     .map(state_of)
-                    .collect(),
+                    .collect::<Result<_, _>>()?,
             )),
             Err(status) => optional("DescribeNodeGroups", status)?,
         };

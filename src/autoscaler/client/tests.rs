@@ -3,7 +3,7 @@
 use super::config::ProviderConfig;
 use super::convert::*;
 use super::provider::*;
-use crate::model::{NodeGroupState, NodeGroupStatus};
+use crate::model::{CapacityType, NodeGroupState, NodeGroupStatus};
 use crate::proto::ekscale::NodeGroupDescription;
 use crate::proto::externalgrpc::*;
 use k8s_pb::api::core::v1::Node;
@@ -120,9 +120,11 @@ fn a_groups_state_keeps_an_unknown_status_and_reads_no_image_from_an_empty_one()
         image: image.into(),
         capacity_rebalance: true,
         node_repair: None,
+        capacity_type: "CAPACITY_BLOCK".into(),
+        reservations: Vec::new(),
     };
     assert_eq!(
-        state_of(described("UPDATING", "ami-0c1f2e3d4b5a69788")),
+        state_of(described("UPDATING", "ami-0c1f2e3d4b5a69788")).unwrap(),
         (
             "web".to_string(),
             NodeGroupState {
@@ -130,10 +132,12 @@ fn a_groups_state_keeps_an_unknown_status_and_reads_no_image_from_an_empty_one()
                 image: Some("ami-0c1f2e3d4b5a69788".into()),
                 capacity_rebalance: true,
                 node_repair: None,
+                capacity_type: Some(CapacityType::CapacityBlock),
+                reservations: Vec::new(),
             }
         )
     );
-    let (_, state) = state_of(described("PAUSED", ""));
+    let (_, state) = state_of(described("PAUSED", "")).unwrap();
     assert_eq!(state.status, NodeGroupStatus::Unknown("PAUSED".into()));
     assert_eq!(state.image, None);
 }

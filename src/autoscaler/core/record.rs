@@ -63,6 +63,14 @@ pub(crate) fn group_statuses(
             skipped: g.skip.clone(),
             eks_status: f.state.as_ref().map(|s| s.status.to_string()),
             image: f.image().map(str::to_string),
+            capacity_type: (f.state.as_ref())
+                .and_then(|s| s.capacity_type)
+                .map(|c| c.to_string()),
+            reservations: (f.state.iter())
+                .flat_map(|s| &s.reservations)
+                .map(Into::into)
+                .collect(),
+            schedule: None,
         })
         .collect()
 }

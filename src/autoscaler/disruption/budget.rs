@@ -24,16 +24,19 @@ pub enum Reason {
     /// A node the node monitoring agent says is unhealthy, whose group's auto repair is off (Karpenter's
     /// node repair reason).
     Unhealthy,
+    /// A node over its group's scheduled max size (`schedules:` in the disruption configuration).
+    Scheduled,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 6] = [
+    pub const ALL: [Reason; 7] = [
         Reason::Empty,
         Reason::Underutilized,
         Reason::Drifted,
         Reason::Expired,
         Reason::Rebalance,
         Reason::Unhealthy,
+        Reason::Scheduled,
     ];
 
     /// How the report names a disruption of this reason (`expired`, `drifted`, ...).
@@ -45,6 +48,7 @@ impl Reason {
             Reason::Expired => "expired",
             Reason::Rebalance => "rebalance",
             Reason::Unhealthy => "unhealthy",
+            Reason::Scheduled => "scheduled",
         }
     }
 
@@ -56,6 +60,7 @@ impl Reason {
             Reason::Expired => "Expired",
             Reason::Rebalance => "Rebalance",
             Reason::Unhealthy => "Unhealthy",
+            Reason::Scheduled => "Scheduled",
         }
     }
 
@@ -77,7 +82,7 @@ pub struct Reasons(u8);
 impl Reasons {
     /// Every reason: a budget whose `reasons` are left out or empty. (Karpenter would apply an explicitly
     /// empty list to no reason at all; a budget that applies to nothing is surely not what was meant.)
-    pub const ALL: Reasons = Reasons(0b11_1111);
+    pub const ALL: Reasons = Reasons(0b111_1111);
 
     /// The reasons listed; every reason when none is.
     pub fn of(listed: &[Reason]) -> Reasons {

@@ -25,6 +25,7 @@ use super::duration::{self, DurationError};
 use super::policy::GroupPolicy;
 use super::repair::{NodeRepair, RepairText};
 use super::schedule::{Schedule, ScheduleError};
+use super::sizes::SizeSchedule;
 use regex::Regex;
 use serde::Deserialize;
 use std::fmt;
@@ -51,6 +52,28 @@ struct EntryText {
     termination_grace_period: Option<String>,
     #[serde(default)]
     repair: Option<RepairText>,
+    #[serde(default)]
+    schedules: Option<Vec<SizeScheduleText>>,
+    /// How long before EKS scales a Capacity Block group in its pods are planned elsewhere.
+    #[serde(default)]
+    drain_lead: Option<String>,
+    /// Whether the group's nodes on reserved capacity (an active Capacity Block or ODCR) may be scaled down
+    /// for low utilization; by default not, as removing them saves nothing.
+    #[serde(default)]
+    scale_down_reserved: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SizeScheduleText {
+    schedule: String,
+    duration: String,
+    #[serde(default)]
+    time_zone: Option<String>,
+    #[serde(default)]
+    min_size: Option<i32>,
+    #[serde(default)]
+    max_size: Option<i32>,
 }
 
 #[derive(Deserialize)]
@@ -126,6 +149,12 @@ pub enum Problem {
     ZeroExpiry,
     #[error("{}", .0.rule)]
     NodeRepair(crate::model::Invalid),
+    #[error("{0} must not be negative")]
+    NegativeSize(i32),
+    #[error("minSize {min} is more than maxSize {max}")]
+    MinOverMax { min: i32, max: i32 },
+    #[error("a window that sets neither minSize nor maxSize changes nothing")]
+    NoSizes,
     #[error(
         "Never is for expireAfter: leave terminationGracePeriod out to let a drain wait for as long as it takes"
     )]
@@ -204,8 +233,22 @@ fn read_entry(
     };
     let repair = (entry.repair.map(NodeRepair::read).transpose())
         .map_err(|e| invalid(&e.field.clone(), Problem::NodeRepair(e)))?;
+    let schedules = (entry.schedules.unwrap_or_default().into_iter().enumerate())
+        .map(|(i, s)| {
+            read_size_schedule(s)
+                .map_err(|(field, p)| invalid(&format!("schedules[{i}]{field}"), p))
+        })
+        .collect::<Result<_, _>>()?;
+    let drain_lead = (entry.drain_lead.as_deref())
+        .map(|text| duration::parse(text).map_err(|e| invalid("drainLead", e.into())))
+        .transpose()?;
     let policy = GroupPolicy::new(budgets, expire_after, termination_grace_period);
-    Ok((pattern, policy.with_repair(repair)))
+    let policy = policy.with_repair(repair).with_capacity(
+        schedules,
+        drain_lead,
+        entry.scale_down_reserved.unwrap_or(false),
+    );
+    Ok((pattern, policy))
 }
 
 /// One budget, or the field inside it that is wrong (`""` for the budget itself, `.nodes` for a field) and why.
@@ -241,6 +284,35 @@ fn read_budget(budget: BudgetText) -> Result<Budget, (&'static str, Problem)> {
         nodes,
         schedule,
         reasons: Reasons::of(&listed),
+    })
+}
+
+/// One of `schedules`, or the field inside it that is wrong and why.
+fn read_size_schedule(text: SizeScheduleText) -> Result<SizeSchedule, (&'static str, Problem)> {
+    for (field, size) in [(".minSize", text.min_size), (".maxSize", text.max_size)] {
+        if let Some(n) = size.filter(|n| *n < 0) {
+            return Err((field, Problem::NegativeSize(n)));
+        }
+    }
+    match (text.min_size, text.max_size) {
+        (None, None) => return Err(("", Problem::NoSizes)),
+        (Some(min), Some(max)) if min > max => return Err(("", Problem::MinOverMax { min, max })),
+        _ => {}
+    }
+    let duration = duration::parse(&text.duration).map_err(|e| (".duration", e.into()))?;
+    let window =
+        Schedule::new(&text.schedule, duration, text.time_zone.as_deref()).map_err(|e| {
+            let field = match e {
+                ScheduleError::Zone(_) => ".timeZone",
+                ScheduleError::EmptyWindow | ScheduleError::PartMinute(_) => ".duration",
+                _ => ".schedule",
+            };
+            (field, Problem::Schedule(e))
+        })?;
+    Ok(SizeSchedule {
+        window,
+        min_size: text.min_size,
+        max_size: text.max_size,
     })
 }
 
@@ -530,7 +602,7 @@ nodeGroups:
                 "{nodes: \"1\", reasons: [Empty, Consolidated]}"
             )),
             "nodeGroups[0] (match \"^general$\"): budgets[0].reasons[1]: unknown variant `Consolidated`, expected one of \
-             `Empty`, `Underutilized`, `Drifted`, `Expired`, `Rebalance`, `Unhealthy` at line 4 column 39"
+             `Empty`, `Underutilized`, `Drifted`, `Expired`, `Rebalance`, `Unhealthy`, `Scheduled` at line 4 column 39"
         );
         assert_eq!(
             refused(&with_budget(
@@ -549,7 +621,7 @@ nodeGroups:
         assert_eq!(
             refused("nodeGroups:\n  - match: \"^general$\"\n    expiresAfter: 1h\n"),
             "nodeGroups[0] (match \"^general$\"): unknown field `expiresAfter`, expected one of `match`, `budgets`, \
-             `expireAfter`, `terminationGracePeriod`, `repair` at line 3 column 5"
+             `expireAfter`, `terminationGracePeriod`, `repair`, `schedules`, `drainLead`, `scaleDownReserved` at line 3 column 5"
         );
         assert_eq!(
             refused(&with_budget("{node: \"1\"}")),

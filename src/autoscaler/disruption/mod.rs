@@ -11,6 +11,7 @@ mod duration; // durations as Karpenter writes them: 720h, 8h30m, 90s
 mod policy; // one entry's budgets, expiry, termination grace period and repair
 mod repair; // `repair:`: how long a node's problem lasts before ekscale replaces it, per condition
 mod schedule; // cron in an IANA zone, and the window each firing opens
+mod sizes; // `schedules:`: the min and max sizes in force while a window is open
 #[cfg(test)]
 mod tests; // the module as the loop uses it: the document read once, allowances used up loop after loop
 

@@ -5,6 +5,8 @@
 use super::allowance::Evaluated;
 use super::budget::Budget;
 use super::repair::NodeRepair;
+use super::sizes::SizeSchedule;
+use crate::model::DEFAULT_DRAIN_LEAD;
 use std::time::{Duration, SystemTime};
 
 #[derive(Clone, Debug, Default)]
@@ -14,6 +16,12 @@ pub struct GroupPolicy {
     termination_grace_period: Option<Duration>,
     /// ekscale's node repair for the group, when the entry asks for it.
     repair: Option<NodeRepair>,
+    /// `schedules:`: the sizes in force while each window is open.
+    schedules: Vec<SizeSchedule>,
+    /// `drainLead:`: how long before EKS scales a Capacity Block group in its pods are planned elsewhere.
+    drain_lead: Option<Duration>,
+    /// `scaleDownReserved:`: whether nodes on reserved capacity may be scaled down for low utilization.
+    scale_down_reserved: bool,
 }
 
 impl GroupPolicy {
@@ -28,7 +36,42 @@ impl GroupPolicy {
             expire_after,
             termination_grace_period,
             repair: None,
+            schedules: Vec::new(),
+            drain_lead: None,
+            scale_down_reserved: false,
         }
+    }
+
+    /// The same policy, with the entry's scheduled sizes, Capacity Block drain lead and whether reserved
+    /// nodes may be scaled down.
+    pub fn with_capacity(
+        self,
+        schedules: Vec<SizeSchedule>,
+        drain_lead: Option<Duration>,
+        scale_down_reserved: bool,
+    ) -> GroupPolicy {
+        GroupPolicy {
+            schedules,
+            drain_lead,
+            scale_down_reserved,
+            ..self
+        }
+    }
+
+    /// The scheduled sizes, in the order written.
+    pub fn schedules(&self) -> &[SizeSchedule] {
+        &self.schedules
+    }
+
+    /// How long before EKS scales a Capacity Block group in its pods are planned elsewhere (10 minutes when
+    /// the entry does not say).
+    pub fn drain_lead(&self) -> Duration {
+        self.drain_lead.unwrap_or(DEFAULT_DRAIN_LEAD)
+    }
+
+    /// Whether its nodes on reserved capacity may be scaled down for low utilization.
+    pub fn scale_down_reserved(&self) -> bool {
+        self.scale_down_reserved
     }
 
     /// The same policy, with ekscale's node repair as `repair:` says (none: not repaired by ekscale).

@@ -71,7 +71,8 @@ pub fn decide(node: &LeavingNode) -> (LeavingAction, String) {
     match node.reason {
         LeavingReason::SpotInterruption
         | LeavingReason::ScheduledEvent
-        | LeavingReason::InstanceStopped => (
+        | LeavingReason::InstanceStopped
+        | LeavingReason::CapacityBlockEnding => (
             LeavingAction::Drain,
             format!(
                 "cordoned and drained now, PodDisruptionBudgets respected {until}; its pods are planned \

@@ -75,6 +75,7 @@ fn rank(reason: LeavingReason) -> u8 {
     match reason {
         LeavingReason::SpotInterruption => 0,
         LeavingReason::InstanceStopped => 1,
+        LeavingReason::CapacityBlockEnding => 1,
         LeavingReason::ScheduledEvent => 2,
         LeavingReason::Unhealthy => 3,
         LeavingReason::Rebalance => 4,

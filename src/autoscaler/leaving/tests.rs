@@ -51,6 +51,8 @@ fn facts(id: &str, target: i32, rebalance: bool, repair: Option<NodeRepairConfig
             image: None,
             capacity_rebalance: rebalance,
             node_repair: repair,
+            capacity_type: None,
+            reservations: Vec::new(),
         }),
         options: GroupOptions::default(),
         problem: None,

@@ -1,6 +1,7 @@
 //! What one RunOnce decided and why: for every pending pod what happened to it, for every node group what
 //! it was asked to do. `simulate` prints it (JSON for scripts, a table for people); `/snapshotz` serves it.
 
+mod capacity; // a group's reservations and the scheduled sizes in force
 mod problem; // a problem that stopped part of the loop: stage, kind, the message
 mod report; // the whole report: each stage's part, the groups, the cluster's health, errors, times
 mod reservations; // headroom, CapacityBuffers, ProvisioningRequests
@@ -9,6 +10,7 @@ mod scale_up; // scale-ups, pods placed, pods no group helps, Fargate pods
 mod table; // the same facts for people, a section at a time
 
 pub use crate::autoscaler::quotas::QuotaReport;
+pub use capacity::{ReservationStatus, ScheduleStatus};
 pub use problem::{LoopProblem, LoopStage, ProblemKind};
 pub use report::{ClusterHealth, GroupStatus, Status, Times};
 pub use reservations::{

@@ -1,6 +1,7 @@
 //! The whole report of one loop: each stage's part, the groups as the loop found them, the cluster's health,
 //! the errors, the times.
 
+use super::capacity::{ReservationStatus, ScheduleStatus};
 use super::problem::{LoopProblem, LoopStage, ProblemKind};
 use super::reservations::{CapacityBufferStatus, HeadroomStatus, ProvisioningRequestStatus};
 use super::scale_down::ScaleDownStatus;
@@ -116,6 +117,13 @@ pub struct GroupStatus {
     pub eks_status: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// EKS's capacity type (`ON_DEMAND`, `SPOT`, `CAPACITY_BLOCK`), when the provider says it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_type: Option<String>,
+    /// The capacity reservations its launch template targets, as the provider last read them.
+    pub reservations: Vec<ReservationStatus>,
+    /// The sizes a window of its `schedules:` holds it to now; null when none is open.
+    pub schedule: Option<ScheduleStatus>,
 }
 
 impl Status {

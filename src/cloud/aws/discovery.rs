@@ -437,6 +437,9 @@ impl AwsState {
                     .map(str::to_string),
                 capacity_rebalance: asg.capacity_rebalance().unwrap_or(false),
                 node_repair: ng.node_repair_config().map(node_repair_of),
+                capacity_type: CapacityType::parse(&capacity_type)
+                    .unwrap_or(CapacityType::OnDemand),
+                reservations: Vec::new(),
             }),
             asg: asg_name,
             zones,

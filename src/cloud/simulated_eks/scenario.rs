@@ -4,6 +4,7 @@
 //! simulator can serve, with every template already built and checked.
 
 use super::leaving_keys::{GroupFacts, InstanceEvent, InstanceEventFile, NodeRepairConfigFile};
+use super::reservation_keys::{ReservationFile, read_reservations};
 use crate::cloud::dra::{self, InstanceGpus};
 use crate::cloud::fargate::FargateRates;
 use crate::cloud::instance_types::{self, Arch};
@@ -13,8 +14,8 @@ use crate::cloud::pricing::DEFAULT_SPOT_PRICE_RATIO;
 use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
 use crate::k8s::Quantity;
 use crate::model::{
-    CAPACITY_TYPE_LABEL, FargateProfile, Invalid, NODE_GROUP_IMAGE_LABEL, NodeGroupStatus,
-    ResourceSlice, Resources, is_dns_subdomain, is_label_name, rfc3339,
+    CAPACITY_TYPE_LABEL, CapacityType, FargateProfile, Invalid, NODE_GROUP_IMAGE_LABEL,
+    NodeGroupStatus, ResourceSlice, Resources, is_dns_subdomain, is_label_name, rfc3339,
 };
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
@@ -105,6 +106,9 @@ struct NodeGroupFile {
     /// EKS's node auto repair, with EKS's fields.
     #[serde(default)]
     node_repair_config: Option<NodeRepairConfigFile>,
+    /// The EC2 capacity reservations its launch template targets (a capacity block, ODCRs).
+    #[serde(default)]
+    reservations: Vec<ReservationFile>,
 }
 
 /// The `resourceSlices` a group lists, after the slices its drivers derive: each its own pool, named after
@@ -301,6 +305,7 @@ impl Scenario {
 
 fn load_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<SimNodeGroup, Invalid> {
     validate_group(file, group)?;
+    let capacity_type = CapacityType::parse(&group.capacity_type)?;
     let taints = taints(group)?;
     let info = group
         .instance_type
@@ -383,6 +388,8 @@ fn load_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<SimNodeGroup
             node_repair: (group.node_repair_config.as_ref())
                 .map(NodeRepairConfigFile::read)
                 .transpose()?,
+            capacity_type,
+            reservations: read_reservations(capacity_type, &group.reservations)?,
         }),
         zones: group.zones.clone(),
         desired_size: group.desired_size,
@@ -466,12 +473,6 @@ fn validate_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<(), Inva
         return Err(Invalid::value(format!(
             "zone {zone:?} is not in region {:?}",
             file.region
-        )));
-    }
-    if group.capacity_type != "ON_DEMAND" && group.capacity_type != SPOT {
-        return Err(Invalid::value(format!(
-            "capacityType {:?} must be ON_DEMAND or SPOT",
-            group.capacity_type
         )));
     }
     if group.disk_size == 0 {
