@@ -153,12 +153,12 @@ fn grpcurl_lists_and_calls_through_reflection() {
         .unwrap_or_else(|| panic!("{described}"));
     assert_eq!(
         *general,
-        serde_json::json!({"id": "general", "status": "ACTIVE", "image": "ami-eks-amd64-1"})
+        serde_json::json!({"id": "general", "status": "ACTIVE", "image": "ami-eks-amd64-1", "capacityType": "ON_DEMAND"})
     );
 }
 
-/// `ekscale.v1.NodeGroups/DescribeNodeGroups`: each group's EKS status and the image of its new nodes, as the
-/// scenario gives them (ACTIVE and its AMI type's image when it does not), counted like every RPC.
+/// `ekscale.v1.NodeGroups/DescribeNodeGroups`: each group's EKS status, the image of its new nodes and its
+/// capacity type, as the scenario gives them (ACTIVE and its AMI type's image when it does not), counted like every RPC.
 #[test]
 fn grpcurl_describes_each_groups_status_and_image() {
     let dir = tempfile::tempdir().unwrap();
@@ -192,8 +192,8 @@ fn grpcurl_describes_each_groups_status_and_image() {
     assert_eq!(
         answer["nodeGroups"],
         serde_json::json!([
-            {"id": "web", "status": "ACTIVE", "image": "ami-eks-amd64-1"},
-            {"id": "legacy", "status": "DEGRADED", "image": "ami-0c1f2e3d4b5a69788"},
+            {"id": "web", "status": "ACTIVE", "image": "ami-eks-amd64-1", "capacityType": "ON_DEMAND"},
+            {"id": "legacy", "status": "DEGRADED", "image": "ami-0c1f2e3d4b5a69788", "capacityType": "ON_DEMAND"},
         ])
     );
     let metrics = http_get(provider.metrics, "/metrics");
