@@ -19,9 +19,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ekscale::autoscaler::{ClusterView, ProviderClient, ProviderConfig, RunOnce, Settings};
-use ekscale::model::{
-    Alike, Controller, Labels, Node, NodeProblem, Phase, Pod, PodNames, Resources,
-};
+use ekscale::model::{Node, NodeProblem};
 use ekscale::provider::ProviderMetrics;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -30,10 +28,8 @@ use std::time::{Duration, SystemTime};
 
 const GROUPS: usize = 10;
 const GROUP_NODES: usize = 1000;
-const PODS_PER_NODE: usize = 30;
 /// Groups 0 to 4 are Spot.
 const SPOT_GROUPS: usize = 5;
-const MI: u64 = 1 << 20;
 
 /// Whether the cluster has nodes leaving.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,65 +118,6 @@ async fn nodes(client: &ProviderClient, leaving: Leaving, now: SystemTime) -> Ve
     .await
 }
 
-fn pod(name: String, app: &str, kind: &str, (cpu, memory): (u64, u64)) -> Pod {
-    let demand = Resources {
-        cpu_millis: cpu,
-        memory_bytes: memory,
-        pods: 1,
-        ..Default::default()
-    };
-    let mut pod = Pod {
-        labels: Labels::from([("app".to_string(), app.to_string())]),
-        controller: Some(Controller {
-            kind: kind.into(),
-            name: app.into(),
-            uid: format!("uid-{app}"),
-        }),
-        ..Pod::pending("default", &name, demand)
-    };
-    pod.phase = Phase::Running;
-    pod.unschedulable = false;
-    pod
-}
-
-/// The nodes with their pods: a DaemonSet pod each, and 30 ReplicaSet pods of three shapes averaging 30% of
-/// 16 CPU (the last node of each group runs its DaemonSet pod only: it goes, empty).
-fn view(nodes: Vec<Arc<Node>>, now: SystemTime) -> ClusterView {
-    let average = 4800 / PODS_PER_NODE as u64;
-    let shapes = [
-        (average / 2, 256 * MI),
-        (average, 512 * MI),
-        (average * 3 / 2, 768 * MI),
-    ];
-    let mut pods = Vec::with_capacity(nodes.len() * (PODS_PER_NODE + 1));
-    for (n, node) in nodes.iter().enumerate() {
-        let name = format!("node-exporter-{}", node.name);
-        let mut exporter = pod(name, "node-exporter", "DaemonSet", (100, 128 * MI));
-        exporter.node_name = Some(node.name.as_str().into());
-        pods.push(exporter);
-        if n % GROUP_NODES == GROUP_NODES - 1 {
-            continue;
-        }
-        for p in 0..PODS_PER_NODE {
-            let k = n * PODS_PER_NODE + p;
-            let app = format!("app-{}", k % 50);
-            let mut running = pod(format!("{app}-{k}"), &app, "ReplicaSet", shapes[k % 3]);
-            running.node_name = Some(node.name.as_str().into());
-            running.created = Some(now);
-            pods.push(running);
-        }
-    }
-    let mut alike = Alike::default();
-    pods.iter_mut().for_each(|pod| alike.share(pod));
-    ClusterView {
-        keys: PodNames::of(&pods).into(),
-        nodes,
-        pods: pods.into_iter().map(Arc::new).collect(),
-        now: Some(now),
-        ..ClusterView::default()
-    }
-}
-
 /// What `simulate` decides with: cluster-autoscaler's defaults, the timers taken as run out.
 fn settings() -> Settings {
     let mut settings = Settings::default();
@@ -199,7 +136,11 @@ fn build(
         let addr = common::sim_provider(&scenario(leaving, now), metrics).await;
         let client = ProviderClient::new(&ProviderConfig::plaintext(addr.to_string())).unwrap();
         let nodes = nodes(&client, leaving, now).await;
-        (addr, client, Arc::new(view(nodes, now)))
+        (
+            addr,
+            client,
+            Arc::new(common::steady::view(nodes, GROUP_NODES, now)),
+        )
     });
     let status = rt.block_on(async {
         let mut once = RunOnce::new(client.clone(), settings());

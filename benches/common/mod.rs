@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod snapshot; // a view as kubectl prints it, for `simulate --snapshot`
+pub mod steady; // the steady 16-CPU cluster, 30% used, nothing pending, that the loop benches share
 
 use ekscale::clock::Clock;
 use ekscale::cloud::NodeGroupBackend;
