@@ -117,6 +117,7 @@ impl ScaleDownPolicy {
             .await;
         report.merge(launched);
         report.merge(self.surge(cx, decision.surges, facts, now).await);
+        report.merge(self.replace_terminated(cx, view, facts, now).await);
         report
     }
 
@@ -309,13 +310,14 @@ impl ScaleDownPolicy {
             let (node, node_group, state, detail) = self.ended(outcome, now, &mut report);
             report.deletion(node, node_group, state, detail);
         }
-        report.merge(self.replace_terminated(cx, view, facts, now).await);
         report
     }
 
     /// Asks the replacement of each node terminated first and gone (IncreaseSize by one on its group, which
     /// its deletion took one from), unless the group is back at its size already; a refusal is said and
-    /// retried next loop. Rotations whose new node is Ready end.
+    /// retried next loop. Rotations whose new node is Ready end. Asked after scale-up, in the loop whose
+    /// deletions step removed the node: scale-up planned over the group's size before it (at its limit), so
+    /// it never asks for the same node.
     async fn replace_terminated(
         &mut self,
         cx: &Context<'_>,
