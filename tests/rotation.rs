@@ -365,3 +365,38 @@ nodeGroups:
     }
     assert!(node(&names[2]).unschedulable, "the cordon by hand stays");
 }
+
+/// The kube-rs source cordons with ekscale's mark and uncordons taking it off, each one merge patch.
+#[tokio::test]
+async fn the_kube_source_cordons_with_its_mark_and_uncordons_without_it() {
+    use common::kube_api::{self, Objects, node};
+    // b: cordoned by ekscale in an earlier loop; c: cordoned by hand.
+    let mut b = node("b");
+    b["metadata"]["annotations"] = json!({CORDONED_ANNOTATION: "drift"});
+    b["spec"]["unschedulable"] = json!(true);
+    let mut c = node("c");
+    c["spec"]["unschedulable"] = json!(true);
+    let objects = Objects {
+        nodes: vec![node("a"), b, c],
+        ..Objects::default()
+    };
+    let (kube, fake) = kube_api::connect(objects).await;
+    let view = kube.view().await.unwrap();
+    let read: Vec<(bool, Option<&str>)> = (view.nodes.iter())
+        .map(|n| (n.unschedulable, n.cordoned_by_ekscale.as_deref()))
+        .collect();
+    assert_eq!(read, [(false, None), (true, Some("drift")), (true, None)]);
+    kube.cordon("a", "drift").await.unwrap();
+    kube.uncordon("a").await.unwrap();
+    let patches = fake.objects.lock().unwrap().patches.clone();
+    assert_eq!(patches.len(), 2, "{patches:?}");
+    assert_eq!(patches[0].0, "a");
+    assert_eq!(
+        patches[0].1,
+        json!({"metadata": {"annotations": {CORDONED_ANNOTATION: "drift"}}, "spec": {"unschedulable": true}})
+    );
+    assert_eq!(
+        patches[1].1,
+        json!({"metadata": {"annotations": {CORDONED_ANNOTATION: null}}, "spec": {"unschedulable": null}})
+    );
+}
