@@ -453,8 +453,13 @@ fn can_grow(
     let template = group.template.as_ref().ok_or(CannotGrow::NoTemplate)?;
     let grown = scene.fleet.grown.get(&group.id).copied().unwrap_or(0) + surged;
     let (room, limit) = scaleup::node_limit(group, grown, template, cx.limits, totals);
-    if room == 0 {
-        return Err(CannotGrow::Limit(limit.to_string()));
+    match limit {
+        // This loop's scale-ups used the per-loop cap: the next loop has room, no node need go first.
+        scaleup::Limited::PerScaleUp if room == 0 => {
+            return Err(CannotGrow::HeldBack(limit.to_string()));
+        }
+        _ if room == 0 => return Err(CannotGrow::Limit(limit.to_string())),
+        _ => {}
     }
     totals.add(g, &template.node);
     Ok(())
