@@ -328,10 +328,14 @@ impl ScaleDownPolicy {
         let mut done = ScaleDownReport::default();
         let rotations = &mut self.actuator.rotations;
         for owed in rotations.owed() {
-            let fact = facts.iter().find(|f| f.group.id == owed.group);
-            // The deletion this loop left the facts one too high; the group grown since, no longer.
-            let gone = i32::from(self.deleted.contains_key(&owed.group));
-            if fact.is_some_and(|f| f.target - gone >= owed.target) {
+            let Some(fact) = facts.iter().find(|f| f.group.id == owed.group) else {
+                // The group is gone: nothing to grow.
+                rotations.given_up(&owed.node);
+                continue;
+            };
+            // This loop's deletions left the facts too high by as many; a group grown since is owed nothing.
+            let gone = self.deleted.get(&owed.group).copied().unwrap_or(0);
+            if fact.target - gone >= owed.target {
                 rotations.asked(&owed.node, now);
                 continue;
             }
