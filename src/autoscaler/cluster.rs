@@ -202,6 +202,18 @@ pub trait ClusterSource: Send + Sync {
         Err(ClusterError::ReadOnly(format!("node {node}")))
     }
 
+    /// Cordons node `node` (`spec.unschedulable`) and marks it as ekscale's, with why (the
+    /// `ekscale.io/cordoned` annotation), so that only ekscale's cordons are ever undone by it.
+    async fn cordon(&self, node: &str, why: &str) -> Result<(), ClusterError> {
+        let _ = why;
+        Err(ClusterError::ReadOnly(format!("node {node}")))
+    }
+
+    /// Uncordons node `node` and takes ekscale's mark off; called only on a node the view shows marked.
+    async fn uncordon(&self, node: &str) -> Result<(), ClusterError> {
+        Err(ClusterError::ReadOnly(format!("node {node}")))
+    }
+
     /// Writes a CapacityBuffer's status subresource, in the version it was read as.
     async fn write_buffer_status(&self, buffer: BufferStatus<'_>) -> Result<(), ClusterError> {
         Err(ClusterError::ReadOnly(format!(

@@ -4,8 +4,8 @@
 use crate::k8s::pod::PodFacts;
 use crate::k8s::quantity::Quantity;
 use crate::model::{
-    Controller, Disruption, GPU_RESOURCE, NODE_MONITORING_CONDITIONS, Node, NodeProblem, Pdb,
-    Phase, Pod, PodDra, Resources, SafeToEvict, Taint, TaintEffect,
+    CORDONED_ANNOTATION, Controller, Disruption, GPU_RESOURCE, NODE_MONITORING_CONDITIONS, Node,
+    NodeProblem, Pdb, Phase, Pod, PodDra, Resources, SafeToEvict, Taint, TaintEffect,
 };
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
@@ -255,6 +255,9 @@ pub fn node_from_api(node: &api::Node) -> Result<Node, ObjectError> {
             .flatten()
             .any(|c| c.type_ == "Ready" && c.status == "True"),
         unschedulable: spec.unschedulable.unwrap_or(false),
+        cordoned_by_ekscale: (node.metadata.annotations.as_ref())
+            .and_then(|a| a.get(CORDONED_ANNOTATION))
+            .cloned(),
         created: node.metadata.creation_timestamp.as_ref().map(time),
         scale_down_disabled: annotated(node, SCALE_DOWN_DISABLED_ANNOTATION),
         do_not_disrupt: annotated(node, DO_NOT_DISRUPT_ANNOTATION),
@@ -373,6 +376,7 @@ pub fn node_from_pb(node: &k8s_pb::api::core::v1::Node) -> Result<Node, ObjectEr
         // A template stands for a node that will be Ready; providers that leave conditions out mean that too.
         ready: true,
         unschedulable: spec.unschedulable.unwrap_or(false),
+        cordoned_by_ekscale: None,
         created: None,
         scale_down_disabled: false,
         do_not_disrupt: false,

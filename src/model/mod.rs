@@ -47,8 +47,9 @@ pub use leaving::{
     NodeRepairConfig, NodeRepairOverride, repair_condition,
 };
 pub use node::{
-    CAPACITY_TYPE_LABEL, FARGATE_COMPUTE_LABEL, GPU_LABEL, HOSTNAME_LABEL, INSTANCE_TYPE_LABEL,
-    NODE_GROUP_IMAGE_LABEL, NODE_GROUP_LABEL, Node, ZONE_LABEL,
+    CAPACITY_TYPE_LABEL, CORDONED_ANNOTATION, CORDONED_FOR_DRIFT, FARGATE_COMPUTE_LABEL, GPU_LABEL,
+    HOSTNAME_LABEL, INSTANCE_TYPE_LABEL, NODE_GROUP_IMAGE_LABEL, NODE_GROUP_LABEL, Node,
+    ZONE_LABEL,
 };
 pub use node_group::{
     GroupOptions, Instance, InstanceError, InstanceState, NodeGroup, NodeGroupState,

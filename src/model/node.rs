@@ -21,6 +21,11 @@ pub const NODE_GROUP_IMAGE_LABEL: &str = "eks.amazonaws.com/nodegroup-image";
 pub const FARGATE_COMPUTE_LABEL: &str = "eks.amazonaws.com/compute-type";
 /// The instance type, on real and template nodes alike.
 pub const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
+/// On a node ekscale cordoned (`spec.unschedulable`), why it did (`drift`): only such a node is ever
+/// uncordoned by ekscale, never one someone else cordoned.
+pub const CORDONED_ANNOTATION: &str = "ekscale.io/cordoned";
+/// [`CORDONED_ANNOTATION`]'s value on a drifted node cordoned ahead of its turn.
+pub const CORDONED_FOR_DRIFT: &str = "drift";
 /// `ON_DEMAND` or `SPOT` on a managed node group's nodes.
 pub const CAPACITY_TYPE_LABEL: &str = "eks.amazonaws.com/capacityType";
 
@@ -39,6 +44,8 @@ pub struct Node {
     pub ready: bool,
     /// `spec.unschedulable` (cordoned).
     pub unschedulable: bool,
+    /// Its [`CORDONED_ANNOTATION`]: why ekscale cordoned it; `None` when ekscale did not.
+    pub cordoned_by_ekscale: Option<String>,
     pub created: Option<SystemTime>,
     /// `cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"`: never removed by scale-down.
     pub scale_down_disabled: bool,

@@ -546,6 +546,20 @@ impl ClusterSource for SimulatedCluster {
         self.change_node(node, |n| n.taints.retain(|t| t.key != key))
     }
 
+    async fn cordon(&self, node: &str, why: &str) -> Result<(), ClusterError> {
+        self.change_node(node, |n| {
+            n.unschedulable = true;
+            n.cordoned_by_ekscale = Some(why.to_string());
+        })
+    }
+
+    async fn uncordon(&self, node: &str) -> Result<(), ClusterError> {
+        self.change_node(node, |n| {
+            n.unschedulable = false;
+            n.cordoned_by_ekscale = None;
+        })
+    }
+
     /// Evicts at once (the simulated kubelet stops pods without delay): the controller's replacement is
     /// pending until the next step schedules it; a pod without a controller is gone.
     async fn evict(
@@ -624,6 +638,11 @@ impl SimulatedCluster {
         self.change_node(name, |node| {
             node.problems.retain(|p| p.condition != condition)
         })
+    }
+
+    /// Someone other than ekscale cordons node `name` (`kubectl cordon`): no mark of ekscale's.
+    pub fn cordon_by_hand(&self, name: &str) -> Result<(), ClusterError> {
+        self.change_node(name, |node| node.unschedulable = true)
     }
 
     fn change_node(&self, name: &str, change: impl FnOnce(&mut Node)) -> Result<(), ClusterError> {

@@ -18,7 +18,7 @@ use crate::k8s::{
     DISRUPTION_CONFIG_KEY, DISRUPTION_CONFIG_MAP, PodJson, daemonset_pod, marked_unschedulable,
     node_from_api, pdb_from_api, pod_from_api,
 };
-use crate::model::{Alike, Taint};
+use crate::model::{Alike, CORDONED_ANNOTATION, Taint};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -230,6 +230,19 @@ fn api_error(what: String, e: kube::Error) -> ClusterError {
 impl Kube {
     /// Replaces the node's taints with `change` applied to the ones it has now, with the node's
     /// resourceVersion in the patch so that a concurrent update makes it fail rather than be lost.
+    /// A merge patch of node `name`, as ekscale's field manager.
+    async fn patch_node(&self, name: &str, patch: &serde_json::Value) -> Result<(), ClusterError> {
+        let params = PatchParams {
+            field_manager: Some(MANAGER.into()),
+            ..PatchParams::default()
+        };
+        Api::<Node>::all(self.client.clone())
+            .patch(name, &params, &Patch::Merge(patch))
+            .await
+            .map_err(|e| api_error(name.to_string(), e))?;
+        Ok(())
+    }
+
     async fn change_taints(
         &self,
         name: &str,
@@ -338,6 +351,22 @@ impl ClusterSource for Kube {
     async fn untaint(&self, node: &str, key: &str) -> Result<(), ClusterError> {
         self.change_taints(node, |taints| taints.retain(|t| t.key != key))
             .await
+    }
+
+    async fn cordon(&self, node: &str, why: &str) -> Result<(), ClusterError> {
+        let patch = serde_json::json!({
+            "metadata": {"annotations": {CORDONED_ANNOTATION: why}},
+            "spec": {"unschedulable": true},
+        });
+        self.patch_node(node, &patch).await
+    }
+
+    async fn uncordon(&self, node: &str) -> Result<(), ClusterError> {
+        let patch = serde_json::json!({
+            "metadata": {"annotations": {CORDONED_ANNOTATION: null}},
+            "spec": {"unschedulable": null},
+        });
+        self.patch_node(node, &patch).await
     }
 
     async fn write_buffer_status(&self, buffer: BufferStatus<'_>) -> Result<(), ClusterError> {

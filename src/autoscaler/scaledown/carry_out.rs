@@ -9,13 +9,30 @@ use crate::autoscaler::group::GroupFacts;
 use crate::autoscaler::scaledown::act::actuation::{
     self, Cause, DeletionOrder, Outcome, StepGround,
 };
+use crate::autoscaler::scaledown::act::rotation::AfterDeletion;
 use crate::autoscaler::scaledown::consolidation::replacement::{InFlight, OldNodeFate};
 use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::report::ScaleDownReport;
 use crate::autoscaler::status::{DisruptionStatus, ScaleDownStatus, Times};
-use crate::model::{DELETION_CANDIDATE_TAINT, TO_BE_DELETED_TAINT};
+use crate::model::{CORDONED_FOR_DRIFT, DELETION_CANDIDATE_TAINT, Node, TO_BE_DELETED_TAINT};
 use std::collections::HashSet;
 use std::time::SystemTime;
+
+/// Which way a node's cordon goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cordon {
+    On,
+    Off,
+}
+
+impl std::fmt::Display for Cordon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Cordon::On => "cordoning",
+            Cordon::Off => "uncordoning",
+        })
+    }
+}
 
 /// What carrying a decision out reads of the loop: the view the decision was made over, the nodes already on
 /// their way out, the groups as the provider says them, and the loop's time.
@@ -79,6 +96,18 @@ impl ScaleDownPolicy {
         }
         report.merge(replaced);
         report.merge(self.start(&*cluster, view, decision.delete, now).await);
+        let cordons = (decision.cordon.iter().map(|&n| (n, Cordon::On)))
+            .chain(decision.uncordon.iter().map(|&n| (n, Cordon::Off)));
+        for (n, cordon) in cordons {
+            let name = &view.nodes[n].name;
+            let done = match cordon {
+                Cordon::On => cluster.cordon(name, CORDONED_FOR_DRIFT).await,
+                Cordon::Off => cluster.uncordon(name).await,
+            };
+            if let Err(e) = done {
+                report.errors.push(format!("{cordon} {name}: {e}"));
+            }
+        }
         if let Some(unneeded) = &decision.unneeded {
             let errors = self.soft_taints(cx, view, unneeded, deleting, now).await;
             report.errors.extend(errors);
@@ -88,6 +117,7 @@ impl ScaleDownPolicy {
             .await;
         report.merge(launched);
         report.merge(self.surge(cx, decision.surges, facts, now).await);
+        report.merge(self.replace_terminated(cx, view, facts, now).await);
         report
     }
 
@@ -145,6 +175,11 @@ impl ScaleDownPolicy {
             match self.actuator.start(cluster, order, now).await {
                 Ok(()) => {
                     self.unneeded.remove(&node.name);
+                    if let (AfterDeletion::Replacement, Cause::Disruption { reason, .. }) =
+                        (d.then, d.cause)
+                    {
+                        self.actuator.rotations.start(&node.name, &group, reason);
+                    }
                     report.deletion(node.name.clone(), group, "started", String::new());
                     report.status.nodes.push(d.report);
                 }
@@ -261,10 +296,85 @@ impl ScaleDownPolicy {
         };
         let outcomes = self.actuator.advance(&ground, &updating, now).await;
         for outcome in outcomes {
+            let rotations = &mut self.actuator.rotations;
+            match &outcome {
+                Outcome::Deleted { node, group, .. } => {
+                    let target = facts.iter().find(|f| f.group.id == *group);
+                    rotations.deleted(node, target.map_or(0, |f| f.target));
+                }
+                Outcome::Failed { node, .. } | Outcome::Stopped { node, .. } => {
+                    rotations.given_up(node)
+                }
+                Outcome::Draining { .. } => {}
+            }
             let (node, node_group, state, detail) = self.ended(outcome, now, &mut report);
             report.deletion(node, node_group, state, detail);
         }
         report
+    }
+
+    /// Asks the replacement of each node terminated first and gone (IncreaseSize by one on its group, which
+    /// its deletion took one from), unless the group is back at its size already; a refusal is said and
+    /// retried next loop. Rotations whose new node is Ready end. Asked after scale-up, in the loop whose
+    /// deletions step removed the node: scale-up planned over the group's size before it (at its limit), so
+    /// it never asks for the same node.
+    async fn replace_terminated(
+        &mut self,
+        cx: &Context<'_>,
+        view: &ClusterView,
+        facts: &[GroupFacts],
+        now: SystemTime,
+    ) -> ScaleDownReport {
+        let mut done = ScaleDownReport::default();
+        let rotations = &mut self.actuator.rotations;
+        for owed in rotations.owed() {
+            let Some(fact) = facts.iter().find(|f| f.group.id == owed.group) else {
+                // The group is gone: nothing to grow.
+                rotations.given_up(&owed.node);
+                continue;
+            };
+            // This loop's deletions left the facts too high by as many; a group grown since is owed nothing.
+            let gone = self.deleted.get(&owed.group).copied().unwrap_or(0);
+            if fact.target - gone >= owed.target {
+                rotations.asked(&owed.node, now);
+                continue;
+            }
+            let mut scale_up = Surge {
+                node: owed.node.clone(),
+                group: owed.group.clone(),
+                cause: Cause::Disruption {
+                    reason: owed.reason,
+                    grace: None,
+                },
+            }
+            .scale_up();
+            scale_up.reason = format!(
+                "replaces {} node {}, terminated first: its group had no room to surge",
+                owed.reason, owed.node
+            );
+            match cx.client.increase_size(&owed.group, 1).await {
+                Ok(()) => rotations.asked(&owed.node, now),
+                Err(e) => {
+                    let why = e.to_string();
+                    let what = format!("the replacement of {}, terminated first", owed.node);
+                    (done.errors).push(format!(
+                        "{what} in {}: {why}; asked again next loop",
+                        owed.group
+                    ));
+                    rotations.refused(&owed.node, why.clone());
+                    scale_up.error = Some(why);
+                }
+            }
+            done.scale_ups.push(scale_up);
+        }
+        let group_of = |n: &Node| {
+            let found = facts.iter().find(|f| {
+                (f.instances.iter()).any(|i| !n.provider_id.is_empty() && i.id == n.provider_id)
+            });
+            found.map(|f| f.group.id.clone())
+        };
+        rotations.settle(&view.nodes, group_of, now);
+        done
     }
 
     /// What a deletion's step means for the policy: a deletion counts for its group and the cooldown, a

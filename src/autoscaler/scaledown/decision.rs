@@ -3,11 +3,15 @@
 //! decisions written into it.
 
 use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::disruption::Reason;
 use crate::autoscaler::group::GroupFacts;
 use crate::autoscaler::leaving::LeavingEffects;
 use crate::autoscaler::scaledown::act::actuation::Cause;
+use crate::autoscaler::scaledown::act::rotation::AfterDeletion;
 use crate::autoscaler::scaledown::consolidation::consolidator::{Fleet, Readiness};
-use crate::autoscaler::scaledown::disruption::stage::{DisruptionAction, DisruptionDecision};
+use crate::autoscaler::scaledown::disruption::stage::{
+    DisruptionAction, DisruptionDecision, cordoned_while,
+};
 use crate::autoscaler::scaledown::plan::describe::evicted_from;
 use crate::autoscaler::scaledown::plan::planner::DeletionKind;
 use crate::autoscaler::scaledown::plan::removal::GroupInfo;
@@ -42,6 +46,10 @@ pub struct Decision {
     pub(super) disruptions: Vec<DisruptionStatus>,
     /// What each configured group's budgets allow this loop.
     pub(super) budgets: Vec<DisruptionBudgetStatus>,
+    /// Drifted nodes (by node index) to cordon ahead of their turn, and nodes ekscale cordoned for a drift
+    /// that went away, to uncordon.
+    pub(super) cordon: Vec<usize>,
+    pub(super) uncordon: Vec<usize>,
 }
 
 /// A replacement asked for an expired or drifted node: a new node of its group, before it drains.
@@ -76,6 +84,8 @@ pub struct DeletionToStart {
     pub node: usize,
     pub kind: DeletionKind,
     pub cause: Cause,
+    /// Whether its group's replacement is asked once it is gone (terminated first).
+    pub then: AfterDeletion,
     pub report: ScaleDown,
 }
 
@@ -100,7 +110,10 @@ pub struct Scene<'a> {
 }
 
 /// Expiry's decisions into scale-down's: removals start as deletions (with their drain's grace period),
-/// replacements are asked for, and nodes held are kept with why; every one is in the disruptions list.
+/// replacements are asked for, nodes terminated first start as deletions whose replacement follows, and
+/// nodes held are kept with why; every one is in the disruptions list. A drifted node about to go (replaced,
+/// or waiting for its budget or for room) is cordoned ahead of its turn, so that no evicted pod lands there:
+/// one waiting so is listed as `cordon`.
 pub(super) fn record_disruptions(
     scene: &Scene<'_>,
     groups: &[GroupInfo],
@@ -115,26 +128,45 @@ pub(super) fn record_disruptions(
             reason,
             grace: d.grace,
         };
+        let drifted = d.candidate.reason == Reason::Drifted;
+        let cordon = drifted
+            && match &d.action {
+                DisruptionAction::Replace => true,
+                DisruptionAction::Wait(hold, _) => cordoned_while(*hold),
+                DisruptionAction::Remove(_) | DisruptionAction::TerminateFirst(_) => false,
+            };
+        if cordon && !node.unschedulable {
+            decision.cordon.push(d.candidate.node);
+        }
+        let deletion = |detail: String, then: AfterDeletion| DeletionToStart {
+            node: d.candidate.node,
+            kind: DeletionKind::Drain,
+            cause,
+            then,
+            report: ScaleDown {
+                node: node.name.clone(),
+                node_group: group.id.clone(),
+                reason: reason.into(),
+                detail,
+                pods: evicted_from(scene.pods, &scene.on_node[d.candidate.node]),
+                risky: false,
+            },
+        };
         let (action, detail) = match d.action {
             DisruptionAction::Remove(detail) => {
-                let report = ScaleDown {
-                    node: node.name.clone(),
-                    node_group: group.id.clone(),
-                    reason: reason.into(),
-                    detail,
-                    pods: evicted_from(scene.pods, &scene.on_node[d.candidate.node]),
-                    risky: false,
-                };
-                decision.delete.push(DeletionToStart {
-                    node: d.candidate.node,
-                    kind: DeletionKind::Drain,
-                    cause,
-                    report,
-                });
+                decision
+                    .delete
+                    .push(deletion(detail, AfterDeletion::Nothing));
                 (
                     "remove",
                     "its pods fit on the other nodes: it drains now".to_string(),
                 )
+            }
+            DisruptionAction::TerminateFirst(why) => {
+                decision
+                    .delete
+                    .push(deletion(why.clone(), AfterDeletion::Replacement));
+                ("terminateFirst", why)
             }
             DisruptionAction::Replace => {
                 decision.surges.push(Surge {
@@ -155,7 +187,10 @@ pub(super) fn record_disruptions(
                     reason: hold.unremovable().to_string(),
                     detail: why.clone(),
                 });
-                ("wait", why)
+                match cordon {
+                    true => ("cordon", format!("cordoned ahead of its turn: {why}")),
+                    false => ("wait", why),
+                }
             }
         };
         decision.disruptions.push(DisruptionStatus {

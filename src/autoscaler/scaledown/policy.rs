@@ -10,6 +10,7 @@ use crate::autoscaler::group::{GroupFacts, Totals};
 use crate::autoscaler::leaving::LeavingAction;
 use crate::autoscaler::planning::planning;
 use crate::autoscaler::scaledown::act::actuation::{Actuator, Cause};
+use crate::autoscaler::scaledown::act::rotation::AfterDeletion;
 use crate::autoscaler::scaledown::budgets::groups::DisruptionBudgets;
 use crate::autoscaler::scaledown::budgets::parallelism;
 use crate::autoscaler::scaledown::consolidation::consolidator::{Consolidator, Leftover};
@@ -131,6 +132,7 @@ impl ScaleDownPolicy {
             leaving: scene.leaving,
         };
         let disrupted = sight.candidates(&budgets, &excluded);
+        let uncordon = sight.drift_gone(&budgets, &excluded);
         excluded.extend((disrupted.iter()).map(|c| scene.view.nodes[c.node].name.clone()));
         let existing = scene.view.nodes.len();
         let device_use: Vec<Option<PoolUse>> = (places[..existing].iter())
@@ -167,8 +169,12 @@ impl ScaleDownPolicy {
         // Expiry and drift over the world scale-down and consolidation left: they take their budgets first.
         let mut totals = Totals::of(places, &cx.quotas);
         let mut surged = vec![0; groups.len()];
+        let rotations = &self.actuator.rotations;
         let room = GroupRoom {
             lose: &mut plan.room_to_lose(&groups),
+            rotating: &mut (groups.iter())
+                .map(|g| rotations.in_progress(&g.id))
+                .collect::<Vec<_>>(),
             grow: &mut |g| {
                 can_grow(cx, scene, g, surged[g], &mut totals)?;
                 surged[g] += 1;
@@ -196,6 +202,7 @@ impl ScaleDownPolicy {
             consolidate,
             not_consolidated,
             ready,
+            uncordon,
             ..Decision::default()
         };
         record_disruptions(scene, &groups, expired, &mut decision);
@@ -236,14 +243,18 @@ impl ScaleDownPolicy {
         };
         let nodes = &scene.view.nodes;
         let now = scene.now;
-        DisruptionBudgets::new(
+        let mut budgets = DisruptionBudgets::new(
             Some(config),
             groups,
             nodes,
             scene.node_group,
             disrupting,
             now,
-        )
+        );
+        for (g, group) in groups.iter().enumerate() {
+            budgets.also_disrupting(g, self.actuator.rotations.disrupting(&group.id));
+        }
+        budgets
     }
 
     /// Each group as scale-down sees it: its target less the nodes deleted this loop, and its nodes on their
@@ -372,6 +383,7 @@ impl ScaleDownPolicy {
                 node: r.node,
                 kind: r.kind(),
                 cause: Cause::ScaleDown,
+                then: AfterDeletion::Nothing,
                 report: describe(scene.view, scene.pods, groups, r),
             })
             .collect::<Vec<_>>();
@@ -432,14 +444,22 @@ fn can_grow(
     totals: &mut Totals,
 ) -> Result<(), CannotGrow> {
     let group = &scene.fleet.groups[g];
-    if let Some(why) = &group.skip {
+    // At its max size the group is skipped by scale-up: that is a limit, told below, not a hold.
+    if let Some(why) =
+        (group.skip.as_ref()).filter(|w| **w != scaleup::Limited::GroupMax.to_string())
+    {
         return Err(CannotGrow::HeldBack(why.clone()));
     }
     let template = group.template.as_ref().ok_or(CannotGrow::NoTemplate)?;
     let grown = scene.fleet.grown.get(&group.id).copied().unwrap_or(0) + surged;
     let (room, limit) = scaleup::node_limit(group, grown, template, cx.limits, totals);
-    if room == 0 {
-        return Err(CannotGrow::Limit(limit.to_string()));
+    match limit {
+        // This loop's scale-ups used the per-loop cap: the next loop has room, no node need go first.
+        scaleup::Limited::PerScaleUp if room == 0 => {
+            return Err(CannotGrow::HeldBack(limit.to_string()));
+        }
+        _ if room == 0 => return Err(CannotGrow::Limit(limit.to_string())),
+        _ => {}
     }
     totals.add(g, &template.node);
     Ok(())

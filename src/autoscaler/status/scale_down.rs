@@ -166,8 +166,11 @@ pub struct DisruptionStatus {
     /// `expired` (older than its group's `expireAfter`) or `drifted` (its image is not its group's).
     pub reason: String,
     /// `remove` (its pods fit on the other nodes: it is drained and removed), `replace` (a new node of its
-    /// group comes first; it drains once that node is Ready) or `wait` (a budget, a do-not-disrupt pod or a
-    /// PodDisruptionBudget holds it, or its group cannot grow for a replacement).
+    /// group comes first; it drains once that node is Ready), `terminateFirst` (its group has no room to
+    /// surge: it is drained and removed first, its group's replacement asked once it is gone), `cordon` (a
+    /// drifted node cordoned ahead of its turn while a budget or the lack of room holds it) or `wait` (a
+    /// budget, a do-not-disrupt pod or a PodDisruptionBudget holds it, or its group cannot grow for a
+    /// replacement).
     pub action: String,
     pub detail: String,
 }

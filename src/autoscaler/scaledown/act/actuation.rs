@@ -11,6 +11,7 @@
 
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::{ClusterError, ClusterSource, ClusterView};
+use crate::autoscaler::scaledown::act::rotation::Rotations;
 use crate::autoscaler::scaledown::plan::drainability::{self, Blocking, PdbBudget, Rules, Verdict};
 use crate::autoscaler::scaledown::plan::planner::DeletionKind;
 use crate::model::{
@@ -118,10 +119,11 @@ pub enum Outcome {
     },
 }
 
-/// The deletions in progress.
+/// The deletions in progress, and the terminate-first rotations whose replacement follows a deletion.
 #[derive(Debug, Default)]
 pub struct Actuator {
     in_flight: BTreeMap<String, Deletion>,
+    pub(in crate::autoscaler::scaledown) rotations: Rotations,
 }
 
 /// The taint that marks a node being removed: NoSchedule, valued with the time (unix seconds) as upstream.

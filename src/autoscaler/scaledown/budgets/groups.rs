@@ -73,6 +73,22 @@ impl<'c> DisruptionBudgets<'c> {
         DisruptionBudgets { groups: budgets }
     }
 
+    /// Counts `n` more nodes of group `g` as being disrupted: nodes terminated first whose replacement is
+    /// not Ready yet (gone from the view, still taken from their group's budgets).
+    pub fn also_disrupting(&mut self, g: usize, n: u64) {
+        if let Some(b) = &mut self.groups[g] {
+            b.total += n;
+            b.disrupting += n;
+        }
+    }
+
+    /// Whether an active budget of group `g` names `reason` (without one, nothing limits it).
+    pub fn limits(&self, g: usize, reason: Reason) -> bool {
+        (self.groups[g].as_ref()).is_some_and(|b| {
+            (b.evaluated.allowance(reason, b.total, b.disrupting).allowed).is_some()
+        })
+    }
+
     /// No group has a policy: nothing is limited, nothing expires.
     pub fn none(groups: usize) -> DisruptionBudgets<'c> {
         DisruptionBudgets {

@@ -1,7 +1,11 @@
 //! The disruption stage (`--disruption-config`): the nodes each [`Method`] disrupts now (drift, expiration)
 //! are replaced gracefully within their group's budget for the reason. When its pods fit on the other nodes a
 //! node is drained and removed; when they do not, a new node of its group is asked for first, and it drains
-//! once that node is Ready. Drifted nodes go first, then the oldest.
+//! once that node is Ready. When its group cannot grow for that new node (its max size, a CapacityQuota,
+//! the cluster's limits: no room to surge), it is terminated first (Karpenter's terminate-first,
+//! kubernetes-sigs/karpenter #2905): drained and removed within the same budgets, its group's replacement
+//! asked once it is gone (the actuator remembers it). A hold that terminating does not cure (a backoff, no
+//! template) keeps it waiting. Drifted nodes go first, then the oldest.
 //!
 //! Nothing of a group being updated goes: EKS replaces its nodes itself, and drift is only told once the
 //! update is over (the nodes it left on the old image are then drifted).
@@ -20,7 +24,7 @@ use crate::autoscaler::scaledown::plan::drainability::{self, Blocking, Verdict};
 use crate::autoscaler::scaledown::plan::planner::Unremovable;
 use crate::autoscaler::scaledown::plan::removal::GroupInfo;
 use crate::autoscaler::scaledown::plan::simulation::RemovalSimulation;
-use crate::model::Node;
+use crate::model::{CORDONED_FOR_DRIFT, Node};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -41,6 +45,10 @@ pub enum DisruptionAction {
     Remove(String),
     /// A new node of its group is asked for first; it drains once that node is Ready.
     Replace,
+    /// Its group cannot grow for a replacement (a limit, in words): it is drained and removed first, and
+    /// its group's replacement is asked once it is gone (Karpenter's terminate-first, EKS's update
+    /// strategy `MINIMAL`).
+    TerminateFirst(String),
     /// It stays this loop: what holds it, in words.
     Wait(DisruptionHold, String),
 }
@@ -58,6 +66,13 @@ pub enum DisruptionHold {
     Pod,
     /// Its pods fit nowhere else, and its group cannot grow for a replacement.
     NoRoom,
+}
+
+/// Whether a node is cordoned ahead of its turn while it waits so: a drifted node waiting for its budget or
+/// for room is about to go, and no evicted pod should land there; one held for good (an annotation, a pod
+/// nothing forces out, its group updating) would stay cordoned indefinitely, so it is not.
+pub(in crate::autoscaler::scaledown) fn cordoned_while(hold: DisruptionHold) -> bool {
+    matches!(hold, DisruptionHold::Budget | DisruptionHold::NoRoom)
 }
 
 impl DisruptionHold {
@@ -89,7 +104,7 @@ pub enum CannotGrow {
     HeldBack(String),
     #[error("it has no template")]
     NoTemplate,
-    /// Its max size or the cluster's limits, in words.
+    /// Its max size, a CapacityQuota or the cluster's limits, in words: terminating a node first cures it.
     #[error("{0}")]
     Limit(String),
 }
@@ -107,6 +122,8 @@ struct UnforcedDrain {
 /// (each replacement asked takes its node from the group's and the cluster's limits).
 pub struct GroupRoom<'r> {
     pub lose: &'r mut [i64],
+    /// Each group's nodes being terminated first (draining, or gone with their replacement not Ready).
+    pub rotating: &'r mut [usize],
     pub grow: &'r mut dyn FnMut(usize) -> Result<(), CannotGrow>,
 }
 
@@ -180,6 +197,33 @@ impl Sight<'_> {
     }
 }
 
+impl Sight<'_> {
+    /// The nodes ekscale cordoned for a drift that is no more (their group's image back to theirs, or no
+    /// policy for their group any more), to uncordon; never one of a group being updated (its drift is told
+    /// once the update is over), nor one in `excluded` (on its way out).
+    pub fn drift_gone(
+        &self,
+        budgets: &DisruptionBudgets<'_>,
+        excluded: &HashSet<String>,
+    ) -> Vec<usize> {
+        let mut gone = Vec::new();
+        for (n, node) in self.nodes.iter().enumerate() {
+            let ours = node.cordoned_by_ekscale.as_deref() == Some(CORDONED_FOR_DRIFT);
+            if !(ours && node.unschedulable) || excluded.contains(&node.name) {
+                continue;
+            }
+            let Some(g) = self.node_group[n].filter(|&g| !self.groups[g].updating) else {
+                continue;
+            };
+            let sight = self.group((g, n), budgets);
+            if !sight.is_some_and(|sight| Drift.disrupts(node, &sight)) {
+                gone.push(n);
+            }
+        }
+        gone
+    }
+}
+
 /// The method of `reason`.
 fn method(reason: Reason) -> &'static dyn Method {
     let found = METHODS.iter().find(|m| m.reason() == reason);
@@ -213,8 +257,11 @@ impl DisruptionStage<'_, '_, '_> {
             (self.budgets)
                 .take(c.group, c.reason)
                 .expect("checked before the decision");
-            if let DisruptionAction::Remove(_) = action {
+            if let DisruptionAction::Remove(_) | DisruptionAction::TerminateFirst(_) = action {
                 self.room.lose[c.group] -= 1;
+            }
+            if let DisruptionAction::TerminateFirst(_) = action {
+                self.room.rotating[c.group] += 1;
             }
             decided.push(DisruptionDecision {
                 candidate: c,
@@ -258,15 +305,38 @@ impl DisruptionStage<'_, '_, '_> {
                 .expect("a candidate's group has a policy");
             return DisruptionAction::Remove(method(c.reason).describe(node, &sight));
         }
+        let no_room = |why: String| {
+            let why = format!(
+                "its pods fit on no other node and {} cannot grow for a replacement: {why}",
+                group.id
+            );
+            DisruptionAction::Wait(DisruptionHold::NoRoom, why)
+        };
+        // One node terminated first at a time, unless a budget for the reason allows more.
+        let one_at_a_time =
+            !self.budgets.limits(c.group, c.reason) && self.room.rotating[c.group] > 0;
         match (self.room.grow)(c.group) {
             Ok(()) => DisruptionAction::Replace,
-            Err(why) => DisruptionAction::Wait(
-                DisruptionHold::NoRoom,
+            Err(CannotGrow::Limit(limit)) if one_at_a_time => DisruptionAction::Wait(
+                DisruptionHold::Budget,
                 format!(
-                    "its pods fit on no other node and {} cannot grow for a replacement: {why}",
-                    group.id
+                    "no room to surge ({limit}) and another {} node is being terminated first: one at a \
+                     time, as no budget for {} allows more",
+                    group.id, c.reason
                 ),
             ),
+            // Only a limit is cured by a node less; a group it would take under its min size waits.
+            Err(CannotGrow::Limit(limit)) if self.room.lose[c.group] > 0 => {
+                DisruptionAction::TerminateFirst(format!(
+                    "no room to surge ({limit}): it drains first, then {} gets its replacement",
+                    group.id
+                ))
+            }
+            Err(CannotGrow::Limit(limit)) => no_room(format!(
+                "{limit}, and it is at its min size {}: terminating first would take it under",
+                group.min_size
+            )),
+            Err(why) => no_room(why.to_string()),
         }
     }
 
