@@ -315,3 +315,110 @@ async fn the_table_shows_a_groups_blocks_and_now_needs_its_zone() {
         "{error}"
     );
 }
+
+/// A block from 08:00 to 10:00 (EKS scales its group in at 09:20, the drain starts at 09:10) with its one
+/// node, beside an On-Demand group; the simulated EKS's clock starts at 09:00.
+const LOOPING: &str = "
+cluster: capacity
+region: us-east-1
+start: \"2026-03-02T09:00:00Z\"
+nodeGroups:
+  - name: gpu
+    instanceType: g4dn.xlarge
+    capacityType: CAPACITY_BLOCK
+    zones: [us-east-1a]
+    minSize: 0
+    maxSize: 4
+    desiredSize: 1
+    provisioningDelay: 60s
+    deletionDelay: 10s
+    reservations:
+      - {id: cr-0b10c4, type: capacity-block, start: \"2026-03-02T08:00:00Z\", end: \"2026-03-02T10:00:00Z\",
+         total: 4, available: 3}
+  - {name: ondemand, instanceType: c5.xlarge, zones: [us-east-1a], minSize: 0, maxSize: 10, desiredSize: 1,
+     provisioningDelay: 60s, deletionDelay: 10s}
+";
+
+#[tokio::test]
+async fn the_loop_drains_a_blocks_node_before_eks_scales_it_in_and_never_grows_it_back() {
+    use common::simulated::owned;
+    use ekscale::autoscaler::{ClusterSource, ProviderClient, ProviderConfig, RunOnce, Settings};
+    use ekscale::cloud::NodeGroupBackend;
+    use ekscale::model::TO_BE_DELETED_TAINT;
+    use ekscale::simulated_cluster::{OnDisagreement, SimulatedCluster};
+    use std::sync::Arc;
+
+    let server = Server::start_with(LOOPING, None).await;
+    let config = ProviderConfig::plaintext(server.addr.to_string());
+    let clock = server.sim().clock().clone();
+    let cluster = Arc::new(
+        SimulatedCluster::new(&config, clock.clone())
+            .unwrap()
+            .starting_at(humantime::parse_rfc3339("2026-03-02T09:00:00Z").unwrap())
+            .on_disagreement(OnDisagreement::Panic),
+    );
+    let settings = Settings {
+        act: true,
+        ..Settings::default()
+    };
+    let client = ProviderClient::new(&config).unwrap();
+    let mut once = RunOnce::new(client, settings).acting_on(cluster.clone());
+    // One pod a node: one runs on the block's node.
+    cluster.create_pods(owned("train", 2, 2500, 1 << 30));
+    let start = cluster.now();
+    let (drain_from, scale_in) = (start + 10 * MINUTE, start + 20 * MINUTE);
+    let view = cluster.view().await.unwrap();
+    let block_node = (view.nodes.iter())
+        .find(|n| server.sim().node_group_of(&n.provider_id).as_deref() == Some("gpu"))
+        .expect("the block's node")
+        .name
+        .clone();
+    let (mut tainted_at, mut gone_at) = (None, None);
+    for i in 0..25 {
+        let view = cluster.view().await.unwrap();
+        match view.nodes.iter().find(|n| n.name == block_node) {
+            Some(n) if n.tainted(TO_BE_DELETED_TAINT) => {
+                tainted_at.get_or_insert(cluster.now());
+            }
+            None => {
+                gone_at.get_or_insert(cluster.now());
+            }
+            _ => {}
+        }
+        let status = once.run(&view, cluster.now()).await.unwrap();
+        let leaving = status
+            .leaving
+            .iter()
+            .any(|l| l.reason == "capacityBlockEnding");
+        assert_eq!(
+            leaving,
+            gone_at.is_none() && cluster.now() >= drain_from,
+            "loop {i}"
+        );
+        let target = server.sim().target_size("gpu").unwrap();
+        assert!(
+            target <= 1,
+            "loop {i}: the block's group was grown to {target}"
+        );
+        assert_eq!(cluster.pods().len(), 2, "loop {i}: a pod was lost");
+        clock.advance(MINUTE);
+    }
+    let tainted_at = tainted_at.expect("its drain started");
+    assert!(
+        tainted_at >= drain_from && tainted_at < scale_in,
+        "drained from drainLead on"
+    );
+    assert!(
+        gone_at.expect("it went") <= scale_in,
+        "gone before EKS scales the group in"
+    );
+    assert_eq!(server.sim().target_size("gpu").unwrap(), 0);
+    let pods = cluster.pods();
+    assert!(
+        pods.iter()
+            .all(|p| p.node_name.is_some() && p.node_name.as_deref() != Some(block_node.as_str())),
+        "both pods run, neither on the block's node: {pods:?}"
+    );
+}
+
+const MINUTE: Duration = Duration::from_secs(60);
