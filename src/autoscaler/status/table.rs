@@ -354,35 +354,6 @@ fn abbreviate<'a>(pods: impl ExactSizeIterator<Item = &'a str>, show: usize) -> 
     text
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::{Pod, PodNames, Resources};
-
-    #[test]
-    fn pod_names_keep_each_name_whole_across_appends() {
-        let mut list = PodNames::with_capacity(2);
-        list.push(&Pod::pending("default", "web-0", Resources::default()));
-        list.push(&Pod::pending("batch", "job-1", Resources::default()));
-        list.append(["kube-system/x"].into_iter().collect());
-        list.append(PodNames::default());
-        assert_eq!(
-            list.iter().collect::<Vec<_>>(),
-            ["default/web-0", "batch/job-1", "kube-system/x"]
-        );
-        assert_eq!(list.len(), 3);
-        assert_eq!(
-            serde_json::to_string(&list).unwrap(),
-            r#"["default/web-0","batch/job-1","kube-system/x"]"#
-        );
-        assert_eq!(
-            abbreviate(list.iter(), 2),
-            "default/web-0, batch/job-1 and 1 more"
-        );
-        assert_eq!(PodNames::default().iter().count(), 0);
-    }
-}
-
 /// A group's capacity paid for ahead, on one line under it: its capacity type when it is a Capacity Block
 /// group, and each reservation with its window and free instances; `None` for a group with neither.
 fn reserved_line(group: &GroupStatus) -> Option<String> {
@@ -411,4 +382,33 @@ fn reserved_line(group: &GroupStatus) -> Option<String> {
         each.join("; ")
     };
     Some(format!("reserved: {kind}{reservations}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Pod, PodNames, Resources};
+
+    #[test]
+    fn pod_names_keep_each_name_whole_across_appends() {
+        let mut list = PodNames::with_capacity(2);
+        list.push(&Pod::pending("default", "web-0", Resources::default()));
+        list.push(&Pod::pending("batch", "job-1", Resources::default()));
+        list.append(["kube-system/x"].into_iter().collect());
+        list.append(PodNames::default());
+        assert_eq!(
+            list.iter().collect::<Vec<_>>(),
+            ["default/web-0", "batch/job-1", "kube-system/x"]
+        );
+        assert_eq!(list.len(), 3);
+        assert_eq!(
+            serde_json::to_string(&list).unwrap(),
+            r#"["default/web-0","batch/job-1","kube-system/x"]"#
+        );
+        assert_eq!(
+            abbreviate(list.iter(), 2),
+            "default/web-0, batch/job-1 and 1 more"
+        );
+        assert_eq!(PodNames::default().iter().count(), 0);
+    }
 }
