@@ -422,3 +422,64 @@ async fn the_loop_drains_a_blocks_node_before_eks_scales_it_in_and_never_grows_i
 }
 
 const MINUTE: Duration = Duration::from_secs(60);
+
+/// The repository's pair: `tests/data/capacity-scenario.yaml` behind `tests/data/capacity.yaml`.
+fn pair() -> (String, std::path::PathBuf) {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let scenario = std::fs::read_to_string(data.join("capacity-scenario.yaml")).unwrap();
+    (scenario, data.join("capacity.yaml"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_repositorys_pair_drains_the_ending_block_waits_for_the_next_and_keeps_the_odcrs_nodes()
+{
+    let (scenario, snapshot) = pair();
+    let server = Server::start_with(&scenario, None).await;
+    let args = ["--format", "json", "--now", "2026-12-01T09:00:00Z"];
+    let output = common::cluster::simulate(server.addr, &snapshot, &args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    // The training block ends at 09:45: both its nodes drain for EKS's scale-in at 09:05.
+    let training = ["ip-i-7191f49c41ac28496", "ip-i-fa41c76ab6a60a8a9"];
+    let expected: Vec<_> = (training.iter())
+        .map(|n| {
+            let drain = (n.to_string(), "capacityBlockEnding".into(), "drain".into());
+            (
+                drain.0,
+                drain.1,
+                drain.2,
+                "2026-12-01T09:05:00Z".to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(leaving(&result), expected, "{result:#}");
+    // Their batch pods take room on the general group's nodes; nothing is scaled up.
+    let general = (result["placed"].as_array().unwrap().iter())
+        .filter(|p| p["pod"].as_str().unwrap().starts_with("default/batch-"))
+        .filter(|p| p["nodeGroup"] == "general")
+        .count();
+    assert_eq!(general, 2, "{result:#}");
+    assert!(scale_ups(&result).is_empty(), "{result:#}");
+    // The inference block opens at noon: its pod waits, saying when.
+    let why = reasons(&result, "default/serve-0")["inference"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(why.contains("opens at 2026-12-01T12:00:00Z"), "{why}");
+    // The ODCR's two instances are the general group's two oldest nodes: kept; the newest,
+    // lightly used, is scaled down.
+    for node in ["ip-i-5bf999155ad187796", "ip-i-d29048e048fda012f"] {
+        assert_eq!(
+            unremovable(&result, node).as_deref(),
+            Some("ReservedCapacity"),
+            "{result:#}"
+        );
+    }
+    let newest = "ip-i-f587dfc5b135c2c32";
+    let unneeded = (result["scaleDown"].as_array().unwrap().iter()).any(|d| d["node"] == newest);
+    assert!(unneeded, "the newest holds none of it: {result:#}");
+}
