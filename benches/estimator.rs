@@ -188,6 +188,7 @@ fn input(count: usize, node_groups: usize, mix: Mix) -> Input {
             skip: None,
             node_price: None,
             zero_or_max: false,
+            prepaid: 0,
         })
         .collect();
     Input {

@@ -61,6 +61,9 @@ pub struct Group {
     /// The provider's `zeroOrMaxNodeScaling`: the group is either empty or at its max size, so any
     /// scale-up takes it to max, or does not happen.
     pub zero_or_max: bool,
+    /// New nodes of it that go to capacity already paid for (the available instances of its active
+    /// reservations, of its open Capacity Blocks): priced 0/h by the expander (`autoscaler/capacity/`).
+    pub prepaid: u32,
 }
 
 impl Group {

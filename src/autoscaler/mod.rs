@@ -5,6 +5,7 @@
 //! stages (`headroom`, `scaleup`, `scaledown`), the stages read `status`, `group`, `settings`, `cluster`,
 //! `disruption` and the provider `client`.
 
+pub(crate) mod capacity; // capacity paid for ahead: Capacity Block windows, reserved nodes kept, prepaid room first
 pub(crate) mod client; // the provider client, with cluster-autoscaler's caching rules: the only speaker of the wire types
 pub(crate) mod cluster; // where the cluster is read from: the ClusterSource trait, the view, snapshot files
 pub(crate) mod clustersnapshot; // the world the loop plans in, and the pending pods that fit in it as it is

@@ -162,6 +162,7 @@ impl ClusterState {
                 skip,
                 node_price: None,
                 zero_or_max: f.options.zero_or_max,
+                prepaid: 0,
             });
         }
         (groups, counts)

@@ -463,9 +463,9 @@ pub struct SimulateArgs {
     pub snapshot: PathBuf,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// The moment the loop plans at (RFC 3339, e.g. 2026-12-01T09:30:00Z): schedules and ages are
-    /// evaluated then. Without it, the snapshot's newest timestamp.
-    #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
+    /// The moment the loop plans at (RFC 3339 with its zone, e.g. 2026-12-01T09:30:00Z): schedules, Capacity
+    /// Block windows and ages are evaluated then. Without it, the snapshot's newest timestamp.
+    #[arg(long, value_parser = now_flag)]
     pub now: Option<SystemTime>,
 }
 
@@ -487,6 +487,11 @@ impl ProviderArgs {
         };
         ProviderClient::new(&config)
     }
+}
+
+/// `--now`: one instant, strictly (a time without its zone is refused).
+fn now_flag(text: &str) -> Result<SystemTime, Invalid> {
+    crate::model::rfc3339("--now", text)
 }
 
 /// A percentage, 0 to 100.

@@ -3,11 +3,13 @@
 //! stages after it (no room, pods to help, replacements coming, Spot capacity out for a while); after
 //! scale-up, the drains of the nodes that go now started (when the loop acts), and their part of the report.
 
+use crate::autoscaler::capacity;
 use crate::autoscaler::client::ProviderClient;
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::clusterstate::backoff::GroupBackoff;
 use crate::autoscaler::core::classify::Sorted;
 use crate::autoscaler::core::record::Read;
+use crate::autoscaler::disruption::DisruptionConfig;
 use crate::autoscaler::group::Group;
 use crate::autoscaler::leaving::effects::SPOT_UNAVAILABLE;
 use crate::autoscaler::leaving::memory::Planned;
@@ -34,7 +36,8 @@ pub struct Changes<'a> {
 }
 
 /// The leaving nodes this loop, and what could not be read of them; with `handling` off, they are only
-/// listed and nothing is changed for them.
+/// listed and nothing is changed for them. `disruption` says each group's `drainLead` (its Capacity Block's
+/// nodes leave that long before EKS scales it in).
 pub async fn read(
     (client, memory, down, handling): (
         &ProviderClient,
@@ -44,6 +47,7 @@ pub async fn read(
     ),
     (view, pods): (&ClusterView, PodList<'_>),
     changes: Changes<'_>,
+    disruption: Option<&DisruptionConfig>,
     now: SystemTime,
 ) -> (LeavingEffects, Vec<String>) {
     let Changes {
@@ -71,11 +75,13 @@ pub async fn read(
                 .map(|r| format!("leaving instance refused: {r}")),
         );
     }
+    let endings = capacity::endings(&read.facts, disruption, now);
     let sources = LeavingSources {
         nodes: &view.nodes,
         node_group: &read.node_group,
         facts: &read.facts,
         instances,
+        endings: &endings,
     };
     let found = LeavingNodes::find(&sources, |n| memory.first_seen(n), now);
     if found.is_empty() {

@@ -22,6 +22,7 @@
 //! the view alone: they say what the registered nodes hold, whatever this loop decides or whether it gets
 //! far; their figures before and after scale-up go in the report.
 
+use crate::autoscaler::capacity;
 use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::clustersnapshot::snapshot::{self as cluster_snapshot, ClusterSnapshot};
@@ -164,6 +165,16 @@ impl RunOnce {
             return Ok(record::finish(status, started));
         }
 
+        // Capacity Blocks: a group grows only inside its window, into its available instances.
+        let config = disruption.config.as_deref();
+        capacity::gate(
+            &read.facts,
+            config,
+            &mut groups,
+            &mut self.state.backoff,
+            now,
+        );
+
         // Leaving nodes: no room, their pods to help this loop, their groups' own replacements coming.
         let changes = leaving::Changes {
             sorted: &mut sorted,
@@ -173,7 +184,7 @@ impl RunOnce {
         };
         let handling = self.settings.leaving_nodes;
         let memory = (&self.client, &self.leaving, &self.down, handling);
-        let (gone, errors) = leaving::read(memory, (view, pods), changes, now).await;
+        let (gone, errors) = leaving::read(memory, (view, pods), changes, config, now).await;
         status.problems(LoopStage::Leaving, ProblemKind::ProviderCall, errors);
 
         // Pods: those consuming a request set aside, Fargate's reported, the rest in equivalence groups.

@@ -1,9 +1,11 @@
-//! Which nodes are leaving, from three sources: the instances the provider says are leaving (matched to
-//! nodes by providerID), the taints other tools put on leaving nodes (`model::LEAVING_TAINTS`), and the
-//! problems the node monitoring agent reported (`Node::problems`: unhealthy since the condition's time).
+//! Which nodes are leaving, from four sources: the instances the provider says are leaving (matched to
+//! nodes by providerID), the taints other tools put on leaving nodes (`model::LEAVING_TAINTS`), the
+//! problems the node monitoring agent reported (`Node::problems`: unhealthy since the condition's time), and
+//! the Capacity Blocks that end (every node of the group, from `drainLead` before EKS scales it in).
 //! One value, indexed like the view's nodes, says for each its reason, when it goes, what was said of it,
 //! and whether its group replaces it itself (capacity rebalancing, EKS's node auto repair).
 
+use crate::autoscaler::capacity::BlockEnding;
 use crate::autoscaler::group::GroupFacts;
 use crate::model::{
     LEAVING_TAINTS, LeavingInstance, LeavingReason, Node, NodeGroupState, NodeRepairConfig,
@@ -89,6 +91,8 @@ pub struct LeavingSources<'a> {
     pub facts: &'a [GroupFacts],
     /// What the provider said is leaving (empty when it does not serve it).
     pub instances: &'a [LeavingInstance],
+    /// Per group (indexed like `facts`, or empty): its Capacity Block's ending, when its nodes drain now.
+    pub endings: &'a [Option<BlockEnding>],
 }
 
 impl LeavingNodes {
@@ -104,6 +108,7 @@ impl LeavingNodes {
             node_group,
             facts,
             instances,
+            endings,
         } = *sources;
         let mut found: Vec<Option<Said>> = vec![None; nodes.len()];
         let mut offer = |n: usize, candidate: Said| {
@@ -138,6 +143,12 @@ impl LeavingNodes {
             }
         }
         for (n, node) in nodes.iter().enumerate() {
+            let group = node_group.get(n).copied().flatten();
+            if let Some(ending) = group.and_then(|g| endings.get(g)).and_then(Option::as_ref) {
+                let at = ending.scale_in;
+                let said = ending.detail.clone();
+                offer(n, (LeavingReason::CapacityBlockEnding, at, said, Some(at)));
+            }
             for taint in &node.taints {
                 if let Some((key, reason)) = LEAVING_TAINTS.iter().find(|(k, _)| *k == taint.key) {
                     let since = seen(&node.name).unwrap_or(now);

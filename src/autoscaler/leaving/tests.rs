@@ -89,6 +89,7 @@ fn find(nodes: &[Arc<Node>], groups: &[GroupFacts], instances: &[LeavingInstance
         node_group: &node_group,
         facts: groups,
         instances,
+        endings: &[],
     };
     LeavingNodes::find(&sources, |_| None, now())
 }

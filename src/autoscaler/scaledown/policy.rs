@@ -5,6 +5,7 @@
 //! replacements end in the same deletions (`consolidation/`). Each step returns its part of the report; what
 //! the decision reads and hands back is in `decision.rs`, how a removal is described in `plan/describe.rs`.
 
+use crate::autoscaler::capacity;
 use crate::autoscaler::disruption::Reason;
 use crate::autoscaler::group::{GroupFacts, Totals};
 use crate::autoscaler::leaving::LeavingAction;
@@ -138,7 +139,12 @@ impl ScaleDownPolicy {
         let device_use: Vec<Option<PoolUse>> = (places[..existing].iter())
             .map(|p| p.devices.as_ref().and_then(|d| d.utilization()))
             .collect();
-        let input = input(cx, scene, &groups, &excluded, &previously, &device_use);
+        let at = (&scene.view.nodes[..], scene.node_group);
+        let reserved = capacity::reserved_nodes(scene.facts, at, cx.disruption, scene.now);
+        let input = Input {
+            reserved: &reserved,
+            ..input(cx, scene, &groups, &excluded, &previously, &device_use)
+        };
         let started = Instant::now();
         let ready = (self.consolidator).check_ready(
             scene.view,
@@ -533,5 +539,13 @@ fn input<'a>(
         max_node_startup_time: cx.max_node_startup_time,
         unready_enabled: cx.scale_down.unready_enabled,
         now: scene.now,
+        ..Input::new(
+            &scene.view.nodes,
+            scene.pods,
+            scene.node_group,
+            groups,
+            scene.on_node,
+            scene.now,
+        )
     }
 }

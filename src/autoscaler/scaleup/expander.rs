@@ -85,6 +85,9 @@ pub struct ExpansionOption {
     /// Filled only when the chain prices options: the group's node price per hour, and the pods'.
     pub node_price: Option<f64>,
     pub pods_price: Option<f64>,
+    /// Of its new nodes, how many go to capacity already paid for (an active reservation's or an open
+    /// Capacity Block's available instances): prepaid, 0/h for the decision.
+    pub reserved: u64,
 }
 
 /// What the price strategy needs to know of the cluster (filled by the caller from the provider).
@@ -133,13 +136,15 @@ impl Expander {
         }
     }
 
-    /// The index of the chosen option; `options` is never empty.
+    /// The index of the chosen option; `options` is never empty. Capacity already paid for comes first,
+    /// whatever the chain (as Karpenter prefers reserved offerings): when some options launch into an
+    /// active reservation or block, the chain chooses among those.
     pub fn choose(
         &self,
         options: &[ExpansionOption],
         prices: PriceContext,
     ) -> Result<usize, ExpanderError> {
-        let mut left: Vec<usize> = (0..options.len()).collect();
+        let mut left: Vec<usize> = reserved_first(options);
         for strategy in &self.chain {
             if left.len() <= 1 {
                 break;
@@ -163,6 +168,18 @@ impl Expander {
             };
         }
         Ok(left[rand::rng().random_range(0..left.len())])
+    }
+}
+
+/// The options that launch some of their nodes into capacity already paid for, when there are such; all of
+/// them otherwise.
+pub fn reserved_first(options: &[ExpansionOption]) -> Vec<usize> {
+    let all = 0..options.len();
+    let reserved: Vec<usize> = all.clone().filter(|&i| options[i].reserved > 0).collect();
+    if reserved.is_empty() {
+        all.collect()
+    } else {
+        reserved
     }
 }
 
@@ -194,8 +211,9 @@ pub fn price_score(option: &ExpansionOption, context: PriceContext) -> Result<f6
     let missing = || ExpanderError::Price(format!("no price for node group {}", option.group_id));
     let node_price = option.node_price.ok_or_else(missing)?;
     let pods_price = option.pods_price.ok_or_else(missing)?;
-    let ratio = (node_price * option.node_count as f64 + context.stabilizer)
-        / (pods_price + context.stabilizer);
+    // Nodes launched into a reservation or block are prepaid: only the others cost.
+    let paid = option.node_count.saturating_sub(option.reserved);
+    let ratio = (node_price * paid as f64 + context.stabilizer) / (pods_price + context.stabilizer);
     if option.capacity.gpus > 0 {
         return Ok(1000.0 * ratio);
     }
@@ -298,6 +316,7 @@ mod tests {
             },
             node_price: None,
             pods_price: None,
+            reserved: 0,
         }
     }
 
@@ -431,5 +450,41 @@ mod tests {
                 .unwrap()
                 .is_nan()
         );
+    }
+
+    #[test]
+    fn prepaid_capacity_comes_first_with_the_default_and_with_price() {
+        // A dearer group whose new nodes go to a reservation's free instances, beside a cheaper On-Demand one.
+        let mut ondemand = option("ondemand", 1, 4, 3000, 6, 4000);
+        ondemand.node_price = Some(0.2);
+        ondemand.pods_price = Some(0.15);
+        let mut reserved = option("reserved", 1, 4, 3000, 6, 16_000);
+        reserved.node_price = Some(0.8);
+        reserved.pods_price = Some(0.15);
+        let context = PriceContext {
+            cluster_nodes: 4,
+            stabilizer: 0.02,
+        };
+        let options = [ondemand.clone(), reserved.clone()];
+        for chain in ["least-waste", "price"] {
+            assert_eq!(
+                expander(chain).choose(&options, context).unwrap(),
+                0,
+                "{chain}"
+            );
+        }
+        reserved.reserved = 1;
+        let options = [ondemand, reserved.clone()];
+        for chain in ["least-waste", "price", "price,least-waste"] {
+            assert_eq!(
+                expander(chain).choose(&options, context).unwrap(),
+                1,
+                "{chain}"
+            );
+        }
+        // Priced prepaid: only the nodes beyond the free instances cost.
+        let free = price_score(&reserved, context).unwrap();
+        reserved.reserved = 0;
+        assert!(free < price_score(&reserved, context).unwrap());
     }
 }

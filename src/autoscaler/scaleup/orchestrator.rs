@@ -262,7 +262,7 @@ impl Planner<'_> {
         let groups = self.groups;
         let away = at_home(&mut options, pending);
         let expansion: Vec<ExpansionOption> = (options.iter())
-            .map(|c| option(&groups[c.group], c))
+            .map(|c| option(&groups[c.group], c, self.planned[c.group]))
             .collect();
         let context = PriceContext {
             cluster_nodes: self.totals.nodes as usize,
@@ -628,10 +628,13 @@ fn asked(
     (requests, pods_price)
 }
 
-fn option(group: &Group, candidate: &ScaleUpCandidate) -> ExpansionOption {
+/// `candidate` as the expander weighs it; `planned`: the group's nodes this loop planned already (they took
+/// its prepaid room first).
+fn option(group: &Group, candidate: &ScaleUpCandidate, planned: u64) -> ExpansionOption {
+    let node_count = candidate.estimate.node_count() as u64;
     ExpansionOption {
         group_id: group.id.clone(),
-        node_count: candidate.estimate.node_count() as u64,
+        node_count,
         pods: candidate.estimate.pods_placed(),
         requests: candidate.requests,
         capacity: group
@@ -641,6 +644,9 @@ fn option(group: &Group, candidate: &ScaleUpCandidate) -> ExpansionOption {
             .unwrap_or_default(),
         node_price: group.node_price,
         pods_price: candidate.pods_price,
+        reserved: u64::from(group.prepaid)
+            .saturating_sub(planned)
+            .min(node_count),
     }
 }
 

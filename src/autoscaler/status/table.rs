@@ -2,7 +2,7 @@
 //! section for each kind of decision that was made, what could not be helped and why, the errors, and the
 //! loop's times. A section with nothing to say is left out.
 
-use super::report::Status;
+use super::report::{GroupStatus, Status};
 use super::reservations::{CapacityBufferStatus, HeadroomStatus};
 use super::scale_down::{DeletionStatus, KeptNode, ScaleDown, ScaleDownStatus};
 use super::scale_up::{FargatePod, NoScaleUp, ScaleUp};
@@ -105,6 +105,9 @@ impl Status {
                 "{:<width$}  {:>6}  {:>4}  {:>4}  {:>8}  {decision}",
                 group.id, group.target_size, group.min_size, group.max_size, group.upcoming
             );
+            if let Some(reserved) = reserved_line(group) {
+                let _ = writeln!(out, "{:<width$}  {reserved}", "");
+            }
             if let Some(s) = decisions.get(group.id.as_str()) {
                 let _ = writeln!(
                     out,
@@ -349,6 +352,36 @@ fn abbreviate<'a>(pods: impl ExactSizeIterator<Item = &'a str>, show: usize) -> 
         let _ = write!(text, " and {} more", total - show);
     }
     text
+}
+
+/// A group's capacity paid for ahead, on one line under it: its capacity type when it is a Capacity Block
+/// group, and each reservation with its window and free instances; `None` for a group with neither.
+fn reserved_line(group: &GroupStatus) -> Option<String> {
+    let block = group.capacity_type.as_deref() == Some("CAPACITY_BLOCK");
+    if !block && group.reservations.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = (group.reservations.iter())
+        .map(|r| {
+            let window = match (&r.start, &r.end) {
+                (Some(start), Some(end)) => format!(" {start} to {end}"),
+                (Some(start), None) => format!(" from {start}"),
+                (None, Some(end)) => format!(" until {end}"),
+                (None, None) => String::new(),
+            };
+            format!(
+                "{} {}{window}, {} of {} available",
+                r.id, r.kind, r.available, r.total
+            )
+        })
+        .collect();
+    let kind = if block { "CAPACITY_BLOCK " } else { "" };
+    let reservations = if each.is_empty() {
+        "no reservation said".to_string()
+    } else {
+        each.join("; ")
+    };
+    Some(format!("reserved: {kind}{reservations}"))
 }
 
 #[cfg(test)]

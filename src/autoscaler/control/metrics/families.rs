@@ -2,6 +2,7 @@
 //! meaning is the same (`unschedulable_pods_count`, `scaled_up_nodes_total`, `function_duration_seconds`, ...),
 //! registered in groups, and what each loop sets them to.
 
+use super::capacity::CapacityMetrics;
 use super::labels::{
     ActivityLabels, BudgetLabels, DecisionLabels, FunctionLabels, GroupLabels, KindLabels,
     OutcomeLabels, OutcomeOnlyLabels, QuotaLabels, ReasonLabels, RequestLabels, StateLabels,
@@ -39,6 +40,7 @@ pub struct AutoscalerMetrics {
     disruption_config_refused: Gauge,
     quotas: QuotaMetrics,
     leaving: LeavingMetrics,
+    capacity: CapacityMetrics,
 }
 
 /// The cluster as the loop read it: pods waiting, nodes by state, capacity, node groups.
@@ -248,6 +250,7 @@ impl Default for AutoscalerMetrics {
             ),
             quotas: QuotaMetrics::register(&mut registry),
             leaving: LeavingMetrics::register(&mut registry),
+            capacity: CapacityMetrics::register(&mut registry),
             disruption_config_refused: register!(
                 "disruption_config_refused",
                 "1 while the cluster's disruption ConfigMap is refused (the last good one is kept)",
@@ -369,6 +372,7 @@ impl AutoscalerMetrics {
         self.observe_disruption(status, acting);
         self.observe_durations(status);
         self.leaving.observe(status);
+        self.capacity.observe(status);
         let mut activity = vec!["main", "mainSuccessful"];
         if acted && status.scale_up.iter().any(|s| s.error.is_none()) {
             activity.push("scaleUp");

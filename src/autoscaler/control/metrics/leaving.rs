@@ -28,7 +28,7 @@ impl LeavingMetrics {
         registry.register(
             "autoscaler_leaving_nodes",
             "Nodes leaving for reasons no autoscaler decided, by reason (spotInterruption, rebalance, \
-             scheduledEvent, instanceStopped, unhealthy)",
+             scheduledEvent, instanceStopped, unhealthy, capacityBlockEnding)",
             metrics.nodes.clone(),
         );
         registry.register(

@@ -51,6 +51,10 @@ pub enum Unremovable {
     /// Its managed node group is being updated (status UPDATING): EKS replaces the group's nodes itself, and
     /// removing any of them (or its surge nodes) would fight the update. Not one of upstream's reasons.
     NodeGroupUpdating,
+    /// On capacity paid for ahead (a Capacity Block while active, an ODCR's instances in use): removing it
+    /// saves nothing, unless its disruption entry says `scaleDownReserved: true`. Not one of upstream's
+    /// reasons.
+    ReservedCapacity,
 }
 
 impl fmt::Display for Unremovable {
@@ -346,6 +350,9 @@ pub(in crate::autoscaler::scaledown) fn candidate<'a>(
 ) -> Result<RemovalCandidate, (Unremovable, String)> {
     let node = &input.nodes[n];
     let g = node_checks(input, n, node)?;
+    if let Some(why) = input.reserved.get(&node.name) {
+        return Err((Unremovable::ReservedCapacity, why.clone()));
+    }
     let group = &input.groups[g];
     let on_node: Vec<&Pod> = input.on_node[n]
         .iter()

@@ -9,7 +9,7 @@ use crate::simulator::{
     Filling, FreeTree, Place, PodTerms, PoolUse, SpreadMins, Topology, explain as why_nowhere,
     group_pods_by, node_fit, unavailable, unfit as why_not_on,
 };
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, SystemTime};
 
@@ -50,6 +50,8 @@ pub struct Input<'a> {
     pub min_memory_gib: u64,
     pub max_node_startup_time: Duration,
     pub unready_enabled: bool,
+    /// Nodes on capacity paid for ahead (by name, with why): never candidates for low utilization.
+    pub reserved: &'a HashMap<String, String>,
     pub now: SystemTime,
 }
 
@@ -57,6 +59,8 @@ pub struct Input<'a> {
 static NONE: LazyLock<HashSet<String>> = LazyLock::new(HashSet::new);
 /// Every label counts, for [`Input::new`].
 static ALL_LABELS: LabelProjection = LabelProjection::All;
+/// No node on reserved capacity, for [`Input::new`].
+static UNRESERVED: LazyLock<HashMap<String, String>> = LazyLock::new(HashMap::new);
 
 impl<'a> Input<'a> {
     /// An input over these nodes, pods and groups at `now`, and nothing else: no PDBs, no device use,
@@ -86,6 +90,7 @@ impl<'a> Input<'a> {
             min_memory_gib: 0,
             max_node_startup_time: Duration::from_secs(15 * 60),
             unready_enabled: true,
+            reserved: &UNRESERVED,
             now,
         }
     }

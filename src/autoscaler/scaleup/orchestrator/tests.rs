@@ -63,6 +63,7 @@ fn setup(templates: &[(Arc<Node>, i32, i32)], pods: Vec<Pod>) -> Setup {
             skip: None,
             node_price: None,
             zero_or_max: false,
+            prepaid: 0,
         })
         .collect();
     Setup {
