@@ -464,8 +464,9 @@ pub struct SimulateArgs {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// The moment the loop plans at (RFC 3339, e.g. 2026-12-01T09:30:00Z): schedules and ages are
-    /// evaluated then. Without it, the snapshot's newest timestamp.
-    #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
+    /// evaluated then. Without it, the snapshot's newest timestamp. Its zone is required (`Z` or an offset):
+    /// a time without one names no instant.
+    #[arg(long, value_parser = instant)]
     pub now: Option<SystemTime>,
 }
 
@@ -487,6 +488,11 @@ impl ProviderArgs {
         };
         ProviderClient::new(&config)
     }
+}
+
+/// `--now`: an RFC 3339 time with its zone, read strictly (as the files' times are), the flag named on error.
+fn instant(text: &str) -> Result<SystemTime, Invalid> {
+    crate::model::rfc3339("--now", text)
 }
 
 /// A percentage, 0 to 100.

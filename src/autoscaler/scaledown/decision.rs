@@ -11,6 +11,7 @@ use crate::autoscaler::scaledown::disruption::stage::{DisruptionAction, Disrupti
 use crate::autoscaler::scaledown::plan::describe::evicted_from;
 use crate::autoscaler::scaledown::plan::planner::DeletionKind;
 use crate::autoscaler::scaledown::plan::removal::GroupInfo;
+use crate::autoscaler::schedules::SizesInForce;
 use crate::autoscaler::status::{
     Consolidation, DisruptionBudgetStatus, DisruptionStatus, KeptNode, ScaleDown, ScaleUp,
 };
@@ -96,6 +97,8 @@ pub struct Scene<'a> {
     pub projection: &'a LabelProjection,
     /// Why scale-up waits this loop (new pods still arriving): deletions wait too.
     pub paused: Option<String>,
+    /// The scheduled sizes in force: the nodes over a lowered max are the `Scheduled` method's.
+    pub schedules: &'a SizesInForce,
     pub now: SystemTime,
 }
 

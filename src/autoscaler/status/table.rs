@@ -105,6 +105,19 @@ impl Status {
                 "{:<width$}  {:>6}  {:>4}  {:>4}  {:>8}  {decision}",
                 group.id, group.target_size, group.min_size, group.max_size, group.upcoming
             );
+            if let Some(w) = &group.schedule {
+                let (min, max, until, window) = (w.min_size, w.max_size, &w.until, &w.window);
+                let note = w
+                    .note
+                    .as_ref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "{:<width$}  schedule: min {min} max {max} until {until} by {window}{note}",
+                    ""
+                );
+            }
             if let Some(s) = decisions.get(group.id.as_str()) {
                 let _ = writeln!(
                     out,

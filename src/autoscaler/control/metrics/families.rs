@@ -3,9 +3,9 @@
 //! registered in groups, and what each loop sets them to.
 
 use super::labels::{
-    ActivityLabels, BudgetLabels, DecisionLabels, FunctionLabels, GroupLabels, KindLabels,
-    OutcomeLabels, OutcomeOnlyLabels, QuotaLabels, ReasonLabels, RequestLabels, StateLabels,
-    TypeLabels,
+    ActivityLabels, BoundLabels, BudgetLabels, DecisionLabels, FunctionLabels, GroupLabels,
+    KindLabels, OutcomeLabels, OutcomeOnlyLabels, QuotaLabels, ReasonLabels, RequestLabels,
+    StateLabels, TypeLabels,
 };
 use super::leaving::LeavingMetrics;
 use crate::autoscaler::cluster::ClusterView;
@@ -176,6 +176,8 @@ struct GroupSizeMetrics {
     target: Family<GroupLabels, Gauge>,
     min: Family<GroupLabels, Gauge>,
     max: Family<GroupLabels, Gauge>,
+    /// The sizes a `schedules:` window holds a group to (`bound` min or max); absent while none is open.
+    scheduled: Family<BoundLabels, Gauge>,
 }
 
 /// `metric` registered as `name` (prefixed) and handed back: the registry encodes the clone it keeps.
@@ -329,6 +331,12 @@ impl GroupSizeMetrics {
                 "Max size per node group",
                 Family::default(),
             ),
+            scheduled: register(
+                registry,
+                "autoscaler_scheduled_size",
+                "Min and max size a scheduled window holds a node group to; absent while none is open",
+                Family::default(),
+            ),
         }
     }
 
@@ -343,6 +351,17 @@ impl GroupSizeMetrics {
                 .set(i64::from(g.target_size));
             self.min.get_or_create(&labels).set(i64::from(g.min_size));
             self.max.get_or_create(&labels).set(i64::from(g.max_size));
+        }
+        self.scheduled.clear();
+        for g in &status.node_groups {
+            let Some(s) = &g.schedule else { continue };
+            for (bound, size) in [("min", s.min_size), ("max", s.max_size)] {
+                let labels = BoundLabels {
+                    node_group: g.id.clone(),
+                    bound,
+                };
+                self.scheduled.get_or_create(&labels).set(i64::from(size));
+            }
         }
     }
 }
