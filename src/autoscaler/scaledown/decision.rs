@@ -3,6 +3,7 @@
 //! decisions written into it.
 
 use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::disruption::Reason;
 use crate::autoscaler::group::GroupFacts;
 use crate::autoscaler::leaving::LeavingEffects;
 use crate::autoscaler::scaledown::act::actuation::Cause;
@@ -134,10 +135,11 @@ pub(super) fn record_disruptions(
                     cause,
                     report,
                 });
-                (
-                    "remove",
-                    "its pods fit on the other nodes: it drains now".to_string(),
-                )
+                let why = match d.candidate.reason {
+                    Reason::Scheduled => "it drains now: its pods go where they fit, the rest wait",
+                    _ => "its pods fit on the other nodes: it drains now",
+                };
+                ("remove", why.to_string())
             }
             DisruptionAction::Replace => {
                 decision.surges.push(Surge {

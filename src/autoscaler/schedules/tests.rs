@@ -292,3 +292,24 @@ fn the_emptiest_then_the_newest_go_and_a_node_that_would_lose_a_pod_waits() {
     assert_eq!(picked, [1]);
     assert!(seen(&none, &[0, 2]).iter().all(Option::is_none));
 }
+
+#[test]
+fn a_window_that_cannot_be_evaluated_keeps_the_groups_sizes_and_is_a_problem() {
+    let config = DisruptionConfig::parse(DOCUMENT).unwrap();
+    let mut all = vec![facts("batch", 0, 10, 3)];
+    // At the calendar's first instant no earlier firing can be found.
+    let mut sizes = SizesInForce::apply(Some(&config), &mut all, jiff::Timestamp::MIN.into());
+    assert_eq!(sizes_of(&all), [(0, 10)]);
+    assert_eq!(sizes.each().count(), 0);
+    let problems = sizes.take_problems();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].starts_with("scheduled sizes of batch: a window could not be evaluated at "),
+        "{problems:?}"
+    );
+    assert!(
+        problems[0].ends_with("; it keeps its own sizes this loop"),
+        "{problems:?}"
+    );
+    assert!(sizes.take_problems().is_empty(), "told once");
+}
