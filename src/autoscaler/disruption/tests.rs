@@ -158,7 +158,7 @@ fn reads_scheduled_sizes_in_the_order_written() {
     );
     let config = DisruptionConfig::parse(&text).unwrap();
     let schedules = config.policy_for("batch").unwrap().schedules();
-    let read: Vec<(&str, Duration, &str, Option<i32>, Option<i32>)> = (schedules.iter())
+    let read: Vec<_> = (schedules.iter())
         .map(|s| {
             let w = &s.window;
             (

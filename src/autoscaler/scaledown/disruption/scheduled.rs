@@ -7,9 +7,6 @@
 
 use crate::autoscaler::disruption::Reason;
 use crate::autoscaler::scaledown::disruption::method::{GroupSight, Method, Order};
-use crate::autoscaler::scaledown::disruption::stage::{DisruptionAction, DisruptionHold};
-use crate::autoscaler::scaledown::plan::removal::Undo;
-use crate::autoscaler::scaledown::plan::simulation::RemovalSimulation;
 use crate::autoscaler::schedules::ScheduledFate;
 use crate::model::Node;
 
@@ -47,30 +44,4 @@ impl Method for Scheduled {
     fn order(&self) -> Order {
         Order::RemoveWhatFits
     }
-}
-
-/// Removes node `n` in the simulation while its group may lose a node (`lose`): each of its pods `moving`
-/// is put where it fits, the rest are left to be pending. `why` it goes, for the report.
-pub(in crate::autoscaler::scaledown) fn remove_what_fits(
-    sim: &mut RemovalSimulation<'_, '_>,
-    lose: i64,
-    n: usize,
-    moving: &[usize],
-    why: Option<String>,
-) -> DisruptionAction {
-    if lose <= 0 {
-        let why = "its group is at its min size: no node of it may go".to_string();
-        return DisruptionAction::Wait(DisruptionHold::NoRoom, why);
-    }
-    let mut placed = Vec::new();
-    for &pod in moving {
-        let mut undo = Undo::default();
-        match sim.move_pods(n, &[pod], &mut undo) {
-            Ok(destinations) => placed.extend(destinations),
-            Err(_) => sim.undo(undo),
-        }
-    }
-    sim.set_accepts(n, false);
-    sim.mover.commit(n, &placed);
-    DisruptionAction::Remove(why.unwrap_or_default())
 }

@@ -15,7 +15,7 @@ use crate::autoscaler::scaledown::disruption::method::{
     DisruptionCandidate, GroupSight, Method, Order,
 };
 use crate::autoscaler::scaledown::disruption::rebalance::Rebalance;
-use crate::autoscaler::scaledown::disruption::scheduled::{self, Scheduled};
+use crate::autoscaler::scaledown::disruption::scheduled::Scheduled;
 use crate::autoscaler::scaledown::disruption::unhealthy::Unhealthy;
 use crate::autoscaler::scaledown::plan::drainability::{self, Blocking, Verdict};
 use crate::autoscaler::scaledown::plan::planner::Unremovable;
@@ -264,9 +264,13 @@ impl DisruptionStage<'_, '_, '_> {
             return DisruptionAction::Wait(DisruptionHold::Budget, why.to_string());
         }
         if method(c.reason).order() == Order::RemoveWhatFits {
+            if self.room.lose[c.group] <= 0 {
+                let why = format!("{} is at its min size: none of its nodes may go", group.id);
+                return DisruptionAction::Wait(DisruptionHold::NoRoom, why);
+            }
+            self.sim.remove_what_fits(c.node, &moving);
             let why = sight.map(|s| method(c.reason).describe(node, &s));
-            let lose = self.room.lose[c.group];
-            return scheduled::remove_what_fits(&mut self.sim, lose, c.node, &moving, why);
+            return DisruptionAction::Remove(why.unwrap_or_default());
         }
         let removable = method(c.reason).order() == Order::RemoveWhenPodsFit;
         if removable && self.room.lose[c.group] > 0 && self.sim.remove(c.node, &moving).is_ok() {
