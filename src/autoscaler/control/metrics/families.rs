@@ -714,4 +714,39 @@ mod tests {
                 .any(|l| l == "ekscale_capacity_quotas_invalid 0")
         );
     }
+
+    #[test]
+    fn scheduled_sizes_while_a_window_is_open_and_absent_after() {
+        use crate::autoscaler::status::{GroupStatus, ScheduleStatus};
+        let until = SystemTime::UNIX_EPOCH;
+        let mut status = Status {
+            node_groups: vec![GroupStatus {
+                id: "batch".into(),
+                max_size: 10,
+                schedule: Some(ScheduleStatus::new(0, 2, until, "schedules[0]".into())),
+                ..GroupStatus::default()
+            }],
+            ..Status::default()
+        };
+        let metrics = AutoscalerMetrics::default();
+        let scheduled = |metrics: &AutoscalerMetrics| -> Vec<String> {
+            (metrics.encode().lines())
+                .filter(|l| l.starts_with("ekscale_autoscaler_scheduled_size{"))
+                .map(str::to_string)
+                .collect()
+        };
+        metrics.group_sizes.observe(&status);
+        let mut seen = scheduled(&metrics);
+        seen.sort();
+        assert_eq!(
+            seen,
+            [
+                r#"ekscale_autoscaler_scheduled_size{node_group="batch",bound="max"} 2"#,
+                r#"ekscale_autoscaler_scheduled_size{node_group="batch",bound="min"} 0"#,
+            ]
+        );
+        status.node_groups[0].schedule = None;
+        metrics.group_sizes.observe(&status);
+        assert!(scheduled(&metrics).is_empty());
+    }
 }
