@@ -114,6 +114,7 @@ async fn office_hours_hold_underutilized_nodes_but_not_empty_ones() {
         ("Expired", 2),
         ("Rebalance", 2),
         ("Unhealthy", 2),
+        ("Scheduled", 2),
     ];
     let expected: Vec<(String, Value)> = expected.map(|(r, a)| (r.to_string(), json!(a))).into();
     assert_eq!(allowed, expected);

@@ -23,6 +23,7 @@ pub(crate) mod provreq; // ProvisioningRequests: check-capacity and best-effort-
 pub(crate) mod quotas; // CapacityQuotas: enforced, their status written, their stages in the loop and the report
 pub mod scaledown; // unneeded nodes: planner, removal simulation, drainability, timers, budgets, actuation; consolidation
 pub mod scaleup; // new nodes: planner, estimator, expanders, balancing, prices, the increase
+pub(crate) mod schedules; // scheduled sizes: the window in force per group, over every stage; the nodes over a lowered max
 pub(crate) mod settings; // the loop's decision flags, each stage's part
 pub mod status; // what a loop decided and why: the report, as JSON and as a table
 

@@ -13,6 +13,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+/// Why a group at its max size is not scaled up (upstream's words); a scheduled max says its own.
+pub const MAX_SIZE_REACHED: &str = "max node group size reached";
+
 #[derive(Clone, Debug, Default)]
 pub struct Counts {
     pub registered: usize,
@@ -149,9 +152,9 @@ impl ClusterState {
                     .saturating_sub(c.registered + failed)
             };
             let unavailable = self.backoff.unavailable_now(&f.group.id, now);
-            let skip = failing.or(unavailable).or_else(|| {
-                (f.target >= f.group.max_size).then(|| "max node group size reached".to_string())
-            });
+            let skip = failing
+                .or(unavailable)
+                .or_else(|| (f.target >= f.group.max_size).then(|| MAX_SIZE_REACHED.to_string()));
             groups.push(Group {
                 id: f.group.id.clone(),
                 min_size: f.group.min_size,

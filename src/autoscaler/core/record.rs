@@ -12,6 +12,7 @@ use crate::autoscaler::quotas::{QuotaBefore, QuotaReport, QuotaStage};
 use crate::autoscaler::scaledown::report::ScaleDownReport as Report;
 use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::scaleup::pending::Pending;
+use crate::autoscaler::schedules::SizesInForce;
 use crate::autoscaler::status::{GroupStatus, LoopProblem, LoopStage, ProblemKind, Status};
 use crate::model::{LabelProjection, PodList};
 use std::collections::HashSet;
@@ -90,6 +91,8 @@ pub struct Read {
     pub deleting: HashSet<String>,
     pub counts: Vec<Counts>,
     pub report: Report,
+    /// The scheduled sizes in force this loop, already written over the groups' sizes.
+    pub schedules: SizesInForce,
 }
 
 /// Every CapacityQuota of the view in the report, with the enforced ones' figures `before` this loop's

@@ -56,6 +56,7 @@ use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
 use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::scaleup::pricing::{self, PriceBook};
+use crate::autoscaler::schedules::SizesInForce;
 use crate::autoscaler::settings::Settings;
 use crate::autoscaler::status::{
     ClusterHealth, LoopProblem, LoopStage, NoScaleUp, ProblemKind, ScaleUp, Status,
@@ -157,11 +158,17 @@ impl RunOnce {
         status.disruption_config_refused = disruption.stale;
 
         // Cluster state, the deletions in progress a step on; health: an unhealthy cluster ends the loop.
-        let (mut read, mut groups) = self.cluster_state(view, sorted.on_nodes, now).await?;
+        let config = disruption.config.as_deref();
+        let (mut read, mut groups) = self
+            .cluster_state(view, sorted.on_nodes, config, now)
+            .await?;
+        let unevaluated = read.schedules.take_problems();
+        status.problems(LoopStage::Schedules, ProblemKind::Evaluation, unevaluated);
         record::scale_down(&mut status, std::mem::take(&mut read.report));
         status.cluster_health = self.health(view, &read, &mut groups, now);
         if !status.cluster_health.healthy {
             status.node_groups = record::group_statuses(&read.facts, &read.counts, &groups);
+            read.schedules.report(&mut status.node_groups);
             return Ok(record::finish(status, started));
         }
 
@@ -216,6 +223,8 @@ impl RunOnce {
         let for_requests = provisioned.await?;
         let up = self.scale_up(&mut snapshot, &groups, &mut pending, &expander, now);
         let mut plan = up.await?;
+        let raised = self.raise_to_min(&read.schedules, &groups, &plan.scale_ups, now);
+        plan.scale_ups.extend(raised.await);
         plan.scale_ups.splice(0..0, for_requests);
         status.capacity_quotas = quota_report(quotas_before, view, &snapshot, &groups);
         record::scale_up(&mut status, plan, &pending);
@@ -249,6 +258,7 @@ impl RunOnce {
 
         // Where the virtual pods went; the features' statuses written back.
         status.node_groups = record::group_statuses(&read.facts, &read.counts, &groups);
+        read.schedules.report(&mut status.node_groups);
         let actor = self.actor();
         features.finish(&mut status, actor.as_deref(), now).await;
         Ok(record::finish(status, started))
@@ -350,6 +360,7 @@ impl RunOnce {
         &mut self,
         view: &ClusterView,
         on_nodes: usize,
+        disruption: Option<&DisruptionConfig>,
         now: SystemTime,
     ) -> Result<(Read, Vec<Group>), LoopError> {
         self.client.refresh().await?;
@@ -358,12 +369,14 @@ impl RunOnce {
             cluster_state::read_groups(&self.client, self.settings.group_defaults()),
             self.client.fargate_profiles()
         );
-        let facts = facts?;
+        let mut facts = facts?;
+        let schedules = SizesInForce::apply(disruption, &mut facts, now);
         let node_group = cluster_state::groups_of_nodes(&self.client, view, &facts).await?;
         let deletions = self.deletions_in_progress(view, &facts, on_nodes, now);
         let (deleting, mut report) = deletions.await;
         let startup = self.settings.max_node_startup_time;
-        let (groups, counts) = self.state.count(startup, view, &facts, &node_group, now);
+        let (mut groups, counts) = self.state.count(startup, view, &facts, &node_group, now);
+        schedules.hold(&mut groups);
         if self.settings.remove_unregistered {
             let late = match self.settings.act {
                 true => LateInstances::Delete,
@@ -380,6 +393,7 @@ impl RunOnce {
             deleting,
             counts,
             report,
+            schedules,
         };
         Ok((read, groups))
     }
@@ -547,6 +561,26 @@ impl RunOnce {
         Ok(plan)
     }
 
+    /// The scale-ups that take groups up to their scheduled min (beyond `planned`), asked for when acting.
+    async fn raise_to_min(
+        &mut self,
+        schedules: &SizesInForce,
+        groups: &[Group],
+        planned: &[ScaleUp],
+        now: SystemTime,
+    ) -> Vec<ScaleUp> {
+        let mut raised = schedules.raise_to_min(groups, planned);
+        if self.settings.act && !raised.is_empty() {
+            let mut executor = Executor {
+                client: &self.client,
+                state: &mut self.state,
+                last_scale_up: self.down.last_scale_up(),
+            };
+            executor.execute(&mut raised, groups, now).await;
+        }
+        raised
+    }
+
     /// Scale-down (and consolidation): decided over the snapshot scale-up left, then carried out. Returns
     /// its report; the groups it backs off are backed off here.
     async fn scale_down(&mut self, stage: ScaleDownStage<'_>, now: SystemTime) -> Report {
@@ -598,6 +632,7 @@ impl RunOnce {
             leaving,
             projection,
             paused,
+            schedules: &read.schedules,
             now,
         };
         let decision = self.down.decide(&cx, &scene, topology, places);

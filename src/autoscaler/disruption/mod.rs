@@ -19,3 +19,4 @@ pub use allowance::Evaluated;
 pub use budget::Reason;
 pub use config::{DisruptionConfig, DisruptionConfigError};
 pub use policy::GroupPolicy;
+pub use sizes::{ScheduledSize, SizeSchedule, in_force};

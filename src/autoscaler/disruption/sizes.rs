@@ -22,7 +22,6 @@ pub struct SizeSchedule {
 }
 
 /// The sizes a schedule holds a group to now, and until when.
-#[allow(dead_code)] // read by the scheduled sizes in the loop, which come next
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ScheduledSize {
     /// Which of the entry's `schedules` (its index).
@@ -33,7 +32,6 @@ pub struct ScheduledSize {
     pub until: SystemTime,
 }
 
-#[allow(dead_code)] // called by the scheduled sizes in the loop, which come next
 /// The first of `schedules` whose window is open at `now`; an error when one cannot be evaluated (its sizes
 /// are then not known, and the caller keeps the group's own).
 pub fn in_force(
@@ -95,5 +93,56 @@ mod tests {
             in_force(&both[..1], at("2026-03-03T12:00:00Z")).unwrap(),
             None
         );
+    }
+
+    fn window(cron: &str, hours: u64, zone: &str, max: i32) -> SizeSchedule {
+        SizeSchedule {
+            window: Schedule::new(cron, Duration::from_secs(hours * 3600), Some(zone)).unwrap(),
+            min_size: None,
+            max_size: Some(max),
+        }
+    }
+
+    #[test]
+    fn a_night_window_follows_the_zones_wall_clock_across_daylight_saving() {
+        // 19:00 to 08:00 on weekday nights in Berlin: 18:00 UTC in winter, 17:00 UTC in summer (clocks went
+        // forward on Sunday 2026-03-29 and go back on Sunday 2026-10-25).
+        let night = [window("0 19 * * mon-fri", 13, "Europe/Berlin", 0)];
+        let until = |now: &str| in_force(&night, at(now)).unwrap().map(|s| s.until);
+        assert_eq!(until("2026-03-26T17:30:00Z"), None); // Thursday 18:30 CET
+        assert_eq!(
+            until("2026-03-26T18:30:00Z"),
+            Some(at("2026-03-27T07:00:00Z"))
+        );
+        assert_eq!(
+            until("2026-03-30T17:30:00Z"),
+            Some(at("2026-03-31T06:00:00Z"))
+        ); // 19:30 CEST
+        assert_eq!(until("2026-03-31T06:30:00Z"), None); // 08:30 CEST
+        assert_eq!(until("2026-10-26T17:30:00Z"), None); // Monday 18:30 CET
+        assert_eq!(
+            until("2026-10-26T18:00:00Z"),
+            Some(at("2026-10-27T07:00:00Z"))
+        );
+        // Friday night's window closes on Saturday morning; none opens on the weekend.
+        assert_eq!(
+            until("2026-10-31T06:59:00Z"),
+            Some(at("2026-10-31T07:00:00Z"))
+        );
+        assert_eq!(until("2026-10-31T20:00:00Z"), None);
+    }
+
+    #[test]
+    fn one_window_in_two_zones_opens_at_each_zones_hour() {
+        let berlin = [window("0 9 * * *", 8, "Europe/Berlin", 1)];
+        let new_york = [window("0 9 * * *", 8, "America/New_York", 1)];
+        let open = |w: &[SizeSchedule], now: &str| in_force(w, at(now)).unwrap().is_some();
+        // 13:00 UTC in June: 15:00 in Berlin, 09:00 in New York.
+        assert!(open(&berlin, "2026-06-10T13:00:00Z"));
+        assert!(open(&new_york, "2026-06-10T13:00:00Z"));
+        // 12:59 UTC: New York's has not opened yet; 15:00 UTC: Berlin's has closed.
+        assert!(!open(&new_york, "2026-06-10T12:59:00Z"));
+        assert!(!open(&berlin, "2026-06-10T15:00:00Z"));
+        assert!(open(&new_york, "2026-06-10T15:00:00Z"));
     }
 }

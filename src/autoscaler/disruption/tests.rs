@@ -140,3 +140,96 @@ fn a_wrong_document_says_which_entry_and_field_and_why() {
     assert_eq!(field, "budgets[0].timeZone");
     assert!(matches!(problem, Problem::Schedule(ScheduleError::Zone(_))));
 }
+
+/// A document of one entry for `batch` whose `schedules` is `windows`.
+fn with_schedules(windows: &str) -> String {
+    format!("nodeGroups:\n  - match: \"^batch$\"\n    schedules:\n{windows}")
+}
+
+fn refused(text: &str) -> String {
+    DisruptionConfig::parse(text).unwrap_err().to_string()
+}
+
+#[test]
+fn reads_scheduled_sizes_in_the_order_written() {
+    let text = with_schedules(
+        "      - {schedule: \"0 19 * * mon-fri\", duration: 13h, timeZone: Europe/Berlin, minSize: 0, maxSize: 0}\n      \
+         - {schedule: \"30 8 * * mon-fri\", duration: 2h, minSize: 5}\n",
+    );
+    let config = DisruptionConfig::parse(&text).unwrap();
+    let schedules = config.policy_for("batch").unwrap().schedules();
+    let read: Vec<_> = (schedules.iter())
+        .map(|s| {
+            let w = &s.window;
+            (
+                w.cron(),
+                w.duration(),
+                w.time_zone(),
+                s.min_size,
+                s.max_size,
+            )
+        })
+        .collect();
+    assert_eq!(
+        read,
+        [
+            (
+                "0 19 * * mon-fri",
+                13 * H,
+                "Europe/Berlin",
+                Some(0),
+                Some(0)
+            ),
+            ("30 8 * * mon-fri", 2 * H, "UTC", Some(5), None),
+        ]
+    );
+}
+
+#[test]
+fn a_wrong_scheduled_size_is_refused_naming_its_field() {
+    let ok = "      - {schedule: \"@daily\", duration: 1h, maxSize: 1}\n";
+    for (window, expected) in [
+        (
+            "{schedule: \"@daily\", duration: 1h, minSize: 3, maxSize: 1}",
+            "nodeGroups[0] (match \"^batch$\"): schedules[1]: minSize 3 is more than maxSize 1",
+        ),
+        (
+            "{schedule: \"@daily\", duration: 1h, minSize: -1}",
+            "nodeGroups[0] (match \"^batch$\"): schedules[1].minSize: -1 must not be negative",
+        ),
+        (
+            "{schedule: \"@daily\", duration: 1h, maxSize: -2}",
+            "nodeGroups[0] (match \"^batch$\"): schedules[1].maxSize: -2 must not be negative",
+        ),
+        (
+            "{schedule: \"@daily\", duration: 1h}",
+            "nodeGroups[0] (match \"^batch$\"): schedules[1]: a window that sets neither minSize nor maxSize \
+             changes nothing",
+        ),
+        (
+            "{schedule: \"0 25 * * *\", duration: 1h, minSize: 1}",
+            "nodeGroups[0] (match \"^batch$\"): schedules[1].schedule: \"0 25 * * *\" is not a cron schedule",
+        ),
+        (
+            "{schedule: \"@daily\", duration: 1h, timeZone: Europe/Berln, minSize: 1}",
+            "nodeGroups[0] (match \"^batch$\"): schedules[1].timeZone: \"Europe/Berln\" is not an IANA time zone",
+        ),
+        (
+            "{schedule: \"@daily\", duration: 1 hour, minSize: 1}",
+            "nodeGroups[0] (match \"^batch$\"): schedules[1].duration: \"1 hour\" is not a duration",
+        ),
+        (
+            "{schedule: \"@daily\", duration: 0m, minSize: 1}",
+            "nodeGroups[0] (match \"^batch$\"): schedules[1].duration: a window of no length is never open",
+        ),
+    ] {
+        let text = with_schedules(&format!("{ok}      - {window}\n"));
+        let error = refused(&text);
+        assert!(error.starts_with(expected), "{window}: {error}");
+    }
+    // A field schedules do not have is named too.
+    let error = refused(&with_schedules(
+        "      - {schedule: \"@daily\", duration: 1h, minimum: 1}\n",
+    ));
+    assert!(error.contains("unknown field `minimum`"), "{error}");
+}

@@ -15,6 +15,7 @@ use crate::autoscaler::scaledown::disruption::stage::{
 use crate::autoscaler::scaledown::plan::describe::evicted_from;
 use crate::autoscaler::scaledown::plan::planner::DeletionKind;
 use crate::autoscaler::scaledown::plan::removal::GroupInfo;
+use crate::autoscaler::schedules::SizesInForce;
 use crate::autoscaler::status::{
     Consolidation, DisruptionBudgetStatus, DisruptionStatus, KeptNode, ScaleDown, ScaleUp,
 };
@@ -106,6 +107,8 @@ pub struct Scene<'a> {
     pub projection: &'a LabelProjection,
     /// Why scale-up waits this loop (new pods still arriving): deletions wait too.
     pub paused: Option<String>,
+    /// The scheduled sizes in force: the nodes over a lowered max are the `Scheduled` method's.
+    pub schedules: &'a SizesInForce,
     pub now: SystemTime,
 }
 
@@ -157,10 +160,11 @@ pub(super) fn record_disruptions(
                 decision
                     .delete
                     .push(deletion(detail, AfterDeletion::Nothing));
-                (
-                    "remove",
-                    "its pods fit on the other nodes: it drains now".to_string(),
-                )
+                let why = match d.candidate.reason {
+                    Reason::Scheduled => "it drains now: its pods go where they fit, the rest wait",
+                    _ => "its pods fit on the other nodes: it drains now",
+                };
+                ("remove", why.to_string())
             }
             DisruptionAction::TerminateFirst(why) => {
                 decision

@@ -30,12 +30,32 @@ use crate::autoscaler::scaledown::plan::simulation::RemovalSimulation;
 use crate::autoscaler::scaledown::plan::unneeded::UnneededTimers;
 use crate::autoscaler::scaledown::view_check::ViewCheck;
 use crate::autoscaler::scaleup::orchestrator as scaleup;
+use crate::autoscaler::schedules::{GroupNodes, OverMax};
 use crate::autoscaler::status::KeptNode;
 use crate::model::Node;
 use crate::simulator::PoolUse;
 use crate::simulator::{Place, Topology};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
+
+/// Each node over its group's scheduled max (by index), and what becomes of it: the `Scheduled` method's.
+fn over_scheduled_max(
+    scene: &Scene<'_>,
+    groups: &[GroupInfo],
+    excluded: &HashSet<String>,
+) -> Vec<Option<OverMax>> {
+    let staying: Vec<i64> = (groups.iter())
+        .map(|g| i64::from(g.target) - g.deleting as i64)
+        .collect();
+    scene.schedules.over_max(&GroupNodes {
+        nodes: &scene.view.nodes,
+        node_group: scene.node_group,
+        on_node: scene.on_node,
+        pods: scene.pods,
+        excluded,
+        staying: &staying,
+    })
+}
 
 /// What one loop's admission reads: the loop's context, its scene, and the groups as scale-down sees them.
 struct Round<'r, 'a> {
@@ -131,6 +151,7 @@ impl ScaleDownPolicy {
             images: &images,
             now: scene.now,
             leaving: scene.leaving,
+            scheduled: &over_scheduled_max(scene, &groups, &excluded),
         };
         let disrupted = sight.candidates(&budgets, &excluded);
         let uncordon = sight.drift_gone(&budgets, &excluded);

@@ -46,14 +46,21 @@ pub struct ScheduleStatus {
     pub max_size: i32,
     /// RFC 3339.
     pub until: String,
+    /// Which window, as written: `schedules[0]: "0 19 * * mon-fri" for 13h in Europe/Berlin`.
+    pub window: String,
+    /// When the window asks for sizes beyond the provider's own min and max, which it is held to instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl ScheduleStatus {
-    pub fn new(min_size: i32, max_size: i32, until: SystemTime) -> ScheduleStatus {
+    pub fn new(min_size: i32, max_size: i32, until: SystemTime, window: String) -> ScheduleStatus {
         ScheduleStatus {
             min_size,
             max_size,
             until: rfc3339(until),
+            window,
+            note: None,
         }
     }
 }

@@ -10,6 +10,8 @@ use std::fmt;
 pub enum LoopStage {
     /// CapacityQuotas' statuses, written at the loop's start.
     Quotas,
+    /// Scheduled sizes: a group's `schedules:` window that could not be evaluated (it keeps its own sizes).
+    Schedules,
     /// Leaving nodes: the provider's leaving instances, the drains of those that go now.
     Leaving,
     /// Grouping pending pods: Fargate's profiles and the pods it takes.
@@ -34,6 +36,8 @@ pub enum ProblemKind {
     Action,
     /// A status the loop writes back to an object failed to be written.
     StatusWrite,
+    /// A rule of the configuration could not be evaluated at the loop's instant (a scheduled window).
+    Evaluation,
 }
 
 /// One problem of the loop. Serializes as its detail alone: the JSON report's `errors` stay a list of strings.

@@ -108,6 +108,19 @@ impl Status {
             if let Some(reserved) = reserved_line(group) {
                 let _ = writeln!(out, "{:<width$}  {reserved}", "");
             }
+            if let Some(w) = &group.schedule {
+                let (min, max, until, window) = (w.min_size, w.max_size, &w.until, &w.window);
+                let note = w
+                    .note
+                    .as_ref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "{:<width$}  schedule: min {min} max {max} until {until} by {window}{note}",
+                    ""
+                );
+            }
             if let Some(s) = decisions.get(group.id.as_str()) {
                 let _ = writeln!(
                     out,

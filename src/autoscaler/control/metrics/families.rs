@@ -4,9 +4,9 @@
 
 use super::capacity::CapacityMetrics;
 use super::labels::{
-    ActivityLabels, BudgetLabels, DecisionLabels, FunctionLabels, GroupLabels, KindLabels,
-    OutcomeLabels, OutcomeOnlyLabels, QuotaLabels, ReasonLabels, RequestLabels, StateLabels,
-    TypeLabels,
+    ActivityLabels, BoundLabels, BudgetLabels, DecisionLabels, FunctionLabels, GroupLabels,
+    KindLabels, OutcomeLabels, OutcomeOnlyLabels, QuotaLabels, ReasonLabels, RequestLabels,
+    StateLabels, TypeLabels,
 };
 use super::leaving::LeavingMetrics;
 use crate::autoscaler::cluster::ClusterView;
@@ -178,6 +178,8 @@ struct GroupSizeMetrics {
     target: Family<GroupLabels, Gauge>,
     min: Family<GroupLabels, Gauge>,
     max: Family<GroupLabels, Gauge>,
+    /// The sizes a `schedules:` window holds a group to (`bound` min or max); absent while none is open.
+    scheduled: Family<BoundLabels, Gauge>,
 }
 
 /// `metric` registered as `name` (prefixed) and handed back: the registry encodes the clone it keeps.
@@ -332,6 +334,12 @@ impl GroupSizeMetrics {
                 "Max size per node group",
                 Family::default(),
             ),
+            scheduled: register(
+                registry,
+                "autoscaler_scheduled_size",
+                "Min and max size a scheduled window holds a node group to; absent while none is open",
+                Family::default(),
+            ),
         }
     }
 
@@ -346,6 +354,17 @@ impl GroupSizeMetrics {
                 .set(i64::from(g.target_size));
             self.min.get_or_create(&labels).set(i64::from(g.min_size));
             self.max.get_or_create(&labels).set(i64::from(g.max_size));
+        }
+        self.scheduled.clear();
+        for g in &status.node_groups {
+            let Some(s) = &g.schedule else { continue };
+            for (bound, size) in [("min", s.min_size), ("max", s.max_size)] {
+                let labels = BoundLabels {
+                    node_group: g.id.clone(),
+                    bound,
+                };
+                self.scheduled.get_or_create(&labels).set(i64::from(size));
+            }
         }
     }
 }
@@ -698,5 +717,40 @@ mod tests {
             seen.iter()
                 .any(|l| l == "ekscale_capacity_quotas_invalid 0")
         );
+    }
+
+    #[test]
+    fn scheduled_sizes_while_a_window_is_open_and_absent_after() {
+        use crate::autoscaler::status::{GroupStatus, ScheduleStatus};
+        let until = SystemTime::UNIX_EPOCH;
+        let mut status = Status {
+            node_groups: vec![GroupStatus {
+                id: "batch".into(),
+                max_size: 10,
+                schedule: Some(ScheduleStatus::new(0, 2, until, "schedules[0]".into())),
+                ..GroupStatus::default()
+            }],
+            ..Status::default()
+        };
+        let metrics = AutoscalerMetrics::default();
+        let scheduled = |metrics: &AutoscalerMetrics| -> Vec<String> {
+            (metrics.encode().lines())
+                .filter(|l| l.starts_with("ekscale_autoscaler_scheduled_size{"))
+                .map(str::to_string)
+                .collect()
+        };
+        metrics.group_sizes.observe(&status);
+        let mut seen = scheduled(&metrics);
+        seen.sort();
+        assert_eq!(
+            seen,
+            [
+                r#"ekscale_autoscaler_scheduled_size{node_group="batch",bound="max"} 2"#,
+                r#"ekscale_autoscaler_scheduled_size{node_group="batch",bound="min"} 0"#,
+            ]
+        );
+        status.node_groups[0].schedule = None;
+        metrics.group_sizes.observe(&status);
+        assert!(scheduled(&metrics).is_empty());
     }
 }

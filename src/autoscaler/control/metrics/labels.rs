@@ -48,6 +48,13 @@ pub(super) struct GroupLabels {
     pub(super) node_group: String,
 }
 
+/// A group's scheduled size: `bound` is `min` or `max`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct BoundLabels {
+    pub(super) node_group: String,
+    pub(super) bound: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct BudgetLabels {
     pub(super) node_group: String,

@@ -4,6 +4,7 @@
 
 use crate::autoscaler::disruption::{GroupPolicy, Reason};
 use crate::autoscaler::leaving::{LeavingAction, LeavingNode};
+use crate::autoscaler::schedules::OverMax;
 use crate::model::Node;
 use std::time::SystemTime;
 
@@ -17,6 +18,8 @@ pub(in crate::autoscaler::scaledown) struct GroupSight<'s> {
     pub(in crate::autoscaler::scaledown) now: SystemTime,
     /// The node, when it is leaving (`autoscaler/leaving/`), and what is done for it before the methods.
     pub(in crate::autoscaler::scaledown) leaving: Option<(&'s LeavingNode, LeavingAction)>,
+    /// The node, when it is over its group's scheduled max (`autoscaler/schedules/`), and what becomes of it.
+    pub(in crate::autoscaler::scaledown) scheduled: Option<&'s OverMax>,
 }
 
 /// Whether a method's node goes once its pods fit elsewhere, or only after a new node of its group is asked
@@ -27,6 +30,8 @@ pub(in crate::autoscaler::scaledown) enum Order {
     RemoveWhenPodsFit,
     /// Always replaced, the new node first (a rebalance, a repair: the node is at risk, its room is not).
     ReplacementFirst,
+    /// Removed, its pods moved where they fit and the rest left pending; never replaced (a scheduled max).
+    RemoveWhatFits,
 }
 
 /// One reason for disruption.
@@ -39,6 +44,16 @@ pub(in crate::autoscaler::scaledown) trait Method: Sync {
 
     /// Why `node` goes, for the report of its removal.
     fn describe(&self, node: &Node, group: &GroupSight<'_>) -> String;
+
+    /// What holds `node` for this reason whatever its budget, in words; `None` when nothing does.
+    fn holds(&self, _node: &Node, _group: &GroupSight<'_>) -> Option<String> {
+        None
+    }
+
+    /// Where `node` goes among this reason's candidates (lower first); those of equal rank go oldest first.
+    fn rank(&self, _node: &Node, _group: &GroupSight<'_>) -> usize {
+        0
+    }
 
     /// Whether its nodes may go without a replacement.
     fn order(&self) -> Order {

@@ -8,5 +8,6 @@ pub(crate) mod drift; // a node whose image is not the one its group's new nodes
 pub(crate) mod expiration; // a node older than its group's expireAfter
 pub(crate) mod method; // what a reason for disruption says: which nodes, and why each goes
 pub(crate) mod rebalance; // a Spot node EC2 recommends rebalancing, its group not rebalancing itself
+pub(crate) mod scheduled; // a node over its group's scheduled max: removed, its pods moved where they fit
 pub(crate) mod stage; // the stage: candidates of every method, each removed, replaced or held within the budgets
 pub(crate) mod unhealthy; // ekscale's node repair: a node whose problem lasted its wait, its group's repair off

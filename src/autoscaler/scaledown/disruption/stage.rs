@@ -19,11 +19,13 @@ use crate::autoscaler::scaledown::disruption::method::{
     DisruptionCandidate, GroupSight, Method, Order,
 };
 use crate::autoscaler::scaledown::disruption::rebalance::Rebalance;
+use crate::autoscaler::scaledown::disruption::scheduled::Scheduled;
 use crate::autoscaler::scaledown::disruption::unhealthy::Unhealthy;
 use crate::autoscaler::scaledown::plan::drainability::{self, Blocking, Verdict};
 use crate::autoscaler::scaledown::plan::planner::Unremovable;
 use crate::autoscaler::scaledown::plan::removal::GroupInfo;
 use crate::autoscaler::scaledown::plan::simulation::RemovalSimulation;
+use crate::autoscaler::schedules::OverMax;
 use crate::model::{CORDONED_FOR_DRIFT, Node};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -31,7 +33,7 @@ use std::time::{Duration, SystemTime};
 
 /// The methods, in the order they are asked: a node is a candidate of the first that disrupts it, and the
 /// candidates of an earlier method go first.
-const METHODS: [&dyn Method; 4] = [&Unhealthy, &Rebalance, &Drift, &Expiration];
+const METHODS: [&dyn Method; 5] = [&Scheduled, &Unhealthy, &Rebalance, &Drift, &Expiration];
 
 /// The reasons whose methods look at leaving nodes; the others never disrupt one.
 fn for_leaving(reason: Reason) -> bool {
@@ -138,6 +140,8 @@ pub struct Sight<'s> {
     /// The leaving nodes: those ekscale replaces itself (action `wait`) are the rebalance and repair
     /// methods' to look at; the others are on their way out.
     pub leaving: &'s LeavingEffects,
+    /// Each node over its group's scheduled max, and what becomes of it (by node index).
+    pub scheduled: &'s [Option<OverMax>],
 }
 
 impl Sight<'_> {
@@ -154,6 +158,7 @@ impl Sight<'_> {
             updating: self.groups[g].updating,
             now: self.now,
             leaving: self.leaving.of(n),
+            scheduled: self.scheduled.get(n).and_then(Option::as_ref),
         })
     }
 
@@ -165,7 +170,7 @@ impl Sight<'_> {
         budgets: &DisruptionBudgets<'_>,
         excluded: &HashSet<String>,
     ) -> Vec<DisruptionCandidate> {
-        let mut found: Vec<(usize, DisruptionCandidate, Option<SystemTime>)> = Vec::new();
+        let mut found: Vec<(usize, usize, DisruptionCandidate, Option<SystemTime>)> = Vec::new();
         for (n, node) in self.nodes.iter().enumerate() {
             let Some(g) = self.node_group[n] else {
                 continue;
@@ -189,11 +194,13 @@ impl Sight<'_> {
                 group: g,
                 reason,
             };
-            found.push((m, candidate, node.created));
+            let rank = METHODS[m].rank(node, &group);
+            found.push((m, rank, candidate, node.created));
         }
-        // An earlier method's first, then the oldest; a node whose creation is unknown last.
-        found.sort_by_key(|(m, _, created)| (*m, created.is_none(), *created));
-        found.into_iter().map(|(_, c, _)| c).collect()
+        // An earlier method's first, then by the method's rank, then the oldest; a node whose creation is
+        // unknown last.
+        found.sort_by_key(|(m, rank, _, created)| (*m, *rank, created.is_none(), *created));
+        found.into_iter().map(|(_, _, c, _)| c).collect()
     }
 }
 
@@ -292,12 +299,25 @@ impl DisruptionStage<'_, '_, '_> {
             let why = "annotated cluster-autoscaler.kubernetes.io/scale-down-disabled: \"true\"";
             return DisruptionAction::Wait(DisruptionHold::Annotation, why.into());
         }
+        let sight = self.sight.group((c.group, c.node), self.budgets);
+        if let Some(why) = sight.as_ref().and_then(|s| method(c.reason).holds(node, s)) {
+            return DisruptionAction::Wait(DisruptionHold::Pod, why);
+        }
         let moving = match self.movable(c.node, grace) {
             Ok(moving) => moving,
             Err(why) => return DisruptionAction::Wait(DisruptionHold::Pod, why.to_string()),
         };
         if let Err(why) = self.budgets.check(c.group, c.reason) {
             return DisruptionAction::Wait(DisruptionHold::Budget, why.to_string());
+        }
+        if method(c.reason).order() == Order::RemoveWhatFits {
+            if self.room.lose[c.group] <= 0 {
+                let why = format!("{} is at its min size: none of its nodes may go", group.id);
+                return DisruptionAction::Wait(DisruptionHold::NoRoom, why);
+            }
+            self.sim.remove_what_fits(c.node, &moving);
+            let why = sight.map(|s| method(c.reason).describe(node, &s));
+            return DisruptionAction::Remove(why.unwrap_or_default());
         }
         let removable = method(c.reason).order() == Order::RemoveWhenPodsFit;
         if removable && self.room.lose[c.group] > 0 && self.sim.remove(c.node, &moving).is_ok() {

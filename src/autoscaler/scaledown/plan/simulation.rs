@@ -78,4 +78,23 @@ impl<'s, 'a> RemovalSimulation<'s, 'a> {
             }
         }
     }
+
+    /// Moves each of node `n`'s pods `moving` where it fits and keeps the moves (the node takes no pods any
+    /// more); those that fit nowhere are left to be pending (a node over its scheduled max goes anyway).
+    pub(in crate::autoscaler::scaledown) fn remove_what_fits(
+        &mut self,
+        n: usize,
+        moving: &[usize],
+    ) {
+        let mut placed = Vec::new();
+        for &pod in moving {
+            let mut undo = Undo::default();
+            match self.move_pods(n, &[pod], &mut undo) {
+                Ok(destinations) => placed.extend(destinations),
+                Err(_) => self.undo(undo),
+            }
+        }
+        self.set_accepts(n, false);
+        self.mover.commit(n, &placed);
+    }
 }
