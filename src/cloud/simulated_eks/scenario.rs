@@ -4,7 +4,7 @@
 //! simulator can serve, with every template already built and checked.
 
 use super::leaving_keys::{GroupFacts, InstanceEvent, InstanceEventFile, NodeRepairConfigFile};
-use super::reservation_keys::{ReservationFile, read_reservations};
+use super::reservations::{ReservationFile, read_reservations};
 use crate::cloud::dra::{self, InstanceGpus};
 use crate::cloud::fargate::FargateRates;
 use crate::cloud::instance_types::{self, Arch};
@@ -290,6 +290,11 @@ impl Scenario {
             .transpose()
             .map_err(ScenarioError::Invalid)?;
         let instance_events = instance_events(&file, &node_groups, start)?;
+        if start.is_none() && node_groups.iter().any(has_timed_reservation) {
+            let rule = "must be given with reservations that have a start or an end: their windows are \
+                        read against it, never against the machine's clock";
+            return Err(ScenarioError::Invalid(Invalid::new("start", rule)));
+        }
         Ok(Scenario {
             start,
             instance_events,
@@ -428,6 +433,11 @@ fn instance_events(
                 .map_err(|reason| ScenarioError::InstanceEvent { index, reason })
         })
         .collect()
+}
+
+/// Whether one of the group's reservations starts or ends at a time (a Capacity Block always does).
+fn has_timed_reservation(group: &SimNodeGroup) -> bool {
+    (group.spec.reservations.iter()).any(|r| r.start.is_some() || r.end.is_some())
 }
 
 /// Managed node groups of Spot capacity have capacity rebalancing on, and only they can have it.
