@@ -11,7 +11,9 @@ use crate::cloud::instance_types::{self, Arch};
 use crate::cloud::node_group::NodeGroupSpec;
 use crate::cloud::options::OptionsFile;
 use crate::cloud::pricing::DEFAULT_SPOT_PRICE_RATIO;
-use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
+use crate::cloud::template::{
+    self, LaunchTarget, Taint, TaintEffect, TemplateSpec, eks_allocatable,
+};
 use crate::k8s::Quantity;
 use crate::model::{
     CAPACITY_TYPE_LABEL, CapacityType, FargateProfile, Invalid, NODE_GROUP_IMAGE_LABEL,
@@ -340,7 +342,12 @@ fn load_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<SimNodeGroup
         }
         None => default_image(arch.label(), capacity.gpus > 0),
     };
+    let reservations = read_reservations(capacity_type, &group.reservations)?;
     let template = template::build(&TemplateSpec {
+        target: match reservations.is_empty() {
+            true => LaunchTarget::Open,
+            false => LaunchTarget::Reserved,
+        },
         node_group: &group.name,
         instance_type: &instance_type,
         arch: arch.label(),
@@ -394,7 +401,7 @@ fn load_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<SimNodeGroup
                 .map(NodeRepairConfigFile::read)
                 .transpose()?,
             capacity_type,
-            reservations: read_reservations(capacity_type, &group.reservations)?,
+            reservations,
         }),
         zones: group.zones.clone(),
         desired_size: group.desired_size,
