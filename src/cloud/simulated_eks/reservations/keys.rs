@@ -7,7 +7,7 @@ use serde::Deserialize;
 /// One of a group's `reservations`: `{id, type: capacity-block|odcr, start, end, total, available}`.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(in crate::cloud::simulated_eks) struct ReservationFile {
+pub struct ReservationFile {
     id: String,
     #[serde(rename = "type")]
     kind: String,
@@ -44,7 +44,7 @@ impl ReservationFile {
 /// A group's reservations, each checked, and together with its capacity type: a `CAPACITY_BLOCK` group
 /// targets capacity blocks and at least one (EKS requires the launch template to name one); an `ON_DEMAND`
 /// group may target ODCRs; a `SPOT` group targets none (a reservation is On-Demand capacity).
-pub(in crate::cloud::simulated_eks) fn read_reservations(
+pub fn read_reservations(
     capacity_type: CapacityType,
     files: &[ReservationFile],
 ) -> Result<Vec<Reservation>, Invalid> {

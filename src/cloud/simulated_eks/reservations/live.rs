@@ -13,7 +13,7 @@ use crate::model::{
 use std::time::{Duration, SystemTime};
 
 /// A group's reservations and how far each Capacity Block's end has gone.
-pub(in crate::cloud::simulated_eks) struct GroupReservations {
+pub struct GroupReservations {
     /// The wall-clock time the simulated clock's zero stands for.
     epoch: SystemTime,
     capacity_type: CapacityType,

@@ -4,5 +4,5 @@
 mod keys; // the scenario's reservations, read and checked against the group's capacity type
 mod live; // their counts, a Capacity Block's window, EKS's scale-in and EC2's termination at its end
 
-pub(super) use keys::{ReservationFile, read_reservations};
-pub(super) use live::GroupReservations;
+pub use keys::{ReservationFile, read_reservations};
+pub use live::GroupReservations;
