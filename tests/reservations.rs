@@ -309,3 +309,39 @@ fn a_scenario_with_timed_reservations_needs_its_start() {
                    reservations: [{id: cr-0dc1, type: odcr, total: 2}]}\n";
     assert!(ekscale::cloud::Scenario::parse(untimed).is_ok());
 }
+
+/// AtomicIncreaseSize on a Capacity Block group: refused outside the window as IncreaseSize is; inside it, an
+/// increase the block cannot hold whole is RESOURCE_EXHAUSTED naming the full block, and one it can is taken.
+#[tokio::test]
+async fn an_all_or_nothing_increase_fits_the_block_or_changes_nothing() {
+    use ekscale::proto::ekscale::AtomicIncreaseSizeRequest;
+    let server = Server::start_with(SCENARIO, None).await;
+    let mut groups = NodeGroupsClient::new(server.channel().await);
+    let mut client = server.client().await;
+    let atomic = |delta| AtomicIncreaseSizeRequest {
+        id: "train".into(),
+        delta,
+    };
+    let refused = groups.atomic_increase_size(atomic(1)).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
+    assert!(
+        refused.message().contains("2026-12-01T09:00:00Z"),
+        "{}",
+        refused.message()
+    );
+
+    server.sim().clock().advance(60 * MINUTE);
+    let exhausted = groups.atomic_increase_size(atomic(3)).await.unwrap_err();
+    assert_eq!(exhausted.code(), tonic::Code::ResourceExhausted);
+    assert!(
+        exhausted
+            .message()
+            .contains("reservation cr-0b10c0000000001 is full"),
+        "{}",
+        exhausted.message()
+    );
+    assert_eq!(target(&mut client, "train").await, 0, "nothing changed");
+    groups.atomic_increase_size(atomic(2)).await.unwrap();
+    assert_eq!(target(&mut client, "train").await, 2);
+    assert_eq!(available(&server, "train").await, [0]);
+}

@@ -233,15 +233,6 @@ impl SimState {
     /// Sets group `idx`'s target and launches what it asks for and capacity allows.
     fn set_target(&mut self, idx: usize, now: Duration, target: i32) -> Result<(), CloudError> {
         let group = &mut self.groups[idx];
-        if let Some(refusal) = (target > group.target)
-            .then(|| group.reservations.refusal(now))
-            .flatten()
-        {
-            let id = &group.config.spec.id;
-            return Err(CloudError::FailedPrecondition(format!(
-                "node group {id}: {refusal}; nothing was changed"
-            )));
-        }
         if target < 0 || (target as usize) < group.live() {
             return Err(CloudError::FailedPrecondition(format!(
                 "target {target} is below the {} existing instances",
@@ -474,6 +465,17 @@ impl SimGroup {
         });
     }
 
+    /// Refuses a target above the present one asked for outside its Capacity Block's window, as EKS does.
+    fn refuse_outside_window(&self, now: Duration, target: i32) -> Result<(), CloudError> {
+        match (self.reservations.refusal(now)).filter(|_| target > self.target) {
+            Some(refusal) => Err(CloudError::FailedPrecondition(format!(
+                "node group {}: {refusal}; nothing was changed",
+                self.config.spec.id
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Instances the target counts: not being deleted, and no rebalancing replacement still beside it.
     fn live(&self) -> usize {
         self.instances.iter().filter(|i| self.counts(i)).count()
@@ -598,6 +600,7 @@ impl NodeGroupBackend for SimulatedEks {
     async fn set_target_size(&self, id: &str, target: i32) -> Result<(), CloudError> {
         let idx = self.group_index(id)?;
         let (mut state, now) = self.settled(idx);
+        state.groups[idx].refuse_outside_window(now, target)?;
         state.set_target(idx, now, target)
     }
 
@@ -606,10 +609,11 @@ impl NodeGroupBackend for SimulatedEks {
         let idx = self.group_index(id)?;
         let (mut state, now) = self.settled(idx);
         let group = &state.groups[idx];
+        group.refuse_outside_window(now, target)?;
         let delta = usize::try_from(target - group.target).unwrap_or(0);
         // What was asked for before and still waits for room launches first.
         let free = group.room(now).saturating_sub(group.placeholders());
-        if free < delta && group.reservations.refusal(now).is_none() {
+        if free < delta {
             let limit = (group.reservations.shortage(now)).unwrap_or_else(|| {
                 format!(
                     "availableCapacity {}",
