@@ -408,12 +408,7 @@ impl AwsState {
             allocatable,
         });
         let resource_slices = resource_slices(ng, smallest, template::name_of(&template));
-        let on_demand = self.price_of(&smallest.name);
-        let price_per_hour = if capacity_type == "SPOT" {
-            on_demand.map(|p| p * self.config.spot_price_ratio)
-        } else {
-            on_demand
-        };
+        let price_per_hour = self.group_price(&smallest.name, &capacity_type);
         let options = self.options(ng, name);
         let type_names: Vec<&str> = types.iter().map(|f| f.name.as_str()).collect();
         let asg_name = asg
@@ -461,6 +456,15 @@ impl AwsState {
         };
         group.apply(asg);
         Ok(group)
+    }
+
+    /// The hourly price of a group's node of `instance_type`: its on-demand price, a share of it for Spot.
+    fn group_price(&self, instance_type: &str, capacity_type: &str) -> Option<f64> {
+        let on_demand = self.price_of(instance_type);
+        match capacity_type {
+            "SPOT" => on_demand.map(|p| p * self.config.spot_price_ratio),
+            _ => on_demand,
+        }
     }
 
     /// The group's autoscaling options: its tags', with the config file's over them.
