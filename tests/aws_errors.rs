@@ -804,3 +804,136 @@ async fn cancelling_an_all_or_nothing_increase_sets_it_back_whole() {
         "{text}"
     );
 }
+
+/// web as a Capacity Block group: DescribeNodegroup says CAPACITY_BLOCK and its Auto Scaling group launches
+/// version 7 of lt-0web.
+fn describe_block_web() -> Rule {
+    use aws_sdk_eks::operation::describe_nodegroup::DescribeNodegroupOutput;
+    use aws_sdk_eks::types::{
+        AutoScalingGroup, CapacityTypes, Nodegroup, NodegroupResources, NodegroupScalingConfig,
+        NodegroupStatus,
+    };
+    mock!(aws_sdk_eks::Client::describe_nodegroup).then_output(|| {
+        let ng = Nodegroup::builder()
+            .nodegroup_name("web")
+            .status(NodegroupStatus::Active)
+            .capacity_type(CapacityTypes::CapacityBlock)
+            .instance_types("m5.large")
+            .scaling_config(
+                NodegroupScalingConfig::builder()
+                    .min_size(0)
+                    .max_size(5)
+                    .desired_size(2)
+                    .build(),
+            )
+            .resources(
+                NodegroupResources::builder()
+                    .auto_scaling_groups(AutoScalingGroup::builder().name("eks-web").build())
+                    .build(),
+            )
+            .build();
+        DescribeNodegroupOutput::builder().nodegroup(ng).build()
+    })
+}
+
+/// A Capacity Block group on AWS: EKS says its capacity type, its launch template version the block it
+/// targets, and one DescribeCapacityReservations the block's window and counts. moto serves no
+/// DescribeCapacityReservations: EC2's answer is the XML of tests/data/describe-capacity-reservations.xml, read
+/// by the SDK's own deserializer. A later failure of that call is counted and leaves the block as last read.
+#[tokio::test]
+async fn a_capacity_blocks_window_and_counts_come_from_ec2() {
+    use aws_sdk_ec2::operation::describe_capacity_reservations::DescribeCapacityReservationsError;
+    use aws_sdk_ec2::operation::describe_launch_template_versions::DescribeLaunchTemplateVersionsOutput;
+    use aws_sdk_ec2::types::{
+        CapacityReservationTargetResponse, LaunchTemplateCapacityReservationSpecificationResponse,
+        LaunchTemplateVersion, ResponseLaunchTemplateData,
+    };
+    use ekscale::proto::ekscale::node_groups_client::NodeGroupsClient;
+    use ekscale::proto::ekscale::{CapacityReservation, DescribeNodeGroupsRequest};
+    const BLOCK: &str = "cr-0b10c000000000001";
+    let versions =
+        mock!(aws_sdk_ec2::Client::describe_launch_template_versions).then_output(|| {
+            let target = CapacityReservationTargetResponse::builder()
+                .capacity_reservation_id(BLOCK)
+                .build();
+            let data = ResponseLaunchTemplateData::builder()
+                .image_id("ami-0c1f2e3d4b5a69788")
+                .capacity_reservation_specification(
+                    LaunchTemplateCapacityReservationSpecificationResponse::builder()
+                        .capacity_reservation_target(target)
+                        .build(),
+                )
+                .build();
+            let version = LaunchTemplateVersion::builder()
+                .launch_template_id("lt-0web")
+                .version_number(7)
+                .launch_template_data(data)
+                .build();
+            DescribeLaunchTemplateVersionsOutput::builder()
+                .launch_template_versions(version)
+                .build()
+        });
+    let recorded = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/describe-capacity-reservations.xml"),
+    )
+    .unwrap();
+    let reservations = mock!(aws_sdk_ec2::Client::describe_capacity_reservations)
+        .match_requests(|r| r.capacity_reservation_ids() == [BLOCK.to_string()])
+        .sequence()
+        .http_status(200, Some(recorded))
+        .error(|| {
+            DescribeCapacityReservationsError::generic(
+                aws_sdk_ec2::error::ErrorMetadata::builder()
+                    .code("UnauthorizedOperation")
+                    .message("You are not authorized to perform this operation.")
+                    .build(),
+            )
+        })
+        .times(5)
+        .build();
+    let (list, describe, asg) = (list_web(), describe_block_web(), describe_asg_on_template());
+    let ec2: [&Rule; 3] = [&m5_large(), &versions, &reservations];
+    let m = mocked_with_ec2(&[&list, &describe], &[&asg], &ec2, true).await;
+    let described = || async {
+        let answer = NodeGroupsClient::new(m.server.channel().await)
+            .describe_node_groups(DescribeNodeGroupsRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        let web = answer.node_groups.into_iter().next().unwrap();
+        (web.capacity_type, web.reservations)
+    };
+    let block = CapacityReservation {
+        id: BLOCK.into(),
+        r#type: "capacity-block".into(),
+        // 2026-12-01T11:30:00Z and a week later.
+        start_unix_seconds: 1_796_124_600,
+        end_unix_seconds: 1_796_729_400,
+        total: 4,
+        available: 1,
+    };
+    assert_eq!(
+        described().await,
+        ("CAPACITY_BLOCK".to_string(), vec![block.clone()])
+    );
+    let template = m.backend.node_group("web").unwrap().template.clone();
+    let labels = &template.metadata.as_ref().unwrap().labels;
+    assert_eq!(labels["karpenter.sh/capacity-type"], "reserved");
+    assert_eq!(labels["eks.amazonaws.com/capacityType"], "CAPACITY_BLOCK");
+    let used = r#"ekscale_provider_reserved_instances{node_group="web",reservation="cr-0b10c000000000001",type="capacity-block",state="used"} 3"#;
+    assert!(m.metrics.encode(&*m.backend).contains(used));
+
+    m.backend.refresh().await.unwrap();
+    assert_eq!(reservations.num_calls(), 2, "one call a refresh");
+    let text = m.metrics.encode(&*m.backend);
+    assert!(
+        text.contains(r#"operation="DescribeCapacityReservations",outcome="error"} 1"#),
+        "{text}"
+    );
+    assert_eq!(
+        described().await,
+        ("CAPACITY_BLOCK".to_string(), vec![block]),
+        "the last good answer stands"
+    );
+}

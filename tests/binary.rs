@@ -153,22 +153,28 @@ fn grpcurl_lists_and_calls_through_reflection() {
         .unwrap_or_else(|| panic!("{described}"));
     assert_eq!(
         *general,
-        serde_json::json!({"id": "general", "status": "ACTIVE", "image": "ami-eks-amd64-1", "capacityType": "ON_DEMAND"})
+        serde_json::json!({"id": "general", "status": "ACTIVE", "image": "ami-eks-amd64-1",
+                           "capacityType": "ON_DEMAND"})
     );
 }
 
 /// `ekscale.v1.NodeGroups/DescribeNodeGroups`: each group's EKS status, the image of its new nodes and its
-/// capacity type, as the scenario gives them (ACTIVE and its AMI type's image when it does not), counted like every RPC.
+/// capacity type, as the scenario gives them (ACTIVE and its AMI type's image when it does not), and the
+/// reservations it launches into with their counts now (a block from the scenario's start for days, so the
+/// answer never depends on how long the machine takes), counted like every RPC.
 #[test]
 fn grpcurl_describes_each_groups_status_and_image() {
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("scenario.yaml");
     std::fs::write(
         &scenario,
-        "cluster: images\nregion: us-east-1\nnodeGroups:\n  \
+        "cluster: images\nregion: us-east-1\nstart: \"2026-12-01T09:00:00Z\"\nnodeGroups:\n  \
          - {name: web, instanceType: m5.large, zones: [us-east-1a], minSize: 0, maxSize: 4, desiredSize: 1}\n  \
          - {name: legacy, instanceType: m5.large, zones: [us-east-1b], minSize: 0, maxSize: 4, desiredSize: 1,\n     \
-            status: DEGRADED, image: ami-0c1f2e3d4b5a69788}\n",
+            status: DEGRADED, image: ami-0c1f2e3d4b5a69788}\n  \
+         - {name: train, instanceType: g4dn.xlarge, capacityType: CAPACITY_BLOCK, zones: [us-east-1a],\n     \
+            minSize: 0, maxSize: 4, desiredSize: 1, reservations: [{id: cr-0b10c0000000001, type: capacity-block,\n     \
+            start: \"2026-12-01T09:00:00Z\", end: \"2026-12-04T09:00:00Z\", total: 2}]}\n",
     )
     .unwrap();
     let provider = Binary::start(&["--sim-file", scenario.to_str().unwrap()]);
@@ -193,7 +199,13 @@ fn grpcurl_describes_each_groups_status_and_image() {
         answer["nodeGroups"],
         serde_json::json!([
             {"id": "web", "status": "ACTIVE", "image": "ami-eks-amd64-1", "capacityType": "ON_DEMAND"},
-            {"id": "legacy", "status": "DEGRADED", "image": "ami-0c1f2e3d4b5a69788", "capacityType": "ON_DEMAND"},
+            {"id": "legacy", "status": "DEGRADED", "image": "ami-0c1f2e3d4b5a69788",
+             "capacityType": "ON_DEMAND"},
+            {"id": "train", "status": "ACTIVE", "image": "ami-eks-amd64-nvidia-1",
+             "capacityType": "CAPACITY_BLOCK",
+             "reservations": [{"id": "cr-0b10c0000000001", "type": "capacity-block",
+                               "startUnixSeconds": "1796115600", "endUnixSeconds": "1796374800",
+                               "total": 2, "available": 1}]},
         ])
     );
     let metrics = http_get(provider.metrics, "/metrics");

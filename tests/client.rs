@@ -90,6 +90,7 @@ async fn node_group_states_are_asked_once_per_loop() {
     // batch is a Spot group: its Auto Scaling group rebalances capacity, as a managed node group's does.
     let spot = NodeGroupState {
         capacity_rebalance: true,
+        capacity_type: Some(ekscale::model::CapacityType::Spot),
         ..state(NodeGroupStatus::Active, "ami-eks-amd64-1")
     };
     assert_eq!(states["batch"], spot);

@@ -127,14 +127,16 @@ pub trait NodeGroupBackend: Send + Sync + 'static {
         None
     }
 
-    /// The instances the cloud says are leaving (Spot interruption warnings, rebalance recommendations,
-    /// scheduled events, stopped instances), as of the last refresh, each of a node group it serves.
+    /// The capacity reservations group `id` launches into, with their counts now: the spec's, as loaded, for
+    /// a backend that reads them on refresh (AWS); the simulated EKS counts its instances in them.
     fn reservations(&self, id: &str) -> Vec<crate::model::Reservation> {
         self.node_group(id)
             .map(|g| g.reservations.clone())
             .unwrap_or_default()
     }
 
+    /// The instances the cloud says are leaving (Spot interruption warnings, rebalance recommendations,
+    /// scheduled events, stopped instances), as of the last refresh, each of a node group it serves.
     fn leaving_instances(&self) -> Vec<crate::model::LeavingInstance> {
         Vec::new()
     }

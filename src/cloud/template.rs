@@ -5,8 +5,8 @@
 
 use crate::k8s::{bytes_quantity, count_quantity, cpu_quantity};
 use crate::model::{
-    CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, NODE_GROUP_IMAGE_LABEL, NODE_GROUP_LABEL, Resources,
-    label_value, subdomain_part,
+    CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, KARPENTER_CAPACITY_TYPE_LABEL,
+    NODE_GROUP_IMAGE_LABEL, NODE_GROUP_LABEL, Resources, label_value, subdomain_part,
 };
 pub use crate::model::{GPU_RESOURCE, Taint, TaintEffect};
 use k8s_pb::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Taint as PbTaint};
@@ -88,6 +88,25 @@ fn to_quantities(resources: Resources) -> BTreeMap<String, Quantity> {
     map
 }
 
+/// Whether a group's launch template targets capacity reservations (a Capacity Block, ODCRs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LaunchTarget {
+    /// None: its nodes are On-Demand or Spot capacity, as its capacity type says.
+    Open,
+    /// One or more: its nodes are capacity reserved ahead.
+    Reserved,
+}
+
+/// Karpenter's capacity type of a group's nodes (`karpenter.sh/capacity-type`): `reserved` when its launch
+/// template targets reservations, else `spot` or `on-demand` by EKS's capacity type.
+pub fn karpenter_capacity_type(capacity_type: &str, target: LaunchTarget) -> &'static str {
+    match (target, capacity_type) {
+        (LaunchTarget::Reserved, _) => "reserved",
+        (LaunchTarget::Open, "SPOT") => "spot",
+        (LaunchTarget::Open, _) => "on-demand",
+    }
+}
+
 /// Everything a template is made of.
 #[derive(Clone, Debug)]
 pub struct TemplateSpec<'a> {
@@ -96,8 +115,10 @@ pub struct TemplateSpec<'a> {
     pub arch: &'a str,
     pub zone: &'a str,
     pub region: &'a str,
-    /// `ON_DEMAND` or `SPOT`, as EKS labels it.
+    /// `ON_DEMAND`, `SPOT` or `CAPACITY_BLOCK`, as EKS labels it.
     pub capacity_type: &'a str,
+    /// Whether its launch template targets capacity reservations.
+    pub target: LaunchTarget,
     pub gpu_type: Option<&'a str>,
     /// The AMI id new nodes launch with, which EKS labels them with; `None` when it is not known.
     pub image: Option<&'a str>,
@@ -121,6 +142,10 @@ pub fn build(spec: &TemplateSpec) -> Node {
         ("topology.kubernetes.io/region", spec.region),
         (NODE_GROUP_LABEL, spec.node_group),
         (CAPACITY_TYPE_LABEL, spec.capacity_type),
+        (
+            KARPENTER_CAPACITY_TYPE_LABEL,
+            karpenter_capacity_type(spec.capacity_type, spec.target),
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -246,6 +271,7 @@ mod tests {
             zone: "us-east-1a",
             region: "us-east-1",
             capacity_type: "SPOT",
+            target: LaunchTarget::Open,
             gpu_type: Some("nvidia-tesla-t4"),
             image: Some("ami-0c1f2e3d4b5a69788"),
             labels: &labels,
@@ -262,6 +288,7 @@ mod tests {
         let meta = node.metadata.unwrap();
         assert_eq!(meta.labels["team"], "web");
         assert_eq!(meta.labels["eks.amazonaws.com/capacityType"], "SPOT");
+        assert_eq!(meta.labels["karpenter.sh/capacity-type"], "spot");
         assert_eq!(meta.labels[GPU_LABEL], "nvidia-tesla-t4");
         assert_eq!(meta.labels[NODE_GROUP_IMAGE_LABEL], "ami-0c1f2e3d4b5a69788");
         let spec = node.spec.unwrap();
@@ -293,6 +320,7 @@ mod tests {
             zone: "us-east-1a",
             region: "us-east-1",
             capacity_type: "ON_DEMAND",
+            target: LaunchTarget::Open,
             gpu_type: None,
             image: Some("ami-old"),
             labels: &labels,
@@ -306,6 +334,15 @@ mod tests {
         expected.insert(NODE_GROUP_IMAGE_LABEL.into(), "ami-new".into());
         assert_eq!(after.unwrap().labels, expected);
         assert_eq!((updated.spec, updated.status), (node.spec, node.status));
+    }
+
+    #[test]
+    fn karpenter_says_reserved_for_a_group_launching_into_reservations() {
+        let of = karpenter_capacity_type;
+        assert_eq!(of("CAPACITY_BLOCK", LaunchTarget::Reserved), "reserved");
+        assert_eq!(of("ON_DEMAND", LaunchTarget::Reserved), "reserved");
+        assert_eq!(of("ON_DEMAND", LaunchTarget::Open), "on-demand");
+        assert_eq!(of("SPOT", LaunchTarget::Open), "spot");
     }
 
     #[test]

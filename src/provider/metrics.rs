@@ -1,6 +1,6 @@
 //! Prometheus metrics of the provider, named `ekscale_provider_*`.
 
-use crate::cloud::{CloudObserver, InstanceState, NodeGroupBackend};
+use crate::cloud::{CloudObserver, InstanceState, NodeGroupBackend, NodeGroupSpec};
 use crate::model::LeavingReason;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -8,6 +8,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
@@ -52,6 +53,16 @@ struct ReasonLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReservedLabels {
+    node_group: String,
+    reservation: String,
+    /// capacity-block or odcr.
+    r#type: &'static str,
+    /// used or available.
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SkipLabels {
     reason: String,
 }
@@ -72,6 +83,7 @@ pub struct ProviderMetrics {
     interruption_messages: Family<MessageLabels, Counter>,
     interruption_queue_errors: Counter,
     leaving: Family<ReasonLabels, Gauge>,
+    reserved: Family<ReservedLabels, Gauge>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -157,8 +169,16 @@ impl Default for ProviderMetrics {
             "Instances the cloud says are leaving, by reason",
             leaving.clone(),
         );
+        let reserved = Family::<ReservedLabels, Gauge>::default();
+        registry.register(
+            "reserved_instances",
+            "Instances of each capacity reservation a node group launches into: used (running an \
+             instance) or available",
+            reserved.clone(),
+        );
         ProviderMetrics {
             registry,
+            reserved,
             interruption_messages,
             interruption_queue_errors,
             leaving,
@@ -226,6 +246,7 @@ impl ProviderMetrics {
             }
         }
         self.count_leaving(backend);
+        self.count_reserved(backend, &groups);
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .expect("writing to a String cannot fail");
@@ -248,6 +269,28 @@ impl ProviderMetrics {
             self.leaving
                 .get_or_create(&labels)
                 .set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
+    }
+}
+
+impl ProviderMetrics {
+    /// Each group's reservations, used and available, as the backend says them now (a reservation no
+    /// group targets any more is no longer listed).
+    fn count_reserved(&self, backend: &dyn NodeGroupBackend, groups: &[Arc<NodeGroupSpec>]) {
+        self.reserved.clear();
+        for group in groups {
+            for reservation in backend.reservations(&group.id) {
+                let used = reservation.total.saturating_sub(reservation.available);
+                for (state, count) in [("used", used), ("available", reservation.available)] {
+                    let labels = ReservedLabels {
+                        node_group: group.id.clone(),
+                        reservation: reservation.id.clone(),
+                        r#type: reservation.kind.as_str(),
+                        state,
+                    };
+                    self.reserved.get_or_create(&labels).set(i64::from(count));
+                }
+            }
         }
     }
 }

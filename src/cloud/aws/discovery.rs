@@ -6,7 +6,7 @@
 
 use super::calls::sdk_error;
 use super::instance_types::InstanceFacts;
-use super::launch_templates::TemplateVersion;
+use super::launch_templates::{Launch, ReservationTarget, TemplateVersion};
 use super::state::{AwsState, Memory};
 use super::view::{AsgInstance, ServedGroup};
 use crate::cloud::backend::CloudError;
@@ -16,12 +16,14 @@ use crate::cloud::node_group::InstanceErrorClass;
 use crate::cloud::node_group::NodeGroupSpec;
 use crate::cloud::node_group::OptionOverrides;
 use crate::cloud::options;
-use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
-use crate::model::{CapacityType, FargateProfile, FargateSelector, NodeGroupStatus};
+use crate::cloud::template::{
+    self, LaunchTarget, Taint, TaintEffect, TemplateSpec, eks_allocatable,
+};
+use crate::model::{CapacityType, FargateProfile, FargateSelector, NodeGroupStatus, Reservation};
 use aws_sdk_autoscaling::types::{AutoScalingGroup, Filter, ScalingActivityStatusCode};
 use aws_sdk_eks::error::ProvideErrorMetadata;
 use aws_sdk_eks::types::{Nodegroup, NodegroupStatus};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -94,6 +96,13 @@ impl AwsState {
             .collect();
         let again = self.config.describe_interval;
         let images = memory.images.lookup(&self.calls, &versions, again).await;
+        let ids: BTreeSet<String> = (images.values())
+            .filter_map(|launch| match &launch.reservation {
+                Some(ReservationTarget::Id(id)) => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
+        let reserved = memory.reservations.read(&self.calls, &ids).await;
 
         let mut groups = Vec::new();
         for ng in usable {
@@ -102,8 +111,8 @@ impl AwsState {
                 skip(name, "auto scaling group not found".into(), String::new());
                 continue;
             };
-            let ami = TemplateVersion::of(asg).and_then(|v| images.get(&v));
-            match self.group(ng, asg, &facts, ami.map(String::as_str)) {
+            let launch = TemplateVersion::of(asg).and_then(|v| images.get(&v));
+            match self.group(ng, asg, &facts, &launched(launch, reserved)) {
                 Ok(group) => groups.push(group),
                 Err(reason) => skip(name, reason.to_string(), String::new()),
             }
@@ -335,15 +344,15 @@ impl AwsState {
         Ok(groups)
     }
 
-    /// One served group, or why it cannot be served. `ami` is the AMI id of the launch template version its
-    /// ASG launches, when EC2 said it.
+    /// One served group, or why it cannot be served, launching as `launch` says.
     fn group(
         &self,
         ng: &Nodegroup,
         asg: &AutoScalingGroup,
         facts: &HashMap<String, Option<InstanceFacts>>,
-        ami: Option<&str>,
+        launch: &Launched,
     ) -> Result<ServedGroup, Unservable> {
+        let ami = launch.image.as_deref();
         let name = ng.nodegroup_name().unwrap_or_default();
         let scaling = ng.scaling_config().ok_or(Unservable::NoScalingConfig)?;
         let (min_size, max_size) = (
@@ -389,6 +398,7 @@ impl AwsState {
             zone: &zone,
             region: &region,
             capacity_type: &capacity_type,
+            target: launch.target,
             gpu_type: smallest.gpu_type.as_deref(),
             // Only an AMI id: the release version names a release, not the image label EKS puts on nodes.
             image: ami,
@@ -398,12 +408,7 @@ impl AwsState {
             allocatable,
         });
         let resource_slices = resource_slices(ng, smallest, template::name_of(&template));
-        let on_demand = self.price_of(&smallest.name);
-        let price_per_hour = if capacity_type == "SPOT" {
-            on_demand.map(|p| p * self.config.spot_price_ratio)
-        } else {
-            on_demand
-        };
+        let price_per_hour = self.group_price(&smallest.name, &capacity_type);
         let options = self.options(ng, name);
         let type_names: Vec<&str> = types.iter().map(|f| f.name.as_str()).collect();
         let asg_name = asg
@@ -439,7 +444,7 @@ impl AwsState {
                 node_repair: ng.node_repair_config().map(node_repair_of),
                 capacity_type: CapacityType::parse(&capacity_type)
                     .unwrap_or(CapacityType::OnDemand),
-                reservations: Vec::new(),
+                reservations: launch.reservations.clone(),
             }),
             asg: asg_name,
             zones,
@@ -451,6 +456,15 @@ impl AwsState {
         };
         group.apply(asg);
         Ok(group)
+    }
+
+    /// The hourly price of a group's node of `instance_type`: its on-demand price, a share of it for Spot.
+    fn group_price(&self, instance_type: &str, capacity_type: &str) -> Option<f64> {
+        let on_demand = self.price_of(instance_type);
+        match capacity_type {
+            "SPOT" => on_demand.map(|p| p * self.config.spot_price_ratio),
+            _ => on_demand,
+        }
     }
 
     /// The group's autoscaling options: its tags', with the config file's over them.
@@ -520,6 +534,31 @@ impl AwsState {
                 group.failure = Some(failure(&message));
             }
         }
+    }
+}
+
+/// What a group's new instances launch with: the AMI of the launch template version its ASG launches (when
+/// EC2 said it), whether that version targets capacity reservations, and those EC2 said.
+struct Launched {
+    image: Option<String>,
+    target: LaunchTarget,
+    reservations: Vec<Reservation>,
+}
+
+/// What a group launching `launch` launches with, its target's reservations from `reserved`. A resource
+/// group target names no reservation ekscale reads: the group is reserved, with none listed.
+fn launched(launch: Option<&Launch>, reserved: &HashMap<String, Reservation>) -> Launched {
+    let target = launch.and_then(|l| l.reservation.as_ref());
+    Launched {
+        image: launch.and_then(|l| l.image.clone()),
+        target: match target {
+            Some(_) => LaunchTarget::Reserved,
+            None => LaunchTarget::Open,
+        },
+        reservations: match target {
+            Some(ReservationTarget::Id(id)) => reserved.get(id).cloned().into_iter().collect(),
+            Some(ReservationTarget::ResourceGroup(_)) | None => Vec::new(),
+        },
     }
 }
 

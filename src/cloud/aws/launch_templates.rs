@@ -1,10 +1,14 @@
-//! The AMI a node group's new instances launch with: the image of the launch template version its Auto
-//! Scaling group launches, from `ec2:DescribeLaunchTemplateVersions`, remembered between refreshes.
+//! What a node group's new instances launch with: the image of the launch template version its Auto Scaling
+//! group launches, and the capacity reservation it targets (`CapacityReservationSpecification`), from
+//! `ec2:DescribeLaunchTemplateVersions`, remembered between refreshes; and those reservations, from one
+//! `ec2:DescribeCapacityReservations` a refresh for all their ids.
 
 use super::calls::{Calls, sdk_error};
+use crate::model::{Invalid, Reservation, ReservationType};
 use aws_sdk_autoscaling::types::AutoScalingGroup;
-use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use aws_sdk_ec2::types::{CapacityReservation, CapacityReservationState, CapacityReservationType};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::time::{Duration, Instant, SystemTime};
 
 /// A launch template version as an Auto Scaling group names it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -61,10 +65,49 @@ struct Known {
     read_at: Instant,
     /// Its AMI id; `None` when EC2 did not say one.
     image: Option<String>,
+    /// The capacity reservation it targets, if it targets one.
+    reservation: Option<ReservationTarget>,
+}
+
+/// The capacity reservation a launch template version targets (`CapacityReservationTarget`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum ReservationTarget {
+    /// One reservation, `cr-...`: read with DescribeCapacityReservations.
+    Id(String),
+    /// A resource group of reservations, by its ARN. Its members are not read (that takes
+    /// `resource-groups:ListGroupResources`): the group's nodes are labelled reserved, and it is served
+    /// without reservations.
+    ResourceGroup(String),
+}
+
+/// What a launch template version says of the instances it launches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Launch {
+    /// Its AMI id, when EC2 said one.
+    pub(super) image: Option<String>,
+    pub(super) reservation: Option<ReservationTarget>,
+}
+
+/// The reservation target of a launch template version's data, if it has one.
+fn reservation_target(
+    data: &aws_sdk_ec2::types::ResponseLaunchTemplateData,
+) -> Option<ReservationTarget> {
+    let target = data
+        .capacity_reservation_specification()?
+        .capacity_reservation_target()?;
+    match (
+        target.capacity_reservation_id(),
+        target.capacity_reservation_resource_group_arn(),
+    ) {
+        (Some(id), _) => Some(ReservationTarget::Id(id.to_string())),
+        (None, Some(arn)) => Some(ReservationTarget::ResourceGroup(arn.to_string())),
+        (None, None) => None,
+    }
 }
 
 impl Images {
-    /// The AMI id each of `wanted` launches, asking EC2 only about versions it has not answered for yet.
+    /// The AMI id and reservation each of `wanted` launches with, asking EC2 only about versions it has not
+    /// answered for yet.
     /// A numbered version's AMI is kept for as long as some group launches it; what a `$Latest` or `$Default`
     /// version launches, and a version EC2 gave no AMI for (an error, no answer, an image resolved only at
     /// launch), is asked again once `again` (`describeInterval`) has passed. EC2 failing never fails a
@@ -74,7 +117,7 @@ impl Images {
         calls: &Calls,
         wanted: &HashSet<TemplateVersion>,
         again: Duration,
-    ) -> HashMap<TemplateVersion, String> {
+    ) -> HashMap<TemplateVersion, Launch> {
         self.known.retain(|version, _| wanted.contains(version));
         let now = Instant::now();
         let stale = |version: &TemplateVersion, known: &Known| {
@@ -108,7 +151,7 @@ impl Images {
             let Ok((version, answer)) = joined else {
                 continue;
             };
-            let image = match answer {
+            let (image, reservation) = match answer {
                 Ok(output) => {
                     let data = (output.launch_template_versions().first())
                         .and_then(|v| v.launch_template_data());
@@ -119,7 +162,7 @@ impl Images {
                     if image.is_none() {
                         tracing::debug!(%version, "launch template version names no AMI id");
                     }
-                    image.map(str::to_string)
+                    (image.map(str::to_string), data.and_then(reservation_target))
                 }
                 Err(error) => {
                     let error = sdk_error("ec2:DescribeLaunchTemplateVersions", error);
@@ -129,19 +172,120 @@ impl Images {
                         "launch template version unknown: the node groups launching it report their \
                          release version as their image"
                     );
-                    None
+                    (None, None)
                 }
             };
             let known = Known {
                 read_at: now,
                 image,
+                reservation,
             };
             self.known.insert(version, known);
         }
         (self.known.iter())
-            .filter_map(|(version, known)| Some((version.clone(), known.image.clone()?)))
+            .map(|(version, known)| {
+                let launch = Launch {
+                    image: known.image.clone(),
+                    reservation: known.reservation.clone(),
+                };
+                (version.clone(), launch)
+            })
             .collect()
     }
+}
+
+/// The capacity reservations the groups' launch templates target, as EC2 last said them.
+#[derive(Default)]
+pub(super) struct Reservations {
+    last: HashMap<String, Reservation>,
+}
+
+impl Reservations {
+    /// The reservations `ids` name, with one DescribeCapacityReservations for them all (none when no group
+    /// targets one). A failed call is counted (as every call is) and logged, and what EC2 said last stands;
+    /// a reservation in no state that holds instances (expired, cancelled, pending, failed...) is left out.
+    pub(super) async fn read(
+        &mut self,
+        calls: &Calls,
+        ids: &BTreeSet<String>,
+    ) -> &HashMap<String, Reservation> {
+        self.last.retain(|id, _| ids.contains(id));
+        if ids.is_empty() {
+            return &self.last;
+        }
+        let request = (calls.ec2.describe_capacity_reservations())
+            .set_capacity_reservation_ids(Some(ids.iter().cloned().collect()));
+        let mut pages = request.into_paginator().send();
+        let mut read = HashMap::new();
+        while let Some(page) = pages.next().await {
+            let page = match calls.record("ec2", "DescribeCapacityReservations", page) {
+                Ok(page) => page,
+                Err(error) => {
+                    let error = sdk_error("ec2:DescribeCapacityReservations", error);
+                    tracing::warn!(
+                        %error,
+                        reservations = ids.len(),
+                        "capacity reservations unknown: the last ones read stand"
+                    );
+                    return &self.last;
+                }
+            };
+            for found in page.capacity_reservations() {
+                match reservation_of(found) {
+                    Some(Ok(reservation)) => {
+                        read.insert(reservation.id.clone(), reservation);
+                    }
+                    Some(Err(invalid)) => tracing::warn!(
+                        reservation = found.capacity_reservation_id().unwrap_or_default(),
+                        %invalid,
+                        "capacity reservation left out"
+                    ),
+                    None => {}
+                }
+            }
+        }
+        self.last = read;
+        &self.last
+    }
+}
+
+/// A reservation as DescribeCapacityReservations says it: `None` when its state holds no instances (only
+/// `active`, `scheduled` and `payment-pending` do), an error naming the field EC2 said wrong.
+pub(super) fn reservation_of(found: &CapacityReservation) -> Option<Result<Reservation, Invalid>> {
+    use CapacityReservationState::{Active, PaymentPending, Scheduled};
+    if !matches!(found.state(), Some(Active | Scheduled | PaymentPending)) {
+        return None;
+    }
+    let count = |field: &str, n: Option<i32>| {
+        u32::try_from(n.unwrap_or(0)).map_err(|_| Invalid::new(field, "must not be negative"))
+    };
+    let time = |at: Option<&aws_sdk_ec2::primitives::DateTime>| {
+        at.and_then(|at| SystemTime::try_from(*at).ok())
+    };
+    let read = || {
+        let kind = match found.reservation_type() {
+            Some(CapacityReservationType::CapacityBlock) => ReservationType::CapacityBlock,
+            Some(CapacityReservationType::Default) | None => ReservationType::Odcr,
+            Some(other) => {
+                let rule = format!("{:?} is none of capacity-block, default", other.as_str());
+                return Err(Invalid::new("ReservationType", rule));
+            }
+        };
+        let reservation = Reservation {
+            id: found
+                .capacity_reservation_id()
+                .unwrap_or_default()
+                .to_string(),
+            kind,
+            start: time(found.start_date()),
+            end: time(found.end_date()),
+            total: count("TotalInstanceCount", found.total_instance_count())?,
+            available: count("AvailableInstanceCount", found.available_instance_count())?,
+        };
+        reservation.validate()?;
+        Ok(reservation)
+    };
+    Some(read())
 }
 
 #[cfg(test)]
@@ -161,6 +305,56 @@ mod tests {
             .set_launch_template_name(name.map(str::to_string))
             .set_version(version.map(str::to_string))
             .build()
+    }
+
+    #[test]
+    fn reservations_read_as_ec2_says_them_and_only_in_states_that_hold_instances() {
+        use aws_sdk_ec2::primitives::DateTime;
+        let block = CapacityReservation::builder()
+            .capacity_reservation_id("cr-0123456789abcdef0")
+            .reservation_type(CapacityReservationType::CapacityBlock)
+            .state(CapacityReservationState::Scheduled)
+            .start_date(DateTime::from_secs(1_800_000_000))
+            .end_date(DateTime::from_secs(1_800_086_400))
+            .total_instance_count(4)
+            .available_instance_count(3)
+            .build();
+        let read = reservation_of(&block).unwrap().unwrap();
+        assert_eq!(read.kind, ReservationType::CapacityBlock);
+        assert_eq!((read.total, read.available), (4, 3));
+        let at = |s| Some(SystemTime::UNIX_EPOCH + Duration::from_secs(s));
+        assert_eq!(
+            (read.start, read.end),
+            (at(1_800_000_000), at(1_800_086_400))
+        );
+
+        let odcr = CapacityReservation::builder()
+            .capacity_reservation_id("cr-0abc")
+            .reservation_type(CapacityReservationType::Default)
+            .state(CapacityReservationState::Active)
+            .total_instance_count(2)
+            .available_instance_count(2)
+            .build();
+        let read = reservation_of(&odcr).unwrap().unwrap();
+        assert_eq!(
+            (read.kind, read.start, read.end),
+            (ReservationType::Odcr, None, None)
+        );
+        for gone in [
+            CapacityReservationState::Expired,
+            CapacityReservationState::Cancelled,
+        ] {
+            let found = CapacityReservation::builder().state(gone).build();
+            assert_eq!(reservation_of(&found), None);
+        }
+        let broken = CapacityReservation::builder()
+            .capacity_reservation_id("cr-0abc")
+            .state(CapacityReservationState::Active)
+            .total_instance_count(2)
+            .available_instance_count(-1)
+            .build();
+        let field = reservation_of(&broken).unwrap().unwrap_err().field;
+        assert_eq!(field, "AvailableInstanceCount");
     }
 
     #[test]

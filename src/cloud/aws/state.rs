@@ -6,7 +6,7 @@ use super::calls::{Calls, sdk_error};
 use super::config::AwsConfig;
 use super::instance_types::InstanceTypes;
 use super::interruption::{Membership, Record};
-use super::launch_templates::Images;
+use super::launch_templates::{Images, Reservations};
 use super::view::{AsgInstance, ServedGroup, View};
 use crate::cloud::backend::CloudError;
 use crate::cloud::backend::CloudObserver;
@@ -56,6 +56,8 @@ pub(super) struct Memory {
     pub(super) profiles: HashMap<String, (Instant, FargateProfile)>,
     /// The AMI of each launch template version the groups launch.
     pub(super) images: Images,
+    /// The capacity reservations those versions target.
+    pub(super) reservations: Reservations,
 }
 
 /// One all-or-nothing increase the ASG has not yet launched whole.

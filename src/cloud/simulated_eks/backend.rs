@@ -15,6 +15,7 @@ use super::fleet::{Fleet, SimInstance};
 use super::leaving_keys::EventKind;
 use super::notices::{Notices, Rebalancing, seen_from};
 use super::repair::Repairs;
+use super::reservations::GroupReservations;
 use super::scenario::{Scenario, SimNodeGroup, image_problem};
 use crate::clock::Clock;
 use crate::cloud::backend::{CloudError, NodeGroupBackend};
@@ -24,7 +25,7 @@ use crate::cloud::node_group::{
     Instance, InstanceError, InstanceErrorClass, InstanceState, NodeGroupSpec,
 };
 use crate::cloud::template;
-use crate::model::{FargateProfile, LeavingInstance, NodeGroupStatus};
+use crate::model::{FargateProfile, LeavingInstance, NodeGroupStatus, Reservation};
 use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -67,6 +68,8 @@ pub(super) struct SimGroup {
     pub(super) notices: Notices,
     /// Its unhealthy instances and the repairs under way.
     pub(super) repairs: Repairs,
+    /// The capacity reservations it launches into, and how far a Capacity Block's end has gone.
+    pub(super) reservations: GroupReservations,
 }
 
 /// A managed node group update under way, as EKS carries one out: the target raised by a surge of new-image
@@ -118,7 +121,11 @@ impl SimulatedEks {
         };
         for config in scenario.node_groups {
             let target = config.desired_size;
+            let spec = &config.spec;
+            let reservations =
+                GroupReservations::new(spec.capacity_type, &spec.reservations, epoch);
             state.groups.push(SimGroup {
+                reservations,
                 config,
                 target,
                 instances: Vec::new(),
@@ -151,19 +158,6 @@ impl SimulatedEks {
 
     pub fn clock(&self) -> &Clock {
         &self.clock
-    }
-
-    /// Sets how many instances group `id` may have (`None`: no limit), as a spot pool that dries up or frees
-    /// up. Capacity asked for and not launched launches at the next look; running instances stay.
-    pub fn set_available_capacity(
-        &self,
-        id: &str,
-        available: Option<u32>,
-    ) -> Result<(), CloudError> {
-        let idx = self.group_index(id)?;
-        let (mut state, _) = self.settled(idx);
-        state.groups[idx].config.available_capacity = available;
-        Ok(())
     }
 
     /// Starts a managed node group update of group `id` to `image`, which takes `duration`, as EKS's
@@ -210,22 +204,6 @@ impl SimulatedEks {
         });
         let target = group.target + surge;
         state.set_target(idx, now, target)
-    }
-
-    /// Gives group `id`'s new instances `image` without an update, as a launch template version set on its
-    /// Auto Scaling group outside EKS does: the instances it has keep theirs, and their nodes drift.
-    pub fn set_image(&self, id: &str, image: &str) -> Result<(), CloudError> {
-        let idx = self.group_index(id)?;
-        if let Some(problem) = image_problem(image) {
-            return Err(CloudError::FailedPrecondition(format!(
-                "node group {id}: {problem}"
-            )));
-        }
-        let (mut state, _) = self.settled(idx);
-        let group = &mut state.groups[idx];
-        let status = group.config.spec.status.clone();
-        group.respec(status, image);
-        Ok(())
     }
 
     pub(super) fn group_index(&self, id: &str) -> Result<usize, CloudError> {
@@ -276,7 +254,12 @@ impl SimState {
             let notices = group.notices.next_at(group.rebalancing());
             let node_repair = group.config.spec.node_repair.clone();
             let repairs = (group.repairs).next_at(node_repair.as_ref(), &group.instances);
-            let Some(at) = [update, notices, repairs].into_iter().flatten().min() else {
+            let block_end = group.reservations.next_at();
+            let Some(at) = [update, notices, repairs, block_end]
+                .into_iter()
+                .flatten()
+                .min()
+            else {
                 break;
             };
             if at > now {
@@ -293,6 +276,8 @@ impl SimState {
                 surges,
                 notices,
                 repairs,
+                reservations,
+                target,
                 ..
             } = &mut self.groups[idx];
             let mut fleet = Fleet {
@@ -302,6 +287,11 @@ impl SimState {
             };
             notices.step(at, &mut fleet, rebalancing);
             repairs.step(at, node_repair.as_ref(), &mut fleet);
+            let terminated = reservations.step(at, &mut fleet, target);
+            instances.retain(|i| !terminated.contains(&i.id));
+            for id in &terminated {
+                self.index.remove(id);
+            }
             let delay = config.provisioning_delay;
             self.launch(idx, at, delay);
         }
@@ -368,7 +358,7 @@ impl SimState {
         let wanted = usize::try_from(group.target)
             .unwrap_or(0)
             .saturating_sub(group.live());
-        for _ in 0..wanted.min(group.room()) {
+        for _ in 0..wanted.min(group.room(now)) {
             self.new_instance(idx, now, provisioning_delay);
         }
     }
@@ -408,7 +398,7 @@ impl SimState {
         let group = &self.groups[idx];
         let max = usize::try_from(group.config.spec.max_size).unwrap_or(0);
         let beyond_max = (max / 10).max(1);
-        if group.room() == 0 || group.live() + group.surges.len() >= max + beyond_max {
+        if group.room(now) == 0 || group.live() + group.surges.len() >= max + beyond_max {
             return None;
         }
         let id = self.new_instance(idx, now, provisioning_delay);
@@ -465,7 +455,7 @@ impl SimGroup {
     }
 
     /// Serves the group with this status and image from now on (its template labelled with the image).
-    fn respec(&mut self, status: NodeGroupStatus, image: &str) {
+    pub(super) fn respec(&mut self, status: NodeGroupStatus, image: &str) {
         let spec = &self.config.spec;
         self.config.spec = Arc::new(NodeGroupSpec {
             status,
@@ -473,6 +463,17 @@ impl SimGroup {
             template: Arc::new(template::with_image(&spec.template, image)),
             ..NodeGroupSpec::clone(spec)
         });
+    }
+
+    /// Refuses a target above the present one asked for outside its Capacity Block's window, as EKS does.
+    fn refuse_outside_window(&self, now: Duration, target: i32) -> Result<(), CloudError> {
+        match (self.reservations.refusal(now)).filter(|_| target > self.target) {
+            Some(refusal) => Err(CloudError::FailedPrecondition(format!(
+                "node group {}: {refusal}; nothing was changed",
+                self.config.spec.id
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Instances the target counts: not being deleted, and no rebalancing replacement still beside it.
@@ -485,10 +486,13 @@ impl SimGroup {
         instance.is_live() && !self.surges.contains(&instance.id)
     }
 
-    /// How many more instances capacity allows (those being deleted still hold theirs).
-    fn room(&self) -> usize {
+    /// How many more instances capacity allows at `now` (those being deleted still hold theirs): its
+    /// `availableCapacity`, and a Capacity Block group's block.
+    fn room(&self, now: Duration) -> usize {
         let capacity = (self.config.available_capacity).map_or(usize::MAX, |c| c as usize);
-        capacity.saturating_sub(self.instances.len())
+        let room = capacity.saturating_sub(self.instances.len());
+        let reserved = self.reservations.room(now, self.instances.len());
+        reserved.map_or(room, |reserved| reserved.min(room))
     }
 
     /// Requested capacity the cloud could not launch.
@@ -573,6 +577,13 @@ impl NodeGroupBackend for SimulatedEks {
             })
             .collect();
         let placeholders = group.placeholders();
+        let message = group.reservations.shortage(now).unwrap_or_else(|| {
+            format!(
+                "node group {id} has no capacity for {placeholders} more instance(s) \
+                 (availableCapacity {})",
+                group.config.available_capacity.unwrap_or_default()
+            )
+        });
         instances.extend((0..placeholders).map(|n| Instance {
             id: group.placeholder_id(n),
             state: InstanceState::Creating,
@@ -580,11 +591,7 @@ impl NodeGroupBackend for SimulatedEks {
             error: Some(InstanceError {
                 class: InstanceErrorClass::OutOfResources,
                 code: PLACEHOLDER_ERROR_CODE.into(),
-                message: format!(
-                    "simulated EKS: node group {id} has no capacity for {placeholders} more instance(s) \
-                     (availableCapacity {})",
-                    group.config.available_capacity.unwrap_or_default()
-                ),
+                message: format!("simulated EKS: {message}"),
             }),
         }));
         Ok(instances)
@@ -593,6 +600,7 @@ impl NodeGroupBackend for SimulatedEks {
     async fn set_target_size(&self, id: &str, target: i32) -> Result<(), CloudError> {
         let idx = self.group_index(id)?;
         let (mut state, now) = self.settled(idx);
+        state.groups[idx].refuse_outside_window(now, target)?;
         state.set_target(idx, now, target)
     }
 
@@ -601,18 +609,21 @@ impl NodeGroupBackend for SimulatedEks {
         let idx = self.group_index(id)?;
         let (mut state, now) = self.settled(idx);
         let group = &state.groups[idx];
+        group.refuse_outside_window(now, target)?;
         let delta = usize::try_from(target - group.target).unwrap_or(0);
-        if let Some(capacity) = group.config.available_capacity {
-            // What was asked for before and still waits for room launches first.
-            let free = (capacity as usize)
-                .saturating_sub(group.instances.len())
-                .saturating_sub(group.placeholders());
-            if free < delta {
-                return Err(CloudError::Exhausted(format!(
-                    "simulated EKS: node group {id} can launch {free} more instance(s) now \
-                     (availableCapacity {capacity}), not all {delta}; nothing was changed"
-                )));
-            }
+        // What was asked for before and still waits for room launches first.
+        let free = group.room(now).saturating_sub(group.placeholders());
+        if free < delta {
+            let limit = (group.reservations.shortage(now)).unwrap_or_else(|| {
+                format!(
+                    "availableCapacity {}",
+                    group.config.available_capacity.unwrap_or_default()
+                )
+            });
+            return Err(CloudError::Exhausted(format!(
+                "simulated EKS: node group {id} can launch {free} more instance(s) now ({limit}), \
+                 not all {delta}; nothing was changed"
+            )));
         }
         state.set_target(idx, now, target)
     }
@@ -664,6 +675,16 @@ impl NodeGroupBackend for SimulatedEks {
 
     fn leaving_instances(&self) -> Vec<LeavingInstance> {
         self.leaving()
+    }
+
+    /// Their counts now: the group's instances fill its active reservations in order.
+    fn reservations(&self, id: &str) -> Vec<Reservation> {
+        let Ok(idx) = self.group_index(id) else {
+            return Vec::new();
+        };
+        let (state, now) = self.settled(idx);
+        let group = &state.groups[idx];
+        group.reservations.live(now, group.instances.len())
     }
 
     fn price_of_instance_type(&self, instance_type: &str) -> Option<f64> {

@@ -7,6 +7,7 @@ use super::backend::{SimGroup, SimulatedEks};
 use super::leaving_keys::EventKind;
 use super::notices::SPOT_WARNING;
 use super::repair::Sick;
+use super::scenario::image_problem;
 use crate::cloud::backend::CloudError;
 use crate::model::LeavingInstance;
 use std::time::{Duration, SystemTime};
@@ -29,6 +30,35 @@ impl SimulatedEks {
     /// Simulated wall-clock time.
     pub fn wall_now(&self) -> SystemTime {
         self.epoch + self.clock.now()
+    }
+
+    /// Sets how many instances group `id` may have (`None`: no limit), as a spot pool that dries up or frees
+    /// up. Capacity asked for and not launched launches at the next look; running instances stay.
+    pub fn set_available_capacity(
+        &self,
+        id: &str,
+        available: Option<u32>,
+    ) -> Result<(), CloudError> {
+        let idx = self.group_index(id)?;
+        let (mut state, _) = self.settled(idx);
+        state.groups[idx].config.available_capacity = available;
+        Ok(())
+    }
+
+    /// Gives group `id`'s new instances `image` without an update, as a launch template version set on its
+    /// Auto Scaling group outside EKS does: the instances it has keep theirs, and their nodes drift.
+    pub fn set_image(&self, id: &str, image: &str) -> Result<(), CloudError> {
+        let idx = self.group_index(id)?;
+        if let Some(problem) = image_problem(image) {
+            return Err(CloudError::FailedPrecondition(format!(
+                "node group {id}: {problem}"
+            )));
+        }
+        let (mut state, _) = self.settled(idx);
+        let group = &mut state.groups[idx];
+        let status = group.config.spec.status.clone();
+        group.respec(status, image);
+        Ok(())
     }
 
     /// EC2 takes `pick` Spot instances of group `id` back: the warning now, the instances terminated two

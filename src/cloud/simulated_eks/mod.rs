@@ -7,7 +7,7 @@ mod fleet; // a group's instances and target, as what acts on them from outside 
 mod leaving_keys; // the scenario's nodeRepairConfig and instanceEvents, read and checked
 mod notices; // what EC2 says about instances and what follows: termination, replacement, rebalancing
 mod repair; // EKS's node auto repair: wait, replace or reboot, within parallelism and threshold
-mod reservation_keys; // the scenario's reservations (capacity blocks, ODCRs), read and checked
+mod reservations; // capacity blocks and ODCRs: read from the scenario, then lived on the clock
 mod scenario; // the scenario file: node groups and Fargate profiles, checked whole
 
 pub use backend::SimulatedEks;

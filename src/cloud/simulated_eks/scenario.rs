@@ -4,14 +4,16 @@
 //! simulator can serve, with every template already built and checked.
 
 use super::leaving_keys::{GroupFacts, InstanceEvent, InstanceEventFile, NodeRepairConfigFile};
-use super::reservation_keys::{ReservationFile, read_reservations};
+use super::reservations::{ReservationFile, read_reservations};
 use crate::cloud::dra::{self, InstanceGpus};
 use crate::cloud::fargate::FargateRates;
 use crate::cloud::instance_types::{self, Arch};
 use crate::cloud::node_group::NodeGroupSpec;
 use crate::cloud::options::OptionsFile;
 use crate::cloud::pricing::DEFAULT_SPOT_PRICE_RATIO;
-use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
+use crate::cloud::template::{
+    self, LaunchTarget, Taint, TaintEffect, TemplateSpec, eks_allocatable,
+};
 use crate::k8s::Quantity;
 use crate::model::{
     CAPACITY_TYPE_LABEL, CapacityType, FargateProfile, Invalid, NODE_GROUP_IMAGE_LABEL,
@@ -290,6 +292,11 @@ impl Scenario {
             .transpose()
             .map_err(ScenarioError::Invalid)?;
         let instance_events = instance_events(&file, &node_groups, start)?;
+        if start.is_none() && node_groups.iter().any(has_timed_reservation) {
+            let rule = "must be given with reservations that have a start or an end: their windows are \
+                        read against it, never against the machine's clock";
+            return Err(ScenarioError::Invalid(Invalid::new("start", rule)));
+        }
         Ok(Scenario {
             start,
             instance_events,
@@ -335,7 +342,12 @@ fn load_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<SimNodeGroup
         }
         None => default_image(arch.label(), capacity.gpus > 0),
     };
+    let reservations = read_reservations(capacity_type, &group.reservations)?;
     let template = template::build(&TemplateSpec {
+        target: match reservations.is_empty() {
+            true => LaunchTarget::Open,
+            false => LaunchTarget::Reserved,
+        },
         node_group: &group.name,
         instance_type: &instance_type,
         arch: arch.label(),
@@ -389,7 +401,7 @@ fn load_group(file: &ScenarioFile, group: &NodeGroupFile) -> Result<SimNodeGroup
                 .map(NodeRepairConfigFile::read)
                 .transpose()?,
             capacity_type,
-            reservations: read_reservations(capacity_type, &group.reservations)?,
+            reservations,
         }),
         zones: group.zones.clone(),
         desired_size: group.desired_size,
@@ -428,6 +440,11 @@ fn instance_events(
                 .map_err(|reason| ScenarioError::InstanceEvent { index, reason })
         })
         .collect()
+}
+
+/// Whether one of the group's reservations starts or ends at a time (a Capacity Block always does).
+fn has_timed_reservation(group: &SimNodeGroup) -> bool {
+    (group.spec.reservations.iter()).any(|r| r.start.is_some() || r.end.is_some())
 }
 
 /// Managed node groups of Spot capacity have capacity rebalancing on, and only they can have it.

@@ -7,7 +7,7 @@ use serde::Deserialize;
 /// One of a group's `reservations`: `{id, type: capacity-block|odcr, start, end, total, available}`.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(super) struct ReservationFile {
+pub struct ReservationFile {
     id: String,
     #[serde(rename = "type")]
     kind: String,
@@ -16,7 +16,9 @@ pub(super) struct ReservationFile {
     #[serde(default)]
     end: Option<String>,
     total: u32,
-    /// Left out: all of `total` (no instance runs in it when the scenario starts).
+    /// What is free of it before the group's own instances (left out: all of `total`): the rest is held by
+    /// instances outside the group for the whole scenario, and the group's instances, those of `desiredSize`
+    /// included, fill what is free (`super::live`).
     #[serde(default)]
     available: Option<u32>,
 }
@@ -42,7 +44,7 @@ impl ReservationFile {
 /// A group's reservations, each checked, and together with its capacity type: a `CAPACITY_BLOCK` group
 /// targets capacity blocks and at least one (EKS requires the launch template to name one); an `ON_DEMAND`
 /// group may target ODCRs; a `SPOT` group targets none (a reservation is On-Demand capacity).
-pub(super) fn read_reservations(
+pub fn read_reservations(
     capacity_type: CapacityType,
     files: &[ReservationFile],
 ) -> Result<Vec<Reservation>, Invalid> {
