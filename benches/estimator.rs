@@ -189,6 +189,7 @@ fn input(count: usize, node_groups: usize, mix: Mix) -> Input {
             node_price: None,
             zero_or_max: false,
             prepaid: 0,
+            full: false,
         })
         .collect();
     Input {

@@ -100,6 +100,39 @@ async fn a_group_at_its_max_terminates_its_drifted_node_first_and_cordons_the_re
     assert_eq!(disruption(&result, &names[2])["action"], "wait");
 }
 
+/// The same group on a Capacity Block all of whose instances it runs: far from its max size, but the block has
+/// no instance free for a replacement, so the drifted node is terminated first (its instance goes back to the
+/// block, where the replacement launches).
+// The simulate binary blocks this thread while the provider answers it from another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_capacity_block_is_no_room_to_surge() {
+    let scenario = std::fs::read_to_string(data("rotation-scenario.yaml"))
+        .unwrap()
+        .replace(
+            "maxSize: 3, desiredSize: 3, image: ami-2}",
+            "maxSize: 10, desiredSize: 3, image: ami-2,\n     capacityType: CAPACITY_BLOCK, reservations: [{id: cr-0a1b2c3d4e5f60718, \
+             type: capacity-block, start: \"2026-12-01T08:00:00Z\", end: \"2026-12-08T08:00:00Z\", total: 3}]}",
+        );
+    let scenario = format!("start: \"2026-12-01T09:00:00Z\"\n{scenario}");
+    let server = Server::start_with(&scenario, None).await;
+    let (names, items) = drifted_snapshot(&server, |_| {}).await;
+    let config = data("rotation-config.yaml");
+    let args = [
+        "--disruption-config",
+        config.as_str(),
+        "--now",
+        "2026-12-01T09:00:00Z",
+    ];
+    let result = simulate_json(server.addr, &list(items), &args);
+    let first = disruption(&result, &names[0]);
+    assert_eq!(first["action"], "terminateFirst", "{result:#}");
+    let detail = first["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("no room to surge") && detail.contains("cr-0a1b2c3d4e5f60718"),
+        "{detail}"
+    );
+}
+
 // The simulate binary blocks this thread while the provider answers it from another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_capacity_quota_at_its_limit_is_no_room_to_surge_but_a_group_with_room_replaces_first() {

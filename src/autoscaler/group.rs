@@ -64,6 +64,9 @@ pub struct Group {
     /// New nodes of it that go to capacity already paid for (the available instances of its active
     /// reservations, of its open Capacity Blocks): priced 0/h by the expander (`autoscaler/capacity/`).
     pub prepaid: u32,
+    /// Its `skip` is a Capacity Block with no free instance: a limit one node less lifts (the instance it
+    /// frees is the block's), not a hold, so a drifted or expired node of it may be terminated first.
+    pub full: bool,
 }
 
 impl Group {

@@ -187,6 +187,7 @@ pub fn gate(
             (Standing::Open { .. }, Some(why)) => {
                 backoff.unavailable(&f.group.id, why.clone(), now + FULL_UNAVAILABLE);
                 g.skip = backoff.unavailable_now(&f.group.id, now).or(Some(why));
+                g.full = true;
             }
             (_, why) => g.skip = why,
         }

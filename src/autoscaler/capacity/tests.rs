@@ -84,6 +84,7 @@ fn group(f: &GroupFacts) -> Group {
         node_price: None,
         zero_or_max: false,
         prepaid: 0,
+        full: false,
     }
 }
 

@@ -166,6 +166,7 @@ impl ClusterState {
                 node_price: None,
                 zero_or_max: f.options.zero_or_max,
                 prepaid: 0,
+                full: false,
             });
         }
         (groups, counts)

@@ -471,11 +471,15 @@ fn can_grow(
     totals: &mut Totals,
 ) -> Result<(), CannotGrow> {
     let group = &scene.fleet.groups[g];
-    // At its max size the group is skipped by scale-up: that is a limit, told below, not a hold.
+    // At its max size the group is skipped by scale-up: that is a limit, told below, not a hold. So is a full
+    // Capacity Block: a node of it terminated gives its instance back to the block.
     if let Some(why) =
         (group.skip.as_ref()).filter(|w| **w != scaleup::Limited::GroupMax.to_string())
     {
-        return Err(CannotGrow::HeldBack(why.clone()));
+        return Err(match group.full {
+            true => CannotGrow::Limit(why.clone()),
+            false => CannotGrow::HeldBack(why.clone()),
+        });
     }
     let template = group.template.as_ref().ok_or(CannotGrow::NoTemplate)?;
     let grown = scene.fleet.grown.get(&group.id).copied().unwrap_or(0) + surged;

@@ -59,6 +59,7 @@ fn group(f: &GroupFacts, skip: Option<&str>) -> Group {
         node_price: None,
         zero_or_max: false,
         prepaid: 0,
+        full: false,
     }
 }
 

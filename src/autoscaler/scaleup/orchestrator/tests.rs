@@ -64,6 +64,7 @@ fn setup(templates: &[(Arc<Node>, i32, i32)], pods: Vec<Pod>) -> Setup {
             node_price: None,
             zero_or_max: false,
             prepaid: 0,
+            full: false,
         })
         .collect();
     Setup {
