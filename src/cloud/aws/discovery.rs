@@ -17,7 +17,7 @@ use crate::cloud::node_group::NodeGroupSpec;
 use crate::cloud::node_group::OptionOverrides;
 use crate::cloud::options;
 use crate::cloud::template::{self, Taint, TaintEffect, TemplateSpec, eks_allocatable};
-use crate::model::{FargateProfile, FargateSelector, NodeGroupStatus};
+use crate::model::{CapacityType, FargateProfile, FargateSelector, NodeGroupStatus};
 use aws_sdk_autoscaling::types::{AutoScalingGroup, Filter, ScalingActivityStatusCode};
 use aws_sdk_eks::error::ProvideErrorMetadata;
 use aws_sdk_eks::types::{Nodegroup, NodegroupStatus};
