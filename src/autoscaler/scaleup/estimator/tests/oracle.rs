@@ -528,11 +528,19 @@ proptest! {
 
 /// (pods under, nodes over) the optimum over `cases` mixes drawn from `seed`, each mix checked first.
 fn margin(seed: u8, cases: usize) -> BTreeMap<(u64, i64), usize> {
+    margin_of(mix(), seed, cases)
+}
+
+/// The same over mixes of `strategy`'s shape.
+pub(super) fn margin_of(
+    strategy: impl Strategy<Value = Mix>,
+    seed: u8,
+    cases: usize,
+) -> BTreeMap<(u64, i64), usize> {
     let mut runner = TestRunner::new_with_rng(
         Config::default(),
         TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]),
     );
-    let strategy = mix();
     let mut seen: BTreeMap<(u64, i64), usize> = BTreeMap::new();
     for _ in 0..cases {
         let mix = strategy.new_tree(&mut runner).unwrap().current();
