@@ -12,7 +12,7 @@ use super::plan::{
 };
 use super::repair::repair;
 use super::replan::Replan;
-use crate::model::Pod;
+use crate::model::{HOSTNAME_LABEL, Pod};
 use crate::simulator::Filling;
 use crate::simulator::FreeTree;
 use crate::simulator::how_many;
@@ -88,15 +88,76 @@ pub fn search(
         });
         let share = EstimateLimits { deadline, ..limits };
         let other = pack(topology, existing, templates, demands, share, ordering);
-        let better = best.as_ref().is_none_or(|best| {
-            (other.pods_placed(), std::cmp::Reverse(other.node_count()))
-                > (best.pods_placed(), std::cmp::Reverse(best.node_count()))
-        });
-        if better {
-            best = Some(other);
-        }
+        best = Some(better_of(best, other));
     }
-    best.expect("at least one ordering")
+    let best = best.expect("at least one ordering");
+    let cluster = Replan {
+        topology,
+        existing,
+        templates,
+        demands,
+        limits,
+    };
+    slots_first(&cluster, best, &mut packed, (pods, at_least))
+}
+
+/// Whichever of `best` and `other` places more pods, or as many on fewer nodes; `best` on a tie.
+fn better_of(best: Option<Estimate>, other: Estimate) -> Estimate {
+    match best {
+        Some(best)
+            if (other.pods_placed(), std::cmp::Reverse(other.node_count()))
+                <= (best.pods_placed(), std::cmp::Reverse(best.node_count())) =>
+        {
+            best
+        }
+        _ => other,
+    }
+}
+
+/// `best`, or a first fit that takes the groups whose pods each need a node of their own ([`one_a_node`])
+/// before the others, when that does better: the first-fit orderings again, those groups' runs moved to
+/// the front. Taken by size, bigger pods without such a constraint fill nodes first, and the pods that need
+/// a node each then find no room beside them and get nodes alone (four such pods beside four pods two of
+/// which fill a node: six nodes, where one of each on four nodes do). Taken first, they are slots the other
+/// pods fill. Only plans with both kinds of groups pack again, and an ordering whose runs come out as one
+/// already packed is not packed twice: plans without such a group pay nothing. `bounds` is the pods and
+/// the fewest nodes any plan needs ([`unbeatable`]).
+fn slots_first(
+    cluster: &Replan,
+    mut best: Estimate,
+    packed: &mut Vec<Vec<Vec<usize>>>,
+    (pods, at_least): (u64, u64),
+) -> Estimate {
+    let slot: Vec<bool> = cluster.demands.iter().map(one_a_node).collect();
+    if !slot.contains(&true) || !slot.contains(&false) {
+        return best;
+    }
+    for ordering in ORDERINGS.into_iter().filter(|o| o.first_fit()) {
+        if best.stopped == Some(Stop::TimeLimit) || unbeatable(&best, pods, at_least) {
+            break;
+        }
+        let (mut first, rest): (Vec<Vec<usize>>, Vec<Vec<usize>>) =
+            (runs(cluster.demands, cluster.templates.first(), ordering).into_iter())
+                .map(|run| run.into_iter().partition::<Vec<usize>, _>(|&d| slot[d]))
+                .unzip();
+        first.extend(rest);
+        first.retain(|run| !run.is_empty());
+        if packed.contains(&first) {
+            continue;
+        }
+        let other = pack_runs(cluster, ordering, &first);
+        packed.push(first);
+        best = better_of(Some(best), other);
+    }
+    best
+}
+
+/// Whether each pod of the demand needs a node of its own: a required anti-affinity term by hostname that
+/// the pod itself matches (a highly available Deployment's replicas, one a node).
+pub(super) fn one_a_node(demand: &Demand) -> bool {
+    let pod = demand.pod;
+    (pod.scheduling.anti_affinity.iter())
+        .any(|t| t.topology_key == HOSTNAME_LABEL && t.matches(&pod.namespace, &pod.labels))
 }
 
 /// The demands in the order `ordering` takes them, highest score first, in runs: groups that tie on the

@@ -272,7 +272,12 @@ fn spread_pods_are_slots_the_bigger_pods_fill() {
     let mix = small_mix(
         vec![
             sized((900, 128, 4), 0, Constraint::None, None),
-            sized((600, 128, 4), 1, Constraint::AntiAffinity { zone: false }, None),
+            sized(
+                (600, 128, 4),
+                1,
+                Constraint::AntiAffinity { zone: false },
+                None,
+            ),
         ],
         1,
     );
@@ -281,46 +286,49 @@ fn spread_pods_are_slots_the_bigger_pods_fill() {
 
 /// A highly available Deployment beside a batch of workers: one ReplicaSet of two to five pods with required
 /// hostname anti-affinity (one a node), one or two groups of bigger plain pods, on nodes two to four of
-/// these pods fill (each pod a fifth to a half of a node's cpu or memory), in one or two zones; ten pods at
-/// most.
+/// these pods fill (each pod a fifth to a half of a node's cpu, up to half its memory; on a quarter of the
+/// mixes, two to four pod slots a node), in one or two zones; ten pods at most.
 fn spread_beside_bigger() -> impl Strategy<Value = Mix> {
     let share = |at_least: u64| (at_least..=50u64, 5u64..=50);
     (
         (2000u64..=4000, 4u64..=8, 1usize..=2),
+        prop::option::weighted(0.25, 2u64..=4),
         (2u64..=5, share(20)),
         prop::collection::vec((1u64..=4, 0u64..=15, 5u64..=50), 1..=2),
     )
-        .prop_map(|((cpu, gi, zones), (spread, (spread_cpu, spread_mem)), big)| {
-            let sized = |cpu_pct: u64, mem_pct: u64, count: u64, constraint| Group {
-                cpu: cpu * cpu_pct.min(50) / 100,
-                mem_mi: (gi << 10) * mem_pct / 100,
-                count,
-                label: 0,
-                constraint,
-                tolerates: false,
-                host_port: false,
-                pin: None,
-            };
-            let anti = Constraint::AntiAffinity { zone: false };
-            let mut groups = vec![sized(spread_cpu.min(45), spread_mem, spread, anti)];
-            let mut left = 10 - spread;
-            for (count, more, mem_pct) in big {
-                // Bigger than the spread's pods, as a batch of workers beside a small service.
-                let count = count.min(left);
-                if count > 0 {
-                    let cpu_pct = (spread_cpu.min(45) + 5 + more).max(25);
-                    groups.push(sized(cpu_pct, mem_pct, count, Constraint::None));
+        .prop_map(
+            |((cpu, gi, zones), slots, (spread, (spread_cpu, spread_mem)), big)| {
+                let sized = |cpu_pct: u64, mem_pct: u64, count: u64, constraint| Group {
+                    cpu: cpu * cpu_pct.min(50) / 100,
+                    mem_mi: (gi << 10) * mem_pct / 100,
+                    count,
+                    label: 0,
+                    constraint,
+                    tolerates: false,
+                    host_port: false,
+                    pin: None,
+                };
+                let anti = Constraint::AntiAffinity { zone: false };
+                let mut groups = vec![sized(spread_cpu.min(45), spread_mem, spread, anti)];
+                let mut left = 10 - spread;
+                for (count, more, mem_pct) in big {
+                    // Bigger than the spread's pods, as a batch of workers beside a small service.
+                    let count = count.min(left);
+                    if count > 0 {
+                        let cpu_pct = (spread_cpu.min(45) + 5 + more).max(25);
+                        groups.push(sized(cpu_pct, mem_pct, count, Constraint::None));
+                    }
+                    left -= count;
                 }
-                left -= count;
-            }
-            Mix {
-                shape: (cpu, gi, 8),
-                zones,
-                tainted: false,
-                groups,
-                beside: vec![],
-            }
-        })
+                Mix {
+                    shape: (cpu, gi, slots.unwrap_or(8)),
+                    zones,
+                    tainted: false,
+                    groups,
+                    beside: vec![],
+                }
+            },
+        )
 }
 
 /// Mixes of [`spread_beside_bigger`]'s shape from a fixed seed: every pod placed as the optimum places it,
