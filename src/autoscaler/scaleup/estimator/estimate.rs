@@ -99,7 +99,7 @@ pub fn search(
         demands,
         limits,
     };
-    slots_first(&cluster, best, &mut packed, (pods, at_least))
+    slots_first(&cluster, best, &packed, (pods, at_least))
 }
 
 /// Whichever of `best` and `other` places more pods, or as many on fewer nodes; `best` on a tie.
@@ -121,13 +121,13 @@ fn better_of(best: Option<Estimate>, other: Estimate) -> Estimate {
 /// front. Taken by size, bigger pods without such a constraint fill nodes first, and the pods that need a
 /// node each then find no room beside them and get nodes alone (four such pods beside four pods two of
 /// which fill a node: six nodes, where one of each on four nodes do). Taken first, they are slots the
-/// other pods fill. One pack more, only for plans with both kinds of groups that no plan could beat: the
-/// fewest nodes it needs are `bounds`' ([`unbeatable`]) or as many as the most pods one hostname term keeps
-/// apart. Runs that come out as ones already packed (`packed`) are not packed twice.
+/// other pods fill. One pack more, only for plans with both kinds of groups, and none when no plan could beat
+/// `best`: the fewest nodes any plan needs are `bounds`' ([`unbeatable`]) or as many as the most pods one
+/// hostname term keeps apart. Runs that come out as ones already packed (`packed`) are not packed twice.
 fn slots_first(
     cluster: &Replan,
     best: Estimate,
-    packed: &mut Vec<Vec<Vec<usize>>>,
+    packed: &[Vec<Vec<usize>>],
     (pods, at_least): (u64, u64),
 ) -> Estimate {
     let terms: Vec<Option<&PodAffinityTerm>> =
@@ -157,7 +157,6 @@ fn slots_first(
         return best;
     }
     let other = pack_runs(cluster, ordering, &first);
-    packed.push(first);
     better_of(Some(best), other)
 }
 
