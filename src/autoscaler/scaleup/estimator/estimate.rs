@@ -12,11 +12,12 @@ use super::plan::{
 };
 use super::repair::repair;
 use super::replan::Replan;
-use crate::model::Pod;
+use crate::model::{HOSTNAME_LABEL, Pod, PodAffinityTerm};
 use crate::simulator::Filling;
 use crate::simulator::FreeTree;
 use crate::simulator::how_many;
 use crate::simulator::{Place, Topology};
+use std::collections::HashMap;
 use std::time::Instant;
 
 /// Estimates the nodes of the group whose templates are `templates`: the best of the searches ([`search`]),
@@ -88,15 +89,95 @@ pub fn search(
         });
         let share = EstimateLimits { deadline, ..limits };
         let other = pack(topology, existing, templates, demands, share, ordering);
-        let better = best.as_ref().is_none_or(|best| {
-            (other.pods_placed(), std::cmp::Reverse(other.node_count()))
-                > (best.pods_placed(), std::cmp::Reverse(best.node_count()))
-        });
-        if better {
-            best = Some(other);
+        best = Some(better_of(best, other));
+    }
+    let best = best.expect("at least one ordering");
+    let cluster = Replan {
+        topology,
+        existing,
+        templates,
+        demands,
+        limits,
+    };
+    slots_first(&cluster, best, &packed, (pods, at_least))
+}
+
+/// Whichever of `best` and `other` places more pods, or as many on fewer nodes; `best` on a tie.
+fn better_of(best: Option<Estimate>, other: Estimate) -> Estimate {
+    match best {
+        Some(best)
+            if (other.pods_placed(), std::cmp::Reverse(other.node_count()))
+                <= (best.pods_placed(), std::cmp::Reverse(best.node_count())) =>
+        {
+            best
+        }
+        _ => other,
+    }
+}
+
+/// `best`, or a first fit that takes the groups whose pods each need a node of their own
+/// ([`own_hostname_term`]) before the others, when that does better: the runs of `best`'s ordering
+/// (SumOfShares' after upstream's search or one that picks by requests), those groups' runs moved to the
+/// front. Taken by size, bigger pods without such a constraint fill nodes first, and the pods that need a
+/// node each then find no room beside them and get nodes alone (four such pods beside four pods two of
+/// which fill a node: six nodes, where one of each on four nodes do). Taken first, they are slots the
+/// other pods fill. One pack more, only for plans with both kinds of groups, and none when no plan could beat
+/// `best`: the fewest nodes any plan needs are `bounds`' ([`unbeatable`]) or as many as the most pods one
+/// hostname term keeps apart. Runs that come out as ones already packed (`packed`) are not packed twice.
+fn slots_first(
+    cluster: &Replan,
+    best: Estimate,
+    packed: &[Vec<Vec<usize>>],
+    (pods, at_least): (u64, u64),
+) -> Estimate {
+    let terms: Vec<Option<&PodAffinityTerm>> =
+        cluster.demands.iter().map(own_hostname_term).collect();
+    if terms.iter().all(Option::is_some) || terms.iter().all(Option::is_none) {
+        return best;
+    }
+    let apart = nodes_apart(cluster.demands, &terms);
+    if best.stopped == Some(Stop::TimeLimit) || unbeatable(&best, pods, at_least.max(apart)) {
+        return best;
+    }
+    let ordering = if best.ordering.first_fit() {
+        best.ordering
+    } else {
+        Ordering::SumOfShares
+    };
+    let (mut first, rest): (Vec<Vec<usize>>, Vec<Vec<usize>>) =
+        (runs(cluster.demands, cluster.templates.first(), ordering).into_iter())
+            .map(|run| {
+                run.into_iter()
+                    .partition::<Vec<usize>, _>(|&d| terms[d].is_some())
+            })
+            .unzip();
+    first.extend(rest);
+    first.retain(|run| !run.is_empty());
+    if packed.contains(&first) {
+        return best;
+    }
+    let other = pack_runs(cluster, ordering, &first);
+    better_of(Some(best), other)
+}
+
+/// The required anti-affinity term by hostname that the demand's pod itself matches, if any: then each of
+/// its pods needs a node of its own (a highly available Deployment's replicas, one a node).
+pub(super) fn own_hostname_term<'a>(demand: &Demand<'a>) -> Option<&'a PodAffinityTerm> {
+    let pod = demand.pod;
+    (pod.scheduling.anti_affinity.iter())
+        .find(|t| t.topology_key == HOSTNAME_LABEL && t.matches(&pod.namespace, &pod.labels))
+}
+
+/// The most pods one hostname term keeps apart: pods of every demand whose own term (`terms`) it is, each
+/// of which matches it, so no two share a node. One pass over the demands.
+fn nodes_apart(demands: &[Demand], terms: &[Option<&PodAffinityTerm>]) -> u64 {
+    let mut apart: HashMap<&PodAffinityTerm, u64> = HashMap::new();
+    for (demand, term) in demands.iter().zip(terms) {
+        if let Some(term) = term {
+            *apart.entry(*term).or_default() += demand.count;
         }
     }
-    best.expect("at least one ordering")
+    apart.into_values().max().unwrap_or(0)
 }
 
 /// The demands in the order `ordering` takes them, highest score first, in runs: groups that tie on the

@@ -15,6 +15,10 @@
 //! the first node with room (or the one with the least room, for best fit) is found in a tree
 //! ([`FreeTree`]), not by a scan.
 //!
+//! Pods that each need a node of their own (required anti-affinity by hostname on their own kind, a highly
+//! available Deployment's replicas) are packed first once more, as slots the other pods fill: taken by size,
+//! bigger pods fill nodes first and leave them no room (`estimate`'s `slots_first`).
+//!
 //! No search moves a pod it placed. When pods with required pod affinity are left out, the best plan is
 //! repaired first (`repair`): their partners placed differently (moved to a node of the pod's zones, or
 //! packed after it), kept when more pods are placed. On plans of a few pods, pods the repair still leaves

@@ -1,7 +1,10 @@
 //! Named mixes held to the exhaustive search of `oracle.rs`: the smallest on which an earlier fix of the
-//! estimator taken out made it fail, and those the repair of pods their pod affinity left out places.
+//! estimator taken out made it fail, and those the repair of pods their pod affinity left out places; and
+//! generated mixes of one shape, a spread ReplicaSet (one pod a node) beside bigger plain pods.
 
-use super::oracle::{Constraint, Group, Mix, Optimum, check};
+use super::oracle::{Constraint, Group, Mix, Optimum, check, margin_of};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
 
 fn plain_group(count: u64, label: usize, constraint: Constraint, pin: Option<usize>) -> Group {
     Group {
@@ -259,4 +262,88 @@ fn pinned_pods_with_a_host_port_and_partners_that_want_their_own_kind() {
         beside: vec![(0, 0)],
     };
     reaches(&mix, Optimum { pods: 9, nodes: 7 });
+}
+
+/// A spread ReplicaSet (required hostname anti-affinity: one a node) beside bigger plain pods, two of which
+/// fill a node: packed by size, the big pods go two to a node and leave no room beside them, and the four
+/// spread pods take four nodes of their own (six). The optimum puts one of each on four nodes.
+#[test]
+fn spread_pods_are_slots_the_bigger_pods_fill() {
+    let mix = small_mix(
+        vec![
+            sized((900, 128, 4), 0, Constraint::None, None),
+            sized(
+                (600, 128, 4),
+                1,
+                Constraint::AntiAffinity { zone: false },
+                None,
+            ),
+        ],
+        1,
+    );
+    reaches(&mix, Optimum { pods: 8, nodes: 4 });
+}
+
+/// A highly available Deployment beside a batch of workers: one ReplicaSet of two to five pods with required
+/// hostname anti-affinity (one a node), one or two groups of bigger plain pods, on nodes two to four of
+/// these pods fill (each pod a fifth to a half of a node's cpu, up to half its memory; on a quarter of the
+/// mixes, two to four pod slots a node), in one or two zones; ten pods at most.
+fn spread_beside_bigger() -> impl Strategy<Value = Mix> {
+    let share = |at_least: u64| (at_least..=50u64, 5u64..=50);
+    (
+        (2000u64..=4000, 4u64..=8, 1usize..=2),
+        prop::option::weighted(0.25, 2u64..=4),
+        (2u64..=5, share(20)),
+        prop::collection::vec((1u64..=4, 0u64..=15, 5u64..=50), 1..=2),
+    )
+        .prop_map(
+            |((cpu, gi, zones), slots, (spread, (spread_cpu, spread_mem)), big)| {
+                let sized = |cpu_pct: u64, mem_pct: u64, count: u64, constraint| Group {
+                    cpu: cpu * cpu_pct.min(50) / 100,
+                    mem_mi: (gi << 10) * mem_pct / 100,
+                    count,
+                    label: 0,
+                    constraint,
+                    tolerates: false,
+                    host_port: false,
+                    pin: None,
+                };
+                let anti = Constraint::AntiAffinity { zone: false };
+                let mut groups = vec![sized(spread_cpu.min(45), spread_mem, spread, anti)];
+                let mut left = 10 - spread;
+                for (count, more, mem_pct) in big {
+                    // Bigger than the spread's pods, as a batch of workers beside a small service.
+                    let count = count.min(left);
+                    if count > 0 {
+                        let cpu_pct = (spread_cpu.min(45) + 5 + more).max(25);
+                        groups.push(sized(cpu_pct, mem_pct, count, Constraint::None));
+                    }
+                    left -= count;
+                }
+                Mix {
+                    shape: (cpu, gi, slots.unwrap_or(8)),
+                    zones,
+                    tainted: false,
+                    groups,
+                    beside: vec![],
+                }
+            },
+        )
+}
+
+/// Mixes of [`spread_beside_bigger`]'s shape from a fixed seed: every pod placed as the optimum places it,
+/// none more than one node over, at least 90% at the optimum; the histogram printed on failure.
+#[test]
+fn spread_beside_bigger_pods_within_one_node_of_the_optimum() {
+    let cases = 300;
+    let seen: BTreeMap<(u64, i64), usize> = margin_of(spread_beside_bigger(), 11, cases);
+    let at = |f: &dyn Fn(u64, i64) -> bool| {
+        (seen.iter())
+            .filter(|((u, o), _)| f(*u, *o))
+            .map(|(_, n)| n)
+            .sum::<usize>()
+    };
+    assert_eq!(at(&|u, _| u > 0), 0, "pods under the optimum: {seen:?}");
+    assert_eq!(at(&|_, o| o > 1), 0, "more than one node over: {seen:?}");
+    assert!(at(&|_, o| o == 0) * 100 >= cases * 90, "{seen:?}");
 }
