@@ -400,6 +400,26 @@ fn third_day_holds_and_replaces(summary: &str, html: &str) {
         );
     }
     assert!(day.contains("nodes: general +"), "{day}");
+    // Office hours for batch: 19:00 to 07:00 Berlin is 04:00 to 16:00 on the day's clock.
+    assert_eq!(
+        span("batch: sized by its schedule"),
+        ("04:00:00".into(), "16:00:00".into()),
+        "{day}"
+    );
+    // The Capacity Block: its two nodes run the training job (paid for ahead, before on-demand GPUs), and
+    // both are drained from 02:10 UTC (drainLead before EKS scales the group in at 02:20), i.e. 12:10 on the
+    // day's clock; the on-demand GPU group takes the job, and the block's group is left at zero.
+    let ending: Vec<&str> = (day.lines())
+        .filter(|l| l.contains("(gpu-block) capacity block ending: drain"))
+        .map(str::trim_start)
+        .collect();
+    assert_eq!(ending.len(), 2, "{day}");
+    assert!(
+        ending.iter().all(|l| l >= &"12:10:00" && l < &"12:20:00"),
+        "{day}"
+    );
+    assert!(day.contains("gpu-block +2 -2"), "{day}");
+    assert!(day.contains("gpu +2 -0"), "{day}");
 }
 
 /// Seconds in `1m 30s`.

@@ -1,9 +1,10 @@
 //! What the report marks on a day's charts, from what each loop said: spans of time when a group's nodes
-//! were held (by its disruption budget, or by a managed node group update) and moments when an expired or
-//! drifted node was removed or replaced. The log says each span's start and end and each moment.
+//! were held (by its disruption budget, or by a managed node group update) or its sizes were a schedule's, and
+//! moments when an expired or drifted node was removed or replaced, or a node was drained because its Capacity
+//! Block ends. The log says each span's start and end and each moment.
 
 use crate::autoscaler::status::Status;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// A span of the day: what held which group's nodes, and the most nodes held at once.
@@ -28,6 +29,8 @@ pub struct Moment {
 enum Hold {
     Budget,
     Update,
+    /// A window of its `schedules:` holds its sizes.
+    Schedule,
 }
 
 #[derive(Debug, Default)]
@@ -36,6 +39,8 @@ pub struct Marks {
     pub moments: Vec<Moment>,
     /// The spans still open, by group and hold: their index in `spans`.
     open: BTreeMap<(String, Hold), usize>,
+    /// The nodes already marked as leaving because their Capacity Block ends.
+    block_ending: BTreeSet<String>,
 }
 
 impl Marks {
@@ -47,6 +52,15 @@ impl Marks {
         {
             let why = format!("{} is UPDATING: EKS replaces its nodes", g.id);
             now.insert((g.id.clone(), Hold::Update), (0, why));
+        }
+        for g in &status.node_groups {
+            if let Some(s) = &g.schedule {
+                let why = format!(
+                    "{}'s schedule holds it to {} to {} node(s) until {}",
+                    g.id, s.min_size, s.max_size, s.until
+                );
+                now.insert((g.id.clone(), Hold::Schedule), (0, why));
+            }
         }
         for k in &status.scale_down.unremovable {
             let hold = match k.reason.as_str() {
@@ -65,6 +79,7 @@ impl Marks {
                     let label = match key.1 {
                         Hold::Budget => format!("{}: held by its budget", key.0),
                         Hold::Update => format!("{} UPDATING", key.0),
+                        Hold::Schedule => format!("{}: sized by its schedule", key.0),
                     };
                     self.open.insert(key.clone(), self.spans.len());
                     self.spans.push(Span {
@@ -87,8 +102,20 @@ impl Marks {
             let text = match key.1 {
                 Hold::Budget => format!("{}: its budgets let its nodes go again", key.0),
                 Hold::Update => format!("{}: the update is over", key.0),
+                Hold::Schedule => format!("{}: its schedule's window closed", key.0),
             };
             said.push(("held", text));
+        }
+        let ending = (status.leaving.iter()).filter(|l| l.reason == "capacityBlockEnding");
+        for l in ending {
+            if self.block_ending.insert(l.node.clone()) {
+                let label = format!("{} ({}) capacity block ending: {}", l.node, l.node_group, l.action);
+                self.moments.push(Moment {
+                    at,
+                    label: label.clone(),
+                });
+                said.push(("leaving", format!("{label}; {}", l.detail)));
+            }
         }
         for d in (status.scale_down.disruptions.iter()).filter(|d| d.action != "wait") {
             let label = format!("{} ({}) {}: {}", d.node, d.node_group, d.reason, d.action);
@@ -173,5 +200,54 @@ mod tests {
             ]
         );
         assert_eq!(marks.moments.len(), 1);
+    }
+
+    #[test]
+    fn a_schedule_is_a_span_and_a_capacity_block_ending_a_moment_per_node() {
+        use crate::autoscaler::status::{LeavingAction, LeavingStatus, ScheduleStatus};
+        let mut marks = Marks::default();
+        let minute = |m: u64| Duration::from_secs(60 * m);
+        let ending = |node: &str| LeavingStatus {
+            node: node.into(),
+            node_group: "gpu-block".into(),
+            reason: "capacityBlockEnding".into(),
+            at: "2026-03-03T02:20:00Z".into(),
+            action: LeavingAction::Drain,
+            detail: "its block ends".into(),
+            source: String::new(),
+        };
+        let night = Status {
+            node_groups: vec![GroupStatus {
+                id: "batch".into(),
+                schedule: Some(ScheduleStatus {
+                    min_size: 0,
+                    max_size: 0,
+                    until: "2026-03-03T06:00:00Z".into(),
+                }),
+                ..GroupStatus::default()
+            }],
+            leaving: vec![ending("g1")],
+            ..Status::default()
+        };
+        let said = marks.observe(minute(1), &night);
+        let texts: Vec<&str> = said.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "0 node(s) of batch kept: batch's schedule holds it to 0 to 0 node(s) until 2026-03-03T06:00:00Z",
+                "g1 (gpu-block) capacity block ending: drain; its block ends",
+            ]
+        );
+        // The same node again is no new moment; a second node is.
+        let later = Status {
+            leaving: vec![ending("g1"), ending("g2")],
+            ..night.clone()
+        };
+        assert_eq!(marks.observe(minute(2), &later).len(), 1);
+        let said = marks.observe(minute(3), &Status::default());
+        assert_eq!(said[0].1, "batch: its schedule's window closed");
+        assert_eq!(marks.spans[0].label, "batch: sized by its schedule");
+        assert_eq!((marks.spans[0].from, marks.spans[0].to), (minute(1), Some(minute(3))));
+        assert_eq!(marks.moments.len(), 2);
     }
 }

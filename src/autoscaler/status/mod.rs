@@ -9,6 +9,7 @@ mod scale_down; // nodes that go, nodes that stay, deletions and replacements
 mod scale_up; // scale-ups, pods placed, pods no group helps, Fargate pods
 mod table; // the same facts for people, a section at a time
 
+pub use crate::autoscaler::leaving::{LeavingAction, LeavingStatus};
 pub use crate::autoscaler::quotas::QuotaReport;
 pub use capacity::{ReservationStatus, ScheduleStatus};
 pub use problem::{LoopProblem, LoopStage, ProblemKind};
