@@ -109,7 +109,10 @@ impl Marks {
         let ending = (status.leaving.iter()).filter(|l| l.reason == "capacityBlockEnding");
         for l in ending {
             if self.block_ending.insert(l.node.clone()) {
-                let label = format!("{} ({}) capacity block ending: {}", l.node, l.node_group, l.action);
+                let label = format!(
+                    "{} ({}) capacity block ending: {}",
+                    l.node, l.node_group, l.action
+                );
                 self.moments.push(Moment {
                     at,
                     label: label.clone(),
@@ -223,6 +226,8 @@ mod tests {
                     min_size: 0,
                     max_size: 0,
                     until: "2026-03-03T06:00:00Z".into(),
+                    window: "schedules[0]: \"0 19 * * mon-fri\" for 12h in Europe/Berlin".into(),
+                    note: None,
                 }),
                 ..GroupStatus::default()
             }],
@@ -247,7 +252,10 @@ mod tests {
         let said = marks.observe(minute(3), &Status::default());
         assert_eq!(said[0].1, "batch: its schedule's window closed");
         assert_eq!(marks.spans[0].label, "batch: sized by its schedule");
-        assert_eq!((marks.spans[0].from, marks.spans[0].to), (minute(1), Some(minute(3))));
+        assert_eq!(
+            (marks.spans[0].from, marks.spans[0].to),
+            (minute(1), Some(minute(3)))
+        );
         assert_eq!(marks.moments.len(), 2);
     }
 }

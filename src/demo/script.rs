@@ -580,8 +580,14 @@ mod tests {
         let third = Script::third_day();
         assert!(third.disruption.is_some() && third.start.is_some());
         assert!(
-            matches!(&third.timeline.last().unwrap().action, Action::Update(u) if u.node_group == "batch")
+            (third.timeline.iter())
+                .any(|e| matches!(&e.action, Action::Update(u) if u.node_group == "batch"))
         );
+        // Its Capacity Block group, with the block it launches into.
+        let block = (third.scenario.node_groups.iter())
+            .find(|g| g.spec.id == "gpu-block")
+            .expect("a Capacity Block group");
+        assert_eq!(block.spec.reservations.len(), 1);
         let second = Script::second_day();
         assert_eq!(second.scenario.cluster, "demo-day-2");
         assert!(matches!(
