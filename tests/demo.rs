@@ -415,7 +415,9 @@ fn third_day_holds_and_replaces(summary: &str, html: &str) {
         .collect();
     assert_eq!(ending.len(), 2, "{day}");
     assert!(
-        ending.iter().all(|l| ("12:10:00".."12:20:00").contains(&&l[..8])),
+        ending
+            .iter()
+            .all(|l| ("12:10:00".."12:20:00").contains(&&l[..8])),
         "{day}"
     );
     assert!(day.contains("gpu-block +2 -2"), "{day}");
