@@ -144,24 +144,13 @@ impl ScaleDownPolicy {
         excluded.extend(replacements.old_nodes().map(str::to_string));
         let mut budgets = self.budgets(cx, scene, &groups);
         let images: Vec<Option<&str>> = scene.facts.iter().map(GroupFacts::image).collect();
-        let sight = Sight {
-            nodes: &scene.view.nodes,
-            node_group: scene.node_group,
-            groups: &groups,
-            images: &images,
-            now: scene.now,
-            leaving: scene.leaving,
-            scheduled: &over_scheduled_max(scene, &groups, &excluded),
-        };
+        let scheduled = over_scheduled_max(scene, &groups, &excluded);
+        let sight = sight(scene, &groups, &images, &scheduled);
         let disrupted = sight.candidates(&budgets, &excluded);
         let uncordon = sight.drift_gone(&budgets, &excluded);
         excluded.extend((disrupted.iter()).map(|c| scene.view.nodes[c.node].name.clone()));
         let existing = scene.view.nodes.len();
-        let device_use: Vec<Option<PoolUse>> = (places[..existing].iter())
-            .map(|p| p.devices.as_ref().and_then(|d| d.utilization()))
-            .collect();
-        let at = (&scene.view.nodes[..], scene.node_group);
-        let reserved = capacity::reserved_nodes(scene.facts, at, cx.disruption, scene.now);
+        let (device_use, reserved) = node_facts(cx, scene, &places[..existing]);
         let input = Input {
             reserved: &reserved,
             ..input(cx, scene, &groups, &excluded, &previously, &device_use)
@@ -196,12 +185,10 @@ impl ScaleDownPolicy {
         // Expiry and drift over the world scale-down and consolidation left: they take their budgets first.
         let mut totals = Totals::of(places, &cx.quotas);
         let mut surged = vec![0; groups.len()];
-        let rotations = &self.actuator.rotations;
+        let ids = groups.iter().map(|g| g.id.as_str());
         let room = GroupRoom {
             lose: &mut plan.room_to_lose(&groups),
-            rotating: &mut (groups.iter())
-                .map(|g| rotations.in_progress(&g.id))
-                .collect::<Vec<_>>(),
+            rotating: &mut self.actuator.rotations.in_progress_per(ids),
             grow: &mut |g| {
                 can_grow(cx, scene, g, surged[g], &mut totals)?;
                 surged[g] += 1;
@@ -457,6 +444,39 @@ impl ScaleDownPolicy {
         }
         None
     }
+}
+
+/// What the disruption methods look at over the scene's nodes.
+fn sight<'s>(
+    scene: &'s Scene<'_>,
+    groups: &'s [GroupInfo],
+    images: &'s [Option<&'s str>],
+    scheduled: &'s [Option<OverMax>],
+) -> Sight<'s> {
+    Sight {
+        nodes: &scene.view.nodes,
+        node_group: scene.node_group,
+        groups,
+        images,
+        now: scene.now,
+        leaving: scene.leaving,
+        scheduled,
+    }
+}
+
+/// What the removal simulation reads of each existing node beyond the scene: its devices' use (DRA), and the
+/// nodes on reserved capacity, with why (no low-utilization candidates).
+fn node_facts(
+    cx: &Context<'_>,
+    scene: &Scene<'_>,
+    existing: &[Place],
+) -> (Vec<Option<PoolUse>>, HashMap<String, String>) {
+    let device_use = (existing.iter())
+        .map(|p| p.devices.as_ref().and_then(|d| d.utilization()))
+        .collect();
+    let at = (&scene.view.nodes[..], scene.node_group);
+    let reserved = capacity::reserved_nodes(scene.facts, at, cx.disruption, scene.now);
+    (device_use, reserved)
 }
 
 /// Whether group `g` may grow by one more node now, for a replacement (`surged` asked already this loop):

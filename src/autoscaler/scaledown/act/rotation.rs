@@ -133,6 +133,11 @@ impl Rotations {
         self.by_node.values().filter(|r| r.group == group).count()
     }
 
+    /// [`Rotations::in_progress`] of each of `groups`, in their order.
+    pub fn in_progress_per<'g>(&self, groups: impl Iterator<Item = &'g str>) -> Vec<usize> {
+        groups.map(|g| self.in_progress(g)).collect()
+    }
+
     /// Ends the rotations whose new node is Ready: each asked one takes a Ready node of its group created
     /// since it was asked (`group_of` says a node's group), the earliest asked first; those waited for past
     /// their patience end too. Returns the old nodes whose rotation ended.
