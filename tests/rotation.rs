@@ -183,6 +183,21 @@ fn acting(policy: &str) -> Settings {
     settings
 }
 
+/// Three loops of the companion acting on the cluster, whatever they decide; the cluster's view after them.
+async fn three_loops(
+    server: &Server,
+    cluster: &SimulatedCluster,
+    once: &mut RunOnce,
+) -> Arc<ekscale::autoscaler::ClusterView> {
+    let mut loops = 0;
+    play(server, cluster, once, 3, |_, _| {
+        loops += 1;
+        loops == 3
+    })
+    .await;
+    cluster.view().await.unwrap()
+}
+
 /// Runs the loop every 10 simulated seconds until `each` says it is done (at most `loops` times), checking
 /// after each loop that nothing failed; returns each loop's status.
 async fn play(
@@ -331,13 +346,7 @@ nodeGroups:
         .sim()
         .set_image("general", "ami-eks-amd64-2")
         .unwrap();
-    let mut loops = 0;
-    play(&server, &cluster, &mut once, 3, |_, _| {
-        loops += 1;
-        loops == 3
-    })
-    .await;
-    let view = cluster.view().await.unwrap();
+    let view = three_loops(&server, &cluster, &mut once).await;
     let node = |name: &str| view.nodes.iter().find(|n| n.name == name).unwrap().clone();
     for name in &names[..2] {
         let n = node(name);
@@ -381,13 +390,7 @@ nodeGroups:
     );
     // The image back to theirs: ekscale's cordons come off, the one by hand stays.
     server.sim().set_image("general", &original).unwrap();
-    let mut loops = 0;
-    play(&server, &cluster, &mut once, 3, |_, _| {
-        loops += 1;
-        loops == 3
-    })
-    .await;
-    let view = cluster.view().await.unwrap();
+    let view = three_loops(&server, &cluster, &mut once).await;
     let node = |name: &str| view.nodes.iter().find(|n| n.name == name).unwrap().clone();
     for name in &names[..2] {
         let n = node(name);
