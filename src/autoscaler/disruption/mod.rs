@@ -13,7 +13,7 @@ mod repair; // `repair:`: how long a node's problem lasts before ekscale replace
 mod schedule; // cron in an IANA zone, and the window each firing opens
 mod sizes; // `schedules:`: the min and max sizes in force while a window is open
 #[cfg(test)]
-mod tests; // the module as the loop uses it: the document read once, allowances used up loop after loop
+mod tests; // the document read, and the module as the loop uses it
 
 pub use allowance::Evaluated;
 pub use budget::Reason;

@@ -1,12 +1,12 @@
 //! The module as the loop uses it: the document read once, each group's policy found by name, its budgets
 //! evaluated once a loop, and each reason's allowance used up as candidates are chosen.
 
-use super::allowance::{Allowance, Binding, Description, Evaluated, Limit};
-use super::budget::{Budget, Nodes, NodesError, Reason, Reasons};
-use super::config::{DisruptionConfig, DisruptionConfigError, EntryName, Problem};
-use super::duration::DurationError;
-use super::policy::GroupPolicy;
-use super::schedule::{Schedule, ScheduleError, WindowText};
+use super::super::allowance::{Allowance, Binding, Description, Evaluated, Limit};
+use super::super::budget::{Budget, Nodes, NodesError, Reason, Reasons};
+use super::super::config::{DisruptionConfig, DisruptionConfigError, EntryName, Problem};
+use super::super::duration::DurationError;
+use super::super::policy::GroupPolicy;
+use super::super::schedule::{Schedule, ScheduleError, WindowText};
 use std::time::{Duration, SystemTime};
 
 const H: Duration = Duration::from_secs(3600);
