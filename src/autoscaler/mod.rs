@@ -5,6 +5,7 @@
 //! stages (`headroom`, `scaleup`, `scaledown`), the stages read `status`, `group`, `settings`, `cluster`,
 //! `disruption` and the provider `client`.
 
+pub(crate) mod budget; // graceful degradation: the pending pods' time budget, and the loop's progress /health-check reads
 pub(crate) mod capacity; // capacity paid for ahead: Capacity Block windows, reserved nodes kept, prepaid room first
 pub(crate) mod client; // the provider client, with cluster-autoscaler's caching rules: the only speaker of the wire types
 pub(crate) mod cluster; // where the cluster is read from: the ClusterSource trait, the view, snapshot files

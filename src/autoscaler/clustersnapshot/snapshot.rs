@@ -4,6 +4,7 @@
 //! that fit in it as it is (upstream's FilterOutSchedulable) are placed here, so scale-up plans only for the
 //! rest, and scale-down later finds the room they took.
 
+use crate::autoscaler::budget::Budget;
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::clustersnapshot::zones;
 use crate::autoscaler::clusterstate::state::Counts;
@@ -165,12 +166,13 @@ impl ClusterSnapshot {
     }
 
     /// FilterOutSchedulable: the pending pods that fit where nodes are or are coming take that room, and need
-    /// nothing new.
+    /// nothing new; tried group by group while `budget` lasts.
     pub fn place_pending(
         &mut self,
         pods: PodList<'_>,
         pending: &[EquivalenceGroup],
         groups: &[Group],
+        budget: &mut Budget,
     ) -> Fitted {
         let mut placed = Vec::new();
         let terms: Vec<PodTerms> = pending
@@ -189,6 +191,9 @@ impl ClusterSnapshot {
         loop {
             let mut progress = false;
             for (e, eg) in pending.iter().enumerate() {
+                if budget.spent(e) {
+                    break; // the groups not tried wait for the next loop (`Budget::left_from`)
+                }
                 let rest = &eg.pods[done[e]..];
                 if rest.is_empty() || !(first_pass || waits_on_others(eg)) {
                     continue;

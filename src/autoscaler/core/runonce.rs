@@ -22,6 +22,7 @@
 //! the view alone: they say what the registered nodes hold, whatever this loop decides or whether it gets
 //! far; their figures before and after scale-up go in the report.
 
+use crate::autoscaler::budget::{Budget, Progress};
 use crate::autoscaler::capacity;
 use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
@@ -102,6 +103,8 @@ pub struct RunOnce {
     quotas: QuotaStage,
     /// The leaving nodes seen: since when, and whether their pods found room since.
     leaving: LeavingMemory,
+    /// When the loop last showed it was working (the stages, the pending pods placed a few groups at a time).
+    progress: Progress,
 }
 
 impl RunOnce {
@@ -124,7 +127,13 @@ impl RunOnce {
             dra: None,
             quotas,
             leaving: LeavingMemory::default(),
+            progress: Progress::default(),
         }
+    }
+
+    /// The loop's progress, beaten as it works: what `/health-check` counts activity from.
+    pub fn progress(&self) -> Progress {
+        self.progress.clone()
     }
 
     /// Carries scale-down out on `cluster` (when `act` is set): taints, evictions.
@@ -144,6 +153,7 @@ impl RunOnce {
     /// taking what it needs and handing back a value; the status is assembled from those values.
     pub async fn run(&mut self, view: &ClusterView, now: SystemTime) -> Result<Status, LoopError> {
         let (started, mut status) = (Instant::now(), Status::default());
+        self.progress.beat();
         let errors = self.quotas.write_statuses(self.actor(), view, now).await;
         status.problems(LoopStage::Quotas, ProblemKind::StatusWrite, errors);
 
@@ -158,6 +168,7 @@ impl RunOnce {
         status.disruption_config_refused = disruption.stale;
 
         // Cluster state, the deletions in progress a step on; health: an unhealthy cluster ends the loop.
+        self.progress.beat();
         let config = disruption.config.as_deref();
         let (mut read, mut groups) = self
             .cluster_state(view, sorted.on_nodes, config, now)
@@ -206,12 +217,23 @@ impl RunOnce {
         let inputs = snapshot_inputs(view, pods, &sorted, &read, &grouped.projection, self.quotas);
         let mut snapshot = self.snapshot(&inputs, (&grouped.help, &asked), &mut groups);
         requests.hold_booked(&mut snapshot, pods, &asked, &groups, now);
-        let fitted = planning(|| snapshot.place_pending(pods, &grouped.help, &groups));
-        status.placed = fitted.placed;
+        let timeout = self.settings.pending_pods_batching_timeout;
+        let mut budget = Budget::starting_now(timeout, self.progress.clone());
+        let mut fitted =
+            planning(|| snapshot.place_pending(pods, &grouped.help, &groups, &mut budget));
+        status.placed = std::mem::take(&mut fitted.placed);
         let quotas_before = self.quotas.before(|| snapshot.totals().quotas);
 
-        // Scale-up: the requests not provisioned yet, each all or nothing; then planned for the rest.
-        let (keys, help) = (view.pod_keys(), grouped.help);
+        // Scale-up: the requests not provisioned yet, each all or nothing; then planned for the rest (not
+        // for the pods the batching timeout left untried: they may fit where nodes are).
+        let (keys, mut help) = (view.pod_keys(), grouped.help);
+        record::skip_untried(
+            &mut status,
+            pods,
+            (&mut help, &mut fitted),
+            budget.left_from(),
+        );
+        self.progress.beat();
         let mut pending = Pending::new(pods, keys, help, fitted.terms, fitted.done);
         pending.set_homes(&gone.moved, &gone.homes);
         let paused = self.batching(&mut pending, now, &mut status.no_scale_up);
@@ -235,6 +257,7 @@ impl RunOnce {
         status.problems(LoopStage::Leaving, ProblemKind::Action, errors);
 
         // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
+        self.progress.beat();
         if self.settings.scale_down.enabled {
             let stage = ScaleDownStage {
                 view,

@@ -2,6 +2,7 @@
 //! run), their virtual pods after the loop's other pods, the consuming pods set aside from scale-up, and at
 //! the end each request's status as `simulate` prints it and the API server gets it.
 
+use crate::autoscaler::budget::Budget;
 use crate::autoscaler::cluster::{
     self, ClusterSource, ClusterView, RequestStatus, StatusNotWritten,
 };
@@ -128,7 +129,7 @@ impl Requests {
     ) {
         for (r, asked) in self.list.iter_mut().zip(asked) {
             let Want::Book(n) = r.want else { continue };
-            let fitted = snapshot.place_pending(pods, asked, groups);
+            let fitted = snapshot.place_pending(pods, asked, groups, &mut Budget::unlimited());
             let held: usize = fitted.done.iter().sum();
             if held < n as usize {
                 let why = format!(

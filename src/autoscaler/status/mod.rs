@@ -22,4 +22,6 @@ pub use scale_down::{
     Consolidation, DeletionStatus, DisruptionBudgetStatus, DisruptionStatus, KeptNode,
     ReplacementStatus, ScaleDown, ScaleDownStatus,
 };
-pub use scale_up::{FargatePod, NoScaleUp, Placed, ScaleUp, UPCOMING, describe_reasons};
+pub use scale_up::{
+    FargatePod, NoScaleUp, Placed, SKIPPED_BATCHING_TIMEOUT, ScaleUp, UPCOMING, describe_reasons,
+};

@@ -29,6 +29,11 @@ pub struct Status {
     pub no_scale_up: Vec<NoScaleUp>,
     /// Pending pods that fit on existing nodes or on nodes already requested: no new node for them.
     pub placed: Vec<Placed>,
+    /// Pending pods not tried this loop (graceful degradation): placing them ran past
+    /// `--pending-pods-batching-timeout`, so they wait for the next loop, each in `noScaleUp` with
+    /// [`SKIPPED_BATCHING_TIMEOUT`](super::SKIPPED_BATCHING_TIMEOUT).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skipped_pods: usize,
     pub node_groups: Vec<GroupStatus>,
     /// Nodes that are going away for reasons no autoscaler decided, sorted by node: why, when, what is done.
     pub leaving: Vec<LeavingStatus>,
@@ -141,4 +146,8 @@ impl Status {
         let details = details.into_iter().map(|d| d.to_string());
         self.errors.extend(LoopProblem::all(stage, kind, details));
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

@@ -63,6 +63,11 @@ pub struct Placed {
     pub node_group: Option<String>,
 }
 
+/// Why a pending pod was not tried this loop (upstream logs "skipped due to exceeding pending pod batching
+/// timeout"): it waits for the next loop, which tries the pods in the same order.
+pub const SKIPPED_BATCHING_TIMEOUT: &str = "skipped due to exceeding pending pod batching timeout \
+     (--pending-pods-batching-timeout): not tried this loop, no scale-up for it until it is";
+
 /// What [`Placed::node`] says for a node not registered yet.
 pub const UPCOMING: &str = "upcoming";
 
