@@ -4,10 +4,10 @@
 //! that fit in it as it is (upstream's FilterOutSchedulable) are placed here, so scale-up plans only for the
 //! rest, and scale-down later finds the room they took.
 
-use crate::autoscaler::budget::Budget;
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::clustersnapshot::zones;
 use crate::autoscaler::clusterstate::state::Counts;
+use crate::autoscaler::degradation::BatchingBudget;
 use crate::autoscaler::group::{Group, GroupFacts, Totals};
 use crate::autoscaler::quotas::QuotaBook;
 use crate::autoscaler::status::{Placed, UPCOMING};
@@ -172,7 +172,7 @@ impl ClusterSnapshot {
         pods: PodList<'_>,
         pending: &[EquivalenceGroup],
         groups: &[Group],
-        budget: &mut Budget,
+        budget: &mut BatchingBudget,
     ) -> Fitted {
         let mut placed = Vec::new();
         let terms: Vec<PodTerms> = pending
@@ -192,7 +192,7 @@ impl ClusterSnapshot {
             let mut progress = false;
             for (e, eg) in pending.iter().enumerate() {
                 if budget.spent(e) {
-                    break; // the groups not tried wait for the next loop (`Budget::left_from`)
+                    break; // the groups not tried wait for the next loop (`BatchingBudget::left_from`)
                 }
                 let rest = &eg.pods[done[e]..];
                 if rest.is_empty() || !(first_pass || waits_on_others(eg)) {

@@ -2,8 +2,8 @@
 //! (cluster-autoscaler's liveness rules), and what it saw and decided. A loop still running counts as
 //! activity while it shows progress (`Progress`, beaten by its stages), however long it takes.
 
-use crate::autoscaler::budget::Progress;
 use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::degradation::Progress;
 use crate::autoscaler::status::Status;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};

@@ -9,14 +9,17 @@ use crate::autoscaler::clustersnapshot::snapshot::{
 };
 use crate::autoscaler::clusterstate::state::Counts;
 use crate::autoscaler::core::classify::Sorted;
+use crate::autoscaler::degradation::{BatchingBudget, Degradation};
 use crate::autoscaler::group::{Group, GroupFacts};
+use crate::autoscaler::planning::planning;
 use crate::autoscaler::quotas::{QuotaBefore, QuotaReport, QuotaStage};
 use crate::autoscaler::scaledown::report::ScaleDownReport as Report;
 use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::schedules::SizesInForce;
 use crate::autoscaler::status::{
-    GroupStatus, LoopProblem, LoopStage, NoScaleUp, ProblemKind, SKIPPED_BATCHING_TIMEOUT, Status,
+    DEGRADED_SCALE_DOWN_TURN, GroupStatus, LoopProblem, LoopStage, NoScaleUp, ProblemKind,
+    SKIPPED_BATCHING_TIMEOUT, Status,
 };
 use crate::model::{LabelProjection, PodList};
 use crate::simulator::EquivalenceGroup;
@@ -41,6 +44,25 @@ pub(crate) fn scale_up(status: &mut Status, plan: scaleup::ScaleUpPlan, pending:
     status.scale_up = plan.scale_ups;
     let reasons = plan.reasons;
     (status.no_scale_up).extend(pending.left_over(|e| reasons[e].clone()));
+}
+
+/// FilterOutSchedulable over the snapshot, the pending pods placed while the batching timeout lasts: the
+/// groups it left untried leave `help` (said in `status`), and the degraded loops are counted.
+pub(crate) fn fit_pending(
+    (snapshot, pods, groups): (&mut ClusterSnapshot, PodList<'_>, &[Group]),
+    help: &mut Vec<EquivalenceGroup>,
+    degradation: &mut Degradation,
+    status: &mut Status,
+) -> Fitted {
+    let progress = degradation.progress.clone();
+    let mut budget = BatchingBudget::starting_now(degradation.timeout, progress);
+    let mut fitted = planning(|| snapshot.place_pending(pods, help, groups, &mut budget));
+    status.placed = std::mem::take(&mut fitted.placed);
+    skip_untried(status, pods, (help, &mut fitted), budget.left_from());
+    status.degradation_change = degradation.loops.after(status.skipped_pods);
+    status.graceful_degradation_loops = degradation.loops.0;
+    degradation.progress.beat();
+    fitted
 }
 
 /// Graceful degradation: the equivalence groups from `left_from` on were not tried before the pending pods'
@@ -70,6 +92,13 @@ pub(crate) fn skip_untried(
         skipped = status.skipped_pods,
         "pods were skipped due to exceeding pending pod batching timeout"
     );
+}
+
+/// A degraded loop whose turn is scale-down's: no scale-up is planned, each pod left says why.
+pub(crate) fn scale_down_turn(pending: &mut Pending, said: &mut Vec<NoScaleUp>) {
+    let why = BTreeMap::from([(String::new(), DEGRADED_SCALE_DOWN_TURN.to_string())]);
+    said.extend(pending.left_over(|_| why.clone()));
+    pending.done = pending.groups.iter().map(|g| g.pods.len()).collect();
 }
 
 /// Scale-down's part of the report in the status.

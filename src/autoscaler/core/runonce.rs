@@ -22,7 +22,6 @@
 //! the view alone: they say what the registered nodes hold, whatever this loop decides or whether it gets
 //! far; their figures before and after scale-up go in the report.
 
-use crate::autoscaler::budget::{Budget, Progress};
 use crate::autoscaler::capacity;
 use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
@@ -37,6 +36,7 @@ use crate::autoscaler::core::health::Judge;
 use crate::autoscaler::core::leaving;
 use crate::autoscaler::core::record;
 use crate::autoscaler::core::record::{Read, quota_report, snapshot_inputs};
+use crate::autoscaler::degradation::{Degradation, Progress};
 use crate::autoscaler::disruption::DisruptionConfig;
 use crate::autoscaler::fargate::FargateAnswers;
 use crate::autoscaler::group::{Group, GroupFacts};
@@ -103,8 +103,8 @@ pub struct RunOnce {
     quotas: QuotaStage,
     /// The leaving nodes seen: since when, and whether their pods found room since.
     leaving: LeavingMemory,
-    /// When the loop last showed it was working (the stages, the pending pods placed a few groups at a time).
-    progress: Progress,
+    /// Graceful degradation: the batching timeout, the loop's progress, the degraded loops in a row.
+    degradation: Degradation,
 }
 
 impl RunOnce {
@@ -114,6 +114,11 @@ impl RunOnce {
         let quotas = match settings.capacity_quotas {
             true => QuotaStage::Kept,
             false => QuotaStage::Ignored,
+        };
+        let timeout = settings.pending_pods_batching_timeout;
+        let degradation = Degradation {
+            timeout,
+            ..Degradation::default()
         };
         RunOnce {
             client,
@@ -127,13 +132,13 @@ impl RunOnce {
             dra: None,
             quotas,
             leaving: LeavingMemory::default(),
-            progress: Progress::default(),
+            degradation,
         }
     }
 
     /// The loop's progress, beaten as it works: what `/health-check` counts activity from.
     pub fn progress(&self) -> Progress {
-        self.progress.clone()
+        self.degradation.progress.clone()
     }
 
     /// Carries scale-down out on `cluster` (when `act` is set): taints, evictions.
@@ -153,7 +158,7 @@ impl RunOnce {
     /// taking what it needs and handing back a value; the status is assembled from those values.
     pub async fn run(&mut self, view: &ClusterView, now: SystemTime) -> Result<Status, LoopError> {
         let (started, mut status) = (Instant::now(), Status::default());
-        self.progress.beat();
+        self.degradation.progress.beat();
         let errors = self.quotas.write_statuses(self.actor(), view, now).await;
         status.problems(LoopStage::Quotas, ProblemKind::StatusWrite, errors);
 
@@ -168,7 +173,6 @@ impl RunOnce {
         status.disruption_config_refused = disruption.stale;
 
         // Cluster state, the deletions in progress a step on; health: an unhealthy cluster ends the loop.
-        self.progress.beat();
         let config = disruption.config.as_deref();
         let (mut read, mut groups) = self
             .cluster_state(view, sorted.on_nodes, config, now)
@@ -217,24 +221,13 @@ impl RunOnce {
         let inputs = snapshot_inputs(view, pods, &sorted, &read, &grouped.projection, self.quotas);
         let mut snapshot = self.snapshot(&inputs, (&grouped.help, &asked), &mut groups);
         requests.hold_booked(&mut snapshot, pods, &asked, &groups, now);
-        let timeout = self.settings.pending_pods_batching_timeout;
-        let mut budget = Budget::starting_now(timeout, self.progress.clone());
-        let mut fitted =
-            planning(|| snapshot.place_pending(pods, &grouped.help, &groups, &mut budget));
-        status.placed = std::mem::take(&mut fitted.placed);
+        let (world, mut help) = ((&mut snapshot, pods, &groups[..]), grouped.help);
+        let fitted = record::fit_pending(world, &mut help, &mut self.degradation, &mut status);
         let quotas_before = self.quotas.before(|| snapshot.totals().quotas);
 
         // Scale-up: the requests not provisioned yet, each all or nothing; then planned for the rest (not
         // for the pods the batching timeout left untried: they may fit where nodes are).
-        let (keys, mut help) = (view.pod_keys(), grouped.help);
-        record::skip_untried(
-            &mut status,
-            pods,
-            (&mut help, &mut fitted),
-            budget.left_from(),
-        );
-        self.progress.beat();
-        let mut pending = Pending::new(pods, keys, help, fitted.terms, fitted.done);
+        let mut pending = Pending::new(pods, view.pod_keys(), help, fitted.terms, fitted.done);
         pending.set_homes(&gone.moved, &gone.homes);
         let paused = self.batching(&mut pending, now, &mut status.no_scale_up);
         let profiles = grouped.profiles.as_deref().map(Vec::as_slice);
@@ -257,8 +250,7 @@ impl RunOnce {
         status.problems(LoopStage::Leaving, ProblemKind::Action, errors);
 
         // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
-        self.progress.beat();
-        if self.settings.scale_down.enabled {
+        if self.settings.scale_down.enabled && self.degradation.loops.scales_down() {
             let stage = ScaleDownStage {
                 view,
                 pods,
@@ -386,6 +378,7 @@ impl RunOnce {
         disruption: Option<&DisruptionConfig>,
         now: SystemTime,
     ) -> Result<(Read, Vec<Group>), LoopError> {
+        self.degradation.progress.beat();
         self.client.refresh().await?;
         self.state.backoff.forget_old(now);
         let (facts, profiles) = futures::join!(
@@ -509,13 +502,18 @@ impl RunOnce {
     }
 
     /// Upstream's batching: while new pods keep coming, scale-up waits one loop for more and plans nothing;
-    /// each pod that waits is said in `said`. Returns why it waits (scale-down waits too).
+    /// each pod that waits is said in `said`. Returns why it waits (scale-down waits too). A degraded loop
+    /// whose turn is scale-down's plans no scale-up either (and scale-down goes on).
     fn batching(
         &self,
         pending: &mut Pending,
         now: SystemTime,
         said: &mut Vec<NoScaleUp>,
     ) -> Option<String> {
+        if !self.degradation.loops.scales_up() {
+            record::scale_down_turn(pending, said);
+            return None;
+        }
         if !self.settings.wait_for_new_pods {
             return None;
         }
@@ -607,6 +605,7 @@ impl RunOnce {
     /// Scale-down (and consolidation): decided over the snapshot scale-up left, then carried out. Returns
     /// its report; the groups it backs off are backed off here.
     async fn scale_down(&mut self, stage: ScaleDownStage<'_>, now: SystemTime) -> Report {
+        self.degradation.progress.beat();
         let ScaleDownStage {
             view,
             pods,

@@ -2,11 +2,11 @@
 //! run), their virtual pods after the loop's other pods, the consuming pods set aside from scale-up, and at
 //! the end each request's status as `simulate` prints it and the API server gets it.
 
-use crate::autoscaler::budget::Budget;
 use crate::autoscaler::cluster::{
     self, ClusterSource, ClusterView, RequestStatus, StatusNotWritten,
 };
 use crate::autoscaler::clustersnapshot::snapshot::ClusterSnapshot;
+use crate::autoscaler::degradation::BatchingBudget;
 use crate::autoscaler::feature::LoopFeature;
 use crate::autoscaler::group::Group;
 use crate::autoscaler::provreq::requests::{self, Request, Want};
@@ -129,7 +129,8 @@ impl Requests {
     ) {
         for (r, asked) in self.list.iter_mut().zip(asked) {
             let Want::Book(n) = r.want else { continue };
-            let fitted = snapshot.place_pending(pods, asked, groups, &mut Budget::unlimited());
+            let fitted =
+                snapshot.place_pending(pods, asked, groups, &mut BatchingBudget::unlimited());
             let held: usize = fitted.done.iter().sum();
             if held < n as usize {
                 let why = format!(

@@ -23,5 +23,6 @@ pub use scale_down::{
     ReplacementStatus, ScaleDown, ScaleDownStatus,
 };
 pub use scale_up::{
-    FargatePod, NoScaleUp, Placed, SKIPPED_BATCHING_TIMEOUT, ScaleUp, UPCOMING, describe_reasons,
+    DEGRADED_SCALE_DOWN_TURN, DegradationChange, FargatePod, NoScaleUp, Placed,
+    SKIPPED_BATCHING_TIMEOUT, ScaleUp, UPCOMING, describe_reasons,
 };

@@ -34,6 +34,13 @@ pub struct Status {
     /// [`SKIPPED_BATCHING_TIMEOUT`](super::SKIPPED_BATCHING_TIMEOUT).
     #[serde(skip_serializing_if = "is_zero")]
     pub skipped_pods: usize,
+    /// Upstream's graceful degradation loop count: the loops in a row, this one included, that left pods
+    /// untried (absent when 0: not degraded).
+    #[serde(skip_serializing_if = "is_zero_loops")]
+    pub graceful_degradation_loops: u32,
+    /// Whether graceful degradation began or ended this loop (told as an event, not in the report).
+    #[serde(skip)]
+    pub degradation_change: Option<super::DegradationChange>,
     pub node_groups: Vec<GroupStatus>,
     /// Nodes that are going away for reasons no autoscaler decided, sorted by node: why, when, what is done.
     pub leaving: Vec<LeavingStatus>,
@@ -149,5 +156,9 @@ impl Status {
 }
 
 fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn is_zero_loops(n: &u32) -> bool {
     *n == 0
 }
