@@ -233,6 +233,11 @@ async fn a_batching_timeout_leaves_pods_for_the_next_loop_which_takes_them() {
     ]);
     let first = decisions_when(&companion, |d| d.get("skippedPods").is_some());
     assert_eq!(first["skippedPods"], 3, "{first:#}");
+    // Graceful degradation mode, counted in loops as upstream counts them.
+    assert!(
+        first["gracefulDegradationLoops"].as_u64() >= Some(1),
+        "{first:#}"
+    );
     assert_eq!(helped(&first), ["default/web-0", "default/web-1"]);
     assert!(first["scaleUp"].as_array().unwrap().is_empty(), "{first:#}");
     let skipped: Vec<&str> = (first["noScaleUp"].as_array().unwrap().iter())
@@ -261,6 +266,7 @@ async fn a_batching_timeout_leaves_pods_for_the_next_loop_which_takes_them() {
     let next = decisions_when(&companion, |d| d.get("skippedPods").is_none());
     let batch = ["default/batch-0", "default/batch-1", "default/batch-2"];
     assert_eq!(helped(&next), batch, "{next:#}");
+    assert!(next.get("gracefulDegradationLoops").is_none(), "{next:#}");
     let (_, page) = get(companion.http, "/metrics");
     assert_eq!(metric(&page, metric_name), Some(0.0), "{page}");
 }
