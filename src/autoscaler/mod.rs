@@ -12,6 +12,7 @@ pub(crate) mod clustersnapshot; // the world the loop plans in, and the pending 
 pub(crate) mod clusterstate; // the groups as the provider says them this loop, nodes matched to them, backoff
 pub mod control; // the commands: `simulate` once, `run` as the controller; flags, kube source, Lease, events, endpoints, metrics
 pub(crate) mod core; // one loop: health, pods sorted, RunOnce
+pub(crate) mod degradation; // graceful degradation: the pending pods' time budget, and the loop's progress /health-check reads
 pub(crate) mod disruption; // disruption control: budgets per node group, with schedules and reasons; expiry; grace periods
 pub(crate) mod fargate; // Fargate pods set aside, matched to profiles here, MatchPod once per pod shape
 pub(crate) mod feature; // the seam through which a feature joins the loop: virtual pods before, report and statuses after

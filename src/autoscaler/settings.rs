@@ -51,6 +51,9 @@ pub struct Settings {
     pub capacity_buffer_ready_replicas: ReadyReplicas,
     /// `--leaving-nodes`: leaving nodes handled (the default) or ignored as before issue 60.
     pub leaving_nodes: LeavingHandling,
+    /// `--enable-graceful-degradation` with `--pending-pods-batching-timeout`: how long placing the pending
+    /// pods on the nodes there are may take before the loop goes on with those it tried (off: no limit).
+    pub pending_pods_batching_timeout: Option<Duration>,
 }
 
 impl Default for Settings {
@@ -78,6 +81,7 @@ impl Default for Settings {
             capacity_quotas: true,
             capacity_buffer_ready_replicas: ReadyReplicas::Reconciled,
             leaving_nodes: LeavingHandling::Handle,
+            pending_pods_batching_timeout: None,
         }
     }
 }

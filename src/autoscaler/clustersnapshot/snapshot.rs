@@ -7,6 +7,7 @@
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::clustersnapshot::zones;
 use crate::autoscaler::clusterstate::state::Counts;
+use crate::autoscaler::degradation::BatchingBudget;
 use crate::autoscaler::group::{Group, GroupFacts, Totals};
 use crate::autoscaler::quotas::QuotaBook;
 use crate::autoscaler::status::{Placed, UPCOMING};
@@ -165,12 +166,13 @@ impl ClusterSnapshot {
     }
 
     /// FilterOutSchedulable: the pending pods that fit where nodes are or are coming take that room, and need
-    /// nothing new.
+    /// nothing new; tried group by group while `budget` lasts.
     pub fn place_pending(
         &mut self,
         pods: PodList<'_>,
         pending: &[EquivalenceGroup],
         groups: &[Group],
+        budget: &mut BatchingBudget,
     ) -> Fitted {
         let mut placed = Vec::new();
         let terms: Vec<PodTerms> = pending
@@ -189,6 +191,9 @@ impl ClusterSnapshot {
         loop {
             let mut progress = false;
             for (e, eg) in pending.iter().enumerate() {
+                if budget.spent(e) {
+                    break; // the groups not tried wait for the next loop (`BatchingBudget::left_from`)
+                }
                 let rest = &eg.pods[done[e]..];
                 if rest.is_empty() || !(first_pass || waits_on_others(eg)) {
                     continue;

@@ -115,7 +115,8 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
         max_failing_time: args.max_failing_time,
         max_startup_time: args.max_startup_time,
     };
-    let last = Arc::new(LastLoop::new(liveness, SystemTime::now()));
+    let last = LastLoop::new(liveness, SystemTime::now(), once.progress());
+    let last = Arc::new(last);
     let endpoints = Endpoints::start(&args, metrics.clone(), last.clone()).await?;
     let mut leading = match sources.election {
         Some(elector) => Some(lead(elector, &last).await?),
@@ -168,6 +169,11 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
             all.quotas = Arc::default();
         }
         let now = SystemTime::now();
+        tracing::info!(
+            pods = view.pods.len(),
+            nodes = view.nodes.len(),
+            "loop started"
+        );
         match once.run(&view, now).await {
             Ok(status) => {
                 // Shared as it is with /snapshotz and the publisher: neither copies it.
@@ -188,7 +194,7 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
         }
     }
     let _ = endpoints.stop.send(());
-    let _ = endpoints.server.await;
+    let _ = tokio::task::spawn_blocking(move || endpoints.server.join()).await;
     Ok(())
 }
 
@@ -226,10 +232,11 @@ struct Sources {
     publisher: Option<Arc<Publisher>>,
 }
 
-/// `/metrics`, `/health-check` and `/snapshotz`, served until the loop stops.
+/// `/metrics`, `/health-check` and `/snapshotz`, served until the loop stops, on a thread and runtime of their
+/// own: however long a loop's CPU work holds the loop's runtime, they answer.
 struct Endpoints {
     stop: tokio::sync::oneshot::Sender<()>,
-    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    server: std::thread::JoinHandle<std::io::Result<()>>,
 }
 
 impl Endpoints {
@@ -244,9 +251,21 @@ impl Endpoints {
         let address = (listener.local_addr()).map_err(|e| Failure::Loop(e.to_string()))?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let router = crate::autoscaler::control::http::router(metrics, last);
-        let server = tokio::spawn(crate::http::serve(listener, router, async {
-            let _ = stopped.await;
-        }));
+        let listener = (listener.into_std()).map_err(|e| Failure::Loop(e.to_string()))?;
+        let server = std::thread::Builder::new().name("endpoints".into());
+        let server = server.spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener)?;
+                let stopped = async {
+                    let _ = stopped.await;
+                };
+                crate::http::serve(listener, router, stopped).await
+            })
+        });
+        let server = server.map_err(|e| Failure::Loop(e.to_string()))?;
         tracing::info!(%address, dry_run = args.dry_run, "listening");
         Ok(Endpoints { stop, server })
     }

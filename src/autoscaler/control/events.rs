@@ -10,7 +10,7 @@
 
 use crate::autoscaler::headroom::policy as headroom;
 use crate::autoscaler::quotas as quota_status;
-use crate::autoscaler::status::{GroupStatus, Status};
+use crate::autoscaler::status::{DegradationChange, GroupStatus, Status};
 use crate::k8s::AUTOSCALING_GROUP as GROUP;
 use crate::k8s::{DISRUPTION_CONFIG_MAP, VALIDATION_FAILED};
 use crate::model::CapacityQuota;
@@ -291,12 +291,35 @@ fn scale_up_events(status: &Status, config_map: &ObjectReference) -> Vec<(Event,
         let not = event(EventType::Normal, "NotTriggerScaleUp", "ScaleUp", note);
         events.push((not, reference("Pod", "v1", Some(&ns), &name)));
     }
+    if let Some(change) = status.degradation_change {
+        events.push((degradation_event(change), config_map.clone()));
+    }
     if !status.cluster_health.healthy {
         let note = status.cluster_health.reason.clone();
         let unhealthy = event(EventType::Warning, "ClusterUnhealthy", "ScaleUp", note);
         events.push((unhealthy, config_map.clone()));
     }
     events
+}
+
+/// Graceful degradation began or ended, in cluster-autoscaler's words.
+fn degradation_event(change: DegradationChange) -> Event {
+    match change {
+        DegradationChange::Started => event(
+            EventType::Warning,
+            "GracefulDegradationStarted",
+            "ScaleUp",
+            "Autoscaler is unable to handle the large amount of unschedulable pods. Consider reducing the \
+             rate of adding new pods, so autoscaler could auto recover."
+                .into(),
+        ),
+        DegradationChange::Stopped => event(
+            EventType::Normal,
+            "GracefulDegradationStopped",
+            "ScaleUp",
+            "Autoscaler exited from GracefulDegradationMode and works normally.".into(),
+        ),
+    }
 }
 
 /// Each ProvisioningRequest whose status this loop changed gets an Event saying where it stands, with its
@@ -497,6 +520,26 @@ mod tests {
                 last_transition: None,
             });
         assert!(told(&[reported], &mut HashMap::new()).is_empty());
+    }
+
+    #[test]
+    fn graceful_degradation_is_told_when_it_starts_and_stops_on_the_status_config_map() {
+        let config_map = reference("ConfigMap", "v1", Some("kube-system"), STATUS_CONFIG_MAP);
+        let told = |change| {
+            let status = Status {
+                degradation_change: change,
+                ..Status::default()
+            };
+            (scale_up_events(&status, &config_map).into_iter())
+                .map(|(e, at)| format!("{} {}", e.reason, at.name.unwrap()))
+                .collect::<Vec<_>>()
+        };
+        let on = |reason: &str| vec![format!("{reason} {STATUS_CONFIG_MAP}")];
+        let started = told(Some(DegradationChange::Started));
+        assert_eq!(started, on("GracefulDegradationStarted"));
+        let stopped = told(Some(DegradationChange::Stopped));
+        assert_eq!(stopped, on("GracefulDegradationStopped"));
+        assert!(told(None).is_empty());
     }
 
     #[test]

@@ -176,6 +176,14 @@ pub struct DecisionArgs {
     /// How long a node must have had no pod scheduled to it before it is replaced.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "10m")]
     pub consolidation_stable_time: Duration,
+    /// Graceful degradation (cluster-autoscaler 1.37): placing the pending pods on the nodes there are stops
+    /// after --pending-pods-batching-timeout; the pods not tried wait for the next loop, with no scale-up for
+    /// them in this one.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub enable_graceful_degradation: bool,
+    /// How long placing the pending pods may take in one loop, with --enable-graceful-degradation.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "4m")]
+    pub pending_pods_batching_timeout: Duration,
 }
 
 /// cluster-autoscaler's `--address`: `host:port`, or `:port` for every interface.
@@ -397,6 +405,8 @@ impl DecisionArgs {
                 max_parallelism: usize::from(self.max_consolidation_parallelism),
                 stable_time: self.consolidation_stable_time,
             },
+            pending_pods_batching_timeout: (self.enable_graceful_degradation)
+                .then_some(self.pending_pods_batching_timeout),
         })
     }
 }

@@ -1,7 +1,9 @@
 //! The last loop, as `/health-check` and `/snapshotz` serve it: when the loop last ran and last succeeded
-//! (cluster-autoscaler's liveness rules), and what it saw and decided.
+//! (cluster-autoscaler's liveness rules), and what it saw and decided. A loop still running counts as
+//! activity while it shows progress (`Progress`, beaten by its stages), however long it takes.
 
 use crate::autoscaler::cluster::ClusterView;
+use crate::autoscaler::degradation::Progress;
 use crate::autoscaler::status::Status;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -50,6 +52,8 @@ struct LastDecision {
 pub struct LastLoop {
     liveness: Liveness,
     state: Mutex<LoopRecord>,
+    /// The running loop's progress: activity too.
+    progress: Progress,
 }
 
 fn unix(t: SystemTime) -> f64 {
@@ -59,9 +63,11 @@ fn unix(t: SystemTime) -> f64 {
 }
 
 impl LastLoop {
-    pub fn new(liveness: Liveness, started: SystemTime) -> LastLoop {
+    /// Alive from `started` by the loops it is told of, and by each beat of the running loop's `progress`.
+    pub fn new(liveness: Liveness, started: SystemTime, progress: Progress) -> LastLoop {
         LastLoop {
             liveness,
+            progress,
             state: Mutex::new(LoopRecord {
                 standby: false,
                 started,
@@ -139,11 +145,13 @@ impl LastLoop {
                 Ok(())
             }
             (activity, Some(success)) => {
-                let active = since(activity.unwrap_or(success));
+                let active = since(activity.max(self.progress.last()).unwrap_or(success));
                 if active > self.liveness.max_inactivity {
                     return late("last loop", active, self.liveness.max_inactivity);
                 }
-                let ok = since(success);
+                // A loop running since a success, still making progress, is not failing either.
+                let working = self.progress.last().filter(|_| state.failure.is_none());
+                let ok = since(working.max(Some(success)).unwrap_or(success));
                 if ok > self.liveness.max_failing_time {
                     return late("last successful loop", ok, self.liveness.max_failing_time);
                 }
@@ -211,7 +219,7 @@ mod tests {
     #[test]
     fn health_follows_cluster_autoscalers_liveness_rules() {
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        let last = LastLoop::new(Liveness::default(), start);
+        let last = LastLoop::new(Liveness::default(), start, Progress::default());
         let at = |s: u64| start + Duration::from_secs(s);
         assert!(last.health(at(60)).is_ok(), "starting");
         assert!(
@@ -240,10 +248,35 @@ mod tests {
     }
 
     #[test]
+    fn a_long_loop_that_shows_progress_stays_alive() {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let at = |s: u64| start + Duration::from_secs(s);
+        let progress = Progress::default();
+        let last = LastLoop::new(Liveness::default(), start, progress.clone());
+        last.succeeded(&ClusterView::default(), Arc::default(), at(60));
+        // The next loop runs for 20 minutes, beating as it goes: alive throughout, since its last beat.
+        for s in (120..1260).step_by(60) {
+            progress.beat_at(at(s));
+            assert!(last.health(at(s + 59)).is_ok(), "at {s}");
+        }
+        // A loop that stops beating is inactive 10 minutes after its last beat.
+        let why = last.health(at(1801)).unwrap_err().to_string();
+        assert!(why.starts_with("last loop 10m 1s ago"), "{why}");
+        // Loops that fail are failing 15 minutes after the last success, however they beat.
+        last.succeeded(&ClusterView::default(), Arc::default(), at(2000));
+        for s in (2060..2960).step_by(60) {
+            progress.beat_at(at(s));
+            last.failed("provider down", at(s));
+        }
+        let why = last.health(at(2901)).unwrap_err().to_string();
+        assert!(why.starts_with("last successful loop 15m 1s ago"), "{why}");
+    }
+
+    #[test]
     fn long_lists_are_cut_with_their_totals() {
         use crate::autoscaler::status::{LoopProblem, LoopStage, ProblemKind};
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        let last = LastLoop::new(Liveness::default(), start);
+        let last = LastLoop::new(Liveness::default(), start, Progress::default());
         let status = Status {
             errors: (0..LISTED + 5)
                 .map(|i| {

@@ -4,18 +4,26 @@
 
 use crate::autoscaler::client::{ClientError, Profiles};
 use crate::autoscaler::cluster::ClusterView;
-use crate::autoscaler::clustersnapshot::snapshot::{self as cluster_snapshot, ClusterSnapshot};
+use crate::autoscaler::clustersnapshot::snapshot::{
+    self as cluster_snapshot, ClusterSnapshot, Fitted,
+};
 use crate::autoscaler::clusterstate::state::Counts;
 use crate::autoscaler::core::classify::Sorted;
+use crate::autoscaler::degradation::{BatchingBudget, Degradation};
 use crate::autoscaler::group::{Group, GroupFacts};
+use crate::autoscaler::planning::planning;
 use crate::autoscaler::quotas::{QuotaBefore, QuotaReport, QuotaStage};
 use crate::autoscaler::scaledown::report::ScaleDownReport as Report;
 use crate::autoscaler::scaleup::orchestrator as scaleup;
 use crate::autoscaler::scaleup::pending::Pending;
 use crate::autoscaler::schedules::SizesInForce;
-use crate::autoscaler::status::{GroupStatus, LoopProblem, LoopStage, ProblemKind, Status};
+use crate::autoscaler::status::{
+    DEGRADED_SCALE_DOWN_TURN, GroupStatus, LoopProblem, LoopStage, NoScaleUp, ProblemKind,
+    SKIPPED_BATCHING_TIMEOUT, Status,
+};
 use crate::model::{LabelProjection, PodList};
-use std::collections::HashSet;
+use crate::simulator::EquivalenceGroup;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
 /// A scale-up plan, carried out, in the status: each scale-up with its outcome, and why no group helps each
@@ -36,6 +44,61 @@ pub(crate) fn scale_up(status: &mut Status, plan: scaleup::ScaleUpPlan, pending:
     status.scale_up = plan.scale_ups;
     let reasons = plan.reasons;
     (status.no_scale_up).extend(pending.left_over(|e| reasons[e].clone()));
+}
+
+/// FilterOutSchedulable over the snapshot, the pending pods placed while the batching timeout lasts: the
+/// groups it left untried leave `help` (said in `status`), and the degraded loops are counted.
+pub(crate) fn fit_pending(
+    (snapshot, pods, groups): (&mut ClusterSnapshot, PodList<'_>, &[Group]),
+    help: &mut Vec<EquivalenceGroup>,
+    degradation: &mut Degradation,
+    status: &mut Status,
+) -> Fitted {
+    let progress = degradation.progress.clone();
+    let mut budget = BatchingBudget::starting_now(degradation.timeout, progress);
+    let mut fitted = planning(|| snapshot.place_pending(pods, help, groups, &mut budget));
+    status.placed = std::mem::take(&mut fitted.placed);
+    skip_untried(status, pods, (help, &mut fitted), budget.left_from());
+    status.degradation_change = degradation.loops.after(status.skipped_pods);
+    status.graceful_degradation_loops = degradation.loops.0;
+    degradation.progress.beat();
+    fitted
+}
+
+/// Graceful degradation: the equivalence groups from `left_from` on were not tried before the pending pods'
+/// batching timeout. They leave `help` and `fitted` (no scale-up is planned for pods that may fit where nodes
+/// are) and wait for the next loop, each pod said in the status, as upstream's filter-out processor drops its
+/// unprocessed pods from the ones it hands to scale-up.
+pub(crate) fn skip_untried(
+    status: &mut Status,
+    pods: PodList<'_>,
+    (help, fitted): (&mut Vec<EquivalenceGroup>, &mut Fitted),
+    left_from: Option<usize>,
+) {
+    let Some(from) = left_from.filter(|&from| from < help.len()) else {
+        return;
+    };
+    fitted.terms.truncate(from);
+    fitted.done.truncate(from);
+    let why = BTreeMap::from([(String::new(), SKIPPED_BATCHING_TIMEOUT.to_string())]);
+    for eg in help.drain(from..) {
+        status.skipped_pods += eg.pods.len();
+        (status.no_scale_up).extend(eg.pods.iter().map(|&p| NoScaleUp {
+            pod: pods[p].key(),
+            reasons: why.clone(),
+        }));
+    }
+    tracing::info!(
+        skipped = status.skipped_pods,
+        "pods were skipped due to exceeding pending pod batching timeout"
+    );
+}
+
+/// A degraded loop whose turn is scale-down's: no scale-up is planned, each pod left says why.
+pub(crate) fn scale_down_turn(pending: &mut Pending, said: &mut Vec<NoScaleUp>) {
+    let why = BTreeMap::from([(String::new(), DEGRADED_SCALE_DOWN_TURN.to_string())]);
+    said.extend(pending.left_over(|_| why.clone()));
+    pending.done = pending.groups.iter().map(|g| g.pods.len()).collect();
 }
 
 /// Scale-down's part of the report in the status.

@@ -36,6 +36,7 @@ use crate::autoscaler::core::health::Judge;
 use crate::autoscaler::core::leaving;
 use crate::autoscaler::core::record;
 use crate::autoscaler::core::record::{Read, quota_report, snapshot_inputs};
+use crate::autoscaler::degradation::{Degradation, Progress};
 use crate::autoscaler::disruption::DisruptionConfig;
 use crate::autoscaler::fargate::FargateAnswers;
 use crate::autoscaler::group::{Group, GroupFacts};
@@ -102,6 +103,8 @@ pub struct RunOnce {
     quotas: QuotaStage,
     /// The leaving nodes seen: since when, and whether their pods found room since.
     leaving: LeavingMemory,
+    /// Graceful degradation: the batching timeout, the loop's progress, the degraded loops in a row.
+    degradation: Degradation,
 }
 
 impl RunOnce {
@@ -111,6 +114,11 @@ impl RunOnce {
         let quotas = match settings.capacity_quotas {
             true => QuotaStage::Kept,
             false => QuotaStage::Ignored,
+        };
+        let timeout = settings.pending_pods_batching_timeout;
+        let degradation = Degradation {
+            timeout,
+            ..Degradation::default()
         };
         RunOnce {
             client,
@@ -124,7 +132,13 @@ impl RunOnce {
             dra: None,
             quotas,
             leaving: LeavingMemory::default(),
+            degradation,
         }
+    }
+
+    /// The loop's progress, beaten as it works: what `/health-check` counts activity from.
+    pub fn progress(&self) -> Progress {
+        self.degradation.progress.clone()
     }
 
     /// Carries scale-down out on `cluster` (when `act` is set): taints, evictions.
@@ -144,6 +158,7 @@ impl RunOnce {
     /// taking what it needs and handing back a value; the status is assembled from those values.
     pub async fn run(&mut self, view: &ClusterView, now: SystemTime) -> Result<Status, LoopError> {
         let (started, mut status) = (Instant::now(), Status::default());
+        self.degradation.progress.beat();
         let errors = self.quotas.write_statuses(self.actor(), view, now).await;
         status.problems(LoopStage::Quotas, ProblemKind::StatusWrite, errors);
 
@@ -206,13 +221,13 @@ impl RunOnce {
         let inputs = snapshot_inputs(view, pods, &sorted, &read, &grouped.projection, self.quotas);
         let mut snapshot = self.snapshot(&inputs, (&grouped.help, &asked), &mut groups);
         requests.hold_booked(&mut snapshot, pods, &asked, &groups, now);
-        let fitted = planning(|| snapshot.place_pending(pods, &grouped.help, &groups));
-        status.placed = fitted.placed;
+        let (world, mut help) = ((&mut snapshot, pods, &groups[..]), grouped.help);
+        let fitted = record::fit_pending(world, &mut help, &mut self.degradation, &mut status);
         let quotas_before = self.quotas.before(|| snapshot.totals().quotas);
 
-        // Scale-up: the requests not provisioned yet, each all or nothing; then planned for the rest.
-        let (keys, help) = (view.pod_keys(), grouped.help);
-        let mut pending = Pending::new(pods, keys, help, fitted.terms, fitted.done);
+        // Scale-up: the requests not provisioned yet, each all or nothing; then planned for the rest (not
+        // for the pods the batching timeout left untried: they may fit where nodes are).
+        let mut pending = Pending::new(pods, view.pod_keys(), help, fitted.terms, fitted.done);
         pending.set_homes(&gone.moved, &gone.homes);
         let paused = self.batching(&mut pending, now, &mut status.no_scale_up);
         let profiles = grouped.profiles.as_deref().map(Vec::as_slice);
@@ -235,7 +250,7 @@ impl RunOnce {
         status.problems(LoopStage::Leaving, ProblemKind::Action, errors);
 
         // Scale-down (and consolidation): decided over the snapshot scale-up left, carried out, described.
-        if self.settings.scale_down.enabled {
+        if self.settings.scale_down.enabled && self.degradation.loops.scales_down() {
             let stage = ScaleDownStage {
                 view,
                 pods,
@@ -363,6 +378,7 @@ impl RunOnce {
         disruption: Option<&DisruptionConfig>,
         now: SystemTime,
     ) -> Result<(Read, Vec<Group>), LoopError> {
+        self.degradation.progress.beat();
         self.client.refresh().await?;
         self.state.backoff.forget_old(now);
         let (facts, profiles) = futures::join!(
@@ -486,13 +502,18 @@ impl RunOnce {
     }
 
     /// Upstream's batching: while new pods keep coming, scale-up waits one loop for more and plans nothing;
-    /// each pod that waits is said in `said`. Returns why it waits (scale-down waits too).
+    /// each pod that waits is said in `said`. Returns why it waits (scale-down waits too). A degraded loop
+    /// whose turn is scale-down's plans no scale-up either (and scale-down goes on).
     fn batching(
         &self,
         pending: &mut Pending,
         now: SystemTime,
         said: &mut Vec<NoScaleUp>,
     ) -> Option<String> {
+        if !self.degradation.loops.scales_up() {
+            record::scale_down_turn(pending, said);
+            return None;
+        }
         if !self.settings.wait_for_new_pods {
             return None;
         }
@@ -584,6 +605,7 @@ impl RunOnce {
     /// Scale-down (and consolidation): decided over the snapshot scale-up left, then carried out. Returns
     /// its report; the groups it backs off are backed off here.
     async fn scale_down(&mut self, stage: ScaleDownStage<'_>, now: SystemTime) -> Report {
+        self.degradation.progress.beat();
         let ScaleDownStage {
             view,
             pods,

@@ -6,6 +6,7 @@ use crate::autoscaler::cluster::{
     self, ClusterSource, ClusterView, RequestStatus, StatusNotWritten,
 };
 use crate::autoscaler::clustersnapshot::snapshot::ClusterSnapshot;
+use crate::autoscaler::degradation::BatchingBudget;
 use crate::autoscaler::feature::LoopFeature;
 use crate::autoscaler::group::Group;
 use crate::autoscaler::provreq::requests::{self, Request, Want};
@@ -128,7 +129,8 @@ impl Requests {
     ) {
         for (r, asked) in self.list.iter_mut().zip(asked) {
             let Want::Book(n) = r.want else { continue };
-            let fitted = snapshot.place_pending(pods, asked, groups);
+            let fitted =
+                snapshot.place_pending(pods, asked, groups, &mut BatchingBudget::unlimited());
             let held: usize = fitted.done.iter().sum();
             if held < n as usize {
                 let why = format!(

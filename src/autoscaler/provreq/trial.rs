@@ -4,6 +4,7 @@
 //! plans one scale-up of one node group for the rest, within the group's and the cluster's limits.
 
 use crate::autoscaler::clustersnapshot::snapshot::ClusterSnapshot;
+use crate::autoscaler::degradation::BatchingBudget;
 use crate::autoscaler::group::Group;
 use crate::autoscaler::provreq::requests::Class;
 use crate::autoscaler::scaleup::expander::{Expander, ExpanderError};
@@ -49,7 +50,12 @@ pub fn try_on(
 ) -> Result<Tried, ExpanderError> {
     let total: usize = pending.iter().map(|eg| eg.pods.len()).sum();
     let mut fork = snapshot.clone();
-    let fitted = fork.place_pending(world.pods, pending, world.groups);
+    let fitted = fork.place_pending(
+        world.pods,
+        pending,
+        world.groups,
+        &mut BatchingBudget::unlimited(),
+    );
     let fit: usize = fitted.done.iter().sum();
     if fit == total {
         return Ok(Tried::InCluster(fork));

@@ -22,4 +22,7 @@ pub use scale_down::{
     Consolidation, DeletionStatus, DisruptionBudgetStatus, DisruptionStatus, KeptNode,
     ReplacementStatus, ScaleDown, ScaleDownStatus,
 };
-pub use scale_up::{FargatePod, NoScaleUp, Placed, ScaleUp, UPCOMING, describe_reasons};
+pub use scale_up::{
+    DEGRADED_SCALE_DOWN_TURN, DegradationChange, FargatePod, NoScaleUp, Placed,
+    SKIPPED_BATCHING_TIMEOUT, ScaleUp, UPCOMING, describe_reasons,
+};

@@ -5,7 +5,7 @@ use super::capacity::{ReservationStatus, ScheduleStatus};
 use super::problem::{LoopProblem, LoopStage, ProblemKind};
 use super::reservations::{CapacityBufferStatus, HeadroomStatus, ProvisioningRequestStatus};
 use super::scale_down::ScaleDownStatus;
-use super::scale_up::{FargatePod, NoScaleUp, Placed, ScaleUp};
+use super::scale_up::{DegradationChange, FargatePod, NoScaleUp, Placed, ScaleUp};
 use crate::autoscaler::leaving::{LeavingReplaced, LeavingStatus};
 use crate::autoscaler::quotas::QuotaReport;
 use serde::Serialize;
@@ -29,6 +29,18 @@ pub struct Status {
     pub no_scale_up: Vec<NoScaleUp>,
     /// Pending pods that fit on existing nodes or on nodes already requested: no new node for them.
     pub placed: Vec<Placed>,
+    /// Pending pods not tried this loop (graceful degradation): placing them ran past
+    /// `--pending-pods-batching-timeout`, so they wait for the next loop, each in `noScaleUp` with
+    /// [`SKIPPED_BATCHING_TIMEOUT`](super::scale_up::SKIPPED_BATCHING_TIMEOUT).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub skipped_pods: usize,
+    /// Upstream's graceful degradation loop count: the loops in a row, this one included, that left pods
+    /// untried (absent when 0: not degraded).
+    #[serde(skip_serializing_if = "is_zero_loops")]
+    pub graceful_degradation_loops: u32,
+    /// Whether graceful degradation began or ended this loop (told as an event, not in the report).
+    #[serde(skip)]
+    pub degradation_change: Option<DegradationChange>,
     pub node_groups: Vec<GroupStatus>,
     /// Nodes that are going away for reasons no autoscaler decided, sorted by node: why, when, what is done.
     pub leaving: Vec<LeavingStatus>,
@@ -141,4 +153,12 @@ impl Status {
         let details = details.into_iter().map(|d| d.to_string());
         self.errors.extend(LoopProblem::all(stage, kind, details));
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn is_zero_loops(n: &u32) -> bool {
+    *n == 0
 }

@@ -63,6 +63,23 @@ pub struct Placed {
     pub node_group: Option<String>,
 }
 
+/// Why a pending pod was not tried this loop (upstream logs "skipped due to exceeding pending pod batching
+/// timeout"): it waits for the next loop, which tries the pods in the same order.
+pub const SKIPPED_BATCHING_TIMEOUT: &str = "skipped due to exceeding pending pod batching timeout \
+     (--pending-pods-batching-timeout): not tried this loop, no scale-up for it until it is";
+
+/// Why a pending pod gets no scale-up in a degraded loop whose turn is scale-down's.
+pub const DEGRADED_SCALE_DOWN_TURN: &str = "graceful degradation: every 4th degraded loop scales down \
+     and plans no scale-up";
+
+/// Graceful degradation began or ended this loop (the events GracefulDegradationStarted and
+/// GracefulDegradationStopped on the status ConfigMap say so).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DegradationChange {
+    Started,
+    Stopped,
+}
+
 /// What [`Placed::node`] says for a node not registered yet.
 pub const UPCOMING: &str = "upcoming";
 

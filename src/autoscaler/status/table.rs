@@ -48,6 +48,13 @@ impl Status {
                 self.placed.len()
             );
         }
+        if self.skipped_pods > 0 {
+            let _ = writeln!(
+                out,
+                "\n{} pending pod(s) not tried: pending pod batching timeout exceeded, left for the next loop",
+                self.skipped_pods
+            );
+        }
         fargate_table(&self.fargate, &mut out);
         no_scale_up_table(&self.no_scale_up, &mut out);
         for error in &self.errors {

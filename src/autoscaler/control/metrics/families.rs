@@ -9,6 +9,7 @@ use super::labels::{
     StateLabels, TypeLabels,
 };
 use super::leaving::LeavingMetrics;
+use super::skipped::SkippedMetrics;
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::control::flags::Acting;
 use crate::autoscaler::quotas::usage_by_quota;
@@ -40,6 +41,7 @@ pub struct AutoscalerMetrics {
     disruption_config_refused: Gauge,
     quotas: QuotaMetrics,
     leaving: LeavingMetrics,
+    skipped: SkippedMetrics,
     capacity: CapacityMetrics,
 }
 
@@ -252,6 +254,7 @@ impl Default for AutoscalerMetrics {
             ),
             quotas: QuotaMetrics::register(&mut registry),
             leaving: LeavingMetrics::register(&mut registry),
+            skipped: SkippedMetrics::register(&mut registry),
             capacity: CapacityMetrics::register(&mut registry),
             disruption_config_refused: register!(
                 "disruption_config_refused",
@@ -391,6 +394,7 @@ impl AutoscalerMetrics {
         self.observe_disruption(status, acting);
         self.observe_durations(status);
         self.leaving.observe(status);
+        self.skipped.observe(status);
         self.capacity.observe(status);
         let mut activity = vec!["main", "mainSuccessful"];
         if acted && status.scale_up.iter().any(|s| s.error.is_none()) {
