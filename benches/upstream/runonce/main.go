@@ -507,6 +507,7 @@ func main() {
 		autoscalingOptions.ParallelScaleUp, autoscalingOptions.NewPodScaleUpDelay, runtime.GOMAXPROCS(0))
 
 	runtime.GC()
+	fmt.Printf("RunOnce: started at %s (pid %d)\n", time.Now().UTC().Format(time.RFC3339), os.Getpid())
 	cpuStart := surgeCPU()
 	start := time.Now()
 	runErr := autoscaler.RunOnce(time.Now())
@@ -517,7 +518,7 @@ func main() {
 	if runErr != nil {
 		fmt.Printf("RunOnce error: %v\n", runErr)
 	}
-	fmt.Printf("RunOnce: wall %.3f s, CPU %.3f s (user+sys)\n", wall.Seconds(), cpu.Seconds())
+	fmt.Printf("RunOnce: ended at %s; wall %.3f s, CPU %.3f s (user+sys)\n", time.Now().UTC().Format(time.RFC3339), wall.Seconds(), cpu.Seconds())
 	fmt.Printf("pod list processors: %d unschedulable pods in, %d out, %d taken off (fit existing or upcoming nodes) in %.3f s\n",
 		counting.in, counting.out, counting.in-counting.out, counting.duration.Seconds())
 	fmt.Printf("scale-up: %.3f s", timed.duration.Seconds())
