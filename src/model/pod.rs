@@ -366,7 +366,7 @@ impl Pod {
     }
 }
 
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, Eq, Hash)]
 pub struct EquivalenceKey<'a> {
     /// `Arc`'s equality tries the pointer first: shared namespaces compare without a cache miss.
     namespace: &'a Arc<str>,
@@ -377,6 +377,29 @@ pub struct EquivalenceKey<'a> {
     scheduling: usize,
     /// Its claims, and the extended resources devices may serve, taken out of `demand` and `extended`.
     dra: DraKey<'a>,
+}
+
+impl PartialEq for EquivalenceKey<'_> {
+    /// Every field, the numbers first. Always inlined: grouping compares a key per pod with the one before
+    /// it, and once the DRA part joined the key the compiler stopped inlining the derived comparison (a call
+    /// a pod: 5% of the loop on the 51,000 pods of upstream's benchmark).
+    #[inline(always)]
+    fn eq(&self, other: &Self) -> bool {
+        self.scheduling == other.scheduling
+            && self.priority == other.priority
+            && self.demand == other.demand
+            && self.namespace == other.namespace
+            && self.dra == other.dra
+            && self.labels == other.labels
+            && same_extended(self.extended, other.extended)
+    }
+}
+
+/// Whether two pods request the same extended resources: most request none, and two empty maps are told
+/// equal without walking them (a `BTreeMap`'s comparison sets up two iterators first, a tenth of grouping).
+#[inline(always)]
+fn same_extended(a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>) -> bool {
+    (a.is_empty() && b.is_empty()) || a == b
 }
 
 /// Numbers for scheduling constraints, equal numbers for equal constraints. Pods read together share one

@@ -381,9 +381,13 @@ impl RunOnce {
         self.degradation.progress.beat();
         self.client.refresh().await?;
         self.state.backoff.forget_old(now);
-        let (facts, profiles) = futures::join!(
+        // The leaving instances are asked with the groups, not after them: the leaving stage reads them from
+        // the client's cache (or asks again, and reports, when this asking failed), so that the loop waits on
+        // one round of calls here, not two.
+        let (facts, profiles, _) = futures::join!(
             cluster_state::read_groups(&self.client, self.settings.group_defaults()),
-            self.client.fargate_profiles()
+            self.client.fargate_profiles(),
+            self.client.leaving_instances()
         );
         let mut facts = facts?;
         let schedules = SizesInForce::apply(disruption, &mut facts, now);

@@ -18,6 +18,8 @@ pub(crate) struct DraKey<'a>(Option<&'a PodDra>);
 
 impl<'a> DraKey<'a> {
     /// The key of a pod's DRA parts: `None` when it names no claim and no device serves its requests.
+    /// Inlined, as the comparison is: for a pod without DRA parts both come down to a test of one pointer.
+    #[inline]
     pub(crate) fn of(dra: Option<&'a PodDra>) -> DraKey<'a> {
         DraKey(dra.filter(|d| !d.claims.is_empty() || !extended(d).is_empty()))
     }
@@ -39,23 +41,32 @@ fn extended(dra: &PodDra) -> &[ExtendedClaim] {
 }
 
 impl PartialEq for DraKey<'_> {
+    /// Inlined into the equivalence key's comparison, the parts compared out of line: grouping compares a
+    /// key per pod, and a call here for pods that claim nothing cost the 51,000 pods of upstream's
+    /// benchmark 5% of their loop (the key's comparison was no longer inlined into the grouping).
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
         match (self.0, other.0) {
             (None, None) => true,
-            (Some(a), Some(b)) => {
-                a.claims.len() == b.claims.len()
-                    && extended(a).len() == extended(b).len()
-                    && Self::claims(a).eq(Self::claims(b))
-                    && Self::extended(a).eq(Self::extended(b))
-            }
+            (Some(a), Some(b)) => same_parts(a, b),
             _ => false,
         }
     }
 }
 
+/// Whether two pods' DRA parts are alike: the same claims from the same sources, the same extended
+/// resources served by devices.
+fn same_parts(a: &PodDra, b: &PodDra) -> bool {
+    a.claims.len() == b.claims.len()
+        && extended(a).len() == extended(b).len()
+        && DraKey::claims(a).eq(DraKey::claims(b))
+        && DraKey::extended(a).eq(DraKey::extended(b))
+}
+
 impl Eq for DraKey<'_> {}
 
 impl std::hash::Hash for DraKey<'_> {
+    #[inline]
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         let Some(dra) = self.0 else {
             return state.write_u8(0);
