@@ -10,3 +10,4 @@ pub(crate) mod health; // cluster and node group health: unready nodes stop the 
 pub(crate) mod leaving; // the loop's part of leaving nodes: found after health, their drains started, their report
 pub(crate) mod record; // each stage's value written into the loop's status; what the cluster state read
 pub(crate) mod runonce; // one iteration: the stages in order, each returning its decisions and its part of the report
+pub(crate) mod stages; // the values the stages hand on: pods grouped, what scale-down plans over, its context

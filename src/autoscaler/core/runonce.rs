@@ -23,7 +23,7 @@
 //! far; their figures before and after scale-up go in the report.
 
 use crate::autoscaler::capacity;
-use crate::autoscaler::client::{ClientError, Profiles, ProviderClient};
+use crate::autoscaler::client::{ClientError, ProviderClient};
 use crate::autoscaler::cluster::{ClusterSource, ClusterView};
 use crate::autoscaler::clustersnapshot::snapshot::{self as cluster_snapshot, ClusterSnapshot};
 use crate::autoscaler::clusterstate::backoff::GroupBackoff;
@@ -36,11 +36,12 @@ use crate::autoscaler::core::health::Judge;
 use crate::autoscaler::core::leaving;
 use crate::autoscaler::core::record;
 use crate::autoscaler::core::record::{Read, quota_report, snapshot_inputs};
+use crate::autoscaler::core::stages::{Grouped, ProvisionStage, ScaleDownStage, context};
 use crate::autoscaler::degradation::{Degradation, Progress};
 use crate::autoscaler::disruption::DisruptionConfig;
 use crate::autoscaler::fargate::FargateAnswers;
 use crate::autoscaler::group::{Group, GroupFacts};
-use crate::autoscaler::leaving::{LeavingEffects, LeavingMemory};
+use crate::autoscaler::leaving::LeavingMemory;
 use crate::autoscaler::planning::planning;
 use crate::autoscaler::provreq::outcome::Requests;
 use crate::autoscaler::provreq::provision;
@@ -48,7 +49,6 @@ use crate::autoscaler::quotas::QuotaStage;
 use crate::autoscaler::scaledown::carry_out::CarryGround;
 use crate::autoscaler::scaledown::consolidation::consolidator::Fleet;
 use crate::autoscaler::scaledown::consolidation::replacement::WatchMode;
-use crate::autoscaler::scaledown::context::Context;
 use crate::autoscaler::scaledown::decision::Scene;
 use crate::autoscaler::scaledown::policy::ScaleDownPolicy;
 use crate::autoscaler::scaledown::report::ScaleDownReport as Report;
@@ -674,61 +674,5 @@ impl RunOnce {
             self.state.backoff.fail(&group, why, now);
         }
         report
-    }
-}
-
-/// What the pods stage hands on: the pending pods in equivalence groups, the projection of labels they were
-/// grouped on, and the Fargate profiles.
-struct Grouped {
-    help: Vec<EquivalenceGroup>,
-    projection: LabelProjection,
-    profiles: Option<Profiles>,
-}
-
-/// What the requests' provisioning changes and reads: the snapshot, the groups, the requests' pods in
-/// equivalence groups, the expander.
-type ProvisionStage<'a, 'b> = (
-    &'a mut ClusterSnapshot,
-    &'a mut [Group],
-    &'a [Vec<EquivalenceGroup>],
-    &'b Expander,
-);
-
-/// What scale-down plans over: the snapshot scale-up left, what the cluster state read, the groups, this
-/// loop's scale-ups, and why it waits, if it does.
-struct ScaleDownStage<'a> {
-    view: &'a ClusterView,
-    pods: PodList<'a>,
-    snapshot: ClusterSnapshot,
-    read: &'a Read,
-    groups: &'a mut [Group],
-    scale_ups: &'a [ScaleUp],
-    /// Whether the expander asked for node prices already (consolidation needs them).
-    priced: bool,
-    projection: &'a LabelProjection,
-    /// Upstream's batching holds scale-up this loop, and scale-down waits with it.
-    paused: Option<String>,
-    /// Budgets, expiry and grace periods per group, when a configuration applies.
-    disruption: Option<&'a DisruptionConfig>,
-    /// The leaving nodes, for the rebalance and repair methods.
-    leaving: &'a LeavingEffects,
-}
-
-/// What scale-down and consolidation need of the loop, acting on `actor` when there is one.
-fn context<'a>(
-    settings: &'a Settings,
-    client: &'a ProviderClient,
-    actor: Option<Arc<dyn ClusterSource>>,
-) -> Context<'a> {
-    Context {
-        scale_down: &settings.scale_down,
-        consolidation: &settings.consolidation,
-        limits: &settings.limits,
-        max_node_startup_time: settings.max_node_startup_time,
-        act: settings.act,
-        client,
-        actor,
-        disruption: None,
-        quotas: Arc::default(),
     }
 }
