@@ -22,7 +22,7 @@ mod surge;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ekscale::autoscaler::{ProviderClient, ProviderConfig, RunOnce, Settings, Snapshot};
+use ekscale::autoscaler::{ClusterSource, ProviderClient, ProviderConfig, RunOnce, Settings, Snapshot};
 use ekscale::provider::ProviderMetrics;
 use serde_json::Value;
 use std::net::SocketAddr;
