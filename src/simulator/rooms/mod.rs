@@ -4,4 +4,7 @@
 
 pub(crate) mod first_fit; // what is free on each place, and the groups placed by it
 
+#[cfg(test)]
+mod tests; // the same places as the plain predicate path, on generated small clusters
+
 pub use first_fit::Rooms;
