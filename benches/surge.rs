@@ -22,7 +22,9 @@ mod surge;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ekscale::autoscaler::{ClusterSource, ProviderClient, ProviderConfig, RunOnce, Settings, Snapshot};
+use ekscale::autoscaler::{
+    ClusterSource, ProviderClient, ProviderConfig, RunOnce, Settings, Snapshot,
+};
 use ekscale::provider::ProviderMetrics;
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -86,7 +88,11 @@ fn keep(path: &Path, scenario: &str, name: &str) {
 
 /// The loop's answer: pods placed on existing nodes, new nodes asked (all groups), pods no node helps.
 fn answer(status: &ekscale::autoscaler::status::Status) -> (usize, u64, usize) {
-    let existing = status.placed.iter().filter(|p| p.on_existing_node()).count();
+    let existing = status
+        .placed
+        .iter()
+        .filter(|p| p.on_existing_node())
+        .count();
     let asked = status.scale_up.iter().map(|s| s.delta).sum();
     (existing, asked, status.no_scale_up.len())
 }

@@ -31,7 +31,11 @@ async fn the_surge_places_every_small_replica_and_asks_a_node_for_each_big_one()
 
     let placed = result["placed"].as_array().unwrap();
     let existing: Vec<&Value> = placed.iter().filter(|p| p["node"] != "upcoming").collect();
-    assert_eq!(existing.len(), shape.small_pods(), "every small replica fits");
+    assert_eq!(
+        existing.len(),
+        shape.small_pods(),
+        "every small replica fits"
+    );
     assert!(
         existing
             .iter()
@@ -51,6 +55,10 @@ async fn the_surge_places_every_small_replica_and_asks_a_node_for_each_big_one()
         .iter()
         .map(|s| s["delta"].as_u64().unwrap())
         .sum();
-    assert_eq!(asked as usize, shape.new_nodes(), "a new node a big replica");
+    assert_eq!(
+        asked as usize,
+        shape.new_nodes(),
+        "a new node a big replica"
+    );
     assert_eq!(result["noScaleUp"].as_array().unwrap().len(), 0);
 }

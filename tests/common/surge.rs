@@ -128,7 +128,10 @@ pub fn items(shape: Shape, nodes: Vec<Value>) -> Vec<Value> {
             let app = format!("base-{}", (n * 4 + p) % 200);
             let name = format!("{app}-{n}-{p}");
             let cpu = RUNNING_CPU[draw.next(3)];
-            items.push(running(pod(&name, &app, ("ReplicaSet", &app), cpu, "2Gi"), node));
+            items.push(running(
+                pod(&name, &app, ("ReplicaSet", &app), cpu, "2Gi"),
+                node,
+            ));
         }
     }
     for d in 0..shape.small_deployments() {
@@ -136,7 +139,13 @@ pub fn items(shape: Shape, nodes: Vec<Value>) -> Vec<Value> {
         let (cpu, memory) = (SMALL_CPU[draw.next(4)], SMALL_MEMORY[draw.next(3)]);
         for r in 0..Shape::REPLICAS {
             let name = format!("{app}-7c9f8d6b5-{r}");
-            let replica = pod(&name, &app, ("ReplicaSet", &format!("{app}-7c9f8d6b5")), cpu, memory);
+            let replica = pod(
+                &name,
+                &app,
+                ("ReplicaSet", &format!("{app}-7c9f8d6b5")),
+                cpu,
+                memory,
+            );
             items.push(spread(replica, &app));
         }
     }

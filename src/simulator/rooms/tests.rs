@@ -56,7 +56,10 @@ fn nodes(draw: &mut Draw) -> Vec<Arc<Node>> {
             let mut node = Node {
                 labels: [
                     (HOSTNAME_LABEL.to_string(), name.clone()),
-                    (ZONE_LABEL.to_string(), ["a", "b", "c"][i as usize % 3].into()),
+                    (
+                        ZONE_LABEL.to_string(),
+                        ["a", "b", "c"][i as usize % 3].into(),
+                    ),
                 ]
                 .into(),
                 allocatable: Resources {
@@ -159,7 +162,14 @@ fn first_fit_over_free_room_places_as_the_plain_path_does() {
         let exemplars: Vec<&Pod> = groups.iter().map(|g| &pods[g[0]]).collect();
         let build = || {
             let none = vec![None; nodes.len()];
-            build_places(&nodes, &none, &pods, &on_node, &exemplars, &LabelProjection::All)
+            build_places(
+                &nodes,
+                &none,
+                &pods,
+                &on_node,
+                &exemplars,
+                &LabelProjection::All,
+            )
         };
         let (mut plain_topology, mut plain) = build();
         let (mut topology, mut places) = build();
@@ -176,5 +186,8 @@ fn first_fit_over_free_room_places_as_the_plain_path_does() {
             assert_eq!(a.free, b.free, "seed {seed}: room left on place {p}");
         }
     }
-    assert!(kept_apart > 100, "the cases place groups apart: {kept_apart}");
+    assert!(
+        kept_apart > 100,
+        "the cases place groups apart: {kept_apart}"
+    );
 }

@@ -24,8 +24,9 @@ impl PerDomain {
     /// Pods in `domain`.
     pub fn read(&self, domain: u32) -> u32 {
         match self {
-            PerDomain::Sparse(pairs) => (pairs.binary_search_by_key(&domain, |&(d, _)| d))
-                .map_or(0, |i| pairs[i].1),
+            PerDomain::Sparse(pairs) => {
+                (pairs.binary_search_by_key(&domain, |&(d, _)| d)).map_or(0, |i| pairs[i].1)
+            }
             PerDomain::Dense(list) => list.get(domain as usize).copied().unwrap_or(0),
         }
     }
@@ -33,21 +34,19 @@ impl PerDomain {
     /// `by` more pods in `domain`.
     pub fn bump(&mut self, domain: u32, by: u32) {
         match self {
-            PerDomain::Sparse(pairs) => {
-                match pairs.binary_search_by_key(&domain, |&(d, _)| d) {
-                    Ok(i) => pairs[i].1 += by,
-                    Err(i) if pairs.len() < SPARSE_MAX => pairs.insert(i, (domain, by)),
-                    Err(_) => {
-                        let end = domain.max(pairs.last().map_or(0, |&(d, _)| d)) as usize;
-                        let mut list = vec![0; end + 1];
-                        for &(d, n) in pairs.iter() {
-                            list[d as usize] = n;
-                        }
-                        list[domain as usize] += by;
-                        *self = PerDomain::Dense(list);
+            PerDomain::Sparse(pairs) => match pairs.binary_search_by_key(&domain, |&(d, _)| d) {
+                Ok(i) => pairs[i].1 += by,
+                Err(i) if pairs.len() < SPARSE_MAX => pairs.insert(i, (domain, by)),
+                Err(_) => {
+                    let end = domain.max(pairs.last().map_or(0, |&(d, _)| d)) as usize;
+                    let mut list = vec![0; end + 1];
+                    for &(d, n) in pairs.iter() {
+                        list[d as usize] = n;
                     }
+                    list[domain as usize] += by;
+                    *self = PerDomain::Dense(list);
                 }
-            }
+            },
             PerDomain::Dense(list) => {
                 let i = domain as usize;
                 if list.len() <= i {
@@ -107,11 +106,17 @@ mod tests {
                 }
             }
         }
-        assert!(matches!(counts, PerDomain::Dense(_)), "many domains turn it dense");
+        assert!(
+            matches!(counts, PerDomain::Dense(_)),
+            "many domains turn it dense"
+        );
         let mut few = PerDomain::default();
         few.bump(4_000_000, 2);
         few.bump(7, 1);
         assert_eq!((few.read(4_000_000), few.read(7), few.read(8)), (2, 1, 0));
-        assert!(matches!(few, PerDomain::Sparse(_)), "a far domain allocates nothing");
+        assert!(
+            matches!(few, PerDomain::Sparse(_)),
+            "a far domain allocates nothing"
+        );
     }
 }
