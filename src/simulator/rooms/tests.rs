@@ -122,11 +122,13 @@ fn case(draw: &mut Draw, nodes: &[Arc<Node>]) -> (Vec<Pod>, Vec<usize>, Vec<Vec<
             // Guards keep web-1 off their node; web-2 replicas already run here and there.
             let (app, s) = match draw.next(3) {
                 0 => ("guard", scheduling(3, "guard")),
-                1 => ("guard-1", {
-                    let mut s = Scheduling::default();
-                    s.anti_affinity = vec![away_from("web-1", HOSTNAME_LABEL)];
-                    s
-                }),
+                1 => (
+                    "guard-1",
+                    Scheduling {
+                        anti_affinity: vec![away_from("web-1", HOSTNAME_LABEL)],
+                        ..Default::default()
+                    },
+                ),
                 _ => ("web-2", Scheduling::default()),
             };
             let mut running = pod(format!("{}-{app}-{r}", node.name), app, 100, s);
