@@ -7,7 +7,9 @@ pub(crate) mod equivalence; // pending pods grouped by what scheduling reads
 pub(crate) mod free_tree; // first fit and best fit in log time over the nodes an estimation adds
 pub(crate) mod host_marks; // the nodes hostname affinity and anti-affinity refuse, skipped a word at a time
 pub(crate) mod predicates; // filters on one pod and one node, with the scheduler's reasons
+pub(crate) mod rooms; // first fit over the cluster's places in log time, for pending pods
 pub(crate) mod spread_mins; // the least-filled domain of each topology spread, kept as pods are placed
+pub(crate) mod terms; // per registered term: the terms a pod may match, its pods per domain
 pub(crate) mod topology; // places and pods per topology domain: the counts the pod-dependent predicates read
 pub(crate) mod world; // the in-memory cluster: places built from a view, pods placed as the scheduler would
 
@@ -23,6 +25,7 @@ pub use equivalence::{EquivalenceGroup, group_pods, group_pods_by};
 pub use free_tree::FreeTree;
 pub use host_marks::{HostMarks, Open};
 pub use predicates::{Unfit, how_many, node_fit, resources_fit};
+pub use rooms::Rooms;
 pub use spread_mins::{SpreadMins, SpreadScope};
 pub use topology::Partners;
 pub use topology::{Place, PlaceKind, PodTerms, Topology};

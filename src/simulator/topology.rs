@@ -8,6 +8,7 @@
 use super::dra::{self as devices, PlaceDevices, SharedClaims};
 use super::predicates::Unfit;
 use super::spread_mins::{Domains, SpreadScope};
+use super::terms::{PerDomain, TermIndex};
 use crate::model::{
     HOSTNAME_LABEL, HostPort, LabelSelector, Labels, Node, Pod, PodAffinityTerm, Resources,
     Scheduling,
@@ -87,12 +88,15 @@ pub struct Topology {
     next_domain: Vec<u32>,
     terms: Vec<Term>,
     term_index: HashMap<Term, TermId>,
+    /// The terms by a label their selector requires: resolving a pod checks only those its labels name.
+    /// Shared between forks (terms are registered before any fork).
+    by_label: Arc<TermIndex>,
     /// Terms some pod holds as required anti-affinity: pods they match are kept away from the holder.
     held_anti: Vec<bool>,
     /// `[term][domain]`: pods the term matches.
-    counts: Vec<Vec<u32>>,
+    counts: Vec<PerDomain>,
     /// `[term][domain]`: pods holding the term as anti-affinity.
-    holders: Vec<Vec<u32>>,
+    holders: Vec<PerDomain>,
     totals: Vec<u64>,
     /// `[term]`: how many times its counts have changed, so that a minimum read from them can tell whether
     /// it still holds.
@@ -153,6 +157,11 @@ impl PodTerms {
         &self.blocked_by
     }
 
+    /// Whether it has topology spread constraints.
+    pub(super) fn spreads(&self) -> bool {
+        !self.spread.is_empty()
+    }
+
     /// Whether it has required pod affinity: where it may go grows as other pods are placed.
     pub fn wants_partners(&self) -> bool {
         !self.affinity.is_empty()
@@ -186,24 +195,6 @@ impl Partners {
     }
 }
 
-fn bump(list: &mut Vec<u32>, domain: u32, by: u32) {
-    let i = domain as usize;
-    if list.len() <= i {
-        list.resize(i + 1, 0);
-    }
-    list[i] += by;
-}
-
-fn drop_by(list: &mut [u32], domain: u32, by: u32) {
-    if let Some(count) = list.get_mut(domain as usize) {
-        *count = count.saturating_sub(by);
-    }
-}
-
-fn read(list: &[u32], domain: u32) -> u32 {
-    list.get(domain as usize).copied().unwrap_or(0)
-}
-
 impl Topology {
     fn key(&mut self, key: &str) -> usize {
         if let Some(i) = self.keys.iter().position(|k| k == key) {
@@ -230,10 +221,11 @@ impl Topology {
             return id;
         }
         self.terms.push(term.clone());
+        Arc::make_mut(&mut self.by_label).add(self.terms.len() - 1, &term.selector);
         self.term_index.insert(term, self.terms.len() - 1);
         self.held_anti.push(false);
-        self.counts.push(Vec::new());
-        self.holders.push(Vec::new());
+        self.counts.push(PerDomain::default());
+        self.holders.push(PerDomain::default());
         self.totals.push(0);
         self.changes.push(0);
         self.terms.len() - 1
@@ -268,6 +260,11 @@ impl Topology {
         (self.terms.iter())
             .map(|t| self.keys[t.key] == HOSTNAME_LABEL)
             .collect()
+    }
+
+    /// Whether term `t`'s key is the hostname: placing a pod counts on its own node only.
+    pub(super) fn per_host(&self, t: TermId) -> bool {
+        self.keys[self.terms[t].key] == HOSTNAME_LABEL
     }
 
     /// Placed pods the term matches, all domains counted.
@@ -342,8 +339,8 @@ impl Topology {
             .collect();
         let mut matched_by = Vec::new();
         let mut blocked_by = Vec::new();
-        for (t, term) in self.terms.iter().enumerate() {
-            if term.matches(&pod.namespace, &pod.labels) {
+        for t in self.by_label.candidates(&pod.labels) {
+            if self.terms[t].matches(&pod.namespace, &pod.labels) {
                 matched_by.push(t);
                 if self.held_anti[t] {
                     blocked_by.push(t);
@@ -432,7 +429,7 @@ impl Topology {
     pub fn affinity_holds(&self, pod: &PodTerms, place: &Place) -> bool {
         pod.affinity.iter().all(|&(t, own)| {
             let d = self.domain(place, t);
-            let here = d != NO_DOMAIN && read(&self.counts[t], d) > 0;
+            let here = d != NO_DOMAIN && self.counts[t].read(d) > 0;
             here || own && self.totals[t] == 0
         })
     }
@@ -465,13 +462,13 @@ impl Topology {
         }
         for &t in &pod.anti {
             let d = self.domain(place, t);
-            if d != NO_DOMAIN && read(&self.counts[t], d) > 0 {
+            if d != NO_DOMAIN && self.counts[t].read(d) > 0 {
                 return Err(Unfit::AntiAffinity);
             }
         }
         for &t in &pod.blocked_by {
             let d = self.domain(place, t);
-            if d != NO_DOMAIN && read(&self.holders[t], d) > 0 {
+            if d != NO_DOMAIN && self.holders[t].read(d) > 0 {
                 return Err(Unfit::AntiAffinity);
             }
         }
@@ -486,7 +483,7 @@ impl Topology {
         for spread in &pod.spread {
             let t = spread.term;
             let d = self.domain(place, t);
-            let here = read(&self.counts[t], d);
+            let here = self.counts[t].read(d);
             // Which places are domains depends on the term alone, unless the pod's node affinity, taints
             // or other spreads narrow them: then the minimum is the pod's own.
             let own_domains = pod.spread.len() > 1
@@ -507,7 +504,7 @@ impl Topology {
                     (self.spread_domain(pod, spread, scheduling, other))
                         .then(|| self.domain(other, t))
                 },
-                count: &|d| read(&self.counts[t], d),
+                count: &|d| self.counts[t].read(d),
                 changes: self.changes[t],
                 made: self.made,
             };
@@ -591,10 +588,10 @@ impl Topology {
             if d != NO_DOMAIN {
                 self.changes[t] += 1;
                 if up {
-                    bump(&mut self.counts[t], d, by);
+                    self.counts[t].bump(d, by);
                     self.totals[t] += n;
                 } else {
-                    drop_by(&mut self.counts[t], d, by);
+                    self.counts[t].drop_by(d, by);
                     self.totals[t] = self.totals[t].saturating_sub(n);
                 }
             }
@@ -603,9 +600,9 @@ impl Topology {
             let d = self.domain(place, t);
             if d != NO_DOMAIN {
                 if up {
-                    bump(&mut self.holders[t], d, by);
+                    self.holders[t].bump(d, by);
                 } else {
-                    drop_by(&mut self.holders[t], d, by);
+                    self.holders[t].drop_by(d, by);
                 }
             }
         }

@@ -16,7 +16,7 @@ use crate::simulator::Dra;
 use crate::simulator::EquivalenceGroup;
 use crate::simulator::node_fit;
 use crate::simulator::{Place, PlaceKind, PodTerms, Topology};
-use crate::simulator::{build_places, place_all, pods_by_node};
+use crate::simulator::{Rooms, build_places, pods_by_node};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -187,6 +187,8 @@ impl ClusterSnapshot {
             let scheduling = &eg.exemplar(pods).scheduling;
             !scheduling.affinity.is_empty() || !scheduling.spread.is_empty()
         };
+        // First fit over the places' free room: groups are not offered the nodes already full.
+        let mut rooms = Rooms::new(&self.places);
         let mut first_pass = true;
         loop {
             let mut progress = false;
@@ -198,7 +200,7 @@ impl ClusterSnapshot {
                 if rest.is_empty() || !(first_pass || waits_on_others(eg)) {
                     continue;
                 }
-                let at = place_all(&mut self.topology, &mut self.places, pods, rest, &terms[e]);
+                let at = rooms.place(&mut self.topology, &mut self.places, pods, rest, &terms[e]);
                 progress |= !at.is_empty();
                 for (k, p) in at.into_iter().enumerate() {
                     let place = &self.places[p];
