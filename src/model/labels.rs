@@ -11,7 +11,7 @@ use std::fmt;
 pub struct Labels(Box<[(String, String)]>);
 
 /// The pairs of [`Labels::iter`], as a map's iterator yields them.
-pub type Iter<'a> = std::iter::Map<
+pub type LabelsIter<'a> = std::iter::Map<
     std::slice::Iter<'a, (String, String)>,
     fn(&'a (String, String)) -> (&'a String, &'a String),
 >;
@@ -89,7 +89,7 @@ impl Labels {
     }
 
     /// The pairs in key order.
-    pub fn iter(&self) -> Iter<'_> {
+    pub fn iter(&self) -> LabelsIter<'_> {
         self.0.iter().map(|(k, v)| (k, v))
     }
 
@@ -119,6 +119,13 @@ impl Labels {
 impl fmt::Debug for Labels {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+/// Written as the map it is (`metadata.labels` in JSON).
+impl serde::Serialize for Labels {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
     }
 }
 
@@ -179,8 +186,8 @@ impl IntoIterator for Labels {
 
 impl<'a> IntoIterator for &'a Labels {
     type Item = (&'a String, &'a String);
-    type IntoIter = Iter<'a>;
-    fn into_iter(self) -> Iter<'a> {
+    type IntoIter = LabelsIter<'a>;
+    fn into_iter(self) -> LabelsIter<'a> {
         self.iter()
     }
 }
