@@ -159,7 +159,6 @@ pub fn assess(profiles: &[FargateProfile], pod: &PodFacts, rates: &FargateRates)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     const GIB: u64 = 1 << 30;
     const MIB: u64 = 1 << 20;
@@ -216,7 +215,7 @@ mod tests {
             labels: labels
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<BTreeMap<_, _>>(),
+                .collect(),
             ..Default::default()
         }
     }

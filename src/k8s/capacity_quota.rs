@@ -168,7 +168,7 @@ fn spec(written: Option<&serde_json::Value>) -> Result<QuotaSpec, Invalid> {
 }
 
 fn selector(selector: &LabelSelector, shown: &str) -> Result<model::LabelSelector, Invalid> {
-    let match_labels: Labels = selector.match_labels.clone().unwrap_or_default();
+    let match_labels: Labels = selector.match_labels.clone().unwrap_or_default().into();
     let expressions = (selector.match_expressions.iter().flatten())
         .map(|r| WrittenRequirement {
             key: r.key.clone(),

@@ -228,7 +228,7 @@ pub fn node_from_api(node: &api::Node) -> Result<Node, ObjectError> {
     let (capacity, _) = node_resources(&object, strings(&status.capacity))?;
     Ok(Node {
         provider_id: spec.provider_id.clone().unwrap_or_default(),
-        labels: node.metadata.labels.clone().unwrap_or_default(),
+        labels: node.metadata.labels.clone().unwrap_or_default().into(),
         taints: spec
             .taints
             .iter()
@@ -354,7 +354,7 @@ pub fn node_from_pb(node: &k8s_pb::api::core::v1::Node) -> Result<Node, ObjectEr
     let (capacity, _) = node_resources(&object, strings(&status.capacity))?;
     Ok(Node {
         provider_id: spec.provider_id.clone().unwrap_or_default(),
-        labels: meta.labels,
+        labels: meta.labels.into(),
         taints: spec
             .taints
             .iter()
@@ -414,7 +414,7 @@ pub fn pod_to_pb_bytes(pod: &Pod) -> Vec<u8> {
         metadata: Some(k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta {
             name: Some(pod.name.clone()),
             namespace: Some(pod.namespace.to_string()),
-            labels: pod.labels.clone(),
+            labels: pod.labels.clone().into(),
             ..Default::default()
         }),
         spec: Some(pb::PodSpec {

@@ -2,8 +2,8 @@
 //! JSON/YAML kubectl prints (k8s-openapi), into the facts decisions need.
 
 use crate::k8s::quantity::{Quantity, QuantityError};
-use crate::model::Resources;
 use crate::model::{ContainerDemand, pod_demand};
+use crate::model::{Labels, Resources};
 use prost::Message;
 use std::collections::BTreeMap;
 
@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 pub struct PodFacts {
     pub namespace: String,
     pub name: String,
-    pub labels: BTreeMap<String, String>,
+    pub labels: Labels,
     pub scheduler_name: String,
     /// What it needs from a node: see [`pod_demand`].
     pub demand: Resources,
@@ -364,7 +364,7 @@ fn assemble(parts: Parts) -> Result<PodFacts, PodError> {
         extended: extended_demand,
         namespace: namespace.to_string(),
         name: parts.name.to_string(),
-        labels: parts.labels,
+        labels: parts.labels.into(),
         scheduler_name: parts.scheduler_name.to_string(),
         owner_kinds: parts.owner_kinds,
         host_network: parts.host_network,

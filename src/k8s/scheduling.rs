@@ -4,17 +4,16 @@
 use super::object_error::{ObjectError, invalid};
 use crate::model::NODE_NAME_FIELD;
 use crate::model::{
-    HostPort, LabelSelector, NodeSelector, NodeSelectorTerm, Operator, PodAffinityTerm,
+    HostPort, LabelSelector, Labels, NodeSelector, NodeSelectorTerm, Operator, PodAffinityTerm,
     Requirement, Scheduling, SpreadConstraint, TaintEffect, Toleration,
 };
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
-use std::collections::BTreeMap;
 
 pub(super) fn scheduling(
     key: &str,
     namespace: &str,
-    labels: &BTreeMap<String, String>,
+    labels: &Labels,
     spec: &api::PodSpec,
 ) -> Result<Scheduling, ObjectError> {
     let affinity = spec.affinity.as_ref();
@@ -35,7 +34,7 @@ pub(super) fn scheduling(
     let host_ports = host_ports(spec);
     let spread = spread_constraints(key, labels, spec)?;
     Ok(Scheduling {
-        node_selector: spec.node_selector.clone().unwrap_or_default(),
+        node_selector: spec.node_selector.clone().unwrap_or_default().into(),
         node_affinity,
         tolerations: spec
             .tolerations
@@ -95,7 +94,7 @@ fn host_ports(spec: &api::PodSpec) -> Vec<HostPort> {
 /// A pod's hard topology spread constraints (`DoNotSchedule`), checked as the API server validates them.
 fn spread_constraints(
     key: &str,
-    labels: &BTreeMap<String, String>,
+    labels: &Labels,
     spec: &api::PodSpec,
 ) -> Result<Vec<SpreadConstraint>, ObjectError> {
     let mut spread = Vec::new();
@@ -231,7 +230,7 @@ pub(super) fn label_selector(
         })
         .collect::<Result<_, _>>()?;
     Ok(Some(LabelSelector {
-        match_labels: selector.match_labels.clone().unwrap_or_default(),
+        match_labels: selector.match_labels.clone().unwrap_or_default().into(),
         expressions,
     }))
 }
@@ -242,7 +241,7 @@ fn term_selector(
     key: &str,
     selector: Option<&meta::LabelSelector>,
     match_label_keys: Option<&Vec<String>>,
-    labels: &BTreeMap<String, String>,
+    labels: &Labels,
 ) -> Result<LabelSelector, ObjectError> {
     let mut selector = label_selector(key, selector)?.unwrap_or_else(LabelSelector::nothing);
     for label in match_label_keys.into_iter().flatten() {
@@ -256,7 +255,7 @@ fn term_selector(
 fn affinity_term(
     key: &str,
     namespace: &str,
-    labels: &BTreeMap<String, String>,
+    labels: &Labels,
     term: &api::PodAffinityTerm,
 ) -> Result<PodAffinityTerm, ObjectError> {
     if term.topology_key.is_empty() {

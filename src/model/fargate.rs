@@ -3,8 +3,8 @@
 //! Profiles are not node groups (docs/eks.md, "Fargate").
 
 use super::fast_map::FastMap;
+use super::labels::Labels;
 use super::pod::Pod;
-use super::selector::Labels;
 use globset::{Glob, GlobMatcher};
 use std::collections::{BTreeMap, BTreeSet};
 

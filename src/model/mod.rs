@@ -7,6 +7,7 @@ mod dra; // Dynamic Resource Allocation: devices, classes, claims, what a pod cl
 pub(crate) mod fargate; // which Fargate profile takes a pod, as EKS matches
 mod fast_map; // the hash maps of the hot paths
 mod invalid; // the validation error every reader returns: the field and the rule it breaks
+mod labels; // labels by key in one sorted allocation: a million pods carry them
 mod leaving; // nodes going away for reasons no autoscaler decided: interruptions, events, repairs
 pub(crate) mod node; // what a node offers and demands of pods
 mod node_group; // node groups, their instances and options, as a provider says them
@@ -42,6 +43,7 @@ pub use fargate::{
 pub use fargate::{Matcher, PROFILE_LABEL, SCHEDULER_NAME, Selection, select};
 pub use fast_map::{FastMap, FastSet};
 pub use invalid::Invalid;
+pub use labels::Labels;
 pub use leaving::{
     LEAVING_TAINTS, LeavingInstance, LeavingReason, NODE_MONITORING_CONDITIONS, NodeProblem,
     NodeRepairConfig, NodeRepairOverride, repair_condition,
@@ -71,7 +73,7 @@ pub use quota::{
 pub use resources::{ContainerDemand, pod_demand};
 pub use resources::{GPU_RESOURCE, Resources};
 pub use selector::{
-    LabelSelector, Labels, NODE_NAME_FIELD, NodeSelector, NodeSelectorTerm, Operator, Requirement,
+    LabelSelector, NODE_NAME_FIELD, NodeSelector, NodeSelectorTerm, Operator, Requirement,
     is_dns_subdomain, is_label_name,
 };
 pub use taint::{

@@ -1,8 +1,8 @@
 //! A node as decisions see it: what it offers and what it demands of pods.
 
+use super::labels::Labels;
 use super::leaving::NodeProblem;
 use super::resources::Resources;
-use super::selector::Labels;
 use super::taint::Taint;
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};

@@ -1,6 +1,7 @@
 //! PodDisruptionBudgets, as far as removing nodes needs them.
 
-use super::selector::{LabelSelector, Labels};
+use super::labels::Labels;
+use super::selector::LabelSelector;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pdb {

@@ -7,11 +7,10 @@
 //! the API server and upstream's validator word it. A valid quota is enforced whatever its status says.
 
 use super::invalid::Invalid;
+use super::labels::Labels;
 use super::node::{GPU_LABEL, Node};
 use super::resources::GPU_RESOURCE;
-use super::selector::{
-    LabelSelector, Labels, Operator, Requirement, is_dns_subdomain, is_label_name,
-};
+use super::selector::{LabelSelector, Operator, Requirement, is_dns_subdomain, is_label_name};
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 

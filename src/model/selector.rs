@@ -1,8 +1,6 @@
 //! Label selectors (pods) and node selector terms (node affinity), matched as the scheduler matches them.
 
-use std::collections::BTreeMap;
-
-pub type Labels = BTreeMap<String, String>;
+use super::labels::Labels;
 
 /// One requirement on one label key.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

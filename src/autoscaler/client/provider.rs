@@ -518,7 +518,7 @@ impl ProviderClient {
     pub async fn node_price(
         &self,
         name: &str,
-        labels: &std::collections::BTreeMap<String, String>,
+        labels: &crate::model::Labels,
         hours: f64,
     ) -> Result<Option<f64>, ClientError> {
         let node = ExternalGrpcNode {
