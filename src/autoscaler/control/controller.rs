@@ -87,6 +87,19 @@ fn small_pages() {
     }
 }
 
+/// What `run` is, for the settings (acting or dry, on a live cluster or a snapshot), and whether it acts.
+fn run_command(args: &RunArgs, live: bool) -> (Command, Acting) {
+    let acting = match args.dry_run {
+        true => Acting::DryRun,
+        false => Acting::Act,
+    };
+    let cluster = match live {
+        true => Cluster::Live,
+        false => Cluster::Snapshot,
+    };
+    (Command::Run { acting, cluster }, acting)
+}
+
 /// The loop: over the live cluster (kube-rs watches; `--kubeconfig` or in-cluster) or a `--snapshot`, one
 /// RunOnce every scan interval, and early when a pod turns Unschedulable. A snapshot cannot be changed, so
 /// over one scale-down is reported, never carried out.
@@ -94,15 +107,7 @@ pub async fn run(args: RunArgs) -> Result<(), Failure> {
     let client = (args.provider.client()).map_err(|e| Failure::Usage(e.to_string()))?;
     let sources = args.sources().await?;
     small_pages();
-    let acting = match args.dry_run {
-        true => Acting::DryRun,
-        false => Acting::Act,
-    };
-    let cluster = match sources.kube {
-        Some(_) => Cluster::Live,
-        None => Cluster::Snapshot,
-    };
-    let command = Command::Run { acting, cluster };
+    let (command, acting) = run_command(&args, sources.kube.is_some());
     let settings = (args.decisions.settings(command)).map_err(|e| Failure::Usage(e.to_string()))?;
     let keeps_quotas = settings.capacity_quotas;
     let mut once = RunOnce::new(client, settings);
