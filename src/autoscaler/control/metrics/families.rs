@@ -4,11 +4,11 @@
 
 use super::capacity::CapacityMetrics;
 use super::labels::{
-    ActivityLabels, BoundLabels, BudgetLabels, DecisionLabels, FunctionLabels, GroupLabels,
-    KindLabels, OutcomeLabels, OutcomeOnlyLabels, QuotaLabels, ReasonLabels, RequestLabels,
-    StateLabels, TypeLabels,
+    ActivityLabels, BudgetLabels, DecisionLabels, FunctionLabels, KindLabels, OutcomeLabels,
+    OutcomeOnlyLabels, QuotaLabels, ReasonLabels, RequestLabels, StateLabels, TypeLabels,
 };
 use super::leaving::LeavingMetrics;
+use super::sizes::GroupSizeMetrics;
 use super::skipped::SkippedMetrics;
 use crate::autoscaler::cluster::ClusterView;
 use crate::autoscaler::control::flags::Acting;
@@ -175,15 +175,6 @@ struct QuotaMetrics {
     invalid: Gauge,
 }
 
-/// The node groups' sizes: target, min and max.
-struct GroupSizeMetrics {
-    target: Family<GroupLabels, Gauge>,
-    min: Family<GroupLabels, Gauge>,
-    max: Family<GroupLabels, Gauge>,
-    /// The sizes a `schedules:` window holds a group to (`bound` min or max); absent while none is open.
-    scheduled: Family<BoundLabels, Gauge>,
-}
-
 /// `metric` registered as `name` (prefixed) and handed back: the registry encodes the clone it keeps.
 fn register<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
     registry.register(name, help, metric.clone());
@@ -313,62 +304,6 @@ impl QuotaMetrics {
         }
         let invalid = view.quotas.len() - valid.len();
         self.invalid.set(i64::try_from(invalid).unwrap_or(i64::MAX));
-    }
-}
-
-impl GroupSizeMetrics {
-    fn register(registry: &mut Registry) -> GroupSizeMetrics {
-        GroupSizeMetrics {
-            target: register(
-                registry,
-                "node_group_target_count",
-                "Target size per node group",
-                Family::default(),
-            ),
-            min: register(
-                registry,
-                "node_group_min_count",
-                "Min size per node group",
-                Family::default(),
-            ),
-            max: register(
-                registry,
-                "node_group_max_count",
-                "Max size per node group",
-                Family::default(),
-            ),
-            scheduled: register(
-                registry,
-                "autoscaler_scheduled_size",
-                "Min and max size a scheduled window holds a node group to; absent while none is open",
-                Family::default(),
-            ),
-        }
-    }
-
-    /// Each node group's target, min and max size as the loop found them.
-    fn observe(&self, status: &Status) {
-        for g in &status.node_groups {
-            let labels = GroupLabels {
-                node_group: g.id.clone(),
-            };
-            self.target
-                .get_or_create(&labels)
-                .set(i64::from(g.target_size));
-            self.min.get_or_create(&labels).set(i64::from(g.min_size));
-            self.max.get_or_create(&labels).set(i64::from(g.max_size));
-        }
-        self.scheduled.clear();
-        for g in &status.node_groups {
-            let Some(s) = &g.schedule else { continue };
-            for (bound, size) in [("min", s.min_size), ("max", s.max_size)] {
-                let labels = BoundLabels {
-                    node_group: g.id.clone(),
-                    bound,
-                };
-                self.scheduled.get_or_create(&labels).set(i64::from(size));
-            }
-        }
     }
 }
 
@@ -721,40 +656,5 @@ mod tests {
             seen.iter()
                 .any(|l| l == "ekscale_capacity_quotas_invalid 0")
         );
-    }
-
-    #[test]
-    fn scheduled_sizes_while_a_window_is_open_and_absent_after() {
-        use crate::autoscaler::status::{GroupStatus, ScheduleStatus};
-        let until = SystemTime::UNIX_EPOCH;
-        let mut status = Status {
-            node_groups: vec![GroupStatus {
-                id: "batch".into(),
-                max_size: 10,
-                schedule: Some(ScheduleStatus::new(0, 2, until, "schedules[0]".into())),
-                ..GroupStatus::default()
-            }],
-            ..Status::default()
-        };
-        let metrics = AutoscalerMetrics::default();
-        let scheduled = |metrics: &AutoscalerMetrics| -> Vec<String> {
-            (metrics.encode().lines())
-                .filter(|l| l.starts_with("ekscale_autoscaler_scheduled_size{"))
-                .map(str::to_string)
-                .collect()
-        };
-        metrics.group_sizes.observe(&status);
-        let mut seen = scheduled(&metrics);
-        seen.sort();
-        assert_eq!(
-            seen,
-            [
-                r#"ekscale_autoscaler_scheduled_size{node_group="batch",bound="max"} 2"#,
-                r#"ekscale_autoscaler_scheduled_size{node_group="batch",bound="min"} 0"#,
-            ]
-        );
-        status.node_groups[0].schedule = None;
-        metrics.group_sizes.observe(&status);
-        assert!(scheduled(&metrics).is_empty());
     }
 }

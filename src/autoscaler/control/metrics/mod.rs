@@ -5,6 +5,7 @@ mod capacity; // capacity paid for ahead: each reservation's instances used and 
 mod families; // the registry of every family, grouped, and what one loop (or a failed one) sets them to
 mod labels; // the label sets the families are keyed by
 mod leaving; // leaving nodes: by reason, how their pods were planned for, how long until none was pending
-mod skipped; // graceful degradation: the pending pods a loop left untried past its batching timeout
+mod sizes;
+mod skipped; // graceful degradation: the pending pods a loop left untried past its batching timeout // the node groups' target, min and max sizes, and the sizes a scheduled window holds them to
 
 pub use families::AutoscalerMetrics;
