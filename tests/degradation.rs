@@ -4,9 +4,9 @@
 
 mod common;
 
-use common::Binary;
+use common::companion::Live;
 use common::companion::{Companion, decisions_when, get};
-use common::kube_api::{self, Fake, Objects};
+use common::kube_api::{self, Objects};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -15,30 +15,7 @@ use std::sync::mpsc::{Receiver, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A provider and a fake API server serving `objects`, with a kubeconfig for it.
-struct Live {
-    provider: Binary,
-    fake: Fake,
-    kubeconfig: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
 impl Live {
-    async fn new(objects: Objects) -> Live {
-        let provider = Binary::start(&[]);
-        let fake = Fake::new(objects);
-        let api = kube_api::serve(fake.clone()).await;
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        std::fs::write(&kubeconfig, kube_api::kubeconfig(api)).unwrap();
-        Live {
-            provider,
-            fake,
-            kubeconfig,
-            _dir: dir,
-        }
-    }
-
     /// `run --dry-run` over this cluster (no Lease), with `args` besides; every line it logs is sent on.
     fn start(&self, args: &[&str]) -> (Companion, Receiver<String>) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ekscale-autoscaler"))

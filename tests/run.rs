@@ -4,7 +4,9 @@
 mod common;
 
 use common::Binary;
+use common::companion::Live;
 use common::companion::{Companion, decisions_when, get, start};
+use common::kube_api::Objects;
 use serde_json::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -161,30 +163,12 @@ fn helped(decisions: &Value) -> Vec<String> {
 }
 
 /// A provider and a fake API server with `pods`, with a kubeconfig for it.
-struct Live {
-    provider: Binary,
-    fake: common::kube_api::Fake,
-    kubeconfig: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
 async fn live_cluster(pods: Vec<Value>) -> Live {
-    use common::kube_api::{self, Fake, Objects};
-    let provider = Binary::start(&[]);
-    let fake = Fake::new(Objects {
+    Live::new(Objects {
         pods,
         ..Objects::default()
-    });
-    let api = kube_api::serve(fake.clone()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(&kubeconfig, kube_api::kubeconfig(api)).unwrap();
-    Live {
-        provider,
-        fake,
-        kubeconfig,
-        _dir: dir,
-    }
+    })
+    .await
 }
 
 impl Live {

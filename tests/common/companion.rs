@@ -75,3 +75,29 @@ impl Companion {
         self.child.wait().unwrap()
     }
 }
+
+/// A provider binary and a fake API server serving `objects`, with a kubeconfig for it: the live cluster an
+/// `ekscale-autoscaler run` process reads.
+pub struct Live {
+    pub provider: super::Binary,
+    pub fake: super::kube_api::Fake,
+    pub kubeconfig: std::path::PathBuf,
+    pub _dir: tempfile::TempDir,
+}
+
+impl Live {
+    pub async fn new(objects: super::kube_api::Objects) -> Live {
+        let provider = super::Binary::start(&[]);
+        let fake = super::kube_api::Fake::new(objects);
+        let api = super::kube_api::serve(fake.clone()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        std::fs::write(&kubeconfig, super::kube_api::kubeconfig(api)).unwrap();
+        Live {
+            provider,
+            fake,
+            kubeconfig,
+            _dir: dir,
+        }
+    }
+}
