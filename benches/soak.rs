@@ -69,11 +69,11 @@ fn pod(app: &str, serial: u64, cpu: u64, memory: u64) -> Pod {
     };
     let mut pod = Pod::pending("default", &format!("{app}-{serial}"), demand);
     pod.labels.insert("app".into(), app.into());
-    pod.controller = Some(Controller {
+    pod.controller = Some(Arc::new(Controller {
         kind: "ReplicaSet".into(),
         name: app.into(),
         uid: format!("uid-{app}"),
-    });
+    }));
     pod
 }
 

@@ -105,11 +105,11 @@ impl Cluster {
         };
         let mut pod = Pod {
             labels: Labels::from([("app".to_string(), app.to_string())]),
-            controller: Some(Controller {
+            controller: Some(Arc::new(Controller {
                 kind: "ReplicaSet".into(),
                 name: app.into(),
                 uid: format!("uid-{app}"),
-            }),
+            })),
             node_name: Some(node.into()),
             phase: Phase::Running,
             unschedulable: false,
@@ -193,7 +193,7 @@ fn an_empty_node_and_a_light_node_go_and_their_pods_fit_elsewhere() {
         .pod("busy", "big", "big", 2500)
         .pod("light", "small", "small", 500)
         .pod_with("empty", "exporter", "exporter", 100, |p| {
-            p.controller.as_mut().unwrap().kind = "DaemonSet".into();
+            Arc::make_mut(p.controller.as_mut().unwrap()).kind = "DaemonSet".into();
         });
     let plan = c.plan();
     assert_eq!(removable(&c, &plan), ["empty", "light"], "{plan:#?}");
@@ -212,7 +212,9 @@ fn each_blocking_rule_alone_keeps_the_node_with_its_reason() {
         ("NotReplicated", Box::new(|p: &mut Pod| p.controller = None)),
         (
             "NotReplicated",
-            Box::new(|p: &mut Pod| p.controller.as_mut().unwrap().kind = "Rollout".into()),
+            Box::new(|p: &mut Pod| {
+                Arc::make_mut(p.controller.as_mut().unwrap()).kind = "Rollout".into()
+            }),
         ),
         (
             "LocalStorageRequested",
@@ -252,7 +254,9 @@ fn each_blocking_rule_alone_keeps_the_node_with_its_reason() {
             p.controller = None;
             p.disruption.mirror = true;
         }),
-        Box::new(|p: &mut Pod| p.controller.as_mut().unwrap().kind = "DaemonSet".into()),
+        Box::new(|p: &mut Pod| {
+            Arc::make_mut(p.controller.as_mut().unwrap()).kind = "DaemonSet".into()
+        }),
         Box::new(|p: &mut Pod| {
             p.controller = None;
             p.phase = Phase::Terminal;
@@ -464,11 +468,11 @@ fn a_failed_simulation_gives_back_the_room_it_searched_past() {
         .pod_with("first", "f-2", "f", 900, pinned)
         .pod_with("second", "s-1", "f", 900, pinned)
         .pod_with("second", "agent", "agent", 950, |p| {
-            p.controller = Some(Controller {
+            p.controller = Some(Arc::new(Controller {
                 kind: "DaemonSet".into(),
                 name: "agent".into(),
                 uid: "uid-agent".into(),
-            });
+            }));
         });
     let plan = c.plan();
     assert_eq!(kept(&c, &plan, "first").0, "NoPlaceToMovePods", "{plan:#?}");

@@ -129,11 +129,11 @@ async fn scale_up_then_nodes_register_and_pods_bind() {
 async fn removed_instances_take_their_nodes_and_controllers_recreate_pods() {
     let (server, config, cluster) = simulated(SCENARIO).await;
     let mut owned = web(1, 500);
-    owned[0].controller = Some(ekscale::model::Controller {
+    owned[0].controller = Some(Arc::new(ekscale::model::Controller {
         kind: "ReplicaSet".into(),
         name: "web".into(),
         uid: "u".into(),
-    });
+    }));
     let mut bare = web(1, 500);
     bare[0].name = "bare".into();
     cluster.create_pods(owned.into_iter().chain(bare));
@@ -933,11 +933,11 @@ nodeGroups:
     let mut once = RunOnce::new(ProviderClient::new(&config).unwrap(), settings());
     let mut exporter = web(1, 500).remove(0);
     exporter.name = "exporter-template".into();
-    exporter.controller = Some(ekscale::model::Controller {
+    exporter.controller = Some(Arc::new(ekscale::model::Controller {
         kind: "DaemonSet".into(),
         name: "exporter".into(),
         uid: "ds".into(),
-    });
+    }));
     // A 1600m pod fits an empty m5.large (1930m) but not beside the 500m DaemonSet pod every node runs.
     let view = |daemonsets: Vec<Pod>| ekscale::autoscaler::ClusterView {
         pods: web(1, 1600).into_iter().map(Arc::new).collect(),

@@ -18,11 +18,11 @@ fn pod(name: String, app: &str, kind: &str, (cpu, memory): (u64, u64)) -> Pod {
     };
     let mut pod = Pod {
         labels: Labels::from([("app".to_string(), app.to_string())]),
-        controller: Some(Controller {
+        controller: Some(Arc::new(Controller {
             kind: kind.into(),
             name: app.into(),
             uid: format!("uid-{app}"),
-        }),
+        })),
         ..Pod::pending("default", &name, demand)
     };
     pod.phase = Phase::Running;

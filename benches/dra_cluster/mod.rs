@@ -54,11 +54,11 @@ pub fn pods(dra: bool, now: SystemTime) -> Vec<Pod> {
             };
             let mut pod = Pod {
                 labels: Labels::from([("app".to_string(), "trainer".to_string())]),
-                controller: Some(Controller {
+                controller: Some(Arc::new(Controller {
                     kind: "ReplicaSet".into(),
                     name: "trainer-1".into(),
                     uid: "uid-trainer-1".into(),
-                }),
+                })),
                 created: Some(now),
                 ..Pod::pending("default", &name, demand)
             };

@@ -44,11 +44,11 @@ pub fn big_pods(n: usize, created: SystemTime) -> Vec<Pod> {
     (0..n)
         .map(|i| Pod {
             labels: Labels::from([("app".to_string(), "big".to_string())]),
-            controller: Some(Controller {
+            controller: Some(Arc::new(Controller {
                 kind: "ReplicaSet".into(),
                 name: "big".into(),
                 uid: "uid-big".into(),
-            }),
+            })),
             created: Some(created),
             ..Pod::pending("default", &format!("big-{i}"), demand)
         })

@@ -46,10 +46,12 @@ pub fn pod_from_api(pod: &api::Pod, json: PodJson) -> Result<Pod, ObjectError> {
         .iter()
         .flatten()
         .find(|o| o.controller == Some(true))
-        .map(|o| Controller {
-            kind: o.kind.clone(),
-            name: o.name.clone(),
-            uid: o.uid.clone(),
+        .map(|o| {
+            Arc::new(Controller {
+                kind: o.kind.clone(),
+                name: o.name.clone(),
+                uid: o.uid.clone(),
+            })
         });
     let claims = crate::k8s::dra::pod_claims(&key, spec, status)?;
     // The uid is what claims name their pod by (owner, reservations): kept for pods with claims only.

@@ -31,11 +31,11 @@ pub fn owned(app: &str, n: usize, cpu: u64, memory: u64) -> Vec<Pod> {
             };
             let mut pod = Pod::pending("default", &format!("{app}-{i}"), demand);
             pod.labels.insert("app".into(), app.into());
-            pod.controller = Some(Controller {
+            pod.controller = Some(Arc::new(Controller {
                 kind: "ReplicaSet".into(),
                 name: app.into(),
                 uid: format!("uid-{app}"),
-            });
+            }));
             pod
         })
         .collect()

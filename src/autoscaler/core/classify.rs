@@ -187,11 +187,11 @@ mod tests {
     }
 
     fn run_by(kind: &str, pod: Pod) -> Pod {
-        let controller = Controller {
+        let controller = Arc::new(Controller {
             kind: kind.into(),
             name: "owner".into(),
             uid: format!("uid-{kind}"),
-        };
+        });
         Pod {
             controller: Some(controller),
             ..pod

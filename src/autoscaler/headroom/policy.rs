@@ -321,11 +321,11 @@ impl Policy {
     pub fn chunk(&self) -> Pod {
         let mut pod = Pod::pending(NAMESPACE, &self.name, self.shape);
         pod.labels = Labels::from([("ekscale.io/headroom".to_string(), self.name.clone())]);
-        pod.controller = Some(Controller {
+        pod.controller = Some(Arc::new(Controller {
             kind: "ReplicaSet".into(),
             name: self.name.clone(),
             uid: format!("headroom-{}", self.name),
-        });
+        }));
         pod.scheduling = Arc::new(crate::model::Scheduling {
             node_selector: self
                 .node_group

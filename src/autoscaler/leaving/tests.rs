@@ -74,11 +74,11 @@ fn running(name: &str, node: &str, kind: &str) -> Pod {
     pod.node_name = Some(node.into());
     pod.phase = Phase::Running;
     pod.unschedulable = false;
-    pod.controller = Some(Controller {
+    pod.controller = Some(Arc::new(Controller {
         kind: kind.into(),
         name: format!("{name}-owner"),
         uid: format!("uid-{name}"),
-    });
+    }));
     pod
 }
 

@@ -224,10 +224,12 @@ fn node(name: &str, created_min: u64) -> Arc<Node> {
 fn pod(name: &str, node: &str, controller: Option<&str>) -> Arc<Pod> {
     let mut pod = Pod::pending("default", name, Resources::default());
     pod.node_name = Some(node.into());
-    pod.controller = controller.map(|kind| Controller {
-        kind: kind.into(),
-        name: name.into(),
-        uid: format!("uid-{name}"),
+    pod.controller = controller.map(|kind| {
+        Arc::new(Controller {
+            kind: kind.into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+        })
     });
     Arc::new(pod)
 }

@@ -172,11 +172,11 @@ mod tests {
 
     fn view(nodes: &[Arc<Node>], on: Option<&str>) -> ClusterView {
         let mut pod = Pod::pending("default", "web-0", Resources::default());
-        pod.controller = Some(Controller {
+        pod.controller = Some(Arc::new(Controller {
             kind: "ReplicaSet".into(),
             name: "web".into(),
             uid: "u".into(),
-        });
+        }));
         pod.node_name = on.map(Into::into);
         let pods = vec![pod];
         ClusterView {

@@ -310,10 +310,12 @@ mod tests {
         };
         Pod {
             labels: Labels::from([("app".to_string(), "web".to_string())]),
-            controller: kind.map(|kind| Controller {
-                kind: kind.into(),
-                name: "owner".into(),
-                uid: "u".into(),
+            controller: kind.map(|kind| {
+                Arc::new(Controller {
+                    kind: kind.into(),
+                    name: "owner".into(),
+                    uid: "u".into(),
+                })
             }),
             node_name: Some("n1".into()),
             phase: Phase::Running,

@@ -187,11 +187,11 @@ fn make_pod(i: usize, a: usize, &(cpu, gib, constraint, tolerates, port, pin): &
         phase: Phase::Running,
         unschedulable: false,
         labels: Labels::from([("app".to_string(), format!("app-{a}"))]),
-        controller: Some(Controller {
+        controller: Some(Arc::new(Controller {
             kind: "ReplicaSet".into(),
             name: format!("app-{a}"),
             uid: format!("uid-{a}"),
-        }),
+        })),
         scheduling: Arc::new(s),
         ..Pod::pending("default", &format!("p{i}"), demand)
     }

@@ -175,11 +175,11 @@ fn pod(i: usize, node: &str, kind: u8, name: u8, cpu: u64, gib: u64) -> Pod {
         ..Default::default()
     };
     let controller = |kind: &str| {
-        Some(Controller {
+        Some(Arc::new(Controller {
             kind: kind.into(),
             name: format!("app-{name}"),
             uid: format!("uid-{name}"),
-        })
+        }))
     };
     let mut scheduling = Scheduling::default();
     if kind == 1 {
