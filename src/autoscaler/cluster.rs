@@ -295,10 +295,14 @@ impl Snapshot {
         for skipped in &parsed.skipped {
             tracing::warn!(error = %skipped, "left out of the snapshot");
         }
+        // Extended into a vector of their own size: collected, they would reuse the parsed nodes' buffer (Rust
+        // collects in place), every node's size kept as spare room for as long as the view lives.
+        let mut nodes = Vec::with_capacity(parsed.nodes.len());
+        nodes.extend(parsed.nodes.into_iter().map(Arc::new));
         Ok(Snapshot {
             view: Arc::new(ClusterView {
                 requests,
-                nodes: parsed.nodes.into_iter().map(Arc::new).collect(),
+                nodes,
                 keys: PodNames::of(&parsed.pods).into(),
                 pods: parsed.pods,
                 pdbs: parsed.pdbs,
