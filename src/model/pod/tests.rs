@@ -36,13 +36,19 @@ fn what_the_equivalence_key_reads_is_in_the_first_two_cache_lines() {
 }
 
 #[test]
-fn pods_read_in_parts_share_namespaces_and_equal_constraints() {
+fn pods_read_in_parts_share_namespaces_equal_constraints_and_owners() {
     let tolerant = Scheduling {
         node_selector: [("team".to_string(), "web".to_string())].into(),
         ..Default::default()
     };
+    let owner = Controller {
+        kind: "ReplicaSet".into(),
+        name: "web-7d4b".into(),
+        uid: "0b3c6a1e".into(),
+    };
     let pod = |namespace: &str, name: &str| Pod {
         scheduling: Arc::new(tolerant.clone()),
+        controller: Some(Arc::new(owner.clone())),
         ..Pod::pending(namespace, name, crate::model::Resources::default())
     };
     // Two parts, as two converters read them: each shares within itself.
@@ -54,11 +60,18 @@ fn pods_read_in_parts_share_namespaces_and_equal_constraints() {
         let mut alike = Alike::default();
         part.iter_mut().for_each(|pod| alike.share(pod));
     }
+    let owners = |pods: &[Pod]| {
+        pods.iter()
+            .map(|p| p.controller.clone().unwrap())
+            .collect::<Vec<_>>()
+    };
     assert!(Arc::ptr_eq(&parts[0][0].namespace, &parts[0][1].namespace));
+    assert!(Arc::ptr_eq(&owners(&parts[0])[0], &owners(&parts[0])[1]));
     assert!(!Arc::ptr_eq(
         &parts[0][0].scheduling,
         &parts[1][0].scheduling
     ));
+    assert!(!Arc::ptr_eq(&owners(&parts[0])[0], &owners(&parts[1])[0]));
     let mut pods: Vec<Arc<Pod>> = parts.into_iter().flatten().map(Arc::new).collect();
     // A pod also held elsewhere is left as it is.
     let held = Arc::new(pod("web", "p4"));
@@ -71,6 +84,12 @@ fn pods_read_in_parts_share_namespaces_and_equal_constraints() {
     }
     assert_eq!(*pods[2].scheduling, tolerant);
     assert!(!Arc::ptr_eq(&pods[0].scheduling, &pods[4].scheduling));
+    let owner_of = |i: usize| pods[i].controller.clone().unwrap();
+    for i in 1..4 {
+        assert!(Arc::ptr_eq(&owner_of(0), &owner_of(i)));
+    }
+    assert_eq!(*owner_of(2), owner);
+    assert!(!Arc::ptr_eq(&owner_of(0), &owner_of(4)));
 }
 
 #[test]
