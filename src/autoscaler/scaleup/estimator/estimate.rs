@@ -9,16 +9,15 @@ use super::improve::improve;
 use super::packing::Packing;
 use super::plan::{
     Demand, Estimate, EstimateLimits, ORDERINGS, Ordering, PlanStep, Stop, Templates, Zones,
-    nodes_at_least,
+    nodes_apart, nodes_at_least, own_hostname_term,
 };
 use super::repair::repair;
 use super::replan::Replan;
-use crate::model::{HOSTNAME_LABEL, Pod, PodAffinityTerm};
+use crate::model::{Pod, PodAffinityTerm};
 use crate::simulator::Filling;
 use crate::simulator::FreeTree;
 use crate::simulator::how_many;
 use crate::simulator::{Place, Topology};
-use std::collections::HashMap;
 use std::time::Instant;
 
 /// Estimates the nodes of the group whose templates are `templates`: the best of the searches ([`search`]),
@@ -192,26 +191,6 @@ fn node_to_empty(best: &Estimate, demands: &[Demand], terms: &[Option<&PodAffini
         }
     }
     nodes.contains(&HELD)
-}
-
-/// The required anti-affinity term by hostname that the demand's pod itself matches, if any: then each of
-/// its pods needs a node of its own (a highly available Deployment's replicas, one a node).
-pub(super) fn own_hostname_term<'a>(demand: &Demand<'a>) -> Option<&'a PodAffinityTerm> {
-    let pod = demand.pod;
-    (pod.scheduling.anti_affinity.iter())
-        .find(|t| t.topology_key == HOSTNAME_LABEL && t.matches(&pod.namespace, &pod.labels))
-}
-
-/// The most pods one hostname term keeps apart: pods of every demand whose own term (`terms`) it is, each
-/// of which matches it, so no two share a node. One pass over the demands.
-fn nodes_apart(demands: &[Demand], terms: &[Option<&PodAffinityTerm>]) -> u64 {
-    let mut apart: HashMap<&PodAffinityTerm, u64> = HashMap::new();
-    for (demand, term) in demands.iter().zip(terms) {
-        if let Some(term) = term {
-            *apart.entry(*term).or_default() += demand.count;
-        }
-    }
-    apart.into_values().max().unwrap_or(0)
 }
 
 /// The demands in the order `ordering` takes them, highest score first, in runs: groups that tie on the

@@ -1,9 +1,10 @@
 //! What one estimation takes and gives: the demands, the group's templates and limits, the orderings it
 //! may search in, and the estimate with its steps. Below every file of the estimator.
 
-use crate::model::{Pod, Resources};
+use crate::model::{HOSTNAME_LABEL, Pod, PodAffinityTerm, Resources};
 use crate::simulator::{Place, PodTerms, Topology};
 use crate::simulator::{Unfit, node_fit};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -219,4 +220,24 @@ pub(super) fn nodes_at_least(template: &Place, demands: &[Demand]) -> u64 {
     .into_iter()
     .max()
     .unwrap_or(0)
+}
+
+/// The required anti-affinity term by hostname that the demand's pod itself matches, if any: then each of
+/// its pods needs a node of its own (a highly available Deployment's replicas, one a node).
+pub(super) fn own_hostname_term<'a>(demand: &Demand<'a>) -> Option<&'a PodAffinityTerm> {
+    let pod = demand.pod;
+    (pod.scheduling.anti_affinity.iter())
+        .find(|t| t.topology_key == HOSTNAME_LABEL && t.matches(&pod.namespace, &pod.labels))
+}
+
+/// The most pods one hostname term keeps apart: pods of every demand whose own term (`terms`) it is, each
+/// of which matches it, so no two share a node. One pass over the demands.
+pub(super) fn nodes_apart(demands: &[Demand], terms: &[Option<&PodAffinityTerm>]) -> u64 {
+    let mut apart: HashMap<&PodAffinityTerm, u64> = HashMap::new();
+    for (demand, term) in demands.iter().zip(terms) {
+        if let Some(term) = term {
+            *apart.entry(*term).or_default() += demand.count;
+        }
+    }
+    apart.into_values().max().unwrap_or(0)
 }

@@ -9,25 +9,26 @@
 //! plan or a new node in any zone; as many pods as the optimum. The node count is held over a fixed sample,
 //! not mix by mix (a random draw can find a rarer case further off, see
 //! `the_estimate_places_what_the_optimum_places`). Measured over 400 mixes from a fixed seed
-//! (`how_far_from_the_optimum`, which holds these numbers within a little): the optimum's pods and nodes on
-//! 393 (98%; 392 before pods that need a node each were packed first, as slots, see `estimator/estimate.rs`),
-//! one node over on 6, two over on 1, fewer pods on none (over 1000 mixes from each of seeds 8 and
-//! 9, `how_far_from_the_optimum_over_more_seeds`: 98.0% and 98.1%, two over on 2 each, fewer pods on none;
-//! over 1,000 from each of seeds 1 to 20, `pods_under_the_optimum_over_twenty_seeds`: fewer pods on none,
-//! where the searches and the repair alone left 11 with one to three pods fewer). The node gaps are the
-//! greedy searches', as upstream's, not the filters': a pod placed is never moved, except by the repair of
-//! pods their pod affinity left out (`estimator/repair.rs`), which before it left 5 of the 400 with fewer
-//! pods (a pod whose partners went first to nodes, or a zone, it cannot join; the smallest, a plain pod put
-//! in zone a, then a pod pinned to zone b that wants it on its node, is
-//! `oracle_cases::a_partner_moved_to_the_zone_of_a_pinned_pod`), and by the exhaustive search after it on
-//! plans of at most twelve pods (`estimator/exact.rs`), which places what needs two changes at once or an
-//! order no search tries (the three mixes of `oracle_cases` that fail without it,
-//! `partners_packed_first_alone_in_the_zone_of_pinned_pods` and the two after it). That search also takes
-//! nodes off such plans: over the 20,000 mixes, the optimum's pods and nodes on 19,631 (98.2%) where without
-//! it 19,571, one node over on 330 (377), two on 36 (38), three on 3 (3). It does not run for a pod whose
-//! partners are none of the pending pods (no placement of those helps it), which leaves 33 of the node
-//! gaps it could otherwise close.
-//! - Two nodes over, only with a spread by node: pods are taken by size, and the node a bigger pod got
+//! (`how_far_from_the_optimum`, which holds none more than one node over and 99% at the optimum): the
+//! optimum's pods and nodes on all 400 (393 before the exhaustive search also ran on plans with more nodes
+//! than they need, 392 before pods that need a node each were packed first, as slots, see
+//! `estimator/estimate.rs`); over 1000 mixes from each of seeds 8 and 9
+//! (`how_far_from_the_optimum_over_more_seeds`): 1,000 and 999 (980 and 981 before), none two over; over
+//! 1,000 from each of seeds 1 to 20 (`pods_under_the_optimum_over_twenty_seeds`): 19,986 of 20,000 (99.9%),
+//! one node over on 14, none further, fewer pods on none (where the searches and the repair alone left 11
+//! with one to three pods fewer). The node gaps are the greedy searches', as upstream's, not the filters':
+//! a pod placed is never moved, except by the repair of pods their pod affinity left out
+//! (`estimator/repair.rs`), which before it left 5 of the 400 with fewer pods (a pod whose partners went
+//! first to nodes, or a zone, it cannot join; the smallest, a plain pod put in zone a, then a pod pinned to
+//! zone b that wants it on its node, is `oracle_cases::a_partner_moved_to_the_zone_of_a_pinned_pod`), and by
+//! the exhaustive search after it on plans of at most twelve pods (`estimator/exact.rs`), which places what
+//! needs two changes at once or an order no search tries (the three mixes of `oracle_cases` that fail
+//! without it, `partners_packed_first_alone_in_the_zone_of_pinned_pods` and the two after it). That search
+//! also takes nodes off such plans. When it ran only for pods left out, over the 20,000 mixes: the optimum
+//! on 19,631 (98.2%), one node over on 330, two on 36, three on 3. It now also runs on plans that place
+//! every pod they can but have more nodes than their placed pods need (`exact`'s `loose`), which closes the
+//! gaps below but 14:
+//! - Two nodes over, with a spread by node: pods are taken by size, and the node a bigger pod got
 //!   first is a domain holding none of the spread's pods, which then go one to a node (the smallest: one
 //!   pod of 1613m and four of 632m spread by node, on nodes of 2244m and two pods: five nodes, where
 //!   putting the four two to a node first and the big one last takes three).
@@ -568,8 +569,8 @@ fn how_far_from_the_optimum() {
             .sum::<usize>()
     };
     assert_eq!(at(&|u, _| u > 0), 0, "pods under the optimum: {seen:?}");
-    assert!(at(&|_, o| o > 1) <= 2, "{seen:?}");
-    assert!(at(&|_, o| o == 0) * 100 >= cases * 95, "{seen:?}");
+    assert_eq!(at(&|_, o| o > 1), 0, "more than one node over: {seen:?}");
+    assert!(at(&|_, o| o == 0) * 100 >= cases * 99, "{seen:?}");
 }
 
 /// The same over 1,000 mixes from each of two other seeds, for the figures in the module's doc (slow:
@@ -580,11 +581,14 @@ fn how_far_from_the_optimum() {
 fn how_far_from_the_optimum_over_more_seeds() {
     for seed in [8, 9] {
         let seen = margin(seed, 1000);
-        let under: usize = (seen.iter())
-            .filter(|((u, _), _)| *u > 0)
-            .map(|(_, n)| n)
-            .sum();
-        assert_eq!(under, 0, "pods under the optimum: {seen:?}");
+        let count = |f: &dyn Fn(u64, i64) -> bool| {
+            (seen.iter())
+                .filter(|((u, o), _)| f(*u, *o))
+                .map(|(_, n)| n)
+                .sum::<usize>()
+        };
+        assert_eq!(count(&|u, _| u > 0), 0, "pods under the optimum: {seen:?}");
+        assert_eq!(count(&|_, o| o > 1), 0, "more than one node over: {seen:?}");
     }
 }
 

@@ -332,7 +332,8 @@ fn spread_beside_bigger() -> impl Strategy<Value = Mix> {
 }
 
 /// Mixes of [`spread_beside_bigger`]'s shape from a fixed seed: every pod placed as the optimum places it,
-/// none more than one node over, at least 90% at the optimum; the histogram printed on failure.
+/// none more than one node over, at least 99% at the optimum (all 300 since the exhaustive search also runs
+/// on plans with more nodes than they need); the histogram printed on failure.
 #[test]
 fn spread_beside_bigger_pods_within_one_node_of_the_optimum() {
     let cases = 300;
@@ -345,5 +346,5 @@ fn spread_beside_bigger_pods_within_one_node_of_the_optimum() {
     };
     assert_eq!(at(&|u, _| u > 0), 0, "pods under the optimum: {seen:?}");
     assert_eq!(at(&|_, o| o > 1), 0, "more than one node over: {seen:?}");
-    assert!(at(&|_, o| o == 0) * 100 >= cases * 90, "{seen:?}");
+    assert!(at(&|_, o| o == 0) * 100 >= cases * 99, "{seen:?}");
 }
