@@ -54,7 +54,7 @@ impl UnneededTimers {
         timers: Timers,
         now: SystemTime,
     ) -> Timed<'p> {
-        let mut since = HashMap::new();
+        let mut since = HashMap::with_capacity(removable.len());
         let mut timed = Timed {
             ready: Vec::new(),
             waiting: Vec::new(),
