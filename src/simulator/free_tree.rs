@@ -227,7 +227,7 @@ impl FreeTree {
             return Some(start);
         }
         while n > 1 {
-            if n % 2 == 0
+            if n.is_multiple_of(2)
                 && let Some(i) = self.find(n + 1, &want)
             {
                 return Some(i).filter(|&i| i < self.len);

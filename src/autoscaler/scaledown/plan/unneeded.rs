@@ -4,8 +4,8 @@
 
 use crate::autoscaler::scaledown::plan::planner::{Held, Removable, Unremovable};
 use crate::autoscaler::scaledown::plan::removal::GroupInfo;
-use crate::model::Node;
 use crate::model::FastMap;
+use crate::model::Node;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
