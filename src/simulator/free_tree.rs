@@ -66,6 +66,19 @@ impl FreeTree {
         }
     }
 
+    /// A tree over nodes with `free` left, in that order: what pushing each would make, built in one pass.
+    pub fn of(free: &[Resources]) -> FreeTree {
+        let mut tree = FreeTree::with_capacity(free.len());
+        for (i, f) in free.iter().enumerate() {
+            tree.max[tree.width + i] = key(f);
+        }
+        tree.len = free.len();
+        for n in (1..tree.width).rev() {
+            tree.max[n] = merge(&tree.max[2 * n], &tree.max[2 * n + 1]);
+        }
+        tree
+    }
+
     /// A tree that also keeps each node's room (its cpu and memory as shares of `full`, an empty node's),
     /// for [`FreeTree::least_room`].
     pub fn with_rooms(nodes: usize, full: &Resources) -> FreeTree {
@@ -126,11 +139,21 @@ impl FreeTree {
         if keeps_rooms {
             self.least[n] = room;
         }
+        // Up to the first parent that keeps what it had: every node above it keeps it too. Removal
+        // simulations change a leaf at every pod they put, and most changes stop a level or two up.
         while n > 1 {
             n /= 2;
-            self.max[n] = merge(&self.max[2 * n], &self.max[2 * n + 1]);
+            let max = merge(&self.max[2 * n], &self.max[2 * n + 1]);
+            let least = match keeps_rooms {
+                true => self.least[2 * n].min(self.least[2 * n + 1]),
+                false => u128::MAX,
+            };
+            if self.max[n] == max && (!keeps_rooms || self.least[n] == least) {
+                break;
+            }
+            self.max[n] = max;
             if keeps_rooms {
-                self.least[n] = self.least[2 * n].min(self.least[2 * n + 1]);
+                self.least[n] = least;
             }
         }
     }
@@ -195,7 +218,23 @@ impl FreeTree {
             return None;
         }
         // Leaves past `len` are empty, but an empty demand would take them.
-        (self.find_at_or_after(1, self.width, start, &key(demand))).filter(|&i| i < self.len)
+        let want = key(demand);
+        // From the leaf up: the place at `start` itself (where a search's hint points, and most often the
+        // answer), then each subtree to the right of the way up, nearest first. A search costs the log of
+        // how far it goes, not of the whole tree.
+        let mut n = self.width + start;
+        if holds(&self.max[n], &want) {
+            return Some(start);
+        }
+        while n > 1 {
+            if n.is_multiple_of(2)
+                && let Some(i) = self.find(n + 1, &want)
+            {
+                return Some(i).filter(|&i| i < self.len);
+            }
+            n /= 2;
+        }
+        None
     }
 
     /// The first leaf at or after `start` under node `n`, which covers `width` leaves.
@@ -273,6 +312,9 @@ mod tests {
             }
             agrees_with_a_scan(&tree, &nodes);
         }
+        // Built in one pass.
+        agrees_with_a_scan(&FreeTree::of(&nodes), &nodes);
+        assert_eq!(FreeTree::of(&[]).first(&free(1, 1)), None);
     }
 
     #[test]
@@ -327,6 +369,28 @@ mod tests {
         assert_eq!(tree.least_room(&free(200, 100), |_| true), Some(1));
         assert_eq!(tree.least_room(&free(200, 100), |i| i != 1), Some(2));
         assert_eq!(tree.least_room(&free(600, 600), |_| true), None);
+    }
+
+    #[test]
+    fn finds_what_a_scan_finds_after_changes() {
+        // Nodes filled and emptied one at a time, as removal simulations do: an update that stops where a
+        // parent keeps its value must leave every search as a scan finds.
+        let mut nodes: Vec<Resources> = (0..200u64)
+            .map(|i| free(i * 37 % 1000, i * 91 % 1000))
+            .collect();
+        let mut tree = FreeTree::with_capacity(nodes.len());
+        for n in &nodes {
+            tree.push(n);
+        }
+        for step in 0..400u64 {
+            let i = (step * 53 % 200) as usize;
+            nodes[i] = free(step * 71 % 1000, step * 17 % 1000);
+            tree.set(i, &nodes[i]);
+            if step % 40 == 0 {
+                agrees_with_a_scan(&tree, &nodes);
+            }
+        }
+        agrees_with_a_scan(&tree, &nodes);
     }
 
     fn agrees_with_a_scan(tree: &FreeTree, nodes: &[Resources]) {

@@ -130,11 +130,19 @@ pub fn pods_by_node<'a>(
         .enumerate()
         .map(|(i, n)| (n.name.as_str(), i))
         .collect();
-    let mut on_node = vec![Vec::new(); nodes.len()];
-    for &p in members {
-        let pod = pods.get(p);
-        let name = pod.node_name.as_deref().or(pod.nominated_node.as_deref());
-        if let Some(&n) = name.and_then(|n| index.get(n)) {
+    // Each pod's node first, then each node's list made at its size: no list grows pod by pod.
+    let mut counts = vec![0usize; nodes.len()];
+    let at: Vec<usize> = (members.iter())
+        .map(|&p| {
+            let pod = pods.get(p);
+            let name = pod.node_name.as_deref().or(pod.nominated_node.as_deref());
+            let n = name.and_then(|n| index.get(n)).copied();
+            n.inspect(|&n| counts[n] += 1).unwrap_or(usize::MAX)
+        })
+        .collect();
+    let mut on_node: Vec<Vec<usize>> = counts.iter().map(|&c| Vec::with_capacity(c)).collect();
+    for (&p, &n) in members.iter().zip(&at) {
+        if n != usize::MAX {
             on_node[n].push(p);
         }
     }

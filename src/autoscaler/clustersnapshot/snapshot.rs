@@ -11,7 +11,7 @@ use crate::autoscaler::degradation::BatchingBudget;
 use crate::autoscaler::group::{Group, GroupFacts, Totals};
 use crate::autoscaler::quotas::QuotaBook;
 use crate::autoscaler::status::{Placed, UPCOMING};
-use crate::model::{CapacityQuota, LabelProjection, Node, Pod, PodList, ZONE_LABEL};
+use crate::model::{CapacityQuota, FastSet, LabelProjection, Node, Pod, PodList, ZONE_LABEL};
 use crate::simulator::Dra;
 use crate::simulator::EquivalenceGroup;
 use crate::simulator::node_fit;
@@ -264,10 +264,18 @@ fn template_place(
 /// loses the node its controller pinned it to (`matchFields` on `metadata.name`), as upstream's template
 /// pods do, so that it asks of a new node only what its DaemonSet asks.
 fn daemonset_exemplars(pods: PodList<'_>, running: &[usize], templates: &[Pod]) -> Vec<Pod> {
-    let mut seen = HashSet::new();
+    let mut seen = FastSet::default();
+    // A DaemonSet's pods come in a row (one a node): a pod of the DaemonSet before it is known without a
+    // lookup.
+    let mut last = None;
     (running.iter().map(|&i| pods.get(i)))
         .chain(templates)
-        .filter(|p| seen.insert(p.controller.as_ref().map(|c| c.uid.as_str())))
+        .filter(|p| {
+            let uid = p.controller.as_ref().map(|c| c.uid.as_str());
+            let new = last.is_none_or(|last| last != uid) && seen.insert(uid);
+            last = Some(uid);
+            new
+        })
         .map(|p| Pod {
             scheduling: Arc::new(p.scheduling.for_any_node()),
             ..p.clone()

@@ -39,11 +39,16 @@ fn unhelped(pod: &Pod, why: String) -> NoScaleUp {
     }
 }
 
-pub fn sort_pods(pods: PodList<'_>, nodes: &HashSet<&str>, cutoff: i32) -> Sorted {
+pub fn sort_pods<S: std::hash::BuildHasher>(
+    pods: PodList<'_>,
+    nodes: &HashSet<&str, S>,
+    cutoff: i32,
+) -> Sorted {
     let mut sorted = Sorted {
         to_help: Vec::new(),
         fargate: Vec::new(),
-        bound: Vec::new(),
+        // Most pods are bound: the list is made at its size, not grown through a million pushes.
+        bound: Vec::with_capacity(pods.len()),
         said: Vec::new(),
         daemonsets: Vec::new(),
         on_nodes: 0,

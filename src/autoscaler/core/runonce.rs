@@ -63,7 +63,7 @@ use crate::autoscaler::status::{
     ClusterHealth, LoopProblem, LoopStage, NoScaleUp, ProblemKind, ScaleUp, Status,
 };
 use crate::model::{
-    FargateProfile, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate_label_keys,
+    FargateProfile, FastSet, LabelProjection, PodList, TO_BE_DELETED_TAINT, fargate_label_keys,
     fargate_namespaces,
 };
 use crate::simulator::Dra;
@@ -492,7 +492,7 @@ impl RunOnce {
     /// The pods by what the loop does with them; pods too young to scale up for wait (and are said), when
     /// that is on.
     fn classify(&self, view: &ClusterView, pods: PodList<'_>, now: SystemTime) -> Sorted {
-        let node_names: HashSet<&str> = view.nodes.iter().map(|n| n.name.as_str()).collect();
+        let node_names: FastSet<&str> = view.nodes.iter().map(|n| n.name.as_str()).collect();
         let cutoff = self.settings.expendable_pods_priority_cutoff;
         let mut sorted = classify::sort_pods(pods, &node_names, cutoff);
         if self.settings.wait_for_new_pods {

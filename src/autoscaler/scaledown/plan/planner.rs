@@ -81,18 +81,31 @@ impl Utilization {
     }
 
     pub fn describe(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for Utilization {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(devices) = &self.devices {
-            return format!("devices {devices}");
+            return write!(f, "devices {devices}");
         }
         match self.gpu {
-            Some(gpu) => format!("gpu {:.0}%", gpu * 100.0),
-            None => format!(
-                "cpu {:.0}%, memory {:.0}%",
-                self.cpu * 100.0,
-                self.memory * 100.0
+            Some(gpu) => write!(f, "gpu {}%", percent(gpu)),
+            None => write!(
+                f,
+                "cpu {}%, memory {}%",
+                percent(self.cpu),
+                percent(self.memory)
             ),
         }
     }
+}
+
+/// A share as a whole percent, as `{:.0}` prints `share * 100.0` (ties to even), without the float
+/// formatting machinery: a 100,000-node loop describes 70,000 removable nodes.
+pub(in crate::autoscaler::scaledown) fn percent(share: f64) -> i64 {
+    (share * 100.0).round_ties_even() as i64
 }
 
 /// Whether a removal has pods to move, as cluster-autoscaler tells its empty deletions from its drains.
@@ -232,7 +245,7 @@ pub fn plan<'a>(
     let mut plan = ScaleDownPlan::default();
     let pdbs = PdbBudget::new(input.pdbs);
     let mut seen = Coverage::default();
-    let mut candidates = Vec::new();
+    let mut candidates = Vec::with_capacity(input.nodes.len());
     for (n, _) in input.nodes.iter().enumerate() {
         let threshold = UtilizationCheck::Threshold;
         match candidate(input, rules, &pdbs, &mut seen, n, threshold) {
@@ -245,20 +258,20 @@ pub fn plan<'a>(
             }),
         }
     }
-    // Empty nodes first, then those unneeded last loop, then the least used.
-    candidates.sort_by(|a, b| {
-        let key = |c: &RemovalCandidate| {
+    // Empty nodes first, then those unneeded last loop, then the least used. Each key is read once (a
+    // name looked up in a set), not at every comparison.
+    let mut keyed: Vec<_> = (candidates.into_iter())
+        .map(|c| {
+            let previously = (input.previously_unneeded).contains(&input.nodes[c.node].name);
             (
-                !c.moving.is_empty(),
-                !input
-                    .previously_unneeded
-                    .contains(&input.nodes[c.node].name),
+                (!c.moving.is_empty(), !previously),
+                c.utilization.value(),
+                c,
             )
-        };
-        key(a)
-            .cmp(&key(b))
-            .then(a.utilization.value().total_cmp(&b.utilization.value()))
-    });
+        })
+        .collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let candidates: Vec<RemovalCandidate> = keyed.into_iter().map(|(_, _, c)| c).collect();
 
     let mut room: Vec<i64> = input
         .groups
@@ -270,14 +283,11 @@ pub fn plan<'a>(
     });
     // Pods moving off a candidate go first to nodes that are no candidate, then to the candidates tried
     // last: filling a node that is about to be removed would only move the same pods again.
-    let rank: HashMap<usize, usize> = candidates
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.node, i))
-        .collect();
-    let mut order: Vec<usize> = (0..places.len())
-        .filter(|p| !rank.contains_key(p))
-        .collect();
+    let mut candidate = vec![false; places.len()];
+    for c in &candidates {
+        candidate[c.node] = true;
+    }
+    let mut order: Vec<usize> = (0..places.len()).filter(|&p| !candidate[p]).collect();
     order.extend(candidates.iter().rev().map(|c| c.node));
     let mut sim = RemovalSimulation::new(input, rules, topology, places, order);
     // zeroOrMaxNodeScaling groups go whole: their candidates are simulated together, after the rest.
@@ -354,11 +364,12 @@ pub(in crate::autoscaler::scaledown) fn candidate<'a>(
         return Err((Unremovable::ReservedCapacity, why.clone()));
     }
     let group = &input.groups[g];
-    let on_node: Vec<&Pod> = input.on_node[n]
-        .iter()
-        .map(|&p| &input.pods[p])
-        .filter(|p| !drainability::long_terminating(p, input.now))
-        .collect();
+    let mut on_node: Vec<&Pod> = Vec::with_capacity(input.on_node[n].len());
+    on_node.extend(
+        (input.on_node[n].iter())
+            .map(|&p| &input.pods[p])
+            .filter(|p| !drainability::long_terminating(p, input.now)),
+    );
     let daemonsets = if group.options.ignore_daemon_sets {
         DaemonSetUtilization::Ignored
     } else {
@@ -385,8 +396,8 @@ pub(in crate::autoscaler::scaledown) fn candidate<'a>(
     }
     // One classification per pod: the first that blocks keeps the node, the others sort into evicted and
     // moving.
-    let mut evicted = Vec::new();
-    let mut moving = Vec::new();
+    let mut evicted = Vec::with_capacity(on_node.len());
+    let mut moving = Vec::with_capacity(on_node.len());
     for &p in &input.on_node[n] {
         match drainability::classify(&input.pods[p], rules, pdbs, input.now) {
             Verdict::Blocks(reason, why) => {

@@ -6,8 +6,8 @@ use crate::model::{
     SchedulingIds,
 };
 use crate::simulator::{
-    Filling, FreeTree, Place, PodTerms, PoolUse, SpreadMins, Topology, explain as why_nowhere,
-    group_pods_by, node_fit, unavailable, unfit as why_not_on,
+    EquivalenceGroup, Filling, FreeTree, Place, PodTerms, PoolUse, SpreadMins, Topology,
+    explain as why_nowhere, group_pods_by, node_fit, unavailable, unfit as why_not_on,
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, LazyLock};
@@ -186,11 +186,12 @@ impl<'a> Mover<'a> {
         input: &Input<'a>,
     ) -> Mover<'a> {
         let mut position = vec![usize::MAX; places.len()];
-        let mut free = FreeTree::default();
+        let mut rooms = Vec::with_capacity(order.len());
         for (i, &p) in order.iter().enumerate() {
             position[p] = i;
-            free.push(&room(&places[p]));
+            rooms.push(room(&places[p]));
         }
+        let free = FreeTree::of(&rooms);
         Mover {
             order,
             position,
@@ -223,6 +224,35 @@ impl<'a> Mover<'a> {
             });
         self.slot_of_pod[p] = u32::try_from(slot).expect("fewer than 2^32 groups");
         slot
+    }
+
+    /// `moving` in equivalence groups, as [`group_pods_by`] groups them (in the order each first appears,
+    /// then the highest priority first). A node's pods are few and of few groups: they are grouped by a
+    /// look along the groups found so far, not in a map built for each removal.
+    fn groups(&mut self, topology: &Topology, moving: &[usize]) -> Vec<EquivalenceGroup> {
+        const BY_LOOK: usize = 32;
+        if moving.len() > BY_LOOK {
+            for &p in moving {
+                self.slot(topology, p);
+            }
+            let known = &self.slot_of_pod;
+            return group_pods_by(self.pods, moving.iter().copied(), |p| known[p]);
+        }
+        let mut slots: Vec<usize> = Vec::with_capacity(moving.len());
+        let mut groups: Vec<EquivalenceGroup> = Vec::with_capacity(moving.len());
+        for &p in moving {
+            let slot = self.slot(topology, p);
+            match slots.iter().position(|&s| s == slot) {
+                Some(g) => groups[g].pods.push(p),
+                None => {
+                    slots.push(slot);
+                    groups.push(EquivalenceGroup { pods: vec![p] });
+                }
+            }
+        }
+        let pods = self.pods;
+        groups.sort_by_key(|g| std::cmp::Reverse(g.exemplar(pods).priority.unwrap_or(0)));
+        groups
     }
 
     /// Place `p` now takes pods, or no longer does.
@@ -332,12 +362,12 @@ impl<'a> Mover<'a> {
         undo: &mut Undo,
     ) -> Result<Vec<(usize, usize)>, FitsNowhere> {
         let pods = self.pods;
-        let moving: Vec<usize> = moving
-            .iter()
-            .chain(&self.moved_onto[from])
-            .copied()
-            .collect();
+        let mut all = Vec::with_capacity(moving.len() + self.moved_onto[from].len());
+        all.extend_from_slice(moving);
+        all.extend_from_slice(&self.moved_onto[from]);
+        let moving = all;
         let mut destinations = Vec::with_capacity(moving.len());
+        undo.uncounted.reserve(moving.len());
         // They stop counting where they are: their spread and anti-affinity no longer hold there.
         for &p in &moving {
             let slot = self.slot(topology, p);
@@ -346,8 +376,7 @@ impl<'a> Mover<'a> {
             undo.uncounted.push((from, terms));
         }
         // Identical pods move together.
-        let pods_of = self.pods;
-        for eg in group_pods_by(pods_of, moving.iter().copied(), |p| self.slot(topology, p)) {
+        for eg in self.groups(topology, &moving) {
             let slot = self.slot(topology, eg.pods[0]);
             let pod = eg.exemplar(pods);
             let (terms, hint) = self.entries[slot].clone();
