@@ -2,7 +2,7 @@
 //! estimator taken out made it fail, and those the repair of pods their pod affinity left out places; and
 //! generated mixes of one shape, a spread ReplicaSet (one pod a node) beside bigger plain pods.
 
-use super::oracle::{Constraint, Group, Mix, Optimum, check, margin_of};
+use super::oracle::{Constraint, Group, Mix, Optimum, check, margin_of, mixes, within_one_node};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -338,13 +338,6 @@ fn spread_beside_bigger() -> impl Strategy<Value = Mix> {
 fn spread_beside_bigger_pods_within_one_node_of_the_optimum() {
     let cases = 300;
     let seen: BTreeMap<(u64, i64), usize> = margin_of(spread_beside_bigger(), 11, cases);
-    let at = |f: &dyn Fn(u64, i64) -> bool| {
-        (seen.iter())
-            .filter(|((u, o), _)| f(*u, *o))
-            .map(|(_, n)| n)
-            .sum::<usize>()
-    };
-    assert_eq!(at(&|u, _| u > 0), 0, "pods under the optimum: {seen:?}");
-    assert_eq!(at(&|_, o| o > 1), 0, "more than one node over: {seen:?}");
-    assert!(at(&|_, o| o == 0) * 100 >= cases * 99, "{seen:?}");
+    within_one_node(&seen);
+    assert!(mixes(&seen, |_, o| o == 0) * 100 >= cases * 99, "{seen:?}");
 }
