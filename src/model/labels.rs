@@ -21,6 +21,14 @@ impl Labels {
         Labels::default()
     }
 
+    /// Labels from string pairs, for tests (later pairs of a key win, as a map's inserts).
+    #[cfg(test)]
+    pub(crate) fn of(pairs: &[(&str, &str)]) -> Labels {
+        (pairs.iter())
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
     pub fn len(&self) -> usize {
         self.0.len()
     }
@@ -206,22 +214,16 @@ where
 mod tests {
     use super::Labels;
 
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        (pairs.iter())
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
     #[test]
     fn reads_as_a_map_built_in_the_same_order() {
-        let mut map = labels(&[("b", "1"), ("a", "2"), ("b", "3")]);
+        let mut map = Labels::of(&[("b", "1"), ("a", "2"), ("b", "3")]);
         assert_eq!(map.len(), 2);
         assert_eq!(map.get("b").map(String::as_str), Some("3"));
         let keys: Vec<&String> = map.keys().collect();
         assert_eq!(keys, ["a", "b"]);
         assert_eq!(map.insert("c".into(), "4".into()), None);
         assert_eq!(map.insert("a".into(), "5".into()).as_deref(), Some("2"));
-        assert_eq!(map, labels(&[("a", "5"), ("b", "3"), ("c", "4")]));
+        assert_eq!(map, Labels::of(&[("a", "5"), ("b", "3"), ("c", "4")]));
         assert_eq!(map.remove("b").as_deref(), Some("3"));
         assert!(!map.contains_key("b"));
         map.extend([("0".to_string(), "x".to_string())]);

@@ -56,17 +56,11 @@ mod tests {
     use super::*;
     use crate::model::Requirement;
 
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        (pairs.iter())
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
     #[test]
     fn every_term_a_pod_matches_is_a_candidate() {
         let selectors = [
             LabelSelector {
-                match_labels: labels(&[("app", "web"), ("tier", "front")]),
+                match_labels: Labels::of(&[("app", "web"), ("tier", "front")]),
                 expressions: vec![],
             },
             LabelSelector {
@@ -88,7 +82,7 @@ mod tests {
             LabelSelector::default(),
             LabelSelector::nothing(),
             LabelSelector {
-                match_labels: labels(&[("app", "db")]),
+                match_labels: Labels::of(&[("app", "db")]),
                 expressions: vec![],
             },
         ];
@@ -97,11 +91,11 @@ mod tests {
             index.add(id, s);
         }
         for pod in [
-            labels(&[("app", "web"), ("tier", "front")]),
-            labels(&[("app", "web")]),
-            labels(&[("app", "api")]),
-            labels(&[("app", "db")]),
-            labels(&[]),
+            Labels::of(&[("app", "web"), ("tier", "front")]),
+            Labels::of(&[("app", "web")]),
+            Labels::of(&[("app", "api")]),
+            Labels::of(&[("app", "db")]),
+            Labels::of(&[]),
         ] {
             let candidates = index.candidates(&pod);
             for (id, s) in selectors.iter().enumerate() {
@@ -115,6 +109,6 @@ mod tests {
             );
         }
         // A pod labelled only app=db is not offered the web terms.
-        assert_eq!(index.candidates(&labels(&[("app", "db")])), [2, 3, 5]);
+        assert_eq!(index.candidates(&Labels::of(&[("app", "db")])), [2, 3, 5]);
     }
 }
